@@ -1,0 +1,73 @@
+"""Run configuration as dataclasses, mirrored one-to-one by the CLI flags."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+DEFAULT_TRACKING_URI = "sqlite:///mlruns/mlflow.db"
+
+
+@dataclass
+class FineTuneConfig:
+    """Kovaleva et al.'s fine-tuning setting (batch 32, 3 epochs, max length 128, 10% warm-up).
+
+    ``learning_rate`` defaults to 2e-5 (BERT's recommended range; the papers' code used 5e-5,
+    pass ``--learning-rate 5e-5`` to match it).
+    """
+
+    batch_size: int = 32
+    epochs: float = 3.0
+    learning_rate: float = 2e-5
+    warmup_ratio: float = 0.1
+    weight_decay: float = 0.01
+    max_length: int = 128
+    max_train_examples: int | None = None
+    seed: int = 42
+
+    def cache_key(self, model: str, task: str) -> str:
+        """Stable key of everything that changes the fine-tuned weights."""
+        payload = json.dumps({"model": model, "task": task, **asdict(self)}, sort_keys=True)
+        return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+
+@dataclass
+class AnalysisConfig:
+    """Which analyses run, on how much data, and where their extra inputs come from."""
+
+    analyses: list[str] | None = None  # None: every registered analysis
+    max_eval_examples: int = 1000
+    eval_batch_size: int = 16
+    max_length: int = 128
+    corpus: Path | None = None  # plain text for the surface analyses (Clark et al.)
+    syntax_data: Path | None = None  # treebank for dependency heads, probes, features
+    coref_data: Path | None = None  # coreference corpus
+    max_tokens: int = 128  # truncation for word-level inputs (Clark used 128 for coreference)
+    word_attention_from: str = "mean"  # "mean" of sub-token rows, or "first" (Clark's code)
+
+
+@dataclass
+class RunConfig:
+    """One ``harness run``: a task, a model, a seed, and where results go."""
+
+    task: str
+    model: str = "bert-base-uncased"
+    data_dir: Path | None = None
+    output_dir: Path = Path("outputs")
+    cache_dir: Path = Path(".cache/checkpoints")
+    tracking_uri: str | None = None
+    device: str | None = None  # None: cuda if available, else cpu
+    precision: str = "fp32"  # fp32, bf16 or fp16 (GPU only) for fine-tuning and inference
+    finetune: FineTuneConfig = field(default_factory=FineTuneConfig)
+    analysis: AnalysisConfig = field(default_factory=AnalysisConfig)
+
+    @property
+    def run_name(self) -> str:
+        return f"{self.task}-{Path(self.model).name}-seed{self.finetune.seed}"
+
+    @property
+    def run_dir(self) -> Path:
+        """Where this run's results and figures are written (and found again on resume)."""
+        return self.output_dir / self.run_name

@@ -1,0 +1,15 @@
+"""The example type every task loader yields."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Example:
+    """One GLUE example: one or two texts and a label (class index, or a float for STS-B)."""
+
+    guid: str
+    text_a: str
+    text_b: str | None
+    label: int | float

@@ -1,0 +1,76 @@
+"""Reader for the original GLUE TSV folders (the layout of the GLUE download script).
+
+Quirks handled on purpose: CoLA has no header; MRPC's header starts with a UTF-8 BOM;
+SST-2 sentences end with a space; quotes are literal text, so no CSV quoting is applied
+(a lone ``"`` in MRPC would otherwise swallow the following lines).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from harness.errors import HarnessError
+from tasks.examples import Example
+from tasks.registry import GlueTask
+
+
+def split_path(data_dir: str | Path, task: GlueTask, split: str) -> Path:
+    """Path of ``<data_dir>/<Task folder>/<split>.tsv``, or a clear error if missing."""
+    path = Path(data_dir) / task.folder / f"{split}.tsv"
+    if not path.is_file():
+        raise HarnessError(
+            f"{path} not found: the GLUE folder {data_dir} has no {task.folder}/{split}.tsv; "
+            f"download {task.name} with the GLUE script or drop --data-dir/GLUE_DIR to use `datasets`"
+        )
+    return path
+
+
+def read_glue_tsv(data_dir: str | Path, task: GlueTask, split: str) -> Iterator[Example]:
+    """Yield the examples of one split, checking every row's shape and label."""
+    path = split_path(data_dir, task, split)
+    with path.open(encoding="utf-8-sig", newline="") as handle:
+        lines = (line.rstrip("\r\n") for line in handle)
+        header: list[str] = next(lines).split("\t") if task.has_header else []
+        positions = [_column_position(path, header, column) for column in task.tsv_columns]
+        first_line = 2 if task.has_header else 1
+        for line_number, line in enumerate(lines, start=first_line):
+            if not line.strip():
+                continue
+            yield _parse_row(path, line_number, line.split("\t"), positions, task)
+
+
+def _column_position(path: Path, header: list[str], column: str | int | None) -> int | None:
+    if column is None or isinstance(column, int):
+        return column
+    if column not in header:
+        raise HarnessError(f"{path}:1: header has no column {column!r} (found {header}); "
+                           "is this the GLUE TSV for the right task?")
+    return header.index(column)
+
+
+def _parse_row(path: Path, line_number: int, cells: list[str],
+               positions: list[int | None], task: GlueTask) -> Example:
+    a_pos, b_pos, label_pos = positions
+    needed = max(p for p in positions if p is not None)
+    if len(cells) <= needed:
+        raise HarnessError(f"{path}:{line_number}: malformed row with {len(cells)} columns, "
+                           f"expected at least {needed + 1}; fix or remove that line")
+    raw_label = cells[label_pos].strip()
+    return Example(
+        guid=f"{task.name}-{line_number}",
+        text_a=cells[a_pos].strip(),
+        text_b=cells[b_pos].strip() if b_pos is not None else None,
+        label=_parse_label(path, line_number, raw_label, task),
+    )
+
+
+def _parse_label(path: Path, line_number: int, raw: str, task: GlueTask) -> int | float:
+    if task.is_regression:
+        try:
+            return float(raw)
+        except ValueError:
+            raise HarnessError(f"{path}:{line_number}: score {raw!r} is not a number") from None
+    if raw not in task.tsv_labels:
+        raise HarnessError(f"{path}:{line_number}: label {raw!r} is not one of {list(task.tsv_labels)}")
+    return task.tsv_labels.index(raw)
