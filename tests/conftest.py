@@ -20,7 +20,9 @@ TINY_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", ",", "the", "a"
 def tiny_tokenizer(tmp_path_factory: pytest.TempPathFactory) -> BertTokenizerFast:
     vocab = tmp_path_factory.mktemp("tiny_vocab") / "vocab.txt"
     vocab.write_text("\n".join(TINY_VOCAB) + "\n")
-    return BertTokenizerFast(vocab_file=str(vocab), do_lower_case=True)
+    # transformers 5 ignores vocab_file in the constructor (leaving only the special tokens),
+    # so load the folder as a saved tokenizer.
+    return BertTokenizerFast.from_pretrained(str(vocab.parent), do_lower_case=True)
 
 
 def tiny_bert(seed: int, num_labels: int = 2) -> BertForSequenceClassification:
