@@ -1,0 +1,146 @@
+"""Word-level inputs and attention for analyses over pre-tokenised text (treebanks, coreference).
+
+`encode_words` tokenises lists of words into an `EncodedBatch` whose items are
+`WordAlignedItem`s: the source item plus which word each token belongs to. Inputs longer
+than ``max_tokens`` are cut at a word boundary (a word is kept whole or not at all) and the
+number of words cut is recorded, so analyses can report it.
+
+`word_attention` turns a token-level map into a word-level one as Clark et al. (2019) do:
+attention *to* a word is the sum over its sub-tokens (so each row stays a distribution
+over words plus the special tokens), attention *from* a word is the mean over its sub-tokens
+(or the first sub-token's row, mode ``"first"``, as in Clark et al.'s released code).
+Special tokens ([CLS], [SEP]) are dropped from both axes, so rows need not sum to 1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+from transformers.tokenization_utils_base import PreTrainedTokenizerBase
+
+from harness.attention import AttentionBatch, EncodedBatch
+from harness.errors import HarnessError
+
+FROM_MODES = ("mean", "first")
+
+
+@dataclass
+class WordAlignedItem:
+    """One encoded row: the source ``item``, and the word of each token.
+
+    ``word_ids[t]`` is the index of the word that token t belongs to, or None for special
+    tokens; it covers the real tokens only (no padding). Words ``0..num_words-1`` were kept;
+    the last ``words_cut`` words of the item did not fit in ``max_tokens``.
+    """
+
+    item: Any
+    word_ids: list[int | None]
+    num_words: int
+    words_cut: int
+
+
+def _kept_words(token_counts: Sequence[int], budget: int) -> int:
+    """How many leading words fit whole in ``budget`` tokens."""
+    used = 0
+    for kept, count in enumerate(token_counts):
+        if used + count > budget:
+            return kept
+        used += count
+    return len(token_counts)
+
+
+def _token_counts(tokenizer: PreTrainedTokenizerBase, word_lists: list[list[str]]) -> list[list[int]]:
+    """Number of sub-tokens of every word (without special tokens), one tokenizer call per batch."""
+    if not any(word_lists):
+        return [[] for _ in word_lists]
+    pieces = tokenizer(word_lists, add_special_tokens=False, is_split_into_words=True)
+    counts = []
+    for row, words in enumerate(word_lists):
+        per_word = [0] * len(words)
+        for word in pieces.word_ids(row):
+            per_word[word] += 1
+        counts.append(per_word)
+    return counts
+
+
+def encode_words(
+    tokenizer: PreTrainedTokenizerBase, word_lists: list[list[str]], max_tokens: int, items: list[Any]
+) -> tuple[EncodedBatch, list[int]]:
+    """Encode pre-split words as ``[CLS] w1 ... wk [SEP]``, at most ``max_tokens`` tokens each.
+
+    Needs a fast tokenizer (for word ids). Returns the padded batch, whose ``items`` are
+    `WordAlignedItem`s wrapping ``items``, and the number of words cut from each row.
+    """
+    if not tokenizer.is_fast:
+        raise HarnessError(f"{type(tokenizer).__name__} is not a fast tokenizer; word-level analyses "
+                           "need word ids: load the model's tokenizer with use_fast=True")
+    special = tokenizer.num_special_tokens_to_add(pair=False)
+    if max_tokens <= special:
+        raise HarnessError(f"--max-tokens {max_tokens} leaves no room for words next to the "
+                           f"{special} special tokens; use a larger value (Clark et al. used 128)")
+    kept_words: list[list[str]] = []
+    for words, counts in zip(word_lists, _token_counts(tokenizer, word_lists)):
+        # A word the tokenizer drops entirely (a lone control character) becomes the unknown
+        # token, so every word keeps a position and attention to it is defined.
+        visible = [word if count else tokenizer.unk_token for word, count in zip(words, counts)]
+        kept_words.append(visible[:_kept_words([max(count, 1) for count in counts], max_tokens - special)])
+    encoded = tokenizer(kept_words, is_split_into_words=True, padding="longest", padding_side="right",
+                        return_tensors="pt")
+    aligned: list[WordAlignedItem] = []
+    cut: list[int] = []
+    for row, (words, kept) in enumerate(zip(word_lists, kept_words)):
+        length = int(encoded["attention_mask"][row].sum())
+        word_ids = encoded.word_ids(row)[:length]
+        cut.append(len(words) - len(kept))
+        aligned.append(WordAlignedItem(items[row], word_ids, len(kept), cut[-1]))
+    batch = EncodedBatch(
+        input_ids=encoded["input_ids"],
+        attention_mask=encoded["attention_mask"],
+        token_type_ids=encoded.get("token_type_ids"),
+        items=aligned,
+    )
+    return batch, cut
+
+
+def assignment_matrix(word_ids: Sequence[int | None], num_words: int) -> torch.Tensor:
+    """(num_words, n_tok) matrix with 1 where token t belongs to word w; special tokens get no word."""
+    matrix = torch.zeros(num_words, len(word_ids))
+    for token, word in enumerate(word_ids):
+        if word is not None and word < num_words:
+            matrix[word, token] = 1.0
+    return matrix
+
+
+def word_attention(
+    maps: torch.Tensor, word_ids: Sequence[int | None], num_words: int, from_mode: str = "mean"
+) -> torch.Tensor:
+    """Word-to-word attention from token-to-token attention.
+
+    ``maps``: (..., n_tok, n_tok), e.g. (layers, heads, n_tok, n_tok), rows attend over
+    columns; ``word_ids``: length n_tok. Returns (..., num_words, num_words): *to* a word sums
+    its sub-token columns; *from* a word averages its sub-token rows (``"mean"``) or takes its
+    first sub-token's row (``"first"``). Special tokens are dropped, not renormalised away.
+    """
+    if from_mode not in FROM_MODES:
+        raise HarnessError(f"--word-attention-from {from_mode!r} is not one of {', '.join(FROM_MODES)}")
+    if maps.shape[-1] != len(word_ids):
+        raise ValueError(f"maps have {maps.shape[-1]} tokens but word_ids has {len(word_ids)}")
+    to_words = assignment_matrix(word_ids, num_words).to(maps.dtype)
+    if from_mode == "mean":
+        from_words = to_words / to_words.sum(dim=1, keepdim=True).clamp(min=1.0)
+    else:
+        first = torch.cumsum(to_words, dim=1) == 1
+        from_words = (to_words.bool() & first).to(maps.dtype)
+    return from_words @ maps @ to_words.T
+
+
+def word_maps(
+    batch: AttentionBatch, checkpoint: str, from_mode: str = "mean"
+) -> Iterator[tuple[WordAlignedItem, torch.Tensor]]:
+    """For each row of a batch built by `encode_words`: its `WordAlignedItem` and the
+    word-level maps of ``checkpoint``, shape (layers, heads, num_words, num_words)."""
+    for row, aligned in enumerate(batch.items):
+        yield aligned, word_attention(batch.maps(checkpoint, row), aligned.word_ids, aligned.num_words, from_mode)
