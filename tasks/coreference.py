@@ -1,0 +1,313 @@
+"""Coreference corpora as `Document`s: CoNLL-2012, e2e-coref JSON lines, and LitBank.
+
+`read_coreference(path)` recognises the format from the path:
+
+* ``*_conll`` / ``*.conll`` file, or a folder holding such files (searched recursively, so a
+  LitBank ``conll/`` folder and the CoNLL-2012 ``annotations/`` tree both work): CoNLL-2012
+  columns (document, part, word index, word, POS, parse, ...), the coreference brackets in the
+  **last** column, documents between ``#begin document (name); part N`` and ``#end document``,
+  sentences separated by blank lines. LitBank uses the same layout with ``_`` in the POS and
+  parse columns and an empty last column where there is no mention.
+* ``*.jsonlines`` / ``*.jsonl``: the e2e-coref format, one JSON object per line with
+  ``doc_key``, ``sentences`` (lists of words) and ``clusters`` (lists of ``[start, end]``
+  inclusive word spans over the flattened document).
+
+The module also holds the two word-level decisions the coreference analysis needs and that
+depend only on the text: the head word of a mention (`mention_head`) and its type
+(`mention_type`: pronoun, proper or nominal). Both are documented in ``docs/coreference.md``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+
+from harness.errors import HarnessError
+
+COREF_FIX = "give --coref-data a CoNLL-2012 *_gold_conll file, an e2e-coref .jsonlines file or a LitBank conll/ folder"
+
+# Penn Treebank escapes used in CoNLL-2012 word columns, mapped back to the text BERT saw.
+PTB_ESCAPES = {"-LRB-": "(", "-RRB-": ")", "-LSB-": "[", "-RSB-": "]", "-LCB-": "{", "-RCB-": "}",
+               "/.": ".", "/?": "?", "/-": "-"}
+NO_MENTION = {"", "-", "_"}
+BRACKET = re.compile(r"^(\()?(\d+)(\))?$")
+BEGIN = re.compile(r"^#begin document \(?(.*?)\)?;\s*part\s+(\w+)")
+
+
+@dataclass(frozen=True, order=True)
+class Mention:
+    """A mention: words ``start..end`` (inclusive) of its document, in coreference ``cluster``."""
+
+    start: int
+    end: int
+    cluster: int
+
+
+@dataclass
+class Document:
+    """One document: its words, where its sentences start, and its gold mentions.
+
+    ``mentions`` are sorted by (start, end); ``pos`` holds one Penn Treebank tag per word when
+    the format has them (CoNLL-2012), else None (LitBank, JSON lines without ``pos``).
+    """
+
+    name: str
+    words: list[str]
+    sentence_starts: list[int]
+    mentions: list[Mention]
+    pos: list[str] | None = None
+    source: str = ""
+
+    @property
+    def clusters(self) -> dict[int, list[Mention]]:
+        """Mentions grouped by cluster, each group in document order."""
+        grouped: dict[int, list[Mention]] = {}
+        for mention in self.mentions:
+            grouped.setdefault(mention.cluster, []).append(mention)
+        return grouped
+
+    @cached_property
+    def lowercase_words(self) -> frozenset[str]:
+        """Words that occur in lower case somewhere in the document (for `mention_type`)."""
+        return frozenset(word for word in self.words if word.islower())
+
+    @cached_property
+    def sentence_start_set(self) -> frozenset[int]:
+        return frozenset(self.sentence_starts)
+
+
+@dataclass
+class _DocumentBuilder:
+    """Accumulates the lines of one CoNLL document and checks its brackets."""
+
+    name: str
+    path: Path
+    line: int
+    words: list[str] = field(default_factory=list)
+    pos: list[str] = field(default_factory=list)
+    sentence_starts: list[int] = field(default_factory=list)
+    mentions: set[Mention] = field(default_factory=set)
+    open_mentions: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
+    cluster_ids: dict[str, int] = field(default_factory=dict)
+    in_sentence: bool = False
+
+    def add_token(self, cells: list[str], line: int) -> None:
+        index = len(self.words)
+        if not self.in_sentence:
+            self.sentence_starts.append(index)
+            self.in_sentence = True
+        self.words.append(PTB_ESCAPES.get(cells[3], cells[3]))
+        self.pos.append(cells[4] if len(cells) > 4 else "_")
+        coref = cells[-1].strip()
+        if coref not in NO_MENTION:
+            for part in coref.split("|"):
+                self._bracket(part, index, line)
+
+    def end_sentence(self) -> None:
+        self.in_sentence = False
+
+    def _bracket(self, part: str, index: int, line: int) -> None:
+        match = BRACKET.match(part)
+        if not match or not (match.group(1) or match.group(3)):
+            raise HarnessError(f"{self.path}:{line}: coreference cell part {part!r} is not '(N', 'N)' or '(N)'; "
+                               "the coreference brackets must be in the last column")
+        opens, label, closes = match.groups()
+        if opens:
+            self.open_mentions.setdefault(label, []).append((index, line))
+        if closes:
+            if not self.open_mentions.get(label):
+                raise HarnessError(f"{self.path}:{line}: mention {label}) closes but was never opened; "
+                                   "fix the brackets in the last column")
+            start, _ = self.open_mentions[label].pop()
+            cluster = self.cluster_ids.setdefault(label, len(self.cluster_ids))
+            self.mentions.add(Mention(start, index, cluster))
+
+    def finish(self) -> Document:
+        for label, starts in self.open_mentions.items():
+            if starts:
+                raise HarnessError(f"{self.path}:{starts[-1][1]}: mention ({label} is never closed before "
+                                   "#end document; fix the brackets in the last column")
+        has_pos = any(tag not in NO_MENTION for tag in self.pos)
+        return Document(self.name, self.words, self.sentence_starts, sorted(self.mentions),
+                        self.pos if has_pos else None, f"{self.path}:{self.line}")
+
+
+def read_conll_file(path: Path) -> Iterator[Document]:
+    """Documents of one CoNLL-2012 or LitBank file (one per ``#begin document ... part``)."""
+    builder: _DocumentBuilder | None = None
+    with path.open(encoding="utf-8") as handle:
+        for number, raw in enumerate(handle, start=1):
+            line = raw.rstrip("\r\n")
+            if line.startswith("#begin document"):
+                if builder is not None:
+                    raise HarnessError(f"{path}:{number}: #begin document inside document {builder.name!r}; "
+                                       "add the missing #end document line")
+                match = BEGIN.match(line)
+                name = f"{match.group(1)}/part {match.group(2)}" if match else line[len("#begin document"):].strip()
+                builder = _DocumentBuilder(name, path, number)
+            elif line.startswith("#end document"):
+                if builder is None:
+                    raise HarnessError(f"{path}:{number}: #end document without #begin document")
+                yield builder.finish()
+                builder = None
+            elif not line.strip():
+                if builder is not None:
+                    builder.end_sentence()
+            elif not line.startswith("#"):
+                cells = line.split("\t") if "\t" in line else line.split()
+                if builder is None:
+                    raise HarnessError(f"{path}:{number}: token line outside a document; "
+                                       "CoNLL coreference files need '#begin document (name); part 0' first")
+                if len(cells) < 5:
+                    raise HarnessError(f"{path}:{number}: {len(cells)} columns, expected at least 5 "
+                                       "(document, part, index, word, ..., coreference last)")
+                builder.add_token(cells, number)
+    if builder is not None:
+        raise HarnessError(f"{path}:{builder.line}: document {builder.name!r} has no #end document line")
+
+
+def read_jsonlines(path: Path) -> Iterator[Document]:
+    """Documents of an e2e-coref JSON-lines file (``sentences`` and inclusive ``clusters`` spans)."""
+    with path.open(encoding="utf-8") as handle:
+        for number, line in enumerate(handle, start=1):
+            if line.strip():
+                yield _json_document(path, number, line)
+
+
+def _json_document(path: Path, number: int, line: str) -> Document:
+    try:
+        record = json.loads(line)
+        sentences, clusters = record["sentences"], record["clusters"]
+    except (json.JSONDecodeError, KeyError, TypeError) as error:
+        raise HarnessError(f"{path}:{number}: not an e2e-coref record ({type(error).__name__}: {error}); "
+                           "each line must be a JSON object with 'sentences' and 'clusters'") from None
+    words = [word for sentence in sentences for word in sentence]
+    starts, position = [], 0
+    for sentence in sentences:
+        if sentence:
+            starts.append(position)
+        position += len(sentence)
+    mentions = set()
+    for cluster, spans in enumerate(clusters):
+        for span in spans:
+            if not (isinstance(span, list) and len(span) == 2 and 0 <= span[0] <= span[1] < len(words)):
+                raise HarnessError(f"{path}:{number}: cluster {cluster} has span {span!r} outside the "
+                                   f"document's {len(words)} words; spans are inclusive [start, end] word indices")
+            mentions.add(Mention(span[0], span[1], cluster))
+    pos = record.get("pos")
+    flat_pos = [tag for sentence in pos for tag in sentence] if pos else None
+    if flat_pos is not None and len(flat_pos) != len(words):
+        raise HarnessError(f"{path}:{number}: 'pos' has {len(flat_pos)} tags for {len(words)} words")
+    return Document(str(record.get("doc_key", f"{path.name}:{number}")), words, starts,
+                    sorted(mentions), flat_pos, f"{path}:{number}")
+
+
+def coreference_format(path: Path) -> str:
+    """``"conll"`` or ``"jsonlines"`` from the path, or a clear error for anything else."""
+    name = path.name
+    if path.is_dir():
+        return "conll"
+    if name.endswith((".jsonlines", ".jsonl")):
+        return "jsonlines"
+    if name.endswith(("_conll", ".conll")):
+        return "conll"
+    if name.endswith((".conllu", ".conllx")):
+        raise HarnessError(f"{path} is a dependency treebank with no coreference annotation; {COREF_FIX}")
+    raise HarnessError(f"{path}: unknown coreference format (expected *_conll, *.conll, *.jsonlines or a "
+                       f"folder of .conll files); {COREF_FIX}")
+
+
+def conll_files(folder: Path) -> list[Path]:
+    """The CoNLL coreference files under ``folder``, in a stable order."""
+    files = sorted(p for p in folder.rglob("*") if p.is_file() and p.name.endswith(("_conll", ".conll")))
+    if not files:
+        raise HarnessError(f"{folder} holds no *.conll or *_conll files; {COREF_FIX}")
+    return files
+
+
+def read_coreference(path: str | Path) -> list[Document]:
+    """Every document at ``path`` (a file or a folder), format recognised from the path."""
+    path = Path(path)
+    if not path.exists():
+        raise HarnessError(f"{path} not found; {COREF_FIX}")
+    if coreference_format(path) == "jsonlines":
+        documents = list(read_jsonlines(path))
+    else:
+        files = conll_files(path) if path.is_dir() else [path]
+        documents = [document for file in files for document in read_conll_file(file)]
+    if not documents:
+        raise HarnessError(f"{path} holds no documents; {COREF_FIX}")
+    return documents
+
+
+# --- Head words and mention types (no parses in LitBank; see docs/coreference.md) ---------
+
+PRONOUNS = frozenset(
+    "i me my mine myself you your yours yourself yourselves thou thee thy thine thyself ye "
+    "he him his himself she her hers herself it its itself oneself "
+    "we us our ours ourselves ourself they them their theirs themselves themself "
+    "who whom whose".split()
+)
+# Words that end a noun phrase's pre-head part: the head is the last word before them
+# ("the face [of the earth]", "a man [who ...]", "Mr. Brown [, the baker]").
+POST_MODIFIER_STARTS = frozenset(
+    "of in on at by with from to for about into onto upon over under after before through "
+    "between among against without within during like than as near behind beyond "
+    "who whom whose which that where when while whilst , ; : ( -- — - \" “ ” ‘ ’".split()
+)
+POST_MODIFIER_TAGS = ("IN", "TO", "WDT", "WP", "WP$", "WRB", ",", ":", "-LRB-", "VB", "MD", "``", "''")
+SKIPPED_AT_END = frozenset("'s ' ’s ’ . , ; : ! ? \" “ ” ‘ ` `` '' ) ] -- —".split())
+HEAD_TAGS = ("NN", "PRP", "CD", "EX")
+
+
+def _is_post_modifier(document: Document, index: int) -> bool:
+    if document.pos is not None:
+        return document.pos[index].startswith(POST_MODIFIER_TAGS)
+    return document.words[index].lower() in POST_MODIFIER_STARTS
+
+
+def mention_head(document: Document, mention: Mention) -> int:
+    """Index of the head word of ``mention`` (English noun phrases are head-final before
+    their post-modifiers).
+
+    The mention is cut before its first post-modifier (a preposition, relative pronoun,
+    comma, dash or quote after its first word; with POS tags: IN, TO, W*, VB*, MD,
+    punctuation); the head is the last word of what remains that is not a possessive marker
+    or punctuation, and with POS tags the last noun, pronoun or number among them if any.
+    """
+    end = mention.end
+    for index in range(mention.start + 1, mention.end + 1):
+        if _is_post_modifier(document, index):
+            end = index - 1
+            break
+    candidates = [i for i in range(mention.start, end + 1) if document.words[i].lower() not in SKIPPED_AT_END]
+    if document.pos is not None:
+        nouns = [i for i in candidates if document.pos[i].startswith(HEAD_TAGS)]
+        candidates = nouns or candidates
+    return candidates[-1] if candidates else mention.start
+
+
+MENTION_TYPES = ("pronoun", "proper", "nominal")
+
+
+def mention_type(document: Document, mention: Mention, head: int) -> str:
+    """``"pronoun"``, ``"proper"`` or ``"nominal"``, decided on the head word.
+
+    With POS tags: PRP/PRP$ (or a word of `PRONOUNS`) is a pronoun, NNP/NNPS proper, else
+    nominal. Without: a pronoun if the head is in `PRONOUNS`; proper if it is capitalised and
+    either not the first word of its sentence or never written in lower case in the document
+    (so "The man" stays nominal and a sentence-initial "Holmes" is proper); else nominal.
+    """
+    word = document.words[head]
+    if word.lower() in PRONOUNS and (document.pos is None or not document.pos[head].startswith("NN")):
+        return "pronoun"
+    if document.pos is not None:
+        tag = document.pos[head]
+        return "pronoun" if tag.startswith("PRP") else "proper" if tag.startswith("NNP") else "nominal"
+    if word[:1].isupper() and (head not in document.sentence_start_set or word.lower() not in document.lowercase_words):
+        return "proper"
+    return "nominal"

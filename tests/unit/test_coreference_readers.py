@@ -1,0 +1,125 @@
+import json
+
+import pytest
+
+from harness.errors import HarnessError
+from tasks.coreference import Mention, coreference_format, read_coreference
+from tests.conftest import SHARED_DATA
+
+LITBANK = SHARED_DATA / "litbank" / "conll"
+
+# Two CoNLL-2012 documents (space-separated columns, POS and parse present, PTB escapes).
+CONLL_2012 = """#begin document (bc/cctv/00/cctv_0000); part 000
+bc/cctv/00/cctv_0000   0   0        John   NNP   (TOP(S(NP*)   -   -   -   Speaker#1   *   (0)
+bc/cctv/00/cctv_0000   0   1        said   VBD          (VP*   say   01   -   Speaker#1   *   -
+bc/cctv/00/cctv_0000   0   2          he   PRP       (S(NP*)   -   -   -   Speaker#1   *   (0)
+bc/cctv/00/cctv_0000   0   3       liked   VBD          (VP*   -   -   -   Speaker#1   *   -
+bc/cctv/00/cctv_0000   0   4         his   PRP$       (NP*   -   -   -   Speaker#1   *   (0)|(1
+bc/cctv/00/cctv_0000   0   5      sister    NN      *))))))   -   -   -   Speaker#1   *   1)
+bc/cctv/00/cctv_0000   0   6          /.     .           *)   -   -   -   Speaker#1   *   -
+
+bc/cctv/00/cctv_0000   0   0       -LRB-  -LRB-        (TOP*   -   -   -   Speaker#1   *   -
+bc/cctv/00/cctv_0000   0   1         She   PRP           *)   -   -   -   Speaker#1   *   (1)
+#end document
+#begin document (bc/cctv/00/cctv_0000); part 001
+bc/cctv/00/cctv_0000   1   0        Rain    NN   (TOP*)   -   -   -   Speaker#1   *   -
+#end document
+"""
+
+
+def write(tmp_path, name, text):
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.mark.skipif(not LITBANK.is_dir(), reason="needs ../shared/data/litbank")
+def test_litbank_folder_counts_match_its_readme():
+    documents = read_coreference(LITBANK)
+    assert len(documents) == 100
+    assert sum(len(document.sentence_starts) for document in documents) == 8562
+    assert sum(len(document.mentions) for document in documents) == 29103
+    assert sum(len(document.words) for document in documents) == 210532  # "210,532 tokens"
+    assert all(document.pos is None for document in documents)  # LitBank has no POS column
+
+
+@pytest.mark.skipif(not LITBANK.is_dir(), reason="needs ../shared/data/litbank")
+def test_litbank_first_document_reads_nested_and_multiword_mentions():
+    bleak_house = read_coreference(LITBANK / "1023_bleak_house_brat.conll")[0]
+    assert bleak_house.name == "1023_bleak_house_brat/part 0"
+    assert bleak_house.words[:6] == ["CHAPTER", "I", "In", "Chancery", "London", "."]
+    assert bleak_house.sentence_starts[:3] == [0, 6, 22]
+    spans = [" ".join(bleak_house.words[m.start:m.end + 1]) for m in bleak_house.mentions[:4]]
+    assert spans == ["Chancery", "London", "Lord Chancellor", "Lincoln 's Inn Hall"]
+
+
+def test_conll_2012_file_with_parts_pos_and_escapes(tmp_path):
+    path = write(tmp_path, "cctv_0000.v4_gold_conll", CONLL_2012)
+    first, second = read_coreference(path)
+    assert first.name == "bc/cctv/00/cctv_0000/part 000" and second.name.endswith("part 001")
+    assert first.words == ["John", "said", "he", "liked", "his", "sister", ".", "(", "She"]
+    assert first.sentence_starts == [0, 7]
+    assert first.pos[:2] == ["NNP", "VBD"]
+    assert first.mentions == [Mention(0, 0, 0), Mention(2, 2, 0), Mention(4, 4, 0), Mention(4, 5, 1),
+                              Mention(8, 8, 1)]
+    assert [len(group) for group in first.clusters.values()] == [3, 2]
+    assert second.mentions == [] and second.words == ["Rain"]
+
+
+def test_folder_of_conll_2012_files_is_searched_recursively(tmp_path):
+    folder = tmp_path / "annotations" / "bc"
+    folder.mkdir(parents=True)
+    write(folder, "a.v4_gold_conll", CONLL_2012)
+    write(folder, "notes.txt", "not a coreference file")
+    assert len(read_coreference(tmp_path)) == 2
+
+
+def test_jsonlines_spans_are_inclusive_over_the_flattened_document(tmp_path):
+    record = {"doc_key": "nw/1", "sentences": [["Mary", "left", "."], ["She", "was", "tired", "."]],
+              "clusters": [[[0, 0], [3, 3]]]}
+    path = write(tmp_path, "dev.english.jsonlines", json.dumps(record) + "\n\n")
+    (document,) = read_coreference(path)
+    assert document.name == "nw/1" and document.sentence_starts == [0, 3]
+    assert document.mentions == [Mention(0, 0, 0), Mention(3, 3, 0)]
+    assert document.pos is None
+
+
+@pytest.mark.parametrize("name, expected", [("x.v4_gold_conll", "conll"), ("x.conll", "conll"),
+                                            ("x.jsonlines", "jsonlines"), ("x.jsonl", "jsonlines")])
+def test_format_is_recognised_from_the_path(tmp_path, name, expected):
+    assert coreference_format(tmp_path / name) == expected
+
+
+def test_treebank_given_as_coreference_data_is_a_clear_error(tmp_path):
+    path = write(tmp_path, "en_ewt-ud-dev.conllu", "1\tHi\n")
+    with pytest.raises(HarnessError, match="no coreference annotation.*--coref-data"):
+        read_coreference(path)
+
+
+def test_missing_path_names_the_fix(tmp_path):
+    with pytest.raises(HarnessError, match="not found.*--coref-data"):
+        read_coreference(tmp_path / "nope.jsonlines")
+
+
+@pytest.mark.parametrize("text, line, message", [
+    ("#begin document (d); part 0\nd 0 0 John NNP * (0\n#end document\n", 2, "never closed"),
+    ("#begin document (d); part 0\nd 0 0 John NNP * 0)\n#end document\n", 2, "never opened"),
+    ("#begin document (d); part 0\nd 0 0 John NNP * (x)\n#end document\n", 2, "not '\\(N'"),
+    ("d 0 0 John NNP * (0)\n", 1, "outside a document"),
+    ("#begin document (d); part 0\nd 0 John\n#end document\n", 2, "expected at least 5"),
+    ("#begin document (d); part 0\nd 0 0 John NNP * -\n", 1, "no #end document"),
+])
+def test_malformed_conll_names_file_and_line(tmp_path, text, line, message):
+    path = write(tmp_path, "bad_gold_conll", text)
+    with pytest.raises(HarnessError, match=f"bad_gold_conll:{line}: .*{message}"):
+        read_coreference(path)
+
+
+def test_malformed_jsonlines_names_file_and_line(tmp_path):
+    good = json.dumps({"sentences": [["a"]], "clusters": []})
+    path = write(tmp_path, "bad.jsonlines", good + "\n" + json.dumps({"sentences": [["a"]]}) + "\n")
+    with pytest.raises(HarnessError, match="bad.jsonlines:2: .*'clusters'"):
+        read_coreference(path)
+    path = write(tmp_path, "span.jsonlines", json.dumps({"sentences": [["a"]], "clusters": [[[0, 3]]]}))
+    with pytest.raises(HarnessError, match="span.jsonlines:1: .*outside"):
+        read_coreference(path)
