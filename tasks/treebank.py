@@ -1,0 +1,131 @@
+"""Dependency treebank readers: CoNLL-U (Universal Dependencies) and CoNLL-X (e.g. the Penn
+Treebank converted to Stanford Dependencies, Clark et al.'s setting).
+
+Both give `Sentence`s of syntactic words with gold tags, heads (1-based, 0 = root) and
+relations. CoNLL-U multi-word token ranges (``1-2 didn't``) are skipped, because the
+syntactic words ``did`` and ``n't`` follow on their own lines, and empty nodes (``8.1``,
+enhanced dependencies only) are skipped, because they are not part of the basic tree.
+`read_treebank` picks the format from the file name.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.errors import HarnessError
+
+COLUMNS = 10
+PUNCT_RELATIONS = frozenset({"punct"})
+TREEBANK_SUFFIXES = (".conllu", ".conllx")
+_RANGE = re.compile(r"^\d+-\d+$")
+_EMPTY_NODE = re.compile(r"^\d+\.\d+$")
+
+
+@dataclass
+class Sentence:
+    """One dependency-annotated sentence; all lists have one entry per word.
+
+    ``heads[i]`` is the 1-based index of word i's head (0 for the root); ``upos`` holds the
+    coarse tag (UPOS in CoNLL-U, CPOSTAG in CoNLL-X) and ``xpos`` the fine one (Penn tags in
+    UD English EWT and PTB conversions).
+    """
+
+    words: list[str]
+    upos: list[str]
+    xpos: list[str]
+    heads: list[int]
+    relations: list[str]
+    sent_id: str = ""
+    lemmas: list[str] = field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.words)
+
+
+def _fields(line: str, path: Path, number: int, format_name: str) -> list[str]:
+    columns = line.split("\t")
+    if len(columns) != COLUMNS and format_name == "CoNLL-X":
+        columns = line.split()  # some CoNLL-X conversions separate columns by spaces
+    if len(columns) != COLUMNS:
+        raise HarnessError(
+            f"{path}:{number}: expected {COLUMNS} tab-separated {format_name} columns, found {len(columns)}; "
+            f"fix the line or check that the file really is {format_name}"
+        )
+    return columns
+
+
+def _parse(path: Path, format_name: str) -> Iterator[Sentence]:
+    rows: list[list[str]] = []
+    sent_id = ""
+    start = 1
+    with path.open(encoding="utf-8") as lines:
+        for number, raw in enumerate(lines, start=1):
+            line = raw.rstrip("\n").rstrip("\r")
+            if not line.strip():
+                if rows:
+                    yield _sentence(rows, sent_id, path, start)
+                rows, sent_id = [], ""
+                continue
+            if line.startswith("#"):
+                if line.startswith("# sent_id"):
+                    sent_id = line.split("=", 1)[-1].strip()
+                continue
+            columns = _fields(line, path, number, format_name)
+            if _RANGE.match(columns[0]) or _EMPTY_NODE.match(columns[0]):
+                continue  # surface token spanning several words, or an enhanced-graph empty node
+            if not rows:
+                start = number
+            rows.append(columns + [str(number)])
+    if rows:
+        yield _sentence(rows, sent_id, path, start)
+
+
+def _sentence(rows: list[list[str]], sent_id: str, path: Path, start: int) -> Sentence:
+    words, upos, xpos, heads, relations, lemmas = [], [], [], [], [], []
+    for position, columns in enumerate(rows, start=1):
+        line = columns[COLUMNS]
+        if columns[0] != str(position):
+            raise HarnessError(f"{path}:{line}: word id {columns[0]!r} should be {position} (ids count 1, 2, ... "
+                               "within a sentence); fix the numbering or separate sentences by a blank line")
+        if not columns[6].isdigit():
+            raise HarnessError(f"{path}:{line}: head {columns[6]!r} is not a word index; "
+                               "every word needs a gold head (0 for the root)")
+        head = int(columns[6])
+        if head > len(rows):
+            raise HarnessError(f"{path}:{line}: head {head} points past the end of the sentence "
+                               f"starting at line {start} ({len(rows)} words); fix the head column")
+        words.append(columns[1])
+        lemmas.append(columns[2])
+        upos.append(columns[3])
+        xpos.append(columns[4])
+        heads.append(head)
+        relations.append(columns[7])
+    return Sentence(words, upos, xpos, heads, relations, sent_id or f"{path.name}:{start}", lemmas)
+
+
+def read_conllu(path: Path) -> list[Sentence]:
+    """Sentences of a CoNLL-U file (basic dependencies; ranges and empty nodes skipped)."""
+    return list(_parse(Path(path), "CoNLL-U"))
+
+
+def read_conllx(path: Path) -> list[Sentence]:
+    """Sentences of a CoNLL-X file (ID FORM LEMMA CPOSTAG POSTAG FEATS HEAD DEPREL PHEAD PDEPREL)."""
+    return list(_parse(Path(path), "CoNLL-X"))
+
+
+def read_treebank(path: Path | str) -> list[Sentence]:
+    """Read a dependency treebank, choosing the reader from the suffix (``.conllu`` or ``.conllx``)."""
+    path = Path(path)
+    if not path.is_file():
+        raise HarnessError(f"treebank {path} not found; pass a .conllu or .conllx file with --syntax-data")
+    readers = {".conllu": read_conllu, ".conllx": read_conllx}
+    if path.suffix not in readers:
+        raise HarnessError(f"{path}: cannot tell the treebank format from the name; use a file ending in "
+                           f"{' or '.join(TREEBANK_SUFFIXES)} (CoNLL-U or CoNLL-X)")
+    sentences = readers[path.suffix](path)
+    if not sentences:
+        raise HarnessError(f"{path} holds no sentences; check that it is a {path.suffix} treebank")
+    return sentences
