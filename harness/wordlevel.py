@@ -105,13 +105,41 @@ def encode_words(
     return batch, cut
 
 
-def assignment_matrix(word_ids: Sequence[int | None], num_words: int) -> torch.Tensor:
-    """(num_words, n_tok) matrix with 1 where token t belongs to word w; special tokens get no word."""
-    matrix = torch.zeros(num_words, len(word_ids))
+def assignment_matrix(word_ids: Sequence[int | None], num_words: int, keep_special: bool = False) -> torch.Tensor:
+    """(groups, n_tok) matrix with 1 where token t belongs to group g.
+
+    Groups are the words ``0..num_words-1``; with ``keep_special`` they are shifted by one and
+    framed by the first special token ([CLS], group 0) and the last one ([SEP], group
+    num_words+1). Tokens of cut words (and other special tokens) belong to no group.
+    """
+    offset = 1 if keep_special else 0
+    matrix = torch.zeros(num_words + 2 * offset, len(word_ids))
     for token, word in enumerate(word_ids):
         if word is not None and word < num_words:
-            matrix[word, token] = 1.0
+            matrix[word + offset, token] = 1.0
+    if keep_special:
+        special = [token for token, word in enumerate(word_ids) if word is None]
+        matrix[0, special[0]] = 1.0
+        matrix[-1, special[-1]] = 1.0
     return matrix
+
+
+def _grouped(maps: torch.Tensor, to_groups: torch.Tensor, from_mode: str) -> torch.Tensor:
+    """(..., groups, groups): rows averaged (or first row) within a group, columns summed."""
+    if from_mode not in FROM_MODES:
+        raise HarnessError(f"--word-attention-from {from_mode!r} is not one of {', '.join(FROM_MODES)}")
+    to_groups = to_groups.to(maps.dtype)
+    if from_mode == "mean":
+        from_groups = to_groups / to_groups.sum(dim=1, keepdim=True).clamp(min=1.0)
+    else:
+        first = torch.cumsum(to_groups, dim=1) == 1
+        from_groups = (to_groups.bool() & first).to(maps.dtype)
+    return from_groups @ maps @ to_groups.T
+
+
+def _check_length(maps: torch.Tensor, word_ids: Sequence[int | None]) -> None:
+    if maps.shape[-1] != len(word_ids):
+        raise ValueError(f"maps have {maps.shape[-1]} tokens but word_ids has {len(word_ids)}")
 
 
 def word_attention(
@@ -124,23 +152,25 @@ def word_attention(
     its sub-token columns; *from* a word averages its sub-token rows (``"mean"``) or takes its
     first sub-token's row (``"first"``). Special tokens are dropped, not renormalised away.
     """
-    if from_mode not in FROM_MODES:
-        raise HarnessError(f"--word-attention-from {from_mode!r} is not one of {', '.join(FROM_MODES)}")
-    if maps.shape[-1] != len(word_ids):
-        raise ValueError(f"maps have {maps.shape[-1]} tokens but word_ids has {len(word_ids)}")
-    to_words = assignment_matrix(word_ids, num_words).to(maps.dtype)
-    if from_mode == "mean":
-        from_words = to_words / to_words.sum(dim=1, keepdim=True).clamp(min=1.0)
-    else:
-        first = torch.cumsum(to_words, dim=1) == 1
-        from_words = (to_words.bool() & first).to(maps.dtype)
-    return from_words @ maps @ to_words.T
+    _check_length(maps, word_ids)
+    return _grouped(maps, assignment_matrix(word_ids, num_words), from_mode)
+
+
+def word_attention_with_special(
+    maps: torch.Tensor, word_ids: Sequence[int | None], num_words: int, from_mode: str = "mean"
+) -> torch.Tensor:
+    """Like `word_attention` but keeping [CLS] (index 0) and the final [SEP] (index -1):
+    (..., num_words + 2, num_words + 2). Rows of words then still sum to 1 (single segment)."""
+    _check_length(maps, word_ids)
+    return _grouped(maps, assignment_matrix(word_ids, num_words, keep_special=True), from_mode)
 
 
 def word_maps(
-    batch: AttentionBatch, checkpoint: str, from_mode: str = "mean"
+    batch: AttentionBatch, checkpoint: str, from_mode: str = "mean", keep_special: bool = False
 ) -> Iterator[tuple[WordAlignedItem, torch.Tensor]]:
     """For each row of a batch built by `encode_words`: its `WordAlignedItem` and the
-    word-level maps of ``checkpoint``, shape (layers, heads, num_words, num_words)."""
+    word-level maps of ``checkpoint``, shape (layers, heads, num_words, num_words), or
+    (layers, heads, num_words + 2, num_words + 2) with ``keep_special``."""
+    convert = word_attention_with_special if keep_special else word_attention
     for row, aligned in enumerate(batch.items):
-        yield aligned, word_attention(batch.maps(checkpoint, row), aligned.word_ids, aligned.num_words, from_mode)
+        yield aligned, convert(batch.maps(checkpoint, row), aligned.word_ids, aligned.num_words, from_mode)

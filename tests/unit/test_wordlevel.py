@@ -3,7 +3,7 @@ import torch
 
 from harness.attention import stream_attention
 from harness.errors import HarnessError
-from harness.wordlevel import encode_words, word_attention, word_maps
+from harness.wordlevel import encode_words, word_attention, word_attention_with_special, word_maps
 
 
 def test_split_word_gets_all_its_subtokens(tiny_tokenizer):
@@ -71,3 +71,14 @@ def test_real_maps_keep_all_mass_except_special_tokens(tiny_pair, tiny_tokenizer
 def test_unknown_from_mode_is_rejected():
     with pytest.raises(HarnessError, match="word-attention-from"):
         word_attention(torch.zeros(1, 1, 2, 2), [0, 1], 2, "last")
+
+
+def test_with_special_keeps_cls_and_sep_and_rows_sum_to_one(tiny_pair, tiny_tokenizer):
+    batch, _ = encode_words(tiny_tokenizer, [["the", "cats", "sat"]], 32, [0])
+    aligned = batch.items[0]
+    tokens = next(stream_attention(tiny_pair, [batch])).maps("pretrained", 0)
+    full = word_attention_with_special(tokens, aligned.word_ids, aligned.num_words)
+    assert full.shape == (2, 4, 5, 5)
+    assert torch.allclose(full.sum(dim=-1), torch.ones(2, 4, 5), atol=1e-5)
+    assert torch.allclose(full[..., 1:-1, 1:-1], word_attention(tokens, aligned.word_ids, 3))
+    assert torch.equal(full[..., 0, 0], tokens[..., 0, 0]) and torch.equal(full[..., -1, -1], tokens[..., -1, -1])
