@@ -1,0 +1,194 @@
+"""Clark et al.'s surface analyses per head, for both checkpoints side by side.
+
+Per example, every head's attention is reduced to Clark's token-level statistics, then
+averaged over examples (their code: per document over rows, then over documents):
+
+- relative position: attention to the token itself, the previous and the next token,
+  averaged over the rows that have such a token (Clark divided by all n rows, so a pure
+  next-token head scored (n-1)/n; here it scores 1);
+- special tokens: attention to [CLS], [SEP], "." and "," averaged over all rows (Clark's
+  denominator: attention *from* all tokens), plus [SEP] rows attending to [SEP] and the
+  other rows attending to [SEP] (Clark's Figure 2, below);
+- entropy: mean over rows of each row's entropy in nats, the entropy of the [CLS] row, and
+  log n, the entropy of uniform attention (Clark's Figure 4). Computed exactly with
+  0 log 0 = 0; Clark's 0.9999a + 0.0001/n smoothing only avoided NaNs and moves values by
+  at most ~0.001 nats.
+
+Heads are then labelled with Clark's thresholds and the heads whose labels changed under
+fine-tuning are listed.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from transformers.tokenization_utils_base import PreTrainedTokenizerBase
+
+import harness.corpus  # noqa: F401  (registers the "corpus" source this analysis reads)
+from harness.analyses.base import Analysis, AnalysisContext, register_analysis
+from harness.attention import AttentionBatch
+
+# Statistic name -> how it is shown in tables and figures.
+STATISTICS = {
+    "self": "itself", "previous": "previous token", "next": "next token",
+    "cls": "[CLS]", "sep": "[SEP]", "period": '"."', "comma": '","', "punct": '"." or ","',
+    "sep_to_sep": "[SEP] rows to [SEP]", "rest_to_sep": "other rows to [SEP]",
+    "entropy": "entropy (nats)", "cls_entropy": "[CLS] row entropy (nats)",
+}
+
+TOKEN_TYPES = ("cls", "sep", "period", "comma", "punct")
+
+# Clark et al.'s behaviour thresholds: label -> (statistic, lower bound).
+BEHAVIOURS = {
+    "broad": ("entropy", 3.8), "previous": ("previous", 0.5), "next": ("next", 0.5),
+    "cls": ("cls", 0.6), "sep": ("sep", 0.6), "punct": ("punct", 0.6),
+}
+
+# Clark et al. 2019 on BERT-base (1000 Wikipedia segments), layers 1-indexed.
+CLARK_BERT_BASE = {
+    "previous_heads_layers": [2, 4, 7, 8],
+    "next_heads_layers": [1, 2, 2, 3, 6],
+    "layers_with_over_half_on_sep": [6, 7, 8, 9, 10],
+    "sep_to_sep": "> 0.9 in most heads",
+    "last_layer_cls_entropy": 3.89,
+}
+
+
+@dataclass(frozen=True)
+class SpecialIds:
+    """Vocabulary ids of the tokens Clark tracks; None when the vocabulary lacks one."""
+
+    cls: int | None
+    sep: int | None
+    period: int | None
+    comma: int | None
+
+    @classmethod
+    def of(cls, tokenizer: PreTrainedTokenizerBase) -> SpecialIds:
+        def known(token: str) -> int | None:
+            token_id = tokenizer.convert_tokens_to_ids(token)
+            return None if token_id == tokenizer.unk_token_id else token_id
+
+        return cls(tokenizer.cls_token_id, tokenizer.sep_token_id, known("."), known(","))
+
+
+def token_masks(input_ids: torch.Tensor, lengths: torch.Tensor, ids: SpecialIds) -> dict[str, torch.Tensor]:
+    """Float masks (batch, seq): real tokens, and each tracked token type among them."""
+    real = torch.arange(input_ids.shape[1])[None, :] < lengths[:, None]
+
+    def where(token_id: int | None) -> torch.Tensor:
+        return (input_ids == token_id) & real if token_id is not None else torch.zeros_like(real)
+
+    masks = {"real": real, "cls": where(ids.cls), "sep": where(ids.sep),
+             "period": where(ids.period), "comma": where(ids.comma)}
+    masks["punct"] = masks["period"] | masks["comma"]
+    return {name: mask.float() for name, mask in masks.items()}
+
+
+def row_mean(values: torch.Tensor, rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Mean of ``values`` (batch, layers, heads, seq) over the selected ``rows`` (batch, seq).
+
+    Returns the means (batch, layers, heads) and which examples have any selected row (batch,).
+    """
+    count = rows.sum(dim=1)
+    total = (values * rows[:, None, None, :]).sum(dim=-1)
+    return total / count.clamp(min=1)[:, None, None], count > 0
+
+
+def surface_statistics(
+    attention: torch.Tensor, input_ids: torch.Tensor, lengths: torch.Tensor, ids: SpecialIds
+) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+    """Every statistic of `STATISTICS` per example and head.
+
+    ``attention``: (batch, layers, heads, seq, seq), rows attend to columns; padding rows and
+    columns past ``lengths`` are ignored. Returns name -> (values (batch, layers, heads),
+    valid (batch,)): an example is invalid for a statistic it has no rows for (no [SEP]).
+    """
+    masks = token_masks(input_ids, lengths, ids)
+    real = masks["real"]
+    # Attention of every row to each token type: (batch, layers, heads, seq).
+    to_type = {name: (attention @ masks[name][:, None, None, :, None]).squeeze(-1) for name in TOKEN_TYPES}
+    has_neighbour = real[:, 1:]  # rows 1..n-1 have a previous token; rows 0..n-2 a next one
+    stats = {name: row_mean(to_type[name], real) for name in TOKEN_TYPES}
+    stats["self"] = row_mean(attention.diagonal(dim1=-2, dim2=-1), real)
+    stats["previous"] = row_mean(attention.diagonal(offset=-1, dim1=-2, dim2=-1), has_neighbour)
+    stats["next"] = row_mean(attention.diagonal(offset=1, dim1=-2, dim2=-1), has_neighbour)
+    stats["sep_to_sep"] = row_mean(to_type["sep"], masks["sep"])
+    stats["rest_to_sep"] = row_mean(to_type["sep"], real - masks["sep"])
+    # Padding columns of real rows carry ~0 attention, and entr(0) = 0.
+    row_entropy = torch.special.entr(attention).sum(dim=-1)
+    stats["entropy"] = row_mean(row_entropy, real)
+    stats["cls_entropy"] = (row_entropy[..., 0], lengths > 0)
+    return stats
+
+
+def behaviour_labels(per_head: dict[str, list[list[float]]]) -> list[list[list[str]]]:
+    """Clark's labels of every head (layers x heads lists of labels) from per-head means."""
+    layers, heads = len(per_head["entropy"]), len(per_head["entropy"][0])
+    return [[[label for label, (stat, bound) in BEHAVIOURS.items() if per_head[stat][layer][head] > bound]
+             for head in range(heads)] for layer in range(layers)]
+
+
+def label_changes(labels: dict[str, list[list[list[str]]]], first: str, second: str) -> list[dict[str, Any]]:
+    """Heads (1-indexed) whose label set differs between two checkpoints."""
+    return [{"layer": layer + 1, "head": head + 1, first: before, second: labels[second][layer][head]}
+            for layer, row in enumerate(labels[first]) for head, before in enumerate(row)
+            if before != labels[second][layer][head]]
+
+
+@register_analysis
+class Surface(Analysis):
+    """Relative position, special tokens, entropy and behaviour labels per head and checkpoint."""
+
+    name = "surface"
+    source = "corpus"
+
+    def __init__(self, context: AnalysisContext) -> None:
+        super().__init__(context)
+        self.ids = SpecialIds.of(context.tokenizer)
+        shape = (len(context.checkpoints), len(STATISTICS), context.num_layers, context.num_heads)
+        self.totals = torch.zeros(shape, dtype=torch.float64)
+        self.counts = torch.zeros(shape[:2], dtype=torch.float64)
+        self.uniform_entropy_total = 0.0
+        self.num_items = 0
+
+    def update(self, batch: AttentionBatch) -> None:
+        for index, checkpoint in enumerate(self.context.checkpoints):
+            stats = surface_statistics(batch.attentions[checkpoint], batch.input_ids, batch.lengths, self.ids)
+            for position, name in enumerate(STATISTICS):
+                values, valid = stats[name]
+                self.totals[index, position] += values[valid].double().sum(dim=0)
+                self.counts[index, position] += int(valid.sum())
+        self.uniform_entropy_total += float(batch.lengths.double().log().sum())
+        self.num_items += len(batch.items)
+
+    def result(self) -> dict[str, Any]:
+        means = self.totals / self.counts.clamp(min=1)[:, :, None, None]
+        checkpoints: dict[str, Any] = {}
+        for index, checkpoint in enumerate(self.context.checkpoints):
+            per_head = {name: means[index, position].tolist() for position, name in enumerate(STATISTICS)}
+            labels = behaviour_labels(per_head)
+            checkpoints[checkpoint] = {
+                "per_head": per_head,
+                "per_layer": {name: means[index, position].mean(dim=1).tolist() for position, name in enumerate(STATISTICS)},
+                "labels": labels,
+                "label_counts": {label: sum(label in cell for row in labels for cell in row) for label in BEHAVIOURS},
+            }
+        first, second = list(self.context.checkpoints)
+        return {"surface": {
+            "checkpoints": checkpoints,
+            "uniform_entropy": self.uniform_entropy_total / max(self.num_items, 1),
+            "thresholds": {label: {"statistic": stat, "above": bound} for label, (stat, bound) in BEHAVIOURS.items()},
+            "label_changes": label_changes({name: checkpoints[name]["labels"] for name in checkpoints}, first, second),
+            "num_items": self.num_items,
+            "reference_clark_bert_base": CLARK_BERT_BASE,
+        }}
+
+    @staticmethod
+    def draw(summary: dict[str, Any], out_dir: Path) -> list[Path]:
+        from harness.analyses.clark_figures import draw_surface
+
+        return draw_surface(summary, out_dir)
