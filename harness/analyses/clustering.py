@@ -1,0 +1,128 @@
+"""Clark et al.'s head clustering, with the pre-trained and fine-tuned heads in one space.
+
+The distance between two heads is the Jensen-Shannon divergence of their attention rows,
+summed over tokens (Clark's ``head_distances.py``); every head of both checkpoints is
+compared with every other, so the fine-tuned version of a head can be placed next to its
+pre-trained version. The divergence is exact (0 log 0 = 0, no smoothing: Clark's
+0.001/n + 0.999a only avoided NaNs). The cost is quadratic in heads and linear in tokens,
+so a seeded sample of ``clustering_tokens_per_example`` rows per example (option, default
+8) is compared and the number of tokens used is stored. Stored distances are the mean per
+token (Clark's sum divided by the tokens used), so runs of different sizes compare; the
+2-D picture is the same up to scale. Metric MDS (scikit-learn) embeds the distance matrix.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from sklearn.manifold import MDS
+
+import harness.corpus  # noqa: F401  (registers the "corpus" source this analysis reads)
+from harness.analyses.base import Analysis, AnalysisContext, register_analysis
+from harness.attention import AttentionBatch
+
+DEFAULT_TOKENS_PER_EXAMPLE = 8
+CHUNK_ELEMENTS = 2**24  # bounds the (heads chunk, heads, rows, seq) temporary to 64 MB of float32
+
+
+def pairwise_js(rows: torch.Tensor) -> torch.Tensor:
+    """Jensen-Shannon divergence (nats) between every pair of heads, summed over rows.
+
+    ``rows``: (heads, rows, seq), each row a distribution (padding columns 0). Uses
+    JS(p, q) = H((p + q) / 2) - (H(p) + H(q)) / 2; returns (heads, heads), float64.
+    """
+    heads = rows.shape[0]
+    own = torch.special.entr(rows).sum(dim=(1, 2))
+    distances = torch.empty(heads, heads, dtype=torch.float64)
+    chunk = max(1, CHUNK_ELEMENTS // rows[0].numel() // heads)
+    for start in range(0, heads, chunk):
+        middle = (rows[start:start + chunk, None] + rows[None]) / 2
+        mixed = torch.special.entr(middle).sum(dim=(2, 3))
+        distances[start:start + chunk] = (mixed - (own[start:start + chunk, None] + own[None]) / 2).double().cpu()
+    return distances.clamp(min=0)
+
+
+def sample_rows(lengths: torch.Tensor, per_example: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """Seeded choice of up to ``per_example`` real rows per example: (example index, row index) pairs."""
+    examples, positions = [], []
+    for example, length in enumerate(lengths.tolist()):
+        chosen = torch.randperm(length, generator=generator)[:per_example]
+        examples.append(torch.full_like(chosen, example))
+        positions.append(chosen)
+    return torch.cat(examples), torch.cat(positions)
+
+
+def embed(distances: np.ndarray, seed: int) -> tuple[np.ndarray, float]:
+    """2-D metric MDS of a precomputed distance matrix; returns coordinates and stress."""
+    mds = MDS(n_components=2, metric="precomputed", metric_mds=True, init="classical_mds",
+              random_state=seed, normalized_stress=True)
+    coordinates = mds.fit_transform(distances)
+    return coordinates, float(mds.stress_)
+
+
+def layer_block_means(distances: np.ndarray, layers: int, heads: int) -> dict[str, float]:
+    """Mean divergence between heads of the same layer vs of different layers (one checkpoint)."""
+    layer_of = np.repeat(np.arange(layers), heads)
+    same = layer_of[:, None] == layer_of[None, :]
+    off_diagonal = ~np.eye(layers * heads, dtype=bool)
+    return {"same_layer": float(distances[same & off_diagonal].mean()) if heads > 1 else float("nan"),
+            "other_layers": float(distances[~same].mean()) if layers > 1 else float("nan")}
+
+
+@register_analysis
+class Clustering(Analysis):
+    """Pairwise JS divergence between all heads of both checkpoints, its MDS embedding, per-head change."""
+
+    name = "clustering"
+    source = "corpus"
+
+    def __init__(self, context: AnalysisContext) -> None:
+        super().__init__(context)
+        self.per_example = int(context.options.get("clustering_tokens_per_example") or DEFAULT_TOKENS_PER_EXAMPLE)
+        self.generator = torch.Generator().manual_seed(context.seed)
+        self.device = next(next(iter(context.checkpoints.values())).parameters()).device
+        heads = len(context.checkpoints) * context.num_layers * context.num_heads
+        self.totals = torch.zeros(heads, heads, dtype=torch.float64)
+        self.tokens = 0
+        self.num_items = 0
+
+    def update(self, batch: AttentionBatch) -> None:
+        examples, positions = sample_rows(batch.lengths, self.per_example, self.generator)
+        # (checkpoints * layers * heads, sampled rows, seq); padding columns of real rows are ~0.
+        rows = torch.cat([batch.attentions[checkpoint][examples, :, :, positions].permute(1, 2, 0, 3).flatten(0, 1)
+                          for checkpoint in self.context.checkpoints])
+        rows = rows * (torch.arange(rows.shape[-1])[None, None, :] < batch.lengths[examples][None, :, None])
+        self.totals += pairwise_js(rows.to(self.device))
+        self.tokens += len(positions)
+        self.num_items += len(batch.items)
+
+    def result(self) -> dict[str, Any]:
+        layers, heads = self.context.num_layers, self.context.num_heads
+        checkpoints = list(self.context.checkpoints)
+        mean = (self.totals / max(self.tokens, 1)).numpy()
+        mean = (mean + mean.T) / 2  # symmetric up to rounding; MDS wants it exactly
+        np.fill_diagonal(mean, 0.0)
+        coordinates, stress = embed(mean, self.context.seed)
+        size = layers * heads
+        blocks = {c: layer_block_means(mean[i * size:(i + 1) * size, i * size:(i + 1) * size], layers, heads)
+                  for i, c in enumerate(checkpoints)}
+        result: dict[str, Any] = {
+            "checkpoints": checkpoints, "num_layers": layers, "num_heads": heads,
+            "head_order": "checkpoint, then layer, then head (row-major)",
+            "js_divergence": mean.tolist(), "mds": coordinates.tolist(), "mds_stress": stress,
+            "within_checkpoint": blocks, "tokens_used": self.tokens,
+            "tokens_per_example": self.per_example, "num_items": self.num_items,
+            "distance": "Jensen-Shannon divergence (nats), mean per token",
+        }
+        if len(checkpoints) == 2:
+            result["between_versions"] = np.diagonal(mean[:size, size:]).reshape(layers, heads).tolist()
+        return {"clustering": result}
+
+    @staticmethod
+    def draw(summary: dict[str, Any], out_dir: Path) -> list[Path]:
+        from harness.analyses.clark_figures import draw_clustering
+
+        return draw_clustering(summary, out_dir)
