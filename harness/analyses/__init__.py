@@ -1,6 +1,7 @@
 """Analyses of attention: importing this package registers all of them in `ANALYSES`."""
 
 from harness.analyses import cosine  # noqa: F401  (registers)
+from harness.analyses import dependency  # noqa: F401  (registers)
 from harness.analyses import gradients  # noqa: F401  (registers)
 from harness.analyses import clustering  # noqa: F401  (registers)
 from harness.analyses import surface  # noqa: F401  (registers)

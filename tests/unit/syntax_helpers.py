@@ -1,0 +1,53 @@
+"""Hand-made sentences and attention maps whose right answers are known, for the syntax tests."""
+
+from __future__ import annotations
+
+import torch
+
+from harness.analyses.base import AnalysisContext
+from harness.attention import CHECKPOINTS, AttentionBatch, EncodedBatch
+from harness.wordlevel import WordAlignedItem
+from tasks.treebank import Sentence
+
+
+def sentence(words: str, heads: list[int], relations: list[str] | None = None, xpos: list[str] | None = None) -> Sentence:
+    tokens = words.split()
+    relations = relations or ["dep" if head else "root" for head in heads]
+    xpos = xpos or ["NN"] * len(tokens)
+    return Sentence(tokens, ["X"] * len(tokens), xpos, heads, relations)
+
+
+def pointing_maps(heads: list[int], layers: int = 1, num_heads: int = 2, transpose: bool = False) -> torch.Tensor:
+    """Token maps (layers, heads, n+2, n+2) for [CLS] w1..wn [SEP]: head 0 of every layer sends
+    each dependent's row to its gold head (or, ``transpose``, each head's row to its dependent);
+    the root and every other head attend uniformly."""
+    n = len(heads)
+    maps = torch.full((layers, num_heads, n + 2, n + 2), 1.0 / (n + 2))
+    for dependent, head in enumerate(heads, start=1):
+        if head:
+            row, column = (head, dependent) if transpose else (dependent, head)
+            maps[:, 0, row] = 0.0
+            maps[:, 0, row, column] = 1.0
+    return maps
+
+
+def hand_made_batch(sentences: list[Sentence], maps: dict[str, list[torch.Tensor]], items: list | None = None) -> AttentionBatch:
+    """One AttentionBatch of single-token words with the given token maps per checkpoint."""
+    longest = max(len(s) for s in sentences) + 2
+    mask = torch.zeros(len(sentences), longest, dtype=torch.long)
+    aligned = []
+    for row, s in enumerate(sentences):
+        mask[row, :len(s) + 2] = 1
+        aligned.append(WordAlignedItem(items[row] if items else s, [None, *range(len(s)), None], len(s), 0))
+    encoded = EncodedBatch(torch.zeros_like(mask), mask, None, aligned)
+    attentions = {}
+    for checkpoint in CHECKPOINTS:
+        padded = torch.zeros(len(sentences), *maps[checkpoint][0].shape[:2], longest, longest)
+        for row, m in enumerate(maps[checkpoint]):
+            padded[row, :, :, :m.shape[-1], :m.shape[-1]] = m
+        attentions[checkpoint] = padded
+    return AttentionBatch(encoded, attentions)
+
+
+def context(layers: int = 1, heads: int = 2, **options) -> AnalysisContext:
+    return AnalysisContext(layers, heads, tokenizer=None, checkpoints={}, task_name="test", options=options)
