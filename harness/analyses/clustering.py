@@ -32,16 +32,20 @@ def pairwise_js(rows: torch.Tensor) -> torch.Tensor:
     """Jensen-Shannon divergence (nats) between every pair of heads, summed over rows.
 
     ``rows``: (heads, rows, seq), each row a distribution (padding columns 0). Uses
-    JS(p, q) = H((p + q) / 2) - (H(p) + H(q)) / 2; returns (heads, heads), float64.
+    JS(p, q) = H((p + q) / 2) - (H(p) + H(q)) / 2, computed for the upper triangle only
+    (it is symmetric); returns (heads, heads), float64 on the CPU.
     """
     heads = rows.shape[0]
     own = torch.special.entr(rows).sum(dim=(1, 2))
-    distances = torch.empty(heads, heads, dtype=torch.float64)
+    distances = torch.zeros(heads, heads, dtype=torch.float64)
     chunk = max(1, CHUNK_ELEMENTS // rows[0].numel() // heads)
     for start in range(0, heads, chunk):
-        middle = (rows[start:start + chunk, None] + rows[None]) / 2
+        stop = min(start + chunk, heads)
+        middle = (rows[start:stop, None] + rows[None, start:]) / 2
         mixed = torch.special.entr(middle).sum(dim=(2, 3))
-        distances[start:start + chunk] = (mixed - (own[start:start + chunk, None] + own[None]) / 2).double().cpu()
+        block = (mixed - (own[start:stop, None] + own[None, start:]) / 2).double().cpu()
+        distances[start:stop, start:] = block
+    distances = torch.triu(distances) + torch.triu(distances, diagonal=1).T
     return distances.clamp(min=0)
 
 

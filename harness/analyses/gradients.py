@@ -110,9 +110,11 @@ def category_means(grads: torch.Tensor, masks: dict[str, torch.Tensor]) -> dict[
     real = masks["real"]
     columns = {"sep": masks["sep"], "punct": masks["punct"], "cls": masks["cls"]}
     columns["other"] = real - masks["sep"] - masks["punct"] - masks["cls"]
+    # One pass over the large tensor: column sums over real rows, (batch, layers, heads, seq).
+    column_sums = (grads * real[:, None, None, :, None]).sum(dim=-2)
     result = {}
     for name, column in columns.items():
-        total = torch.einsum("blhij,bi,bj->blh", grads, real, column)
+        total = (column_sums * column[:, None, None, :]).sum(dim=-1)
         cells = real.sum(dim=1) * column.sum(dim=1)
         result[name] = (total / cells.clamp(min=1)[:, None, None], cells > 0)
     return result
