@@ -145,7 +145,7 @@ def draw_gradients(summary: dict[str, Any], out_dir: Path) -> list[Path]:
         panel.set_xticks(np.arange(1, len(values) + 1))
         panel.set_xlabel("layer")
         panel.set_ylabel("mean |dL / d attention|")
-        panel.set_title(f"{CHECKPOINT_TITLES.get(checkpoint, checkpoint)} ({stats['loss']} loss)", fontsize=9)
+        panel.set_title(f"{CHECKPOINT_TITLES.get(checkpoint, checkpoint)}: {stats['loss']} loss", fontsize=9)
         panel.grid(alpha=0.3)
         panel.legend(fontsize=7)
     figure.suptitle(f"Gradient-based importance of attention (Clark Fig. 3): {run_title(summary)}", fontsize=10)
