@@ -125,7 +125,8 @@ def draw_surface(summary: dict[str, Any], out_dir: Path) -> list[Path]:
         grids = {CHECKPOINT_TITLES.get(c, c): stats["per_head"][statistic] for c, stats in surface["checkpoints"].items()}
         bounded = statistic != "entropy"
         written.append(draw_side_by_side_grids(
-            grids, out_dir / f"surface_heads_{statistic}.png", title=f"{STATISTIC_LABELS[statistic]} per head: {run_title(summary)}",
+            grids, out_dir / f"surface_heads_{statistic}.png",
+            title=f"{STATISTIC_LABELS[statistic]} per head: {run_title(summary)}",
             colorbar_label="nats" if not bounded else "mean attention", vmin=0.0, vmax=1.0 if bounded else None))
     table = out_dir / "surface_label_changes.md"
     table.write_text(f"# Heads whose Clark label changed: {run_title(summary)}\n\n{label_change_table(surface)}")
@@ -163,12 +164,14 @@ def draw_clustering(summary: dict[str, Any], out_dir: Path) -> list[Path]:
     for layer in range(layers):
         if len(checkpoints) == 2:
             for head in range(heads):
-                axes.plot(points[:, layer, head, 0], points[:, layer, head, 1], color=colours[layer], alpha=0.5, linewidth=0.8)
+                axes.plot(points[:, layer, head, 0], points[:, layer, head, 1], color=colours[layer],
+                          alpha=0.5, linewidth=0.8)
         for index, checkpoint in enumerate(checkpoints):
             axes.scatter(points[index, layer, :, 0], points[index, layer, :, 1], color=colours[layer],
                          marker=markers[index], s=22, edgecolor="black", linewidth=0.3)
     for index, checkpoint in enumerate(checkpoints):
-        axes.scatter([], [], marker=markers[index], color="white", edgecolor="black", label=CHECKPOINT_TITLES.get(checkpoint, checkpoint))
+        axes.scatter([], [], marker=markers[index], color="white", edgecolor="black",
+                     label=CHECKPOINT_TITLES.get(checkpoint, checkpoint))
     scale = plt.cm.ScalarMappable(cmap="viridis", norm=plt.Normalize(0.5, layers + 0.5))
     figure.colorbar(scale, ax=axes, label="layer", ticks=range(1, layers + 1))
     axes.legend(fontsize=8, title="line: pre-trained -> fine-tuned", title_fontsize=7)
@@ -179,6 +182,7 @@ def draw_clustering(summary: dict[str, Any], out_dir: Path) -> list[Path]:
     written = [save(figure, out_dir / "clustering_mds.png")]
     if "between_versions" in clustering:
         written.append(draw_side_by_side_grids(
-            {"JS divergence, pre-trained vs fine-tuned head": clustering["between_versions"]}, out_dir / "clustering_between_versions.png",
+            {"JS divergence, pre-trained vs fine-tuned head": clustering["between_versions"]},
+            out_dir / "clustering_between_versions.png",
             title=run_title(summary), colorbar_label="mean JS divergence per token (nats)", vmin=0.0, cmap="magma"))
     return written

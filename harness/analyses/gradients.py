@@ -62,7 +62,8 @@ def masked_lm_for(model: PreTrainedModel) -> PreTrainedModel | None:
     return mlm.to(device=parameter.device, dtype=parameter.dtype).eval()
 
 
-def mask_tokens(encoded: EncodedBatch, mask_id: int, special: torch.Tensor, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+def mask_tokens(encoded: EncodedBatch, mask_id: int, special: torch.Tensor,
+                generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
     """BERT-style masking of ordinary tokens (at least one per example).
 
     ``special``: (batch, seq) bool, True on [CLS]/[SEP]/padding. Returns the masked
@@ -149,7 +150,8 @@ class GradientImportance(Analysis):
         if encoded.token_type_ids is not None:
             inputs["token_type_ids"] = encoded.token_type_ids
         if self.loss_models[checkpoint].loss == MASKED_LM:
-            types = {name: mask.bool() for name, mask in token_masks(encoded.input_ids, encoded.lengths, self.ids).items()}
+            masks = token_masks(encoded.input_ids, encoded.lengths, self.ids)
+            types = {name: mask.bool() for name, mask in masks.items()}
             ordinary = types["real"] & ~types["cls"] & ~types["sep"]
             inputs["input_ids"], masked = mask_tokens(encoded, self.context.tokenizer.mask_token_id,
                                                       ~ordinary, self.generator)
@@ -182,7 +184,8 @@ class GradientImportance(Analysis):
                 "loss": loss_model.loss if usable else None,
                 "skipped_because": self.skipped.get(checkpoint),
                 "per_head": {name: means[index, position].tolist() for position, name in enumerate(CATEGORIES)},
-                "per_layer": {name: means[index, position].mean(dim=1).tolist() for position, name in enumerate(CATEGORIES)},
+                "per_layer": {name: means[index, position].mean(dim=1).tolist()
+                              for position, name in enumerate(CATEGORIES)},
             }
         return {"gradients": {
             "checkpoints": checkpoints,

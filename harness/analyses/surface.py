@@ -173,7 +173,8 @@ class Surface(Analysis):
             labels = behaviour_labels(per_head)
             checkpoints[checkpoint] = {
                 "per_head": per_head,
-                "per_layer": {name: means[index, position].mean(dim=1).tolist() for position, name in enumerate(STATISTICS)},
+                "per_layer": {name: means[index, position].mean(dim=1).tolist()
+                              for position, name in enumerate(STATISTICS)},
                 "labels": labels,
                 "label_counts": {label: sum(label in cell for row in labels for cell in row) for label in BEHAVIOURS},
             }
