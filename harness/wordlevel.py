@@ -15,6 +15,7 @@ Special tokens ([CLS], [SEP]) are dropped from both axes, so rows need not sum t
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -174,3 +175,18 @@ def word_maps(
     convert = word_attention_with_special if keep_special else word_attention
     for row, aligned in enumerate(batch.items):
         yield aligned, convert(batch.maps(checkpoint, row), aligned.word_ids, aligned.num_words, from_mode)
+
+
+@contextmanager
+def single_threaded() -> Iterator[None]:
+    """Run the enclosed (many, tiny) per-sentence tensor ops on one thread.
+
+    Word-level maps are a few hundred numbers per head; with several intra-op threads each
+    op pays thread synchronisation, which on a busy CPU made the probe 50x slower.
+    """
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(threads)

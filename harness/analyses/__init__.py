@@ -3,6 +3,7 @@
 from harness.analyses import cosine  # noqa: F401  (registers)
 from harness.analyses import dependency  # noqa: F401  (registers)
 from harness.analyses import features  # noqa: F401  (registers)
+from harness.analyses import probes  # noqa: F401  (registers)
 from harness.analyses import gradients  # noqa: F401  (registers)
 from harness.analyses import clustering  # noqa: F401  (registers)
 from harness.analyses import surface  # noqa: F401  (registers)

@@ -19,7 +19,7 @@ import torch
 from harness.analyses.base import Analysis, AnalysisContext, register_analysis
 from harness.attention import CHECKPOINTS, AttentionBatch
 from harness.treebank_sources import syntax_source  # noqa: F401  (registers the "syntax" source)
-from harness.wordlevel import word_maps
+from harness.wordlevel import single_threaded, word_maps
 from tasks.treebank import PUNCT_RELATIONS, Sentence
 
 MIN_COUNT = 100
@@ -126,6 +126,10 @@ class DependencyHeads(Analysis):
         self.sentences = self.words = self.words_cut = self.arcs_cut = 0
 
     def update(self, batch: AttentionBatch) -> None:
+        with single_threaded():
+            self._update(batch)
+
+    def _update(self, batch: AttentionBatch) -> None:
         rows = {checkpoint: word_maps(batch, checkpoint, self.from_mode) for checkpoint in CHECKPOINTS}
         for per_checkpoint in zip(*rows.values()):
             aligned = per_checkpoint[0][0]

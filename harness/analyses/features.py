@@ -20,7 +20,7 @@ import torch
 from harness.analyses.base import Analysis, AnalysisContext, register_analysis
 from harness.attention import CHECKPOINTS, FINETUNED, PRETRAINED, AttentionBatch
 from harness.treebank_sources import syntax_source  # noqa: F401  (registers the "syntax" source)
-from harness.wordlevel import word_maps
+from harness.wordlevel import single_threaded, word_maps
 from tasks.treebank import Sentence
 
 # Kovaleva et al.'s spaCy labels and their UD counterparts (UD splits "don't" into "do n't").
@@ -92,6 +92,10 @@ class LinguisticFeatures(Analysis):
         self.words_cut = 0
 
     def update(self, batch: AttentionBatch) -> None:
+        with single_threaded():
+            self._update(batch)
+
+    def _update(self, batch: AttentionBatch) -> None:
         rows = {c: word_maps(batch, c, self.from_mode, keep_special=True) for c in CHECKPOINTS}
         for per_checkpoint in zip(*rows.values()):
             aligned = per_checkpoint[0][0]

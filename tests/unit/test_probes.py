@@ -1,0 +1,79 @@
+import random
+
+import pytest
+import torch
+
+from harness.analyses.probes import Probes, distance_features, pair_vectors, right_branching
+from harness.attention import FINETUNED, PRETRAINED
+from harness.errors import HarnessError
+from harness.treebank_sources import DEV, TRAIN
+from tests.unit.syntax_helpers import context, hand_made_batch, pointing_maps, sentence
+
+WORDS = "the cat sat on a mat dog ran he she it is not happy".split()
+
+
+def random_tree(rng: random.Random) -> list[int]:
+    """Heads (1-based, 0 = root) of a random projective-or-not tree: each word attaches to an
+    earlier word, except a random root."""
+    n = rng.randint(3, 8)
+    order = list(range(1, n + 1))
+    rng.shuffle(order)
+    heads = [0] * n
+    for k, word in enumerate(order[1:], start=1):
+        heads[word - 1] = rng.choice(order[:k])
+    return heads
+
+
+def batches(split: str, count: int, seed: int) -> list:
+    rng = random.Random(seed)
+    out = []
+    for _ in range(count):
+        heads = random_tree(rng)
+        s = sentence(" ".join(rng.choice(WORDS) for _ in heads), heads)
+        out.append(hand_made_batch([s], {PRETRAINED: [pointing_maps(heads)],  # head 1 points at the gold head
+                                         FINETUNED: [pointing_maps([0] * len(heads))]},  # all uniform
+                                   items=[(split, s)]))
+    return out
+
+
+def test_probe_reads_a_head_that_points_at_gold_heads_and_not_uniform_attention():
+    analysis = Probes(context(seed=0))
+    for batch in batches(TRAIN, 300, seed=1) + batches(DEV, 40, seed=2):
+        analysis.update(batch)
+    stored = analysis.result()["probes"]
+    assert stored["train_sentences"] == 300 and stored["dev_sentences"] == 40
+    assert stored["uas"][PRETRAINED]["attn"] >= 95.0
+    assert stored["uas"][PRETRAINED]["attn_glove"] >= 80.0
+    assert stored["uas"][FINETUNED]["attn"] <= 40.0  # uniform maps carry no syntax
+    assert stored["change"]["attn"] == stored["uas"][FINETUNED]["attn"] - stored["uas"][PRETRAINED]["attn"]
+    weights = torch.tensor(stored["attn_head_weights"][PRETRAINED]["dependent->head"])
+    assert weights.shape == (1, 2) and weights[0, 0] > weights[0, 1]  # it learned to read head 1
+
+
+def test_right_branching_baseline_scores_right_branching_trees_fully():
+    analysis = Probes(context(seed=0))
+    right = sentence("a b c d", [2, 3, 4, 0])
+    uniform = pointing_maps([0] * 4)
+    analysis.update(hand_made_batch([right], {PRETRAINED: [uniform], FINETUNED: [uniform]}, items=[(DEV, right)]))
+    assert analysis.result()["probes"]["uas"]["right_branching"] == 100.0
+    assert right_branching(4).tolist() == [2, 3, 4, 0]
+
+
+def test_training_sentences_after_dev_sentences_are_refused():
+    analysis = Probes(context(seed=0))
+    dev, train = batches(DEV, 1, seed=3) + batches(TRAIN, 1, seed=4)
+    analysis.update(dev)
+    with pytest.raises(HarnessError, match="syntax-probe"):
+        analysis.update(train)
+
+
+def test_pair_and_distance_features_have_root_in_column_zero():
+    vectors = torch.arange(6.0).reshape(3, 2)
+    pairs = pair_vectors(vectors)
+    assert pairs.shape == (3, 4, 4) and pairs[:, 0].abs().sum() == 0
+    assert pairs[0, 3].tolist() == [0.0, 1.0, 4.0, 5.0]  # word 0 with candidate word 2
+    features = distance_features(3)
+    assert features.shape == (3, 4, 8)
+    assert features[:, 0, -1].tolist() == [1.0, 1.0, 1.0] and features[:, 1:, -1].sum() == 0
+    assert features[0, 2, 3] == 1.0  # candidate word 1 is one to the right of word 0
+    assert abs(features[0, 3, 0] - 2 / 3) < 1e-6  # two ahead, relative to the length
