@@ -23,7 +23,6 @@ import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 
 from harness.errors import HarnessError
@@ -53,6 +52,8 @@ class Document:
 
     ``mentions`` are sorted by (start, end); ``pos`` holds one Penn Treebank tag per word when
     the format has them (CoNLL-2012), else None (LitBank, JSON lines without ``pos``).
+    ``cluster_sizes`` and ``lowercase_words`` describe the whole document, also in a `window`
+    of it: how many mentions each cluster has, and which words occur in lower case.
     """
 
     name: str
@@ -61,6 +62,16 @@ class Document:
     mentions: list[Mention]
     pos: list[str] | None = None
     source: str = ""
+    cluster_sizes: dict[int, int] = field(default_factory=dict)
+    lowercase_words: frozenset[str] = frozenset()
+
+    def __post_init__(self) -> None:
+        if not self.cluster_sizes:
+            for mention in self.mentions:
+                self.cluster_sizes[mention.cluster] = self.cluster_sizes.get(mention.cluster, 0) + 1
+        if not self.lowercase_words:
+            self.lowercase_words = frozenset(word for word in self.words if word.islower())
+        self.sentence_start_set = frozenset(self.sentence_starts)
 
     @property
     def clusters(self) -> dict[int, list[Mention]]:
@@ -70,14 +81,19 @@ class Document:
             grouped.setdefault(mention.cluster, []).append(mention)
         return grouped
 
-    @cached_property
-    def lowercase_words(self) -> frozenset[str]:
-        """Words that occur in lower case somewhere in the document (for `mention_type`)."""
-        return frozenset(word for word in self.words if word.islower())
-
-    @cached_property
-    def sentence_start_set(self) -> frozenset[int]:
-        return frozenset(self.sentence_starts)
+    def window(self, start: int, end: int) -> Document:
+        """Words ``start..end-1`` as a document of their own, with the mentions wholly inside."""
+        return Document(
+            name=f"{self.name}[{start}:{end}]",
+            words=self.words[start:end],
+            sentence_starts=[s - start for s in self.sentence_starts if start <= s < end],
+            mentions=[Mention(m.start - start, m.end - start, m.cluster) for m in self.mentions
+                      if start <= m.start and m.end < end],
+            pos=self.pos[start:end] if self.pos is not None else None,
+            source=self.source,
+            cluster_sizes=self.cluster_sizes,
+            lowercase_words=self.lowercase_words,
+        )
 
 
 @dataclass
