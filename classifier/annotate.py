@@ -1,0 +1,191 @@
+"""Labelling real attention maps: sample them from a model, show them, record the labels.
+
+`sample` draws (dev example, layer, head) triples at random from a model on a GLUE task,
+keeps each map cropped to its real tokens, and writes a candidate pool: ``candidates.tsv``
+(sources), ``candidates.npz`` (maps) and contact sheets ``sheet_NNN.png`` (5 x 5 maps, the
+id above each, [SEP] positions ticked in red so two-segment blocks can be judged).
+The annotator looks at the sheets and writes ``<id> <class>`` lines; `record` adds the
+labelled maps to the package data (`classifier.data`). `label_interactively` asks for
+those lines at the terminal instead of reading a file.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from classifier.data import (CLASSES, LABELS_FILE, MAPS_FILE, LabelledMap, MapSource, read_labels,
+                             read_maps, read_sources, write_maps, write_rows)
+
+SHEET_SIDE = 5
+SHORT_NAMES = {"v": "vertical", "d": "diagonal", "vd": "vertical+diagonal", "b": "block", "h": "heterogeneous"}
+SKIP = {"skip", "?", "-"}
+
+
+@dataclass
+class SampleRequest:
+    """Which maps to draw: ``count`` random (example, layer, head) triples from ``task``'s dev set.
+
+    ``load_from`` is what is loaded (an alias, hub id or the fine-tuned checkpoint folder);
+    ``model``, ``checkpoint`` and ``finetune_key`` are what the label file records.
+    ``heads`` ((layer, head) pairs, 0-indexed) restricts the heads drawn from, e.g. to get more
+    early-layer maps or more maps of heads that tend to one class; None draws from all heads.
+    """
+
+    model: str
+    load_from: str
+    checkpoint: str
+    finetune_key: str
+    task: str
+    count: int
+    seed: int = 0
+    prefix: str = "m"
+    max_length: int = 128
+    data_dir: Path | None = None
+    heads: list[tuple[int, int]] | None = None
+
+
+def sample_maps(request: SampleRequest) -> tuple[list[MapSource], dict[str, np.ndarray], dict[str, list[int]]]:
+    """Sources, maps (by id) and [SEP] positions (by id) of the requested random maps."""
+    from harness.attention import attention_of
+    from harness.encoding import encode_examples
+    from harness.models import load_sequence_classifier, load_tokenizer
+    from tasks import get_task, load_examples
+
+    task = get_task(request.task)
+    examples = load_examples(task, "dev", request.data_dir)
+    tokenizer = load_tokenizer(request.load_from)
+    model = load_sequence_classifier(request.load_from, task).eval()
+    heads = request.heads or [(layer, head) for layer in range(model.config.num_hidden_layers)
+                              for head in range(model.config.num_attention_heads)]
+    rng = np.random.default_rng(request.seed)
+    chosen = rng.choice(len(examples), size=min(request.count, len(examples)), replace=False)
+    sources, maps, separators = [], {}, {}
+    for start in range(0, len(chosen), 16):
+        indices = [int(i) for i in chosen[start:start + 16]]
+        encoded = encode_examples(tokenizer, [examples[i] for i in indices], request.max_length)
+        attentions = attention_of(model, encoded)  # (batch, layers, heads, seq, seq)
+        for row, example_index in enumerate(indices):
+            layer, head = heads[int(rng.integers(len(heads)))]
+            length = int(encoded.lengths[row])
+            map_id = f"{request.prefix}{start + row:04d}"
+            sources.append(MapSource(map_id, request.model, request.checkpoint, request.finetune_key, task.name,
+                                     "dev", example_index, examples[example_index].guid, layer, head, length))
+            maps[map_id] = attentions[row, layer, head, :length, :length].numpy()
+            ids = encoded.input_ids[row, :length]
+            separators[map_id] = (ids == tokenizer.sep_token_id).nonzero(as_tuple=True)[0].tolist()
+    return sources, maps, separators
+
+
+def write_pool(out_dir: Path, sources: list[MapSource], maps: dict[str, np.ndarray],
+               separators: dict[str, list[int]]) -> list[Path]:
+    """Write the candidate pool and its contact sheets; returns the sheet files."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    write_rows(out_dir / "candidates.tsv", sources)
+    write_maps(out_dir / "candidates.npz", maps)
+    per_sheet = SHEET_SIDE * SHEET_SIDE
+    return [draw_sheet(sources[start:start + per_sheet], maps, separators,
+                       out_dir / f"sheet_{start // per_sheet:03d}.png")
+            for start in range(0, len(sources), per_sheet)]
+
+
+def draw_sheet(sources: list[MapSource], maps: dict[str, np.ndarray], separators: dict[str, list[int]],
+               path: Path) -> Path:
+    """Up to 5 x 5 maps, each titled with its id, layer/head (1-indexed) and length.
+
+    Drawn at the pixel size it is viewed at (no rescaling by the viewer hides one-token lines),
+    on a square-root scale so that weak but structured attention shows.
+    """
+    from matplotlib.colors import PowerNorm
+
+    from harness.figures import plt
+
+    rows = math.ceil(len(sources) / SHEET_SIDE)
+    figure, axes = plt.subplots(rows, SHEET_SIDE, figsize=(2.2 * SHEET_SIDE, 2.4 * rows), squeeze=False)
+    for axis in axes.flat:
+        axis.axis("off")
+    for axis, source in zip(axes.flat, sources):
+        attention = maps[source.id]
+        axis.imshow(attention, cmap="Greys", norm=PowerNorm(0.5, vmin=0, vmax=max(float(attention.max()), 1e-6)),
+                    interpolation="nearest")
+        for position in separators.get(source.id, []):
+            axis.plot([position], [-1.5], marker="v", color="red", markersize=3, clip_on=False)
+        axis.set_title(f"{source.id}  L{source.layer + 1}H{source.head + 1} n={source.length}\n"
+                       f"top-3 columns {column_share(attention):.2f}  band {band_share(attention):.2f}", fontsize=8)
+    figure.suptitle(f"{path.stem}: classes v d vd b h (red: [SEP])", fontsize=9)
+    figure.tight_layout()
+    figure.savefig(path, dpi=100)
+    plt.close(figure)
+    return path
+
+
+def column_share(attention: np.ndarray, columns: int = 3) -> float:
+    """Mean attention per row on the ``columns`` most attended tokens (high for vertical maps)."""
+    return float(np.sort(attention.sum(axis=0))[-columns:].sum() / attention.shape[0])
+
+
+def band_share(attention: np.ndarray) -> float:
+    """Mean attention per row on the token itself and its two neighbours (high for diagonal maps)."""
+    offsets = np.abs(np.subtract.outer(np.arange(len(attention)), np.arange(len(attention))))
+    return float(attention[offsets <= 1].sum() / attention.shape[0])
+
+
+def parse_label_lines(lines: list[str], where: str) -> dict[str, str]:
+    """``<id> <class>`` lines (class as its name or v/d/vd/b/h; skip/?/- to leave out) -> id: class."""
+    labels = {}
+    for number, line in enumerate(lines, start=1):
+        parts = line.split("#", 1)[0].split()
+        if not parts:
+            continue
+        if len(parts) != 2:
+            raise ValueError(f"{where}:{number}: expected '<id> <class>', got {line.strip()!r}")
+        map_id, name = parts
+        if name in SKIP:
+            continue
+        label = SHORT_NAMES.get(name, name)
+        if label not in CLASSES:
+            raise ValueError(f"{where}:{number}: {name!r} is not a class; use one of {', '.join(CLASSES)} "
+                             f"or {'/'.join(SHORT_NAMES)}")
+        labels[map_id] = label
+    return labels
+
+
+def record(pool_dir: Path, labels: dict[str, str], labels_file: Path = LABELS_FILE,
+           maps_file: Path = MAPS_FILE) -> int:
+    """Add the labelled maps of a pool to the label file and map store; returns how many were added.
+
+    Relabelling an id already stored replaces its label.
+    """
+    sources = {source.id: source for source in read_sources(pool_dir / "candidates.tsv")}
+    unknown = sorted(set(labels) - set(sources))
+    if unknown:
+        raise ValueError(f"ids not in {pool_dir / 'candidates.tsv'}: {', '.join(unknown[:5])}")
+    pool_maps = read_maps(pool_dir / "candidates.npz")
+    stored = {row.id: row for row in read_labels(labels_file)} if labels_file.exists() else {}
+    stored_maps = read_maps(maps_file) if maps_file.exists() else {}
+    for map_id, label in labels.items():
+        stored[map_id] = LabelledMap(**vars(sources[map_id]), label=label)
+        stored_maps[map_id] = pool_maps[map_id]
+    write_rows(labels_file, list(stored.values()))
+    write_maps(maps_file, stored_maps)
+    return len(labels)
+
+
+def label_interactively(sheets: list[Path], sources: list[MapSource]) -> dict[str, str]:
+    """Ask at the terminal for the class of each map, sheet by sheet (open the PNG to look)."""
+    labels: dict[str, str] = {}
+    per_sheet = SHEET_SIDE * SHEET_SIDE
+    for number, sheet in enumerate(sheets):
+        print(f"open {sheet}  (classes: {', '.join(f'{k}={v}' for k, v in SHORT_NAMES.items())}; skip with ?)")
+        for source in sources[number * per_sheet:(number + 1) * per_sheet]:
+            while True:
+                answer = input(f"{source.id}: ").strip()
+                try:
+                    labels.update(parse_label_lines([f"{source.id} {answer}"], "input"))
+                    break
+                except ValueError as error:
+                    print(error)
+    return labels

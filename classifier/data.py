@@ -1,0 +1,92 @@
+"""The labelled real maps: a plain TSV of labels and sources, and the maps in one ``.npz``.
+
+``labels.tsv`` has one row per map (columns `COLUMNS`): its id, its class, and where it
+comes from (model, checkpoint, fine-tune key, task, split, example index and guid, layer
+and head, 0-indexed, and the number of real tokens). ``maps.npz`` holds each map under
+its id, cropped to the real tokens, as float16.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+import numpy as np
+
+CLASSES = ("vertical", "diagonal", "vertical+diagonal", "block", "heterogeneous")
+DATA_DIR = Path(__file__).resolve().parent / "data"
+LABELS_FILE = DATA_DIR / "labels.tsv"
+MAPS_FILE = DATA_DIR / "maps.npz"
+
+
+@dataclass(frozen=True)
+class MapSource:
+    """Where one attention map comes from, enough to regenerate it exactly."""
+
+    id: str
+    model: str  # alias or path of the pre-trained model
+    checkpoint: str  # "pretrained" or "finetuned"
+    finetune_key: str  # FineTuneConfig.cache_key of the fine-tuned run, "-" for pre-trained
+    task: str
+    split: str
+    example_index: int  # position in the split as `tasks.load_examples` returns it
+    guid: str
+    layer: int  # 0-indexed
+    head: int  # 0-indexed
+    length: int  # real tokens (map is length x length)
+
+
+@dataclass(frozen=True)
+class LabelledMap(MapSource):
+    label: str = ""
+
+
+COLUMNS = [field.name for field in fields(LabelledMap)]
+_INTEGER_COLUMNS = {"example_index", "layer", "head", "length"}
+
+
+def read_sources(path: Path) -> list[MapSource]:
+    """Rows of a candidates file (the `MapSource` columns, no label)."""
+    return [MapSource(**row) for row in _read_rows(path, [field.name for field in fields(MapSource)])]
+
+
+def read_labels(path: Path = LABELS_FILE) -> list[LabelledMap]:
+    """Every labelled map of ``path``; a bad row raises ValueError naming the file and line."""
+    rows = []
+    for line, row in enumerate(_read_rows(path, COLUMNS), start=2):
+        if row["label"] not in CLASSES:
+            raise ValueError(f"{path}:{line}: label {row['label']!r} is not one of {', '.join(CLASSES)}")
+        rows.append(LabelledMap(**row))
+    return rows
+
+
+def _read_rows(path: Path, columns: list[str]) -> list[dict]:
+    with path.open(newline="") as handle:
+        reader = csv.DictReader(handle, delimiter="\t")
+        if reader.fieldnames != columns:
+            raise ValueError(f"{path}:1: header {reader.fieldnames} should be {columns}")
+        return [{key: int(value) if key in _INTEGER_COLUMNS else value for key, value in row.items()}
+                for row in reader]
+
+
+def write_rows(path: Path, rows: list[MapSource]) -> None:
+    """Write sources or labelled maps as TSV with a header."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    columns = [field.name for field in fields(rows[0])] if rows else COLUMNS
+    with path.open("w", newline="") as handle:
+        writer = csv.DictWriter(handle, fieldnames=columns, delimiter="\t", lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(asdict(row) for row in rows)
+
+
+def read_maps(path: Path = MAPS_FILE) -> dict[str, np.ndarray]:
+    """Every stored map by id, as float32 (n, n)."""
+    with np.load(path) as stored:
+        return {key: stored[key].astype(np.float32) for key in stored.files}
+
+
+def write_maps(path: Path, maps: dict[str, np.ndarray]) -> None:
+    """Store maps compressed, as float16 (attention weights need no more precision to be seen)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.savez_compressed(path, **{key: value.astype(np.float16) for key, value in maps.items()})

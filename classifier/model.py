@@ -1,0 +1,104 @@
+"""The pattern CNN and the classifier around it (`load_classifier`).
+
+The network follows Kovaleva et al.'s description (8 convolutional layers with ReLU), kept
+small: four stages of two 3x3 convolutions on the 2-channel 32 x 32 input of
+`classifier.resize`, max pooling between stages, then a small fully connected head. It keeps
+the spatial layout to the end (no global pooling) because *where* the mass is (first column,
+main diagonal, two squares on the diagonal) is what separates the classes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+from torch import nn
+
+from classifier.data import CLASSES
+from classifier.resize import CHANNELS, INPUT_SIZE, normalise_list, normalise_padded
+
+WEIGHTS_FILE = Path(__file__).resolve().parent / "weights.pt"
+STAGE_WIDTHS = (8, 16, 32, 32)
+
+
+def _stage(width_in: int, width_out: int) -> list[nn.Module]:
+    return [nn.Conv2d(width_in, width_out, 3, padding=1), nn.BatchNorm2d(width_out), nn.ReLU(),
+            nn.Conv2d(width_out, width_out, 3, padding=1), nn.BatchNorm2d(width_out), nn.ReLU()]
+
+
+class PatternCNN(nn.Module):
+    """(count, 2, 32, 32) normalised maps -> (count, 5) class logits."""
+
+    def __init__(self, widths: Sequence[int] = STAGE_WIDTHS, size: int = INPUT_SIZE,
+                 num_classes: int = len(CLASSES)) -> None:
+        super().__init__()
+        layers: list[nn.Module] = []
+        width_in = CHANNELS
+        for index, width in enumerate(widths):
+            layers += _stage(width_in, width)
+            if index < len(widths) - 1:
+                layers.append(nn.MaxPool2d(2))
+            width_in = width
+        self.features = nn.Sequential(*layers)
+        side = size // 2 ** (len(widths) - 1)
+        self.head = nn.Sequential(nn.Flatten(), nn.Dropout(0.3), nn.Linear(width_in * side * side, 64), nn.ReLU(),
+                                  nn.Linear(64, num_classes))
+
+    def forward(self, inputs: torch.Tensor) -> torch.Tensor:
+        return self.head(self.features(inputs))
+
+
+class PatternClassifier:
+    """Classifies attention maps into `CLASSES` with a trained `PatternCNN` (CPU, eval mode)."""
+
+    classes = CLASSES
+
+    def __init__(self, network: PatternCNN, info: dict[str, Any] | None = None) -> None:
+        self.network = network.eval()
+        self.info = info or {}
+
+    @torch.inference_mode()
+    def logits(self, inputs: torch.Tensor, chunk: int = 8192) -> torch.Tensor:
+        """Class logits of normalised inputs (count, 2, 32, 32) -> (count, 5), in chunks to bound memory."""
+        return torch.cat([self.network(inputs[start:start + chunk]) for start in range(0, len(inputs), chunk)]) \
+            if len(inputs) else torch.empty(0, len(CLASSES))
+
+    def predict_proba(self, maps: Sequence[np.ndarray]) -> np.ndarray:
+        """Class probabilities (len(maps), 5), columns in the order of `CLASSES`.
+
+        ``maps``: square 2-D arrays (rows summing to 1), any size from 2 to 512.
+        """
+        return torch.softmax(self.logits(normalise_list(maps)), dim=-1).numpy()
+
+    def predict(self, maps: Sequence[np.ndarray]) -> list[str]:
+        """The class name of each map."""
+        return [CLASSES[index] for index in self.predict_proba(maps).argmax(axis=1)]
+
+    def predict_batch(self, attentions: Sequence[torch.Tensor], lengths: torch.Tensor) -> torch.Tensor:
+        """Class indices of every head of padded batches of maps (e.g. both checkpoints), in one CNN call.
+
+        ``attentions``: tensors of shape (batch, layers, heads, seq, seq) on the same inputs;
+        ``lengths``: (batch,) real tokens. Returns (len(attentions), batch, layers, heads) int64
+        indices into `CLASSES`.
+        """
+        batch, layers, heads = attentions[0].shape[:3]
+        inputs = torch.cat([normalise_padded(maps, lengths) for maps in attentions])
+        return self.logits(inputs).argmax(dim=-1).view(len(attentions), batch, layers, heads)
+
+    def save(self, path: Path = WEIGHTS_FILE) -> None:
+        torch.save({"state_dict": self.network.state_dict(), "classes": list(CLASSES),
+                    "widths": list(STAGE_WIDTHS), "input_size": INPUT_SIZE, "info": self.info}, path)
+
+
+def load_classifier(path: str | Path = WEIGHTS_FILE) -> PatternClassifier:
+    """The shipped (or a given) trained pattern classifier, on the CPU."""
+    stored = torch.load(path, map_location="cpu", weights_only=True)
+    if tuple(stored["classes"]) != CLASSES or stored["input_size"] != INPUT_SIZE:
+        raise ValueError(f"{path} was trained for classes {stored['classes']} at size {stored['input_size']}; "
+                         f"retrain it with `python -m classifier train`")
+    network = PatternCNN(stored["widths"], stored["input_size"])
+    network.load_state_dict(stored["state_dict"])
+    return PatternClassifier(network, stored.get("info", {}))
