@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 from pathlib import Path
 
@@ -105,10 +106,11 @@ def command_figures(args: argparse.Namespace) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
-    if not args.debug:
+    if not args.debug:  # keep the terminal to progress bars and results
         import transformers
 
         transformers.logging.set_verbosity_error()
+        logging.getLogger("mlflow").setLevel(logging.WARNING)
     try:
         {"run": command_run, "figures": command_figures}[args.command](args)
     except HarnessError as error:

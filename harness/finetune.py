@@ -83,13 +83,14 @@ def training_arguments(config: RunConfig, output_dir: Path) -> TrainingArguments
         weight_decay=settings.weight_decay,
         seed=settings.seed,
         logging_strategy="steps",
-        logging_steps=10,
+        logging_steps=0.02,  # a ratio: about 50 points on the training curve, however short the run
         save_strategy="epoch",
         save_total_limit=1,
         report_to="none",  # the harness logs to MLflow itself, in its own run
         bf16=config.precision == "bf16",
         fp16=config.precision == "fp16",
         use_cpu=config.device == "cpu",
+        dataloader_pin_memory=torch.cuda.is_available(),
     )
 
 

@@ -119,6 +119,7 @@ def run(config: RunConfig) -> dict[str, Any]:
     task = get_task(config.task)
     dev = load_examples(task, task.main_eval_split, config.data_dir)  # fail on missing data before training
     select_analyses(config.analysis.analyses)
+    load_tokenizer(config.model)  # an unreachable model fails here, before any work
     torch.manual_seed(config.finetune.seed)
 
     tracker = Tracker(config, run_key=f"{config.run_name}-{results_key(config)}")

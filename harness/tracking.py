@@ -2,7 +2,8 @@
 
 The default store is ``sqlite:///mlruns/mlflow.db`` with artifacts under ``mlruns/artifacts``
 (MLflow 3 refuses a plain ``./mlruns`` file store). ``--tracking-uri`` or
-``MLFLOW_TRACKING_URI`` override it.
+``MLFLOW_TRACKING_URI`` override it; any SQLite store keeps its artifacts in an
+``artifacts/`` folder beside the database file.
 """
 
 from __future__ import annotations
@@ -39,8 +40,8 @@ def _experiment_id(client: MlflowClient, uri: str) -> str:
     if experiment is not None:
         return experiment.experiment_id
     artifacts = None
-    if uri == DEFAULT_TRACKING_URI:  # keep artifacts beside the database, under mlruns/
-        artifacts = (Path("mlruns") / "artifacts").resolve().as_uri()
+    if uri.startswith("sqlite:///"):  # artifacts beside the database (mlruns/artifacts by default)
+        artifacts = (Path(uri.removeprefix("sqlite:///")).parent / "artifacts").resolve().as_uri()
     return client.create_experiment(EXPERIMENT, artifact_location=artifacts)
 
 
