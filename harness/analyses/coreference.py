@@ -268,7 +268,7 @@ class Coreference(Analysis):
     def draw(summary: dict[str, Any], out_dir: Path) -> list[Path]:
         result = summary["coreference"]
         title = (f"{summary.get('model', 'model')} ({summary.get('task', '?')}) on "
-                 f"{Path(result['coref_data']).name}, {result['mentions']['all']} mentions")
+                 f"{data_name(result)}, {result['mentions']['all']} mentions")
         return [*draw_head_grids(result, out_dir, title), draw_by_type(result, out_dir, title),
                 write_table(result, out_dir)]
 
@@ -312,26 +312,42 @@ def paper_rows(result: dict[str, Any]) -> list[tuple[str, dict[str, float]]]:
             ("Rule-based", paper["rule_based"]), (f"best head {best['layer']}-{best['head']}", best["accuracy"])]
 
 
+def bar_colour(label: str) -> str:
+    """The same method gets the same colour in both panels."""
+    order = ("Nearest", "Head match", "Rule-based", "best head")
+    position = next(i for i, prefix in enumerate(order) if label.startswith(prefix))
+    return f"C{position + (label.endswith('fine-tuned'))}"
+
+
+def data_name(result: dict[str, Any]) -> str:
+    """Short name of the corpus for titles: its last two path parts (``litbank/conll``)."""
+    return "/".join(Path(result["coref_data"]).parts[-2:])
+
+
 def draw_by_type(result: dict[str, Any], out_dir: Path, title: str) -> Path:
     """Grouped bars by mention type: our baselines and best heads, and Clark's Table 2 beside."""
     import numpy as np
 
     from harness.figures import plt, save
 
-    figure, panels = plt.subplots(1, 2, figsize=(10, 3.8), sharey=True)
+    figure, panels = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
     x = np.arange(len(GROUPS))
-    panel_rows = ((panels[0], our_rows(result), "ours", [f"{g}\n(n={result['mentions'][g]})" for g in GROUPS]),
+    panel_rows = ((panels[0], our_rows(result), f"ours: {data_name(result)}",
+                   [f"{g}\n(n={result['mentions'][g]})" for g in GROUPS]),
                   (panels[1], paper_rows(result), "Clark et al. 2019: BERT-base, CoNLL-2012", list(GROUPS)))
     for panel, rows, heading, ticks in panel_rows:
         width = 0.8 / len(rows)
         for offset, (label, values) in enumerate(rows):
             heights = [np.nan if values.get(g) is None else values[g] for g in GROUPS]
-            panel.bar(x + (offset - (len(rows) - 1) / 2) * width, heights, width, label=label)
+            panel.bar(x + (offset - (len(rows) - 1) / 2) * width, heights, width, label=label,
+                      color=bar_colour(label))
         panel.set_xticks(x, ticks)
         panel.set_xlabel("mention type")
+        panel.set_ylim(0, 1.3)
+        panel.set_yticks(np.linspace(0, 1, 6))
         panel.set_title(heading, fontsize=9)
         panel.grid(axis="y", alpha=0.3)
-        panel.legend(fontsize=7)
+        panel.legend(fontsize=7, ncol=2, loc="upper center")
     panels[0].set_ylabel("antecedent selection accuracy")
     figure.suptitle(title, fontsize=9)
     return save(figure, out_dir / "coreference_by_type.png")
@@ -339,21 +355,22 @@ def draw_by_type(result: dict[str, Any], out_dir: Path, title: str) -> Path:
 
 def write_table(result: dict[str, Any], out_dir: Path) -> Path:
     """Clark's Table 2 layout as Markdown: ours, with Clark's number in brackets."""
-    def cell(ours: float | None, theirs: float | None) -> str:
-        mine = "–" if ours is None else f"{100 * ours:.1f}"
-        return mine if theirs is None else f"{mine} ({100 * theirs:.0f})"
+    def line(label: str, ours: dict[str, float | None], theirs: dict[str, float]) -> str:
+        cells = []
+        for group in GROUPS:
+            mine = "–" if ours.get(group) is None else f"{100 * ours[group]:.1f}"
+            cells.append(mine if theirs.get(group) is None else f"{mine} ({100 * theirs[group]:.0f})")
+        return f"| {label} | " + " | ".join(cells) + " |"
 
+    paper = result["paper"]
+    ours = our_rows(result)
     lines = [f"Antecedent selection accuracy (%) on {result['coref_data']}; Clark et al. 2019 "
              "(BERT-base, CoNLL-2012, their best head 5-4) in brackets.", "",
              "| method | " + " | ".join(f"{g} (n={result['mentions'][g]})" for g in GROUPS) + " |",
-             "|---" * (len(GROUPS) + 1) + "|"]
-    paper = dict(paper_rows(result))
-    clark_best = paper.pop(next(label for label in paper if label.startswith("best head")))
-    for label, ours in our_rows(result):
-        theirs = clark_best if label.startswith("best head") else paper.pop(label)
-        lines.append(f"| {label} | " + " | ".join(cell(ours.get(g), theirs.get(g)) for g in GROUPS) + " |")
-    for label, theirs in paper.items():
-        lines.append(f"| {label} (Clark only) | " + " | ".join(cell(None, theirs.get(g)) for g in GROUPS) + " |")
+             "|---" * (len(GROUPS) + 1) + "|",
+             line(*ours[0], paper["nearest"]), line(*ours[1], paper["head_match"]),
+             line("Rule-based (Clark only)", {}, paper["rule_based"]),
+             *(line(label, values, paper["best_head"]["accuracy"]) for label, values in ours[2:])]
     lines += ["", f"Documents: {result['documents']} ({result['documents_cut']} cut to {result['max_tokens']} "
                   f"word pieces; {result['words_cut']} words and {result['mentions_cut']} coreferent mentions cut)."]
     path = out_dir / "coreference_table.md"
