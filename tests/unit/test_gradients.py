@@ -1,4 +1,3 @@
-import pytest
 import torch
 from transformers import BertConfig, BertForMaskedLM, BertForSequenceClassification
 
@@ -89,3 +88,11 @@ def test_gradient_figure_is_drawn(tiny_pair, tiny_tokenizer, tmp_path):
     result = run_gradients(tiny_pair, tiny_tokenizer, batch_size=3)
     files = draw_gradients({"model": "tiny", "task": "test", "gradients": result}, tmp_path)
     assert len(files) == 1 and files[0].stat().st_size > 0
+
+
+def test_regression_tasks_use_the_squared_error(tiny_tokenizer):
+    scored = [Example("1", "the cat sat .", "a dog sat .", 3.5), Example("2", "he ran", "it sat", 0.5)]
+    checkpoints = {"pretrained": tiny_bert(0, num_labels=1), "finetuned": tiny_bert(1, num_labels=1)}
+    result = run_gradients(checkpoints, tiny_tokenizer, batch_size=2, examples=scored)
+    assert result["checkpoints"]["finetuned"]["loss"] == TASK
+    assert (torch.tensor(result["checkpoints"]["finetuned"]["per_head"]["other"]) > 0).all()
