@@ -15,6 +15,7 @@ import matplotlib
 matplotlib.use("Agg")  # headless: figures go to files
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib.ticker import ScalarFormatter  # noqa: E402
 
 DPI = 200
 
@@ -42,7 +43,9 @@ def draw_head_grid(
     axes.set_xlabel("head")
     axes.set_ylabel("layer")
     axes.set_title(title, fontsize=9)
-    figure.colorbar(image, ax=axes, label=colorbar_label)
+    colorbar = figure.colorbar(image, ax=axes, label=colorbar_label)
+    colorbar.formatter = ScalarFormatter(useOffset=False)  # values near 1 stay readable, no "+9.999e-1"
+    colorbar.update_ticks()
     return save(figure, path)
 
 
