@@ -33,10 +33,10 @@ class PatternCNN(nn.Module):
     """(count, 2, 32, 32) normalised maps -> (count, 5) class logits."""
 
     def __init__(self, widths: Sequence[int] = STAGE_WIDTHS, size: int = INPUT_SIZE,
-                 num_classes: int = len(CLASSES)) -> None:
+                 num_classes: int = len(CLASSES), in_channels: int = CHANNELS) -> None:
         super().__init__()
         layers: list[nn.Module] = []
-        width_in = CHANNELS
+        width_in = in_channels
         for index, width in enumerate(widths):
             layers += _stage(width_in, width)
             if index < len(widths) - 1:
