@@ -27,9 +27,16 @@ class FineTuneConfig:
     max_train_examples: int | None = None
     seed: int = 42
 
-    def cache_key(self, model: str, task: str) -> str:
-        """Stable key of everything that changes the fine-tuned weights."""
-        payload = json.dumps({"model": model, "task": task, **asdict(self)}, sort_keys=True)
+    def cache_key(self, model: str, task: str, precision: str = "fp32") -> str:
+        """Stable key of everything that changes the fine-tuned weights.
+
+        Mixed precision changes the weights too; it joins the key only when not fp32, so
+        the keys of fp32 checkpoints (recorded in labels and caches) stay what they were.
+        """
+        settings = {"model": model, "task": task, **asdict(self)}
+        if precision != "fp32":
+            settings["precision"] = precision
+        payload = json.dumps(settings, sort_keys=True)
         return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
 

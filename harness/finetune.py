@@ -67,7 +67,7 @@ def sample(examples: list[Example], limit: int | None, seed: int) -> list[Exampl
 
 
 def checkpoint_dir(config: RunConfig) -> Path:
-    key = config.finetune.cache_key(config.model, config.task)
+    key = config.finetune.cache_key(config.model, config.task, config.precision)
     return config.cache_dir / f"{config.task}-{Path(config.model).name}-{key}"
 
 

@@ -68,7 +68,7 @@ def load_checkpoints(config: RunConfig, task: GlueTask, tuned: FineTuneResult) -
 
 def results_key(config: RunConfig) -> str:
     """Results are reused only for the same fine-tuned weights and the same analysis inputs."""
-    payload = {"finetune": config.finetune.cache_key(config.model, config.task),
+    payload = {"finetune": config.finetune.cache_key(config.model, config.task, config.precision),
                "analysis": {k: str(v) for k, v in asdict(config.analysis).items() if k != "analyses"}}
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:12]
 

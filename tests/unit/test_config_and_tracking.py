@@ -14,6 +14,9 @@ def test_cache_key_changes_with_every_hyperparameter():
     assert base != FineTuneConfig(learning_rate=5e-5).cache_key("minilm", "rte")
     assert base != FineTuneConfig().cache_key("minilm", "mrpc")
     assert base != FineTuneConfig().cache_key("bert-base-uncased", "rte")
+    assert base == FineTuneConfig().cache_key("minilm", "rte", "fp32")
+    assert len({base, FineTuneConfig().cache_key("minilm", "rte", "bf16"),
+                FineTuneConfig().cache_key("minilm", "rte", "fp16")}) == 3
 
 
 def test_sample_is_seeded_and_bounded():
