@@ -56,14 +56,17 @@ def probe_train_sentences(settings: AnalysisConfig) -> int:
     return int(getattr(settings, "probe_train_sentences", DEFAULT_PROBE_TRAIN_SENTENCES))
 
 
-def _batches(tokenizer: Any, items: Sequence[Any], sentences: Sequence[Sentence], batch_size: int,
-             max_tokens: int, notes: dict[str, int]) -> Iterator[EncodedBatch]:
-    """Encode consecutive groups of ``batch_size`` sentences, counting truncation into ``notes``."""
+def sentence_batches(tokenizer: Any, sentences: Sequence[Sentence], batch_size: int, max_tokens: int,
+                     items: Sequence[Any] | None = None, notes: dict[str, Any] | None = None) -> Iterator[EncodedBatch]:
+    """Encode consecutive groups of ``batch_size`` sentences (items default to the sentences),
+    adding the words cut and the sentences truncated to ``notes`` when given."""
+    items = sentences if items is None else items
     for start in range(0, len(sentences), batch_size):
         chunk = sentences[start:start + batch_size]
         batch, cut = encode_words(tokenizer, [s.words for s in chunk], max_tokens, list(items[start:start + batch_size]))
-        notes["words_cut"] += sum(cut)
-        notes["sentences_truncated"] += sum(1 for words in cut if words)
+        if notes is not None:
+            notes["words_cut"] += sum(cut)
+            notes["sentences_truncated"] += sum(1 for words in cut if words)
         yield batch
 
 
@@ -97,7 +100,7 @@ def syntax_source(context: SourceContext) -> SourceStream:
     path = treebank_path(settings)
     sentences = _by_length(read_treebank(path))
     notes = _notes(path, len(sentences), sum(map(len, sentences)))
-    batches = _batches(context.tokenizer, sentences, sentences, settings.eval_batch_size, settings.max_tokens, notes)
+    batches = sentence_batches(context.tokenizer, sentences, settings.eval_batch_size, settings.max_tokens, notes=notes)
     return SourceStream(batches=batches, num_items=len(sentences), notes=notes)
 
 
@@ -114,13 +117,12 @@ def probe_source(context: SourceContext) -> SourceStream:
     train = _windowed_shuffle(train, settings.eval_batch_size, rng)
     notes = {**_notes(dev_path, len(dev), sum(map(len, dev))), "train_treebank": str(train_path),
              "train_sentences": len(train), "train_words": sum(map(len, train))}
-    ordered = train + dev
     items = [(TRAIN, s) for s in train] + [(DEV, s) for s in dev]
     batch_size = settings.eval_batch_size
     # train and dev never share a batch: the probe must finish learning before it is scored
-    batches = chain(_batches(context.tokenizer, items[:len(train)], ordered[:len(train)], batch_size,
-                              settings.max_tokens, notes),
-                     _batches(context.tokenizer, items[len(train):], ordered[len(train):], batch_size,
-                              settings.max_tokens, notes))
-    return SourceStream(batches=batches, num_items=len(ordered), notes=notes)
+    batches = chain(sentence_batches(context.tokenizer, train, batch_size, settings.max_tokens,
+                                     items[:len(train)], notes),
+                    sentence_batches(context.tokenizer, dev, batch_size, settings.max_tokens,
+                                     items[len(train):], notes))
+    return SourceStream(batches=batches, num_items=len(items), notes=notes)
 

@@ -77,3 +77,33 @@ def test_pair_and_distance_features_have_root_in_column_zero():
     assert features[:, 0, -1].tolist() == [1.0, 1.0, 1.0] and features[:, 1:, -1].sum() == 0
     assert features[0, 2, 3] == 1.0  # candidate word 1 is one to the right of word 0
     assert abs(features[0, 3, 0] - 2 / 3) < 1e-6  # two ahead, relative to the length
+
+
+def test_probe_source_streams_the_train_sample_before_every_dev_sentence(tiny_tokenizer, tmp_path):
+    from harness.config import AnalysisConfig
+    from harness.sources import SourceContext
+    from harness.treebank_sources import probe_source
+
+    def write(name, count):
+        rows = ["1\tthe\t_\tDET\tDT\t_\t2\tdet\t_\t_\n2\tcat\t_\tNOUN\tNN\t_\t0\troot\t_\t_\n" for _ in range(count)]
+        (tmp_path / name).write_text("\n".join(rows))
+
+    write("tb-dev.conllu", 5)
+    write("tb-train.conllu", 30)
+    settings = AnalysisConfig(syntax_data=tmp_path / "tb-dev.conllu", eval_batch_size=4)
+    settings.probe_train_sentences = 12
+    stream = probe_source(SourceContext(tiny_tokenizer, settings, [], 0))
+    splits = [aligned.item[0] for batch in stream.batches for aligned in batch.items]
+    assert splits == [TRAIN] * 12 + [DEV] * 5 and stream.num_items == 17
+    assert stream.notes["train_sentences"] == 12 and stream.notes["sentences"] == 5
+    assert stream.notes["train_treebank"].endswith("tb-train.conllu")
+
+
+def test_missing_training_treebank_is_a_clear_error(tiny_tokenizer, tmp_path):
+    from harness.config import AnalysisConfig
+    from harness.sources import SourceContext
+    from harness.treebank_sources import probe_source
+
+    (tmp_path / "only-dev.conllu").write_text("1\thi\t_\tX\tUH\t_\t0\troot\t_\t_\n")
+    with pytest.raises(HarnessError, match="only-train.conllu"):
+        probe_source(SourceContext(tiny_tokenizer, AnalysisConfig(syntax_data=tmp_path / "only-dev.conllu"), [], 0))
