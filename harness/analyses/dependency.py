@@ -251,7 +251,7 @@ def draw_relation_bars(rows: list[dict[str, Any]], path: Path, *, title: str, li
     axes.set_xlabel("accuracy of the best single head (%)")
     axes.set_title(f"{title}: dependency relations tracked by single heads", fontsize=9)
     axes.grid(axis="x", alpha=0.3)
-    axes.legend(fontsize=7, loc="lower right")
+    axes.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12 - 0.3 / len(rows)), ncol=2)
     return save(figure, path)
 
 
