@@ -26,7 +26,7 @@ def test_minilm_heads_track_coreference_on_litbank():
     pretrained = load_sequence_classifier("minilm", get_task("rte"))
     random_init = AutoModelForSequenceClassification.from_config(pretrained.config).eval()
     checkpoints = {"pretrained": pretrained.eval(), "finetuned": random_init}
-    documents = read_coreference(LITBANK)[:24]
+    documents = read_coreference(LITBANK)[:16]
     context = AnalysisContext(pretrained.config.num_hidden_layers, pretrained.config.num_attention_heads,
                               tokenizer, checkpoints, "rte", options={"max_tokens": 128})
     analysis = Coreference(context)
@@ -35,14 +35,15 @@ def test_minilm_heads_track_coreference_on_litbank():
     result = analysis.result()["coreference"]
 
     mentions = result["mentions"]
-    assert result["documents"] == result["documents_cut"] == 24  # every excerpt is longer than 128 tokens
-    assert result["mentions_cut"] > 1000 and 100 < mentions["all"] == sum(mentions[t] for t in
-                                                                         ("pronoun", "proper", "nominal"))
+    assert result["documents"] == result["documents_cut"] == 16  # every excerpt is longer than 128 tokens
+    assert result["mentions_cut"] > 1000
+    assert 80 < mentions["all"] == mentions["pronoun"] + mentions["proper"] + mentions["nominal"]
     grid = result["accuracy_per_head"]["pretrained"]["all"]
     assert len(grid) == 6 and len(grid[0]) == 12
     best = result["best_head"]["pretrained"]["all"]
     random_best = result["best_head"]["finetuned"]["all"]
-    assert best["accuracy"] > random_best["accuracy"] + 0.1
-    assert result["change"]["at_pretrained_best_head"]["all"] < -0.1
+    # Seen: 0.65 (head 3-5) against 0.07 for the random model (16 documents, 114 mentions).
+    assert best["accuracy"] > random_best["accuracy"] + 0.3
+    assert result["change"]["at_pretrained_best_head"]["all"] < -0.3
     # The baselines do not depend on the model and are proper fractions.
     assert 0 < result["baselines"]["nearest"]["all"] < 1 and 0 < result["baselines"]["head_match"]["all"] < 1
