@@ -188,6 +188,16 @@ class DependencyHeads(Analysis):
         }}
 
     @staticmethod
+    def metrics(summary: dict[str, Any]) -> list[tuple[str, float]]:
+        """Scalars for MLflow: best-head accuracy per relation and checkpoint, and the baseline."""
+        out = []
+        for row in summary["syntax"]["relations"]:
+            name = row["relation"].replace(":", "_")
+            out += [(f"syntax_{name}_{c}", row[c]["accuracy"]) for c in CHECKPOINTS]
+            out.append((f"syntax_{name}_baseline", row["baseline"]["accuracy"]))
+        return out
+
+    @staticmethod
     def draw(summary: dict[str, Any], out_dir: Path) -> list[Path]:
         rows = summary["syntax"]["relations"]
         if not rows:

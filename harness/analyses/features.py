@@ -124,6 +124,13 @@ class LinguisticFeatures(Analysis):
         }}
 
     @staticmethod
+    def metrics(summary: dict[str, Any]) -> list[tuple[str, float]]:
+        """Scalars for MLflow: per feature and checkpoint, the largest per-head value."""
+        stored = summary["features"]
+        return [(f"features_{_slug(n)}_max_{c}", stored["max_head"][c][n]["value"])
+                for c in CHECKPOINTS for n in stored["names"]]
+
+    @staticmethod
     def draw(summary: dict[str, Any], out_dir: Path) -> list[Path]:
         from harness.figures import draw_layer_lines
 

@@ -255,6 +255,13 @@ class Probes(Analysis):
         return {"dependent->head": per_head[0].tolist(), "head->dependent": per_head[1].tolist()}
 
     @staticmethod
+    def metrics(summary: dict[str, Any]) -> list[tuple[str, float]]:
+        """Scalars for MLflow: dev UAS of every probe and baseline."""
+        uas = summary["probes"]["uas"]
+        return [(f"probes_uas_{c}_{kind}", uas[c][kind]) for c in CHECKPOINTS for kind in ATTENTION_PROBES] + \
+            [(f"probes_uas_{kind}", uas[kind]) for kind in BASELINES]
+
+    @staticmethod
     def draw(summary: dict[str, Any], out_dir: Path) -> list[Path]:
         from harness.figures import draw_head_grid
 

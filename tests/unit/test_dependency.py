@@ -91,3 +91,11 @@ def test_relations_below_min_count_are_dropped_and_cut_words_counted(tiny_pair, 
     assert result["words_cut"] == 6 and result["arcs_cut"] == 3 and stream.notes["words_cut"] == 6
     grid = torch.tensor(result["relations"][0]["per_head"][FINETUNED])
     assert grid.shape == (2, 2, 4) and ((grid >= 0) & (grid <= 100)).all()
+
+
+def test_metrics_name_relation_and_checkpoint():
+    pointing = pointing_maps(CAT.heads)
+    analysis = DependencyHeads(context(syntax_min_count=1))
+    analysis.update(hand_made_batch([CAT], {PRETRAINED: [pointing], FINETUNED: [pointing]}))
+    metrics = dict(DependencyHeads.metrics(analysis.result()))
+    assert metrics["syntax_all_pretrained"] == 100.0 and "syntax_nsubj_baseline" in metrics

@@ -52,3 +52,10 @@ def test_head_attending_only_to_the_negation_scores_one_and_change_is_fine_minus
     assert stored["per_head"][FINETUNED]["[CLS]"][0][0] == 1.0  # both sentences attend only to [CLS]
     uniform = stored["per_head"][PRETRAINED]["negation"][0][1]
     assert abs(uniform - 1 / (n + 2)) < 1e-6
+
+
+def test_metrics_are_named_scalars_from_the_stored_summary():
+    analysis = LinguisticFeatures(context())
+    analysis.update(hand_made_batch([CAT], {PRETRAINED: [all_rows_to(2, 3)], FINETUNED: [all_rows_to(2, 3)]}))
+    metrics = dict(LinguisticFeatures.metrics(analysis.result()))
+    assert metrics["features_nouns_max_pretrained"] == 1.0 and metrics["features_negation_max_finetuned"] == 0.0

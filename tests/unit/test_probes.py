@@ -56,6 +56,8 @@ def test_right_branching_baseline_scores_right_branching_trees_fully():
     uniform = pointing_maps([0] * 4)
     analysis.update(hand_made_batch([right], {PRETRAINED: [uniform], FINETUNED: [uniform]}, items=[(DEV, right)]))
     assert analysis.result()["probes"]["uas"]["right_branching"] == 100.0
+    metrics = dict(Probes.metrics(analysis.result()))
+    assert metrics["probes_uas_right_branching"] == 100.0 and "probes_uas_finetuned_attn_glove" in metrics
     assert right_branching(4).tolist() == [2, 3, 4, 0]
 
 
