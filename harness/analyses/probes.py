@@ -175,13 +175,14 @@ class Probes(Analysis):
 
     def __init__(self, context: AnalysisContext) -> None:
         super().__init__(context)
-        torch.manual_seed(context.seed)
         self.from_mode = context.options.get("word_attention_from", "mean")
         self.glove = GloVe()
         num_maps = 2 * context.num_layers * context.num_heads
-        self.probes = {(c, kind): Trainer(AttentionProbe(num_maps, self.glove.dim if kind == "attn_glove" else 0))
-                       for c in CHECKPOINTS for kind in ATTENTION_PROBES}
-        self.distance = Trainer(DistanceProbe(self.glove.dim))
+        with torch.random.fork_rng():  # seeded probe initialisation without touching the global RNG
+            torch.manual_seed(context.seed)
+            self.probes = {(c, kind): Trainer(AttentionProbe(num_maps, self.glove.dim if kind == "attn_glove" else 0))
+                           for c in CHECKPOINTS for kind in ATTENTION_PROBES}
+            self.distance = Trainer(DistanceProbe(self.glove.dim))
         self.right_correct = 0
         self.counts = {"train_sentences": 0, "train_words": 0, "dev_sentences": 0, "dev_scored": 0,
                        "words_cut": 0, "arcs_cut": 0}
