@@ -57,6 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
     analysis.add_argument("--word-attention-from", choices=["mean", "first"], default=ANALYSIS_DEFAULTS.word_attention_from,
                           help="attention from a split word: mean of its sub-tokens, or the first (Clark's code)")
 
+    analysis.add_argument("--clustering-tokens", type=int, default=ANALYSIS_DEFAULTS.clustering_tokens_per_example,
+                          help="tokens sampled per example for the Jensen-Shannon head distances")
+
     figures = commands.add_parser("figures", help="redraw the figures of a finished run from its summary.json")
     add_run_identity(figures)
     return parser
@@ -74,7 +77,8 @@ def run_config(args: argparse.Namespace) -> RunConfig:
             analyses=args.analyses, max_eval_examples=args.max_eval_examples,
             eval_batch_size=args.eval_batch_size, max_length=args.max_length, corpus=args.corpus,
             syntax_data=args.syntax_data, coref_data=args.coref_data, max_tokens=args.max_tokens,
-            word_attention_from=args.word_attention_from),
+            word_attention_from=args.word_attention_from,
+            clustering_tokens_per_example=args.clustering_tokens),
     )
 
 

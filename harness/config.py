@@ -53,6 +53,7 @@ class AnalysisConfig:
     coref_data: Path | None = None  # coreference corpus
     max_tokens: int = 128  # truncation for word-level inputs (Clark used 128 for coreference)
     word_attention_from: str = "mean"  # "mean" of sub-token rows, or "first" (Clark's code)
+    clustering_tokens_per_example: int = 8  # JS distances use a seeded token sample per example
 
 
 @dataclass

@@ -139,7 +139,7 @@ def run(config: RunConfig) -> dict[str, Any]:
         }
         summary_path = write_json(summary, config.run_dir / "summary.json")
         figures = redraw(summary, config.run_dir / "figures")
-        log_run(tracker, config, tuned, summary_path, figures, timings)
+        log_run(tracker, config, tuned, summary_path, results_dir, figures, timings)
     except BaseException:
         tracker.finish("FAILED")
         raise
@@ -148,7 +148,7 @@ def run(config: RunConfig) -> dict[str, Any]:
 
 
 def log_run(tracker: Tracker, config: RunConfig, tuned: FineTuneResult, summary_path: Path,
-            figures: list[Path], timings: dict[str, float]) -> None:
+            results_dir: Path, figures: list[Path], timings: dict[str, float]) -> None:
     tracker.log_params(flatten("", config))
     dev_metrics = [(f"dev_{checkpoint}_{name}", value, 0)
                    for checkpoint, scores in tuned.dev_metrics.items() for name, value in scores.items()]
@@ -163,5 +163,7 @@ def log_run(tracker: Tracker, config: RunConfig, tuned: FineTuneResult, summary_
         tracker.log_metrics((f"cosine_layer_{layer + 1}", value, 0)
                             for layer, value in enumerate(summary["cosine_per_layer"])
                             if not math.isnan(value))
+    for result in sorted(results_dir.glob("*.json")):  # one file per analysis, as computed
+        tracker.log_artifact(result, "analyses")
     for figure in figures:
         tracker.log_artifact(figure, "figures")

@@ -13,7 +13,7 @@ feeds it to every analysis that asked for it.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -21,6 +21,7 @@ from transformers import PreTrainedModel
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
 from harness.attention import AttentionBatch
+from harness.config import AnalysisConfig
 
 
 @dataclass
@@ -29,7 +30,7 @@ class AnalysisContext:
 
     ``checkpoints`` maps "pretrained"/"finetuned" to the loaded models, for analyses that
     need more than attention (gradients, head ablation). ``options`` carries the run's
-    analysis-specific settings (paths, sample sizes) from the run configuration.
+    `AnalysisConfig` fields (paths, sample sizes); it defaults to that config's defaults.
     """
 
     num_layers: int
@@ -38,7 +39,7 @@ class AnalysisContext:
     checkpoints: dict[str, PreTrainedModel]
     task_name: str
     seed: int = 0
-    options: dict[str, Any] = field(default_factory=dict)
+    options: dict[str, Any] = field(default_factory=lambda: asdict(AnalysisConfig()))
 
 
 class Analysis(ABC):

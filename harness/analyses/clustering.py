@@ -24,7 +24,6 @@ import harness.corpus  # noqa: F401  (registers the "corpus" source this analysi
 from harness.analyses.base import Analysis, AnalysisContext, register_analysis
 from harness.attention import AttentionBatch
 
-DEFAULT_TOKENS_PER_EXAMPLE = 8
 CHUNK_ELEMENTS = 2**24  # bounds the (heads chunk, heads, rows, seq) temporary to 64 MB of float32
 
 
@@ -85,7 +84,7 @@ class Clustering(Analysis):
 
     def __init__(self, context: AnalysisContext) -> None:
         super().__init__(context)
-        self.per_example = int(context.options.get("clustering_tokens_per_example") or DEFAULT_TOKENS_PER_EXAMPLE)
+        self.per_example = int(context.options["clustering_tokens_per_example"])
         self.generator = torch.Generator().manual_seed(context.seed)
         self.device = next(next(iter(context.checkpoints.values())).parameters()).device
         heads = len(context.checkpoints) * context.num_layers * context.num_heads
