@@ -265,6 +265,16 @@ class Coreference(Analysis):
         return best
 
     @staticmethod
+    def metrics(summary: dict[str, Any]) -> list[tuple[str, float]]:
+        """Scalars for MLflow: per mention type, each baseline and each checkpoint's best head."""
+        result = summary["coreference"]
+        out = [(f"coref_{group}_{name}", values[group])
+               for name, values in result["baselines"].items() for group in GROUPS]
+        out += [(f"coref_{group}_{checkpoint}", best[group]["accuracy"])
+                for checkpoint, best in result["best_head"].items() for group in GROUPS]
+        return [(name, value) for name, value in out if value is not None]
+
+    @staticmethod
     def draw(summary: dict[str, Any], out_dir: Path) -> list[Path]:
         result = summary["coreference"]
         title = (f"{summary.get('model', 'model')} ({summary.get('task', '?')}) on "

@@ -147,6 +147,9 @@ def test_analysis_counts_hand_made_attention_exactly(tiny_tokenizer, tiny_pair):
     assert result["change"]["at_pretrained_best_head"]["all"] == -1.0
     assert result["change"]["best_head"]["all"] == 0.0
     json.dumps(result, allow_nan=False)  # the summary must be strict JSON
+    metrics = dict(Coreference.metrics({"coreference": result}))
+    assert metrics["coref_all_nearest"] == 0.75 and metrics["coref_all_pretrained"] == 1.0
+    assert "coref_nominal_pretrained" not in metrics  # no nominal mentions: no number to log
 
 
 def test_same_model_twice_changes_nothing_and_accuracies_are_fractions(tiny_tokenizer, tiny_pair):
