@@ -157,12 +157,8 @@ def log_run(tracker: Tracker, config: RunConfig, tuned: FineTuneResult, summary_
                         + [("train_seconds", tuned.train_seconds, 0)])
     tracker.log_artifact(summary_path)
     summary = json.loads(summary_path.read_text())
-    if "cosine_per_head" in summary:
-        for key in ("cosine_per_head", "cosine_per_head_std"):
-            tracker.log_json({"layers_x_heads": summary[key]}, f"cosine/{key}.json")
-        tracker.log_metrics((f"cosine_layer_{layer + 1}", value, 0)
-                            for layer, value in enumerate(summary["cosine_per_layer"])
-                            if not math.isnan(value))
+    tracker.log_metrics((name, value, 0) for analysis in ANALYSES.values() if analysis.stored_in(summary)
+                        for name, value in analysis.metrics(summary) if not math.isnan(value))
     for result in sorted(results_dir.glob("*.json")):  # one file per analysis, as computed
         tracker.log_artifact(result, "analyses")
     for figure in figures:

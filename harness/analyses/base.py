@@ -65,6 +65,11 @@ class Analysis(ABC):
         return cls.name in summary
 
     @staticmethod
+    def metrics(summary: dict[str, Any]) -> list[tuple[str, float]]:
+        """Headline scalars of the stored result, logged as MLflow metrics (name, value)."""
+        return []
+
+    @staticmethod
     def draw(summary: dict[str, Any], out_dir: Path) -> list[Path]:
         """Figures drawn from the stored ``summary``; returns the files written."""
         return []

@@ -70,6 +70,10 @@ class CosineSimilarity(Analysis):
         return "cosine_per_head" in summary
 
     @staticmethod
+    def metrics(summary: dict[str, Any]) -> list[tuple[str, float]]:
+        return [(f"cosine_layer_{layer + 1}", value) for layer, value in enumerate(summary["cosine_per_layer"])]
+
+    @staticmethod
     def draw(summary: dict[str, Any], out_dir: Path) -> list[Path]:
         from harness.figures import draw_layer_lines, draw_head_grid
 

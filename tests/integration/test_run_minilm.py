@@ -54,7 +54,7 @@ def test_mlflow_parent_run_holds_params_curves_metrics_and_artifacts(finished_ru
     assert "dev_finetuned_dev_accuracy" in run.data.metrics and "cosine_layer_6" in run.data.metrics
     assert len(client.get_metric_history(run.info.run_id, "train_loss")) >= 1
     artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
-    assert {"summary.json", "figures", "cosine", "analyses"} <= artifacts
+    assert {"summary.json", "figures", "analyses"} <= artifacts
     assert {a.path for a in client.list_artifacts(run.info.run_id, "analyses")} == {"analyses/cosine.json"}
     figures = {a.path for a in client.list_artifacts(run.info.run_id, "figures")}
     assert {"figures/cosine_per_head.png", "figures/cosine_per_layer.png"} <= figures
