@@ -144,6 +144,14 @@ def gold_heads(sentence: Sentence, num_words: int) -> tuple[torch.Tensor, torch.
     return heads.clamp(max=num_words), trainable, scored
 
 
+def seeded(seed: int, factory: Any, *args: Any) -> nn.Module:
+    """A probe initialised from ``seed`` (the same start for both checkpoints), leaving the
+    global random state untouched."""
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        return factory(*args)
+
+
 class Trainer:
     """One probe, its Adam optimiser, and its running training loss and dev UAS counts."""
 
@@ -178,11 +186,10 @@ class Probes(Analysis):
         self.from_mode = context.options.get("word_attention_from", "mean")
         self.glove = GloVe()
         num_maps = 2 * context.num_layers * context.num_heads
-        with torch.random.fork_rng():  # seeded probe initialisation without touching the global RNG
-            torch.manual_seed(context.seed)
-            self.probes = {(c, kind): Trainer(AttentionProbe(num_maps, self.glove.dim if kind == "attn_glove" else 0))
-                           for c in CHECKPOINTS for kind in ATTENTION_PROBES}
-            self.distance = Trainer(DistanceProbe(self.glove.dim))
+        self.probes = {(c, kind): Trainer(seeded(context.seed, AttentionProbe, num_maps,
+                                                 self.glove.dim if kind == "attn_glove" else 0))
+                       for c in CHECKPOINTS for kind in ATTENTION_PROBES}
+        self.distance = Trainer(seeded(context.seed, DistanceProbe, self.glove.dim))
         self.right_correct = 0
         self.counts = {"train_sentences": 0, "train_words": 0, "dev_sentences": 0, "dev_scored": 0,
                        "words_cut": 0, "arcs_cut": 0}

@@ -109,3 +109,10 @@ def test_missing_training_treebank_is_a_clear_error(tiny_tokenizer, tmp_path):
     (tmp_path / "only-dev.conllu").write_text("1\thi\t_\tX\tUH\t_\t0\troot\t_\t_\n")
     with pytest.raises(HarnessError, match="only-train.conllu"):
         probe_source(SourceContext(tiny_tokenizer, AnalysisConfig(syntax_data=tmp_path / "only-dev.conllu"), [], 0))
+
+
+def test_both_checkpoints_start_from_the_same_probe():
+    analysis = Probes(context(seed=3))
+    for kind in ("attn", "attn_glove"):
+        first, second = (analysis.probes[(c, kind)].module.state_dict() for c in (PRETRAINED, FINETUNED))
+        assert all(torch.equal(first[name], second[name]) for name in first)
