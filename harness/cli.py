@@ -52,6 +52,9 @@ def build_parser() -> argparse.ArgumentParser:
     analysis.add_argument("--corpus", type=Path, help="plain text (one paragraph a line) for the surface analyses")
     analysis.add_argument("--syntax-data", type=Path, help="treebank (.conllu or .conllx)")
     analysis.add_argument("--coref-data", type=Path, help="coreference data (*_conll, .jsonlines, LitBank folder)")
+    analysis.add_argument("--coref-windows", action="store_true",
+                          help="score coreference over whole documents cut into sentence windows, "
+                               "instead of only their first --max-tokens tokens (Clark)")
     analysis.add_argument("--max-tokens", type=int, default=ANALYSIS_DEFAULTS.max_tokens,
                           help="truncation of word-level inputs (Clark et al. used 128)")
     analysis.add_argument("--word-attention-from", choices=["mean", "first"], default=ANALYSIS_DEFAULTS.word_attention_from,
@@ -76,7 +79,8 @@ def run_config(args: argparse.Namespace) -> RunConfig:
         analysis=AnalysisConfig(
             analyses=args.analyses, max_eval_examples=args.max_eval_examples,
             eval_batch_size=args.eval_batch_size, max_length=args.max_length, corpus=args.corpus,
-            syntax_data=args.syntax_data, coref_data=args.coref_data, max_tokens=args.max_tokens,
+            syntax_data=args.syntax_data, coref_data=args.coref_data, coref_windows=args.coref_windows,
+            max_tokens=args.max_tokens,
             word_attention_from=args.word_attention_from,
             clustering_tokens_per_example=args.clustering_tokens),
     )

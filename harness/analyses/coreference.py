@@ -172,7 +172,7 @@ def coreference_source(context: SourceContext) -> SourceStream:
     path = coref_data_path(settings.coref_data)
     documents = read_coreference(path)
     notes: dict[str, Any] = {"coref_data": str(path), "documents": len(documents)}
-    if getattr(settings, "coref_windows", False):
+    if settings.coref_windows:
         documents = split_into_windows(context.tokenizer, documents, settings.max_tokens)
         notes["windows"] = len(documents)
     return SourceStream(
