@@ -106,7 +106,7 @@ def main(argv: list[str] | None = None) -> None:
     from harness.config import DEFAULT_TRACKING_URI
 
     train = commands.add_parser("train", help="train the CNN, report held-out scores, log to MLflow")
-    train.add_argument("--epochs", type=int, default=20)
+    train.add_argument("--epochs", type=int, default=30)
     train.add_argument("--synthetic-per-class", type=int, default=800)
     train.add_argument("--test-fraction", type=float, default=0.25)
     train.add_argument("--seed", type=int, default=0)

@@ -1,11 +1,15 @@
 """Attention maps of any size (2..512 tokens) to the CNN's fixed input.
 
-A map is resized with adaptive *max* pooling, which keeps a one-token diagonal or a single
-attended column visible whatever the length: every output cell takes the strongest input
-cell of its window (for maps shorter than the input size the windows overlap, which is a
-nearest-neighbour upscaling). A second channel, adaptive *mean* pooling, keeps how broad
-the attention is, which separates heterogeneous maps from thin patterns. Each channel is
-divided by its own maximum so that long sequences (small weights) look like short ones.
+A map of n tokens is first index-resampled to m = 32 * ceil(n / 32) (nearest neighbour, so
+every token keeps at least one pixel), then pooled by m / 32 to 32 x 32 with *max* pooling,
+which keeps a one-token diagonal or a single attended column visible whatever the length,
+and with *mean* pooling, which keeps how broad the attention is. Channels (each divided by
+its own maximum, so that long sequences with small weights look like short ones): the
+max-pooled map, its square root (weak structure next to a dominant [CLS] column), and the
+square root of the mean-pooled map.
+
+A padded batch is resized in one vectorised call: each example's index map points into its
+own real tokens only, so padding never enters.
 """
 
 from __future__ import annotations
@@ -17,51 +21,52 @@ import torch
 import torch.nn.functional as F
 
 INPUT_SIZE = 32
-CHANNELS = 2
+CHANNELS = 3
 
 
 def _scaled(pooled: torch.Tensor) -> torch.Tensor:
     """Each (size, size) map divided by its maximum; shape is kept (..., size, size)."""
-    peak = pooled.amax(dim=(-2, -1), keepdim=True).clamp(min=1e-12)
-    return pooled / peak
+    return pooled / pooled.amax(dim=(-2, -1), keepdim=True).clamp(min=1e-12)
 
 
-def normalise(maps: torch.Tensor, size: int = INPUT_SIZE) -> torch.Tensor:
-    """Same-length maps (count, n, n) to CNN input (count, 2, size, size), float32."""
-    maps = maps.float()
-    return torch.stack(
-        [_scaled(F.adaptive_max_pool2d(maps, size)), _scaled(F.adaptive_avg_pool2d(maps, size))], dim=1
-    )
+def normalise_padded(attentions: torch.Tensor, lengths: torch.Tensor, size: int = INPUT_SIZE) -> torch.Tensor:
+    """Padded maps to CNN input, each cropped to its example's real tokens.
+
+    ``attentions``: (batch, ..., seq, seq), e.g. (batch, layers, heads, seq, seq);
+    ``lengths``: (batch,). Returns (batch * prod(...), 3, size, size), batch-major.
+    """
+    batch, seq = attentions.shape[0], attentions.shape[-1]
+    maps = attentions.reshape(batch, -1, seq, seq).float()
+    factor = -(-int(lengths.max()) // size)
+    side = size * factor
+    # index of the source token of each of the `side` resampled positions, per example: (batch, side)
+    index = (torch.arange(side)[None, :] * lengths[:, None].double() / side).long()
+    rows = torch.gather(maps, 2, index[:, None, :, None].expand(batch, maps.shape[1], side, seq))
+    resampled = torch.gather(rows, 3, index[:, None, None, :].expand(batch, maps.shape[1], side, side))
+    resampled = resampled.reshape(-1, 1, side, side)
+    peak = _scaled(F.max_pool2d(resampled, factor))
+    mean = _scaled(F.avg_pool2d(resampled, factor))
+    return torch.cat([peak, peak.sqrt(), mean.sqrt()], dim=1)
 
 
 def normalise_list(maps: Sequence[np.ndarray | torch.Tensor], size: int = INPUT_SIZE) -> torch.Tensor:
-    """Square maps of mixed sizes to CNN input (len(maps), 2, size, size), in input order.
+    """Square maps of mixed sizes to CNN input (len(maps), 3, size, size), in input order.
 
-    Maps of the same length are pooled in one call.
+    Maps of similar length are padded together and resized in one call.
     """
     for index, attention in enumerate(maps):
         if attention.ndim != 2 or attention.shape[0] != attention.shape[1] or attention.shape[0] < 2:
             raise ValueError(f"map {index} has shape {tuple(attention.shape)}; expected a square (n, n) map with n >= 2")
     out = torch.empty(len(maps), CHANNELS, size, size)
-    by_length: dict[int, list[int]] = {}
+    by_factor: dict[int, list[int]] = {}
     for index, attention in enumerate(maps):
-        by_length.setdefault(int(attention.shape[0]), []).append(index)
-    for indices in by_length.values():
-        stacked = torch.stack([torch.as_tensor(np.asarray(maps[i], dtype=np.float32)) for i in indices])
-        out[indices] = normalise(stacked, size)
+        by_factor.setdefault(-(-attention.shape[0] // size), []).append(index)
+    for indices in by_factor.values():
+        longest = max(maps[i].shape[0] for i in indices)
+        padded = torch.zeros(len(indices), longest, longest)
+        for row, i in enumerate(indices):
+            n = maps[i].shape[0]
+            padded[row, :n, :n] = torch.as_tensor(np.asarray(maps[i], dtype=np.float32))
+        lengths = torch.tensor([maps[i].shape[0] for i in indices])
+        out[indices] = normalise_padded(padded, lengths, size)
     return out
-
-
-def normalise_padded(attentions: torch.Tensor, lengths: torch.Tensor, size: int = INPUT_SIZE) -> torch.Tensor:
-    """A padded batch of every head's maps to CNN input, cropped to each example's real tokens.
-
-    ``attentions``: (batch, layers, heads, seq, seq); ``lengths``: (batch,).
-    Returns (batch * layers * heads, 2, size, size), ordered batch-major then layer, head.
-    """
-    batch, layers, heads = attentions.shape[:3]
-    out = torch.empty(batch, layers * heads, CHANNELS, size, size)
-    for length in lengths.unique().tolist():
-        rows = (lengths == length).nonzero(as_tuple=True)[0]
-        cropped = attentions[rows, :, :, :length, :length].reshape(-1, length, length)
-        out[rows] = normalise(cropped, size).view(len(rows), layers * heads, CHANNELS, size, size)
-    return out.view(-1, CHANNELS, size, size)

@@ -33,8 +33,8 @@ class TrainConfig:
 
     test_fraction: float = 0.25
     synthetic_per_class: int = 800
-    real_repeats: int = 4  # each real training map appears this often per epoch
-    epochs: int = 20
+    real_repeats: int = 6  # each real training map appears this often per epoch
+    epochs: int = 30
     batch_size: int = 64
     learning_rate: float = 2e-3
     weight_decay: float = 1e-4

@@ -1,0 +1,122 @@
+"""The shipped pattern CNN, its resizing, the synthetic generator and the label file."""
+
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import torch
+
+from classifier import CLASSES, load_classifier
+from classifier.annotate import parse_label_lines
+from classifier.data import LABELS_FILE, MAPS_FILE, read_labels, read_maps
+from classifier.resize import CHANNELS, INPUT_SIZE, normalise_list, normalise_padded
+from classifier.synthetic import synthetic_map, synthetic_set
+
+
+@pytest.fixture(scope="module")
+def classifier():
+    return load_classifier()
+
+
+def clear_map(label: str, n: int) -> np.ndarray:
+    """An unmistakable example of each class, written by hand (not by the generator)."""
+    attention = np.full((n, n), 0.02 / n)
+    index = np.arange(n)
+    split = n // 2
+    if label == "vertical":
+        attention[:, 0] += 0.7
+        attention[:, [split, n - 1]] += 0.14
+    elif label == "diagonal":
+        attention[index, np.maximum(index - 1, 0)] += 0.98
+    elif label == "vertical+diagonal":
+        attention[:, 0] += 0.5
+        attention[index, np.minimum(index + 1, n - 1)] += 0.48
+    elif label == "block":
+        attention[:split + 1, 1:split + 1] += 0.98 / split
+        attention[split + 1:, split + 1:] += 0.98 / (n - split - 1)
+    else:  # heterogeneous: every row attends to its own few random tokens
+        rng = np.random.default_rng(n)
+        for row in range(n):
+            attention[row, rng.choice(n, size=3, replace=False)] += rng.dirichlet(np.ones(3)) * 0.98
+    return attention / attention.sum(axis=1, keepdims=True)
+
+
+def test_shipped_model_loads_fast_and_predicts_class_names(classifier):
+    started = time.perf_counter()
+    load_classifier()
+    assert time.perf_counter() - started < 1.0
+    maps = [clear_map("vertical", n) for n in (2, 7, 128, 512)]
+    labels = classifier.predict(maps)
+    assert len(labels) == 4 and set(labels) <= set(CLASSES)
+    probabilities = classifier.predict_proba(maps)
+    assert probabilities.shape == (4, 5)
+    assert np.allclose(probabilities.sum(axis=1), 1, atol=1e-5)
+
+
+@pytest.mark.parametrize("n", [12, 40, 120, 300])
+@pytest.mark.parametrize("label", CLASSES)
+def test_clear_examples_of_each_class_are_recognised(classifier, label, n):
+    assert classifier.predict([clear_map(label, n)]) == [label]
+
+
+def test_resizing_keeps_a_single_column_and_a_thin_diagonal_at_512_tokens():
+    n = 512
+    column = np.zeros((n, n))
+    column[:, 300] = 1.0
+    diagonal = np.eye(n)
+    inputs = normalise_list([column, diagonal])
+    assert inputs.shape == (2, CHANNELS, INPUT_SIZE, INPUT_SIZE)
+    peak = inputs[0, 0]
+    assert torch.all(peak[:, 300 * INPUT_SIZE // n] == 1) and peak.sum() == INPUT_SIZE
+    assert torch.equal(inputs[1, 0], torch.eye(INPUT_SIZE))
+
+
+def test_padded_batch_resizing_matches_one_map_at_a_time():
+    rng = np.random.default_rng(0)
+    lengths = torch.tensor([5, 9, 5])
+    attentions = torch.zeros(3, 2, 2, 9, 9)
+    for row, n in enumerate(lengths.tolist()):
+        attentions[row, :, :, :n, :n] = torch.softmax(torch.tensor(rng.normal(size=(2, 2, n, n))), dim=-1).float()
+    attentions[0, :, :, 5:, :] = 7.0  # padding must be ignored
+    batched = normalise_padded(attentions, lengths).view(3, 4, CHANNELS, INPUT_SIZE, INPUT_SIZE)
+    one_by_one = normalise_list([attentions[1, 1, 0, :9, :9].numpy(), attentions[0, 0, 1, :5, :5].numpy()])
+    assert torch.allclose(batched[1, 2], one_by_one[0]) and torch.allclose(batched[0, 1], one_by_one[1])
+
+
+def test_synthetic_maps_are_row_stochastic_for_every_class():
+    maps, labels = synthetic_set(4, seed=1, min_length=3, max_length=60)
+    assert sorted(set(labels)) == list(range(len(CLASSES)))
+    for attention in maps:
+        assert attention.shape[0] == attention.shape[1] and np.allclose(attention.sum(axis=1), 1, atol=1e-4)
+        assert (attention >= 0).all()
+    with pytest.raises(ValueError, match="unknown class"):
+        synthetic_map("stripes", 10, np.random.default_rng(0))
+
+
+def test_annotation_file_parses_and_every_label_is_a_class():
+    rows = read_labels(LABELS_FILE)
+    maps = read_maps(MAPS_FILE)
+    assert len(rows) >= 400 and {row.label for row in rows} == set(CLASSES)
+    assert len({row.id for row in rows}) == len(rows)
+    for row in rows:
+        assert maps[row.id].shape == (row.length, row.length)
+        assert np.allclose(maps[row.id].sum(axis=1), 1, atol=0.02)  # float16 storage
+    assert {row.checkpoint for row in rows} == {"pretrained", "finetuned"}
+    assert len({row.task for row in rows}) >= 3
+
+
+def test_label_lines_accept_names_and_short_codes_and_reject_others():
+    labels = parse_label_lines(["a1 v", "a2 vertical+diagonal  # comment", "", "a3 ?", "a4 b"], "x.txt")
+    assert labels == {"a1": "vertical", "a2": "vertical+diagonal", "a4": "block"}
+    with pytest.raises(ValueError, match="x.txt:1"):
+        parse_label_lines(["a1 stripes"], "x.txt")
+
+
+def test_predict_cli_prints_one_label_per_map(tmp_path):
+    path = tmp_path / "maps.npz"
+    np.savez(path, first=clear_map("diagonal", 30), second=clear_map("vertical", 50))
+    output = subprocess.run([sys.executable, "-m", "classifier", "predict", str(path)],
+                            capture_output=True, text=True, check=True).stdout.splitlines()
+    assert output == ["first\tdiagonal", "second\tvertical"]
