@@ -9,7 +9,6 @@ from harness.analyses import gradients  # noqa: F401  (registers)
 from harness.analyses import clustering  # noqa: F401  (registers)
 from harness.analyses import surface  # noqa: F401  (registers)
 from harness.analyses import patterns  # noqa: F401  (registers)
-from harness.analyses import patterns  # noqa: F401  (registers)
 from harness.analyses.base import ANALYSES, Analysis, AnalysisContext, register_analysis
 
 __all__ = ["ANALYSES", "Analysis", "AnalysisContext", "register_analysis"]
