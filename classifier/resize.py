@@ -1,7 +1,7 @@
 """Attention maps of any size (2..512 tokens) to the CNN's fixed input.
 
-A map of n tokens is first index-resampled to m = 32 * ceil(n / 32) (nearest neighbour, so
-every token keeps at least one pixel), then pooled by m / 32 to 32 x 32 with *max* pooling,
+A map of n tokens is index-resampled to m = 32 * ceil(n / 32) (nearest neighbour, so every
+token keeps at least one pixel) and pooled by m / 32 to 32 x 32 with *max* pooling,
 which keeps a one-token diagonal or a single attended column visible whatever the length,
 and with *mean* pooling, which keeps how broad the attention is. Channels (each divided by
 its own maximum, so that long sequences with small weights look like short ones): the
@@ -37,15 +37,20 @@ def normalise_padded(attentions: torch.Tensor, lengths: torch.Tensor, size: int 
     """
     batch, seq = attentions.shape[0], attentions.shape[-1]
     maps = attentions.reshape(batch, -1, seq, seq).float()
+    count = maps.shape[1]
     factor = -(-int(lengths.max()) // size)
     side = size * factor
-    # index of the source token of each of the `side` resampled positions, per example: (batch, side)
+    # source token of each of the `side` resampled positions, per example: (batch, side)
     index = (torch.arange(side)[None, :] * lengths[:, None].double() / side).long()
-    rows = torch.gather(maps, 2, index[:, None, :, None].expand(batch, maps.shape[1], side, seq))
-    resampled = torch.gather(rows, 3, index[:, None, None, :].expand(batch, maps.shape[1], side, side))
-    resampled = resampled.reshape(-1, 1, side, side)
-    peak = _scaled(F.max_pool2d(resampled, factor))
-    mean = _scaled(F.avg_pool2d(resampled, factor))
+    # pool rows, then columns (max and mean are separable), never building the side x side map
+    rows = torch.gather(maps, 2, index[:, None, :, None].expand(batch, count, side, seq))
+    rows = rows.view(batch, count, size, factor, seq)
+    pooled = []
+    for reduce_rows in (rows.amax(dim=3), rows.mean(dim=3)):
+        columns = torch.gather(reduce_rows, 3, index[:, None, None, :].expand(batch, count, size, side))
+        pooled.append(columns.view(batch * count, 1, size, size, factor))
+    peak = _scaled(pooled[0].amax(dim=-1))
+    mean = _scaled(pooled[1].mean(dim=-1))
     return torch.cat([peak, peak.sqrt(), mean.sqrt()], dim=1)
 
 
