@@ -72,6 +72,10 @@ def _predict(args: argparse.Namespace) -> None:
     with np.load(args.file) as stored:
         names = list(stored.files)
         maps = [stored[name].astype(np.float32) for name in names]
+    for name, attention in zip(names, maps):
+        if attention.ndim != 2 or attention.shape[0] != attention.shape[1] or attention.shape[0] < 2:
+            raise ValueError(f"{args.file}: array {name!r} has shape {attention.shape}; "
+                             "each array must be one square attention map (n x n, n >= 2)")
     for name, label in zip(names, load_classifier(args.weights).predict(maps)):
         print(f"{name}\t{label}")
 
@@ -120,9 +124,11 @@ def main(argv: list[str] | None = None) -> None:
     predict.set_defaults(run=_predict)
 
     args = parser.parse_args(argv)
+    from harness.errors import HarnessError
+
     try:
         args.run(args)
-    except (ValueError, FileNotFoundError) as error:
+    except (HarnessError, ValueError, FileNotFoundError) as error:
         sys.exit(f"error: {error}")
 
 

@@ -120,3 +120,12 @@ def test_predict_cli_prints_one_label_per_map(tmp_path):
     output = subprocess.run([sys.executable, "-m", "classifier", "predict", str(path)],
                             capture_output=True, text=True, check=True).stdout.splitlines()
     assert output == ["first\tdiagonal", "second\tvertical"]
+
+
+def test_predict_cli_rejects_a_non_square_map_in_one_line(tmp_path):
+    path = tmp_path / "bad.npz"
+    np.savez(path, wide=np.ones((3, 4)))
+    result = subprocess.run([sys.executable, "-m", "classifier", "predict", str(path)], capture_output=True, text=True)
+    assert result.returncode != 0
+    assert result.stderr.strip().splitlines() == [f"error: {path}: array 'wide' has shape (3, 4); "
+                                                  "each array must be one square attention map (n x n, n >= 2)"]
