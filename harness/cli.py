@@ -51,6 +51,12 @@ def build_parser() -> argparse.ArgumentParser:
     analysis.add_argument("--eval-batch-size", type=int, default=ANALYSIS_DEFAULTS.eval_batch_size)
     analysis.add_argument("--corpus", type=Path, help="plain text (one paragraph a line) for the surface analyses")
     analysis.add_argument("--syntax-data", type=Path, help="treebank (.conllu or .conllx)")
+    analysis.add_argument("--syntax-train-data", type=Path,
+                          help="probe training treebank (default: the --syntax-data file with 'train' for 'dev')")
+    analysis.add_argument("--syntax-min-count", type=int, default=ANALYSIS_DEFAULTS.syntax_min_count,
+                          help="drop dependency relations with fewer scored dependents (default 100, as Clark)")
+    analysis.add_argument("--probe-train-sentences", type=int, default=ANALYSIS_DEFAULTS.probe_train_sentences,
+                          help="seeded sample of training sentences for the attention probes")
     analysis.add_argument("--coref-data", type=Path, help="coreference data (*_conll, .jsonlines, LitBank folder)")
     analysis.add_argument("--coref-windows", action="store_true",
                           help="score coreference over whole documents cut into sentence windows, "
@@ -79,7 +85,9 @@ def run_config(args: argparse.Namespace) -> RunConfig:
         analysis=AnalysisConfig(
             analyses=args.analyses, max_eval_examples=args.max_eval_examples,
             eval_batch_size=args.eval_batch_size, max_length=args.max_length, corpus=args.corpus,
-            syntax_data=args.syntax_data, coref_data=args.coref_data, coref_windows=args.coref_windows,
+            syntax_data=args.syntax_data, syntax_train_data=args.syntax_train_data,
+            syntax_min_count=args.syntax_min_count, probe_train_sentences=args.probe_train_sentences,
+            coref_data=args.coref_data, coref_windows=args.coref_windows,
             max_tokens=args.max_tokens,
             word_attention_from=args.word_attention_from,
             clustering_tokens_per_example=args.clustering_tokens),

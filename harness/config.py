@@ -50,6 +50,9 @@ class AnalysisConfig:
     max_length: int = 128
     corpus: Path | None = None  # plain text for the surface analyses (Clark et al.)
     syntax_data: Path | None = None  # treebank for dependency heads, probes, features
+    syntax_train_data: Path | None = None  # probe training treebank (default: the dev file's "train" sibling)
+    syntax_min_count: int = 100  # relations with fewer scored dependents are dropped (Clark et al.)
+    probe_train_sentences: int = 2000  # seeded sample of the train treebank for the probes
     coref_data: Path | None = None  # coreference corpus
     max_tokens: int = 128  # truncation for word-level inputs (Clark used 128 for coreference)
     coref_windows: bool = False  # also score whole documents cut into sentence windows of max_tokens

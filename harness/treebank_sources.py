@@ -24,7 +24,6 @@ from tasks.treebank import Sentence, read_treebank
 
 SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 DEFAULT_TREEBANK = SHARED_DATA / "ud-english-ewt" / "en_ewt-ud-dev.conllu"
-DEFAULT_PROBE_TRAIN_SENTENCES = 2000
 TRAIN, DEV = "train", "dev"
 # Shuffled sentences are grouped into windows this many batches long and sorted by length
 # inside each window: order stays random at the scale of the probe's learning, padding small.
@@ -43,17 +42,13 @@ def treebank_path(settings: AnalysisConfig) -> Path:
 def train_treebank_path(settings: AnalysisConfig) -> Path:
     """The probe's training treebank: ``syntax_train_data`` if set, else the dev file's sibling
     with ``dev`` replaced by ``train`` in its name (``en_ewt-ud-dev.conllu`` -> ``en_ewt-ud-train.conllu``)."""
-    explicit = getattr(settings, "syntax_train_data", None)
+    explicit = settings.syntax_train_data
     dev = treebank_path(settings)
     path = Path(explicit) if explicit else dev.with_name(dev.name.replace("dev", "train"))
     if path == dev or not path.is_file():
         raise HarnessError(f"training treebank for the probes not found (looked for {path}); put the train file "
                            "next to the dev file with 'train' for 'dev' in its name, or set syntax_train_data")
     return path
-
-
-def probe_train_sentences(settings: AnalysisConfig) -> int:
-    return int(getattr(settings, "probe_train_sentences", DEFAULT_PROBE_TRAIN_SENTENCES))
 
 
 def sentence_batches(tokenizer: Any, sentences: Sequence[Sentence], batch_size: int, max_tokens: int,
@@ -112,7 +107,7 @@ def probe_source(context: SourceContext) -> SourceStream:
     dev_path, train_path = treebank_path(settings), train_treebank_path(settings)
     rng = random.Random(context.seed)
     train = read_treebank(train_path)
-    train = rng.sample(train, min(probe_train_sentences(settings), len(train)))
+    train = rng.sample(train, min(settings.probe_train_sentences, len(train)))
     dev = _by_length(read_treebank(dev_path))
     train = _windowed_shuffle(train, settings.eval_batch_size, rng)
     notes = {**_notes(dev_path, len(dev), sum(map(len, dev))), "train_treebank": str(train_path),

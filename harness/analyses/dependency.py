@@ -4,7 +4,7 @@ Each head predicts, for every word, the word it attends to most (diagonal zeroed
 [SEP] dropped, word-level attention): direction "dependent->head" reads the dependent's
 row, "head->dependent" the dependent's column (which word attends most to it). A relation's
 accuracy is the share of its dependents whose gold head is predicted. For every relation
-with at least ``MIN_COUNT`` scored dependents (punctuation and root excluded, as in the
+with at least ``syntax_min_count`` (100) scored dependents (punctuation and root excluded, as in the
 paper) the best (head, direction) is reported per checkpoint, beside the best fixed-offset
 baseline. Counts are running sums, so memory does not grow with the treebank.
 """
@@ -22,7 +22,6 @@ from harness.treebank_sources import syntax_source  # noqa: F401  (registers the
 from harness.wordlevel import single_threaded, word_maps
 from tasks.treebank import PUNCT_RELATIONS, Sentence
 
-MIN_COUNT = 100
 OFFSETS = (-3, -2, -1, 1, 2, 3)
 DIRECTIONS = ("dependent->head", "head->dependent")
 ALL = "all"
@@ -118,7 +117,7 @@ class DependencyHeads(Analysis):
     def __init__(self, context: AnalysisContext) -> None:
         super().__init__(context)
         self.from_mode = context.options.get("word_attention_from", "mean")
-        self.min_count = int(context.options.get("syntax_min_count", MIN_COUNT))
+        self.min_count = int(context.options["syntax_min_count"])
         shape = (2, context.num_layers, context.num_heads)
         self.heads = {checkpoint: RelationCounts(shape) for checkpoint in CHECKPOINTS}
         self.baseline = RelationCounts((len(OFFSETS),))
