@@ -18,7 +18,6 @@ from collections.abc import Sequence
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 
 INPUT_SIZE = 32
 CHANNELS = 3
