@@ -129,3 +129,22 @@ def test_predict_cli_rejects_a_non_square_map_in_one_line(tmp_path):
     assert result.returncode != 0
     assert result.stderr.strip().splitlines() == [f"error: {path}: array 'wide' has shape (3, 4); "
                                                   "each array must be one square attention map (n x n, n >= 2)"]
+
+
+def test_pool_sheets_and_recorded_labels_round_trip(tmp_path):
+    from classifier.annotate import record, write_pool
+    from classifier.data import MapSource
+
+    maps = {f"t{i}": clear_map(label, 10 + i) for i, label in enumerate(CLASSES)}
+    sources = [MapSource(f"t{i}", "tiny", "pretrained", "-", "rte", "dev", i, f"g{i}", 0, i, 10 + i)
+               for i in range(len(CLASSES))]
+    sheets = write_pool(tmp_path / "pool", sources, maps, {"t0": [5, 9]})
+    assert [sheet.name for sheet in sheets] == ["sheet_000.png"] and sheets[0].stat().st_size > 10_000
+    labels_file, maps_file = tmp_path / "labels.tsv", tmp_path / "maps.npz"
+    assert record(tmp_path / "pool", {"t0": "vertical", "t3": "block"}, labels_file, maps_file) == 2
+    record(tmp_path / "pool", {"t3": "diagonal"}, labels_file, maps_file)  # relabelling replaces
+    rows = read_labels(labels_file)
+    assert [(row.id, row.label, row.length) for row in rows] == [("t0", "vertical", 10), ("t3", "diagonal", 13)]
+    assert np.allclose(read_maps(maps_file)["t3"], maps["t3"], atol=1e-3)
+    with pytest.raises(ValueError, match="ids not in"):
+        record(tmp_path / "pool", {"nope": "block"}, labels_file, maps_file)
