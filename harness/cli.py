@@ -66,6 +66,8 @@ def build_parser() -> argparse.ArgumentParser:
     analysis.add_argument("--word-attention-from", choices=["mean", "first"], default=ANALYSIS_DEFAULTS.word_attention_from,
                           help="attention from a split word: mean of its sub-tokens, or the first (Clark's code)")
 
+    analysis.add_argument("--pattern-weights", type=Path,
+                          help="attention-pattern CNN weights from `python -m classifier train` (default: shipped)")
     analysis.add_argument("--clustering-tokens", type=int, default=ANALYSIS_DEFAULTS.clustering_tokens_per_example,
                           help="tokens sampled per example for the Jensen-Shannon head distances")
 
@@ -90,7 +92,7 @@ def run_config(args: argparse.Namespace) -> RunConfig:
             coref_data=args.coref_data, coref_windows=args.coref_windows,
             max_tokens=args.max_tokens,
             word_attention_from=args.word_attention_from,
-            clustering_tokens_per_example=args.clustering_tokens),
+            pattern_weights=args.pattern_weights, clustering_tokens_per_example=args.clustering_tokens),
     )
 
 

@@ -57,6 +57,7 @@ class AnalysisConfig:
     max_tokens: int = 128  # truncation for word-level inputs (Clark used 128 for coreference)
     coref_windows: bool = False  # also score whole documents cut into sentence windows of max_tokens
     word_attention_from: str = "mean"  # "mean" of sub-token rows, or "first" (Clark's code)
+    pattern_weights: Path | None = None  # pattern CNN weights (default: the shipped classifier/weights.pt)
     clustering_tokens_per_example: int = 8  # JS distances use a seeded token sample per example
 
 

@@ -33,7 +33,7 @@ class AttentionPatterns(Analysis):
 
     def __init__(self, context: AnalysisContext) -> None:
         super().__init__(context)
-        weights = context.options.get("pattern_weights")
+        weights = context.options["pattern_weights"]
         self.classifier = load_classifier(weights) if weights else load_classifier()
         self.counts = torch.zeros(len(CHECKPOINTS), context.num_layers, context.num_heads, len(CLASSES),
                                   dtype=torch.int64)
@@ -67,6 +67,12 @@ class AttentionPatterns(Analysis):
     @classmethod
     def stored_in(cls, summary: dict[str, Any]) -> bool:
         return "pattern_proportions" in summary
+
+    @staticmethod
+    def metrics(summary: dict[str, Any]) -> list[tuple[str, float]]:
+        """Share of each class per checkpoint, e.g. ``pattern_finetuned_vertical+diagonal``."""
+        return [(f"pattern_{checkpoint}_{name.replace('+', '_')}", share)
+                for checkpoint, shares in summary["pattern_proportions"].items() for name, share in shares.items()]
 
     @staticmethod
     def draw(summary: dict[str, Any], out_dir: Path) -> list[Path]:

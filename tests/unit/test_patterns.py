@@ -60,6 +60,8 @@ def test_known_maps_give_known_proportions_and_changed_heads(tiny_tokenizer):
                                           "finetuned": [["vertical", "diagonal"]]}
     assert result["pattern_changed_heads"] == [{"layer": 1, "head": 2, "pretrained": "vertical",
                                                 "finetuned": "diagonal"}]
+    metrics = dict(AttentionPatterns.metrics(result))
+    assert metrics["pattern_finetuned_diagonal"] == 0.5 and metrics["pattern_pretrained_vertical_diagonal"] == 0.0
 
 
 def test_figures_are_drawn_from_the_stored_summary(tiny_pair, tiny_tokenizer, tmp_path):
