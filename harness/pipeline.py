@@ -83,12 +83,14 @@ def run_analyses(config: RunConfig, task: GlueTask, checkpoints: dict[str, PreTr
         tokenizer=tokenizer, checkpoints=checkpoints, task_name=task.name, seed=config.finetune.seed,
         options={**asdict(config.analysis), "model": config.model},
     )
-    summary: dict[str, Any] = {}
+    summary: dict[str, Any] = {"source_notes": {}}
     pending: dict[str, list[type[Analysis]]] = defaultdict(list)
     for analysis in select_analyses(config.analysis.analyses):
         stored = results_dir / f"{analysis.name}.json"
-        if stored.is_file():
+        notes = results_dir / "sources" / f"{analysis.source}.json"
+        if stored.is_file() and notes.is_file():
             summary.update(json.loads(stored.read_text()))
+            summary["source_notes"][analysis.source] = json.loads(notes.read_text())
         else:
             pending[analysis.source].append(analysis)
 
@@ -105,7 +107,8 @@ def run_analyses(config: RunConfig, task: GlueTask, checkpoints: dict[str, PreTr
                 for analysis in analyses:
                     analysis.update(batch)
                 progress.update(len(batch.items))
-        summary.setdefault("source_notes", {})[source] = stream.notes
+        summary["source_notes"][source] = stream.notes
+        write_json(stream.notes, results_dir / "sources" / f"{source}.json")
         for analysis in analyses:
             result = analysis.result()
             write_json(result, results_dir / f"{analysis.name}.json")
