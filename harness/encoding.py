@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 
-import torch
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
 from harness.attention import EncodedBatch

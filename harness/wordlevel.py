@@ -14,6 +14,7 @@ Special tokens ([CLS], [SEP]) are dropped from both axes, so rows need not sum t
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -22,6 +23,7 @@ from typing import Any
 import torch
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
+from harness.analyses.base import Analysis, AnalysisContext
 from harness.attention import AttentionBatch, EncodedBatch
 from harness.errors import HarnessError
 
@@ -175,6 +177,26 @@ def word_maps(
     convert = word_attention_with_special if keep_special else word_attention
     for row, aligned in enumerate(batch.items):
         yield aligned, convert(batch.maps(checkpoint, row), aligned.word_ids, aligned.num_words, from_mode)
+
+
+class WordLevelAnalysis(Analysis):
+    """An analysis of word-level attention (`word_maps`).
+
+    It knows how attention *from* a split word is taken (``--word-attention-from``) and
+    folds each batch in on one thread (see `single_threaded`).
+    """
+
+    def __init__(self, context: AnalysisContext) -> None:
+        super().__init__(context)
+        self.from_mode: str = context.options["word_attention_from"]
+
+    def update(self, batch: AttentionBatch) -> None:
+        with single_threaded():
+            self.update_words(batch)
+
+    @abstractmethod
+    def update_words(self, batch: AttentionBatch) -> None:
+        """Fold one batch of word-aligned items into running statistics."""
 
 
 @contextmanager

@@ -30,7 +30,8 @@ class AnalysisContext:
 
     ``checkpoints`` maps "pretrained"/"finetuned" to the loaded models, for analyses that
     need more than attention (gradients, head ablation). ``options`` carries the run's
-    `AnalysisConfig` fields (paths, sample sizes); it defaults to that config's defaults.
+    `AnalysisConfig` fields (paths, sample sizes); fields not given take that config's
+    defaults, so every analysis can read every option.
     """
 
     num_layers: int
@@ -39,7 +40,10 @@ class AnalysisContext:
     checkpoints: dict[str, PreTrainedModel]
     task_name: str
     seed: int = 0
-    options: dict[str, Any] = field(default_factory=lambda: asdict(AnalysisConfig()))
+    options: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.options = {**asdict(AnalysisConfig()), **self.options}
 
 
 class Analysis(ABC):

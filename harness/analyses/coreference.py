@@ -28,11 +28,11 @@ from typing import Any
 
 import torch
 
-from harness.analyses.base import Analysis, AnalysisContext, register_analysis
+from harness.analyses.base import AnalysisContext, register_analysis
 from harness.attention import FINETUNED, PRETRAINED, AttentionBatch, EncodedBatch
 from harness.errors import HarnessError
 from harness.sources import SourceContext, SourceStream, register_source
-from harness.wordlevel import encode_words, word_maps
+from harness.wordlevel import WordLevelAnalysis, encode_words, word_maps
 from tasks.coreference import MENTION_TYPES, Document, mention_head, mention_type, read_coreference
 
 DEFAULT_COREF_DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "litbank" / "conll"
@@ -183,7 +183,7 @@ def coreference_source(context: SourceContext) -> SourceStream:
 
 
 @register_analysis
-class Coreference(Analysis):
+class Coreference(WordLevelAnalysis):
     """Antecedent selection accuracy per head and mention type, with Clark's baselines."""
 
     name = "coreference"
@@ -191,14 +191,13 @@ class Coreference(Analysis):
 
     def __init__(self, context: AnalysisContext) -> None:
         super().__init__(context)
-        self.from_mode = context.options.get("word_attention_from", "mean")
         grid = (len(GROUPS), context.num_layers, context.num_heads)
         self.hits = {checkpoint: torch.zeros(grid, dtype=torch.long) for checkpoint in context.checkpoints}
         self.baseline_hits = {name: torch.zeros(len(GROUPS), dtype=torch.long) for name in BASELINES}
         self.mentions = torch.zeros(len(GROUPS), dtype=torch.long)
         self.documents = self.documents_cut = self.words_cut = self.mentions_cut = 0
 
-    def update(self, batch: AttentionBatch) -> None:
+    def update_words(self, batch: AttentionBatch) -> None:
         targets = [coreference_targets(aligned.item, aligned.num_words) for aligned in batch.items]
         for aligned, target in zip(batch.items, targets):
             self.documents += 1

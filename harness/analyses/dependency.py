@@ -16,10 +16,10 @@ from typing import Any
 
 import torch
 
-from harness.analyses.base import Analysis, AnalysisContext, register_analysis
+from harness.analyses.base import AnalysisContext, register_analysis
 from harness.attention import CHECKPOINTS, AttentionBatch
 from harness.treebank_sources import syntax_source  # noqa: F401  (registers the "syntax" source)
-from harness.wordlevel import single_threaded, word_maps
+from harness.wordlevel import WordLevelAnalysis, word_maps
 from tasks.treebank import PUNCT_RELATIONS, Sentence
 
 OFFSETS = (-3, -2, -1, 1, 2, 3)
@@ -108,7 +108,7 @@ def best(accuracy: torch.Tensor) -> dict[str, Any]:
 
 
 @register_analysis
-class DependencyHeads(Analysis):
+class DependencyHeads(WordLevelAnalysis):
     """Per relation: best head and accuracy of each checkpoint, the change, and the offset baseline."""
 
     name = "syntax"
@@ -116,7 +116,6 @@ class DependencyHeads(Analysis):
 
     def __init__(self, context: AnalysisContext) -> None:
         super().__init__(context)
-        self.from_mode = context.options.get("word_attention_from", "mean")
         self.min_count = int(context.options["syntax_min_count"])
         shape = (2, context.num_layers, context.num_heads)
         self.heads = {checkpoint: RelationCounts(shape) for checkpoint in CHECKPOINTS}
@@ -124,11 +123,7 @@ class DependencyHeads(Analysis):
         self.totals = RelationCounts(())
         self.sentences = self.words = self.words_cut = self.arcs_cut = 0
 
-    def update(self, batch: AttentionBatch) -> None:
-        with single_threaded():
-            self._update(batch)
-
-    def _update(self, batch: AttentionBatch) -> None:
+    def update_words(self, batch: AttentionBatch) -> None:
         rows = {checkpoint: word_maps(batch, checkpoint, self.from_mode) for checkpoint in CHECKPOINTS}
         for per_checkpoint in zip(*rows.values()):
             aligned = per_checkpoint[0][0]

@@ -17,10 +17,10 @@ from typing import Any
 
 import torch
 
-from harness.analyses.base import Analysis, AnalysisContext, register_analysis
+from harness.analyses.base import AnalysisContext, register_analysis
 from harness.attention import CHECKPOINTS, FINETUNED, PRETRAINED, AttentionBatch
 from harness.treebank_sources import syntax_source  # noqa: F401  (registers the "syntax" source)
-from harness.wordlevel import single_threaded, word_maps
+from harness.wordlevel import WordLevelAnalysis, word_maps
 from tasks.treebank import Sentence
 
 # Kovaleva et al.'s spaCy labels and their UD counterparts (UD splits "don't" into "do n't").
@@ -77,7 +77,7 @@ def feature_attention(maps: torch.Tensor, positions: dict[str, list[int]]) -> di
 
 
 @register_analysis
-class LinguisticFeatures(Analysis):
+class LinguisticFeatures(WordLevelAnalysis):
     """Mean over sentences of each feature's per-head attention, for both checkpoints."""
 
     name = "features"
@@ -85,17 +85,12 @@ class LinguisticFeatures(Analysis):
 
     def __init__(self, context: AnalysisContext) -> None:
         super().__init__(context)
-        self.from_mode = context.options.get("word_attention_from", "mean")
         shape = (context.num_layers, context.num_heads)
         self.totals = {c: {name: torch.zeros(shape, dtype=torch.float64) for name in NAMES} for c in CHECKPOINTS}
         self.sentences = dict.fromkeys(NAMES, 0)
         self.words_cut = 0
 
-    def update(self, batch: AttentionBatch) -> None:
-        with single_threaded():
-            self._update(batch)
-
-    def _update(self, batch: AttentionBatch) -> None:
+    def update_words(self, batch: AttentionBatch) -> None:
         rows = {c: word_maps(batch, c, self.from_mode, keep_special=True) for c in CHECKPOINTS}
         for per_checkpoint in zip(*rows.values()):
             aligned = per_checkpoint[0][0]

@@ -24,11 +24,11 @@ import numpy as np
 import torch
 from torch import nn
 
-from harness.analyses.base import Analysis, AnalysisContext, register_analysis
+from harness.analyses.base import AnalysisContext, register_analysis
 from harness.attention import CHECKPOINTS, AttentionBatch
 from harness.errors import HarnessError
-from harness.treebank_sources import DEV, TRAIN, probe_source  # noqa: F401  (registers "syntax-probe")
-from harness.wordlevel import single_threaded, word_maps
+from harness.treebank_sources import TRAIN, probe_source  # noqa: F401  (registers "syntax-probe")
+from harness.wordlevel import WordLevelAnalysis, word_maps
 from tasks.treebank import PUNCT_RELATIONS, Sentence
 
 LEARNING_RATE = 0.002
@@ -175,7 +175,7 @@ class Trainer:
 
 
 @register_analysis
-class Probes(Analysis):
+class Probes(WordLevelAnalysis):
     """Dev UAS of the attention probes of each checkpoint and of the two baselines."""
 
     name = "probes"
@@ -183,7 +183,6 @@ class Probes(Analysis):
 
     def __init__(self, context: AnalysisContext) -> None:
         super().__init__(context)
-        self.from_mode = context.options.get("word_attention_from", "mean")
         self.glove = GloVe()
         num_maps = 2 * context.num_layers * context.num_heads
         self.probes = {(c, kind): Trainer(seeded(context.seed, AttentionProbe, num_maps,
@@ -194,11 +193,7 @@ class Probes(Analysis):
         self.counts = {"train_sentences": 0, "train_words": 0, "dev_sentences": 0, "dev_scored": 0,
                        "words_cut": 0, "arcs_cut": 0}
 
-    def update(self, batch: AttentionBatch) -> None:
-        with single_threaded():
-            self._update(batch)
-
-    def _update(self, batch: AttentionBatch) -> None:
+    def update_words(self, batch: AttentionBatch) -> None:
         rows = {c: word_maps(batch, c, self.from_mode, keep_special=True) for c in CHECKPOINTS}
         for per_checkpoint in zip(*rows.values()):
             aligned = per_checkpoint[0][0]
