@@ -39,3 +39,18 @@ def tiny_bert(seed: int, num_labels: int = 2) -> BertForSequenceClassification:
 def tiny_pair() -> dict[str, BertForSequenceClassification]:
     """Two different tiny BERTs standing in for the pre-trained and fine-tuned checkpoints."""
     return {"pretrained": tiny_bert(0), "finetuned": tiny_bert(1)}
+
+
+def run_analysis(analysis_cls, checkpoints, tokenizer, examples, batch_size, **options):
+    """Stream ``examples`` through ``checkpoints`` into one analysis; returns its result."""
+    from harness.analyses.base import AnalysisContext
+    from harness.attention import stream_attention
+    from harness.encoding import batched
+
+    config = next(iter(checkpoints.values())).config
+    context = AnalysisContext(config.num_hidden_layers, config.num_attention_heads, tokenizer, checkpoints, "test",
+                              options=options)
+    analysis = analysis_cls(context)
+    for batch in stream_attention(checkpoints, batched(tokenizer, examples, batch_size, 32)):
+        analysis.update(batch)
+    return analysis.result()

@@ -1,10 +1,8 @@
 import torch
 
-from harness.analyses.base import AnalysisContext
 from harness.analyses.cosine import CosineSimilarity, cosine_per_example
-from harness.attention import stream_attention
-from harness.encoding import batched
 from tasks.examples import Example
+from tests.conftest import run_analysis
 
 EXAMPLES = [Example("1", "the cat sat on the mat .", "the dog ran .", 0),
             Example("2", "he is not happy", "it sat", 1),
@@ -12,13 +10,7 @@ EXAMPLES = [Example("1", "the cat sat on the mat .", "the dog ran .", 0),
 
 
 def run_cosine(checkpoints, tokenizer, batch_size=2):
-    model = next(iter(checkpoints.values()))
-    context = AnalysisContext(model.config.num_hidden_layers, model.config.num_attention_heads,
-                              tokenizer, checkpoints, "test")
-    analysis = CosineSimilarity(context)
-    for batch in stream_attention(checkpoints, batched(tokenizer, EXAMPLES, batch_size, 32)):
-        analysis.update(batch)
-    return analysis.result()
+    return run_analysis(CosineSimilarity, checkpoints, tokenizer, EXAMPLES, batch_size)
 
 
 def test_model_against_itself_gives_one_everywhere(tiny_pair, tiny_tokenizer):

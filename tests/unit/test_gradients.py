@@ -1,15 +1,13 @@
 import torch
 from transformers import BertConfig, BertForMaskedLM, BertForSequenceClassification
 
-from harness.analyses.base import AnalysisContext
 from harness.analyses.clark_figures import draw_gradients
 from harness.analyses.gradients import (MASKED_LM, TASK, UNTRAINED_TASK, GradientImportance, category_means,
                                         mask_tokens)
 from harness.analyses.surface import SpecialIds, token_masks
-from harness.attention import EncodedBatch, stream_attention
-from harness.encoding import batched
+from harness.attention import EncodedBatch
 from tasks.examples import Example
-from tests.conftest import tiny_bert
+from tests.conftest import run_analysis, tiny_bert
 
 EXAMPLES = [Example("1", "the cat sat on the mat .", "the dog ran , he sat .", 0),
             Example("2", "he is not happy", "it sat", 1),
@@ -40,13 +38,7 @@ def test_masking_touches_only_ordinary_tokens_and_at_least_one(tiny_tokenizer):
 
 
 def run_gradients(checkpoints, tokenizer, batch_size, examples=EXAMPLES):
-    model = next(iter(checkpoints.values()))
-    context = AnalysisContext(model.config.num_hidden_layers, model.config.num_attention_heads,
-                              tokenizer, checkpoints, "test")
-    analysis = GradientImportance(context)
-    for batch in stream_attention(checkpoints, batched(tokenizer, examples, batch_size, 32)):
-        analysis.update(batch)
-    return analysis.result()["gradients"]
+    return run_analysis(GradientImportance, checkpoints, tokenizer, examples, batch_size)["gradients"]
 
 
 def test_task_loss_gradients_do_not_depend_on_batching(tiny_pair, tiny_tokenizer):

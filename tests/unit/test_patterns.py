@@ -10,6 +10,7 @@ from harness.analyses.patterns import AttentionPatterns
 from harness.attention import AttentionBatch, EncodedBatch, stream_attention
 from harness.encoding import batched
 from tasks.examples import Example
+from tests.conftest import run_analysis
 
 EXAMPLES = [Example("1", "the cat sat on the mat .", "the dog ran .", 0),
             Example("2", "he is not happy", "it sat", 1),
@@ -17,13 +18,7 @@ EXAMPLES = [Example("1", "the cat sat on the mat .", "the dog ran .", 0),
 
 
 def run_patterns(checkpoints, tokenizer, batch_size=2):
-    model = next(iter(checkpoints.values()))
-    context = AnalysisContext(model.config.num_hidden_layers, model.config.num_attention_heads,
-                              tokenizer, checkpoints, "test")
-    analysis = AttentionPatterns(context)
-    for batch in stream_attention(checkpoints, batched(tokenizer, EXAMPLES, batch_size, 32)):
-        analysis.update(batch)
-    return analysis.result()
+    return run_analysis(AttentionPatterns, checkpoints, tokenizer, EXAMPLES, batch_size)
 
 
 def test_counts_match_classifying_each_map_on_its_own(tiny_pair, tiny_tokenizer):

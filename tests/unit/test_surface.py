@@ -3,12 +3,10 @@ import math
 import pytest
 import torch
 
-from harness.analyses.base import AnalysisContext
 from harness.analyses.clark_figures import draw_surface
 from harness.analyses.surface import SpecialIds, Surface, behaviour_labels, label_changes, surface_statistics
-from harness.attention import stream_attention
-from harness.encoding import batched
 from tasks.examples import Example
+from tests.conftest import run_analysis
 
 N = 5  # real tokens: [CLS] cat . dog [SEP], then one padding position
 
@@ -72,13 +70,7 @@ EXAMPLES = [Example("1", "the cat sat on the mat .", "the dog ran , he sat .", 0
 
 
 def run_surface(checkpoints, tokenizer, batch_size):
-    model = next(iter(checkpoints.values()))
-    context = AnalysisContext(model.config.num_hidden_layers, model.config.num_attention_heads,
-                              tokenizer, checkpoints, "test")
-    analysis = Surface(context)
-    for batch in stream_attention(checkpoints, batched(tokenizer, EXAMPLES, batch_size, 32)):
-        analysis.update(batch)
-    return analysis.result()["surface"]
+    return run_analysis(Surface, checkpoints, tokenizer, EXAMPLES, batch_size)["surface"]
 
 
 @pytest.mark.parametrize("statistic", ["previous", "sep", "entropy", "cls_entropy", "sep_to_sep"])
