@@ -29,6 +29,16 @@ def save(figure: plt.Figure, path: Path) -> Path:
     return path
 
 
+def style_head_axes(axes: plt.Axes, layers: int, heads: int, title: str,
+                    tick_size: float | None = None, title_size: float = 9) -> None:
+    """Ticks 1..heads on x and 1..layers on y (layer 1 at the top), axis labels and a title."""
+    axes.set_xticks(range(heads), [str(h + 1) for h in range(heads)], fontsize=tick_size)
+    axes.set_yticks(range(layers), [str(layer + 1) for layer in range(layers)], fontsize=tick_size)
+    axes.set_xlabel("head")
+    axes.set_ylabel("layer")
+    axes.set_title(title, fontsize=title_size)
+
+
 def draw_head_grid(
     values: Sequence[Sequence[float]], path: Path, *, title: str, colorbar_label: str,
     vmin: float | None = None, vmax: float | None = None, cmap: str = "viridis",
@@ -38,11 +48,7 @@ def draw_head_grid(
     layers, heads = grid.shape
     figure, axes = plt.subplots(figsize=(0.45 * heads + 2.2, 0.4 * layers + 1.6))
     image = axes.imshow(grid, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
-    axes.set_xticks(range(heads), [str(h + 1) for h in range(heads)])
-    axes.set_yticks(range(layers), [str(layer + 1) for layer in range(layers)])
-    axes.set_xlabel("head")
-    axes.set_ylabel("layer")
-    axes.set_title(title, fontsize=9)
+    style_head_axes(axes, layers, heads, title)
     colorbar = figure.colorbar(image, ax=axes, label=colorbar_label)
     colorbar.formatter = ScalarFormatter(useOffset=False)  # values near 1 stay readable, no "+9.999e-1"
     colorbar.update_ticks()

@@ -14,7 +14,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from harness.analyses.surface import STATISTICS as STATISTIC_LABELS
-from harness.figures import DPI, save
+from harness.figures import DPI, save, style_head_axes
 
 CHECKPOINT_TITLES = {"pretrained": "pre-trained", "finetuned": "fine-tuned"}
 HEATMAP_STATISTICS = ("previous", "next", "cls", "sep", "punct", "entropy")
@@ -76,11 +76,7 @@ def draw_side_by_side_grids(grids: dict[str, Sequence[Sequence[float]]], path: P
                                 squeeze=False)
     for panel, (name, grid) in zip(axes[0], arrays.items()):
         image = panel.imshow(grid, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
-        panel.set_xticks(range(heads), [str(h + 1) for h in range(heads)], fontsize=7)
-        panel.set_yticks(range(layers), [str(layer + 1) for layer in range(layers)], fontsize=7)
-        panel.set_xlabel("head")
-        panel.set_ylabel("layer")
-        panel.set_title(name, fontsize=9)
+        style_head_axes(panel, layers, heads, name, tick_size=7)
     figure.colorbar(image, ax=list(axes[0]), label=colorbar_label)
     figure.suptitle(title, fontsize=10)
     return save_with_colorbar(figure, path)

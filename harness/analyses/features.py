@@ -154,7 +154,7 @@ def _slug(name: str) -> str:
 def draw_feature_panels(stored: dict[str, Any], name: str, path: Path, *, title: str) -> Path:
     """Pre-trained, fine-tuned (shared colour scale) and change (diverging) per head for one feature."""
     import numpy as np
-    from harness.figures import plt, save
+    from harness.figures import plt, save, style_head_axes
 
     grids = [np.asarray(stored["per_head"][c][name]) for c in CHECKPOINTS]
     change = np.asarray(stored["change_per_head"][name])
@@ -166,11 +166,7 @@ def draw_feature_panels(stored: dict[str, Any], name: str, path: Path, *, title:
               (change, "fine-tuned minus pre-trained", "RdBu_r", -limit, limit)]
     for ax, (grid, label, cmap, vmin, vmax) in zip(axes, panels):
         image = ax.imshow(grid, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
-        ax.set_xticks(range(heads), [str(h + 1) for h in range(heads)], fontsize=6)
-        ax.set_yticks(range(layers), [str(layer + 1) for layer in range(layers)], fontsize=6)
-        ax.set_xlabel("head")
-        ax.set_ylabel("layer")
-        ax.set_title(label, fontsize=8)
+        style_head_axes(ax, layers, heads, label, tick_size=6, title_size=8)
         figure.colorbar(image, ax=ax, label="attention (row mean, max over words)" if cmap == "viridis" else "change")
     figure.suptitle(f"{title}: attention to {name} "
                     f"({stored['sentences_with_feature'][name]} sentences)", fontsize=9)
