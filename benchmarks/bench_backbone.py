@@ -1,11 +1,13 @@
 """Backbone speed and memory, each as a ratio against a baseline measured in the same run.
 
-1. Fine-tuning throughput: the harness's Trainer set-up (dynamic padding) against the same
-   Trainer padding every batch to 128 tokens, on the same examples, model and seed.
+1. Fine-tuning throughput: the harness's Trainer set-up (dynamic padding, with and without
+   ``--group-by-length``) against the same Trainer padding every batch to 128 tokens, on
+   the same examples, model and seed.
 2. Attention comparison: streaming both checkpoints' attention through the cosine analysis,
    against the bare forward passes of both models (no attention output) on the same batches.
-3. Streaming memory: peak resident memory of the comparison on N and on 4N examples, each
-   in a fresh process; a ratio near 1 means memory does not grow with the examples.
+3. Streaming memory: how far resident memory rises above its level after loading while
+   the comparison streams N and 4N examples, each in a fresh process; equal rises mean
+   memory does not grow with the number of examples.
 
     GLUE_DIR=../shared/data/glue python benchmarks/bench_backbone.py --task rte --model minilm
 """
@@ -17,6 +19,7 @@ import json
 import multiprocessing
 import resource
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -24,7 +27,7 @@ from transformers import DataCollatorWithPadding, Trainer
 
 from harness.analyses.base import AnalysisContext
 from harness.analyses.cosine import CosineSimilarity
-from harness.attention import attention_of, stream_attention
+from harness.attention import stream_attention
 from harness.config import FineTuneConfig, RunConfig
 from harness.encoding import batched
 from harness.finetune import EncodedExamples, sample, training_arguments
@@ -33,7 +36,8 @@ from tasks import get_task, load_examples
 
 
 def train_throughput(config: RunConfig, pad_to_max: bool, output_dir: Path) -> float:
-    """Training examples per second of one epoch on ``config``'s training subset."""
+    """Training examples per second of one epoch on ``config``'s training subset (its
+    ``group_by_length`` decides the batch order)."""
     task = get_task(config.task)
     tokenizer = load_tokenizer(config.model)
     train = sample(load_examples(task, "train", config.data_dir), config.finetune.max_train_examples, 0)
@@ -77,10 +81,15 @@ def comparison_seconds(config: RunConfig, examples: int) -> dict[str, float]:
     return {"bare_forward_seconds": bare, "comparison_seconds": time.perf_counter() - start}
 
 
-def streaming_peak_mb(config: RunConfig, examples: int) -> float:
-    """Peak RSS (MB) of streaming ``examples`` dev examples through both checkpoints, in a fresh process."""
+def streaming_rise_mb(config: RunConfig, examples: int) -> float:
+    """Rise of resident memory (MB) while ``examples`` dev examples stream through the
+    comparison, in a fresh process (model loading is not counted)."""
     with multiprocessing.get_context("spawn").Pool(1) as pool:
         return pool.apply(_stream_and_measure, (config, examples))
+
+
+def _resident_mb() -> float:
+    return int(Path("/proc/self/statm").read_text().split()[1]) * resource.getpagesize() / 2**20
 
 
 def _stream_and_measure(config: RunConfig, examples: int) -> float:
@@ -88,9 +97,15 @@ def _stream_and_measure(config: RunConfig, examples: int) -> float:
     tokenizer = load_tokenizer(config.model)
     dev = sample(load_examples(task, task.main_eval_split, config.data_dir), examples, 0)
     model = load_sequence_classifier(config.model, task).eval()
-    for encoded in batched(tokenizer, dev, config.analysis.eval_batch_size, config.analysis.max_length):
-        attention_of(model, encoded)
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    checkpoints = {"pretrained": model, "finetuned": model}
+    cosine = CosineSimilarity(AnalysisContext(model.config.num_hidden_layers, model.config.num_attention_heads,
+                                              tokenizer, checkpoints, task.name))
+    before = peak = _resident_mb()
+    batches = batched(tokenizer, dev, config.analysis.eval_batch_size, config.analysis.max_length)
+    for batch in stream_attention(checkpoints, batches):
+        cosine.update(batch)
+        peak = max(peak, _resident_mb())  # the batch's attention is still alive here
+    return peak - before
 
 
 def main() -> None:
@@ -105,21 +120,25 @@ def main() -> None:
                        finetune=FineTuneConfig(max_train_examples=args.train_examples, epochs=1))
 
     out = args.out.parent / "bench_trainer"
-    # Alternate the two set-ups and keep each one's best epoch, so start-up costs (CUDA
+    grouped = replace(config, finetune=replace(config.finetune, group_by_length=True))
+    setups = {"dynamic_padding": (config, False), "dynamic_padding_grouped_by_length": (grouped, False),
+              "pad_to_128": (config, True)}
+    # Alternate the set-ups and keep each one's best epoch, so start-up costs (CUDA
     # context, kernel selection, caches) do not count against whichever runs first.
-    rounds = [(train_throughput(config, pad_to_max=False, output_dir=out),
-               train_throughput(config, pad_to_max=True, output_dir=out)) for _ in range(2)]
-    dynamic, padded = (max(speeds) for speeds in zip(*rounds))
+    rounds = [{name: train_throughput(setup, pad_to_max, out) for name, (setup, pad_to_max) in setups.items()}
+              for _ in range(2)]
+    speeds = {name: max(measured[name] for measured in rounds) for name in setups}
     timings = comparison_seconds(config, args.eval_examples)
-    small, large = streaming_peak_mb(config, args.eval_examples // 4), streaming_peak_mb(config, args.eval_examples)
+    small, large = streaming_rise_mb(config, args.eval_examples // 4), streaming_rise_mb(config, args.eval_examples)
     report = {
         "device": "cuda" if torch.cuda.is_available() else f"cpu ({torch.get_num_threads()} threads)",
-        "train_examples_per_second": {"dynamic_padding": dynamic, "pad_to_128": padded},
-        "train_speedup_dynamic_vs_pad128": dynamic / padded,
+        "train_examples_per_second": speeds,
+        "train_speedup_vs_pad128": {name: speed / speeds["pad_to_128"] for name, speed in speeds.items()},
         **timings,
         "comparison_vs_bare_forward": timings["comparison_seconds"] / timings["bare_forward_seconds"],
-        "peak_rss_mb": {f"{args.eval_examples // 4}_examples": small, f"{args.eval_examples}_examples": large},
-        "peak_rss_ratio_4x_examples": large / small,
+        "streaming_memory_rise_mb": {f"{args.eval_examples // 4}_examples": small,
+                                     f"{args.eval_examples}_examples": large},
+        "streaming_memory_ratio_4x_examples": large / small,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(report, indent=2))

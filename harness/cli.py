@@ -43,6 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
     tuning.add_argument("--learning-rate", type=float, default=FINETUNE_DEFAULTS.learning_rate)
     tuning.add_argument("--warmup-ratio", type=float, default=FINETUNE_DEFAULTS.warmup_ratio)
     tuning.add_argument("--max-length", type=int, default=FINETUNE_DEFAULTS.max_length, help="tokens per input")
+    tuning.add_argument("--group-by-length", action="store_true",
+                        help="batch examples of similar length (less padding, faster; not the papers' random order)")
     tuning.add_argument("--max-train-examples", type=int, help="seeded subset of the training set, for quick runs")
     analysis = run.add_argument_group("analyses")
     analysis.add_argument("--analyses", nargs="+", help="subset of analyses to run (default: all)")
@@ -83,7 +85,7 @@ def run_config(args: argparse.Namespace) -> RunConfig:
         finetune=FineTuneConfig(
             batch_size=args.batch_size, epochs=args.epochs, learning_rate=args.learning_rate,
             warmup_ratio=args.warmup_ratio, max_length=args.max_length,
-            max_train_examples=args.max_train_examples, seed=args.seed),
+            max_train_examples=args.max_train_examples, seed=args.seed, group_by_length=args.group_by_length),
         analysis=AnalysisConfig(
             analyses=args.analyses, max_eval_examples=args.max_eval_examples,
             eval_batch_size=args.eval_batch_size, max_length=args.max_length, corpus=args.corpus,

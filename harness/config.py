@@ -26,14 +26,20 @@ class FineTuneConfig:
     max_length: int = 128
     max_train_examples: int | None = None
     seed: int = 42
+    # Batches of similar lengths (HF's "group_by_length" sampler) instead of random order:
+    # less padding, but a different batch order from the papers' random sampler.
+    group_by_length: bool = False
 
     def cache_key(self, model: str, task: str, precision: str = "fp32") -> str:
         """Stable key of everything that changes the fine-tuned weights.
 
-        Mixed precision changes the weights too; it joins the key only when not fp32, so
-        the keys of fp32 checkpoints (recorded in labels and caches) stay what they were.
+        Settings added after the first release (mixed precision, length grouping) join the
+        key only when switched on, so the keys of earlier checkpoints (recorded in labels
+        and caches) stay what they were.
         """
         settings = {"model": model, "task": task, **asdict(self)}
+        if not self.group_by_length:
+            del settings["group_by_length"]
         if precision != "fp32":
             settings["precision"] = precision
         payload = json.dumps(settings, sort_keys=True)

@@ -82,6 +82,7 @@ def training_arguments(config: RunConfig, output_dir: Path) -> TrainingArguments
         warmup_steps=settings.warmup_ratio,  # a float in [0, 1) is a ratio of the total steps
         weight_decay=settings.weight_decay,
         seed=settings.seed,
+        train_sampling_strategy="group_by_length" if settings.group_by_length else "random",
         logging_strategy="steps",
         logging_steps=0.02,  # a ratio: about 50 points on the training curve, however short the run
         save_strategy="epoch",

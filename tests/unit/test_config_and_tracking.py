@@ -15,6 +15,8 @@ def test_cache_key_changes_with_every_hyperparameter():
     assert base != FineTuneConfig().cache_key("minilm", "mrpc")
     assert base != FineTuneConfig().cache_key("bert-base-uncased", "rte")
     assert base == FineTuneConfig().cache_key("minilm", "rte", "fp32")
+    assert base == "70b2cf304d65b722"  # keys of existing caches must not change
+    assert base != FineTuneConfig(group_by_length=True).cache_key("minilm", "rte")
     assert len({base, FineTuneConfig().cache_key("minilm", "rte", "bf16"),
                 FineTuneConfig().cache_key("minilm", "rte", "fp16")}) == 3
 
