@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
-from scipy.stats import pearsonr, spearmanr
+from scipy.stats import ConstantInputWarning, pearsonr, spearmanr
 from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef
 
 from tasks.registry import GlueTask
@@ -27,6 +29,8 @@ def compute_metrics(task: GlueTask, logits: np.ndarray, labels: np.ndarray) -> d
     predictions = predictions_from_logits(task, logits)
     scores = {}
     for name in task.metrics:
-        value = float(_METRICS[name](labels, predictions))
+        with warnings.catch_warnings():  # an untrained head often predicts a constant: handled below
+            warnings.simplefilter("ignore", ConstantInputWarning)
+            value = float(_METRICS[name](labels, predictions))
         scores[name] = 0.0 if np.isnan(value) else value
     return scores

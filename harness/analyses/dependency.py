@@ -107,6 +107,12 @@ def best(accuracy: torch.Tensor) -> dict[str, Any]:
             "accuracy": 100 * float(accuracy.flatten()[flat])}
 
 
+def best_per_direction(accuracy: torch.Tensor) -> dict[str, dict[str, Any]]:
+    """`best` within each direction of a (2, layers, heads) accuracy grid."""
+    return {direction: {**best(accuracy[index:index + 1]), "direction": direction}
+            for index, direction in enumerate(DIRECTIONS)}
+
+
 @register_analysis
 class DependencyHeads(WordLevelAnalysis):
     """Per relation: best head and accuracy of each checkpoint, the change, and the offset baseline."""
@@ -163,6 +169,7 @@ class DependencyHeads(WordLevelAnalysis):
             "relation": relation, "count": count, **{c: best_of[c] for c in CHECKPOINTS},
             "change": best_of[CHECKPOINTS[1]]["accuracy"] - pre["accuracy"],
             "finetuned_at_pretrained_head": 100 * float(same_head),
+            "by_direction": {c: best_per_direction(grids[c]) for c in CHECKPOINTS},
             "baseline": {"offset": OFFSETS[offset], "accuracy": 100 * float(baseline[offset])},
             "paper": None if paper is None else {"relation": paper_relation, "head": paper[0], "accuracy": paper[1],
                                                  "baseline_accuracy": paper[2], "baseline_offset": paper[3]},
@@ -226,6 +233,14 @@ def write_table(rows: list[dict[str, Any]], stored: dict[str, Any], path: Path, 
                      f"{_head_name(row[fine])} | {row[fine]['accuracy']:.1f} | {row['change']:+.1f} | "
                      f"{row['finetuned_at_pretrained_head']:.1f} | {row['baseline']['accuracy']:.1f} "
                      f"({row['baseline']['offset']:+d}) | {paper_cells} |")
+    lines += ["", "Best head in each direction (d>h: dependent attends to head; h>d: head attends to dependent):", "",
+              "| relation | d>h pre-trained | d>h fine-tuned | h>d pre-trained | h>d fine-tuned |",
+              "|---|---|---|---|---|"]
+    for row in rows:
+        cells = [f"{entry['layer']}-{entry['head']}: {entry['accuracy']:.1f}"
+                 for direction in DIRECTIONS for entry in (row["by_direction"][pre][direction],
+                                                           row["by_direction"][fine][direction])]
+        lines.append(f"| {row['relation']} | " + " | ".join(cells) + " |")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n")
     return path

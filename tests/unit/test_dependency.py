@@ -43,6 +43,10 @@ def test_head_attending_to_its_dependent_is_found_in_the_other_direction():
     rows = rows_by_relation(run([chain], {PRETRAINED: [maps], FINETUNED: [maps]}))
     assert rows["all"][PRETRAINED]["direction"] == "head->dependent"
     assert rows["all"][PRETRAINED]["accuracy"] == 100.0
+    per_direction = rows["all"]["by_direction"][PRETRAINED]
+    assert per_direction["head->dependent"]["accuracy"] == 100.0
+    assert per_direction["dependent->head"]["direction"] == "dependent->head"
+    assert per_direction["dependent->head"]["accuracy"] < 100.0
 
 
 def test_offset_baseline_on_a_right_branching_sentence():
