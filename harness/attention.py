@@ -21,6 +21,11 @@ FINETUNED = "finetuned"
 CHECKPOINTS = (PRETRAINED, FINETUNED)
 
 
+def real_tokens(lengths: torch.Tensor, seq_len: int) -> torch.Tensor:
+    """(batch, seq) bool mask, True on each row's first ``lengths[b]`` (real, non-padding) tokens."""
+    return torch.arange(seq_len)[None, :] < lengths[:, None]
+
+
 @dataclass
 class EncodedBatch:
     """Model inputs for one batch plus the source item (example, sentence, ...) of each row.

@@ -8,6 +8,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 DEFAULT_TRACKING_URI = "sqlite:///mlruns/mlflow.db"
+# The real data beside a checkout (../shared/data): default treebank and coreference corpus.
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 
 
 @dataclass

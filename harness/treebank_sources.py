@@ -16,13 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from harness.attention import EncodedBatch
-from harness.config import AnalysisConfig
+from harness.config import SHARED_DATA, AnalysisConfig
 from harness.errors import HarnessError
 from harness.sources import SourceContext, SourceStream, register_source
 from harness.wordlevel import encode_words
 from tasks.treebank import Sentence, read_treebank
 
-SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
 DEFAULT_TREEBANK = SHARED_DATA / "ud-english-ewt" / "en_ewt-ud-dev.conllu"
 TRAIN, DEV = "train", "dev"
 # Shuffled sentences are grouped into windows this many batches long and sorted by length

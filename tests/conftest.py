@@ -9,7 +9,8 @@ import pytest
 import torch
 from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
 
-SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+from harness.config import SHARED_DATA
+
 GLUE_DIR = Path(os.environ.get("GLUE_DIR", SHARED_DATA / "glue"))
 
 TINY_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", ",", "the", "a", "cat", "dog",

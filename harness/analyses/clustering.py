@@ -22,7 +22,7 @@ from sklearn.manifold import MDS
 
 import harness.corpus  # noqa: F401  (registers the "corpus" source this analysis reads)
 from harness.analyses.base import Analysis, AnalysisContext, register_analysis
-from harness.attention import AttentionBatch
+from harness.attention import AttentionBatch, real_tokens
 
 CHUNK_ELEMENTS = 2**24  # bounds the (heads chunk, heads, rows, seq) temporary to 64 MB of float32
 
@@ -97,7 +97,7 @@ class Clustering(Analysis):
         # (checkpoints * layers * heads, sampled rows, seq); padding columns of real rows are ~0.
         rows = torch.cat([batch.attentions[checkpoint][examples, :, :, positions].permute(1, 2, 0, 3).flatten(0, 1)
                           for checkpoint in self.context.checkpoints])
-        rows = rows * (torch.arange(rows.shape[-1])[None, None, :] < batch.lengths[examples][None, :, None])
+        rows = rows * real_tokens(batch.lengths[examples], rows.shape[-1])[None]
         self.totals += pairwise_js(rows.to(self.device))
         self.tokens += len(positions)
         self.num_items += len(batch.items)

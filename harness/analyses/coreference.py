@@ -30,12 +30,13 @@ import torch
 
 from harness.analyses.base import AnalysisContext, register_analysis
 from harness.attention import FINETUNED, PRETRAINED, AttentionBatch, EncodedBatch
+from harness.config import SHARED_DATA
 from harness.errors import HarnessError
 from harness.sources import SourceContext, SourceStream, register_source
 from harness.wordlevel import WordLevelAnalysis, encode_words, word_maps
 from tasks.coreference import MENTION_TYPES, Document, mention_head, mention_type, read_coreference
 
-DEFAULT_COREF_DATA = Path(__file__).resolve().parents[3] / "shared" / "data" / "litbank" / "conll"
+DEFAULT_COREF_DATA = SHARED_DATA / "litbank" / "conll"
 GROUPS = ("all", *MENTION_TYPES)
 BASELINES = ("nearest", "head_match")
 

@@ -13,12 +13,12 @@ from typing import Any
 import torch
 
 from harness.analyses.base import Analysis, AnalysisContext, register_analysis
-from harness.attention import FINETUNED, PRETRAINED, AttentionBatch
+from harness.attention import FINETUNED, PRETRAINED, AttentionBatch, real_tokens
 
 
 def real_token_mask(lengths: torch.Tensor, seq_len: int) -> torch.Tensor:
     """(batch, seq, seq) mask that is 1 where both row and column are real tokens."""
-    real = torch.arange(seq_len)[None, :] < lengths[:, None]
+    real = real_tokens(lengths, seq_len)
     return (real[:, :, None] & real[:, None, :]).float()
 
 

@@ -29,7 +29,7 @@ from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
 import harness.corpus  # noqa: F401  (registers the "corpus" source this analysis reads)
 from harness.analyses.base import Analysis, AnalysisContext, register_analysis
-from harness.attention import AttentionBatch
+from harness.attention import AttentionBatch, real_tokens
 
 # Statistic name -> how it is shown in tables and figures.
 STATISTICS = {
@@ -77,7 +77,7 @@ class SpecialIds:
 
 def token_masks(input_ids: torch.Tensor, lengths: torch.Tensor, ids: SpecialIds) -> dict[str, torch.Tensor]:
     """Float masks (batch, seq): real tokens, and each tracked token type among them."""
-    real = torch.arange(input_ids.shape[1])[None, :] < lengths[:, None]
+    real = real_tokens(lengths, input_ids.shape[1])
 
     def where(token_id: int | None) -> torch.Tensor:
         return (input_ids == token_id) & real if token_id is not None else torch.zeros_like(real)
