@@ -18,14 +18,13 @@ import json
 import time
 
 import torch
-from transformers import AutoModelForSequenceClassification
 
 from harness.analyses.base import AnalysisContext
 from harness.analyses.patterns import AttentionPatterns
 from harness.attention import FINETUNED, PRETRAINED, AttentionBatch, attention_of
 from harness.encoding import batched
 from harness.finetune import sample
-from harness.models import load_sequence_classifier, load_tokenizer
+from harness.models import load_finetuned, load_sequence_classifier, load_tokenizer
 from tasks import get_task, load_examples
 
 
@@ -44,8 +43,7 @@ def main() -> None:
 
     task = get_task(args.task)
     tokenizer = load_tokenizer(args.model)
-    finetuned = (AutoModelForSequenceClassification.from_pretrained(args.finetuned, attn_implementation="eager")
-                 if args.finetuned else load_sequence_classifier(args.model, task))
+    finetuned = (load_finetuned(args.finetuned) if args.finetuned else load_sequence_classifier(args.model, task))
     checkpoints = {PRETRAINED: load_sequence_classifier(args.model, task).eval(), FINETUNED: finetuned.eval()}
     config = checkpoints[PRETRAINED].config
     examples = sample(load_examples(task, task.main_eval_split), args.examples, 0)

@@ -48,17 +48,14 @@ class Measurement:
 
 
 def load(setting: Setting):
-    from transformers import AutoModelForSequenceClassification
-
     from harness.finetune import sample
-    from harness.models import load_sequence_classifier, load_tokenizer
+    from harness.models import load_finetuned, load_sequence_classifier, load_tokenizer
     from tasks import get_task, load_examples
 
     task = get_task(setting.task)
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     pretrained = load_sequence_classifier(setting.model, task)
-    finetuned = (AutoModelForSequenceClassification.from_pretrained(setting.finetuned, attn_implementation="eager")
-                 if setting.finetuned else pretrained)
+    finetuned = (load_finetuned(setting.finetuned) if setting.finetuned else pretrained)
     checkpoints = {"pretrained": pretrained.to(device).eval(), "finetuned": finetuned.to(device).eval()}
     dev = load_examples(task, task.main_eval_split, Path(setting.data_dir) if setting.data_dir else None)
     return task, load_tokenizer(setting.model), checkpoints, sample(dev, setting.examples, setting.seed)

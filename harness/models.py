@@ -68,3 +68,11 @@ def load_sequence_classifier(name: str, task: GlueTask) -> PreTrainedModel:
     except Exception as error:
         raise _load_error(source, error) from error
     return model
+
+
+def load_finetuned(checkpoint_dir: str | Path) -> PreTrainedModel:
+    """A fine-tuned checkpoint (``harness.finetune`` writes them), with its trained head."""
+    try:
+        return AutoModelForSequenceClassification.from_pretrained(checkpoint_dir, attn_implementation="eager")
+    except Exception as error:
+        raise _load_error(str(checkpoint_dir), error) from error

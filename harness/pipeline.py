@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 from tqdm.auto import tqdm
-from transformers import AutoModelForSequenceClassification, PreTrainedModel
+from transformers import PreTrainedModel
 
 from harness.analyses import ANALYSES, Analysis, AnalysisContext
 from harness.attention import FINETUNED, PRETRAINED, stream_attention
@@ -29,7 +29,7 @@ from harness.config import RunConfig
 from harness.errors import HarnessError
 from harness.figures import redraw
 from harness.finetune import FineTuneResult, finetune, sample
-from harness.models import load_sequence_classifier, load_tokenizer
+from harness.models import load_finetuned, load_sequence_classifier, load_tokenizer
 from harness.sources import SOURCES, SourceContext
 from harness.tracking import Tracker, flatten, training_curve, write_json
 from tasks import GlueTask, get_task, load_examples
@@ -62,7 +62,7 @@ def prepare(model: PreTrainedModel, config: RunConfig) -> PreTrainedModel:
 
 def load_checkpoints(config: RunConfig, task: GlueTask, tuned: FineTuneResult) -> dict[str, PreTrainedModel]:
     pretrained = load_sequence_classifier(config.model, task)
-    finetuned = AutoModelForSequenceClassification.from_pretrained(tuned.checkpoint_dir, attn_implementation="eager")
+    finetuned = load_finetuned(tuned.checkpoint_dir)
     return {PRETRAINED: prepare(pretrained, config), FINETUNED: prepare(finetuned, config)}
 
 

@@ -146,9 +146,7 @@ class GradientImportance(Analysis):
     def targets(self, checkpoint: str, batch: AttentionBatch) -> tuple[dict[str, torch.Tensor], torch.Tensor] | None:
         """Model inputs and loss targets for one checkpoint, or None when it has no loss here."""
         encoded = batch.encoded
-        inputs = {"input_ids": encoded.input_ids, "attention_mask": encoded.attention_mask}
-        if encoded.token_type_ids is not None:
-            inputs["token_type_ids"] = encoded.token_type_ids
+        inputs = encoded.model_inputs("cpu")  # `attention_gradients` moves them to the model's device
         if self.loss_models[checkpoint].loss == MASKED_LM:
             masks = token_masks(encoded.input_ids, encoded.lengths, self.ids)
             types = {name: mask.bool() for name, mask in masks.items()}
