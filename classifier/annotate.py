@@ -1,21 +1,21 @@
-"""Labelling real attention maps: sample them from a model, show them, record the labels.
+"""Labelling real attention maps: show a pool of them, record the labels.
 
-`sample` draws (dev example, layer, head) triples at random from a model on a GLUE task,
-keeps each map cropped to its real tokens, and writes a candidate pool: ``candidates.tsv``
-(sources), ``candidates.npz`` (maps) and contact sheets ``sheet_NNN.png`` (5 x 5 maps, the
-id above each, [SEP] positions ticked in red so two-segment blocks can be judged).
-The annotator looks at the sheets and writes ``<id> <class>`` lines; `record` adds the
-labelled maps to the package data (`classifier.data`). `label_interactively` asks for
-those lines at the terminal instead of reading a file.
+A candidate pool (sampled from a model by ``harness annotate``, see `harness.annotation`)
+is written by `write_pool`: ``candidates.tsv`` (sources), ``candidates.npz`` (maps) and
+contact sheets ``sheet_NNN.png`` (5 x 5 maps, the id above each, [SEP] positions ticked in
+red so two-segment blocks can be judged). The annotator looks at the sheets and writes
+``<id> <class>`` lines; `record` adds the labelled maps to the package data
+(`classifier.data`). `label_interactively` asks for those lines at the terminal instead.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.colors import PowerNorm
 
 from classifier.data import (CLASSES, LABELS_FILE, MAPS_FILE, LabelledMap, MapSource, read_labels,
                              read_maps, read_sources, write_maps, write_rows)
@@ -23,61 +23,6 @@ from classifier.data import (CLASSES, LABELS_FILE, MAPS_FILE, LabelledMap, MapSo
 SHEET_SIDE = 5
 SHORT_NAMES = {"v": "vertical", "d": "diagonal", "vd": "vertical+diagonal", "b": "block", "h": "heterogeneous"}
 SKIP = {"skip", "?", "-"}
-
-
-@dataclass
-class SampleRequest:
-    """Which maps to draw: ``count`` random (example, layer, head) triples from ``task``'s dev set.
-
-    ``load_from`` is what is loaded (an alias, hub id or the fine-tuned checkpoint folder);
-    ``model``, ``checkpoint`` and ``finetune_key`` are what the label file records.
-    ``heads`` ((layer, head) pairs, 0-indexed) restricts the heads drawn from, e.g. to get more
-    early-layer maps or more maps of heads that tend to one class; None draws from all heads.
-    """
-
-    model: str
-    load_from: str
-    checkpoint: str
-    finetune_key: str
-    task: str
-    count: int
-    seed: int = 0
-    prefix: str = "m"
-    max_length: int = 128
-    data_dir: Path | None = None
-    heads: list[tuple[int, int]] | None = None
-
-
-def sample_maps(request: SampleRequest) -> tuple[list[MapSource], dict[str, np.ndarray], dict[str, list[int]]]:
-    """Sources, maps (by id) and [SEP] positions (by id) of the requested random maps."""
-    from harness.attention import attention_of
-    from harness.encoding import encode_examples
-    from harness.models import load_sequence_classifier, load_tokenizer
-    from tasks import get_task, load_examples
-
-    task = get_task(request.task)
-    examples = load_examples(task, "dev", request.data_dir)
-    tokenizer = load_tokenizer(request.load_from)
-    model = load_sequence_classifier(request.load_from, task).eval()
-    heads = request.heads or [(layer, head) for layer in range(model.config.num_hidden_layers)
-                              for head in range(model.config.num_attention_heads)]
-    rng = np.random.default_rng(request.seed)
-    chosen = rng.choice(len(examples), size=min(request.count, len(examples)), replace=False)
-    sources, maps, separators = [], {}, {}
-    for start in range(0, len(chosen), 16):
-        indices = [int(i) for i in chosen[start:start + 16]]
-        encoded = encode_examples(tokenizer, [examples[i] for i in indices], request.max_length)
-        attentions = attention_of(model, encoded)  # (batch, layers, heads, seq, seq)
-        for row, example_index in enumerate(indices):
-            layer, head = heads[int(rng.integers(len(heads)))]
-            length = int(encoded.lengths[row])
-            map_id = f"{request.prefix}{start + row:04d}"
-            sources.append(MapSource(map_id, request.model, request.checkpoint, request.finetune_key, task.name,
-                                     "dev", example_index, examples[example_index].guid, layer, head, length))
-            maps[map_id] = attentions[row, layer, head, :length, :length].numpy()
-            ids = encoded.input_ids[row, :length]
-            separators[map_id] = (ids == tokenizer.sep_token_id).nonzero(as_tuple=True)[0].tolist()
-    return sources, maps, separators
 
 
 def write_pool(out_dir: Path, sources: list[MapSource], maps: dict[str, np.ndarray],
@@ -99,10 +44,6 @@ def draw_sheet(sources: list[MapSource], maps: dict[str, np.ndarray], separators
     Drawn at the pixel size it is viewed at (no rescaling by the viewer hides one-token lines),
     on a square-root scale so that weak but structured attention shows.
     """
-    from matplotlib.colors import PowerNorm
-
-    from harness.figures import plt
-
     rows = math.ceil(len(sources) / SHEET_SIDE)
     figure, axes = plt.subplots(rows, SHEET_SIDE, figsize=(2.2 * SHEET_SIDE, 2.4 * rows), squeeze=False)
     for axis in axes.flat:

@@ -72,6 +72,12 @@ class PatternClassifier:
         self.inference = fold_batch_norm(network).to(memory_format=torch.channels_last)
         self.info = info or {}
 
+    def to(self, device: torch.device | str) -> PatternClassifier:
+        """Move the network (in place) to where the attention maps are; returns self."""
+        self.network.to(device)
+        self.inference.to(device)
+        return self
+
     @torch.inference_mode()
     def logits(self, inputs: torch.Tensor, chunk: int = 256) -> torch.Tensor:
         """Class logits of normalised inputs (count, 3, 32, 32) -> (count, 5).
@@ -79,7 +85,7 @@ class PatternClassifier:
         In chunks small enough for the feature maps to stay in cache (measured fastest on CPU).
         """
         if not len(inputs):
-            return torch.empty(0, len(CLASSES))
+            return torch.empty(0, len(CLASSES), device=inputs.device)
         return torch.cat([self.inference(inputs[start:start + chunk].contiguous(memory_format=torch.channels_last))
                           for start in range(0, len(inputs), chunk)])
 

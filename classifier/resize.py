@@ -40,7 +40,7 @@ def normalise_padded(attentions: torch.Tensor, lengths: torch.Tensor, size: int 
     factor = -(-int(lengths.max()) // size)
     side = size * factor
     # source token of each of the `side` resampled positions, per example: (batch, side)
-    index = (torch.arange(side)[None, :] * lengths[:, None].double() / side).long()
+    index = (torch.arange(side, device=maps.device)[None, :] * lengths[:, None].double() / side).long()
     # pool rows, then columns (max and mean are separable), never building the side x side map
     rows = torch.gather(maps, 2, index[:, None, :, None].expand(batch, count, side, seq))
     rows = rows.view(batch, count, size, factor, seq)

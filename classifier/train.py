@@ -16,6 +16,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import matplotlib.pyplot as plt
+import mlflow
 import numpy as np
 import torch
 from sklearn.metrics import confusion_matrix, f1_score, precision_recall_fscore_support
@@ -25,6 +27,9 @@ from classifier.data import CLASSES, LABELS_FILE, MAPS_FILE, read_labels, read_m
 from classifier.model import WEIGHTS_FILE, PatternClassifier, PatternCNN
 from classifier.resize import normalise_list
 from classifier.synthetic import synthetic_set
+
+# The harness's default MLflow store too (MLflow 3 refuses a plain ./mlruns file store).
+DEFAULT_TRACKING_URI = "sqlite:///mlruns/mlflow.db"
 
 
 @dataclass
@@ -133,8 +138,6 @@ def train(config: TrainConfig) -> tuple[PatternClassifier, Evaluation, list[floa
 def log_to_mlflow(config: TrainConfig, evaluation: Evaluation, losses: list[float], seconds: float,
                   tracking_uri: str, experiment: str = "pattern-classifier") -> str:
     """One MLflow run with the settings, per-class scores, loss curve, confusion matrix and weights."""
-    import mlflow
-
     mlflow.set_tracking_uri(tracking_uri)
     mlflow.set_experiment(experiment)
     with mlflow.start_run(run_name=f"cnn-seed{config.seed}") as run:
@@ -158,8 +161,6 @@ def log_to_mlflow(config: TrainConfig, evaluation: Evaluation, losses: list[floa
 
 def draw_confusion(evaluation: Evaluation, path: Path) -> Path:
     """The held-out confusion matrix as a labelled heatmap."""
-    from harness.figures import plt, save
-
     matrix = np.asarray(evaluation.confusion)
     figure, axes = plt.subplots(figsize=(5.2, 4.4))
     image = axes.imshow(matrix, cmap="Blues")
@@ -172,7 +173,10 @@ def draw_confusion(evaluation: Evaluation, path: Path) -> Path:
     axes.set_ylabel("labelled")
     axes.set_title(f"held-out real maps: macro-F1 {evaluation.macro_f1:.2f}", fontsize=9)
     figure.colorbar(image, ax=axes, label="maps")
-    return save(figure, path)
+    figure.tight_layout()
+    figure.savefig(path, dpi=200)
+    plt.close(figure)
+    return path
 
 
 def run(config: TrainConfig, tracking_uri: str) -> Evaluation:

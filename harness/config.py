@@ -1,94 +1,215 @@
-"""Run configuration as dataclasses, mirrored one-to-one by the CLI flags."""
+"""Run configuration: dataclasses that *are* the command line.
+
+Each field carries its help text (and, where the flag is not simply the field name with
+dashes, its flag) in its metadata; `harness.arguments` turns these classes into argparse
+groups, so there is one place to add a setting. Values are validated once, in
+``__post_init__``, with one clear line per problem (`InputError`); checks that need the
+model or the registries (positions of the model, analysis names) run in
+`harness.pipeline.validate` before any model work.
+
+This module imports nothing heavy (no torch), so the CLI can reject a bad flag in well
+under a second.
+"""
 
 from __future__ import annotations
 
-import hashlib
-import json
-from dataclasses import asdict, dataclass, field
+import os
+from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import Any
 
+from tasks.errors import InputError
+from tasks.registry import get_task
+
+DEFAULT_MODEL = "bert-base-uncased"
 DEFAULT_TRACKING_URI = "sqlite:///mlruns/mlflow.db"
 # The real data beside a checkout (../shared/data): default treebank and coreference corpus.
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+PRECISIONS = ("fp32", "bf16", "fp16")
+WORD_ATTENTION_FROM = ("mean", "first")
+
+
+def option(default: Any = None, help: str = "", *, flag: str | None = None,
+           choices: tuple[str, ...] | None = None, required: bool = False) -> Any:
+    """A dataclass field with the help text and flag metadata the CLI is generated from."""
+    metadata = {"help": help, "flag": flag, "choices": choices, "required": required}
+    if isinstance(default, list):
+        return field(default_factory=lambda: list(default), metadata=metadata)
+    return field(default=default, metadata=metadata)
+
+
+def flag_of(cls: type, name: str) -> str:
+    """The command-line flag of field ``name`` of dataclass ``cls``."""
+    for item in fields(cls):
+        if item.name == name:
+            return item.metadata.get("flag") or "--" + name.replace("_", "-")
+    raise KeyError(name)
+
+
+def _require(ok: bool, cls: type, name: str, value: Any, requirement: str) -> None:
+    if not ok:
+        raise InputError(f"{flag_of(cls, name)} {value}: {requirement}")
+
+
+def _existing(cls: type, name: str, value: Path | None, kind: str = "file") -> Path | None:
+    """``value`` as a Path that must exist (as a file, a folder, or either)."""
+    if value is None:
+        return None
+    path = Path(value)
+    exists = {"file": path.is_file, "folder": path.is_dir, "path": path.exists}[kind]()
+    _require(exists, cls, name, path, f"no such {kind}; check the path")
+    return path
+
+
+@dataclass
+class TaskConfig:
+    """What is fine-tuned and compared."""
+
+    task: str = option(None, "GLUE task: cola, sst2, mrpc, stsb, qqp, mnli, qnli, rte, wnli", required=True)
+    model: str = option(DEFAULT_MODEL, "Hugging Face id or local path, or 'minilm' for the bundled offline model")
+    data_dir: Path | None = option(None, "GLUE TSV folder (default $GLUE_DIR; without either, GLUE comes from the hub)")
+    max_length: int = option(128, "tokens per task input, for fine-tuning and the comparison (Kovaleva et al.: 128)")
+
+    def __post_init__(self) -> None:
+        if self.task is None:
+            raise InputError("--task is required: one of cola, sst2, mrpc, stsb, qqp, mnli, qnli, rte, wnli")
+        self.task = get_task(self.task).name
+        chosen = self.data_dir or os.environ.get("GLUE_DIR") or None
+        self.data_dir = _existing(TaskConfig, "data_dir", Path(chosen) if chosen else None, "folder")
+        _require(self.max_length >= 8, TaskConfig, "max_length", self.max_length, "must be at least 8 tokens")
 
 
 @dataclass
 class FineTuneConfig:
-    """Kovaleva et al.'s fine-tuning setting (batch 32, 3 epochs, max length 128, 10% warm-up).
+    """Kovaleva et al.'s fine-tuning setting: batch 32, 3 epochs, 10% warm-up, seed 42.
 
-    ``learning_rate`` defaults to 2e-5 (BERT's recommended range; the papers' code used 5e-5,
-    pass ``--learning-rate 5e-5`` to match it).
+    ``learning_rate`` defaults to 2e-5 (BERT's recommended range; the papers' code used 5e-5).
     """
 
-    batch_size: int = 32
-    epochs: float = 3.0
-    learning_rate: float = 2e-5
-    warmup_ratio: float = 0.1
-    weight_decay: float = 0.01
-    max_length: int = 128
-    max_train_examples: int | None = None
-    seed: int = 42
-    # Batches of similar lengths (HF's "group_by_length" sampler) instead of random order:
-    # less padding, but a different batch order from the papers' random sampler.
-    group_by_length: bool = False
+    batch_size: int = option(32, "effective training batch, kept whatever the number of processes")
+    epochs: float = option(3.0, "training epochs")
+    learning_rate: float = option(2e-5, "peak learning rate (the papers' code: 5e-5)")
+    warmup_ratio: float = option(0.1, "share of training steps with a linear warm-up")
+    weight_decay: float = option(0.01, "AdamW weight decay")
+    max_train_examples: int | None = option(None, "seeded subset of the training set, for quick runs")
+    seed: int = option(42, "fine-tuning seed (classifier head, batch order, dropout)")
+    group_by_length: bool = option(False, "batch examples of similar length (less padding; not the papers' random order)")
 
-    def cache_key(self, model: str, task: str, precision: str = "fp32") -> str:
-        """Stable key of everything that changes the fine-tuned weights.
-
-        Settings added after the first release (mixed precision, length grouping) join the
-        key only when switched on, so the keys of earlier checkpoints (recorded in labels
-        and caches) stay what they were.
-        """
-        settings = {"model": model, "task": task, **asdict(self)}
-        if not self.group_by_length:
-            del settings["group_by_length"]
-        if precision != "fp32":
-            settings["precision"] = precision
-        payload = json.dumps(settings, sort_keys=True)
-        return hashlib.sha256(payload.encode()).hexdigest()[:16]
+    def __post_init__(self) -> None:
+        _require(self.batch_size >= 1, FineTuneConfig, "batch_size", self.batch_size, "must be at least 1")
+        _require(self.epochs > 0, FineTuneConfig, "epochs", self.epochs,
+                 "must be above 0 (a run with no training would compare the pre-trained model with itself)")
+        _require(self.learning_rate > 0, FineTuneConfig, "learning_rate", self.learning_rate, "must be above 0")
+        _require(0 <= self.warmup_ratio < 1, FineTuneConfig, "warmup_ratio", self.warmup_ratio, "must be in [0, 1)")
+        _require(self.weight_decay >= 0, FineTuneConfig, "weight_decay", self.weight_decay, "must be 0 or more")
+        _require(self.max_train_examples is None or self.max_train_examples >= 1, FineTuneConfig,
+                 "max_train_examples", self.max_train_examples, "must be at least 1")
+        _require(self.seed >= 0, FineTuneConfig, "seed", self.seed, "must be 0 or more")
 
 
 @dataclass
 class AnalysisConfig:
     """Which analyses run, on how much data, and where their extra inputs come from."""
 
-    analyses: list[str] | None = None  # None: every registered analysis
-    max_eval_examples: int = 1000
-    eval_batch_size: int = 16
-    max_length: int = 128
-    corpus: Path | None = None  # plain text for the surface analyses (Clark et al.)
-    syntax_data: Path | None = None  # treebank for dependency heads, probes, features
-    syntax_train_data: Path | None = None  # probe training treebank (default: the dev file's "train" sibling)
-    syntax_min_count: int = 100  # relations with fewer scored dependents are dropped (Clark et al.)
-    probe_train_sentences: int = 2000  # seeded sample of the train treebank for the probes
-    coref_data: Path | None = None  # coreference corpus
-    max_tokens: int = 128  # truncation for word-level inputs (Clark used 128 for coreference)
-    coref_windows: bool = False  # also score whole documents cut into sentence windows of max_tokens
-    word_attention_from: str = "mean"  # "mean" of sub-token rows, or "first" (Clark's code)
-    pattern_weights: Path | None = None  # pattern CNN weights (default: the shipped classifier/weights.pt)
-    clustering_tokens_per_example: int = 8  # JS distances use a seeded token sample per example
+    analyses: list[str] | None = option(None, "analyses to run (default: all registered)")
+    max_eval_examples: int = option(1000, "seeded sample of the dev set to compare (Kovaleva et al.: 1000)")
+    eval_batch_size: int = option(16, "batch size of the comparison's forward passes")
+    analysis_seed: int = option(42, "seed of every analysis sample (dev sample, token samples, probes), "
+                                    "kept apart from the fine-tuning seed so seeds compare on the same inputs")
+    corpus: Path | None = option(None, "plain text (one paragraph a line) for Clark's surface analyses "
+                                       "(default: the task's dev sample)")
+    syntax_data: Path | None = option(None, "treebank, .conllu or .conllx (default: UD English EWT dev in ../shared/data)")
+    syntax_train_data: Path | None = option(None, "probe training treebank (default: the --syntax-data file with "
+                                                   "'train' for 'dev')")
+    syntax_min_count: int = option(100, "drop dependency relations with fewer scored dependents (Clark et al.: 100)")
+    probe_train_sentences: int = option(2000, "seeded sample of training sentences for the attention probes")
+    coref_data: Path | None = option(None, "coreference data: *_conll, .jsonlines or a LitBank conll/ folder "
+                                           "(default: LitBank in ../shared/data)")
+    coref_windows: bool = option(False, "score coreference over whole documents cut into sentence windows, instead "
+                                        "of only their first --max-tokens tokens (Clark et al.)")
+    max_tokens: int = option(128, "truncation of word-level inputs and corpus segments (Clark et al.: 128)")
+    word_attention_from: str = option("mean", "attention from a split word: mean of its sub-tokens, or the first "
+                                              "(Clark et al.'s code)", choices=WORD_ATTENTION_FROM)
+    pattern_weights: Path | None = option(None, "attention-pattern CNN weights from `python -m classifier train` "
+                                                "(default: the shipped weights)")
+    clustering_tokens_per_example: int = option(8, "tokens sampled per example for the Jensen-Shannon head "
+                                                   "distances", flag="--clustering-tokens")
+
+    def __post_init__(self) -> None:
+        cls = AnalysisConfig
+        for name in ("max_eval_examples", "eval_batch_size", "syntax_min_count", "probe_train_sentences",
+                     "clustering_tokens_per_example"):
+            _require(getattr(self, name) >= 1, cls, name, getattr(self, name), "must be at least 1")
+        _require(self.analysis_seed >= 0, cls, "analysis_seed", self.analysis_seed, "must be 0 or more")
+        _require(self.max_tokens >= 5, cls, "max_tokens", self.max_tokens,
+                 "must be at least 5 tokens (three special tokens and two words)")
+        _require(self.word_attention_from in WORD_ATTENTION_FROM, cls, "word_attention_from",
+                 self.word_attention_from, f"must be one of {', '.join(WORD_ATTENTION_FROM)}")
+        _require(self.analyses is None or len(self.analyses) > 0, cls, "analyses", "", "names no analysis")
+        self.corpus = _existing(cls, "corpus", self.corpus)
+        self.syntax_data = _existing(cls, "syntax_data", self.syntax_data)
+        self.syntax_train_data = _existing(cls, "syntax_train_data", self.syntax_train_data)
+        self.coref_data = _existing(cls, "coref_data", self.coref_data, "path")
+        self.pattern_weights = _existing(cls, "pattern_weights", self.pattern_weights)
+
+
+@dataclass
+class EnvironmentConfig:
+    """Where the work runs and where its results go."""
+
+    device: str | None = option(None, "cpu, cuda, cuda:1 ... (default: cuda if available)")
+    precision: str = option("fp32", "bf16/fp16 apply on GPU only", choices=PRECISIONS)
+    output_dir: Path = option(Path("outputs"), "run folders and the shared results store")
+    cache_dir: Path = option(Path(".cache/checkpoints"), "fine-tuned checkpoint cache")
+    tracking_uri: str | None = option(None, f"MLflow tracking URI (default $MLFLOW_TRACKING_URI or {DEFAULT_TRACKING_URI})")
+
+    def __post_init__(self) -> None:
+        _require(self.precision in PRECISIONS, EnvironmentConfig, "precision", self.precision,
+                 f"must be one of {', '.join(PRECISIONS)}")
+        _require(self.device is None or self.device == "cpu" or self.device.startswith("cuda"),
+                 EnvironmentConfig, "device", self.device, "must be cpu, cuda or cuda:N")
+        self.output_dir = Path(self.output_dir)
+        self.cache_dir = Path(self.cache_dir)
+        self.tracking_uri = self.tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_TRACKING_URI
+
+
+@dataclass
+class AnnotationConfig:
+    """Sampling attention maps into a labelling pool for the pattern classifier (``harness annotate``)."""
+
+    out: Path = option(None, "candidate pool folder (candidates.tsv, candidates.npz, contact sheets)", required=True)
+    labels: Path | None = option(None, "record these '<id> <class>' lines (class as name or v/d/vd/b/h) for the "
+                                       "pool in --out, instead of sampling")
+    checkpoint: str = option("pretrained", "which checkpoint's maps to sample (finetuned: trained with the "
+                                           "fine-tuning flags, or reused from the cache)",
+                             choices=("pretrained", "finetuned"))
+    count: int = option(50, "maps to sample, one random (dev example, layer, head) each")
+    sample_seed: int = option(0, "seed of the sample")
+    prefix: str = option("m", "id prefix, unique per pool")
+    layers: list[int] | None = option(None, "1-indexed layers to draw from (default all)")
+    heads: list[str] | None = option(None, "1-indexed layer:head pairs to draw from, e.g. 1:3 6:12")
+    interactive: bool = option(False, "ask for the labels at the terminal")
+
+    def __post_init__(self) -> None:
+        _require(self.count >= 1, AnnotationConfig, "count", self.count, "must be at least 1")
+        self.out = Path(self.out)
+        self.labels = _existing(AnnotationConfig, "labels", self.labels)
+        for pair in self.heads or []:
+            layer, _, head = pair.partition(":")
+            _require(layer.isdigit() and head.isdigit() and int(layer) >= 1 and int(head) >= 1,
+                     AnnotationConfig, "heads", pair, "must be LAYER:HEAD, both from 1")
 
 
 @dataclass
 class RunConfig:
-    """One ``harness run``: a task, a model, a seed, and where results go."""
+    """One ``harness run``: what to fine-tune, how, what to analyse, where."""
 
-    task: str
-    model: str = "bert-base-uncased"
-    data_dir: Path | None = None
-    output_dir: Path = Path("outputs")
-    cache_dir: Path = Path(".cache/checkpoints")
-    tracking_uri: str | None = None
-    device: str | None = None  # None: cuda if available, else cpu
-    precision: str = "fp32"  # fp32, bf16 or fp16 (GPU only) for fine-tuning and inference
+    task: TaskConfig
     finetune: FineTuneConfig = field(default_factory=FineTuneConfig)
     analysis: AnalysisConfig = field(default_factory=AnalysisConfig)
+    environment: EnvironmentConfig = field(default_factory=EnvironmentConfig)
 
     @property
-    def run_name(self) -> str:
-        return f"{self.task}-{Path(self.model).name}-seed{self.finetune.seed}"
-
-    @property
-    def run_dir(self) -> Path:
-        """Where this run's results and figures are written (and found again on resume)."""
-        return self.output_dir / self.run_name
+    def model_name(self) -> str:
+        """Short model name for folders and titles (the last part of an id or path)."""
+        return Path(self.task.model).name

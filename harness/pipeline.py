@@ -1,41 +1,66 @@
-"""``harness run``: fine-tune, stream attention of both checkpoints through the analyses,
-store ``summary.json``, log everything to MLflow and draw the figures.
+"""``harness run``: config -> fine-tune -> checkpoints -> sources -> forward -> analyses ->
+results store -> summary -> MLflow -> figures.
 
-Interrupted runs resume: the fine-tuned checkpoint is cached (and Trainer checkpoints
-resume mid-training), and each analysis's result is written to
-``<run_dir>/results/<key>/<analysis>.json`` as soon as its source is done, so a re-run
-computes only what is missing.
+`plan_run` does everything cheap first (data read, checked and hashed; analyses chosen;
+default data located; the run key), so bad input fails before any model work. The run
+folder ``<output_dir>/<task>-<model>-seed<seed>-<key>/`` is named by a key of everything
+that changes results, so runs with other settings never overwrite each other; its
+``summary.json`` gathers every analysis computed under that key (an earlier, fuller run is
+kept when a later one asks for fewer analyses), and the figures are drawn from it alone.
+Results live in the shared store ``<output_dir>/store/`` (see `harness.store`), so an
+interrupted run resumes with only the missing work, and results that do not depend on the
+task (the pre-trained model on the treebank) are computed once per model.
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import logging
-import math
-import time
-from collections import defaultdict
-from dataclasses import asdict
+import os
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import torch
-from tqdm.auto import tqdm
-from transformers import PreTrainedModel
 
-from harness.analyses import ANALYSES, Analysis, AnalysisContext
-from harness.attention import FINETUNED, PRETRAINED, stream_attention
-from harness.config import RunConfig
-from harness.errors import HarnessError
-from harness.figures import redraw
-from harness.finetune import FineTuneResult, finetune, sample
-from harness.models import load_finetuned, load_sequence_classifier, load_tokenizer
-from harness.sources import SOURCES, SourceContext
-from harness.tracking import Tracker, flatten, training_curve, write_json
-from tasks import GlueTask, get_task, load_examples
+from harness.analyses import ANALYSES, Analysis
+from harness.config import AnalysisConfig, RunConfig
+from harness.engine import analyse
+from harness.finetune import FineTuneResult, TaskData, cache_key, finetune, sample
+from harness.models import (FINETUNED, PRETRAINED, Checkpoint, check_lengths, load_finetuned,
+                            load_sequence_classifier, load_tokenizer, prepare, pretrained_identity)
+from harness.render import redraw
+from harness.sources import SourceContext
+from harness.sources.coreference import DEFAULT_COREF_DATA
+from harness.sources.treebank import DEFAULT_TREEBANK, train_sibling
+from harness.store import FileHashes, ResultStore, key_of, read_json, write_json
+from harness.tracking import Tracker, flatten, training_curve
+from tasks.errors import InputError
+from tasks.glue_tsv import split_path
+from tasks.hub import HUB_DATASET
+from tasks.loading import load_examples
+from tasks.registry import get_task
 
 log = logging.getLogger(__name__)
+PAIRS = [(PRETRAINED, FINETUNED)]
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+
+
+@dataclass
+class RunPlan:
+    """A validated run: its settings (default data filled in), data, analyses and key."""
+
+    config: RunConfig
+    data: TaskData
+    analyses: list[type[Analysis]]
+    hashes: FileHashes
+    finetune_key: str
+    key: str
+
+    @property
+    def run_dir(self) -> Path:
+        config = self.config
+        name = f"{config.task.task}-{config.model_name}-seed{config.finetune.seed}-{self.key[:8]}"
+        return config.environment.output_dir / name
 
 
 def select_analyses(names: list[str] | None) -> list[type[Analysis]]:
@@ -43,106 +68,133 @@ def select_analyses(names: list[str] | None) -> list[type[Analysis]]:
         return list(ANALYSES.values())
     unknown = [name for name in names if name not in ANALYSES]
     if unknown:
-        raise HarnessError(f"unknown analysis {', '.join(unknown)}; valid: {', '.join(ANALYSES)}")
-    return [ANALYSES[name] for name in names]
+        raise InputError(f"--analyses: unknown analysis {', '.join(unknown)}; valid: {', '.join(ANALYSES)}")
+    return [ANALYSES[name] for name in dict.fromkeys(names)]
+
+
+def with_default_data(settings: AnalysisConfig) -> AnalysisConfig:
+    """The settings with the default treebank and coreference data (../shared/data) filled in
+    where they exist, so what a run used is recorded, hashed and shown, never left as None."""
+    syntax = settings.syntax_data or (DEFAULT_TREEBANK if DEFAULT_TREEBANK.is_file() else None)
+    train = settings.syntax_train_data
+    if train is None and syntax is not None and train_sibling(Path(syntax)).is_file():
+        train = train_sibling(Path(syntax))
+    coref = settings.coref_data or (DEFAULT_COREF_DATA if DEFAULT_COREF_DATA.is_dir() else None)
+    return replace(settings, syntax_data=syntax, syntax_train_data=train, coref_data=coref)
+
+
+def load_task_data(config: RunConfig, hashes: FileHashes) -> TaskData:
+    """Train and dev examples of the task, read (and so checked) now, with their identity."""
+    task = get_task(config.task.task)
+    data_dir = config.task.data_dir
+    splits = ("train", *task.eval_splits)
+    examples = {split: load_examples(task, split, data_dir) for split in splits}
+    if data_dir is None:
+        identity: dict[str, Any] = {"hub": HUB_DATASET, "config": task.hub_config}
+    else:
+        identity = {split: hashes.describe(split_path(data_dir, task, split)) for split in splits}
+    return TaskData(task, examples["train"], {split: examples[split] for split in task.eval_splits}, identity)
+
+
+def settings_identity(settings: AnalysisConfig, hashes: FileHashes) -> dict[str, Any]:
+    """Every analysis setting but the selection, with files and folders replaced by their content hashes."""
+    values = {name: value for name, value in asdict(settings).items() if name != "analyses"}
+    return {name: hashes.describe(value) if isinstance(value, Path) else value for name, value in values.items()}
+
+
+def plan_run(config: RunConfig) -> RunPlan:
+    """Validate and describe a run without touching a model: data read and hashed, analyses
+    chosen, default data located, the run key computed."""
+    analyses = select_analyses(config.analysis.analyses)
+    check_lengths(config.task.model, {"--max-length": config.task.max_length, "--max-tokens": config.analysis.max_tokens})
+    config = replace(config, analysis=with_default_data(config.analysis))
+    hashes = FileHashes()
+    data = load_task_data(config, hashes)
+    finetune_key = cache_key(config, data)
+    key = key_of({"finetune": finetune_key, "analysis": settings_identity(config.analysis, hashes)})
+    return RunPlan(config, data, analyses, hashes, finetune_key, key)
 
 
 def device_of(config: RunConfig) -> torch.device:
-    if config.device:
-        return torch.device(config.device)
+    if config.environment.device:
+        return torch.device(config.environment.device)
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
-def prepare(model: PreTrainedModel, config: RunConfig) -> PreTrainedModel:
-    """Evaluation mode on the run's device, in bf16/fp16 only where asked (GPU)."""
+def load_checkpoints(plan: RunPlan, tuned: FineTuneResult) -> list[Checkpoint]:
+    """The pre-trained encoder (with the seeded, untrained head that was evaluated before
+    fine-tuning) and the fine-tuned checkpoint, named, on the run's device and precision."""
+    config = plan.config
     device = device_of(config)
-    dtype = DTYPES[config.precision] if device.type == "cuda" else torch.float32
-    return model.to(device=device, dtype=dtype).eval()
+    dtype = DTYPES[config.environment.precision] if device.type == "cuda" else torch.float32
+    seed = config.finetune.seed
+    pretrained = load_sequence_classifier(config.task.model, plan.data.task, head_seed=seed)
+    return [
+        Checkpoint(PRETRAINED, prepare(pretrained, device, dtype),
+                   pretrained_identity(config.task.model, plan.hashes),
+                   {"trained": False, "seed": seed, "labels": plan.data.task.num_labels}),
+        Checkpoint(FINETUNED, prepare(load_finetuned(tuned.checkpoint_dir), device, dtype),
+                   {"model": config.task.model, "finetune_key": tuned.key, "layout": tuned.layout},
+                   {"trained": True}),
+    ]
 
 
-def load_checkpoints(config: RunConfig, task: GlueTask, tuned: FineTuneResult) -> dict[str, PreTrainedModel]:
-    pretrained = load_sequence_classifier(config.model, task)
-    finetuned = load_finetuned(tuned.checkpoint_dir)
-    return {PRETRAINED: prepare(pretrained, config), FINETUNED: prepare(finetuned, config)}
+def run_description(plan: RunPlan, tuned: FineTuneResult, checkpoints: list[Checkpoint],
+                    dev_sample: list) -> dict[str, Any]:
+    """The ``run`` part of summary.json: what was fine-tuned and compared, and how it scored."""
+    config = plan.config
+    model_config = checkpoints[0].model.config
+    return {
+        "task": config.task.task, "model": config.task.model, "seed": config.finetune.seed, "key": plan.key,
+        "finetune_key": plan.finetune_key, "num_layers": model_config.num_hidden_layers,
+        "num_heads": model_config.num_attention_heads, "eval_split": plan.data.task.main_eval_split,
+        "num_eval_examples": len(dev_sample), "train_examples": tuned.train_examples,
+        "dev_metrics": tuned.dev_metrics, "checkpoints": {c.name: c.identity for c in checkpoints},
+        "pairs": [list(pair) for pair in PAIRS],
+    }
 
 
-def results_key(config: RunConfig) -> str:
-    """Results are reused only for the same fine-tuned weights and the same analysis inputs."""
-    payload = {"finetune": config.finetune.cache_key(config.model, config.task, config.precision),
-               "analysis": {k: str(v) for k, v in asdict(config.analysis).items() if k != "analyses"}}
-    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:12]
+def merged_analyses(previous: dict[str, Any] | None, entries: dict[str, Any]) -> dict[str, Any]:
+    """Entries computed now, plus those an earlier run under the same key stored (current versions only)."""
+    kept = {name: entry for name, entry in (previous or {}).get("analyses", {}).items()
+            if name in ANALYSES and entry.get("version") == ANALYSES[name].version}
+    return {**kept, **entries}
 
 
-def run_analyses(config: RunConfig, task: GlueTask, checkpoints: dict[str, PreTrainedModel],
-                 dev_sample: list, results_dir: Path) -> tuple[dict[str, Any], dict[str, float]]:
-    """Stream each needed source once through both checkpoints; returns summary keys and timings."""
-    tokenizer = load_tokenizer(config.model)
-    model_config = checkpoints[PRETRAINED].config
-    context = AnalysisContext(
-        num_layers=model_config.num_hidden_layers, num_heads=model_config.num_attention_heads,
-        tokenizer=tokenizer, checkpoints=checkpoints, task_name=task.name, seed=config.finetune.seed,
-        options={**asdict(config.analysis), "model": config.model},
-    )
-    summary: dict[str, Any] = {"source_notes": {}}
-    pending: dict[str, list[type[Analysis]]] = defaultdict(list)
-    for analysis in select_analyses(config.analysis.analyses):
-        stored = results_dir / f"{analysis.name}.json"
-        notes = results_dir / "sources" / f"{analysis.source}.json"
-        if stored.is_file() and notes.is_file():
-            summary.update(json.loads(stored.read_text()))
-            summary["source_notes"][analysis.source] = json.loads(notes.read_text())
-        else:
-            pending[analysis.source].append(analysis)
-
-    timings: dict[str, float] = {}
-    for source, classes in pending.items():
-        if source not in SOURCES:
-            raise HarnessError(f"analysis {classes[0].name!r} reads unknown source {source!r}")
-        start = time.perf_counter()
-        stream = SOURCES[source](SourceContext(tokenizer, config.analysis, dev_sample, config.finetune.seed))
-        analyses = [cls(context) for cls in classes]
-        with tqdm(total=stream.num_items, desc=f"{source}: {', '.join(a.name for a in analyses)}",
-                  unit="ex") as progress:
-            for batch in stream_attention(checkpoints, stream.batches):
-                for analysis in analyses:
-                    analysis.update(batch)
-                progress.update(len(batch.items))
-        summary["source_notes"][source] = stream.notes
-        write_json(stream.notes, results_dir / "sources" / f"{source}.json")
-        for analysis in analyses:
-            result = analysis.result()
-            write_json(result, results_dir / f"{analysis.name}.json")
-            summary.update(result)
-        timings[source] = time.perf_counter() - start
-    return summary, timings
+def task_identity(plan: RunPlan, dev_sample: list) -> dict[str, Any]:
+    """What the task source's examples are: the dev data, the split, the sample size and seed."""
+    split = plan.data.task.main_eval_split
+    data = plan.data.identity.get(split, plan.data.identity)
+    return {"task": plan.data.task.name, "split": split, "data": data, "examples": len(dev_sample),
+            "sample_seed": plan.config.analysis.analysis_seed}
 
 
 def run(config: RunConfig) -> dict[str, Any]:
     """The whole ``harness run``; returns the summary written to ``<run_dir>/summary.json``."""
-    task = get_task(config.task)
-    dev = load_examples(task, task.main_eval_split, config.data_dir)  # fail on missing data before training
-    select_analyses(config.analysis.analyses)
-    load_tokenizer(config.model)  # an unreachable model fails here, before any work
-    torch.manual_seed(config.finetune.seed)
-
-    tracker = Tracker(config, run_key=f"{config.run_name}-{results_key(config)}")
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        raise InputError("harness run is one process; train on several with `torchrun ... -m harness finetune` "
+                         "(or accelerate launch), then run `harness run` with the same flags to analyse")
+    plan = plan_run(config)
+    config = plan.config
+    tokenizer = load_tokenizer(config.task.model)  # an unreachable model fails here, before any work
+    tracker = Tracker(config.environment.tracking_uri, plan.key, plan.run_dir.name,
+                      {"task": config.task.task, "model": config.task.model, "seed": str(config.finetune.seed)})
     try:
-        tuned = finetune(config, task)
-        checkpoints = load_checkpoints(config, task, tuned)
-        dev_sample = sample(dev, config.analysis.max_eval_examples, config.finetune.seed)
-        results_dir = config.run_dir / "results" / results_key(config)
-        results, timings = run_analyses(config, task, checkpoints, dev_sample, results_dir)
-        summary = {
-            "task": task.name, "model": config.model, "seed": config.finetune.seed,
-            "num_layers": checkpoints[PRETRAINED].config.num_hidden_layers,
-            "num_heads": checkpoints[PRETRAINED].config.num_attention_heads,
-            "eval_split": task.main_eval_split, "num_eval_examples": len(dev_sample),
-            "train_examples": tuned.train_examples,
-            "dev_metrics": tuned.dev_metrics, **results,
-        }
-        summary_path = write_json(summary, config.run_dir / "summary.json")
-        figures = redraw(summary, config.run_dir / "figures")
-        log_run(tracker, config, tuned, summary_path, results_dir, figures, timings)
+        tuned = finetune(config, plan.data)
+        checkpoints = load_checkpoints(plan, tuned)
+        dev = plan.data.dev[plan.data.task.main_eval_split]
+        dev_sample = sample(dev, config.analysis.max_eval_examples, config.analysis.analysis_seed)
+        sources = SourceContext(tokenizer, config.analysis, config.task.model, config.task.max_length,
+                                plan.data.task, dev_sample, task_identity(plan, dev_sample), plan.hashes)
+        timings: dict[str, float] = {}
+        store = ResultStore(config.environment.output_dir / "store")
+        entries = analyse(plan.analyses, checkpoints, PAIRS, sources, store, timings.__setitem__)
+        summary_path = plan.run_dir / "summary.json"
+        summary = {"schema": 2, "run": run_description(plan, tuned, checkpoints, dev_sample),
+                   "analyses": merged_analyses(read_json(summary_path), entries)}
+        write_json(summary_path, summary)
+        figures = redraw(summary, plan.run_dir / "figures")
+        log_run(tracker, plan, tuned, summary, summary_path, figures, timings)
     except BaseException:
         tracker.finish("FAILED")
         raise
@@ -150,19 +202,28 @@ def run(config: RunConfig) -> dict[str, Any]:
     return summary
 
 
-def log_run(tracker: Tracker, config: RunConfig, tuned: FineTuneResult, summary_path: Path,
-            results_dir: Path, figures: list[Path], timings: dict[str, float]) -> None:
-    tracker.log_params(flatten("", config))
+def log_run(tracker: Tracker, plan: RunPlan, tuned: FineTuneResult, summary: dict[str, Any], summary_path: Path,
+            figures: list[Path], timings: dict[str, float]) -> None:
+    tracker.log_params({**flatten("", plan.config), **flatten("data", plan.data.identity)})
     dev_metrics = [(f"dev_{checkpoint}_{name}", value, 0)
                    for checkpoint, scores in tuned.dev_metrics.items() for name, value in scores.items()]
     timing_metrics = [(f"seconds_{source}", seconds, 0) for source, seconds in timings.items()]
-    tracker.log_metrics(training_curve(tuned.log_history) + dev_metrics + timing_metrics
+    analysis_metrics = [(name, value, 0) for analysis_name, entry in summary["analyses"].items()
+                        for name, value in ANALYSES[analysis_name].metrics(entry) if value is not None]
+    tracker.log_metrics(training_curve(tuned.log_history) + dev_metrics + timing_metrics + analysis_metrics
                         + [("train_seconds", tuned.train_seconds, 0)])
     tracker.log_artifact(summary_path)
-    summary = json.loads(summary_path.read_text())
-    tracker.log_metrics((name, value, 0) for analysis in ANALYSES.values() if analysis.stored_in(summary)
-                        for name, value in analysis.metrics(summary) if not math.isnan(value))
-    for result in sorted(results_dir.glob("*.json")):  # one file per analysis, as computed
-        tracker.log_artifact(result, "analyses")
     for figure in figures:
         tracker.log_artifact(figure, "figures")
+
+
+def find_run_dir(config: RunConfig) -> Path:
+    """The run folder of ``config`` (for ``harness figures``), or a clear error listing the runs there are."""
+    plan = plan_run(config)
+    if (plan.run_dir / "summary.json").is_file():
+        return plan.run_dir
+    pattern = f"{config.task.task}-{config.model_name}-seed{config.finetune.seed}-*"
+    others = sorted(path.name for path in config.environment.output_dir.glob(pattern))
+    hint = f"; runs with other settings: {', '.join(others)} (pass the flags they were run with)" if others else ""
+    raise InputError(f"{plan.run_dir / 'summary.json'} not found: run `python -m harness run` with these flags "
+                     f"first{hint}")

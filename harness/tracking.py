@@ -1,4 +1,4 @@
-"""MLflow tracking: one parent run per (task, model, seed), found again on a re-run.
+"""MLflow tracking: one parent run per run key (task, model, seed and every setting), found again on a re-run.
 
 The default store is ``sqlite:///mlruns/mlflow.db`` with artifacts under ``mlruns/artifacts``
 (MLflow 3 refuses a plain ``./mlruns`` file store). ``--tracking-uri`` or
@@ -8,8 +8,6 @@ The default store is ``sqlite:///mlruns/mlflow.db`` with artifacts under ``mlrun
 
 from __future__ import annotations
 
-import json
-import os
 from collections.abc import Iterable
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
@@ -18,15 +16,10 @@ from typing import Any
 from mlflow.entities import Metric, Param
 from mlflow.tracking import MlflowClient
 
-from harness.config import DEFAULT_TRACKING_URI, RunConfig
-from harness.errors import HarnessError
+from tasks.errors import InputError
 
 EXPERIMENT = "attention-shift"
 RUN_KEY_TAG = "harness.run_key"
-
-
-def tracking_uri(config: RunConfig) -> str:
-    return config.tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_TRACKING_URI
 
 
 def _client(uri: str) -> MlflowClient:
@@ -58,25 +51,26 @@ def flatten(prefix: str, value: Any) -> dict[str, str]:
 
 
 class Tracker:
-    """The MLflow parent run of one harness run; re-running the same key reopens it."""
+    """The MLflow parent run of one harness run key; running the same key again reopens it.
 
-    def __init__(self, config: RunConfig, run_key: str) -> None:
-        uri = tracking_uri(config)
+    Params and metrics already on the run are not logged again, so a resumed or repeated
+    run leaves one value per metric.
+    """
+
+    def __init__(self, uri: str, run_key: str, run_name: str, tags: dict[str, str]) -> None:
         try:
             self.client = _client(uri)
             experiment_id = _experiment_id(self.client, uri)
         except Exception as error:  # MLflow raises many types for bad URIs/stores
-            raise HarnessError(f"cannot open the MLflow store {uri!r} ({error}); "
-                               "check --tracking-uri / MLFLOW_TRACKING_URI") from error
-        existing = self.client.search_runs([experiment_id], f"tags.`{RUN_KEY_TAG}` = '{run_key}'",
-                                           max_results=1)
+            raise InputError(f"cannot open the MLflow store {uri!r} ({error}); "
+                             "check --tracking-uri / MLFLOW_TRACKING_URI") from error
+        existing = self.client.search_runs([experiment_id], f"tags.`{RUN_KEY_TAG}` = '{run_key}'", max_results=1)
         if existing:
             self.run_id = existing[0].info.run_id
             self.client.update_run(self.run_id, status="RUNNING")
         else:
-            tags = {RUN_KEY_TAG: run_key, "task": config.task, "model": config.model,
-                    "seed": str(config.finetune.seed)}
-            self.run_id = self.client.create_run(experiment_id, run_name=config.run_name, tags=tags).info.run_id
+            self.run_id = self.client.create_run(experiment_id, run_name=run_name,
+                                                 tags={RUN_KEY_TAG: run_key, **tags}).info.run_id
         self.uri = uri
 
     def log_params(self, params: dict[str, str]) -> None:
@@ -86,16 +80,15 @@ class Tracker:
             self.client.log_batch(self.run_id, params=fresh[start:start + 100])
 
     def log_metrics(self, metrics: Iterable[tuple[str, float, int]]) -> None:
-        """(name, value, step) triples, e.g. a training curve."""
-        batch = [Metric(name.replace("/", "_"), float(value), 0, step) for name, value, step in metrics]
+        """(name, value, step) triples, e.g. a training curve; names already on the run are skipped."""
+        logged = self.client.get_run(self.run_id).data.metrics
+        batch = [Metric(name.replace("/", "_"), float(value), 0, step) for name, value, step in metrics
+                 if name.replace("/", "_") not in logged]
         for start in range(0, len(batch), 1000):
             self.client.log_batch(self.run_id, metrics=batch[start:start + 1000])
 
     def log_artifact(self, path: Path, folder: str | None = None) -> None:
         self.client.log_artifact(self.run_id, str(path), folder)
-
-    def log_json(self, data: dict[str, Any], name: str) -> None:
-        self.client.log_dict(self.run_id, data, name)
 
     def finish(self, status: str = "FINISHED") -> None:
         self.client.set_terminated(self.run_id, status=status)
@@ -109,9 +102,3 @@ def training_curve(log_history: list[dict[str, Any]]) -> list[tuple[str, float, 
             if name in entry:
                 curve.append((f"train_{name}", float(entry[name]), int(entry["step"])))
     return curve
-
-
-def write_json(data: dict[str, Any], path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=1))
-    return path

@@ -14,7 +14,6 @@ Special tokens ([CLS], [SEP]) are dropped from both axes, so rows need not sum t
 
 from __future__ import annotations
 
-from abc import abstractmethod
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -23,11 +22,9 @@ from typing import Any
 import torch
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
-from harness.analyses.base import Analysis, AnalysisContext
-from harness.attention import AttentionBatch, EncodedBatch
-from harness.errors import HarnessError
-
-FROM_MODES = ("mean", "first")
+from harness.batches import AttentionBatch, EncodedBatch
+from harness.config import WORD_ATTENTION_FROM
+from tasks.errors import InputError
 
 
 @dataclass
@@ -78,11 +75,11 @@ def encode_words(
     `WordAlignedItem`s wrapping ``items``, and the number of words cut from each row.
     """
     if not tokenizer.is_fast:
-        raise HarnessError(f"{type(tokenizer).__name__} is not a fast tokenizer; word-level analyses "
+        raise InputError(f"{type(tokenizer).__name__} is not a fast tokenizer; word-level analyses "
                            "need word ids: load the model's tokenizer with use_fast=True")
     special = tokenizer.num_special_tokens_to_add(pair=False)
     if max_tokens <= special:
-        raise HarnessError(f"--max-tokens {max_tokens} leaves no room for words next to the "
+        raise InputError(f"--max-tokens {max_tokens} leaves no room for words next to the "
                            f"{special} special tokens; use a larger value (Clark et al. used 128)")
     kept_words: list[list[str]] = []
     for words, counts in zip(word_lists, _token_counts(tokenizer, word_lists)):
@@ -108,7 +105,8 @@ def encode_words(
     return batch, cut
 
 
-def assignment_matrix(word_ids: Sequence[int | None], num_words: int, keep_special: bool = False) -> torch.Tensor:
+def assignment_matrix(word_ids: Sequence[int | None], num_words: int, keep_special: bool = False,
+                      device: torch.device | str = "cpu") -> torch.Tensor:
     """(groups, n_tok) matrix with 1 where token t belongs to group g.
 
     Groups are the words ``0..num_words-1``; with ``keep_special`` they are shifted by one and
@@ -124,13 +122,13 @@ def assignment_matrix(word_ids: Sequence[int | None], num_words: int, keep_speci
         special = [token for token, word in enumerate(word_ids) if word is None]
         matrix[0, special[0]] = 1.0
         matrix[-1, special[-1]] = 1.0
-    return matrix
+    return matrix.to(device)
 
 
 def _grouped(maps: torch.Tensor, to_groups: torch.Tensor, from_mode: str) -> torch.Tensor:
     """(..., groups, groups): rows averaged (or first row) within a group, columns summed."""
-    if from_mode not in FROM_MODES:
-        raise HarnessError(f"--word-attention-from {from_mode!r} is not one of {', '.join(FROM_MODES)}")
+    if from_mode not in WORD_ATTENTION_FROM:
+        raise InputError(f"--word-attention-from {from_mode!r} is not one of {', '.join(WORD_ATTENTION_FROM)}")
     to_groups = to_groups.to(maps.dtype)
     if from_mode == "mean":
         from_groups = to_groups / to_groups.sum(dim=1, keepdim=True).clamp(min=1.0)
@@ -156,7 +154,7 @@ def word_attention(
     first sub-token's row (``"first"``). Special tokens are dropped, not renormalised away.
     """
     _check_length(maps, word_ids)
-    return _grouped(maps, assignment_matrix(word_ids, num_words), from_mode)
+    return _grouped(maps, assignment_matrix(word_ids, num_words, device=maps.device), from_mode)
 
 
 def word_attention_with_special(
@@ -165,7 +163,7 @@ def word_attention_with_special(
     """Like `word_attention` but keeping [CLS] (index 0) and the final [SEP] (index -1):
     (..., num_words + 2, num_words + 2). Rows of words then still sum to 1 (single segment)."""
     _check_length(maps, word_ids)
-    return _grouped(maps, assignment_matrix(word_ids, num_words, keep_special=True), from_mode)
+    return _grouped(maps, assignment_matrix(word_ids, num_words, keep_special=True, device=maps.device), from_mode)
 
 
 def word_maps(
@@ -177,26 +175,6 @@ def word_maps(
     convert = word_attention_with_special if keep_special else word_attention
     for row, aligned in enumerate(batch.items):
         yield aligned, convert(batch.maps(checkpoint, row), aligned.word_ids, aligned.num_words, from_mode)
-
-
-class WordLevelAnalysis(Analysis):
-    """An analysis of word-level attention (`word_maps`).
-
-    It knows how attention *from* a split word is taken (``--word-attention-from``) and
-    folds each batch in on one thread (see `single_threaded`).
-    """
-
-    def __init__(self, context: AnalysisContext) -> None:
-        super().__init__(context)
-        self.from_mode: str = context.options["word_attention_from"]
-
-    def update(self, batch: AttentionBatch) -> None:
-        with single_threaded():
-            self.update_words(batch)
-
-    @abstractmethod
-    def update_words(self, batch: AttentionBatch) -> None:
-        """Fold one batch of word-aligned items into running statistics."""
 
 
 @contextmanager

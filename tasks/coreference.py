@@ -25,7 +25,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.errors import HarnessError
+from tasks.errors import InputError
 
 COREF_FIX = "give --coref-data a CoNLL-2012 *_gold_conll file, an e2e-coref .jsonlines file or a LitBank conll/ folder"
 
@@ -129,14 +129,14 @@ class _DocumentBuilder:
     def _bracket(self, part: str, index: int, line: int) -> None:
         match = BRACKET.match(part)
         if not match or not (match.group(1) or match.group(3)):
-            raise HarnessError(f"{self.path}:{line}: coreference cell part {part!r} is not '(N', 'N)' or '(N)'; "
+            raise InputError(f"{self.path}:{line}: coreference cell part {part!r} is not '(N', 'N)' or '(N)'; "
                                "the coreference brackets must be in the last column")
         opens, label, closes = match.groups()
         if opens:
             self.open_mentions.setdefault(label, []).append((index, line))
         if closes:
             if not self.open_mentions.get(label):
-                raise HarnessError(f"{self.path}:{line}: mention {label}) closes but was never opened; "
+                raise InputError(f"{self.path}:{line}: mention {label}) closes but was never opened; "
                                    "fix the brackets in the last column")
             start, _ = self.open_mentions[label].pop()
             cluster = self.cluster_ids.setdefault(label, len(self.cluster_ids))
@@ -145,7 +145,7 @@ class _DocumentBuilder:
     def finish(self) -> Document:
         for label, starts in self.open_mentions.items():
             if starts:
-                raise HarnessError(f"{self.path}:{starts[-1][1]}: mention ({label} is never closed before "
+                raise InputError(f"{self.path}:{starts[-1][1]}: mention ({label} is never closed before "
                                    "#end document; fix the brackets in the last column")
         has_pos = any(tag not in NO_MENTION for tag in self.pos)
         return Document(self.name, self.words, self.sentence_starts, sorted(self.mentions),
@@ -160,14 +160,14 @@ def read_conll_file(path: Path) -> Iterator[Document]:
             line = raw.rstrip("\r\n")
             if line.startswith("#begin document"):
                 if builder is not None:
-                    raise HarnessError(f"{path}:{number}: #begin document inside document {builder.name!r}; "
+                    raise InputError(f"{path}:{number}: #begin document inside document {builder.name!r}; "
                                        "add the missing #end document line")
                 match = BEGIN.match(line)
                 name = f"{match.group(1)}/part {match.group(2)}" if match else line[len("#begin document"):].strip()
                 builder = _DocumentBuilder(name, path, number)
             elif line.startswith("#end document"):
                 if builder is None:
-                    raise HarnessError(f"{path}:{number}: #end document without #begin document")
+                    raise InputError(f"{path}:{number}: #end document without #begin document")
                 yield builder.finish()
                 builder = None
             elif not line.strip():
@@ -176,14 +176,14 @@ def read_conll_file(path: Path) -> Iterator[Document]:
             elif not line.startswith("#"):
                 cells = line.split("\t") if "\t" in line else line.split()
                 if builder is None:
-                    raise HarnessError(f"{path}:{number}: token line outside a document; "
+                    raise InputError(f"{path}:{number}: token line outside a document; "
                                        "CoNLL coreference files need '#begin document (name); part 0' first")
                 if len(cells) < 5:
-                    raise HarnessError(f"{path}:{number}: {len(cells)} columns, expected at least 5 "
+                    raise InputError(f"{path}:{number}: {len(cells)} columns, expected at least 5 "
                                        "(document, part, index, word, ..., coreference last)")
                 builder.add_token(cells, number)
     if builder is not None:
-        raise HarnessError(f"{path}:{builder.line}: document {builder.name!r} has no #end document line")
+        raise InputError(f"{path}:{builder.line}: document {builder.name!r} has no #end document line")
 
 
 def read_jsonlines(path: Path) -> Iterator[Document]:
@@ -199,7 +199,7 @@ def _json_document(path: Path, number: int, line: str) -> Document:
         record = json.loads(line)
         sentences, clusters = record["sentences"], record["clusters"]
     except (json.JSONDecodeError, KeyError, TypeError) as error:
-        raise HarnessError(f"{path}:{number}: not an e2e-coref record ({type(error).__name__}: {error}); "
+        raise InputError(f"{path}:{number}: not an e2e-coref record ({type(error).__name__}: {error}); "
                            "each line must be a JSON object with 'sentences' and 'clusters'") from None
     words = [word for sentence in sentences for word in sentence]
     starts, position = [], 0
@@ -211,13 +211,13 @@ def _json_document(path: Path, number: int, line: str) -> Document:
     for cluster, spans in enumerate(clusters):
         for span in spans:
             if not (isinstance(span, list) and len(span) == 2 and 0 <= span[0] <= span[1] < len(words)):
-                raise HarnessError(f"{path}:{number}: cluster {cluster} has span {span!r} outside the "
+                raise InputError(f"{path}:{number}: cluster {cluster} has span {span!r} outside the "
                                    f"document's {len(words)} words; spans are inclusive [start, end] word indices")
             mentions.add(Mention(span[0], span[1], cluster))
     pos = record.get("pos")
     flat_pos = [tag for sentence in pos for tag in sentence] if pos else None
     if flat_pos is not None and len(flat_pos) != len(words):
-        raise HarnessError(f"{path}:{number}: 'pos' has {len(flat_pos)} tags for {len(words)} words")
+        raise InputError(f"{path}:{number}: 'pos' has {len(flat_pos)} tags for {len(words)} words")
     return Document(str(record.get("doc_key", f"{path.name}:{number}")), words, starts,
                     sorted(mentions), flat_pos, f"{path}:{number}")
 
@@ -232,8 +232,8 @@ def coreference_format(path: Path) -> str:
     if name.endswith(("_conll", ".conll")):
         return "conll"
     if name.endswith((".conllu", ".conllx")):
-        raise HarnessError(f"{path} is a dependency treebank with no coreference annotation; {COREF_FIX}")
-    raise HarnessError(f"{path}: unknown coreference format (expected *_conll, *.conll, *.jsonlines or a "
+        raise InputError(f"{path} is a dependency treebank with no coreference annotation; {COREF_FIX}")
+    raise InputError(f"{path}: unknown coreference format (expected *_conll, *.conll, *.jsonlines or a "
                        f"folder of .conll files); {COREF_FIX}")
 
 
@@ -241,7 +241,7 @@ def conll_files(folder: Path) -> list[Path]:
     """The CoNLL coreference files under ``folder``, in a stable order."""
     files = sorted(p for p in folder.rglob("*") if p.is_file() and p.name.endswith(("_conll", ".conll")))
     if not files:
-        raise HarnessError(f"{folder} holds no *.conll or *_conll files; {COREF_FIX}")
+        raise InputError(f"{folder} holds no *.conll or *_conll files; {COREF_FIX}")
     return files
 
 
@@ -249,14 +249,14 @@ def read_coreference(path: str | Path) -> list[Document]:
     """Every document at ``path`` (a file or a folder), format recognised from the path."""
     path = Path(path)
     if not path.exists():
-        raise HarnessError(f"{path} not found; {COREF_FIX}")
+        raise InputError(f"{path} not found; {COREF_FIX}")
     if coreference_format(path) == "jsonlines":
         documents = list(read_jsonlines(path))
     else:
         files = conll_files(path) if path.is_dir() else [path]
         documents = [document for file in files for document in read_conll_file(file)]
     if not documents:
-        raise HarnessError(f"{path} holds no documents; {COREF_FIX}")
+        raise InputError(f"{path} holds no documents; {COREF_FIX}")
     return documents
 
 

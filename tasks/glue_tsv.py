@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
-from harness.errors import HarnessError
+from tasks.errors import InputError
 from tasks.examples import Example
 from tasks.registry import GlueTask
 
@@ -19,7 +19,7 @@ def split_path(data_dir: str | Path, task: GlueTask, split: str) -> Path:
     """Path of ``<data_dir>/<Task folder>/<split>.tsv``, or a clear error if missing."""
     path = Path(data_dir) / task.folder / f"{split}.tsv"
     if not path.is_file():
-        raise HarnessError(
+        raise InputError(
             f"{path} not found: the GLUE folder {data_dir} has no {task.folder}/{split}.tsv; "
             f"download {task.name} with the GLUE script or drop --data-dir/GLUE_DIR to use `datasets`"
         )
@@ -44,7 +44,7 @@ def _column_position(path: Path, header: list[str], column: str | int | None) ->
     if column is None or isinstance(column, int):
         return column
     if column not in header:
-        raise HarnessError(f"{path}:1: header has no column {column!r} (found {header}); "
+        raise InputError(f"{path}:1: header has no column {column!r} (found {header}); "
                            "is this the GLUE TSV for the right task?")
     return header.index(column)
 
@@ -54,7 +54,7 @@ def _parse_row(path: Path, line_number: int, cells: list[str],
     a_pos, b_pos, label_pos = positions
     needed = max(p for p in positions if p is not None)
     if len(cells) <= needed:
-        raise HarnessError(f"{path}:{line_number}: malformed row with {len(cells)} columns, "
+        raise InputError(f"{path}:{line_number}: malformed row with {len(cells)} columns, "
                            f"expected at least {needed + 1}; fix or remove that line")
     raw_label = cells[label_pos].strip()
     return Example(
@@ -70,7 +70,7 @@ def _parse_label(path: Path, line_number: int, raw: str, task: GlueTask) -> int 
         try:
             return float(raw)
         except ValueError:
-            raise HarnessError(f"{path}:{line_number}: score {raw!r} is not a number") from None
+            raise InputError(f"{path}:{line_number}: score {raw!r} is not a number") from None
     if raw not in task.tsv_labels:
-        raise HarnessError(f"{path}:{line_number}: label {raw!r} is not one of {list(task.tsv_labels)}")
+        raise InputError(f"{path}:{line_number}: label {raw!r} is not one of {list(task.tsv_labels)}")
     return task.tsv_labels.index(raw)

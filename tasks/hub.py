@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from harness.errors import HarnessError
+import datasets
+
+from tasks.errors import InputError
 from tasks.examples import Example
 from tasks.registry import GlueTask
 
@@ -18,12 +20,10 @@ def hub_split_name(split: str) -> str:
 
 def read_glue_hub(task: GlueTask, split: str) -> Iterator[Example]:
     """Yield the same examples as `read_glue_tsv`, from the hub copy of GLUE."""
-    import datasets
-
     try:
         rows = datasets.load_dataset(HUB_DATASET, task.hub_config, split=hub_split_name(split))
     except Exception as error:  # datasets raises many types for offline / missing data
-        raise HarnessError(
+        raise InputError(
             f"could not load {HUB_DATASET}/{task.hub_config} ({type(error).__name__}: {error}); "
             "offline? point --data-dir or GLUE_DIR at a GLUE TSV folder"
         ) from error

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from harness.errors import HarnessError
+from tasks.errors import InputError
 
 
 @dataclass(frozen=True)
@@ -86,5 +86,5 @@ def get_task(name: str) -> GlueTask:
     """Look a task up by name (case-insensitive, "sst-2" and "sts-b" accepted)."""
     key = name.lower().replace("-", "")
     if key not in TASKS:
-        raise HarnessError(f"unknown task {name!r}; valid tasks: {', '.join(TASKS)}")
+        raise InputError(f"unknown task {name!r}; valid tasks: {', '.join(TASKS)}")
     return TASKS[key]

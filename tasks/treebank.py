@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from harness.errors import HarnessError
+from tasks.errors import InputError
 
 COLUMNS = 10
 PUNCT_RELATIONS = frozenset({"punct"})
@@ -50,7 +50,7 @@ def _fields(line: str, path: Path, number: int, format_name: str) -> list[str]:
     if len(columns) != COLUMNS and format_name == "CoNLL-X":
         columns = line.split()  # some CoNLL-X conversions separate columns by spaces
     if len(columns) != COLUMNS:
-        raise HarnessError(
+        raise InputError(
             f"{path}:{number}: expected {COLUMNS} tab-separated {format_name} columns, found {len(columns)}; "
             f"fix the line or check that the file really is {format_name}"
         )
@@ -88,14 +88,14 @@ def _sentence(rows: list[list[str]], sent_id: str, path: Path, start: int) -> Se
     for position, columns in enumerate(rows, start=1):
         line = columns[COLUMNS]
         if columns[0] != str(position):
-            raise HarnessError(f"{path}:{line}: word id {columns[0]!r} should be {position} (ids count 1, 2, ... "
+            raise InputError(f"{path}:{line}: word id {columns[0]!r} should be {position} (ids count 1, 2, ... "
                                "within a sentence); fix the numbering or separate sentences by a blank line")
         if not columns[6].isdigit():
-            raise HarnessError(f"{path}:{line}: head {columns[6]!r} is not a word index; "
+            raise InputError(f"{path}:{line}: head {columns[6]!r} is not a word index; "
                                "every word needs a gold head (0 for the root)")
         head = int(columns[6])
         if head > len(rows):
-            raise HarnessError(f"{path}:{line}: head {head} points past the end of the sentence "
+            raise InputError(f"{path}:{line}: head {head} points past the end of the sentence "
                                f"starting at line {start} ({len(rows)} words); fix the head column")
         words.append(columns[1])
         lemmas.append(columns[2])
@@ -120,12 +120,12 @@ def read_treebank(path: Path | str) -> list[Sentence]:
     """Read a dependency treebank, choosing the reader from the suffix (``.conllu`` or ``.conllx``)."""
     path = Path(path)
     if not path.is_file():
-        raise HarnessError(f"treebank {path} not found; pass a .conllu or .conllx file with --syntax-data")
+        raise InputError(f"treebank {path} not found; pass a .conllu or .conllx file with --syntax-data")
     readers = {".conllu": read_conllu, ".conllx": read_conllx}
     if path.suffix not in readers:
-        raise HarnessError(f"{path}: cannot tell the treebank format from the name; use a file ending in "
+        raise InputError(f"{path}: cannot tell the treebank format from the name; use a file ending in "
                            f"{' or '.join(TREEBANK_SUFFIXES)} (CoNLL-U or CoNLL-X)")
     sentences = readers[path.suffix](path)
     if not sentences:
-        raise HarnessError(f"{path} holds no sentences; check that it is a {path.suffix} treebank")
+        raise InputError(f"{path} holds no sentences; check that it is a {path.suffix} treebank")
     return sentences

@@ -1,17 +1,27 @@
-"""Shared fixtures: a tiny BERT built from a config, and paths to the real shared data."""
+"""Shared fixtures: a tiny BERT built from a config, checkpoints around it, and paths to the real data."""
 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
-from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
+from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast, PreTrainedModel
 
-from harness.config import SHARED_DATA
+from harness.analyses.base import Analysis, AnalysisContext
+from harness.batches import AttentionBatch, EncodedBatch
+from harness.config import SHARED_DATA, AnalysisConfig
+from harness.encoding import batched
+from harness.engine import GradientTargets, run_checkpoints
+from harness.forward import use_harness_attention
+from harness.models import FINETUNED, PRETRAINED, Checkpoint
+from tasks.examples import Example
 
 GLUE_DIR = Path(os.environ.get("GLUE_DIR", SHARED_DATA / "glue"))
+PAIRS = ((PRETRAINED, FINETUNED),)
 
 TINY_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", ",", "the", "a", "cat", "dog",
               "sat", "on", "mat", "is", "not", "happy", "ran", "##s", "he", "she", "it", "and"]
@@ -30,28 +40,117 @@ def tiny_bert(seed: int, num_labels: int = 2) -> BertForSequenceClassification:
     """A 2-layer, 4-head BERT, eager attention; large init so its attention is far from uniform."""
     torch.manual_seed(seed)
     config = BertConfig(vocab_size=len(TINY_VOCAB), hidden_size=16, num_hidden_layers=2,
-                        num_attention_heads=4, intermediate_size=32, max_position_embeddings=64,
+                        num_attention_heads=4, intermediate_size=32, max_position_embeddings=128,
                         num_labels=num_labels, initializer_range=0.5,
                         attn_implementation="eager")
     return BertForSequenceClassification(config).eval()
 
 
+def as_checkpoints(models: dict[str, PreTrainedModel]) -> list[Checkpoint]:
+    """Named checkpoints around models (switched to the harness attention), identified by name."""
+    return [Checkpoint(name, use_harness_attention(model), {"model": name},
+                       {"trained": name != PRETRAINED}) for name, model in models.items()]
+
+
+SENTENCES = ["the cat sat on the mat .", "the dog ran .", "he is not happy", "she sat", "a dog sat on a mat",
+             "it is happy", "the cats ran and the dog sat .", "he ran , she sat ."]
+CONLLU_SENTENCE = """1\tthe\t_\tDET\tDT\t_\t2\tdet\t_\t_
+2\tcat\t_\tNOUN\tNN\t_\t3\tnsubj\t_\t_
+3\tsat\t_\tVERB\tVBD\t_\t0\troot\t_\t_
+4\ton\t_\tADP\tIN\t_\t6\tcase\t_\t_
+5\tthe\t_\tDET\tDT\t_\t6\tdet\t_\t_
+6\tmat\t_\tNOUN\tNN\t_\t3\tobl\t_\t_
+7\t.\t_\tPUNCT\t.\t_\t3\tpunct\t_\t_
+"""
+CONLL_DOCUMENT = """#begin document (story); part 0
+story\t0\t0\tthe\t_\t_\t_\t_\t_\t_\t(0
+story\t0\t1\tcat\t_\t_\t_\t_\t_\t_\t0)
+story\t0\t2\tsat\t_\t_\t_\t_\t_\t_\t_
+story\t0\t3\t.\t_\t_\t_\t_\t_\t_\t_
+
+story\t0\t0\tit\t_\t_\t_\t_\t_\t_\t(0)
+story\t0\t1\tran\t_\t_\t_\t_\t_\t_\t_
+story\t0\t2\tand\t_\t_\t_\t_\t_\t_\t_
+story\t0\t3\tthe\t_\t_\t_\t_\t_\t_\t(1
+story\t0\t4\tdog\t_\t_\t_\t_\t_\t_\t1)
+story\t0\t5\tsat\t_\t_\t_\t_\t_\t_\t_
+story\t0\t6\t.\t_\t_\t_\t_\t_\t_\t_
+
+story\t0\t0\the\t_\t_\t_\t_\t_\t_\t(1)
+story\t0\t1\tsat\t_\t_\t_\t_\t_\t_\t_
+story\t0\t2\t.\t_\t_\t_\t_\t_\t_\t_
+
+#end document
+"""
+
+
+@pytest.fixture(scope="session")
+def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory, tiny_tokenizer: BertTokenizerFast) -> Path:
+    """A tiny BERT saved as a local model folder, so the whole pipeline runs on it in seconds."""
+    folder = tmp_path_factory.mktemp("tiny_model")
+    tiny_bert(0).save_pretrained(folder)
+    tiny_tokenizer.save_pretrained(folder)
+    return folder
+
+
+@pytest.fixture(scope="session")
+def tiny_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """GLUE RTE and MRPC folders, a treebank (dev and train) and a coreference file, in the tiny vocabulary."""
+    root = tmp_path_factory.mktemp("tiny_data")
+    pairs = [(a, b) for a in SENTENCES for b in SENTENCES[:4]]
+    rte, mrpc = root / "glue" / "RTE", root / "glue" / "MRPC"
+    rte.mkdir(parents=True)
+    mrpc.mkdir()
+    for split, rows in (("train", pairs[:24]), ("dev", pairs[24:])):
+        (rte / f"{split}.tsv").write_text("index\tsentence1\tsentence2\tlabel\n" + "".join(
+            f"{i}\t{a}\t{b}\t{'entailment' if i % 2 else 'not_entailment'}\n" for i, (a, b) in enumerate(rows)))
+        (mrpc / f"{split}.tsv").write_text("Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n" + "".join(
+            f"{i % 2}\t{i}\t{i}\t{a}\t{b}\n" for i, (a, b) in enumerate(rows)))
+    for split, count in (("dev", 6), ("train", 10)):
+        (root / f"tiny-{split}.conllu").write_text("\n".join([CONLLU_SENTENCE] * count))
+    (root / "coref").mkdir()
+    (root / "coref" / "story.conll").write_text(CONLL_DOCUMENT)
+    return root
+
+
 @pytest.fixture
 def tiny_pair() -> dict[str, BertForSequenceClassification]:
     """Two different tiny BERTs standing in for the pre-trained and fine-tuned checkpoints."""
-    return {"pretrained": tiny_bert(0), "finetuned": tiny_bert(1)}
+    return {PRETRAINED: tiny_bert(0), FINETUNED: tiny_bert(1)}
 
 
-def run_analysis(analysis_cls, checkpoints, tokenizer, examples, batch_size, **options):
-    """Stream ``examples`` through ``checkpoints`` into one analysis; returns its result."""
-    from harness.analyses.base import AnalysisContext
-    from harness.attention import stream_attention
-    from harness.encoding import batched
+def stream(models: dict[str, PreTrainedModel], batches: Iterable[EncodedBatch], tokenizer: Any = None,
+           needs: frozenset[str] = frozenset({"attention"}), seed: int = 0) -> Iterator[AttentionBatch]:
+    """Each batch through every model via the forward API, as the pipeline streams them."""
+    checkpoints = as_checkpoints(models)
+    targets = GradientTargets(tokenizer, seed) if tokenizer is not None else None
+    for encoded in batches:
+        yield run_checkpoints(encoded, checkpoints, {c.name: needs for c in checkpoints}, targets)
 
-    config = next(iter(checkpoints.values())).config
-    context = AnalysisContext(config.num_hidden_layers, config.num_attention_heads, tokenizer, checkpoints, "test",
-                              options=options)
+
+def analysis_context(models_or_names: Sequence[str] | dict[str, Any], layers: int = 2, heads: int = 4,
+                     tokenizer: Any = None, pairs: tuple[tuple[str, str], ...] = PAIRS,
+                     device: torch.device = torch.device("cpu"), **settings: Any) -> AnalysisContext:
+    return AnalysisContext(tuple(models_or_names), layers, heads, AnalysisConfig(**settings), tokenizer, pairs, device)
+
+
+def finish(analysis: Analysis) -> dict[str, Any]:
+    """An analysis's result shaped as its summary entry's ``result``: per-checkpoint results with
+    the declared pairs compared, or the joint result."""
+    result = analysis.result()
+    if type(analysis).joint:
+        return result
+    return {"per_checkpoint": result, "per_pair": type(analysis).compare(result, list(analysis.context.pairs))}
+
+
+def run_analysis(analysis_cls: type[Analysis], models: dict[str, PreTrainedModel], tokenizer: Any,
+                 examples: Sequence[Example], batch_size: int, pairs: tuple[tuple[str, str], ...] = PAIRS,
+                 **settings: Any) -> dict[str, Any]:
+    """Stream ``examples`` through ``models`` into one analysis; returns `finish`'s result."""
+    config = next(iter(models.values())).config
+    context = analysis_context(models, config.num_hidden_layers, config.num_attention_heads, tokenizer, pairs,
+                               **settings)
     analysis = analysis_cls(context)
-    for batch in stream_attention(checkpoints, batched(tokenizer, examples, batch_size, 32)):
+    for batch in stream(models, batched(tokenizer, examples, batch_size, 32, pair=True), tokenizer, analysis_cls.needs):
         analysis.update(batch)
-    return analysis.result()
+    return finish(analysis)

@@ -1,14 +1,12 @@
-"""Analyses of attention: importing this package registers all of them in `ANALYSES`."""
+"""Analyses of attention: importing this package registers all of them in `ANALYSES`.
 
-from harness.analyses import cosine  # noqa: F401  (registers)
-from harness.analyses import coreference  # noqa: F401  (registers)
-from harness.analyses import dependency  # noqa: F401  (registers)
-from harness.analyses import features  # noqa: F401  (registers)
-from harness.analyses import probes  # noqa: F401  (registers)
-from harness.analyses import gradients  # noqa: F401  (registers)
-from harness.analyses import clustering  # noqa: F401  (registers)
-from harness.analyses import surface  # noqa: F401  (registers)
-from harness.analyses import patterns  # noqa: F401  (registers)
+Adding one: subclass `Analysis` (see `harness.analyses.base`), decorate it with
+`register_analysis`, and import its module here.
+"""
+
+from harness.analyses import (clustering, coreference, cosine, dependency, features, gradients, patterns, probes,
+                              surface)
 from harness.analyses.base import ANALYSES, Analysis, AnalysisContext, register_analysis
 
-__all__ = ["ANALYSES", "Analysis", "AnalysisContext", "register_analysis"]
+__all__ = ["ANALYSES", "Analysis", "AnalysisContext", "clustering", "coreference", "cosine", "dependency", "features",
+           "gradients", "patterns", "probes", "register_analysis", "surface"]

@@ -1,56 +1,91 @@
 """The one small interface every analysis implements, and the registry of analyses.
 
-An analysis consumes `AttentionBatch`es (attention of both checkpoints on the same inputs)
-with `update`, then returns a JSON-serialisable `result`: the top-level keys it adds to
-``summary.json`` (e.g. ``{"surface": {...}}``). Its `draw` turns the stored summary (never
-live tensors) into figures, so ``harness figures`` redraws everything without recomputing.
+An analysis folds `AttentionBatch`es (what N named checkpoints produced on the same inputs,
+on their device) into running statistics with `update`, and returns JSON-serialisable
+statistics with `result`. Two kinds:
 
-Analyses that read text other than the task's dev set (a treebank, a coreference corpus,
-a plain-text corpus) say so with ``source``; the pipeline streams each source once and
-feeds it to every analysis that asked for it.
+- **per-checkpoint** (the default): the statistics of each checkpoint depend on that
+  checkpoint alone, so `result` returns ``{checkpoint: statistics}``, each stored under its
+  own key and reused by every run that measures the same checkpoint on the same inputs (the
+  pre-trained model on the treebank is measured once per model); `compare` derives what
+  changed for each declared pair (a, b) from two stored results, ``b`` minus ``a``;
+- **joint** (``joint = True``): the statistics need all checkpoints' attention on the same
+  input at once (cosine of maps, distances between heads of different checkpoints), so
+  `result` returns one dict, with a ``"per_pair"`` part for the declared pairs.
+
+`metrics` names the headline scalars for MLflow and `draw` turns the stored entry (never
+live tensors) into figures, so ``harness figures`` redraws everything without recomputing.
+An analysis reads the source named by ``source``; the pipeline streams each source once for
+all analyses that read it. Adding one: subclass, decorate with `register_analysis`, import
+the module in ``harness/analyses/__init__.py``.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, ClassVar
 
-from transformers import PreTrainedModel
+import torch
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
-from harness.attention import AttentionBatch
+from harness.batches import AttentionBatch
 from harness.config import AnalysisConfig
+from harness.registry import registrar
+from harness.store import FileHashes
+
+ATTENTION = "attention"
+GRADIENTS = "gradients"  # |dL/d attention| of each checkpoint that has a loss on the batch
 
 
-@dataclass
+def pair_name(pair: tuple[str, str]) -> str:
+    """``"pretrained->finetuned"``: what changed going from the first checkpoint to the second."""
+    return f"{pair[0]}->{pair[1]}"
+
+
+@dataclass(frozen=True)
 class AnalysisContext:
-    """What an analysis may need besides attention: model shape, tokenizer, the models.
+    """What an analysis instance measures and may use besides attention.
 
-    ``checkpoints`` maps "pretrained"/"finetuned" to the loaded models, for analyses that
-    need more than attention (gradients, head ablation). ``options`` carries the run's
-    `AnalysisConfig` fields (paths, sample sizes); fields not given take that config's
-    defaults, so every analysis can read every option.
+    ``checkpoints``: the names of the checkpoints this instance measures (a per-checkpoint
+    analysis gets only those whose stored result is missing); ``pairs``: the comparisons the
+    pipeline declares, as (before, after) names; ``device``: where the attention lives, so
+    running statistics can live there too.
     """
 
+    checkpoints: tuple[str, ...]
     num_layers: int
     num_heads: int
-    tokenizer: PreTrainedTokenizerBase
-    checkpoints: dict[str, PreTrainedModel]
-    task_name: str
-    seed: int = 0
-    options: dict[str, Any] = field(default_factory=dict)
+    settings: AnalysisConfig
+    tokenizer: PreTrainedTokenizerBase | None = None
+    pairs: tuple[tuple[str, str], ...] = ()
+    device: torch.device = torch.device("cpu")
 
-    def __post_init__(self) -> None:
-        self.options = {**asdict(AnalysisConfig()), **self.options}
+    @property
+    def seed(self) -> int:
+        return self.settings.analysis_seed
 
 
 class Analysis(ABC):
-    """Streams attention batches in, gives one JSON-serialisable result out."""
+    """Streams attention batches in, gives JSON-serialisable statistics out.
+
+    Class attributes: ``name`` (registry and summary key), ``version`` (bump it when the
+    statistics change: stored results of other versions are recomputed), ``source`` (the
+    text it reads), ``needs`` (`ATTENTION`, `GRADIENTS`), ``joint``, ``uses_head`` (the
+    result depends on the classification head, not only the encoder), ``settings_used``
+    (the `AnalysisConfig` fields its result depends on), ``reference`` (the papers' numbers
+    and protocol constants shown beside ours, copied into the summary entry).
+    """
 
     name: ClassVar[str]
+    version: ClassVar[int] = 1
     source: ClassVar[str] = "task"
+    needs: ClassVar[frozenset[str]] = frozenset({ATTENTION})
+    joint: ClassVar[bool] = False
+    uses_head: ClassVar[bool] = False
+    settings_used: ClassVar[tuple[str, ...]] = ()
+    reference: ClassVar[dict[str, Any]] = {}
 
     def __init__(self, context: AnalysisContext) -> None:
         self.context = context
@@ -61,30 +96,53 @@ class Analysis(ABC):
 
     @abstractmethod
     def result(self) -> dict[str, Any]:
-        """The finished statistics as summary.json keys (lists, numbers, strings only)."""
+        """Per-checkpoint: ``{checkpoint: statistics}``; joint: the statistics (lists, numbers, strings)."""
 
     @classmethod
-    def stored_in(cls, summary: dict[str, Any]) -> bool:
-        """Whether ``summary`` holds this analysis's result (so it can be drawn)."""
-        return cls.name in summary
+    def compare(cls, per_checkpoint: dict[str, Any], pairs: list[tuple[str, str]]) -> dict[str, Any]:
+        """Per-checkpoint analyses: ``{pair_name: what changed}`` for each pair, from stored results."""
+        return {}
 
-    @staticmethod
-    def metrics(summary: dict[str, Any]) -> list[tuple[str, float]]:
-        """Headline scalars of the stored result, logged as MLflow metrics (name, value)."""
+    @classmethod
+    def settings_identity(cls, settings: AnalysisConfig, hashes: FileHashes) -> dict[str, Any]:
+        """The settings the result depends on, with files replaced by their content hashes."""
+        values = {item.name: getattr(settings, item.name) for item in fields(settings) if item.name in cls.settings_used}
+        return {name: hashes.describe(value) if isinstance(value, Path) else value for name, value in values.items()}
+
+    @classmethod
+    def metrics(cls, entry: dict[str, Any]) -> list[tuple[str, float]]:
+        """Headline scalars of a stored summary entry, logged as MLflow metrics (name, value)."""
         return []
 
-    @staticmethod
-    def draw(summary: dict[str, Any], out_dir: Path) -> list[Path]:
-        """Figures drawn from the stored ``summary``; returns the files written."""
+    @classmethod
+    def draw(cls, entry: dict[str, Any], run: dict[str, Any], out_dir: Path) -> list[Path]:
+        """Figures and tables from a stored summary entry and the run's description; the files written."""
         return []
 
 
 ANALYSES: dict[str, type[Analysis]] = {}
+register_analysis = registrar(ANALYSES, "analysis")  # class decorator: adds an analysis to ANALYSES under its name
 
 
-def register_analysis(cls: type[Analysis]) -> type[Analysis]:
-    """Class decorator adding an analysis to the registry under its ``name``."""
-    if cls.name in ANALYSES:
-        raise ValueError(f"analysis {cls.name!r} registered twice")
-    ANALYSES[cls.name] = cls
-    return cls
+def changed_heads(before: list[list[Any]], after: list[list[Any]]) -> list[dict[str, Any]]:
+    """Heads (1-indexed) whose value (label, class, label set) differs between two (layers x heads) grids."""
+    return [{"layer": layer + 1, "head": head + 1, "before": old, "after": after[layer][head]}
+            for layer, row in enumerate(before) for head, old in enumerate(row) if old != after[layer][head]]
+
+
+def best_head(grid: torch.Tensor) -> dict[str, Any]:
+    """The largest entry of a (..., layers, heads) grid: its 1-indexed ``layer`` and ``head``,
+    its ``value``, and its 0-indexed positions along any leading dimensions (``leading``)."""
+    flat = int(grid.argmax())
+    *leading, layer, head = (int(p) for p in torch.unravel_index(torch.tensor(flat), grid.shape))
+    return {"layer": layer + 1, "head": head + 1, "value": float(grid.flatten()[flat]), "leading": leading}
+
+
+def per_checkpoint_results(entry: dict[str, Any]) -> dict[str, Any]:
+    """The ``{checkpoint: statistics}`` of a per-checkpoint analysis's summary entry."""
+    return entry["result"]["per_checkpoint"]
+
+
+def per_pair_results(entry: dict[str, Any]) -> dict[str, Any]:
+    """The ``{pair name: comparison}`` of any analysis's summary entry."""
+    return entry["result"].get("per_pair", {})

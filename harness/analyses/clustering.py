@@ -20,9 +20,9 @@ import numpy as np
 import torch
 from sklearn.manifold import MDS
 
-import harness.corpus  # noqa: F401  (registers the "corpus" source this analysis reads)
-from harness.analyses.base import Analysis, AnalysisContext, register_analysis
-from harness.attention import AttentionBatch, real_tokens
+from harness.analyses.base import Analysis, AnalysisContext, pair_name, per_pair_results, register_analysis
+from harness.batches import AttentionBatch, real_tokens
+from harness.figures import checkpoint_title, draw_side_by_side_grids, plt, run_title, save
 
 CHUNK_ELEMENTS = 2**24  # bounds the (heads chunk, heads, rows, seq) temporary to 64 MB of float32
 
@@ -32,17 +32,17 @@ def pairwise_js(rows: torch.Tensor) -> torch.Tensor:
 
     ``rows``: (heads, rows, seq), each row a distribution (padding columns 0). Uses
     JS(p, q) = H((p + q) / 2) - (H(p) + H(q)) / 2, computed for the upper triangle only
-    (it is symmetric); returns (heads, heads), float64 on the CPU.
+    (it is symmetric); returns (heads, heads), float64 on ``rows``' device.
     """
     heads = rows.shape[0]
     own = torch.special.entr(rows).sum(dim=(1, 2))
-    distances = torch.zeros(heads, heads, dtype=torch.float64)
+    distances = torch.zeros(heads, heads, dtype=torch.float64, device=rows.device)
     chunk = max(1, CHUNK_ELEMENTS // rows[0].numel() // heads)
     for start in range(0, heads, chunk):
         stop = min(start + chunk, heads)
         middle = (rows[start:stop, None] + rows[None, start:]) / 2
         mixed = torch.special.entr(middle).sum(dim=(2, 3))
-        block = (mixed - (own[start:stop, None] + own[None, start:]) / 2).double().cpu()
+        block = (mixed - (own[start:stop, None] + own[None, start:]) / 2).double()
         distances[start:stop, start:] = block
     distances = torch.triu(distances) + torch.triu(distances, diagonal=1).T
     return distances.clamp(min=0)
@@ -51,7 +51,7 @@ def pairwise_js(rows: torch.Tensor) -> torch.Tensor:
 def sample_rows(lengths: torch.Tensor, per_example: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
     """Seeded choice of up to ``per_example`` real rows per example: (example index, row index) pairs."""
     examples, positions = [], []
-    for example, length in enumerate(lengths.tolist()):
+    for example, length in enumerate(lengths.cpu().tolist()):
         chosen = torch.randperm(length, generator=generator)[:per_example]
         examples.append(torch.full_like(chosen, example))
         positions.append(chosen)
@@ -77,55 +77,99 @@ def layer_block_means(distances: np.ndarray, layers: int, heads: int) -> dict[st
 
 @register_analysis
 class Clustering(Analysis):
-    """Pairwise JS divergence between all heads of both checkpoints, its MDS embedding, per-head change."""
+    """Pairwise JS divergence between all heads of all checkpoints, its MDS embedding, per-head change."""
 
     name = "clustering"
+    version = 2
     source = "corpus"
+    joint = True
+    settings_used = ("clustering_tokens_per_example", "analysis_seed")
 
     def __init__(self, context: AnalysisContext) -> None:
         super().__init__(context)
-        self.per_example = int(context.options["clustering_tokens_per_example"])
+        self.per_example = context.settings.clustering_tokens_per_example
         self.generator = torch.Generator().manual_seed(context.seed)
-        self.device = next(next(iter(context.checkpoints.values())).parameters()).device
         heads = len(context.checkpoints) * context.num_layers * context.num_heads
-        self.totals = torch.zeros(heads, heads, dtype=torch.float64)
+        self.totals = torch.zeros(heads, heads, dtype=torch.float64, device=context.device)
         self.tokens = 0
         self.num_items = 0
 
     def update(self, batch: AttentionBatch) -> None:
         examples, positions = sample_rows(batch.lengths, self.per_example, self.generator)
+        examples, positions = examples.to(batch.device), positions.to(batch.device)
         # (checkpoints * layers * heads, sampled rows, seq); padding columns of real rows are ~0.
-        rows = torch.cat([batch.attentions[checkpoint][examples, :, :, positions].permute(1, 2, 0, 3).flatten(0, 1)
-                          for checkpoint in self.context.checkpoints])
+        rows = torch.cat([batch.attentions[checkpoint][examples, :, :, positions].float().permute(1, 2, 0, 3)
+                          .flatten(0, 1) for checkpoint in self.context.checkpoints])
         rows = rows * real_tokens(batch.lengths[examples], rows.shape[-1])[None]
-        self.totals += pairwise_js(rows.to(self.device))
+        self.totals += pairwise_js(rows)
         self.tokens += len(positions)
         self.num_items += len(batch.items)
 
     def result(self) -> dict[str, Any]:
         layers, heads = self.context.num_layers, self.context.num_heads
         checkpoints = list(self.context.checkpoints)
-        mean = (self.totals / max(self.tokens, 1)).numpy()
+        mean = (self.totals / max(self.tokens, 1)).cpu().numpy()
         mean = (mean + mean.T) / 2  # symmetric up to rounding; MDS wants it exactly
         np.fill_diagonal(mean, 0.0)
         coordinates, stress = embed(mean, self.context.seed)
         size = layers * heads
         blocks = {c: layer_block_means(mean[i * size:(i + 1) * size, i * size:(i + 1) * size], layers, heads)
                   for i, c in enumerate(checkpoints)}
-        result: dict[str, Any] = {
+        per_pair = {}
+        for before, after in self.context.pairs:
+            i, j = checkpoints.index(before), checkpoints.index(after)
+            between = np.diagonal(mean[i * size:(i + 1) * size, j * size:(j + 1) * size]).reshape(layers, heads)
+            per_pair[pair_name((before, after))] = {"between_versions": between.tolist()}
+        return {
             "checkpoints": checkpoints, "num_layers": layers, "num_heads": heads,
             "head_order": "checkpoint, then layer, then head (row-major)",
             "js_divergence": mean.tolist(), "mds": coordinates.tolist(), "mds_stress": stress,
             "within_checkpoint": blocks, "tokens_used": self.tokens,
             "tokens_per_example": self.per_example, "num_items": self.num_items,
             "distance": "Jensen-Shannon divergence (nats), mean per token",
+            "per_pair": per_pair,
         }
-        if len(checkpoints) == 2:
-            result["between_versions"] = np.diagonal(mean[:size, size:]).reshape(layers, heads).tolist()
-        return {"clustering": result}
 
-    @staticmethod
-    def draw(summary: dict[str, Any], out_dir: Path) -> list[Path]:
-        from harness.analyses.clark_figures import draw_clustering
+    @classmethod
+    def draw(cls, entry: dict[str, Any], run: dict[str, Any], out_dir: Path) -> list[Path]:
+        return draw_clustering(entry, run, out_dir)
 
-        return draw_clustering(summary, out_dir)
+
+def draw_clustering(entry: dict[str, Any], run: dict[str, Any], out_dir: Path) -> list[Path]:
+    """The joint MDS map (one marker per checkpoint, a line from each head's earlier to its later
+    version for each declared pair) and, per pair, the per-head divergence between versions."""
+    clustering = entry["result"]
+    checkpoints = clustering["checkpoints"]
+    layers, heads = clustering["num_layers"], clustering["num_heads"]
+    points = np.asarray(clustering["mds"], dtype=float).reshape(len(checkpoints), layers, heads, 2)
+    colours = plt.get_cmap("viridis")(np.linspace(0, 1, layers))
+    figure, axes = plt.subplots(figsize=(6.4, 5.4))
+    markers = ("o", "^", "s", "D", "v", "P")
+    for layer in range(layers):
+        for before, after in entry["pairs"]:
+            i, j = checkpoints.index(before), checkpoints.index(after)
+            for head in range(heads):
+                axes.plot(points[[i, j], layer, head, 0], points[[i, j], layer, head, 1], color=colours[layer],
+                          alpha=0.5, linewidth=0.8)
+        for index in range(len(checkpoints)):
+            axes.scatter(points[index, layer, :, 0], points[index, layer, :, 1], color=colours[layer],
+                         marker=markers[index % len(markers)], s=22, edgecolor="black", linewidth=0.3)
+    for index, checkpoint in enumerate(checkpoints):
+        axes.scatter([], [], marker=markers[index % len(markers)], color="white", edgecolor="black",
+                     label=checkpoint_title(checkpoint))
+    scale = plt.cm.ScalarMappable(cmap="viridis", norm=plt.Normalize(0.5, layers + 0.5))
+    figure.colorbar(scale, ax=axes, label="layer", ticks=range(1, layers + 1))
+    pair_titles = ", ".join(f"{checkpoint_title(a)} -> {checkpoint_title(b)}" for a, b in entry["pairs"])
+    axes.legend(fontsize=8, title=f"line: {pair_titles}" if pair_titles else None, title_fontsize=7)
+    axes.set_xlabel("MDS dimension 1")
+    axes.set_ylabel("MDS dimension 2")
+    axes.set_title(f"Heads embedded by Jensen-Shannon divergence (Clark Fig. 6):\n{run_title(run)}, "
+                   f"{clustering['tokens_used']} tokens", fontsize=9)
+    written = [save(figure, out_dir / "clustering_mds.png")]
+    for index, ((before, after), stats) in enumerate(zip(entry["pairs"], per_pair_results(entry).values())):
+        suffix = "" if index == 0 else f"_{before}_{after}"
+        written.append(draw_side_by_side_grids(
+            {f"JS divergence, {checkpoint_title(before)} vs {checkpoint_title(after)} head": stats["between_versions"]},
+            out_dir / f"clustering_between_versions{suffix}.png",
+            title=run_title(run), colorbar_label="mean JS divergence per token (nats)", vmin=0.0, cmap="magma"))
+    return written

@@ -1,8 +1,9 @@
-"""Kovaleva et al.'s per-head change: cosine similarity of pre-trained vs fine-tuned maps.
+"""Kovaleva et al.'s per-head change: cosine similarity of two checkpoints' attention maps.
 
-For each example and head, both maps are cropped to the real (non-padding) tokens,
-flattened, and compared by cosine similarity; mean and standard deviation over examples
-come from running sums, so memory does not depend on the number of examples.
+For each example, declared pair of checkpoints and head, both maps are cropped to the real
+(non-padding) tokens, flattened, and compared by cosine similarity; mean and standard
+deviation over examples come from running sums on the attention's device, so memory does
+not depend on the number of examples.
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ from typing import Any
 
 import torch
 
-from harness.analyses.base import Analysis, AnalysisContext, register_analysis
-from harness.attention import FINETUNED, PRETRAINED, AttentionBatch, real_tokens
+from harness.analyses.base import Analysis, AnalysisContext, pair_name, per_pair_results, register_analysis
+from harness.batches import AttentionBatch, real_tokens
+from harness.figures import checkpoint_title, draw_head_grid, draw_layer_lines, run_title
 
 
 def real_token_mask(lengths: torch.Tensor, seq_len: int) -> torch.Tensor:
@@ -26,63 +28,65 @@ def cosine_per_example(first: torch.Tensor, second: torch.Tensor, lengths: torch
     """Cosine similarity of cropped, flattened maps.
 
     ``first``/``second``: (batch, layers, heads, seq, seq); ``lengths``: (batch,).
-    Returns (batch, layers, heads).
+    Returns (batch, layers, heads), in float32 whatever the attention's dtype.
     """
     mask = real_token_mask(lengths, first.shape[-1])[:, None, None]
-    a = (first * mask).flatten(start_dim=3)
-    b = (second * mask).flatten(start_dim=3)
+    a = (first.float() * mask).flatten(start_dim=3)
+    b = (second.float() * mask).flatten(start_dim=3)
     return torch.nn.functional.cosine_similarity(a, b, dim=-1, eps=1e-12)
 
 
 @register_analysis
 class CosineSimilarity(Analysis):
-    """Mean and std over examples of the per-head cosine similarity, plus the per-layer mean."""
+    """Per declared pair: mean and std over examples of the per-head cosine, and the per-layer mean."""
 
     name = "cosine"
+    version = 2
+    joint = True
 
     def __init__(self, context: AnalysisContext) -> None:
         super().__init__(context)
-        shape = (context.num_layers, context.num_heads)
-        self.total = torch.zeros(shape, dtype=torch.float64)
-        self.total_squares = torch.zeros(shape, dtype=torch.float64)
+        shape = (len(context.pairs), context.num_layers, context.num_heads)
+        self.total = torch.zeros(shape, dtype=torch.float64, device=context.device)
+        self.total_squares = torch.zeros(shape, dtype=torch.float64, device=context.device)
         self.count = 0
 
     def update(self, batch: AttentionBatch) -> None:
-        cosine = cosine_per_example(
-            batch.attentions[PRETRAINED], batch.attentions[FINETUNED], batch.lengths
-        ).double()
-        self.total += cosine.sum(dim=0)
-        self.total_squares += (cosine**2).sum(dim=0)
-        self.count += cosine.shape[0]
+        for index, (before, after) in enumerate(self.context.pairs):
+            cosine = cosine_per_example(batch.attentions[before], batch.attentions[after], batch.lengths).double()
+            self.total[index] += cosine.sum(dim=0)
+            self.total_squares[index] += (cosine**2).sum(dim=0)
+        self.count += len(batch.items)
 
     def result(self) -> dict[str, Any]:
-        mean = self.total / max(self.count, 1)
-        variance = (self.total_squares / max(self.count, 1) - mean**2).clamp(min=0)
-        return {
-            "cosine_per_head": mean.tolist(),
-            "cosine_per_head_std": variance.sqrt().tolist(),
-            "cosine_per_layer": mean.mean(dim=1).tolist(),
-            "cosine_num_examples": self.count,
-        }
+        mean = (self.total / max(self.count, 1)).cpu()
+        variance = (self.total_squares.cpu() / max(self.count, 1) - mean**2).clamp(min=0)
+        return {"per_pair": {
+            pair_name(pair): {"per_head": mean[index].tolist(), "per_head_std": variance[index].sqrt().tolist(),
+                              "per_layer": mean[index].mean(dim=1).tolist(), "num_examples": self.count}
+            for index, pair in enumerate(self.context.pairs)}}
 
     @classmethod
-    def stored_in(cls, summary: dict[str, Any]) -> bool:
-        return "cosine_per_head" in summary
+    def metrics(cls, entry: dict[str, Any]) -> list[tuple[str, float]]:
+        out = []
+        for index, (name, stats) in enumerate(per_pair_results(entry).items()):
+            prefix = "cosine" if index == 0 else f"cosine_{name.replace('->', '_to_')}"
+            out += [(f"{prefix}_layer_{layer + 1}", value) for layer, value in enumerate(stats["per_layer"])]
+        return out
 
-    @staticmethod
-    def metrics(summary: dict[str, Any]) -> list[tuple[str, float]]:
-        return [(f"cosine_layer_{layer + 1}", value) for layer, value in enumerate(summary["cosine_per_layer"])]
-
-    @staticmethod
-    def draw(summary: dict[str, Any], out_dir: Path) -> list[Path]:
-        from harness.figures import draw_layer_lines, draw_head_grid
-
-        title = f"{summary['model']} on {summary['task']}: pre-trained vs fine-tuned attention"
-        return [
-            draw_head_grid(summary["cosine_per_head"], out_dir / "cosine_per_head.png",
-                           title=title, colorbar_label="cosine similarity (mean over examples)",
-                           vmin=None, vmax=1.0, cmap="viridis"),
-            draw_layer_lines({"fine-tuned vs pre-trained": summary["cosine_per_layer"]},
-                             out_dir / "cosine_per_layer.png", title=title,
-                             ylabel="mean cosine similarity"),
-        ]
+    @classmethod
+    def draw(cls, entry: dict[str, Any], run: dict[str, Any], out_dir: Path) -> list[Path]:
+        pairs = per_pair_results(entry)
+        paths = []
+        for index, ((before, after), stats) in enumerate(zip(entry["pairs"], pairs.values())):
+            suffix = "" if index == 0 else f"_{before}_{after}"
+            paths.append(draw_head_grid(
+                stats["per_head"], out_dir / f"cosine_per_head{suffix}.png",
+                title=f"{run_title(run)}: {checkpoint_title(before)} vs {checkpoint_title(after)} attention",
+                colorbar_label="cosine similarity (mean over examples)", vmax=1.0))
+        series = {f"{checkpoint_title(before)} vs {checkpoint_title(after)}": stats["per_layer"]
+                  for (before, after), stats in zip(entry["pairs"], pairs.values())}
+        paths.append(draw_layer_lines(series, out_dir / "cosine_per_layer.png",
+                                      title=f"{run_title(run)}: attention similarity per layer",
+                                      ylabel="mean cosine similarity"))
+        return paths

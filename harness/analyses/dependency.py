@@ -6,7 +6,8 @@ row, "head->dependent" the dependent's column (which word attends most to it). A
 accuracy is the share of its dependents whose gold head is predicted. For every relation
 with at least ``syntax_min_count`` (100) scored dependents (punctuation and root excluded, as in the
 paper) the best (head, direction) is reported per checkpoint, beside the best fixed-offset
-baseline. Counts are running sums, so memory does not grow with the treebank.
+baseline (the same for every checkpoint, stored with each). Counts are running sums on the
+model's device, so memory does not grow with the treebank.
 """
 
 from __future__ import annotations
@@ -14,12 +15,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
-from harness.analyses.base import AnalysisContext, register_analysis
-from harness.attention import CHECKPOINTS, AttentionBatch
-from harness.treebank_sources import syntax_source  # noqa: F401  (registers the "syntax" source)
-from harness.wordlevel import WordLevelAnalysis, word_maps
+from harness.analyses.base import (AnalysisContext, best_head, pair_name, per_checkpoint_results, per_pair_results,
+                                   register_analysis)
+from harness.analyses.wordlevel import WordLevelAnalysis
+from harness.batches import AttentionBatch
+from harness.figures import checkpoint_title, draw_side_by_side_grids, plt, run_title, save
+from harness.wordlevel import word_maps
 from tasks.treebank import PUNCT_RELATIONS, Sentence
 
 OFFSETS = (-3, -2, -1, 1, 2, 3)
@@ -42,8 +46,7 @@ PAPER_TABLE1 = {
     "aux": ("4-10", 81.1, 71.5, 1), "poss": ("7-6", 80.5, 47.7, 1), "auxpass": ("4-10", 82.5, 40.5, 1),
     "ccomp": ("8-1", 48.8, 12.4, -2), "mark": ("8-2", 50.7, 14.5, 2), "prt": ("6-7", 99.1, 91.4, -1),
 }
-# The rows the closing note of the issue asks for, in this order when present.
-KEY_RELATIONS = ("det", "nsubj", "obj", "amod", "case", "aux", "advmod", "mark", "compound", "nmod:poss")
+PAPER_MODEL = "bert-base-uncased (Clark et al. 2019, PTB WSJ dev, Stanford Dependencies)"
 
 
 def scored_dependents(sentence: Sentence, num_words: int) -> tuple[torch.Tensor, torch.Tensor, list[str]]:
@@ -66,45 +69,46 @@ def scored_dependents(sentence: Sentence, num_words: int) -> tuple[torch.Tensor,
 def head_predictions(maps: torch.Tensor) -> torch.Tensor:
     """Most-attended word per word and head, both directions: (2, layers, heads, words) from
     word-level ``maps`` (layers, heads, words, words); a word never predicts itself."""
-    diagonal = torch.eye(maps.shape[-1], dtype=torch.bool)
+    diagonal = torch.eye(maps.shape[-1], dtype=torch.bool, device=maps.device)
     masked = maps.masked_fill(diagonal, float("-inf"))
     return torch.stack([masked.argmax(dim=-1), masked.argmax(dim=-2)])
 
 
 def offset_predictions(read_at: torch.Tensor) -> torch.Tensor:
     """(offsets, dependents): the word at each fixed offset from where the prediction is read."""
-    return read_at[None, :] + torch.tensor(OFFSETS)[:, None]
+    return read_at[None, :] + torch.tensor(OFFSETS, device=read_at.device)[:, None]
 
 
 class RelationCounts:
     """Running counts of correct predictions per relation; relations are added as they appear."""
 
-    def __init__(self, shape: tuple[int, ...]) -> None:
+    def __init__(self, shape: tuple[int, ...], device: torch.device) -> None:
         self.shape = shape
+        self.device = device
         self.index: dict[str, int] = {}
-        self.correct = torch.zeros(*shape, 0, dtype=torch.float64)
+        self.correct = torch.zeros(*shape, 0, dtype=torch.float64, device=device)
 
     def add(self, hits: torch.Tensor, relations: list[str]) -> None:
         """``hits``: (*shape, dependents) 0/1, one dependent per entry of ``relations``."""
-        for relation in relations:
-            if relation not in self.index:
-                self.index[relation] = len(self.index)
-                self.correct = torch.cat([self.correct, torch.zeros(*self.shape, 1, dtype=torch.float64)], dim=-1)
-        columns = torch.tensor([self.index[r] for r in relations], dtype=torch.long)
+        new = [r for r in dict.fromkeys(relations) if r not in self.index]
+        for relation in new:
+            self.index[relation] = len(self.index)
+        if new:
+            grown = torch.zeros(*self.shape, len(new), dtype=torch.float64, device=self.device)
+            self.correct = torch.cat([self.correct, grown], dim=-1)
+        columns = torch.tensor([self.index[r] for r in relations], dtype=torch.long, device=self.device)
         one_hot = torch.nn.functional.one_hot(columns, len(self.index)).double()
-        self.correct += hits.double() @ one_hot
+        self.correct += hits.to(self.device).double() @ one_hot
 
     def of(self, relation: str) -> torch.Tensor:
         return self.correct[..., self.index[relation]]
 
 
 def best(accuracy: torch.Tensor) -> dict[str, Any]:
-    """Best (direction, layer, head) of a (2, layers, heads) accuracy grid, 1-indexed."""
-    flat = int(accuracy.argmax())
-    direction, rest = divmod(flat, accuracy.shape[1] * accuracy.shape[2])
-    layer, head = divmod(rest, accuracy.shape[2])
-    return {"layer": layer + 1, "head": head + 1, "direction": DIRECTIONS[direction],
-            "accuracy": 100 * float(accuracy.flatten()[flat])}
+    """Best (direction, layer, head) of a (directions, layers, heads) accuracy grid, 1-indexed, in %."""
+    top = best_head(accuracy)
+    return {"layer": top["layer"], "head": top["head"], "direction": DIRECTIONS[top["leading"][0]],
+            "accuracy": 100 * top["value"]}
 
 
 def best_per_direction(accuracy: torch.Tensor) -> dict[str, dict[str, Any]]:
@@ -113,154 +117,182 @@ def best_per_direction(accuracy: torch.Tensor) -> dict[str, dict[str, Any]]:
             for index, direction in enumerate(DIRECTIONS)}
 
 
+def paper_row(relation: str) -> dict[str, Any] | None:
+    """Clark et al.'s Table 1 row for a UD relation (through `UD_TO_SD`), or None."""
+    name = relation if relation in PAPER_TABLE1 else UD_TO_SD.get(relation)
+    if name not in PAPER_TABLE1:
+        return None
+    head, accuracy, baseline, offset = PAPER_TABLE1[name]
+    return {"relation": name, "head": head, "accuracy": accuracy, "baseline_accuracy": baseline,
+            "baseline_offset": offset}
+
+
 @register_analysis
 class DependencyHeads(WordLevelAnalysis):
-    """Per relation: best head and accuracy of each checkpoint, the change, and the offset baseline."""
+    """Per relation and checkpoint: best head and accuracy, with the offset baseline."""
 
     name = "syntax"
+    version = 2
     source = "syntax"
+    settings_used = ("word_attention_from", "syntax_min_count")
+    reference = {"clark_table1": {relation: paper_row(relation) for relation in PAPER_TABLE1},
+                 "ud_to_sd": UD_TO_SD, "paper_model": PAPER_MODEL}
 
     def __init__(self, context: AnalysisContext) -> None:
         super().__init__(context)
-        self.min_count = int(context.options["syntax_min_count"])
-        shape = (2, context.num_layers, context.num_heads)
-        self.heads = {checkpoint: RelationCounts(shape) for checkpoint in CHECKPOINTS}
-        self.baseline = RelationCounts((len(OFFSETS),))
-        self.totals = RelationCounts(())
+        self.min_count = context.settings.syntax_min_count
+        shape = (len(context.checkpoints), len(DIRECTIONS), context.num_layers, context.num_heads)
+        self.heads = RelationCounts(shape, context.device)
+        self.baseline = RelationCounts((len(OFFSETS),), torch.device("cpu"))
+        self.totals = RelationCounts((), torch.device("cpu"))
         self.sentences = self.words = self.words_cut = self.arcs_cut = 0
 
     def update_words(self, batch: AttentionBatch) -> None:
-        rows = {checkpoint: word_maps(batch, checkpoint, self.from_mode) for checkpoint in CHECKPOINTS}
-        for per_checkpoint in zip(*rows.values()):
+        rows = [word_maps(batch, checkpoint, self.from_mode) for checkpoint in self.context.checkpoints]
+        for per_checkpoint in zip(*rows):
             aligned = per_checkpoint[0][0]
             sentence: Sentence = aligned.item
             read_at, gold, relations = scored_dependents(sentence, aligned.num_words)
-            self._count_sentence(sentence, aligned.num_words, aligned.words_cut, len(relations))
+            self._count_sentence(sentence, aligned.words_cut, len(relations))
             if not relations:
                 continue
-            for checkpoint, (_, maps) in zip(rows, per_checkpoint):
-                hits = head_predictions(maps)[..., read_at] == gold
-                self.heads[checkpoint].add(hits, relations)
+            on_device = read_at.to(self.context.device), gold.to(self.context.device)
+            hits = torch.stack([head_predictions(maps)[..., on_device[0]] == on_device[1]
+                                for _, maps in per_checkpoint])
+            self.heads.add(hits, relations)
             self.baseline.add(offset_predictions(read_at) == gold, relations)
             self.totals.add(torch.ones(len(relations)), relations)
 
-    def _count_sentence(self, sentence: Sentence, kept: int, cut: int, scored: int) -> None:
+    def _count_sentence(self, sentence: Sentence, cut: int, scored: int) -> None:
         self.sentences += 1
         self.words += len(sentence)
         self.words_cut += cut
         scorable = sum(1 for h, r in zip(sentence.heads, sentence.relations) if r not in PUNCT_RELATIONS and h)
         self.arcs_cut += scorable - scored
 
-    def _accuracy(self, counts: RelationCounts, relation: str) -> torch.Tensor:
+    def _accuracy(self, correct: torch.Tensor, counts: RelationCounts, relation: str) -> torch.Tensor:
+        """``correct``: (..., relations) counts on the CPU; the share of ``relation``'s dependents."""
         if relation == ALL:
-            return counts.correct.sum(dim=-1) / self.totals.correct.sum().clamp(min=1)
-        return counts.of(relation) / self.totals.of(relation)
+            return correct.sum(dim=-1) / self.totals.correct.sum().clamp(min=1)
+        return correct[..., counts.index[relation]] / self.totals.of(relation)
 
-    def _row(self, relation: str, count: int) -> dict[str, Any]:
-        grids = {c: self._accuracy(self.heads[c], relation) for c in CHECKPOINTS}
-        best_of = {c: best(grids[c]) for c in CHECKPOINTS}
-        pre = best_of[CHECKPOINTS[0]]
-        same_head = grids[CHECKPOINTS[1]][DIRECTIONS.index(pre["direction"]), pre["layer"] - 1, pre["head"] - 1]
-        baseline = self._accuracy(self.baseline, relation)
+    def _row(self, index: int, correct: torch.Tensor, relation: str, count: int) -> dict[str, Any]:
+        grid = self._accuracy(correct[index], self.heads, relation)
+        baseline = self._accuracy(self.baseline.correct, self.baseline, relation)
         offset = int(baseline.argmax())
-        paper_relation = relation if relation in PAPER_TABLE1 else UD_TO_SD.get(relation)
-        paper = PAPER_TABLE1.get(paper_relation) if paper_relation else None
-        return {
-            "relation": relation, "count": count, **{c: best_of[c] for c in CHECKPOINTS},
-            "change": best_of[CHECKPOINTS[1]]["accuracy"] - pre["accuracy"],
-            "finetuned_at_pretrained_head": 100 * float(same_head),
-            "by_direction": {c: best_per_direction(grids[c]) for c in CHECKPOINTS},
-            "baseline": {"offset": OFFSETS[offset], "accuracy": 100 * float(baseline[offset])},
-            "paper": None if paper is None else {"relation": paper_relation, "head": paper[0], "accuracy": paper[1],
-                                                 "baseline_accuracy": paper[2], "baseline_offset": paper[3]},
-            "per_head": {c: (100 * grids[c]).tolist() for c in CHECKPOINTS},
-        }
+        return {"relation": relation, "count": count, "best": best(grid), "by_direction": best_per_direction(grid),
+                "baseline": {"offset": OFFSETS[offset], "accuracy": 100 * float(baseline[offset])},
+                "per_head": (100 * grid).tolist()}
 
     def result(self) -> dict[str, Any]:
         counts = {r: int(self.totals.of(r)) for r in self.totals.index}
         frequent = sorted((r for r, n in counts.items() if n >= self.min_count), key=lambda r: -counts[r])
-        rows = [self._row(ALL, sum(counts.values()))] + [self._row(r, counts[r]) for r in frequent] \
-            if counts else []
-        return {"syntax": {
-            "relations": rows, "min_count": self.min_count, "offsets": list(OFFSETS), "directions": list(DIRECTIONS),
+        relations = [(ALL, sum(counts.values()))] + [(r, counts[r]) for r in frequent] if counts else []
+        correct = self.heads.correct.cpu()
+        return {checkpoint: {
+            "relations": [self._row(index, correct, relation, count) for relation, count in relations],
+            "min_count": self.min_count, "offsets": list(OFFSETS), "directions": list(DIRECTIONS),
             "word_attention_from": self.from_mode, "num_sentences": self.sentences, "num_words": self.words,
             "num_scored": sum(counts.values()), "words_cut": self.words_cut, "arcs_cut": self.arcs_cut,
-            "paper_model": "bert-base-uncased (Clark et al. 2019, PTB WSJ dev, Stanford Dependencies)",
-        }}
+        } for index, checkpoint in enumerate(self.context.checkpoints)}
 
-    @staticmethod
-    def metrics(summary: dict[str, Any]) -> list[tuple[str, float]]:
-        """Scalars for MLflow: best-head accuracy per relation and checkpoint, and the baseline."""
+    @classmethod
+    def compare(cls, per_checkpoint: dict[str, Any], pairs: list[tuple[str, str]]) -> dict[str, Any]:
+        """Per relation: best head before and after, the change, and the after model's accuracy
+        at the before model's best head (does the head that tracked the relation keep it?)."""
+        def changed(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+            head = before["best"]
+            same_head = after["per_head"][DIRECTIONS.index(head["direction"])][head["layer"] - 1][head["head"] - 1]
+            return {"relation": before["relation"], "change": after["best"]["accuracy"] - head["accuracy"],
+                    "after_at_before_head": same_head}
+
+        return {pair_name((a, b)): {"relations": [changed(before, after) for before, after in
+                                                  zip(per_checkpoint[a]["relations"], per_checkpoint[b]["relations"])]}
+                for a, b in pairs}
+
+    @classmethod
+    def metrics(cls, entry: dict[str, Any]) -> list[tuple[str, float]]:
+        """Best-head accuracy per relation and checkpoint, and the offset baseline."""
         out = []
-        for row in summary["syntax"]["relations"]:
-            name = row["relation"].replace(":", "_")
-            out += [(f"syntax_{name}_{c}", row[c]["accuracy"]) for c in CHECKPOINTS]
-            out.append((f"syntax_{name}_baseline", row["baseline"]["accuracy"]))
+        for checkpoint, stats in per_checkpoint_results(entry).items():
+            for row in stats["relations"]:
+                out.append((f"syntax_{checkpoint}_{row['relation'].replace(':', '_')}", row["best"]["accuracy"]))
+        first = next(iter(per_checkpoint_results(entry).values()))
+        out += [(f"syntax_baseline_{row['relation'].replace(':', '_')}", row["baseline"]["accuracy"])
+                for row in first["relations"]]
         return out
 
-    @staticmethod
-    def draw(summary: dict[str, Any], out_dir: Path) -> list[Path]:
-        rows = summary["syntax"]["relations"]
-        if not rows:
+    @classmethod
+    def draw(cls, entry: dict[str, Any], run: dict[str, Any], out_dir: Path) -> list[Path]:
+        if not next(iter(per_checkpoint_results(entry).values()))["relations"]:
             return []
-        title = f"{summary.get('model', 'model')} on {summary.get('task', 'task')}"
-        return [draw_relation_bars(rows, out_dir / "syntax_relations.png", title=title),
-                *draw_all_heads(rows[0], out_dir, title=title),
-                write_table(rows, summary["syntax"], out_dir / "syntax_table1.md", title=title)]
+        title = run_title(run)
+        return [draw_relation_bars(entry, out_dir / "syntax_relations.png", title=title),
+                draw_all_heads(entry, out_dir / "syntax_all_relations.png", title=title),
+                write_table(entry, out_dir / "syntax_table1.md", title=title)]
 
 
-def _head_name(entry: dict[str, Any]) -> str:
-    arrow = "d>h" if entry["direction"] == DIRECTIONS[0] else "h>d"
-    return f"{entry['layer']}-{entry['head']} {arrow}"
+def head_name(best_entry: dict[str, Any]) -> str:
+    arrow = "d>h" if best_entry["direction"] == DIRECTIONS[0] else "h>d"
+    return f"{best_entry['layer']}-{best_entry['head']} {arrow}"
 
 
-def write_table(rows: list[dict[str, Any]], stored: dict[str, Any], path: Path, *, title: str) -> Path:
-    """Clark et al.'s Table 1 per checkpoint, with the change and the paper's BERT-base numbers."""
-    pre, fine = CHECKPOINTS
+def write_table(entry: dict[str, Any], path: Path, *, title: str) -> Path:
+    """Clark et al.'s Table 1 per checkpoint, each pair's change, and the paper's BERT-base numbers."""
+    checkpoints = per_checkpoint_results(entry)
+    first = next(iter(checkpoints.values()))
+    pairs = list(zip(entry["pairs"], per_pair_results(entry).values()))
+    header = ["relation", "n", *(f"{checkpoint_title(c)} head | acc" for c in checkpoints),
+              *(f"change {checkpoint_title(a)}->{checkpoint_title(b)} | {checkpoint_title(b)} at "
+                f"{checkpoint_title(a)} head" for (a, b), _ in pairs),
+              "offset baseline", "paper relation", "paper head", "paper acc", "paper baseline"]
+    columns = sum(cell.count("|") + 1 for cell in header)
     lines = [f"# Dependency heads ({title})", "",
-             f"UAS-style accuracy (%) of the best single head per relation; {stored['num_scored']} dependents in "
-             f"{stored['num_sentences']} sentences (punctuation and root excluded; {stored['words_cut']} words cut by "
-             f"--max-tokens). Head = layer-head, 1-indexed; d>h: dependent attends to head, h>d: head attends to "
-             f"dependent. Paper: {stored['paper_model']}, different model and treebank.", "",
-             "| relation | n | pre-trained head | acc | fine-tuned head | acc | change | fine-tuned at pre-trained head "
-             "| offset baseline | paper relation | paper head | paper acc | paper baseline |",
-             "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-    for row in rows:
-        paper = row["paper"] or {}
-        paper_cells = (f"{paper['relation']} | {paper['head']} | {paper['accuracy']:.1f} | "
-                       f"{paper['baseline_accuracy']:.1f} ({paper['baseline_offset']:+d})") if paper else " |  |  | "
-        lines.append(f"| {row['relation']} | {row['count']} | {_head_name(row[pre])} | {row[pre]['accuracy']:.1f} | "
-                     f"{_head_name(row[fine])} | {row[fine]['accuracy']:.1f} | {row['change']:+.1f} | "
-                     f"{row['finetuned_at_pretrained_head']:.1f} | {row['baseline']['accuracy']:.1f} "
-                     f"({row['baseline']['offset']:+d}) | {paper_cells} |")
-    lines += ["", "Best head in each direction (d>h: dependent attends to head; h>d: head attends to dependent):", "",
-              "| relation | d>h pre-trained | d>h fine-tuned | h>d pre-trained | h>d fine-tuned |",
-              "|---|---|---|---|---|"]
-    for row in rows:
-        cells = [f"{entry['layer']}-{entry['head']}: {entry['accuracy']:.1f}"
-                 for direction in DIRECTIONS for entry in (row["by_direction"][pre][direction],
-                                                           row["by_direction"][fine][direction])]
+             f"UAS-style accuracy (%) of the best single head per relation; {first['num_scored']} dependents in "
+             f"{first['num_sentences']} sentences (punctuation and root excluded; {first['words_cut']} words cut by "
+             "--max-tokens). Head = layer-head, 1-indexed; d>h: dependent attends to head, h>d: head attends to "
+             f"dependent. Paper: {PAPER_MODEL}, a different model and treebank.", "",
+             "| " + " | ".join(header) + " |", "|---" * columns + "|"]
+    for position, row in enumerate(first["relations"]):
+        cells = [row["relation"], str(row["count"])]
+        for stats in checkpoints.values():
+            mine = stats["relations"][position]["best"]
+            cells += [head_name(mine), f"{mine['accuracy']:.1f}"]
+        for _, comparison in pairs:
+            change = comparison["relations"][position]
+            cells += [f"{change['change']:+.1f}", f"{change['after_at_before_head']:.1f}"]
+        cells.append(f"{row['baseline']['accuracy']:.1f} ({row['baseline']['offset']:+d})")
+        paper = paper_row(row["relation"])
+        cells += ([paper["relation"], paper["head"], f"{paper['accuracy']:.1f}",
+                   f"{paper['baseline_accuracy']:.1f} ({paper['baseline_offset']:+d})"] if paper else [""] * 4)
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", "Best head in each direction (layer-head: accuracy):", "",
+              "| relation | " + " | ".join(f"{direction} {checkpoint_title(c)}" for direction in DIRECTIONS
+                                          for c in checkpoints) + " |",
+              "|---" * (1 + len(DIRECTIONS) * len(checkpoints)) + "|"]
+    for position, row in enumerate(first["relations"]):
+        cells = [f"{best_entry['layer']}-{best_entry['head']}: {best_entry['accuracy']:.1f}"
+                 for direction in DIRECTIONS for stats in checkpoints.values()
+                 for best_entry in [stats["relations"][position]["by_direction"][direction]]]
         lines.append(f"| {row['relation']} | " + " | ".join(cells) + " |")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n")
     return path
 
 
-def draw_relation_bars(rows: list[dict[str, Any]], path: Path, *, title: str, limit: int = 20) -> Path:
+def draw_relation_bars(entry: dict[str, Any], path: Path, *, title: str, limit: int = 20) -> Path:
     """Grouped bars per relation: best head of each checkpoint, the offset baseline, the paper."""
-    import numpy as np
-    from harness.figures import plt, save
-
-    rows = rows[:limit]
-    pre, fine = CHECKPOINTS
+    checkpoints = per_checkpoint_results(entry)
+    rows = next(iter(checkpoints.values()))["relations"][:limit]
+    bars = {f"{checkpoint_title(c)} best head": [r["best"]["accuracy"] for r in stats["relations"][:limit]]
+            for c, stats in checkpoints.items()}
+    bars["best offset baseline"] = [r["baseline"]["accuracy"] for r in rows]
     positions = np.arange(len(rows))
-    figure, axes = plt.subplots(figsize=(7, 0.38 * len(rows) + 1.6))
-    bars = {"pre-trained best head": [r[pre]["accuracy"] for r in rows],
-            "fine-tuned best head": [r[fine]["accuracy"] for r in rows],
-            "best offset baseline": [r["baseline"]["accuracy"] for r in rows]}
+    height = 0.8 / len(bars)
+    figure, axes = plt.subplots(figsize=(7, 0.12 * len(bars) * len(rows) + 1.8))
     for k, (label, values) in enumerate(bars.items()):
-        axes.barh(positions + (k - 1) * 0.27, values, height=0.27, label=label)
-    paper = [(i, r["paper"]["accuracy"]) for i, r in enumerate(rows) if r["paper"]]
+        axes.barh(positions + (k - (len(bars) - 1) / 2) * height, values, height=height, label=label)
+    paper = [(i, p["accuracy"]) for i, r in enumerate(rows) if (p := paper_row(r["relation"]))]
     if paper:
         axes.scatter([a for _, a in paper], [i for i, _ in paper], marker="x", color="black", zorder=3,
                      label="Clark et al. BERT-base (SD relation)")
@@ -274,17 +306,9 @@ def draw_relation_bars(rows: list[dict[str, Any]], path: Path, *, title: str, li
     return save(figure, path)
 
 
-def draw_all_heads(row: dict[str, Any], out_dir: Path, *, title: str) -> list[Path]:
-    """Per-head accuracy on all relations (better direction) before, and its change after, fine-tuning."""
-    from harness.figures import draw_head_grid
-
-    pre, fine = (torch.tensor(row["per_head"][c]).amax(dim=0) for c in CHECKPOINTS)
-    limit = float((fine - pre).abs().max()) or 1.0
-    return [
-        draw_head_grid(pre.tolist(), out_dir / "syntax_all_pretrained.png", vmin=0,
-                       title=f"{title}: pre-trained, accuracy on all relations",
-                       colorbar_label="accuracy (%), better direction"),
-        draw_head_grid((fine - pre).tolist(), out_dir / "syntax_all_change.png", vmin=-limit, vmax=limit,
-                       cmap="RdBu_r", title=f"{title}: fine-tuned minus pre-trained, all relations",
-                       colorbar_label="change in accuracy (points)"),
-    ]
+def draw_all_heads(entry: dict[str, Any], path: Path, *, title: str) -> Path:
+    """Per-head accuracy on all relations (better direction), one panel per checkpoint."""
+    grids = {checkpoint_title(c): np.asarray(stats["relations"][0]["per_head"]).max(axis=0)
+             for c, stats in per_checkpoint_results(entry).items()}
+    return draw_side_by_side_grids(grids, path, title=f"{title}: accuracy on all relations per head",
+                                   colorbar_label="accuracy (%), better direction", vmin=0.0)

@@ -5,8 +5,8 @@ word-level map ([CLS] and [SEP] rows included, i.e. normalised by sequence lengt
 feature's value is the maximum over the sentence's words that carry it, and sentences
 without the feature are skipped. The features come from the treebank's gold annotation
 (Kovaleva et al. tagged with spaCy): nouns, verbs, pronouns (Penn tags), subjects and
-objects (dependency relations), negation words, plus [CLS] and [SEP] for scale. Values of
-both checkpoints and their change are running means over sentences.
+objects (dependency relations), negation words, plus [CLS] and [SEP] for scale. Each
+checkpoint's values are running means over sentences; `compare` gives their change.
 """
 
 from __future__ import annotations
@@ -15,12 +15,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
 
-from harness.analyses.base import AnalysisContext, register_analysis
-from harness.attention import CHECKPOINTS, FINETUNED, PRETRAINED, AttentionBatch
-from harness.treebank_sources import syntax_source  # noqa: F401  (registers the "syntax" source)
-from harness.wordlevel import WordLevelAnalysis, word_maps
+from harness.analyses.base import (AnalysisContext, best_head, pair_name, per_checkpoint_results, per_pair_results,
+                                   register_analysis)
+from harness.analyses.wordlevel import WordLevelAnalysis
+from harness.batches import AttentionBatch
+from harness.figures import checkpoint_title, draw_layer_lines, plt, run_title, save, style_head_axes
+from harness.wordlevel import word_maps
 from tasks.treebank import Sentence
 
 # Kovaleva et al.'s spaCy labels and their UD counterparts (UD splits "don't" into "do n't").
@@ -57,6 +60,8 @@ FEATURES: dict[str, Callable[[Sentence, int], bool]] = {
 }
 SPECIAL = ("[CLS]", "[SEP]")
 NAMES = (*FEATURES, *SPECIAL)
+NORMALISATION = ("attention received, averaged over all rows of the word-level map ([CLS]/[SEP] rows included); "
+                 "max over the sentence's words with the feature")
 
 
 def feature_positions(sentence: Sentence, num_words: int) -> dict[str, list[int]]:
@@ -76,98 +81,98 @@ def feature_attention(maps: torch.Tensor, positions: dict[str, list[int]]) -> di
     return values
 
 
+def slug(name: str) -> str:
+    return name.strip("[]").lower()
+
+
 @register_analysis
 class LinguisticFeatures(WordLevelAnalysis):
-    """Mean over sentences of each feature's per-head attention, for both checkpoints."""
+    """Mean over sentences of each feature's per-head attention, per checkpoint."""
 
     name = "features"
+    version = 2
     source = "syntax"
+    settings_used = ("word_attention_from",)
+    reference = {"kovaleva": "features tagged with spaCy on GLUE text; here the treebank's gold annotation",
+                 "normalisation": NORMALISATION}
 
     def __init__(self, context: AnalysisContext) -> None:
         super().__init__(context)
-        shape = (context.num_layers, context.num_heads)
-        self.totals = {c: {name: torch.zeros(shape, dtype=torch.float64) for name in NAMES} for c in CHECKPOINTS}
+        shape = (len(context.checkpoints), len(NAMES), context.num_layers, context.num_heads)
+        self.totals = torch.zeros(shape, dtype=torch.float64, device=context.device)
         self.sentences = dict.fromkeys(NAMES, 0)
         self.words_cut = 0
 
     def update_words(self, batch: AttentionBatch) -> None:
-        rows = {c: word_maps(batch, c, self.from_mode, keep_special=True) for c in CHECKPOINTS}
-        for per_checkpoint in zip(*rows.values()):
+        rows = [word_maps(batch, checkpoint, self.from_mode, keep_special=True) for checkpoint in self.context.checkpoints]
+        for per_checkpoint in zip(*rows):
             aligned = per_checkpoint[0][0]
             self.words_cut += aligned.words_cut
             positions = feature_positions(aligned.item, aligned.num_words)
-            for checkpoint, (_, maps) in zip(rows, per_checkpoint):
+            for index, (_, maps) in enumerate(per_checkpoint):
                 values = feature_attention(maps, positions)
                 for name, value in values.items():
-                    self.totals[checkpoint][name] += value.double()
+                    self.totals[index, NAMES.index(name)] += value.double()
             for name in values:  # only the features this sentence has
                 self.sentences[name] += 1
 
     def result(self) -> dict[str, Any]:
-        means = {c: {n: self.totals[c][n] / max(self.sentences[n], 1) for n in NAMES} for c in CHECKPOINTS}
-        change = {n: means[FINETUNED][n] - means[PRETRAINED][n] for n in NAMES}
-        return {"features": {
+        counts = torch.tensor([max(self.sentences[name], 1) for name in NAMES], dtype=torch.float64)
+        means = self.totals.cpu() / counts[None, :, None, None]
+        return {checkpoint: {
             "names": list(NAMES),
-            "per_head": {c: {n: means[c][n].tolist() for n in NAMES} for c in CHECKPOINTS},
-            "change_per_head": {n: change[n].tolist() for n in NAMES},
-            "per_layer": {c: {n: means[c][n].mean(dim=1).tolist() for n in NAMES} for c in CHECKPOINTS},
-            "max_head": {c: {n: _max_head(means[c][n]) for n in NAMES} for c in CHECKPOINTS},
+            "per_head": {name: means[index, position].tolist() for position, name in enumerate(NAMES)},
+            "per_layer": {name: means[index, position].mean(dim=1).tolist() for position, name in enumerate(NAMES)},
+            "max_head": {name: best_head(means[index, position]) for position, name in enumerate(NAMES)},
             "sentences_with_feature": dict(self.sentences),
             "word_attention_from": self.from_mode, "words_cut": self.words_cut,
-            "normalisation": "attention received, averaged over all rows of the word-level map "
-                             "([CLS]/[SEP] rows included); max over the sentence's words with the feature",
-        }}
+        } for index, checkpoint in enumerate(self.context.checkpoints)}
 
-    @staticmethod
-    def metrics(summary: dict[str, Any]) -> list[tuple[str, float]]:
-        """Scalars for MLflow: per feature and checkpoint, the largest per-head value."""
-        stored = summary["features"]
-        return [(f"features_{_slug(n)}_max_{c}", stored["max_head"][c][n]["value"])
-                for c in CHECKPOINTS for n in stored["names"]]
+    @classmethod
+    def compare(cls, per_checkpoint: dict[str, Any], pairs: list[tuple[str, str]]) -> dict[str, Any]:
+        def change(a: str, b: str, part: str) -> dict[str, list]:
+            return {name: (np.asarray(per_checkpoint[b][part][name]) - np.asarray(per_checkpoint[a][part][name])).tolist()
+                    for name in NAMES}
 
-    @staticmethod
-    def draw(summary: dict[str, Any], out_dir: Path) -> list[Path]:
-        from harness.figures import draw_layer_lines
+        return {pair_name((a, b)): {"change_per_head": change(a, b, "per_head"),
+                                    "change_per_layer": change(a, b, "per_layer")} for a, b in pairs}
 
-        stored = summary["features"]
-        title = f"{summary.get('model', 'model')} on {summary.get('task', 'task')}"
-        paths = [draw_feature_panels(stored, name, out_dir / f"features_{_slug(name)}.png", title=title)
-                 for name in stored["names"]]
-        layers_change = {name: [f - p for p, f in zip(stored["per_layer"][PRETRAINED][name],
-                                                       stored["per_layer"][FINETUNED][name])]
-                         for name in stored["names"] if name not in SPECIAL}
-        paths.append(draw_layer_lines(layers_change, out_dir / "features_change_per_layer.png",
-                                      title=f"{title}: change in attention to linguistic features after fine-tuning",
-                                      ylabel="fine-tuned minus pre-trained (mean over heads)"))
+    @classmethod
+    def metrics(cls, entry: dict[str, Any]) -> list[tuple[str, float]]:
+        """Per feature and checkpoint, the largest per-head value."""
+        return [(f"features_{checkpoint}_{slug(name)}_max", stats["max_head"][name]["value"])
+                for checkpoint, stats in per_checkpoint_results(entry).items() for name in NAMES]
+
+    @classmethod
+    def draw(cls, entry: dict[str, Any], run: dict[str, Any], out_dir: Path) -> list[Path]:
+        paths = [draw_feature_panels(entry, name, out_dir / f"features_{slug(name)}.png", title=run_title(run))
+                 for name in NAMES]
+        for (before, after), comparison in zip(entry["pairs"], per_pair_results(entry).values()):
+            lines = {name: values for name, values in comparison["change_per_layer"].items() if name not in SPECIAL}
+            paths.append(draw_layer_lines(
+                lines, out_dir / f"features_change_per_layer_{before}-{after}.png",
+                title=f"{run_title(run)}: change in attention to linguistic features",
+                ylabel=f"{checkpoint_title(after)} minus {checkpoint_title(before)}\n(mean over heads)"))
         return paths
 
 
-def _max_head(grid: torch.Tensor) -> dict[str, Any]:
-    layer, head = divmod(int(grid.argmax()), grid.shape[1])
-    return {"layer": layer + 1, "head": head + 1, "value": float(grid[layer, head])}
-
-
-def _slug(name: str) -> str:
-    return name.strip("[]").lower()
-
-
-def draw_feature_panels(stored: dict[str, Any], name: str, path: Path, *, title: str) -> Path:
-    """Pre-trained, fine-tuned (shared colour scale) and change (diverging) per head for one feature."""
-    import numpy as np
-    from harness.figures import plt, save, style_head_axes
-
-    grids = [np.asarray(stored["per_head"][c][name]) for c in CHECKPOINTS]
-    change = np.asarray(stored["change_per_head"][name])
-    layers, heads = change.shape
-    top = max(g.max() for g in grids)
-    limit = float(np.abs(change).max()) or 1e-9
-    figure, axes = plt.subplots(1, 3, figsize=(3 * (0.32 * heads + 1.6), 0.32 * layers + 1.8))
-    panels = [(grids[0], "pre-trained", "viridis", 0, top), (grids[1], "fine-tuned", "viridis", 0, top),
-              (change, "fine-tuned minus pre-trained", "RdBu_r", -limit, limit)]
-    for ax, (grid, label, cmap, vmin, vmax) in zip(axes, panels):
+def draw_feature_panels(entry: dict[str, Any], name: str, path: Path, *, title: str) -> Path:
+    """One feature: each checkpoint per head (shared colour scale), then each pair's change (diverging)."""
+    checkpoints = per_checkpoint_results(entry)
+    grids = [(checkpoint_title(c), np.asarray(stats["per_head"][name])) for c, stats in checkpoints.items()]
+    changes = [(f"{checkpoint_title(b)} minus {checkpoint_title(a)}", np.asarray(comparison["change_per_head"][name]))
+               for (a, b), comparison in zip(entry["pairs"], per_pair_results(entry).values())]
+    top = max(grid.max() for _, grid in grids)
+    limit = max((float(np.abs(change).max()) for _, change in changes), default=0.0) or 1e-9
+    layers, heads = grids[0][1].shape
+    panels = [(label, grid, "viridis", 0.0, top) for label, grid in grids] + \
+             [(label, change, "RdBu_r", -limit, limit) for label, change in changes]
+    figure, axes = plt.subplots(1, len(panels), figsize=(len(panels) * (0.32 * heads + 1.6), 0.32 * layers + 1.8),
+                                squeeze=False)
+    for ax, (label, grid, cmap, vmin, vmax) in zip(axes[0], panels):
         image = ax.imshow(grid, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
         style_head_axes(ax, layers, heads, label, tick_size=6, title_size=8)
         figure.colorbar(image, ax=ax, label="attention (row mean, max over words)" if cmap == "viridis" else "change")
-    figure.suptitle(f"{title}: attention to {name} "
-                    f"({stored['sentences_with_feature'][name]} sentences)", fontsize=9)
+    sentences = next(iter(checkpoints.values()))["sentences_with_feature"][name]
+    figure.suptitle(f"{title}: attention to {name} ({sentences} sentences)", fontsize=9)
     return save(figure, path)

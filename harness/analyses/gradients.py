@@ -1,106 +1,33 @@
 """Clark et al.'s gradient-based importance of attention (their Figure 3), per checkpoint.
 
-For each example the loss is back-propagated to the post-softmax attention weights, and
-the mean magnitude |dL/d attention| is taken per head over all real rows and the columns of
-one token type: [SEP], "." or ",", [CLS], or any other token. Clark used the masked-LM
-loss; here a checkpoint gets it when a complete masked-LM head loads from its weights
-(``AutoModelForMaskedLM`` from the checkpoint's ``name_or_path``, with nothing missing), with
-15% of the ordinary tokens of each input replaced by [MASK] (seeded). Otherwise the task
-loss is used: the pre-trained checkpoint's classifier is then untrained (said in the
-result), and inputs without labels (``--corpus`` text) give no gradients at all.
+For each example the loss is back-propagated to the post-softmax attention weights (the
+forward API's gradient capture; see `harness.engine.GradientTargets` for which loss each
+checkpoint gets: masked-LM when it stores a complete masked-LM head, as Clark et al., else
+the task loss), and the mean magnitude |dL/d attention| is taken per head over all real
+rows and the columns of one token type: [SEP], "." or ",", [CLS], or any other token.
 Per-example losses are summed, not averaged over the batch, so an example's gradients do
-not depend on the batch it is in.
+not depend on the batch it is in. The pre-trained checkpoint's classifier is untrained (said
+in the result), and inputs without labels (``--corpus`` text) give no gradients at all
+unless the checkpoint has a masked-LM head.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import torch
-import torch.nn.functional as F
-import transformers
-from transformers import AutoModelForMaskedLM, PreTrainedModel
 
-import harness.corpus  # noqa: F401  (registers the "corpus" source this analysis reads)
-from harness.analyses.base import Analysis, AnalysisContext, register_analysis
+from harness.analyses.base import (ATTENTION, GRADIENTS, Analysis, AnalysisContext, pair_name,
+                                   per_checkpoint_results, register_analysis)
 from harness.analyses.surface import SpecialIds, token_masks
-from harness.attention import PRETRAINED, AttentionBatch, EncodedBatch
+from harness.batches import AttentionBatch
+from harness.figures import checkpoint_title, panel_grid, run_title, save
 
-MASK_PROBABILITY = 0.15
 CATEGORIES = ("sep", "punct", "cls", "other")
-MASKED_LM = "masked-LM"
-TASK = "task"
-UNTRAINED_TASK = "task (untrained classifier head)"
-
-
-@dataclass
-class LossModel:
-    """The model whose loss is differentiated for one checkpoint, and which loss that is."""
-
-    model: PreTrainedModel
-    loss: str
-
-
-def masked_lm_for(model: PreTrainedModel) -> PreTrainedModel | None:
-    """The same weights with their masked-LM head, or None when no complete head is stored."""
-    source = model.config.name_or_path
-    if not source:
-        return None
-    verbosity = transformers.logging.get_verbosity()
-    transformers.logging.set_verbosity_error()  # a missing head is expected, not worth a load report
-    try:
-        mlm, info = AutoModelForMaskedLM.from_pretrained(source, attn_implementation="eager", output_loading_info=True)
-    except (OSError, ValueError):
-        return None
-    finally:
-        transformers.logging.set_verbosity(verbosity)
-    if info["missing_keys"]:
-        return None
-    parameter = next(model.parameters())
-    return mlm.to(device=parameter.device, dtype=parameter.dtype).eval()
-
-
-def mask_tokens(encoded: EncodedBatch, mask_id: int, special: torch.Tensor,
-                generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-    """BERT-style masking of ordinary tokens (at least one per example).
-
-    ``special``: (batch, seq) bool, True on [CLS]/[SEP]/padding. Returns the masked
-    ``input_ids`` and the bool (batch, seq) positions that were masked.
-    """
-    eligible = ~special
-    draws = torch.rand(encoded.input_ids.shape, generator=generator)
-    masked = (draws < MASK_PROBABILITY) & eligible
-    fallback = torch.where(eligible, draws, -1.0).argmax(dim=1)  # one token for examples that drew none
-    masked[torch.arange(len(masked)), fallback] |= ~masked.any(dim=1) & eligible.any(dim=1)
-    return encoded.input_ids.masked_fill(masked, mask_id), masked
-
-
-def per_example_loss_sum(logits: torch.Tensor, loss: str, targets: torch.Tensor) -> torch.Tensor:
-    """Sum over examples of each example's loss (masked-LM: mean over its masked tokens)."""
-    if loss == MASKED_LM:
-        token_loss = F.cross_entropy(logits.transpose(1, 2).float(), targets, ignore_index=-100, reduction="none")
-        counted = (targets != -100).sum(dim=1).clamp(min=1)
-        return (token_loss.sum(dim=1) / counted).sum()
-    if logits.shape[-1] == 1:  # regression (STS-B)
-        return F.mse_loss(logits.squeeze(-1).float(), targets.float(), reduction="sum")
-    return F.cross_entropy(logits.float(), targets.long(), reduction="sum")
-
-
-def attention_gradients(model: PreTrainedModel, inputs: dict[str, torch.Tensor], loss: str,
-                        targets: torch.Tensor) -> torch.Tensor:
-    """|dL/d attention|: (batch, layers, heads, seq, seq), float32 CPU.
-
-    Only the attention weights are differentiated (``torch.autograd.grad``), so no parameter
-    gradients are accumulated.
-    """
-    device = next(model.parameters()).device
-    with torch.enable_grad():
-        outputs = model(**{k: v.to(device) for k, v in inputs.items()}, output_attentions=True)
-        total = per_example_loss_sum(outputs.logits, loss, targets.to(device))
-        grads = torch.autograd.grad(total, outputs.attentions)
-    return torch.stack(grads, dim=1).abs().float().cpu()
+GRADIENT_COLOURS = {"sep": "tab:blue", "punct": "tab:purple", "cls": "tab:red", "other": "tab:gray"}
+GRADIENT_LABELS = {"sep": "to [SEP]", "punct": 'to "." or ","', "cls": "to [CLS]", "other": "to other tokens"}
 
 
 def category_means(grads: torch.Tensor, masks: dict[str, torch.Tensor]) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
@@ -126,75 +53,81 @@ class GradientImportance(Analysis):
     """Mean |dL/d attention| by token type attended to, per head and layer, for each checkpoint."""
 
     name = "gradients"
+    version = 2
     source = "corpus"
+    needs = frozenset({ATTENTION, GRADIENTS})
+    uses_head = True
+    settings_used = ("analysis_seed",)  # seeds the masked-LM masking
+    reference = {"clark_bert_base": "masked-LM loss: gradients for attention to [SEP] become small from layer 5 on",
+                 "statistic": "mean |dL/d attention weight| over real rows and the columns of each token type"}
 
     def __init__(self, context: AnalysisContext) -> None:
         super().__init__(context)
         self.ids = SpecialIds.of(context.tokenizer)
-        self.generator = torch.Generator().manual_seed(context.seed)
-        self.loss_models: dict[str, LossModel] = {}
-        for checkpoint, model in context.checkpoints.items():
-            mlm = masked_lm_for(model)
-            fallback = UNTRAINED_TASK if checkpoint == PRETRAINED else TASK
-            self.loss_models[checkpoint] = LossModel(mlm, MASKED_LM) if mlm is not None else LossModel(model, fallback)
         shape = (len(context.checkpoints), len(CATEGORIES), context.num_layers, context.num_heads)
-        self.totals = torch.zeros(shape, dtype=torch.float64)
-        self.counts = torch.zeros(shape[:2], dtype=torch.float64)
+        self.totals = torch.zeros(shape, dtype=torch.float64, device=context.device)
+        self.counts = torch.zeros(shape[:2], dtype=torch.float64, device=context.device)
+        self.losses: dict[str, str] = {}
         self.skipped: dict[str, str] = {}
         self.num_items = 0
 
-    def targets(self, checkpoint: str, batch: AttentionBatch) -> tuple[dict[str, torch.Tensor], torch.Tensor] | None:
-        """Model inputs and loss targets for one checkpoint, or None when it has no loss here."""
-        encoded = batch.encoded
-        inputs = encoded.model_inputs("cpu")  # `attention_gradients` moves them to the model's device
-        if self.loss_models[checkpoint].loss == MASKED_LM:
-            masks = token_masks(encoded.input_ids, encoded.lengths, self.ids)
-            types = {name: mask.bool() for name, mask in masks.items()}
-            ordinary = types["real"] & ~types["cls"] & ~types["sep"]
-            inputs["input_ids"], masked = mask_tokens(encoded, self.context.tokenizer.mask_token_id,
-                                                      ~ordinary, self.generator)
-            return inputs, encoded.input_ids.masked_fill(~masked, -100)
-        labels = [getattr(item, "label", None) for item in encoded.items]
-        if any(label is None for label in labels):
-            self.skipped[checkpoint] = "inputs have no task labels and the checkpoint has no masked-LM head"
-            return None
-        return inputs, torch.tensor(labels)
-
     def update(self, batch: AttentionBatch) -> None:
-        for index, (checkpoint, loss_model) in enumerate(self.loss_models.items()):
-            prepared = self.targets(checkpoint, batch)
-            if prepared is None:
+        masks = token_masks(batch.input_ids, batch.lengths, self.ids)
+        for index, checkpoint in enumerate(self.context.checkpoints):
+            if checkpoint not in batch.gradients:
+                self.skipped[checkpoint] = batch.skipped_gradients.get(checkpoint, "no gradients captured")
                 continue
-            inputs, targets = prepared
-            grads = attention_gradients(loss_model.model, inputs, loss_model.loss, targets)
-            masks = token_masks(inputs["input_ids"], batch.lengths, self.ids)
-            for position, (values, valid) in enumerate(category_means(grads, masks).values()):
+            gradients = batch.gradients[checkpoint]
+            self.losses[checkpoint] = gradients.loss
+            for position, (values, valid) in enumerate(category_means(gradients.magnitudes.float(), masks).values()):
                 self.totals[index, position] += values[valid].double().sum(dim=0)
-                self.counts[index, position] += int(valid.sum())
+                self.counts[index, position] += valid.sum()
         self.num_items += len(batch.items)
 
     def result(self) -> dict[str, Any]:
-        means = self.totals / self.counts.clamp(min=1)[:, :, None, None]
-        checkpoints = {}
-        for index, (checkpoint, loss_model) in enumerate(self.loss_models.items()):
+        means = (self.totals / self.counts.clamp(min=1)[:, :, None, None]).cpu()
+        results = {}
+        for index, checkpoint in enumerate(self.context.checkpoints):
             usable = checkpoint not in self.skipped
-            checkpoints[checkpoint] = {
-                "loss": loss_model.loss if usable else None,
+            results[checkpoint] = {
+                "loss": self.losses.get(checkpoint) if usable else None,
                 "skipped_because": self.skipped.get(checkpoint),
                 "per_head": {name: means[index, position].tolist() for position, name in enumerate(CATEGORIES)},
                 "per_layer": {name: means[index, position].mean(dim=1).tolist()
                               for position, name in enumerate(CATEGORIES)},
+                "num_items": self.num_items,
             }
-        return {"gradients": {
-            "checkpoints": checkpoints,
-            "statistic": "mean |dL/d attention weight| over real rows and the columns of each token type",
-            "mask_probability": MASK_PROBABILITY,
-            "num_items": self.num_items,
-            "reference_clark_bert_base": "masked-LM loss: gradients for attention to [SEP] become small from layer 5 on",
-        }}
+        return results
 
-    @staticmethod
-    def draw(summary: dict[str, Any], out_dir: Path) -> list[Path]:
-        from harness.analyses.clark_figures import draw_gradients
+    @classmethod
+    def compare(cls, per_checkpoint: dict[str, Any], pairs: list[tuple[str, str]]) -> dict[str, Any]:
+        """Per category, the change of the per-layer means (None when either checkpoint had no gradients)."""
+        def changed(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any] | None:
+            if before["loss"] is None or after["loss"] is None:
+                return None
+            return {category: (np.asarray(after["per_layer"][category]) - np.asarray(before["per_layer"][category])
+                               ).tolist() for category in CATEGORIES}
 
-        return draw_gradients(summary, out_dir)
+        return {pair_name((a, b)): {"per_layer_change": changed(per_checkpoint[a], per_checkpoint[b]),
+                                    "losses": [per_checkpoint[a]["loss"], per_checkpoint[b]["loss"]]}
+                for a, b in pairs}
+
+    @classmethod
+    def draw(cls, entry: dict[str, Any], run: dict[str, Any], out_dir: Path) -> list[Path]:
+        usable = {c: g for c, g in per_checkpoint_results(entry).items() if g["loss"] is not None}
+        if not usable:
+            return []
+        figure, axes = panel_grid(1, len(usable), sharey=False)
+        for panel, (checkpoint, stats) in zip(axes[0], usable.items()):
+            for category, color in GRADIENT_COLOURS.items():
+                values = stats["per_layer"][category]
+                panel.plot(np.arange(1, len(values) + 1), values, marker="o", color=color,
+                           label=GRADIENT_LABELS[category])
+            panel.set_xticks(np.arange(1, len(values) + 1))
+            panel.set_xlabel("layer")
+            panel.set_ylabel("mean |dL / d attention|")
+            panel.set_title(f"{checkpoint_title(checkpoint)}: {stats['loss']} loss", fontsize=9)
+            panel.grid(alpha=0.3)
+            panel.legend(fontsize=7)
+        figure.suptitle(f"Gradient-based importance of attention (Clark Fig. 3): {run_title(run)}", fontsize=10)
+        return [save(figure, out_dir / "gradients_by_layer.png")]

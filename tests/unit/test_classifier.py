@@ -7,12 +7,14 @@ import time
 import numpy as np
 import pytest
 import torch
+from mlflow.tracking import MlflowClient
 
 from classifier import CLASSES, load_classifier
 from classifier.annotate import parse_label_lines
 from classifier.data import LABELS_FILE, MAPS_FILE, read_labels, read_maps
 from classifier.resize import CHANNELS, INPUT_SIZE, normalise_list, normalise_padded
 from classifier.synthetic import synthetic_map, synthetic_set
+from classifier.train import TrainConfig, run, train
 
 
 @pytest.fixture(scope="module")
@@ -148,3 +150,19 @@ def test_pool_sheets_and_recorded_labels_round_trip(tmp_path):
     assert np.allclose(read_maps(maps_file)["t3"], maps["t3"], atol=1e-3)
     with pytest.raises(ValueError, match="ids not in"):
         record(tmp_path / "pool", {"nope": "block"}, labels_file, maps_file)
+
+
+def test_training_is_seeded_and_logged_with_its_held_out_scores(tmp_path):
+    """A short run of classifier/train.py: same seed, same weights; the MLflow run holds the scores."""
+    small = dict(synthetic_per_class=40, real_repeats=1, epochs=2, batch_size=64)
+    first = run(TrainConfig(**small, out=tmp_path / "a.pt"), f"sqlite:///{tmp_path}/m.db")
+    _, again, _ = train(TrainConfig(**small, out=tmp_path / "b.pt"))
+    assert again == first
+    a, b = (torch.load(tmp_path / name, weights_only=False) for name in ("a.pt", "b.pt"))
+    assert all(torch.equal(a["state_dict"][k], b["state_dict"][k]) for k in a["state_dict"])
+    assert sum(first.support) == sum(first.counts["test"].values()) > 0
+    other, _, _ = train(TrainConfig(**small, seed=1, out=tmp_path / "c.pt"))
+    assert not all(torch.equal(a["state_dict"][k], v) for k, v in other.network.state_dict().items())
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path}/m.db")
+    runs = client.search_runs([client.get_experiment_by_name("pattern-classifier").experiment_id])
+    assert len(runs) == 1 and runs[0].data.metrics["macro_f1"] == pytest.approx(first.macro_f1)

@@ -1,6 +1,9 @@
 """The CLI's errors: one line, non-zero exit, no traceback."""
 
-from harness.cli import main
+from dataclasses import fields
+
+from harness.cli import GROUPS, build_parser, configs_from, main
+from harness.config import flag_of
 
 
 def run_cli(capsys, *argv):
@@ -19,7 +22,7 @@ def test_unknown_task(capsys, tmp_path):
 def test_data_folder_without_the_task(capsys, tmp_path):
     code, err = run_cli(capsys, "run", "--task", "rte", "--model", "minilm", "--data-dir", str(tmp_path))
     assert code == 2 and len(err.strip().splitlines()) == 1
-    assert "RTE/dev.tsv not found" in err and "Traceback" not in err
+    assert "RTE/train.tsv not found" in err and "Traceback" not in err
 
 
 def test_unknown_analysis(capsys, tmp_path):
@@ -27,7 +30,7 @@ def test_unknown_analysis(capsys, tmp_path):
     (tmp_path / "RTE" / "dev.tsv").write_text("index\tsentence1\tsentence2\tlabel\n0\ta\tb\tentailment\n")
     code, err = run_cli(capsys, "run", "--task", "rte", "--data-dir", str(tmp_path), "--analyses", "astrology",
                         "--tracking-uri", f"sqlite:///{tmp_path}/m.db")
-    assert code == 2 and "unknown analysis astrology; valid: cosine" in err
+    assert code == 2 and "--analyses: unknown analysis astrology; valid: clustering, coreference, cosine" in err
 
 
 def test_unreachable_model_names_the_offline_alias(capsys, tmp_path):
@@ -41,6 +44,28 @@ def test_unreachable_model_names_the_offline_alias(capsys, tmp_path):
     assert "could not load" in err and "--model minilm" in err
 
 
-def test_figures_without_a_run(capsys, tmp_path):
-    code, err = run_cli(capsys, "figures", "--task", "rte", "--model", "minilm", "--output-dir", str(tmp_path))
-    assert code == 2 and "summary.json not found; run `python -m harness run --task rte --model minilm`" in err
+def test_figures_without_a_run(capsys, tmp_path, tiny_model_dir, tiny_data):
+    code, err = run_cli(capsys, "figures", "--task", "rte", "--model", str(tiny_model_dir),
+                        "--data-dir", str(tiny_data / "glue"), "--output-dir", str(tmp_path))
+    assert code == 2 and "summary.json not found: run `python -m harness run` with these flags first" in err
+
+
+def test_max_length_beyond_the_position_embeddings(capsys, tiny_model_dir, tiny_data):
+    code, err = run_cli(capsys, "run", "--task", "rte", "--model", str(tiny_model_dir),
+                        "--data-dir", str(tiny_data / "glue"), "--max-length", "129")
+    assert code == 2 and err.strip().endswith("--max-length 129: " + f"{tiny_model_dir} has 128 position embeddings; "
+                                              "use at most 128")
+
+
+def test_flags_are_generated_from_the_dataclasses_with_help():
+    parser = build_parser()
+    for command, groups in GROUPS.items():
+        text = parser._subparsers._group_actions[0].choices[command].format_help()
+        for group in groups:
+            for item in fields(group):
+                assert flag_of(group, item.name) in text, (command, item.name)
+                assert item.metadata.get("help"), item.name
+    config, _ = configs_from(parser.parse_args(["run", "--task", "RTE", "--batch-size", "16", "--analyses", "cosine",
+                                                "surface", "--group-by-length", "--max-eval-examples", "10"]))
+    assert (config.task.task, config.finetune.batch_size, config.finetune.group_by_length) == ("rte", 16, True)
+    assert config.analysis.analyses == ["cosine", "surface"] and config.analysis.max_eval_examples == 10

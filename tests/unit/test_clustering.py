@@ -5,12 +5,9 @@ import pytest
 import torch
 from scipy.spatial.distance import jensenshannon
 
-from harness.analyses.base import AnalysisContext
-from harness.analyses.clark_figures import draw_clustering
 from harness.analyses.clustering import Clustering, embed, pairwise_js, sample_rows
-from harness.attention import stream_attention
-from harness.encoding import batched
 from tasks.examples import Example
+from tests.conftest import run_analysis, tiny_bert
 
 
 def test_pairwise_js_of_hand_built_heads_is_exact():
@@ -59,30 +56,35 @@ EXAMPLES = [Example("1", "the cat sat on the mat .", "the dog ran .", 0),
             Example("3", "a dog", "she sat .", 1)]
 
 
-def run_clustering(checkpoints, tokenizer):
-    model = next(iter(checkpoints.values()))
-    context = AnalysisContext(model.config.num_hidden_layers, model.config.num_attention_heads,
-                              tokenizer, checkpoints, "test", options={"clustering_tokens_per_example": 3})
-    analysis = Clustering(context)
-    for batch in stream_attention(checkpoints, batched(tokenizer, EXAMPLES, 2, 32)):
-        analysis.update(batch)
-    return analysis.result()["clustering"]
+def run_clustering(models, tokenizer, pairs=(("pretrained", "finetuned"),)):
+    return run_analysis(Clustering, models, tokenizer, EXAMPLES, 2, pairs, clustering_tokens_per_example=3)
 
 
-def test_same_model_twice_gives_zero_change_and_coinciding_points(tiny_pair, tiny_tokenizer, tmp_path):
-    same = {"pretrained": tiny_pair["pretrained"], "finetuned": tiny_pair["pretrained"]}
-    result = run_clustering(same, tiny_tokenizer)
+def test_identical_weights_give_zero_change_and_coinciding_points(tiny_tokenizer, tmp_path):
+    result = run_clustering({"pretrained": tiny_bert(0), "finetuned": tiny_bert(0)}, tiny_tokenizer)
     assert result["tokens_used"] == 9 and result["num_items"] == 3
-    assert np.allclose(result["between_versions"], 0.0, atol=1e-6)
+    assert np.allclose(result["per_pair"]["pretrained->finetuned"]["between_versions"], 0.0, atol=1e-6)
     points = np.asarray(result["mds"]).reshape(2, 8, 2)
     assert np.allclose(points[0], points[1], atol=1e-3)
     distances = np.asarray(result["js_divergence"])
     assert distances.shape == (16, 16) and (distances[:8, :8] > 0).sum() == 8 * 7
-    files = draw_clustering({"model": "tiny", "task": "test", "clustering": result}, tmp_path)
+    entry = {"pairs": [["pretrained", "finetuned"]], "result": result}
+    files = Clustering.draw(entry, {"model": "tiny", "task": "test"}, tmp_path)
     assert len(files) == 2 and all(path.stat().st_size > 0 for path in files)
 
 
 def test_different_models_move_heads(tiny_pair, tiny_tokenizer):
-    result = run_clustering(tiny_pair, tiny_tokenizer)
-    change = np.asarray(result["between_versions"])
+    change = np.asarray(run_clustering(tiny_pair, tiny_tokenizer)["per_pair"]["pretrained->finetuned"]["between_versions"])
     assert change.shape == (2, 4) and (change > 1e-3).all() and (change <= math.log(2) + 1e-6).all()
+
+
+def test_three_checkpoints_share_one_space(tiny_tokenizer, tmp_path):
+    models = {"a": tiny_bert(0), "b": tiny_bert(1), "c": tiny_bert(0)}
+    result = run_clustering(models, tiny_tokenizer, pairs=(("a", "b"), ("a", "c")))
+    assert np.asarray(result["js_divergence"]).shape == (24, 24) and len(result["mds"]) == 24
+    assert np.allclose(result["per_pair"]["a->c"]["between_versions"], 0.0, atol=1e-6)
+    assert (np.asarray(result["per_pair"]["a->b"]["between_versions"]) > 1e-3).all()
+    entry = {"pairs": [["a", "b"], ["a", "c"]], "result": result}
+    files = Clustering.draw(entry, {"model": "tiny", "task": "test"}, tmp_path)
+    assert [f.name for f in files] == ["clustering_mds.png", "clustering_between_versions.png",
+                                       "clustering_between_versions_a_c.png"]

@@ -3,16 +3,15 @@ import json
 import pytest
 import torch
 
-from harness.analyses.base import AnalysisContext
-from harness.analyses.coreference import (
-    Coreference, attention_hits, coreference_source, coreference_targets, document_windows,
-    encoded_documents, split_into_windows,
-)
-from harness.attention import AttentionBatch, stream_attention
+from harness.analyses.coreference import Coreference, attention_hits, coreference_targets
+from harness.batches import AttentionBatch
 from harness.config import AnalysisConfig
-from harness.errors import HarnessError
+from harness.models import FINETUNED, PRETRAINED
 from harness.sources import SourceContext
+from harness.sources.coreference import CoreferenceSource, document_windows, encoded_documents, split_into_windows
 from tasks.coreference import Document, Mention, mention_head, mention_type
+from tasks.errors import InputError
+from tests.conftest import analysis_context, finish, stream
 
 
 def document(text: str, spans: list[tuple[int, int, int]], pos: str | None = None) -> Document:
@@ -117,13 +116,14 @@ def test_attention_hits_take_the_argmax_without_the_word_itself():
     assert hits[0].tolist() == [[True, True, True, False], [False, True, True, False], [False, True, True, False]]
 
 
-def context_for(checkpoints, tokenizer, **options):
-    model = next(iter(checkpoints.values()))
-    return AnalysisContext(model.config.num_hidden_layers, model.config.num_attention_heads, tokenizer,
-                           checkpoints, "test", options=options)
+def run(models, tokenizer, documents, max_tokens=64, **settings):
+    analysis = Coreference(analysis_context(models, 2, 4, tokenizer, **settings))
+    for batch in stream(models, encoded_documents(tokenizer, documents, 1, max_tokens)):
+        analysis.update(batch)
+    return finish(analysis)
 
 
-def test_analysis_counts_hand_made_attention_exactly(tiny_tokenizer, tiny_pair):
+def test_analysis_counts_hand_made_attention_exactly(tiny_tokenizer):
     """Attention that points every scored mention at its antecedent in one head only."""
     encoded = next(encoded_documents(tiny_tokenizer, [STORY], 4, 64))
     aligned = encoded.items[0]
@@ -133,43 +133,45 @@ def test_analysis_counts_hand_made_attention_exactly(tiny_tokenizer, tiny_pair):
     attention[..., first_token[13]] = 2.0 / n_tok  # elsewhere every word looks most at "fell": wrong
     for mention_head_word, antecedent in [(2, 0), (4, 2), (7, 5), (10, 4)]:
         attention[0, 1, 3, first_token[mention_head_word], first_token[antecedent]] = 5.0
-    batch = AttentionBatch(encoded, {"pretrained": attention, "finetuned": attention.flip(1)})
-    analysis = Coreference(context_for(tiny_pair, tiny_tokenizer, word_attention_from="first"))
+    batch = AttentionBatch(encoded, {PRETRAINED: attention, FINETUNED: attention.flip(1)})
+    analysis = Coreference(analysis_context((PRETRAINED, FINETUNED), 2, 4, tiny_tokenizer, word_attention_from="first"))
     analysis.update(batch)
-    result = analysis.result()["coreference"]
-    assert result["mentions"] == {"all": 4, "pronoun": 3, "proper": 1, "nominal": 0}
-    assert result["best_head"]["pretrained"]["all"] == {"layer": 2, "head": 4, "accuracy": 1.0}
-    assert result["best_head"]["finetuned"]["all"] == {"layer": 1, "head": 4, "accuracy": 1.0}
-    assert result["best_head"]["pretrained"]["overall_head_by_type"] == {
-        "all": 1.0, "pronoun": 1.0, "proper": 1.0, "nominal": None}
-    assert result["baselines"]["nearest"]["all"] == 0.75 and result["baselines"]["head_match"]["proper"] == 1.0
+    result = finish(analysis)
+    pre, fine = result["per_checkpoint"][PRETRAINED], result["per_checkpoint"][FINETUNED]
+    assert pre["mentions"] == {"all": 4, "pronoun": 3, "proper": 1, "nominal": 0}
+    assert pre["best_head"]["all"] == {"layer": 2, "head": 4, "accuracy": 1.0}
+    assert fine["best_head"]["all"] == {"layer": 1, "head": 4, "accuracy": 1.0}
+    assert pre["best_head"]["overall_head_by_type"] == {"all": 1.0, "pronoun": 1.0, "proper": 1.0, "nominal": None}
+    assert pre["baselines"]["nearest"]["all"] == 0.75 and fine["baselines"]["head_match"]["proper"] == 1.0
     # The pre-trained best head (2-4) loses everything in the flipped "fine-tuned" maps.
-    assert result["change"]["at_pretrained_best_head"]["all"] == -1.0
-    assert result["change"]["best_head"]["all"] == 0.0
+    change = result["per_pair"]["pretrained->finetuned"]
+    assert change["at_before_best_head"]["all"] == -1.0 and change["at_before_best_head"]["nominal"] is None
+    assert change["best_head"]["all"] == 0.0
     json.dumps(result, allow_nan=False)  # the summary must be strict JSON
-    metrics = dict(Coreference.metrics({"coreference": result}))
+    metrics = dict(Coreference.metrics({"result": result}))
     assert metrics["coref_all_nearest"] == 0.75 and metrics["coref_all_pretrained"] == 1.0
     assert "coref_nominal_pretrained" not in metrics  # no nominal mentions: no number to log
 
 
 def test_same_model_twice_changes_nothing_and_accuracies_are_fractions(tiny_tokenizer, tiny_pair):
-    same = {"pretrained": tiny_pair["pretrained"], "finetuned": tiny_pair["pretrained"]}
-    analysis = Coreference(context_for(same, tiny_tokenizer))
-    for batch in stream_attention(same, encoded_documents(tiny_tokenizer, [STORY, STORY], 1, 64)):
-        analysis.update(batch)
-    result = analysis.result()["coreference"]
-    grid = torch.tensor(result["accuracy_per_head"]["pretrained"]["all"])
+    same = {PRETRAINED: tiny_pair[PRETRAINED], FINETUNED: tiny_pair[PRETRAINED]}
+    result = run(same, tiny_tokenizer, [STORY, STORY])
+    pre = result["per_checkpoint"][PRETRAINED]
+    grid = torch.tensor(pre["accuracy_per_head"]["all"])
     assert grid.shape == (2, 4) and ((grid >= 0) & (grid <= 1)).all()
-    assert result["accuracy_per_head"]["pretrained"] == result["accuracy_per_head"]["finetuned"]
-    assert result["change"]["best_head"]["all"] == 0.0
-    assert result["documents"] == 2 and result["mentions"]["all"] == 8
+    assert pre["accuracy_per_head"] == result["per_checkpoint"][FINETUNED]["accuracy_per_head"]
+    assert result["per_pair"]["pretrained->finetuned"]["best_head"]["all"] == 0.0
+    assert pre["documents"] == 2 and pre["mentions"]["all"] == 8
+
+
+def test_different_models_differ_somewhere(tiny_tokenizer, tiny_pair):
+    result = run(tiny_pair, tiny_tokenizer, [STORY])
+    grids = [result["per_checkpoint"][c]["accuracy_per_head"] for c in (PRETRAINED, FINETUNED)]
+    assert grids[0] != grids[1]
 
 
 def test_max_tokens_cut_is_counted(tiny_tokenizer, tiny_pair):
-    analysis = Coreference(context_for(tiny_pair, tiny_tokenizer))
-    for batch in stream_attention(tiny_pair, encoded_documents(tiny_tokenizer, [STORY], 1, 10)):
-        analysis.update(batch)  # [CLS] + 8 words + [SEP]
-    result = analysis.result()["coreference"]
+    result = run(tiny_pair, tiny_tokenizer, [STORY], max_tokens=10)["per_checkpoint"][PRETRAINED]
     assert (result["documents_cut"], result["words_cut"], result["mentions_cut"]) == (1, 6, 1)
     assert result["mentions"]["all"] == 3
 
@@ -197,28 +199,25 @@ def test_source_reads_coref_data_and_batches_documents(tmp_path, tiny_tokenizer)
     path = tmp_path / "dev.jsonlines"
     path.write_text("\n".join(json.dumps({**record, "doc_key": f"d{i}"}) for i in range(3)))
     settings = AnalysisConfig(coref_data=path, eval_batch_size=2, max_tokens=6)
-    stream = coreference_source(SourceContext(tiny_tokenizer, settings, [], 0))
-    batches = list(stream.batches)
-    assert stream.num_items == 3 and stream.notes["documents"] == 3
+    source = CoreferenceSource(SourceContext(tiny_tokenizer, settings)).stream()
+    batches = list(source.batches)
+    assert source.num_items == 3 and source.notes["documents"] == 3
     assert [len(b.items) for b in batches] == [2, 1]
     assert batches[0].input_ids.shape[1] == 6 and batches[0].items[0].item.name == "d0"
 
 
-def test_source_with_bad_path_is_a_clear_error(tmp_path, tiny_tokenizer):
-    settings = AnalysisConfig(coref_data=tmp_path / "missing_gold_conll")
-    with pytest.raises(HarnessError, match="not found"):
-        coreference_source(SourceContext(tiny_tokenizer, settings, [], 0))
+def test_bad_coref_path_is_a_clear_error(tmp_path):
+    with pytest.raises(InputError, match="--coref-data .*missing_gold_conll: no such path"):
+        AnalysisConfig(coref_data=tmp_path / "missing_gold_conll")
 
 
-def test_figures_and_table_are_drawn_from_the_stored_summary(tmp_path, tiny_tokenizer, tiny_pair):
-    analysis = Coreference(context_for(tiny_pair, tiny_tokenizer))
-    for batch in stream_attention(tiny_pair, encoded_documents(tiny_tokenizer, [STORY], 1, 64)):
-        analysis.update(batch)
-    summary = json.loads(json.dumps({"model": "tiny", "task": "RTE", **analysis.result()}))
-    paths = Coreference.draw(summary, tmp_path)
-    assert sorted(p.name for p in paths) == sorted([
-        "coreference_accuracy_pretrained.png", "coreference_accuracy_finetuned.png",
-        "coreference_accuracy_change.png", "coreference_by_type.png", "coreference_table.md"])
+def test_figures_and_table_are_drawn_from_the_stored_entry(tmp_path, tiny_tokenizer, tiny_pair):
+    result = json.loads(json.dumps(run(tiny_pair, tiny_tokenizer, [STORY])))
+    entry = {"result": result, "pairs": [[PRETRAINED, FINETUNED]], "source": {"notes": {"coref_data": "litbank/conll"}}}
+    paths = Coreference.draw(entry, {"model": "tiny", "task": "rte"}, tmp_path)
+    assert sorted(p.name for p in paths) == ["coreference_accuracy.png", "coreference_by_type.png",
+                                             "coreference_table.md"]
     assert all(p.stat().st_size > 0 for p in paths)
     table = (tmp_path / "coreference_table.md").read_text()
     assert "| Nearest | 75.0 (27) |" in table and "Rule-based (Clark only)" in table
+    assert "fine-tuned minus pre-trained" in table

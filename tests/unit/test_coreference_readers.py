@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from harness.errors import HarnessError
+from tasks.errors import InputError
 from tasks.coreference import Mention, coreference_format, read_coreference
 from tests.conftest import SHARED_DATA
 
@@ -92,12 +92,12 @@ def test_format_is_recognised_from_the_path(tmp_path, name, expected):
 
 def test_treebank_given_as_coreference_data_is_a_clear_error(tmp_path):
     path = write(tmp_path, "en_ewt-ud-dev.conllu", "1\tHi\n")
-    with pytest.raises(HarnessError, match="no coreference annotation.*--coref-data"):
+    with pytest.raises(InputError, match="no coreference annotation.*--coref-data"):
         read_coreference(path)
 
 
 def test_missing_path_names_the_fix(tmp_path):
-    with pytest.raises(HarnessError, match="not found.*--coref-data"):
+    with pytest.raises(InputError, match="not found.*--coref-data"):
         read_coreference(tmp_path / "nope.jsonlines")
 
 
@@ -111,15 +111,15 @@ def test_missing_path_names_the_fix(tmp_path):
 ])
 def test_malformed_conll_names_file_and_line(tmp_path, text, line, message):
     path = write(tmp_path, "bad_gold_conll", text)
-    with pytest.raises(HarnessError, match=f"bad_gold_conll:{line}: .*{message}"):
+    with pytest.raises(InputError, match=f"bad_gold_conll:{line}: .*{message}"):
         read_coreference(path)
 
 
 def test_malformed_jsonlines_names_file_and_line(tmp_path):
     good = json.dumps({"sentences": [["a"]], "clusters": []})
     path = write(tmp_path, "bad.jsonlines", good + "\n" + json.dumps({"sentences": [["a"]]}) + "\n")
-    with pytest.raises(HarnessError, match="bad.jsonlines:2: .*'clusters'"):
+    with pytest.raises(InputError, match="bad.jsonlines:2: .*'clusters'"):
         read_coreference(path)
     path = write(tmp_path, "span.jsonlines", json.dumps({"sentences": [["a"]], "clusters": [[[0, 3]]]}))
-    with pytest.raises(HarnessError, match="span.jsonlines:1: .*outside"):
+    with pytest.raises(InputError, match="span.jsonlines:1: .*outside"):
         read_coreference(path)

@@ -4,10 +4,11 @@ import pytest
 import torch
 
 from harness.config import AnalysisConfig
-from harness.corpus import Segment, encode_segments, pack_corpus, trim_pair
-from harness.errors import HarnessError
 from harness.sources import SOURCES, SourceContext
+from harness.sources.corpus import Segment, encode_segments, pack_corpus, trim_pair
+from tasks.errors import InputError
 from tasks.examples import Example
+from tasks.registry import get_task
 
 TEXT = """the cat sat on the mat .
 the dog ran .
@@ -55,22 +56,25 @@ def test_trim_pair_cuts_the_longer_part():
 
 
 def test_missing_or_useless_corpus_is_one_clear_error(tiny_tokenizer, tmp_path):
-    with pytest.raises(HarnessError, match="no such file"):
+    with pytest.raises(InputError, match="no such file"):
         pack_corpus(tmp_path / "absent.txt", tiny_tokenizer, 128, 10, 0)
     lonely = tmp_path / "lonely.txt"
     lonely.write_text("one paragraph .\n\nanother document .\n")
-    with pytest.raises(HarnessError, match="at least two"):
+    with pytest.raises(InputError, match="at least two"):
         pack_corpus(lonely, tiny_tokenizer, 128, 10, 0)
 
 
 def test_without_a_corpus_the_source_is_the_task_dev_sample(tiny_tokenizer, tmp_path):
     examples = [Example("1", "the cat sat .", "a dog", 1), Example("2", "he ran", "it sat", 0)]
-    stream = SOURCES["corpus"](SourceContext(tiny_tokenizer, AnalysisConfig(eval_batch_size=1), examples, 0))
+    rte = get_task("rte")
+    stream = SOURCES["corpus"](SourceContext(tiny_tokenizer, AnalysisConfig(eval_batch_size=1), task=rte,
+                                             task_examples=examples)).stream()
     assert stream.num_items == 2 and stream.notes["corpus"] == "task dev sample"
     assert sorted(item.guid for batch in stream.batches for item in batch.items) == ["1", "2"]
     corpus = tmp_path / "corpus.txt"
     corpus.write_text(TEXT)
-    stream = SOURCES["corpus"](SourceContext(tiny_tokenizer, AnalysisConfig(corpus=corpus), examples, 0))
+    stream = SOURCES["corpus"](SourceContext(tiny_tokenizer, AnalysisConfig(corpus=corpus), task=rte,
+                                             task_examples=examples)).stream()
     batches = list(stream.batches)
     assert stream.num_items == 2 and stream.notes["skipped_unpaired_paragraphs"] == 1
     assert isinstance(batches[0].items[0], Segment) and batches[0].input_ids.dtype == torch.long

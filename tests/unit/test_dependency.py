@@ -1,11 +1,11 @@
 import torch
 
 from harness.analyses.dependency import DependencyHeads, head_predictions
-from harness.attention import FINETUNED, PRETRAINED
 from harness.config import AnalysisConfig
+from harness.models import FINETUNED, PRETRAINED
 from harness.sources import SourceContext
-from harness.attention import stream_attention
-from harness.treebank_sources import syntax_source
+from harness.sources.treebank import SyntaxSource
+from tests.conftest import finish, stream
 from tests.unit.syntax_helpers import context, hand_made_batch, pointing_maps, sentence
 
 # the cat sat on the mat .   (det, nsubj, root, case, det, obl, punct)
@@ -13,49 +13,50 @@ CAT = sentence("the cat sat on the mat .", [2, 3, 0, 6, 6, 3, 3],
                ["det", "nsubj", "root", "case", "det", "obl", "punct"])
 
 
-def run(sentences, maps, **options):
-    analysis = DependencyHeads(context(**{"syntax_min_count": 1, **options}))
+def run(sentences, maps, **settings):
+    analysis = DependencyHeads(context(tuple(maps), **{"syntax_min_count": 1, **settings}))
     analysis.update(hand_made_batch(sentences, maps))
-    return analysis.result()["syntax"]
+    return finish(analysis)
 
 
-def rows_by_relation(result):
-    return {row["relation"]: row for row in result["relations"]}
+def rows_by_relation(result, checkpoint):
+    return {row["relation"]: row for row in result["per_checkpoint"][checkpoint]["relations"]}
 
 
 def test_head_pointing_every_dependent_at_its_head_scores_100():
     pointing = pointing_maps(CAT.heads)
     uniform = pointing_maps([0] * len(CAT))
     result = run([CAT], {PRETRAINED: [pointing], FINETUNED: [uniform]})
-    rows = rows_by_relation(result)
-    assert set(rows) == {"all", "det", "nsubj", "case", "obl"}  # punct and root are not scored
-    for row in rows.values():
-        assert row[PRETRAINED] == {"layer": 1, "head": 1, "direction": "dependent->head", "accuracy": 100.0}
-        assert row[FINETUNED]["accuracy"] < 100.0
-        assert row["change"] == row[FINETUNED]["accuracy"] - 100.0
-    assert rows["all"]["count"] == 5 and result["num_scored"] == 5
-    assert rows["all"]["per_head"][PRETRAINED][0][0][0] == 100.0  # direction 1, layer 1, head 1
+    pre, fine = rows_by_relation(result, PRETRAINED), rows_by_relation(result, FINETUNED)
+    assert set(pre) == {"all", "det", "nsubj", "case", "obl"}  # punct and root are not scored
+    changes = {row["relation"]: row for row in result["per_pair"]["pretrained->finetuned"]["relations"]}
+    for relation, row in pre.items():
+        assert row["best"] == {"layer": 1, "head": 1, "direction": "dependent->head", "accuracy": 100.0}
+        assert fine[relation]["best"]["accuracy"] < 100.0
+        assert changes[relation]["change"] == fine[relation]["best"]["accuracy"] - 100.0
+        assert changes[relation]["after_at_before_head"] == fine[relation]["per_head"][0][0][0]
+    assert pre["all"]["count"] == 5 and result["per_checkpoint"][PRETRAINED]["num_scored"] == 5
+    assert pre["all"]["per_head"][0][0][0] == 100.0  # direction 1, layer 1, head 1
 
 
 def test_head_attending_to_its_dependent_is_found_in_the_other_direction():
     chain = sentence("a b c d", [2, 3, 4, 0])  # every head has exactly one dependent
     maps = pointing_maps(chain.heads, transpose=True)
-    rows = rows_by_relation(run([chain], {PRETRAINED: [maps], FINETUNED: [maps]}))
-    assert rows["all"][PRETRAINED]["direction"] == "head->dependent"
-    assert rows["all"][PRETRAINED]["accuracy"] == 100.0
-    per_direction = rows["all"]["by_direction"][PRETRAINED]
-    assert per_direction["head->dependent"]["accuracy"] == 100.0
-    assert per_direction["dependent->head"]["direction"] == "dependent->head"
-    assert per_direction["dependent->head"]["accuracy"] < 100.0
+    row = rows_by_relation(run([chain], {PRETRAINED: [maps]}), PRETRAINED)["all"]
+    assert row["best"]["direction"] == "head->dependent" and row["best"]["accuracy"] == 100.0
+    assert row["by_direction"]["head->dependent"]["accuracy"] == 100.0
+    assert row["by_direction"]["dependent->head"]["direction"] == "dependent->head"
+    assert row["by_direction"]["dependent->head"]["accuracy"] < 100.0
 
 
-def test_offset_baseline_on_a_right_branching_sentence():
+def test_offset_baseline_on_a_right_branching_sentence_is_stored_with_every_checkpoint():
     right = sentence("a b c d e f", [2, 3, 4, 5, 6, 0])
     uniform = pointing_maps([0] * 6)
-    row = rows_by_relation(run([right], {PRETRAINED: [uniform], FINETUNED: [uniform]}))["all"]
-    assert row["baseline"] == {"offset": 1, "accuracy": 100.0}
+    result = run([right], {"a": [uniform], "b": [uniform], "c": [uniform]})
+    for checkpoint in "abc":
+        assert rows_by_relation(result, checkpoint)["all"]["baseline"] == {"offset": 1, "accuracy": 100.0}
     left = sentence("a b c d e f", [0, 1, 2, 3, 4, 5])
-    row = rows_by_relation(run([left], {PRETRAINED: [uniform], FINETUNED: [uniform]}))["all"]
+    row = rows_by_relation(run([left], {PRETRAINED: [uniform]}), PRETRAINED)["all"]
     assert row["baseline"] == {"offset": -1, "accuracy": 100.0}
 
 
@@ -65,9 +66,8 @@ def test_possessor_is_read_at_the_following_apostrophe_s():
     maps = torch.full((1, 2, 6, 6), 1 / 6)
     maps[:, 0, 2] = 0.0
     maps[:, 0, 2, 3] = 1.0  # "'s" attends to "dog": credited to the possessor "John"
-    rows = rows_by_relation(run([poss], {PRETRAINED: [maps], FINETUNED: [maps]}))
-    assert rows["nmod:poss"][PRETRAINED]["accuracy"] == 100.0
-    assert rows["nmod:poss"]["paper"]["relation"] == "poss"
+    assert rows_by_relation(run([poss], {PRETRAINED: [maps]}), PRETRAINED)["nmod:poss"]["best"]["accuracy"] == 100.0
+    assert DependencyHeads.reference["ud_to_sd"]["nmod:poss"] == "poss"
 
 
 def test_a_word_never_predicts_itself():
@@ -82,24 +82,22 @@ def test_relations_below_min_count_are_dropped_and_cut_words_counted(tiny_pair, 
                   "3\tsat\t_\tVERB\tVBD\t_\t0\troot\t_\t_", "4\t.\t_\tPUNCT\t.\t_\t3\tpunct\t_\t_", ""]
     path = tmp_path / "tiny.conllu"
     path.write_text("\n".join(lines))
-    settings = AnalysisConfig(syntax_data=path, max_tokens=5, eval_batch_size=2)
-    stream = syntax_source(SourceContext(tiny_tokenizer, settings, [], 0))
-    model = tiny_pair[PRETRAINED]
-    ctx = context(model.config.num_hidden_layers, model.config.num_attention_heads, syntax_min_count=3)
-    analysis = DependencyHeads(ctx)
-    for batch in stream_attention(tiny_pair, stream.batches):
+    settings = AnalysisConfig(syntax_data=path, max_tokens=5, eval_batch_size=2, syntax_min_count=3)
+    source = SyntaxSource(SourceContext(tiny_tokenizer, settings)).stream()
+    analysis = DependencyHeads(context(tuple(tiny_pair), 2, 4, syntax_data=path, max_tokens=5, syntax_min_count=3))
+    for batch in stream(tiny_pair, source.batches):
         analysis.update(batch)
-    result = analysis.result()["syntax"]
+    result = finish(analysis)["per_checkpoint"][FINETUNED]
     # 5 tokens = [CLS] the cat ##s [SEP]: "sat" and "." are cut, so only "det" can be scored
     assert [row["relation"] for row in result["relations"]] == ["all", "det"]
-    assert result["words_cut"] == 6 and result["arcs_cut"] == 3 and stream.notes["words_cut"] == 6
-    grid = torch.tensor(result["relations"][0]["per_head"][FINETUNED])
+    assert result["words_cut"] == 6 and result["arcs_cut"] == 3 and source.notes["words_cut"] == 6
+    grid = torch.tensor(result["relations"][0]["per_head"])
     assert grid.shape == (2, 2, 4) and ((grid >= 0) & (grid <= 100)).all()
 
 
-def test_metrics_name_relation_and_checkpoint():
+def test_metrics_name_checkpoint_and_relation():
     pointing = pointing_maps(CAT.heads)
-    analysis = DependencyHeads(context(syntax_min_count=1))
-    analysis.update(hand_made_batch([CAT], {PRETRAINED: [pointing], FINETUNED: [pointing]}))
-    metrics = dict(DependencyHeads.metrics(analysis.result()))
-    assert metrics["syntax_all_pretrained"] == 100.0 and "syntax_nsubj_baseline" in metrics
+    result = run([CAT], {PRETRAINED: [pointing], FINETUNED: [pointing_maps([0] * len(CAT))]})
+    metrics = dict(DependencyHeads.metrics({"result": result}))
+    assert metrics["syntax_pretrained_all"] == 100.0 and metrics["syntax_finetuned_all"] < 100.0
+    assert "syntax_baseline_nsubj" in metrics

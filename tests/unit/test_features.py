@@ -1,7 +1,8 @@
 import torch
 
 from harness.analyses.features import LinguisticFeatures, feature_attention, feature_positions
-from harness.attention import FINETUNED, PRETRAINED
+from harness.models import FINETUNED, PRETRAINED
+from tests.conftest import finish
 from tests.unit.syntax_helpers import context, hand_made_batch, sentence
 
 # They did n't see the dogs .
@@ -38,24 +39,26 @@ def test_attention_received_is_averaged_over_rows_and_maxed_over_words():
     assert torch.allclose(values["[CLS]"], torch.tensor([[0.0]]))
 
 
-def test_head_attending_only_to_the_negation_scores_one_and_change_is_fine_minus_pre():
+def test_head_attending_only_to_the_negation_scores_one_and_change_is_after_minus_before():
     n = len(NEG)
     batch = hand_made_batch([NEG, CAT], {PRETRAINED: [all_rows_to(3, n), all_rows_to(0, 3)],  # n't, [CLS]
                                          FINETUNED: [all_rows_to(0, n), all_rows_to(0, 3)]})
     analysis = LinguisticFeatures(context())
     analysis.update(batch)
-    stored = analysis.result()["features"]
-    assert stored["sentences_with_feature"]["negation"] == 1 and stored["sentences_with_feature"]["nouns"] == 2
-    assert stored["per_head"][PRETRAINED]["negation"][0][0] == 1.0
-    assert stored["per_head"][FINETUNED]["negation"][0][0] == 0.0
-    assert stored["change_per_head"]["negation"][0][0] == -1.0
-    assert stored["per_head"][FINETUNED]["[CLS]"][0][0] == 1.0  # both sentences attend only to [CLS]
-    uniform = stored["per_head"][PRETRAINED]["negation"][0][1]
-    assert abs(uniform - 1 / (n + 2)) < 1e-6
+    result = finish(analysis)
+    pre, fine = result["per_checkpoint"][PRETRAINED], result["per_checkpoint"][FINETUNED]
+    assert pre["sentences_with_feature"]["negation"] == 1 and pre["sentences_with_feature"]["nouns"] == 2
+    assert pre["per_head"]["negation"][0][0] == 1.0
+    assert fine["per_head"]["negation"][0][0] == 0.0
+    assert result["per_pair"]["pretrained->finetuned"]["change_per_head"]["negation"][0][0] == -1.0
+    assert fine["per_head"]["[CLS]"][0][0] == 1.0  # both sentences attend only to [CLS]
+    assert abs(pre["per_head"]["negation"][0][1] - 1 / (n + 2)) < 1e-6
+    assert pre["max_head"]["negation"]["layer"] == 1 and pre["max_head"]["negation"]["head"] == 1
 
 
-def test_metrics_are_named_scalars_from_the_stored_summary():
+def test_metrics_are_named_scalars_from_the_stored_entry():
     analysis = LinguisticFeatures(context())
-    analysis.update(hand_made_batch([CAT], {PRETRAINED: [all_rows_to(2, 3)], FINETUNED: [all_rows_to(2, 3)]}))
-    metrics = dict(LinguisticFeatures.metrics(analysis.result()))
-    assert metrics["features_nouns_max_pretrained"] == 1.0 and metrics["features_negation_max_finetuned"] == 0.0
+    analysis.update(hand_made_batch([CAT], {PRETRAINED: [all_rows_to(2, 3)], FINETUNED: [all_rows_to(1, 3)]}))
+    metrics = dict(LinguisticFeatures.metrics({"result": finish(analysis)}))
+    assert metrics["features_pretrained_nouns_max"] == 1.0
+    assert abs(metrics["features_finetuned_nouns_max"] - 0.2) < 1e-6  # only the uniform head reaches "cat"

@@ -1,11 +1,11 @@
 import torch
 from transformers import BertConfig, BertForMaskedLM, BertForSequenceClassification
 
-from harness.analyses.clark_figures import draw_gradients
-from harness.analyses.gradients import (MASKED_LM, TASK, UNTRAINED_TASK, GradientImportance, category_means,
-                                        mask_tokens)
+from harness.analyses.gradients import GradientImportance, category_means
 from harness.analyses.surface import SpecialIds, token_masks
-from harness.attention import EncodedBatch
+from harness.batches import EncodedBatch
+from harness.engine import UNTRAINED_TASK_LOSS, GradientTargets
+from harness.forward import MASKED_LM_LOSS, TASK_LOSS
 from tasks.examples import Example
 from tests.conftest import run_analysis, tiny_bert
 
@@ -31,27 +31,29 @@ def test_masking_touches_only_ordinary_tokens_and_at_least_one(tiny_tokenizer):
     encoded = EncodedBatch(ids, (ids != 0).long(), None, [None, None])
     special = (ids == 2) | (ids == 3) | (ids == 0)
     for seed in range(20):
-        masked_ids, masked = mask_tokens(encoded, 4, special, torch.Generator().manual_seed(seed))
+        masked_batch, targets = GradientTargets(tiny_tokenizer, seed).masked(encoded)
+        masked = targets != -100
         assert not (masked & special).any() and masked.any(dim=1).all()
-        assert torch.equal(masked_ids[masked], torch.full((int(masked.sum()),), 4))
-        assert torch.equal(masked_ids[~masked], ids[~masked])
+        assert torch.equal(masked_batch.input_ids[masked], torch.full((int(masked.sum()),), 4))
+        assert torch.equal(masked_batch.input_ids[~masked], ids[~masked]) and torch.equal(targets[masked], ids[masked])
 
 
-def run_gradients(checkpoints, tokenizer, batch_size, examples=EXAMPLES):
-    return run_analysis(GradientImportance, checkpoints, tokenizer, examples, batch_size)["gradients"]
+def run_gradients(models, tokenizer, batch_size, examples=EXAMPLES):
+    return run_analysis(GradientImportance, models, tokenizer, examples, batch_size)["per_checkpoint"]
 
 
 def test_task_loss_gradients_do_not_depend_on_batching(tiny_pair, tiny_tokenizer):
     alone = run_gradients(tiny_pair, tiny_tokenizer, batch_size=1)
     together = run_gradients(tiny_pair, tiny_tokenizer, batch_size=3)
-    assert alone["checkpoints"]["pretrained"]["loss"] == UNTRAINED_TASK
-    assert alone["checkpoints"]["finetuned"]["loss"] == TASK
+    assert alone["pretrained"]["loss"] == UNTRAINED_TASK_LOSS
+    assert alone["finetuned"]["loss"] == TASK_LOSS
     for checkpoint in tiny_pair:
         for category in ("sep", "other"):
-            first = torch.tensor(alone["checkpoints"][checkpoint]["per_head"][category])
-            second = torch.tensor(together["checkpoints"][checkpoint]["per_head"][category])
+            first = torch.tensor(alone[checkpoint]["per_head"][category])
+            second = torch.tensor(together[checkpoint]["per_head"][category])
             assert first.shape == (2, 4) and (first > 0).all()
             assert torch.allclose(first, second, rtol=1e-4, atol=1e-9)
+    assert alone["pretrained"]["per_head"]["sep"] != alone["finetuned"]["per_head"]["sep"]
 
 
 def test_masked_lm_head_is_used_when_the_checkpoint_stores_one(tiny_tokenizer, tmp_path):
@@ -62,29 +64,31 @@ def test_masked_lm_head_is_used_when_the_checkpoint_stores_one(tiny_tokenizer, t
     BertForMaskedLM(config).save_pretrained(tmp_path)
     pretrained = BertForSequenceClassification.from_pretrained(tmp_path, attn_implementation="eager").eval()
     result = run_gradients({"pretrained": pretrained, "finetuned": tiny_bert(1)}, tiny_tokenizer, batch_size=2)
-    assert result["checkpoints"]["pretrained"]["loss"] == MASKED_LM
-    assert result["checkpoints"]["finetuned"]["loss"] == TASK
-    assert (torch.tensor(result["checkpoints"]["pretrained"]["per_layer"]["other"]) > 0).all()
-    assert result["num_items"] == 3
+    assert result["pretrained"]["loss"] == MASKED_LM_LOSS
+    assert result["finetuned"]["loss"] == TASK_LOSS
+    assert (torch.tensor(result["pretrained"]["per_layer"]["other"]) > 0).all()
+    assert result["pretrained"]["num_items"] == 3
 
 
 def test_unlabelled_inputs_without_mlm_head_are_skipped_and_said(tiny_pair, tiny_tokenizer, tmp_path):
     unlabelled = [Example("1", "the cat sat .", "a dog", None)]
     result = run_gradients(tiny_pair, tiny_tokenizer, batch_size=1, examples=unlabelled)
-    assert result["checkpoints"]["finetuned"]["loss"] is None
-    assert "no task labels" in result["checkpoints"]["finetuned"]["skipped_because"]
-    assert draw_gradients({"gradients": result}, tmp_path) == []
+    assert result["finetuned"]["loss"] is None
+    assert "no task labels" in result["finetuned"]["skipped_because"]
+    entry = {"pairs": [["pretrained", "finetuned"]], "result": {"per_checkpoint": result}}
+    assert GradientImportance.draw(entry, {"model": "tiny", "task": "test"}, tmp_path) == []
 
 
 def test_gradient_figure_is_drawn(tiny_pair, tiny_tokenizer, tmp_path):
     result = run_gradients(tiny_pair, tiny_tokenizer, batch_size=3)
-    files = draw_gradients({"model": "tiny", "task": "test", "gradients": result}, tmp_path)
+    entry = {"pairs": [["pretrained", "finetuned"]], "result": {"per_checkpoint": result}}
+    files = GradientImportance.draw(entry, {"model": "tiny", "task": "test"}, tmp_path)
     assert len(files) == 1 and files[0].stat().st_size > 0
 
 
 def test_regression_tasks_use_the_squared_error(tiny_tokenizer):
     scored = [Example("1", "the cat sat .", "a dog sat .", 3.5), Example("2", "he ran", "it sat", 0.5)]
-    checkpoints = {"pretrained": tiny_bert(0, num_labels=1), "finetuned": tiny_bert(1, num_labels=1)}
-    result = run_gradients(checkpoints, tiny_tokenizer, batch_size=2, examples=scored)
-    assert result["checkpoints"]["finetuned"]["loss"] == TASK
-    assert (torch.tensor(result["checkpoints"]["finetuned"]["per_head"]["other"]) > 0).all()
+    models = {"pretrained": tiny_bert(0, num_labels=1), "finetuned": tiny_bert(1, num_labels=1)}
+    result = run_gradients(models, tiny_tokenizer, batch_size=2, examples=scored)
+    assert result["finetuned"]["loss"] == TASK_LOSS
+    assert (torch.tensor(result["finetuned"]["per_head"]["other"]) > 0).all()

@@ -1,40 +1,40 @@
-"""The patterns analysis: streaming per-head class counts of both checkpoints, figures from the summary."""
+"""The patterns analysis: streaming per-head class counts of each checkpoint, figures from the stored entry."""
 
 import json
 
 import torch
 
 from classifier import CLASSES, load_classifier
-from harness.analyses.base import AnalysisContext
 from harness.analyses.patterns import AttentionPatterns
-from harness.attention import AttentionBatch, EncodedBatch, stream_attention
+from harness.batches import AttentionBatch, EncodedBatch
 from harness.encoding import batched
 from tasks.examples import Example
-from tests.conftest import run_analysis
+from tests.conftest import analysis_context, finish, run_analysis, stream
 
 EXAMPLES = [Example("1", "the cat sat on the mat .", "the dog ran .", 0),
             Example("2", "he is not happy", "it sat", 1),
             Example("3", "a dog", "she sat", 1)]
 
 
-def run_patterns(checkpoints, tokenizer, batch_size=2):
-    return run_analysis(AttentionPatterns, checkpoints, tokenizer, EXAMPLES, batch_size)
+def run_patterns(models, tokenizer, batch_size=2):
+    return run_analysis(AttentionPatterns, models, tokenizer, EXAMPLES, batch_size)
 
 
 def test_counts_match_classifying_each_map_on_its_own(tiny_pair, tiny_tokenizer):
-    result = run_patterns(tiny_pair, tiny_tokenizer)
+    result = run_patterns(tiny_pair, tiny_tokenizer)["per_checkpoint"]
     classifier = load_classifier()
     expected = {name: {label: 0 for label in CLASSES} for name in tiny_pair}
-    for batch in stream_attention(tiny_pair, batched(tiny_tokenizer, EXAMPLES, 1, 32)):
+    for batch in stream(tiny_pair, batched(tiny_tokenizer, EXAMPLES, 1, 32, pair=True)):
         for name in tiny_pair:
             maps = batch.maps(name, 0).reshape(-1, *batch.maps(name, 0).shape[-2:])
             for label in classifier.predict([m.numpy() for m in maps]):
                 expected[name][label] += 1
     total = len(EXAMPLES) * 2 * 4
     for name in tiny_pair:
-        assert result["pattern_proportions"][name] == {label: count / total for label, count in expected[name].items()}
-    assert result["pattern_num_examples"] == 3
-    assert len(result["pattern_per_head"]["pretrained"]) == 2 and len(result["pattern_per_head"]["finetuned"][0]) == 4
+        assert result[name]["proportions"] == {label: count / total for label, count in expected[name].items()}
+        assert result[name]["num_examples"] == 3
+        assert len(result[name]["per_head"]) == 2 and len(result[name]["per_head"][0]) == 4
+        assert torch.tensor(result[name]["counts_per_head"]).sum() == total
 
 
 def test_known_maps_give_known_proportions_and_changed_heads(tiny_tokenizer):
@@ -44,24 +44,23 @@ def test_known_maps_give_known_proportions_and_changed_heads(tiny_tokenizer):
     fine = pre.clone()
     fine[:, 0, 1] = torch.eye(n)  # head 2 becomes diagonal
     encoded = EncodedBatch(torch.ones(2, n, dtype=torch.long), torch.ones(2, n, dtype=torch.long), None, [0, 1])
-    context = AnalysisContext(layers, heads, tiny_tokenizer, {}, "test")
-    analysis = AttentionPatterns(context)
+    analysis = AttentionPatterns(analysis_context(["pretrained", "finetuned"], layers, heads))
     analysis.update(AttentionBatch(encoded, {"pretrained": pre, "finetuned": fine}))
-    result = analysis.result()
-    assert result["pattern_proportions"]["pretrained"]["vertical"] == 1.0
-    assert result["pattern_proportions"]["finetuned"]["vertical"] == 0.5
-    assert result["pattern_proportions"]["finetuned"]["diagonal"] == 0.5
-    assert result["pattern_per_head"] == {"pretrained": [["vertical", "vertical"]],
-                                          "finetuned": [["vertical", "diagonal"]]}
-    assert result["pattern_changed_heads"] == [{"layer": 1, "head": 2, "pretrained": "vertical",
-                                                "finetuned": "diagonal"}]
-    metrics = dict(AttentionPatterns.metrics(result))
+    result = finish(analysis)
+    shares = {name: stats["proportions"] for name, stats in result["per_checkpoint"].items()}
+    assert shares["pretrained"]["vertical"] == 1.0
+    assert shares["finetuned"]["vertical"] == 0.5 and shares["finetuned"]["diagonal"] == 0.5
+    assert {name: stats["per_head"] for name, stats in result["per_checkpoint"].items()} == {
+        "pretrained": [["vertical", "vertical"]], "finetuned": [["vertical", "diagonal"]]}
+    assert result["per_pair"]["pretrained->finetuned"]["changed_heads"] == [
+        {"layer": 1, "head": 2, "before": "vertical", "after": "diagonal"}]
+    metrics = dict(AttentionPatterns.metrics({"result": result}))
     assert metrics["pattern_finetuned_diagonal"] == 0.5 and metrics["pattern_pretrained_vertical_diagonal"] == 0.0
 
 
-def test_figures_are_drawn_from_the_stored_summary(tiny_pair, tiny_tokenizer, tmp_path):
-    summary = json.loads(json.dumps({"model": "tiny", "task": "test", **run_patterns(tiny_pair, tiny_tokenizer)}))
-    assert AttentionPatterns.stored_in(summary) and not AttentionPatterns.stored_in({"cosine_per_head": []})
-    paths = AttentionPatterns.draw(summary, tmp_path)
+def test_figures_are_drawn_from_the_stored_entry(tiny_pair, tiny_tokenizer, tmp_path):
+    entry = json.loads(json.dumps({"pairs": [["pretrained", "finetuned"]],
+                                   "result": run_patterns(tiny_pair, tiny_tokenizer)}))
+    paths = AttentionPatterns.draw(entry, {"model": "tiny", "task": "test"}, tmp_path)
     assert [path.name for path in paths] == ["pattern_proportions.png", "pattern_per_head.png"]
     assert all(path.stat().st_size > 10_000 for path in paths)

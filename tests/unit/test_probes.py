@@ -4,9 +4,12 @@ import pytest
 import torch
 
 from harness.analyses.probes import Probes, distance_features, pair_vectors, right_branching
-from harness.attention import FINETUNED, PRETRAINED
-from harness.errors import HarnessError
-from harness.treebank_sources import DEV, TRAIN
+from harness.config import AnalysisConfig
+from harness.models import FINETUNED, PRETRAINED
+from harness.sources import SourceContext
+from harness.sources.treebank import DEV, TRAIN, ProbeSource
+from tasks.errors import InputError
+from tests.conftest import finish
 from tests.unit.syntax_helpers import context, hand_made_batch, pointing_maps, sentence
 
 WORDS = "the cat sat on a mat dog ran he she it is not happy".split()
@@ -37,35 +40,39 @@ def batches(split: str, count: int, seed: int) -> list:
 
 
 def test_probe_reads_a_head_that_points_at_gold_heads_and_not_uniform_attention():
-    analysis = Probes(context(seed=0))
+    analysis = Probes(context(analysis_seed=0))
     for batch in batches(TRAIN, 300, seed=1) + batches(DEV, 40, seed=2):
         analysis.update(batch)
-    stored = analysis.result()["probes"]
-    assert stored["train_sentences"] == 300 and stored["dev_sentences"] == 40
-    assert stored["uas"][PRETRAINED]["attn"] >= 95.0
-    assert stored["uas"][PRETRAINED]["attn_glove"] >= 80.0
-    assert stored["uas"][FINETUNED]["attn"] <= 40.0  # uniform maps carry no syntax
-    assert stored["change"]["attn"] == stored["uas"][FINETUNED]["attn"] - stored["uas"][PRETRAINED]["attn"]
-    weights = torch.tensor(stored["attn_head_weights"][PRETRAINED]["dependent->head"])
+    result = finish(analysis)
+    pre, fine = result["per_checkpoint"][PRETRAINED], result["per_checkpoint"][FINETUNED]
+    assert pre["train_sentences"] == 300 and pre["dev_sentences"] == 40
+    assert pre["uas"]["attn"] >= 95.0
+    assert pre["uas"]["attn_glove"] >= 80.0
+    assert fine["uas"]["attn"] <= 40.0  # uniform maps carry no syntax
+    change = result["per_pair"]["pretrained->finetuned"]["uas_change"]["attn"]
+    assert change == fine["uas"]["attn"] - pre["uas"]["attn"]
+    assert pre["uas"]["distances_glove"] == fine["uas"]["distances_glove"]  # the baselines see no attention
+    weights = torch.tensor(pre["attn_head_weights"]["dependent->head"])
     assert weights.shape == (1, 2) and weights[0, 0] > weights[0, 1]  # it learned to read head 1
 
 
 def test_right_branching_baseline_scores_right_branching_trees_fully():
-    analysis = Probes(context(seed=0))
+    analysis = Probes(context(analysis_seed=0))
     right = sentence("a b c d", [2, 3, 4, 0])
     uniform = pointing_maps([0] * 4)
     analysis.update(hand_made_batch([right], {PRETRAINED: [uniform], FINETUNED: [uniform]}, items=[(DEV, right)]))
-    assert analysis.result()["probes"]["uas"]["right_branching"] == 100.0
-    metrics = dict(Probes.metrics(analysis.result()))
+    result = finish(analysis)
+    assert result["per_checkpoint"][FINETUNED]["uas"]["right_branching"] == 100.0
+    metrics = dict(Probes.metrics({"result": result}))
     assert metrics["probes_uas_right_branching"] == 100.0 and "probes_uas_finetuned_attn_glove" in metrics
     assert right_branching(4).tolist() == [2, 3, 4, 0]
 
 
 def test_training_sentences_after_dev_sentences_are_refused():
-    analysis = Probes(context(seed=0))
+    analysis = Probes(context(analysis_seed=0))
     dev, train = batches(DEV, 1, seed=3) + batches(TRAIN, 1, seed=4)
     analysis.update(dev)
-    with pytest.raises(HarnessError, match="syntax-probe"):
+    with pytest.raises(InputError, match="syntax-probe"):
         analysis.update(train)
 
 
@@ -74,7 +81,7 @@ def test_pair_and_distance_features_have_root_in_column_zero():
     pairs = pair_vectors(vectors)
     assert pairs.shape == (3, 4, 4) and pairs[:, 0].abs().sum() == 0
     assert pairs[0, 3].tolist() == [0.0, 1.0, 4.0, 5.0]  # word 0 with candidate word 2
-    features = distance_features(3)
+    features = distance_features(3, torch.device("cpu"))
     assert features.shape == (3, 4, 8)
     assert features[:, 0, -1].tolist() == [1.0, 1.0, 1.0] and features[:, 1:, -1].sum() == 0
     assert features[0, 2, 3] == 1.0  # candidate word 1 is one to the right of word 0
@@ -82,19 +89,14 @@ def test_pair_and_distance_features_have_root_in_column_zero():
 
 
 def test_probe_source_streams_the_train_sample_before_every_dev_sentence(tiny_tokenizer, tmp_path):
-    from harness.config import AnalysisConfig
-    from harness.sources import SourceContext
-    from harness.treebank_sources import probe_source
-
     def write(name, count):
         rows = ["1\tthe\t_\tDET\tDT\t_\t2\tdet\t_\t_\n2\tcat\t_\tNOUN\tNN\t_\t0\troot\t_\t_\n" for _ in range(count)]
         (tmp_path / name).write_text("\n".join(rows))
 
     write("tb-dev.conllu", 5)
     write("tb-train.conllu", 30)
-    settings = AnalysisConfig(syntax_data=tmp_path / "tb-dev.conllu", eval_batch_size=4)
-    settings.probe_train_sentences = 12
-    stream = probe_source(SourceContext(tiny_tokenizer, settings, [], 0))
+    settings = AnalysisConfig(syntax_data=tmp_path / "tb-dev.conllu", eval_batch_size=4, probe_train_sentences=12)
+    stream = ProbeSource(SourceContext(tiny_tokenizer, settings)).stream()
     splits = [aligned.item[0] for batch in stream.batches for aligned in batch.items]
     assert splits == [TRAIN] * 12 + [DEV] * 5 and stream.num_items == 17
     assert stream.notes["train_sentences"] == 12 and stream.notes["sentences"] == 5
@@ -102,17 +104,14 @@ def test_probe_source_streams_the_train_sample_before_every_dev_sentence(tiny_to
 
 
 def test_missing_training_treebank_is_a_clear_error(tiny_tokenizer, tmp_path):
-    from harness.config import AnalysisConfig
-    from harness.sources import SourceContext
-    from harness.treebank_sources import probe_source
-
     (tmp_path / "only-dev.conllu").write_text("1\thi\t_\tX\tUH\t_\t0\troot\t_\t_\n")
-    with pytest.raises(HarnessError, match="only-train.conllu"):
-        probe_source(SourceContext(tiny_tokenizer, AnalysisConfig(syntax_data=tmp_path / "only-dev.conllu"), [], 0))
+    source = ProbeSource(SourceContext(tiny_tokenizer, AnalysisConfig(syntax_data=tmp_path / "only-dev.conllu")))
+    with pytest.raises(InputError, match="only-train.conllu"):
+        source.identity()
 
 
 def test_both_checkpoints_start_from_the_same_probe():
-    analysis = Probes(context(seed=3))
+    analysis = Probes(context(analysis_seed=3))
     for kind in ("attn", "attn_glove"):
         first, second = (analysis.probes[(c, kind)].module.state_dict() for c in (PRETRAINED, FINETUNED))
         assert all(torch.equal(first[name], second[name]) for name in first)

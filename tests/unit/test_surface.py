@@ -3,10 +3,10 @@ import math
 import pytest
 import torch
 
-from harness.analyses.clark_figures import draw_surface
-from harness.analyses.surface import SpecialIds, Surface, behaviour_labels, label_changes, surface_statistics
+from harness.analyses.base import changed_heads
+from harness.analyses.surface import SpecialIds, Surface, behaviour_labels, surface_statistics
 from tasks.examples import Example
-from tests.conftest import run_analysis
+from tests.conftest import run_analysis, tiny_bert
 
 N = 5  # real tokens: [CLS] cat . dog [SEP], then one padding position
 
@@ -60,8 +60,8 @@ def test_behaviour_labels_use_clarks_thresholds_and_list_changes():
                 "cls": [[0.61, 0.0]], "sep": [[0.0, 0.6]], "punct": [[0.0, 0.0]]}
     labels = behaviour_labels(per_head)
     assert labels == [[["broad", "cls"], ["previous"]]]
-    changes = label_changes({"pretrained": labels, "finetuned": [[["broad", "cls"], []]]}, "pretrained", "finetuned")
-    assert changes == [{"layer": 1, "head": 2, "pretrained": ["previous"], "finetuned": []}]
+    changes = changed_heads(labels, [[["broad", "cls"], []]])
+    assert changes == [{"layer": 1, "head": 2, "before": ["previous"], "after": []}]
 
 
 EXAMPLES = [Example("1", "the cat sat on the mat .", "the dog ran , he sat .", 0),
@@ -69,29 +69,40 @@ EXAMPLES = [Example("1", "the cat sat on the mat .", "the dog ran , he sat .", 0
             Example("3", "a dog", "she sat .", 1)]
 
 
-def run_surface(checkpoints, tokenizer, batch_size):
-    return run_analysis(Surface, checkpoints, tokenizer, EXAMPLES, batch_size)["surface"]
+def run_surface(models, tokenizer, batch_size, pairs=(("pretrained", "finetuned"),)):
+    return run_analysis(Surface, models, tokenizer, EXAMPLES, batch_size, pairs)
 
 
 @pytest.mark.parametrize("statistic", ["previous", "sep", "entropy", "cls_entropy", "sep_to_sep"])
 def test_tiny_bert_statistics_do_not_depend_on_padding(tiny_pair, tiny_tokenizer, statistic):
-    alone = run_surface(tiny_pair, tiny_tokenizer, batch_size=1)
-    padded = run_surface(tiny_pair, tiny_tokenizer, batch_size=3)
+    alone = run_surface(tiny_pair, tiny_tokenizer, batch_size=1)["per_checkpoint"]
+    padded = run_surface(tiny_pair, tiny_tokenizer, batch_size=3)["per_checkpoint"]
     for checkpoint in tiny_pair:
-        assert torch.allclose(torch.tensor(alone["checkpoints"][checkpoint]["per_head"][statistic]),
-                              torch.tensor(padded["checkpoints"][checkpoint]["per_head"][statistic]), atol=1e-5)
+        assert torch.allclose(torch.tensor(alone[checkpoint]["per_head"][statistic]),
+                              torch.tensor(padded[checkpoint]["per_head"][statistic]), atol=1e-5)
 
 
 def test_tiny_bert_result_shapes_ranges_and_figures(tiny_pair, tiny_tokenizer, tmp_path):
-    surface = run_surface(tiny_pair, tiny_tokenizer, batch_size=2)
-    assert surface["num_items"] == 3
+    result = run_surface(tiny_pair, tiny_tokenizer, batch_size=2)
+    pretrained, finetuned = result["per_checkpoint"]["pretrained"], result["per_checkpoint"]["finetuned"]
+    assert pretrained["num_items"] == 3
     lengths = [len(tiny_tokenizer(e.text_a, e.text_b)["input_ids"]) for e in EXAMPLES]
-    assert surface["uniform_entropy"] == pytest.approx(sum(math.log(n) for n in lengths) / 3)
-    pretrained = surface["checkpoints"]["pretrained"]
+    assert pretrained["uniform_entropy"] == pytest.approx(sum(math.log(n) for n in lengths) / 3)
     entropy = torch.tensor(pretrained["per_head"]["entropy"])
-    assert entropy.shape == (2, 4) and (entropy >= 0).all() and (entropy <= surface["uniform_entropy"] + 1e-5).all()
+    assert entropy.shape == (2, 4) and (entropy >= 0).all() and (entropy <= pretrained["uniform_entropy"] + 1e-5).all()
     assert torch.allclose(torch.tensor(pretrained["per_layer"]["sep"]), torch.tensor(pretrained["per_head"]["sep"]).mean(1))
-    differs = pretrained["per_head"]["cls"] != surface["checkpoints"]["finetuned"]["per_head"]["cls"]
-    assert differs
-    files = draw_surface({"model": "tiny", "task": "test", "surface": surface}, tmp_path)
+    assert pretrained["per_head"]["cls"] != finetuned["per_head"]["cls"]
+    entry = {"pairs": [["pretrained", "finetuned"]], "result": result}
+    files = Surface.draw(entry, {"model": "tiny", "task": "test"}, tmp_path)
     assert all(path.exists() and path.stat().st_size > 0 for path in files) and len(files) == 10
+
+
+def test_three_checkpoints_each_get_statistics_and_each_pair_its_label_changes(tiny_tokenizer, tmp_path):
+    models = {"a": tiny_bert(0), "b": tiny_bert(1), "c": tiny_bert(2)}
+    pairs = (("a", "b"), ("b", "c"))
+    result = run_surface(models, tiny_tokenizer, batch_size=2, pairs=pairs)
+    assert set(result["per_checkpoint"]) == {"a", "b", "c"} and set(result["per_pair"]) == {"a->b", "b->c"}
+    assert result["per_checkpoint"]["a"]["per_head"]["sep"] != result["per_checkpoint"]["c"]["per_head"]["sep"]
+    entry = {"pairs": [list(p) for p in pairs], "result": result}
+    table = Surface.draw(entry, {"model": "tiny", "task": "test"}, tmp_path)[-1].read_text()
+    assert "## a -> b" in table and "## b -> c" in table

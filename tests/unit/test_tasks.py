@@ -1,8 +1,9 @@
 import numpy as np
 import pytest
 
-from harness.errors import HarnessError
-from tasks import TASKS, get_task, load_examples
+from tasks.errors import InputError
+from tasks import TASKS, get_task
+from tasks.loading import load_examples
 from tasks.hub import hub_split_name
 from tasks.metrics import compute_metrics
 
@@ -17,7 +18,7 @@ def test_registry_has_the_nine_glue_tasks_with_their_metrics():
 
 
 def test_unknown_task_lists_the_valid_ones():
-    with pytest.raises(HarnessError, match="unknown task 'foo'; valid tasks: cola, sst2"):
+    with pytest.raises(InputError, match="unknown task 'foo'; valid tasks: cola, sst2"):
         get_task("foo")
 
 
@@ -34,25 +35,25 @@ def write_rte(folder, rows):
 
 def test_malformed_row_names_file_and_line(tmp_path):
     write_rte(tmp_path, ["0\tA man.\tA person.\tentailment\n", "1\tonly two\n"])
-    with pytest.raises(HarnessError, match=r"RTE/dev.tsv:3: malformed row with 2 columns"):
+    with pytest.raises(InputError, match=r"RTE/dev.tsv:3: malformed row with 2 columns"):
         load_examples(get_task("rte"), "dev", tmp_path)
 
 
 def test_unknown_label_names_file_and_line(tmp_path):
     write_rte(tmp_path, ["0\tA man.\tA person.\tmaybe\n"])
-    with pytest.raises(HarnessError, match=r"dev.tsv:2: label 'maybe' is not one of"):
+    with pytest.raises(InputError, match=r"dev.tsv:2: label 'maybe' is not one of"):
         load_examples(get_task("rte"), "dev", tmp_path)
 
 
 def test_missing_task_folder_says_how_to_fix(tmp_path):
-    with pytest.raises(HarnessError, match=r"MNLI/dev_matched.tsv not found.*GLUE script"):
+    with pytest.raises(InputError, match=r"MNLI/dev_matched.tsv not found.*GLUE script"):
         load_examples(get_task("mnli"), "dev_matched", tmp_path)
 
 
 def test_wrong_header_is_reported(tmp_path):
     (tmp_path / "QQP").mkdir()
     (tmp_path / "QQP" / "dev.tsv").write_text("a\tb\n1\t2\n")
-    with pytest.raises(HarnessError, match=r"QQP/dev.tsv:1: header has no column 'question1'"):
+    with pytest.raises(InputError, match=r"QQP/dev.tsv:1: header has no column 'question1'"):
         load_examples(get_task("qqp"), "dev", tmp_path)
 
 

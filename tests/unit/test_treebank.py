@@ -1,6 +1,6 @@
 import pytest
 
-from harness.errors import HarnessError
+from tasks.errors import InputError
 from tasks.treebank import read_treebank
 from tests.conftest import SHARED_DATA
 
@@ -56,14 +56,14 @@ def test_conllx_reads_tabs_and_space_separated_lines(tmp_path):
     ("1\tThe\t_\tDT\tDT\t_\t7\tdet\t_\t_\n", r"x\.conllu:1: head 7 points past"),
 ])
 def test_malformed_lines_name_file_and_line(tmp_path, bad, message):
-    with pytest.raises(HarnessError, match=message):
+    with pytest.raises(InputError, match=message):
         read_treebank(write(tmp_path, "x.conllu", bad))
 
 
 def test_unknown_suffix_and_missing_file_are_clear_errors(tmp_path):
-    with pytest.raises(HarnessError, match=r"\.conllu or \.conllx"):
+    with pytest.raises(InputError, match=r"\.conllu or \.conllx"):
         read_treebank(write(tmp_path, "x.txt", CONLLX))
-    with pytest.raises(HarnessError, match="not found"):
+    with pytest.raises(InputError, match="not found"):
         read_treebank(tmp_path / "missing.conllu")
 
 

@@ -1,9 +1,9 @@
 import pytest
 import torch
 
-from harness.attention import stream_attention
-from harness.errors import HarnessError
 from harness.wordlevel import encode_words, word_attention, word_attention_with_special, word_maps
+from tasks.errors import InputError
+from tests.conftest import stream
 
 
 def test_split_word_gets_all_its_subtokens(tiny_tokenizer):
@@ -32,7 +32,7 @@ def test_word_the_tokenizer_drops_keeps_a_position(tiny_tokenizer):
 
 
 def test_too_small_max_tokens_is_a_clear_error(tiny_tokenizer):
-    with pytest.raises(HarnessError, match="max-tokens"):
+    with pytest.raises(InputError, match="max-tokens"):
         encode_words(tiny_tokenizer, [["the"]], 2, [None])
 
 
@@ -54,7 +54,7 @@ def test_to_sums_subtokens_and_from_averages_them():
 
 def test_real_maps_keep_all_mass_except_special_tokens(tiny_pair, tiny_tokenizer):
     batch, _ = encode_words(tiny_tokenizer, [["the", "cats", "sat", "on", "a", "mat"], ["he", "ran"]], 32, [0, 1])
-    attention_batch = next(stream_attention(tiny_pair, [batch]))
+    attention_batch = next(stream(tiny_pair, [batch]))
     for aligned, maps in word_maps(attention_batch, "finetuned"):
         tokens = attention_batch.maps("finetuned", aligned.item)
         n = tokens.shape[-1]
@@ -69,14 +69,14 @@ def test_real_maps_keep_all_mass_except_special_tokens(tiny_pair, tiny_tokenizer
 
 
 def test_unknown_from_mode_is_rejected():
-    with pytest.raises(HarnessError, match="word-attention-from"):
+    with pytest.raises(InputError, match="word-attention-from"):
         word_attention(torch.zeros(1, 1, 2, 2), [0, 1], 2, "last")
 
 
 def test_with_special_keeps_cls_and_sep_and_rows_sum_to_one(tiny_pair, tiny_tokenizer):
     batch, _ = encode_words(tiny_tokenizer, [["the", "cats", "sat"]], 32, [0])
     aligned = batch.items[0]
-    tokens = next(stream_attention(tiny_pair, [batch])).maps("pretrained", 0)
+    tokens = next(stream(tiny_pair, [batch])).maps("pretrained", 0)
     full = word_attention_with_special(tokens, aligned.word_ids, aligned.num_words)
     assert full.shape == (2, 4, 5, 5)
     assert torch.allclose(full.sum(dim=-1), torch.ones(2, 4, 5), atol=1e-5)

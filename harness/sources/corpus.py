@@ -14,13 +14,15 @@ import random
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import torch
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
-from harness.attention import EncodedBatch
-from harness.errors import HarnessError
-from harness.sources import SOURCES, SourceContext, SourceStream, register_source
+from harness.batches import EncodedBatch
+from harness.sources.base import Source, SourceStream, register_source
+from harness.sources.task import TaskSource
+from tasks.errors import InputError
 
 SPECIAL_TOKENS_PER_SEGMENT = 3  # [CLS], [SEP], [SEP]
 
@@ -49,7 +51,7 @@ class PackingCounts:
 def read_documents(path: Path) -> Iterator[list[tuple[int, str]]]:
     """Documents of a plain-text file as lists of (1-based line number, paragraph)."""
     if not path.is_file():
-        raise HarnessError(f"--corpus {path}: no such file; give a plain-text file with one paragraph per line")
+        raise InputError(f"--corpus {path}: no such file; give a plain-text file with one paragraph per line")
     document: list[tuple[int, str]] = []
     with path.open(encoding="utf-8") as handle:
         for number, line in enumerate(handle, start=1):
@@ -110,7 +112,7 @@ def pack_corpus(
             if len(segments) >= max_segments:
                 return segments, counts
     if not segments:
-        raise HarnessError(
+        raise InputError(
             f"--corpus {path}: no segment could be built; the file needs documents of at least two "
             "non-empty paragraphs (one paragraph per line, blank lines between documents)"
         )
@@ -140,19 +142,32 @@ def segment_batches(
         yield encode_segments(tokenizer, ordered[start:start + batch_size])
 
 
-@register_source("corpus")
-def corpus_source(context: SourceContext) -> SourceStream:
-    """Packed segments of ``settings.corpus``, or the task's dev sample when no corpus is given."""
-    settings = context.settings
-    if settings.corpus is None:
-        stream = SOURCES["task"](context)
-        return SourceStream(stream.batches, stream.num_items, {"corpus": "task dev sample", **stream.notes})
-    segments, counts = pack_corpus(Path(settings.corpus), context.tokenizer, settings.max_tokens,
-                                   settings.max_eval_examples, context.seed)
-    return SourceStream(
-        batches=segment_batches(context.tokenizer, segments, settings.eval_batch_size),
-        num_items=len(segments),
-        notes={"corpus": str(settings.corpus), "max_tokens": settings.max_tokens,
-               "segments": counts.segments, "truncated_segments": counts.truncated_segments,
-               "skipped_unpaired_paragraphs": counts.unpaired_paragraphs},
-    )
+@register_source
+class CorpusSource(Source):
+    """Packed segments of ``--corpus``, or the task's dev sample when no corpus is given."""
+
+    name = "corpus"
+
+    def identity(self) -> dict[str, Any]:
+        settings = self.context.settings
+        if settings.corpus is None:
+            return {**TaskSource(self.context).identity(), "source": self.name}
+        return {"source": self.name, **self.context.hashes.describe(settings.corpus),
+                "max_tokens": settings.max_tokens, "max_segments": settings.max_eval_examples,
+                "seed": self.context.seed}
+
+    def stream(self) -> SourceStream:
+        context = self.context
+        settings = context.settings
+        if settings.corpus is None:
+            stream = TaskSource(context).stream()
+            return SourceStream(stream.batches, stream.num_items, {"corpus": "task dev sample", **stream.notes})
+        segments, counts = pack_corpus(Path(settings.corpus), context.tokenizer, settings.max_tokens,
+                                       settings.max_eval_examples, context.seed)
+        return SourceStream(
+            batches=segment_batches(context.tokenizer, segments, settings.eval_batch_size),
+            num_items=len(segments),
+            notes={"corpus": Path(settings.corpus).name, "max_tokens": settings.max_tokens,
+                   "segments": counts.segments, "truncated_segments": counts.truncated_segments,
+                   "skipped_unpaired_paragraphs": counts.unpaired_paragraphs},
+        )

@@ -1,0 +1,82 @@
+"""Cost of the analyses against the bare forward passes they ride on, and their peak memory.
+
+Each phase runs in a fresh process (so its peak memory is its own): the bare forward passes
+of both checkpoints over the dev sample (no attention captured), then `harness.engine.analyse`
+exactly as ``harness run`` calls it (sources tokenised, attention and gradients captured
+through the forward API, analyses updated, results stored) for the chosen analyses, into an
+empty results store. The ratio is (analysis phase - bare forward) / bare forward.
+
+    GLUE_DIR=../shared/data/glue python benchmarks/bench_analyses.py --task rte --model minilm \\
+        --analyses cosine patterns surface gradients clustering --examples 250 1000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+from benchmarks.common import bare_forward_seconds, peak_memory_mb, prepare_bench, run_config, synchronise
+from harness.analyses import ANALYSES
+from harness.engine import analyse
+from harness.pipeline import PAIRS
+from harness.store import ResultStore
+
+TASK_SOURCE_ANALYSES = ["cosine", "patterns", "surface", "gradients", "clustering"]
+
+
+def measure(task: str, model: str, examples: int, finetuned: str | None, analyses: list[str]) -> dict[str, object]:
+    """One phase in this (fresh) process: bare forward passes, or the given analyses."""
+    bench = prepare_bench(run_config(task, model, examples), finetuned)
+    if torch.cuda.is_available():
+        torch.cuda.reset_peak_memory_stats()
+    bare = bare_forward_seconds(bench)
+    seconds = 0.0
+    if analyses:
+        with tempfile.TemporaryDirectory() as folder:
+            synchronise()
+            start = time.perf_counter()
+            analyse([ANALYSES[name] for name in analyses], bench.checkpoints, PAIRS, bench.sources,
+                    ResultStore(Path(folder)))
+            synchronise()
+            seconds = time.perf_counter() - start
+    return {"analyses": analyses, "examples": len(bench.dev), "bare_forward_seconds": bare,
+            "analysis_seconds": seconds, "ratio_over_forward": (seconds - bare) / bare if analyses else 0.0,
+            "finetuned": bench.finetuned, **peak_memory_mb()}
+
+
+def in_fresh_process(*arguments: object) -> dict[str, object]:
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        return pool.apply(measure, arguments)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--task", default="rte")
+    parser.add_argument("--model", default="minilm")
+    parser.add_argument("--finetuned", help="fine-tuned checkpoint folder (default: the cache, else a stand-in)")
+    parser.add_argument("--examples", type=int, nargs="+", default=[250])
+    parser.add_argument("--analyses", nargs="+", default=TASK_SOURCE_ANALYSES)
+    parser.add_argument("--each", action="store_true", help="also measure every analysis on its own")
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    phases = [args.analyses] + ([[name] for name in args.analyses] if args.each else [])
+    results = [in_fresh_process(args.task, args.model, count, args.finetuned, phase)
+               for count in args.examples for phase in phases]
+    device = "cuda" if torch.cuda.is_available() else f"cpu ({torch.get_num_threads()} threads)"
+    print(f"{args.model} on {args.task}, device {device}, fine-tuned: {results[0]['finetuned']}")
+    print(f"{'analyses':<48}{'examples':>9}{'forward s':>10}{'total s':>9}{'ratio':>7}{'peak RSS MB':>12}")
+    for result in results:
+        print(f"{' '.join(result['analyses']):<48}{result['examples']:>9}{result['bare_forward_seconds']:>10.1f}"
+              f"{result['analysis_seconds']:>9.1f}{result['ratio_over_forward']:>7.2f}{result['peak_rss_mb']:>12.0f}")
+    if args.out:
+        args.out.write_text(json.dumps({"device": device, "results": results}, indent=2))
+
+
+if __name__ == "__main__":
+    main()

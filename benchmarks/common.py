@@ -1,0 +1,77 @@
+"""What the benchmarks share: a run's checkpoints and dev sample, prepared exactly as
+``harness run`` prepares them, and the bare forward passes that analyses are measured against."""
+
+from __future__ import annotations
+
+import resource
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+
+from harness.config import AnalysisConfig, EnvironmentConfig, FineTuneConfig, RunConfig, TaskConfig
+from harness.encoding import batched
+from harness.finetune import FineTuneResult, sample, stored_result
+from harness.models import Checkpoint, load_tokenizer, resolve_model
+from harness.pipeline import RunPlan, load_checkpoints, plan_run, task_identity
+from harness.sources import SourceContext
+from tasks.examples import Example
+
+
+@dataclass
+class Bench:
+    """A run's plan, both checkpoints, its dev sample, and what its sources read."""
+
+    plan: RunPlan
+    checkpoints: list[Checkpoint]
+    dev: list[Example]
+    sources: SourceContext
+    finetuned: str
+
+
+def run_config(task: str, model: str, examples: int, batch_size: int = 16, **finetune: object) -> RunConfig:
+    return RunConfig(TaskConfig(task=task, model=model), FineTuneConfig(**finetune),
+                     AnalysisConfig(max_eval_examples=examples, eval_batch_size=batch_size),
+                     EnvironmentConfig(output_dir=Path("outputs/bench"), cache_dir=Path(".cache/checkpoints")))
+
+
+def prepare_bench(config: RunConfig, finetuned: str | None = None) -> Bench:
+    """The run's checkpoints: the fine-tuned one from ``finetuned`` or the cache, else the
+    pre-trained weights loaded a second time in its place (the same cost; said in ``finetuned``)."""
+    plan = plan_run(config)
+    cached = stored_result(plan.config, plan.data)
+    path = Path(finetuned) if finetuned else cached.checkpoint_dir if cached else Path(resolve_model(config.task.model))
+    described = str(path) if finetuned or cached else "pre-trained weights stand in (same cost)"
+    checkpoints = load_checkpoints(plan, FineTuneResult(path, "bench", {}, [], 0, 0.0, {}))
+    dev = sample(plan.data.dev[plan.data.task.main_eval_split], config.analysis.max_eval_examples,
+                 config.analysis.analysis_seed)
+    sources = SourceContext(load_tokenizer(config.task.model), plan.config.analysis, config.task.model,
+                            config.task.max_length, plan.data.task, dev, task_identity(plan, dev), plan.hashes)
+    return Bench(plan, checkpoints, dev, sources, described)
+
+
+def bare_forward_seconds(bench: Bench) -> float:
+    """Seconds of both checkpoints' plain forward passes (no capture) over the dev sample's batches."""
+    settings = bench.plan.config
+    batches = list(batched(bench.sources.tokenizer, bench.dev, settings.analysis.eval_batch_size,
+                           settings.task.max_length, bench.plan.data.task.is_pair))
+    synchronise()
+    start = time.perf_counter()
+    with torch.inference_mode():
+        for encoded in batches:
+            for checkpoint in bench.checkpoints:
+                checkpoint.model(**encoded.model_inputs(checkpoint.model.device))
+    synchronise()
+    return time.perf_counter() - start
+
+
+def synchronise() -> None:
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
+def peak_memory_mb() -> dict[str, float | None]:
+    """Peak resident memory of this process, and peak GPU memory allocated, in MB."""
+    gpu = torch.cuda.max_memory_allocated() / 2**20 if torch.cuda.is_available() else None
+    return {"peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, "peak_gpu_mb": gpu}

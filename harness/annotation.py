@@ -1,0 +1,80 @@
+"""Sampling real attention maps of a checkpoint into a labelling pool (``harness annotate``).
+
+Draws (dev example, layer, head) triples at random from a model on a GLUE task through the
+forward API, keeps each map cropped to its real tokens, and writes the pool with
+`classifier.annotate.write_pool`; the labels are recorded with ``--labels`` (see
+``docs/classifier.md``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from classifier.annotate import label_interactively, parse_label_lines, record, write_pool
+from classifier.data import MapSource, read_sources
+from harness.config import AnnotationConfig, RunConfig
+from harness.encoding import encode_examples
+from harness.finetune import finetune
+from harness.forward import Capture, forward
+from harness.models import FINETUNED, load_finetuned, load_sequence_classifier, load_tokenizer, prepare
+from harness.pipeline import device_of, plan_run
+
+BATCH = 16
+
+
+def heads_to_draw(annotation: AnnotationConfig, layers: int, heads: int) -> list[tuple[int, int]]:
+    """0-indexed (layer, head) pairs to draw from: ``--heads``, else every head of ``--layers``, else all."""
+    if annotation.heads:
+        return [(int(layer) - 1, int(head) - 1) for layer, head in (pair.split(":") for pair in annotation.heads)]
+    chosen = annotation.layers or range(1, layers + 1)
+    return [(layer - 1, head) for layer in chosen for head in range(heads)]
+
+
+def sample_pool(config: RunConfig, annotation: AnnotationConfig) -> list[Path]:
+    """Sample ``annotation.count`` maps of the requested checkpoint into the pool; returns the sheets."""
+    plan = plan_run(config)
+    task = plan.data.task
+    examples = plan.data.dev[task.main_eval_split]
+    tokenizer = load_tokenizer(config.task.model)
+    finetune_key = "-"
+    if annotation.checkpoint == FINETUNED:
+        tuned = finetune(plan.config, plan.data)
+        model, finetune_key = load_finetuned(tuned.checkpoint_dir), tuned.key
+    else:
+        model = load_sequence_classifier(config.task.model, task, head_seed=config.finetune.seed)
+    model = prepare(model, device_of(config), model.dtype)
+    heads = heads_to_draw(annotation, model.config.num_hidden_layers, model.config.num_attention_heads)
+    rng = np.random.default_rng(annotation.sample_seed)
+    chosen = rng.choice(len(examples), size=min(annotation.count, len(examples)), replace=False)
+    sources, maps, separators = [], {}, {}
+    for start in range(0, len(chosen), BATCH):
+        indices = [int(i) for i in chosen[start:start + BATCH]]
+        encoded = encode_examples(tokenizer, [examples[i] for i in indices], config.task.max_length, task.is_pair)
+        attentions = forward(model, encoded, capture=Capture(attention=True)).attentions.float().cpu()
+        for row, example_index in enumerate(indices):
+            layer, head = heads[int(rng.integers(len(heads)))]
+            length = int(encoded.lengths[row])
+            map_id = f"{annotation.prefix}{start + row:04d}"
+            sources.append(MapSource(map_id, config.task.model, annotation.checkpoint, finetune_key, task.name,
+                                     task.main_eval_split, example_index, examples[example_index].guid, layer,
+                                     head, length))
+            maps[map_id] = attentions[row, layer, head, :length, :length].numpy()
+            ids = encoded.input_ids[row, :length]
+            separators[map_id] = (ids == tokenizer.sep_token_id).nonzero(as_tuple=True)[0].tolist()
+    return write_pool(annotation.out, sources, maps, separators)
+
+
+def annotate(config: RunConfig, annotation: AnnotationConfig) -> str:
+    """Sample a pool (and label it at the terminal with ``--interactive``), or record ``--labels``; what was done."""
+    if annotation.labels:
+        labels = parse_label_lines(annotation.labels.read_text().splitlines(), str(annotation.labels))
+        return f"recorded {record(annotation.out, labels)} labelled maps from {annotation.out}"
+    sheets = sample_pool(config, annotation)
+    done = f"wrote {annotation.count} candidate maps of the {annotation.checkpoint} checkpoint and " \
+           f"{len(sheets)} sheets to {annotation.out}"
+    if annotation.interactive:
+        sources: list[MapSource] = read_sources(annotation.out / "candidates.tsv")
+        done += f"; recorded {record(annotation.out, label_interactively(sheets, sources))} labelled maps"
+    return done

@@ -1,0 +1,63 @@
+"""The command line, generated from the configuration dataclasses (as ``run_glue.py`` does
+with ``HfArgumentParser``, without importing transformers before the flags are checked).
+
+`add_arguments` adds one argparse group per dataclass, a flag per field (help from the
+field's metadata; ``bool`` fields become switches; ``list`` fields take several values);
+`build` turns the parsed namespace back into the dataclass, whose ``__post_init__``
+validates the values.
+"""
+
+from __future__ import annotations
+
+import argparse
+import types
+import typing
+from dataclasses import MISSING, fields
+from pathlib import Path
+from typing import Any, TypeVar
+
+from harness.config import flag_of
+
+Config = TypeVar("Config")
+SCALARS = (int, float, str, Path)
+
+
+def _base_type(annotation: Any) -> tuple[Any, bool]:
+    """The scalar (or list) type of an annotation such as ``int | None``, and whether it is a list."""
+    arguments = [a for a in typing.get_args(annotation) if a is not type(None)]
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        annotation = arguments[0]
+    if typing.get_origin(annotation) is list:
+        return typing.get_args(annotation)[0], True
+    return annotation, False
+
+
+def add_arguments(parser: argparse.ArgumentParser, cls: type, title: str | None = None,
+                  only: tuple[str, ...] | None = None) -> None:
+    """Flags for the fields of dataclass ``cls`` (or those named in ``only``) in one group."""
+    group = parser.add_argument_group(title or cls.__doc__.splitlines()[0].rstrip("."))
+    hints = typing.get_type_hints(cls)
+    for item in fields(cls):
+        if only is not None and item.name not in only:
+            continue
+        scalar, is_list = _base_type(hints[item.name])
+        default = item.default if item.default is not MISSING else item.default_factory()  # type: ignore[misc]
+        help_text = item.metadata.get("help", "")
+        if default not in (None, False, []):
+            help_text += f" (default: {default})"
+        flag = flag_of(cls, item.name)
+        if scalar is bool:
+            group.add_argument(flag, dest=item.name, action="store_true", help=help_text)
+            continue
+        if scalar not in SCALARS:
+            raise TypeError(f"{cls.__name__}.{item.name}: no command-line form for {scalar}")
+        group.add_argument(flag, dest=item.name, type=scalar, nargs="+" if is_list else None,
+                           choices=item.metadata.get("choices"), default=default, help=help_text,
+                           required=item.metadata.get("required", False),
+                           metavar=None if item.metadata.get("choices") else flag[2:].replace("-", "_").upper())
+
+
+def build(cls: type[Config], namespace: argparse.Namespace) -> Config:
+    """An instance of dataclass ``cls`` from the parsed flags (validated by its ``__post_init__``)."""
+    values = vars(namespace)
+    return cls(**{item.name: values[item.name] for item in fields(cls) if item.name in values})

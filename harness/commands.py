@@ -1,0 +1,56 @@
+"""What each subcommand does, once its flags are valid (see `harness.cli`)."""
+
+from __future__ import annotations
+
+import logging
+
+import transformers
+
+from harness.annotation import annotate as annotate_pool
+from harness.config import AnnotationConfig, RunConfig
+from harness.finetune import finetune as finetune_task
+from harness.finetune import is_main_process
+from harness.pipeline import find_run_dir, plan_run
+from harness.pipeline import run as run_pipeline
+from harness.render import redraw
+from harness.store import read_json
+
+
+def quiet_libraries(debug: bool) -> None:
+    """Keep the terminal to progress bars and results unless ``--debug``."""
+    if not debug:
+        transformers.logging.set_verbosity_error()
+        transformers.logging.disable_progress_bar()  # weight-loading bars; the harness shows its own
+        logging.getLogger("mlflow").setLevel(logging.WARNING)
+
+
+def run(config: RunConfig) -> None:
+    summary = run_pipeline(config)
+    described = summary["run"]
+    print(f"done: {plan_run(config).run_dir / 'summary.json'}")
+    for checkpoint, scores in described["dev_metrics"].items():
+        print(f"  dev {checkpoint}: " + ", ".join(f"{k} {v:.4f}" for k, v in scores.items()))
+    cosine = summary["analyses"].get("cosine")
+    if cosine:
+        for pair, stats in cosine["result"]["per_pair"].items():
+            print(f"  cosine per layer ({pair}): " + " ".join(f"{v:.3f}" for v in stats["per_layer"]))
+
+
+def finetune(config: RunConfig) -> None:
+    plan = plan_run(config)
+    result = finetune_task(plan.config, plan.data)
+    if not is_main_process():
+        return
+    print(f"fine-tuned checkpoint: {result.checkpoint_dir}")
+    for checkpoint, scores in result.dev_metrics.items():
+        print(f"  dev {checkpoint}: " + ", ".join(f"{k} {v:.4f}" for k, v in scores.items()))
+
+
+def figures(config: RunConfig) -> None:
+    run_dir = find_run_dir(config)
+    for figure in redraw(read_json(run_dir / "summary.json"), run_dir / "figures"):
+        print(figure)
+
+
+def annotate(config: RunConfig, annotation: AnnotationConfig) -> None:
+    print(annotate_pool(config, annotation))

@@ -1,0 +1,260 @@
+"""The one forward path: run a model on a batch, capture what the analyses need, intervene on heads.
+
+Every model the harness analyses runs its attention through `attention_forward`, registered
+with transformers' `AttentionInterface` under the name ``"harness"`` (together with an
+eager mask function under the same name: transformers gives an attention function
+registered under a new name *no padding mask at all* unless a mask function is registered
+for that name too). This function is the hook point of the whole harness, in the spirit of
+TransformerLens' hook points, but without copying any model code: it works for every
+encoder whose attention modules call ``ALL_ATTENTION_FUNCTIONS`` (BERT, RoBERTa, ELECTRA,
+ALBERT, DistilBERT, XLM-R, ...).
+
+`forward` runs one batch with an optional `Interventions` and returns a `ForwardOutput`
+holding what was asked for in `Capture`:
+
+- the post-softmax attention of every layer, on the model's device and in its dtype;
+- the logits, and the summed per-example loss when targets are given;
+- gradients of that loss with respect to the attention weights (Clark et al.'s Figure 3)
+  and with respect to per-head gates (Michel et al.'s importance I_h = E|dL/d xi_h|).
+
+Interventions, per example and head, so many variants of a model can share one forward
+pass by stacking them along the batch:
+
+- ``head_gates``: each head's output (attention times values, before the output
+  projection) is multiplied by xi_h (1 = intact, 0 = the head is masked, Michel et al.);
+- ``uniform_heads``: the head's post-softmax attention is replaced by 1/L over the L real
+  tokens of the input, 0 on padding (Kovaleva et al.'s "disabling").
+
+Without a `forward` call in progress the function computes plain eager attention, so a
+model switched to it behaves exactly as before (`use_harness_attention`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+from transformers import AttentionInterface, PreTrainedModel
+from transformers.masking_utils import AttentionMaskInterface, eager_mask
+
+from harness.batches import EncodedBatch
+from tasks.errors import InputError
+
+IMPLEMENTATION = "harness"
+
+# Loss kinds a forward pass can differentiate.
+TASK_LOSS = "task"
+MASKED_LM_LOSS = "masked-LM"
+
+
+@dataclass(frozen=True)
+class Interventions:
+    """Changes to a forward pass, per example (row of the batch), layer and head.
+
+    ``head_gates``: (batch, layers, heads) float multiplying each head's output; 1 keeps the
+    head, 0 masks it. ``uniform_heads``: (batch, layers, heads) bool; True replaces the
+    head's attention by the uniform distribution over the example's real tokens.
+    """
+
+    head_gates: torch.Tensor | None = None
+    uniform_heads: torch.Tensor | None = None
+
+
+@dataclass(frozen=True)
+class Capture:
+    """What a forward pass returns besides the logits."""
+
+    attention: bool = False
+    attention_grad: bool = False
+    gate_grad: bool = False
+
+    @property
+    def needs_grad(self) -> bool:
+        return self.attention_grad or self.gate_grad
+
+
+@dataclass
+class ForwardOutput:
+    """What `forward` computed; tensors stay on the model's device.
+
+    ``logits``: (batch, labels) for a classifier, (batch, seq, vocab) for a masked LM;
+    ``attentions`` and ``attention_grads``: (batch, layers, heads, seq, seq);
+    ``gate_grads``: (batch, layers, heads); ``loss``: the summed per-example loss (scalar).
+    """
+
+    logits: torch.Tensor
+    attentions: torch.Tensor | None = None
+    attention_grads: torch.Tensor | None = None
+    gate_grads: torch.Tensor | None = None
+    loss: torch.Tensor | None = None
+
+
+@dataclass
+class _Session:
+    """State of one forward pass, read by `attention_forward` layer by layer."""
+
+    num_layers: int
+    interventions: Interventions
+    keep_attention: bool
+    gates: torch.Tensor | None
+    layer: int = 0
+    attentions: list[torch.Tensor] = field(default_factory=list)
+
+    def next_layer(self) -> int:
+        layer = self.layer
+        if layer >= self.num_layers:
+            raise InputError(f"the model called its attention more than its {self.num_layers} layers times in one "
+                               "pass; only encoders with one self-attention per layer are supported")
+        self.layer += 1
+        return layer
+
+
+_ACTIVE: ContextVar[_Session | None] = ContextVar("harness_forward", default=None)
+
+
+def _uniform_over_real_tokens(weights: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
+    """(batch, heads, q, k): 1/L over the L real key tokens of each row's example, 0 on padding.
+
+    ``attention_mask`` is the additive eager mask (batch, 1, q, k): 0 on real tokens, the
+    dtype's minimum on padding, so its softmax is exactly that distribution.
+    """
+    if attention_mask is None:  # no padding in the batch: every key token is real
+        return torch.full_like(weights, 1.0 / weights.shape[-1])
+    return F.softmax(attention_mask.to(weights.dtype), dim=-1).expand_as(weights)
+
+
+def attention_forward(
+    module: torch.nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    scaling: float | None = None,
+    dropout: float = 0.0,
+    **kwargs: object,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Eager attention with the harness's capture and interventions.
+
+    ``query``/``key``/``value``: (batch, heads, seq, head_dim); returns the attention output
+    (batch, seq, heads, head_dim) and the post-softmax weights (batch, heads, seq, seq),
+    computed exactly as transformers' eager attention when nothing is intervened on.
+    """
+    session = _ACTIVE.get()
+    if scaling is None:
+        scaling = query.size(-1) ** -0.5
+    scores = torch.matmul(query, key.transpose(2, 3)) * scaling
+    if attention_mask is not None:
+        scores = scores + attention_mask
+    weights = F.softmax(scores, dim=-1)
+    weights = F.dropout(weights, p=dropout, training=module.training)
+    layer = session.next_layer() if session is not None else None
+    if session is not None and session.interventions.uniform_heads is not None:
+        replaced = session.interventions.uniform_heads[:, layer].to(weights.device)[:, :, None, None]
+        weights = torch.where(replaced, _uniform_over_real_tokens(weights, attention_mask), weights)
+    if session is not None and session.keep_attention:
+        session.attentions.append(weights)
+    output = torch.matmul(weights, value)
+    if session is not None and session.gates is not None:
+        output = output * session.gates[:, layer, :, None, None].to(output.dtype)
+    return output.transpose(1, 2).contiguous(), weights
+
+
+AttentionInterface.register(IMPLEMENTATION, attention_forward)
+AttentionMaskInterface.register(IMPLEMENTATION, eager_mask)
+
+
+def use_harness_attention(model: PreTrainedModel) -> PreTrainedModel:
+    """Switch ``model`` to the harness attention function (in place); a clear error for
+    models whose attention does not go through transformers' `AttentionInterface`."""
+    name = model.config.name_or_path or type(model).__name__
+    if not model._can_set_attn_implementation():
+        raise InputError(f"{name} ({type(model).__name__}) does not route its attention through transformers' "
+                           "AttentionInterface, so its attention weights cannot be captured; use a BERT-family "
+                           "encoder such as bert-base-uncased, roberta-base or --model minilm")
+    model.set_attn_implementation(IMPLEMENTATION)
+    return model
+
+
+def device_of(model: torch.nn.Module) -> torch.device:
+    return next(model.parameters()).device
+
+
+@contextmanager
+def _session(session: _Session) -> Iterator[_Session]:
+    token = _ACTIVE.set(session)
+    try:
+        yield session
+    finally:
+        _ACTIVE.reset(token)
+
+
+def summed_loss(logits: torch.Tensor, targets: torch.Tensor, kind: str) -> torch.Tensor:
+    """Sum over examples of each example's loss, in float32, so an example's gradients do
+    not depend on the batch it is in.
+
+    ``kind`` `TASK_LOSS`: cross-entropy on (batch, labels) logits, or squared error for a
+    single regression output; `MASKED_LM_LOSS`: per example the mean cross-entropy over its
+    masked positions (``targets`` (batch, seq), -100 elsewhere).
+    """
+    if kind == MASKED_LM_LOSS:
+        token_loss = F.cross_entropy(logits.transpose(1, 2).float(), targets, ignore_index=-100, reduction="none")
+        counted = (targets != -100).sum(dim=1).clamp(min=1)
+        return (token_loss.sum(dim=1) / counted).sum()
+    if logits.shape[-1] == 1:  # regression (STS-B)
+        return F.mse_loss(logits.squeeze(-1).float(), targets.float(), reduction="sum")
+    return F.cross_entropy(logits.float(), targets.long(), reduction="sum")
+
+
+def forward(
+    model: PreTrainedModel,
+    encoded: EncodedBatch,
+    *,
+    capture: Capture = Capture(),
+    interventions: Interventions = Interventions(),
+    targets: torch.Tensor | None = None,
+    loss_kind: str = TASK_LOSS,
+) -> ForwardOutput:
+    """Run ``model`` (switched with `use_harness_attention`) on ``encoded``.
+
+    ``targets``: (batch,) labels, or (batch, seq) masked-LM targets, needed for a loss and
+    for any gradient in ``capture``. Gradients are taken with ``torch.autograd.grad`` with
+    respect to the attention weights and gates only, so no parameter gradient accumulates.
+    """
+    if model.config._attn_implementation != IMPLEMENTATION:
+        raise InputError(f"{type(model).__name__} runs '{model.config._attn_implementation}' attention; "
+                           "switch it with harness.forward.use_harness_attention before calling forward")
+    if capture.needs_grad and targets is None:
+        raise ValueError("gradients need targets for the loss")
+    device = device_of(model)
+    num_layers = model.config.num_hidden_layers
+    gates = interventions.head_gates
+    if capture.gate_grad:
+        shape = (len(encoded.input_ids), num_layers, model.config.num_attention_heads)
+        base = gates if gates is not None else torch.ones(shape)
+        gates = base.to(device=device, dtype=torch.float32).detach().requires_grad_(True)
+    elif gates is not None:
+        gates = gates.to(device)
+    session = _Session(num_layers, interventions, capture.attention or capture.attention_grad, gates)
+    grad_mode = torch.enable_grad() if capture.needs_grad else torch.inference_mode()
+    with grad_mode, _session(session):
+        logits = model(**encoded.model_inputs(device)).logits
+        loss = summed_loss(logits, targets.to(device), loss_kind) if targets is not None else None
+        if session.layer != num_layers:
+            raise InputError(f"{type(model).__name__} ran {session.layer} of its {num_layers} attention layers "
+                               "through the harness attention function; it cannot be analysed")
+        attentions = torch.stack(session.attentions, dim=1) if session.attentions else None
+        grads: tuple[torch.Tensor, ...] = ()
+        if capture.needs_grad:
+            inputs = [*(session.attentions if capture.attention_grad else []), *([gates] if capture.gate_grad else [])]
+            grads = torch.autograd.grad(loss, inputs)
+    output = ForwardOutput(logits=logits.detach(), loss=None if loss is None else loss.detach(),
+                           attentions=None if attentions is None or not capture.attention else attentions.detach())
+    if capture.attention_grad:
+        output.attention_grads = torch.stack(grads[:num_layers], dim=1)
+    if capture.gate_grad:
+        output.gate_grads = grads[-1]
+    return output

@@ -1,0 +1,79 @@
+"""What a text source is: something that turns its inputs into `EncodedBatch`es, with an
+identity for the results store.
+
+A source names the data it reads and how it samples it in `identity` (files with content
+hashes, sample sizes, seeds), so every result computed from it is keyed by that data; it
+produces the batches in `stream`. Sources register with `register_source`; the package's
+``__init__`` imports every source module, so `SOURCES` is complete once ``harness.sources``
+is imported.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, ClassVar
+
+from transformers.tokenization_utils_base import PreTrainedTokenizerBase
+
+from harness.batches import EncodedBatch
+from harness.config import AnalysisConfig
+from harness.registry import registrar
+from harness.store import FileHashes
+from tasks.examples import Example
+from tasks.registry import GlueTask
+
+
+@dataclass
+class SourceContext:
+    """What a source may read: the tokenizer (and the model name it belongs to), the analysis
+    settings, the run's task and its sample.
+
+    ``task_examples`` is the seeded dev sample of ``task`` the run compares, and
+    ``task_identity`` says what it is (data files and hashes, split, sample size and seed).
+    """
+
+    tokenizer: PreTrainedTokenizerBase
+    settings: AnalysisConfig
+    tokenizer_name: str = ""
+    max_length: int = 128
+    task: GlueTask | None = None
+    task_examples: list[Example] = field(default_factory=list)
+    task_identity: dict[str, Any] = field(default_factory=dict)
+    hashes: FileHashes = field(default_factory=FileHashes)
+
+    @property
+    def seed(self) -> int:
+        return self.settings.analysis_seed
+
+
+@dataclass
+class SourceStream:
+    """Batches of one source, how many items they hold (for progress bars), and notes to
+    keep with the results (e.g. how many inputs were truncated; filled while streaming)."""
+
+    batches: Iterator[EncodedBatch]
+    num_items: int
+    notes: dict[str, Any]
+
+
+class Source(ABC):
+    """One kind of input text; `identity` is cheap (no tokenising), `stream` does the work."""
+
+    name: ClassVar[str]
+
+    def __init__(self, context: SourceContext) -> None:
+        self.context = context
+
+    @abstractmethod
+    def identity(self) -> dict[str, Any]:
+        """Everything the batches depend on besides the model: files and hashes, sizes, seeds."""
+
+    @abstractmethod
+    def stream(self) -> SourceStream:
+        """The batches, built lazily."""
+
+
+SOURCES: dict[str, type[Source]] = {}
+register_source = registrar(SOURCES, "source")  # class decorator: adds a source to SOURCES under its name

@@ -1,0 +1,147 @@
+"""The results store: every analysis result filed under a key of everything that made it.
+
+A stored result records its identity: the analysis and its version, the identities of the
+checkpoints it measured (fine-tune cache key or weights hash), its inputs (source name,
+data files with content hashes, sample sizes, seeds) and the settings it used. The key is
+a hash of that identity, so a result from an older analysis version, other data or other
+settings is never reused, and a result that does not depend on the task (the pre-trained
+model on the treebank) is found again by every task and seed that needs it.
+
+Every file is written atomically (temporary file in the same folder, fsync, rename), so a
+crash leaves either the old file or the new one, never half of one; a file that cannot be
+read back as JSON is treated as missing and recomputed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import tempfile
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+log = logging.getLogger(__name__)
+SCHEMA = 2
+HASH_CHUNK = 1 << 20
+UMASK = os.umask(0o022)
+os.umask(UMASK)  # read once: temporary files are created 0600, written files get the usual mode
+
+
+def atomic_write_bytes(path: Path, data: bytes) -> Path:
+    """Write ``data`` to ``path`` so that readers see the old or the new content, never a mix."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as file:
+            file.write(data)
+            file.flush()
+            os.fsync(file.fileno())
+        os.chmod(temporary, 0o666 & ~UMASK)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+    return path
+
+
+def write_json(path: Path, data: Any) -> Path:
+    """Atomically write ``data`` as strict JSON (NaN is refused: store None instead)."""
+    return atomic_write_bytes(path, json.dumps(data, indent=1, allow_nan=False).encode())
+
+
+def read_json(path: Path) -> Any | None:
+    """The JSON content of ``path``, or None when it is missing or damaged (a note is logged)."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return None
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        log.warning("ignoring damaged %s (%s); it will be recomputed", path, error)
+        return None
+
+
+def plain(value: Any) -> Any:
+    """``value`` as it reads back from JSON: dicts, lists, strings, numbers (paths become strings)."""
+    return json.loads(json.dumps(value, default=str))
+
+
+def key_of(payload: Any, length: int = 16) -> str:
+    """A stable hash of a JSON-serialisable payload (dict keys sorted)."""
+    canonical = json.dumps(payload, sort_keys=True, default=str, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode()).hexdigest()[:length]
+
+
+class FileHashes:
+    """SHA-256 of input files, computed once per file per run (keyed by path, size and mtime)."""
+
+    def __init__(self) -> None:
+        self._known: dict[tuple[str, int, int], str] = {}
+
+    def __call__(self, path: Path) -> str:
+        path = Path(path)
+        stat = path.stat()
+        marker = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
+        if marker not in self._known:
+            digest = hashlib.sha256()
+            with path.open("rb") as handle:
+                while chunk := handle.read(HASH_CHUNK):
+                    digest.update(chunk)
+            self._known[marker] = digest.hexdigest()
+        return self._known[marker]
+
+    def describe(self, path: Path) -> dict[str, str]:
+        """``{"file": name, "sha256": hash}`` for a file, or the sorted hashes of a folder's files."""
+        path = Path(path)
+        if path.is_dir():
+            files = sorted(p for p in path.rglob("*") if p.is_file())
+            return {"folder": path.name, "sha256": key_of([[str(p.relative_to(path)), self(p)] for p in files], 64)}
+        return {"file": path.name, "sha256": self(path)}
+
+
+@dataclass(frozen=True)
+class ResultIdentity:
+    """Everything a stored result depends on; its `key` names the file it is stored in.
+
+    ``checkpoints``: the identities of the measured checkpoints, in order (one for a
+    per-checkpoint result, several for a joint one); ``inputs``: the source's identity;
+    ``settings``: the analysis settings that change the result.
+    """
+
+    analysis: str
+    version: int
+    checkpoints: tuple[Mapping[str, Any], ...]
+    inputs: Mapping[str, Any]
+    settings: Mapping[str, Any]
+
+    def as_dict(self) -> dict[str, Any]:
+        """The identity as plain JSON values (paths as strings, tuples as lists), as stored."""
+        return plain({"analysis": self.analysis, "version": self.version, "checkpoints": list(self.checkpoints),
+                      "inputs": self.inputs, "settings": self.settings})
+
+    @property
+    def key(self) -> str:
+        return key_of(self.as_dict())
+
+
+class ResultStore:
+    """Results on disk: ``<root>/<analysis>/<key>.json`` holding ``{"identity", "result"}``."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = Path(root)
+
+    def path(self, identity: ResultIdentity) -> Path:
+        return self.root / identity.analysis / f"{identity.key}.json"
+
+    def load(self, identity: ResultIdentity) -> dict[str, Any] | None:
+        """The stored result of ``identity``, or None (never stored, or damaged)."""
+        stored = read_json(self.path(identity))
+        if not isinstance(stored, dict) or stored.get("identity") != identity.as_dict():
+            return None
+        return stored["result"]
+
+    def save(self, identity: ResultIdentity, result: dict[str, Any]) -> Path:
+        return write_json(self.path(identity), {"schema": SCHEMA, "identity": identity.as_dict(), "result": result})

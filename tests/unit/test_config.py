@@ -1,0 +1,39 @@
+"""The configuration dataclasses: validated once, each bad value a one-line error naming its flag."""
+
+import pytest
+
+from harness.config import AnalysisConfig, EnvironmentConfig, FineTuneConfig, TaskConfig
+from tasks.errors import InputError
+
+
+@pytest.mark.parametrize("build, message", [
+    (lambda: FineTuneConfig(batch_size=0), "--batch-size 0: must be at least 1"),
+    (lambda: FineTuneConfig(epochs=0), "--epochs 0: must be above 0"),
+    (lambda: FineTuneConfig(max_train_examples=-1), "--max-train-examples -1: must be at least 1"),
+    (lambda: AnalysisConfig(max_eval_examples=-5), "--max-eval-examples -5"),
+    (lambda: AnalysisConfig(eval_batch_size=0), "--eval-batch-size 0"),
+    (lambda: AnalysisConfig(word_attention_from="last"), "--word-attention-from last: must be one of mean, first"),
+    (lambda: AnalysisConfig(max_tokens=2), "--max-tokens 2: must be at least 5"),
+    (lambda: TaskConfig(task="nope"), "unknown task 'nope'"),
+    (lambda: TaskConfig(task=None), "--task is required"),
+    (lambda: TaskConfig(task="rte", max_length=4), "--max-length 4"),
+    (lambda: EnvironmentConfig(precision="fp8"), "--precision fp8: must be one of"),
+    (lambda: EnvironmentConfig(device="tpu"), "--device tpu"),
+])
+def test_bad_values_are_one_line_errors_naming_the_flag(build, message):
+    with pytest.raises(InputError, match=message) as error:
+        build()
+    assert "\n" not in str(error.value)
+
+
+def test_missing_files_are_refused_before_any_work(tmp_path):
+    with pytest.raises(InputError, match=f"--syntax-data {tmp_path / 'absent.conllu'}: no such file"):
+        AnalysisConfig(syntax_data=tmp_path / "absent.conllu")
+    with pytest.raises(InputError, match="--data-dir .*: no such folder"):
+        TaskConfig(task="rte", data_dir=tmp_path / "nowhere")
+
+
+def test_good_values_are_normalised():
+    task = TaskConfig(task="SST-2")
+    assert task.task == "sst2"
+    assert str(EnvironmentConfig(output_dir="out").output_dir) == "out"

@@ -1,0 +1,68 @@
+import json
+import os
+import subprocess
+import sys
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+from harness.config import FineTuneConfig, RunConfig, TaskConfig
+from harness.finetune import Layout, cache_key, sample
+from harness.pipeline import load_task_data
+from harness.store import FileHashes
+from tasks.errors import InputError
+from tests.unit.test_pipeline import snapshot
+
+
+def test_cache_key_changes_with_every_hyperparameter_and_the_data(tiny_data, tmp_path):
+    config = RunConfig(TaskConfig(task="rte", data_dir=tiny_data / "glue"))
+    data = load_task_data(config, FileHashes())
+    base = cache_key(config, data)
+    assert base == cache_key(config, load_task_data(config, FileHashes()))
+    for change in (dict(seed=1), dict(learning_rate=5e-5), dict(batch_size=16), dict(epochs=1.0),
+                   dict(group_by_length=True), dict(max_train_examples=10)):
+        assert cache_key(replace(config, finetune=FineTuneConfig(**change)), data) != base, change
+    assert cache_key(replace(config, task=replace(config.task, max_length=64)), data) != base
+    copy = tmp_path / "glue"
+    (copy / "RTE").mkdir(parents=True)
+    for split in ("train", "dev"):
+        text = (tiny_data / "glue" / "RTE" / f"{split}.tsv").read_text()
+        (copy / "RTE" / f"{split}.tsv").write_text(text if split == "dev" else text + "99\ta\tb\tentailment\n")
+    edited = replace(config, task=TaskConfig(task="rte", data_dir=copy))
+    assert cache_key(edited, load_task_data(edited, FileHashes())) != base
+
+
+def test_sample_is_seeded_and_bounded():
+    items = list(range(100))
+    assert sample(items, 10, 42) == sample(items, 10, 42) != sample(items, 10, 1)
+    assert len(set(sample(items, 10, 42))) == 10
+    assert sample(items, None, 42) is items and sample(items, 500, 0) is items
+
+
+def test_layout_keeps_the_effective_batch_over_processes():
+    assert Layout.of(FineTuneConfig(), 1) == Layout(world_size=1, per_device_batch=32)
+    assert Layout.of(FineTuneConfig(), 2) == Layout(world_size=2, per_device_batch=16)
+    with pytest.raises(InputError, match="--batch-size 30 cannot be split evenly over 4 processes"):
+        Layout.of(FineTuneConfig(batch_size=30), 4)
+
+
+def test_two_processes_fine_tune_with_the_batch_the_user_set_and_run_reuses_it(tiny_model_dir, tiny_data, tmp_path):
+    """`torchrun --nproc_per_node 2 -m harness finetune` on CPU (gloo); `harness run` then trains nothing."""
+    common = ["--task", "rte", "--model", str(tiny_model_dir), "--data-dir", str(tiny_data / "glue"),
+              "--epochs", "1", "--batch-size", "8", "--learning-rate", "1e-3", "--cache-dir", str(tmp_path / "cache"),
+              "--output-dir", str(tmp_path / "out"), "--tracking-uri", f"sqlite:///{tmp_path}/m.db"]
+    launched = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
+                               "-m", "harness", "finetune", *common], capture_output=True, text=True, timeout=300,
+                              env={**os.environ, "OMP_NUM_THREADS": "1"}, cwd=Path(__file__).parents[2])
+    assert launched.returncode == 0, launched.stderr[-3000:]
+    assert launched.stdout.count("fine-tuned checkpoint:") == 1  # rank 0 alone reports
+    (final,) = (tmp_path / "cache").glob("*/final")
+    stored = json.loads((final / "result.json").read_text())
+    assert stored["layout"] == {"world_size": 2, "per_device_batch": 4}
+    steps = [entry["step"] for entry in stored["log_history"] if "loss" in entry]
+    assert steps[-1] == stored["train_examples"] // 8  # 24 examples, effective batch 8: 3 steps
+    before = snapshot(final)
+    assert main(["run", *common, "--analyses", "cosine", "--eval-batch-size", "4"]) == 0
+    assert snapshot(final) == before  # the checkpoint was picked up, not trained again

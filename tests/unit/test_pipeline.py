@@ -1,0 +1,151 @@
+"""``harness run`` end to end on a tiny BERT saved to disk: store, resume, reuse, run folders, MLflow."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+from harness.analyses import ANALYSES
+from harness.cli import main
+from harness.store import read_json
+
+ENTRY_KEYS = {"analysis", "version", "joint", "checkpoints", "pairs", "pair_names", "keys", "source", "settings",
+              "result", "reference"}
+
+
+def arguments(tiny_model_dir: Path, tiny_data: Path, root: Path, *extra: str, task: str = "rte") -> list[str]:
+    return ["run", "--task", task, "--model", str(tiny_model_dir), "--data-dir", str(tiny_data / "glue"),
+            "--epochs", "1", "--batch-size", "8", "--learning-rate", "1e-3", "--eval-batch-size", "4",
+            "--syntax-data", str(tiny_data / "tiny-dev.conllu"), "--probe-train-sentences", "5",
+            "--syntax-min-count", "1", "--coref-data", str(tiny_data / "coref"), "--clustering-tokens", "2",
+            "--output-dir", str(root / "out"), "--cache-dir", str(root / "cache"),
+            "--tracking-uri", f"sqlite:///{root}/mlflow.db", *extra]
+
+
+def summaries(root: Path) -> dict[str, dict]:
+    return {path.parent.name: read_json(path) for path in sorted((root / "out").glob("*/summary.json"))}
+
+
+def snapshot(folder: Path) -> dict[str, tuple[int, bytes]]:
+    """Every file under ``folder`` with its modification time and content."""
+    return {str(path.relative_to(folder)): (path.stat().st_mtime_ns, path.read_bytes())
+            for path in sorted(folder.rglob("*")) if path.is_file()}
+
+
+@pytest.fixture(scope="module")
+def finished(tiny_model_dir, tiny_data, tmp_path_factory):
+    root = tmp_path_factory.mktemp("pipeline")
+    argv = arguments(tiny_model_dir, tiny_data, root)
+    assert main(argv) == 0
+    return root, argv
+
+
+def test_every_analysis_has_an_entry_of_the_one_schema(finished):
+    root, _ = finished
+    (summary,) = summaries(root).values()
+    assert set(summary["analyses"]) == set(ANALYSES)
+    for name, entry in summary["analyses"].items():
+        assert set(entry) == ENTRY_KEYS, name
+        assert entry["checkpoints"] == ["pretrained", "finetuned"] and entry["pairs"] == [["pretrained", "finetuned"]]
+        assert entry["version"] == ANALYSES[name].version
+        if not entry["joint"]:
+            assert set(entry["result"]["per_checkpoint"]) == {"pretrained", "finetuned"}
+            assert set(entry["keys"]) == {"pretrained", "finetuned"}
+    run = summary["run"]
+    assert (run["task"], run["seed"], run["num_layers"], run["num_heads"]) == ("rte", 42, 2, 4)
+    assert set(run["dev_metrics"]) == {"pretrained", "finetuned"}
+
+
+def test_a_second_run_reuses_everything_and_rewrites_no_stored_file(finished, capsys):
+    root, argv = finished
+    stored = snapshot(root / "out" / "store")
+    checkpoints = snapshot(root / "cache")
+    before = summaries(root)
+    assert main(argv) == 0
+    assert snapshot(root / "out" / "store") == stored
+    assert snapshot(root / "cache") == checkpoints
+    assert summaries(root) == before
+    assert "%" not in capsys.readouterr().err  # no progress bar: nothing was streamed
+
+
+def test_one_mlflow_run_per_key_and_no_metric_logged_twice(finished):
+    root, argv = finished
+    assert main(argv) == 0
+    client = MlflowClient(tracking_uri=f"sqlite:///{root}/mlflow.db")
+    experiment = client.get_experiment_by_name("attention-shift")
+    (run,) = client.search_runs([experiment.experiment_id])
+    assert run.info.status == "FINISHED" and run.info.run_name == next(iter(summaries(root)))
+    assert len(client.get_metric_history(run.info.run_id, "cosine_layer_2")) == 1
+    assert "dev_finetuned_dev_accuracy" in run.data.metrics
+    assert {a.path for a in client.list_artifacts(run.info.run_id)} >= {"summary.json", "figures"}
+
+
+def test_a_lost_result_is_recomputed_and_nothing_else(finished):
+    root, argv = finished
+    store = root / "out" / "store"
+    lost = next((store / "surface").glob("*.json"))
+    lost.unlink()
+    others = {name: state for name, state in snapshot(store).items() if not name.startswith("surface/")
+              and not name.startswith("sources/")}
+    assert main(argv) == 0
+    assert lost.is_file()
+    assert {name: state for name, state in snapshot(store).items() if name in others} == others
+
+
+def test_a_damaged_result_is_recomputed_not_a_crash(finished):
+    root, argv = finished
+    damaged = next((root / "out" / "store" / "cosine").glob("*.json"))
+    damaged.write_text('{"identity": {"analysis": "cos')
+    assert main(argv) == 0
+    assert json.loads(damaged.read_text())["identity"]["analysis"] == "cosine"
+
+
+def test_a_result_of_an_older_analysis_version_is_not_reused(finished, monkeypatch):
+    root, argv = finished
+    monkeypatch.setattr(ANALYSES["cosine"], "version", ANALYSES["cosine"].version + 1)
+    before = set((root / "out" / "store" / "cosine").glob("*.json"))
+    assert main(argv) == 0
+    assert len(set((root / "out" / "store" / "cosine").glob("*.json")) - before) == 1
+    (summary,) = summaries(root).values()
+    assert summary["analyses"]["cosine"]["version"] == ANALYSES["cosine"].version
+
+
+def test_a_subset_run_keeps_the_earlier_entries_of_the_same_key(finished):
+    root, argv = finished
+    assert main([*argv, "--analyses", "cosine"]) == 0
+    (summary,) = summaries(root).values()
+    assert set(summary["analyses"]) == set(ANALYSES)
+
+
+def test_other_settings_get_their_own_run_folder(tiny_model_dir, tiny_data, tmp_path):
+    assert main(arguments(tiny_model_dir, tiny_data, tmp_path, "--analyses", "cosine")) == 0
+    assert main(arguments(tiny_model_dir, tiny_data, tmp_path, "--analyses", "cosine",
+                          "--learning-rate", "5e-4")) == 0
+    runs = summaries(tmp_path)
+    assert len(runs) == 2 and all(name.startswith("rte-tiny_model") for name in runs)
+    first, second = runs.values()
+    assert first["run"]["finetune_key"] != second["run"]["finetune_key"]
+
+
+def test_the_pretrained_model_on_the_treebank_is_measured_once_for_every_task_and_seed(tiny_model_dir, tiny_data,
+                                                                                        tmp_path):
+    for task, seed in (("rte", "1"), ("mrpc", "2")):
+        assert main(arguments(tiny_model_dir, tiny_data, tmp_path, "--analyses", "syntax", "--seed", seed,
+                              task=task)) == 0
+    keys = [summary["analyses"]["syntax"]["keys"] for summary in summaries(tmp_path).values()]
+    assert keys[0]["pretrained"] == keys[1]["pretrained"] and keys[0]["finetuned"] != keys[1]["finetuned"]
+    assert len(list((tmp_path / "out" / "store" / "syntax").glob("*.json"))) == 3
+
+
+def test_figures_redraws_the_run_asked_for(finished, capsys):
+    root, argv = finished
+    (name,) = summaries(root)
+    figure = root / "out" / name / "figures" / "cosine_per_head.png"
+    figure.unlink()
+    assert main(["figures", *argv[1:]]) == 0
+    assert figure.is_file() and figure.read_bytes()[:4] == b"\x89PNG"
+    assert main(["figures", *argv[1:], "--learning-rate", "0.1"]) == 2
+    assert f"runs with other settings: {name}" in capsys.readouterr().err
