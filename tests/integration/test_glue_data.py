@@ -2,7 +2,8 @@
 
 import pytest
 
-from tasks import get_task, load_examples
+from tasks import get_task
+from tasks.loading import load_examples
 from tests.conftest import GLUE_DIR
 
 pytestmark = pytest.mark.skipif(not GLUE_DIR.is_dir(), reason=f"real GLUE data not found at {GLUE_DIR}")

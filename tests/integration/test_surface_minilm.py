@@ -1,87 +1,79 @@
 """Clark's surface analyses, gradients and clustering on the real MiniLM and real RTE dev.
 
-Both checkpoints are the same pre-trained MiniLM, so every statistic must match between
-them and the heads must not move; MiniLM must also show behaviours Clark found in BERT.
+The second checkpoint is MiniLM with its last layer's attention re-drawn (see conftest), so
+every statistic must match in layers 1-5 and differ in layer 6; MiniLM must also show
+behaviours Clark found in BERT.
 """
 
 import numpy as np
 import pytest
 import torch
 
-from harness.analyses.base import AnalysisContext
 from harness.analyses.clustering import Clustering
-from harness.analyses.gradients import UNTRAINED_TASK, GradientImportance
+from harness.analyses.gradients import GradientImportance
 from harness.analyses.surface import Surface
-from harness.attention import stream_attention
 from harness.config import AnalysisConfig
-from harness.models import load_sequence_classifier, load_tokenizer
+from harness.engine import UNTRAINED_TASK_LOSS
 from harness.sources import SOURCES, SourceContext
-from tasks import get_task, load_examples
-from tests.conftest import GLUE_DIR
+from tasks.loading import load_examples
+from tasks.registry import get_task
+from tests.conftest import GLUE_DIR, stream
+from tests.integration.conftest import CHANGED_LAYER, glue_batches, run_on
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not GLUE_DIR.is_dir(), reason=f"real GLUE data not found at {GLUE_DIR}")]
+LAST = CHANGED_LAYER
 
 
 @pytest.fixture(scope="module")
-def minilm_results():
-    task = get_task("rte")
-    tokenizer = load_tokenizer("minilm")
-    model = load_sequence_classifier("minilm", task).eval()
-    checkpoints = {"pretrained": model, "finetuned": model}
-    dev = load_examples(task, "dev", GLUE_DIR)[:16]
-    context = AnalysisContext(6, 12, tokenizer, checkpoints, "rte",
-                              options={"clustering_tokens_per_example": 4})
-    analyses = [Surface(context), Clustering(context), GradientImportance(context)]
-    stream = SOURCES["corpus"](SourceContext(tokenizer, AnalysisConfig(eval_batch_size=8), dev, 0))
-    for batch in stream_attention(checkpoints, stream.batches):
-        for analysis in analyses:
-            analysis.update(batch)
-    results = {}
-    for analysis in analyses:
-        results.update(analysis.result())
-    return results, tokenizer, checkpoints, dev
+def results(minilm):
+    tokenizer, models = minilm["tokenizer"], minilm["models"]
+    return {cls.name: run_on(cls, models, tokenizer, glue_batches(tokenizer, "rte", 16),
+                             clustering_tokens_per_example=4)
+            for cls in (Surface, Clustering, GradientImportance)}
 
 
-def test_same_checkpoint_twice_changes_nothing(minilm_results):
-    results, *_ = minilm_results
-    surface = results["surface"]
-    assert surface["num_items"] == 16 and surface["label_changes"] == []
-    assert surface["checkpoints"]["pretrained"] == surface["checkpoints"]["finetuned"]
+def test_statistics_match_before_the_changed_layer_and_differ_in_it(results):
+    surface = results["surface"]["per_checkpoint"]
+    for name in ("previous", "cls", "sep", "entropy"):
+        before, after = (np.asarray(surface[c]["per_head"][name]) for c in ("pretrained", "finetuned"))
+        assert np.allclose(before[:LAST], after[:LAST], atol=1e-5), name
+        assert not np.allclose(before[LAST], after[LAST], atol=1e-3), name
+    changes = results["surface"]["per_pair"]["pretrained->finetuned"]["label_changes"]
+    assert all(change["layer"] == LAST + 1 for change in changes)
     clustering = results["clustering"]
+    between = np.asarray(clustering["per_pair"]["pretrained->finetuned"]["between_versions"])
     assert clustering["tokens_used"] == 64
-    assert np.allclose(clustering["between_versions"], 0.0, atol=1e-6)
-    gradients = results["gradients"]["checkpoints"]
-    assert gradients["pretrained"]["loss"] == UNTRAINED_TASK  # MiniLM ships without its MLM head
-    assert np.allclose(gradients["pretrained"]["per_head"]["sep"], gradients["finetuned"]["per_head"]["sep"])
+    assert np.allclose(between[:LAST], 0.0, atol=1e-5) and (between[LAST] > 1e-3).all()
+    gradients = results["gradients"]["per_checkpoint"]
+    assert gradients["pretrained"]["loss"] == UNTRAINED_TASK_LOSS  # MiniLM ships without its MLM head
+    assert not np.allclose(gradients["pretrained"]["per_head"]["sep"], gradients["finetuned"]["per_head"]["sep"])
 
 
-def test_minilm_shows_clarks_behaviours(minilm_results):
-    results, *_ = minilm_results
-    surface = results["surface"]
-    per_head = surface["checkpoints"]["pretrained"]["per_head"]
+def test_minilm_shows_clarks_behaviours(results):
+    pretrained = results["surface"]["per_checkpoint"]["pretrained"]
+    per_head = pretrained["per_head"]
     assert np.max(per_head["previous"]) > 0.5  # a previous-token head, as in BERT
     assert np.max(per_head["cls"]) > 0.6  # a [CLS] head
     entropy = np.asarray(per_head["entropy"])
-    assert entropy.shape == (6, 12) and (entropy < surface["uniform_entropy"]).all()
+    assert entropy.shape == (6, 12) and (entropy < pretrained["uniform_entropy"]).all()
     blocks = results["clustering"]["within_checkpoint"]["pretrained"]
     assert blocks["same_layer"] < blocks["other_layers"]  # Clark: heads of a layer cluster together
-    assert (np.asarray(results["gradients"]["checkpoints"]["pretrained"]["per_layer"]["other"]) > 0).all()
+    assert (np.asarray(results["gradients"]["per_checkpoint"]["pretrained"]["per_layer"]["other"]) > 0).all()
 
 
-def test_corpus_file_of_real_text_is_packed_and_analysed(minilm_results, tmp_path):
-    _, tokenizer, checkpoints, dev = minilm_results
+def test_corpus_file_of_real_text_is_packed_and_analysed(minilm, tmp_path):
+    tokenizer, models = minilm["tokenizer"], minilm["models"]
+    dev = load_examples(get_task("rte"), "dev", GLUE_DIR)[:16]
     corpus = tmp_path / "rte_paragraphs.txt"
     corpus.write_text("\n".join(example.text_a for example in dev) + "\n")
-    stream = SOURCES["corpus"](SourceContext(tokenizer, AnalysisConfig(corpus=corpus, max_eval_examples=6), [], 0))
-    context = AnalysisContext(6, 12, tokenizer, checkpoints, "rte")
-    surface = Surface(context)
-    for batch in stream_attention(checkpoints, stream.batches):
+    source = SOURCES["corpus"](SourceContext(tokenizer, AnalysisConfig(corpus=corpus, max_eval_examples=6))).stream()
+    batches = list(source.batches)
+    for batch in stream(models, batches):
         assert (batch.lengths <= 128).all()
         assert ((batch.input_ids == tokenizer.sep_token_id).sum(dim=1) == 2).all()
-        surface.update(batch)
-    result = surface.result()["surface"]
-    assert result["num_items"] == stream.num_items == stream.notes["segments"] >= 4
-    assert stream.notes["truncated_segments"] >= 1  # RTE premises are long: pairs get trimmed to 128
-    sep_to_sep = torch.tensor(result["checkpoints"]["pretrained"]["per_head"]["sep_to_sep"])
+    result = run_on(Surface, models, tokenizer, batches)["per_checkpoint"]["pretrained"]
+    assert result["num_items"] == source.num_items == source.notes["segments"] >= 4
+    assert source.notes["truncated_segments"] >= 1  # RTE premises are long: pairs get trimmed to 128
+    sep_to_sep = torch.tensor(result["per_head"]["sep_to_sep"])
     assert sep_to_sep.shape == (6, 12) and (sep_to_sep > 0).all()
