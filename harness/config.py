@@ -47,8 +47,9 @@ def flag_of(cls: type, name: str) -> str:
 
 
 def _require(ok: bool, cls: type, name: str, value: Any, requirement: str) -> None:
-    if not ok:
-        raise InputError(f"{flag_of(cls, name)} {value}: {requirement}")
+    if not ok:  # the value as typed: 0, not 0.0
+        shown = f"{value:g}" if isinstance(value, float) else value
+        raise InputError(f"{flag_of(cls, name)} {shown}: {requirement}")
 
 
 def _existing(cls: type, name: str, value: Path | None, kind: str = "file") -> Path | None:

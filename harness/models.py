@@ -46,17 +46,35 @@ def resolve_model(name: str) -> str:
 
 
 def _load_error(name: str, error: Exception) -> InputError:
-    where = "local path" if Path(name).exists() else "model id or path"
-    return InputError(
-        f"could not load {where} {name!r} ({type(error).__name__}: {str(error).splitlines()[0]}); "
-        "offline or a typo? try the bundled model with --model minilm"
-    )
+    if Path(name).exists():
+        hint = "is it a folder written by save_pretrained (config.json and weights)?"
+        where = "local path"
+    else:
+        hint = "offline or a typo? try the bundled model with --model minilm"
+        where = "model id or path"
+    return InputError(f"could not load {where} {name!r} ({type(error).__name__}: {str(error).splitlines()[0]}); "
+                      f"{hint}")
 
 
-def check_lengths(name: str, lengths: dict[str, int]) -> None:
-    """One-line error when a length flag (``{"--max-length": 128}``) exceeds the model's
-    position embeddings; reads only the model's config."""
+def check_model_folder(source: str) -> None:
+    """A local model folder must hold a config and weights (said before any work, not as a
+    loading traceback an hour later)."""
+    folder = Path(source)
+    if not folder.is_dir():
+        return
+    if not (folder / "config.json").is_file():
+        raise InputError(f"{folder}: no config.json; --model needs a folder written by save_pretrained "
+                         "(or a hub id)")
+    if not weights_files(source):
+        raise InputError(f"{folder}: no weights (model.safetensors or pytorch_model.bin); save the model there "
+                         "with save_pretrained, or point --model at the folder that has them")
+
+
+def check_model(name: str, lengths: dict[str, int]) -> None:
+    """The model can be found and a length flag (``{"--max-length": 128}``) fits its position
+    embeddings; reads only the model's folder and config."""
     source = resolve_model(name)
+    check_model_folder(source)
     try:
         positions = AutoConfig.from_pretrained(source).max_position_embeddings
     except Exception as error:  # hub/IO errors come in many types

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tasks.errors import InputError
+from tasks.files import text_lines
 
 COREF_FIX = "give --coref-data a CoNLL-2012 *_gold_conll file, an e2e-coref .jsonlines file or a LitBank conll/ folder"
 
@@ -155,43 +156,41 @@ class _DocumentBuilder:
 def read_conll_file(path: Path) -> Iterator[Document]:
     """Documents of one CoNLL-2012 or LitBank file (one per ``#begin document ... part``)."""
     builder: _DocumentBuilder | None = None
-    with path.open(encoding="utf-8") as handle:
-        for number, raw in enumerate(handle, start=1):
-            line = raw.rstrip("\r\n")
-            if line.startswith("#begin document"):
-                if builder is not None:
-                    raise InputError(f"{path}:{number}: #begin document inside document {builder.name!r}; "
-                                       "add the missing #end document line")
-                match = BEGIN.match(line)
-                name = f"{match.group(1)}/part {match.group(2)}" if match else line[len("#begin document"):].strip()
-                builder = _DocumentBuilder(name, path, number)
-            elif line.startswith("#end document"):
-                if builder is None:
-                    raise InputError(f"{path}:{number}: #end document without #begin document")
-                yield builder.finish()
-                builder = None
-            elif not line.strip():
-                if builder is not None:
-                    builder.end_sentence()
-            elif not line.startswith("#"):
-                cells = line.split("\t") if "\t" in line else line.split()
-                if builder is None:
-                    raise InputError(f"{path}:{number}: token line outside a document; "
-                                       "CoNLL coreference files need '#begin document (name); part 0' first")
-                if len(cells) < 5:
-                    raise InputError(f"{path}:{number}: {len(cells)} columns, expected at least 5 "
-                                       "(document, part, index, word, ..., coreference last)")
-                builder.add_token(cells, number)
+    for number, raw in enumerate(text_lines(path), start=1):
+        line = raw.rstrip("\r\n")
+        if line.startswith("#begin document"):
+            if builder is not None:
+                raise InputError(f"{path}:{number}: #begin document inside document {builder.name!r}; "
+                                   "add the missing #end document line")
+            match = BEGIN.match(line)
+            name = f"{match.group(1)}/part {match.group(2)}" if match else line[len("#begin document"):].strip()
+            builder = _DocumentBuilder(name, path, number)
+        elif line.startswith("#end document"):
+            if builder is None:
+                raise InputError(f"{path}:{number}: #end document without #begin document")
+            yield builder.finish()
+            builder = None
+        elif not line.strip():
+            if builder is not None:
+                builder.end_sentence()
+        elif not line.startswith("#"):
+            cells = line.split("\t") if "\t" in line else line.split()
+            if builder is None:
+                raise InputError(f"{path}:{number}: token line outside a document; "
+                                   "CoNLL coreference files need '#begin document (name); part 0' first")
+            if len(cells) < 5:
+                raise InputError(f"{path}:{number}: {len(cells)} columns, expected at least 5 "
+                                   "(document, part, index, word, ..., coreference last)")
+            builder.add_token(cells, number)
     if builder is not None:
         raise InputError(f"{path}:{builder.line}: document {builder.name!r} has no #end document line")
 
 
 def read_jsonlines(path: Path) -> Iterator[Document]:
     """Documents of an e2e-coref JSON-lines file (``sentences`` and inclusive ``clusters`` spans)."""
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            if line.strip():
-                yield _json_document(path, number, line)
+    for number, line in enumerate(text_lines(path), start=1):
+        if line.strip():
+            yield _json_document(path, number, line)
 
 
 def _json_document(path: Path, number: int, line: str) -> Document:
@@ -201,6 +200,11 @@ def _json_document(path: Path, number: int, line: str) -> Document:
     except (json.JSONDecodeError, KeyError, TypeError) as error:
         raise InputError(f"{path}:{number}: not an e2e-coref record ({type(error).__name__}: {error}); "
                            "each line must be a JSON object with 'sentences' and 'clusters'") from None
+    if not (isinstance(sentences, list) and all(isinstance(s, list) and all(isinstance(w, str) for w in s)
+                                                for s in sentences)):
+        raise InputError(f"{path}:{number}: 'sentences' must be a list of lists of words (strings)")
+    if not (isinstance(clusters, list) and all(isinstance(spans, list) for spans in clusters)):
+        raise InputError(f"{path}:{number}: 'clusters' must be a list of clusters, each a list of [start, end] spans")
     words = [word for sentence in sentences for word in sentence]
     starts, position = [], 0
     for sentence in sentences:

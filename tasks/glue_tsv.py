@@ -12,6 +12,7 @@ from pathlib import Path
 
 from tasks.errors import InputError
 from tasks.examples import Example
+from tasks.files import text_lines
 from tasks.registry import GlueTask
 
 
@@ -29,15 +30,23 @@ def split_path(data_dir: str | Path, task: GlueTask, split: str) -> Path:
 def read_glue_tsv(data_dir: str | Path, task: GlueTask, split: str) -> Iterator[Example]:
     """Yield the examples of one split, checking every row's shape and label."""
     path = split_path(data_dir, task, split)
-    with path.open(encoding="utf-8-sig", newline="") as handle:
-        lines = (line.rstrip("\r\n") for line in handle)
-        header: list[str] = next(lines).split("\t") if task.has_header else []
-        positions = [_column_position(path, header, column) for column in task.tsv_columns]
-        first_line = 2 if task.has_header else 1
-        for line_number, line in enumerate(lines, start=first_line):
-            if not line.strip():
-                continue
-            yield _parse_row(path, line_number, line.split("\t"), positions, task)
+    lines = (line.rstrip("\r\n") for line in text_lines(path, "utf-8-sig"))
+    first = next(lines, None) if task.has_header else ""
+    if first is None:
+        raise InputError(f"{path} has no examples (the file is empty); check that it is the "
+                         f"{task.name.upper()} {split} file of GLUE")
+    header = first.split("\t") if task.has_header else []
+    positions = [_column_position(path, header, column) for column in task.tsv_columns]
+    first_line = 2 if task.has_header else 1
+    rows = 0
+    for line_number, line in enumerate(lines, start=first_line):
+        if not line.strip():
+            continue
+        rows += 1
+        yield _parse_row(path, line_number, line.split("\t"), positions, task)
+    if not rows:
+        raise InputError(f"{path} has no examples{' below its header' if task.has_header else ''}; "
+                         f"check that it is the {task.name.upper()} {split} file of GLUE")
 
 
 def _column_position(path: Path, header: list[str], column: str | int | None) -> int | None:

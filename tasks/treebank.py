@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tasks.errors import InputError
+from tasks.files import text_lines
 
 COLUMNS = 10
 PUNCT_RELATIONS = frozenset({"punct"})
@@ -61,24 +62,23 @@ def _parse(path: Path, format_name: str) -> Iterator[Sentence]:
     rows: list[list[str]] = []
     sent_id = ""
     start = 1
-    with path.open(encoding="utf-8") as lines:
-        for number, raw in enumerate(lines, start=1):
-            line = raw.rstrip("\n").rstrip("\r")
-            if not line.strip():
-                if rows:
-                    yield _sentence(rows, sent_id, path, start)
-                rows, sent_id = [], ""
-                continue
-            if line.startswith("#"):
-                if line.startswith("# sent_id"):
-                    sent_id = line.split("=", 1)[-1].strip()
-                continue
-            columns = _fields(line, path, number, format_name)
-            if _RANGE.match(columns[0]) or _EMPTY_NODE.match(columns[0]):
-                continue  # surface token spanning several words, or an enhanced-graph empty node
-            if not rows:
-                start = number
-            rows.append(columns + [str(number)])
+    for number, raw in enumerate(text_lines(path), start=1):
+        line = raw.rstrip("\n").rstrip("\r")
+        if not line.strip():
+            if rows:
+                yield _sentence(rows, sent_id, path, start)
+            rows, sent_id = [], ""
+            continue
+        if line.startswith("#"):
+            if line.startswith("# sent_id"):
+                sent_id = line.split("=", 1)[-1].strip()
+            continue
+        columns = _fields(line, path, number, format_name)
+        if _RANGE.match(columns[0]) or _EMPTY_NODE.match(columns[0]):
+            continue  # surface token spanning several words, or an enhanced-graph empty node
+        if not rows:
+            start = number
+        rows.append(columns + [str(number)])
     if rows:
         yield _sentence(rows, sent_id, path, start)
 
@@ -103,7 +103,26 @@ def _sentence(rows: list[list[str]], sent_id: str, path: Path, start: int) -> Se
         xpos.append(columns[4])
         heads.append(head)
         relations.append(columns[7])
+    problem = tree_problem(heads)
+    if problem:
+        raise InputError(f"{path}:{start}: the heads of sentence {sent_id or start} do not form a tree ({problem}); "
+                         "fix the head column (7) so that one word has head 0 and every word leads to it")
     return Sentence(words, upos, xpos, heads, relations, sent_id or f"{path.name}:{start}", lemmas)
+
+
+def tree_problem(heads: list[int]) -> str | None:
+    """Why 1-based ``heads`` (0 = root) are not a dependency tree, or None when they are one."""
+    roots = [word for word, head in enumerate(heads, start=1) if head == 0]
+    if len(roots) != 1:
+        return f"{len(roots)} roots" if roots else "no root"
+    for word in range(1, len(heads) + 1):
+        seen = set()
+        while word and word not in seen:
+            seen.add(word)
+            word = heads[word - 1]
+        if word:
+            return f"word {word} is on a cycle"
+    return None
 
 
 def read_conllu(path: Path) -> list[Sentence]:

@@ -74,6 +74,11 @@ class Source(ABC):
     def stream(self) -> SourceStream:
         """The batches, built lazily."""
 
+    def check(self) -> None:
+        """Read and validate the source's files before any model work, each problem one
+        `InputError` line; needs no tokenizer. Sources whose files are read up front anyway
+        (the task's) check nothing here."""
+
 
 SOURCES: dict[str, type[Source]] = {}
 register_source = registrar(SOURCES, "source")  # class decorator: adds a source to SOURCES under its name

@@ -76,6 +76,9 @@ class CoreferenceSource(Source):
         return {"source": self.name, **self.context.hashes.describe(coref_data_path(settings.coref_data)),
                 "max_tokens": settings.max_tokens, "windows": settings.coref_windows}
 
+    def check(self) -> None:
+        read_coreference(coref_data_path(self.context.settings.coref_data))
+
     def stream(self) -> SourceStream:
         context = self.context
         settings = context.settings

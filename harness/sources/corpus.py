@@ -23,6 +23,7 @@ from harness.batches import EncodedBatch
 from harness.sources.base import Source, SourceStream, register_source
 from harness.sources.task import TaskSource
 from tasks.errors import InputError
+from tasks.files import text_lines
 
 SPECIAL_TOKENS_PER_SEGMENT = 3  # [CLS], [SEP], [SEP]
 
@@ -53,14 +54,13 @@ def read_documents(path: Path) -> Iterator[list[tuple[int, str]]]:
     if not path.is_file():
         raise InputError(f"--corpus {path}: no such file; give a plain-text file with one paragraph per line")
     document: list[tuple[int, str]] = []
-    with path.open(encoding="utf-8") as handle:
-        for number, line in enumerate(handle, start=1):
-            text = line.strip()
-            if text:
-                document.append((number, text))
-            elif document:
-                yield document
-                document = []
+    for number, line in enumerate(text_lines(path), start=1):
+        text = line.strip()
+        if text:
+            document.append((number, text))
+        elif document:
+            yield document
+            document = []
     if document:
         yield document
 
@@ -155,6 +155,11 @@ class CorpusSource(Source):
         return {"source": self.name, **self.context.hashes.describe(settings.corpus),
                 "max_tokens": settings.max_tokens, "max_segments": settings.max_eval_examples,
                 "seed": self.context.seed}
+
+    def check(self) -> None:
+        if self.context.settings.corpus is not None:
+            for _ in read_documents(Path(self.context.settings.corpus)):
+                pass
 
     def stream(self) -> SourceStream:
         context = self.context

@@ -101,6 +101,9 @@ class SyntaxSource(Source):
         return {"source": self.name, "dev": self.context.hashes.describe(treebank_path(self.context.settings)),
                 "max_tokens": self.context.settings.max_tokens}
 
+    def check(self) -> None:
+        read_treebank(treebank_path(self.context.settings))
+
     def stream(self) -> SourceStream:
         settings = self.context.settings
         path = treebank_path(settings)
@@ -124,6 +127,10 @@ class ProbeSource(Source):
                 "train": self.context.hashes.describe(train_treebank_path(settings)),
                 "train_sentences": settings.probe_train_sentences, "seed": self.context.seed,
                 "max_tokens": settings.max_tokens}
+
+    def check(self) -> None:
+        read_treebank(treebank_path(self.context.settings))
+        read_treebank(train_treebank_path(self.context.settings))
 
     def stream(self) -> SourceStream:
         context = self.context
