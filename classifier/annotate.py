@@ -19,6 +19,7 @@ from matplotlib.colors import PowerNorm
 
 from classifier.data import (CLASSES, LABELS_FILE, MAPS_FILE, LabelledMap, MapSource, read_labels,
                              read_maps, read_sources, write_maps, write_rows)
+from tasks.files import atomic_path
 
 SHEET_SIDE = 5
 SHORT_NAMES = {"v": "vertical", "d": "diagonal", "vd": "vertical+diagonal", "b": "block", "h": "heterogeneous"}
@@ -58,7 +59,8 @@ def draw_sheet(sources: list[MapSource], maps: dict[str, np.ndarray], separators
                        f"top-3 columns {column_share(attention):.2f}  band {band_share(attention):.2f}", fontsize=8)
     figure.suptitle(f"{path.stem}: classes v d vd b h (red: [SEP])", fontsize=9)
     figure.tight_layout()
-    figure.savefig(path, dpi=100)
+    with atomic_path(path) as temporary:
+        figure.savefig(temporary, dpi=100, format="png")
     plt.close(figure)
     return path
 

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
+from tasks.files import atomic_path
+
 CLASSES = ("vertical", "diagonal", "vertical+diagonal", "block", "heterogeneous")
 DATA_DIR = Path(__file__).resolve().parent / "data"
 LABELS_FILE = DATA_DIR / "labels.tsv"
@@ -72,9 +74,8 @@ def _read_rows(path: Path, columns: list[str]) -> list[dict]:
 
 def write_rows(path: Path, rows: list[MapSource]) -> None:
     """Write sources or labelled maps as TSV with a header."""
-    path.parent.mkdir(parents=True, exist_ok=True)
     columns = [field.name for field in fields(rows[0])] if rows else COLUMNS
-    with path.open("w", newline="") as handle:
+    with atomic_path(path) as temporary, temporary.open("w", newline="") as handle:
         writer = csv.DictWriter(handle, fieldnames=columns, delimiter="\t", lineterminator="\n")
         writer.writeheader()
         writer.writerows(asdict(row) for row in rows)
@@ -88,5 +89,5 @@ def read_maps(path: Path = MAPS_FILE) -> dict[str, np.ndarray]:
 
 def write_maps(path: Path, maps: dict[str, np.ndarray]) -> None:
     """Store maps compressed, as float16 (attention weights need no more precision to be seen)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    np.savez_compressed(path, **{key: value.astype(np.float16) for key, value in maps.items()})
+    with atomic_path(path) as temporary:
+        np.savez_compressed(temporary, **{key: value.astype(np.float16) for key, value in maps.items()})

@@ -22,6 +22,7 @@ from torch.nn.utils.fusion import fuse_conv_bn_eval
 
 from classifier.data import CLASSES
 from classifier.resize import CHANNELS, INPUT_SIZE, normalise_list, normalise_padded
+from tasks.files import atomic_path
 
 WEIGHTS_FILE = Path(__file__).resolve().parent / "weights.pt"
 STAGE_WIDTHS = (8, 16, 32, 32)
@@ -112,8 +113,10 @@ class PatternClassifier:
         return self.logits(inputs).argmax(dim=-1).view(len(attentions), batch, layers, heads)
 
     def save(self, path: Path = WEIGHTS_FILE) -> None:
-        torch.save({"state_dict": self.network.state_dict(), "classes": list(CLASSES),
-                    "widths": list(STAGE_WIDTHS), "input_size": INPUT_SIZE, "info": self.info}, path)
+        stored = {"state_dict": self.network.state_dict(), "classes": list(CLASSES),
+                  "widths": list(STAGE_WIDTHS), "input_size": INPUT_SIZE, "info": self.info}
+        with atomic_path(path) as temporary:
+            torch.save(stored, temporary)
 
 
 def load_classifier(path: str | Path = WEIGHTS_FILE) -> PatternClassifier:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import signal
 import sys
 from typing import Any
 
@@ -33,6 +34,15 @@ RUN_PARTS = {TaskConfig: "task", FineTuneConfig: "finetune", AnalysisConfig: "an
              EnvironmentConfig: "environment"}
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the program is, so it unwinds as for Ctrl-C (runs end KILLED)."""
+
+
+def raise_terminated(signum: int, frame: Any) -> None:
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not cut the clean-up short
+    raise Terminated()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="harness", description="What does fine-tuning do to BERT's attention?")
     parser.add_argument("--debug", action="store_true", help="show tracebacks and library warnings")
@@ -54,6 +64,7 @@ def configs_from(args: argparse.Namespace) -> tuple[RunConfig, list[Any]]:
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    previous = signal.signal(signal.SIGTERM, raise_terminated)
     try:
         config, extra = configs_from(args)
         commands = importlib.import_module(COMMANDS_MODULE)
@@ -64,7 +75,9 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"error: {error}", file=sys.stderr)
         return 2
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stop:
         print("interrupted: re-run the same command to resume (finished work is kept)", file=sys.stderr)
-        return 130
+        return 128 + (signal.SIGTERM if isinstance(stop, Terminated) else signal.SIGINT)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
     return 0

@@ -10,10 +10,9 @@ from harness.annotation import annotate as annotate_pool
 from harness.config import AnnotationConfig, RunConfig
 from harness.finetune import finetune as finetune_task
 from harness.finetune import is_main_process
-from harness.pipeline import find_run_dir, plan_run
+from harness.pipeline import find_summary, plan_run
 from harness.pipeline import run as run_pipeline
 from harness.render import redraw
-from harness.store import read_json
 
 
 def quiet_libraries(debug: bool) -> None:
@@ -47,8 +46,8 @@ def finetune(config: RunConfig) -> None:
 
 
 def figures(config: RunConfig) -> None:
-    run_dir = find_run_dir(config)
-    for figure in redraw(read_json(run_dir / "summary.json"), run_dir / "figures"):
+    run_dir, summary = find_summary(config)
+    for figure in redraw(summary, run_dir / "figures"):
         print(figure)
 
 

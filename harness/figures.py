@@ -17,6 +17,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from matplotlib.ticker import ScalarFormatter  # noqa: E402
 
+from tasks.files import atomic_path  # noqa: E402
+
 DPI = 200
 CHECKPOINT_TITLES = {"pretrained": "pre-trained", "finetuned": "fine-tuned"}
 
@@ -33,9 +35,9 @@ def run_title(run: dict[str, Any]) -> str:
 
 def save(figure: plt.Figure, path: Path) -> Path:
     """Write a figure as PNG and close it (figures are many; keep memory flat)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
     figure.tight_layout()
-    figure.savefig(path, dpi=DPI)
+    with atomic_path(path) as temporary:
+        figure.savefig(temporary, dpi=DPI, format="png")
     plt.close(figure)
     return path
 
@@ -120,7 +122,7 @@ def draw_side_by_side_grids(grids: dict[str, Sequence[Sequence[float]]], path: P
 
 def save_with_colorbar(figure: plt.Figure, path: Path) -> Path:
     """Like `harness.figures.save`, without tight_layout (it clashes with a colour bar shared by panels)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=DPI, bbox_inches="tight")
+    with atomic_path(path) as temporary:
+        figure.savefig(temporary, dpi=DPI, bbox_inches="tight", format="png")
     plt.close(figure)
     return path

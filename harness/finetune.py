@@ -16,18 +16,24 @@ checkpoint and in its identity; ``harness run`` picks the checkpoint up from the
 
 from __future__ import annotations
 
+import json
+import logging
 import os
 import random
+import time
+import zipfile
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
-from transformers import DataCollatorWithPadding, Trainer, TrainingArguments
+from transformers import DataCollatorWithPadding, Trainer, TrainerCallback, TrainingArguments
+from transformers.trainer_callback import ExportableState
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
 from harness.config import FineTuneConfig, RunConfig
+from harness.locking import exclusive
 from harness.models import load_sequence_classifier, load_tokenizer
 from harness.store import key_of, read_json, write_json
 from tasks.errors import InputError
@@ -36,6 +42,7 @@ from tasks.metrics import compute_metrics
 from tasks.registry import GlueTask
 
 RESULT_FILE = "result.json"
+log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -166,40 +173,122 @@ def evaluate_splits(trainer: Trainer, task: GlueTask, splits: dict[str, EncodedE
     return scores
 
 
+def safetensors_complete(path: Path) -> bool:
+    """Whether a .safetensors file holds all the bytes its header promises (a kill while
+    writing leaves it short)."""
+    size = path.stat().st_size
+    with path.open("rb") as handle:
+        prefix = handle.read(8)
+        if len(prefix) < 8:
+            return False
+        header_size = int.from_bytes(prefix, "little")
+        if 8 + header_size > size:
+            return False
+        try:
+            header = json.loads(handle.read(header_size))
+        except ValueError:
+            return False
+    ends = [entry["data_offsets"][1] for name, entry in header.items() if name != "__metadata__"]
+    return 8 + header_size + max(ends, default=0) == size
+
+
+def checkpoint_complete(folder: Path) -> bool:
+    """Whether a Trainer checkpoint folder was written to the end: its state parses, its
+    weights have every byte, and its optimizer and scheduler archives are whole zip files."""
+    weights = folder / "model.safetensors"
+    archives = [folder / "optimizer.pt", folder / "scheduler.pt"]
+    return (isinstance(read_json(folder / "trainer_state.json"), dict) and weights.is_file()
+            and safetensors_complete(weights) and all(path.is_file() and zipfile.is_zipfile(path) for path in archives))
+
+
 def last_checkpoint(root: Path) -> str | None:
-    """The newest Trainer checkpoint folder to resume from, if any."""
+    """The newest complete Trainer checkpoint folder to resume from, if any. Incomplete ones
+    (a kill while the Trainer wrote them) are renamed ``incomplete-checkpoint-N`` by the
+    first process, with a one-line note, so no later run trips on them."""
     checkpoints = sorted(root.glob("checkpoint-*"), key=lambda path: int(path.name.split("-")[-1]))
-    return str(checkpoints[-1]) if checkpoints else None
+    for folder in reversed(checkpoints):
+        if checkpoint_complete(folder):
+            return str(folder)
+        if is_main_process():
+            aside = folder.with_name(f"incomplete-{folder.name}-{time.strftime('%Y%m%d-%H%M%S')}")
+            folder.rename(aside)
+            log.warning("set aside the incomplete Trainer checkpoint %s (interrupted while written) as %s",
+                        folder, aside.name)
+    return None
+
+
+class TrainingClock(TrainerCallback, ExportableState):
+    """Seconds spent training, carried across resumes: the Trainer stores this callback's
+    state in every checkpoint's ``trainer_state.json``, and `resumed_seconds` reads it back,
+    so an interrupted and resumed run reports the time of both parts, not only the last."""
+
+    def __init__(self, earlier_seconds: float = 0.0) -> None:
+        self.earlier_seconds = earlier_seconds
+        self.started: float | None = None
+
+    def on_train_begin(self, args, state, control, **kwargs) -> None:
+        self.started = time.perf_counter()
+
+    @property
+    def seconds(self) -> float:
+        return self.earlier_seconds + (time.perf_counter() - self.started if self.started is not None else 0.0)
+
+    def state(self) -> dict[str, Any]:
+        return {"args": {"earlier_seconds": self.seconds}, "attributes": {}}
+
+
+def resumed_seconds(checkpoint: str | None) -> float:
+    """Training seconds recorded in a checkpoint by `TrainingClock` (0 without a checkpoint)."""
+    if checkpoint is None:
+        return 0.0
+    stored = read_json(Path(checkpoint) / "trainer_state.json") or {}
+    return float(stored.get("stateful_callbacks", {}).get(TrainingClock.__name__, {})
+                 .get("args", {}).get("earlier_seconds", 0.0))
 
 
 def finetune(config: RunConfig, data: TaskData) -> FineTuneResult:
-    """Fine-tune ``config.task.model`` on the task (or reuse the cached result of an identical run)."""
-    cached = stored_result(config, data)
-    if cached is not None:
-        return cached
+    """Fine-tune ``config.task.model`` on the task (or reuse the cached result of an identical run).
+
+    A single process holds a lock file beside the cache folder while it trains, so an
+    identical command started meanwhile waits and then reuses the checkpoint. (Under
+    torchrun the processes of one launch share the folder by design and take no lock.)
+    """
+    root = checkpoint_root(config, cache_key(config, data))
+    if Layout.of(config.finetune).world_size > 1:
+        return stored_result(config, data) or train(config, data)
+    with exclusive(root.with_name(root.name + ".lock"), f"fine-tuning {root.name}"):
+        return stored_result(config, data) or train(config, data)
+
+
+def train(config: RunConfig, data: TaskData) -> FineTuneResult:
+    """Train (resuming from the last complete epoch checkpoint), evaluate before and after, store ``final/``."""
     key = cache_key(config, data)
     root = checkpoint_root(config, key)
     layout = Layout.of(config.finetune)
     tokenizer = load_tokenizer(config.task.model)
     settings = config.finetune
-    train = sample(data.train, settings.max_train_examples, settings.seed)
+    train_examples = sample(data.train, settings.max_train_examples, settings.seed)
     dev = {split: EncodedExamples(tokenizer, data.task, examples, config.task.max_length)
            for split, examples in data.dev.items()}
     model = load_sequence_classifier(config.task.model, data.task, head_seed=settings.seed)
+    resume_from = last_checkpoint(root)
+    clock = TrainingClock(resumed_seconds(resume_from))
     trainer = Trainer(
         model=model,
         args=training_arguments(config, root, layout),
-        train_dataset=EncodedExamples(tokenizer, data.task, train, config.task.max_length),
+        train_dataset=EncodedExamples(tokenizer, data.task, train_examples, config.task.max_length),
         data_collator=DataCollatorWithPadding(tokenizer),
+        callbacks=[clock],
     )
     before = evaluate_splits(trainer, data.task, dev)
-    output = trainer.train(resume_from_checkpoint=last_checkpoint(root))
+    trainer.train(resume_from_checkpoint=resume_from)
+    train_seconds = clock.seconds
     after = evaluate_splits(trainer, data.task, dev)
     stored = {
         "dev_metrics": {"pretrained": before, "finetuned": after},
         "log_history": trainer.state.log_history,
-        "train_examples": len(train),
-        "train_seconds": float(output.metrics.get("train_runtime", 0.0)),
+        "train_examples": len(train_examples),
+        "train_seconds": train_seconds,
         "layout": asdict(layout),
     }
     final = root / "final"

@@ -21,18 +21,20 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from transformers import PreTrainedTokenizerBase
 
 from harness.analyses import ANALYSES, Analysis
 from harness.config import AnalysisConfig, RunConfig
 from harness.engine import analyse
 from harness.finetune import FineTuneResult, TaskData, cache_key, finetune, sample
-from harness.models import (FINETUNED, PRETRAINED, Checkpoint, check_lengths, load_finetuned,
+from harness.locking import exclusive
+from harness.models import (FINETUNED, PRETRAINED, Checkpoint, check_model, load_finetuned,
                             load_sequence_classifier, load_tokenizer, prepare, pretrained_identity)
 from harness.render import redraw
-from harness.sources import SourceContext
+from harness.sources import SOURCES, SourceContext
 from harness.sources.coreference import DEFAULT_COREF_DATA
 from harness.sources.treebank import DEFAULT_TREEBANK, train_sibling
-from harness.store import FileHashes, ResultStore, key_of, read_json, write_json
+from harness.store import FileHashes, ResultStore, ensure_writable, key_of, read_json, write_json
 from harness.tracking import Tracker, flatten, training_curve
 from tasks.errors import InputError
 from tasks.glue_tsv import split_path
@@ -102,12 +104,22 @@ def settings_identity(settings: AnalysisConfig, hashes: FileHashes) -> dict[str,
     return {name: hashes.describe(value) if isinstance(value, Path) else value for name, value in values.items()}
 
 
+def check_inputs(config: RunConfig, analyses: list[type[Analysis]]) -> None:
+    """The folders the run writes and every file the chosen analyses read, checked before any model work."""
+    ensure_writable(config.environment.output_dir, "--output-dir")
+    ensure_writable(config.environment.cache_dir, "--cache-dir")
+    context = SourceContext(None, config.analysis)
+    for source in dict.fromkeys(analysis.source for analysis in analyses):
+        SOURCES[source](context).check()
+
+
 def plan_run(config: RunConfig) -> RunPlan:
     """Validate and describe a run without touching a model: data read and hashed, analyses
     chosen, default data located, the run key computed."""
     analyses = select_analyses(config.analysis.analyses)
-    check_lengths(config.task.model, {"--max-length": config.task.max_length, "--max-tokens": config.analysis.max_tokens})
+    check_model(config.task.model, {"--max-length": config.task.max_length, "--max-tokens": config.analysis.max_tokens})
     config = replace(config, analysis=with_default_data(config.analysis))
+    check_inputs(config, analyses)
     hashes = FileHashes()
     data = load_task_data(config, hashes)
     finetune_key = cache_key(config, data)
@@ -154,6 +166,17 @@ def run_description(plan: RunPlan, tuned: FineTuneResult, checkpoints: list[Chec
     }
 
 
+def stored_summary(path: Path) -> dict[str, Any] | None:
+    """The summary.json at ``path`` if it is whole: a ``run`` description and analysis entries
+    that each have a version and a result; None when missing, truncated or damaged."""
+    summary = read_json(path)
+    if not (isinstance(summary, dict) and isinstance(summary.get("run"), dict)
+            and isinstance(summary.get("analyses"), dict)):
+        return None
+    entries = summary["analyses"].values()
+    return summary if all(isinstance(e, dict) and {"version", "result"} <= e.keys() for e in entries) else None
+
+
 def merged_analyses(previous: dict[str, Any] | None, entries: dict[str, Any]) -> dict[str, Any]:
     """Entries computed now, plus those an earlier run under the same key stored (current versions only)."""
     kept = {name: entry for name, entry in (previous or {}).get("analyses", {}).items()
@@ -170,35 +193,51 @@ def task_identity(plan: RunPlan, dev_sample: list) -> dict[str, Any]:
 
 
 def run(config: RunConfig) -> dict[str, Any]:
-    """The whole ``harness run``; returns the summary written to ``<run_dir>/summary.json``."""
+    """The whole ``harness run``; returns the summary written to ``<run_dir>/summary.json``.
+
+    An identical command started meanwhile waits on the run's lock file (in the cache
+    folder) and then finds everything done; the MLflow run ends KILLED on Ctrl-C or
+    SIGTERM (see `harness.cli`), FAILED on an error, FINISHED otherwise.
+    """
     if int(os.environ.get("WORLD_SIZE", "1")) > 1:
         raise InputError("harness run is one process; train on several with `torchrun ... -m harness finetune` "
                          "(or accelerate launch), then run `harness run` with the same flags to analyse")
     plan = plan_run(config)
     config = plan.config
     tokenizer = load_tokenizer(config.task.model)  # an unreachable model fails here, before any work
-    tracker = Tracker(config.environment.tracking_uri, plan.key, plan.run_dir.name,
-                      {"task": config.task.task, "model": config.task.model, "seed": str(config.finetune.seed)})
-    try:
-        tuned = finetune(config, plan.data)
-        checkpoints = load_checkpoints(plan, tuned)
-        dev = plan.data.dev[plan.data.task.main_eval_split]
-        dev_sample = sample(dev, config.analysis.max_eval_examples, config.analysis.analysis_seed)
-        sources = SourceContext(tokenizer, config.analysis, config.task.model, config.task.max_length,
-                                plan.data.task, dev_sample, task_identity(plan, dev_sample), plan.hashes)
-        timings: dict[str, float] = {}
-        store = ResultStore(config.environment.output_dir / "store")
-        entries = analyse(plan.analyses, checkpoints, PAIRS, sources, store, timings.__setitem__)
-        summary_path = plan.run_dir / "summary.json"
-        summary = {"schema": 2, "run": run_description(plan, tuned, checkpoints, dev_sample),
-                   "analyses": merged_analyses(read_json(summary_path), entries)}
-        write_json(summary_path, summary)
-        figures = redraw(summary, plan.run_dir / "figures")
-        log_run(tracker, plan, tuned, summary, summary_path, figures, timings)
-    except BaseException:
-        tracker.finish("FAILED")
-        raise
-    tracker.finish()
+    with exclusive(config.environment.cache_dir / "locks" / f"run-{plan.key}.lock", f"the run {plan.run_dir.name}"):
+        tracker = Tracker(config.environment.tracking_uri, plan.key, plan.run_dir.name,
+                          {"task": config.task.task, "model": config.task.model, "seed": str(config.finetune.seed)})
+        try:
+            summary = analyse_and_log(plan, tokenizer, tracker)
+        except KeyboardInterrupt:
+            tracker.finish("KILLED")
+            raise
+        except BaseException:
+            tracker.finish("FAILED")
+            raise
+        tracker.finish()
+    return summary
+
+
+def analyse_and_log(plan: RunPlan, tokenizer: PreTrainedTokenizerBase, tracker: Tracker) -> dict[str, Any]:
+    """Fine-tune (or reuse), analyse both checkpoints, write summary.json and figures, log to MLflow."""
+    config = plan.config
+    tuned = finetune(config, plan.data)
+    checkpoints = load_checkpoints(plan, tuned)
+    dev = plan.data.dev[plan.data.task.main_eval_split]
+    dev_sample = sample(dev, config.analysis.max_eval_examples, config.analysis.analysis_seed)
+    sources = SourceContext(tokenizer, config.analysis, config.task.model, config.task.max_length,
+                            plan.data.task, dev_sample, task_identity(plan, dev_sample), plan.hashes)
+    timings: dict[str, float] = {}
+    store = ResultStore(config.environment.output_dir / "store")
+    entries = analyse(plan.analyses, checkpoints, PAIRS, sources, store, timings.__setitem__)
+    summary_path = plan.run_dir / "summary.json"
+    summary = {"schema": 2, "run": run_description(plan, tuned, checkpoints, dev_sample),
+               "analyses": merged_analyses(stored_summary(summary_path), entries)}
+    write_json(summary_path, summary)
+    figures = redraw(summary, plan.run_dir / "figures")
+    log_run(tracker, plan, tuned, summary, summary_path, figures, timings)
     return summary
 
 
@@ -217,13 +256,18 @@ def log_run(tracker: Tracker, plan: RunPlan, tuned: FineTuneResult, summary: dic
         tracker.log_artifact(figure, "figures")
 
 
-def find_run_dir(config: RunConfig) -> Path:
-    """The run folder of ``config`` (for ``harness figures``), or a clear error listing the runs there are."""
+def find_summary(config: RunConfig) -> tuple[Path, dict[str, Any]]:
+    """The run folder of ``config`` and its summary (for ``harness figures``), or a clear
+    error: no such run (listing the runs there are), or a summary that is not whole."""
     plan = plan_run(config)
-    if (plan.run_dir / "summary.json").is_file():
-        return plan.run_dir
-    pattern = f"{config.task.task}-{config.model_name}-seed{config.finetune.seed}-*"
-    others = sorted(path.name for path in config.environment.output_dir.glob(pattern))
-    hint = f"; runs with other settings: {', '.join(others)} (pass the flags they were run with)" if others else ""
-    raise InputError(f"{plan.run_dir / 'summary.json'} not found: run `python -m harness run` with these flags "
-                     f"first{hint}")
+    path = plan.run_dir / "summary.json"
+    if not path.is_file():
+        pattern = f"{config.task.task}-{config.model_name}-seed{config.finetune.seed}-*"
+        others = sorted(p.name for p in config.environment.output_dir.glob(pattern))
+        hint = f"; runs with other settings: {', '.join(others)} (pass the flags they were run with)" if others else ""
+        raise InputError(f"{path} not found: run `python -m harness run` with these flags first{hint}")
+    summary = stored_summary(path)
+    if summary is None:
+        raise InputError(f"{path}: empty, truncated or incomplete; run `python -m harness run` with the same flags "
+                         "to rewrite it (stored results are reused, nothing is recomputed)")
+    return plan.run_dir, summary

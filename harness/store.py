@@ -17,35 +17,29 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import os
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tasks.errors import InputError
+from tasks.files import atomic_write_bytes
+
 log = logging.getLogger(__name__)
 SCHEMA = 2
 HASH_CHUNK = 1 << 20
-UMASK = os.umask(0o022)
-os.umask(UMASK)  # read once: temporary files are created 0600, written files get the usual mode
 
 
-def atomic_write_bytes(path: Path, data: bytes) -> Path:
-    """Write ``data`` to ``path`` so that readers see the old or the new content, never a mix."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+def ensure_writable(folder: Path, flag: str) -> None:
+    """Create ``folder`` if needed and check that files can be written in it (one-line error otherwise)."""
     try:
-        with os.fdopen(handle, "wb") as file:
-            file.write(data)
-            file.flush()
-            os.fsync(file.fileno())
-        os.chmod(temporary, 0o666 & ~UMASK)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-    return path
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as error:
+        raise InputError(f"{flag} {folder}: cannot write there ({error.strerror}); "
+                         "choose a folder you can write to") from None
 
 
 def write_json(path: Path, data: Any) -> Path:

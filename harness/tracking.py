@@ -8,33 +8,61 @@ The default store is ``sqlite:///mlruns/mlflow.db`` with artifacts under ``mlrun
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from mlflow.entities import Metric, Param
 from mlflow.tracking import MlflowClient
 
+from harness.locking import exclusive
 from tasks.errors import InputError
 
 EXPERIMENT = "attention-shift"
 RUN_KEY_TAG = "harness.run_key"
+RETRY_TAG = "harness.retry_of"
+BATCH_METRICS = 1000  # MLflow's limit per log_batch
+RETRY_PAUSES = (0.5, 1, 2, 4, 8, 15, 30, None)
+Result = TypeVar("Result")
 
 
-def _client(uri: str) -> MlflowClient:
-    if uri.startswith("sqlite:///"):
-        Path(uri.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
-    return MlflowClient(tracking_uri=uri)
+def _database(uri: str) -> Path | None:
+    return Path(uri.removeprefix("sqlite:///")) if uri.startswith("sqlite:///") else None
 
 
-def _experiment_id(client: MlflowClient, uri: str) -> str:
+def retrying(call: Callable[[], Result]) -> Result:
+    """``call()``, tried again (with growing pauses, for about a minute) while SQLite says
+    ``database is locked``: concurrent runs share one store file."""
+    for pause in RETRY_PAUSES:
+        try:
+            return call()
+        except Exception as error:  # MLflow wraps the SQLAlchemy error in its own types
+            if "database is locked" not in str(error) or pause is None:
+                raise
+            time.sleep(pause)
+    raise AssertionError("unreachable: the last pause is None")
+
+
+def open_experiment(uri: str) -> tuple[MlflowClient, str]:
+    """A client of the store and the harness's experiment id. A new SQLite store is created
+    (tables, experiment) under a lock file beside it, so runs started at once on a fresh
+    store do not race to create the same tables."""
+    database = _database(uri)
+    if database is None:
+        client = MlflowClient(tracking_uri=uri)
+        return client, retrying(lambda: _experiment_id(client, None))
+    with exclusive(database.with_name(database.name + ".lock"), f"creating the MLflow store {database}"):
+        client = MlflowClient(tracking_uri=uri)
+        artifacts = (database.parent / "artifacts").resolve().as_uri()  # mlruns/artifacts by default
+        return client, retrying(lambda: _experiment_id(client, artifacts))
+
+
+def _experiment_id(client: MlflowClient, artifacts: str | None) -> str:
     experiment = client.get_experiment_by_name(EXPERIMENT)
     if experiment is not None:
         return experiment.experiment_id
-    artifacts = None
-    if uri.startswith("sqlite:///"):  # artifacts beside the database (mlruns/artifacts by default)
-        artifacts = (Path(uri.removeprefix("sqlite:///")).parent / "artifacts").resolve().as_uri()
     return client.create_experiment(EXPERIMENT, artifact_location=artifacts)
 
 
@@ -51,47 +79,82 @@ def flatten(prefix: str, value: Any) -> dict[str, str]:
 
 
 class Tracker:
-    """The MLflow parent run of one harness run key; running the same key again reopens it.
+    """The MLflow run of one harness run key; running the same key again reopens it.
 
-    Params and metrics already on the run are not logged again, so a resumed or repeated
-    run leaves one value per metric.
+    Params and metrics already on the run are not logged again (a metric's steps go in one
+    batch, and a batch is one transaction), so a resumed or repeated run leaves one value per
+    metric. A FINISHED run stays FINISHED: a later attempt adds what it computes to it, and if
+    that attempt fails or is stopped, it is recorded as a run of its own, tagged with the key
+    under ``harness.retry_of``, rather than turning the finished run into a failed one.
     """
 
     def __init__(self, uri: str, run_key: str, run_name: str, tags: dict[str, str]) -> None:
         try:
-            self.client = _client(uri)
-            experiment_id = _experiment_id(self.client, uri)
+            self.client, self.experiment_id = open_experiment(uri)
+            runs = retrying(lambda: self.client.search_runs([self.experiment_id],
+                                                            f"tags.`{RUN_KEY_TAG}` = '{run_key}'"))
         except Exception as error:  # MLflow raises many types for bad URIs/stores
-            raise InputError(f"cannot open the MLflow store {uri!r} ({error}); "
+            raise InputError(f"cannot open the MLflow store {uri!r} ({str(error).splitlines()[0]}); "
                              "check --tracking-uri / MLFLOW_TRACKING_URI") from error
-        existing = self.client.search_runs([experiment_id], f"tags.`{RUN_KEY_TAG}` = '{run_key}'", max_results=1)
-        if existing:
-            self.run_id = existing[0].info.run_id
-            self.client.update_run(self.run_id, status="RUNNING")
+        finished = [run for run in runs if run.info.status == "FINISHED"]
+        self.run_key, self.run_name, self.tags = run_key, run_name, tags
+        self.was_finished = bool(finished)
+        if finished:
+            self.run_id = finished[0].info.run_id
+        elif runs:
+            self.run_id = runs[0].info.run_id
+            retrying(lambda: self.client.update_run(self.run_id, status="RUNNING"))
         else:
-            self.run_id = self.client.create_run(experiment_id, run_name=run_name,
-                                                 tags={RUN_KEY_TAG: run_key, **tags}).info.run_id
-        self.uri = uri
+            self.run_id = retrying(lambda: self.client.create_run(
+                self.experiment_id, run_name=run_name, tags={RUN_KEY_TAG: run_key, **tags})).info.run_id
 
     def log_params(self, params: dict[str, str]) -> None:
-        logged = self.client.get_run(self.run_id).data.params
+        logged = retrying(lambda: self.client.get_run(self.run_id)).data.params
         fresh = [Param(key, value[:6000]) for key, value in params.items() if key not in logged]
         for start in range(0, len(fresh), 100):  # MLflow's batch limit
-            self.client.log_batch(self.run_id, params=fresh[start:start + 100])
+            retrying(lambda: self.client.log_batch(self.run_id, params=fresh[start:start + 100]))
 
     def log_metrics(self, metrics: Iterable[tuple[str, float, int]]) -> None:
         """(name, value, step) triples, e.g. a training curve; names already on the run are skipped."""
-        logged = self.client.get_run(self.run_id).data.metrics
-        batch = [Metric(name.replace("/", "_"), float(value), 0, step) for name, value, step in metrics
-                 if name.replace("/", "_") not in logged]
-        for start in range(0, len(batch), 1000):
-            self.client.log_batch(self.run_id, metrics=batch[start:start + 1000])
+        logged = retrying(lambda: self.client.get_run(self.run_id)).data.metrics
+        by_name: dict[str, list[Metric]] = {}
+        for name, value, step in metrics:
+            name = name.replace("/", "_")
+            if name not in logged:
+                by_name.setdefault(name, []).append(Metric(name, float(value), 0, step))
+        for batch in metric_batches(by_name.values()):
+            retrying(lambda: self.client.log_batch(self.run_id, metrics=batch))
 
     def log_artifact(self, path: Path, folder: str | None = None) -> None:
-        self.client.log_artifact(self.run_id, str(path), folder)
+        retrying(lambda: self.client.log_artifact(self.run_id, str(path), folder))
 
     def finish(self, status: str = "FINISHED") -> None:
-        self.client.set_terminated(self.run_id, status=status)
+        """End the run as ``status`` (FINISHED, FAILED or KILLED), keeping a finished run finished."""
+        if not self.was_finished:
+            retrying(lambda: self.client.set_terminated(self.run_id, status=status))
+        elif status != "FINISHED":
+            retry = retrying(lambda: self.client.create_run(
+                self.experiment_id, run_name=f"{self.run_name} (retry)",
+                tags={RETRY_TAG: self.run_key, **self.tags})).info.run_id
+            retrying(lambda: self.client.set_terminated(retry, status=status))
+
+
+def metric_batches(groups: Iterable[list[Metric]]) -> Iterator[list[Metric]]:
+    """Metrics in batches of at most `BATCH_METRICS`, never splitting one metric's steps
+    across two batches unless it alone has more (so a kill between batches leaves each
+    metric either whole or absent, and the rerun logs the absent ones)."""
+    batch: list[Metric] = []
+    for group in groups:
+        if batch and len(batch) + len(group) > BATCH_METRICS:
+            yield batch
+            batch = []
+        for start in range(0, len(group), BATCH_METRICS):
+            batch.extend(group[start:start + BATCH_METRICS])
+            if len(batch) >= BATCH_METRICS:
+                yield batch
+                batch = []
+    if batch:
+        yield batch
 
 
 def training_curve(log_history: list[dict[str, Any]]) -> list[tuple[str, float, int]]:

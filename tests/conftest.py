@@ -93,6 +93,23 @@ def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory, tiny_tokenizer: Ber
     return folder
 
 
+def snapshot(folder: Path) -> dict[str, tuple[int, bytes]]:
+    """Every file under ``folder`` with its modification time and content (lock files aside:
+    each run writes its pid into the ones it takes)."""
+    return {str(path.relative_to(folder)): (path.stat().st_mtime_ns, path.read_bytes())
+            for path in sorted(folder.rglob("*")) if path.is_file() and path.suffix != ".lock"}
+
+
+def tiny_run_arguments(tiny_model_dir: Path, tiny_data: Path, root: Path, *extra: str, task: str = "rte") -> list[str]:
+    """``harness run`` on the tiny model and data, everything written under ``root``, in seconds."""
+    return ["run", "--task", task, "--model", str(tiny_model_dir), "--data-dir", str(tiny_data / "glue"),
+            "--epochs", "1", "--batch-size", "8", "--learning-rate", "1e-3", "--eval-batch-size", "4",
+            "--syntax-data", str(tiny_data / "tiny-dev.conllu"), "--probe-train-sentences", "5",
+            "--syntax-min-count", "1", "--coref-data", str(tiny_data / "coref"), "--clustering-tokens", "2",
+            "--output-dir", str(root / "out"), "--cache-dir", str(root / "cache"),
+            "--tracking-uri", f"sqlite:///{root}/mlflow.db", *extra]
+
+
 @pytest.fixture(scope="session")
 def tiny_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """GLUE RTE and MRPC folders, a treebank (dev and train) and a coreference file, in the tiny vocabulary."""

@@ -35,6 +35,7 @@ from harness.batches import AttentionBatch
 from harness.figures import checkpoint_title, draw_side_by_side_grids, plt, run_title, save
 from harness.wordlevel import word_maps
 from tasks.coreference import MENTION_TYPES, Document, mention_head, mention_type
+from tasks.files import atomic_write_text
 GROUPS = ("all", *MENTION_TYPES)
 BASELINES = ("nearest", "head_match")
 
@@ -293,6 +294,5 @@ def write_table(entry: dict[str, Any], data: str, out_dir: Path) -> Path:
     lines += ["", f"Documents: {first['documents']} ({first['documents_cut']} cut to {first['max_tokens']} "
                   f"word pieces; {first['words_cut']} words and {first['mentions_cut']} coreferent mentions cut)."]
     path = out_dir / "coreference_table.md"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(lines) + "\n")
+    atomic_write_text(path, "\n".join(lines) + "\n")
     return path

@@ -24,6 +24,7 @@ from harness.analyses.wordlevel import WordLevelAnalysis
 from harness.batches import AttentionBatch
 from harness.figures import checkpoint_title, draw_side_by_side_grids, plt, run_title, save
 from harness.wordlevel import word_maps
+from tasks.files import atomic_write_text
 from tasks.treebank import PUNCT_RELATIONS, Sentence
 
 OFFSETS = (-3, -2, -1, 1, 2, 3)
@@ -275,8 +276,7 @@ def write_table(entry: dict[str, Any], path: Path, *, title: str) -> Path:
                  for direction in DIRECTIONS for stats in checkpoints.values()
                  for best_entry in [stats["relations"][position]["by_direction"][direction]]]
         lines.append(f"| {row['relation']} | " + " | ".join(cells) + " |")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(lines) + "\n")
+    atomic_write_text(path, "\n".join(lines) + "\n")
     return path
 
 

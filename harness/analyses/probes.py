@@ -33,6 +33,7 @@ from harness.figures import checkpoint_title, draw_side_by_side_grids, plt, run_
 from harness.sources.treebank import TRAIN
 from harness.wordlevel import word_maps
 from tasks.errors import InputError
+from tasks.files import atomic_write_text
 from tasks.treebank import PUNCT_RELATIONS, Sentence
 
 try:  # GloVe ships as an optional package; `GloVe` says how to install it when it is missing
@@ -320,8 +321,7 @@ def write_probe_table(entry: dict[str, Any], path: Path, *, title: str) -> Path:
         cells = [LABELS[kind], *(f"{stats['uas'][kind]:.1f}" for stats in checkpoints.values()), *changes,
                  f"{PAPER_TABLE3[kind]:.0f}"]
         lines.append("| " + " | ".join(cells) + " |")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("\n".join(lines) + "\n")
+    atomic_write_text(path, "\n".join(lines) + "\n")
     return path
 
 

@@ -32,6 +32,7 @@ from harness.analyses.base import (Analysis, AnalysisContext, changed_heads, pai
 from harness.batches import AttentionBatch, real_tokens
 from harness.figures import (checkpoint_title, draw_side_by_side_grids, panel_grid, run_title, save,
                              scatter_by_layer)
+from tasks.files import atomic_write_text
 
 # Statistic name -> how it is shown in tables and figures.
 STATISTICS = {
@@ -260,6 +261,5 @@ def draw_surface(entry: dict[str, Any], run: dict[str, Any], out_dir: Path) -> l
             title=f"{STATISTICS[statistic]} per head: {run_title(run)}",
             colorbar_label="nats" if not bounded else "mean attention", vmin=0.0, vmax=1.0 if bounded else None))
     table = out_dir / "surface_label_changes.md"
-    table.parent.mkdir(parents=True, exist_ok=True)
-    table.write_text(f"# Heads whose Clark label changed: {run_title(run)}\n\n{label_change_table(entry)}")
+    atomic_write_text(table, f"# Heads whose Clark label changed: {run_title(run)}\n\n{label_change_table(entry)}")
     return [*written, table]

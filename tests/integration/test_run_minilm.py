@@ -7,9 +7,8 @@ from mlflow.tracking import MlflowClient
 from harness.analyses.cosine import CosineSimilarity
 from harness.cli import main
 from harness.store import read_json
-from tests.conftest import GLUE_DIR
+from tests.conftest import GLUE_DIR, snapshot
 from tests.integration.conftest import CHANGED_LAYER, glue_batches, run_on
-from tests.unit.test_pipeline import snapshot
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not GLUE_DIR.is_dir(), reason=f"real GLUE data not found at {GLUE_DIR}")]

@@ -18,15 +18,10 @@ from harness.store import ResultStore
 from tasks.errors import InputError
 from tasks.loading import load_examples
 from tasks.registry import get_task
-from tests.conftest import as_checkpoints, tiny_bert
+from tests.conftest import as_checkpoints, snapshot, tiny_bert
 
 NAMES = ("a", "b", "c")
 PAIRS = [("a", "b"), ("b", "c")]
-
-
-def snapshot(folder):
-    return {str(path.relative_to(folder)): (path.stat().st_mtime_ns, path.read_bytes())
-            for path in sorted(folder.rglob("*")) if path.is_file()}
 
 
 @pytest.fixture(scope="module")

@@ -6,14 +6,16 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+import torch
+from safetensors.torch import save_file
 
 from harness.cli import main
 from harness.config import FineTuneConfig, RunConfig, TaskConfig
-from harness.finetune import Layout, cache_key, sample
+from harness.finetune import Layout, cache_key, checkpoint_complete, last_checkpoint, sample
 from harness.pipeline import load_task_data
 from harness.store import FileHashes
 from tasks.errors import InputError
-from tests.unit.test_pipeline import snapshot
+from tests.conftest import snapshot
 
 
 def test_cache_key_changes_with_every_hyperparameter_and_the_data(tiny_data, tmp_path):
@@ -66,3 +68,32 @@ def test_two_processes_fine_tune_with_the_batch_the_user_set_and_run_reuses_it(t
     before = snapshot(final)
     assert main(["run", *common, "--analyses", "cosine", "--eval-batch-size", "4"]) == 0
     assert snapshot(final) == before  # the checkpoint was picked up, not trained again
+
+
+def fake_checkpoint(root: Path, step: int) -> Path:
+    """A Trainer checkpoint folder with real file formats: state JSON, safetensors weights, torch archives."""
+    folder = root / f"checkpoint-{step}"
+    folder.mkdir(parents=True)
+    (folder / "trainer_state.json").write_text(json.dumps({"global_step": step}))
+    save_file({"weight": torch.arange(64.0).reshape(8, 8)}, str(folder / "model.safetensors"))
+    for name in ("optimizer.pt", "scheduler.pt"):
+        torch.save({"step": step, "state": torch.ones(16)}, folder / name)
+    return folder
+
+
+@pytest.mark.parametrize("tear", ["weights", "optimizer", "state", "missing"])
+def test_a_torn_trainer_checkpoint_is_set_aside_and_the_last_complete_one_used(tmp_path, tear, caplog):
+    complete = fake_checkpoint(tmp_path, 10)
+    torn = fake_checkpoint(tmp_path, 20)
+    assert checkpoint_complete(torn)
+    target = {"weights": "model.safetensors", "optimizer": "optimizer.pt", "state": "trainer_state.json",
+              "missing": "scheduler.pt"}[tear]
+    if tear == "missing":
+        (torn / target).unlink()
+    else:
+        data = (torn / target).read_bytes()
+        (torn / target).write_bytes(data[:len(data) // 2])
+    assert last_checkpoint(tmp_path) == str(complete)
+    assert not torn.exists() and len(list(tmp_path.glob("incomplete-checkpoint-20-*"))) == 1
+    assert "set aside the incomplete Trainer checkpoint" in caplog.text
+    assert last_checkpoint(tmp_path) == str(complete)  # the next run does not trip on it either

@@ -11,34 +11,20 @@ from mlflow.tracking import MlflowClient
 from harness.analyses import ANALYSES
 from harness.cli import main
 from harness.store import read_json
+from tests.conftest import snapshot, tiny_run_arguments
 
 ENTRY_KEYS = {"analysis", "version", "joint", "checkpoints", "pairs", "pair_names", "keys", "source", "settings",
               "result", "reference"}
-
-
-def arguments(tiny_model_dir: Path, tiny_data: Path, root: Path, *extra: str, task: str = "rte") -> list[str]:
-    return ["run", "--task", task, "--model", str(tiny_model_dir), "--data-dir", str(tiny_data / "glue"),
-            "--epochs", "1", "--batch-size", "8", "--learning-rate", "1e-3", "--eval-batch-size", "4",
-            "--syntax-data", str(tiny_data / "tiny-dev.conllu"), "--probe-train-sentences", "5",
-            "--syntax-min-count", "1", "--coref-data", str(tiny_data / "coref"), "--clustering-tokens", "2",
-            "--output-dir", str(root / "out"), "--cache-dir", str(root / "cache"),
-            "--tracking-uri", f"sqlite:///{root}/mlflow.db", *extra]
 
 
 def summaries(root: Path) -> dict[str, dict]:
     return {path.parent.name: read_json(path) for path in sorted((root / "out").glob("*/summary.json"))}
 
 
-def snapshot(folder: Path) -> dict[str, tuple[int, bytes]]:
-    """Every file under ``folder`` with its modification time and content."""
-    return {str(path.relative_to(folder)): (path.stat().st_mtime_ns, path.read_bytes())
-            for path in sorted(folder.rglob("*")) if path.is_file()}
-
-
 @pytest.fixture(scope="module")
 def finished(tiny_model_dir, tiny_data, tmp_path_factory):
     root = tmp_path_factory.mktemp("pipeline")
-    argv = arguments(tiny_model_dir, tiny_data, root)
+    argv = tiny_run_arguments(tiny_model_dir, tiny_data, root)
     assert main(argv) == 0
     return root, argv
 
@@ -121,8 +107,8 @@ def test_a_subset_run_keeps_the_earlier_entries_of_the_same_key(finished):
 
 
 def test_other_settings_get_their_own_run_folder(tiny_model_dir, tiny_data, tmp_path):
-    assert main(arguments(tiny_model_dir, tiny_data, tmp_path, "--analyses", "cosine")) == 0
-    assert main(arguments(tiny_model_dir, tiny_data, tmp_path, "--analyses", "cosine",
+    assert main(tiny_run_arguments(tiny_model_dir, tiny_data, tmp_path, "--analyses", "cosine")) == 0
+    assert main(tiny_run_arguments(tiny_model_dir, tiny_data, tmp_path, "--analyses", "cosine",
                           "--learning-rate", "5e-4")) == 0
     runs = summaries(tmp_path)
     assert len(runs) == 2 and all(name.startswith("rte-tiny_model") for name in runs)
@@ -133,7 +119,7 @@ def test_other_settings_get_their_own_run_folder(tiny_model_dir, tiny_data, tmp_
 def test_the_pretrained_model_on_the_treebank_is_measured_once_for_every_task_and_seed(tiny_model_dir, tiny_data,
                                                                                         tmp_path):
     for task, seed in (("rte", "1"), ("mrpc", "2")):
-        assert main(arguments(tiny_model_dir, tiny_data, tmp_path, "--analyses", "syntax", "--seed", seed,
+        assert main(tiny_run_arguments(tiny_model_dir, tiny_data, tmp_path, "--analyses", "syntax", "--seed", seed,
                               task=task)) == 0
     keys = [summary["analyses"]["syntax"]["keys"] for summary in summaries(tmp_path).values()]
     assert keys[0]["pretrained"] == keys[1]["pretrained"] and keys[0]["finetuned"] != keys[1]["finetuned"]

@@ -1,0 +1,71 @@
+"""Run ``harness`` and send it a real signal at a chosen moment of a chosen phase.
+
+``python -m tests.integration.fault_injector PHASE SIGNAL CALL -- <harness arguments>``
+wraps one function of the phase so that on its CALL-th call the process signals itself
+(`os.kill`: the kernel delivers SIGKILL, SIGTERM or SIGINT exactly as from outside), then
+runs the harness's own entry point. Choosing the moment by a call count, not a timer, makes
+every case land in its phase on any machine, however fast.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import signal
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import transformers
+from mlflow.tracking import MlflowClient
+
+import harness.engine
+import harness.store
+from harness.cli import main
+from tasks.files import atomic_path
+
+
+def torn_write(path: Path, data: bytes) -> Path:
+    """Half of ``data`` written through the harness's atomic writer, then the signal: what a
+    kill in the middle of writing a result leaves on disk."""
+    with atomic_path(path) as temporary:
+        temporary.write_bytes(data[:len(data) // 2])
+        os.kill(os.getpid(), SIGNAL)
+    return path
+
+
+# phase -> (owner, attribute) of the function whose CALL-th call is interrupted
+HOOKS: dict[str, tuple[Any, str]] = {
+    "training": (transformers.Trainer, "training_step"),
+    "checkpoint": (transformers.Trainer, "_save_optimizer_and_scheduler"),  # weights written, optimizer not
+    "analyses": (harness.engine, "run_checkpoints"),
+    "results": (harness.store, "atomic_write_bytes"),
+    "mlflow": (MlflowClient, "log_batch"),
+}
+
+
+def interrupting(original: Callable, call: int, replacement: Callable | None) -> Callable:
+    calls = 0
+
+    @functools.wraps(original)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        if calls == call:
+            if replacement is not None:
+                return replacement(*args, **kwargs)
+            os.kill(os.getpid(), SIGNAL)
+        return original(*args, **kwargs)
+
+    return wrapper
+
+
+if __name__ == "__main__":
+    phase, signal_name, call, separator, *harness_arguments = sys.argv[1:]
+    assert separator == "--", "usage: PHASE SIGNAL CALL -- <harness arguments>"
+    SIGNAL = signal.Signals[signal_name]
+    owner, attribute = HOOKS[phase]
+    setattr(owner, attribute, interrupting(getattr(owner, attribute), int(call),
+                                           torn_write if phase == "results" else None))
+    sys.exit(main(harness_arguments))

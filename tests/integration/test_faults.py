@@ -1,0 +1,183 @@
+"""Fault injection: real processes, real signals, torn files, concurrent runs.
+
+Every case runs ``harness run`` in a subprocess on the tiny BERT (two epochs, so a kill in
+the second resumes from the first epoch's checkpoint), stops it with SIGKILL, SIGTERM or
+SIGINT at a chosen call inside one phase (`fault_injector`), checks how it ended, runs the
+same command again and checks that the rerun's summary and fine-tuned weights equal an
+uninterrupted run's, and that MLflow holds exactly one FINISHED run for the key with each
+metric logged exactly as often as in the uninterrupted run.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from harness.store import read_json
+from tests.conftest import tiny_run_arguments
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+SIGNALS = ("SIGKILL", "SIGTERM", "SIGINT")
+# phase -> the call of its hooked function that is interrupted (see fault_injector.HOOKS)
+PHASES = {
+    "training": 5,     # the 5th optimisation step: epoch 2 of 2 (3 steps per epoch), after checkpoint-3
+    "checkpoint": 2,   # writing checkpoint-6: weights on disk, optimizer and scheduler not
+    "analyses": 4,     # the 4th batch streamed through the checkpoints, some sources done
+    "results": 3,      # half-way through writing a stored result (write 1 is the fine-tune's result.json)
+    "mlflow": 2,       # the second log_batch: params logged, metrics not
+}
+RESUME_HINT = "interrupted: re-run the same command to resume (finished work is kept)"
+
+pytestmark = pytest.mark.slow
+
+
+def harness(argv: list[str], injector: tuple[str, str, int] | None = None) -> subprocess.CompletedProcess:
+    """``python -m harness <argv>``, or the same under the fault injector, from the repository root."""
+    module = ["tests.integration.fault_injector", *map(str, injector), "--"] if injector else ["harness"]
+    environment = {**os.environ, "PYTHONPATH": str(REPOSITORY)}
+    return subprocess.run([sys.executable, "-m", *module, *argv], cwd=REPOSITORY, env=environment,
+                          capture_output=True, text=True, timeout=900)
+
+
+def start(argv: list[str]) -> subprocess.Popen:
+    environment = {**os.environ, "PYTHONPATH": str(REPOSITORY)}
+    return subprocess.Popen([sys.executable, "-m", "harness", *argv], cwd=REPOSITORY, env=environment,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def the_summary(root: Path) -> dict:
+    (path,) = (root / "out").glob("*/summary.json")
+    return read_json(path)
+
+
+def the_weights(root: Path) -> bytes:
+    (path,) = (root / "cache").glob("*/final/model.safetensors")
+    return path.read_bytes()
+
+
+def run_states(root: Path) -> list[tuple[str, str | None]]:
+    """(status, run key tag) of every MLflow run, read straight from the SQLite store."""
+    with sqlite3.connect(root / "mlflow.db") as database:
+        return database.execute(
+            "SELECT r.status, t.value FROM runs r LEFT JOIN tags t "
+            "ON t.run_uuid = r.run_uuid AND t.key = 'harness.run_key' ORDER BY r.start_time").fetchall()
+
+
+def metric_counts(root: Path) -> Counter:
+    """How many values each metric has, over every run (a duplicate would show as one more)."""
+    with sqlite3.connect(root / "mlflow.db") as database:
+        return Counter(dict(database.execute("SELECT key, COUNT(*) FROM metrics GROUP BY key").fetchall()))
+
+
+def assert_logged_as_in(root: Path, reference: Path) -> None:
+    """Every metric has as many values as in the uninterrupted run: none lost, none twice.
+    The ``seconds_<source>`` timings are logged by the attempt that streamed the source, so
+    a source finished before a kill has none (at most one, never two)."""
+    counts, expected = metric_counts(root), metric_counts(reference)
+    timings = {name for name in expected if name.startswith("seconds_")}
+    assert {k: v for k, v in counts.items() if k not in timings} == {k: v for k, v in expected.items()
+                                                                      if k not in timings}
+    assert all(counts[name] <= 1 for name in timings)
+
+
+def run_argv(tiny_model_dir: Path, tiny_data: Path, root: Path, *extra: str) -> list[str]:
+    return tiny_run_arguments(tiny_model_dir, tiny_data, root, "--epochs", "2", *extra)
+
+
+@pytest.fixture(scope="module")
+def reference(tiny_model_dir, tiny_data, tmp_path_factory) -> Path:
+    """An uninterrupted run: what every interrupted and resumed run must end as."""
+    root = tmp_path_factory.mktemp("uninterrupted")
+    finished = harness(run_argv(tiny_model_dir, tiny_data, root))
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    return root
+
+
+@pytest.mark.parametrize("signal_name", SIGNALS)
+@pytest.mark.parametrize("phase", PHASES)
+def test_an_interrupted_run_resumes_to_the_uninterrupted_result(phase, signal_name, reference, tiny_model_dir,
+                                                                tiny_data, tmp_path):
+    argv = run_argv(tiny_model_dir, tiny_data, tmp_path)
+    stopped = harness(argv, (phase, signal_name, PHASES[phase]))
+    if signal_name == "SIGKILL":
+        assert stopped.returncode == -signal.SIGKILL, stopped.stderr[-3000:]
+        assert [status for status, _ in run_states(tmp_path)] == ["RUNNING"]
+    else:
+        assert stopped.returncode == 128 + signal.Signals[signal_name], stopped.stderr[-3000:]
+        assert stopped.stderr.strip().splitlines()[-1] == RESUME_HINT
+        assert [status for status, _ in run_states(tmp_path)] == ["KILLED"]
+    if phase == "checkpoint":
+        assert any((tmp_path / "cache").glob("*/checkpoint-6"))  # the torn checkpoint is there to trip on
+
+    resumed = harness(argv)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert the_summary(tmp_path) == the_summary(reference)
+    assert the_weights(tmp_path) == the_weights(reference)
+    ((status, key),) = run_states(tmp_path)
+    assert status == "FINISHED" and key == the_summary(reference)["run"]["key"]
+    assert_logged_as_in(tmp_path, reference)
+    if phase == "checkpoint":
+        assert any((tmp_path / "cache").glob("*/incomplete-checkpoint-6-*"))
+        assert "set aside the incomplete Trainer checkpoint" in resumed.stderr
+    if phase in ("training", "checkpoint"):  # both parts of the training are counted
+        (result,) = (tmp_path / "cache").glob("*/final/result.json")
+        stored = read_json(result)
+        assert stored["train_seconds"] > stored["log_history"][-1]["train_runtime"]
+
+
+def test_torn_stored_files_are_recomputed_not_a_crash(reference, tiny_model_dir, tiny_data, tmp_path):
+    argv = run_argv(tiny_model_dir, tiny_data, tmp_path)
+    assert harness(argv).returncode == 0
+    (summary,) = (tmp_path / "out").glob("*/summary.json")
+    (tuned,) = (tmp_path / "cache").glob("*/final/result.json")
+    results = sorted((tmp_path / "out" / "store").glob("*/*.json"))
+    for path in (summary, tuned, *results[::3]):
+        path.write_bytes(path.read_bytes()[: path.stat().st_size // 2])
+    resumed = harness(argv)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert the_summary(tmp_path) == the_summary(reference)
+    assert all(isinstance(read_json(path), dict) for path in (summary, tuned, *results))
+    assert [status for status, _ in run_states(tmp_path)] == ["FINISHED"]
+    assert_logged_as_in(tmp_path, reference)
+
+
+def test_identical_runs_started_together_train_once_and_log_once(reference, tiny_model_dir, tiny_data, tmp_path):
+    argv = run_argv(tiny_model_dir, tiny_data, tmp_path)
+    processes = [start(argv), start(argv)]
+    outputs = [process.communicate(timeout=900) for process in processes]
+    assert [process.returncode for process in processes] == [0, 0], [err[-3000:] for _, err in outputs]
+    assert sum("train_runtime" in out for out, _ in outputs) == 1  # the Trainer's last log line: one trained
+    assert the_summary(tmp_path) == the_summary(reference)
+    assert [status for status, _ in run_states(tmp_path)] == ["FINISHED"]
+    assert_logged_as_in(tmp_path, reference)
+
+
+def test_different_runs_started_together_on_a_fresh_store_both_finish(tiny_model_dir, tiny_data, tmp_path):
+    processes = [start(run_argv(tiny_model_dir, tiny_data, tmp_path, "--seed", seed, "--analyses", "cosine"))
+                 for seed in ("1", "2")]
+    outputs = [process.communicate(timeout=900) for process in processes]
+    assert [process.returncode for process in processes] == [0, 0], [err[-3000:] for _, err in outputs]
+    states = run_states(tmp_path)
+    assert [status for status, _ in states] == ["FINISHED", "FINISHED"] and len({key for _, key in states}) == 2
+
+
+def test_a_failed_retry_never_turns_a_finished_run_into_a_failed_one(reference, tiny_model_dir, tiny_data, tmp_path):
+    argv = run_argv(tiny_model_dir, tiny_data, tmp_path)
+    assert harness(argv).returncode == 0
+    for path in (tmp_path / "out" / "store" / "cosine").glob("*.json"):
+        path.unlink()  # the retry has work to do, and is stopped while doing it
+    stopped = harness(argv, ("analyses", "SIGTERM", 1))
+    assert stopped.returncode == 128 + signal.SIGTERM
+    states = run_states(tmp_path)
+    assert states[0] == ("FINISHED", the_summary(reference)["run"]["key"])
+    assert [status for status, key in states[1:]] == ["KILLED"] and states[1][1] is None  # its own record
+    assert harness(argv).returncode == 0
+    assert [status for status, key in run_states(tmp_path) if key] == ["FINISHED"]
+    assert_logged_as_in(tmp_path, reference)
