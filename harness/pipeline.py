@@ -168,8 +168,9 @@ def run_description(plan: RunPlan, tuned: FineTuneResult, checkpoints: list[Chec
 
 def stored_summary(path: Path) -> dict[str, Any] | None:
     """The summary.json at ``path`` if it is whole: a ``run`` description and analysis entries
-    that each have a version and a result; None when missing, truncated or damaged."""
-    summary = read_json(path)
+    that each have a version and a result; None when missing, truncated or damaged (the
+    caller says what happens next: a run rewrites it, ``figures`` asks for that run)."""
+    summary = read_json(path, note_damage=False)
     if not (isinstance(summary, dict) and isinstance(summary.get("run"), dict)
             and isinstance(summary.get("analyses"), dict)):
         return None

@@ -47,14 +47,16 @@ def write_json(path: Path, data: Any) -> Path:
     return atomic_write_bytes(path, json.dumps(data, indent=1, allow_nan=False).encode())
 
 
-def read_json(path: Path) -> Any | None:
-    """The JSON content of ``path``, or None when it is missing or damaged (a note is logged)."""
+def read_json(path: Path, note_damage: bool = True) -> Any | None:
+    """The JSON content of ``path``, or None when it is missing or damaged (then a note that
+    it will be recomputed is logged, unless the caller says otherwise)."""
     try:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         return None
     except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        log.warning("ignoring damaged %s (%s); it will be recomputed", path, error)
+        if note_damage:
+            log.warning("ignoring damaged %s (%s); it will be recomputed", path, error)
         return None
 
 

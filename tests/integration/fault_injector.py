@@ -65,6 +65,8 @@ if __name__ == "__main__":
     phase, signal_name, call, separator, *harness_arguments = sys.argv[1:]
     assert separator == "--", "usage: PHASE SIGNAL CALL -- <harness arguments>"
     SIGNAL = signal.Signals[signal_name]
+    # A job started in the background (CI, `cmd &`) inherits SIGINT ignored; a terminal's Ctrl-C is not.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     owner, attribute = HOOKS[phase]
     setattr(owner, attribute, interrupting(getattr(owner, attribute), int(call),
                                            torn_write if phase == "results" else None))

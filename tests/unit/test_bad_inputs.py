@@ -62,6 +62,12 @@ def case_jsonlines_bad_clusters(data, root):
     return ["--coref-data", str(path)], "dev.jsonlines:1: 'clusters' must be a list of clusters"
 
 
+def case_jsonlines_not_utf8(data, root):
+    path = root / "dev.jsonlines"
+    path.write_bytes('{"sentences": [["caf\u00e9"]], "clusters": []}\n'.encode("latin-1"))
+    return ["--coref-data", str(path)], "dev.jsonlines:1: not UTF-8 text"
+
+
 def case_corpus_not_utf8(data, root):
     path = root / "corpus.txt"
     path.write_bytes(b"one paragraph .\nanother \xff one .\n")
@@ -123,11 +129,11 @@ CASES = {name[len("case_"):]: function for name, function in list(globals().item
 
 
 @pytest.mark.parametrize("name", CASES)
-def test_bad_input_is_one_line_before_any_work(name, tiny_model_dir, tiny_data, tmp_path, capsys):
+def test_bad_input_is_one_line_before_any_work(name, tiny_model_dir, tiny_data, tmp_path, capsys, caplog):
     data = glue_copy(tiny_data, tmp_path)
     extra, message = CASES[name](data, tmp_path)
     assert_one_line_and_no_work(main(arguments("run", tiny_model_dir, data, tiny_data, tmp_path, *extra)),
-                                message, tmp_path, capsys)
+                                message, tmp_path, capsys, caplog)
 
 
 def arguments(command: str, tiny_model_dir: Path, data: Path, tiny_data: Path, root: Path, *extra: str) -> list[str]:
@@ -137,9 +143,11 @@ def arguments(command: str, tiny_model_dir: Path, data: Path, tiny_data: Path, r
             "--tracking-uri", f"sqlite:///{root}/mlflow.db", *extra]
 
 
-def assert_one_line_and_no_work(code: int, message: str, root: Path, capsys: pytest.CaptureFixture) -> None:
+def assert_one_line_and_no_work(code: int, message: str, root: Path, capsys: pytest.CaptureFixture,
+                                caplog: pytest.LogCaptureFixture) -> None:
     err = capsys.readouterr().err
     assert code == 2, err
+    assert not caplog.records  # a log line would be printed beside the error
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
     assert message in err
     assert not (root / "mlflow.db").exists()
@@ -150,10 +158,11 @@ SUMMARIES = {"empty": "", "truncated": '{"schema": 2, "run": {"task": "rte"', "i
 
 
 @pytest.mark.parametrize("damage", SUMMARIES)
-def test_figures_on_a_summary_that_is_not_whole_is_one_line(damage, tiny_model_dir, tiny_data, capsys, tmp_path):
+def test_figures_on_a_summary_that_is_not_whole_is_one_line(damage, tiny_model_dir, tiny_data, capsys, caplog,
+                                                            tmp_path):
     argv = arguments("figures", tiny_model_dir, tiny_data / "glue", tiny_data, tmp_path)
     plan = plan_run(configs_from(build_parser().parse_args(argv))[0])
     (plan.run_dir / "summary.json").parent.mkdir(parents=True)
     (plan.run_dir / "summary.json").write_text(SUMMARIES[damage])
     assert_one_line_and_no_work(main(argv), f"{plan.run_dir / 'summary.json'}: empty, truncated or incomplete; run",
-                                tmp_path, capsys)
+                                tmp_path, capsys, caplog)

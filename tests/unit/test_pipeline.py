@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -135,3 +136,28 @@ def test_figures_redraws_the_run_asked_for(finished, capsys):
     assert figure.is_file() and figure.read_bytes()[:4] == b"\x89PNG"
     assert main(["figures", *argv[1:], "--learning-rate", "0.1"]) == 2
     assert f"runs with other settings: {name}" in capsys.readouterr().err
+
+
+def test_a_file_edited_in_place_recomputes_exactly_what_read_it(tiny_model_dir, tiny_data, tmp_path):
+    data = tmp_path / "data"
+    shutil.copytree(tiny_data, data)
+    argv = tiny_run_arguments(tiny_model_dir, data, tmp_path, "--analyses", "cosine", "syntax")
+    assert main(argv) == 0
+    store, cache = snapshot(tmp_path / "out" / "store"), snapshot(tmp_path / "cache")
+    treebank = data / "tiny-dev.conllu"
+    treebank.write_text(treebank.read_text().replace("\tdet\t", "\tamod\t"))  # same path, other relations
+    assert main(argv) == 0
+    changed = {name for name, state in snapshot(tmp_path / "out" / "store").items() if store.get(name) != state}
+    assert any(name.startswith("syntax/") for name in changed)
+    assert all(name.startswith(("syntax/", "sources/")) for name in changed)
+    assert snapshot(tmp_path / "cache") == cache  # the fine-tune did not read the treebank: not retrained
+
+    dev = data / "glue" / "RTE" / "dev.tsv"
+    labels = {"entailment": "not_entailment", "not_entailment": "entailment"}
+    rows = [line.rsplit("\t", 1) for line in dev.read_text().splitlines()]
+    header, *examples = rows
+    dev.write_text("\n".join(["\t".join(header), *(f"{text}\t{labels[label]}" for text, label in examples)]) + "\n")
+    assert main(argv) == 0
+    finetune_keys = {summary["run"]["finetune_key"] for summary in summaries(tmp_path).values()}
+    assert len(summaries(tmp_path)) == 3 and len(finetune_keys) == 2  # flipped labels: a new fine-tune and run
+    assert len(list((tmp_path / "cache").glob("rte-*/final/result.json"))) == 2
