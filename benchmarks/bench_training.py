@@ -52,7 +52,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     config = run_config(args.task, args.model, 1, max_train_examples=args.train_examples, epochs=1)
-    grouped = replace(config, finetune=replace(config.finetune, group_by_length=True))
+    grouped = replace(config, finetune=replace(config.finetune, random_order=False))
     setups = {"dynamic_padding": (config, False), "dynamic_padding_grouped_by_length": (grouped, False),
               "pad_to_128": (config, True)}
     # Alternate the set-ups and keep each one's best epoch, so start-up costs (CUDA

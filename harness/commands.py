@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import time
 
 import transformers
 
@@ -24,7 +25,8 @@ def quiet_libraries(debug: bool) -> None:
 
 
 def run(config: RunConfig) -> None:
-    summary = run_pipeline(config)
+    start = time.perf_counter()
+    summary, phases = run_pipeline(config)
     described = summary["run"]
     print(f"done: {plan_run(config).run_dir / 'summary.json'}")
     for checkpoint, scores in described["dev_metrics"].items():
@@ -33,6 +35,8 @@ def run(config: RunConfig) -> None:
     if cosine:
         for pair, stats in cosine["result"]["per_pair"].items():
             print(f"  cosine per layer ({pair}): " + " ".join(f"{v:.3f}" for v in stats["per_layer"]))
+    print("  wall time: " + ", ".join(f"{phase} {seconds:.1f} s" for phase, seconds in phases.items())
+          + f"; total {time.perf_counter() - start:.1f} s")
 
 
 def finetune(config: RunConfig) -> None:

@@ -25,7 +25,11 @@ DEFAULT_MODEL = "bert-base-uncased"
 DEFAULT_TRACKING_URI = "sqlite:///mlruns/mlflow.db"
 # The real data beside a checkout (../shared/data): default treebank and coreference corpus.
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-PRECISIONS = ("fp32", "bf16", "fp16")
+# --quick: dev examples and corpus segments, treebank sentences and coreference documents,
+# probe training sentences, and the relation count a dependency needs to be scored.
+QUICK = {"max_eval_examples": 64, "max_corpus_items": 100, "probe_train_sentences": 200, "syntax_min_count": 20}
+QUICK_SIZES = ", ".join(f"{name} {size}" for name, size in QUICK.items())
+PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 WORD_ATTENTION_FROM = ("mean", "first")
 
 
@@ -94,7 +98,8 @@ class FineTuneConfig:
     weight_decay: float = option(0.01, "AdamW weight decay")
     max_train_examples: int | None = option(None, "seeded subset of the training set, for quick runs")
     seed: int = option(42, "fine-tuning seed (classifier head, batch order, dropout)")
-    group_by_length: bool = option(False, "batch examples of similar length (less padding; not the papers' random order)")
+    random_order: bool = option(False, "plain random batches (the papers' code) instead of random batches of "
+                                       "similar length (less padding, same batch size and schedule)")
 
     def __post_init__(self) -> None:
         _require(self.batch_size >= 1, FineTuneConfig, "batch_size", self.batch_size, "must be at least 1")
@@ -135,12 +140,22 @@ class AnalysisConfig:
                                                 "(default: the shipped weights)")
     clustering_tokens_per_example: int = option(8, "tokens sampled per example for the Jensen-Shannon head "
                                                    "distances", flag="--clustering-tokens")
+    max_corpus_items: int | None = option(None, "seeded sample of at most N treebank sentences (syntax and probe "
+                                                "dev) and coreference documents (default: all, as the papers)")
+    quick: bool = option(False, f"a quick look: caps every source ({QUICK_SIZES}) so that every analysis runs "
+                                "in minutes; the sizes used are recorded with the results")
 
     def __post_init__(self) -> None:
         cls = AnalysisConfig
+        if self.quick:  # caps, so a smaller size given with --quick is kept
+            for name, cap in QUICK.items():
+                value = getattr(self, name)
+                setattr(self, name, cap if value is None else min(value, cap))
         for name in ("max_eval_examples", "eval_batch_size", "syntax_min_count", "probe_train_sentences",
                      "clustering_tokens_per_example"):
             _require(getattr(self, name) >= 1, cls, name, getattr(self, name), "must be at least 1")
+        _require(self.max_corpus_items is None or self.max_corpus_items >= 1, cls, "max_corpus_items",
+                 self.max_corpus_items, "must be at least 1")
         _require(self.analysis_seed >= 0, cls, "analysis_seed", self.analysis_seed, "must be 0 or more")
         _require(self.max_tokens >= 5, cls, "max_tokens", self.max_tokens,
                  "must be at least 5 tokens (three special tokens and two words)")
@@ -159,7 +174,9 @@ class EnvironmentConfig:
     """Where the work runs and where its results go."""
 
     device: str | None = option(None, "cpu, cuda, cuda:1 ... (default: cuda if available)")
-    precision: str = option("fp32", "bf16/fp16 apply on GPU only", choices=PRECISIONS)
+    precision: str = option("auto", "training precision: auto = bf16 mixed precision where the hardware has native "
+                                    "bf16 (CUDA with bf16, CPUs with AVX512-BF16 or AMX), else fp32; fp16 on GPU only; "
+                                    "on GPU the analyses run in it too", choices=PRECISIONS)
     output_dir: Path = option(Path("outputs"), "run folders and the shared results store")
     cache_dir: Path = option(Path(".cache/checkpoints"), "fine-tuned checkpoint cache")
     tracking_uri: str | None = option(None, f"MLflow tracking URI (default $MLFLOW_TRACKING_URI or {DEFAULT_TRACKING_URI})")

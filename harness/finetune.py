@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import torch
 from transformers import DataCollatorWithPadding, Trainer, TrainerCallback, TrainingArguments
-from transformers.trainer_callback import ExportableState
+from transformers.trainer_callback import ExportableState, PrinterCallback, ProgressCallback
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
 from harness.config import FineTuneConfig, RunConfig
@@ -87,6 +87,16 @@ class FineTuneResult:
     train_examples: int
     train_seconds: float
     layout: dict[str, int]
+    trained_now: bool = False  # False when the checkpoint came from the cache
+
+
+class QuietProgress(ProgressCallback):
+    """The Trainer's progress bars, with the latest loss on the training bar instead of a
+    printed log dictionary per logging step (the whole curve goes to MLflow)."""
+
+    def on_log(self, args, state, control, logs=None, **kwargs) -> None:
+        if self.training_bar is not None and logs and "loss" in logs:
+            self.training_bar.set_postfix(loss=f"{logs['loss']:.4f}", refresh=False)
 
 
 class EncodedExamples(torch.utils.data.Dataset):
@@ -137,6 +147,18 @@ def stored_result(config: RunConfig, data: TaskData) -> FineTuneResult | None:
     return FineTuneResult(checkpoint_dir=final, key=key, **stored) if isinstance(stored, dict) else None
 
 
+def training_attention(config: RunConfig) -> str:
+    """The attention kernel to train with (nothing is captured while training). Measured on
+    MiniLM/RTE with 2 CPU cores (benchmarks/bench_training.py): SDPA beats eager in fp32
+    (17 vs 14 examples/s) but not under CPU bf16 autocast (23 vs 30), where eager's plain
+    matmuls take the bf16 path; on GPUs SDPA's fused kernels win."""
+    return "eager" if trains_on_cpu(config) and config.environment.precision == "bf16" else "sdpa"
+
+
+def trains_on_cpu(config: RunConfig) -> bool:
+    return config.environment.device == "cpu" or not torch.cuda.is_available()
+
+
 def training_arguments(config: RunConfig, output_dir: Path, layout: Layout) -> TrainingArguments:
     settings = config.finetune
     precision = config.environment.precision
@@ -149,15 +171,18 @@ def training_arguments(config: RunConfig, output_dir: Path, layout: Layout) -> T
         warmup_steps=settings.warmup_ratio,  # a float in [0, 1) is a ratio of the total steps
         weight_decay=settings.weight_decay,
         seed=settings.seed,
-        train_sampling_strategy="group_by_length" if settings.group_by_length else "random",
+        # Length-grouped batches are still random (shuffled mega-batches of 50 batches, sorted
+        # within): every example once per epoch, batch size and schedule unchanged, far less padding.
+        train_sampling_strategy="random" if settings.random_order else "group_by_length",
         logging_strategy="steps",
         logging_steps=0.02,  # a ratio: about 50 points on the training curve, however short the run
         save_strategy="epoch",
         save_total_limit=1,
         report_to="none",  # the harness logs to MLflow itself, in its own run
+        disable_tqdm=False,  # our bars, whatever the library log level
         bf16=precision == "bf16",
         fp16=precision == "fp16",
-        use_cpu=config.environment.device == "cpu",
+        use_cpu=trains_on_cpu(config),  # the Trainer needs it said for bf16 on a CPU
         dataloader_pin_memory=torch.cuda.is_available(),
         ddp_backend="gloo" if not torch.cuda.is_available() and layout.world_size > 1 else None,
     )
@@ -270,7 +295,8 @@ def train(config: RunConfig, data: TaskData) -> FineTuneResult:
     train_examples = sample(data.train, settings.max_train_examples, settings.seed)
     dev = {split: EncodedExamples(tokenizer, data.task, examples, config.task.max_length)
            for split, examples in data.dev.items()}
-    model = load_sequence_classifier(config.task.model, data.task, head_seed=settings.seed)
+    model = load_sequence_classifier(config.task.model, data.task, head_seed=settings.seed,
+                                     attention=training_attention(config))
     resume_from = last_checkpoint(root)
     clock = TrainingClock(resumed_seconds(resume_from))
     trainer = Trainer(
@@ -280,6 +306,9 @@ def train(config: RunConfig, data: TaskData) -> FineTuneResult:
         data_collator=DataCollatorWithPadding(tokenizer),
         callbacks=[clock],
     )
+    for printer in (ProgressCallback, PrinterCallback):  # whichever the log level chose
+        trainer.remove_callback(printer)
+    trainer.add_callback(QuietProgress())
     before = evaluate_splits(trainer, data.task, dev)
     trainer.train(resume_from_checkpoint=resume_from)
     train_seconds = clock.seconds
@@ -297,7 +326,7 @@ def train(config: RunConfig, data: TaskData) -> FineTuneResult:
         tokenizer.save_pretrained(str(final))
         write_json(final / RESULT_FILE, _jsonable(stored))
     trainer.accelerator.wait_for_everyone()
-    return FineTuneResult(checkpoint_dir=final, key=key, **stored)
+    return FineTuneResult(checkpoint_dir=final, key=key, trained_now=True, **stored)
 
 
 def _jsonable(value: Any) -> Any:

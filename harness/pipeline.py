@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -118,7 +119,7 @@ def plan_run(config: RunConfig) -> RunPlan:
     chosen, default data located, the run key computed."""
     analyses = select_analyses(config.analysis.analyses)
     check_model(config.task.model, {"--max-length": config.task.max_length, "--max-tokens": config.analysis.max_tokens})
-    config = replace(config, analysis=with_default_data(config.analysis))
+    config = resolve_precision(replace(config, analysis=with_default_data(config.analysis)))
     check_inputs(config, analyses)
     hashes = FileHashes()
     data = load_task_data(config, hashes)
@@ -131,6 +132,25 @@ def device_of(config: RunConfig) -> torch.device:
     if config.environment.device:
         return torch.device(config.environment.device)
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def native_bf16(device: torch.device) -> bool:
+    """Whether ``device`` computes in bf16 natively (else bf16 autocast is emulated, and slower)."""
+    if device.type == "cuda":
+        return torch.cuda.is_bf16_supported()
+    return torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported()
+
+
+def resolve_precision(config: RunConfig) -> RunConfig:
+    """The run with ``--precision auto`` made concrete for its device (it is part of the
+    fine-tune key, so checkpoints trained in different precisions are never mixed)."""
+    device = device_of(config)
+    precision = config.environment.precision
+    if precision == "auto":
+        precision = "bf16" if native_bf16(device) else "fp32"
+    if precision == "fp16" and device.type != "cuda":
+        raise InputError("--precision fp16 needs a GPU (the CPU has no fp16 training); use bf16 or fp32")
+    return replace(config, environment=replace(config.environment, precision=precision))
 
 
 def load_checkpoints(plan: RunPlan, tuned: FineTuneResult) -> list[Checkpoint]:
@@ -193,8 +213,9 @@ def task_identity(plan: RunPlan, dev_sample: list) -> dict[str, Any]:
             "sample_seed": plan.config.analysis.analysis_seed}
 
 
-def run(config: RunConfig) -> dict[str, Any]:
-    """The whole ``harness run``; returns the summary written to ``<run_dir>/summary.json``.
+def run(config: RunConfig) -> tuple[dict[str, Any], dict[str, float]]:
+    """The whole ``harness run``; returns the summary written to ``<run_dir>/summary.json``
+    and the wall seconds of each phase (fine-tuning, each source streamed, the rest).
 
     An identical command started meanwhile waits on the run's lock file (in the cache
     folder) and then finds everything done; the MLflow run ends KILLED on Ctrl-C or
@@ -210,7 +231,7 @@ def run(config: RunConfig) -> dict[str, Any]:
         tracker = Tracker(config.environment.tracking_uri, plan.key, plan.run_dir.name,
                           {"task": config.task.task, "model": config.task.model, "seed": str(config.finetune.seed)})
         try:
-            summary = analyse_and_log(plan, tokenizer, tracker)
+            summary, phases = analyse_and_log(plan, tokenizer, tracker)
         except KeyboardInterrupt:
             tracker.finish("KILLED")
             raise
@@ -218,13 +239,17 @@ def run(config: RunConfig) -> dict[str, Any]:
             tracker.finish("FAILED")
             raise
         tracker.finish()
-    return summary
+    return summary, phases
 
 
-def analyse_and_log(plan: RunPlan, tokenizer: PreTrainedTokenizerBase, tracker: Tracker) -> dict[str, Any]:
-    """Fine-tune (or reuse), analyse both checkpoints, write summary.json and figures, log to MLflow."""
+def analyse_and_log(plan: RunPlan, tokenizer: PreTrainedTokenizerBase,
+                    tracker: Tracker) -> tuple[dict[str, Any], dict[str, float]]:
+    """Fine-tune (or reuse), analyse both checkpoints, write summary.json and figures, log to
+    MLflow; returns the summary and the seconds of each phase."""
     config = plan.config
+    start = time.perf_counter()
     tuned = finetune(config, plan.data)
+    phases = {"fine-tuning" if tuned.trained_now else "cached checkpoint": time.perf_counter() - start}
     checkpoints = load_checkpoints(plan, tuned)
     dev = plan.data.dev[plan.data.task.main_eval_split]
     dev_sample = sample(dev, config.analysis.max_eval_examples, config.analysis.analysis_seed)
@@ -237,9 +262,10 @@ def analyse_and_log(plan: RunPlan, tokenizer: PreTrainedTokenizerBase, tracker: 
     summary = {"schema": 2, "run": run_description(plan, tuned, checkpoints, dev_sample),
                "analyses": merged_analyses(stored_summary(summary_path), entries)}
     write_json(summary_path, summary)
+    start = time.perf_counter()
     figures = redraw(summary, plan.run_dir / "figures")
     log_run(tracker, plan, tuned, summary, summary_path, figures, timings)
-    return summary
+    return summary, {**phases, **timings, "figures and MLflow": time.perf_counter() - start}
 
 
 def log_run(tracker: Tracker, plan: RunPlan, tuned: FineTuneResult, summary: dict[str, Any], summary_path: Path,

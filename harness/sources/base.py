@@ -10,10 +10,11 @@ is imported.
 
 from __future__ import annotations
 
+import random
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
@@ -23,6 +24,8 @@ from harness.registry import registrar
 from harness.store import FileHashes
 from tasks.examples import Example
 from tasks.registry import GlueTask
+
+Item = TypeVar("Item")
 
 
 @dataclass
@@ -78,6 +81,13 @@ class Source(ABC):
         """Read and validate the source's files before any model work, each problem one
         `InputError` line; needs no tokenizer. Sources whose files are read up front anyway
         (the task's) check nothing here."""
+
+
+def bounded(items: list[Item], limit: int | None, seed: int) -> list[Item]:
+    """A seeded sample of at most ``limit`` items, in their original order (all when ``limit`` is None)."""
+    if limit is None or limit >= len(items):
+        return items
+    return [items[index] for index in sorted(random.Random(seed).sample(range(len(items)), limit))]
 
 
 SOURCES: dict[str, type[Source]] = {}

@@ -11,7 +11,7 @@ from typing import Any
 
 from harness.batches import EncodedBatch
 from harness.config import SHARED_DATA
-from harness.sources.base import Source, SourceStream, register_source
+from harness.sources.base import Source, SourceStream, bounded, register_source
 from harness.wordlevel import encode_words
 from tasks.coreference import Document, read_coreference
 from tasks.errors import InputError
@@ -74,7 +74,8 @@ class CoreferenceSource(Source):
     def identity(self) -> dict[str, Any]:
         settings = self.context.settings
         return {"source": self.name, **self.context.hashes.describe(coref_data_path(settings.coref_data)),
-                "max_tokens": settings.max_tokens, "windows": settings.coref_windows}
+                "max_tokens": settings.max_tokens, "windows": settings.coref_windows,
+                "max_documents": settings.max_corpus_items, "seed": self.context.seed}
 
     def check(self) -> None:
         read_coreference(coref_data_path(self.context.settings.coref_data))
@@ -83,7 +84,7 @@ class CoreferenceSource(Source):
         context = self.context
         settings = context.settings
         path = coref_data_path(settings.coref_data)
-        documents = read_coreference(path)
+        documents = bounded(read_coreference(path), settings.max_corpus_items, context.seed)
         notes: dict[str, Any] = {"coref_data": "/".join(path.parts[-2:]), "documents": len(documents)}
         if settings.coref_windows:
             documents = split_into_windows(context.tokenizer, documents, settings.max_tokens)

@@ -17,7 +17,7 @@ from typing import Any
 
 from harness.batches import EncodedBatch
 from harness.config import SHARED_DATA, AnalysisConfig
-from harness.sources.base import Source, SourceStream, register_source
+from harness.sources.base import Source, SourceStream, bounded, register_source
 from harness.wordlevel import encode_words
 from tasks.errors import InputError
 from tasks.treebank import Sentence, read_treebank
@@ -98,8 +98,9 @@ class SyntaxSource(Source):
     name = "syntax"
 
     def identity(self) -> dict[str, Any]:
-        return {"source": self.name, "dev": self.context.hashes.describe(treebank_path(self.context.settings)),
-                "max_tokens": self.context.settings.max_tokens}
+        settings = self.context.settings
+        return {"source": self.name, "dev": self.context.hashes.describe(treebank_path(settings)),
+                "max_tokens": settings.max_tokens, "max_sentences": settings.max_corpus_items, "seed": self.context.seed}
 
     def check(self) -> None:
         read_treebank(treebank_path(self.context.settings))
@@ -107,7 +108,7 @@ class SyntaxSource(Source):
     def stream(self) -> SourceStream:
         settings = self.context.settings
         path = treebank_path(settings)
-        sentences = _by_length(read_treebank(path))
+        sentences = _by_length(bounded(read_treebank(path), settings.max_corpus_items, self.context.seed))
         notes = _notes(path, len(sentences), sum(map(len, sentences)))
         batches = sentence_batches(self.context.tokenizer, sentences, settings.eval_batch_size, settings.max_tokens,
                                    notes=notes)
@@ -126,7 +127,7 @@ class ProbeSource(Source):
         return {"source": self.name, "dev": self.context.hashes.describe(treebank_path(settings)),
                 "train": self.context.hashes.describe(train_treebank_path(settings)),
                 "train_sentences": settings.probe_train_sentences, "seed": self.context.seed,
-                "max_tokens": settings.max_tokens}
+                "max_tokens": settings.max_tokens, "max_dev_sentences": settings.max_corpus_items}
 
     def check(self) -> None:
         read_treebank(treebank_path(self.context.settings))
@@ -139,7 +140,7 @@ class ProbeSource(Source):
         rng = random.Random(context.seed)
         train = read_treebank(train_path)
         train = rng.sample(train, min(settings.probe_train_sentences, len(train)))
-        dev = _by_length(read_treebank(dev_path))
+        dev = _by_length(bounded(read_treebank(dev_path), settings.max_corpus_items, context.seed))
         train = _windowed_shuffle(train, settings.eval_batch_size, rng)
         notes = {**_notes(dev_path, len(dev), sum(map(len, dev))), "train_treebank": train_path.name,
                  "train_sentences": len(train), "train_words": sum(map(len, train))}

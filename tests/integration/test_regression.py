@@ -89,7 +89,8 @@ def summary(tmp_path_factory) -> dict[str, Any]:
             "--epochs", "1", "--learning-rate", "3e-4", "--max-eval-examples", "24", "--syntax-data", str(data["dev"]),
             "--syntax-train-data", str(data["train"]), "--probe-train-sentences", "150", "--syntax-min-count", "20",
             "--coref-data", str(data["coref"]), "--output-dir", str(root / "out"), "--cache-dir", str(root / "cache"),
-            "--tracking-uri", f"sqlite:///{root}/mlflow.db"]
+            "--tracking-uri", f"sqlite:///{root}/mlflow.db",
+            "--precision", "fp32", "--random-order"]  # the training path of 55c2842 (speed paths: test_speed_paths)
     assert main(argv) == 0
     (path,) = (root / "out").glob("*/summary.json")
     return read_json(path)

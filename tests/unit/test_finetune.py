@@ -24,7 +24,7 @@ def test_cache_key_changes_with_every_hyperparameter_and_the_data(tiny_data, tmp
     base = cache_key(config, data)
     assert base == cache_key(config, load_task_data(config, FileHashes()))
     for change in (dict(seed=1), dict(learning_rate=5e-5), dict(batch_size=16), dict(epochs=1.0),
-                   dict(group_by_length=True), dict(max_train_examples=10)):
+                   dict(random_order=True), dict(max_train_examples=10)):
         assert cache_key(replace(config, finetune=FineTuneConfig(**change)), data) != base, change
     assert cache_key(replace(config, task=replace(config.task, max_length=64)), data) != base
     copy = tmp_path / "glue"

@@ -161,3 +161,17 @@ def test_a_file_edited_in_place_recomputes_exactly_what_read_it(tiny_model_dir, 
     finetune_keys = {summary["run"]["finetune_key"] for summary in summaries(tmp_path).values()}
     assert len(summaries(tmp_path)) == 3 and len(finetune_keys) == 2  # flipped labels: a new fine-tune and run
     assert len(list((tmp_path / "cache").glob("rte-*/final/result.json"))) == 2
+
+
+def test_a_quick_look_bounds_every_source_records_the_sizes_and_has_every_analysis(tiny_model_dir, tiny_data,
+                                                                                   tmp_path):
+    assert main(tiny_run_arguments(tiny_model_dir, tiny_data, tmp_path, "--quick", "--max-corpus-items", "3")) == 0
+    (summary,) = summaries(tmp_path).values()
+    assert set(summary["analyses"]) == set(ANALYSES)
+    entries = summary["analyses"]
+    assert entries["syntax"]["source"]["notes"]["sentences"] == 3  # of 6 in the treebank
+    assert entries["syntax"]["source"]["identity"]["max_sentences"] == 3
+    assert entries["probes"]["source"]["notes"]["sentences"] == 3
+    assert entries["probes"]["source"]["notes"]["train_sentences"] == 5  # --probe-train-sentences 5 < quick's 200
+    assert entries["coreference"]["source"]["identity"]["max_documents"] == 3
+    assert entries["syntax"]["settings"]["syntax_min_count"] == 1  # smaller than quick's cap: kept
