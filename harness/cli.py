@@ -13,6 +13,8 @@ import signal
 import sys
 from typing import Any
 
+from tqdm import tqdm
+
 from harness.arguments import add_arguments, build
 from harness.config import AnalysisConfig, AnnotationConfig, EnvironmentConfig, FineTuneConfig, RunConfig, TaskConfig
 from tasks.errors import InputError
@@ -76,6 +78,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {error}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as stop:
+        for bar in list(tqdm._instances):  # bars cut short are drawn on close: before the hint, not after
+            bar.close()
         print("interrupted: re-run the same command to resume (finished work is kept)", file=sys.stderr)
         return 128 + (signal.SIGTERM if isinstance(stop, Terminated) else signal.SIGINT)
     finally:
