@@ -51,7 +51,7 @@ def finetune(config: RunConfig) -> None:
 
 def figures(config: RunConfig) -> None:
     run_dir, summary = find_summary(config)
-    for figure in redraw(summary, run_dir / "figures"):
+    for figure in redraw(summary, run_dir / "figures", force=True):
         print(figure)
 
 

@@ -1,5 +1,11 @@
 """Figures and tables drawn from a stored summary only (``harness figures`` and the end of
-``harness run``): each analysis draws its own entry; nothing is recomputed."""
+``harness run``): each analysis draws its own entry; nothing is recomputed.
+
+Drawing is the slowest part of a rerun that finds everything stored (tens of figures at
+200 dpi), so ``figures/.drawn.json`` records the hash of the summary they were drawn from;
+`redraw` skips the work while that hash and every file are still there (``harness figures``
+always draws).
+"""
 
 from __future__ import annotations
 
@@ -7,13 +13,23 @@ from pathlib import Path
 from typing import Any
 
 from harness.analyses import ANALYSES
+from harness.store import key_of, read_json, write_json
+
+DRAWN = ".drawn.json"
 
 
-def redraw(summary: dict[str, Any], out_dir: Path) -> list[Path]:
+def redraw(summary: dict[str, Any], out_dir: Path, force: bool = False) -> list[Path]:
     """Every figure of every analysis entry in ``summary`` whose version is the current one."""
+    fingerprint = key_of(summary, 64)
+    drawn = read_json(out_dir / DRAWN, note_damage=False)
+    if not force and isinstance(drawn, dict) and drawn.get("summary") == fingerprint:
+        files = [out_dir / name for name in drawn.get("files", [])]
+        if all(path.is_file() for path in files):
+            return files
     written: list[Path] = []
     for name, entry in summary["analyses"].items():
         analysis = ANALYSES.get(name)
         if analysis is not None and entry.get("version") == analysis.version:
             written.extend(analysis.draw(entry, summary["run"], out_dir))
+    write_json(out_dir / DRAWN, {"summary": fingerprint, "files": [str(p.relative_to(out_dir)) for p in written]})
     return written

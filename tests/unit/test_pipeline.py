@@ -175,3 +175,15 @@ def test_a_quick_look_bounds_every_source_records_the_sizes_and_has_every_analys
     assert entries["probes"]["source"]["notes"]["train_sentences"] == 5  # --probe-train-sentences 5 < quick's 200
     assert entries["coreference"]["source"]["identity"]["max_documents"] == 3
     assert entries["syntax"]["settings"]["syntax_min_count"] == 1  # smaller than quick's cap: kept
+
+
+def test_a_rerun_keeps_the_figures_of_an_unchanged_summary_and_figures_redraws_them(finished):
+    root, argv = finished
+    assert main(argv) == 0  # the summary is final: nothing left to merge into it
+    (figures,) = (root / "out").glob("*/figures")
+    drawn = snapshot(figures)
+    assert main(argv) == 0
+    assert snapshot(figures) == drawn
+    assert main(["figures", *argv[1:]]) == 0
+    redrawn = snapshot(figures)
+    assert redrawn.keys() == drawn.keys() and all(redrawn[name][0] != drawn[name][0] for name in drawn)
