@@ -1,10 +1,12 @@
-"""Cost of the analyses against the bare forward passes they ride on, and their peak memory.
+"""Cost of the analyses against the bare model passes they ride on, and their peak memory.
 
-Each phase runs in a fresh process (so its peak memory is its own): the bare forward passes
-of both checkpoints over the dev sample (no attention captured), then `harness.engine.analyse`
-exactly as ``harness run`` calls it (sources tokenised, attention and gradients captured
-through the forward API, analyses updated, results stored) for the chosen analyses, into an
-empty results store. The ratio is (analysis phase - bare forward) / bare forward.
+Each phase runs in a fresh process (so its peak memory is its own): the bare passes of both
+checkpoints over the dev sample (no attention captured): forward only, and, when an analysis
+needs attention gradients, a forward and the backward pass to the input embeddings; then
+`harness.engine.analyse` exactly as ``harness run`` calls it (sources tokenised, attention and
+gradients captured through the forward API, analyses updated, results stored) for the chosen
+analyses, into an empty results store. Two ratios: the analysis phase over the bare forward
+passes, and over the bare model work it needs (forward, plus backward for gradients).
 
     GLUE_DIR=../shared/data/glue python benchmarks/bench_analyses.py --task rte --model minilm \\
         --analyses cosine patterns surface gradients clustering --examples 250 1000
@@ -21,8 +23,9 @@ from pathlib import Path
 
 import torch
 
-from benchmarks.common import bare_forward_seconds, peak_memory_mb, prepare_bench, run_config, synchronise
+from benchmarks.common import bare_model_seconds, peak_memory_mb, prepare_bench, run_config, synchronise
 from harness.analyses import ANALYSES
+from harness.analyses.base import GRADIENTS
 from harness.engine import analyse
 from harness.pipeline import PAIRS
 from harness.store import ResultStore
@@ -35,7 +38,9 @@ def measure(task: str, model: str, examples: int, finetuned: str | None, analyse
     bench = prepare_bench(run_config(task, model, examples), finetuned)
     if torch.cuda.is_available():
         torch.cuda.reset_peak_memory_stats()
-    bare = bare_forward_seconds(bench)
+    bare = bare_model_seconds(bench)
+    needs_backward = any(GRADIENTS in ANALYSES[name].needs for name in analyses)
+    model = bare_model_seconds(bench, backward=True) if needs_backward else bare
     seconds = 0.0
     if analyses:
         with tempfile.TemporaryDirectory() as folder:
@@ -46,7 +51,8 @@ def measure(task: str, model: str, examples: int, finetuned: str | None, analyse
             synchronise()
             seconds = time.perf_counter() - start
     return {"analyses": analyses, "examples": len(bench.dev), "bare_forward_seconds": bare,
-            "analysis_seconds": seconds, "ratio_over_forward": (seconds - bare) / bare if analyses else 0.0,
+            "bare_model_seconds": model, "analysis_seconds": seconds, "ratio_over_forward": seconds / bare,
+            "ratio_over_model": seconds / model,
             "finetuned": bench.finetuned, **peak_memory_mb()}
 
 
@@ -70,10 +76,13 @@ def main() -> None:
                for count in args.examples for phase in phases]
     device = "cuda" if torch.cuda.is_available() else f"cpu ({torch.get_num_threads()} threads)"
     print(f"{args.model} on {args.task}, device {device}, fine-tuned: {results[0]['finetuned']}")
-    print(f"{'analyses':<48}{'examples':>9}{'forward s':>10}{'total s':>9}{'ratio':>7}{'peak RSS MB':>12}")
+    print(f"{'analyses':<48}{'examples':>9}{'forward s':>10}{'model s':>8}{'total s':>9}{'/forward':>9}{'/model':>7}"
+          f"{'peak RSS MB':>12}{'peak GPU MB':>12}")
     for result in results:
+        gpu = f"{result['peak_gpu_mb']:>12.0f}" if result["peak_gpu_mb"] is not None else f"{'-':>12}"
         print(f"{' '.join(result['analyses']):<48}{result['examples']:>9}{result['bare_forward_seconds']:>10.1f}"
-              f"{result['analysis_seconds']:>9.1f}{result['ratio_over_forward']:>7.2f}{result['peak_rss_mb']:>12.0f}")
+              f"{result['bare_model_seconds']:>8.1f}{result['analysis_seconds']:>9.1f}{result['ratio_over_forward']:>9.2f}"
+              f"{result['ratio_over_model']:>7.2f}{result['peak_rss_mb']:>12.0f}{gpu}")
     if args.out:
         args.out.write_text(json.dumps({"device": device, "results": results}, indent=2))
 

@@ -1,5 +1,5 @@
 """What the benchmarks share: a run's checkpoints and dev sample, prepared exactly as
-``harness run`` prepares them, and the bare forward passes that analyses are measured against."""
+``harness run`` prepares them, and the bare model passes that analyses are measured against."""
 
 from __future__ import annotations
 
@@ -51,17 +51,27 @@ def prepare_bench(config: RunConfig, finetuned: str | None = None) -> Bench:
     return Bench(plan, checkpoints, dev, sources, described)
 
 
-def bare_forward_seconds(bench: Bench) -> float:
-    """Seconds of both checkpoints' plain forward passes (no capture) over the dev sample's batches."""
+def bare_model_seconds(bench: Bench, backward: bool = False) -> float:
+    """Seconds of both checkpoints' plain passes (no capture) over the dev sample's batches:
+    forward only, or with ``backward`` a forward and the backward pass to the input
+    embeddings of the task loss (the least backward work that reaches every layer's
+    attention, which gradient analyses need by definition)."""
     settings = bench.plan.config
     batches = list(batched(bench.sources.tokenizer, bench.dev, settings.analysis.eval_batch_size,
                            settings.task.max_length, bench.plan.data.task.is_pair))
     synchronise()
     start = time.perf_counter()
-    with torch.inference_mode():
-        for encoded in batches:
-            for checkpoint in bench.checkpoints:
-                checkpoint.model(**encoded.model_inputs(checkpoint.model.device))
+    for encoded in batches:
+        for checkpoint in bench.checkpoints:
+            inputs = encoded.model_inputs(checkpoint.model.device)
+            if not backward:
+                with torch.inference_mode():
+                    checkpoint.model(**inputs)
+                continue
+            embedded = checkpoint.model.get_input_embeddings()(inputs.pop("input_ids")).detach().requires_grad_(True)
+            logits = checkpoint.model(inputs_embeds=embedded, **inputs).logits
+            labels = torch.tensor([item.label for item in encoded.items], device=logits.device)
+            torch.autograd.grad(torch.nn.functional.cross_entropy(logits, labels, reduction="sum"), embedded)
     synchronise()
     return time.perf_counter() - start
 

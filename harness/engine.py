@@ -208,7 +208,7 @@ def analyse(classes: list[type[Analysis]], checkpoints: list[Checkpoint], pairs:
         if analysis.source not in SOURCES:
             raise InputError(f"analysis {analysis.name!r} reads unknown source {analysis.source!r}; "
                              f"registered sources: {', '.join(SOURCES)}")
-        by_source.setdefault(analysis.source, []).append(analysis)
+        by_source.setdefault(SOURCES[analysis.source](source_context).streams_as(), []).append(analysis)
     entries: dict[str, dict[str, Any]] = {}
     for source_name, group in by_source.items():
         inputs = {**SOURCES[source_name](source_context).identity(), "tokenizer": source_context.tokenizer_name}

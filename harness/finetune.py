@@ -100,23 +100,31 @@ class QuietProgress(ProgressCallback):
 
 
 class EncodedExamples(torch.utils.data.Dataset):
-    """Tokenised, unpadded examples; `DataCollatorWithPadding` pads each batch to its longest."""
+    """Tokenised, unpadded examples; `DataCollatorWithPadding` pads each batch to its longest.
+
+    ``by_length`` serves them shortest first, so sequential evaluation batches hold inputs of
+    similar length (half the evaluation time on RTE; metrics do not depend on the order).
+    """
 
     def __init__(self, tokenizer: PreTrainedTokenizerBase, task: GlueTask, examples: list[Example],
-                 max_length: int) -> None:
+                 max_length: int, by_length: bool = False) -> None:
         self.features = tokenizer(
             [example.text_a for example in examples],
             [example.text_b for example in examples] if task.is_pair else None,
             truncation=True, max_length=max_length,
         )
         self.labels = [example.label for example in examples]
+        self.order = list(range(len(examples)))
+        if by_length:
+            self.order.sort(key=lambda index: len(self.features["input_ids"][index]))
 
     def __len__(self) -> int:
         return len(self.labels)
 
     def __getitem__(self, index: int) -> dict[str, Any]:
-        item = {key: values[index] for key, values in self.features.items()}
-        item["labels"] = self.labels[index]
+        position = self.order[index]
+        item = {key: values[position] for key, values in self.features.items()}
+        item["labels"] = self.labels[position]
         return item
 
 
@@ -293,7 +301,7 @@ def train(config: RunConfig, data: TaskData) -> FineTuneResult:
     tokenizer = load_tokenizer(config.task.model)
     settings = config.finetune
     train_examples = sample(data.train, settings.max_train_examples, settings.seed)
-    dev = {split: EncodedExamples(tokenizer, data.task, examples, config.task.max_length)
+    dev = {split: EncodedExamples(tokenizer, data.task, examples, config.task.max_length, by_length=True)
            for split, examples in data.dev.items()}
     model = load_sequence_classifier(config.task.model, data.task, head_seed=settings.seed,
                                      attention=training_attention(config))

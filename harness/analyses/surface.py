@@ -112,8 +112,10 @@ def surface_statistics(
     """
     masks = token_masks(input_ids, lengths, ids)
     real = masks["real"]
-    # Attention of every row to each token type: (batch, layers, heads, seq).
-    to_type = {name: (attention @ masks[name][:, None, None, :, None]).squeeze(-1) for name in TOKEN_TYPES}
+    # Attention of every row to each token type, in one pass over the maps: (batch, layers, heads, seq, types).
+    type_columns = torch.stack([masks[name] for name in TOKEN_TYPES], dim=-1)[:, None, None]
+    summed = attention @ type_columns
+    to_type = {name: summed[..., index] for index, name in enumerate(TOKEN_TYPES)}
     has_neighbour = real[:, 1:]  # rows 1..n-1 have a previous token; rows 0..n-2 a next one
     stats = {name: row_mean(to_type[name], real) for name in TOKEN_TYPES}
     stats["self"] = row_mean(attention.diagonal(dim1=-2, dim2=-1), real)

@@ -77,6 +77,11 @@ class Source(ABC):
     def stream(self) -> SourceStream:
         """The batches, built lazily."""
 
+    def streams_as(self) -> str:
+        """The registered source whose stream these inputs are: this one, unless it falls back
+        to another (then the run streams that source once for the analyses of both)."""
+        return self.name
+
     def check(self) -> None:
         """Read and validate the source's files before any model work, each problem one
         `InputError` line; needs no tokenizer. Sources whose files are read up front anyway

@@ -5,7 +5,8 @@ consecutive paragraphs of a document are packed into ``[CLS] p1 [SEP] p2 [SEP]``
 at most ``max_tokens`` tokens, as Clark et al.'s ``preprocess_unlabeled.py`` did: paragraphs
 are gathered until the segment is full, split into parts A and B at a seeded random paragraph
 boundary, and the longer part is trimmed token by token (front or back at random) until the
-pair fits. Without a corpus the source is the task's dev sample (the ``"task"`` source).
+pair fits. Without a corpus its analyses read the task's dev sample: the run streams the
+``"task"`` source once for them and the task's own analyses (`Source.streams_as`).
 """
 
 from __future__ import annotations
@@ -144,14 +145,15 @@ def segment_batches(
 
 @register_source
 class CorpusSource(Source):
-    """Packed segments of ``--corpus``, or the task's dev sample when no corpus is given."""
+    """Packed segments of ``--corpus``; without a corpus its analyses read the task source."""
 
     name = "corpus"
 
+    def streams_as(self) -> str:
+        return self.name if self.context.settings.corpus is not None else TaskSource.name
+
     def identity(self) -> dict[str, Any]:
         settings = self.context.settings
-        if settings.corpus is None:
-            return {**TaskSource(self.context).identity(), "source": self.name}
         return {"source": self.name, **self.context.hashes.describe(settings.corpus),
                 "max_tokens": settings.max_tokens, "max_segments": settings.max_eval_examples,
                 "seed": self.context.seed}
@@ -164,9 +166,6 @@ class CorpusSource(Source):
     def stream(self) -> SourceStream:
         context = self.context
         settings = context.settings
-        if settings.corpus is None:
-            stream = TaskSource(context).stream()
-            return SourceStream(stream.batches, stream.num_items, {"corpus": "task dev sample", **stream.notes})
         segments, counts = pack_corpus(Path(settings.corpus), context.tokenizer, settings.max_tokens,
                                        settings.max_eval_examples, context.seed)
         return SourceStream(

@@ -67,14 +67,15 @@ def test_missing_or_useless_corpus_is_one_clear_error(tiny_tokenizer, tmp_path):
 def test_without_a_corpus_the_source_is_the_task_dev_sample(tiny_tokenizer, tmp_path):
     examples = [Example("1", "the cat sat .", "a dog", 1), Example("2", "he ran", "it sat", 0)]
     rte = get_task("rte")
-    stream = SOURCES["corpus"](SourceContext(tiny_tokenizer, AnalysisConfig(eval_batch_size=1), task=rte,
-                                             task_examples=examples)).stream()
-    assert stream.num_items == 2 and stream.notes["corpus"] == "task dev sample"
-    assert sorted(item.guid for batch in stream.batches for item in batch.items) == ["1", "2"]
+    fallback = SOURCES["corpus"](SourceContext(tiny_tokenizer, AnalysisConfig(eval_batch_size=1), task=rte,
+                                               task_examples=examples))
+    assert fallback.streams_as() == "task"
     corpus = tmp_path / "corpus.txt"
     corpus.write_text(TEXT)
-    stream = SOURCES["corpus"](SourceContext(tiny_tokenizer, AnalysisConfig(corpus=corpus), task=rte,
-                                             task_examples=examples)).stream()
+    source = SOURCES["corpus"](SourceContext(tiny_tokenizer, AnalysisConfig(corpus=corpus), task=rte,
+                                             task_examples=examples))
+    assert source.streams_as() == "corpus"
+    stream = source.stream()
     batches = list(stream.batches)
     assert stream.num_items == 2 and stream.notes["skipped_unpaired_paragraphs"] == 1
     assert isinstance(batches[0].items[0], Segment) and batches[0].input_ids.dtype == torch.long

@@ -132,3 +132,12 @@ def test_an_analysis_reading_an_unknown_source_is_a_clear_error(sources, tmp_pat
 
     with pytest.raises(InputError, match="reads unknown source 'no-such-source'; registered sources: "):
         analyse([Nowhere], as_checkpoints({"a": tiny_bert(0)}), [], sources, ResultStore(tmp_path))
+
+
+def test_without_a_corpus_the_task_and_corpus_analyses_share_one_stream(sources, tmp_path):
+    checkpoints = as_checkpoints({name: tiny_bert(seed) for seed, name in enumerate(NAMES[:2])})
+    streamed: list[str] = []
+    entries = analyse([ANALYSES["cosine"], ANALYSES["surface"]], checkpoints, PAIRS[:1], sources,
+                      ResultStore(tmp_path), on_source_done=lambda source, _: streamed.append(source))
+    assert streamed == ["task"]
+    assert entries["surface"]["source"]["identity"] == entries["cosine"]["source"]["identity"]
