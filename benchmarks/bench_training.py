@@ -18,8 +18,8 @@ from transformers import DataCollatorWithPadding, Trainer
 
 from benchmarks.common import run_config
 from harness.config import RunConfig
-from harness.finetune import EncodedExamples, Layout, sample, training_arguments
-from harness.models import load_sequence_classifier, load_tokenizer
+from harness.finetune import EncodedExamples, Layout, sample, training_arguments, training_model
+from harness.models import load_tokenizer
 from harness.pipeline import plan_run
 
 
@@ -36,7 +36,7 @@ def train_throughput(config: RunConfig, pad_to_max: bool) -> float:
         arguments = training_arguments(config, Path(folder), Layout.of(config.finetune))
         arguments.save_strategy = "no"
         arguments.disable_tqdm = True
-        model = load_sequence_classifier(config.task.model, plan.data.task, head_seed=config.finetune.seed)
+        model = training_model(config, plan.data.task)
         trainer = Trainer(model=model, args=arguments, data_collator=collator,
                           train_dataset=EncodedExamples(tokenizer, plan.data.task, train, length))
         start = time.perf_counter()

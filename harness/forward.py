@@ -42,6 +42,7 @@ from transformers import AttentionInterface, PreTrainedModel
 from transformers.masking_utils import AttentionMaskInterface, eager_mask
 
 from harness.batches import EncodedBatch
+from harness.dropout import fast_dropout
 from tasks.errors import InputError
 
 IMPLEMENTATION = "harness"
@@ -150,7 +151,7 @@ def attention_forward(
     if attention_mask is not None:
         scores = scores + attention_mask
     weights = F.softmax(scores, dim=-1)
-    weights = F.dropout(weights, p=dropout, training=module.training)
+    weights = fast_dropout(weights, dropout, module.training)  # only while training
     layer = session.next_layer() if session is not None else None
     if session is not None and session.interventions.uniform_heads is not None:
         replaced = session.interventions.uniform_heads[:, layer].to(weights.device)[:, :, None, None]

@@ -1,5 +1,6 @@
-"""The speed paths keep the results: bf16 mixed-precision training (eager attention on CPU)
-against fp32 training (SDPA), on the real MiniLM and RTE, and the SDPA kernel against eager.
+"""The speed paths keep the results: bf16 mixed-precision training against fp32 training
+(both with the harness attention and fast dropout on a CPU), on the real MiniLM and RTE, and
+the SDPA kernel against eager.
 
 Stated tolerances (the fine-tunes differ by rounding only, so their attention and dev
 metrics must agree closely): dev accuracy within 0.03 (8 of 277 examples), the cosine
