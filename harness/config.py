@@ -100,6 +100,8 @@ class FineTuneConfig:
     seed: int = option(42, "fine-tuning seed (classifier head, batch order, dropout)")
     random_order: bool = option(False, "plain random batches (the papers' code) instead of random batches of "
                                        "similar length (less padding, same batch size and schedule)")
+    torch_dropout: bool = option(False, "train with torch's dropout and transformers' attention kernels, as the "
+                                        "plain Trainer does (bit for bit), instead of the faster CPU dropout")
 
     def __post_init__(self) -> None:
         _require(self.batch_size >= 1, FineTuneConfig, "batch_size", self.batch_size, "must be at least 1")

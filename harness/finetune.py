@@ -161,12 +161,14 @@ def training_model(config: RunConfig, task: GlueTask) -> PreTrainedModel:
     """The pre-trained model with its new head, set up to train fast (nothing is captured while
     training). On a CPU: the harness's eager attention and `FastDropout` throughout, measured on
     MiniLM/RTE with 2 cores at 39 vs 33 examples/s (bf16, against transformers' eager) and 22
-    vs 19 (fp32, against SDPA, whose CPU dropout falls back to torch's slow one). On a GPU:
-    SDPA's fused kernels."""
+    vs 19 (fp32, against SDPA, whose CPU dropout falls back to torch's slow one). On a GPU, or
+    with ``torch_dropout``: transformers' kernels (SDPA; eager under CPU bf16, where it is faster)."""
     on_cpu = trains_on_cpu(config)
-    model = load_sequence_classifier(config.task.model, task, head_seed=config.finetune.seed,
-                                     attention="eager" if on_cpu else "sdpa")
-    return use_fast_dropout(use_harness_attention(model)) if on_cpu else model
+    if on_cpu and not config.finetune.torch_dropout:
+        model = load_sequence_classifier(config.task.model, task, head_seed=config.finetune.seed, attention="eager")
+        return use_fast_dropout(use_harness_attention(model))
+    attention = "eager" if on_cpu and config.environment.precision == "bf16" else "sdpa"
+    return load_sequence_classifier(config.task.model, task, head_seed=config.finetune.seed, attention=attention)
 
 
 def trains_on_cpu(config: RunConfig) -> bool:

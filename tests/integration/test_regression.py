@@ -90,7 +90,8 @@ def summary(tmp_path_factory) -> dict[str, Any]:
             "--syntax-train-data", str(data["train"]), "--probe-train-sentences", "150", "--syntax-min-count", "20",
             "--coref-data", str(data["coref"]), "--output-dir", str(root / "out"), "--cache-dir", str(root / "cache"),
             "--tracking-uri", f"sqlite:///{root}/mlflow.db",
-            "--precision", "fp32", "--random-order"]  # the training path of 55c2842 (speed paths: test_speed_paths)
+            # the training path and clustering sample of 55c2842 (the speed paths: test_speed_paths, test_dropout)
+            "--precision", "fp32", "--random-order", "--torch-dropout", "--clustering-tokens", "8"]
     assert main(argv) == 0
     (path,) = (root / "out").glob("*/summary.json")
     return read_json(path)

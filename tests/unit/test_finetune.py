@@ -10,8 +10,11 @@ import torch
 from safetensors.torch import save_file
 
 from harness.cli import main
-from harness.config import FineTuneConfig, RunConfig, TaskConfig
-from harness.finetune import EncodedExamples, Layout, cache_key, checkpoint_complete, last_checkpoint, sample
+from harness.config import EnvironmentConfig, FineTuneConfig, RunConfig, TaskConfig
+from harness.dropout import FastDropout
+from harness.finetune import (EncodedExamples, Layout, cache_key, checkpoint_complete, last_checkpoint, sample,
+                              training_model)
+from harness.forward import IMPLEMENTATION
 from harness.pipeline import load_task_data
 from harness.store import FileHashes
 from tasks.errors import InputError
@@ -26,7 +29,7 @@ def test_cache_key_changes_with_every_hyperparameter_and_the_data(tiny_data, tmp
     base = cache_key(config, data)
     assert base == cache_key(config, load_task_data(config, FileHashes()))
     for change in (dict(seed=1), dict(learning_rate=5e-5), dict(batch_size=16), dict(epochs=1.0),
-                   dict(random_order=True), dict(max_train_examples=10)):
+                   dict(random_order=True), dict(torch_dropout=True), dict(max_train_examples=10)):
         assert cache_key(replace(config, finetune=FineTuneConfig(**change)), data) != base, change
     assert cache_key(replace(config, task=replace(config.task, max_length=64)), data) != base
     copy = tmp_path / "glue"
@@ -53,6 +56,16 @@ def test_evaluation_examples_by_length_come_shortest_first_with_their_labels(tin
     lengths = [len(ordered[index]["input_ids"]) for index in range(len(ordered))]
     assert lengths == sorted(lengths) and lengths != [len(plain[index]["input_ids"]) for index in range(3)]
     assert [ordered[index]["labels"] for index in range(3)] == [0, 1, 1]
+
+
+def test_cpu_training_uses_the_fast_dropout_unless_torch_dropout_is_asked_for(tiny_model_dir):
+    task = TaskConfig(task="rte", model=str(tiny_model_dir))
+    for torch_dropout, attention, fast in ((False, IMPLEMENTATION, True), (True, "sdpa", False)):
+        config = RunConfig(task, FineTuneConfig(torch_dropout=torch_dropout), environment=EnvironmentConfig(
+            device="cpu", precision="fp32"))
+        model = training_model(config, get_task("rte"))
+        assert model.config._attn_implementation == attention
+        assert any(isinstance(module, FastDropout) for module in model.modules()) == fast
 
 
 def test_layout_keeps_the_effective_batch_over_processes():
