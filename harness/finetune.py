@@ -33,9 +33,9 @@ from transformers.trainer_callback import ExportableState, PrinterCallback, Prog
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
 from harness.config import FineTuneConfig, RunConfig
-from harness.locking import exclusive
 from harness.dropout import use_fast_dropout
 from harness.forward import use_harness_attention
+from harness.locking import exclusive
 from harness.models import load_sequence_classifier, load_tokenizer
 from harness.store import key_of, read_json, write_json
 from tasks.errors import InputError
