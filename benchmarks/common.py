@@ -13,6 +13,7 @@ import torch
 from harness.config import AnalysisConfig, EnvironmentConfig, FineTuneConfig, RunConfig, TaskConfig
 from harness.encoding import batched
 from harness.finetune import FineTuneResult, sample, stored_result
+from harness.forward import TASK_LOSS, summed_loss
 from harness.models import Checkpoint, load_tokenizer, resolve_model
 from harness.pipeline import RunPlan, load_checkpoints, plan_run, task_identity
 from harness.sources import SourceContext
@@ -70,8 +71,8 @@ def bare_model_seconds(bench: Bench, backward: bool = False) -> float:
                 continue
             embedded = checkpoint.model.get_input_embeddings()(inputs.pop("input_ids")).detach().requires_grad_(True)
             logits = checkpoint.model(inputs_embeds=embedded, **inputs).logits
-            labels = torch.tensor([item.label for item in encoded.items], device=logits.device)
-            torch.autograd.grad(torch.nn.functional.cross_entropy(logits, labels, reduction="sum"), embedded)
+            labels = torch.tensor([item.label for item in encoded.items])
+            torch.autograd.grad(summed_loss(logits, labels.to(logits.device), TASK_LOSS), embedded)
     synchronise()
     return time.perf_counter() - start
 

@@ -164,11 +164,10 @@ def training_model(config: RunConfig, task: GlueTask) -> PreTrainedModel:
     vs 19 (fp32, against SDPA, whose CPU dropout falls back to torch's slow one). On a GPU, or
     with ``torch_dropout``: transformers' kernels (SDPA; eager under CPU bf16, where it is faster)."""
     on_cpu = trains_on_cpu(config)
-    if on_cpu and not config.finetune.torch_dropout:
-        model = load_sequence_classifier(config.task.model, task, head_seed=config.finetune.seed, attention="eager")
-        return use_fast_dropout(use_harness_attention(model))
-    attention = "eager" if on_cpu and config.environment.precision == "bf16" else "sdpa"
-    return load_sequence_classifier(config.task.model, task, head_seed=config.finetune.seed, attention=attention)
+    fast = on_cpu and not config.finetune.torch_dropout
+    attention = "eager" if fast or (on_cpu and config.environment.precision == "bf16") else "sdpa"
+    model = load_sequence_classifier(config.task.model, task, head_seed=config.finetune.seed, attention=attention)
+    return use_fast_dropout(use_harness_attention(model)) if fast else model
 
 
 def trains_on_cpu(config: RunConfig) -> bool:
