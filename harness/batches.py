@@ -70,11 +70,13 @@ class AttentionBatch:
     distribution of token i over the tokens it attends to; rows and columns past
     ``lengths[b]`` are padding and must be ignored. ``gradients[name]`` is present for the
     checkpoints whose loss could be differentiated on this batch (analyses that ask for
-    it); ``skipped_gradients[name]`` says why another got none.
+    it); ``skipped_gradients[name]`` says why another got none. ``logits[name]``: (batch,
+    labels) output of checkpoint ``name``'s classifier.
     """
 
     encoded: EncodedBatch
     attentions: dict[str, torch.Tensor]
+    logits: dict[str, torch.Tensor] = field(default_factory=dict)
     gradients: dict[str, Gradients] = field(default_factory=dict)
     skipped_gradients: dict[str, str] = field(default_factory=dict)
 

@@ -7,11 +7,12 @@ import time
 
 import transformers
 
+from harness.analyses.evaluation import Evaluation, dev_metrics
 from harness.annotation import annotate as annotate_pool
 from harness.config import AnnotationConfig, RunConfig
 from harness.finetune import finetune as finetune_task
 from harness.finetune import is_main_process
-from harness.pipeline import find_summary, plan_run
+from harness.pipeline import evaluate, find_summary, plan_run
 from harness.pipeline import run as run_pipeline
 from harness.render import redraw
 
@@ -27,10 +28,8 @@ def quiet_libraries(debug: bool) -> None:
 def run(config: RunConfig) -> None:
     start = time.perf_counter()
     summary, phases = run_pipeline(config)
-    described = summary["run"]
     print(f"done: {plan_run(config).run_dir / 'summary.json'}")
-    for checkpoint, scores in described["dev_metrics"].items():
-        print(f"  dev {checkpoint}: " + ", ".join(f"{k} {v:.4f}" for k, v in scores.items()))
+    print_dev_metrics(summary["analyses"][Evaluation.name])
     cosine = summary["analyses"].get("cosine")
     if cosine:
         for pair, stats in cosine["result"]["per_pair"].items():
@@ -45,7 +44,11 @@ def finetune(config: RunConfig) -> None:
     if not is_main_process():
         return
     print(f"fine-tuned checkpoint: {result.checkpoint_dir}")
-    for checkpoint, scores in result.dev_metrics.items():
+    print_dev_metrics(evaluate(plan, result))
+
+
+def print_dev_metrics(entry: dict) -> None:
+    for checkpoint, scores in dev_metrics(entry).items():
         print(f"  dev {checkpoint}: " + ", ".join(f"{k} {v:.4f}" for k, v in scores.items()))
 
 

@@ -27,6 +27,7 @@ from harness.models import Checkpoint, checkpoint_device
 from harness.sources import SOURCES, SourceContext
 from harness.store import ResultIdentity, ResultStore, plain, read_json, write_json
 from tasks.errors import InputError
+from tasks.registry import GlueTask
 
 JOINT = "joint"
 MASK_PROBABILITY = 0.15
@@ -115,8 +116,10 @@ def run_checkpoints(encoded: EncodedBatch, checkpoints: list[Checkpoint], needs:
             loss = TASK_LOSS if checkpoint.head_trained else UNTRAINED_TASK_LOSS
             batch.gradients[checkpoint.name] = Gradients(loss, out.attention_grads.abs())
         else:
-            out = forward(checkpoint.model, encoded, capture=Capture(attention=True))
-        batch.attentions[checkpoint.name] = out.attentions
+            out = forward(checkpoint.model, encoded, capture=Capture(attention=bool(wanted & {ATTENTION, GRADIENTS})))
+        if out.attentions is not None:
+            batch.attentions[checkpoint.name] = out.attentions
+        batch.logits[checkpoint.name] = out.logits
         if GRADIENTS in wanted and checkpoint.masked_lm is not None:
             masked, mlm_targets = targets.masked(encoded)
             mlm = forward(checkpoint.masked_lm, masked, capture=Capture(attention_grad=True), targets=mlm_targets,
@@ -136,6 +139,7 @@ class RunShape:
     tokenizer: PreTrainedTokenizerBase
     settings: AnalysisConfig
     pairs: tuple[tuple[str, str], ...]
+    task: GlueTask | None
 
 
 def stream_source(source_context: SourceContext, source_name: str, plans: list[Plan],
@@ -152,7 +156,7 @@ def stream_source(source_context: SourceContext, source_name: str, plans: list[P
         if not measured:
             continue
         context = AnalysisContext(measured, shape.num_layers, shape.num_heads, shape.settings, shape.tokenizer,
-                                  shape.pairs, device)
+                                  shape.pairs, device, shape.task)
         instances.append((item, item.analysis(context)))
         for name in measured:
             needs[name] = needs.get(name, frozenset()) | item.analysis.needs
@@ -202,7 +206,7 @@ def analyse(classes: list[type[Analysis]], checkpoints: list[Checkpoint], pairs:
     """
     model_config = checkpoints[0].model.config
     shape = RunShape(model_config.num_hidden_layers, model_config.num_attention_heads, source_context.tokenizer,
-                     source_context.settings, tuple(pairs))
+                     source_context.settings, tuple(pairs), source_context.task)
     by_source: dict[str, list[type[Analysis]]] = {}
     for analysis in classes:
         if analysis.source not in SOURCES:

@@ -2,7 +2,8 @@
 
 The cache folder ``<cache_dir>/<task>-<model>-<key>/`` holds Trainer checkpoints while
 training (an interrupted run resumes from the last epoch) and ``final/`` with the model,
-tokenizer and ``result.json`` (dev metrics before and after, training curve) once done.
+tokenizer and ``result.json`` (training curve and time) once done. The dev metrics of both
+checkpoints come from the analysis pass (`harness.analyses.evaluation`), not from here.
 The key hashes the model, the task, the content of the train and dev files, the
 hyper-parameters, the seed and the precision, so a second run with the same key loads
 ``final/`` and trains nothing, and a changed data file trains anew.
@@ -40,7 +41,6 @@ from harness.models import load_sequence_classifier, load_tokenizer
 from harness.store import key_of, read_json, write_json
 from tasks.errors import InputError
 from tasks.examples import Example
-from tasks.metrics import compute_metrics
 from tasks.registry import GlueTask
 
 RESULT_FILE = "result.json"
@@ -84,7 +84,6 @@ class FineTuneResult:
 
     checkpoint_dir: Path
     key: str
-    dev_metrics: dict[str, dict[str, float]]  # "pretrained"/"finetuned" -> "split/metric" -> value
     log_history: list[dict[str, Any]]
     train_examples: int
     train_seconds: float
@@ -102,31 +101,23 @@ class QuietProgress(ProgressCallback):
 
 
 class EncodedExamples(torch.utils.data.Dataset):
-    """Tokenised, unpadded examples; `DataCollatorWithPadding` pads each batch to its longest.
-
-    ``by_length`` serves them shortest first, so sequential evaluation batches hold inputs of
-    similar length (half the evaluation time on RTE; metrics do not depend on the order).
-    """
+    """Tokenised, unpadded examples; `DataCollatorWithPadding` pads each batch to its longest."""
 
     def __init__(self, tokenizer: PreTrainedTokenizerBase, task: GlueTask, examples: list[Example],
-                 max_length: int, by_length: bool = False) -> None:
+                 max_length: int) -> None:
         self.features = tokenizer(
             [example.text_a for example in examples],
             [example.text_b for example in examples] if task.is_pair else None,
             truncation=True, max_length=max_length,
         )
         self.labels = [example.label for example in examples]
-        self.order = list(range(len(examples)))
-        if by_length:
-            self.order.sort(key=lambda index: len(self.features["input_ids"][index]))
 
     def __len__(self) -> int:
         return len(self.labels)
 
     def __getitem__(self, index: int) -> dict[str, Any]:
-        position = self.order[index]
-        item = {key: values[position] for key, values in self.features.items()}
-        item["labels"] = self.labels[position]
+        item = {key: values[index] for key, values in self.features.items()}
+        item["labels"] = self.labels[index]
         return item
 
 
@@ -154,7 +145,10 @@ def stored_result(config: RunConfig, data: TaskData) -> FineTuneResult | None:
     key = cache_key(config, data)
     final = checkpoint_root(config, key) / "final"
     stored = read_json(final / RESULT_FILE)
-    return FineTuneResult(checkpoint_dir=final, key=key, **stored) if isinstance(stored, dict) else None
+    if not isinstance(stored, dict):
+        return None
+    recorded = {name: stored[name] for name in ("log_history", "train_examples", "train_seconds", "layout")}
+    return FineTuneResult(checkpoint_dir=final, key=key, **recorded)  # older files also hold dev metrics
 
 
 def training_model(config: RunConfig, task: GlueTask) -> PreTrainedModel:
@@ -180,7 +174,6 @@ def training_arguments(config: RunConfig, output_dir: Path, layout: Layout) -> T
     return TrainingArguments(
         output_dir=str(output_dir),
         per_device_train_batch_size=layout.per_device_batch,
-        per_device_eval_batch_size=config.analysis.eval_batch_size * 4,
         num_train_epochs=settings.epochs,
         learning_rate=settings.learning_rate,
         warmup_steps=settings.warmup_ratio,  # a float in [0, 1) is a ratio of the total steps
@@ -201,16 +194,6 @@ def training_arguments(config: RunConfig, output_dir: Path, layout: Layout) -> T
         dataloader_pin_memory=torch.cuda.is_available(),
         ddp_backend="gloo" if not torch.cuda.is_available() and layout.world_size > 1 else None,
     )
-
-
-def evaluate_splits(trainer: Trainer, task: GlueTask, splits: dict[str, EncodedExamples]) -> dict[str, float]:
-    """Dev metrics as ``{"<split>/<metric>": value}`` for every evaluation split."""
-    scores = {}
-    for split, dataset in splits.items():
-        output = trainer.predict(dataset)
-        for name, value in compute_metrics(task, output.predictions, output.label_ids).items():
-            scores[f"{split}/{name}"] = value
-    return scores
 
 
 def safetensors_complete(path: Path) -> bool:
@@ -301,15 +284,13 @@ def finetune(config: RunConfig, data: TaskData) -> FineTuneResult:
 
 
 def train(config: RunConfig, data: TaskData) -> FineTuneResult:
-    """Train (resuming from the last complete epoch checkpoint), evaluate before and after, store ``final/``."""
+    """Train (resuming from the last complete epoch checkpoint) and store ``final/``."""
     key = cache_key(config, data)
     root = checkpoint_root(config, key)
     layout = Layout.of(config.finetune)
     tokenizer = load_tokenizer(config.task.model)
     settings = config.finetune
     train_examples = sample(data.train, settings.max_train_examples, settings.seed)
-    dev = {split: EncodedExamples(tokenizer, data.task, examples, config.task.max_length, by_length=True)
-           for split, examples in data.dev.items()}
     model = training_model(config, data.task)
     resume_from = last_checkpoint(root)
     clock = TrainingClock(resumed_seconds(resume_from))
@@ -323,15 +304,11 @@ def train(config: RunConfig, data: TaskData) -> FineTuneResult:
     for printer in (ProgressCallback, PrinterCallback):  # whichever the log level chose
         trainer.remove_callback(printer)
     trainer.add_callback(QuietProgress())
-    before = evaluate_splits(trainer, data.task, dev)
     trainer.train(resume_from_checkpoint=resume_from)
-    train_seconds = clock.seconds
-    after = evaluate_splits(trainer, data.task, dev)
     stored = {
-        "dev_metrics": {"pretrained": before, "finetuned": after},
         "log_history": trainer.state.log_history,
         "train_examples": len(train_examples),
-        "train_seconds": train_seconds,
+        "train_seconds": clock.seconds,
         "layout": asdict(layout),
     }
     final = root / "final"

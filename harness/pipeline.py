@@ -25,6 +25,7 @@ import torch
 from transformers import PreTrainedTokenizerBase
 
 from harness.analyses import ANALYSES, Analysis
+from harness.analyses.evaluation import Evaluation
 from harness.config import AnalysisConfig, RunConfig
 from harness.engine import analyse
 from harness.finetune import FineTuneResult, TaskData, cache_key, finetune, sample
@@ -67,12 +68,14 @@ class RunPlan:
 
 
 def select_analyses(names: list[str] | None) -> list[type[Analysis]]:
+    """The analyses asked for (all by default), always with the dev evaluation: no change of
+    attention is read without knowing whether the fine-tuned model learned the task."""
     if names is None:
         return list(ANALYSES.values())
     unknown = [name for name in names if name not in ANALYSES]
     if unknown:
         raise InputError(f"--analyses: unknown analysis {', '.join(unknown)}; valid: {', '.join(ANALYSES)}")
-    return [ANALYSES[name] for name in dict.fromkeys(names)]
+    return [ANALYSES[name] for name in dict.fromkeys([Evaluation.name, *names])]
 
 
 def with_default_data(settings: AnalysisConfig) -> AnalysisConfig:
@@ -173,7 +176,8 @@ def load_checkpoints(plan: RunPlan, tuned: FineTuneResult) -> list[Checkpoint]:
 
 def run_description(plan: RunPlan, tuned: FineTuneResult, checkpoints: list[Checkpoint],
                     dev_sample: list) -> dict[str, Any]:
-    """The ``run`` part of summary.json: what was fine-tuned and compared, and how it scored."""
+    """The ``run`` part of summary.json: what was fine-tuned and compared (the dev scores are
+    the ``evaluation`` analysis's entry)."""
     config = plan.config
     model_config = checkpoints[0].model.config
     return {
@@ -181,7 +185,7 @@ def run_description(plan: RunPlan, tuned: FineTuneResult, checkpoints: list[Chec
         "finetune_key": plan.finetune_key, "num_layers": model_config.num_hidden_layers,
         "num_heads": model_config.num_attention_heads, "eval_split": plan.data.task.main_eval_split,
         "num_eval_examples": len(dev_sample), "train_examples": tuned.train_examples,
-        "dev_metrics": tuned.dev_metrics, "checkpoints": {c.name: c.identity for c in checkpoints},
+        "checkpoints": {c.name: c.identity for c in checkpoints},
         "pairs": [list(pair) for pair in PAIRS],
     }
 
@@ -205,10 +209,15 @@ def merged_analyses(previous: dict[str, Any] | None, entries: dict[str, Any]) ->
     return {**kept, **entries}
 
 
+def eval_identity(plan: RunPlan) -> dict[str, Any]:
+    """What each evaluation split is: ``{split: file and hash}``, or the hub dataset."""
+    return {split: plan.data.identity.get(split, plan.data.identity) for split in plan.data.task.eval_splits}
+
+
 def task_identity(plan: RunPlan, dev_sample: list) -> dict[str, Any]:
     """What the task source's examples are: the dev data, the split, the sample size and seed."""
     split = plan.data.task.main_eval_split
-    data = plan.data.identity.get(split, plan.data.identity)
+    data = eval_identity(plan)[split]
     return {"task": plan.data.task.name, "split": split, "data": data, "examples": len(dev_sample),
             "sample_seed": plan.config.analysis.analysis_seed}
 
@@ -251,15 +260,11 @@ def analyse_and_log(plan: RunPlan, tokenizer: PreTrainedTokenizerBase,
     tuned = finetune(config, plan.data)
     phases = {"fine-tuning" if tuned.trained_now else "cached checkpoint": time.perf_counter() - start}
     checkpoints = load_checkpoints(plan, tuned)
-    dev = plan.data.dev[plan.data.task.main_eval_split]
-    dev_sample = sample(dev, config.analysis.max_eval_examples, config.analysis.analysis_seed)
-    sources = SourceContext(tokenizer, config.analysis, config.task.model, config.task.max_length,
-                            plan.data.task, dev_sample, task_identity(plan, dev_sample), plan.hashes)
+    sources = source_context(plan, tokenizer)
     timings: dict[str, float] = {}
-    store = ResultStore(config.environment.output_dir / "store")
-    entries = analyse(plan.analyses, checkpoints, PAIRS, sources, store, timings.__setitem__)
+    entries = analyse(plan.analyses, checkpoints, PAIRS, sources, results_store(config), timings.__setitem__)
     summary_path = plan.run_dir / "summary.json"
-    summary = {"schema": 2, "run": run_description(plan, tuned, checkpoints, dev_sample),
+    summary = {"schema": 2, "run": run_description(plan, tuned, checkpoints, sources.task_examples),
                "analyses": merged_analyses(stored_summary(summary_path), entries)}
     write_json(summary_path, summary)
     start = time.perf_counter()
@@ -268,15 +273,36 @@ def analyse_and_log(plan: RunPlan, tokenizer: PreTrainedTokenizerBase,
     return summary, {**phases, **timings, "figures and MLflow": time.perf_counter() - start}
 
 
+def source_context(plan: RunPlan, tokenizer: PreTrainedTokenizerBase) -> SourceContext:
+    """What the run's sources read: the seeded dev sample the analyses compare, and the whole
+    evaluation splits."""
+    config = plan.config
+    dev = plan.data.dev[plan.data.task.main_eval_split]
+    dev_sample = sample(dev, config.analysis.max_eval_examples, config.analysis.analysis_seed)
+    return SourceContext(tokenizer, config.analysis, config.task.model, config.task.max_length, plan.data.task,
+                         dev_sample, task_identity(plan, dev_sample), plan.data.dev, eval_identity(plan), plan.hashes)
+
+
+def results_store(config: RunConfig) -> ResultStore:
+    return ResultStore(config.environment.output_dir / "store")
+
+
+def evaluate(plan: RunPlan, tuned: FineTuneResult) -> dict[str, Any]:
+    """The ``evaluation`` entry of both checkpoints (for ``harness finetune``), stored where
+    ``harness run`` with the same flags finds and reuses it."""
+    tokenizer = load_tokenizer(plan.config.task.model)
+    entries = analyse([Evaluation], load_checkpoints(plan, tuned), PAIRS, source_context(plan, tokenizer),
+                      results_store(plan.config))
+    return entries[Evaluation.name]
+
+
 def log_run(tracker: Tracker, plan: RunPlan, tuned: FineTuneResult, summary: dict[str, Any], summary_path: Path,
             figures: list[Path], timings: dict[str, float]) -> None:
     tracker.log_params({**flatten("", plan.config), **flatten("data", plan.data.identity)})
-    dev_metrics = [(f"dev_{checkpoint}_{name}", value, 0)
-                   for checkpoint, scores in tuned.dev_metrics.items() for name, value in scores.items()]
     timing_metrics = [(f"seconds_{source}", seconds, 0) for source, seconds in timings.items()]
     analysis_metrics = [(name, value, 0) for analysis_name, entry in summary["analyses"].items()
                         for name, value in ANALYSES[analysis_name].metrics(entry) if value is not None]
-    tracker.log_metrics(training_curve(tuned.log_history) + dev_metrics + timing_metrics + analysis_metrics
+    tracker.log_metrics(training_curve(tuned.log_history) + timing_metrics + analysis_metrics
                         + [("train_seconds", tuned.train_seconds, 0)])
     tracker.log_artifact(summary_path)
     for figure in figures:

@@ -43,7 +43,7 @@ def read_glue_tsv(data_dir: str | Path, task: GlueTask, split: str) -> Iterator[
         if not line.strip():
             continue
         rows += 1
-        yield _parse_row(path, line_number, line.split("\t"), positions, task)
+        yield _parse_row(path, line_number, line.split("\t"), positions, task, split)
     if not rows:
         raise InputError(f"{path} has no examples{' below its header' if task.has_header else ''}; "
                          f"check that it is the {task.name.upper()} {split} file of GLUE")
@@ -59,7 +59,7 @@ def _column_position(path: Path, header: list[str], column: str | int | None) ->
 
 
 def _parse_row(path: Path, line_number: int, cells: list[str],
-               positions: list[int | None], task: GlueTask) -> Example:
+               positions: list[int | None], task: GlueTask, split: str) -> Example:
     a_pos, b_pos, label_pos = positions
     needed = max(p for p in positions if p is not None)
     if len(cells) <= needed:
@@ -71,6 +71,7 @@ def _parse_row(path: Path, line_number: int, cells: list[str],
         text_a=cells[a_pos].strip(),
         text_b=cells[b_pos].strip() if b_pos is not None else None,
         label=_parse_label(path, line_number, raw_label, task),
+        split=split,
     )
 
 

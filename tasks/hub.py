@@ -34,4 +34,5 @@ def read_glue_hub(task: GlueTask, split: str) -> Iterator[Example]:
             text_a=row[field_a].strip(),
             text_b=row[field_b].strip() if field_b else None,
             label=float(row["label"]) if task.is_regression else int(row["label"]),
+            split=split,
         )

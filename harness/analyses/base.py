@@ -34,9 +34,11 @@ from harness.batches import AttentionBatch
 from harness.config import AnalysisConfig
 from harness.registry import registrar
 from harness.store import FileHashes
+from tasks.registry import GlueTask
 
 ATTENTION = "attention"
 GRADIENTS = "gradients"  # |dL/d attention| of each checkpoint that has a loss on the batch
+LOGITS = "logits"  # the classifier's output only: no attention captured for it
 
 
 def pair_name(pair: tuple[str, str]) -> str:
@@ -51,7 +53,7 @@ class AnalysisContext:
     ``checkpoints``: the names of the checkpoints this instance measures (a per-checkpoint
     analysis gets only those whose stored result is missing); ``pairs``: the comparisons the
     pipeline declares, as (before, after) names; ``device``: where the attention lives, so
-    running statistics can live there too.
+    running statistics can live there too; ``task``: the run's task (its labels and metrics).
     """
 
     checkpoints: tuple[str, ...]
@@ -61,6 +63,7 @@ class AnalysisContext:
     tokenizer: PreTrainedTokenizerBase | None = None
     pairs: tuple[tuple[str, str], ...] = ()
     device: torch.device = torch.device("cpu")
+    task: GlueTask | None = None
 
     @property
     def seed(self) -> int:
@@ -72,7 +75,7 @@ class Analysis(ABC):
 
     Class attributes: ``name`` (registry and summary key), ``version`` (bump it when the
     statistics change: stored results of other versions are recomputed), ``source`` (the
-    text it reads), ``needs`` (`ATTENTION`, `GRADIENTS`), ``joint``, ``uses_head`` (the
+    text it reads), ``needs`` (`ATTENTION`, `GRADIENTS`, `LOGITS`), ``joint``, ``uses_head`` (the
     result depends on the classification head, not only the encoder), ``settings_used``
     (the `AnalysisConfig` fields its result depends on), ``reference`` (the papers' numbers
     and protocol constants shown beside ours, copied into the summary entry).

@@ -4,8 +4,8 @@ Adding one: subclass `Source` (``name``, ``identity()``, ``stream()``), decorate
 `register_source`, and import its module here.
 """
 
-from harness.sources import corpus, coreference, task, treebank
+from harness.sources import corpus, coreference, dev, task, treebank
 from harness.sources.base import SOURCES, Source, SourceContext, SourceStream, register_source
 
-__all__ = ["SOURCES", "Source", "SourceContext", "SourceStream", "corpus", "coreference", "register_source", "task",
-           "treebank"]
+__all__ = ["SOURCES", "Source", "SourceContext", "SourceStream", "corpus", "coreference", "dev", "register_source",
+           "task", "treebank"]

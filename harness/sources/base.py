@@ -31,10 +31,12 @@ Item = TypeVar("Item")
 @dataclass
 class SourceContext:
     """What a source may read: the tokenizer (and the model name it belongs to), the analysis
-    settings, the run's task and its sample.
+    settings, the run's task, its evaluation splits and its sample.
 
     ``task_examples`` is the seeded dev sample of ``task`` the run compares, and
-    ``task_identity`` says what it is (data files and hashes, split, sample size and seed).
+    ``task_identity`` says what it is (data files and hashes, split, sample size and seed);
+    ``eval_examples`` holds every evaluation split whole (split -> examples, the main one
+    first) and ``eval_identity`` their files and hashes (split -> description).
     """
 
     tokenizer: PreTrainedTokenizerBase
@@ -44,6 +46,8 @@ class SourceContext:
     task: GlueTask | None = None
     task_examples: list[Example] = field(default_factory=list)
     task_identity: dict[str, Any] = field(default_factory=dict)
+    eval_examples: dict[str, list[Example]] = field(default_factory=dict)
+    eval_identity: dict[str, Any] = field(default_factory=dict)
     hashes: FileHashes = field(default_factory=FileHashes)
 
     @property

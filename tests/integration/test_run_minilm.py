@@ -5,6 +5,7 @@ import torch
 from mlflow.tracking import MlflowClient
 
 from harness.analyses.cosine import CosineSimilarity
+from harness.analyses.evaluation import dev_metrics
 from harness.cli import main
 from harness.store import read_json
 from tests.conftest import GLUE_DIR, snapshot
@@ -37,8 +38,10 @@ def test_summary_has_shapes_and_ranges(finished_run):
     assert stats["num_examples"] == 40 and per_head.shape == (6, 12) and len(stats["per_layer"]) == 6
     assert ((per_head >= -1) & (per_head <= 1 + 1e-6)).all()
     assert (per_head < 0.99999).any()  # fine-tuning with lr 1e-4 moved some head
+    scores = dev_metrics(summary["analyses"]["evaluation"])
     for checkpoint in ("pretrained", "finetuned"):
-        assert 0.0 <= run["dev_metrics"][checkpoint]["dev/accuracy"] <= 1.0
+        assert 0.0 <= scores[checkpoint]["dev/accuracy"] <= 1.0
+    assert scores["majority"]["dev/accuracy"] == pytest.approx(146 / 277)  # RTE dev: 146 not_entailment
 
 
 def test_mlflow_parent_run_holds_params_curves_metrics_and_artifacts(finished_run):
@@ -48,7 +51,7 @@ def test_mlflow_parent_run_holds_params_curves_metrics_and_artifacts(finished_ru
     (run,) = client.search_runs([experiment.experiment_id])
     assert run.info.run_name == run_dir.name and run.info.status == "FINISHED"
     assert run.data.params["finetune.max_train_examples"] == "96"
-    assert "dev_finetuned_dev_accuracy" in run.data.metrics and "cosine_layer_6" in run.data.metrics
+    assert "dev_accuracy_finetuned" in run.data.metrics and "cosine_layer_6" in run.data.metrics
     assert len(client.get_metric_history(run.info.run_id, "train_loss")) >= 1
     artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}
     assert {"summary.json", "figures"} <= artifacts

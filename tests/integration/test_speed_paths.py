@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import torch
 
+from harness.analyses.evaluation import dev_metrics
 from harness.cli import main
 from harness.encoding import batched
 from harness.models import load_sequence_classifier, load_tokenizer
@@ -39,7 +40,7 @@ def finetuned_summary(root, precision: str) -> dict:
 @pytest.mark.skipif(not native_bf16(torch.device("cpu")), reason="this CPU has no native bf16 (AVX512-BF16/AMX)")
 def test_bf16_training_keeps_dev_metrics_and_attention_within_tolerance(tmp_path):
     fp32, bf16 = finetuned_summary(tmp_path, "fp32"), finetuned_summary(tmp_path, "bf16")
-    accuracy = [s["run"]["dev_metrics"]["finetuned"]["dev/accuracy"] for s in (fp32, bf16)]
+    accuracy = [dev_metrics(s["analyses"]["evaluation"])["finetuned"]["dev/accuracy"] for s in (fp32, bf16)]
     assert abs(accuracy[0] - accuracy[1]) <= 0.03
     cosine = [s["analyses"]["cosine"]["result"]["per_pair"]["pretrained->finetuned"] for s in (fp32, bf16)]
     assert np.abs(np.array(cosine[0]["per_head"]) - np.array(cosine[1]["per_head"])).max() <= 0.02

@@ -12,7 +12,7 @@ from safetensors.torch import save_file
 from harness.cli import main
 from harness.config import EnvironmentConfig, FineTuneConfig, RunConfig, TaskConfig
 from harness.dropout import FastDropout
-from harness.finetune import (EncodedExamples, Layout, cache_key, checkpoint_complete, last_checkpoint, sample,
+from harness.finetune import (Layout, cache_key, checkpoint_complete, last_checkpoint, sample,
                               training_model)
 from harness.forward import IMPLEMENTATION
 from harness.pipeline import load_task_data
@@ -46,16 +46,6 @@ def test_sample_is_seeded_and_bounded():
     assert sample(items, 10, 42) == sample(items, 10, 42) != sample(items, 10, 1)
     assert len(set(sample(items, 10, 42))) == 10
     assert sample(items, None, 42) is items and sample(items, 500, 0) is items
-
-
-def test_evaluation_examples_by_length_come_shortest_first_with_their_labels(tiny_tokenizer):
-    examples = [Example("1", "a much longer first sentence here", "and more", 1), Example("2", "short", "one", 0),
-                Example("3", "middle length one", "two", 1)]
-    plain = EncodedExamples(tiny_tokenizer, get_task("rte"), examples, 64)
-    ordered = EncodedExamples(tiny_tokenizer, get_task("rte"), examples, 64, by_length=True)
-    lengths = [len(ordered[index]["input_ids"]) for index in range(len(ordered))]
-    assert lengths == sorted(lengths) and lengths != [len(plain[index]["input_ids"]) for index in range(3)]
-    assert [ordered[index]["labels"] for index in range(3)] == [0, 1, 1]
 
 
 def test_cpu_training_uses_the_fast_dropout_unless_torch_dropout_is_asked_for(tiny_model_dir):

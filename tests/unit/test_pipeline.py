@@ -43,7 +43,8 @@ def test_every_analysis_has_an_entry_of_the_one_schema(finished):
             assert set(entry["keys"]) == {"pretrained", "finetuned"}
     run = summary["run"]
     assert (run["task"], run["seed"], run["num_layers"], run["num_heads"]) == ("rte", 42, 2, 4)
-    assert set(run["dev_metrics"]) == {"pretrained", "finetuned"}
+    evaluation = summary["analyses"]["evaluation"]["result"]["per_checkpoint"]
+    assert set(evaluation["finetuned"]["metrics"]) == {"dev/accuracy", "dev/loss"}
 
 
 def test_a_second_run_reuses_everything_and_rewrites_no_stored_file(finished, capsys):
@@ -66,7 +67,7 @@ def test_one_mlflow_run_per_key_and_no_metric_logged_twice(finished):
     (run,) = client.search_runs([experiment.experiment_id])
     assert run.info.status == "FINISHED" and run.info.run_name == next(iter(summaries(root)))
     assert len(client.get_metric_history(run.info.run_id, "cosine_layer_2")) == 1
-    assert "dev_finetuned_dev_accuracy" in run.data.metrics
+    assert {"dev_accuracy_finetuned", "dev_accuracy_pretrained", "dev_accuracy_majority"} <= set(run.data.metrics)
     assert {a.path for a in client.list_artifacts(run.info.run_id)} >= {"summary.json", "figures"}
 
 

@@ -1,0 +1,42 @@
+"""The ``"dev"`` source: every evaluation split of the task, whole, for the dev metrics."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.encoding import batched
+from harness.sources.base import Source, SourceStream, register_source
+from harness.sources.task import TaskSource
+
+
+@register_source
+class DevSource(Source):
+    """All examples of the task's evaluation splits (each example knows its split), in
+    length-grouped batches of ``eval_batch_size``.
+
+    When the run's task sample is the whole of the only evaluation split (RTE, MRPC, STS-B,
+    SST-2 under the default 1000), these are the task source's inputs: the run streams them
+    once, and the dev metrics come from the pass that also captures attention.
+    """
+
+    name = "dev"
+
+    def identity(self) -> dict[str, Any]:
+        context = self.context
+        return {"source": self.name, "task": context.task.name, "splits": context.eval_identity,
+                "max_length": context.max_length}
+
+    def streams_as(self) -> str:
+        splits = list(self.context.eval_examples.values())
+        whole = len(splits) == 1 and self.context.task_examples == splits[0]
+        return TaskSource.name if whole else self.name
+
+    def stream(self) -> SourceStream:
+        context = self.context
+        examples = [example for split in context.eval_examples.values() for example in split]
+        return SourceStream(
+            batches=batched(context.tokenizer, examples, context.settings.eval_batch_size, context.max_length,
+                            context.task.is_pair),
+            num_items=len(examples),
+            notes={"examples": {split: len(items) for split, items in context.eval_examples.items()}},
+        )

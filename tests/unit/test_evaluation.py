@@ -1,0 +1,81 @@
+"""Dev metrics from the analysis pass: the same numbers as evaluating the model directly, the
+majority class beside them, one stream when the run compares the whole dev split."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import numpy as np
+import pytest
+import torch
+
+from harness.analyses.evaluation import Evaluation, dev_metrics, majority_scores
+from harness.config import AnalysisConfig
+from harness.encoding import encode_examples
+from harness.engine import analyse
+from harness.pipeline import select_analyses
+from harness.sources import SOURCES, SourceContext
+from harness.store import ResultStore
+from tasks.loading import load_examples
+from tasks.metrics import compute_metrics
+from tasks.registry import get_task
+from tests.conftest import as_checkpoints, tiny_bert
+
+RTE = get_task("rte")
+
+
+@pytest.fixture(scope="module")
+def dev(tiny_data):
+    return load_examples(RTE, "dev", tiny_data / "glue")
+
+
+def context(tokenizer, dev, sample, splits=None, task=RTE) -> SourceContext:
+    return SourceContext(tokenizer, AnalysisConfig(eval_batch_size=3), "tiny", 64, task, sample,
+                         {"examples": len(sample)}, splits or {"dev": dev}, {"dev": "tiny dev"})
+
+
+def test_dev_metrics_are_what_the_model_scores_directly_beside_the_majority_class(tiny_tokenizer, dev, tmp_path):
+    models = {"pretrained": tiny_bert(0), "finetuned": tiny_bert(1)}
+    entry = analyse([Evaluation], as_checkpoints(models), [("pretrained", "finetuned")],
+                    context(tiny_tokenizer, dev, dev), ResultStore(tmp_path))["evaluation"]
+    labels = np.array([example.label for example in dev])
+    encoded = encode_examples(tiny_tokenizer, dev, 64, pair=True)
+    scores = dev_metrics(entry)
+    for name, model in models.items():
+        with torch.no_grad():
+            logits = model(**encoded.model_inputs("cpu")).logits.numpy()
+        assert scores[name]["dev/accuracy"] == pytest.approx(compute_metrics(RTE, logits, labels)["accuracy"])
+        loss = torch.nn.functional.cross_entropy(torch.from_numpy(logits), torch.from_numpy(labels))
+        assert scores[name]["dev/loss"] == pytest.approx(float(loss), rel=1e-5)
+    assert scores["majority"]["dev/accuracy"] == max(np.mean(labels == 0), np.mean(labels == 1))
+    change = entry["result"]["per_pair"]["pretrained->finetuned"]["dev/accuracy"]
+    assert change == pytest.approx(scores["finetuned"]["dev/accuracy"] - scores["pretrained"]["dev/accuracy"])
+
+
+def test_the_dev_source_is_the_task_stream_only_when_the_sample_is_the_whole_single_split(tiny_tokenizer, dev):
+    assert SOURCES["dev"](context(tiny_tokenizer, dev, dev)).streams_as() == "task"
+    assert SOURCES["dev"](context(tiny_tokenizer, dev, dev[:3])).streams_as() == "dev"
+    two = {"dev_matched": dev, "dev_mismatched": dev}
+    assert SOURCES["dev"](context(tiny_tokenizer, dev, dev, two)).streams_as() == "dev"
+
+
+def test_each_evaluation_split_is_scored_on_its_own_examples(tiny_tokenizer, dev, tmp_path):
+    mnli = get_task("mnli")
+    matched = [replace(example, split="dev_matched") for example in dev]
+    mismatched = [replace(example, split="dev_mismatched", label=2) for example in dev[:4]]
+    splits = {"dev_matched": matched, "dev_mismatched": mismatched}
+    entry = analyse([Evaluation], as_checkpoints({"a": tiny_bert(0, num_labels=3)}), [],
+                    context(tiny_tokenizer, dev, matched[:3], splits, mnli), ResultStore(tmp_path))["evaluation"]
+    (result,) = entry["result"]["per_checkpoint"].values()
+    assert result["examples"] == {"dev_matched": len(dev), "dev_mismatched": 4}
+    assert result["majority"]["dev_mismatched/accuracy"] == 1.0  # every mismatched label is 2
+    assert entry["source"]["identity"]["source"] == "dev"
+
+
+def test_majority_scores_of_regression_and_classification():
+    assert majority_scores(RTE, np.array([1, 1, 0]))["accuracy"] == pytest.approx(2 / 3)
+    assert majority_scores(get_task("stsb"), np.array([1.0, 2.0, 4.0])) == {"pearson": 0.0, "spearman": 0.0}
+
+
+def test_every_run_evaluates_whatever_analyses_are_chosen():
+    assert [analysis.name for analysis in select_analyses(["cosine"])] == ["evaluation", "cosine"]
