@@ -21,6 +21,7 @@ import json
 import logging
 import os
 import random
+import shutil
 import time
 import zipfile
 from dataclasses import asdict, dataclass
@@ -240,6 +241,16 @@ def last_checkpoint(root: Path) -> str | None:
     return None
 
 
+class NoCheckpointAfterLastEpoch(TrainerCallback):
+    """Epoch checkpoints exist to resume an interrupted run; after the last epoch ``final/``
+    is written instead, so the Trainer's own checkpoint (weights plus optimizer state, three
+    times the model's size) would be written only to be deleted."""
+
+    def on_epoch_end(self, args, state, control, **kwargs) -> None:
+        if state.global_step >= state.max_steps:
+            control.should_save = False
+
+
 class TrainingClock(TrainerCallback, ExportableState):
     """Seconds spent training, carried across resumes: the Trainer stores this callback's
     state in every checkpoint's ``trainer_state.json``, and `resumed_seconds` reads it back,
@@ -299,7 +310,7 @@ def train(config: RunConfig, data: TaskData) -> FineTuneResult:
         args=training_arguments(config, root, layout),
         train_dataset=EncodedExamples(tokenizer, data.task, train_examples, config.task.max_length),
         data_collator=DataCollatorWithPadding(tokenizer),
-        callbacks=[clock],
+        callbacks=[clock, NoCheckpointAfterLastEpoch()],
     )
     for printer in (ProgressCallback, PrinterCallback):  # whichever the log level chose
         trainer.remove_callback(printer)
@@ -316,6 +327,8 @@ def train(config: RunConfig, data: TaskData) -> FineTuneResult:
     if trainer.is_world_process_zero():
         tokenizer.save_pretrained(str(final))
         write_json(final / RESULT_FILE, _jsonable(stored))
+        for folder in root.glob("checkpoint-*"):  # resuming is over: final/ holds the model
+            shutil.rmtree(folder)
     trainer.accelerator.wait_for_everyone()
     return FineTuneResult(checkpoint_dir=final, key=key, trained_now=True, **stored)
 

@@ -28,7 +28,7 @@ SIGNALS = ("SIGKILL", "SIGTERM", "SIGINT")
 # phase -> the call of its hooked function that is interrupted (see fault_injector.HOOKS)
 PHASES = {
     "training": 5,     # the 5th optimisation step: epoch 2 of 2 (3 steps per epoch), after checkpoint-3
-    "checkpoint": 2,   # writing checkpoint-6: weights on disk, optimizer and scheduler not
+    "checkpoint": 1,   # writing checkpoint-3: weights on disk, optimizer and scheduler not
     "analyses": 4,     # the 4th batch streamed through the checkpoints, some sources done
     "results": 3,      # half-way through writing a stored result (write 1 is the fine-tune's result.json)
     "mlflow": 2,       # the second log_batch: params logged, metrics not
@@ -114,19 +114,20 @@ def test_an_interrupted_run_resumes_to_the_uninterrupted_result(phase, signal_na
         assert stopped.stderr.strip().splitlines()[-1] == RESUME_HINT
         assert [status for status, _ in run_states(tmp_path)] == ["KILLED"]
     if phase == "checkpoint":
-        assert any((tmp_path / "cache").glob("*/checkpoint-6"))  # the torn checkpoint is there to trip on
+        assert any((tmp_path / "cache").glob("*/checkpoint-3"))  # the torn checkpoint is there to trip on
 
     resumed = harness(argv)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert the_summary(tmp_path) == the_summary(reference)
     assert the_weights(tmp_path) == the_weights(reference)
+    assert not list((tmp_path / "cache").glob("*/checkpoint-*"))  # final/ written: resuming state deleted
     ((status, key),) = run_states(tmp_path)
     assert status == "FINISHED" and key == the_summary(reference)["run"]["key"]
     assert_logged_as_in(tmp_path, reference)
     if phase == "checkpoint":
-        assert any((tmp_path / "cache").glob("*/incomplete-checkpoint-6-*"))
+        assert any((tmp_path / "cache").glob("*/incomplete-checkpoint-3-*"))
         assert "set aside the incomplete Trainer checkpoint" in resumed.stderr
-    if phase in ("training", "checkpoint"):  # both parts of the training are counted
+    if phase == "training":  # both parts of the training are counted (resumed from checkpoint-3)
         (result,) = (tmp_path / "cache").glob("*/final/result.json")
         stored = read_json(result)
         assert stored["train_seconds"] > stored["log_history"][-1]["train_runtime"]

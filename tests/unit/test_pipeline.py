@@ -47,6 +47,13 @@ def test_every_analysis_has_an_entry_of_the_one_schema(finished):
     assert set(evaluation["finetuned"]["metrics"]) == {"dev/accuracy", "dev/loss"}
 
 
+def test_a_finished_fine_tune_keeps_its_model_and_no_trainer_checkpoint(finished):
+    root, _ = finished
+    (final,) = (root / "cache").glob("*/final")
+    assert (final / "model.safetensors").is_file() and (final / "result.json").is_file()
+    assert not list(final.parent.glob("checkpoint-*"))  # weights and optimizer state of the epochs: gone
+
+
 def test_a_second_run_reuses_everything_and_rewrites_no_stored_file(finished, capsys):
     root, argv = finished
     stored = snapshot(root / "out" / "store")
