@@ -6,7 +6,8 @@ needs attention gradients, a forward and the backward pass to the input embeddin
 `harness.engine.analyse` exactly as ``harness run`` calls it (sources tokenised, attention and
 gradients captured through the forward API, analyses updated, results stored) for the chosen
 analyses, into an empty results store. Two ratios: the analysis phase over the bare forward
-passes, and over the bare model work it needs (forward, plus backward for gradients).
+passes, and over the bare model work it needs (forward, plus backward for gradients); each
+phase is repeated ``--rounds`` times and the ratios are of the medians.
 
     GLUE_DIR=../shared/data/glue python benchmarks/bench_analyses.py --task rte --model minilm \\
         --analyses cosine patterns surface gradients clustering --examples 250 1000
@@ -17,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
+import statistics
 import tempfile
 import time
 from pathlib import Path
@@ -56,6 +58,20 @@ def measure(task: str, model: str, examples: int, finetuned: str | None, analyse
             "finetuned": bench.finetuned, **peak_memory_mb()}
 
 
+def median_of(rounds: list[dict[str, object]]) -> dict[str, object]:
+    """One result with the median of every timing and ratio over the rounds (a shared machine's
+    load comes and goes: one round can be off by a quarter), the largest peak memory, and the
+    rounds themselves."""
+    timed = ("bare_forward_seconds", "bare_model_seconds", "analysis_seconds")
+    medians = {key: statistics.median(r[key] for r in rounds) for key in timed}
+    gpu = [r["peak_gpu_mb"] for r in rounds if r["peak_gpu_mb"] is not None]
+    peaks = {"peak_rss_mb": max(r["peak_rss_mb"] for r in rounds), "peak_gpu_mb": max(gpu) if gpu else None}
+    return {**rounds[0], **medians, **peaks,
+            "ratio_over_forward": medians["analysis_seconds"] / medians["bare_forward_seconds"],
+            "ratio_over_model": medians["analysis_seconds"] / medians["bare_model_seconds"],
+            "rounds": [{key: r[key] for key in timed} for r in rounds]}
+
+
 def in_fresh_process(*arguments: object) -> dict[str, object]:
     with multiprocessing.get_context("spawn").Pool(1) as pool:
         return pool.apply(measure, arguments)
@@ -69,10 +85,12 @@ def main() -> None:
     parser.add_argument("--examples", type=int, nargs="+", default=[250])
     parser.add_argument("--analyses", nargs="+", default=TASK_SOURCE_ANALYSES)
     parser.add_argument("--each", action="store_true", help="also measure every analysis on its own")
+    parser.add_argument("--rounds", type=int, default=3, help="fresh-process repeats; medians are reported")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     phases = [args.analyses] + ([[name] for name in args.analyses] if args.each else [])
-    results = [in_fresh_process(args.task, args.model, count, args.finetuned, phase)
+    results = [median_of([in_fresh_process(args.task, args.model, count, args.finetuned, phase)
+                          for _ in range(args.rounds)])
                for count in args.examples for phase in phases]
     device = "cuda" if torch.cuda.is_available() else f"cpu ({torch.get_num_threads()} threads)"
     print(f"{args.model} on {args.task}, device {device}, fine-tuned: {results[0]['finetuned']}")

@@ -12,10 +12,10 @@ import torch
 
 from harness.config import AnalysisConfig, EnvironmentConfig, FineTuneConfig, RunConfig, TaskConfig
 from harness.encoding import batched
-from harness.finetune import FineTuneResult, sample, stored_result
+from harness.finetune import FineTuneResult, stored_result
 from harness.forward import TASK_LOSS, summed_loss
 from harness.models import Checkpoint, load_tokenizer, resolve_model
-from harness.pipeline import RunPlan, load_checkpoints, plan_run, task_identity
+from harness.pipeline import RunPlan, load_checkpoints, plan_run, source_context
 from harness.sources import SourceContext
 from tasks.examples import Example
 
@@ -44,12 +44,9 @@ def prepare_bench(config: RunConfig, finetuned: str | None = None) -> Bench:
     cached = stored_result(plan.config, plan.data)
     path = Path(finetuned) if finetuned else cached.checkpoint_dir if cached else Path(resolve_model(config.task.model))
     described = str(path) if finetuned or cached else "pre-trained weights stand in (same cost)"
-    checkpoints = load_checkpoints(plan, FineTuneResult(path, "bench", {}, [], 0, 0.0, {}))
-    dev = sample(plan.data.dev[plan.data.task.main_eval_split], config.analysis.max_eval_examples,
-                 config.analysis.analysis_seed)
-    sources = SourceContext(load_tokenizer(config.task.model), plan.config.analysis, config.task.model,
-                            config.task.max_length, plan.data.task, dev, task_identity(plan, dev), plan.hashes)
-    return Bench(plan, checkpoints, dev, sources, described)
+    checkpoints = load_checkpoints(plan, FineTuneResult(path, "bench", [], 0, 0.0, {}))
+    sources = source_context(plan, load_tokenizer(config.task.model))
+    return Bench(plan, checkpoints, sources.task_examples, sources, described)
 
 
 def bare_model_seconds(bench: Bench, backward: bool = False) -> float:

@@ -140,7 +140,7 @@ class AnalysisConfig:
                                               "(Clark et al.'s code)", choices=WORD_ATTENTION_FROM)
     pattern_weights: Path | None = option(None, "attention-pattern CNN weights from `python -m classifier train` "
                                                 "(default: the shipped weights)")
-    clustering_tokens_per_example: int = option(4, "tokens sampled per example for the Jensen-Shannon head "
+    clustering_tokens_per_example: int = option(2, "tokens sampled per example for the Jensen-Shannon head "
                                                    "distances", flag="--clustering-tokens")
     max_corpus_items: int | None = option(None, "seeded sample of at most N treebank sentences (syntax and probe "
                                                 "dev) and coreference documents (default: all, as the papers)")

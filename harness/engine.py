@@ -114,7 +114,7 @@ def run_checkpoints(encoded: EncodedBatch, checkpoints: list[Checkpoint], needs:
             out = forward(checkpoint.model, encoded, capture=Capture(attention=True, attention_grad=True),
                           targets=torch.tensor(labels))
             loss = TASK_LOSS if checkpoint.head_trained else UNTRAINED_TASK_LOSS
-            batch.gradients[checkpoint.name] = Gradients(loss, out.attention_grads.abs())
+            batch.gradients[checkpoint.name] = Gradients(loss, out.attention_grads.abs_())
         else:
             out = forward(checkpoint.model, encoded, capture=Capture(attention=bool(wanted & {ATTENTION, GRADIENTS})))
         if out.attentions is not None:
@@ -124,7 +124,7 @@ def run_checkpoints(encoded: EncodedBatch, checkpoints: list[Checkpoint], needs:
             masked, mlm_targets = targets.masked(encoded)
             mlm = forward(checkpoint.masked_lm, masked, capture=Capture(attention_grad=True), targets=mlm_targets,
                           loss_kind=MASKED_LM_LOSS)
-            batch.gradients[checkpoint.name] = Gradients(MASKED_LM_LOSS, mlm.attention_grads.abs())
+            batch.gradients[checkpoint.name] = Gradients(MASKED_LM_LOSS, mlm.attention_grads.abs_())
         elif GRADIENTS in wanted and not task_gradients:
             batch.skipped_gradients[checkpoint.name] = NO_LABELS
     return batch

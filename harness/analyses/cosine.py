@@ -18,22 +18,23 @@ from harness.batches import AttentionBatch, real_tokens
 from harness.figures import checkpoint_title, draw_head_grid, draw_layer_lines, run_title
 
 
-def real_token_mask(lengths: torch.Tensor, seq_len: int) -> torch.Tensor:
-    """(batch, seq, seq) mask that is 1 where both row and column are real tokens."""
-    real = real_tokens(lengths, seq_len)
-    return (real[:, :, None] & real[:, None, :]).float()
-
-
 def cosine_per_example(first: torch.Tensor, second: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
     """Cosine similarity of cropped, flattened maps.
 
     ``first``/``second``: (batch, layers, heads, seq, seq); ``lengths``: (batch,).
-    Returns (batch, layers, heads), in float32 whatever the attention's dtype.
+    Returns (batch, layers, heads), in float32 whatever the attention's dtype. The crop keeps
+    the real rows; in those, the padding columns are exactly 0 (the harness's mask adds the
+    dtype's minimum before the softmax), so summing over whole real rows is the crop, without
+    copying the maps to mask them.
     """
-    mask = real_token_mask(lengths, first.shape[-1])[:, None, None]
-    a = (first.float() * mask).flatten(start_dim=3)
-    b = (second.float() * mask).flatten(start_dim=3)
-    return torch.nn.functional.cosine_similarity(a, b, dim=-1, eps=1e-12)
+    rows = real_tokens(lengths, first.shape[-1]).float()[:, None, None, :]  # (batch, 1, 1, seq)
+    a, b = first.float(), second.float()
+
+    def over_real_rows(product: torch.Tensor) -> torch.Tensor:
+        return (product.sum(dim=-1) * rows).sum(dim=-1)
+
+    norms = (over_real_rows(a * a) * over_real_rows(b * b)).sqrt()
+    return over_real_rows(a * b) / norms.clamp(min=1e-12)
 
 
 @register_analysis
