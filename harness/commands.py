@@ -7,7 +7,7 @@ import time
 
 import transformers
 
-from harness.analyses.evaluation import Evaluation, dev_metrics
+from harness.analyses.evaluation import Evaluation, dev_metrics, learning_warning
 from harness.annotation import annotate as annotate_pool
 from harness.config import AnnotationConfig, RunConfig
 from harness.finetune import finetune as finetune_task
@@ -30,6 +30,9 @@ def run(config: RunConfig) -> None:
     summary, phases = run_pipeline(config)
     print(f"done: {plan_run(config).run_dir / 'summary.json'}")
     print_dev_metrics(summary["analyses"][Evaluation.name])
+    warning = learning_warning(summary["analyses"][Evaluation.name])
+    if warning:
+        print(f"  {warning}")
     cosine = summary["analyses"].get("cosine")
     if cosine:
         for pair, stats in cosine["result"]["per_pair"].items():

@@ -25,10 +25,16 @@ def predictions_from_logits(task: GlueTask, logits: np.ndarray) -> np.ndarray:
 
 
 def compute_metrics(task: GlueTask, logits: np.ndarray, labels: np.ndarray) -> dict[str, float]:
-    """The task's metrics; a constant prediction gives 0 for correlations instead of NaN."""
-    predictions = predictions_from_logits(task, logits)
+    """The task's metrics of (examples, labels) logits."""
+    return score_predictions(task, predictions_from_logits(task, logits), labels)
+
+
+def score_predictions(task: GlueTask, predictions: np.ndarray, labels: np.ndarray,
+                      names: tuple[str, ...] | None = None) -> dict[str, float]:
+    """The task's metrics (or ``names`` among them) of class indices or regression scores; a
+    constant prediction gives 0 for correlations instead of NaN."""
     scores = {}
-    for name in task.metrics:
+    for name in names or task.metrics:
         with warnings.catch_warnings():  # an untrained head often predicts a constant: handled below
             warnings.simplefilter("ignore", ConstantInputWarning)
             value = float(_METRICS[name](labels, predictions))

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 import torch
 
-from harness.analyses.evaluation import Evaluation, dev_metrics, majority_scores
+from harness.analyses.evaluation import Evaluation, dev_metrics, learning_warning, majority_scores, paired_difference
 from harness.config import AnalysisConfig
 from harness.encoding import encode_examples
 from harness.engine import analyse
@@ -48,8 +48,54 @@ def test_dev_metrics_are_what_the_model_scores_directly_beside_the_majority_clas
         loss = torch.nn.functional.cross_entropy(torch.from_numpy(logits), torch.from_numpy(labels))
         assert scores[name]["dev/loss"] == pytest.approx(float(loss), rel=1e-5)
     assert scores["majority"]["dev/accuracy"] == max(np.mean(labels == 0), np.mean(labels == 1))
-    change = entry["result"]["per_pair"]["pretrained->finetuned"]["dev/accuracy"]
-    assert change == pytest.approx(scores["finetuned"]["dev/accuracy"] - scores["pretrained"]["dev/accuracy"])
+    comparison = entry["result"]["per_pair"]["pretrained->finetuned"]
+    change = scores["finetuned"]["dev/accuracy"] - scores["pretrained"]["dev/accuracy"]
+    assert comparison["change"]["dev/accuracy"] == pytest.approx(change)
+    assert comparison["against_before"]["difference"] == pytest.approx(change)
+    low, high = comparison["against_before"]["interval"]
+    assert low <= change <= high
+
+
+def stored(predictions: list[int], labels: list[int]) -> dict:
+    """A per-checkpoint evaluation result as the store keeps it (only what compare reads)."""
+    accuracy = float(np.mean(np.array(predictions) == np.array(labels)))
+    return {"task": "rte", "metrics": {"dev/accuracy": accuracy}, "predictions": {"dev": predictions},
+            "labels": {"dev": labels}}
+
+
+def test_a_model_that_learned_is_clearly_above_the_majority_class_and_one_that_did_not_is_flagged():
+    labels = [0] * 60 + [1] * 40
+    per_checkpoint = {"pretrained": stored([0] * 100, labels), "finetuned": stored(labels, labels)}
+    comparison = Evaluation.compare(per_checkpoint, [("pretrained", "finetuned")])["pretrained->finetuned"]
+    assert comparison["against_majority"]["difference"] == pytest.approx(0.4)
+    low, high = comparison["against_majority"]["interval"]
+    assert 0.25 < low < 0.4 < high <= 0.55 and comparison["learned"]
+    assert learning_warning({"result": {"per_pair": {"pretrained->finetuned": comparison}}}) is None
+    lucky = [0] * 57 + [1] * 3 + [1] * 3 + [0] * 37  # trades 3 right answers for 3 others: the majority's score
+    per_checkpoint["finetuned"] = stored(lucky, labels)
+    comparison = Evaluation.compare(per_checkpoint, [("pretrained", "finetuned")])["pretrained->finetuned"]
+    assert comparison["against_majority"]["interval"][0] < 0 and not comparison["learned"]
+    warning = learning_warning({"result": {"per_pair": {"pretrained->finetuned": comparison}}})
+    assert warning.startswith("warning: finetuned is not clearly above the majority class on dev/accuracy")
+
+
+def test_the_accuracy_shortcut_gives_the_interval_of_the_general_path():
+    generator = np.random.default_rng(3)
+    labels = generator.integers(0, 2, 80)
+    predictions, reference = np.where(generator.random(80) < 0.8, labels, 1 - labels), np.zeros(80, dtype=int)
+    fast = paired_difference(RTE, "accuracy", predictions, reference, labels)
+    mrpc = get_task("mrpc")  # accuracy is its first metric too; f1 takes the general path
+    general = paired_difference(mrpc, "f1", predictions, predictions, labels)
+    assert general["interval"] == [0.0, 0.0]
+    by_hand = [np.mean(predictions[c] == labels[c]) - np.mean(reference[c] == labels[c])
+               for c in np.random.default_rng(0).integers(0, 80, (1000, 80))]
+    assert fast["interval"] == pytest.approx(list(np.percentile(by_hand, [2.5, 97.5])))
+
+
+def test_paired_intervals_of_identical_predictions_are_zero():
+    labels = np.array([0, 1, 1, 0, 1])
+    result = paired_difference(RTE, "accuracy", labels, labels, labels)
+    assert result == {"metric": "accuracy", "difference": 0.0, "interval": [0.0, 0.0]}
 
 
 def test_the_dev_source_is_the_task_stream_only_when_the_sample_is_the_whole_single_split(tiny_tokenizer, dev):
