@@ -24,7 +24,7 @@ import random
 import shutil
 import time
 import zipfile
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
@@ -148,8 +148,9 @@ def stored_result(config: RunConfig, data: TaskData) -> FineTuneResult | None:
     stored = read_json(final / RESULT_FILE)
     if not isinstance(stored, dict):
         return None
-    recorded = {name: stored[name] for name in ("log_history", "train_examples", "train_seconds", "layout")}
-    return FineTuneResult(checkpoint_dir=final, key=key, **recorded)  # older files also hold dev metrics
+    known = {item.name for item in fields(FineTuneResult)}
+    recorded = {name: value for name, value in stored.items() if name in known}  # older files hold dev metrics too
+    return FineTuneResult(checkpoint_dir=final, key=key, **recorded)
 
 
 def training_model(config: RunConfig, task: GlueTask) -> PreTrainedModel:

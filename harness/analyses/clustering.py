@@ -8,9 +8,9 @@ pre-trained version. The divergence is exact (0 log 0 = 0, no smoothing: Clark's
 so a seeded sample of ``clustering_tokens_per_example`` rows per example (option, default
 2) is compared and the number of tokens used is stored. Measured on 250 RTE examples
 (MiniLM): 2 rows per example give distances correlated at r = 0.9993 with 32 rows (4 rows:
-0.9997), and each head's pre-trained to fine-tuned distance at r = 0.9996 (4 rows: 0.9999). Stored distances are the mean per
-token (Clark's sum divided by the tokens used), so runs of different sizes compare; the
-2-D picture is the same up to scale. Metric MDS (scikit-learn) embeds the distance matrix.
+0.9997), and each head's pre-trained to fine-tuned distance at r = 0.9996 (4 rows: 0.9999).
+Stored distances are the mean per token (Clark's sum divided by the tokens used), so runs
+of different sizes compare; the 2-D picture is the same up to scale. Metric MDS (scikit-learn) embeds the distance matrix.
 """
 
 from __future__ import annotations

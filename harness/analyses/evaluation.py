@@ -149,8 +149,7 @@ class Evaluation(Analysis):
                for checkpoint, stats in results.items() for metric, value in stats["metrics"].items()]
         first = next(iter(results.values()))
         out += [(f"{metric.replace('/', '_')}_majority", value) for metric, value in first["majority"].items()]
-        for pair, comparison in per_pair_results(entry).items():
-            after = pair.split("->")[1]
+        for (_, after), comparison in zip(entry["pairs"], per_pair_results(entry).values()):
             low, high = comparison["against_majority"]["interval"]
             out += [(f"learned_{after}", float(comparison["learned"])),
                     (f"above_majority_low_{after}", low), (f"above_majority_high_{after}", high)]
@@ -159,10 +158,10 @@ class Evaluation(Analysis):
 
 def learning_warning(entry: dict[str, Any]) -> str | None:
     """One line when a compared checkpoint is not clearly above the majority class, else None."""
-    for pair, comparison in per_pair_results(entry).items():
+    for (_, after), comparison in zip(entry["pairs"], per_pair_results(entry).values()):
         if comparison["learned"]:
             continue
-        after, versus = pair.split("->")[1], comparison["against_majority"]
+        versus = comparison["against_majority"]
         low, high = versus["interval"]
         return (f"warning: {after} is not clearly above the majority class on {comparison['main_metric']} "
                 f"(difference {versus['difference']:+.3f}, 95% bootstrap interval [{low:+.3f}, {high:+.3f}]): "

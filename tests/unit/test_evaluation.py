@@ -63,6 +63,11 @@ def stored(predictions: list[int], labels: list[int]) -> dict:
             "labels": {"dev": labels}}
 
 
+def entry_of(comparison: dict) -> dict:
+    """A summary entry holding one compared pair (only what learning_warning reads)."""
+    return {"pairs": [["pretrained", "finetuned"]], "result": {"per_pair": {"pretrained->finetuned": comparison}}}
+
+
 def test_a_model_that_learned_is_clearly_above_the_majority_class_and_one_that_did_not_is_flagged():
     labels = [0] * 60 + [1] * 40
     per_checkpoint = {"pretrained": stored([0] * 100, labels), "finetuned": stored(labels, labels)}
@@ -70,12 +75,12 @@ def test_a_model_that_learned_is_clearly_above_the_majority_class_and_one_that_d
     assert comparison["against_majority"]["difference"] == pytest.approx(0.4)
     low, high = comparison["against_majority"]["interval"]
     assert 0.25 < low < 0.4 < high <= 0.55 and comparison["learned"]
-    assert learning_warning({"result": {"per_pair": {"pretrained->finetuned": comparison}}}) is None
+    assert learning_warning(entry_of(comparison)) is None
     lucky = [0] * 57 + [1] * 3 + [1] * 3 + [0] * 37  # trades 3 right answers for 3 others: the majority's score
     per_checkpoint["finetuned"] = stored(lucky, labels)
     comparison = Evaluation.compare(per_checkpoint, [("pretrained", "finetuned")])["pretrained->finetuned"]
     assert comparison["against_majority"]["interval"][0] < 0 and not comparison["learned"]
-    warning = learning_warning({"result": {"per_pair": {"pretrained->finetuned": comparison}}})
+    warning = learning_warning(entry_of(comparison))
     assert warning.startswith("warning: finetuned is not clearly above the majority class on dev/accuracy")
 
 
