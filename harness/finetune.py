@@ -331,7 +331,16 @@ def train(config: RunConfig, data: TaskData) -> FineTuneResult:
         for folder in root.glob("checkpoint-*"):  # resuming is over: final/ holds the model
             shutil.rmtree(folder)
     trainer.accelerator.wait_for_everyone()
+    leave_process_group()
     return FineTuneResult(checkpoint_dir=final, key=key, trained_now=True, **stored)
+
+
+def leave_process_group() -> None:
+    """Tear down the torchrun process group once training is over. Left to interpreter exit,
+    a rank that finishes while rank 0 still evaluates can abort in the group's destructor
+    ("terminate called without an active exception", seen on a loaded CI machine)."""
+    if torch.distributed.is_available() and torch.distributed.is_initialized():
+        torch.distributed.destroy_process_group()
 
 
 def _jsonable(value: Any) -> Any:
