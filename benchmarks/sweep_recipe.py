@@ -1,0 +1,105 @@
+"""A fine-tuning recipe sweep: learning rate x epochs x seeds per task, scored on dev against
+the majority class, to choose a model's preset by measurement (issue 11: a recipe with which
+the offline MiniLM clearly learns).
+
+Each (task, learning rate, epochs, seed) is fine-tuned and evaluated exactly as ``harness
+finetune`` does (the same cache and results store, so a sweep point is also a reusable
+checkpoint), and appended to a JSON-lines file as soon as it is done; running the command
+again skips what the file already holds. ``--table`` prints the mean and standard deviation
+over seeds per task and setting, and how many seeds were clearly above the majority class.
+
+    GLUE_DIR=../shared/data/glue python -m benchmarks.sweep_recipe --tasks rte \\
+        --learning-rates 2e-5,5e-5,1e-4 --epochs 3,6 --seeds 42,1,2 --out outputs/sweep/minilm.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+from harness.analyses.evaluation import Evaluation
+from harness.config import AnalysisConfig, EnvironmentConfig, FineTuneConfig, RunConfig, TaskConfig
+from harness.finetune import finetune
+from harness.pipeline import evaluate, plan_run
+
+
+def numbers(text: str, kind: type) -> list:
+    return [kind(value) for value in text.split(",")]
+
+
+def point(task: str, model: str, learning_rate: float, epochs: float, seed: int, max_train: int | None,
+          output_dir: Path) -> dict[str, Any]:
+    """Fine-tune one sweep point (or reuse its cached checkpoint) and score it on dev."""
+    config = RunConfig(TaskConfig(task=task, model=model),
+                       FineTuneConfig(learning_rate=learning_rate, epochs=epochs, seed=seed,
+                                      max_train_examples=max_train),
+                       AnalysisConfig(analyses=[Evaluation.name]),
+                       EnvironmentConfig(output_dir=output_dir))
+    plan = plan_run(config)
+    start = time.perf_counter()
+    tuned = finetune(plan.config, plan.data)
+    entry = evaluate(plan, tuned)
+    comparison = next(iter(entry["result"]["per_pair"].values()))
+    scores = entry["result"]["per_checkpoint"]["finetuned"]
+    metric = comparison["main_metric"]
+    return {"task": task, "model": model, "learning_rate": learning_rate, "epochs": epochs, "seed": seed,
+            "max_train_examples": max_train, "train_examples": tuned.train_examples, "metric": metric,
+            "score": scores["metrics"][metric], "majority": scores["majority"][metric],
+            "above_majority": comparison["against_majority"]["interval"], "learned": comparison["learned"],
+            "final_train_loss": next((e["loss"] for e in reversed(tuned.log_history) if "loss" in e), None),
+            "train_seconds": tuned.train_seconds, "seconds": time.perf_counter() - start}
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    """Markdown: per task and setting, the dev score's mean ± std over seeds and the seeds that learned."""
+    groups: dict[tuple, list[dict[str, Any]]] = {}
+    for row in rows:
+        groups.setdefault((row["task"], row["learning_rate"], row["epochs"], row["max_train_examples"]), []).append(row)
+    lines = ["| task | lr | epochs | train examples | metric | dev mean ± std | majority | seeds learned | "
+             "train s / seed |", "|---" * 9 + "|"]
+    for (task, rate, epochs, _), group in sorted(groups.items()):
+        scores = [100 * row["score"] for row in group]
+        spread = statistics.stdev(scores) if len(scores) > 1 else 0.0
+        lines.append(f"| {task} | {rate:g} | {epochs:g} | {group[0]['train_examples']} | {group[0]['metric']} | "
+                     f"{statistics.mean(scores):.1f} ± {spread:.1f} | {100 * group[0]['majority']:.1f} | "
+                     f"{sum(row['learned'] for row in group)}/{len(group)} | "
+                     f"{statistics.mean(row['train_seconds'] for row in group):.0f} |")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--tasks", default="rte")
+    parser.add_argument("--model", default="minilm")
+    parser.add_argument("--learning-rates", default="2e-5,5e-5,1e-4")
+    parser.add_argument("--epochs", default="3")
+    parser.add_argument("--seeds", default="42,1,2")
+    parser.add_argument("--max-train-examples", type=int, default=None)
+    parser.add_argument("--output-dir", type=Path, default=Path("outputs/sweep"))
+    parser.add_argument("--out", type=Path, default=Path("outputs/sweep/points.jsonl"))
+    parser.add_argument("--table", action="store_true", help="print the table of the points done, run nothing")
+    args = parser.parse_args()
+    done = [json.loads(line) for line in args.out.read_text().splitlines()] if args.out.is_file() else []
+    if not args.table:
+        have = {(r["task"], r["learning_rate"], r["epochs"], r["seed"], r["max_train_examples"]) for r in done}
+        args.out.parent.mkdir(parents=True, exist_ok=True)
+        for task in args.tasks.split(","):
+            for seed in numbers(args.seeds, int):  # seeds outermost: every setting gets a first seed early
+                for rate in numbers(args.learning_rates, float):
+                    for epochs in numbers(args.epochs, float):
+                        if (task, rate, epochs, seed, args.max_train_examples) in have:
+                            continue
+                        row = point(task, args.model, rate, epochs, seed, args.max_train_examples, args.output_dir)
+                        done.append(row)
+                        with args.out.open("a") as handle:
+                            handle.write(json.dumps(row) + "\n")
+                        print(json.dumps(row), flush=True)
+    print(table(done))
+
+
+if __name__ == "__main__":
+    main()
