@@ -11,8 +11,8 @@ from harness.analyses.evaluation import Evaluation, dev_metrics, learning_warnin
 from harness.annotation import annotate as annotate_pool
 from harness.config import AnnotationConfig, RunConfig
 from harness.finetune import finetune as finetune_task
-from harness.finetune import is_main_process
-from harness.pipeline import evaluate, find_summary, plan_run
+from harness.finetune import is_main_process, leave_process_group
+from harness.pipeline import evaluate, find_summary, plan_run, train_baselines
 from harness.pipeline import run as run_pipeline
 from harness.render import redraw
 
@@ -44,10 +44,14 @@ def run(config: RunConfig) -> None:
 def finetune(config: RunConfig) -> None:
     plan = plan_run(config)
     result = finetune_task(plan.config, plan.data)
+    baselines = train_baselines(plan)
+    leave_process_group()
     if not is_main_process():
         return
     print(f"fine-tuned checkpoint: {result.checkpoint_dir}")
-    print_dev_metrics(evaluate(plan, result))
+    for name, baseline in baselines.items():
+        print(f"{name} baseline: {baseline.checkpoint_dir}")
+    print_dev_metrics(evaluate(plan, result, baselines))
 
 
 def print_dev_metrics(entry: dict) -> None:

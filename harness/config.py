@@ -102,6 +102,9 @@ class FineTuneConfig:
                                        "similar length (less padding, same batch size and schedule)")
     torch_dropout: bool = option(False, "train with torch's dropout and transformers' attention kernels, as the "
                                         "plain Trainer does (bit for bit), instead of the faster CPU dropout")
+    baselines: bool = option(False, "also train Kovaleva et al.'s two baselines with the same recipe (the "
+                                    "classifier head alone on the frozen pre-trained encoder; the whole model from "
+                                    "random initialisation) and score them on dev beside the fine-tuned model")
 
     def __post_init__(self) -> None:
         _require(self.batch_size >= 1, FineTuneConfig, "batch_size", self.batch_size, "must be at least 1")

@@ -38,7 +38,7 @@ from harness.config import FineTuneConfig, RunConfig
 from harness.dropout import use_fast_dropout
 from harness.forward import use_harness_attention
 from harness.locking import exclusive
-from harness.models import load_sequence_classifier, load_tokenizer
+from harness.models import FINETUNED, FROZEN_ENCODER, RANDOM_INIT, load_sequence_classifier, load_tokenizer
 from harness.store import key_of, read_json, write_json
 from tasks.errors import InputError
 from tasks.examples import Example
@@ -129,22 +129,25 @@ def sample(examples: list[Example], limit: int | None, seed: int) -> list[Exampl
     return random.Random(seed).sample(examples, limit)
 
 
-def cache_key(config: RunConfig, data: TaskData) -> str:
+def cache_key(config: RunConfig, data: TaskData, variant: str = FINETUNED) -> str:
     """Stable key of everything that changes the fine-tuned weights (the layout aside: the
-    effective batch is the same whatever the number of processes)."""
+    effective batch is the same whatever the number of processes); a baseline ``variant``
+    (`BASELINES`) adds its name."""
+    recipe = {name: value for name, value in asdict(config.finetune).items() if name != "baselines"}
     settings = {"model": config.task.model, "task": config.task.task, "max_length": config.task.max_length,
-                "data": data.identity, "precision": config.environment.precision, **asdict(config.finetune)}
-    return key_of(settings)
+                "data": data.identity, "precision": config.environment.precision, **recipe}
+    return key_of(settings if variant == FINETUNED else {**settings, "variant": variant})
 
 
-def checkpoint_root(config: RunConfig, key: str) -> Path:
-    return config.environment.cache_dir / f"{config.task.task}-{config.model_name}-{key}"
+def checkpoint_root(config: RunConfig, key: str, variant: str = FINETUNED) -> Path:
+    prefix = "" if variant == FINETUNED else f"{variant}-"
+    return config.environment.cache_dir / f"{prefix}{config.task.task}-{config.model_name}-{key}"
 
 
-def stored_result(config: RunConfig, data: TaskData) -> FineTuneResult | None:
-    """The cached fine-tune of this configuration, if it finished."""
-    key = cache_key(config, data)
-    final = checkpoint_root(config, key) / "final"
+def stored_result(config: RunConfig, data: TaskData, variant: str = FINETUNED) -> FineTuneResult | None:
+    """The cached fine-tune of this configuration (or of its baseline ``variant``), if it finished."""
+    key = cache_key(config, data, variant)
+    final = checkpoint_root(config, key, variant) / "final"
     stored = read_json(final / RESULT_FILE)
     if not isinstance(stored, dict):
         return None
@@ -153,16 +156,23 @@ def stored_result(config: RunConfig, data: TaskData) -> FineTuneResult | None:
     return FineTuneResult(checkpoint_dir=final, key=key, **recorded)
 
 
-def training_model(config: RunConfig, task: GlueTask) -> PreTrainedModel:
+def training_model(config: RunConfig, task: GlueTask, variant: str = FINETUNED) -> PreTrainedModel:
     """The pre-trained model with its new head, set up to train fast (nothing is captured while
     training). On a CPU: the harness's eager attention and `FastDropout` throughout, measured on
     MiniLM/RTE with 2 cores at 39 vs 33 examples/s (bf16, against transformers' eager) and 22
     vs 19 (fp32, against SDPA, whose CPU dropout falls back to torch's slow one). On a GPU, or
-    with ``torch_dropout``: transformers' kernels (SDPA; eager under CPU bf16, where it is faster)."""
+    with ``torch_dropout``: transformers' kernels (SDPA; eager under CPU bf16, where it is faster).
+
+    Baselines: `FROZEN_ENCODER` trains the head alone (the encoder, pooler included, keeps its
+    pre-trained weights: Kovaleva et al.'s "pre-trained, frozen"); `RANDOM_INIT` starts every
+    weight from the seed."""
     on_cpu = trains_on_cpu(config)
     fast = on_cpu and not config.finetune.torch_dropout
     attention = "eager" if fast or (on_cpu and config.environment.precision == "bf16") else "sdpa"
-    model = load_sequence_classifier(config.task.model, task, head_seed=config.finetune.seed, attention=attention)
+    model = load_sequence_classifier(config.task.model, task, head_seed=config.finetune.seed, attention=attention,
+                                     random_init=variant == RANDOM_INIT)
+    if variant == FROZEN_ENCODER:
+        model.base_model.requires_grad_(False)
     return use_fast_dropout(use_harness_attention(model)) if fast else model
 
 
@@ -281,29 +291,30 @@ def resumed_seconds(checkpoint: str | None) -> float:
                  .get("args", {}).get("earlier_seconds", 0.0))
 
 
-def finetune(config: RunConfig, data: TaskData) -> FineTuneResult:
-    """Fine-tune ``config.task.model`` on the task (or reuse the cached result of an identical run).
+def finetune(config: RunConfig, data: TaskData, variant: str = FINETUNED) -> FineTuneResult:
+    """Fine-tune ``config.task.model`` on the task (or reuse the cached result of an identical
+    run); ``variant``: the fine-tune itself or one of Kovaleva et al.'s `BASELINES`.
 
     A single process holds a lock file beside the cache folder while it trains, so an
     identical command started meanwhile waits and then reuses the checkpoint. (Under
     torchrun the processes of one launch share the folder by design and take no lock.)
     """
-    root = checkpoint_root(config, cache_key(config, data))
+    root = checkpoint_root(config, cache_key(config, data, variant), variant)
     if Layout.of(config.finetune).world_size > 1:
-        return stored_result(config, data) or train(config, data)
+        return stored_result(config, data, variant) or train(config, data, variant)
     with exclusive(root.with_name(root.name + ".lock"), f"fine-tuning {root.name}"):
-        return stored_result(config, data) or train(config, data)
+        return stored_result(config, data, variant) or train(config, data, variant)
 
 
-def train(config: RunConfig, data: TaskData) -> FineTuneResult:
+def train(config: RunConfig, data: TaskData, variant: str = FINETUNED) -> FineTuneResult:
     """Train (resuming from the last complete epoch checkpoint) and store ``final/``."""
-    key = cache_key(config, data)
-    root = checkpoint_root(config, key)
+    key = cache_key(config, data, variant)
+    root = checkpoint_root(config, key, variant)
     layout = Layout.of(config.finetune)
     tokenizer = load_tokenizer(config.task.model)
     settings = config.finetune
     train_examples = sample(data.train, settings.max_train_examples, settings.seed)
-    model = training_model(config, data.task)
+    model = training_model(config, data.task, variant)
     resume_from = last_checkpoint(root)
     clock = TrainingClock(resumed_seconds(resume_from))
     trainer = Trainer(
@@ -331,12 +342,11 @@ def train(config: RunConfig, data: TaskData) -> FineTuneResult:
         for folder in root.glob("checkpoint-*"):  # resuming is over: final/ holds the model
             shutil.rmtree(folder)
     trainer.accelerator.wait_for_everyone()
-    leave_process_group()
     return FineTuneResult(checkpoint_dir=final, key=key, trained_now=True, **stored)
 
 
 def leave_process_group() -> None:
-    """Tear down the torchrun process group once training is over. Left to interpreter exit,
+    """Tear down the torchrun process group once all training is over. Left to interpreter exit,
     a rank that finishes while rank 0 still evaluates can abort in the group's destructor
     ("terminate called without an active exception", seen on a loaded CI machine)."""
     if torch.distributed.is_available() and torch.distributed.is_initialized():

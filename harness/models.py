@@ -33,6 +33,11 @@ except ImportError:
 
 PRETRAINED = "pretrained"
 FINETUNED = "finetuned"
+# Kovaleva et al.'s Table 1 baselines, trained with the fine-tuning recipe: the classifier
+# head alone on the frozen pre-trained encoder, and the whole model from random weights.
+FROZEN_ENCODER = "frozen-encoder"
+RANDOM_INIT = "random-init"
+BASELINES = (FROZEN_ENCODER, RANDOM_INIT)
 WEIGHTS_NAMES = ("model.safetensors", "pytorch_model.bin")
 
 
@@ -93,24 +98,31 @@ def load_tokenizer(name: str) -> PreTrainedTokenizerBase:
         raise _load_error(source, error) from error
 
 
-def load_sequence_classifier(name: str, task: GlueTask, head_seed: int, attention: str = "eager") -> PreTrainedModel:
+def load_sequence_classifier(name: str, task: GlueTask, head_seed: int, attention: str = "eager",
+                             random_init: bool = False) -> PreTrainedModel:
     """A pre-trained encoder with a new sequence-classification (or regression) head for ``task``.
 
     The head is initialised from ``head_seed`` without touching the global random state, so
     the pre-trained checkpoint evaluated before fine-tuning and the one analysed later are
     the same model. ``attention``: the transformers implementation to load with ("eager",
-    or "sdpa" for training); the analyses switch it to the harness's.
+    or "sdpa" for training); the analyses switch it to the harness's. ``random_init``: the
+    same architecture with every weight drawn from ``head_seed`` instead (the model's own
+    initialisation), for the random-initialisation baseline.
     """
     source = resolve_model(name)
+    labels = {"num_labels": task.num_labels,
+              "problem_type": "regression" if task.is_regression else "single_label_classification"}
+    if task.label_names:
+        labels |= {"id2label": dict(enumerate(task.label_names)),
+                   "label2id": {label: index for index, label in enumerate(task.label_names)}}
     try:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(head_seed)
-            return AutoModelForSequenceClassification.from_pretrained(
-                source, num_labels=task.num_labels, attn_implementation=attention,
-                problem_type="regression" if task.is_regression else "single_label_classification",
-                id2label=dict(enumerate(task.label_names)) if task.label_names else None,
-                label2id={label: index for index, label in enumerate(task.label_names)} if task.label_names else None,
-            )
+            if random_init:
+                config = AutoConfig.from_pretrained(source, **labels)
+                return AutoModelForSequenceClassification.from_config(config, attn_implementation=attention)
+            return AutoModelForSequenceClassification.from_pretrained(source, attn_implementation=attention,
+                                                                      **labels)
     except Exception as error:
         raise _load_error(source, error) from error
 

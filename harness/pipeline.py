@@ -30,7 +30,7 @@ from harness.config import AnalysisConfig, RunConfig
 from harness.engine import analyse
 from harness.finetune import FineTuneResult, TaskData, cache_key, finetune, sample
 from harness.locking import exclusive
-from harness.models import (FINETUNED, PRETRAINED, Checkpoint, check_model, load_finetuned,
+from harness.models import (BASELINES, FINETUNED, PRETRAINED, Checkpoint, check_model, load_finetuned,
                             load_sequence_classifier, load_tokenizer, prepare, pretrained_identity)
 from harness.render import redraw
 from harness.sources import SOURCES, SourceContext
@@ -46,6 +46,8 @@ from tasks.registry import get_task
 
 log = logging.getLogger(__name__)
 PAIRS = [(PRETRAINED, FINETUNED)]
+# The dev evaluation also compares the fine-tuned model with each baseline (--baselines).
+BASELINE_PAIRS = [(baseline, FINETUNED) for baseline in BASELINES]
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 
 
@@ -127,7 +129,8 @@ def plan_run(config: RunConfig) -> RunPlan:
     hashes = FileHashes()
     data = load_task_data(config, hashes)
     finetune_key = cache_key(config, data)
-    key = key_of({"finetune": finetune_key, "analysis": settings_identity(config.analysis, hashes)})
+    identity = {"finetune": finetune_key, "analysis": settings_identity(config.analysis, hashes)}
+    key = key_of({**identity, "baselines": True} if config.finetune.baselines else identity)
     return RunPlan(config, data, analyses, hashes, finetune_key, key)
 
 
@@ -156,22 +159,45 @@ def resolve_precision(config: RunConfig) -> RunConfig:
     return replace(config, environment=replace(config.environment, precision=precision))
 
 
-def load_checkpoints(plan: RunPlan, tuned: FineTuneResult) -> list[Checkpoint]:
+def load_checkpoints(plan: RunPlan, tuned: FineTuneResult,
+                     baselines: dict[str, FineTuneResult] | None = None) -> list[Checkpoint]:
     """The pre-trained encoder (with the seeded, untrained head that was evaluated before
-    fine-tuning) and the fine-tuned checkpoint, named, on the run's device and precision."""
+    fine-tuning), the fine-tuned checkpoint and any trained ``baselines`` ({name: result}),
+    named, on the run's device and precision."""
     config = plan.config
     device = device_of(config)
     dtype = DTYPES[config.environment.precision] if device.type == "cuda" else torch.float32
     seed = config.finetune.seed
     pretrained = load_sequence_classifier(config.task.model, plan.data.task, head_seed=seed)
+
+    def trained(name: str, result: FineTuneResult) -> Checkpoint:
+        return Checkpoint(name, prepare(load_finetuned(result.checkpoint_dir), device, dtype),
+                          {"model": config.task.model, "finetune_key": result.key, "layout": result.layout},
+                          {"trained": True})
+
     return [
         Checkpoint(PRETRAINED, prepare(pretrained, device, dtype),
                    pretrained_identity(config.task.model, plan.hashes),
                    {"trained": False, "seed": seed, "labels": plan.data.task.num_labels}),
-        Checkpoint(FINETUNED, prepare(load_finetuned(tuned.checkpoint_dir), device, dtype),
-                   {"model": config.task.model, "finetune_key": tuned.key, "layout": tuned.layout},
-                   {"trained": True}),
+        trained(FINETUNED, tuned),
+        *(trained(name, result) for name, result in (baselines or {}).items()),
     ]
+
+
+def train_baselines(plan: RunPlan) -> dict[str, FineTuneResult]:
+    """Kovaleva et al.'s baselines with the run's recipe (cached like the fine-tune), when asked for."""
+    if not plan.config.finetune.baselines:
+        return {}
+    return {name: finetune(plan.config, plan.data, name) for name in BASELINES}
+
+
+def evaluate_all(plan: RunPlan, checkpoints: list[Checkpoint], sources: SourceContext,
+                 store: ResultStore) -> dict[str, Any]:
+    """The ``evaluation`` entry of every checkpoint, baselines included, with the baseline pairs:
+    the pre-trained and fine-tuned results the analysis pass stored are reused, so only the
+    baselines run on dev."""
+    pairs = PAIRS + [pair for pair in BASELINE_PAIRS if pair[0] in {c.name for c in checkpoints}]
+    return analyse([Evaluation], checkpoints, pairs, sources, store)[Evaluation.name]
 
 
 def run_description(plan: RunPlan, tuned: FineTuneResult, checkpoints: list[Checkpoint],
@@ -258,11 +284,17 @@ def analyse_and_log(plan: RunPlan, tokenizer: PreTrainedTokenizerBase,
     config = plan.config
     start = time.perf_counter()
     tuned = finetune(config, plan.data)
-    phases = {"fine-tuning" if tuned.trained_now else "cached checkpoint": time.perf_counter() - start}
-    checkpoints = load_checkpoints(plan, tuned)
+    baselines = train_baselines(plan)
+    trained_now = tuned.trained_now or any(result.trained_now for result in baselines.values())
+    phases = {"fine-tuning" if trained_now else "cached checkpoint": time.perf_counter() - start}
+    checkpoints = load_checkpoints(plan, tuned, baselines)
+    compared = [checkpoint for checkpoint in checkpoints if checkpoint.name in {PRETRAINED, FINETUNED}]
     sources = source_context(plan, tokenizer)
+    store = results_store(config)
     timings: dict[str, float] = {}
-    entries = analyse(plan.analyses, checkpoints, PAIRS, sources, results_store(config), timings.__setitem__)
+    entries = analyse(plan.analyses, compared, PAIRS, sources, store, timings.__setitem__)
+    if baselines:
+        entries[Evaluation.name] = evaluate_all(plan, checkpoints, sources, store)
     summary_path = plan.run_dir / "summary.json"
     summary = {"schema": 2, "run": run_description(plan, tuned, checkpoints, sources.task_examples),
                "analyses": merged_analyses(stored_summary(summary_path), entries)}
@@ -287,13 +319,13 @@ def results_store(config: RunConfig) -> ResultStore:
     return ResultStore(config.environment.output_dir / "store")
 
 
-def evaluate(plan: RunPlan, tuned: FineTuneResult) -> dict[str, Any]:
-    """The ``evaluation`` entry of both checkpoints (for ``harness finetune``), stored where
+def evaluate(plan: RunPlan, tuned: FineTuneResult, baselines: dict[str, FineTuneResult] | None = None
+             ) -> dict[str, Any]:
+    """The ``evaluation`` entry of every checkpoint (for ``harness finetune``), stored where
     ``harness run`` with the same flags finds and reuses it."""
     tokenizer = load_tokenizer(plan.config.task.model)
-    entries = analyse([Evaluation], load_checkpoints(plan, tuned), PAIRS, source_context(plan, tokenizer),
-                      results_store(plan.config))
-    return entries[Evaluation.name]
+    return evaluate_all(plan, load_checkpoints(plan, tuned, baselines), source_context(plan, tokenizer),
+                        results_store(plan.config))
 
 
 def log_run(tracker: Tracker, plan: RunPlan, tuned: FineTuneResult, summary: dict[str, Any], summary_path: Path,
