@@ -122,7 +122,8 @@ class FineTuneConfig:
 class AnalysisConfig:
     """Which analyses run, on how much data, and where their extra inputs come from."""
 
-    analyses: list[str] | None = option(None, "analyses to run (default: all registered)")
+    analyses: list[str] | None = option(None, "analyses to run (default: all registered but cosine_padded, "
+                                                      "Kovaleva's padded-map protocol, which runs only when named)")
     max_eval_examples: int = option(1000, "seeded sample of the dev set to compare (Kovaleva et al.: 1000)")
     eval_batch_size: int = option(16, "batch size of the comparison's forward passes")
     analysis_seed: int = option(42, "seed of every analysis sample (dev sample, token samples, probes), "

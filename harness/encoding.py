@@ -15,11 +15,15 @@ def _texts(examples: Sequence[Example], pair: bool) -> tuple[list[str], list[str
 
 
 def encode_examples(tokenizer: PreTrainedTokenizerBase, examples: Sequence[Example], max_length: int,
-                    pair: bool) -> EncodedBatch:
+                    pair: bool, pad_to: int | None = None) -> EncodedBatch:
     """Tokenise one batch as ``[CLS] a [SEP]`` or, for a ``pair`` task, ``[CLS] a [SEP] b [SEP]``,
-    truncated to ``max_length``, padded to its longest."""
-    encoded = tokenizer(*_texts(examples, pair), truncation=True, max_length=max_length, padding="longest",
-                        return_tensors="pt")
+    truncated to ``max_length``, padded to its longest (or to ``pad_to`` tokens)."""
+    if pad_to is None:
+        encoded = tokenizer(*_texts(examples, pair), truncation=True, max_length=max_length, padding="longest",
+                            return_tensors="pt")
+    else:  # truncated to max_length first, then padded beyond it
+        encoded = tokenizer.pad(tokenizer(*_texts(examples, pair), truncation=True, max_length=max_length),
+                                padding="max_length", max_length=pad_to, return_tensors="pt")
     return EncodedBatch(
         input_ids=encoded["input_ids"],
         attention_mask=encoded["attention_mask"],
@@ -29,11 +33,13 @@ def encode_examples(tokenizer: PreTrainedTokenizerBase, examples: Sequence[Examp
 
 
 def batched(tokenizer: PreTrainedTokenizerBase, examples: Sequence[Example], batch_size: int, max_length: int,
-            pair: bool) -> Iterator[EncodedBatch]:
-    """Encode ``examples`` lazily, one batch at a time, grouping similar lengths to cut padding."""
+            pair: bool, pad_to: int | None = None) -> Iterator[EncodedBatch]:
+    """Encode ``examples`` lazily, one batch at a time, grouping similar lengths to cut padding
+    (or padding every batch to ``pad_to`` tokens)."""
     order = sorted(range(len(examples)), key=lambda i: len(examples[i].text_a) + len(examples[i].text_b or ""))
     for start in range(0, len(order), batch_size):
-        yield encode_examples(tokenizer, [examples[i] for i in order[start:start + batch_size]], max_length, pair)
+        yield encode_examples(tokenizer, [examples[i] for i in order[start:start + batch_size]], max_length, pair,
+                              pad_to)
 
 
 def count_truncated(tokenizer: PreTrainedTokenizerBase, examples: Sequence[Example], max_length: int,

@@ -75,9 +75,9 @@ def check_model_folder(source: str) -> None:
                          "with save_pretrained, or point --model at the folder that has them")
 
 
-def check_model(name: str, lengths: dict[str, int]) -> None:
+def check_model(name: str, lengths: dict[str, int]) -> int:
     """The model can be found and a length flag (``{"--max-length": 128}``) fits its position
-    embeddings; reads only the model's folder and config."""
+    embeddings (returned); reads only the model's folder and config."""
     source = resolve_model(name)
     check_model_folder(source)
     try:
@@ -87,6 +87,7 @@ def check_model(name: str, lengths: dict[str, int]) -> None:
     for flag, value in lengths.items():
         if value > positions:
             raise InputError(f"{flag} {value}: {name} has {positions} position embeddings; use at most {positions}")
+    return positions
 
 
 def load_tokenizer(name: str) -> PreTrainedTokenizerBase:

@@ -35,6 +35,7 @@ from harness.models import (BASELINES, FINETUNED, PRETRAINED, Checkpoint, check_
 from harness.render import redraw
 from harness.sources import SOURCES, SourceContext
 from harness.sources.coreference import DEFAULT_COREF_DATA
+from harness.sources.task import KOVALEVA_PADDED_LENGTH, PaddedTaskSource
 from harness.sources.treebank import DEFAULT_TREEBANK, train_sibling
 from harness.store import FileHashes, ResultStore, ensure_writable, key_of, read_json, write_json
 from harness.tracking import Tracker, flatten, training_curve
@@ -70,10 +71,11 @@ class RunPlan:
 
 
 def select_analyses(names: list[str] | None) -> list[type[Analysis]]:
-    """The analyses asked for (all by default), always with the dev evaluation: no change of
+    """The analyses asked for (by default all but the compatibility protocols that run only when
+    named), always with the dev evaluation: no change of
     attention is read without knowing whether the fine-tuned model learned the task."""
     if names is None:
-        return list(ANALYSES.values())
+        return [analysis for analysis in ANALYSES.values() if analysis.on_by_default]
     unknown = [name for name in names if name not in ANALYSES]
     if unknown:
         raise InputError(f"--analyses: unknown analysis {', '.join(unknown)}; valid: {', '.join(ANALYSES)}")
@@ -123,7 +125,12 @@ def plan_run(config: RunConfig) -> RunPlan:
     """Validate and describe a run without touching a model: data read and hashed, analyses
     chosen, default data located, the run key computed."""
     analyses = select_analyses(config.analysis.analyses)
-    check_model(config.task.model, {"--max-length": config.task.max_length, "--max-tokens": config.analysis.max_tokens})
+    positions = check_model(config.task.model, {"--max-length": config.task.max_length,
+                                                "--max-tokens": config.analysis.max_tokens})
+    padded = [analysis.name for analysis in analyses if analysis.source == PaddedTaskSource.name]
+    if padded and positions < KOVALEVA_PADDED_LENGTH:
+        raise InputError(f"--analyses {padded[0]}: pads inputs to {KOVALEVA_PADDED_LENGTH} tokens as Kovaleva et al.'s "
+                         f"code, but {config.task.model} has {positions} position embeddings; leave it out")
     config = resolve_precision(replace(config, analysis=with_default_data(config.analysis)))
     check_inputs(config, analyses)
     hashes = FileHashes()

@@ -36,11 +36,11 @@ def tiny_tokenizer(tmp_path_factory: pytest.TempPathFactory) -> BertTokenizerFas
     return BertTokenizerFast.from_pretrained(str(vocab.parent), do_lower_case=True)
 
 
-def tiny_bert(seed: int, num_labels: int = 2) -> BertForSequenceClassification:
+def tiny_bert(seed: int, num_labels: int = 2, positions: int = 128) -> BertForSequenceClassification:
     """A 2-layer, 4-head BERT, eager attention; large init so its attention is far from uniform."""
     torch.manual_seed(seed)
     config = BertConfig(vocab_size=len(TINY_VOCAB), hidden_size=16, num_hidden_layers=2,
-                        num_attention_heads=4, intermediate_size=32, max_position_embeddings=128,
+                        num_attention_heads=4, intermediate_size=32, max_position_embeddings=positions,
                         num_labels=num_labels, initializer_range=0.5,
                         attn_implementation="eager")
     return BertForSequenceClassification(config).eval()

@@ -4,9 +4,9 @@ Adding one: subclass `Analysis` (see `harness.analyses.base`), decorate it with
 `register_analysis`, and import its module here.
 """
 
-from harness.analyses import (clustering, coreference, cosine, dependency, evaluation, features, gradients, patterns,
-                              probes, surface)
+from harness.analyses import (clustering, coreference, cosine, cosine_padded, dependency, evaluation, features,
+                              gradients, patterns, probes, surface)
 from harness.analyses.base import ANALYSES, Analysis, AnalysisContext, register_analysis
 
-__all__ = ["ANALYSES", "Analysis", "AnalysisContext", "clustering", "coreference", "cosine", "dependency", "evaluation",
-           "features", "gradients", "patterns", "probes", "register_analysis", "surface"]
+__all__ = ["ANALYSES", "Analysis", "AnalysisContext", "clustering", "coreference", "cosine", "cosine_padded",
+           "dependency", "evaluation", "features", "gradients", "patterns", "probes", "register_analysis", "surface"]

@@ -78,7 +78,8 @@ class Analysis(ABC):
     text it reads), ``needs`` (`ATTENTION`, `GRADIENTS`, `LOGITS`), ``joint``, ``uses_head`` (the
     result depends on the classification head, not only the encoder), ``settings_used``
     (the `AnalysisConfig` fields its result depends on), ``reference`` (the papers' numbers
-    and protocol constants shown beside ours, copied into the summary entry).
+    and protocol constants shown beside ours, copied into the summary entry),
+    ``on_by_default`` (False: it runs only when ``--analyses`` names it).
     """
 
     name: ClassVar[str]
@@ -89,6 +90,7 @@ class Analysis(ABC):
     uses_head: ClassVar[bool] = False
     settings_used: ClassVar[tuple[str, ...]] = ()
     reference: ClassVar[dict[str, Any]] = {}
+    on_by_default: ClassVar[bool] = True  # False: a compatibility protocol that runs only when named
 
     def __init__(self, context: AnalysisContext) -> None:
         self.context = context

@@ -37,6 +37,31 @@ def cosine_per_example(first: torch.Tensor, second: torch.Tensor, lengths: torch
     return over_real_rows(a * b) / norms.clamp(min=1e-12)
 
 
+class CosineSums:
+    """Running sums of per-example cosines (batch, layers, heads) for each declared pair, on
+    the attention's device, and the statistics they give: mean and std over examples per
+    head, and the per-layer mean."""
+
+    def __init__(self, context: AnalysisContext) -> None:
+        shape = (len(context.pairs), context.num_layers, context.num_heads)
+        self.total = torch.zeros(shape, dtype=torch.float64, device=context.device)
+        self.total_squares = torch.zeros(shape, dtype=torch.float64, device=context.device)
+        self.counts = [0] * len(context.pairs)
+
+    def add(self, index: int, cosine: torch.Tensor) -> None:
+        cosine = cosine.double()
+        self.total[index] += cosine.sum(dim=0)
+        self.total_squares[index] += (cosine**2).sum(dim=0)
+        self.counts[index] += len(cosine)
+
+    def stats(self, index: int) -> dict[str, Any]:
+        count = max(self.counts[index], 1)
+        mean = (self.total[index] / count).cpu()
+        variance = (self.total_squares[index].cpu() / count - mean**2).clamp(min=0)
+        return {"per_head": mean.tolist(), "per_head_std": variance.sqrt().tolist(),
+                "per_layer": mean.mean(dim=1).tolist(), "num_examples": self.counts[index]}
+
+
 @register_analysis
 class CosineSimilarity(Analysis):
     """Per declared pair: mean and std over examples of the per-head cosine, and the per-layer mean."""
@@ -47,25 +72,14 @@ class CosineSimilarity(Analysis):
 
     def __init__(self, context: AnalysisContext) -> None:
         super().__init__(context)
-        shape = (len(context.pairs), context.num_layers, context.num_heads)
-        self.total = torch.zeros(shape, dtype=torch.float64, device=context.device)
-        self.total_squares = torch.zeros(shape, dtype=torch.float64, device=context.device)
-        self.count = 0
+        self.sums = CosineSums(context)
 
     def update(self, batch: AttentionBatch) -> None:
         for index, (before, after) in enumerate(self.context.pairs):
-            cosine = cosine_per_example(batch.attentions[before], batch.attentions[after], batch.lengths).double()
-            self.total[index] += cosine.sum(dim=0)
-            self.total_squares[index] += (cosine**2).sum(dim=0)
-        self.count += len(batch.items)
+            self.sums.add(index, cosine_per_example(batch.attentions[before], batch.attentions[after], batch.lengths))
 
     def result(self) -> dict[str, Any]:
-        mean = (self.total / max(self.count, 1)).cpu()
-        variance = (self.total_squares.cpu() / max(self.count, 1) - mean**2).clamp(min=0)
-        return {"per_pair": {
-            pair_name(pair): {"per_head": mean[index].tolist(), "per_head_std": variance[index].sqrt().tolist(),
-                              "per_layer": mean[index].mean(dim=1).tolist(), "num_examples": self.count}
-            for index, pair in enumerate(self.context.pairs)}}
+        return {"per_pair": {pair_name(pair): self.sums.stats(index) for index, pair in enumerate(self.context.pairs)}}
 
     @classmethod
     def metrics(cls, entry: dict[str, Any]) -> list[tuple[str, float]]:

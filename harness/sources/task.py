@@ -1,4 +1,5 @@
-"""The ``"task"`` source: the seeded sample of the task's dev set that the run compares."""
+"""The ``"task"`` source: the seeded sample of the task's dev set that the run compares, and its
+padded variant for Kovaleva et al.'s protocol."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ from typing import Any
 
 from harness.encoding import batched, count_truncated
 from harness.sources.base import Source, SourceStream, register_source
+
+KOVALEVA_PADDED_LENGTH = 200  # every input padded to this length in Kovaleva et al.'s comparison code
 
 
 @register_source
@@ -26,3 +29,22 @@ class TaskSource(Source):
             notes={"examples": len(examples),
                    "truncated_examples": count_truncated(context.tokenizer, examples, context.max_length, pair)},
         )
+
+
+@register_source
+class PaddedTaskSource(TaskSource):
+    """The run's dev sample with every input padded to `KOVALEVA_PADDED_LENGTH` tokens, as
+    Kovaleva et al.'s code compared attention maps (for the ``cosine_padded`` compatibility
+    analysis; the padding rows are kept there)."""
+
+    name = "task-padded"
+
+    def identity(self) -> dict[str, Any]:
+        return {**super().identity(), "padded_to": KOVALEVA_PADDED_LENGTH}
+
+    def stream(self) -> SourceStream:
+        context = self.context
+        stream = super().stream()
+        stream.batches = batched(context.tokenizer, context.task_examples, context.settings.eval_batch_size,
+                                 context.max_length, context.task.is_pair, pad_to=KOVALEVA_PADDED_LENGTH)
+        return stream

@@ -36,8 +36,8 @@ def sources(tiny_tokenizer, tiny_data):
 
 @pytest.fixture(scope="module")
 def three(sources, tmp_path_factory):
-    """Three different tiny BERTs through every registered analysis, once."""
-    checkpoints = as_checkpoints({name: tiny_bert(seed) for seed, name in enumerate(NAMES)})
+    """Three different tiny BERTs (long enough for the padded cosine) through every registered analysis, once."""
+    checkpoints = as_checkpoints({name: tiny_bert(seed, positions=256) for seed, name in enumerate(NAMES)})
     store = ResultStore(tmp_path_factory.mktemp("store"))
     entries = analyse(list(ANALYSES.values()), checkpoints, PAIRS, sources, store)
     return checkpoints, store, entries
