@@ -4,19 +4,25 @@ For every coreferent mention with an antecedent inside the encoded text, each he
 word-level attention row of the mention's head word is taken; the head is right when the
 word it attends to most (itself and [CLS]/[SEP] excluded) is the head word of one of the
 mention's antecedents (Clark et al. 2019, Section 4.3, "antecedent selection accuracy").
-Accuracy is counted per head and per mention type (pronoun, proper, nominal), beside two
-baselines that do not look at attention (Clark's Table 2):
+Accuracy is counted per head and per mention type (pronoun, proper, nominal), beside
+baselines that do not look at attention. Each baseline picks one word, the head word of a
+mention, and is scored exactly like a head (right when that word is an antecedent's head):
 
-- Nearest: the closest preceding mention is the antecedent;
-- Head match: the closest preceding mention with the same head word (case-insensitive);
-  a mention with none is counted wrong.
+- ``nearest`` (Clark's "Nearest", "picking the nearest other mention"): the other mention
+  whose head word is closest to the mention's head word, on either side, as an attention
+  head may look either way; mentions sharing the mention's own head word are not candidates
+  (a head's own word is excluded from its argmax too); a tie goes to the earlier one;
+- ``head_match`` (Clark's "Head match"): the closest earlier, non-overlapping mention with
+  the same head word (case-insensitive); a mention with none is counted wrong;
+- ``nearest_preceding`` (ours, no paper number): the closest earlier, non-overlapping
+  mention, a recency baseline that only looks back.
 
-"Mention" for the baselines means a gold mention of a cluster with at least two mentions in
-the whole document (CoNLL-2012 annotates no singletons; LitBank does, and they are left out
-so the candidates match Clark's). A preceding mention that overlaps the current one (nested
-or containing) is never a candidate. Mentions are ordered by (start, end). Documents are cut
-to ``max_tokens`` word pieces (Clark used 128); mentions past the cut are counted, not scored.
-Head words and mention types come from `tasks.coreference` (see ``docs/coreference.md``).
+"Mention" means a gold mention of a cluster with at least two mentions in the whole document
+(CoNLL-2012 annotates no singletons; LitBank does, and they are left out so the candidates
+match Clark's). Mentions are ordered by (start, end). Documents are cut to ``max_tokens``
+word pieces (Clark used 128); mentions past the cut are counted, not scored, and are no
+candidates. Head words and mention types come from `tasks.coreference`; the reasoning behind
+the definitions is in ``docs/coreference.md``.
 """
 
 from __future__ import annotations
@@ -34,10 +40,10 @@ from harness.analyses.wordlevel import WordLevelAnalysis
 from harness.batches import AttentionBatch
 from harness.figures import checkpoint_title, draw_side_by_side_grids, plt, run_title, save
 from harness.wordlevel import word_maps
-from tasks.coreference import MENTION_TYPES, Document, mention_head, mention_type
+from tasks.coreference import MENTION_TYPES, Document, Mention, mention_head, mention_type
 from tasks.files import atomic_write_text
 GROUPS = ("all", *MENTION_TYPES)
-BASELINES = ("nearest", "head_match")
+BASELINES = ("nearest", "head_match", "nearest_preceding")
 
 # Clark et al. 2019, Table 2 (BERT-base, CoNLL-2012 dev, documents cut to 128 tokens), as fractions.
 CLARK_TABLE_2 = {
@@ -54,46 +60,56 @@ class CorefTargets:
     """The scored mentions of one encoded document (m of them, over its n kept words).
 
     ``heads``: (m,) head word of each mention; ``antecedent_heads``: (m, n) True at the head
-    words of its antecedents; ``types``: (m,) index into `MENTION_TYPES`; ``nearest`` and
-    ``head_match``: (m,) whether each baseline picks a right antecedent; ``mentions_cut``:
-    coreferent mentions that end past the kept words.
+    words of its antecedents; ``types``: (m,) index into `MENTION_TYPES`; ``baselines``: per
+    name in `BASELINES`, (m,) whether the baseline's word is an antecedent's head word;
+    ``mentions_cut``: coreferent mentions that end past the kept words.
     """
 
     heads: torch.Tensor
     antecedent_heads: torch.Tensor
     types: torch.Tensor
-    nearest: torch.Tensor
-    head_match: torch.Tensor
+    baselines: dict[str, torch.Tensor]
     mentions_cut: int
 
 
+def nearest_other_head(heads: list[int], own: int) -> int | None:
+    """Clark's Nearest: of the mention head words ``heads``, the closest to ``own`` on either
+    side (a tie goes to the earlier word), ``own`` itself excluded; None if there is none."""
+    return min((h for h in heads if h != own), key=lambda h: (abs(h - own), h > own), default=None)
+
+
+def baseline_picks(kept: list[Mention], heads: list[int], head_words: list[str], index: int) -> dict[str, int | None]:
+    """The word each baseline picks as mention ``index``'s antecedent head (None: no pick)."""
+    mention = kept[index]
+    # Earlier in (start, end) order and not overlapping: the mentions it may refer back to.
+    preceding = [j for j in range(index) if kept[j].end < mention.start]
+    same_head = [j for j in preceding if head_words[j] == head_words[index]]
+    return {"nearest": nearest_other_head(heads, heads[index]),
+            "head_match": heads[same_head[-1]] if same_head else None,
+            "nearest_preceding": heads[preceding[-1]] if preceding else None}
+
+
 def coreference_targets(document: Document, num_words: int) -> CorefTargets:
-    """Which mentions are scored, their antecedents' head words, and the baselines' answers."""
+    """Which mentions are scored, their antecedents' head words, and whether each baseline is right."""
     coreferent = [m for m in document.mentions if document.cluster_sizes[m.cluster] > 1]
     kept = [m for m in coreferent if m.end < num_words]
     heads = [mention_head(document, m) for m in kept]
     head_words = [document.words[h].lower() for h in heads]
-    rows: list[tuple[int, list[int], int, bool, bool]] = []
+    rows: list[tuple[int, set[int], int, dict[str, int | None]]] = []
     for i, mention in enumerate(kept):
-        # Earlier in (start, end) order and not overlapping: the mentions it may refer back to.
-        candidates = [j for j in range(i) if kept[j].end < mention.start]
-        antecedents = [heads[j] for j in candidates if kept[j].cluster == mention.cluster]
-        if not antecedents:
-            continue
-        same_head = [j for j in candidates if head_words[j] == head_words[i]]
-        nearest_right = kept[candidates[-1]].cluster == mention.cluster
-        head_match_right = bool(same_head) and kept[same_head[-1]].cluster == mention.cluster
-        kind = MENTION_TYPES.index(mention_type(document, mention, heads[i]))
-        rows.append((heads[i], antecedents, kind, nearest_right, head_match_right))
+        # Its antecedents: earlier mentions of its chain that do not overlap it (nested or containing).
+        antecedents = {heads[j] for j in range(i) if kept[j].end < mention.start and kept[j].cluster == mention.cluster}
+        if antecedents:
+            kind = MENTION_TYPES.index(mention_type(document, mention, heads[i]))
+            rows.append((heads[i], antecedents, kind, baseline_picks(kept, heads, head_words, i)))
     antecedent_heads = torch.zeros(len(rows), num_words, dtype=torch.bool)
-    for row, (_, antecedents, _, _, _) in enumerate(rows):
-        antecedent_heads[row, antecedents] = True
+    for row, (_, antecedents, _, _) in enumerate(rows):
+        antecedent_heads[row, list(antecedents)] = True
     return CorefTargets(
         heads=torch.tensor([r[0] for r in rows], dtype=torch.long),
         antecedent_heads=antecedent_heads,
         types=torch.tensor([r[2] for r in rows], dtype=torch.long),
-        nearest=torch.tensor([r[3] for r in rows], dtype=torch.bool),
-        head_match=torch.tensor([r[4] for r in rows], dtype=torch.bool),
+        baselines={name: torch.tensor([r[3][name] in r[1] for r in rows], dtype=torch.bool) for name in BASELINES},
         mentions_cut=len(coreferent) - len(kept),
     )
 
@@ -141,7 +157,7 @@ class Coreference(WordLevelAnalysis):
     """Antecedent selection accuracy per head and mention type, per checkpoint, with Clark's baselines."""
 
     name = "coreference"
-    version = 2
+    version = 3
     source = "coreference"
     settings_used = ("word_attention_from",)
     reference = {"clark_table2": CLARK_TABLE_2,
@@ -163,8 +179,8 @@ class Coreference(WordLevelAnalysis):
             self.words_cut += aligned.words_cut
             self.mentions_cut += target.mentions_cut
             self.mentions += per_group(torch.ones_like(target.types), target.types)
-            self.baseline_hits["nearest"] += per_group(target.nearest, target.types)
-            self.baseline_hits["head_match"] += per_group(target.head_match, target.types)
+            for name, right in target.baselines.items():
+                self.baseline_hits[name] += per_group(right, target.types)
         device = self.context.device
         for index, checkpoint in enumerate(self.context.checkpoints):
             for (_, maps), target in zip(word_maps(batch, checkpoint, self.from_mode), targets):
@@ -224,14 +240,18 @@ class Coreference(WordLevelAnalysis):
                 draw_by_type(checkpoints, data, out_dir, title), write_table(entry, data, out_dir)]
 
 
-def our_rows(checkpoints: dict[str, Any]) -> list[tuple[str, dict[str, float | None]]]:
-    """(label, accuracy by group): the baselines, then each checkpoint's best head overall."""
+def our_rows(checkpoints: dict[str, Any]) -> list[tuple[str, dict[str, float | None], dict[str, float]]]:
+    """(label, accuracy by group, Clark's Table 2 row of the same protocol or {}): the baselines,
+    then each checkpoint's best head overall."""
     baselines = next(iter(checkpoints.values()))["baselines"]
-    rows = [("Nearest", baselines["nearest"]), ("Head match", baselines["head_match"])]
+    rows = [("Nearest", baselines["nearest"], CLARK_TABLE_2["nearest"]),
+            ("Head match", baselines["head_match"], CLARK_TABLE_2["head_match"]),
+            # Our recency baseline: Clark had none, so no number of theirs goes beside it.
+            ("Nearest preceding (ours only)", baselines["nearest_preceding"], {})]
     for checkpoint, stats in checkpoints.items():
         best = stats["best_head"]
         rows.append((f"best head {best['all']['layer']}-{best['all']['head']}, {checkpoint_title(checkpoint)}",
-                     best["overall_head_by_type"]))
+                     best["overall_head_by_type"], CLARK_TABLE_2["best_head"]["accuracy"]))
     return rows
 
 
@@ -239,7 +259,13 @@ def paper_rows() -> list[tuple[str, dict[str, float]]]:
     """(label, accuracy by group) of Clark et al.'s Table 2."""
     best = CLARK_TABLE_2["best_head"]
     return [("Nearest", CLARK_TABLE_2["nearest"]), ("Head match", CLARK_TABLE_2["head_match"]),
-            ("Rule-based", CLARK_TABLE_2["rule_based"]), (f"best head {best['layer']}-{best['head']}", best["accuracy"])]
+            ("Rule-based", CLARK_TABLE_2["rule_based"]),
+            (f"best head {best['layer']}-{best['head']}", best["accuracy"])]
+
+
+# Fixed bar colours for the rows both panels or only one panel have, so that a colour means the
+# same method on both sides (the best heads keep their place in the row order: C3, C4).
+BAR_COLORS = {"Nearest": "C0", "Head match": "C1", "Nearest preceding (ours only)": "C2", "Rule-based": "C7"}
 
 
 def draw_by_type(checkpoints: dict[str, Any], data: str, out_dir: Path, title: str) -> Path:
@@ -247,13 +273,15 @@ def draw_by_type(checkpoints: dict[str, Any], data: str, out_dir: Path, title: s
     mentions = next(iter(checkpoints.values()))["mentions"]
     figure, panels = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
     x = np.arange(len(GROUPS))
-    panel_rows = ((panels[0], our_rows(checkpoints), f"ours: {data}", [f"{g}\n(n={mentions[g]})" for g in GROUPS]),
+    ours = [(label, values) for label, values, _ in our_rows(checkpoints)]
+    panel_rows = ((panels[0], ours, f"ours: {data}", [f"{g}\n(n={mentions[g]})" for g in GROUPS]),
                   (panels[1], paper_rows(), "Clark et al. 2019: BERT-base, CoNLL-2012", list(GROUPS)))
     for panel, rows, heading, ticks in panel_rows:
         width = 0.8 / len(rows)
         for offset, (label, values) in enumerate(rows):
             heights = [np.nan if values.get(g) is None else values[g] for g in GROUPS]
-            panel.bar(x + (offset - (len(rows) - 1) / 2) * width, heights, width, label=label, color=f"C{offset}")
+            panel.bar(x + (offset - (len(rows) - 1) / 2) * width, heights, width, label=label,
+                      color=BAR_COLORS.get(label, f"C{offset}"))
         panel.set_xticks(x, ticks)
         panel.set_xlabel("mention type")
         panel.set_ylim(0, 1.3)
@@ -278,13 +306,14 @@ def write_table(entry: dict[str, Any], data: str, out_dir: Path) -> Path:
     checkpoints = per_checkpoint_results(entry)
     first = next(iter(checkpoints.values()))
     ours = our_rows(checkpoints)
+    baselines, heads = ours[:len(BASELINES)], ours[len(BASELINES):]
     lines = [f"Antecedent selection accuracy (%) on {data}; Clark et al. 2019 "
              "(BERT-base, CoNLL-2012, their best head 5-4) in brackets.", "",
              "| method | " + " | ".join(f"{g} (n={first['mentions'][g]})" for g in GROUPS) + " |",
              "|---" * (len(GROUPS) + 1) + "|",
-             line(*ours[0], CLARK_TABLE_2["nearest"]), line(*ours[1], CLARK_TABLE_2["head_match"]),
+             *(line(*row) for row in baselines),
              line("Rule-based (Clark only)", {}, CLARK_TABLE_2["rule_based"]),
-             *(line(label, values, CLARK_TABLE_2["best_head"]["accuracy"]) for label, values in ours[2:])]
+             *(line(*row) for row in heads)]
     for (before, after), comparison in zip(entry["pairs"], per_pair_results(entry).values()):
         at = comparison["at_before_best_head"]
         lines += ["", f"{checkpoint_title(after)} minus {checkpoint_title(before)} (points):", "",

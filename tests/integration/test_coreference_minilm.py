@@ -22,7 +22,8 @@ LITBANK = SHARED_DATA / "litbank" / "conll"
 @pytest.mark.skipif(not LITBANK.is_dir(), reason="needs ../shared/data/litbank")
 def test_minilm_heads_track_coreference_on_litbank(minilm):
     tokenizer, pretrained = minilm["tokenizer"], minilm["models"][PRETRAINED]
-    models = {PRETRAINED: pretrained, FINETUNED: AutoModelForSequenceClassification.from_config(pretrained.config).eval()}
+    untrained = AutoModelForSequenceClassification.from_config(pretrained.config).eval()
+    models = {PRETRAINED: pretrained, FINETUNED: untrained}
     documents = read_coreference(LITBANK)[:16]
     result = run_on(Coreference, models, tokenizer, encoded_documents(tokenizer, documents, 8, 128))
     pre, random_init = result["per_checkpoint"][PRETRAINED], result["per_checkpoint"][FINETUNED]
@@ -37,5 +38,10 @@ def test_minilm_heads_track_coreference_on_litbank(minilm):
     assert pre["best_head"]["all"]["accuracy"] > random_init["best_head"]["all"]["accuracy"] + 0.3
     assert result["per_pair"]["pretrained->finetuned"]["at_before_best_head"]["all"] < -0.3
     # The baselines do not depend on the model and are proper fractions.
-    assert 0 < pre["baselines"]["nearest"]["all"] < 1 and 0 < pre["baselines"]["head_match"]["all"] < 1
+    baselines = pre["baselines"]
+    assert set(baselines) == {"nearest", "head_match", "nearest_preceding"}
+    assert all(0 < baselines[name]["all"] < 1 for name in baselines)
     assert pre["baselines"] == random_init["baselines"]
+    # Clark's Nearest looks both ways: a pronoun's nearest mention is often the one after it,
+    # so it scores far below looking back only. Seen on these documents: pronouns 0.34 vs 0.67.
+    assert baselines["nearest"]["pronoun"] < baselines["nearest_preceding"]["pronoun"] - 0.15

@@ -3,7 +3,7 @@ import json
 import pytest
 import torch
 
-from harness.analyses.coreference import Coreference, attention_hits, coreference_targets
+from harness.analyses.coreference import Coreference, attention_hits, coreference_targets, nearest_other_head
 from harness.batches import AttentionBatch
 from harness.config import AnalysisConfig
 from harness.models import FINETUNED, PRETRAINED
@@ -78,12 +78,34 @@ def test_targets_pick_coreferent_mentions_with_antecedents_and_score_baselines()
     assert targets.heads.tolist() == [2, 4, 7, 10]
     assert [row.nonzero().flatten().tolist() for row in targets.antecedent_heads] == [[0], [0, 2], [5], [0, 2, 4]]
     assert targets.types.tolist() == [0, 0, 0, 1]  # pronoun x3, proper
-    # Nearest: he->John ok, his->he ok, She->"his sister" ok ("his" is inside it, still earlier
-    # and not overlapping She), John@10->She wrong.
-    assert targets.nearest.tolist() == [True, True, True, False]
+    # Clark's Nearest, over the mention head words 0, 2, 4, 5, 7, 10: he -> John (tied with his
+    # at distance 2, the earlier wins) ok; his -> "sister" next to it (the head of "his sister",
+    # which contains it) wrong; She -> sister ok; John@10 -> She wrong.
+    assert targets.baselines["nearest"].tolist() == [True, False, True, False]
+    # Looking back only: his -> he ok; She -> "his sister" (ends before She) ok; John@10 -> She wrong.
+    assert targets.baselines["nearest_preceding"].tolist() == [True, True, True, False]
     # Head match: only John@10 has an earlier mention with its head word (John@0).
-    assert targets.head_match.tolist() == [False, False, False, True]
+    assert targets.baselines["head_match"].tolist() == [False, False, False, True]
     assert targets.mentions_cut == 0
+
+
+def test_clark_nearest_may_pick_a_later_mention_where_looking_back_is_right():
+    #          0    1    2  3  4  5   6    7   8    9
+    doc = document("John came in . | He saw Mary and Mary smiled",
+                   [(0, 0, 0), (4, 4, 0), (6, 6, 1), (8, 8, 1)])
+    targets = coreference_targets(doc, len(doc.words))
+    assert targets.heads.tolist() == [4, 8]
+    # "He": Mary@6 (2 words on) is nearer than John (4 words back): Clark's Nearest is wrong
+    # where the nearest earlier mention is right. Mary@8: Mary@6 for every baseline.
+    assert targets.baselines["nearest"].tolist() == [False, True]
+    assert targets.baselines["nearest_preceding"].tolist() == [True, True]
+    assert targets.baselines["head_match"].tolist() == [False, True]
+
+
+def test_nearest_other_head_excludes_the_own_word_and_breaks_ties_backwards():
+    assert nearest_other_head([3, 5, 5, 7], own=5) == 3  # 5 is the mention's own head (or a container's)
+    assert nearest_other_head([3, 5, 6], own=5) == 6
+    assert nearest_other_head([5], own=5) is None
 
 
 def test_nested_mentions_are_not_candidates_of_each_other():
@@ -142,14 +164,16 @@ def test_analysis_counts_hand_made_attention_exactly(tiny_tokenizer):
     assert pre["best_head"]["all"] == {"layer": 2, "head": 4, "accuracy": 1.0}
     assert fine["best_head"]["all"] == {"layer": 1, "head": 4, "accuracy": 1.0}
     assert pre["best_head"]["overall_head_by_type"] == {"all": 1.0, "pronoun": 1.0, "proper": 1.0, "nominal": None}
-    assert pre["baselines"]["nearest"]["all"] == 0.75 and fine["baselines"]["head_match"]["proper"] == 1.0
+    assert pre["baselines"]["nearest"]["all"] == 0.5 and fine["baselines"]["head_match"]["proper"] == 1.0
+    assert pre["baselines"]["nearest_preceding"] == {"all": 0.75, "pronoun": 1.0, "proper": 0.0, "nominal": None}
     # The pre-trained best head (2-4) loses everything in the flipped "fine-tuned" maps.
     change = result["per_pair"]["pretrained->finetuned"]
     assert change["at_before_best_head"]["all"] == -1.0 and change["at_before_best_head"]["nominal"] is None
     assert change["best_head"]["all"] == 0.0
     json.dumps(result, allow_nan=False)  # the summary must be strict JSON
     metrics = dict(Coreference.metrics({"result": result}))
-    assert metrics["coref_all_nearest"] == 0.75 and metrics["coref_all_pretrained"] == 1.0
+    assert metrics["coref_all_nearest"] == 0.5 and metrics["coref_all_pretrained"] == 1.0
+    assert metrics["coref_all_nearest_preceding"] == 0.75
     assert "coref_nominal_pretrained" not in metrics  # no nominal mentions: no number to log
 
 
@@ -219,5 +243,7 @@ def test_figures_and_table_are_drawn_from_the_stored_entry(tmp_path, tiny_tokeni
                                              "coreference_table.md"]
     assert all(p.stat().st_size > 0 for p in paths)
     table = (tmp_path / "coreference_table.md").read_text()
-    assert "| Nearest | 75.0 (27) |" in table and "Rule-based (Clark only)" in table
+    assert "| Nearest | 50.0 (27) |" in table and "Rule-based (Clark only)" in table
+    # Clark had no looking-back-only baseline: no number of theirs beside ours.
+    assert "| Nearest preceding (ours only) | 75.0 | 100.0 | 0.0 | – |" in table
     assert "fine-tuned minus pre-trained" in table
