@@ -8,6 +8,13 @@ with at least ``syntax_min_count`` (100) scored dependents (punctuation and root
 paper) the best (head, direction) is reported per checkpoint, beside the best fixed-offset
 baseline (the same for every checkpoint, stored with each). Counts are running sums on the
 model's device, so memory does not grow with the treebank.
+
+Two protocols for "all relations", from the same counts: ``all`` (ours) scores the dependents
+the relation rows score, punctuation and roots left out; ``all_clark`` counts every word, as
+Clark et al.'s ``evaluate_predictor`` did for the paper's Table 1 (a root is always wrong for
+attention, which never predicts ROOT; its offset baseline clips at the sentence's ends as their
+``offset_predictor``: before the first word is ROOT, past the last word is the last word).
+The paper's ``all`` (34.5, baseline 26.3) is shown only beside ``all_clark``.
 """
 
 from __future__ import annotations
@@ -30,6 +37,14 @@ from tasks.treebank import PUNCT_RELATIONS, Sentence
 OFFSETS = (-3, -2, -1, 1, 2, 3)
 DIRECTIONS = ("dependent->head", "head->dependent")
 ALL = "all"
+ALL_CLARK = "all_clark"
+ROOT = "root"  # the key of every word attached to the root, whatever its label says
+UNSCORED = PUNCT_RELATIONS | {ROOT}  # out of our `all` and of the relation rows (the paper's rows skip them too)
+ROOT_GOLD = -1  # gold "position" of the root: below every word, so attention never predicts it
+# Offset-baseline protocols, the first index of the baseline counts: ours counts a prediction
+# beyond the sentence as a miss (its root and punctuation columns are never read); Clark's
+# clips it to ROOT (before the first word) or the last word (after the last).
+OURS, CLARK = 0, 1
 # Clark et al. score a possessor by the prediction of a following "'s" (the SD tree attaches
 # "'s" to the possessor; the paper's Section 4.2 explains why).
 POSSESSIVE_RELATIONS = frozenset({"poss", "nmod:poss"})
@@ -50,20 +65,21 @@ PAPER_TABLE1 = {
 PAPER_MODEL = "bert-base-uncased (Clark et al. 2019, PTB WSJ dev, Stanford Dependencies)"
 
 
-def scored_dependents(sentence: Sentence, num_words: int) -> tuple[torch.Tensor, torch.Tensor, list[str]]:
-    """Dependents that count: not punctuation, not the root, dependent and head both kept.
+def counted_words(sentence: Sentence, num_words: int) -> tuple[torch.Tensor, torch.Tensor, list[str]]:
+    """Every kept word whose head is kept or is the root (Clark's ``all`` counts them all).
 
-    Returns (positions whose prediction is read, gold head positions (0-based), relations);
-    a possessor followed by "'s" is read at the "'s" (Clark et al.'s special case).
+    Returns (positions whose prediction is read, gold head positions (0-based, `ROOT_GOLD` for
+    the root), relation keys (`ROOT` for root words)); a possessor followed by "'s" is read at
+    the "'s" (Clark et al.'s special case).
     """
     read_at, gold, relations = [], [], []
     for i, (head, relation) in enumerate(zip(sentence.heads[:num_words], sentence.relations)):
-        if relation in PUNCT_RELATIONS or head == 0 or head > num_words:
+        if head > num_words:
             continue
         follows = i + 1 < num_words and sentence.words[i + 1].lower() in POSSESSIVE_MARKERS
         read_at.append(i + 1 if relation in POSSESSIVE_RELATIONS and follows else i)
-        gold.append(head - 1)
-        relations.append(relation)
+        gold.append(head - 1 if head else ROOT_GOLD)
+        relations.append(relation if head else ROOT)
     return torch.tensor(read_at, dtype=torch.long), torch.tensor(gold, dtype=torch.long), relations
 
 
@@ -75,9 +91,11 @@ def head_predictions(maps: torch.Tensor) -> torch.Tensor:
     return torch.stack([masked.argmax(dim=-1), masked.argmax(dim=-2)])
 
 
-def offset_predictions(read_at: torch.Tensor) -> torch.Tensor:
-    """(offsets, dependents): the word at each fixed offset from where the prediction is read."""
-    return read_at[None, :] + torch.tensor(OFFSETS, device=read_at.device)[:, None]
+def offset_predictions(read_at: torch.Tensor, num_words: int) -> torch.Tensor:
+    """(protocols, offsets, dependents): the word at each fixed offset from where the prediction
+    is read; `OURS` as is (outside the sentence: a miss), `CLARK` clipped to [`ROOT_GOLD`, last word]."""
+    shifted = read_at[None, :] + torch.tensor(OFFSETS, device=read_at.device)[:, None]
+    return torch.stack([shifted, shifted.clamp(ROOT_GOLD, num_words - 1)])
 
 
 class RelationCounts:
@@ -119,8 +137,12 @@ def best_per_direction(accuracy: torch.Tensor) -> dict[str, dict[str, Any]]:
 
 
 def paper_row(relation: str) -> dict[str, Any] | None:
-    """Clark et al.'s Table 1 row for a UD relation (through `UD_TO_SD`), or None."""
-    name = relation if relation in PAPER_TABLE1 else UD_TO_SD.get(relation)
+    """Clark et al.'s Table 1 row for one of our rows (SD relations as named, UD ones through
+    `UD_TO_SD`), or None. The paper's `all` counted every word, so it belongs to `ALL_CLARK`, not
+    to our `ALL`."""
+    if relation == ALL:
+        return None
+    name = ALL if relation == ALL_CLARK else relation if relation in PAPER_TABLE1 else UD_TO_SD.get(relation)
     if name not in PAPER_TABLE1:
         return None
     head, accuracy, baseline, offset = PAPER_TABLE1[name]
@@ -133,10 +155,11 @@ class DependencyHeads(WordLevelAnalysis):
     """Per relation and checkpoint: best head and accuracy, with the offset baseline."""
 
     name = "syntax"
-    version = 2
+    version = 3
     source = "syntax"
     settings_used = ("word_attention_from", "syntax_min_count")
-    reference = {"clark_table1": {relation: paper_row(relation) for relation in PAPER_TABLE1},
+    # keyed by our row: the paper's `all` sits under `all_clark`, the protocol it was measured with
+    reference = {"clark_table1": {row: paper_row(row) for row in (ALL_CLARK, *PAPER_TABLE1) if paper_row(row)},
                  "ud_to_sd": UD_TO_SD, "paper_model": PAPER_MODEL}
 
     def __init__(self, context: AnalysisContext) -> None:
@@ -144,7 +167,7 @@ class DependencyHeads(WordLevelAnalysis):
         self.min_count = context.settings.syntax_min_count
         shape = (len(context.checkpoints), len(DIRECTIONS), context.num_layers, context.num_heads)
         self.heads = RelationCounts(shape, context.device)
-        self.baseline = RelationCounts((len(OFFSETS),), torch.device("cpu"))
+        self.baseline = RelationCounts((2, len(OFFSETS)), torch.device("cpu"))  # (OURS/CLARK, offsets)
         self.totals = RelationCounts((), torch.device("cpu"))
         self.sentences = self.words = self.words_cut = self.arcs_cut = 0
 
@@ -153,15 +176,16 @@ class DependencyHeads(WordLevelAnalysis):
         for per_checkpoint in zip(*rows):
             aligned = per_checkpoint[0][0]
             sentence: Sentence = aligned.item
-            read_at, gold, relations = scored_dependents(sentence, aligned.num_words)
-            self._count_sentence(sentence, aligned.words_cut, len(relations))
+            read_at, gold, relations = counted_words(sentence, aligned.num_words)
+            self._count_sentence(sentence, aligned.words_cut, sum(r not in UNSCORED for r in relations))
             if not relations:
                 continue
             on_device = read_at.to(self.context.device), gold.to(self.context.device)
             hits = torch.stack([head_predictions(maps)[..., on_device[0]] == on_device[1]
                                 for _, maps in per_checkpoint])
+            # every word is counted; the protocols choose which relation columns they sum
             self.heads.add(hits, relations)
-            self.baseline.add(offset_predictions(read_at) == gold, relations)
+            self.baseline.add(offset_predictions(read_at, aligned.num_words) == gold, relations)
             self.totals.add(torch.ones(len(relations)), relations)
 
     def _count_sentence(self, sentence: Sentence, cut: int, scored: int) -> None:
@@ -171,27 +195,34 @@ class DependencyHeads(WordLevelAnalysis):
         scorable = sum(1 for h, r in zip(sentence.heads, sentence.relations) if r not in PUNCT_RELATIONS and h)
         self.arcs_cut += scorable - scored
 
-    def _accuracy(self, correct: torch.Tensor, counts: RelationCounts, relation: str) -> torch.Tensor:
-        """``correct``: (..., relations) counts on the CPU; the share of ``relation``'s dependents."""
+    def _columns(self, relation: str) -> list[int]:
+        """The relation columns a row sums: ours `ALL` every scored relation, `ALL_CLARK` every column."""
+        index = self.totals.index  # every counter adds the same relations in the same order
+        if relation == ALL_CLARK:
+            return list(index.values())
         if relation == ALL:
-            return correct.sum(dim=-1) / self.totals.correct.sum().clamp(min=1)
-        return correct[..., counts.index[relation]] / self.totals.of(relation)
+            return [column for r, column in index.items() if r not in UNSCORED]
+        return [index[relation]]
 
-    def _row(self, index: int, correct: torch.Tensor, relation: str, count: int) -> dict[str, Any]:
-        grid = self._accuracy(correct[index], self.heads, relation)
-        baseline = self._accuracy(self.baseline.correct, self.baseline, relation)
+    def _row(self, correct: torch.Tensor, relation: str, protocol: int = OURS) -> dict[str, Any]:
+        """One checkpoint's row; ``correct``: its (directions, layers, heads, relations) counts on the CPU."""
+        columns = self._columns(relation)
+        count = int(self.totals.correct[columns].sum())
+        grid = correct[..., columns].sum(dim=-1) / max(count, 1)
+        baseline = self.baseline.correct[protocol][:, columns].sum(dim=-1) / max(count, 1)
         offset = int(baseline.argmax())
         return {"relation": relation, "count": count, "best": best(grid), "by_direction": best_per_direction(grid),
                 "baseline": {"offset": OFFSETS[offset], "accuracy": 100 * float(baseline[offset])},
                 "per_head": (100 * grid).tolist()}
 
     def result(self) -> dict[str, Any]:
-        counts = {r: int(self.totals.of(r)) for r in self.totals.index}
+        counts = {r: int(self.totals.of(r)) for r in self.totals.index if r not in UNSCORED}
         frequent = sorted((r for r, n in counts.items() if n >= self.min_count), key=lambda r: -counts[r])
-        relations = [(ALL, sum(counts.values()))] + [(r, counts[r]) for r in frequent] if counts else []
+        relations = [ALL, *frequent] if self.totals.index else []
         correct = self.heads.correct.cpu()
         return {checkpoint: {
-            "relations": [self._row(index, correct, relation, count) for relation, count in relations],
+            "relations": [self._row(correct[index], relation) for relation in relations],
+            ALL_CLARK: self._row(correct[index], ALL_CLARK, CLARK) if relations else None,
             "min_count": self.min_count, "offsets": list(OFFSETS), "directions": list(DIRECTIONS),
             "word_attention_from": self.from_mode, "num_sentences": self.sentences, "num_words": self.words,
             "num_scored": sum(counts.values()), "words_cut": self.words_cut, "arcs_cut": self.arcs_cut,
@@ -207,20 +238,24 @@ class DependencyHeads(WordLevelAnalysis):
             return {"relation": before["relation"], "change": after["best"]["accuracy"] - head["accuracy"],
                     "after_at_before_head": same_head}
 
-        return {pair_name((a, b)): {"relations": [changed(before, after) for before, after in
-                                                  zip(per_checkpoint[a]["relations"], per_checkpoint[b]["relations"])]}
-                for a, b in pairs}
+        def compared(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+            clark = changed(before[ALL_CLARK], after[ALL_CLARK]) if before[ALL_CLARK] else None
+            return {"relations": [changed(b, a) for b, a in zip(before["relations"], after["relations"])],
+                    ALL_CLARK: clark}
+
+        return {pair_name((a, b)): compared(per_checkpoint[a], per_checkpoint[b]) for a, b in pairs}
 
     @classmethod
     def metrics(cls, entry: dict[str, Any]) -> list[tuple[str, float]]:
-        """Best-head accuracy per relation and checkpoint, and the offset baseline."""
+        """Best-head accuracy per relation and checkpoint (`all_clark`, the paper's protocol, too),
+        and the offset baseline."""
         out = []
         for checkpoint, stats in per_checkpoint_results(entry).items():
-            for row in stats["relations"]:
+            for row in rows_of(stats):
                 out.append((f"syntax_{checkpoint}_{row['relation'].replace(':', '_')}", row["best"]["accuracy"]))
         first = next(iter(per_checkpoint_results(entry).values()))
         out += [(f"syntax_baseline_{row['relation'].replace(':', '_')}", row["baseline"]["accuracy"])
-                for row in first["relations"]]
+                for row in rows_of(first)]
         return out
 
     @classmethod
@@ -231,6 +266,12 @@ class DependencyHeads(WordLevelAnalysis):
         return [draw_relation_bars(entry, out_dir / "syntax_relations.png", title=title),
                 draw_all_heads(entry, out_dir / "syntax_all_relations.png", title=title),
                 write_table(entry, out_dir / "syntax_table1.md", title=title)]
+
+
+def rows_of(stats: dict[str, Any]) -> list[dict[str, Any]]:
+    """A checkpoint's (or a pair's) rows for tables and figures: ours `all`, then `all_clark`, then the relations."""
+    rows = stats["relations"]
+    return [*rows[:1], stats[ALL_CLARK], *rows[1:]] if stats[ALL_CLARK] else rows
 
 
 def head_name(best_entry: dict[str, Any]) -> str:
@@ -251,16 +292,18 @@ def write_table(entry: dict[str, Any], path: Path, *, title: str) -> Path:
     lines = [f"# Dependency heads ({title})", "",
              f"UAS-style accuracy (%) of the best single head per relation; {first['num_scored']} dependents in "
              f"{first['num_sentences']} sentences (punctuation and root excluded; {first['words_cut']} words cut by "
-             "--max-tokens). Head = layer-head, 1-indexed; d>h: dependent attends to head, h>d: head attends to "
+             f"--max-tokens). {ALL_CLARK}: every word counted, punctuation and roots included (a root is always "
+             "wrong for attention), offsets clipped at the sentence's ends, as Clark et al.'s code for the paper's "
+             "`all`. Head = layer-head, 1-indexed; d>h: dependent attends to head, h>d: head attends to "
              f"dependent. Paper: {PAPER_MODEL}, a different model and treebank.", "",
              "| " + " | ".join(header) + " |", "|---" * columns + "|"]
-    for position, row in enumerate(first["relations"]):
+    for position, row in enumerate(rows_of(first)):
         cells = [row["relation"], str(row["count"])]
         for stats in checkpoints.values():
-            mine = stats["relations"][position]["best"]
+            mine = rows_of(stats)[position]["best"]
             cells += [head_name(mine), f"{mine['accuracy']:.1f}"]
         for _, comparison in pairs:
-            change = comparison["relations"][position]
+            change = rows_of(comparison)[position]
             cells += [f"{change['change']:+.1f}", f"{change['after_at_before_head']:.1f}"]
         cells.append(f"{row['baseline']['accuracy']:.1f} ({row['baseline']['offset']:+d})")
         paper = paper_row(row["relation"])
@@ -271,10 +314,10 @@ def write_table(entry: dict[str, Any], path: Path, *, title: str) -> Path:
               "| relation | " + " | ".join(f"{direction} {checkpoint_title(c)}" for direction in DIRECTIONS
                                           for c in checkpoints) + " |",
               "|---" * (1 + len(DIRECTIONS) * len(checkpoints)) + "|"]
-    for position, row in enumerate(first["relations"]):
+    for position, row in enumerate(rows_of(first)):
         cells = [f"{best_entry['layer']}-{best_entry['head']}: {best_entry['accuracy']:.1f}"
                  for direction in DIRECTIONS for stats in checkpoints.values()
-                 for best_entry in [stats["relations"][position]["by_direction"][direction]]]
+                 for best_entry in [rows_of(stats)[position]["by_direction"][direction]]]
         lines.append(f"| {row['relation']} | " + " | ".join(cells) + " |")
     atomic_write_text(path, "\n".join(lines) + "\n")
     return path
@@ -283,8 +326,8 @@ def write_table(entry: dict[str, Any], path: Path, *, title: str) -> Path:
 def draw_relation_bars(entry: dict[str, Any], path: Path, *, title: str, limit: int = 20) -> Path:
     """Grouped bars per relation: best head of each checkpoint, the offset baseline, the paper."""
     checkpoints = per_checkpoint_results(entry)
-    rows = next(iter(checkpoints.values()))["relations"][:limit]
-    bars = {f"{checkpoint_title(c)} best head": [r["best"]["accuracy"] for r in stats["relations"][:limit]]
+    rows = rows_of(next(iter(checkpoints.values())))[:limit]
+    bars = {f"{checkpoint_title(c)} best head": [r["best"]["accuracy"] for r in rows_of(stats)[:limit]]
             for c, stats in checkpoints.items()}
     bars["best offset baseline"] = [r["baseline"]["accuracy"] for r in rows]
     positions = np.arange(len(rows))

@@ -1,6 +1,7 @@
+import pytest
 import torch
 
-from harness.analyses.dependency import DependencyHeads, head_predictions
+from harness.analyses.dependency import ALL_CLARK, ROOT_GOLD, DependencyHeads, head_predictions, offset_predictions
 from harness.config import AnalysisConfig
 from harness.models import FINETUNED, PRETRAINED
 from harness.sources import SourceContext
@@ -101,3 +102,63 @@ def test_metrics_name_checkpoint_and_relation():
     metrics = dict(DependencyHeads.metrics({"result": result}))
     assert metrics["syntax_pretrained_all"] == 100.0 and metrics["syntax_finetuned_all"] < 100.0
     assert "syntax_baseline_nsubj" in metrics
+
+
+# Punctuation and roots: "." points at the wrong word; "go" and "barks" are roots (never predicted).
+PROTOCOL_SENTENCES = [sentence("the cat sat on the mat .", [2, 3, 0, 6, 6, 3, 3],
+                               ["det", "nsubj", "root", "case", "det", "obl", "punct"]),
+                      sentence("go home .", [0, 1, 1], ["root", "obl", "punct"]),
+                      sentence("a big dog barks", [3, 3, 4, 0], ["det", "amod", "nsubj", "root"])]
+POINTED_HEADS = [[2, 3, 0, 6, 6, 3, 6], [0, 1, 1], [3, 3, 4, 0]]
+
+
+def test_ours_leaves_punctuation_and_roots_out_and_clarks_counts_every_word():
+    pointing = [pointing_maps(heads) for heads in POINTED_HEADS]
+    uniform = [pointing_maps([0] * len(heads)) for heads in POINTED_HEADS]
+    result = run(PROTOCOL_SENTENCES, {PRETRAINED: pointing, FINETUNED: uniform})
+    stats = result["per_checkpoint"][PRETRAINED]
+    ours, clark = stats["relations"][0], stats[ALL_CLARK]
+    assert {row["relation"] for row in stats["relations"]} == {"all", "det", "nsubj", "case", "obl", "amod"}
+    # ours: the 9 non-punctuation dependents, all pointed at; Clark: 14 words, of which the
+    # 3 roots and the misdirected "." are wrong
+    assert (ours["count"], clark["count"], stats["num_scored"]) == (9, 14, 9)
+    assert ours["best"]["accuracy"] == 100.0
+    assert clark["best"] == {"layer": 1, "head": 1, "direction": "dependent->head",
+                             "accuracy": pytest.approx(100 * 10 / 14)}
+    # offset +1: ours 5 of 9; Clark 5 of 14 (past the end is the last word: no credit here)
+    assert ours["baseline"] == {"offset": 1, "accuracy": pytest.approx(100 * 5 / 9)}
+    assert clark["baseline"] == {"offset": 1, "accuracy": pytest.approx(100 * 5 / 14)}
+    change = result["per_pair"]["pretrained->finetuned"][ALL_CLARK]
+    # the uniform head: "the" -> "cat", "home" -> "go", "." -> "go" (the first other word wins ties)
+    assert change["after_at_before_head"] == pytest.approx(100 * 3 / 14)
+    assert change["change"] == pytest.approx(100 * 3 / 14 - 100 * 10 / 14)
+    metrics = dict(DependencyHeads.metrics({"result": result}))
+    assert metrics["syntax_pretrained_all_clark"] == clark["best"]["accuracy"]
+    assert metrics["syntax_baseline_all_clark"] == clark["baseline"]["accuracy"]
+
+
+def test_clark_offsets_clip_to_root_and_last_word_and_ours_do_not():
+    predicted = offset_predictions(torch.tensor([0, 2]), 3)  # words 0 and 2 of a 3-word sentence
+    assert predicted.shape == (2, 6, 2)
+    assert predicted[0, :, 0].tolist() == [-3, -2, -1, 1, 2, 3]  # ours: -1 is no word, never the root
+    assert predicted[1, :, 0].tolist() == [ROOT_GOLD] * 3 + [1, 2, 2]
+    assert predicted[1, :, 1].tolist() == [ROOT_GOLD, 0, 1, 2, 2, 2]
+    go_home = sentence("go home", [0, 1], ["root", "obl"])
+    row = run([go_home], {PRETRAINED: [pointing_maps([0, 0])]})["per_checkpoint"][PRETRAINED][ALL_CLARK]
+    # offset -1: "go" -> ROOT (clipped, so right) and "home" -> "go"; -2 and -3 miss "home"
+    assert row["baseline"] == {"offset": -1, "accuracy": 100.0}
+
+
+def test_the_papers_all_is_shown_beside_the_clark_protocol_only(tmp_path):
+    pointing = [pointing_maps(heads) for heads in POINTED_HEADS]
+    result = run(PROTOCOL_SENTENCES, {PRETRAINED: pointing, FINETUNED: pointing})
+    assert DependencyHeads.reference["clark_table1"][ALL_CLARK]["accuracy"] == 34.5
+    assert "all" not in DependencyHeads.reference["clark_table1"]
+    entry = {"result": result, "pairs": [[PRETRAINED, FINETUNED]]}
+    paths = DependencyHeads.draw(entry, {"model": "tiny", "task": "test"}, tmp_path)
+    assert {path.name for path in paths} == {"syntax_relations.png", "syntax_all_relations.png", "syntax_table1.md"}
+    rows: dict[str, str] = {}  # the first table's rows (a second table lists the best head per direction)
+    for line in (tmp_path / "syntax_table1.md").read_text().splitlines():
+        rows.setdefault(line.split(" | ")[0].lstrip("| "), line)
+    assert rows["all"].endswith("| 55.6 (+1) |  |  |  |  |")  # ours: no paper number
+    assert rows[ALL_CLARK].endswith("| 35.7 (+1) | all | 7-6 | 34.5 | 26.3 (+1) |")
