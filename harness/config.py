@@ -31,6 +31,7 @@ QUICK = {"max_eval_examples": 64, "max_corpus_items": 100, "probe_train_sentence
 QUICK_SIZES = ", ".join(f"{name} {size}" for name, size in QUICK.items())
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 WORD_ATTENTION_FROM = ("mean", "first")
+PROBE_INITS = ("zeros", "glorot")
 
 
 def option(default: Any = None, help: str = "", *, flag: str | None = None,
@@ -135,6 +136,10 @@ class AnalysisConfig:
                                                    "'train' for 'dev')")
     syntax_min_count: int = option(100, "drop dependency relations with fewer scored dependents (Clark et al.: 100)")
     probe_train_sentences: int = option(2000, "seeded sample of training sentences for the attention probes")
+    probe_init: str = option("zeros", "probe initialisation: zeros = every head's weight 0 and the ROOT mix 1 (all "
+                                      "heads start equal), linear maps at PyTorch's defaults; glorot = Clark et al.'s "
+                                      "code (TensorFlow's default): every weight Glorot-uniform, biases 0",
+                             choices=PROBE_INITS)
     coref_data: Path | None = option(None, "coreference data: *_conll, .jsonlines or a LitBank conll/ folder "
                                            "(default: LitBank in ../shared/data)")
     coref_windows: bool = option(False, "score coreference over whole documents cut into sentence windows, instead "
@@ -167,6 +172,8 @@ class AnalysisConfig:
                  "must be at least 5 tokens (three special tokens and two words)")
         _require(self.word_attention_from in WORD_ATTENTION_FROM, cls, "word_attention_from",
                  self.word_attention_from, f"must be one of {', '.join(WORD_ATTENTION_FROM)}")
+        _require(self.probe_init in PROBE_INITS, cls, "probe_init", self.probe_init,
+                 f"must be one of {', '.join(PROBE_INITS)}")
         _require(self.analyses is None or len(self.analyses) > 0, cls, "analyses", "", "names no analysis")
         self.corpus = _existing(cls, "corpus", self.corpus)
         self.syntax_data = _existing(cls, "syntax_data", self.syntax_data)

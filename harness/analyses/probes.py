@@ -13,10 +13,15 @@ Clark et al.'s code:
 The ``"syntax-probe"`` source streams a sample of treebank training sentences (learned from
 online as they pass, nothing is stored) and then the dev sentences, where UAS is counted
 without punctuation. A separate attention probe is trained per checkpoint.
+
+Unlike Clark et al.'s code, candidate j is paired with word j's own GloVe vector: their code
+appended the ROOT column after the words instead of before them, so each candidate got the
+next word's vector. ``probe_init`` chooses our start (all heads equal) or theirs (Glorot).
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -113,13 +118,16 @@ class AttentionProbe(nn.Module):
 
     def __init__(self, num_maps: int, glove_dim: int = 0) -> None:
         super().__init__()
-        self.root_mix = nn.Parameter(torch.ones(2))
+        # two scalars, as Clark's ROOT_start and ROOT_end (their Glorot range depends on the shape)
+        self.root_start = nn.Parameter(torch.tensor(1.0))
+        self.root_end = nn.Parameter(torch.tensor(1.0))
         self.weights = nn.Parameter(torch.zeros(num_maps)) if not glove_dim else None
         self.pair_weights = nn.Linear(2 * glove_dim, num_maps) if glove_dim else None
 
     def forward(self, maps: torch.Tensor, pairs: torch.Tensor | None) -> torch.Tensor:
-        """Logits (words, words + 1) over candidate heads (column 0 = ROOT)."""
-        features = attention_features(maps, self.root_mix)
+        """Logits (words, words + 1) over candidate heads (column 0 = ROOT) from ``maps``
+        (layers, heads, words + 2, words + 2) and, for Attn + GloVe, ``pairs`` (words, words + 1, 2 * dim)."""
+        features = attention_features(maps, torch.stack([self.root_start, self.root_end]))
         weights = self.pair_weights(pairs) if self.pair_weights is not None else self.weights
         return (features * weights).sum(dim=-1)
 
@@ -152,12 +160,34 @@ def gold_heads(sentence: Sentence, num_words: int) -> tuple[torch.Tensor, torch.
     return heads.clamp(max=num_words), trainable, scored
 
 
-def seeded(seed: int, factory: Any, *args: Any) -> nn.Module:
-    """A probe initialised from ``seed`` (the same start for both checkpoints), leaving the
-    global random state untouched."""
+def glorot_(parameter: torch.Tensor) -> None:
+    """Glorot-uniform in place with TensorFlow's fans, as ``tf.get_variable`` and ``tf.layers.dense``
+    initialise by default: a scalar has fan-in = fan-out = 1 (range +-sqrt(3)), a vector of n
+    entries n and n, a matrix its two sizes."""
+    fans = (1, 1) if parameter.dim() == 0 else (len(parameter),) * 2 if parameter.dim() == 1 else parameter.shape
+    limit = math.sqrt(6 / sum(fans))
+    nn.init.uniform_(parameter, -limit, limit)
+
+
+def clark_init_(module: nn.Module) -> None:
+    """Clark et al.'s initialisation in place: every weight `glorot_`, every bias 0 (``tf.layers.dense``)."""
+    with torch.no_grad():
+        for name, parameter in module.named_parameters():
+            if name.endswith("bias"):
+                parameter.zero_()
+            else:
+                glorot_(parameter)
+
+
+def seeded(seed: int, init: str, factory: Any, *args: Any) -> nn.Module:
+    """A probe initialised from ``seed`` (the same start for both checkpoints) as ``init``
+    ("zeros": the constructor's; "glorot": `clark_init_`), leaving the global random state untouched."""
     with torch.random.fork_rng():
         torch.manual_seed(seed)
-        return factory(*args)
+        module = factory(*args)
+        if init == "glorot":
+            clark_init_(module)
+        return module
 
 
 class Trainer:
@@ -187,23 +217,26 @@ class Probes(WordLevelAnalysis):
     """Dev UAS of each checkpoint's attention probes, and of the two baselines without attention."""
 
     name = "probes"
-    version = 2
+    version = 3
     source = "syntax-probe"
-    settings_used = ("word_attention_from", "analysis_seed")  # the seed initialises every probe
+    settings_used = ("word_attention_from", "analysis_seed", "probe_init")  # the seed and init start every probe
     reference = {"clark_table3_uas": PAPER_TABLE3, "paper_setting": PAPER_SETTING,
                  "learning_rate": LEARNING_RATE, "epochs": 1}
 
     def __init__(self, context: AnalysisContext) -> None:
         super().__init__(context)
         self.glove = GloVe()
+        self.init = context.settings.probe_init
         num_maps = 2 * context.num_layers * context.num_heads
-        self.probes = {(c, kind): Trainer(seeded(context.seed, AttentionProbe, num_maps,
-                                                 self.glove.dim if kind == "attn_glove" else 0).to(context.device))
+        self.probes = {(c, kind): self._trainer(AttentionProbe, num_maps, self.glove.dim if kind == "attn_glove" else 0)
                        for c in context.checkpoints for kind in ATTENTION_PROBES}
-        self.distance = Trainer(seeded(context.seed, DistanceProbe, self.glove.dim).to(context.device))
+        self.distance = self._trainer(DistanceProbe, self.glove.dim)
         self.right_correct = 0
         self.counts = {"train_sentences": 0, "train_words": 0, "dev_sentences": 0, "dev_scored": 0,
                        "words_cut": 0, "arcs_cut": 0}
+
+    def _trainer(self, factory: Any, *args: Any) -> Trainer:
+        return Trainer(seeded(self.context.seed, self.init, factory, *args).to(self.context.device))
 
     def update_words(self, batch: AttentionBatch) -> None:
         rows = [word_maps(batch, c, self.from_mode, keep_special=True) for c in self.context.checkpoints]
@@ -262,7 +295,7 @@ class Probes(WordLevelAnalysis):
                 "mean_train_loss": {**{kind: t.loss_total / max(t.steps, 1) for kind, t in trainers.items()},
                                     "distances_glove": distance_loss},
                 "attn_head_weights": self._head_weights(checkpoint),
-                "word_attention_from": self.from_mode, **self.counts,
+                "word_attention_from": self.from_mode, "probe_init": self.init, **self.counts,
             }
         return results
 
@@ -312,7 +345,8 @@ def write_probe_table(entry: dict[str, Any], path: Path, *, title: str) -> Path:
               *(f"change {checkpoint_title(a)}->{checkpoint_title(b)}" for (a, b), _ in pairs), "paper (BERT-base)"]
     lines = [f"# Probes: dev UAS without punctuation ({title})", "",
              f"Trained online on {first['train_sentences']} treebank training sentences ({first['train_words']} "
-             f"words), one Adam step (lr {LEARNING_RATE}) per sentence, one epoch; scored on {first['dev_scored']} "
+             f"words) from the {first['probe_init']} initialisation, one Adam step (lr {LEARNING_RATE}) per "
+             f"sentence, one epoch; scored on {first['dev_scored']} "
              f"dev dependents of {first['dev_sentences']} sentences. Paper: {PAPER_SETTING}.", "",
              "| " + " | ".join(header) + " |", "|---" * len(header) + "|"]
     for kind in (*BASELINES, *ATTENTION_PROBES):

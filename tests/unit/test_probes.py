@@ -1,3 +1,4 @@
+import math
 import random
 
 import pytest
@@ -8,6 +9,7 @@ from harness.config import AnalysisConfig
 from harness.models import FINETUNED, PRETRAINED
 from harness.sources import SourceContext
 from harness.sources.treebank import DEV, TRAIN, ProbeSource
+from harness.store import FileHashes
 from tasks.errors import InputError
 from tests.conftest import finish
 from tests.unit.syntax_helpers import context, hand_made_batch, pointing_maps, sentence
@@ -39,14 +41,17 @@ def batches(split: str, count: int, seed: int) -> list:
     return out
 
 
-def test_probe_reads_a_head_that_points_at_gold_heads_and_not_uniform_attention():
-    analysis = Probes(context(analysis_seed=0))
-    for batch in batches(TRAIN, 300, seed=1) + batches(DEV, 40, seed=2):
+# Glorot starts the pointing head's weight at a random value (here below the other head's), so
+# the probe needs more sentences to read it than from equal weights.
+@pytest.mark.parametrize(("init", "train_sentences", "attn_floor"), [("zeros", 300, 95.0), ("glorot", 1000, 80.0)])
+def test_probe_reads_a_head_that_points_at_gold_heads_and_not_uniform_attention(init, train_sentences, attn_floor):
+    analysis = Probes(context(analysis_seed=0, probe_init=init))
+    for batch in batches(TRAIN, train_sentences, seed=1) + batches(DEV, 40, seed=2):
         analysis.update(batch)
     result = finish(analysis)
     pre, fine = result["per_checkpoint"][PRETRAINED], result["per_checkpoint"][FINETUNED]
-    assert pre["train_sentences"] == 300 and pre["dev_sentences"] == 40
-    assert pre["uas"]["attn"] >= 95.0
+    assert pre["train_sentences"] == train_sentences and pre["dev_sentences"] == 40 and pre["probe_init"] == init
+    assert pre["uas"]["attn"] >= attn_floor
     assert pre["uas"]["attn_glove"] >= 80.0
     assert fine["uas"]["attn"] <= 40.0  # uniform maps carry no syntax
     change = result["per_pair"]["pretrained->finetuned"]["uas_change"]["attn"]
@@ -110,8 +115,35 @@ def test_missing_training_treebank_is_a_clear_error(tiny_tokenizer, tmp_path):
         source.identity()
 
 
-def test_both_checkpoints_start_from_the_same_probe():
-    analysis = Probes(context(analysis_seed=3))
+@pytest.mark.parametrize("init", ["zeros", "glorot"])
+def test_both_checkpoints_start_from_the_same_probe(init):
+    analysis = Probes(context(analysis_seed=3, probe_init=init))
     for kind in ("attn", "attn_glove"):
         first, second = (analysis.probes[(c, kind)].module.state_dict() for c in (PRETRAINED, FINETUNED))
         assert all(torch.equal(first[name], second[name]) for name in first)
+
+
+def test_glorot_init_draws_clarks_ranges_and_zeros_starts_every_head_equal():
+    glorot = Probes(context(analysis_seed=0, probe_init="glorot"))  # 1 layer x 2 heads: 4 maps; GloVe 50-d
+    attn = glorot.probes[(PRETRAINED, "attn")].module
+    # TensorFlow's fans: a scalar 1 and 1 (+-sqrt 3), a vector of 4 entries 4 and 4
+    for scalar in (attn.root_start.detach(), attn.root_end.detach()):
+        assert scalar.dim() == 0 and 0 < abs(float(scalar)) <= math.sqrt(3) and float(scalar) != 1.0
+    assert attn.weights.abs().max() <= math.sqrt(6 / 8) and attn.weights.abs().min() > 0
+    pair = glorot.probes[(PRETRAINED, "attn_glove")].module.pair_weights
+    limit = math.sqrt(6 / (100 + 4))
+    assert pair.weight.abs().max() <= limit and pair.weight.abs().max() > 0.9 * limit  # 400 draws reach the edge
+    assert pair.bias.abs().sum() == 0
+    hidden, _, out = glorot.distance.module.mlp
+    assert hidden.weight.abs().max() <= math.sqrt(6 / (108 + 256))  # 8 distance features + the 100-d GloVe pair
+    assert hidden.bias.abs().sum() == out.bias.abs().sum() == 0
+    zeros = Probes(context(analysis_seed=0)).probes[(PRETRAINED, "attn")].module
+    assert zeros.weights.abs().sum() == 0 and zeros.root_start.item() == zeros.root_end.item() == 1.0
+
+
+def test_probe_init_is_validated_and_keys_the_stored_result():
+    with pytest.raises(InputError, match="--probe-init xavier: must be one of zeros, glorot"):
+        AnalysisConfig(probe_init="xavier")
+    inits = ("zeros", "glorot")
+    identities = [Probes.settings_identity(AnalysisConfig(probe_init=init), FileHashes()) for init in inits]
+    assert [identity["probe_init"] for identity in identities] == list(inits)
