@@ -47,3 +47,15 @@ def count_truncated(tokenizer: PreTrainedTokenizerBase, examples: Sequence[Examp
     """How many examples are longer than ``max_length`` tokens and get cut."""
     lengths = tokenizer(*_texts(examples, pair))["input_ids"]
     return sum(len(ids) > max_length for ids in lengths)
+
+
+def token_spans(tokenizer: PreTrainedTokenizerBase, examples: Sequence[Example], max_length: int,
+                pair: bool) -> list[list[tuple[int, int, int] | None]]:
+    """Per example, per token of its encoding (`encode_examples`, same truncation): the text it
+    comes from (0: ``text_a``, 1: ``text_b``) and its character span there, or None for a
+    special token."""
+    encoded = tokenizer(*_texts(examples, pair), truncation=True, max_length=max_length,
+                        return_offsets_mapping=True)
+    return [[None if segment is None else (segment, *span)
+             for segment, span in zip(encoded.sequence_ids(row), offsets)]
+            for row, offsets in enumerate(encoded["offset_mapping"])]

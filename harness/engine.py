@@ -140,6 +140,7 @@ class RunShape:
     settings: AnalysisConfig
     pairs: tuple[tuple[str, str], ...]
     task: GlueTask | None
+    max_length: int
 
 
 def stream_source(source_context: SourceContext, source_name: str, plans: list[Plan],
@@ -156,7 +157,7 @@ def stream_source(source_context: SourceContext, source_name: str, plans: list[P
         if not measured:
             continue
         context = AnalysisContext(measured, shape.num_layers, shape.num_heads, shape.settings, shape.tokenizer,
-                                  shape.pairs, device, shape.task)
+                                  shape.pairs, device, shape.task, shape.max_length)
         instances.append((item, item.analysis(context)))
         for name in measured:
             needs[name] = needs.get(name, frozenset()) | item.analysis.needs
@@ -206,7 +207,7 @@ def analyse(classes: list[type[Analysis]], checkpoints: list[Checkpoint], pairs:
     """
     model_config = checkpoints[0].model.config
     shape = RunShape(model_config.num_hidden_layers, model_config.num_attention_heads, source_context.tokenizer,
-                     source_context.settings, tuple(pairs), source_context.task)
+                     source_context.settings, tuple(pairs), source_context.task, source_context.max_length)
     by_source: dict[str, list[type[Analysis]]] = {}
     for analysis in classes:
         if analysis.source not in SOURCES:

@@ -19,6 +19,7 @@ from harness.engine import GradientTargets, run_checkpoints
 from harness.forward import use_harness_attention
 from harness.models import FINETUNED, PRETRAINED, Checkpoint
 from tasks.examples import Example
+from tasks.registry import GlueTask
 
 GLUE_DIR = Path(os.environ.get("GLUE_DIR", SHARED_DATA / "glue"))
 PAIRS = ((PRETRAINED, FINETUNED),)
@@ -147,8 +148,10 @@ def stream(models: dict[str, PreTrainedModel], batches: Iterable[EncodedBatch], 
 
 def analysis_context(models_or_names: Sequence[str] | dict[str, Any], layers: int = 2, heads: int = 4,
                      tokenizer: Any = None, pairs: tuple[tuple[str, str], ...] = PAIRS,
-                     device: torch.device = torch.device("cpu"), **settings: Any) -> AnalysisContext:
-    return AnalysisContext(tuple(models_or_names), layers, heads, AnalysisConfig(**settings), tokenizer, pairs, device)
+                     device: torch.device = torch.device("cpu"), task: GlueTask | None = None,
+                     **settings: Any) -> AnalysisContext:
+    return AnalysisContext(tuple(models_or_names), layers, heads, AnalysisConfig(**settings), tokenizer, pairs, device,
+                           task)
 
 
 def finish(analysis: Analysis) -> dict[str, Any]:

@@ -5,8 +5,9 @@ Adding one: subclass `Analysis` (see `harness.analyses.base`), decorate it with
 """
 
 from harness.analyses import (clustering, coreference, cosine, cosine_padded, dependency, evaluation, features,
-                              gradients, patterns, probes, surface)
+                              features_task, gradients, patterns, probes, surface)
 from harness.analyses.base import ANALYSES, Analysis, AnalysisContext, register_analysis
 
 __all__ = ["ANALYSES", "Analysis", "AnalysisContext", "clustering", "coreference", "cosine", "cosine_padded",
-           "dependency", "evaluation", "features", "gradients", "patterns", "probes", "register_analysis", "surface"]
+           "dependency", "evaluation", "features", "features_task", "gradients", "patterns", "probes",
+           "register_analysis", "surface"]

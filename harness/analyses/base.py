@@ -53,7 +53,8 @@ class AnalysisContext:
     ``checkpoints``: the names of the checkpoints this instance measures (a per-checkpoint
     analysis gets only those whose stored result is missing); ``pairs``: the comparisons the
     pipeline declares, as (before, after) names; ``device``: where the attention lives, so
-    running statistics can live there too; ``task``: the run's task (its labels and metrics).
+    running statistics can live there too; ``task``: the run's task (its labels and metrics);
+    ``max_length``: the truncation of the task's inputs.
     """
 
     checkpoints: tuple[str, ...]
@@ -64,6 +65,7 @@ class AnalysisContext:
     pairs: tuple[tuple[str, str], ...] = ()
     device: torch.device = torch.device("cpu")
     task: GlueTask | None = None
+    max_length: int = 128
 
     @property
     def seed(self) -> int:

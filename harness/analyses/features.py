@@ -120,22 +120,14 @@ class LinguisticFeatures(WordLevelAnalysis):
         counts = torch.tensor([max(self.sentences[name], 1) for name in NAMES], dtype=torch.float64)
         means = self.totals.cpu() / counts[None, :, None, None]
         return {checkpoint: {
-            "names": list(NAMES),
-            "per_head": {name: means[index, position].tolist() for position, name in enumerate(NAMES)},
-            "per_layer": {name: means[index, position].mean(dim=1).tolist() for position, name in enumerate(NAMES)},
-            "max_head": {name: best_head(means[index, position]) for position, name in enumerate(NAMES)},
+            **feature_statistics(means[index]),
             "sentences_with_feature": dict(self.sentences),
             "word_attention_from": self.from_mode, "words_cut": self.words_cut,
         } for index, checkpoint in enumerate(self.context.checkpoints)}
 
     @classmethod
     def compare(cls, per_checkpoint: dict[str, Any], pairs: list[tuple[str, str]]) -> dict[str, Any]:
-        def change(a: str, b: str, part: str) -> dict[str, list]:
-            return {name: (np.asarray(per_checkpoint[b][part][name]) - np.asarray(per_checkpoint[a][part][name])).tolist()
-                    for name in NAMES}
-
-        return {pair_name((a, b)): {"change_per_head": change(a, b, "per_head"),
-                                    "change_per_layer": change(a, b, "per_layer")} for a, b in pairs}
+        return feature_changes(per_checkpoint, pairs)
 
     @classmethod
     def metrics(cls, entry: dict[str, Any]) -> list[tuple[str, float]]:
@@ -156,8 +148,29 @@ class LinguisticFeatures(WordLevelAnalysis):
         return paths
 
 
-def draw_feature_panels(entry: dict[str, Any], name: str, path: Path, *, title: str) -> Path:
-    """One feature: each checkpoint per head (shared colour scale), then each pair's change (diverging)."""
+def feature_changes(per_checkpoint: dict[str, Any], pairs: list[tuple[str, str]]) -> dict[str, Any]:
+    """Per pair (a, b): b minus a of every feature's per-head and per-layer values."""
+    def change(a: str, b: str, part: str) -> dict[str, list]:
+        return {name: (np.asarray(per_checkpoint[b][part][name]) - np.asarray(per_checkpoint[a][part][name])).tolist()
+                for name in NAMES}
+
+    return {pair_name((a, b)): {"change_per_head": change(a, b, "per_head"),
+                                "change_per_layer": change(a, b, "per_layer")} for a, b in pairs}
+
+
+def feature_statistics(means: torch.Tensor) -> dict[str, Any]:
+    """``means`` (features, layers, heads), features in `NAMES` order: per head, per layer and the largest head."""
+    return {"names": list(NAMES),
+            "per_head": {name: means[position].tolist() for position, name in enumerate(NAMES)},
+            "per_layer": {name: means[position].mean(dim=1).tolist() for position, name in enumerate(NAMES)},
+            "max_head": {name: best_head(means[position]) for position, name in enumerate(NAMES)}}
+
+
+def draw_feature_panels(entry: dict[str, Any], name: str, path: Path, *, title: str,
+                        counts: dict[str, int] | None = None, unit: str = "sentences") -> Path:
+    """One feature: each checkpoint per head (shared colour scale), then each pair's change
+    (diverging); the title says how many ``unit`` had the feature (``counts``, by default the
+    treebank sentences)."""
     checkpoints = per_checkpoint_results(entry)
     grids = [(checkpoint_title(c), np.asarray(stats["per_head"][name])) for c, stats in checkpoints.items()]
     changes = [(f"{checkpoint_title(b)} minus {checkpoint_title(a)}", np.asarray(comparison["change_per_head"][name]))
@@ -173,6 +186,6 @@ def draw_feature_panels(entry: dict[str, Any], name: str, path: Path, *, title: 
         image = ax.imshow(grid, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
         style_head_axes(ax, layers, heads, label, tick_size=6, title_size=8)
         figure.colorbar(image, ax=ax, label="attention (row mean, max over words)" if cmap == "viridis" else "change")
-    sentences = next(iter(checkpoints.values()))["sentences_with_feature"][name]
-    figure.suptitle(f"{title}: attention to {name} ({sentences} sentences)", fontsize=9)
+    count = (counts or next(iter(checkpoints.values()))["sentences_with_feature"])[name]
+    figure.suptitle(f"{title}: attention to {name} ({count} {unit})", fontsize=9)
     return save(figure, path)
