@@ -135,7 +135,8 @@ class AnalysisConfig:
     syntax_train_data: Path | None = option(None, "probe training treebank (default: the --syntax-data file with "
                                                    "'train' for 'dev')")
     syntax_min_count: int = option(100, "drop dependency relations with fewer scored dependents (Clark et al.: 100)")
-    probe_train_sentences: int = option(2000, "seeded sample of training sentences for the attention probes")
+    probe_train_sentences: int = option(2000, "seeded sample of training sentences for the attention probes "
+                                              "(0: the whole training treebank, as Clark et al.)")
     probe_init: str = option("zeros", "probe initialisation: zeros = every head's weight 0 and the ROOT mix 1 (all "
                                       "heads start equal), linear maps at PyTorch's defaults; glorot = Clark et al.'s "
                                       "code (TensorFlow's default): every weight Glorot-uniform, biases 0",
@@ -161,10 +162,12 @@ class AnalysisConfig:
         if self.quick:  # caps, so a smaller size given with --quick is kept
             for name, cap in QUICK.items():
                 value = getattr(self, name)
-                setattr(self, name, cap if value is None else min(value, cap))
-        for name in ("max_eval_examples", "eval_batch_size", "syntax_min_count", "probe_train_sentences",
-                     "clustering_tokens_per_example"):
+                unbounded = value is None or (name == "probe_train_sentences" and value == 0)
+                setattr(self, name, cap if unbounded else min(value, cap))
+        for name in ("max_eval_examples", "eval_batch_size", "syntax_min_count", "clustering_tokens_per_example"):
             _require(getattr(self, name) >= 1, cls, name, getattr(self, name), "must be at least 1")
+        _require(self.probe_train_sentences >= 0, cls, "probe_train_sentences", self.probe_train_sentences,
+                 "must be 0 (all) or more")
         _require(self.max_corpus_items is None or self.max_corpus_items >= 1, cls, "max_corpus_items",
                  self.max_corpus_items, "must be at least 1")
         _require(self.analysis_seed >= 0, cls, "analysis_seed", self.analysis_seed, "must be 0 or more")

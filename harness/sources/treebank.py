@@ -139,7 +139,8 @@ class ProbeSource(Source):
         dev_path, train_path = treebank_path(settings), train_treebank_path(settings)
         rng = random.Random(context.seed)
         train = read_treebank(train_path)
-        train = rng.sample(train, min(settings.probe_train_sentences, len(train)))
+        wanted = settings.probe_train_sentences or len(train)  # 0: all of them
+        train = rng.sample(train, min(wanted, len(train)))
         dev = _by_length(bounded(read_treebank(dev_path), settings.max_corpus_items, context.seed))
         train = _windowed_shuffle(train, settings.eval_batch_size, rng)
         notes = {**_notes(dev_path, len(dev), sum(map(len, dev))), "train_treebank": train_path.name,

@@ -14,6 +14,7 @@ from tasks.errors import InputError
     (lambda: AnalysisConfig(eval_batch_size=0), "--eval-batch-size 0"),
     (lambda: AnalysisConfig(word_attention_from="last"), "--word-attention-from last: must be one of mean, first"),
     (lambda: AnalysisConfig(max_tokens=2), "--max-tokens 2: must be at least 5"),
+    (lambda: AnalysisConfig(probe_train_sentences=-1), "--probe-train-sentences -1: must be 0 \\(all\\) or more"),
     (lambda: TaskConfig(task="nope"), "unknown task 'nope'"),
     (lambda: TaskConfig(task=None), "--task is required"),
     (lambda: TaskConfig(task="rte", max_length=4), "--max-length 4"),

@@ -1,11 +1,12 @@
 import math
 import random
+from dataclasses import replace
 
 import pytest
 import torch
 
 from harness.analyses.probes import Probes, distance_features, pair_vectors, right_branching
-from harness.config import AnalysisConfig
+from harness.config import QUICK, AnalysisConfig
 from harness.models import FINETUNED, PRETRAINED
 from harness.sources import SourceContext
 from harness.sources.treebank import DEV, TRAIN, ProbeSource
@@ -106,6 +107,10 @@ def test_probe_source_streams_the_train_sample_before_every_dev_sentence(tiny_to
     assert splits == [TRAIN] * 12 + [DEV] * 5 and stream.num_items == 17
     assert stream.notes["train_sentences"] == 12 and stream.notes["sentences"] == 5
     assert stream.notes["train_treebank"].endswith("tb-train.conllu")
+    whole = ProbeSource(SourceContext(tiny_tokenizer, replace(settings, probe_train_sentences=0))).stream()
+    assert whole.notes["train_sentences"] == 30  # 0: the whole training treebank, as Clark et al.
+    quick = AnalysisConfig(syntax_data=tmp_path / "tb-dev.conllu", probe_train_sentences=0, quick=True)
+    assert quick.probe_train_sentences == QUICK["probe_train_sentences"]  # --quick bounds "all" too
 
 
 def test_missing_training_treebank_is_a_clear_error(tiny_tokenizer, tmp_path):
