@@ -77,7 +77,7 @@ def view(summary: dict[str, Any]) -> dict[str, Any]:
             out[f"clustering.{c}.{block}"] = value
     for kind in ("right_branching", "distances_glove"):
         out[f"probes.{kind}"] = probes[kind]
-    for name in ("nearest", "head_match"):
+    for name in ("nearest_preceding", "head_match"):  # issue 11 renamed the old "nearest" (the paper's differs)
         out[f"coreference.{name}"] = coreference["baselines"][name]["all"]
     for category, grid in analyses["gradients"]["per_checkpoint"]["finetuned"]["per_head"].items():
         out[f"gradients.finetuned.{category}"] = grid
