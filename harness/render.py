@@ -14,12 +14,13 @@ from typing import Any
 
 from harness.analyses import ANALYSES
 from harness.store import key_of, read_json, write_json
+from tasks.files import atomic_write_text
 
 DRAWN = ".drawn.json"
 
 
 def redraw(summary: dict[str, Any], out_dir: Path, force: bool = False) -> list[Path]:
-    """Every figure of every analysis entry in ``summary`` whose version is the current one."""
+    """Every figure and table of every analysis entry in ``summary`` whose version is the current one."""
     fingerprint = key_of(summary, 64)
     drawn = read_json(out_dir / DRAWN, note_damage=False)
     if not force and isinstance(drawn, dict) and drawn.get("summary") == fingerprint:
@@ -31,5 +32,7 @@ def redraw(summary: dict[str, Any], out_dir: Path, force: bool = False) -> list[
         analysis = ANALYSES.get(name)
         if analysis is not None and entry.get("version") == analysis.version:
             written.extend(analysis.draw(entry, summary["run"], out_dir))
+            for stem, text in analysis.tables(entry, summary["run"]).items():
+                written.append(atomic_write_text(out_dir / f"{stem}.md", text))
     write_json(out_dir / DRAWN, {"summary": fingerprint, "files": [str(p.relative_to(out_dir)) for p in written]})
     return written

@@ -13,8 +13,9 @@ statistics with `result`. Two kinds:
   input at once (cosine of maps, distances between heads of different checkpoints), so
   `result` returns one dict, with a ``"per_pair"`` part for the declared pairs.
 
-`metrics` names the headline scalars for MLflow and `draw` turns the stored entry (never
-live tensors) into figures, so ``harness figures`` redraws everything without recomputing.
+`metrics` names the headline scalars for MLflow, and `draw` and `tables` turn the stored
+entry (never live tensors) into figures and Markdown tables, so ``harness figures`` redraws
+everything without recomputing.
 An analysis reads the source named by ``source``; the pipeline streams each source once for
 all analyses that read it. Adding one: subclass, decorate with `register_analysis`, import
 the module in ``harness/analyses/__init__.py``.
@@ -123,8 +124,15 @@ class Analysis(ABC):
 
     @classmethod
     def draw(cls, entry: dict[str, Any], run: dict[str, Any], out_dir: Path) -> list[Path]:
-        """Figures and tables from a stored summary entry and the run's description; the files written."""
+        """Figures from a stored summary entry and the run's description; the files written."""
         return []
+
+    @classmethod
+    def tables(cls, entry: dict[str, Any], run: dict[str, Any]) -> dict[str, str]:
+        """Markdown tables from a stored summary entry, by file stem (``{"syntax_table1": "# ...\\n..."}``),
+        each opening with a ``# title`` line: written beside the figures, and embedded in the
+        README and docs by ``harness docs``."""
+        return {}
 
 
 ANALYSES: dict[str, type[Analysis]] = {}

@@ -41,7 +41,6 @@ from harness.batches import AttentionBatch
 from harness.figures import checkpoint_title, draw_side_by_side_grids, plt, run_title, save
 from harness.wordlevel import word_maps
 from tasks.coreference import MENTION_TYPES, Document, Mention, mention_head, mention_type
-from tasks.files import atomic_write_text
 GROUPS = ("all", *MENTION_TYPES)
 BASELINES = ("nearest", "head_match", "nearest_preceding")
 
@@ -237,7 +236,12 @@ class Coreference(WordLevelAnalysis):
         return [draw_side_by_side_grids(grids, out_dir / "coreference_accuracy.png", vmin=0.0,
                                         title=f"antecedent selection accuracy per head\n{title}",
                                         colorbar_label="accuracy (all mentions)"),
-                draw_by_type(checkpoints, data, out_dir, title), write_table(entry, data, out_dir)]
+                draw_by_type(checkpoints, data, out_dir, title)]
+
+    @classmethod
+    def tables(cls, entry: dict[str, Any], run: dict[str, Any]) -> dict[str, str]:
+        data = Path(entry["source"]["notes"].get("coref_data", "coreference data")).name  # no machine's path
+        return {"coreference_table": table_markdown(entry, data)}
 
 
 def our_rows(checkpoints: dict[str, Any]) -> list[tuple[str, dict[str, float | None], dict[str, float]]]:
@@ -294,7 +298,7 @@ def draw_by_type(checkpoints: dict[str, Any], data: str, out_dir: Path, title: s
     return save(figure, out_dir / "coreference_by_type.png")
 
 
-def write_table(entry: dict[str, Any], data: str, out_dir: Path) -> Path:
+def table_markdown(entry: dict[str, Any], data: str) -> str:
     """Clark's Table 2 layout as Markdown: ours, with Clark's number in brackets; then each pair's change."""
     def line(label: str, ours: dict[str, float | None], theirs: dict[str, float]) -> str:
         cells = []
@@ -307,7 +311,8 @@ def write_table(entry: dict[str, Any], data: str, out_dir: Path) -> Path:
     first = next(iter(checkpoints.values()))
     ours = our_rows(checkpoints)
     baselines, heads = ours[:len(BASELINES)], ours[len(BASELINES):]
-    lines = [f"Antecedent selection accuracy (%) on {data}; Clark et al. 2019 "
+    lines = [f"# Coreference: antecedent selection by head words ({data})", "",
+             f"Antecedent selection accuracy (%) on {data}; Clark et al. 2019 "
              "(BERT-base, CoNLL-2012, their best head 5-4) in brackets.", "",
              "| method | " + " | ".join(f"{g} (n={first['mentions'][g]})" for g in GROUPS) + " |",
              "|---" * (len(GROUPS) + 1) + "|",
@@ -322,6 +327,4 @@ def write_table(entry: dict[str, Any], data: str, out_dir: Path) -> Path:
                   line(f"at {checkpoint_title(before)}'s best head {at['layer']}-{at['head']}", at, {})]
     lines += ["", f"Documents: {first['documents']} ({first['documents_cut']} cut to {first['max_tokens']} "
                   f"word pieces; {first['words_cut']} words and {first['mentions_cut']} coreferent mentions cut)."]
-    path = out_dir / "coreference_table.md"
-    atomic_write_text(path, "\n".join(lines) + "\n")
-    return path
+    return "\n".join(lines) + "\n"

@@ -31,7 +31,6 @@ from harness.analyses.wordlevel import WordLevelAnalysis
 from harness.batches import AttentionBatch
 from harness.figures import checkpoint_title, draw_side_by_side_grids, plt, run_title, save
 from harness.wordlevel import word_maps
-from tasks.files import atomic_write_text
 from tasks.treebank import PUNCT_RELATIONS, Sentence
 
 OFFSETS = (-3, -2, -1, 1, 2, 3)
@@ -264,8 +263,13 @@ class DependencyHeads(WordLevelAnalysis):
             return []
         title = run_title(run)
         return [draw_relation_bars(entry, out_dir / "syntax_relations.png", title=title),
-                draw_all_heads(entry, out_dir / "syntax_all_relations.png", title=title),
-                write_table(entry, out_dir / "syntax_table1.md", title=title)]
+                draw_all_heads(entry, out_dir / "syntax_all_relations.png", title=title)]
+
+    @classmethod
+    def tables(cls, entry: dict[str, Any], run: dict[str, Any]) -> dict[str, str]:
+        if not next(iter(per_checkpoint_results(entry).values()))["relations"]:
+            return {}
+        return {"syntax_table1": table_markdown(entry, title=run_title(run))}
 
 
 def rows_of(stats: dict[str, Any]) -> list[dict[str, Any]]:
@@ -279,7 +283,7 @@ def head_name(best_entry: dict[str, Any]) -> str:
     return f"{best_entry['layer']}-{best_entry['head']} {arrow}"
 
 
-def write_table(entry: dict[str, Any], path: Path, *, title: str) -> Path:
+def table_markdown(entry: dict[str, Any], *, title: str) -> str:
     """Clark et al.'s Table 1 per checkpoint, each pair's change, and the paper's BERT-base numbers."""
     checkpoints = per_checkpoint_results(entry)
     first = next(iter(checkpoints.values()))
@@ -319,8 +323,7 @@ def write_table(entry: dict[str, Any], path: Path, *, title: str) -> Path:
                  for direction in DIRECTIONS for stats in checkpoints.values()
                  for best_entry in [rows_of(stats)[position]["by_direction"][direction]]]
         lines.append(f"| {row['relation']} | " + " | ".join(cells) + " |")
-    atomic_write_text(path, "\n".join(lines) + "\n")
-    return path
+    return "\n".join(lines) + "\n"
 
 
 def draw_relation_bars(entry: dict[str, Any], path: Path, *, title: str, limit: int = 20) -> Path:

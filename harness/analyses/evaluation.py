@@ -18,7 +18,6 @@ numbers beside ours when the model is hers (bert-base-uncased).
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -30,7 +29,6 @@ from harness.batches import AttentionBatch
 from harness.figures import checkpoint_title
 from harness.forward import TASK_LOSS, summed_loss
 from harness.models import FINETUNED, FROZEN_ENCODER, PRETRAINED, RANDOM_INIT
-from tasks.files import atomic_write_text
 from tasks.metrics import predictions_from_logits, score_predictions
 from tasks.registry import GlueTask, get_task
 
@@ -187,8 +185,8 @@ class Evaluation(Analysis):
         return out
 
     @classmethod
-    def draw(cls, entry: dict[str, Any], run: dict[str, Any], out_dir: Path) -> list[Path]:
-        return [draw_table_1(entry, run, out_dir / "evaluation_table.md")]
+    def tables(cls, entry: dict[str, Any], run: dict[str, Any]) -> dict[str, str]:
+        return {"evaluation_table": table_1_markdown(entry, run)}
 
 
 def learning_warning(entry: dict[str, Any]) -> str | None:
@@ -214,7 +212,7 @@ def table_cell(task: GlueTask, scores: dict[str, float], split: str) -> str:
     return "/".join(f"{100 * scores[f'{split}/{metric}']:.1f}" for metric in metrics)
 
 
-def draw_table_1(entry: dict[str, Any], run: dict[str, Any], path: Path) -> Path:
+def table_1_markdown(entry: dict[str, Any], run: dict[str, Any]) -> str:
     """Kovaleva et al.'s Table 1 for this run: the majority class, the untrained pre-trained
     model, the baselines that were trained and the fine-tuned model, on the main split; the
     paper's numbers in brackets where the model is hers."""
@@ -228,7 +226,8 @@ def draw_table_1(entry: dict[str, Any], run: dict[str, Any], path: Path) -> Path
     cells = [table_cell(task, scores[name], split) + (f" ({paper[name]})" if name in paper else "")
              for name in columns]
     metric = "F1/accuracy" if "f1" in task.metrics else task.metrics[0]
-    lines = [f"Dev scores ({split}, {metric}, %) of {run.get('model', 'the model')} on {task.folder}, "
+    lines = [f"# Dev scores: {run.get('model', 'the model')} on {task.folder}", "",
+             f"Dev scores ({split}, {metric}, %) of {run.get('model', 'the model')} on {task.folder}, "
              "as Kovaleva et al. 2019's Table 1"
              + (f"; the paper's numbers ({PAPER_MODEL}) in brackets." if paper else "."), "",
              "| task | " + " | ".join(TABLE_COLUMNS[name] for name in columns) + " |",
@@ -239,8 +238,7 @@ def draw_table_1(entry: dict[str, Any], run: dict[str, Any], path: Path) -> Path
         low, high = versus["interval"]
         lines.append(f"\n{checkpoint_title(after)} minus {checkpoint_title(before)} on {comparison['main_metric']}: "
                      f"{versus['difference']:+.3f} (95% paired bootstrap interval [{low:+.3f}, {high:+.3f}]).")
-    atomic_write_text(path, "\n".join(lines) + "\n")
-    return path
+    return "\n".join(lines) + "\n"
 
 
 def dev_metrics(entry: dict[str, Any]) -> dict[str, dict[str, float]]:

@@ -38,7 +38,6 @@ from harness.figures import checkpoint_title, draw_side_by_side_grids, plt, run_
 from harness.sources.treebank import TRAIN
 from harness.wordlevel import word_maps
 from tasks.errors import InputError
-from tasks.files import atomic_write_text
 from tasks.treebank import PUNCT_RELATIONS, Sentence
 
 try:  # GloVe ships as an optional package; `GloVe` says how to install it when it is missing
@@ -325,10 +324,13 @@ class Probes(WordLevelAnalysis):
         weights = {checkpoint_title(c): stats["attn_head_weights"]["dependent->head"] for c, stats in checkpoints.items()}
         limit = max(float(np.abs(np.asarray(grid)).max()) for grid in weights.values()) or 1.0
         return [draw_uas_bars(checkpoints, out_dir / "probes_uas.png", title=title),
-                write_probe_table(entry, out_dir / "probes_table3.md", title=title),
                 draw_side_by_side_grids(weights, out_dir / "probes_attn_weights.png", vmin=-limit, vmax=limit,
                                         title=f"{title}: Attn probe weight per head (dependent->head)",
                                         colorbar_label="weight of the head's attention", cmap="RdBu_r")]
+
+    @classmethod
+    def tables(cls, entry: dict[str, Any], run: dict[str, Any]) -> dict[str, str]:
+        return {"probes_table3": probe_table_markdown(entry, title=run_title(run))}
 
 
 
@@ -336,7 +338,7 @@ LABELS = {"right_branching": "right-branching", "distances_glove": "distances + 
           "attn": "Attn", "attn_glove": "Attn + GloVe"}
 
 
-def write_probe_table(entry: dict[str, Any], path: Path, *, title: str) -> Path:
+def probe_table_markdown(entry: dict[str, Any], *, title: str) -> str:
     """Clark et al.'s Table 3 layout: UAS per checkpoint, each pair's change, the paper's number."""
     checkpoints = per_checkpoint_results(entry)
     first = next(iter(checkpoints.values()))
@@ -355,8 +357,7 @@ def write_probe_table(entry: dict[str, Any], path: Path, *, title: str) -> Path:
         cells = [LABELS[kind], *(f"{stats['uas'][kind]:.1f}" for stats in checkpoints.values()), *changes,
                  f"{PAPER_TABLE3[kind]:.0f}"]
         lines.append("| " + " | ".join(cells) + " |")
-    atomic_write_text(path, "\n".join(lines) + "\n")
-    return path
+    return "\n".join(lines) + "\n"
 
 
 def draw_uas_bars(checkpoints: dict[str, Any], path: Path, *, title: str) -> Path:

@@ -32,7 +32,6 @@ from harness.analyses.base import (Analysis, AnalysisContext, changed_heads, pai
 from harness.batches import AttentionBatch, real_tokens
 from harness.figures import (checkpoint_title, draw_side_by_side_grids, panel_grid, run_title, save,
                              scatter_by_layer)
-from tasks.files import atomic_write_text
 
 # Statistic name -> how it is shown in tables and figures.
 STATISTICS = {
@@ -200,6 +199,11 @@ class Surface(Analysis):
     def draw(cls, entry: dict[str, Any], run: dict[str, Any], out_dir: Path) -> list[Path]:
         return draw_surface(entry, run, out_dir)
 
+    @classmethod
+    def tables(cls, entry: dict[str, Any], run: dict[str, Any]) -> dict[str, str]:
+        return {"surface_label_changes": f"# Heads whose Clark label changed: {run_title(run)}\n\n"
+                                         f"{label_change_table(entry)}"}
+
 
 HEATMAP_STATISTICS = ("previous", "next", "cls", "sep", "punct", "entropy")
 
@@ -262,6 +266,4 @@ def draw_surface(entry: dict[str, Any], run: dict[str, Any], out_dir: Path) -> l
             grids, out_dir / f"surface_heads_{statistic}.png",
             title=f"{STATISTICS[statistic]} per head: {run_title(run)}",
             colorbar_label="nats" if not bounded else "mean attention", vmin=0.0, vmax=1.0 if bounded else None))
-    table = out_dir / "surface_label_changes.md"
-    atomic_write_text(table, f"# Heads whose Clark label changed: {run_title(run)}\n\n{label_change_table(entry)}")
-    return [*written, table]
+    return written

@@ -155,10 +155,11 @@ def test_the_papers_all_is_shown_beside_the_clark_protocol_only(tmp_path):
     assert DependencyHeads.reference["clark_table1"][ALL_CLARK]["accuracy"] == 34.5
     assert "all" not in DependencyHeads.reference["clark_table1"]
     entry = {"result": result, "pairs": [[PRETRAINED, FINETUNED]]}
-    paths = DependencyHeads.draw(entry, {"model": "tiny", "task": "test"}, tmp_path)
-    assert {path.name for path in paths} == {"syntax_relations.png", "syntax_all_relations.png", "syntax_table1.md"}
+    run_of = {"model": "tiny", "task": "test"}
+    paths = DependencyHeads.draw(entry, run_of, tmp_path)
+    assert {path.name for path in paths} == {"syntax_relations.png", "syntax_all_relations.png"}
     rows: dict[str, str] = {}  # the first table's rows (a second table lists the best head per direction)
-    for line in (tmp_path / "syntax_table1.md").read_text().splitlines():
+    for line in DependencyHeads.tables(entry, run_of)["syntax_table1"].splitlines():
         rows.setdefault(line.split(" | ")[0].lstrip("| "), line)
     assert rows["all"].endswith("| 55.6 (+1) |  |  |  |  |")  # ours: no paper number
     assert rows[ALL_CLARK].endswith("| 35.7 (+1) | all | 7-6 | 34.5 | 26.3 (+1) |")

@@ -94,15 +94,16 @@ def test_tiny_bert_result_shapes_ranges_and_figures(tiny_pair, tiny_tokenizer, t
     assert pretrained["per_head"]["cls"] != finetuned["per_head"]["cls"]
     entry = {"pairs": [["pretrained", "finetuned"]], "result": result}
     files = Surface.draw(entry, {"model": "tiny", "task": "test"}, tmp_path)
-    assert all(path.exists() and path.stat().st_size > 0 for path in files) and len(files) == 10
+    assert all(path.exists() and path.stat().st_size > 0 for path in files) and len(files) == 9
+    assert Surface.tables(entry, {"model": "tiny", "task": "test"})["surface_label_changes"].startswith("# Heads")
 
 
-def test_three_checkpoints_each_get_statistics_and_each_pair_its_label_changes(tiny_tokenizer, tmp_path):
+def test_three_checkpoints_each_get_statistics_and_each_pair_its_label_changes(tiny_tokenizer):
     models = {"a": tiny_bert(0), "b": tiny_bert(1), "c": tiny_bert(2)}
     pairs = (("a", "b"), ("b", "c"))
     result = run_surface(models, tiny_tokenizer, batch_size=2, pairs=pairs)
     assert set(result["per_checkpoint"]) == {"a", "b", "c"} and set(result["per_pair"]) == {"a->b", "b->c"}
     assert result["per_checkpoint"]["a"]["per_head"]["sep"] != result["per_checkpoint"]["c"]["per_head"]["sep"]
     entry = {"pairs": [list(p) for p in pairs], "result": result}
-    table = Surface.draw(entry, {"model": "tiny", "task": "test"}, tmp_path)[-1].read_text()
+    table = Surface.tables(entry, {"model": "tiny", "task": "test"})["surface_label_changes"]
     assert "## a -> b" in table and "## b -> c" in table
