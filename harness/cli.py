@@ -1,4 +1,4 @@
-"""``python -m harness`` (or ``harness``): subcommands ``run``, ``finetune``, ``figures``, ``annotate``.
+"""``python -m harness`` (or ``harness``): subcommands ``run``, ``finetune``, ``figures``, ``annotate``, ``docs``.
 
 The flags are generated from the configuration dataclasses and validated before anything
 heavy is imported, so a bad flag is reported in a fraction of a second; the commands
@@ -16,7 +16,8 @@ from typing import Any
 from tqdm import tqdm
 
 from harness.arguments import add_arguments, build
-from harness.config import AnalysisConfig, AnnotationConfig, EnvironmentConfig, FineTuneConfig, RunConfig, TaskConfig
+from harness.config import (AnalysisConfig, AnnotationConfig, DocsConfig, EnvironmentConfig, FineTuneConfig, RunConfig,
+                            TaskConfig)
 from tasks.errors import InputError
 
 # Imported once the flags are valid: torch and transformers take seconds to load.
@@ -27,11 +28,13 @@ DESCRIPTIONS = {
     "figures": "redraw the figures of a finished run from its summary.json (same flags as the run)",
     "annotate": "sample attention maps of a checkpoint into a labelling pool for the pattern classifier, "
                 "or record its labels",
+    "docs": "rebuild the results tables in the README and docs from stored runs (never typed by hand)",
 }
 GROUPS = {"run": (TaskConfig, FineTuneConfig, AnalysisConfig, EnvironmentConfig),
           "finetune": (TaskConfig, FineTuneConfig, EnvironmentConfig),
           "figures": (TaskConfig, FineTuneConfig, AnalysisConfig, EnvironmentConfig),
-          "annotate": (AnnotationConfig, TaskConfig, FineTuneConfig, EnvironmentConfig)}
+          "annotate": (AnnotationConfig, TaskConfig, FineTuneConfig, EnvironmentConfig),
+          "docs": (DocsConfig,)}
 RUN_PARTS = {TaskConfig: "task", FineTuneConfig: "finetune", AnalysisConfig: "analysis",
              EnvironmentConfig: "environment"}
 
@@ -56,22 +59,24 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def configs_from(args: argparse.Namespace) -> tuple[RunConfig, list[Any]]:
-    """The validated run configuration of the parsed flags (parts a command lacks take their
-    defaults), and the command's other configurations."""
+def configs_from(args: argparse.Namespace) -> list[Any]:
+    """The command's validated configurations: the run configuration of the parsed flags
+    (parts the command lacks take their defaults) when it has one, then its others."""
     built = {cls: build(cls, args) for cls in GROUPS[args.command]}
-    run = RunConfig(**{RUN_PARTS[cls]: value for cls, value in built.items() if cls in RUN_PARTS})
-    return run, [value for cls, value in built.items() if cls not in RUN_PARTS]
+    parts = {RUN_PARTS[cls]: value for cls, value in built.items() if cls in RUN_PARTS}
+    others = [value for cls, value in built.items() if cls not in RUN_PARTS]
+    return [RunConfig(**parts), *others] if parts else others
 
 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     previous = signal.signal(signal.SIGTERM, raise_terminated)
     try:
-        config, extra = configs_from(args)
+        configs = configs_from(args)
         commands = importlib.import_module(COMMANDS_MODULE)
         commands.quiet_libraries(args.debug)
-        getattr(commands, args.command)(config, *extra)
+        if getattr(commands, args.command)(*configs) is False:  # a check that found differences
+            return 1
     except InputError as error:
         if args.debug:
             raise

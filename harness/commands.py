@@ -9,7 +9,8 @@ import transformers
 
 from harness.analyses.evaluation import Evaluation, dev_metrics, learning_warning
 from harness.annotation import annotate as annotate_pool
-from harness.config import AnnotationConfig, RunConfig
+from harness.config import AnnotationConfig, DocsConfig, RunConfig
+from harness.doctables import documents, rebuild, take_run
 from harness.finetune import finetune as finetune_task
 from harness.finetune import is_main_process, leave_process_group
 from harness.pipeline import evaluate, find_summary, plan_run, train_baselines
@@ -63,6 +64,20 @@ def figures(config: RunConfig) -> None:
     run_dir, summary = find_summary(config)
     for figure in redraw(summary, run_dir / "figures", force=True):
         print(figure)
+
+
+def docs(settings: DocsConfig) -> bool:
+    """Store the named runs' results (``--run``), then rebuild (or ``--check``) every table
+    block of the README and docs; False when a check found differences."""
+    for label, folder in settings.runs.items():
+        print(f"stored {label}: {take_run(label, folder)}")
+    differing = rebuild(documents(), check=settings.check)
+    verb = "differs from its stored results" if settings.check else "rebuilt"
+    for block in differing:
+        print(f"{block}: {verb}")
+    if not differing:
+        print("every table agrees with its stored results")
+    return not (settings.check and differing)
 
 
 def annotate(config: RunConfig, annotation: AnnotationConfig) -> None:

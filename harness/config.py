@@ -247,3 +247,23 @@ class RunConfig:
     def model_name(self) -> str:
         """Short model name for folders and titles (the last part of an id or path)."""
         return Path(self.task.model).name
+
+
+@dataclass
+class DocsConfig:
+    """Results tables in the README and docs, generated from stored runs (``harness docs``)."""
+
+    run: list[str] = option([], "LABEL=RUN_FOLDER: take the named run's stored results (its summary.json) as the "
+                                "results of LABEL (snapshot in docs/results/LABEL.json) before rebuilding the tables")
+    check: bool = option(False, "rewrite nothing: exit 1 naming every table that differs from its stored results")
+
+    def __post_init__(self) -> None:
+        for item in self.run:
+            label, _, folder = item.partition("=")
+            _require(bool(label) and bool(folder), DocsConfig, "run", item, "must be LABEL=RUN_FOLDER")
+            _existing(DocsConfig, "run", Path(folder) / "summary.json")
+
+    @property
+    def runs(self) -> dict[str, Path]:
+        """``{label: run folder}`` of ``--run``."""
+        return {label: Path(folder) for label, _, folder in (item.partition("=") for item in self.run)}

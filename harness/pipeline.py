@@ -218,6 +218,7 @@ def run_description(plan: RunPlan, tuned: FineTuneResult, checkpoints: list[Chec
         "finetune_key": plan.finetune_key, "num_layers": model_config.num_hidden_layers,
         "num_heads": model_config.num_attention_heads, "eval_split": plan.data.task.main_eval_split,
         "num_eval_examples": len(dev_sample), "train_examples": tuned.train_examples,
+        "recipe": asdict(config.finetune), "precision": config.environment.precision,
         "checkpoints": {c.name: c.identity for c in checkpoints},
         "pairs": [list(pair) for pair in PAIRS],
     }

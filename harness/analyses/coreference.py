@@ -240,7 +240,7 @@ class Coreference(WordLevelAnalysis):
 
     @classmethod
     def tables(cls, entry: dict[str, Any], run: dict[str, Any]) -> dict[str, str]:
-        data = Path(entry["source"]["notes"].get("coref_data", "coreference data")).name  # no machine's path
+        data = "/".join(Path(entry["source"]["notes"].get("coref_data", "data")).parts[-2:])  # no machine's path
         return {"coreference_table": table_markdown(entry, data)}
 
 

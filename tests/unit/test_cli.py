@@ -65,7 +65,7 @@ def test_flags_are_generated_from_the_dataclasses_with_help():
             for item in fields(group):
                 assert flag_of(group, item.name) in text, (command, item.name)
                 assert item.metadata.get("help"), item.name
-    config, _ = configs_from(parser.parse_args(["run", "--task", "RTE", "--batch-size", "16", "--analyses", "cosine",
+    (config,) = configs_from(parser.parse_args(["run", "--task", "RTE", "--batch-size", "16", "--analyses", "cosine",
                                                 "surface", "--random-order", "--max-eval-examples", "10"]))
     assert (config.task.task, config.finetune.batch_size, config.finetune.random_order) == ("rte", 16, True)
     assert config.analysis.analyses == ["cosine", "surface"] and config.analysis.max_eval_examples == 10

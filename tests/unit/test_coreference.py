@@ -242,7 +242,7 @@ def test_figures_and_table_are_drawn_from_the_stored_entry(tmp_path, tiny_tokeni
     assert sorted(p.name for p in paths) == ["coreference_accuracy.png", "coreference_by_type.png"]
     assert all(p.stat().st_size > 0 for p in paths)
     table = Coreference.tables(entry, {"model": "tiny", "task": "rte"})["coreference_table"]
-    assert table.startswith("# Coreference: antecedent selection by head words (conll)")  # no machine's path
+    assert table.startswith("# Coreference: antecedent selection by head words (litbank/conll)")  # no machine's path
     assert "| Nearest | 50.0 (27) |" in table and "Rule-based (Clark only)" in table
     # Clark had no looking-back-only baseline: no number of theirs beside ours.
     assert "| Nearest preceding (ours only) | 75.0 | 100.0 | 0.0 | – |" in table
