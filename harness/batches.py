@@ -14,6 +14,10 @@ from typing import Any
 
 import torch
 
+# The analysis need (beside `harness.analyses.base`'s ATTENTION, GRADIENTS, LOGITS) that has the
+# engine capture ||f_h(x_j)|| into `AttentionBatch.value_norms`.
+VALUE_NORMS = "value_norms"
+
 
 def real_tokens(lengths: torch.Tensor, seq_len: int) -> torch.Tensor:
     """(batch, seq) bool mask, True on each row's first ``lengths[b]`` (real, non-padding) tokens."""
@@ -71,7 +75,9 @@ class AttentionBatch:
     ``lengths[b]`` are padding and must be ignored. ``gradients[name]`` is present for the
     checkpoints whose loss could be differentiated on this batch (analyses that ask for
     it); ``skipped_gradients[name]`` says why another got none. ``logits[name]``: (batch,
-    labels) output of checkpoint ``name``'s classifier.
+    labels) output of checkpoint ``name``'s classifier. ``value_norms[name]``: (batch, layers,
+    heads, seq) float32 norm of each token's transformed vector per head (`harness.forward`),
+    for analyses that need `VALUE_NORMS`.
     """
 
     encoded: EncodedBatch
@@ -79,6 +85,7 @@ class AttentionBatch:
     logits: dict[str, torch.Tensor] = field(default_factory=dict)
     gradients: dict[str, Gradients] = field(default_factory=dict)
     skipped_gradients: dict[str, str] = field(default_factory=dict)
+    value_norms: dict[str, torch.Tensor] = field(default_factory=dict)
 
     @property
     def device(self) -> torch.device:

@@ -20,7 +20,7 @@ from tqdm.auto import tqdm
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
 from harness.analyses.base import ATTENTION, GRADIENTS, Analysis, AnalysisContext, pair_name
-from harness.batches import AttentionBatch, EncodedBatch, Gradients
+from harness.batches import VALUE_NORMS, AttentionBatch, EncodedBatch, Gradients
 from harness.config import AnalysisConfig
 from harness.forward import MASKED_LM_LOSS, TASK_LOSS, Capture, forward
 from harness.models import Checkpoint, checkpoint_device
@@ -110,15 +110,19 @@ def run_checkpoints(encoded: EncodedBatch, checkpoints: list[Checkpoint], needs:
         if not wanted:
             continue
         task_gradients = GRADIENTS in wanted and checkpoint.masked_lm is None and None not in labels
+        norms = VALUE_NORMS in wanted
         if task_gradients:
-            out = forward(checkpoint.model, encoded, capture=Capture(attention=True, attention_grad=True),
-                          targets=torch.tensor(labels))
+            capture = Capture(attention=True, attention_grad=True, value_norms=norms)
+            out = forward(checkpoint.model, encoded, capture=capture, targets=torch.tensor(labels))
             loss = TASK_LOSS if checkpoint.head_trained else UNTRAINED_TASK_LOSS
             batch.gradients[checkpoint.name] = Gradients(loss, out.attention_grads.abs_())
         else:
-            out = forward(checkpoint.model, encoded, capture=Capture(attention=bool(wanted & {ATTENTION, GRADIENTS})))
+            capture = Capture(attention=bool(wanted & {ATTENTION, GRADIENTS}), value_norms=norms)
+            out = forward(checkpoint.model, encoded, capture=capture)
         if out.attentions is not None:
             batch.attentions[checkpoint.name] = out.attentions
+        if out.value_norms is not None:
+            batch.value_norms[checkpoint.name] = out.value_norms
         batch.logits[checkpoint.name] = out.logits
         if GRADIENTS in wanted and checkpoint.masked_lm is not None:
             masked, mlm_targets = targets.masked(encoded)

@@ -15,7 +15,11 @@ holding what was asked for in `Capture`:
 - the post-softmax attention of every layer, on the model's device and in its dtype;
 - the logits, and the summed per-example loss when targets are given;
 - gradients of that loss with respect to the attention weights (Clark et al.'s Figure 3)
-  and with respect to per-head gates (Michel et al.'s importance I_h = E|dL/d xi_h|).
+  and with respect to per-head gates (Michel et al.'s importance I_h = E|dL/d xi_h|);
+- the norm of every token's transformed vector per head, ||f_h(x_j)|| with
+  f_h(x_j) = (x_j W_V + b_V)_h W_O^h (Kobayashi et al. 2020: what token j adds to a row's
+  output through head h is alpha_ij f_h(x_j)), W_O^h being head h's column block of the
+  attention output projection (BERT-family encoders only: `output_projections`).
 
 Interventions, per example and head, so many variants of a model can share one forward
 pass by stacking them along the batch:
@@ -72,6 +76,7 @@ class Capture:
     attention: bool = False
     attention_grad: bool = False
     gate_grad: bool = False
+    value_norms: bool = False
 
     @property
     def needs_grad(self) -> bool:
@@ -84,7 +89,9 @@ class ForwardOutput:
 
     ``logits``: (batch, labels) for a classifier, (batch, seq, vocab) for a masked LM;
     ``attentions`` and ``attention_grads``: (batch, layers, heads, seq, seq);
-    ``gate_grads``: (batch, layers, heads); ``loss``: the summed per-example loss (scalar).
+    ``gate_grads``: (batch, layers, heads); ``loss``: the summed per-example loss (scalar);
+    ``value_norms``: (batch, layers, heads, seq) float32 ||f_h(x_j)|| of every token j (padding
+    included: mask it), before any head gate.
     """
 
     logits: torch.Tensor
@@ -92,18 +99,25 @@ class ForwardOutput:
     attention_grads: torch.Tensor | None = None
     gate_grads: torch.Tensor | None = None
     loss: torch.Tensor | None = None
+    value_norms: torch.Tensor | None = None
 
 
 @dataclass
 class _Session:
-    """State of one forward pass, read by `attention_forward` layer by layer."""
+    """State of one forward pass, read by `attention_forward` layer by layer.
+
+    ``projections``: each self-attention module -> its output projection, when value norms
+    are captured (None otherwise).
+    """
 
     num_layers: int
     interventions: Interventions
     keep_attention: bool
     gates: torch.Tensor | None
+    projections: dict[torch.nn.Module, torch.nn.Linear] | None = None
     layer: int = 0
     attentions: list[torch.Tensor] = field(default_factory=list)
+    value_norms: list[torch.Tensor] = field(default_factory=list)
 
     def next_layer(self) -> int:
         layer = self.layer
@@ -126,6 +140,54 @@ def _uniform_over_real_tokens(weights: torch.Tensor, attention_mask: torch.Tenso
     if attention_mask is None:  # no padding in the batch: every key token is real
         return torch.full_like(weights, 1.0 / weights.shape[-1])
     return F.softmax(attention_mask.to(weights.dtype), dim=-1).expand_as(weights)
+
+
+def output_projections(model: torch.nn.Module) -> dict[torch.nn.Module, torch.nn.Linear]:
+    """Each self-attention module of ``model`` -> the linear layer projecting its concatenated heads (W_O, b_O).
+
+    BERT-family encoders (BERT, RoBERTa, ELECTRA, MiniLM, XLM-R, ...) hold the two as siblings:
+    ``attention.self`` calls the attention function, ``attention.output.dense`` projects its output.
+    An architecture without that structure (DistilBERT, ALBERT, ...) is one clear `InputError`.
+    """
+    found = {}
+    for parent in model.modules():
+        children = dict(parent.named_children())
+        dense = getattr(children.get("output"), "dense", None)
+        if "self" in children and isinstance(dense, torch.nn.Linear):
+            found[children["self"]] = dense
+    if not found:
+        raise InputError(f"{type(model).__name__} has no BERT-style attention output projection (attention.self "
+                           "beside attention.output.dense), so the norms of its transformed value vectors cannot "
+                           "be measured; leave out the analyses that need them (sinks)")
+    return found
+
+
+def transformed_norms(value: torch.Tensor, projection: torch.nn.Linear) -> torch.Tensor:
+    """||f_h(x_j)|| = ||v_hj W_O^h||, (batch, heads, seq) in float32, from ``value`` (batch, heads, seq,
+    head_dim), which already holds x_j W_V + b_V, and the output projection (hidden, heads * head_dim)
+    whose column block h is head h's W_O^h.
+
+    Computed as v (W_O^h' W_O^h) v' with each head's (head_dim, head_dim) Gram matrix: a
+    head_dim / hidden fraction of the work of projecting every vector to the hidden size.
+    """
+    heads, head_dim = value.shape[1], value.shape[-1]
+    if projection.in_features != heads * head_dim:
+        raise InputError(f"the attention output projection takes {projection.in_features} features, not the "
+                           f"{heads} x {head_dim} of the heads' values; value norms cannot be measured")
+    with torch.no_grad():  # a measurement: never part of a loss's graph
+        blocks = projection.weight.float().view(-1, heads, head_dim)
+        gram = torch.einsum("ohd,ohe->hde", blocks, blocks)
+        vectors = value.detach().float()
+        squared = ((vectors @ gram[None]) * vectors).sum(dim=-1)
+    return squared.clamp_(min=0.0).sqrt_()  # rounding can leave a zero norm's square a hair below 0
+
+
+def _projection_of(session: _Session, module: torch.nn.Module) -> torch.nn.Linear:
+    projection = session.projections.get(module)
+    if projection is None:
+        raise InputError(f"{type(module).__name__} calls the attention function but has no sibling "
+                           "attention.output.dense; value norms are measured for BERT-family encoders only")
+    return projection
 
 
 def attention_forward(
@@ -158,6 +220,8 @@ def attention_forward(
         weights = torch.where(replaced, _uniform_over_real_tokens(weights, attention_mask), weights)
     if session is not None and session.keep_attention:
         session.attentions.append(weights)
+    if session is not None and session.projections is not None:
+        session.value_norms.append(transformed_norms(value, _projection_of(session, module)))
     output = torch.matmul(weights, value)
     if session is not None and session.gates is not None:
         output = output * session.gates[:, layer, :, None, None].to(output.dtype)
@@ -239,7 +303,8 @@ def forward(
         gates = base.to(device=device, dtype=torch.float32).detach().requires_grad_(True)
     elif gates is not None:
         gates = gates.to(device)
-    session = _Session(num_layers, interventions, capture.attention or capture.attention_grad, gates)
+    projections = output_projections(model) if capture.value_norms else None
+    session = _Session(num_layers, interventions, capture.attention or capture.attention_grad, gates, projections)
     grad_mode = torch.enable_grad() if capture.needs_grad else torch.inference_mode()
     with grad_mode, _session(session):
         logits = model(**encoded.model_inputs(device)).logits
@@ -253,7 +318,8 @@ def forward(
             inputs = [*(session.attentions if capture.attention_grad else []), *([gates] if capture.gate_grad else [])]
             grads = torch.autograd.grad(loss, inputs)
     output = ForwardOutput(logits=logits.detach(), loss=None if loss is None else loss.detach(),
-                           attentions=None if attentions is None or not capture.attention else attentions.detach())
+                           attentions=None if attentions is None or not capture.attention else attentions.detach(),
+                           value_norms=torch.stack(session.value_norms, dim=1) if capture.value_norms else None)
     if capture.attention_grad:
         output.attention_grads = torch.stack(grads[:num_layers], dim=1)
     if capture.gate_grad:

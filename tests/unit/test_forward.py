@@ -4,7 +4,8 @@ import copy
 
 import pytest
 import torch
-from transformers import BertConfig, BertForSequenceClassification
+from transformers import (BertConfig, BertForSequenceClassification, DistilBertConfig,
+                          DistilBertForSequenceClassification)
 
 from harness.batches import EncodedBatch
 from harness.encoding import batched, encode_examples
@@ -145,3 +146,46 @@ def test_encoded_batch_repeats_rows_in_blocks():
     encoded = EncodedBatch(torch.tensor([[1, 2], [3, 0]]), torch.tensor([[1, 1], [1, 0]]), None, ["a", "b"])
     twice = encoded.repeated(2)
     assert twice.input_ids.tolist() == [[1, 2], [3, 0], [1, 2], [3, 0]] and twice.items == ["a", "b", "a", "b"]
+
+
+def direct_value_norms(model, encoded):
+    """||f_h(x_j)|| (batch, layers, heads, seq) from each layer's input hidden states and its weights, head by
+    head: (x_j W_V + b_V) restricted to head h's slice, times head h's column block of W_O."""
+    config = model.config
+    heads, head_dim = config.num_attention_heads, config.hidden_size // config.num_attention_heads
+    norms = []
+    with torch.inference_mode():
+        hidden = model(**encoded.model_inputs("cpu"), output_hidden_states=True).hidden_states
+        for layer, block in enumerate(model.bert.encoder.layer):
+            values = block.attention.self.value(hidden[layer])  # (batch, seq, hidden)
+            w_o = block.attention.output.dense.weight  # (hidden, heads * head_dim)
+            per_head = [values[..., h * head_dim:(h + 1) * head_dim] @ w_o[:, h * head_dim:(h + 1) * head_dim].T
+                        for h in range(heads)]
+            norms.append(torch.stack(per_head, dim=1).norm(dim=-1))
+    return torch.stack(norms, dim=1)
+
+
+def test_value_norms_equal_a_direct_computation_from_weights_and_hidden_states(model, tiny_tokenizer):
+    encoded = encode_examples(tiny_tokenizer, PAIRS, max_length=32, pair=True)
+    out = forward(model, encoded, capture=Capture(attention=True, value_norms=True))
+    expected = direct_value_norms(model, encoded)
+    assert out.value_norms.shape == (3, 2, 4, encoded.input_ids.shape[1]) == expected.shape
+    assert torch.allclose(out.value_norms, expected, rtol=1e-4, atol=1e-5)
+    assert torch.equal(out.attentions, forward(model, encoded, capture=Capture(attention=True)).attentions)
+    assert forward(model, encoded, capture=Capture(attention=True)).value_norms is None
+
+
+def test_value_norms_ride_on_a_gradient_pass_without_entering_its_graph(model, tiny_tokenizer):
+    encoded = encode_examples(tiny_tokenizer, PAIRS, max_length=32, pair=True)
+    out = forward(model, encoded, capture=Capture(attention_grad=True, value_norms=True),
+                  targets=torch.tensor([0, 1, 0]))
+    assert not out.value_norms.requires_grad and out.attention_grads is not None
+    assert torch.allclose(out.value_norms, direct_value_norms(model, encoded), rtol=1e-4, atol=1e-5)
+
+
+def test_value_norms_of_an_architecture_without_a_bert_output_projection_are_a_clear_error(tiny_tokenizer):
+    model = use_harness_attention(DistilBertForSequenceClassification(
+        DistilBertConfig(vocab_size=30, n_layers=1, n_heads=2, dim=16, hidden_dim=16)).eval())
+    encoded = encode_examples(tiny_tokenizer, PAIRS, max_length=32, pair=True)
+    with pytest.raises(InputError, match="DistilBertForSequenceClassification has no BERT-style attention output"):
+        forward(model, encoded, capture=Capture(value_norms=True))
