@@ -5,9 +5,9 @@ Adding one: subclass `Analysis` (see `harness.analyses.base`), decorate it with
 """
 
 from harness.analyses import (clustering, coreference, cosine, cosine_padded, dependency, evaluation, features,
-                              features_task, gradients, patterns, probes, surface)
+                              features_task, gradients, patterns, probes, sinks, surface)
 from harness.analyses.base import ANALYSES, Analysis, AnalysisContext, register_analysis
 
 __all__ = ["ANALYSES", "Analysis", "AnalysisContext", "clustering", "coreference", "cosine", "cosine_padded",
            "dependency", "evaluation", "features", "features_task", "gradients", "patterns", "probes",
-           "register_analysis", "surface"]
+           "register_analysis", "sinks", "surface"]
