@@ -14,11 +14,6 @@ from typing import Any
 
 import torch
 
-# The analysis need (beside `harness.analyses.base`'s ATTENTION, GRADIENTS, LOGITS) that has the
-# engine capture ||f_h(x_j)|| into `AttentionBatch.value_norms`.
-VALUE_NORMS = "value_norms"
-
-
 def real_tokens(lengths: torch.Tensor, seq_len: int) -> torch.Tensor:
     """(batch, seq) bool mask, True on each row's first ``lengths[b]`` (real, non-padding) tokens."""
     return torch.arange(seq_len, device=lengths.device)[None, :] < lengths[:, None]
@@ -77,7 +72,7 @@ class AttentionBatch:
     it); ``skipped_gradients[name]`` says why another got none. ``logits[name]``: (batch,
     labels) output of checkpoint ``name``'s classifier. ``value_norms[name]``: (batch, layers,
     heads, seq) float32 norm of each token's transformed vector per head (`harness.forward`),
-    for analyses that need `VALUE_NORMS`.
+    for analyses that need it (`harness.analyses.base.VALUE_NORMS`).
     """
 
     encoded: EncodedBatch

@@ -19,8 +19,8 @@ import torch
 from tqdm.auto import tqdm
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
-from harness.analyses.base import ATTENTION, GRADIENTS, Analysis, AnalysisContext, pair_name
-from harness.batches import VALUE_NORMS, AttentionBatch, EncodedBatch, Gradients
+from harness.analyses.base import ATTENTION, GRADIENTS, VALUE_NORMS, Analysis, AnalysisContext, pair_name
+from harness.batches import AttentionBatch, EncodedBatch, Gradients
 from harness.config import AnalysisConfig
 from harness.forward import MASKED_LM_LOSS, TASK_LOSS, Capture, forward
 from harness.models import Checkpoint, checkpoint_device

@@ -40,6 +40,7 @@ from tasks.registry import GlueTask
 ATTENTION = "attention"
 GRADIENTS = "gradients"  # |dL/d attention| of each checkpoint that has a loss on the batch
 LOGITS = "logits"  # the classifier's output only: no attention captured for it
+VALUE_NORMS = "value_norms"  # ||f_h(x_j)||, each token's transformed vector per head (`AttentionBatch.value_norms`)
 
 
 def pair_name(pair: tuple[str, str]) -> str:
@@ -78,7 +79,7 @@ class Analysis(ABC):
 
     Class attributes: ``name`` (registry and summary key), ``version`` (bump it when the
     statistics change: stored results of other versions are recomputed), ``source`` (the
-    text it reads), ``needs`` (`ATTENTION`, `GRADIENTS`, `LOGITS`), ``joint``, ``uses_head`` (the
+    text it reads), ``needs`` (`ATTENTION`, `GRADIENTS`, `LOGITS`, `VALUE_NORMS`), ``joint``, ``uses_head`` (the
     result depends on the classification head, not only the encoder), ``settings_used``
     (the `AnalysisConfig` fields its result depends on), ``reference`` (the papers' numbers
     and protocol constants shown beside ours, copied into the summary entry),

@@ -30,10 +30,10 @@ from typing import Any
 import torch
 from matplotlib.axes import Axes
 
-from harness.analyses.base import (ATTENTION, Analysis, AnalysisContext, pair_name, per_checkpoint_results,
-                                   per_pair_results, register_analysis)
+from harness.analyses.base import (ATTENTION, VALUE_NORMS, Analysis, AnalysisContext, pair_name,
+                                   per_checkpoint_results, per_pair_results, register_analysis)
 from harness.analyses.surface import SpecialIds, token_masks
-from harness.batches import VALUE_NORMS, AttentionBatch
+from harness.batches import AttentionBatch
 from harness.figures import (checkpoint_title, draw_side_by_side_grids, panel_grid, run_title, save,
                              scatter_by_layer)
 

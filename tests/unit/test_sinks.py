@@ -3,10 +3,9 @@
 import pytest
 import torch
 
-from harness.analyses.base import ATTENTION, GRADIENTS
+from harness.analyses.base import ATTENTION, GRADIENTS, VALUE_NORMS
 from harness.analyses.sinks import KINDS, STATISTICS, AttentionSinks, sink_statistics
 from harness.analyses.surface import SpecialIds
-from harness.batches import VALUE_NORMS
 from harness.encoding import batched, encode_examples
 from harness.forward import Capture, forward, use_harness_attention
 from tasks.examples import Example
