@@ -268,7 +268,7 @@ def layer_table(entry: dict[str, Any]) -> str:
     parts = []
     for checkpoint, stats in per_checkpoint_results(entry).items():
         layers = len(next(iter(stats["per_layer"]["raw_share"].values())))
-        lines = [f"## {checkpoint_title(checkpoint)} ({stats['num_items']} examples)", "",
+        lines = [f"**{checkpoint_title(checkpoint)}** ({stats['num_items']} examples)", "",
                  "| statistic | kind | " + " | ".join(f"layer {layer + 1}" for layer in range(layers)) + " | overall |",
                  "|---|---|" + "---|" * (layers + 1)]
         lines += [f"| {STATISTICS[stat]} | {label} | "

@@ -202,7 +202,8 @@ class Surface(Analysis):
     @classmethod
     def tables(cls, entry: dict[str, Any], run: dict[str, Any]) -> dict[str, str]:
         return {"surface_label_changes": f"# Heads whose Clark label changed: {run_title(run)}\n\n"
-                                         f"{label_change_table(entry)}"}
+                                         f"{label_change_table(entry)}",
+                "surface_by_layer": f"# Clark's statistics per layer: {run_title(run)}\n\n{layer_table(entry)}"}
 
 
 HEATMAP_STATISTICS = ("previous", "next", "cls", "sep", "punct", "entropy")
@@ -233,13 +234,24 @@ def label_change_table(entry: dict[str, Any]) -> str:
     """Markdown tables, one per declared pair, of the heads whose Clark behaviour labels changed."""
     parts = []
     for (before, after), comparison in zip(entry["pairs"], per_pair_results(entry).values()):
-        lines = [f"## {checkpoint_title(before)} -> {checkpoint_title(after)}", "",
+        lines = [f"**{checkpoint_title(before)} -> {checkpoint_title(after)}**", "",
                  f"| layer | head | {checkpoint_title(before)} | {checkpoint_title(after)} |", "|---|---|---|---|"]
         for change in comparison["label_changes"]:
             lines.append(f"| {change['layer']} | {change['head']} | {', '.join(change['before']) or '-'} | "
                          f"{', '.join(change['after']) or '-'} |")
         parts.append("\n".join(lines))
     return "\n\n".join(parts) + "\n"
+
+
+def layer_table(entry: dict[str, Any]) -> str:
+    """Markdown: every statistic per layer (1-indexed), one column per checkpoint."""
+    results = per_checkpoint_results(entry)
+    lines = ["| statistic | " + " | ".join(checkpoint_title(c) for c in results) + " |",
+             "|---" * (len(results) + 1) + "|"]
+    for statistic, label in STATISTICS.items():
+        cells = [" ".join(f"{value:.2f}" for value in stats["per_layer"][statistic]) for stats in results.values()]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
 
 
 def draw_surface(entry: dict[str, Any], run: dict[str, Any], out_dir: Path) -> list[Path]:

@@ -106,4 +106,4 @@ def test_three_checkpoints_each_get_statistics_and_each_pair_its_label_changes(t
     assert result["per_checkpoint"]["a"]["per_head"]["sep"] != result["per_checkpoint"]["c"]["per_head"]["sep"]
     entry = {"pairs": [list(p) for p in pairs], "result": result}
     table = Surface.tables(entry, {"model": "tiny", "task": "test"})["surface_label_changes"]
-    assert "## a -> b" in table and "## b -> c" in table
+    assert "**a -> b**" in table and "**b -> c**" in table
