@@ -43,7 +43,7 @@ BLOCK = re.compile(r"(<!-- table:(?P<name>[\w-]+) run:(?P<run>[\w.-]+) -->\n)(?P
 # their heavy parts that no table reads (dropped at any depth; they stay in the run's store).
 OVERVIEW_READS = ("evaluation", "cosine", "clustering", "patterns", "surface", "syntax", "coreference", "probes")
 LEFT_OUT = {"clustering": ("js_divergence", "mds"), "syntax": ("per_head",), "surface": ("per_head",),
-            "coreference": ("accuracy_per_head",)}
+            "coreference": ("accuracy_per_head",), "sinks": ("per_head",)}
 BEHAVIOURS = {"previous": "previous", "next": "next", "cls": "[CLS]", "broad": "broad"}
 
 
