@@ -42,22 +42,24 @@ def tagger_package() -> str | None:
     return next((name for name in TAGGER_PACKAGES if importlib.util.find_spec(name) is not None), None)
 
 
-@cache
-def load_tagger() -> Any:
-    """spaCy's ``en_core_web_sm`` pipeline (tagger and parser), loaded once per process."""
+def required_tagger_package() -> str:
+    """`tagger_package`, or a clear error saying how to install it."""
     package = tagger_package()
     if package is None:
         raise InputError(f"tagging task text needs spaCy's en_core_web_sm: {INSTALL_HINT}")
-    return importlib.import_module(package).load(exclude=list(UNUSED_PIPES))
+    return package
+
+
+@cache
+def load_tagger() -> Any:
+    """spaCy's ``en_core_web_sm`` pipeline (tagger and parser), loaded once per process."""
+    return importlib.import_module(required_tagger_package()).load(exclude=list(UNUSED_PIPES))
 
 
 def tagger_identity() -> dict[str, str]:
     """Which tagger tags (the model and its package version), for the identity of results that
     use it; read from the package metadata, without loading spaCy."""
-    package = tagger_package()
-    if package is None:
-        raise InputError(f"tagging task text needs spaCy's en_core_web_sm: {INSTALL_HINT}")
-    return {"tagger": "en_core_web_sm", "version": importlib.metadata.version(package)}
+    return {"tagger": "en_core_web_sm", "version": importlib.metadata.version(required_tagger_package())}
 
 
 def tag(texts: Iterable[str]) -> list[list[TaggedToken]]:

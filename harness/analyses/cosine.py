@@ -13,7 +13,8 @@ from typing import Any
 
 import torch
 
-from harness.analyses.base import Analysis, AnalysisContext, pair_name, per_pair_results, register_analysis
+from harness.analyses.base import (Analysis, AnalysisContext, best_head, pair_name, per_pair_results,
+                                   register_analysis)
 from harness.batches import AttentionBatch, real_tokens
 from harness.figures import checkpoint_title, draw_head_grid, draw_layer_lines, run_title
 
@@ -60,6 +61,12 @@ class CosineSums:
         variance = (self.total_squares[index].cpu() / count - mean**2).clamp(min=0)
         return {"per_head": mean.tolist(), "per_head_std": variance.sqrt().tolist(),
                 "per_layer": mean.mean(dim=1).tolist(), "num_examples": self.counts[index]}
+
+
+def most_changed(per_head: list[list[float]]) -> dict[str, Any]:
+    """The head (1-indexed) with the lowest mean cosine, and that cosine."""
+    found = best_head(-torch.tensor(per_head))
+    return {"layer": found["layer"], "head": found["head"], "value": -found["value"]}
 
 
 @register_analysis

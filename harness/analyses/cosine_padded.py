@@ -19,20 +19,13 @@ from typing import Any
 import torch
 from scipy.stats import spearmanr
 
-from harness.analyses.base import (Analysis, AnalysisContext, best_head, pair_name, per_pair_results,
-                                   register_analysis)
-from harness.analyses.cosine import CosineSums, cosine_per_example
+from harness.analyses.base import Analysis, AnalysisContext, pair_name, per_pair_results, register_analysis
+from harness.analyses.cosine import CosineSums, cosine_per_example, most_changed
 from harness.batches import AttentionBatch
 from harness.figures import checkpoint_title, draw_head_grid, draw_layer_lines, run_title
 from harness.sources.task import KOVALEVA_PADDED_LENGTH
 
 PROTOCOLS = ("padded", "cropped")
-
-
-def most_changed(per_head: list[list[float]]) -> dict[str, Any]:
-    """The head (1-indexed) with the lowest mean cosine, and that cosine."""
-    found = best_head(-torch.tensor(per_head))
-    return {"layer": found["layer"], "head": found["head"], "value": -found["value"]}
 
 
 @register_analysis
