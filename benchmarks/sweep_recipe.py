@@ -6,7 +6,9 @@ Each (task, learning rate, epochs, seed) is fine-tuned and evaluated exactly as 
 finetune`` does (the same cache and results store, so a sweep point is also a reusable
 checkpoint), and appended to a JSON-lines file as soon as it is done; running the command
 again skips what the file already holds. ``--table`` prints the mean and standard deviation
-over seeds per task and setting, and how many seeds were clearly above the majority class.
+over seeds per task and setting, and how many seeds were clearly above the majority class;
+``--keep-as LABEL`` stores the points as ``docs/results/LABEL.json``, from which ``python -m
+harness docs`` rebuilds the table in docs/recipe.md.
 
     GLUE_DIR=../shared/data/glue python -m benchmarks.sweep_recipe --tasks rte \\
         --learning-rates 2e-5,5e-5,1e-4 --epochs 3,6 --seeds 42,1,2 --out outputs/sweep/minilm.jsonl
@@ -16,15 +18,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import time
 from pathlib import Path
 from typing import Any
 
 from harness.analyses.evaluation import Evaluation
 from harness.config import AnalysisConfig, EnvironmentConfig, FineTuneConfig, RunConfig, TaskConfig
+from harness.doctables import RESULTS, sweep_table
 from harness.finetune import finetune
 from harness.pipeline import evaluate, plan_run
+from harness.store import write_json
 
 
 def numbers(text: str, kind: type) -> list:
@@ -54,23 +57,6 @@ def point(task: str, model: str, learning_rate: float, epochs: float, seed: int,
             "train_seconds": tuned.train_seconds, "seconds": time.perf_counter() - start}
 
 
-def table(rows: list[dict[str, Any]]) -> str:
-    """Markdown: per task and setting, the dev score's mean ± std over seeds and the seeds that learned."""
-    groups: dict[tuple, list[dict[str, Any]]] = {}
-    for row in rows:
-        groups.setdefault((row["task"], row["learning_rate"], row["epochs"], row["max_train_examples"]), []).append(row)
-    lines = ["| task | lr | epochs | train examples | metric | dev mean ± std | majority | seeds learned | "
-             "train s / seed |", "|---" * 9 + "|"]
-    for (task, rate, epochs, _), group in sorted(groups.items()):
-        scores = [100 * row["score"] for row in group]
-        spread = statistics.stdev(scores) if len(scores) > 1 else 0.0
-        lines.append(f"| {task} | {rate:g} | {epochs:g} | {group[0]['train_examples']} | {group[0]['metric']} | "
-                     f"{statistics.mean(scores):.1f} ± {spread:.1f} | {100 * group[0]['majority']:.1f} | "
-                     f"{sum(row['learned'] for row in group)}/{len(group)} | "
-                     f"{statistics.mean(row['train_seconds'] for row in group):.0f} |")
-    return "\n".join(lines)
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tasks", default="rte")
@@ -82,6 +68,8 @@ def main() -> None:
     parser.add_argument("--output-dir", type=Path, default=Path("outputs/sweep"))
     parser.add_argument("--out", type=Path, default=Path("outputs/sweep/points.jsonl"))
     parser.add_argument("--table", action="store_true", help="print the table of the points done, run nothing")
+    parser.add_argument("--keep-as", metavar="LABEL", help="store the points done as docs/results/LABEL.json, "
+                                                            "whose tables `python -m harness docs` rebuilds")
     args = parser.parse_args()
     done = [json.loads(line) for line in args.out.read_text().splitlines()] if args.out.is_file() else []
     if not args.table:
@@ -98,7 +86,9 @@ def main() -> None:
                         with args.out.open("a") as handle:
                             handle.write(json.dumps(row) + "\n")
                         print(json.dumps(row), flush=True)
-    print(table(done))
+    print(sweep_table({"points": done}))
+    if args.keep_as:
+        write_json(RESULTS / f"{args.keep_as}.json", {"source": {"sweep": args.out.name}, "points": done})
 
 
 if __name__ == "__main__":

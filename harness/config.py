@@ -14,7 +14,7 @@ under a second.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,32 @@ QUICK_SIZES = ", ".join(f"{name} {size}" for name, size in QUICK.items())
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 WORD_ATTENTION_FROM = ("mean", "first")
 PROBE_INITS = ("zeros", "glorot")
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """A fine-tuning learning rate and number of epochs, with the tasks that need their own epochs."""
+
+    learning_rate: float
+    epochs: float
+    task_epochs: dict[str, float] = field(default_factory=dict)
+
+    def epochs_for(self, task: str) -> float:
+        return self.task_epochs.get(task, self.epochs)
+
+    def __str__(self) -> str:
+        own = "".join(f", {task} {epochs:g}" for task, epochs in self.task_epochs.items())
+        return f"{self.learning_rate:g} x {self.epochs:g} epochs{own}"
+
+
+# The recipes that fill in --learning-rate and --epochs when they are not given. papers:
+# Kovaleva et al.'s 3 epochs at 2e-5, BERT's recommended rate (their code used 5e-5). minilm:
+# chosen by the sweep of benchmarks/sweep_recipe.py (docs/recipe.md), with which the offline
+# MiniLM learns where the papers' recipe leaves RTE at the majority class.
+RECIPES = {"papers": Recipe(2e-5, 3.0), "minilm": Recipe(5e-5, 3.0, {"rte": 6.0})}
+AUTO_RECIPE = "auto"
+MODEL_RECIPES = {"minilm": "minilm"}  # --recipe auto: the model's own preset, else the papers'
+RECIPES_HELP = "; ".join(f"{name} = {recipe}" for name, recipe in RECIPES.items())
 
 
 def option(default: Any = None, help: str = "", *, flag: str | None = None,
@@ -87,14 +113,18 @@ class TaskConfig:
 
 @dataclass
 class FineTuneConfig:
-    """Kovaleva et al.'s fine-tuning setting: batch 32, 3 epochs, 10% warm-up, seed 42.
+    """Fine-tuning: batch 32, 10% warm-up and seed 42 as Kovaleva et al., learning rate and epochs by --recipe.
 
-    ``learning_rate`` defaults to 2e-5 (BERT's recommended range; the papers' code used 5e-5).
+    ``learning_rate`` and ``epochs`` left as None come from ``recipe`` (`RECIPES`), resolved
+    for the run's model and task by `resolved`; a value given always wins.
     """
 
+    recipe: str = option(AUTO_RECIPE, f"where --learning-rate and --epochs not given come from: {RECIPES_HELP}; "
+                                      "auto = the model's preset (minilm for --model minilm), else papers",
+                         choices=(AUTO_RECIPE, *RECIPES))
     batch_size: int = option(32, "effective training batch, kept whatever the number of processes")
-    epochs: float = option(3.0, "training epochs")
-    learning_rate: float = option(2e-5, "peak learning rate (the papers' code: 5e-5)")
+    epochs: float | None = option(None, "training epochs (default: the recipe's)")
+    learning_rate: float | None = option(None, "peak learning rate (default: the recipe's; the papers' code: 5e-5)")
     warmup_ratio: float = option(0.1, "share of training steps with a linear warm-up")
     weight_decay: float = option(0.01, "AdamW weight decay")
     max_train_examples: int | None = option(None, "seeded subset of the training set, for quick runs")
@@ -108,15 +138,27 @@ class FineTuneConfig:
                                     "random initialisation) and score them on dev beside the fine-tuned model")
 
     def __post_init__(self) -> None:
+        _require(self.recipe in (AUTO_RECIPE, *RECIPES), FineTuneConfig, "recipe", self.recipe,
+                 f"must be one of {', '.join((AUTO_RECIPE, *RECIPES))}")
         _require(self.batch_size >= 1, FineTuneConfig, "batch_size", self.batch_size, "must be at least 1")
-        _require(self.epochs > 0, FineTuneConfig, "epochs", self.epochs,
+        _require(self.epochs is None or self.epochs > 0, FineTuneConfig, "epochs", self.epochs,
                  "must be above 0 (a run with no training would compare the pre-trained model with itself)")
-        _require(self.learning_rate > 0, FineTuneConfig, "learning_rate", self.learning_rate, "must be above 0")
+        _require(self.learning_rate is None or self.learning_rate > 0, FineTuneConfig, "learning_rate",
+                 self.learning_rate, "must be above 0")
         _require(0 <= self.warmup_ratio < 1, FineTuneConfig, "warmup_ratio", self.warmup_ratio, "must be in [0, 1)")
         _require(self.weight_decay >= 0, FineTuneConfig, "weight_decay", self.weight_decay, "must be 0 or more")
         _require(self.max_train_examples is None or self.max_train_examples >= 1, FineTuneConfig,
                  "max_train_examples", self.max_train_examples, "must be at least 1")
         _require(self.seed >= 0, FineTuneConfig, "seed", self.seed, "must be 0 or more")
+
+    def resolved(self, task: TaskConfig) -> FineTuneConfig:
+        """This setting for ``task``'s model and task: ``recipe`` named (auto decided) and the
+        learning rate and epochs not given taken from it."""
+        name = MODEL_RECIPES.get(task.model, "papers") if self.recipe == AUTO_RECIPE else self.recipe
+        recipe = RECIPES[name]
+        return replace(self, recipe=name,
+                       learning_rate=recipe.learning_rate if self.learning_rate is None else self.learning_rate,
+                       epochs=recipe.epochs_for(task.task) if self.epochs is None else self.epochs)
 
 
 @dataclass
@@ -242,6 +284,9 @@ class RunConfig:
     finetune: FineTuneConfig = field(default_factory=FineTuneConfig)
     analysis: AnalysisConfig = field(default_factory=AnalysisConfig)
     environment: EnvironmentConfig = field(default_factory=EnvironmentConfig)
+
+    def __post_init__(self) -> None:
+        self.finetune = self.finetune.resolved(self.task)
 
     @property
     def model_name(self) -> str:

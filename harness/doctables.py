@@ -19,6 +19,7 @@ suite) fails when a block differs from what its stored results give.
 from __future__ import annotations
 
 import re
+import statistics
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -196,7 +197,27 @@ def probe_rows(analyses: dict[str, Any], run: dict[str, Any]) -> list[tuple[str,
     return [("probe UAS Attn / Attn+GloVe", *cells, f"{paper['attn']:.0f} / {paper['attn_glove']:.0f}")]
 
 
-OVERVIEWS: dict[str, Callable[[dict[str, Any]], str]] = {"overview": overview}
+def sweep_table(results: dict[str, Any]) -> str:
+    """A recipe sweep (``benchmarks/sweep_recipe.py``), per task and setting: the dev score's
+    mean ± std over seeds, the majority class, and the seeds clearly above it."""
+    groups: dict[tuple, list[dict[str, Any]]] = {}
+    for point in results["points"]:
+        setting = (point["task"], point["learning_rate"], point["epochs"], point["max_train_examples"] or 0)
+        groups.setdefault(setting, []).append(point)
+    lines = ["| task | lr | epochs | train examples | metric | dev mean ± std | majority | seeds learned | "
+             "train s / seed |", "|---" * 9 + "|"]
+    for (task, rate, epochs, _), group in sorted(groups.items()):
+        scores = [100 * point["score"] for point in group]
+        spread = statistics.stdev(scores) if len(scores) > 1 else 0.0
+        lines.append(f"| {task} | {rate:g} | {epochs:g} | {group[0]['train_examples']} | {group[0]['metric']} | "
+                     f"{statistics.mean(scores):.1f} ± {spread:.1f} | {100 * group[0]['majority']:.1f} | "
+                     f"{sum(point['learned'] for point in group)}/{len(group)} | "
+                     f"{statistics.mean(point['train_seconds'] for point in group):.0f} |")
+    return "\n".join(lines) + "\n"
+
+
+# Tables that read more than one analysis (or no run at all: a sweep's points).
+OVERVIEWS: dict[str, Callable[[dict[str, Any]], str]] = {"overview": overview, "sweep": sweep_table}
 
 
 def without_title(text: str) -> str:

@@ -45,6 +45,9 @@ from tasks.examples import Example
 from tasks.registry import GlueTask
 
 RESULT_FILE = "result.json"
+# Settings that do not change the fine-tuned weights, so not in its cache key: which extra
+# models to train, and the recipe's name (its learning rate and epochs are in the key).
+NOT_IN_WEIGHTS = ("baselines", "recipe")
 log = logging.getLogger(__name__)
 
 
@@ -133,7 +136,7 @@ def cache_key(config: RunConfig, data: TaskData, variant: str = FINETUNED) -> st
     """Stable key of everything that changes the fine-tuned weights (the layout aside: the
     effective batch is the same whatever the number of processes); a baseline ``variant``
     (`BASELINES`) adds its name."""
-    recipe = {name: value for name, value in asdict(config.finetune).items() if name != "baselines"}
+    recipe = {name: value for name, value in asdict(config.finetune).items() if name not in NOT_IN_WEIGHTS}
     settings = {"model": config.task.model, "task": config.task.task, "max_length": config.task.max_length,
                 "data": data.identity, "precision": config.environment.precision, **recipe}
     return key_of(settings if variant == FINETUNED else {**settings, "variant": variant})

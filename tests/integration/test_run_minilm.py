@@ -51,6 +51,9 @@ def test_mlflow_parent_run_holds_params_curves_metrics_and_artifacts(finished_ru
     (run,) = client.search_runs([experiment.experiment_id])
     assert run.info.run_name == run_dir.name and run.info.status == "FINISHED"
     assert run.data.params["finetune.max_train_examples"] == "96"
+    # the minilm preset named, its epochs and learning rate overridden by the flags
+    assert (run.data.params["finetune.recipe"], run.data.params["finetune.epochs"]) == ("minilm", "1.0")
+    assert run.data.params["finetune.learning_rate"] == "0.0001"
     assert "dev_accuracy_finetuned" in run.data.metrics and "cosine_layer_6" in run.data.metrics
     assert len(client.get_metric_history(run.info.run_id, "train_loss")) >= 1
     artifacts = {a.path for a in client.list_artifacts(run.info.run_id)}

@@ -69,3 +69,13 @@ def test_flags_are_generated_from_the_dataclasses_with_help():
                                                 "surface", "--random-order", "--max-eval-examples", "10"]))
     assert (config.task.task, config.finetune.batch_size, config.finetune.random_order) == ("rte", 16, True)
     assert config.analysis.analyses == ["cosine", "surface"] and config.analysis.max_eval_examples == 10
+
+
+def test_help_shows_the_recipes_and_a_flag_overrides_the_model_preset():
+    parser = build_parser()
+    help_text = " ".join(parser._subparsers._group_actions[0].choices["run"].format_help().split())
+    assert "minilm = 5e-05 x 3 epochs, rte 6" in help_text and "papers = 2e-05 x 3 epochs" in help_text
+    (preset,) = configs_from(parser.parse_args(["run", "--task", "rte", "--model", "minilm"]))
+    assert (preset.finetune.recipe, preset.finetune.learning_rate, preset.finetune.epochs) == ("minilm", 5e-5, 6.0)
+    (overridden,) = configs_from(parser.parse_args(["run", "--task", "rte", "--model", "minilm", "--epochs", "2"]))
+    assert (overridden.finetune.learning_rate, overridden.finetune.epochs) == (5e-5, 2.0)

@@ -2,7 +2,7 @@
 
 import pytest
 
-from harness.config import AnalysisConfig, EnvironmentConfig, FineTuneConfig, TaskConfig
+from harness.config import AnalysisConfig, EnvironmentConfig, FineTuneConfig, RunConfig, TaskConfig
 from tasks.errors import InputError
 
 
@@ -38,3 +38,17 @@ def test_good_values_are_normalised():
     task = TaskConfig(task="SST-2")
     assert task.task == "sst2"
     assert str(EnvironmentConfig(output_dir="out").output_dir) == "out"
+
+
+def test_the_minilm_preset_fills_what_is_not_given_and_every_flag_wins():
+    minilm = RunConfig(TaskConfig(task="rte", model="minilm")).finetune
+    assert (minilm.recipe, minilm.learning_rate, minilm.epochs) == ("minilm", 5e-5, 6.0)
+    assert RunConfig(TaskConfig(task="mrpc", model="minilm")).finetune.epochs == 3.0
+    other = RunConfig(TaskConfig(task="rte", model="bert-base-uncased")).finetune
+    assert (other.recipe, other.learning_rate, other.epochs) == ("papers", 2e-5, 3.0)
+    given = RunConfig(TaskConfig(task="rte", model="minilm"), FineTuneConfig(learning_rate=1e-4)).finetune
+    assert (given.recipe, given.learning_rate, given.epochs) == ("minilm", 1e-4, 6.0)
+    asked = RunConfig(TaskConfig(task="rte", model="minilm"), FineTuneConfig(recipe="papers")).finetune
+    assert (asked.learning_rate, asked.epochs) == (2e-5, 3.0)
+    with pytest.raises(InputError, match="--recipe fast: must be one of auto, papers, minilm"):
+        FineTuneConfig(recipe="fast")

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from harness.cli import main
-from harness.doctables import documents, rebuild, render, stored_results, take_run
+from harness.doctables import documents, rebuild, render, stored_results, sweep_table, take_run
 from tasks.errors import InputError
 from tests.conftest import tiny_run_arguments
 
@@ -59,3 +59,14 @@ def test_the_stored_results_name_the_run_they_came_from(stored):
     _, path = stored
     source = json.loads(path.read_text())["source"]
     assert source["run_folder"].startswith("rte-tiny_model") and len(source["summary_key"]) == 64
+
+
+def test_a_sweep_table_gives_each_settings_mean_spread_and_seeds_that_learned():
+    def point(seed: int, score: float, learned: bool, rate: float = 5e-5) -> dict:
+        return {"task": "rte", "learning_rate": rate, "epochs": 6.0, "seed": seed, "max_train_examples": None,
+                "train_examples": 2490, "metric": "dev/accuracy", "score": score, "majority": 0.527,
+                "learned": learned, "train_seconds": 400.0}
+    lines = sweep_table({"points": [point(42, 0.58, False), point(1, 0.60, True), point(2, 0.62, True),
+                                    point(42, 0.55, False, 2e-5)]}).splitlines()
+    assert lines[2] == "| rte | 2e-05 | 6 | 2490 | dev/accuracy | 55.0 ± 0.0 | 52.7 | 0/1 | 400 |"
+    assert lines[3] == "| rte | 5e-05 | 6 | 2490 | dev/accuracy | 60.0 ± 2.0 | 52.7 | 2/3 | 400 |"

@@ -31,6 +31,8 @@ def test_cache_key_changes_with_every_hyperparameter_and_the_data(tiny_data, tmp
     for change in (dict(seed=1), dict(learning_rate=5e-5), dict(batch_size=16), dict(epochs=1.0),
                    dict(random_order=True), dict(torch_dropout=True), dict(max_train_examples=10)):
         assert cache_key(replace(config, finetune=FineTuneConfig(**change)), data) != base, change
+    same_numbers = FineTuneConfig(recipe="minilm", learning_rate=2e-5, epochs=3.0)  # a name, not a weight
+    assert cache_key(replace(config, finetune=same_numbers), data) == base
     assert cache_key(replace(config, task=replace(config.task, max_length=64)), data) != base
     copy = tmp_path / "glue"
     (copy / "RTE").mkdir(parents=True)
