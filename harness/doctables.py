@@ -106,7 +106,11 @@ def evaluation_rows(analyses: dict[str, Any], run: dict[str, Any]) -> list[tuple
     paper = KOVALEVA_TABLE_1.get(task.name, {})
     context = " / ".join(f"{value} {TABLE_COLUMNS[name]}" for name, value in paper.items())
     metric = "F1/accuracy" if "f1" in task.metrics else task.metrics[0]
-    rows = [(f"{task.folder} {split} {metric} (majority class: {table_cell(task, first['majority'], split)})",
+    recipe = run["recipe"]
+    rows = [("fine-tuning recipe", "", f"{recipe.get('recipe', 'papers')}: lr {recipe['learning_rate']:g}, "
+             f"{recipe['epochs']:g} epochs, batch {recipe['batch_size']}, seed {recipe['seed']}, "
+             f"{run['train_examples']} training examples", "batch 32, 3 epochs (Kovaleva et al.)")]
+    rows += [(f"{task.folder} {split} {metric} (majority class: {table_cell(task, first['majority'], split)})",
              table_cell(task, results["pretrained"]["metrics"], split), table_cell(task, first["metrics"], split),
              f"{context} (Kovaleva Table 1)" if context else "")]
     rows += [(f"{TABLE_COLUMNS[name]} baseline", "", table_cell(task, results[name]["metrics"], split), "")
