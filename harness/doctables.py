@@ -208,14 +208,14 @@ def sweep_table(results: dict[str, Any]) -> str:
     for point in results["points"]:
         setting = (point["task"], point["learning_rate"], point["epochs"], point["max_train_examples"] or 0)
         groups.setdefault(setting, []).append(point)
-    lines = ["| task | lr | epochs | train examples | metric | dev mean ± std | majority | seeds learned | "
-             "train s / seed |", "|---" * 9 + "|"]
+    lines = ["| task | lr | epochs | train examples | metric | seeds | dev mean ± std | majority | seeds learned | "
+             "train s / seed |", "|---" * 10 + "|"]
     for (task, rate, epochs, _), group in sorted(groups.items()):
         scores = [100 * point["score"] for point in group]
-        spread = statistics.stdev(scores) if len(scores) > 1 else 0.0
+        spread = f" ± {statistics.stdev(scores):.1f}" if len(scores) > 1 else ""
         lines.append(f"| {task} | {rate:g} | {epochs:g} | {group[0]['train_examples']} | {group[0]['metric']} | "
-                     f"{statistics.mean(scores):.1f} ± {spread:.1f} | {100 * group[0]['majority']:.1f} | "
-                     f"{sum(point['learned'] for point in group)}/{len(group)} | "
+                     f"{len(group)} | {statistics.mean(scores):.1f}{spread} | {100 * group[0]['majority']:.1f} | "
+                     f"{sum(point['learned'] for point in group)} | "
                      f"{statistics.mean(point['train_seconds'] for point in group):.0f} |")
     return "\n".join(lines) + "\n"
 
@@ -251,7 +251,8 @@ def stored_results(label: str, results_dir: Path = RESULTS) -> dict[str, Any]:
     results = read_json(path)
     if not isinstance(results, dict):
         raise InputError(f"{path}: no stored results of run {label!r}; take a finished run's with "
-                         f"`python -m harness docs --run {label}=outputs/<run folder>`")
+                         f"`python -m harness docs --run {label}=outputs/<run folder>` (a sweep's points: "
+                         f"`python -m benchmarks.sweep_recipe --table --out POINTS.jsonl --keep-as {label}`)")
     return results
 
 

@@ -68,5 +68,5 @@ def test_a_sweep_table_gives_each_settings_mean_spread_and_seeds_that_learned():
                 "learned": learned, "train_seconds": 400.0}
     lines = sweep_table({"points": [point(42, 0.58, False), point(1, 0.60, True), point(2, 0.62, True),
                                     point(42, 0.55, False, 2e-5)]}).splitlines()
-    assert lines[2] == "| rte | 2e-05 | 6 | 2490 | dev/accuracy | 55.0 ± 0.0 | 52.7 | 0/1 | 400 |"
-    assert lines[3] == "| rte | 5e-05 | 6 | 2490 | dev/accuracy | 60.0 ± 2.0 | 52.7 | 2/3 | 400 |"
+    assert lines[2] == "| rte | 2e-05 | 6 | 2490 | dev/accuracy | 1 | 55.0 | 52.7 | 0 | 400 |"
+    assert lines[3] == "| rte | 5e-05 | 6 | 2490 | dev/accuracy | 3 | 60.0 ± 2.0 | 52.7 | 2 | 400 |"
