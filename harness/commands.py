@@ -9,7 +9,7 @@ import transformers
 
 from harness.analyses.evaluation import Evaluation, dev_metrics, learning_warning
 from harness.annotation import annotate as annotate_pool
-from harness.config import AnnotationConfig, DocsConfig, RunConfig
+from harness.config import AnnotationConfig, DocsConfig, FineTuneConfig, RunConfig
 from harness.doctables import documents, rebuild, take_run
 from harness.finetune import finetune as finetune_task
 from harness.finetune import is_main_process, leave_process_group
@@ -26,8 +26,15 @@ def quiet_libraries(debug: bool) -> None:
         logging.getLogger("mlflow").setLevel(logging.WARNING)
 
 
+def recipe_line(settings: FineTuneConfig) -> str:
+    """Which recipe the run trains with, first thing printed: the preset is chosen silently otherwise."""
+    return (f"fine-tuning recipe: {settings.recipe}, lr {settings.learning_rate:g}, epochs {settings.epochs:g}, "
+            f"batch {settings.batch_size}, seed {settings.seed} (--recipe, --learning-rate, --epochs change it)")
+
+
 def run(config: RunConfig) -> None:
     start = time.perf_counter()
+    print(recipe_line(config.finetune))
     summary, phases = run_pipeline(config)
     print(f"done: {plan_run(config).run_dir / 'summary.json'}")
     print_dev_metrics(summary["analyses"][Evaluation.name])
@@ -43,6 +50,8 @@ def run(config: RunConfig) -> None:
 
 
 def finetune(config: RunConfig) -> None:
+    if is_main_process():
+        print(recipe_line(config.finetune))
     plan = plan_run(config)
     result = finetune_task(plan.config, plan.data)
     baselines = train_baselines(plan)

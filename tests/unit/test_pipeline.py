@@ -66,6 +66,7 @@ def test_a_second_run_reuses_everything_and_rewrites_no_stored_file(finished, ca
     assert summaries(root) == before
     printed = capsys.readouterr()
     assert "%" not in printed.err  # no progress bar: nothing was streamed
+    assert printed.out.startswith("fine-tuning recipe: papers, lr 0.001, epochs 1, batch 8, seed 42")
     # the tiny model learns nothing in one epoch, and the run says so
     assert "warning: finetuned is not clearly above the majority class on dev/accuracy" in printed.out
 
