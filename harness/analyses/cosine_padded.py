@@ -75,6 +75,10 @@ class PaddedCosineSimilarity(Analysis):
                 + [("cosine_padded_ranking_spearman", first["ranking_spearman"])])
 
     @classmethod
+    def tables(cls, entry: dict[str, Any], run: dict[str, Any]) -> dict[str, str]:
+        return {"cosine_padded_table": f"# Cosine per protocol: {run_title(run)}\n\n{protocol_table(entry)}"}
+
+    @classmethod
     def draw(cls, entry: dict[str, Any], run: dict[str, Any], out_dir: Path) -> list[Path]:
         paths = []
         for (before, after), stats in zip(entry["pairs"], per_pair_results(entry).values()):
@@ -91,3 +95,23 @@ class PaddedCosineSimilarity(Analysis):
                       f"(head ranking Spearman {stats['ranking_spearman']:.2f})",
                 ylabel="mean cosine similarity"))
         return paths
+
+
+def protocol_table(entry: dict[str, Any]) -> str:
+    """Markdown, per pair: the per-layer cosine and the most-changed head of each protocol,
+    and the agreement of their head rankings."""
+    parts = []
+    for (before, after), stats in zip(entry["pairs"], per_pair_results(entry).values()):
+        layers = len(stats["padded"]["per_layer"])
+        lines = [f"**{checkpoint_title(before)} -> {checkpoint_title(after)}** "
+                 f"({stats['padded']['num_examples']} examples; head ranking Spearman "
+                 f"{stats['ranking_spearman']:.3f})", "",
+                 "| protocol | " + " | ".join(f"layer {layer + 1}" for layer in range(layers)) + " | most changed head |",
+                 "|---" * (layers + 2) + "|"]
+        for protocol, label in ((PROTOCOLS[0], f"padded to {KOVALEVA_PADDED_LENGTH} (Kovaleva's code)"),
+                                (PROTOCOLS[1], "cropped to the real tokens (ours)")):
+            head = stats["most_changed"][protocol]
+            lines.append(f"| {label} | " + " | ".join(f"{value:.4f}" for value in stats[protocol]["per_layer"])
+                         + f" | {head['layer']}-{head['head']} ({head['value']:.3f}) |")
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts) + "\n"

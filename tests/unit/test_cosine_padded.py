@@ -44,6 +44,10 @@ def test_padding_rows_count_in_the_padded_protocol_and_not_in_the_cropped_one(ti
     assert result["cropped"]["per_head"][0] == pytest.approx([0.0, 1.0])
     assert result["most_changed"]["padded"] == {"layer": 1, "head": 1, "value": pytest.approx(1 / 3)}
     assert result["same_most_changed"] and result["ranking_spearman"] == pytest.approx(1.0)
+    entry = {"pairs": [[PRETRAINED, FINETUNED]], "result": analysis.result()}
+    table = PaddedCosineSimilarity.tables(entry, {"model": "tiny", "task": "rte"})["cosine_padded_table"]
+    assert "| padded to 200 (Kovaleva's code) | 0.6667 | 1-1 (0.333) |" in table  # layer mean of 1/3 and 1
+    assert "| cropped to the real tokens (ours) | 0.5000 | 1-1 (0.000) |" in table
 
 
 def test_the_cropped_part_of_a_padded_pass_is_the_cosine_analysis_and_the_padded_part_differs(
