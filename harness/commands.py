@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import asdict
 
 import transformers
 
 from harness.analyses.evaluation import Evaluation, dev_metrics, learning_warning
 from harness.annotation import annotate as annotate_pool
-from harness.config import AnnotationConfig, DocsConfig, FineTuneConfig, RunConfig
+from harness.config import AnnotationConfig, DocsConfig, FineTuneConfig, RunConfig, describe_recipe
 from harness.doctables import documents, rebuild, take_run
 from harness.finetune import finetune as finetune_task
 from harness.finetune import is_main_process, leave_process_group
@@ -28,8 +29,7 @@ def quiet_libraries(debug: bool) -> None:
 
 def recipe_line(settings: FineTuneConfig) -> str:
     """Which recipe the run trains with, first thing printed: the preset is chosen silently otherwise."""
-    return (f"fine-tuning recipe: {settings.recipe}, lr {settings.learning_rate:g}, epochs {settings.epochs:g}, "
-            f"batch {settings.batch_size}, seed {settings.seed} (--recipe, --learning-rate, --epochs change it)")
+    return f"fine-tuning recipe: {describe_recipe(asdict(settings))} (--recipe, --learning-rate, --epochs change it)"
 
 
 def run(config: RunConfig) -> None:

@@ -111,6 +111,13 @@ class TaskConfig:
         _require(self.max_length >= 8, TaskConfig, "max_length", self.max_length, "must be at least 8 tokens")
 
 
+def describe_recipe(settings: dict[str, Any]) -> str:
+    """``"minilm, lr 5e-05, epochs 6, batch 32, seed 42"`` from a resolved `FineTuneConfig` as a
+    dict (a stored run's ``run.recipe``; runs stored before recipes had names used the papers')."""
+    return (f"{settings.get('recipe', 'papers')}, lr {settings['learning_rate']:g}, epochs {settings['epochs']:g}, "
+            f"batch {settings['batch_size']}, seed {settings['seed']}")
+
+
 @dataclass
 class FineTuneConfig:
     """Fine-tuning: batch 32, 10% warm-up and seed 42 as Kovaleva et al., learning rate and epochs by --recipe.

@@ -32,6 +32,7 @@ from harness.analyses.base import per_checkpoint_results, per_pair_results
 from harness.analyses.cosine import most_changed
 from harness.analyses.dependency import ALL_CLARK
 from harness.analyses.evaluation import KOVALEVA_TABLE_1, TABLE_COLUMNS, table_cell
+from harness.config import describe_recipe
 from harness.store import key_of, read_json, write_json
 from tasks.errors import InputError
 from tasks.files import atomic_write_text
@@ -106,10 +107,8 @@ def evaluation_rows(analyses: dict[str, Any], run: dict[str, Any]) -> list[tuple
     paper = KOVALEVA_TABLE_1.get(task.name, {})
     context = " / ".join(f"{value} {TABLE_COLUMNS[name]}" for name, value in paper.items())
     metric = "F1/accuracy" if "f1" in task.metrics else task.metrics[0]
-    recipe = run["recipe"]
-    rows = [("fine-tuning recipe", "", f"{recipe.get('recipe', 'papers')}: lr {recipe['learning_rate']:g}, "
-             f"{recipe['epochs']:g} epochs, batch {recipe['batch_size']}, seed {recipe['seed']}, "
-             f"{run['train_examples']} training examples", "batch 32, 3 epochs (Kovaleva et al.)")]
+    rows = [("fine-tuning recipe", "", f"{describe_recipe(run['recipe'])}, {run['train_examples']} training examples",
+             "batch 32, 3 epochs (Kovaleva et al.)")]
     rows += [(f"{task.folder} {split} {metric} (majority class: {table_cell(task, first['majority'], split)})",
              table_cell(task, results["pretrained"]["metrics"], split), table_cell(task, first["metrics"], split),
              f"{context} (Kovaleva Table 1)" if context else "")]
