@@ -53,11 +53,14 @@ class EncodedBatch:
 
 @dataclass
 class Gradients:
-    """|dL/d attention| of one checkpoint on a batch: (batch, layers, heads, seq, seq) on its
-    device, and which loss was differentiated (`harness.forward.TASK_LOSS` or ``MASKED_LM_LOSS``)."""
+    """Gradients of one checkpoint's loss on a batch, on its device: ``magnitudes`` |dL/d
+    attention| (batch, layers, heads, seq, seq) and ``gates`` dL/d xi_h (batch, layers, heads),
+    each when asked for; ``loss`` says which loss was differentiated (`harness.forward.TASK_LOSS`,
+    ``MASKED_LM_LOSS`` or the task loss of an untrained head)."""
 
     loss: str
-    magnitudes: torch.Tensor
+    magnitudes: torch.Tensor | None = None
+    gates: torch.Tensor | None = None
 
 
 @dataclass

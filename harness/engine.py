@@ -19,10 +19,12 @@ import torch
 from tqdm.auto import tqdm
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
-from harness.analyses.base import ATTENTION, GRADIENTS, VALUE_NORMS, Analysis, AnalysisContext, pair_name
+from harness.analyses.base import (ATTENTION, GATE_GRADIENTS, GRADIENTS, INTERVENES, VALUE_NORMS, Analysis,
+                                   AnalysisContext, pair_name)
 from harness.batches import AttentionBatch, EncodedBatch, Gradients
 from harness.config import AnalysisConfig
-from harness.forward import MASKED_LM_LOSS, TASK_LOSS, Capture, forward
+from harness.forward import (MASKED_LM_LOSS, TASK_LOSS, UNTRAINED_TASK_LOSS, Capture, ForwardOutput, Interventions,
+                             forward, forward_variants)
 from harness.models import Checkpoint, checkpoint_device
 from harness.sources import SOURCES, SourceContext
 from harness.store import ResultIdentity, ResultStore, plain, read_json, write_json
@@ -31,7 +33,6 @@ from tasks.registry import GlueTask
 
 JOINT = "joint"
 MASK_PROBABILITY = 0.15
-UNTRAINED_TASK_LOSS = "task (untrained classifier head)"
 NO_LABELS = "inputs have no task labels and the checkpoint has no masked-LM head"
 
 
@@ -109,29 +110,57 @@ def run_checkpoints(encoded: EncodedBatch, checkpoints: list[Checkpoint], needs:
         wanted = needs.get(checkpoint.name, frozenset())
         if not wanted:
             continue
-        task_gradients = GRADIENTS in wanted and checkpoint.masked_lm is None and None not in labels
+        differentiated = wanted & {GRADIENTS, GATE_GRADIENTS}
+        task_gradients = bool(differentiated) and checkpoint.masked_lm is None and None not in labels
         norms = VALUE_NORMS in wanted
+        attention = bool(wanted & {ATTENTION, GRADIENTS})
         if task_gradients:
-            capture = Capture(attention=True, attention_grad=True, value_norms=norms)
+            capture = Capture(attention=attention, attention_grad=GRADIENTS in wanted,
+                              gate_grad=GATE_GRADIENTS in wanted, value_norms=norms)
             out = forward(checkpoint.model, encoded, capture=capture, targets=torch.tensor(labels))
             loss = TASK_LOSS if checkpoint.head_trained else UNTRAINED_TASK_LOSS
-            batch.gradients[checkpoint.name] = Gradients(loss, out.attention_grads.abs_())
+            batch.gradients[checkpoint.name] = gradients_of(loss, out)
         else:
-            capture = Capture(attention=bool(wanted & {ATTENTION, GRADIENTS}), value_norms=norms)
-            out = forward(checkpoint.model, encoded, capture=capture)
+            out = forward(checkpoint.model, encoded, capture=Capture(attention=attention, value_norms=norms))
         if out.attentions is not None:
             batch.attentions[checkpoint.name] = out.attentions
         if out.value_norms is not None:
             batch.value_norms[checkpoint.name] = out.value_norms
         batch.logits[checkpoint.name] = out.logits
-        if GRADIENTS in wanted and checkpoint.masked_lm is not None:
+        if differentiated and checkpoint.masked_lm is not None:
             masked, mlm_targets = targets.masked(encoded)
-            mlm = forward(checkpoint.masked_lm, masked, capture=Capture(attention_grad=True), targets=mlm_targets,
-                          loss_kind=MASKED_LM_LOSS)
-            batch.gradients[checkpoint.name] = Gradients(MASKED_LM_LOSS, mlm.attention_grads.abs_())
-        elif GRADIENTS in wanted and not task_gradients:
+            capture = Capture(attention_grad=GRADIENTS in wanted, gate_grad=GATE_GRADIENTS in wanted)
+            mlm = forward(checkpoint.masked_lm, masked, capture=capture, targets=mlm_targets, loss_kind=MASKED_LM_LOSS)
+            batch.gradients[checkpoint.name] = gradients_of(MASKED_LM_LOSS, mlm)
+        elif differentiated and not task_gradients:
             batch.skipped_gradients[checkpoint.name] = NO_LABELS
     return batch
+
+
+def gradients_of(loss: str, out: ForwardOutput) -> Gradients:
+    """The gradients a forward pass captured, attention gradients as magnitudes."""
+    magnitudes = out.attention_grads.abs_() if out.attention_grads is not None else None
+    return Gradients(loss, magnitudes, out.gate_grads)
+
+
+def variant_evaluator(source_context: SourceContext, source_name: str,
+                      checkpoints: list[Checkpoint]) -> Callable[[str, Interventions], torch.Tensor]:
+    """`AnalysisContext.evaluate` for one source: each call streams the source again through one
+    checkpoint under V variants, many variants per forward pass (`harness.forward.forward_variants`)."""
+    models = {checkpoint.name: checkpoint.model for checkpoint in checkpoints}
+
+    def evaluate(checkpoint: str, variants: Interventions) -> torch.Tensor:
+        stream = SOURCES[source_name](source_context).stream()
+        count = len(variants.head_gates if variants.head_gates is not None else variants.uniform_heads)
+        parts = []
+        with tqdm(total=stream.num_items * count, desc=f"{source_name}: {checkpoint}, {count} variants",
+                  unit="ex") as progress:
+            for encoded in stream.batches:
+                parts.append(forward_variants(models[checkpoint], encoded, variants).cpu())
+                progress.update(len(encoded.items) * count)
+        return torch.cat(parts, dim=1)
+
+    return evaluate
 
 
 @dataclass
@@ -156,12 +185,15 @@ def stream_source(source_context: SourceContext, source_name: str, plans: list[P
     device = checkpoint_device(checkpoints)
     instances = []
     needs: dict[str, frozenset[str]] = {}
+    trained = frozenset(c.name for c in checkpoints if c.head_trained)
     for item in plans:
         measured = item.to_measure(checkpoints)
         if not measured:
             continue
+        evaluate = (variant_evaluator(source_context, source_name, checkpoints)
+                    if INTERVENES in item.analysis.needs else None)
         context = AnalysisContext(measured, shape.num_layers, shape.num_heads, shape.settings, shape.tokenizer,
-                                  shape.pairs, device, shape.task, shape.max_length)
+                                  shape.pairs, device, shape.task, shape.max_length, trained, evaluate)
         instances.append((item, item.analysis(context)))
         for name in measured:
             needs[name] = needs.get(name, frozenset()) | item.analysis.needs

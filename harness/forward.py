@@ -54,6 +54,7 @@ IMPLEMENTATION = "harness"
 # Loss kinds a forward pass can differentiate.
 TASK_LOSS = "task"
 MASKED_LM_LOSS = "masked-LM"
+UNTRAINED_TASK_LOSS = "task (untrained classifier head)"
 
 
 @dataclass(frozen=True)
@@ -325,3 +326,29 @@ def forward(
     if capture.gate_grad:
         output.gate_grads = grads[-1]
     return output
+
+
+def _rows_of(masks: torch.Tensor | None, chosen: slice, size: int) -> torch.Tensor | None:
+    """The chosen variants' (V, layers, heads) masks, each repeated for the ``size`` rows of its block."""
+    return None if masks is None else masks[chosen].repeat_interleave(size, dim=0)
+
+
+def forward_variants(model: PreTrainedModel, encoded: EncodedBatch, variants: Interventions,
+                     max_rows: int = 512) -> torch.Tensor:
+    """The logits of ``encoded`` under each of V variants of the model: (V, batch, labels) float32.
+
+    ``variants`` holds (V, layers, heads) gates and/or uniform-attention flags, one set per
+    variant. Variants are stacked along the batch (rows v * batch + b), at most ``max_rows``
+    rows per pass, so many masks share each forward pass (Kovaleva's and Michel's sweeps).
+    """
+    stacked = variants.head_gates if variants.head_gates is not None else variants.uniform_heads
+    count, size = len(stacked), len(encoded.items)
+    per_pass = max(1, max_rows // size)
+    logits = []
+    for start in range(0, count, per_pass):
+        chosen = slice(start, min(start + per_pass, count))
+        times = chosen.stop - chosen.start
+        stage = Interventions(_rows_of(variants.head_gates, chosen, size), _rows_of(variants.uniform_heads, chosen, size))
+        out = forward(model, encoded.repeated(times), interventions=stage).logits.float()
+        logits.append(out.view(times, size, -1))
+    return torch.cat(logits)

@@ -24,6 +24,7 @@ the module in ``harness/analyses/__init__.py``.
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any, ClassVar
@@ -33,12 +34,15 @@ from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
 from harness.batches import AttentionBatch
 from harness.config import AnalysisConfig
+from harness.forward import Interventions
 from harness.registry import registrar
 from harness.store import FileHashes
 from tasks.registry import GlueTask
 
 ATTENTION = "attention"
 GRADIENTS = "gradients"  # |dL/d attention| of each checkpoint that has a loss on the batch
+GATE_GRADIENTS = "gate_gradients"  # dL/d xi_h per example and head (Michel et al.'s importance)
+INTERVENES = "intervenes"  # the analysis re-runs the source under interventions (`AnalysisContext.evaluate`)
 LOGITS = "logits"  # the classifier's output only: no attention captured for it
 VALUE_NORMS = "value_norms"  # ||f_h(x_j)||, each token's transformed vector per head (`AttentionBatch.value_norms`)
 
@@ -56,7 +60,11 @@ class AnalysisContext:
     analysis gets only those whose stored result is missing); ``pairs``: the comparisons the
     pipeline declares, as (before, after) names; ``device``: where the attention lives, so
     running statistics can live there too; ``task``: the run's task (its labels and metrics);
-    ``max_length``: the truncation of the task's inputs.
+    ``max_length``: the truncation of the task's inputs; ``trained``: the checkpoints whose
+    classification head was trained; ``evaluate(checkpoint, variants)``: the logits of that
+    checkpoint on every item of the source, in stream order, under each of V variants
+    (`harness.forward.Interventions` of (V, layers, heads) masks): (V, items, labels) float32
+    on the CPU, one more pass over the source (for analyses that intervene: ``INTERVENES``).
     """
 
     checkpoints: tuple[str, ...]
@@ -68,6 +76,8 @@ class AnalysisContext:
     device: torch.device = torch.device("cpu")
     task: GlueTask | None = None
     max_length: int = 128
+    trained: frozenset[str] = frozenset()
+    evaluate: Callable[[str, Interventions], torch.Tensor] | None = None
 
     @property
     def seed(self) -> int:
@@ -79,7 +89,7 @@ class Analysis(ABC):
 
     Class attributes: ``name`` (registry and summary key), ``version`` (bump it when the
     statistics change: stored results of other versions are recomputed), ``source`` (the
-    text it reads), ``needs`` (`ATTENTION`, `GRADIENTS`, `LOGITS`, `VALUE_NORMS`), ``joint``, ``uses_head`` (the
+    text it reads), ``needs`` (`ATTENTION`, `GRADIENTS`, `GATE_GRADIENTS`, `INTERVENES`, `LOGITS`, `VALUE_NORMS`), ``joint``, ``uses_head`` (the
     result depends on the classification head, not only the encoder), ``settings_used``
     (the `AnalysisConfig` fields its result depends on), ``reference`` (the papers' numbers
     and protocol constants shown beside ours, copied into the summary entry),
@@ -127,6 +137,13 @@ class Analysis(ABC):
     def draw(cls, entry: dict[str, Any], run: dict[str, Any], out_dir: Path) -> list[Path]:
         """Figures from a stored summary entry and the run's description; the files written."""
         return []
+
+    @classmethod
+    def relate(cls, entry: dict[str, Any], entries: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+        """What this entry says together with the run's other entries (``{name: entry}``), kept
+        under the entry's ``"related"`` key (e.g. head importance against the cosine of each
+        head); None when nothing relates."""
+        return None
 
     @classmethod
     def tables(cls, entry: dict[str, Any], run: dict[str, Any]) -> dict[str, str]:

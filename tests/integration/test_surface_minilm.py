@@ -13,7 +13,7 @@ from harness.analyses.clustering import Clustering
 from harness.analyses.gradients import GradientImportance
 from harness.analyses.surface import Surface
 from harness.config import AnalysisConfig
-from harness.engine import UNTRAINED_TASK_LOSS
+from harness.forward import UNTRAINED_TASK_LOSS
 from harness.sources import SOURCES, SourceContext
 from tasks.loading import load_examples
 from tasks.registry import get_task

@@ -4,7 +4,8 @@ from transformers import BertConfig, BertForMaskedLM, BertForSequenceClassificat
 from harness.analyses.gradients import GradientImportance, category_means
 from harness.analyses.surface import SpecialIds, token_masks
 from harness.batches import EncodedBatch
-from harness.engine import UNTRAINED_TASK_LOSS, GradientTargets
+from harness.engine import GradientTargets
+from harness.forward import UNTRAINED_TASK_LOSS
 from harness.forward import MASKED_LM_LOSS, TASK_LOSS
 from tasks.examples import Example
 from tests.conftest import run_analysis, tiny_bert
