@@ -1,4 +1,4 @@
-"""``python -m harness`` (or ``harness``): subcommands ``run``, ``finetune``, ``figures``, ``annotate``, ``docs``.
+"""``python -m harness`` (or ``harness``): subcommands ``run``, ``finetune``, ``ablate``, ``figures``, ``annotate``, ``docs``.
 
 The flags are generated from the configuration dataclasses and validated before anything
 heavy is imported, so a bad flag is reported in a fraction of a second; the commands
@@ -25,6 +25,8 @@ COMMANDS_MODULE = "harness.commands"
 DESCRIPTIONS = {
     "run": "fine-tune (or reuse the cached checkpoint), compare the attention of both checkpoints, track in MLflow",
     "finetune": "only fine-tune and write the checkpoint cache (runs under torchrun / accelerate launch)",
+    "ablate": "disable heads and layers, rank heads by importance and prune them on the stored fine-tuned "
+              "checkpoint of these flags (Kovaleva et al. section 6, Michel et al. 2019)",
     "figures": "redraw the figures of a finished run from its summary.json (same flags as the run)",
     "annotate": "sample attention maps of a checkpoint into a labelling pool for the pattern classifier, "
                 "or record its labels",
@@ -32,6 +34,7 @@ DESCRIPTIONS = {
 }
 GROUPS = {"run": (TaskConfig, FineTuneConfig, AnalysisConfig, EnvironmentConfig),
           "finetune": (TaskConfig, FineTuneConfig, EnvironmentConfig),
+          "ablate": (TaskConfig, FineTuneConfig, AnalysisConfig, EnvironmentConfig),
           "figures": (TaskConfig, FineTuneConfig, AnalysisConfig, EnvironmentConfig),
           "annotate": (AnnotationConfig, TaskConfig, FineTuneConfig, EnvironmentConfig),
           "docs": (DocsConfig,)}

@@ -4,19 +4,21 @@ from __future__ import annotations
 
 import logging
 import time
-from dataclasses import asdict
+from dataclasses import asdict, replace
 
 import transformers
 
+from harness.analyses.ablation import Ablation, summary_lines
 from harness.analyses.evaluation import Evaluation, dev_metrics, learning_warning
 from harness.annotation import annotate as annotate_pool
 from harness.config import AnnotationConfig, DocsConfig, FineTuneConfig, RunConfig, describe_recipe
 from harness.doctables import documents, rebuild, take_run
 from harness.finetune import finetune as finetune_task
-from harness.finetune import is_main_process, leave_process_group
+from harness.finetune import is_main_process, leave_process_group, stored_result
 from harness.pipeline import evaluate, find_summary, plan_run, train_baselines
 from harness.pipeline import run as run_pipeline
 from harness.render import redraw
+from tasks.errors import InputError
 
 
 def quiet_libraries(debug: bool) -> None:
@@ -45,8 +47,37 @@ def run(config: RunConfig) -> None:
     if cosine:
         for pair, stats in cosine["result"]["per_pair"].items():
             print(f"  cosine per layer ({pair}): " + " ".join(f"{v:.3f}" for v in stats["per_layer"]))
+    print_ablation(summary)
+    if Ablation.name not in summary["analyses"] and config.analysis.ablation == "auto":
+        print("  ablation (head disabling, importance, pruning) is off on the CPU: `python -m harness ablate` with "
+              "the same flags runs it on the stored checkpoint (minutes), or pass --ablation on")
+    print_wall_time(phases, start)
+
+
+def print_wall_time(phases: dict[str, float], start: float) -> None:
     print("  wall time: " + ", ".join(f"{phase} {seconds:.1f} s" for phase, seconds in phases.items())
           + f"; total {time.perf_counter() - start:.1f} s")
+
+
+def print_ablation(summary: dict) -> None:
+    entry = summary["analyses"].get(Ablation.name)
+    for line in summary_lines(entry) if entry else []:
+        print(f"  {line}")
+
+
+def ablate(config: RunConfig) -> None:
+    """Disabling, importance and pruning of the stored fine-tuned checkpoint of these flags,
+    added to the run folder's summary (nothing else is recomputed)."""
+    start = time.perf_counter()
+    plan = plan_run(config)
+    if stored_result(plan.config, plan.data) is None:
+        raise InputError(f"no fine-tuned checkpoint for these flags under {config.environment.cache_dir}: run "
+                         "`python -m harness run` (or `finetune`) with the same flags first")
+    summary, phases = run_pipeline(replace(config, analysis=replace(config.analysis, analyses=[Ablation.name],
+                                                                    ablation="on")))
+    print(f"done: {plan.run_dir / 'summary.json'}")
+    print_ablation(summary)
+    print_wall_time(phases, start)
 
 
 def finetune(config: RunConfig) -> None:

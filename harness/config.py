@@ -26,12 +26,15 @@ DEFAULT_TRACKING_URI = "sqlite:///mlruns/mlflow.db"
 # The real data beside a checkout (../shared/data): default treebank and coreference corpus.
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 # --quick: dev examples and corpus segments, treebank sentences and coreference documents,
-# probe training sentences, and the relation count a dependency needs to be scored.
-QUICK = {"max_eval_examples": 64, "max_corpus_items": 100, "probe_train_sentences": 200, "syntax_min_count": 20}
+# probe training sentences, the relation count a dependency needs to be scored, and the
+# dev examples the ablation scores.
+QUICK = {"max_eval_examples": 64, "max_corpus_items": 100, "probe_train_sentences": 200, "syntax_min_count": 20,
+         "ablation_examples": 64}
 QUICK_SIZES = ", ".join(f"{name} {size}" for name, size in QUICK.items())
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 WORD_ATTENTION_FROM = ("mean", "first")
 PROBE_INITS = ("zeros", "glorot")
+ABLATION_CHOICES = ("auto", "on", "off")
 
 
 @dataclass(frozen=True)
@@ -204,6 +207,12 @@ class AnalysisConfig:
                                                    "distances", flag="--clustering-tokens")
     max_corpus_items: int | None = option(None, "seeded sample of at most N treebank sentences (syntax and probe "
                                                 "dev) and coreference documents (default: all, as the papers)")
+    ablation: str = option("auto", "head disabling, importance and pruning (Kovaleva et al. section 6, Michel et al. "
+                                   "2019): hundreds of passes over the dev split; auto = on when the model runs on a "
+                                   "GPU, off on the CPU (then `harness ablate` runs it on the stored checkpoint)",
+                           choices=ABLATION_CHOICES)
+    ablation_examples: int | None = option(None, "seeded sample of the main dev split that the ablation scores "
+                                                 "(default: all of it)")
     quick: bool = option(False, f"a quick look: caps every source ({QUICK_SIZES}) so that every analysis runs "
                                 "in minutes; the sizes used are recorded with the results")
 
@@ -214,6 +223,10 @@ class AnalysisConfig:
                 value = getattr(self, name)
                 unbounded = value is None or (name == "probe_train_sentences" and value == 0)
                 setattr(self, name, cap if unbounded else min(value, cap))
+        _require(self.ablation_examples is None or self.ablation_examples >= 2, cls, "ablation_examples",
+                 self.ablation_examples, "must be at least 2")
+        _require(self.ablation in ABLATION_CHOICES, cls, "ablation", self.ablation,
+                 f"must be one of {', '.join(ABLATION_CHOICES)}")
         for name in ("max_eval_examples", "eval_batch_size", "syntax_min_count", "clustering_tokens_per_example"):
             _require(getattr(self, name) >= 1, cls, name, getattr(self, name), "must be at least 1")
         _require(self.probe_train_sentences >= 0, cls, "probe_train_sentences", self.probe_train_sentences,

@@ -25,6 +25,7 @@ import torch
 from transformers import PreTrainedTokenizerBase
 
 from harness.analyses import ANALYSES, Analysis
+from harness.analyses.ablation import Ablation
 from harness.analyses.evaluation import Evaluation
 from harness.config import AnalysisConfig, RunConfig
 from harness.engine import analyse
@@ -50,6 +51,7 @@ PAIRS = [(PRETRAINED, FINETUNED)]
 # The dev evaluation also compares the fine-tuned model with each baseline (--baselines).
 BASELINE_PAIRS = [(baseline, FINETUNED) for baseline in BASELINES]
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+SELECTION = ("analyses", "ablation")  # which analyses run: not part of any result's key
 
 
 @dataclass
@@ -70,16 +72,24 @@ class RunPlan:
         return config.environment.output_dir / name
 
 
-def select_analyses(names: list[str] | None) -> list[type[Analysis]]:
-    """The analyses asked for (by default all but the compatibility protocols that run only when
-    named), always with the dev evaluation: no change of
-    attention is read without knowing whether the fine-tuned model learned the task."""
-    if names is None:
-        return [analysis for analysis in ANALYSES.values() if analysis.on_by_default]
-    unknown = [name for name in names if name not in ANALYSES]
+def select_analyses(names: list[str] | None, ablation: bool = False) -> list[type[Analysis]]:
+    """The analyses asked for (by default all but those that run only when named: the
+    compatibility protocols, and the ablation unless ``ablation``), always with the dev
+    evaluation: no change of attention is read without knowing whether the fine-tuned model
+    learned the task."""
+    unknown = [name for name in names or [] if name not in ANALYSES]
     if unknown:
         raise InputError(f"--analyses: unknown analysis {', '.join(unknown)}; valid: {', '.join(ANALYSES)}")
-    return [ANALYSES[name] for name in dict.fromkeys([Evaluation.name, *names])]
+    chosen = [name for name, analysis in ANALYSES.items() if analysis.on_by_default] if names is None else names
+    return [ANALYSES[name] for name in dict.fromkeys([Evaluation.name, *chosen, *([Ablation.name] * ablation)])]
+
+
+def ablation_wanted(config: RunConfig) -> bool:
+    """``--ablation``: on, off, or (auto) on when the model runs on a GPU, where its hundreds of
+    dev passes take seconds; on the CPU they take minutes (`harness ablate` runs them then)."""
+    if config.analysis.ablation == "auto":
+        return device_of(config).type == "cuda"
+    return config.analysis.ablation == "on"
 
 
 def with_default_data(settings: AnalysisConfig) -> AnalysisConfig:
@@ -108,7 +118,7 @@ def load_task_data(config: RunConfig, hashes: FileHashes) -> TaskData:
 
 def settings_identity(settings: AnalysisConfig, hashes: FileHashes) -> dict[str, Any]:
     """Every analysis setting but the selection, with files and folders replaced by their content hashes."""
-    values = {name: value for name, value in asdict(settings).items() if name != "analyses"}
+    values = {name: value for name, value in asdict(settings).items() if name not in SELECTION}
     return {name: hashes.describe(value) if isinstance(value, Path) else value for name, value in values.items()}
 
 
@@ -124,7 +134,7 @@ def check_inputs(config: RunConfig, analyses: list[type[Analysis]]) -> None:
 def plan_run(config: RunConfig) -> RunPlan:
     """Validate and describe a run without touching a model: data read and hashed, analyses
     chosen, default data located, the run key computed."""
-    analyses = select_analyses(config.analysis.analyses)
+    analyses = select_analyses(config.analysis.analyses, ablation_wanted(config))
     positions = check_model(config.task.model, {"--max-length": config.task.max_length,
                                                 "--max-tokens": config.analysis.max_tokens})
     padded = [analysis.name for analysis in analyses if analysis.source == PaddedTaskSource.name]
@@ -237,10 +247,17 @@ def stored_summary(path: Path) -> dict[str, Any] | None:
 
 
 def merged_analyses(previous: dict[str, Any] | None, entries: dict[str, Any]) -> dict[str, Any]:
-    """Entries computed now, plus those an earlier run under the same key stored (current versions only)."""
+    """Entries computed now, plus those an earlier run under the same key stored (current
+    versions only), each with what it says together with the others (`Analysis.relate`)."""
     kept = {name: entry for name, entry in (previous or {}).get("analyses", {}).items()
             if name in ANALYSES and entry.get("version") == ANALYSES[name].version}
-    return {**kept, **entries}
+    merged = {**kept, **entries}
+    for name, entry in merged.items():
+        entry.pop("related", None)
+        related = ANALYSES[name].relate(entry, merged)
+        if related is not None:
+            entry["related"] = related
+    return merged
 
 
 def eval_identity(plan: RunPlan) -> dict[str, Any]:

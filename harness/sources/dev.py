@@ -1,11 +1,13 @@
-"""The ``"dev"`` source: every evaluation split of the task, whole, for the dev metrics."""
+"""The ``"dev"`` source: every evaluation split of the task, whole, for the dev metrics; and the
+``"ablation"`` source: the main evaluation split (or a seeded sample of it), for the
+head-disabling and pruning sweeps."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from harness.encoding import batched
-from harness.sources.base import Source, SourceStream, register_source
+from harness.sources.base import Source, SourceStream, bounded, register_source
 from harness.sources.task import TaskSource
 
 
@@ -39,4 +41,34 @@ class DevSource(Source):
                             context.task.is_pair),
             num_items=len(examples),
             notes={"examples": {split: len(items) for split, items in context.eval_examples.items()}},
+        )
+
+
+@register_source
+class AblationSource(Source):
+    """The main evaluation split, or a seeded sample of ``--ablation-examples`` of it (in the
+    split's order), in length-grouped batches of ``eval_batch_size``: what the ablation
+    analysis scores every disabled head, layer and pruning step on."""
+
+    name = "ablation"
+
+    def examples(self) -> list:
+        context = self.context
+        split = next(iter(context.eval_examples))
+        return bounded(context.eval_examples[split], context.settings.ablation_examples, context.seed)
+
+    def identity(self) -> dict[str, Any]:
+        context = self.context
+        split = next(iter(context.eval_identity))
+        return {"source": self.name, "task": context.task.name, "split": split, "data": context.eval_identity[split],
+                "examples": len(self.examples()), "sample_seed": context.seed, "max_length": context.max_length}
+
+    def stream(self) -> SourceStream:
+        context = self.context
+        examples = self.examples()
+        return SourceStream(
+            batches=batched(context.tokenizer, examples, context.settings.eval_batch_size, context.max_length,
+                            context.task.is_pair),
+            num_items=len(examples),
+            notes={"examples": len(examples)},
         )

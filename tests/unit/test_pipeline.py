@@ -200,3 +200,34 @@ def test_a_rerun_keeps_the_figures_of_an_unchanged_summary_and_figures_redraws_t
     assert main(["figures", *argv[1:]]) == 0
     redrawn = snapshot(figures)
     assert redrawn.keys() == drawn.keys() and all(redrawn[name][0] != drawn[name][0] for name in drawn)
+
+
+def test_ablate_needs_a_stored_fine_tuned_checkpoint(tiny_model_dir, tiny_data, tmp_path, capsys):
+    argv = tiny_run_arguments(tiny_model_dir, tiny_data, tmp_path, "--analyses", "cosine")
+    assert main(["ablate", *argv[1:]]) == 2
+    assert "no fine-tuned checkpoint for these flags" in capsys.readouterr().err
+    assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").glob("rte-*"))
+
+
+def test_ablate_adds_the_ablation_to_the_run_and_recomputes_nothing_else(tiny_model_dir, tiny_data, tmp_path, capsys):
+    argv = tiny_run_arguments(tiny_model_dir, tiny_data, tmp_path, "--analyses", "cosine")
+    assert main(argv) == 0
+    assert "ablation (head disabling, importance, pruning) is off on the CPU" in capsys.readouterr().out
+    stored = snapshot(tmp_path / "out" / "store")
+    assert main(["ablate", *argv[1:]]) == 0
+    printed = capsys.readouterr().out
+    assert "ablation (finetuned): intact dev accuracy" in printed and "pruning: heads pruned before" in printed
+    after = snapshot(tmp_path / "out" / "store")
+    assert {name: state for name, state in after.items() if name in stored} == stored
+    assert any(name.startswith("ablation/") for name in after)
+    ((folder, summary),) = summaries(tmp_path).items()
+    assert set(summary["analyses"]) == {"evaluation", "cosine", "ablation"}
+    entry = summary["analyses"]["ablation"]
+    assert "importance_vs_cosine" in entry["related"]["cosine"]["pretrained->finetuned"]
+    figures = tmp_path / "out" / folder / "figures"
+    assert {"ablation_heads_finetuned.png", "ablation_layers_finetuned.png", "ablation_pruning_finetuned.png",
+            "ablation_importance.png", "ablation_table.md"} <= {path.name for path in figures.iterdir()}
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path}/mlflow.db")
+    (run,) = client.search_runs([client.get_experiment_by_name("attention-shift").experiment_id])
+    assert {"ablation_intact_finetuned", "ablation_best_head_uniform_delta_finetuned",
+            "ablation_worst_layer_zero_layer_finetuned"} <= set(run.data.metrics)
