@@ -11,6 +11,7 @@ from pathlib import Path
 import torch
 
 from harness.config import AnalysisConfig, EnvironmentConfig, FineTuneConfig, RunConfig, TaskConfig
+from harness.batches import EncodedBatch
 from harness.encoding import batched
 from harness.finetune import FineTuneResult, stored_result
 from harness.forward import TASK_LOSS, summed_loss
@@ -49,14 +50,19 @@ def prepare_bench(config: RunConfig, finetuned: str | None = None) -> Bench:
     return Bench(plan, checkpoints, sources.task_examples, sources, described)
 
 
+def dev_batches(bench: Bench) -> list[EncodedBatch]:
+    """The dev sample's batches, as the task source streams them."""
+    settings = bench.plan.config
+    return list(batched(bench.sources.tokenizer, bench.dev, settings.analysis.eval_batch_size,
+                        settings.task.max_length, bench.plan.data.task.is_pair))
+
+
 def bare_model_seconds(bench: Bench, backward: bool = False) -> float:
     """Seconds of both checkpoints' plain passes (no capture) over the dev sample's batches:
     forward only, or with ``backward`` a forward and the backward pass to the input
     embeddings of the task loss (the least backward work that reaches every layer's
     attention, which gradient analyses need by definition)."""
-    settings = bench.plan.config
-    batches = list(batched(bench.sources.tokenizer, bench.dev, settings.analysis.eval_batch_size,
-                           settings.task.max_length, bench.plan.data.task.is_pair))
+    batches = dev_batches(bench)
     synchronise()
     start = time.perf_counter()
     for encoded in batches:
