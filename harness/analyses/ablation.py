@@ -475,8 +475,8 @@ def ablation_markdown(entry: dict[str, Any], run: dict[str, Any]) -> str:
             lines += [f"{checkpoint_title(checkpoint)}: {result['note']}; importance: {note}.", ""]
             continue
         metric = result["metric"]
-        lines += [f"## {checkpoint_title(checkpoint)}: intact dev {metric} {100 * result['intact']:.1f} "
-                  f"on {result['examples']} examples", "",
+        lines += [f"**{checkpoint_title(checkpoint)}**: intact dev {metric} {100 * result['intact']:.1f} "
+                  f"on {result['examples']} examples.", "",
                   "Changes in points, 95% paired bootstrap intervals, p-values "
                   + ("(exact McNemar)" if metric == "accuracy" else "(paired permutation test)")
                   + ", Holm-adjusted within each family.", "",

@@ -7,7 +7,13 @@ from mlflow.tracking import MlflowClient
 from harness.analyses.cosine import CosineSimilarity
 from harness.analyses.evaluation import dev_metrics
 from harness.cli import main
+from harness.encoding import encode_examples
+from harness.forward import forward
+from harness.models import load_finetuned, load_tokenizer, prepare
+from harness.sources.base import bounded
 from harness.store import read_json
+from tasks.loading import load_examples
+from tasks.registry import get_task
 from tests.conftest import GLUE_DIR, snapshot
 from tests.integration.conftest import CHANGED_LAYER, glue_batches, run_on
 
@@ -87,3 +93,26 @@ def test_cosine_is_one_before_the_changed_layer_and_not_in_it(minilm):
     per_head = torch.tensor(result["per_pair"]["pretrained->finetuned"]["per_head"])
     assert torch.allclose(per_head[:CHANGED_LAYER], torch.ones(CHANGED_LAYER, 12), atol=1e-5)
     assert (per_head[CHANGED_LAYER] < 0.99).all()
+
+
+def test_ablate_scores_the_stored_fine_tuned_minilm_on_a_dev_sample(finished_run):
+    root, argv, _ = finished_run
+    checkpoints = snapshot(root / "cache")
+    assert main(["ablate", *argv[1:], "--ablation-examples", "16"]) == 0
+    assert snapshot(root / "cache") == checkpoints  # the stored checkpoint is used, not retrained
+    (summary,) = [read_json(path) for path in (root / "out").glob("*/summary.json")
+                  if "ablation" in read_json(path)["analyses"]]
+    tuned = summary["analyses"]["ablation"]["result"]["per_checkpoint"]["finetuned"]
+    assert tuned["examples"] == 16 and tuned["variants"] > 2 * 6 * 13
+    examples = bounded(load_examples(get_task("rte"), "dev", GLUE_DIR), 16, 42)
+    (folder,) = (root / "cache").glob("rte-minilm-*/final")
+    model = prepare(load_finetuned(folder), torch.device("cpu"), torch.float32)
+    encoded = encode_examples(load_tokenizer("minilm"), examples, max_length=128, pair=True)
+    predictions = forward(model, encoded).logits.argmax(-1)
+    labels = torch.tensor([example.label for example in examples])
+    assert tuned["intact"] == pytest.approx(float((predictions == labels).float().mean()))
+    for mode in ("uniform", "zero"):
+        deltas, low, high = (torch.tensor(tuned["heads"][mode][key]) for key in ("delta", "low", "high"))
+        assert deltas.shape == (6, 12) and (low <= deltas + 1e-9).all() and (deltas <= high + 1e-9).all()
+    normalised = torch.tensor(tuned["importance"]["normalised"])
+    assert (normalised >= 0).all() and torch.allclose(normalised.norm(dim=1), torch.ones(6), atol=1e-6)
