@@ -24,7 +24,7 @@ from harness.analyses.base import (ATTENTION, GATE_GRADIENTS, GRADIENTS, INTERVE
 from harness.batches import AttentionBatch, EncodedBatch, Gradients
 from harness.config import AnalysisConfig
 from harness.forward import (MASKED_LM_LOSS, TASK_LOSS, UNTRAINED_TASK_LOSS, Capture, ForwardOutput, Interventions,
-                             forward, forward_variants)
+                             forward, forward_variants, variant_count)
 from harness.models import Checkpoint, checkpoint_device
 from harness.sources import SOURCES, SourceContext
 from harness.store import ResultIdentity, ResultStore, plain, read_json, write_json
@@ -151,7 +151,7 @@ def variant_evaluator(source_context: SourceContext, source_name: str,
 
     def evaluate(checkpoint: str, variants: Interventions) -> torch.Tensor:
         stream = SOURCES[source_name](source_context).stream()
-        count = len(variants.head_gates if variants.head_gates is not None else variants.uniform_heads)
+        count = variant_count(variants)
         parts = []
         with tqdm(total=stream.num_items * count, desc=f"{source_name}: {checkpoint}, {count} variants",
                   unit="ex") as progress:

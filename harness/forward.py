@@ -84,6 +84,16 @@ class Capture:
         return self.attention_grad or self.gate_grad
 
 
+@dataclass(frozen=True)
+class Prefix:
+    """The intact model's layers below ``start``, not run again: each returns ``output``
+    ((batch, seq, hidden), what layer start - 1 returned in an intact pass over the same
+    rows), so the pass computes the embeddings and then layers ``start`` onwards."""
+
+    start: int
+    output: torch.Tensor
+
+
 @dataclass
 class ForwardOutput:
     """What `forward` computed; tensors stay on the model's device.
@@ -245,6 +255,28 @@ def use_harness_attention(model: PreTrainedModel) -> PreTrainedModel:
     return model
 
 
+def encoder_layers(model: torch.nn.Module) -> list[torch.nn.Module]:
+    """The model's encoder layers in order (a ``layer`` list of one module per hidden layer, as
+    in BERT, RoBERTa, ELECTRA, XLM-R, DistilBERT), or [] where it has no such single list."""
+    count = model.config.num_hidden_layers
+    found = [list(module) for name, module in model.named_modules()
+             if isinstance(module, torch.nn.ModuleList) and name.rsplit(".", 1)[-1] == "layer" and len(module) == count]
+    return found[0] if len(found) == 1 else []
+
+
+@contextmanager
+def _skipping(model: torch.nn.Module, prefix: Prefix | None) -> Iterator[None]:
+    """Within the block the layers below ``prefix.start`` return ``prefix.output`` without computing."""
+    skipped = encoder_layers(model)[:prefix.start] if prefix is not None else []
+    for layer in skipped:  # an instance attribute shadows the class's forward; deleting it restores that
+        layer.forward = lambda *args, **kwargs: prefix.output
+    try:
+        yield
+    finally:
+        for layer in skipped:
+            del layer.forward
+
+
 def device_of(model: torch.nn.Module) -> torch.device:
     return next(model.parameters()).device
 
@@ -283,12 +315,15 @@ def forward(
     interventions: Interventions = Interventions(),
     targets: torch.Tensor | None = None,
     loss_kind: str = TASK_LOSS,
+    prefix: Prefix | None = None,
 ) -> ForwardOutput:
     """Run ``model`` (switched with `use_harness_attention`) on ``encoded``.
 
     ``targets``: (batch,) labels, or (batch, seq) masked-LM targets, needed for a loss and
     for any gradient in ``capture``. Gradients are taken with ``torch.autograd.grad`` with
     respect to the attention weights and gates only, so no parameter gradient accumulates.
+    With ``prefix`` the layers below ``prefix.start`` are not run (`Prefix`); ``interventions``
+    must leave them intact, and attention and gradients are those of the layers that ran.
     """
     if model.config._attn_implementation != IMPLEMENTATION:
         raise InputError(f"{type(model).__name__} runs '{model.config._attn_implementation}' attention; "
@@ -305,9 +340,10 @@ def forward(
     elif gates is not None:
         gates = gates.to(device)
     projections = output_projections(model) if capture.value_norms else None
-    session = _Session(num_layers, interventions, capture.attention or capture.attention_grad, gates, projections)
+    session = _Session(num_layers, interventions, capture.attention or capture.attention_grad, gates, projections,
+                       layer=prefix.start if prefix is not None else 0)
     grad_mode = torch.enable_grad() if capture.needs_grad else torch.inference_mode()
-    with grad_mode, _session(session):
+    with grad_mode, _session(session), _skipping(model, prefix):
         logits = model(**encoded.model_inputs(device)).logits
         loss = summed_loss(logits, targets.to(device), loss_kind) if targets is not None else None
         if session.layer != num_layers:
@@ -322,13 +358,13 @@ def forward(
                            attentions=None if attentions is None or not capture.attention else attentions.detach(),
                            value_norms=torch.stack(session.value_norms, dim=1) if capture.value_norms else None)
     if capture.attention_grad:
-        output.attention_grads = torch.stack(grads[:num_layers], dim=1)
+        output.attention_grads = torch.stack(grads[:len(session.attentions)], dim=1)
     if capture.gate_grad:
         output.gate_grads = grads[-1]
     return output
 
 
-def _rows_of(masks: torch.Tensor | None, chosen: slice, size: int) -> torch.Tensor | None:
+def _rows_of(masks: torch.Tensor | None, chosen: torch.Tensor, size: int) -> torch.Tensor | None:
     """The chosen variants' (V, layers, heads) masks, each repeated for the ``size`` rows of its block."""
     return None if masks is None else masks[chosen].repeat_interleave(size, dim=0)
 
@@ -342,6 +378,36 @@ def stacked_rows(device: torch.device) -> int:
     return 1024 if device.type == "cuda" else 1
 
 
+def variant_count(variants: Interventions) -> int:
+    return len(variants.head_gates if variants.head_gates is not None else variants.uniform_heads)
+
+
+def first_intervened_layers(variants: Interventions, num_layers: int) -> torch.Tensor:
+    """(V,) the first layer each variant changes; ``num_layers`` for a variant that changes nothing."""
+    touched = torch.zeros(variant_count(variants), num_layers, dtype=torch.bool)
+    if variants.head_gates is not None:
+        touched |= (variants.head_gates != 1).any(dim=-1).cpu()
+    if variants.uniform_heads is not None:
+        touched |= variants.uniform_heads.any(dim=-1).cpu()
+    return torch.where(touched.any(dim=1), touched.int().argmax(dim=1), num_layers)
+
+
+def _intact_layer_outputs(model: PreTrainedModel, encoded: EncodedBatch) -> tuple[torch.Tensor, list[torch.Tensor] | None]:
+    """The intact model's logits on ``encoded`` and what each encoder layer returned
+    ((batch, seq, hidden) each), or None where `encoder_layers` finds no layers or they
+    return more than their hidden states."""
+    outputs: list[object] = []
+    hooks = [layer.register_forward_hook(lambda module, args, output: outputs.append(output))
+             for layer in encoder_layers(model)]
+    try:
+        logits = forward(model, encoded).logits
+    finally:
+        for hook in hooks:
+            hook.remove()
+    reusable = len(outputs) == model.config.num_hidden_layers and all(isinstance(o, torch.Tensor) for o in outputs)
+    return logits, outputs if reusable else None
+
+
 def forward_variants(model: PreTrainedModel, encoded: EncodedBatch, variants: Interventions,
                      max_rows: int | None = None) -> torch.Tensor:
     """The logits of ``encoded`` under each of V variants of the model: (V, batch, labels) float32.
@@ -349,16 +415,31 @@ def forward_variants(model: PreTrainedModel, encoded: EncodedBatch, variants: In
     ``variants`` holds (V, layers, heads) gates and/or uniform-attention flags, one set per
     variant. Variants are stacked along the batch (rows v * batch + b), at most ``max_rows``
     rows per pass (default: `stacked_rows` of the model's device), so many masks share each
-    forward pass (Kovaleva's and Michel's sweeps).
+    forward pass (Kovaleva's and Michel's sweeps). The layers below a variant's first
+    intervened layer k compute what the intact model computes, so they run once, in one
+    intact pass, and the variant starts at layer k from its output (`Prefix`): a variant of
+    layer k costs (L - k) / L of a pass, about half a pass on average over a sweep of every layer.
     """
-    stacked = variants.head_gates if variants.head_gates is not None else variants.uniform_heads
-    count, size = len(stacked), len(encoded.items)
+    size, num_layers = len(encoded.items), model.config.num_hidden_layers
     per_pass = max(1, (max_rows or stacked_rows(device_of(model))) // size)
-    logits = []
-    for start in range(0, count, per_pass):
-        chosen = slice(start, min(start + per_pass, count))
-        times = chosen.stop - chosen.start
-        stage = Interventions(_rows_of(variants.head_gates, chosen, size), _rows_of(variants.uniform_heads, chosen, size))
-        out = forward(model, encoded.repeated(times), interventions=stage).logits.float()
-        logits.append(out.view(times, size, -1))
-    return torch.cat(logits)
+    starts = first_intervened_layers(variants, num_layers)
+    intact, outputs = _intact_layer_outputs(model, encoded) if bool((starts > 0).any()) else (None, None)
+    if outputs is None:  # no reusable prefix: every variant runs the whole model
+        starts = torch.zeros_like(starts)
+    order, parts = [], []
+    for start in starts.unique().tolist():
+        members = (starts == start).nonzero().flatten()
+        if start == num_layers:  # changes nothing: the intact logits
+            order.append(members)
+            parts.append(intact.float()[None].expand(len(members), -1, -1))
+            continue
+        for chosen in members.split(per_pass):
+            stage = Interventions(_rows_of(variants.head_gates, chosen, size), _rows_of(variants.uniform_heads, chosen, size))
+            prefix = Prefix(start, outputs[start - 1].repeat(len(chosen), 1, 1)) if start > 0 else None
+            out = forward(model, encoded.repeated(len(chosen)), interventions=stage, prefix=prefix).logits.float()
+            order.append(chosen)
+            parts.append(out.view(len(chosen), size, -1))
+    stacked = torch.cat(parts)
+    logits = torch.empty_like(stacked)
+    logits[torch.cat(order).to(stacked.device)] = stacked
+    return logits

@@ -65,8 +65,14 @@ def test_stacked_variants_in_chunks_equal_one_variant_at_a_time(tiny_tokenizer):
     model = use_harness_attention(tiny_bert(3))
     encoded = encode_examples(tiny_tokenizer, PAIR_EXAMPLES, max_length=32, pair=True)
     _, variants = single_variants(2, 4)
-    stacked = forward_variants(model, encoded, variants, max_rows=7)  # 2 variants of 3 rows per pass: many passes
+    intact = torch.ones(1, 2, 4)  # a variant that changes nothing: the intact logits
+    variants = Interventions(torch.cat([variants.head_gates, intact]),
+                             torch.cat([variants.uniform_heads, intact.bool().logical_not()]))
+    # 2 variants of 3 rows per pass: many passes; layer-2 variants start from the intact pass's layer 1
+    stacked = forward_variants(model, encoded, variants, max_rows=7)
     size = len(encoded.items)
+    assert len(stacked) == 2 * 2 * (4 + 1) + 1
+    assert torch.equal(stacked[-1], forward(model, encoded).logits)
     for index in range(len(stacked)):
         one = Interventions(variants.head_gates[index].expand(size, 2, 4),
                             variants.uniform_heads[index].expand(size, 2, 4))

@@ -9,7 +9,8 @@ from transformers import (BertConfig, BertForSequenceClassification, DistilBertC
 
 from harness.batches import EncodedBatch
 from harness.encoding import batched, encode_examples
-from harness.forward import Capture, Interventions, forward, use_harness_attention
+from harness.forward import (Capture, Interventions, Prefix, encoder_layers, first_intervened_layers, forward,
+                             use_harness_attention)
 from tasks.errors import InputError
 from tasks.examples import Example
 from tests.conftest import stream, tiny_bert
@@ -108,6 +109,37 @@ def test_stacked_interventions_equal_one_at_a_time(model, tiny_tokenizer):
     for index in range(4):
         alone = forward(model, encoded, interventions=Interventions(head_gates=masks[index].expand(3, 2, 4))).logits
         assert torch.allclose(stacked[3 * index:3 * index + 3], alone, atol=1e-6)
+
+
+def test_a_prefix_skips_the_layers_below_it_and_reproduces_the_whole_pass(model, tiny_tokenizer):
+    encoded = encode_examples(tiny_tokenizer, PAIRS, max_length=32, pair=True)
+    outputs = []
+    hook = encoder_layers(model)[0].register_forward_hook(lambda module, args, output: outputs.append(output))
+    gates = torch.ones(3, 2, 4)
+    gates[:, 1, 2] = 0.0
+    whole = forward(model, encoded, interventions=Interventions(head_gates=gates), capture=Capture(attention=True))
+    hook.remove()
+    calls = []
+    counter = encoder_layers(model)[0].attention.register_forward_hook(lambda *args: calls.append(1))
+    resumed = forward(model, encoded, interventions=Interventions(head_gates=gates), capture=Capture(attention=True),
+                      prefix=Prefix(1, outputs[0]))
+    counter.remove()
+    assert calls == []  # layer 1's attention never ran
+    assert torch.equal(resumed.logits, whole.logits)
+    assert resumed.attentions.shape[1] == 1 and torch.equal(resumed.attentions[:, 0], whole.attentions[:, 1])
+    assert all("forward" not in vars(layer) for layer in encoder_layers(model))  # the layers are themselves again
+    assert torch.equal(forward(model, encoded).logits, forward(model, encoded, interventions=Interventions()).logits)
+
+
+def test_encoder_layers_and_each_variants_first_changed_layer(model):
+    assert encoder_layers(model) == list(model.bert.encoder.layer)
+    gates = torch.ones(4, 2, 4)
+    gates[1, 1, 0] = 0.5
+    gates[2, 0, 3] = gates[2, 1, 0] = 0.0
+    uniform = torch.zeros(4, 2, 4, dtype=torch.bool)
+    uniform[3, 1, 1] = True
+    starts = first_intervened_layers(Interventions(head_gates=gates, uniform_heads=uniform), 2)
+    assert starts.tolist() == [2, 1, 0, 1]
 
 
 def test_stream_gives_every_checkpoint_the_same_batch(tiny_pair, tiny_tokenizer):
