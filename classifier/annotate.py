@@ -19,6 +19,7 @@ from matplotlib.colors import PowerNorm
 
 from classifier.data import (CLASSES, LABELS_FILE, MAPS_FILE, LabelledMap, MapSource, read_labels,
                              read_maps, read_sources, write_maps, write_rows)
+from classifier.features import map_features
 from tasks.files import atomic_path
 
 SHEET_SIDE = 5
@@ -40,7 +41,8 @@ def write_pool(out_dir: Path, sources: list[MapSource], maps: dict[str, np.ndarr
 
 def draw_sheet(sources: list[MapSource], maps: dict[str, np.ndarray], separators: dict[str, list[int]],
                path: Path) -> Path:
-    """Up to 5 x 5 maps, each titled with its id, layer/head (1-indexed) and length.
+    """Up to 5 x 5 maps, each titled with its id, layer/head (1-indexed), length and the
+    guideline's measurements (`classifier.features`: columns, band, within segments).
 
     Drawn at the pixel size it is viewed at (no rescaling by the viewer hides one-token lines),
     on a square-root scale so that weak but structured attention shows.
@@ -55,25 +57,16 @@ def draw_sheet(sources: list[MapSource], maps: dict[str, np.ndarray], separators
                     interpolation="nearest")
         for position in separators.get(source.id, []):
             axis.plot([position], [-1.5], marker="v", color="red", markersize=3, clip_on=False)
+        measured = map_features(attention, source.second_segment)
+        within = "" if measured.within_segments is None else f" seg {measured.within_segments:.2f}"
         axis.set_title(f"{source.id}  L{source.layer + 1}H{source.head + 1} n={source.length}\n"
-                       f"top-3 columns {column_share(attention):.2f}  band {band_share(attention):.2f}", fontsize=8)
+                       f"col {measured.columns:.2f} band {measured.band:.2f}{within}", fontsize=8)
     figure.suptitle(f"{path.stem}: classes v d vd b h (red: [SEP])", fontsize=9)
     figure.tight_layout()
     with atomic_path(path) as temporary:
         figure.savefig(temporary, dpi=100, format="png")
     plt.close(figure)
     return path
-
-
-def column_share(attention: np.ndarray, columns: int = 3) -> float:
-    """Mean attention per row on the ``columns`` most attended tokens (high for vertical maps)."""
-    return float(np.sort(attention.sum(axis=0))[-columns:].sum() / attention.shape[0])
-
-
-def band_share(attention: np.ndarray) -> float:
-    """Mean attention per row on the token itself and its two neighbours (high for diagonal maps)."""
-    offsets = np.abs(np.subtract.outer(np.arange(len(attention)), np.arange(len(attention))))
-    return float(attention[offsets <= 1].sum() / attention.shape[0])
 
 
 def parse_label_lines(lines: list[str], where: str) -> dict[str, str]:

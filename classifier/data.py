@@ -2,7 +2,8 @@
 
 ``labels.tsv`` has one row per map (columns `COLUMNS`): its id, its class, and where it
 comes from (model, checkpoint, fine-tune key, task, split, example index and guid, layer
-and head, 0-indexed, and the number of real tokens). ``maps.npz`` holds each map under
+and head, 0-indexed, the number of real tokens, and where the input's second segment starts,
+-1 for single-segment inputs). ``maps.npz`` holds each map under
 its id, cropped to the real tokens, as float16.
 """
 
@@ -37,6 +38,7 @@ class MapSource:
     layer: int  # 0-indexed
     head: int  # 0-indexed
     length: int  # real tokens (map is length x length)
+    second_segment: int  # first token of the input's second segment; -1 for a single-segment input
 
 
 @dataclass(frozen=True)
@@ -45,7 +47,7 @@ class LabelledMap(MapSource):
 
 
 COLUMNS = [field.name for field in fields(LabelledMap)]
-_INTEGER_COLUMNS = {"example_index", "layer", "head", "length"}
+_INTEGER_COLUMNS = {"example_index", "layer", "head", "length", "second_segment"}
 
 
 def read_sources(path: Path) -> list[MapSource]:

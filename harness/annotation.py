@@ -1,27 +1,32 @@
 """Sampling real attention maps of a checkpoint into a labelling pool (``harness annotate``).
 
 Draws (dev example, layer, head) triples at random from a model on a GLUE task through the
-forward API, keeps each map cropped to its real tokens, and writes the pool with
+forward API, the examples spread evenly over input-length bands (`LENGTH_BANDS`, as far as
+the task has inputs of each length), keeps each map cropped to its real tokens with where
+its second segment starts, and writes the pool with
 `classifier.annotate.write_pool`; the labels are recorded with ``--labels`` (see
 ``docs/classifier.md``).
 """
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from pathlib import Path
 
 import numpy as np
 
 from classifier.annotate import label_interactively, parse_label_lines, record, write_pool
 from classifier.data import MapSource, read_sources
+from classifier.features import NO_SECOND_SEGMENT
 from harness.config import AnnotationConfig, RunConfig
-from harness.encoding import encode_examples
+from harness.encoding import encode_examples, token_lengths
 from harness.finetune import finetune
 from harness.forward import Capture, forward
 from harness.models import FINETUNED, load_finetuned, load_sequence_classifier, load_tokenizer, prepare
 from harness.pipeline import device_of, plan_run
 
 BATCH = 16
+LENGTH_BANDS = (16, 32, 64)  # upper ends (tokens) of the short bands; the last band holds every longer input
 
 
 def heads_to_draw(annotation: AnnotationConfig, layers: int, heads: int) -> list[tuple[int, int]]:
@@ -30,6 +35,33 @@ def heads_to_draw(annotation: AnnotationConfig, layers: int, heads: int) -> list
         return [(int(layer) - 1, int(head) - 1) for layer, head in (pair.split(":") for pair in annotation.heads)]
     chosen = annotation.layers or range(1, layers + 1)
     return [(layer - 1, head) for layer in chosen for head in range(heads)]
+
+
+def length_band(length: int) -> int:
+    """Index of the `LENGTH_BANDS` band of an input of ``length`` tokens."""
+    return bisect_left(LENGTH_BANDS, length)
+
+
+def spread_over_lengths(lengths: list[int], count: int, rng: np.random.Generator) -> list[int]:
+    """Up to ``count`` example indices drawn at random, in turn from each length band that has
+    examples left, so short and long inputs are equally represented where the task allows."""
+    bands: dict[int, list[int]] = {}
+    for index, length in enumerate(lengths):
+        bands.setdefault(length_band(length), []).append(index)
+    pools = [rng.permutation(members).tolist() for _, members in sorted(bands.items())]
+    chosen: list[int] = []
+    while len(chosen) < count and any(pools):
+        for pool in pools:
+            if pool and len(chosen) < count:
+                chosen.append(pool.pop())
+    return chosen
+
+
+def second_segment(token_types: np.ndarray | None) -> int:
+    """First token of the second segment from one example's token type ids, or `NO_SECOND_SEGMENT`."""
+    if token_types is None or not token_types.any():
+        return NO_SECOND_SEGMENT
+    return int(token_types.argmax())
 
 
 def sample_pool(config: RunConfig, annotation: AnnotationConfig) -> list[Path]:
@@ -47,19 +79,21 @@ def sample_pool(config: RunConfig, annotation: AnnotationConfig) -> list[Path]:
     model = prepare(model, device_of(config), model.dtype)
     heads = heads_to_draw(annotation, model.config.num_hidden_layers, model.config.num_attention_heads)
     rng = np.random.default_rng(annotation.sample_seed)
-    chosen = rng.choice(len(examples), size=min(annotation.count, len(examples)), replace=False)
+    lengths = token_lengths(tokenizer, examples, config.task.max_length, task.is_pair)
+    chosen = spread_over_lengths(lengths, annotation.count, rng)
     sources, maps, separators = [], {}, {}
     for start in range(0, len(chosen), BATCH):
-        indices = [int(i) for i in chosen[start:start + BATCH]]
+        indices = chosen[start:start + BATCH]
         encoded = encode_examples(tokenizer, [examples[i] for i in indices], config.task.max_length, task.is_pair)
         attentions = forward(model, encoded, capture=Capture(attention=True)).attentions.float().cpu()
         for row, example_index in enumerate(indices):
             layer, head = heads[int(rng.integers(len(heads)))]
             length = int(encoded.lengths[row])
             map_id = f"{annotation.prefix}{start + row:04d}"
+            types = encoded.token_type_ids[row, :length].numpy() if task.is_pair else None
             sources.append(MapSource(map_id, config.task.model, annotation.checkpoint, finetune_key, task.name,
                                      task.main_eval_split, example_index, examples[example_index].guid, layer,
-                                     head, length))
+                                     head, length, second_segment(types)))
             maps[map_id] = attentions[row, layer, head, :length, :length].numpy()
             ids = encoded.input_ids[row, :length]
             separators[map_id] = (ids == tokenizer.sep_token_id).nonzero(as_tuple=True)[0].tolist()

@@ -281,7 +281,8 @@ class AnnotationConfig:
     checkpoint: str = option("pretrained", "which checkpoint's maps to sample (finetuned: trained with the "
                                            "fine-tuning flags, or reused from the cache)",
                              choices=("pretrained", "finetuned"))
-    count: int = option(50, "maps to sample, one random (dev example, layer, head) each")
+    count: int = option(50, "maps to sample, one random (dev example, layer, head) each, the examples spread "
+                                     "evenly over input lengths (up to 16, 32, 64 tokens, longer)")
     sample_seed: int = option(0, "seed of the sample")
     prefix: str = option("m", "id prefix, unique per pool")
     layers: list[int] | None = option(None, "1-indexed layers to draw from (default all)")

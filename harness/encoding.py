@@ -42,6 +42,12 @@ def batched(tokenizer: PreTrainedTokenizerBase, examples: Sequence[Example], bat
                               pad_to)
 
 
+def token_lengths(tokenizer: PreTrainedTokenizerBase, examples: Sequence[Example], max_length: int,
+                  pair: bool) -> list[int]:
+    """Real tokens of each example's encoding (`encode_examples`, same truncation)."""
+    return [len(ids) for ids in tokenizer(*_texts(examples, pair), truncation=True, max_length=max_length)["input_ids"]]
+
+
 def count_truncated(tokenizer: PreTrainedTokenizerBase, examples: Sequence[Example], max_length: int,
                     pair: bool) -> int:
     """How many examples are longer than ``max_length`` tokens and get cut."""

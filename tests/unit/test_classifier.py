@@ -12,6 +12,7 @@ from mlflow.tracking import MlflowClient
 from classifier import CLASSES, load_classifier
 from classifier.annotate import parse_label_lines
 from classifier.data import LABELS_FILE, MAPS_FILE, read_labels, read_maps
+from classifier.features import NO_SECOND_SEGMENT, map_features
 from classifier.resize import CHANNELS, INPUT_SIZE, normalise_list, normalise_padded
 from classifier.synthetic import synthetic_map, synthetic_set
 from classifier.train import TrainConfig, run, train
@@ -43,6 +44,25 @@ def clear_map(label: str, n: int) -> np.ndarray:
         for row in range(n):
             attention[row, rng.choice(n, size=3, replace=False)] += rng.dirichlet(np.ones(3)) * 0.98
     return attention / attention.sum(axis=1, keepdims=True)
+
+
+def test_the_guidelines_measurements_of_unmistakable_maps():
+    n, split = 20, 10
+    diagonal = map_features(clear_map("diagonal", n))
+    assert diagonal.band > 0.95 and diagonal.columns < 0.05 and diagonal.within_segments is None
+    vertical = map_features(clear_map("vertical", n))
+    assert vertical.columns > 0.85 and vertical.band < 0.2  # rows next to a column count it as band
+    both = map_features(clear_map("vertical+diagonal", n))
+    assert both.band > 0.45 and both.columns > 0.45
+    block = map_features(clear_map("block", n), second_segment=split + 1)
+    assert block.within_segments > 0.95 and block.rest > 0.5
+    # uniform attention over two equal segments keeps a little under half of its spread mass inside the row's
+    # segment (the band and columns taken out lie mostly inside it), closer to half the longer the input
+    uniform = map_features(np.full((n, n), 1.0 / n), second_segment=split)
+    longer = map_features(np.full((3 * n, 3 * n), 1.0 / (3 * n)), second_segment=3 * split)
+    assert 0.4 < uniform.within_segments < longer.within_segments < 0.5
+    assert abs(uniform.band + uniform.columns + uniform.rest - 1.0) < 1e-9
+    assert map_features(np.full((n, n), 1.0 / n), NO_SECOND_SEGMENT).within_segments is None
 
 
 def test_shipped_model_loads_fast_and_predicts_class_names(classifier):
@@ -138,7 +158,7 @@ def test_pool_sheets_and_recorded_labels_round_trip(tmp_path):
     from classifier.data import MapSource
 
     maps = {f"t{i}": clear_map(label, 10 + i) for i, label in enumerate(CLASSES)}
-    sources = [MapSource(f"t{i}", "tiny", "pretrained", "-", "rte", "dev", i, f"g{i}", 0, i, 10 + i)
+    sources = [MapSource(f"t{i}", "tiny", "pretrained", "-", "rte", "dev", i, f"g{i}", 0, i, 10 + i, 5)
                for i in range(len(CLASSES))]
     sheets = write_pool(tmp_path / "pool", sources, maps, {"t0": [5, 9]})
     assert [sheet.name for sheet in sheets] == ["sheet_000.png"] and sheets[0].stat().st_size > 10_000
@@ -146,7 +166,8 @@ def test_pool_sheets_and_recorded_labels_round_trip(tmp_path):
     assert record(tmp_path / "pool", {"t0": "vertical", "t3": "block"}, labels_file, maps_file) == 2
     record(tmp_path / "pool", {"t3": "diagonal"}, labels_file, maps_file)  # relabelling replaces
     rows = read_labels(labels_file)
-    assert [(row.id, row.label, row.length) for row in rows] == [("t0", "vertical", 10), ("t3", "diagonal", 13)]
+    assert [(row.id, row.label, row.length, row.second_segment) for row in rows] == [("t0", "vertical", 10, 5),
+                                                                                     ("t3", "diagonal", 13, 5)]
     assert np.allclose(read_maps(maps_file)["t3"], maps["t3"], atol=1e-3)
     with pytest.raises(ValueError, match="ids not in"):
         record(tmp_path / "pool", {"nope": "block"}, labels_file, maps_file)
