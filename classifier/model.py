@@ -26,6 +26,7 @@ from tasks.files import atomic_path
 
 WEIGHTS_FILE = Path(__file__).resolve().parent / "weights.pt"
 STAGE_WIDTHS = (8, 16, 32, 32)
+BLOCK = CLASSES.index("block")
 
 
 class PatternCNN(nn.Module):
@@ -101,16 +102,23 @@ class PatternClassifier:
         """The class name of each map."""
         return [CLASSES[index] for index in self.predict_proba(maps).argmax(axis=1)]
 
-    def predict_batch(self, attentions: Sequence[torch.Tensor], lengths: torch.Tensor) -> torch.Tensor:
+    def predict_batch(self, attentions: Sequence[torch.Tensor], lengths: torch.Tensor,
+                      two_segments: torch.Tensor) -> torch.Tensor:
         """Class indices of every head of padded batches of maps (e.g. both checkpoints), in one CNN call.
 
         ``attentions``: tensors of shape (batch, layers, heads, seq, seq) on the same inputs;
-        ``lengths``: (batch,) real tokens. Returns (len(attentions), batch, layers, heads) int64
-        indices into `CLASSES`.
+        ``lengths``: (batch,) real tokens; ``two_segments``: (batch,) bool, whether the input is
+        a sentence pair. `block` (attention within each of two segments) cannot exist in a
+        single-segment input, so it is never predicted there. Returns (len(attentions), batch,
+        layers, heads) int64 indices into `CLASSES`.
         """
         batch, layers, heads = attentions[0].shape[:3]
         inputs = torch.cat([normalise_padded(maps, lengths) for maps in attentions])
-        return self.logits(inputs).argmax(dim=-1).view(len(attentions), batch, layers, heads)
+        logits = self.logits(inputs).view(len(attentions), batch, layers, heads, len(CLASSES))
+        single = ~two_segments.to(device=logits.device, dtype=torch.bool)
+        impossible = torch.zeros(len(CLASSES), dtype=torch.bool, device=logits.device)
+        impossible[BLOCK] = True
+        return logits.masked_fill(single[None, :, None, None, None] & impossible, float("-inf")).argmax(dim=-1)
 
     def save(self, path: Path = WEIGHTS_FILE) -> None:
         stored = {"state_dict": self.network.state_dict(), "classes": list(CLASSES),

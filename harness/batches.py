@@ -103,6 +103,11 @@ class AttentionBatch:
     def items(self) -> list[Any]:
         return self.encoded.items
 
+    @cached_property
+    def two_segments(self) -> torch.Tensor:
+        """(batch,) bool: whether each input is a pair of texts, encoded as two segments."""
+        return torch.tensor([getattr(item, "text_b", None) is not None for item in self.items], dtype=torch.bool)
+
     def maps(self, checkpoint: str, row: int) -> torch.Tensor:
         """The cropped maps of one example: (layers, heads, n, n) with n its real length."""
         n = int(self.encoded.lengths[row])

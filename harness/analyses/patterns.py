@@ -2,7 +2,8 @@
 vertical+diagonal, block or heterogeneous, before and after fine-tuning.
 
 Every map of both checkpoints on the task's dev examples is classified by the shipped CNN
-(`classifier`), all heads of a batch in one call; only per-head class counts are kept, so
+(`classifier`), all heads of a batch in one call (`block` only for sentence pairs, the one
+input where two segments exist); only per-head class counts are kept, so
 memory does not grow with the number of examples. The result is the share of each class over
 all maps (the paper's Figure 2, per checkpoint), the majority class of each head, and the
 heads whose majority class changed with fine-tuning.
@@ -36,7 +37,7 @@ class AttentionPatterns(Analysis):
     """Per-head counts of the CNN's class over examples, for each checkpoint."""
 
     name = "patterns"
-    version = 2
+    version = 3  # 3: `block` is never predicted for single-sentence inputs
     settings_used = ("pattern_weights",)
     reference = {"kovaleva_bert_base": "heterogeneous 32% (MRPC) to 61% (QQP) of maps; ~30% of labelled maps vertical"}
 
@@ -55,7 +56,7 @@ class AttentionPatterns(Analysis):
 
     def update(self, batch: AttentionBatch) -> None:
         attentions = [batch.attentions[name] for name in self.context.checkpoints]
-        predicted = self.classifier.predict_batch(attentions, batch.lengths)
+        predicted = self.classifier.predict_batch(attentions, batch.lengths, batch.two_segments)
         # (checkpoints, batch, layers, heads) -> per-head class counts summed over the batch
         self.counts += torch.nn.functional.one_hot(predicted, len(CLASSES)).sum(dim=1)
         self.count += predicted.shape[1]

@@ -64,3 +64,19 @@ def test_figures_are_drawn_from_the_stored_entry(tiny_pair, tiny_tokenizer, tmp_
     paths = AttentionPatterns.draw(entry, {"model": "tiny", "task": "test"}, tmp_path)
     assert [path.name for path in paths] == ["pattern_proportions.png", "pattern_per_head.png"]
     assert all(path.stat().st_size > 10_000 for path in paths)
+
+
+def test_block_is_counted_for_sentence_pairs_only(tiny_tokenizer):
+    n, split = 24, 12
+    squares = torch.full((n, n), 0.01)
+    squares[:split, :split] += 1.0
+    squares[split:, split:] += 1.0
+    maps = (squares / squares.sum(dim=1, keepdim=True)).expand(2, 1, 1, n, n)
+    items = [Example("1", "a pair", "of sentences", 0), Example("2", "one sentence", None, 0)]
+    encoded = EncodedBatch(torch.ones(2, n, dtype=torch.long), torch.ones(2, n, dtype=torch.long), None, items)
+    analysis = AttentionPatterns(analysis_context(["pretrained", "finetuned"], 1, 1))
+    analysis.update(AttentionBatch(encoded, {"pretrained": maps, "finetuned": maps}))
+    for stats in finish(analysis)["per_checkpoint"].values():
+        counts = stats["counts_per_head"][0][0]
+        # the pair's map is a block (the CNN says so for both); the single sentence's cannot be
+        assert counts[CLASSES.index("block")] == 1 and sum(counts) == 2
