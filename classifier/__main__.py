@@ -1,4 +1,5 @@
-"""``python -m classifier train|predict``: train the CNN on the labelled maps, classify maps.
+"""``python -m classifier train|crossval|predict``: train the CNN on the labelled maps, cross-validate its
+recipe grouped by task and by input, classify maps.
 
 Maps are sampled for labelling from a model with ``python -m harness annotate``."""
 
@@ -6,17 +7,35 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 from classifier.model import WEIGHTS_FILE, load_classifier
+from classifier.crossval import CROSSVAL_FILE, GROUPINGS, cross_validate, report_table, save_reports
 from classifier.train import DEFAULT_TRACKING_URI, TrainConfig, run
 
 
+def _recipe(args: argparse.Namespace) -> TrainConfig:
+    return TrainConfig(epochs=args.epochs, synthetic_per_class=args.synthetic_per_class, seed=args.seed)
+
+
 def _train(args: argparse.Namespace) -> None:
-    run(TrainConfig(epochs=args.epochs, synthetic_per_class=args.synthetic_per_class, seed=args.seed,
-                    test_fraction=args.test_fraction, out=args.out), args.tracking_uri)
+    run(replace(_recipe(args), test_fraction=args.test_fraction, out=args.out), args.tracking_uri)
+
+
+def _crossval(args: argparse.Namespace) -> None:
+    reports = [cross_validate(_recipe(args), grouping) for grouping in args.by]
+    for report in reports:
+        print(report_table(report), end="\n\n")
+    print(f"written to {save_reports(reports, args.out)}")
+
+
+def _add_recipe(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--epochs", type=int, default=30)
+    parser.add_argument("--synthetic-per-class", type=int, default=800)
+    parser.add_argument("--seed", type=int, default=0)
 
 
 def _predict(args: argparse.Namespace) -> None:
@@ -36,13 +55,18 @@ def main(argv: list[str] | None = None) -> None:
     commands = parser.add_subparsers(dest="command", required=True)
 
     train = commands.add_parser("train", help="train the CNN, report held-out scores, log to MLflow")
-    train.add_argument("--epochs", type=int, default=30)
-    train.add_argument("--synthetic-per-class", type=int, default=800)
+    _add_recipe(train)
     train.add_argument("--test-fraction", type=float, default=0.25)
-    train.add_argument("--seed", type=int, default=0)
     train.add_argument("--out", type=Path, default=WEIGHTS_FILE, help="where to write the weights")
     train.add_argument("--tracking-uri", default=DEFAULT_TRACKING_URI)
     train.set_defaults(run=_train)
+
+    crossval = commands.add_parser("crossval", help="cross-validate the training recipe grouped by task and by "
+                                                    "input: macro-F1 with intervals, per task and length band")
+    _add_recipe(crossval)
+    crossval.add_argument("--by", nargs="+", choices=GROUPINGS, default=list(GROUPINGS))
+    crossval.add_argument("--out", type=Path, default=CROSSVAL_FILE, help="where to write the reports (JSON)")
+    crossval.set_defaults(run=_crossval)
 
     predict = commands.add_parser("predict", help="print '<name> <class>' for each map of an .npz file")
     predict.add_argument("file", type=Path, help=".npz of square 2-D attention maps")

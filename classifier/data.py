@@ -10,6 +10,7 @@ its id, cropped to the real tokens, as float16.
 from __future__ import annotations
 
 import csv
+from bisect import bisect_left
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
@@ -21,6 +22,21 @@ CLASSES = ("vertical", "diagonal", "vertical+diagonal", "block", "heterogeneous"
 DATA_DIR = Path(__file__).resolve().parent / "data"
 LABELS_FILE = DATA_DIR / "labels.tsv"
 MAPS_FILE = DATA_DIR / "maps.npz"
+LENGTH_BANDS = (16, 32, 64)  # upper ends (tokens) of the short input-length bands; the last holds every longer input
+
+
+def length_band(length: int) -> int:
+    """Index of the `LENGTH_BANDS` band of an input of ``length`` tokens."""
+    return bisect_left(LENGTH_BANDS, length)
+
+
+def band_name(band: int) -> str:
+    """``"<=16"``, ``"17-32"``, ``"33-64"``, ``">64"`` for `LENGTH_BANDS` (16, 32, 64)."""
+    if band == 0:
+        return f"<={LENGTH_BANDS[0]}"
+    if band == len(LENGTH_BANDS):
+        return f">{LENGTH_BANDS[-1]}"
+    return f"{LENGTH_BANDS[band - 1] + 1}-{LENGTH_BANDS[band]}"
 
 
 @dataclass(frozen=True)

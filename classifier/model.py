@@ -63,6 +63,15 @@ def fold_batch_norm(network: PatternCNN) -> nn.Module:
     return nn.Sequential(*layers, network.head).eval()
 
 
+def possible_classes(logits: torch.Tensor, two_segments: torch.Tensor) -> torch.Tensor:
+    """The most likely class of each map that its input allows: (..., classes) logits and
+    (...) bool, whether the map's input has two segments (`block` needs two) -> (...) indices."""
+    impossible = torch.zeros(len(CLASSES), dtype=torch.bool, device=logits.device)
+    impossible[BLOCK] = True
+    single = ~two_segments.to(device=logits.device, dtype=torch.bool)
+    return logits.masked_fill(single[..., None] & impossible, float("-inf")).argmax(dim=-1)
+
+
 class PatternClassifier:
     """Classifies attention maps into `CLASSES` with a trained `PatternCNN` (CPU, eval mode)."""
 
@@ -115,10 +124,7 @@ class PatternClassifier:
         batch, layers, heads = attentions[0].shape[:3]
         inputs = torch.cat([normalise_padded(maps, lengths) for maps in attentions])
         logits = self.logits(inputs).view(len(attentions), batch, layers, heads, len(CLASSES))
-        single = ~two_segments.to(device=logits.device, dtype=torch.bool)
-        impossible = torch.zeros(len(CLASSES), dtype=torch.bool, device=logits.device)
-        impossible[BLOCK] = True
-        return logits.masked_fill(single[None, :, None, None, None] & impossible, float("-inf")).argmax(dim=-1)
+        return possible_classes(logits, two_segments[None, :, None, None])
 
     def save(self, path: Path = WEIGHTS_FILE) -> None:
         stored = {"state_dict": self.network.state_dict(), "classes": list(CLASSES),

@@ -110,21 +110,32 @@ def _fit(network: PatternCNN, inputs: torch.Tensor, labels: torch.Tensor, config
     return losses
 
 
+def synthetic_inputs(config: TrainConfig) -> tuple[torch.Tensor, list[int]]:
+    """The balanced synthetic training set of ``config``, as CNN inputs, and its labels."""
+    maps, labels = synthetic_set(config.synthetic_per_class, seed=config.seed)
+    return normalise_list(maps), labels
+
+
+def fit(real_inputs: torch.Tensor, real_labels: np.ndarray, synthetic: tuple[torch.Tensor, list[int]],
+        config: TrainConfig) -> tuple[PatternCNN, list[float]]:
+    """A network trained on the synthetic set and the real maps (repeated `real_repeats` times),
+    seeded by ``config.seed``; and its loss per epoch."""
+    torch.manual_seed(config.seed)
+    inputs = torch.cat([synthetic[0]] + [real_inputs] * config.real_repeats)
+    targets = torch.tensor(synthetic[1] + real_labels.tolist() * config.real_repeats)
+    network = PatternCNN()
+    return network, _fit(network, inputs, targets, config)
+
+
 def train(config: TrainConfig) -> tuple[PatternClassifier, Evaluation, list[float]]:
     """Split, train, evaluate on the held-out real maps, save the weights to ``config.out``."""
-    torch.manual_seed(config.seed)
     rows = read_labels(config.labels_file)
     maps = read_maps(config.maps_file)
     labels = np.array([CLASSES.index(row.label) for row in rows])
     train_rows, test_rows = train_test_split(np.arange(len(rows)), test_size=config.test_fraction,
                                              stratify=labels, random_state=config.seed)
     real_inputs = normalise_list([maps[row.id] for row in rows])
-    synthetic_maps, synthetic_labels = synthetic_set(config.synthetic_per_class, seed=config.seed)
-    inputs = torch.cat([normalise_list(synthetic_maps)] + [real_inputs[train_rows]] * config.real_repeats)
-    targets = torch.tensor(synthetic_labels + labels[train_rows].tolist() * config.real_repeats)
-
-    network = PatternCNN()
-    losses = _fit(network, inputs, targets, config)
+    network, losses = fit(real_inputs[train_rows], labels[train_rows], synthetic_inputs(config), config)
     evaluation = evaluate(PatternClassifier(network), real_inputs[test_rows], labels[test_rows])
     evaluation.counts = {split: {name: int((labels[part] == index).sum()) for index, name in enumerate(CLASSES)}
                          for split, part in (("train", train_rows), ("test", test_rows))}

@@ -1,7 +1,7 @@
 """Sampling real attention maps of a checkpoint into a labelling pool (``harness annotate``).
 
 Draws (dev example, layer, head) triples at random from a model on a GLUE task through the
-forward API, the examples spread evenly over input-length bands (`LENGTH_BANDS`, as far as
+forward API, the examples spread evenly over input-length bands (`classifier.data.LENGTH_BANDS`, as far as
 the task has inputs of each length), keeps each map cropped to its real tokens with where
 its second segment starts, and writes the pool with
 `classifier.annotate.write_pool`; the labels are recorded with ``--labels`` (see
@@ -10,13 +10,12 @@ its second segment starts, and writes the pool with
 
 from __future__ import annotations
 
-from bisect import bisect_left
 from pathlib import Path
 
 import numpy as np
 
 from classifier.annotate import label_interactively, parse_label_lines, record, write_pool
-from classifier.data import MapSource, read_sources
+from classifier.data import MapSource, length_band, read_sources
 from classifier.features import NO_SECOND_SEGMENT
 from harness.config import AnnotationConfig, RunConfig
 from harness.encoding import encode_examples, token_lengths
@@ -26,7 +25,6 @@ from harness.models import FINETUNED, load_finetuned, load_sequence_classifier, 
 from harness.pipeline import device_of, plan_run
 
 BATCH = 16
-LENGTH_BANDS = (16, 32, 64)  # upper ends (tokens) of the short bands; the last band holds every longer input
 
 
 def heads_to_draw(annotation: AnnotationConfig, layers: int, heads: int) -> list[tuple[int, int]]:
@@ -35,11 +33,6 @@ def heads_to_draw(annotation: AnnotationConfig, layers: int, heads: int) -> list
         return [(int(layer) - 1, int(head) - 1) for layer, head in (pair.split(":") for pair in annotation.heads)]
     chosen = annotation.layers or range(1, layers + 1)
     return [(layer - 1, head) for layer in chosen for head in range(heads)]
-
-
-def length_band(length: int) -> int:
-    """Index of the `LENGTH_BANDS` band of an input of ``length`` tokens."""
-    return bisect_left(LENGTH_BANDS, length)
 
 
 def spread_over_lengths(lengths: list[int], count: int, rng: np.random.Generator) -> list[int]:

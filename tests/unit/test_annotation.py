@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from classifier.data import read_maps, read_sources
+from classifier.data import LENGTH_BANDS, band_name, length_band, read_maps, read_sources
 from classifier.features import NO_SECOND_SEGMENT
-from harness.annotation import LENGTH_BANDS, length_band, second_segment, spread_over_lengths
+from harness.annotation import second_segment, spread_over_lengths
 from harness.cli import main
 from harness.encoding import encode_examples
 from harness.models import load_tokenizer
@@ -23,6 +23,7 @@ def test_inputs_are_drawn_evenly_from_every_length_band_the_task_has():
     assert spread_over_lengths(lengths, 30, np.random.default_rng(0)) == chosen
     assert len(spread_over_lengths(lengths[:3], 10, np.random.default_rng(0))) == 3
     assert [length_band(n) for n in (16, 17, 32, 64, 65)] == [0, 1, 1, 2, 3] and len(LENGTH_BANDS) == 3
+    assert [band_name(band) for band in range(4)] == ["<=16", "17-32", "33-64", ">64"]
 
 
 def test_the_second_segment_starts_after_the_first_separator():
