@@ -144,6 +144,13 @@ def report_table(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def load_report(grouping: str = "task", path: Path = CROSSVAL_FILE) -> dict[str, Any] | None:
+    """The stored cross-validation report of ``grouping``, or None where there is none."""
+    if not path.exists():
+        return None
+    return json.loads(path.read_text()).get(grouping)
+
+
 def save_reports(reports: list[dict[str, Any]], path: Path = CROSSVAL_FILE) -> Path:
     with atomic_path(path) as temporary:
         temporary.write_text(json.dumps({report["grouping"]: report for report in reports}, indent=2) + "\n")

@@ -20,6 +20,8 @@ from matplotlib.colors import ListedColormap
 from matplotlib.patches import Patch, Rectangle
 
 from classifier import CLASSES, load_classifier
+from classifier.correction import corrected_shares
+from classifier.crossval import load_report
 from classifier.model import WEIGHTS_FILE
 from harness.analyses.base import (Analysis, AnalysisContext, changed_heads, pair_name, per_checkpoint_results,
                                    per_pair_results, register_analysis)
@@ -45,14 +47,20 @@ class AttentionPatterns(Analysis):
         super().__init__(context)
         weights = context.settings.pattern_weights or WEIGHTS_FILE
         self.classifier = load_classifier(weights).to(context.device)
+        self.cross_validation = shipped_cross_validation(context.settings)
         shape = (len(context.checkpoints), context.num_layers, context.num_heads, len(CLASSES))
         self.counts = torch.zeros(shape, dtype=torch.int64, device=context.device)
         self.count = 0
+        self.pair_inputs = 0
 
     @classmethod
     def settings_identity(cls, settings: AnalysisConfig, hashes: FileHashes) -> dict[str, Any]:
-        """The classifier's weights file, by content (the shipped one when none is given)."""
-        return {"pattern_weights": hashes.describe(settings.pattern_weights or WEIGHTS_FILE)}
+        """The classifier's weights file, by content (the shipped one when none is given), and the
+        cross-validated score of the shipped classifier's recipe (None for other weights)."""
+        report = shipped_cross_validation(settings)
+        score = None if report is None else {"grouping": report["grouping"], **report["overall"]}
+        return {"pattern_weights": hashes.describe(settings.pattern_weights or WEIGHTS_FILE),
+                "cross_validation": score}
 
     def update(self, batch: AttentionBatch) -> None:
         attentions = [batch.attentions[name] for name in self.context.checkpoints]
@@ -60,6 +68,7 @@ class AttentionPatterns(Analysis):
         # (checkpoints, batch, layers, heads) -> per-head class counts summed over the batch
         self.counts += torch.nn.functional.one_hot(predicted, len(CLASSES)).sum(dim=1)
         self.count += predicted.shape[1]
+        self.pair_inputs += int(batch.two_segments.sum())
 
     def result(self) -> dict[str, Any]:
         counts = self.counts.cpu()
@@ -67,10 +76,23 @@ class AttentionPatterns(Analysis):
         shares = totals / totals.sum(dim=1, keepdim=True).clamp(min=1)
         majority = counts.argmax(dim=-1)  # (checkpoints, layers, heads); ties -> first class
         return {name: {"proportions": dict(zip(CLASSES, shares[c].tolist())),
+                       **self.corrected(shares[c].numpy()),
                        "per_head": [[CLASSES[index] for index in row] for row in majority[c].tolist()],
                        "counts_per_head": counts[c].tolist(),
                        "num_examples": self.count}
                 for c, name in enumerate(self.context.checkpoints)}
+
+    def corrected(self, observed: np.ndarray) -> dict[str, Any]:
+        """The shares corrected for the classifier's cross-validated errors, with 95% intervals
+        (`classifier.correction`); nothing without a cross-validation of these weights."""
+        if self.cross_validation is None:
+            return {}
+        possible = np.ones(len(CLASSES), dtype=bool)
+        possible[CLASSES.index("block")] = self.pair_inputs > 0
+        shares, intervals = corrected_shares(observed, np.asarray(self.cross_validation["confusion"]), possible,
+                                             seed=self.context.seed)
+        return {"corrected": dict(zip(CLASSES, shares.tolist())),
+                "corrected_interval": dict(zip(CLASSES, intervals.tolist()))}
 
     @classmethod
     def compare(cls, per_checkpoint: dict[str, Any], pairs: list[tuple[str, str]]) -> dict[str, Any]:
@@ -80,16 +102,20 @@ class AttentionPatterns(Analysis):
 
     @classmethod
     def metrics(cls, entry: dict[str, Any]) -> list[tuple[str, float]]:
-        """Share of each class per checkpoint, e.g. ``pattern_finetuned_vertical_diagonal``."""
-        return [(f"pattern_{checkpoint}_{name.replace('+', '_')}", share)
-                for checkpoint, stats in per_checkpoint_results(entry).items()
-                for name, share in stats["proportions"].items()]
+        """Share of each class per checkpoint, e.g. ``pattern_finetuned_vertical_diagonal``, and the
+        classifier's cross-validated macro-F1."""
+        shares = [(f"pattern_{checkpoint}_{name.replace('+', '_')}", share)
+                  for checkpoint, stats in per_checkpoint_results(entry).items()
+                  for name, share in stats["proportions"].items()]
+        score = entry.get("settings", {}).get("cross_validation")
+        return shares + ([("pattern_classifier_cv_macro_f1", score["macro_f1"])] if score else [])
 
     @classmethod
     def draw(cls, entry: dict[str, Any], run: dict[str, Any], out_dir: Path) -> list[Path]:
         results = per_checkpoint_results(entry)
         changed = [change for comparison in per_pair_results(entry).values() for change in comparison["changed_heads"]]
         return [draw_proportions({c: r["proportions"] for c, r in results.items()},
+                                 {c: r["corrected_interval"] for c, r in results.items() if "corrected" in r},
                                  out_dir / "pattern_proportions.png",
                                  title=f"{run_title(run)}: attention patterns over all heads and dev examples"),
                 draw_pattern_grid({c: r["per_head"] for c, r in results.items()}, changed,
@@ -97,17 +123,31 @@ class AttentionPatterns(Analysis):
                                   title=f"{run_title(run)}: majority pattern per head (boxed: changed by fine-tuning)")]
 
 
-def draw_proportions(proportions: dict[str, dict[str, float]], path: Path, *, title: str) -> Path:
-    """Grouped bars: per class, the share of maps of each checkpoint (like the paper's Figure 2)."""
+def shipped_cross_validation(settings: AnalysisConfig) -> dict[str, Any] | None:
+    """The leave-one-task-out report of the shipped classifier (`classifier.crossval`), which
+    describes how it does on a task it was not trained on; None for other weights."""
+    return load_report("task") if settings.pattern_weights is None else None
+
+
+def draw_proportions(proportions: dict[str, dict[str, float]], corrected: dict[str, dict[str, list[float]]],
+                     path: Path, *, title: str) -> Path:
+    """Grouped bars: per class, the share of maps of each checkpoint (like the paper's Figure 2);
+    over each bar, where given, the 95% interval of the share corrected for the classifier's
+    cross-validated errors."""
     figure, axes = plt.subplots(figsize=(6.4, 3.6))
     positions = np.arange(len(CLASSES))
     width = 0.8 / len(proportions)
     for offset, (checkpoint, shares) in enumerate(proportions.items()):
         values = [100 * shares.get(name, 0.0) for name in CLASSES]
-        bars = axes.bar(positions + (offset - (len(proportions) - 1) / 2) * width, values, width,
+        centres = positions + (offset - (len(proportions) - 1) / 2) * width
+        bars = axes.bar(centres, values, width,
                         label=checkpoint_title(checkpoint), hatch="//" if offset else None,
                         color=[CLASS_COLOURS[name] for name in CLASSES], edgecolor="black", linewidth=0.5)
         axes.bar_label(bars, fmt="%.0f", fontsize=7)
+        if checkpoint in corrected:
+            low, high = (np.array([100 * corrected[checkpoint][name][side] for name in CLASSES]) for side in (0, 1))
+            axes.vlines(centres, low, high, color="black", linewidth=1.2,
+                        label="corrected for classifier errors (95%)" if offset == 0 else None)
     axes.set_xticks(positions, CLASSES, fontsize=8)
     axes.set_xlabel("attention pattern")
     axes.set_ylabel("share of attention maps (%)")

@@ -1,10 +1,13 @@
-"""Grouped cross-validation of the classifier's recipe, on a small labelled set written here."""
+"""Grouped cross-validation of the classifier's recipe, on a small labelled set written here;
+the docs quote the stored report."""
+
+from pathlib import Path
 
 import numpy as np
 import pytest
 
 from classifier import CLASSES
-from classifier.crossval import folds, input_groups, out_of_fold, report_table, score
+from classifier.crossval import GROUPINGS, folds, input_groups, load_report, out_of_fold, report_table, score
 from classifier.data import LabelledMap, read_labels, write_maps, write_rows
 from classifier.features import NO_SECOND_SEGMENT
 from classifier.train import TrainConfig
@@ -69,3 +72,12 @@ def test_scores_have_intervals_around_them_over_inputs():
               "per_length_band": {"<=16": vars(perfect)}}
     table = report_table(report).splitlines()
     assert len(table) == 5 and table[2].startswith("| **all** | 20 | 10 | ") and "length <=16" in table[4]
+
+
+def test_the_docs_quote_the_stored_cross_validation():
+    text = (Path(__file__).resolve().parents[2] / "docs" / "classifier.md").read_text()
+    for grouping in GROUPINGS:
+        report = load_report(grouping)
+        assert report is not None and report["grouping"] == grouping
+        assert report_table(report) in text, f"regenerate docs/classifier.md's {grouping} table: " \
+                                             "python -m classifier crossval"

@@ -7,7 +7,9 @@ import torch
 from classifier import CLASSES, load_classifier
 from harness.analyses.patterns import AttentionPatterns
 from harness.batches import AttentionBatch, EncodedBatch
+from harness.config import AnalysisConfig
 from harness.encoding import batched
+from harness.store import FileHashes
 from tasks.examples import Example
 from tests.conftest import analysis_context, finish, run_analysis, stream
 
@@ -80,3 +82,22 @@ def test_block_is_counted_for_sentence_pairs_only(tiny_tokenizer):
         counts = stats["counts_per_head"][0][0]
         # the pair's map is a block (the CNN says so for both); the single sentence's cannot be
         assert counts[CLASSES.index("block")] == 1 and sum(counts) == 2
+
+
+def test_shares_come_with_the_shipped_classifiers_cross_validation_and_corrected_intervals(tiny_tokenizer):
+    n = 20
+    maps = torch.zeros(2, 1, 2, n, n)
+    maps[..., 0] = 1.0  # vertical
+    maps[:, 0, 1] = torch.eye(n)  # diagonal
+    items = [Example("1", "one sentence", None, 0), Example("2", "another", None, 1)]
+    encoded = EncodedBatch(torch.ones(2, n, dtype=torch.long), torch.ones(2, n, dtype=torch.long), None, items)
+    analysis = AttentionPatterns(analysis_context(["pretrained", "finetuned"], 1, 2))
+    analysis.update(AttentionBatch(encoded, {"pretrained": maps, "finetuned": maps}))
+    stats = finish(analysis)["per_checkpoint"]["pretrained"]
+    corrected, intervals = stats["corrected"], stats["corrected_interval"]
+    assert abs(sum(corrected.values()) - 1.0) < 1e-9 and corrected["block"] == 0.0  # single sentences: no block
+    assert all(low <= corrected[name] <= high for name, (low, high) in intervals.items())
+    score = AttentionPatterns.settings_identity(AnalysisConfig(), FileHashes())["cross_validation"]
+    assert score["grouping"] == "task" and 0.0 < score["macro_f1_interval"][0] <= score["macro_f1"] <= 1.0
+    metrics = dict(AttentionPatterns.metrics({"result": finish(analysis), "settings": {"cross_validation": score}}))
+    assert metrics["pattern_classifier_cv_macro_f1"] == score["macro_f1"]
