@@ -18,6 +18,7 @@ the patterns analysis uses to correct its shares for the classifier's errors.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -127,7 +128,14 @@ def cross_validate(config: TrainConfig, grouping: str) -> dict[str, Any]:
             "per_length_band": {band_name(band): part(bands == band) for band in range(len(LENGTH_BANDS) + 1)
                                 if (bands == band).any()},
             "confusion": confusion_matrix(labels, predicted, labels=list(range(len(CLASSES)))).tolist(),
-            "config": {key: str(value) for key, value in asdict(config).items()}}
+            "config": recipe_description(config)}
+
+
+def recipe_description(config: TrainConfig) -> dict[str, str]:
+    """The recipe's settings, files by name and content hash (no machine's paths)."""
+    return {key: f"{value.name} sha256:{hashlib.sha256(value.read_bytes()).hexdigest()[:16]}"
+            if isinstance(value, Path) and value.exists() else str(value)
+            for key, value in asdict(config).items() if key != "out"}
 
 
 def report_table(report: dict[str, Any]) -> str:
