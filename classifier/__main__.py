@@ -1,5 +1,6 @@
-"""``python -m classifier train|crossval|predict``: train the CNN on the labelled maps, cross-validate its
-recipe grouped by task and by input, classify maps.
+"""``python -m classifier train|crossval|guideline|predict``: train the CNN on the labelled maps,
+cross-validate its recipe grouped by task and by input, check the labels against the
+guideline's lines and draw examples of them, classify maps.
 
 Maps are sampled for labelling from a model with ``python -m harness annotate``."""
 
@@ -12,8 +13,10 @@ from pathlib import Path
 
 import numpy as np
 
-from classifier.model import WEIGHTS_FILE, load_classifier
 from classifier.crossval import CROSSVAL_FILE, GROUPINGS, cross_validate, report_table, save_reports
+from classifier.data import read_labels, read_maps
+from classifier.guideline import LINES, draw_examples, misplaced
+from classifier.model import WEIGHTS_FILE, load_classifier
 from classifier.train import DEFAULT_TRACKING_URI, TrainConfig, run
 
 
@@ -30,6 +33,14 @@ def _crossval(args: argparse.Namespace) -> None:
     for report in reports:
         print(report_table(report), end="\n\n")
     print(f"written to {save_reports(reports, args.out)}")
+
+
+def _guideline(args: argparse.Namespace) -> None:
+    rows, maps = read_labels(), read_maps()
+    for row, side in misplaced(rows, maps):
+        print(f"{row.id}\tlabelled {row.label}\tthe guideline's line says {side}")
+    for line in LINES:
+        print(f"{line.name}: {draw_examples(line, rows, maps, args.out / f'line_{line.name}.png')}")
 
 
 def _add_recipe(parser: argparse.ArgumentParser) -> None:
@@ -67,6 +78,11 @@ def main(argv: list[str] | None = None) -> None:
     crossval.add_argument("--by", nargs="+", choices=GROUPINGS, default=list(GROUPINGS))
     crossval.add_argument("--out", type=Path, default=CROSSVAL_FILE, help="where to write the reports (JSON)")
     crossval.set_defaults(run=_crossval)
+
+    guideline = commands.add_parser("guideline", help="list labelled maps on the wrong side of a guideline line; "
+                                                      "draw the maps nearest each line")
+    guideline.add_argument("--out", type=Path, default=Path("docs/figures"), help="folder for the example sheets")
+    guideline.set_defaults(run=_guideline)
 
     predict = commands.add_parser("predict", help="print '<name> <class>' for each map of an .npz file")
     predict.add_argument("file", type=Path, help=".npz of square 2-D attention maps")

@@ -40,7 +40,7 @@ def write_pool(out_dir: Path, sources: list[MapSource], maps: dict[str, np.ndarr
 
 
 def draw_sheet(sources: list[MapSource], maps: dict[str, np.ndarray], separators: dict[str, list[int]],
-               path: Path) -> Path:
+               path: Path, title: str | None = None) -> Path:
     """Up to 5 x 5 maps, each titled with its id, layer/head (1-indexed), length and the
     guideline's measurements (`classifier.features`: columns, band, within segments).
 
@@ -61,7 +61,7 @@ def draw_sheet(sources: list[MapSource], maps: dict[str, np.ndarray], separators
         within = "" if measured.within_segments is None else f" seg {measured.within_segments:.2f}"
         axis.set_title(f"{source.id}  L{source.layer + 1}H{source.head + 1} n={source.length}\n"
                        f"col {measured.columns:.2f} band {measured.band:.2f}{within}", fontsize=8)
-    figure.suptitle(f"{path.stem}: classes v d vd b h (red: [SEP])", fontsize=9)
+    figure.suptitle(title or f"{path.stem}: classes v d vd b h (red: [SEP])", fontsize=9)
     figure.tight_layout()
     with atomic_path(path) as temporary:
         figure.savefig(temporary, dpi=100, format="png")

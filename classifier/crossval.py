@@ -18,7 +18,6 @@ the patterns analysis uses to correct its shares for the classifier's errors.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -34,7 +33,7 @@ from classifier.data import CLASSES, LENGTH_BANDS, LabelledMap, band_name, lengt
 from classifier.features import NO_SECOND_SEGMENT
 from classifier.model import PatternClassifier, possible_classes
 from classifier.resize import normalise_list
-from classifier.train import TrainConfig, fit, synthetic_inputs
+from classifier.train import TrainConfig, fit, recipe_description, synthetic_inputs
 from tasks.files import atomic_path
 
 GROUPINGS = ("task", "input")
@@ -129,13 +128,6 @@ def cross_validate(config: TrainConfig, grouping: str) -> dict[str, Any]:
                                 if (bands == band).any()},
             "confusion": confusion_matrix(labels, predicted, labels=list(range(len(CLASSES)))).tolist(),
             "config": recipe_description(config)}
-
-
-def recipe_description(config: TrainConfig) -> dict[str, str]:
-    """The recipe's settings, files by name and content hash (no machine's paths)."""
-    return {key: f"{value.name} sha256:{hashlib.sha256(value.read_bytes()).hexdigest()[:16]}"
-            if isinstance(value, Path) and value.exists() else str(value)
-            for key, value in asdict(config).items() if key != "out"}
 
 
 def report_table(report: dict[str, Any]) -> str:

@@ -9,6 +9,7 @@ stored with the weights and logged to MLflow.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import tempfile
 import time
@@ -110,6 +111,13 @@ def _fit(network: PatternCNN, inputs: torch.Tensor, labels: torch.Tensor, config
     return losses
 
 
+def recipe_description(config: TrainConfig) -> dict[str, str]:
+    """The recipe's settings, files by name and content hash (no machine's paths)."""
+    return {key: f"{value.name} sha256:{hashlib.sha256(value.read_bytes()).hexdigest()[:16]}"
+            if isinstance(value, Path) and value.exists() else str(value)
+            for key, value in asdict(config).items() if key != "out"}
+
+
 def synthetic_inputs(config: TrainConfig) -> tuple[torch.Tensor, list[int]]:
     """The balanced synthetic training set of ``config``, as CNN inputs, and its labels."""
     maps, labels = synthetic_set(config.synthetic_per_class, seed=config.seed)
@@ -140,7 +148,7 @@ def train(config: TrainConfig) -> tuple[PatternClassifier, Evaluation, list[floa
     evaluation.counts = {split: {name: int((labels[part] == index).sum()) for index, name in enumerate(CLASSES)}
                          for split, part in (("train", train_rows), ("test", test_rows))}
     info = {"evaluation": asdict(evaluation), "test_ids": [rows[i].id for i in test_rows],
-            "config": {key: str(value) for key, value in asdict(config).items()}}
+            "config": recipe_description(config)}
     classifier = PatternClassifier(network, info)
     classifier.save(config.out)
     return classifier, evaluation, losses

@@ -13,6 +13,7 @@ from classifier import CLASSES, load_classifier
 from classifier.annotate import parse_label_lines
 from classifier.data import LABELS_FILE, MAPS_FILE, read_labels, read_maps
 from classifier.features import NO_SECOND_SEGMENT, map_features
+from classifier.guideline import LINES, draw_examples, misplaced
 from classifier.resize import CHANNELS, INPUT_SIZE, normalise_list, normalise_padded
 from classifier.synthetic import synthetic_map, synthetic_set
 from classifier.train import TrainConfig, run, train
@@ -63,6 +64,15 @@ def test_the_guidelines_measurements_of_unmistakable_maps():
     assert 0.4 < uniform.within_segments < longer.within_segments < 0.5
     assert abs(uniform.band + uniform.columns + uniform.rest - 1.0) < 1e-9
     assert map_features(np.full((n, n), 1.0 / n), NO_SECOND_SEGMENT).within_segments is None
+
+
+def test_every_labelled_map_is_on_its_side_of_the_guidelines_lines(tmp_path):
+    rows, maps = read_labels(), read_maps()
+    assert misplaced(rows, maps) == []
+    (line,) = [line for line in LINES if line.above == "vertical+diagonal"]
+    assert line.side(map_features(clear_map("vertical+diagonal", 20))) == "vertical+diagonal"
+    assert line.side(map_features(clear_map("diagonal", 20))) == "diagonal"
+    assert draw_examples(line, rows, maps, tmp_path / "line.png").stat().st_size > 10_000
 
 
 def test_shipped_model_loads_fast_and_predicts_class_names(classifier):
