@@ -22,7 +22,7 @@ from matplotlib.patches import Patch, Rectangle
 from classifier import CLASSES, load_classifier
 from classifier.correction import corrected_shares
 from classifier.crossval import load_report
-from classifier.model import WEIGHTS_FILE
+from classifier.model import BLOCK, WEIGHTS_FILE
 from harness.analyses.base import (Analysis, AnalysisContext, changed_heads, pair_name, per_checkpoint_results,
                                    per_pair_results, register_analysis)
 from harness.batches import AttentionBatch
@@ -88,7 +88,7 @@ class AttentionPatterns(Analysis):
         if self.cross_validation is None:
             return {}
         possible = np.ones(len(CLASSES), dtype=bool)
-        possible[CLASSES.index("block")] = self.pair_inputs > 0
+        possible[BLOCK] = self.pair_inputs > 0
         shares, intervals = corrected_shares(observed, np.asarray(self.cross_validation["confusion"]), possible,
                                              seed=self.context.seed)
         return {"corrected": dict(zip(CLASSES, shares.tolist())),
