@@ -1,6 +1,7 @@
-"""``python -m classifier train|crossval|guideline|predict``: train the CNN on the labelled maps,
-cross-validate its recipe grouped by task and by input, check the labels against the
-guideline's lines and draw examples of them, classify maps.
+"""``python -m classifier train|crossval|guideline|second-pass|agreement|predict``: train the CNN
+on the labelled maps, cross-validate its recipe grouped by task and by input, check the labels
+against the guideline's lines and draw examples of them, draw a second labelling pass and
+measure its agreement, classify maps.
 
 Maps are sampled for labelling from a model with ``python -m harness annotate``."""
 
@@ -13,11 +14,15 @@ from pathlib import Path
 
 import numpy as np
 
+from classifier.agreement import AGREEMENT_FILE, agreement_table, draw_second_pass, record_agreement
 from classifier.crossval import CROSSVAL_FILE, GROUPINGS, cross_validate, report_table, save_reports
-from classifier.data import read_labels, read_maps
-from classifier.guideline import LINES, draw_examples, misplaced
+from classifier.data import LABELS_FILE, read_labels, read_maps, write_rows
+from classifier.features import NO_SECOND_SEGMENT
+from classifier.guideline import LINES, draw_examples, misplaced, relabel
 from classifier.model import WEIGHTS_FILE, load_classifier
 from classifier.train import DEFAULT_TRACKING_URI, TrainConfig, run
+
+SEGMENT_SUFFIX = "_second_segment"  # the npz array giving a map's second segment for `predict`
 
 
 def _recipe(args: argparse.Namespace) -> TrainConfig:
@@ -39,8 +44,22 @@ def _guideline(args: argparse.Namespace) -> None:
     rows, maps = read_labels(), read_maps()
     for row, side in misplaced(rows, maps):
         print(f"{row.id}\tlabelled {row.label}\tthe guideline's line says {side}")
+    if args.relabel:
+        rows, moved = relabel(rows, maps)
+        write_rows(LABELS_FILE, rows)
+        print(f"moved {moved} labels to their side of the lines in {LABELS_FILE}")
     for line in LINES:
         print(f"{line.name}: {draw_examples(line, rows, maps, args.out / f'line_{line.name}.png')}")
+
+
+def _second_pass(args: argparse.Namespace) -> None:
+    sheets = draw_second_pass(read_labels(), read_maps(), args.count, args.seed, args.out)
+    print(f"wrote {args.count} labelled maps without their labels and {len(sheets)} sheets to {args.out}")
+
+
+def _agreement(args: argparse.Namespace) -> None:
+    print(agreement_table(record_agreement(args.labels)))
+    print(f"written to {AGREEMENT_FILE}")
 
 
 def _add_recipe(parser: argparse.ArgumentParser) -> None:
@@ -51,13 +70,15 @@ def _add_recipe(parser: argparse.ArgumentParser) -> None:
 
 def _predict(args: argparse.Namespace) -> None:
     with np.load(args.file) as stored:
-        names = list(stored.files)
+        names = [name for name in stored.files if not name.endswith(SEGMENT_SUFFIX)]
         maps = [stored[name].astype(np.float32) for name in names]
+        segments = [int(stored[name + SEGMENT_SUFFIX]) if name + SEGMENT_SUFFIX in stored.files
+                    else NO_SECOND_SEGMENT for name in names]
     for name, attention in zip(names, maps):
         if attention.ndim != 2 or attention.shape[0] != attention.shape[1] or attention.shape[0] < 2:
             raise ValueError(f"{args.file}: array {name!r} has shape {attention.shape}; "
                              "each array must be one square attention map (n x n, n >= 2)")
-    for name, label in zip(names, load_classifier(args.weights).predict(maps)):
+    for name, label in zip(names, load_classifier(args.weights).predict(maps, segments)):
         print(f"{name}\t{label}")
 
 
@@ -82,10 +103,26 @@ def main(argv: list[str] | None = None) -> None:
     guideline = commands.add_parser("guideline", help="list labelled maps on the wrong side of a guideline line; "
                                                       "draw the maps nearest each line")
     guideline.add_argument("--out", type=Path, default=Path("docs/figures"), help="folder for the example sheets")
+    guideline.add_argument("--relabel", action="store_true",
+                           help="move the labels on the wrong side of a line to the side it gives, in the label file")
     guideline.set_defaults(run=_guideline)
 
+    second_pass = commands.add_parser("second-pass", help="draw labelled maps, evenly over tasks, into a pool "
+                                                          "without their labels, for a second labeller")
+    second_pass.add_argument("--count", type=int, default=200)
+    second_pass.add_argument("--seed", type=int, default=0)
+    second_pass.add_argument("--out", type=Path, required=True, help="pool folder (candidates and sheets)")
+    second_pass.set_defaults(run=_second_pass)
+
+    agreement = commands.add_parser("agreement", help="Cohen's kappa of a second labelling pass with the labels")
+    agreement.add_argument("labels", type=Path, help="the second pass's '<id> <class>' lines")
+    agreement.set_defaults(run=_agreement)
+
     predict = commands.add_parser("predict", help="print '<name> <class>' for each map of an .npz file")
-    predict.add_argument("file", type=Path, help=".npz of square 2-D attention maps")
+    predict.add_argument("file", type=Path,
+                         help=f".npz of square 2-D attention maps; a map of a sentence pair comes with an integer "
+                              f"'<name>{SEGMENT_SUFFIX}' (its second segment's first token), else it is taken as "
+                              f"one segment (never block)")
     predict.add_argument("--weights", type=Path, default=WEIGHTS_FILE)
     predict.set_defaults(run=_predict)
 

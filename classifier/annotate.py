@@ -19,7 +19,7 @@ from matplotlib.colors import PowerNorm
 
 from classifier.data import (CLASSES, LABELS_FILE, MAPS_FILE, LabelledMap, MapSource, read_labels,
                              read_maps, read_sources, write_maps, write_rows)
-from classifier.features import map_features
+from classifier.features import NO_SECOND_SEGMENT, map_features
 from tasks.files import atomic_path
 
 SHEET_SIDE = 5
@@ -39,10 +39,16 @@ def write_pool(out_dir: Path, sources: list[MapSource], maps: dict[str, np.ndarr
             for start in range(0, len(sources), per_sheet)]
 
 
+def separator_ticks(source: MapSource) -> list[int]:
+    """The [SEP] positions of a map's input, from where its second segment starts and its length."""
+    middle = [source.second_segment - 1] if source.second_segment != NO_SECOND_SEGMENT else []
+    return [*middle, source.length - 1]
+
+
 def draw_sheet(sources: list[MapSource], maps: dict[str, np.ndarray], separators: dict[str, list[int]],
                path: Path, title: str | None = None) -> Path:
     """Up to 5 x 5 maps, each titled with its id, layer/head (1-indexed), length and the
-    guideline's measurements (`classifier.features`: columns, band, within segments).
+    guideline's measurements (`classifier.features`: columns, band, rest peak, within segments).
 
     Drawn at the pixel size it is viewed at (no rescaling by the viewer hides one-token lines),
     on a square-root scale so that weak but structured attention shows.
@@ -60,7 +66,8 @@ def draw_sheet(sources: list[MapSource], maps: dict[str, np.ndarray], separators
         measured = map_features(attention, source.second_segment)
         within = "" if measured.within_segments is None else f" seg {measured.within_segments:.2f}"
         axis.set_title(f"{source.id}  L{source.layer + 1}H{source.head + 1} n={source.length}\n"
-                       f"col {measured.columns:.2f} band {measured.band:.2f}{within}", fontsize=8)
+                       f"col {measured.columns:.2f} band {measured.band:.2f} peak {measured.rest_peak:.2f}{within}",
+                       fontsize=8)
     figure.suptitle(title or f"{path.stem}: classes v d vd b h (red: [SEP])", fontsize=9)
     figure.tight_layout()
     with atomic_path(path) as temporary:

@@ -24,16 +24,13 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import torch
 from sklearn.metrics import confusion_matrix, f1_score
 from sklearn.model_selection import StratifiedGroupKFold
 from tqdm import tqdm
 
 from classifier.data import CLASSES, LENGTH_BANDS, LabelledMap, band_name, length_band, read_labels, read_maps
-from classifier.features import NO_SECOND_SEGMENT
 from classifier.model import PatternClassifier, possible_classes
-from classifier.resize import normalise_list
-from classifier.train import TrainConfig, fit, recipe_description, synthetic_inputs
+from classifier.train import TrainConfig, fit, real_inputs, recipe_description, synthetic_inputs
 from tasks.files import atomic_path
 
 GROUPINGS = ("task", "input")
@@ -99,14 +96,13 @@ def out_of_fold(config: TrainConfig, grouping: str) -> tuple[list[LabelledMap], 
     rows = read_labels(config.labels_file)
     maps = read_maps(config.maps_file)
     labels = np.array([CLASSES.index(row.label) for row in rows])
-    inputs = normalise_list([maps[row.id] for row in rows])
-    two_segments = torch.tensor([row.second_segment != NO_SECOND_SEGMENT for row in rows])
+    inputs, two_segments = real_inputs(rows, maps)
     synthetic = synthetic_inputs(config)
     predicted = np.full(len(rows), -1)
     for _, held_out in tqdm(folds(rows, labels, grouping, config.seed), desc=f"folds by {grouping}", unit="fold"):
         trained = np.setdiff1d(np.arange(len(rows)), held_out)
-        network, _ = fit(inputs[trained], labels[trained], synthetic, config)
-        logits = PatternClassifier(network).logits(inputs[held_out])
+        network, _ = fit(inputs.take(trained), labels[trained], synthetic, config)
+        logits = PatternClassifier(network).logits(inputs.take(held_out))
         predicted[held_out] = possible_classes(logits, two_segments[held_out]).numpy()
     return rows, labels, predicted
 

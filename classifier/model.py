@@ -1,12 +1,14 @@
 """The pattern CNN and the classifier around it (`load_classifier`).
 
 Kovaleva et al. used 8 convolutional layers; this network is cut to 4 (3x3 convolutions,
-8/16/32/32 channels, batch norm, ReLU, max pooling between them) on the 3-channel 32 x 32
-input of `classifier.resize`, because it classifies every head of every example next to the
-forward passes and must stay cheap (about 1 M multiply-adds per map). It keeps the spatial
-layout to the end (no global pooling): *where* the mass is (first column, main diagonal, two
-squares on the diagonal) is what separates the classes. Batch norm is folded into the
-convolutions for inference.
+8/16/32/32 channels, batch norm, ReLU, max pooling between them) on the 4-channel 32 x 32
+input of `classifier.resize` (three views of the map and the input's segment structure),
+because it classifies every head of every example next to the forward passes and must stay
+cheap (about 1 M multiply-adds per map). It keeps the spatial layout to the end (no global
+pooling): *where* the mass is (first column, main diagonal, two squares on the diagonal) is
+what separates the classes. The guideline's five measurements (`classifier.features`), on
+which its lines between neighbouring classes are drawn, join the convolutional features
+before the hidden layer. Batch norm is folded into the convolutions for inference.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from torch import nn
 from torch.nn.utils.fusion import fuse_conv_bn_eval
 
 from classifier.data import CLASSES
-from classifier.resize import CHANNELS, INPUT_SIZE, normalise_list, normalise_padded
+from classifier.features import MEASURES, NO_SECOND_SEGMENT
+from classifier.resize import CHANNELS, INPUT_MEASURES, INPUT_SIZE, MapInputs, normalise_list, normalise_padded
 from tasks.files import atomic_path
 
 WEIGHTS_FILE = Path(__file__).resolve().parent / "weights.pt"
@@ -30,10 +33,12 @@ BLOCK = CLASSES.index("block")
 
 
 class PatternCNN(nn.Module):
-    """(count, 3, 32, 32) normalised maps -> (count, 5) class logits."""
+    """(count, 4, 32, 32) normalised maps and input structure and (count, 5) guideline measures
+    (`classifier.resize.MapInputs`) -> (count, 5) class logits."""
 
     def __init__(self, widths: Sequence[int] = STAGE_WIDTHS, size: int = INPUT_SIZE,
-                 num_classes: int = len(CLASSES), in_channels: int = CHANNELS) -> None:
+                 num_classes: int = len(CLASSES), in_channels: int = CHANNELS,
+                 measures: int = INPUT_MEASURES) -> None:
         super().__init__()
         layers: list[nn.Module] = []
         width_in = in_channels
@@ -44,15 +49,21 @@ class PatternCNN(nn.Module):
             width_in = width
         self.features = nn.Sequential(*layers)
         side = size // 2 ** (len(widths) - 1)
-        self.head = nn.Sequential(nn.Flatten(), nn.Dropout(0.3), nn.Linear(width_in * side * side, 64), nn.ReLU(),
-                                  nn.Linear(64, num_classes))
+        self.dropout = nn.Dropout(0.3)  # on the convolutional features only: the measurements are few and exact
+        self.head = nn.Sequential(nn.Linear(width_in * side * side + measures, 64), nn.ReLU(), nn.Linear(64, num_classes))
+        # the measurements alone, added to the logits: the guideline's lines are drawn on them
+        self.measured = nn.Sequential(nn.Linear(measures, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(),
+                                      nn.Linear(64, num_classes))
 
-    def forward(self, inputs: torch.Tensor) -> torch.Tensor:
-        return self.head(self.features(inputs))
+    def forward(self, images: torch.Tensor, measures: torch.Tensor, features: nn.Module | None = None) -> torch.Tensor:
+        """Logits; ``features`` replaces the convolutions (the batch-norm-folded copy at inference)."""
+        convolved = self.dropout((features or self.features)(images).flatten(1))
+        measures = measures.to(convolved.dtype)
+        return self.head(torch.cat([convolved, measures], dim=1)) + self.measured(measures)
 
 
 def fold_batch_norm(network: PatternCNN) -> nn.Module:
-    """An inference copy of ``network`` with each batch norm folded into its convolution."""
+    """An inference copy of ``network``'s convolutions with each batch norm folded into its convolution."""
     layers, modules = [], list(network.eval().features)
     for index, module in enumerate(modules):
         if isinstance(module, nn.BatchNorm2d):
@@ -60,16 +71,21 @@ def fold_batch_norm(network: PatternCNN) -> nn.Module:
         if isinstance(module, nn.Conv2d) and isinstance(modules[index + 1], nn.BatchNorm2d):
             module = fuse_conv_bn_eval(module, modules[index + 1])
         layers.append(module)
-    return nn.Sequential(*layers, network.head).eval()
+    return nn.Sequential(*layers).eval()
 
 
-def possible_classes(logits: torch.Tensor, two_segments: torch.Tensor) -> torch.Tensor:
-    """The most likely class of each map that its input allows: (..., classes) logits and
-    (...) bool, whether the map's input has two segments (`block` needs two) -> (...) indices."""
+def allowed_logits(logits: torch.Tensor, two_segments: torch.Tensor) -> torch.Tensor:
+    """The logits with the classes a map's input rules out set to -inf: (..., classes) logits and
+    (...) bool, whether the map's input has two segments (`block` needs two) -> (..., classes)."""
     impossible = torch.zeros(len(CLASSES), dtype=torch.bool, device=logits.device)
     impossible[BLOCK] = True
     single = ~two_segments.to(device=logits.device, dtype=torch.bool)
-    return logits.masked_fill(single[..., None] & impossible, float("-inf")).argmax(dim=-1)
+    return logits.masked_fill(single[..., None] & impossible, float("-inf"))
+
+
+def possible_classes(logits: torch.Tensor, two_segments: torch.Tensor) -> torch.Tensor:
+    """The most likely class of each map that its input allows (`allowed_logits`) -> (...) indices."""
+    return allowed_logits(logits, two_segments).argmax(dim=-1)
 
 
 class PatternClassifier:
@@ -80,55 +96,64 @@ class PatternClassifier:
     def __init__(self, network: PatternCNN, info: dict[str, Any] | None = None) -> None:
         self.network = network.eval()
         # channels-last runs the small convolutions 2-3x faster on CPU (oneDNN)
-        self.inference = fold_batch_norm(network).to(memory_format=torch.channels_last)
+        self.folded = fold_batch_norm(network).to(memory_format=torch.channels_last)
         self.info = info or {}
 
     def to(self, device: torch.device | str) -> PatternClassifier:
         """Move the network (in place) to where the attention maps are; returns self."""
         self.network.to(device)
-        self.inference.to(device)
+        self.folded.to(device)
         return self
 
     @torch.inference_mode()
-    def logits(self, inputs: torch.Tensor, chunk: int = 256) -> torch.Tensor:
-        """Class logits of normalised inputs (count, 3, 32, 32) -> (count, 5).
+    def logits(self, inputs: MapInputs, chunk: int = 256) -> torch.Tensor:
+        """Class logits of ``count`` maps' inputs -> (count, 5).
 
         In chunks small enough for the feature maps to stay in cache (measured fastest on CPU).
         """
         if not len(inputs):
-            return torch.empty(0, len(CLASSES), device=inputs.device)
-        return torch.cat([self.inference(inputs[start:start + chunk].contiguous(memory_format=torch.channels_last))
+            return torch.empty(0, len(CLASSES), device=inputs.images.device)
+        return torch.cat([self.network(inputs.images[start:start + chunk].contiguous(memory_format=torch.channels_last),
+                                       inputs.measures[start:start + chunk], self.folded)
                           for start in range(0, len(inputs), chunk)])
 
-    def predict_proba(self, maps: Sequence[np.ndarray]) -> np.ndarray:
+    def predict_proba(self, maps: Sequence[np.ndarray], second_segments: Sequence[int] | None = None) -> np.ndarray:
         """Class probabilities (len(maps), 5), columns in the order of `CLASSES`.
 
-        ``maps``: square 2-D arrays (rows summing to 1), any size from 2 to 512.
+        ``maps``: square 2-D arrays (rows summing to 1), any size from 2 to 512;
+        ``second_segments``: where each map's input has its second segment
+        (`NO_SECOND_SEGMENT`, the default, for a single-segment input, which never gets `block`).
         """
-        return torch.softmax(self.logits(normalise_list(maps)), dim=-1).numpy()
+        segments = list(second_segments) if second_segments is not None else [NO_SECOND_SEGMENT] * len(maps)
+        two_segments = torch.tensor(segments) != NO_SECOND_SEGMENT
+        logits = allowed_logits(self.logits(normalise_list(maps, segments)), two_segments)
+        return torch.softmax(logits, dim=-1).numpy()
 
-    def predict(self, maps: Sequence[np.ndarray]) -> list[str]:
-        """The class name of each map."""
-        return [CLASSES[index] for index in self.predict_proba(maps).argmax(axis=1)]
+    def predict(self, maps: Sequence[np.ndarray], second_segments: Sequence[int] | None = None) -> list[str]:
+        """The class name of each map (arguments as `predict_proba`)."""
+        return [CLASSES[index] for index in self.predict_proba(maps, second_segments).argmax(axis=1)]
 
     def predict_batch(self, attentions: Sequence[torch.Tensor], lengths: torch.Tensor,
-                      two_segments: torch.Tensor) -> torch.Tensor:
+                      second_segments: torch.Tensor) -> torch.Tensor:
         """Class indices of every head of padded batches of maps (e.g. both checkpoints), in one CNN call.
 
         ``attentions``: tensors of shape (batch, layers, heads, seq, seq) on the same inputs;
-        ``lengths``: (batch,) real tokens; ``two_segments``: (batch,) bool, whether the input is
-        a sentence pair. `block` (attention within each of two segments) cannot exist in a
-        single-segment input, so it is never predicted there. Returns (len(attentions), batch,
-        layers, heads) int64 indices into `CLASSES`.
+        ``lengths``: (batch,) real tokens; ``second_segments``: (batch,) first token of each
+        input's second segment, `NO_SECOND_SEGMENT` for a single-segment input. `block`
+        (attention within each of two segments) cannot exist in a single-segment input, so it
+        is never predicted there. Returns (len(attentions), batch, layers, heads) int64
+        indices into `CLASSES`.
         """
         batch, layers, heads = attentions[0].shape[:3]
-        inputs = torch.cat([normalise_padded(maps, lengths) for maps in attentions])
+        inputs = MapInputs.cat([normalise_padded(maps, lengths, second_segments) for maps in attentions])
         logits = self.logits(inputs).view(len(attentions), batch, layers, heads, len(CLASSES))
+        two_segments = second_segments != NO_SECOND_SEGMENT
         return possible_classes(logits, two_segments[None, :, None, None])
 
     def save(self, path: Path = WEIGHTS_FILE) -> None:
         stored = {"state_dict": self.network.state_dict(), "classes": list(CLASSES),
-                  "widths": list(STAGE_WIDTHS), "input_size": INPUT_SIZE, "info": self.info}
+                  "widths": list(STAGE_WIDTHS), "input_size": INPUT_SIZE, "channels": CHANNELS, "measures": INPUT_MEASURES,
+                  "info": self.info}
         with atomic_path(path) as temporary:
             torch.save(stored, temporary)
 
@@ -136,9 +161,11 @@ class PatternClassifier:
 def load_classifier(path: str | Path = WEIGHTS_FILE) -> PatternClassifier:
     """The shipped (or a given) trained pattern classifier, on the CPU."""
     stored = torch.load(path, map_location="cpu", weights_only=True)
-    if tuple(stored["classes"]) != CLASSES or stored["input_size"] != INPUT_SIZE:
-        raise ValueError(f"{path} was trained for classes {stored['classes']} at size {stored['input_size']}; "
-                         f"retrain it with `python -m classifier train`")
+    shape = (stored.get("channels", 3), stored["input_size"], stored.get("measures", 0))
+    if tuple(stored["classes"]) != CLASSES or shape != (CHANNELS, INPUT_SIZE, INPUT_MEASURES):
+        raise ValueError(f"{path} was trained for classes {stored['classes']} on {shape[0]} x {shape[1]} x {shape[1]} "
+                         f"images and {shape[2]} measures, not this version's {CHANNELS} x {INPUT_SIZE} x {INPUT_SIZE} "
+                         f"and {INPUT_MEASURES}; retrain it with `python -m classifier train`")
     network = PatternCNN(stored["widths"], stored["input_size"])
     network.load_state_dict(stored["state_dict"])
     return PatternClassifier(network, stored.get("info", {}))

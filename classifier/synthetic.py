@@ -14,6 +14,8 @@ from __future__ import annotations
 import numpy as np
 
 from classifier.data import CLASSES
+from classifier.features import NO_SECOND_SEGMENT, map_features
+from classifier.guideline import settled
 
 
 def _rows(weights: np.ndarray) -> np.ndarray:
@@ -102,9 +104,12 @@ def _heterogeneous(n: int, separators: list[int], rng: np.random.Generator) -> n
     return _rows(weights)
 
 
-def synthetic_map(label: str, n: int, rng: np.random.Generator) -> np.ndarray:
-    """One (n, n) row-stochastic map of class ``label``."""
+def synthetic_map(label: str, n: int, rng: np.random.Generator) -> tuple[np.ndarray, int]:
+    """One (n, n) row-stochastic map of class ``label``, and where its input's second segment
+    starts (`NO_SECOND_SEGMENT` for a single-segment input; `block` maps always have two)."""
     separators = _separators(n, rng)
+    if label == "block" and len(separators) == 1:
+        separators = [n // 2, n - 1]
     cls_column = np.zeros((n, n))
     cls_column[:, 0] = 1.0
     noise = _noise(n, rng)
@@ -115,23 +120,28 @@ def synthetic_map(label: str, n: int, rng: np.random.Generator) -> np.ndarray:
     elif label == "vertical+diagonal":
         parts = [(_columns(n, separators, rng), rng.uniform(0.3, 0.6)), (_band(n, rng), rng.uniform(0.25, 0.6))]
     elif label == "block":
-        parts = [(_blocks(n, separators[-2:] if len(separators) == 2 else [n // 2, n - 1], rng),
-                  rng.uniform(0.45, 0.9)), (cls_column, rng.uniform(0, 0.35))]
+        parts = [(_blocks(n, separators, rng), rng.uniform(0.45, 0.9)), (cls_column, rng.uniform(0, 0.35))]
     elif label == "heterogeneous":
         parts = [(_heterogeneous(n, separators, rng), rng.uniform(0.4, 0.9)), (cls_column, rng.uniform(0, 0.25))]
     else:
         raise ValueError(f"unknown class {label!r}; expected one of {', '.join(CLASSES)}")
     pattern = sum(weight * part for part, weight in parts)
-    return _rows(pattern + max(0.0, 1 - sum(weight for _, weight in parts)) * noise).astype(np.float32)
+    attention = _rows(pattern + max(0.0, 1 - sum(weight for _, weight in parts)) * noise).astype(np.float32)
+    return attention, separators[0] + 1 if len(separators) == 2 else NO_SECOND_SEGMENT
 
 
 def synthetic_set(per_class: int, seed: int = 0, min_length: int = 8,
-                  max_length: int = 128) -> tuple[list[np.ndarray], list[int]]:
-    """``per_class`` maps of each class, lengths uniform in [min_length, max_length]; labels as indices."""
+                  max_length: int = 128) -> tuple[list[np.ndarray], list[int], list[int]]:
+    """``per_class`` maps generated for each class, lengths uniform in [min_length, max_length];
+    where each input's second segment starts; labels as indices, after the guideline's measured
+    lines (`classifier.guideline.settled`), so a few maps move to a neighbouring class."""
     rng = np.random.default_rng(seed)
-    maps, labels = [], []
+    maps, second_segments, labels = [], [], []
     for index, label in enumerate(CLASSES):
         for _ in range(per_class):
-            maps.append(synthetic_map(label, int(rng.integers(min_length, max_length + 1)), rng))
-            labels.append(index)
-    return maps, labels
+            attention, second_segment = synthetic_map(label, int(rng.integers(min_length, max_length + 1)), rng)
+            maps.append(attention)
+            second_segments.append(second_segment)
+            # labelled by the guideline as the real maps are: where a line puts the map elsewhere, it goes there
+            labels.append(CLASSES.index(settled(label, map_features(attention, second_segment))))
+    return maps, second_segments, labels

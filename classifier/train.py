@@ -24,9 +24,10 @@ import torch
 from sklearn.metrics import confusion_matrix, f1_score, precision_recall_fscore_support
 from sklearn.model_selection import train_test_split
 
-from classifier.data import CLASSES, LABELS_FILE, MAPS_FILE, read_labels, read_maps
-from classifier.model import WEIGHTS_FILE, PatternClassifier, PatternCNN
-from classifier.resize import normalise_list
+from classifier.data import CLASSES, LABELS_FILE, MAPS_FILE, LabelledMap, read_labels, read_maps
+from classifier.features import NO_SECOND_SEGMENT
+from classifier.model import WEIGHTS_FILE, PatternClassifier, PatternCNN, possible_classes
+from classifier.resize import MapInputs, normalise_list
 from classifier.synthetic import synthetic_set
 
 # The harness's default MLflow store too (MLflow 3 refuses a plain ./mlruns file store).
@@ -74,8 +75,10 @@ class Evaluation:
         return "\n".join(lines)
 
 
-def evaluate(classifier: PatternClassifier, inputs: torch.Tensor, labels: np.ndarray) -> Evaluation:
-    predicted = classifier.logits(inputs).argmax(dim=-1).numpy()
+def evaluate(classifier: PatternClassifier, inputs: MapInputs, two_segments: torch.Tensor,
+             labels: np.ndarray) -> Evaluation:
+    """Scores of the classifier's predictions (`block` ruled out for single-segment inputs)."""
+    predicted = possible_classes(classifier.logits(inputs), two_segments).numpy()
     classes = list(range(len(CLASSES)))
     precision, recall, f1, support = precision_recall_fscore_support(labels, predicted, labels=classes,
                                                                      zero_division=0)
@@ -87,7 +90,7 @@ def evaluate(classifier: PatternClassifier, inputs: torch.Tensor, labels: np.nda
     )
 
 
-def _fit(network: PatternCNN, inputs: torch.Tensor, labels: torch.Tensor, config: TrainConfig) -> list[float]:
+def _fit(network: PatternCNN, inputs: MapInputs, labels: torch.Tensor, config: TrainConfig) -> list[float]:
     """Mini-batch AdamW with a cosine schedule; returns the mean loss per epoch."""
     optimiser = torch.optim.AdamW(network.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay)
     steps = config.epochs * -(-len(inputs) // config.batch_size)
@@ -100,7 +103,8 @@ def _fit(network: PatternCNN, inputs: torch.Tensor, labels: torch.Tensor, config
         total = 0.0
         for start in range(0, len(order), config.batch_size):
             batch = order[start:start + config.batch_size]
-            loss = torch.nn.functional.cross_entropy(network(inputs[batch]), labels[batch])
+            logits = network(inputs.images[batch], inputs.measures[batch])
+            loss = torch.nn.functional.cross_entropy(logits, labels[batch])
             optimiser.zero_grad()
             loss.backward()
             optimiser.step()
@@ -118,18 +122,25 @@ def recipe_description(config: TrainConfig) -> dict[str, str]:
             for key, value in asdict(config).items() if key != "out"}
 
 
-def synthetic_inputs(config: TrainConfig) -> tuple[torch.Tensor, list[int]]:
+def synthetic_inputs(config: TrainConfig) -> tuple[MapInputs, list[int]]:
     """The balanced synthetic training set of ``config``, as CNN inputs, and its labels."""
-    maps, labels = synthetic_set(config.synthetic_per_class, seed=config.seed)
-    return normalise_list(maps), labels
+    maps, second_segments, labels = synthetic_set(config.synthetic_per_class, seed=config.seed)
+    return normalise_list(maps, second_segments), labels
 
 
-def fit(real_inputs: torch.Tensor, real_labels: np.ndarray, synthetic: tuple[torch.Tensor, list[int]],
+def real_inputs(rows: list[LabelledMap], maps: dict[str, np.ndarray]) -> tuple[MapInputs, torch.Tensor]:
+    """The labelled maps as CNN inputs and whether each input is a pair (len(rows),) bool."""
+    second_segments = [row.second_segment for row in rows]
+    inputs = normalise_list([maps[row.id] for row in rows], second_segments)
+    return inputs, torch.tensor(second_segments) != NO_SECOND_SEGMENT
+
+
+def fit(real_inputs: MapInputs, real_labels: np.ndarray, synthetic: tuple[MapInputs, list[int]],
         config: TrainConfig) -> tuple[PatternCNN, list[float]]:
     """A network trained on the synthetic set and the real maps (repeated `real_repeats` times),
     seeded by ``config.seed``; and its loss per epoch."""
     torch.manual_seed(config.seed)
-    inputs = torch.cat([synthetic[0]] + [real_inputs] * config.real_repeats)
+    inputs = MapInputs.cat([synthetic[0]] + [real_inputs] * config.real_repeats)
     targets = torch.tensor(synthetic[1] + real_labels.tolist() * config.real_repeats)
     network = PatternCNN()
     return network, _fit(network, inputs, targets, config)
@@ -142,9 +153,10 @@ def train(config: TrainConfig) -> tuple[PatternClassifier, Evaluation, list[floa
     labels = np.array([CLASSES.index(row.label) for row in rows])
     train_rows, test_rows = train_test_split(np.arange(len(rows)), test_size=config.test_fraction,
                                              stratify=labels, random_state=config.seed)
-    real_inputs = normalise_list([maps[row.id] for row in rows])
-    network, losses = fit(real_inputs[train_rows], labels[train_rows], synthetic_inputs(config), config)
-    evaluation = evaluate(PatternClassifier(network), real_inputs[test_rows], labels[test_rows])
+    inputs, two_segments = real_inputs(rows, maps)
+    network, losses = fit(inputs.take(train_rows), labels[train_rows], synthetic_inputs(config), config)
+    evaluation = evaluate(PatternClassifier(network), inputs.take(test_rows), two_segments[test_rows],
+                          labels[test_rows])
     evaluation.counts = {split: {name: int((labels[part] == index).sum()) for index, name in enumerate(CLASSES)}
                          for split, part in (("train", train_rows), ("test", test_rows))}
     info = {"evaluation": asdict(evaluation), "test_ids": [rows[i].id for i in test_rows],

@@ -16,13 +16,14 @@ import numpy as np
 
 from classifier.annotate import label_interactively, parse_label_lines, record, write_pool
 from classifier.data import MapSource, length_band, read_sources
-from classifier.features import NO_SECOND_SEGMENT
 from harness.config import AnnotationConfig, RunConfig
 from harness.encoding import encode_examples, token_lengths
 from harness.finetune import finetune
 from harness.forward import Capture, forward
 from harness.models import FINETUNED, load_finetuned, load_sequence_classifier, load_tokenizer, prepare
 from harness.pipeline import device_of, plan_run
+from tasks.loading import load_examples
+from tasks.registry import get_task
 
 BATCH = 16
 
@@ -50,24 +51,19 @@ def spread_over_lengths(lengths: list[int], count: int, rng: np.random.Generator
     return chosen
 
 
-def second_segment(token_types: np.ndarray | None) -> int:
-    """First token of the second segment from one example's token type ids, or `NO_SECOND_SEGMENT`."""
-    if token_types is None or not token_types.any():
-        return NO_SECOND_SEGMENT
-    return int(token_types.argmax())
-
-
 def sample_pool(config: RunConfig, annotation: AnnotationConfig) -> list[Path]:
     """Sample ``annotation.count`` maps of the requested checkpoint into the pool; returns the sheets."""
-    plan = plan_run(config)
-    task = plan.data.task
-    examples = plan.data.dev[task.main_eval_split]
+    task = get_task(config.task.task)
     tokenizer = load_tokenizer(config.task.model)
     finetune_key = "-"
     if annotation.checkpoint == FINETUNED:
+        plan = plan_run(config)
+        examples = plan.data.dev[task.main_eval_split]
         tuned = finetune(plan.config, plan.data)
         model, finetune_key = load_finetuned(tuned.checkpoint_dir), tuned.key
     else:
+        # only the dev split is read: the pre-trained maps of a task without training data (QNLI here) can be drawn
+        examples = load_examples(task, task.main_eval_split, config.task.data_dir)
         model = load_sequence_classifier(config.task.model, task, head_seed=config.finetune.seed)
     model = prepare(model, device_of(config), model.dtype)
     heads = heads_to_draw(annotation, model.config.num_hidden_layers, model.config.num_attention_heads)
@@ -83,10 +79,9 @@ def sample_pool(config: RunConfig, annotation: AnnotationConfig) -> list[Path]:
             layer, head = heads[int(rng.integers(len(heads)))]
             length = int(encoded.lengths[row])
             map_id = f"{annotation.prefix}{start + row:04d}"
-            types = encoded.token_type_ids[row, :length].numpy() if task.is_pair else None
             sources.append(MapSource(map_id, config.task.model, annotation.checkpoint, finetune_key, task.name,
                                      task.main_eval_split, example_index, examples[example_index].guid, layer,
-                                     head, length, second_segment(types)))
+                                     head, length, int(encoded.second_segments[row])))
             maps[map_id] = attentions[row, layer, head, :length, :length].numpy()
             ids = encoded.input_ids[row, :length]
             separators[map_id] = (ids == tokenizer.sep_token_id).nonzero(as_tuple=True)[0].tolist()

@@ -14,6 +14,8 @@ from typing import Any
 
 import torch
 
+from classifier.features import NO_SECOND_SEGMENT
+
 def real_tokens(lengths: torch.Tensor, seq_len: int) -> torch.Tensor:
     """(batch, seq) bool mask, True on each row's first ``lengths[b]`` (real, non-padding) tokens."""
     return torch.arange(seq_len, device=lengths.device)[None, :] < lengths[:, None]
@@ -36,6 +38,15 @@ class EncodedBatch:
     def lengths(self) -> torch.Tensor:
         """Number of real tokens per row, shape (batch,)."""
         return self.attention_mask.sum(dim=1)
+
+    @property
+    def second_segments(self) -> torch.Tensor:
+        """(batch,) first token of each row's second segment (token type 1), `NO_SECOND_SEGMENT`
+        for single-segment rows and for tokenizers without token types."""
+        if self.token_type_ids is None:
+            return torch.full((len(self.input_ids),), NO_SECOND_SEGMENT)
+        second = self.token_type_ids.bool()
+        return torch.where(second.any(dim=1), second.long().argmax(dim=1), NO_SECOND_SEGMENT)
 
     def model_inputs(self, device: torch.device | str) -> dict[str, torch.Tensor]:
         inputs = {"input_ids": self.input_ids, "attention_mask": self.attention_mask}
@@ -102,6 +113,12 @@ class AttentionBatch:
     @property
     def items(self) -> list[Any]:
         return self.encoded.items
+
+    @cached_property
+    def second_segments(self) -> torch.Tensor:
+        """(batch,) first token of each input's second segment (`EncodedBatch.second_segments`), on
+        the attention's device."""
+        return self.encoded.second_segments.to(self.device)
 
     @cached_property
     def two_segments(self) -> torch.Tensor:

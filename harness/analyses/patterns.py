@@ -39,7 +39,7 @@ class AttentionPatterns(Analysis):
     """Per-head counts of the CNN's class over examples, for each checkpoint."""
 
     name = "patterns"
-    version = 3  # 3: `block` is never predicted for single-sentence inputs
+    version = 4  # 3: `block` never predicted for single sentences; 4: the CNN sees the segments and measurements
     settings_used = ("pattern_weights",)
     reference = {"kovaleva_bert_base": "heterogeneous 32% (MRPC) to 61% (QQP) of maps; ~30% of labelled maps vertical"}
 
@@ -64,7 +64,7 @@ class AttentionPatterns(Analysis):
 
     def update(self, batch: AttentionBatch) -> None:
         attentions = [batch.attentions[name] for name in self.context.checkpoints]
-        predicted = self.classifier.predict_batch(attentions, batch.lengths, batch.two_segments)
+        predicted = self.classifier.predict_batch(attentions, batch.lengths, batch.second_segments)
         # (checkpoints, batch, layers, heads) -> per-head class counts summed over the batch
         self.counts += torch.nn.functional.one_hot(predicted, len(CLASSES)).sum(dim=1)
         self.count += predicted.shape[1]

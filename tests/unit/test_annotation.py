@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
+import torch
 
 from classifier.data import LENGTH_BANDS, band_name, length_band, read_maps, read_sources
 from classifier.features import NO_SECOND_SEGMENT
-from harness.annotation import second_segment, spread_over_lengths
+from harness.annotation import spread_over_lengths
+from harness.batches import EncodedBatch
 from harness.cli import main
 from harness.encoding import encode_examples
 from harness.models import load_tokenizer
@@ -27,9 +29,10 @@ def test_inputs_are_drawn_evenly_from_every_length_band_the_task_has():
 
 
 def test_the_second_segment_starts_after_the_first_separator():
-    assert second_segment(np.array([0, 0, 0, 1, 1])) == 3
-    assert second_segment(np.array([0, 0, 0])) == NO_SECOND_SEGMENT
-    assert second_segment(None) == NO_SECOND_SEGMENT
+    mask = torch.ones(3, 5, dtype=torch.long)
+    types = torch.tensor([[0, 0, 0, 1, 1], [0, 0, 0, 0, 0], [0, 0, 1, 1, 0]])
+    assert EncodedBatch(mask, mask, types, [None] * 3).second_segments.tolist() == [3, NO_SECOND_SEGMENT, 2]
+    assert EncodedBatch(mask, mask, None, [None] * 3).second_segments.tolist() == [NO_SECOND_SEGMENT] * 3
 
 
 def test_a_pool_records_each_maps_source_and_segments(tiny_model_dir, tiny_data, tmp_path):

@@ -29,7 +29,8 @@ def test_counts_match_classifying_each_map_on_its_own(tiny_pair, tiny_tokenizer)
     for batch in stream(tiny_pair, batched(tiny_tokenizer, EXAMPLES, 1, 32, pair=True)):
         for name in tiny_pair:
             maps = batch.maps(name, 0).reshape(-1, *batch.maps(name, 0).shape[-2:])
-            for label in classifier.predict([m.numpy() for m in maps]):
+            segments = [int(batch.second_segments[0])] * len(maps)
+            for label in classifier.predict([m.numpy() for m in maps], segments):
                 expected[name][label] += 1
     total = len(EXAMPLES) * 2 * 4
     for name in tiny_pair:
@@ -71,11 +72,15 @@ def test_figures_are_drawn_from_the_stored_entry(tiny_pair, tiny_tokenizer, tmp_
 def test_block_is_counted_for_sentence_pairs_only(tiny_tokenizer):
     n, split = 24, 12
     squares = torch.full((n, n), 0.01)
-    squares[:split, :split] += 1.0
+    squares[:split, 1:split] += 1.0
     squares[split:, split:] += 1.0
-    maps = (squares / squares.sum(dim=1, keepdim=True)).expand(2, 1, 1, n, n)
+    # with a [CLS] column, as the real block heads have (two bare squares are read as heterogeneous)
+    squares = 0.8 * squares / squares.sum(dim=1, keepdim=True)
+    squares[:, 0] += 0.2
+    maps = squares.expand(2, 1, 1, n, n)
     items = [Example("1", "a pair", "of sentences", 0), Example("2", "one sentence", None, 0)]
-    encoded = EncodedBatch(torch.ones(2, n, dtype=torch.long), torch.ones(2, n, dtype=torch.long), None, items)
+    token_types = torch.tensor([[0] * split + [1] * (n - split), [0] * n])
+    encoded = EncodedBatch(torch.ones(2, n, dtype=torch.long), torch.ones(2, n, dtype=torch.long), token_types, items)
     analysis = AttentionPatterns(analysis_context(["pretrained", "finetuned"], 1, 1))
     analysis.update(AttentionBatch(encoded, {"pretrained": maps, "finetuned": maps}))
     for stats in finish(analysis)["per_checkpoint"].values():
