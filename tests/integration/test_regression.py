@@ -5,8 +5,10 @@ analysis, what the harness gave before it (commit 55c2842, stored compactly in
 Trainer's dev evaluation before training: its DataLoader drew once from torch's global RNG,
 and with that one draw added back the code reproduced 55c2842's numbers before re-pinning.
 
-The pattern entries were re-pinned once since: the pattern classifier was retrained after the
-labelling guideline's diagonal / vertical+diagonal line moved 41 of its labels (issue 13).
+The pattern entries were re-pinned twice since: the pattern classifier was retrained after the
+labelling guideline's diagonal / vertical+diagonal line moved 41 of its labels, and again when
+it was given the input's segments and the guideline's measurements and retrained on 1,125
+labels from all seven tasks (issue 13).
 
 Not compared: the pre-trained checkpoint's attention gradients. They depend on its untrained
 classifier head, which the old code drew from the random state left after fine-tuning (a
