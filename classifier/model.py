@@ -23,7 +23,7 @@ from torch import nn
 from torch.nn.utils.fusion import fuse_conv_bn_eval
 
 from classifier.data import CLASSES
-from classifier.features import MEASURES, NO_SECOND_SEGMENT
+from classifier.features import NO_SECOND_SEGMENT
 from classifier.resize import CHANNELS, INPUT_MEASURES, INPUT_SIZE, MapInputs, normalise_list, normalise_padded
 from tasks.files import atomic_path
 
@@ -33,7 +33,7 @@ BLOCK = CLASSES.index("block")
 
 
 class PatternCNN(nn.Module):
-    """(count, 4, 32, 32) normalised maps and input structure and (count, 5) guideline measures
+    """(count, 4, 32, 32) normalised maps and input structure and (count, 7) measurements
     (`classifier.resize.MapInputs`) -> (count, 5) class logits."""
 
     def __init__(self, widths: Sequence[int] = STAGE_WIDTHS, size: int = INPUT_SIZE,
@@ -50,7 +50,8 @@ class PatternCNN(nn.Module):
         self.features = nn.Sequential(*layers)
         side = size // 2 ** (len(widths) - 1)
         self.dropout = nn.Dropout(0.3)  # on the convolutional features only: the measurements are few and exact
-        self.head = nn.Sequential(nn.Linear(width_in * side * side + measures, 64), nn.ReLU(), nn.Linear(64, num_classes))
+        self.head = nn.Sequential(nn.Linear(width_in * side * side + measures, 64), nn.ReLU(),
+                                  nn.Linear(64, num_classes))
         # the measurements alone, added to the logits: the guideline's lines are drawn on them
         self.measured = nn.Sequential(nn.Linear(measures, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(),
                                       nn.Linear(64, num_classes))
@@ -152,8 +153,8 @@ class PatternClassifier:
 
     def save(self, path: Path = WEIGHTS_FILE) -> None:
         stored = {"state_dict": self.network.state_dict(), "classes": list(CLASSES),
-                  "widths": list(STAGE_WIDTHS), "input_size": INPUT_SIZE, "channels": CHANNELS, "measures": INPUT_MEASURES,
-                  "info": self.info}
+                  "widths": list(STAGE_WIDTHS), "input_size": INPUT_SIZE, "channels": CHANNELS,
+                  "measures": INPUT_MEASURES, "info": self.info}
         with atomic_path(path) as temporary:
             torch.save(stored, temporary)
 

@@ -39,7 +39,8 @@ CROSS_SEGMENT = 0.5  # the structure channel between tokens of different segment
 @dataclass(frozen=True)
 class MapInputs:
     """The CNN's input for ``count`` maps: ``images`` (count, `CHANNELS`, 32, 32) and the
-    guideline's ``measures`` (count, `classifier.features.MEASURES`)."""
+    ``measures`` (count, `INPUT_MEASURES`): the guideline's measurements (`classifier.features`),
+    whether the input is a pair and its log length (over log 512)."""
 
     images: torch.Tensor
     measures: torch.Tensor
@@ -116,7 +117,8 @@ def normalise_padded(attentions: torch.Tensor, lengths: torch.Tensor, second_seg
     described = torch.stack([(second_segments != NO_SECOND_SEGMENT).float(),
                              lengths.float().log() / math.log(MAX_TOKENS)], dim=-1)  # (batch, 2)
     described = described[:, None].expand(batch, count, 2).reshape(batch * count, 2)
-    return MapInputs(images, torch.cat([measure_padded(attentions.float(), lengths, second_segments), described], dim=1))
+    measured = measure_padded(attentions.float(), lengths, second_segments)
+    return MapInputs(images, torch.cat([measured, described], dim=1))
 
 
 def normalise_list(maps: Sequence[np.ndarray | torch.Tensor], second_segments: Sequence[int] | None = None,
