@@ -7,8 +7,9 @@ because it classifies every head of every example next to the forward passes and
 cheap (about 1 M multiply-adds per map). It keeps the spatial layout to the end (no global
 pooling): *where* the mass is (first column, main diagonal, two squares on the diagonal) is
 what separates the classes. The guideline's five measurements (`classifier.features`), on
-which its lines between neighbouring classes are drawn, join the convolutional features
-before the hidden layer. Batch norm is folded into the convolutions for inference.
+which its lines between neighbouring classes are drawn, with whether the input is a pair and
+its length, join the convolutional features before the hidden layer and feed a head of their
+own whose logits are added. Batch norm is folded into the convolutions for inference.
 """
 
 from __future__ import annotations
