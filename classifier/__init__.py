@@ -1,5 +1,6 @@
-"""Kovaleva et al.'s attention-pattern classifier: a small CNN labelling a map as one of
-vertical, diagonal, vertical+diagonal, block or heterogeneous.
+"""Kovaleva et al.'s attention-pattern classes: a classifier labelling a map as one of vertical,
+diagonal, vertical+diagonal, block or heterogeneous (boosted trees on the map's measurements,
+which hold on unseen tasks better than the paper's small CNN, kept as a baseline).
 
     from classifier import load_classifier
     labels = load_classifier().predict(maps)  # maps: square 2-D arrays, rows summing to 1

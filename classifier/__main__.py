@@ -1,5 +1,5 @@
-"""``python -m classifier train|crossval|guideline|second-pass|agreement|predict``: train the CNN
-on the labelled maps, cross-validate its recipe grouped by task and by input, check the labels
+"""``python -m classifier train|crossval|guideline|second-pass|agreement|predict``: train the pattern
+classifier (boosted trees on the maps' measurements, or the paper's CNN) on the labelled maps, cross-validate its recipe grouped by task and by input, check the labels
 against the guideline's lines and draw examples of them, draw a second labelling pass and
 measure its agreement, classify maps.
 
@@ -20,13 +20,14 @@ from classifier.data import LABELS_FILE, read_labels, read_maps, write_rows
 from classifier.features import NO_SECOND_SEGMENT
 from classifier.guideline import LINES, draw_examples, misplaced, relabel
 from classifier.model import WEIGHTS_FILE, load_classifier
-from classifier.train import DEFAULT_TRACKING_URI, TrainConfig, run
+from classifier.train import DEFAULT_TRACKING_URI, KINDS, TrainConfig, run
 
 SEGMENT_SUFFIX = "_second_segment"  # the npz array giving a map's second segment for `predict`
 
 
 def _recipe(args: argparse.Namespace) -> TrainConfig:
-    return TrainConfig(epochs=args.epochs, synthetic_per_class=args.synthetic_per_class, seed=args.seed)
+    return TrainConfig(kind=args.kind, tree_depth=args.tree_depth, tree_rounds=args.tree_rounds, epochs=args.epochs,
+                       synthetic_per_class=args.synthetic_per_class, seed=args.seed)
 
 
 def _train(args: argparse.Namespace) -> None:
@@ -63,8 +64,13 @@ def _agreement(args: argparse.Namespace) -> None:
 
 
 def _add_recipe(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--epochs", type=int, default=30)
-    parser.add_argument("--synthetic-per-class", type=int, default=800)
+    parser.add_argument("--kind", choices=KINDS, default="trees",
+                        help="boosted trees on the maps' measurements (shipped) or the paper's CNN")
+    parser.add_argument("--tree-depth", type=int, default=3)
+    parser.add_argument("--tree-rounds", type=int, default=200)
+    parser.add_argument("--epochs", type=int, default=30, help="CNN only")
+    parser.add_argument("--synthetic-per-class", type=int, help="synthetic maps of each class beside the real ones "
+                                                                  "(default: 25 for trees, 800 for the CNN)")
     parser.add_argument("--seed", type=int, default=0)
 
 
@@ -86,7 +92,7 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(prog="python -m classifier", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
 
-    train = commands.add_parser("train", help="train the CNN, report held-out scores, log to MLflow")
+    train = commands.add_parser("train", help="train the classifier, report held-out scores, log to MLflow")
     _add_recipe(train)
     train.add_argument("--test-fraction", type=float, default=0.25)
     train.add_argument("--out", type=Path, default=WEIGHTS_FILE, help="where to write the weights")

@@ -21,7 +21,7 @@ import numpy as np
 from sklearn.metrics import cohen_kappa_score, confusion_matrix, f1_score
 
 from classifier.annotate import parse_label_lines, separator_ticks, write_pool
-from classifier.data import CLASSES, DATA_DIR, LabelledMap, MapSource, read_labels, read_maps
+from classifier.data import CLASSES, DATA_DIR, LabelledMap, MapSource, draw_evenly, read_labels, read_maps
 from classifier.guideline import relabel
 from tasks.files import atomic_path
 
@@ -38,12 +38,7 @@ def draw_second_pass(rows: list[LabelledMap], maps: dict[str, np.ndarray], count
     by_task: dict[str, list[LabelledMap]] = defaultdict(list)
     for row in rows:
         by_task[row.task].append(row)
-    pools = [list(rng.permutation(members)) for _, members in sorted(by_task.items())]
-    chosen: list[LabelledMap] = []
-    while len(chosen) < count and any(pools):
-        for pool in pools:
-            if pool and len(chosen) < count:
-                chosen.append(pool.pop())
+    chosen = draw_evenly([members for _, members in sorted(by_task.items())], count, rng)
     chosen = [chosen[i] for i in rng.permutation(len(chosen))]
     sources = [MapSource(**{key: value for key, value in vars(row).items() if key != "label"}) for row in chosen]
     return write_pool(out, sources, {row.id: maps[row.id] for row in chosen},

@@ -96,7 +96,7 @@ def out_of_fold(config: TrainConfig, grouping: str) -> tuple[list[LabelledMap], 
     rows = read_labels(config.labels_file)
     maps = read_maps(config.maps_file)
     labels = np.array([CLASSES.index(row.label) for row in rows])
-    inputs, two_segments = real_inputs(rows, maps)
+    inputs, two_segments = real_inputs(rows, maps, config)
     synthetic = synthetic_inputs(config)
     predicted = np.full(len(rows), -1)
     for _, held_out in tqdm(folds(rows, labels, grouping, config.seed), desc=f"folds by {grouping}", unit="fold"):

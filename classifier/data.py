@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import csv
 from bisect import bisect_left
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
+from typing import TypeVar
 
 import numpy as np
 
@@ -23,6 +25,7 @@ DATA_DIR = Path(__file__).resolve().parent / "data"
 LABELS_FILE = DATA_DIR / "labels.tsv"
 MAPS_FILE = DATA_DIR / "maps.npz"
 LENGTH_BANDS = (16, 32, 64)  # upper ends (tokens) of the short input-length bands; the last holds every longer input
+Item = TypeVar("Item")
 
 
 def length_band(length: int) -> int:
@@ -37,6 +40,18 @@ def band_name(band: int) -> str:
     if band == len(LENGTH_BANDS):
         return f">{LENGTH_BANDS[-1]}"
     return f"{LENGTH_BANDS[band - 1] + 1}-{LENGTH_BANDS[band]}"
+
+
+def draw_evenly(groups: Sequence[Sequence[Item]], count: int, rng: np.random.Generator) -> list[Item]:
+    """Up to ``count`` items drawn at random, in turn from each group that has items left, so
+    every group is equally represented where it has enough."""
+    pools = [[group[i] for i in rng.permutation(len(group))] for group in groups]
+    chosen: list[Item] = []
+    while len(chosen) < count and any(pools):
+        for pool in pools:
+            if pool and len(chosen) < count:
+                chosen.append(pool.pop())
+    return chosen
 
 
 @dataclass(frozen=True)

@@ -17,13 +17,21 @@ it reads as "the share of a row's attention that goes to ...", whatever the map'
   patterns. Uniform attention over two equal segments gives a little under half (0.42 at 20
   tokens, 0.47 at 60).
 
+Finer measurements, which the guideline does not draw lines on but the classifier's trees use
+(their boundaries are learnt from the labels): the band split into ``own`` (the token itself),
+``previous`` and ``following``; ``first_column`` (the share on [CLS]); ``entropy`` (of each row,
+over log n, 1 for uniform rows); ``row_peak`` (each row's largest weight); ``peaks_in_band``
+and ``peaks_on_columns`` (the share of rows whose most attended token is in the band, or is one
+of the top columns); ``same_segment`` (the share of all a row's attention that stays in its own
+segment, pairs only).
+
 `measure_padded` computes them for padded batches on the maps' device (the pattern CNN takes
 them beside the image, since the guideline's lines are drawn on them); `map_features` for one map.
 """
 
 from __future__ import annotations
 
-from dataclasses import astuple, dataclass
+from dataclasses import dataclass, fields
 
 import numpy as np
 import torch
@@ -42,9 +50,25 @@ class MapFeatures:
     rest: float
     rest_peak: float
     within_segments: float | None  # None for a single-segment input
+    own: float
+    previous: float
+    following: float
+    first_column: float
+    entropy: float
+    row_peak: float
+    peaks_in_band: float
+    peaks_on_columns: float
+    same_segment: float | None  # None for a single-segment input
 
 
-MEASURES = len(astuple(MapFeatures(0, 0, 0, 0, 0)))
+MEASURES = len(fields(MapFeatures))
+PAIR_ONLY = tuple(index for index, field in enumerate(fields(MapFeatures)) if "segment" in field.name)
+
+
+def in_second_segment(tokens: torch.Tensor, second_segments: torch.Tensor) -> torch.Tensor:
+    """Whether each of (batch, k) (or broadcastable (1, k)) ``tokens`` is in its input's second
+    segment, given (batch,) ``second_segments`` (`NO_SECOND_SEGMENT`: none) -> (batch, k) bool."""
+    return (second_segments[:, None] != NO_SECOND_SEGMENT) & (tokens >= second_segments[:, None])
 
 
 def measure_padded(attentions: torch.Tensor, lengths: torch.Tensor, second_segments: torch.Tensor) -> torch.Tensor:
@@ -52,9 +76,10 @@ def measure_padded(attentions: torch.Tensor, lengths: torch.Tensor, second_segme
 
     ``attentions``: (batch, ..., seq, seq); ``lengths``, ``second_segments``: (batch,)
     (`NO_SECOND_SEGMENT` for single-segment inputs, whose ``within_segments`` is 1: all
-    their spread attention stays in their one segment). Returns (batch * prod(...), 5) in
-    the maps' dtype (pass float64 for exact single-map values). One map-sized temporary:
-    the band and the column shares come from diagonals and column sums.
+    their spread attention stays in their one segment, and ``same_segment`` 1). Returns
+    (batch * prod(...), `MEASURES`) in the maps' dtype (pass float64 for exact single-map
+    values). Two map-sized temporaries (the masked maps, their entropy terms): the band and
+    the column shares come from diagonals and column sums.
     """
     batch, seq = attentions.shape[0], attentions.shape[-1]
     positions = torch.arange(seq, device=attentions.device)
@@ -71,16 +96,34 @@ def measure_padded(attentions: torch.Tensor, lengths: torch.Tensor, second_segme
     band = band_per_column.sum(dim=-1)
     columns = column_mass.gather(-1, top).clamp(min=0).sum(dim=-1)
     in_band = (positions[:, None] - positions[None, :]).abs() <= BAND_OFFSET
+    peaks = maps.argmax(dim=-1)  # (batch, maps, seq); a padding row's peak is counted out below
+    real_rows = real[:, None, :].to(maps.dtype)
+    peaks_in_band = (((peaks - positions).abs() <= BAND_OFFSET) * real_rows).sum(dim=-1)
+    peaks_on_columns = (on_columns.gather(-1, peaks) * real_rows).sum(dim=-1)
+    row_peak = maps.amax(dim=-1).sum(dim=-1)
+    n = lengths[:, None].to(maps.dtype)
+    entropy = torch.special.entr(maps).sum(dim=-1).sum(dim=-1) / n.clamp(min=2).log()
+    first = ~in_second_segment(positions[None, :], second_segments)
+    first_weights = first[:, None, :, None].to(maps.dtype)
+    same_segment = _own_segment_mass(maps, maps @ first_weights, first)
+    finer = [on_diagonal.sum(dim=-1), below.sum(dim=-1), above.sum(dim=-1), maps[..., 0].sum(dim=-1), entropy,
+             row_peak, peaks_in_band, peaks_on_columns, same_segment]
     rest = maps.masked_fill_(in_band | on_columns[:, :, None, :], 0)
     rest_per_row = rest.sum(dim=-1)  # (batch, maps, seq)
     spread = rest_per_row.sum(dim=-1)
-    first = ~((second_segments[:, None] != NO_SECOND_SEGMENT) & (positions[None, :] >= second_segments[:, None]))
-    on_first = (rest @ first[:, None, :, None].to(rest.dtype))[..., 0]  # each row's rest on first-segment columns
-    same = torch.where(first[:, None], on_first, rest_per_row - on_first).sum(dim=-1)
+    same = _own_segment_mass(rest, rest @ first_weights, first)
     within = torch.where(spread > 0, same / spread.clamp(min=1e-30), 1)
-    n = lengths[:, None].to(maps.dtype)
-    measures = torch.stack([band / n, columns / n, spread / n, rest.amax(dim=-1).sum(dim=-1) / n, within], dim=-1)
+    measures = torch.stack([band / n, columns / n, spread / n, rest.amax(dim=-1).sum(dim=-1) / n, within,
+                            *(value / n for value in finer)], dim=-1)
     return measures.reshape(-1, MEASURES)
+
+
+def _own_segment_mass(maps: torch.Tensor, on_first: torch.Tensor, first: torch.Tensor) -> torch.Tensor:
+    """The attention of (batch, maps, seq, seq) ``maps`` that stays in each row's own segment, summed over
+    rows: ``on_first`` (batch, maps, seq, 1) is each row's mass on first-segment columns, ``first``
+    (batch, seq) whether a token is in the first segment. -> (batch, maps)."""
+    on_first = on_first[..., 0]
+    return torch.where(first[:, None], on_first, maps.sum(dim=-1) - on_first).sum(dim=-1)
 
 
 def map_features(attention: np.ndarray, second_segment: int = NO_SECOND_SEGMENT) -> MapFeatures:
@@ -88,5 +131,5 @@ def map_features(attention: np.ndarray, second_segment: int = NO_SECOND_SEGMENT)
     ``second_segment`` (`NO_SECOND_SEGMENT` for a single-segment input)."""
     attention = torch.as_tensor(np.asarray(attention, dtype=np.float64))
     values = measure_padded(attention[None], torch.tensor([len(attention)]), torch.tensor([second_segment]))[0]
-    band, columns, rest, rest_peak, within = values.tolist()
-    return MapFeatures(band, columns, rest, rest_peak, within if second_segment != NO_SECOND_SEGMENT else None)
+    pair = second_segment != NO_SECOND_SEGMENT
+    return MapFeatures(*(value if pair or index not in PAIR_ONLY else None for index, value in enumerate(values.tolist())))

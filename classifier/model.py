@@ -1,4 +1,6 @@
-"""The pattern CNN and the classifier around it (`load_classifier`).
+"""The pattern classifier (`load_classifier`) around one of two networks: the shipped boosted trees
+on the map's measurements (`classifier.trees`), or the CNN below, after Kovaleva et al., kept
+as the paper's baseline (`python -m classifier crossval --kind cnn`).
 
 Kovaleva et al. used 8 convolutional layers; this network is cut to 4 (3x3 convolutions,
 8/16/32/32 channels, batch norm, ReLU, max pooling between them) on the 4-channel 32 x 32
@@ -6,10 +8,10 @@ input of `classifier.resize` (three views of the map and the input's segment str
 because it classifies every head of every example next to the forward passes and must stay
 cheap (about 1 M multiply-adds per map). It keeps the spatial layout to the end (no global
 pooling): *where* the mass is (first column, main diagonal, two squares on the diagonal) is
-what separates the classes. The guideline's five measurements (`classifier.features`), on
-which its lines between neighbouring classes are drawn, with whether the input is a pair and
-its length, join the convolutional features before the hidden layer and feed a head of their
-own whose logits are added. Batch norm is folded into the convolutions for inference.
+what separates the classes. The map's measurements (`classifier.features`: the guideline's
+lines are drawn on them), with whether the input is a pair and its length, join the
+convolutional features before the hidden layer and feed a head of their own whose logits are
+added. Batch norm is folded into the convolutions for inference.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from torch.nn.utils.fusion import fuse_conv_bn_eval
 from classifier.data import CLASSES
 from classifier.features import NO_SECOND_SEGMENT
 from classifier.resize import CHANNELS, INPUT_MEASURES, INPUT_SIZE, MapInputs, normalise_list, normalise_padded
+from classifier.trees import MeasuredTrees
 from tasks.files import atomic_path
 
 WEIGHTS_FILE = Path(__file__).resolve().parent / "weights.pt"
@@ -34,8 +37,11 @@ BLOCK = CLASSES.index("block")
 
 
 class PatternCNN(nn.Module):
-    """(count, 4, 32, 32) normalised maps and input structure and (count, 7) measurements
+    """(count, 4, 32, 32) normalised maps and input structure and (count, 16) measurements
     (`classifier.resize.MapInputs`) -> (count, 5) class logits."""
+
+    uses_images = True
+    chunk = 256  # maps per call: the feature maps stay in cache (measured fastest on CPU)
 
     def __init__(self, widths: Sequence[int] = STAGE_WIDTHS, size: int = INPUT_SIZE,
                  num_classes: int = len(CLASSES), in_channels: int = CHANNELS,
@@ -91,33 +97,41 @@ def possible_classes(logits: torch.Tensor, two_segments: torch.Tensor) -> torch.
 
 
 class PatternClassifier:
-    """Classifies attention maps into `CLASSES` with a trained `PatternCNN` (CPU, eval mode)."""
+    """Classifies attention maps into `CLASSES` with trained `MeasuredTrees` or a `PatternCNN` (eval mode)."""
 
     classes = CLASSES
 
-    def __init__(self, network: PatternCNN, info: dict[str, Any] | None = None) -> None:
+    def __init__(self, network: MeasuredTrees | PatternCNN, info: dict[str, Any] | None = None) -> None:
         self.network = network.eval()
         # channels-last runs the small convolutions 2-3x faster on CPU (oneDNN)
-        self.folded = fold_batch_norm(network).to(memory_format=torch.channels_last)
+        self.folded = (fold_batch_norm(network).to(memory_format=torch.channels_last)
+                       if isinstance(network, PatternCNN) else None)
         self.info = info or {}
+
+    @property
+    def kind(self) -> str:
+        return "cnn" if isinstance(self.network, PatternCNN) else "trees"
 
     def to(self, device: torch.device | str) -> PatternClassifier:
         """Move the network (in place) to where the attention maps are; returns self."""
         self.network.to(device)
-        self.folded.to(device)
+        if self.folded is not None:
+            self.folded.to(device)
         return self
 
     @torch.inference_mode()
-    def logits(self, inputs: MapInputs, chunk: int = 256) -> torch.Tensor:
-        """Class logits of ``count`` maps' inputs -> (count, 5).
-
-        In chunks small enough for the feature maps to stay in cache (measured fastest on CPU).
-        """
+    def logits(self, inputs: MapInputs) -> torch.Tensor:
+        """Class logits of ``count`` maps' inputs -> (count, 5), in the network's chunks."""
         if not len(inputs):
-            return torch.empty(0, len(CLASSES), device=inputs.images.device)
-        return torch.cat([self.network(inputs.images[start:start + chunk].contiguous(memory_format=torch.channels_last),
-                                       inputs.measures[start:start + chunk], self.folded)
+            return torch.empty(0, len(CLASSES), device=inputs.measures.device)
+        chunk = self.network.chunk
+        return torch.cat([self._chunk_logits(inputs.take(slice(start, start + chunk)))
                           for start in range(0, len(inputs), chunk)])
+
+    def _chunk_logits(self, inputs: MapInputs) -> torch.Tensor:
+        if self.folded is None:
+            return self.network(inputs.measures)
+        return self.network(inputs.images.contiguous(memory_format=torch.channels_last), inputs.measures, self.folded)
 
     def predict_proba(self, maps: Sequence[np.ndarray], second_segments: Sequence[int] | None = None) -> np.ndarray:
         """Class probabilities (len(maps), 5), columns in the order of `CLASSES`.
@@ -128,7 +142,8 @@ class PatternClassifier:
         """
         segments = list(second_segments) if second_segments is not None else [NO_SECOND_SEGMENT] * len(maps)
         two_segments = torch.tensor(segments) != NO_SECOND_SEGMENT
-        logits = allowed_logits(self.logits(normalise_list(maps, segments)), two_segments)
+        logits = allowed_logits(self.logits(normalise_list(maps, segments, images=self.network.uses_images)),
+                                two_segments)
         return torch.softmax(logits, dim=-1).numpy()
 
     def predict(self, maps: Sequence[np.ndarray], second_segments: Sequence[int] | None = None) -> list[str]:
@@ -147,13 +162,14 @@ class PatternClassifier:
         indices into `CLASSES`.
         """
         batch, layers, heads = attentions[0].shape[:3]
-        inputs = MapInputs.cat([normalise_padded(maps, lengths, second_segments) for maps in attentions])
+        inputs = MapInputs.cat([normalise_padded(maps, lengths, second_segments, images=self.network.uses_images)
+                                for maps in attentions])
         logits = self.logits(inputs).view(len(attentions), batch, layers, heads, len(CLASSES))
         two_segments = second_segments != NO_SECOND_SEGMENT
         return possible_classes(logits, two_segments[None, :, None, None])
 
     def save(self, path: Path = WEIGHTS_FILE) -> None:
-        stored = {"state_dict": self.network.state_dict(), "classes": list(CLASSES),
+        stored = {"kind": self.kind, "state_dict": self.network.state_dict(), "classes": list(CLASSES),
                   "widths": list(STAGE_WIDTHS), "input_size": INPUT_SIZE, "channels": CHANNELS,
                   "measures": INPUT_MEASURES, "info": self.info}
         with atomic_path(path) as temporary:
@@ -168,6 +184,8 @@ def load_classifier(path: str | Path = WEIGHTS_FILE) -> PatternClassifier:
         raise ValueError(f"{path} was trained for classes {stored['classes']} on {shape[0]} x {shape[1]} x {shape[1]} "
                          f"images and {shape[2]} measures, not this version's {CHANNELS} x {INPUT_SIZE} x {INPUT_SIZE} "
                          f"and {INPUT_MEASURES}; retrain it with `python -m classifier train`")
+    if stored.get("kind", "cnn") == "trees":
+        return PatternClassifier(MeasuredTrees.from_state_dict(stored["state_dict"]), stored.get("info", {}))
     network = PatternCNN(stored["widths"], stored["input_size"])
     network.load_state_dict(stored["state_dict"])
     return PatternClassifier(network, stored.get("info", {}))

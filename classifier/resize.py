@@ -12,8 +12,9 @@ the square root of the mean-pooled map, and the input's structure: 1 where both 
 the same segment, 0.5 where they are in different segments of a sentence pair, 0 outside the
 input; so the CNN sees how long the input is, whether it is a pair and where the boundary is.
 
-Beside the image, the CNN takes the guideline's measurements of the map (`classifier.features`),
-since the lines between neighbouring classes are drawn on them. A padded batch is resized and
+Beside the image, the CNN takes the measurements of the map (`classifier.features`), since the
+guideline's lines between neighbouring classes are drawn on them; the shipped classifier, boosted
+trees (`classifier.trees`), takes the measurements alone. A padded batch is resized and
 measured in one vectorised call: each example's index map points into its own real tokens
 only, so padding never enters.
 """
@@ -27,12 +28,12 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from classifier.features import MEASURES, NO_SECOND_SEGMENT, measure_padded
+from classifier.features import MEASURES, NO_SECOND_SEGMENT, in_second_segment, measure_padded
 
 INPUT_SIZE = 32
 CHANNELS = 4
 MAX_TOKENS = 512
-INPUT_MEASURES = MEASURES + 2  # the guideline's measurements, whether the input is a pair, its log length
+INPUT_MEASURES = MEASURES + 2  # the map's measurements, whether the input is a pair, its log length
 CROSS_SEGMENT = 0.5  # the structure channel between tokens of different segments (same segment: 1)
 
 
@@ -77,22 +78,37 @@ def structure_channel(tokens: torch.Tensor, real: torch.Tensor, second_segments:
     """(batch, 1, size, size): 1 same segment, `CROSS_SEGMENT` across the pair's boundary, 0 outside
     the input; from each pixel's first source token (``tokens``, ``real``: (batch, side))."""
     tokens, real = tokens[:, ::factor], real[:, ::factor]
-    pair = second_segments[:, None] != NO_SECOND_SEGMENT
-    segment = pair & (tokens >= second_segments[:, None])
+    segment = in_second_segment(tokens, second_segments)
     same = segment[:, :, None] == segment[:, None, :]
     inside = real[:, :, None] & real[:, None, :]
     return (inside * torch.where(same, 1.0, CROSS_SEGMENT))[:, None].float()
 
 
+def measured_inputs(attentions: torch.Tensor, lengths: torch.Tensor, second_segments: torch.Tensor) -> torch.Tensor:
+    """The measurements of padded maps (`classifier.features`), whether each input is a pair and
+    its log length (over log 512): arguments as `normalise_padded`; -> (count, `INPUT_MEASURES`)."""
+    batch = attentions.shape[0]
+    count = attentions[0, ..., 0, 0].numel()
+    lengths, second_segments = lengths.to(attentions.device), second_segments.to(attentions.device)
+    described = torch.stack([(second_segments != NO_SECOND_SEGMENT).float(),
+                             lengths.float().log() / math.log(MAX_TOKENS)], dim=-1)  # (batch, 2)
+    described = described[:, None].expand(batch, count, 2).reshape(batch * count, 2)
+    return torch.cat([measure_padded(attentions.float(), lengths, second_segments), described], dim=1)
+
+
 def normalise_padded(attentions: torch.Tensor, lengths: torch.Tensor, second_segments: torch.Tensor,
-                     size: int = INPUT_SIZE) -> MapInputs:
-    """Padded maps to CNN input, each cropped to its example's real tokens.
+                     size: int = INPUT_SIZE, images: bool = True) -> MapInputs:
+    """Padded maps to the classifier's input, each cropped to its example's real tokens.
 
     ``attentions``: (batch, ..., seq, seq), e.g. (batch, layers, heads, seq, seq);
     ``lengths``: (batch,); ``second_segments``: (batch,) first token of the second segment,
     `NO_SECOND_SEGMENT` for single-segment inputs. Returns the inputs of batch * prod(...)
-    maps, batch-major.
+    maps, batch-major; without ``images`` (a classifier on the measurements alone) the images
+    are (count, 0) placeholders and the maps are only measured.
     """
+    measured = measured_inputs(attentions, lengths, second_segments)
+    if not images:
+        return MapInputs(measured.new_empty(len(measured), 0), measured)
     batch, seq = attentions.shape[0], attentions.shape[-1]
     maps = attentions.reshape(batch, -1, seq, seq).float()
     count = maps.shape[1]
@@ -113,17 +129,12 @@ def normalise_padded(attentions: torch.Tensor, lengths: torch.Tensor, second_seg
     mean = _scaled(pooled[1].mean(dim=-1))
     structure = structure_channel(tokens, real, second_segments, factor)
     structure = structure[:, None].expand(batch, count, 1, size, size).reshape(batch * count, 1, size, size)
-    images = torch.cat([peak, peak.sqrt(), mean.sqrt(), structure], dim=1)
-    described = torch.stack([(second_segments != NO_SECOND_SEGMENT).float(),
-                             lengths.float().log() / math.log(MAX_TOKENS)], dim=-1)  # (batch, 2)
-    described = described[:, None].expand(batch, count, 2).reshape(batch * count, 2)
-    measured = measure_padded(attentions.float(), lengths, second_segments)
-    return MapInputs(images, torch.cat([measured, described], dim=1))
+    return MapInputs(torch.cat([peak, peak.sqrt(), mean.sqrt(), structure], dim=1), measured)
 
 
 def normalise_list(maps: Sequence[np.ndarray | torch.Tensor], second_segments: Sequence[int] | None = None,
-                   size: int = INPUT_SIZE) -> MapInputs:
-    """Square maps of mixed sizes to CNN input, in input order.
+                   size: int = INPUT_SIZE, images: bool = True) -> MapInputs:
+    """Square maps of mixed sizes to the classifier's input (``images`` as `normalise_padded`), in input order.
 
     ``second_segments``: where each map's second segment starts (`NO_SECOND_SEGMENT`, the
     default, for single-segment inputs). Maps of similar length are padded together and
@@ -134,7 +145,8 @@ def normalise_list(maps: Sequence[np.ndarray | torch.Tensor], second_segments: S
             raise ValueError(f"map {index} has shape {tuple(attention.shape)}; "
                              "expected a square (n, n) map with n >= 2")
     segments = torch.tensor(list(second_segments) if second_segments is not None else [NO_SECOND_SEGMENT] * len(maps))
-    out = MapInputs(torch.empty(len(maps), CHANNELS, size, size), torch.empty(len(maps), INPUT_MEASURES))
+    out = MapInputs(torch.empty(len(maps), CHANNELS if images else 0, *((size, size) if images else ())),
+                    torch.empty(len(maps), INPUT_MEASURES))
     by_factor: dict[int, list[int]] = {}
     for index, attention in enumerate(maps):
         by_factor.setdefault(-(-attention.shape[0] // size), []).append(index)
@@ -145,6 +157,6 @@ def normalise_list(maps: Sequence[np.ndarray | torch.Tensor], second_segments: S
             n = maps[i].shape[0]
             padded[row, :n, :n] = torch.as_tensor(np.asarray(maps[i], dtype=np.float32))
         lengths = torch.tensor([maps[i].shape[0] for i in indices])
-        group = normalise_padded(padded, lengths, segments[indices], size)
+        group = normalise_padded(padded, lengths, segments[indices], size, images)
         out.images[indices], out.measures[indices] = group.images, group.measures
     return out

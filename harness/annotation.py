@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from classifier.annotate import label_interactively, parse_label_lines, record, write_pool
-from classifier.data import MapSource, length_band, read_sources
+from classifier.data import MapSource, draw_evenly, length_band, read_sources
 from harness.config import AnnotationConfig, RunConfig
 from harness.encoding import encode_examples, token_lengths
 from harness.finetune import finetune
@@ -42,13 +42,7 @@ def spread_over_lengths(lengths: list[int], count: int, rng: np.random.Generator
     bands: dict[int, list[int]] = {}
     for index, length in enumerate(lengths):
         bands.setdefault(length_band(length), []).append(index)
-    pools = [rng.permutation(members).tolist() for _, members in sorted(bands.items())]
-    chosen: list[int] = []
-    while len(chosen) < count and any(pools):
-        for pool in pools:
-            if pool and len(chosen) < count:
-                chosen.append(pool.pop())
-    return chosen
+    return draw_evenly([members for _, members in sorted(bands.items())], count, rng)
 
 
 def sample_pool(config: RunConfig, annotation: AnnotationConfig) -> list[Path]:

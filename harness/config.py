@@ -202,7 +202,7 @@ class AnalysisConfig:
     max_tokens: int = option(128, "truncation of word-level inputs and corpus segments (Clark et al.: 128)")
     word_attention_from: str = option("mean", "attention from a split word: mean of its sub-tokens, or the first "
                                               "(Clark et al.'s code)", choices=WORD_ATTENTION_FROM)
-    pattern_weights: Path | None = option(None, "attention-pattern CNN weights from `python -m classifier train` "
+    pattern_weights: Path | None = option(None, "attention-pattern classifier weights from `python -m classifier train` "
                                                 "(default: the shipped weights)")
     clustering_tokens_per_example: int = option(2, "tokens sampled per example for the Jensen-Shannon head "
                                                    "distances", flag="--clustering-tokens")

@@ -1,8 +1,8 @@
 """Kovaleva et al.'s attention patterns: how often each head's maps are vertical, diagonal,
 vertical+diagonal, block or heterogeneous, before and after fine-tuning.
 
-Every map of both checkpoints on the task's dev examples is classified by the shipped CNN
-(`classifier`), all heads of a batch in one call (`block` only for sentence pairs, the one
+Every map of both checkpoints on the task's dev examples is classified by the shipped classifier
+(`classifier`: boosted trees on the map's measurements), all heads of a batch in one call (`block` only for sentence pairs, the one
 input where two segments exist); only per-head class counts are kept, so
 memory does not grow with the number of examples. The result is the share of each class over
 all maps (the paper's Figure 2, per checkpoint), the majority class of each head, and the
@@ -36,10 +36,12 @@ CLASS_COLOURS = {"vertical": "#1f77b4", "diagonal": "#ff7f0e", "vertical+diagona
 
 @register_analysis
 class AttentionPatterns(Analysis):
-    """Per-head counts of the CNN's class over examples, for each checkpoint."""
+    """Per-head counts of the classifier's class over examples, for each checkpoint."""
 
     name = "patterns"
-    version = 4  # 3: `block` never predicted for single sentences; 4: the CNN sees the segments and measurements
+    # 3: `block` never predicted for single sentences; 4: the CNN sees the segments and measurements;
+    # 5: boosted trees on the maps' measurements
+    version = 5
     settings_used = ("pattern_weights",)
     reference = {"kovaleva_bert_base": "heterogeneous 32% (MRPC) to 61% (QQP) of maps; ~30% of labelled maps vertical"}
 

@@ -17,7 +17,7 @@ from classifier.features import NO_SECOND_SEGMENT, map_features
 from classifier.guideline import LINES, Line, draw_examples, misplaced, relabel, settled
 from classifier.resize import CHANNELS, INPUT_SIZE, normalise_list, normalise_padded
 from classifier.synthetic import synthetic_map, synthetic_set
-from classifier.train import TrainConfig, run, train
+from classifier.train import KINDS, TrainConfig, run, train
 
 
 @pytest.fixture(scope="module")
@@ -262,9 +262,10 @@ def test_pool_sheets_and_recorded_labels_round_trip(tmp_path):
         record(tmp_path / "pool", {"nope": "block"}, labels_file, maps_file)
 
 
-def test_training_is_seeded_and_logged_with_its_held_out_scores(tmp_path):
+@pytest.mark.parametrize("kind", KINDS)
+def test_training_is_seeded_and_logged_with_its_held_out_scores(tmp_path, kind):
     """A short run of classifier/train.py: same seed, same weights; the MLflow run holds the scores."""
-    small = dict(synthetic_per_class=40, real_repeats=1, epochs=2, batch_size=64)
+    small = dict(kind=kind, synthetic_per_class=40, real_repeats=1, epochs=2, batch_size=64, tree_rounds=20)
     first = run(TrainConfig(**small, out=tmp_path / "a.pt"), f"sqlite:///{tmp_path}/m.db")
     _, again, _ = train(TrainConfig(**small, out=tmp_path / "b.pt"))
     assert again == first
@@ -276,9 +277,9 @@ def test_training_is_seeded_and_logged_with_its_held_out_scores(tmp_path):
     client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path}/m.db")
     runs = client.search_runs([client.get_experiment_by_name("pattern-classifier").experiment_id])
     assert len(runs) == 1 and runs[0].data.metrics["macro_f1"] == pytest.approx(first.macro_f1)
+    assert load_classifier(tmp_path / "a.pt").kind == kind
 
 
-@pytest.mark.slow
 def test_training_from_the_labels_reproduces_the_shipped_weights_scores(tmp_path):
     """`python -m classifier train`'s recipe, from the stored labels and seed 0, gives the shipped
     weights' split and held-out scores (to 0.02: CPU kernels may differ in the last bits)."""
