@@ -8,6 +8,7 @@ themselves (`harness.commands`, which loads torch and transformers) are imported
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import signal
 import sys
@@ -51,10 +52,28 @@ def raise_terminated(signum: int, frame: Any) -> None:
     raise Terminated()
 
 
+class SubcommandParser(argparse.ArgumentParser):
+    """A subcommand's parser that rejects unknown flags itself, with its own usage and the
+    closest known flag ("did you mean --model?"), instead of leaving them to the top parser."""
+
+    def parse_known_args(self, args: list[str] | None = None, namespace: argparse.Namespace | None = None):
+        parsed, unknown = super().parse_known_args(args, namespace)
+        if unknown:
+            self.error("unrecognized arguments: " + " ".join(unknown) + self.suggestion(unknown))
+        return parsed, unknown
+
+    def suggestion(self, unknown: list[str]) -> str:
+        flags = [option for action in self._actions for option in action.option_strings]
+        guesses = {flag: difflib.get_close_matches(flag.split("=")[0], flags, n=1, cutoff=0.6)
+                   for flag in unknown if flag.startswith("-")}
+        hints = [f"{guess[0]} for {flag}" for flag, guess in guesses.items() if guess]
+        return f" (did you mean {', '.join(hints)}?)" if hints else ""
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="harness", description="What does fine-tuning do to BERT's attention?")
     parser.add_argument("--debug", action="store_true", help="show tracebacks and library warnings")
-    commands = parser.add_subparsers(dest="command", required=True)
+    commands = parser.add_subparsers(dest="command", required=True, parser_class=SubcommandParser)
     for name, groups in GROUPS.items():
         command = commands.add_parser(name, help=DESCRIPTIONS[name], description=DESCRIPTIONS[name])
         for group in groups:

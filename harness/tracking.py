@@ -21,6 +21,9 @@ from harness.locking import exclusive
 from tasks.errors import InputError
 
 EXPERIMENT = "attention-shift"
+# The MLflow 3 UI opens an experiment without this tag in its GenAI mode (traces, "evaluation runs");
+# with it, as model training (runs, metrics, the compare view).
+EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
 RUN_KEY_TAG = "harness.run_key"
 RETRY_TAG = "harness.retry_of"
 BATCH_METRICS = 1000  # MLflow's limit per log_batch
@@ -61,9 +64,11 @@ def open_experiment(uri: str) -> tuple[MlflowClient, str]:
 
 def _experiment_id(client: MlflowClient, artifacts: str | None) -> str:
     experiment = client.get_experiment_by_name(EXPERIMENT)
-    if experiment is not None:
-        return experiment.experiment_id
-    return client.create_experiment(EXPERIMENT, artifact_location=artifacts)
+    if experiment is None:
+        return client.create_experiment(EXPERIMENT, artifact_location=artifacts, tags=dict([EXPERIMENT_KIND]))
+    if experiment.tags.get(EXPERIMENT_KIND[0]) != EXPERIMENT_KIND[1]:  # a store made by an earlier version
+        client.set_experiment_tag(experiment.experiment_id, *EXPERIMENT_KIND)
+    return experiment.experiment_id
 
 
 def flatten(prefix: str, value: Any) -> dict[str, str]:
@@ -127,6 +132,12 @@ class Tracker:
 
     def log_artifact(self, path: Path, folder: str | None = None) -> None:
         retrying(lambda: self.client.log_artifact(self.run_id, str(path), folder))
+
+    def log_folder_once(self, folder: Path, name: str) -> None:
+        """The files of ``folder`` as the run's artifact folder ``name``, unless the run has it
+        already (a re-run does not copy a model again)."""
+        if not retrying(lambda: self.client.list_artifacts(self.run_id, name)):
+            retrying(lambda: self.client.log_artifacts(self.run_id, str(folder), name))
 
     def finish(self, status: str = "FINISHED") -> None:
         """End the run as ``status`` (FINISHED, FAILED or KILLED), keeping a finished run finished."""

@@ -2,6 +2,10 @@
 
 from dataclasses import fields
 
+import pytest
+from huggingface_hub import constants as hub_constants
+
+from harness import models
 from harness.cli import GROUPS, build_parser, configs_from, main
 from harness.config import flag_of
 
@@ -42,6 +46,35 @@ def test_unreachable_model_names_the_offline_alias(capsys, tmp_path):
                         "--cache-dir", str(tmp_path / "cache"), "--tracking-uri", f"sqlite:///{tmp_path}/m.db")
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert "could not load" in err and "--model minilm" in err
+
+
+def test_an_unreachable_hub_is_detected_not_retried(capsys, tmp_path, monkeypatch):
+    """A hub id with the hub unreachable (here: an endpoint that refuses connections) fails on
+    the first attempt, saying so, and later hub accesses read the local cache only."""
+    monkeypatch.setattr(hub_constants, "ENDPOINT", "http://127.0.0.1:9")
+    monkeypatch.setattr(hub_constants, "HF_HUB_OFFLINE", False)
+    for name in models.PROXY_VARIABLES:
+        monkeypatch.delenv(name, raising=False)
+    models.hub_unreachable.cache_clear()
+    (tmp_path / "RTE").mkdir()
+    for split in ("train", "dev"):
+        (tmp_path / "RTE" / f"{split}.tsv").write_text("index\tsentence1\tsentence2\tlabel\n0\ta\tb\tentailment\n")
+    code, err = run_cli(capsys, "run", "--task", "rte", "--model", "no-such-org/no-such-model",
+                        "--data-dir", str(tmp_path), "--output-dir", str(tmp_path / "out"),
+                        "--cache-dir", str(tmp_path / "cache"), "--tracking-uri", f"sqlite:///{tmp_path}/m.db")
+    models.hub_unreachable.cache_clear()
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "the hub is unreachable (127.0.0.1:9" in err and "--model minilm" in err
+    assert hub_constants.is_offline_mode()
+
+
+@pytest.mark.parametrize(("typed", "meant"), [("--modle", "--model"), ("--max-train-exmaples", "--max-train-examples")])
+def test_a_misspelled_flag_gets_the_subcommands_usage_and_a_suggestion(capsys, typed, meant):
+    with pytest.raises(SystemExit) as stopped:
+        main(["run", "--task", "rte", typed, "1"])
+    err = capsys.readouterr().err
+    assert stopped.value.code == 2
+    assert err.startswith("usage: harness run ") and f"(did you mean {meant} for {typed}?)" in err
 
 
 def test_figures_without_a_run(capsys, tmp_path, tiny_model_dir, tiny_data):

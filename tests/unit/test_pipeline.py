@@ -79,8 +79,19 @@ def test_one_mlflow_run_per_key_and_no_metric_logged_twice(finished):
     (run,) = client.search_runs([experiment.experiment_id])
     assert run.info.status == "FINISHED" and run.info.run_name == next(iter(summaries(root)))
     assert len(client.get_metric_history(run.info.run_id, "cosine_layer_2")) == 1
-    assert {"dev_accuracy_finetuned", "dev_accuracy_pretrained", "dev_accuracy_majority"} <= set(run.data.metrics)
-    assert {a.path for a in client.list_artifacts(run.info.run_id)} >= {"summary.json", "figures"}
+    metrics = run.data.metrics
+    assert {"dev_accuracy_finetuned", "dev_accuracy_pretrained", "dev_accuracy_majority"} <= set(metrics)
+    assert metrics["dev_accuracy_change"] == pytest.approx(metrics["dev_accuracy_finetuned"]
+                                                           - metrics["dev_accuracy_pretrained"])
+    assert {a.path for a in client.list_artifacts(run.info.run_id)} >= {"summary.json", "figures", "checkpoint"}
+    config = json.loads((Path(client.download_artifacts(run.info.run_id, "checkpoint/config.json", str(root)))
+                         ).read_text())
+    assert config["id2label"] == {"0": "entailment", "1": "not_entailment"}
+    params = run.data.params
+    (summary,) = summaries(root).values()
+    assert params["examples.compared"] == str(summary["run"]["num_eval_examples"])
+    assert params["harness.version"] and params["harness.git_commit"] and params["model.revision"] == "local folder"
+    assert len(params["model.weights_sha256"]) == 64 and "/" not in params["model.id"]
 
 
 def test_a_lost_result_is_recomputed_and_nothing_else(finished):
