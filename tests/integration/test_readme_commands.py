@@ -1,0 +1,160 @@
+"""Every command block of the README, run as written from the repository root (issue 14).
+
+The "Using it" block runs line by line through the environment's own executables
+(``.venv/bin/...``, as the README names them), each `harness` command with tiny sizes and
+its outputs in a temporary folder appended, the `mlflow ui` command as a real server that
+must answer. The online line (bert-base-uncased from the hub) runs only where the hub
+cannot be reached, and must then fail at once with its one-line error. The Python block runs
+on real maps; the benchmark and multi-GPU blocks name scripts and executables that exist
+and answer ``--help`` (they take minutes, or GPUs). The two set-up commands are CI itself
+(`tests/unit/test_readme.py`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from harness.models import hub_unreachable
+
+ROOT = Path(__file__).resolve().parents[2]
+SHARED_GLUE = ROOT.parent / "shared" / "data" / "glue"
+TINY = ["--max-train-examples", "32", "--epochs", "1", "--max-eval-examples", "8", "--quick",
+        "--ablation-examples", "8"]
+SERVER_SECONDS = 120
+
+pytestmark = pytest.mark.slow
+
+
+def blocks(language: str) -> list[str]:
+    """The README's fenced blocks of ``language``, in order."""
+    return re.findall(rf"```{language}\n(.*?)```", (ROOT / "README.md").read_text(), re.S)
+
+
+def commands(block: str) -> list[list[str]]:
+    """A block's commands as argument lists, comments dropped."""
+    return [shlex.split(line, comments=True) for line in block.splitlines() if shlex.split(line, comments=True)]
+
+
+def using_it() -> list[list[str]]:
+    block = next(block for block in blocks("bash") if "harness figures" in block)
+    return commands(block)
+
+
+def environment_executable(name: str) -> Path:
+    """What ``.venv/bin/<name>`` means for this test: the executables beside this interpreter
+    (CI runs the tests with .venv/bin/python, so they are the README's own)."""
+    return Path(sys.executable).parent / name
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory) -> dict[str, object]:
+    root = tmp_path_factory.mktemp("readme")
+    env = {**os.environ, "GLUE_DIR": str(SHARED_GLUE)}
+    return {"root": root, "env": env, "outputs": ["--output-dir", str(root / "out"), "--cache-dir",
+                                                  str(root / "cache"), "--tracking-uri",
+                                                  f"sqlite:///{root}/mlflow.db"]}
+
+
+def run_harness(argv: list[str], workspace: dict[str, object], timeout: int = 900) -> subprocess.CompletedProcess:
+    executable = environment_executable("harness")
+    assert argv[0] == ".venv/bin/harness" and executable.is_file()
+    return subprocess.run([str(executable), *argv[1:], *TINY, *workspace["outputs"]], cwd=ROOT,
+                          env=workspace["env"], capture_output=True, text=True, timeout=timeout)
+
+
+def test_the_using_it_block_exports_the_data_and_names_the_environments_executables():
+    lines = using_it()
+    assert lines[0] == ["export", "GLUE_DIR=../shared/data/glue"]
+    assert all(line[0].startswith(".venv/bin/") for line in lines[1:])
+    assert (ROOT / lines[0][1].split("=", 1)[1]).resolve() == SHARED_GLUE.resolve()
+
+
+def test_every_harness_command_of_the_using_it_block_runs(workspace):
+    """Offline lines in order (the run before the ablation and the figures that read its checkpoint)."""
+    offline = [line for line in using_it()[1:] if line[0] == ".venv/bin/harness" and "minilm" in line]
+    assert [line[1] for line in offline] == ["run", "run", "ablate", "figures"]
+    for line in offline:
+        done = run_harness(line, workspace)
+        assert done.returncode == 0, f"{shlex.join(line)}:\n{done.stderr[-3000:]}"
+    (summary,) = (workspace["root"] / "out").glob("rte-minilm-*/summary.json")
+    assert {"cosine", "patterns", "evaluation"} <= set(json.loads(summary.read_text())["analyses"])
+    assert list((summary.parent / "figures").glob("*.png"))
+
+
+def test_the_online_line_fails_at_once_with_one_line_when_the_hub_is_unreachable(workspace):
+    (online,) = [line for line in using_it() if line[0] == ".venv/bin/harness" and "--model" not in line]
+    if hub_unreachable() is None:
+        pytest.skip("the hub is reachable here: the online line would download bert-base-uncased")
+    done = run_harness(online, workspace, timeout=120)
+    assert done.returncode == 2
+    (error,) = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert "the hub is unreachable" in error and "--model minilm" in error
+
+
+def test_the_mlflow_ui_line_serves_the_harness_experiment(workspace):
+    """The UI of the README's line, on the store the harness lines wrote (the test's own)."""
+    (line,) = [line for line in using_it() if line[0] == ".venv/bin/mlflow"]
+    assert line[1:] == ["ui", "--backend-store-uri", "sqlite:///mlruns/mlflow.db"]
+    store = workspace["outputs"][workspace["outputs"].index("--tracking-uri") + 1]
+    port = free_port()
+    server = subprocess.Popen([str(environment_executable("mlflow")), "ui", "--backend-store-uri", store,
+                               "--port", str(port)], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        query = f"http://127.0.0.1:{port}/api/2.0/mlflow/experiments/get-by-name?experiment_name=attention-shift"
+        deadline = time.monotonic() + SERVER_SECONDS
+        while True:
+            try:
+                with urllib.request.urlopen(query, timeout=5) as answer:
+                    experiment = json.load(answer)["experiment"]
+                break
+            except OSError:
+                assert server.poll() is None and time.monotonic() < deadline, "mlflow ui did not answer"
+                time.sleep(1)
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=10) as page:
+            assert page.status == 200
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+    tags = {tag["key"]: tag["value"] for tag in experiment.get("tags", [])}
+    assert tags.get("mlflow.experimentKind") == "custom_model_development"
+
+
+def test_the_python_block_classifies_real_maps():
+    (block,) = blocks("python")
+    rng = np.random.default_rng(0)
+    maps = [rng.dirichlet(np.ones(n), size=n) for n in (5, 40)]
+    scope = {"maps": maps, "second_segments": [-1, 20]}
+    exec(compile(block, "README.md python block", "exec"), scope)
+    assert scope["clf"].predict(maps, [-1, 20]) and len(scope["clf"].predict_proba(maps, [-1, 20])) == 2
+
+
+def test_the_benchmark_and_multi_gpu_blocks_name_what_exists():
+    for block in blocks("bash"):
+        for line in commands(block):
+            words = [word for word in line if "=" not in word or word.startswith("-")]
+            if words[0] == ".venv/bin/python" and words[1] == "-m" and words[2].startswith("benchmarks."):
+                done = subprocess.run([sys.executable, "-m", words[2], "--help"], cwd=ROOT, capture_output=True,
+                                      text=True, timeout=300)
+                assert done.returncode == 0, f"{words[2]} --help:\n{done.stderr[-2000:]}"
+            elif words[0] == ".venv/bin/torchrun":
+                module = words.index("-m") + 1
+                assert environment_executable("torchrun").is_file() and words[module:module + 2] == ["harness",
+                                                                                                    "finetune"]
