@@ -1,7 +1,8 @@
 """``python -m classifier train|crossval|guideline|second-pass|agreement|predict``: train the pattern
-classifier (boosted trees on the maps' measurements, or the paper's CNN) on the labelled maps, cross-validate its recipe grouped by task and by input, check the labels
-against the guideline's lines and draw examples of them, draw a second labelling pass and
-measure its agreement, classify maps.
+classifier (boosted trees on the maps' measurements, or the paper's CNN) on the labelled maps,
+cross-validate its recipe grouped by task and by input, check the labels against the
+guideline's lines and draw examples of them, draw a second labelling pass and measure its
+agreement, classify maps.
 
 Maps are sampled for labelling from a model with ``python -m harness annotate``."""
 

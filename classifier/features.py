@@ -132,4 +132,5 @@ def map_features(attention: np.ndarray, second_segment: int = NO_SECOND_SEGMENT)
     attention = torch.as_tensor(np.asarray(attention, dtype=np.float64))
     values = measure_padded(attention[None], torch.tensor([len(attention)]), torch.tensor([second_segment]))[0]
     pair = second_segment != NO_SECOND_SEGMENT
-    return MapFeatures(*(value if pair or index not in PAIR_ONLY else None for index, value in enumerate(values.tolist())))
+    return MapFeatures(*(value if pair or index not in PAIR_ONLY else None
+                         for index, value in enumerate(values.tolist())))

@@ -30,6 +30,7 @@ from typing import Any
 
 import numpy as np
 import torch
+from tqdm.auto import tqdm
 from transformers import DataCollatorWithPadding, PreTrainedModel, Trainer, TrainerCallback, TrainingArguments
 from transformers.trainer_callback import ExportableState, PrinterCallback, ProgressCallback
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
@@ -96,8 +97,22 @@ class FineTuneResult:
 
 
 class QuietProgress(ProgressCallback):
-    """The Trainer's progress bars, with the latest loss on the training bar instead of a
-    printed log dictionary per logging step (the whole curve goes to MLflow)."""
+    """The Trainer's progress bars, the training bar counted in examples (so it shows examples/s
+    and the time left), with the latest loss on it instead of a printed log dictionary per
+    logging step (the whole curve goes to MLflow)."""
+
+    def on_train_begin(self, args, state, control, **kwargs) -> None:
+        self.examples_per_step = (args.per_device_train_batch_size * args.gradient_accumulation_steps
+                                  * args.world_size)
+        if state.is_world_process_zero:
+            self.training_bar = tqdm(total=state.max_steps * self.examples_per_step, unit="ex", desc="fine-tuning",
+                                     dynamic_ncols=True)
+        self.current_step = 0
+
+    def on_step_end(self, args, state, control, **kwargs) -> None:
+        if state.is_world_process_zero:
+            self.training_bar.update((state.global_step - self.current_step) * self.examples_per_step)
+            self.current_step = state.global_step
 
     def on_log(self, args, state, control, logs=None, **kwargs) -> None:
         if self.training_bar is not None and logs and "loss" in logs:

@@ -8,11 +8,13 @@ from pathlib import Path
 import pytest
 import torch
 from safetensors.torch import save_file
+from transformers import TrainingArguments
+from transformers.trainer_callback import TrainerControl, TrainerState
 
 from harness.cli import main
 from harness.config import EnvironmentConfig, FineTuneConfig, RunConfig, TaskConfig
 from harness.dropout import FastDropout
-from harness.finetune import (Layout, cache_key, checkpoint_complete, last_checkpoint, sample,
+from harness.finetune import (Layout, QuietProgress, cache_key, checkpoint_complete, last_checkpoint, sample,
                               training_model)
 from harness.forward import IMPLEMENTATION
 from harness.pipeline import load_task_data
@@ -114,3 +116,20 @@ def test_a_torn_trainer_checkpoint_is_set_aside_and_the_last_complete_one_used(t
     assert not torn.exists() and len(list(tmp_path.glob("incomplete-checkpoint-20-*"))) == 1
     assert "set aside the incomplete Trainer checkpoint" in caplog.text
     assert last_checkpoint(tmp_path) == str(complete)  # the next run does not trip on it either
+
+
+def test_the_training_bar_counts_examples_and_shows_the_loss_not_log_dictionaries(tmp_path, capsys):
+    """The bar `harness.finetune` puts on the Trainer, driven through the Trainer's callback events."""
+    args = TrainingArguments(output_dir=str(tmp_path), per_device_train_batch_size=8, gradient_accumulation_steps=2,
+                             report_to=[])
+    state, control = TrainerState(max_steps=3), TrainerControl()
+    progress = QuietProgress()
+    progress.on_train_begin(args, state, control)
+    for step in (1, 2, 3):
+        state.global_step = step
+        progress.on_step_end(args, state, control)
+        progress.on_log(args, state, control, logs={"loss": 0.5 / step, "learning_rate": 1e-5, "epoch": step / 3})
+    bar = progress.training_bar
+    assert (bar.n, bar.total, bar.unit) == (48, 48, "ex") and bar.postfix == "loss=0.1667"
+    progress.on_train_end(args, state, control)
+    assert "learning_rate" not in capsys.readouterr().err
