@@ -1,7 +1,9 @@
 """Paper-ready figure helpers shared by the analyses.
 
 Layers and heads are shown 1-indexed, as in both papers. Figures are drawn only from
-stored results (``summary.json`` entries), never from live tensors.
+stored results (``summary.json`` entries), never from live tensors. Each is written as PNG
+and as PDF (vector, TrueType fonts embedded), and checked when saved: a label that leaves
+the canvas or tick labels that run into each other are logged as a warning naming the figure.
 """
 
 from __future__ import annotations
@@ -10,16 +12,22 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import logging
+import textwrap
+
 import matplotlib
 
 matplotlib.use("Agg")  # headless: figures go to files
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib.text import Text  # noqa: E402
 from matplotlib.ticker import ScalarFormatter  # noqa: E402
 
 from tasks.files import atomic_path  # noqa: E402
 
 DPI = 200
+matplotlib.rcParams["pdf.fonttype"] = 42  # TrueType fonts embedded whole: editable text in the PDF
+log = logging.getLogger(__name__)
 CHECKPOINT_TITLES = {"pretrained": "pre-trained", "finetuned": "fine-tuned"}
 
 
@@ -28,18 +36,80 @@ def checkpoint_title(name: str) -> str:
     return CHECKPOINT_TITLES.get(name, name)
 
 
+def model_title(model: str) -> str:
+    """A model as figures name it: a hub id or alias as given, a local folder by its name (never
+    a path of the machine that ran it)."""
+    return Path(model).name if Path(model).is_absolute() else model
+
+
 def run_title(run: dict[str, Any]) -> str:
     """``"minilm on rte"``: the model and the task of a run, for figure titles."""
-    return f"{run.get('model', 'model')} on {run.get('task', 'task')}"
+    return f"{model_title(run.get('model', 'model'))} on {run.get('task', 'task')}"
+
+
+def wrapped(title: str, width_inches: float, fontsize: float = 9) -> str:
+    """``title`` broken into lines that fit ``width_inches`` at ``fontsize`` points (a character
+    is about 0.55 em wide)."""
+    return textwrap.fill(title, max(24, int(width_inches * 72 / (0.55 * fontsize))))
 
 
 def save(figure: plt.Figure, path: Path) -> Path:
-    """Write a figure as PNG and close it (figures are many; keep memory flat)."""
+    """Write a figure as PNG (``path``) and PDF beside it, check its layout, close it (figures
+    are many; keep memory flat)."""
     figure.tight_layout()
-    with atomic_path(path) as temporary:
-        figure.savefig(temporary, dpi=DPI, format="png")
+    return _write(figure, path, {})
+
+
+def pdf_sibling(path: Path) -> Path:
+    """The PDF written beside a figure's PNG."""
+    return path.with_suffix(".pdf")
+
+
+def _write(figure: plt.Figure, path: Path, options: dict[str, Any]) -> Path:
+    for target, form in ((path, "png"), (pdf_sibling(path), "pdf")):
+        with atomic_path(target) as temporary:
+            figure.savefig(temporary, dpi=DPI, format=form, **options)
+    for problem in layout_problems(figure, clipped_allowed=bool(options)):
+        log.warning("figure %s: %s", path.name, problem)
     plt.close(figure)
     return path
+
+
+def layout_problems(figure: plt.Figure, clipped_allowed: bool = False) -> list[str]:
+    """Text outside the canvas (unless the figure is saved cropped to its contents, which keeps
+    all text by construction) and tick labels of one axis that overlap, on a drawn figure.
+    Tick labels outside an axis's view are ignored: matplotlib keeps them but does not draw them."""
+    renderer = figure.canvas.get_renderer()
+    canvas = figure.bbox
+    axes_ticks = [(axes, name, axis, *drawn_tick_labels(axis)) for axes in figure.axes
+                  for name, axis in (("x", axes.xaxis), ("y", axes.yaxis))]
+    undrawn = {id(label) for *_, hidden in axes_ticks for label in hidden}
+    problems = []
+    if not clipped_allowed:
+        for text in figure.findobj(Text):
+            if text.get_visible() and text.get_text().strip() and id(text) not in undrawn:
+                box = text.get_window_extent(renderer)
+                if box.x0 < canvas.x0 - 1 or box.y0 < canvas.y0 - 1 or box.x1 > canvas.x1 + 1 or box.y1 > canvas.y1 + 1:
+                    problems.append(f"text {text.get_text()!r} leaves the canvas")
+    for axes, name, _, drawn, _ in axes_ticks:
+        boxes = [label.get_window_extent(renderer) for label in drawn]
+        if any(first.overlaps(second) for first, second in zip(boxes, boxes[1:])):
+            problems.append(f"{name} tick labels of {axes.get_title() or 'a panel'!r} overlap")
+    return problems
+
+
+def drawn_tick_labels(axis: matplotlib.axis.Axis) -> tuple[list[Text], list[Text]]:
+    """The major tick labels of ``axis`` that are drawn (non-empty, within the view), in order,
+    and those that are not."""
+    low, high = sorted(axis.get_view_interval())
+    margin = 1e-9 * max(abs(low), abs(high), 1.0)
+    drawn, hidden = [], []
+    for tick in axis.get_major_ticks():
+        for label in (tick.label1, tick.label2):
+            if not (label.get_visible() and label.get_text().strip()):
+                continue
+            (drawn if low - margin <= tick.get_loc() <= high + margin else hidden).append(label)
+    return drawn, hidden
 
 
 def style_head_axes(axes: plt.Axes, layers: int, heads: int, title: str,
@@ -59,13 +129,14 @@ def draw_head_grid(
     """Heatmap with heads on the x axis and layers on the y axis (layer 1 at the top)."""
     grid = np.asarray(values, dtype=float)
     layers, heads = grid.shape
-    figure, axes = plt.subplots(figsize=(0.45 * heads + 2.2, 0.4 * layers + 1.6))
+    width = max(0.45 * heads + 2.2, 4.5)
+    figure, axes = plt.subplots(figsize=(width, max(0.4 * layers + 1.6, 3.2)), layout="constrained")
     image = axes.imshow(grid, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
-    style_head_axes(axes, layers, heads, title)
+    style_head_axes(axes, layers, heads, wrapped(title, width - 1.5))
     colorbar = figure.colorbar(image, ax=axes, label=colorbar_label)
     colorbar.formatter = ScalarFormatter(useOffset=False)  # values near 1 stay readable, no "+9.999e-1"
     colorbar.update_ticks()
-    return save(figure, path)
+    return save_with_colorbar(figure, path)
 
 
 def draw_layer_lines(
@@ -79,7 +150,7 @@ def draw_layer_lines(
         axes.set_xticks(layers)
     axes.set_xlabel("layer")
     axes.set_ylabel(ylabel)
-    axes.set_title(title, fontsize=9)
+    axes.set_title(wrapped(title, 3.6), fontsize=9)
     axes.grid(alpha=0.3)
     axes.legend(fontsize=8)
     return save(figure, path)
@@ -121,8 +192,6 @@ def draw_side_by_side_grids(grids: dict[str, Sequence[Sequence[float]]], path: P
 
 
 def save_with_colorbar(figure: plt.Figure, path: Path) -> Path:
-    """Like `harness.figures.save`, without tight_layout (it clashes with a colour bar shared by panels)."""
-    with atomic_path(path) as temporary:
-        figure.savefig(temporary, dpi=DPI, bbox_inches="tight", format="png")
-    plt.close(figure)
-    return path
+    """Like `harness.figures.save`, without tight_layout (it clashes with a colour bar shared by
+    panels): cropped to the figure's contents instead."""
+    return _write(figure, path, {"bbox_inches": "tight"})

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.analyses import ANALYSES
+from harness.figures import pdf_sibling
 from harness.store import key_of, read_json, write_json
 from tasks.files import atomic_write_text
 
@@ -31,7 +32,8 @@ def redraw(summary: dict[str, Any], out_dir: Path, force: bool = False) -> list[
     for name, entry in summary["analyses"].items():
         analysis = ANALYSES.get(name)
         if analysis is not None and entry.get("version") == analysis.version:
-            written.extend(analysis.draw(entry, summary["run"], out_dir))
+            figures = analysis.draw(entry, summary["run"], out_dir)
+            written += figures + [pdf_sibling(path) for path in figures if pdf_sibling(path).is_file()]
             for stem, text in analysis.tables(entry, summary["run"]).items():
                 written.append(atomic_write_text(out_dir / f"{stem}.md", text))
     write_json(out_dir / DRAWN, {"summary": fingerprint, "files": [str(p.relative_to(out_dir)) for p in written]})

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 import torch
 from matplotlib.colors import TwoSlopeNorm
+from matplotlib.ticker import MaxNLocator
 from scipy.stats import ConstantInputWarning, spearmanr
 
 from harness.analyses.base import (GATE_GRADIENTS, INTERVENES, LOGITS, Analysis, AnalysisContext, pair_name,
@@ -443,7 +444,8 @@ def draw_importance(importances: dict[str, Any], entry: dict[str, Any], run: dic
         if after in importances:
             panel.scatter(np.ravel(stats["cosine_per_head"]), np.ravel(importances[after]), s=10)
         rho = stats["importance_vs_cosine"]
-        panel.set_xlabel("cosine similarity of the head's maps (pre-trained vs fine-tuned)")
+        panel.set_xlabel("cosine similarity of the head's maps\n(pre-trained vs fine-tuned)")
+        panel.xaxis.set_major_locator(MaxNLocator(4))  # similarities near 1 have long tick labels
         panel.set_ylabel(f"{checkpoint_title(after)} importance")
         panel.set_title("Spearman rho " + ("n/a" if rho is None else f"{rho:.2f}"), fontsize=9)
         panel.grid(alpha=0.3)

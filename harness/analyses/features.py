@@ -22,7 +22,8 @@ from harness.analyses.base import (AnalysisContext, best_head, pair_name, per_ch
                                    register_analysis)
 from harness.analyses.wordlevel import WordLevelAnalysis
 from harness.batches import AttentionBatch
-from harness.figures import checkpoint_title, draw_layer_lines, plt, run_title, save, style_head_axes
+from harness.figures import (checkpoint_title, draw_layer_lines, plt, run_title, save_with_colorbar,
+                             style_head_axes)
 from harness.wordlevel import word_maps
 from tasks.treebank import Sentence
 
@@ -180,12 +181,16 @@ def draw_feature_panels(entry: dict[str, Any], name: str, path: Path, *, title: 
     layers, heads = grids[0][1].shape
     panels = [(label, grid, "viridis", 0.0, top) for label, grid in grids] + \
              [(label, change, "RdBu_r", -limit, limit) for label, change in changes]
-    figure, axes = plt.subplots(1, len(panels), figsize=(len(panels) * (0.32 * heads + 1.6), 0.32 * layers + 1.8),
-                                squeeze=False)
+    # constrained layout keeps each panel's colour bar and its label inside the figure
+    figure, axes = plt.subplots(1, len(panels), figsize=(len(panels) * (0.32 * heads + 1.8),
+                                                        max(0.32 * layers + 1.8, 3.2)),
+                                squeeze=False, layout="constrained")
     for ax, (label, grid, cmap, vmin, vmax) in zip(axes[0], panels):
         image = ax.imshow(grid, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
         style_head_axes(ax, layers, heads, label, tick_size=6, title_size=8)
-        figure.colorbar(image, ax=ax, label="attention (row mean, max over words)" if cmap == "viridis" else "change")
+        bar = figure.colorbar(image, ax=ax)
+        bar.set_label("attention (row mean,\nmax over words)" if cmap == "viridis" else "change", fontsize=7)
+        bar.ax.tick_params(labelsize=6)
     count = (counts or next(iter(checkpoints.values()))["sentences_with_feature"])[name]
     figure.suptitle(f"{title}: attention to {name} ({count} {unit})", fontsize=9)
-    return save(figure, path)
+    return save_with_colorbar(figure, path)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 from pathlib import Path
 
@@ -11,6 +12,7 @@ from mlflow.tracking import MlflowClient
 
 from harness.analyses import ANALYSES
 from harness.cli import main
+from harness.render import redraw
 from harness.store import read_json
 from tests.conftest import snapshot, tiny_run_arguments
 
@@ -242,3 +244,18 @@ def test_ablate_adds_the_ablation_to_the_run_and_recomputes_nothing_else(tiny_mo
     (run,) = client.search_runs([client.get_experiment_by_name("attention-shift").experiment_id])
     assert {"ablation_intact_finetuned", "ablation_best_head_uniform_delta_finetuned",
             "ablation_worst_layer_zero_layer_finetuned"} <= set(run.data.metrics)
+
+
+def test_every_figure_is_drawn_as_png_and_pdf_without_clipped_or_overlapping_text(finished, tmp_path, caplog):
+    """Every figure of every analysis, redrawn from the stored summary: each PNG has a PDF with
+    its fonts embedded, and the layout check (`harness.figures.layout_problems`) finds nothing."""
+    root, _ = finished
+    (summary,) = summaries(root).values()
+    with caplog.at_level(logging.WARNING, logger="harness.figures"):
+        written = redraw(summary, tmp_path, force=True)
+    pngs = [path for path in written if path.suffix == ".png"]
+    assert len(pngs) > 20 and {path.with_suffix(".pdf") for path in pngs} <= set(written)
+    for png in pngs:
+        pdf = png.with_suffix(".pdf").read_bytes()
+        assert pdf.startswith(b"%PDF") and (b"/FontFile2" in pdf or b"/Font" not in pdf), png.name
+    assert [record.getMessage() for record in caplog.records] == []
