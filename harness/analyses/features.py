@@ -22,7 +22,7 @@ from harness.analyses.base import (AnalysisContext, best_head, pair_name, per_ch
                                    register_analysis)
 from harness.analyses.wordlevel import WordLevelAnalysis
 from harness.batches import AttentionBatch
-from harness.figures import (checkpoint_title, draw_layer_lines, plt, run_title, save_with_colorbar,
+from harness.figures import (checkpoint_title, draw_layer_lines, model_title, plt, save_with_colorbar,
                              style_head_axes)
 from harness.wordlevel import word_maps
 from tasks.treebank import Sentence
@@ -138,13 +138,15 @@ class LinguisticFeatures(WordLevelAnalysis):
 
     @classmethod
     def draw(cls, entry: dict[str, Any], run: dict[str, Any], out_dir: Path) -> list[Path]:
-        paths = [draw_feature_panels(entry, name, out_dir / f"features_{slug(name)}.png", title=run_title(run))
+        # the sentences are the treebank's, whatever task the run fine-tuned on
+        on = f"{model_title(run.get('model', 'model'))} on {entry['source']['notes'].get('treebank', 'the treebank')}"
+        paths = [draw_feature_panels(entry, name, out_dir / f"features_{slug(name)}.png", title=on)
                  for name in NAMES]
         for (before, after), comparison in zip(entry["pairs"], per_pair_results(entry).values()):
             lines = {name: values for name, values in comparison["change_per_layer"].items() if name not in SPECIAL}
             paths.append(draw_layer_lines(
                 lines, out_dir / f"features_change_per_layer_{before}-{after}.png",
-                title=f"{run_title(run)}: change in attention to linguistic features",
+                title=f"{on}: change in attention to linguistic features",
                 ylabel=f"{checkpoint_title(after)} minus {checkpoint_title(before)}\n(mean over heads)"))
         return paths
 
