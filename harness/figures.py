@@ -8,12 +8,11 @@ the canvas or tick labels that run into each other are logged as a warning namin
 
 from __future__ import annotations
 
+import logging
+import textwrap
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
-
-import logging
-import textwrap
 
 import matplotlib
 
@@ -69,29 +68,30 @@ def _write(figure: plt.Figure, path: Path, options: dict[str, Any]) -> Path:
     for target, form in ((path, "png"), (pdf_sibling(path), "pdf")):
         with atomic_path(target) as temporary:
             figure.savefig(temporary, dpi=DPI, format=form, **options)
-    for problem in layout_problems(figure, clipped_allowed=bool(options)):
+    for problem in layout_problems(figure, cropped="bbox_inches" in options):
         log.warning("figure %s: %s", path.name, problem)
     plt.close(figure)
     return path
 
 
-def layout_problems(figure: plt.Figure, clipped_allowed: bool = False) -> list[str]:
+def layout_problems(figure: plt.Figure, cropped: bool = False) -> list[str]:
     """Text outside the canvas (unless the figure is saved cropped to its contents, which keeps
     all text by construction) and tick labels of one axis that overlap, on a drawn figure.
     Tick labels outside an axis's view are ignored: matplotlib keeps them but does not draw them."""
     renderer = figure.canvas.get_renderer()
     canvas = figure.bbox
-    axes_ticks = [(axes, name, axis, *drawn_tick_labels(axis)) for axes in figure.axes
+    axes_ticks = [(axes, name, *drawn_tick_labels(axis)) for axes in figure.axes
                   for name, axis in (("x", axes.xaxis), ("y", axes.yaxis))]
     undrawn = {id(label) for *_, hidden in axes_ticks for label in hidden}
     problems = []
-    if not clipped_allowed:
+    if not cropped:
         for text in figure.findobj(Text):
             if text.get_visible() and text.get_text().strip() and id(text) not in undrawn:
                 box = text.get_window_extent(renderer)
-                if box.x0 < canvas.x0 - 1 or box.y0 < canvas.y0 - 1 or box.x1 > canvas.x1 + 1 or box.y1 > canvas.y1 + 1:
+                if (box.x0 < canvas.x0 - 1 or box.y0 < canvas.y0 - 1
+                        or box.x1 > canvas.x1 + 1 or box.y1 > canvas.y1 + 1):
                     problems.append(f"text {text.get_text()!r} leaves the canvas")
-    for axes, name, _, drawn, _ in axes_ticks:
+    for axes, name, drawn, _ in axes_ticks:
         boxes = [label.get_window_extent(renderer) for label in drawn]
         if any(first.overlaps(second) for first, second in zip(boxes, boxes[1:])):
             problems.append(f"{name} tick labels of {axes.get_title() or 'a panel'!r} overlap")

@@ -93,11 +93,10 @@ def snapshot_revision(model_id: str) -> str:
 
 
 def _load_error(name: str, error: Exception) -> InputError:
-    unreachable = None if Path(name).exists() else hub_unreachable()
     if Path(name).exists():
         hint = "is it a folder written by save_pretrained (config.json and weights)?"
         where = "local path"
-    elif unreachable is not None:
+    elif (unreachable := hub_unreachable()) is not None:
         hint = (f"the hub is unreachable ({unreachable}) and it is not in the local cache; "
                 "try the bundled model with --model minilm")
         where = "model id"

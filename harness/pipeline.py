@@ -33,13 +33,13 @@ from harness.finetune import FineTuneResult, TaskData, cache_key, finetune, samp
 from harness.locking import exclusive
 from harness.models import (BASELINES, FINETUNED, PRETRAINED, Checkpoint, check_model, load_finetuned,
                             load_sequence_classifier, load_tokenizer, prepare, pretrained_identity)
+from harness.provenance import code_version, model_provenance
 from harness.render import redraw
 from harness.sources import SOURCES, SourceContext
 from harness.sources.coreference import DEFAULT_COREF_DATA
 from harness.sources.task import KOVALEVA_PADDED_LENGTH, PaddedTaskSource
 from harness.sources.treebank import DEFAULT_TREEBANK, train_sibling
 from harness.store import FileHashes, ResultStore, ensure_writable, key_of, read_json, write_json
-from harness.provenance import code_version, model_provenance
 from harness.tracking import Tracker, flatten, training_curve
 from tasks.errors import InputError
 from tasks.glue_tsv import split_path
@@ -53,6 +53,7 @@ PAIRS = [(PRETRAINED, FINETUNED)]
 BASELINE_PAIRS = [(baseline, FINETUNED) for baseline in BASELINES]
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 SELECTION = ("analyses", "ablation")  # which analyses run: not part of any result's key
+CHECKPOINT_ARTIFACT = "checkpoint"  # the fine-tuned model in MLflow (weights, config with label names, tokenizer)
 
 
 @dataclass
@@ -372,9 +373,6 @@ def log_run(tracker: Tracker, plan: RunPlan, tuned: FineTuneResult, summary: dic
     for figure in figures:
         tracker.log_artifact(figure, "figures")
     tracker.log_folder_once(tuned.checkpoint_dir, CHECKPOINT_ARTIFACT)
-
-
-CHECKPOINT_ARTIFACT = "checkpoint"  # the fine-tuned model (weights, config with label names, tokenizer)
 
 
 def changes(metrics: list[tuple[str, float]]) -> list[tuple[str, float]]:

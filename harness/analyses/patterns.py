@@ -2,8 +2,9 @@
 vertical+diagonal, block or heterogeneous, before and after fine-tuning.
 
 Every map of both checkpoints on the task's dev examples is classified by the shipped classifier
-(`classifier`: boosted trees on the map's measurements), all heads of a batch in one call (`block` only for sentence pairs, the one
-input where two segments exist); only per-head class counts are kept, so
+(`classifier`: boosted trees on the map's measurements), all heads of a batch in one call
+(`block` only for sentence pairs, the one input where two segments exist); only per-head
+class counts are kept, so
 memory does not grow with the number of examples. The result is the share of each class over
 all maps (the paper's Figure 2, per checkpoint), the majority class of each head, and the
 heads whose majority class changed with fine-tuning.
