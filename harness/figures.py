@@ -3,12 +3,14 @@
 Layers and heads are shown 1-indexed, as in both papers. Figures are drawn only from
 stored results (``summary.json`` entries), never from live tensors. Each is written as PNG
 and as PDF (vector, TrueType fonts embedded), and checked when saved: a label that leaves
-the canvas or tick labels that run into each other are logged as a warning naming the figure.
+the canvas, tick labels that run into each other, a colour outside the colour-blind-safe
+palette or a checkpoint's raw name ("pretrained") are logged as a warning naming the figure.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
@@ -19,6 +21,12 @@ import matplotlib
 matplotlib.use("Agg")  # headless: figures go to files
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from cycler import cycler  # noqa: E402
+from matplotlib.collections import Collection  # noqa: E402
+from matplotlib.colors import Colormap, ListedColormap, TwoSlopeNorm, to_rgb  # noqa: E402
+from matplotlib.image import AxesImage  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
 from matplotlib.ticker import ScalarFormatter  # noqa: E402
 
@@ -28,11 +36,30 @@ DPI = 200
 matplotlib.rcParams["pdf.fonttype"] = 42  # TrueType fonts embedded whole: editable text in the PDF
 log = logging.getLogger(__name__)
 CHECKPOINT_TITLES = {"pretrained": "pre-trained", "finetuned": "fine-tuned"}
+# Okabe & Ito's palette: told apart with every common colour-vision deficiency and in greyscale
+# print by lightness. Lines and bars take these (and greys); images take the colour maps below.
+OKABE_ITO = {"blue": "#0072B2", "vermillion": "#D55E00", "green": "#009E73", "orange": "#E69F00",
+             "purple": "#CC79A7", "sky": "#56B4E9", "yellow": "#F0E442", "black": "#000000"}
+GREY = "#999999"
+matplotlib.rcParams["axes.prop_cycle"] = cycler(color=list(OKABE_ITO.values()))
+# Perceptually uniform (viridis, magma, cividis) or colour-blind-safe diverging (ColorBrewer RdBu, PuOr).
+SAFE_COLOUR_MAPS = {"viridis", "magma", "cividis", "RdBu", "RdBu_r", "PuOr", "PuOr_r"}
+DIFFERENCE_MAP = "RdBu_r"  # fine-tuned minus pre-trained: red where attention grew, blue where it fell
+# A checkpoint has one colour in every figure: pre-trained blue, fine-tuned vermillion.
+CHECKPOINT_COLOURS = {"pretrained": OKABE_ITO["blue"], "finetuned": OKABE_ITO["vermillion"]}
+RAW_CHECKPOINT_NAME = re.compile(r"\b(pretrained|finetuned)\b")
 
 
 def checkpoint_title(name: str) -> str:
     """How a checkpoint is named in figures and tables ("pre-trained", "fine-tuned", or its own name)."""
     return CHECKPOINT_TITLES.get(name, name)
+
+
+def checkpoint_colour(name: str, index: int) -> str:
+    """The colour of a checkpoint (``index``: its place among the run's checkpoints, for names
+    beyond the two usual ones)."""
+    others = [colour for colour in OKABE_ITO.values() if colour not in CHECKPOINT_COLOURS.values()]
+    return CHECKPOINT_COLOURS.get(name, others[index % len(others)])
 
 
 def model_title(model: str) -> str:
@@ -68,10 +95,71 @@ def _write(figure: plt.Figure, path: Path, options: dict[str, Any]) -> Path:
     for target, form in ((path, "png"), (pdf_sibling(path), "pdf")):
         with atomic_path(target) as temporary:
             figure.savefig(temporary, dpi=DPI, format=form, **options)
-    for problem in layout_problems(figure, cropped="bbox_inches" in options):
+    for problem in figure_problems(figure, cropped="bbox_inches" in options):
         log.warning("figure %s: %s", path.name, problem)
     plt.close(figure)
     return path
+
+
+def figure_problems(figure: plt.Figure, cropped: bool = False) -> list[str]:
+    """Everything `_write` warns about on a drawn figure: layout, colours and wording."""
+    return layout_problems(figure, cropped) + colour_problems(figure) + wording_problems(figure)
+
+
+def wording_problems(figure: plt.Figure) -> list[str]:
+    """Text that names a checkpoint by its key ("pretrained") instead of its title ("pre-trained")."""
+    return [f"text {text.get_text()!r} names a checkpoint by its key; use checkpoint_title"
+            for text in figure.findobj(Text) if RAW_CHECKPOINT_NAME.search(text.get_text())]
+
+
+def colour_problems(figure: plt.Figure) -> list[str]:
+    """Lines, markers and bars in a colour outside Okabe & Ito's palette and the greys, and
+    images or colour bars in a colour map outside `SAFE_COLOUR_MAPS`."""
+    problems = set()
+    for artist in figure.findobj(lambda a: isinstance(a, (Line2D, Collection, Patch, AxesImage))):
+        if isinstance(artist, AxesImage) or (isinstance(artist, Collection) and artist.get_array() is not None):
+            if not safe_colour_map(artist.get_cmap()):
+                problems.add(f"colour map {artist.get_cmap().name!r} is not colour-blind safe")
+            continue
+        for colour in drawn_colours(artist):
+            if not safe_colour(colour):
+                problems.add(f"colour {colour} is outside the colour-blind-safe palette")
+    return sorted(problems)
+
+
+def drawn_colours(artist: matplotlib.artist.Artist) -> list[tuple[float, float, float]]:
+    """The RGB colours a line, collection or patch fills or strokes with (transparent ones left out)."""
+    if isinstance(artist, Line2D):
+        colours = [artist.get_color(), artist.get_markerfacecolor()]
+    elif isinstance(artist, Collection):
+        colours = [*artist.get_facecolors(), *artist.get_edgecolors()]
+    else:
+        colours = [artist.get_facecolor(), artist.get_edgecolor()] if artist.get_fill() else [artist.get_edgecolor()]
+    return [to_rgb(colour) for colour in colours
+            if not (isinstance(colour, str) and colour == "none") and np.asarray(matplotlib.colors.to_rgba(colour))[3] > 0]
+
+
+def safe_colours() -> np.ndarray:
+    """(colours, 3) RGB: the palette and 256 steps of every safe colour map (a line may take its
+    colour from a map, as the layers of the MDS figure do)."""
+    steps = np.linspace(0, 1, 256)
+    return np.concatenate([np.array([to_rgb(c) for c in OKABE_ITO.values()]),
+                           *(matplotlib.colormaps[name](steps)[:, :3] for name in sorted(SAFE_COLOUR_MAPS))])
+
+
+SAFE_COLOURS = safe_colours()
+
+
+def safe_colour(rgb: tuple[float, float, float]) -> bool:
+    """A palette colour, a colour of a safe colour map or a grey (black and white included)."""
+    return max(rgb) - min(rgb) < 0.02 or bool((np.abs(SAFE_COLOURS - np.asarray(rgb)).max(axis=1) < 0.02).any())
+
+
+def safe_colour_map(colour_map: Colormap) -> bool:
+    """A named safe map, or a listed map of palette colours (the pattern classes)."""
+    if isinstance(colour_map, ListedColormap) and colour_map.name not in SAFE_COLOUR_MAPS:
+        return all(safe_colour(to_rgb(colour)) for colour in colour_map.colors)
+    return colour_map.name in SAFE_COLOUR_MAPS
 
 
 def layout_problems(figure: plt.Figure, cropped: bool = False) -> list[str]:
@@ -156,13 +244,19 @@ def draw_layer_lines(
     return save(figure, path)
 
 
-def scatter_by_layer(axes: plt.Axes, per_head: Sequence[Sequence[float]], color: str, label: str) -> None:
-    """Clark's style: one dot per head at its layer, and a line through the layer means."""
+def scatter_by_layer(axes: plt.Axes, per_head: Sequence[Sequence[float]], color: str, label: str, *,
+                     band: tuple[int, int] = (0, 1), linestyle: str = "-", marker: str = "o") -> None:
+    """Clark's style: one dot per head at its layer, and a line through the layer means.
+    ``band`` (index, count): series overlaid on one panel put their dots side by side within
+    each layer's slot, so that none hides another."""
     grid = np.asarray(per_head, dtype=float)
     layers = np.arange(1, grid.shape[0] + 1)
-    jitter = np.linspace(-0.15, 0.15, grid.shape[1])
-    axes.scatter((layers[:, None] + jitter[None, :]).ravel(), grid.ravel(), s=9, color=color, alpha=0.45)
-    axes.plot(layers, grid.mean(axis=1), color=color, marker="o", label=label)
+    index, count = band
+    width = 0.36 / count
+    jitter = np.linspace(-0.18 + index * width, -0.18 + (index + 1) * width, grid.shape[1])
+    axes.scatter((layers[:, None] + jitter[None, :]).ravel(), grid.ravel(), s=9, color=color, alpha=0.45,
+                 marker=marker, linewidths=0)
+    axes.plot(layers, grid.mean(axis=1), color=color, marker=marker, linestyle=linestyle, label=label)
     axes.set_xticks(layers)
     axes.grid(alpha=0.3)
 
@@ -173,21 +267,67 @@ def panel_grid(rows: int, columns: int, *, sharey: str | bool = "row") -> tuple[
     return figure, axes
 
 
+def panels_for(count: int, columns: int = 2) -> tuple[plt.Figure, list[plt.Axes]]:
+    """``count`` panels, ``columns`` to a row, as a flat list (spare cells of the last row removed)."""
+    rows = -(-count // columns)
+    figure, axes = panel_grid(rows, min(columns, count), sharey=False)
+    for spare in axes.ravel()[count:]:
+        spare.remove()
+    return figure, list(axes.ravel()[:count])
+
+
+def difference_title(before: str, after: str) -> str:
+    """``"fine-tuned − pre-trained"``: the title of a panel showing ``after`` minus ``before``."""
+    return f"{checkpoint_title(after)} − {checkpoint_title(before)}"
+
+
+def titled_pairs(pairs: Sequence[Sequence[str]]) -> list[tuple[str, str]]:
+    """A run's declared (before, after) checkpoint pairs by their titles, as the panels are keyed."""
+    return [(checkpoint_title(before), checkpoint_title(after)) for before, after in pairs]
+
+
 def draw_side_by_side_grids(grids: dict[str, Sequence[Sequence[float]]], path: Path, *, title: str,
-                            colorbar_label: str, vmin: float | None = None, vmax: float | None = None,
-                            cmap: str = "viridis") -> Path:
-    """Head heatmaps (heads on x, layers on y, layer 1 on top) sharing one colour scale."""
-    arrays = {name: np.asarray(grid, dtype=float) for name, grid in grids.items()}
-    vmin = min(a.min() for a in arrays.values()) if vmin is None else vmin
-    vmax = max(a.max() for a in arrays.values()) if vmax is None else vmax
-    layers, heads = next(iter(arrays.values())).shape
-    figure, axes = plt.subplots(1, len(arrays), figsize=(0.4 * heads * len(arrays) + 2.5, 0.4 * layers + 1.6),
-                                squeeze=False)
-    for panel, (name, grid) in zip(axes[0], arrays.items()):
-        image = panel.imshow(grid, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
-        style_head_axes(panel, layers, heads, name, tick_size=7)
-    figure.colorbar(image, ax=list(axes[0]), label=colorbar_label)
-    figure.suptitle(title, fontsize=10)
+                            colorbar_label: str, differences: Sequence[tuple[str, str]] = (),
+                            vmin: float | None = None, vmax: float | None = None, cmap: str = "viridis") -> Path:
+    """One row of head heatmaps (`draw_grid_rows` with a single row)."""
+    return draw_grid_rows({"": grids}, path, title=title, colorbar_label=colorbar_label, differences=differences,
+                          vmin=vmin, vmax=vmax, cmap=cmap)
+
+
+def draw_grid_rows(rows: dict[str, dict[str, Sequence[Sequence[float]]]], path: Path, *, title: str,
+                   colorbar_label: str, differences: Sequence[tuple[str, str]] = (),
+                   vmin: float | None = None, vmax: float | None = None, cmap: str = "viridis") -> Path:
+    """Head heatmaps (heads on x, layers on y, layer 1 on top): one row per entry of ``rows``
+    (row label -> panel title -> (layers, heads) grid, the same panel titles in every row),
+    sharing one colour scale that spans the values unless ``vmin``/``vmax`` fix it; then, per
+    (before, after) pair of panel titles in ``differences``, a panel of after minus before on a
+    diverging scale centred on 0 with its own colour bar, so small changes stay visible."""
+    arrays = {row: {name: np.asarray(grid, dtype=float) for name, grid in panels.items()}
+              for row, panels in rows.items()}
+    changes = {row: {difference_title(before, after): panels[after] - panels[before] for before, after in differences}
+               for row, panels in arrays.items()}
+    values = [grid for panels in arrays.values() for grid in panels.values()]
+    layers, heads = values[0].shape
+    columns = len(values) // len(arrays) + len(differences)
+    figure, axes = plt.subplots(len(arrays), columns, squeeze=False, layout="constrained",
+                                figsize=(columns * (0.26 * heads + 0.6) + 1.1 * (1 + bool(differences)),
+                                         len(arrays) * (0.26 * layers + 1.1) + 0.5))
+    scale = {"vmin": min(g.min() for g in values) if vmin is None else vmin,
+             "vmax": max(g.max() for g in values) if vmax is None else vmax, "cmap": cmap}
+    limit = max((float(np.abs(g).max()) for panels in changes.values() for g in panels.values()), default=0.0) or 1.0
+    change_scale = {"norm": TwoSlopeNorm(0.0, -limit, limit), "cmap": DIFFERENCE_MAP}
+    for panels, (row, grids) in zip(axes, arrays.items()):
+        for column, (name, grid, kind) in enumerate([*((n, g, scale) for n, g in grids.items()),
+                                                     *((n, g, change_scale) for n, g in changes[row].items())]):
+            panels[column].imshow(grid, aspect="auto", **kind)
+            style_head_axes(panels[column], layers, heads, f"{row}: {name}" if row else name, tick_size=7)
+    shared = figure.colorbar(axes[0, 0].images[0], ax=list(axes[:, :len(values) // len(arrays)].ravel()),
+                             label=colorbar_label)
+    shared.formatter = ScalarFormatter(useOffset=False)
+    if differences:
+        figure.colorbar(axes[0, -1].images[0], ax=list(axes[:, -len(differences):].ravel()),
+                        label="change")
+    figure.suptitle(wrapped(title, figure.get_figwidth() - 1), fontsize=10)
     return save_with_colorbar(figure, path)
 
 

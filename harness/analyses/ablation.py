@@ -39,7 +39,8 @@ from scipy.stats import ConstantInputWarning, spearmanr
 from harness.analyses.base import (GATE_GRADIENTS, INTERVENES, LOGITS, Analysis, AnalysisContext, pair_name,
                                    per_checkpoint_results, register_analysis)
 from harness.batches import AttentionBatch
-from harness.figures import checkpoint_title, plt, run_title, save, save_with_colorbar, style_head_axes
+from harness.figures import (GREY, OKABE_ITO, checkpoint_title, plt, run_title, save, save_with_colorbar,
+                             style_head_axes)
 from harness.forward import UNTRAINED_TASK_LOSS, Interventions
 from harness.significance import ALPHA, holm, metric_rows, paired_differences
 from tasks.metrics import predictions_from_logits
@@ -389,7 +390,7 @@ def draw_layer_deltas(result: dict[str, Any], run: dict[str, Any], checkpoint: s
     figure, axes = plt.subplots(figsize=(5.6, 3.6))
     layers = np.arange(1, len(result["layers"][MODES[0]]["delta"]) + 1)
     width = 0.8 / len(MODES)
-    for index, (mode, colour) in enumerate(zip(MODES, ("tab:blue", "tab:orange"))):
+    for index, (mode, colour) in enumerate(zip(MODES, (OKABE_ITO["blue"], OKABE_ITO["orange"]))):
         stats = {key: 100 * np.asarray(result["layers"][mode][key]) for key in ("delta", "low", "high")}
         errors = [stats["delta"] - stats["low"], stats["high"] - stats["delta"]]
         axes.bar(layers + (index - (len(MODES) - 1) / 2) * width, stats["delta"], width, yerr=errors, capsize=2,
@@ -412,9 +413,9 @@ def draw_pruning(result: dict[str, Any], run: dict[str, Any], checkpoint: str, p
     fractions = 100 * np.asarray(pruning["fractions"])
     figure, axes = plt.subplots(figsize=(5.4, 3.6))
     mean, std = 100 * np.asarray(pruning["random_mean"]), 100 * np.asarray(pruning["random_std"])
-    axes.plot(fractions, mean, color="tab:gray", marker=".", label=f"random order (mean of {RANDOM_ORDERS})")
-    axes.fill_between(fractions, mean - std, mean + std, color="tab:gray", alpha=0.25)
-    for order, colour in (("importance", "tab:blue"), ("oracle", "tab:green")):
+    axes.plot(fractions, mean, color=GREY, marker=".", label=f"random order (mean of {RANDOM_ORDERS})")
+    axes.fill_between(fractions, mean - std, mean + std, color=GREY, alpha=0.25)
+    for order, colour in (("importance", OKABE_ITO["blue"]), ("oracle", OKABE_ITO["green"])):
         if order in pruning["curves"]:
             axes.plot(fractions, 100 * np.asarray(pruning["curves"][order]), color=colour, marker="o",
                       label=f"{order} order")

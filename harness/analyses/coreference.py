@@ -38,7 +38,7 @@ from harness.analyses.base import (AnalysisContext, best_head, pair_name, per_ch
                                    register_analysis)
 from harness.analyses.wordlevel import WordLevelAnalysis
 from harness.batches import AttentionBatch
-from harness.figures import checkpoint_title, draw_side_by_side_grids, plt, run_title, save
+from harness.figures import GREY, checkpoint_title, draw_side_by_side_grids, plt, run_title, save, titled_pairs
 from harness.wordlevel import word_maps
 from tasks.coreference import MENTION_TYPES, Document, Mention, mention_head, mention_type
 GROUPS = ("all", *MENTION_TYPES)
@@ -233,7 +233,8 @@ class Coreference(WordLevelAnalysis):
         data = entry["source"]["notes"].get("coref_data", "coreference data")
         title = f"{run_title(run)} on {data}, {first['mentions']['all']} mentions"
         grids = {checkpoint_title(c): stats["accuracy_per_head"]["all"] for c, stats in checkpoints.items()}
-        return [draw_side_by_side_grids(grids, out_dir / "coreference_accuracy.png", vmin=0.0,
+        return [draw_side_by_side_grids(grids, out_dir / "coreference_accuracy.png",
+                                        differences=titled_pairs(entry["pairs"]),
                                         title=f"antecedent selection accuracy per head\n{title}",
                                         colorbar_label="accuracy (all mentions)"),
                 draw_by_type(checkpoints, data, out_dir, title)]
@@ -269,7 +270,7 @@ def paper_rows() -> list[tuple[str, dict[str, float]]]:
 
 # Fixed bar colours for the rows both panels or only one panel have, so that a colour means the
 # same method on both sides (the best heads keep their place in the row order: C3, C4).
-BAR_COLORS = {"Nearest": "C0", "Head match": "C1", "Nearest preceding (ours only)": "C2", "Rule-based": "C7"}
+BAR_COLORS = {"Nearest": "C0", "Head match": "C1", "Nearest preceding (ours only)": "C2", "Rule-based": GREY}
 
 
 def draw_by_type(checkpoints: dict[str, Any], data: str, out_dir: Path, title: str) -> Path:

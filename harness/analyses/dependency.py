@@ -29,7 +29,7 @@ from harness.analyses.base import (AnalysisContext, best_head, pair_name, per_ch
                                    register_analysis)
 from harness.analyses.wordlevel import WordLevelAnalysis
 from harness.batches import AttentionBatch
-from harness.figures import checkpoint_title, draw_side_by_side_grids, plt, run_title, save
+from harness.figures import checkpoint_title, draw_side_by_side_grids, plt, run_title, save, titled_pairs
 from harness.wordlevel import word_maps
 from tasks.treebank import PUNCT_RELATIONS, Sentence
 
@@ -357,4 +357,5 @@ def draw_all_heads(entry: dict[str, Any], path: Path, *, title: str) -> Path:
     grids = {checkpoint_title(c): np.asarray(stats["relations"][0]["per_head"]).max(axis=0)
              for c, stats in per_checkpoint_results(entry).items()}
     return draw_side_by_side_grids(grids, path, title=f"{title}: accuracy on all relations per head",
-                                   colorbar_label="accuracy (%), better direction", vmin=0.0)
+                                   colorbar_label="accuracy (%), better direction",
+                                   differences=titled_pairs(entry["pairs"]))

@@ -22,8 +22,7 @@ from harness.analyses.base import (AnalysisContext, best_head, pair_name, per_ch
                                    register_analysis)
 from harness.analyses.wordlevel import WordLevelAnalysis
 from harness.batches import AttentionBatch
-from harness.figures import (checkpoint_title, draw_layer_lines, model_title, plt, save_with_colorbar,
-                             style_head_axes)
+from harness.figures import checkpoint_title, draw_layer_lines, draw_side_by_side_grids, model_title, titled_pairs
 from harness.wordlevel import word_maps
 from tasks.treebank import Sentence
 
@@ -175,24 +174,8 @@ def draw_feature_panels(entry: dict[str, Any], name: str, path: Path, *, title: 
     (diverging); the title says how many ``unit`` had the feature (``counts``, by default the
     treebank sentences)."""
     checkpoints = per_checkpoint_results(entry)
-    grids = [(checkpoint_title(c), np.asarray(stats["per_head"][name])) for c, stats in checkpoints.items()]
-    changes = [(f"{checkpoint_title(b)} minus {checkpoint_title(a)}", np.asarray(comparison["change_per_head"][name]))
-               for (a, b), comparison in zip(entry["pairs"], per_pair_results(entry).values())]
-    top = max(grid.max() for _, grid in grids)
-    limit = max((float(np.abs(change).max()) for _, change in changes), default=0.0) or 1e-9
-    layers, heads = grids[0][1].shape
-    panels = [(label, grid, "viridis", 0.0, top) for label, grid in grids] + \
-             [(label, change, "RdBu_r", -limit, limit) for label, change in changes]
-    # constrained layout keeps each panel's colour bar and its label inside the figure
-    figure, axes = plt.subplots(1, len(panels), figsize=(len(panels) * (0.32 * heads + 1.8),
-                                                        max(0.32 * layers + 1.8, 3.2)),
-                                squeeze=False, layout="constrained")
-    for ax, (label, grid, cmap, vmin, vmax) in zip(axes[0], panels):
-        image = ax.imshow(grid, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
-        style_head_axes(ax, layers, heads, label, tick_size=6, title_size=8)
-        bar = figure.colorbar(image, ax=ax)
-        bar.set_label("attention (row mean,\nmax over words)" if cmap == "viridis" else "change", fontsize=7)
-        bar.ax.tick_params(labelsize=6)
     count = (counts or next(iter(checkpoints.values()))["sentences_with_feature"])[name]
-    figure.suptitle(f"{title}: attention to {name} ({count} {unit})", fontsize=9)
-    return save_with_colorbar(figure, path)
+    return draw_side_by_side_grids({checkpoint_title(c): stats["per_head"][name] for c, stats in checkpoints.items()},
+                                   path, title=f"{title}: attention to {name} ({count} {unit})", vmin=0.0,
+                                   colorbar_label="attention (row mean, max over words)",
+                                   differences=titled_pairs(entry["pairs"]))

@@ -23,10 +23,11 @@ from harness.analyses.base import (ATTENTION, GRADIENTS, Analysis, AnalysisConte
                                    per_checkpoint_results, register_analysis)
 from harness.analyses.surface import SpecialIds, token_masks
 from harness.batches import AttentionBatch
-from harness.figures import checkpoint_title, panel_grid, run_title, save
+from harness.figures import GREY, OKABE_ITO, checkpoint_title, panel_grid, run_title, save
 
 CATEGORIES = ("sep", "punct", "cls", "other")
-GRADIENT_COLOURS = {"sep": "tab:blue", "punct": "tab:purple", "cls": "tab:red", "other": "tab:gray"}
+GRADIENT_COLOURS = {"sep": OKABE_ITO["blue"], "punct": OKABE_ITO["purple"], "cls": OKABE_ITO["vermillion"],
+                    "other": GREY}
 GRADIENT_LABELS = {"sep": "to [SEP]", "punct": 'to "." or ","', "cls": "to [CLS]", "other": "to other tokens"}
 
 

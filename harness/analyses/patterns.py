@@ -28,11 +28,11 @@ from harness.analyses.base import (Analysis, AnalysisContext, changed_heads, pai
                                    per_pair_results, register_analysis)
 from harness.batches import AttentionBatch
 from harness.config import AnalysisConfig
-from harness.figures import checkpoint_title, plt, run_title, save
+from harness.figures import GREY, OKABE_ITO, checkpoint_title, plt, run_title, save
 from harness.store import FileHashes
 
-CLASS_COLOURS = {"vertical": "#1f77b4", "diagonal": "#ff7f0e", "vertical+diagonal": "#2ca02c",
-                 "block": "#d62728", "heterogeneous": "#9f9f9f"}
+CLASS_COLOURS = {"vertical": OKABE_ITO["blue"], "diagonal": OKABE_ITO["orange"], "vertical+diagonal": OKABE_ITO["green"],
+                 "block": OKABE_ITO["vermillion"], "heterogeneous": GREY}
 
 
 @register_analysis

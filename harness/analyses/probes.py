@@ -34,7 +34,7 @@ from harness.analyses.base import (AnalysisContext, pair_name, per_checkpoint_re
                                    register_analysis)
 from harness.analyses.wordlevel import WordLevelAnalysis
 from harness.batches import AttentionBatch
-from harness.figures import checkpoint_title, draw_side_by_side_grids, plt, run_title, save
+from harness.figures import checkpoint_title, draw_side_by_side_grids, plt, run_title, save, titled_pairs
 from harness.sources.treebank import TRAIN
 from harness.wordlevel import word_maps
 from tasks.errors import InputError
@@ -325,6 +325,7 @@ class Probes(WordLevelAnalysis):
         limit = max(float(np.abs(np.asarray(grid)).max()) for grid in weights.values()) or 1.0
         return [draw_uas_bars(checkpoints, out_dir / "probes_uas.png", title=title),
                 draw_side_by_side_grids(weights, out_dir / "probes_attn_weights.png", vmin=-limit, vmax=limit,
+                                        differences=titled_pairs(entry["pairs"]),
                                         title=f"{title}: Attn probe weight per head (dependent->head)",
                                         colorbar_label="weight of the head's attention", cmap="RdBu_r")]
 

@@ -34,8 +34,8 @@ from harness.analyses.base import (ATTENTION, VALUE_NORMS, Analysis, AnalysisCon
                                    per_checkpoint_results, per_pair_results, register_analysis)
 from harness.analyses.surface import SpecialIds, token_masks
 from harness.batches import AttentionBatch
-from harness.figures import (checkpoint_title, draw_side_by_side_grids, panel_grid, run_title, save,
-                             scatter_by_layer)
+from harness.figures import (OKABE_ITO, checkpoint_colour, checkpoint_title, draw_grid_rows, panel_grid, run_title,
+                             save, scatter_by_layer, titled_pairs)
 
 EPSILON = 0.3  # Gu et al.'s sink threshold on a token's mean received attention
 
@@ -50,9 +50,9 @@ STATISTICS = {
     "value_norm": "mean ‖f(x)‖",
 }
 
-# Okabe-Ito colours (colour-blind safe), with a marker per kind so lines differ without colour too.
-KIND_STYLES = {"cls": ("#D55E00", "o"), "sep": ("#0072B2", "s"), "punct": ("#CC79A7", "^"), "other": ("#009E73", "D")}
-RAW_COLOUR, NORM_COLOUR = "#0072B2", "#E69F00"
+# A colour-blind-safe colour and a marker per kind, so lines differ without colour too.
+KIND_STYLES = {"cls": (OKABE_ITO["vermillion"], "o"), "sep": (OKABE_ITO["blue"], "s"),
+               "punct": (OKABE_ITO["purple"], "^"), "other": (OKABE_ITO["green"], "D")}
 SHARES = ("sink_share", "raw_share", "norm_share")
 
 
@@ -187,11 +187,12 @@ class AttentionSinks(Analysis):
         if entry["pairs"]:
             written.append(draw_changes(entry, run, out_dir / "sinks_changes.png"))
         for kind in ("cls", "sep", "punct"):
-            grids = {f"{checkpoint_title(c)}: {measure}": stats["per_head"][stat][kind]
-                     for c, stats in per_checkpoint_results(entry).items()
-                     for stat, measure in (("raw_share", "raw"), ("norm_share", "norm-weighted"))}
-            written.append(draw_side_by_side_grids(
-                grids, out_dir / f"sinks_heads_{kind}.png", vmin=0.0, vmax=1.0, colorbar_label="share",
+            rows = {measure: {checkpoint_title(c): stats["per_head"][stat][kind]
+                              for c, stats in per_checkpoint_results(entry).items()}
+                    for stat, measure in (("raw_share", "raw"), ("norm_share", "norm-weighted"))}
+            written.append(draw_grid_rows(
+                rows, out_dir / f"sinks_heads_{kind}.png", colorbar_label="share",
+                differences=titled_pairs(entry["pairs"]),
                 title=f"Raw and norm-weighted (‖αf(x)‖) attention to {KINDS[kind]} per head: {run_title(run)}"))
         return written
 
@@ -201,19 +202,25 @@ class AttentionSinks(Analysis):
                                   f"{layer_table(entry)}"}
 
 
+MEASURES = {"raw_share": "raw attention", "norm_share": "norm-weighted ‖αf(x)‖"}
+
+
 def draw_raw_vs_norm(entry: dict[str, Any], run: dict[str, Any], path: Path) -> Path:
-    """One row of panels per token kind, one column per checkpoint: raw and norm-weighted share per head
-    (dots) and per layer (line), as Clark's Figure 2 beside Kobayashi's norm-based view."""
+    """One row of panels per token kind, one column per measure (raw, norm-weighted): each
+    checkpoint's share per head (dots) and per layer (line) overlaid in its colour, as Clark's
+    Figure 2 beside Kobayashi's norm-based view."""
     checkpoints = per_checkpoint_results(entry)
-    figure, axes = panel_grid(len(KINDS), len(checkpoints))
-    for column, (checkpoint, stats) in enumerate(checkpoints.items()):
-        for row, (kind, label) in enumerate(KINDS.items()):
+    figure, axes = panel_grid(len(KINDS), len(MEASURES))
+    for row, (kind, label) in enumerate(KINDS.items()):
+        for column, (stat, measure) in enumerate(MEASURES.items()):
             panel = axes[row, column]
-            scatter_by_layer(panel, stats["per_head"]["raw_share"][kind], RAW_COLOUR, "raw attention")
-            scatter_by_layer(panel, stats["per_head"]["norm_share"][kind], NORM_COLOUR, "norm-weighted ‖αf(x)‖")
+            for index, (checkpoint, stats) in enumerate(checkpoints.items()):
+                scatter_by_layer(panel, stats["per_head"][stat][kind], checkpoint_colour(checkpoint, index),
+                                 checkpoint_title(checkpoint), band=(index, len(checkpoints)))
             panel.set_ylabel(f"share to {label}")
-            panel.set_title(checkpoint_title(checkpoint), fontsize=9)
+            panel.set_title(measure, fontsize=9)
             panel.legend(fontsize=7)
+    for column in range(len(MEASURES)):
         axes[-1, column].set_xlabel("layer")
     figure.suptitle(f"Raw vs norm-weighted attention per token kind (Clark Fig. 2, Kobayashi): {run_title(run)}",
                     fontsize=10)
@@ -232,17 +239,23 @@ def plot_kinds(panel: Axes, per_layer: dict[str, list[float]], labels: dict[str,
 
 
 def draw_sink_shares(entry: dict[str, Any], run: dict[str, Any], path: Path) -> Path:
-    """One panel per checkpoint: the sink share of each token kind per layer (overall in the legend)."""
+    """One panel per token kind: its sink share per layer, every checkpoint overlaid in its colour
+    (overall share in the legend)."""
     checkpoints = per_checkpoint_results(entry)
-    figure, axes = panel_grid(1, len(checkpoints))
-    for panel, (checkpoint, stats) in zip(axes[0], checkpoints.items()):
-        overall = stats["overall"]["sink_share"]
-        plot_kinds(panel, stats["per_layer"]["sink_share"],
-                   {kind: f"{label} (overall {overall[kind]:.2f})" for kind, label in KINDS.items()})
+    figure, axes = panel_grid(1, len(KINDS))
+    for panel, (kind, label) in zip(axes[0], KINDS.items()):
+        for index, (checkpoint, stats) in enumerate(checkpoints.items()):
+            values = stats["per_layer"]["sink_share"][kind]
+            layers = list(range(1, len(values) + 1))
+            panel.plot(layers, values, color=checkpoint_colour(checkpoint, index), marker=KIND_STYLES[kind][1],
+                       label=f"{checkpoint_title(checkpoint)} (overall {stats['overall']['sink_share'][kind]:.2f})")
+            panel.set_xticks(layers)
         panel.set_ylim(-0.03, 1.03)
         panel.set_xlabel("layer")
-        panel.set_ylabel(f"share of heads with mean\nattention > {EPSILON}")
-        panel.set_title(checkpoint_title(checkpoint), fontsize=9)
+        panel.set_title(label, fontsize=9)
+        panel.grid(alpha=0.3)
+        panel.legend(fontsize=7)
+    axes[0, 0].set_ylabel(f"share of heads with mean\nattention > {EPSILON}")
     figure.suptitle(f"Attention sinks per token kind (Gu et al., ε = {EPSILON}): {run_title(run)}", fontsize=10)
     return save(figure, path)
 

@@ -30,8 +30,8 @@ from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 from harness.analyses.base import (Analysis, AnalysisContext, changed_heads, pair_name, per_checkpoint_results,
                                    per_pair_results, register_analysis)
 from harness.batches import AttentionBatch, real_tokens
-from harness.figures import (checkpoint_title, draw_side_by_side_grids, panel_grid, run_title, save,
-                             scatter_by_layer)
+from harness.figures import (checkpoint_colour, checkpoint_title, draw_side_by_side_grids, panels_for, run_title,
+                             save, scatter_by_layer, titled_pairs, wrapped)
 
 # Statistic name -> how it is shown in tables and figures.
 STATISTICS = {
@@ -209,24 +209,28 @@ class Surface(Analysis):
 HEATMAP_STATISTICS = ("previous", "next", "cls", "sep", "punct", "entropy")
 
 
-def draw_by_layer(entry: dict[str, Any], run: dict[str, Any], rows: dict[str, dict[str, str]], path: Path, *,
+SERIES_STYLES = (("-", "o"), ("--", "s"))  # line style and marker of the first and second statistic in a panel
+
+
+def draw_by_layer(entry: dict[str, Any], run: dict[str, Any], rows: dict[str, tuple[str, ...]], path: Path, *,
                   suptitle: str, reference: dict[str, float] | None = None) -> Path:
-    """Rows of panels (one per entry of ``rows``: statistic -> colour), one column per checkpoint."""
+    """One panel per entry of ``rows`` (y label -> its statistics), every checkpoint overlaid in
+    its colour; a second statistic in a panel dashed, with square markers."""
     checkpoints = per_checkpoint_results(entry)
-    figure, axes = panel_grid(len(rows), len(checkpoints))
-    for column, (checkpoint, stats) in enumerate(checkpoints.items()):
-        for row, (ylabel, series) in enumerate(rows.items()):
-            panel = axes[row, column]
-            for statistic, color in series.items():
-                scatter_by_layer(panel, stats["per_head"][statistic], color, STATISTICS[statistic])
-            for label, value in (reference or {}).items():
-                panel.axhline(value, color="black", linestyle="--", linewidth=1, label=label)
-            panel.set_ylabel(ylabel)
-            panel.set_title(checkpoint_title(checkpoint), fontsize=9)
-            if len(series) > 1 or reference:
-                panel.legend(fontsize=7)
-        axes[-1, column].set_xlabel("layer")
-    figure.suptitle(f"{suptitle}: {run_title(run)}", fontsize=10)
+    figure, panels = panels_for(len(rows))
+    for panel, (ylabel, statistics) in zip(panels, rows.items()):
+        series = [(index, checkpoint, statistic, style) for index, checkpoint in enumerate(checkpoints)
+                  for statistic, style in zip(statistics, SERIES_STYLES)]
+        for band, (index, checkpoint, statistic, (linestyle, marker)) in enumerate(series):
+            label = checkpoint_title(checkpoint) + (f": {STATISTICS[statistic]}" if len(statistics) > 1 else "")
+            scatter_by_layer(panel, checkpoints[checkpoint]["per_head"][statistic], checkpoint_colour(checkpoint, index),
+                             label, band=(band, len(series)), linestyle=linestyle, marker=marker)
+        for label, value in (reference or {}).items():
+            panel.axhline(value, color="black", linestyle=":", linewidth=1, label=label)
+        panel.set_ylabel(ylabel)
+        panel.set_xlabel("layer")
+        panel.legend(fontsize=7)
+    figure.suptitle(wrapped(f"{suptitle}: {run_title(run)}", figure.get_figwidth() - 0.5), fontsize=10)
     return save(figure, path)
 
 
@@ -257,25 +261,21 @@ def layer_table(entry: dict[str, Any]) -> str:
 def draw_surface(entry: dict[str, Any], run: dict[str, Any], out_dir: Path) -> list[Path]:
     uniform = next(iter(per_checkpoint_results(entry).values()))["uniform_entropy"]
     written = [
-        draw_by_layer(entry, run, {"attention to [CLS]": {"cls": "tab:red"},
-                                   "attention to [SEP]": {"sep": "tab:blue"},
-                                   'attention to "." or ","': {"punct": "tab:purple"},
-                                   "attention to [SEP]\nby row type": {"sep_to_sep": "tab:green",
-                                                                       "rest_to_sep": "tab:gray"}},
+        draw_by_layer(entry, run, {"attention to [CLS]": ("cls",), "attention to [SEP]": ("sep",),
+                                   'attention to "." or ","': ("punct",),
+                                   "attention to [SEP]\nby row type": ("sep_to_sep", "rest_to_sep")},
                       out_dir / "surface_special_tokens.png", suptitle="Attention to special tokens (Clark Fig. 2)"),
-        draw_by_layer(entry, run, {"previous token": {"previous": "tab:orange"}, "next token": {"next": "tab:cyan"},
-                                   "itself": {"self": "tab:olive"}},
+        draw_by_layer(entry, run, {"previous token": ("previous",), "next token": ("next",), "itself": ("self",)},
                       out_dir / "surface_relative_position.png", suptitle="Attention by relative position"),
-        draw_by_layer(entry, run, {"mean row entropy\n(nats)": {"entropy": "tab:blue"},
-                                   "[CLS] row entropy\n(nats)": {"cls_entropy": "tab:red"}},
+        draw_by_layer(entry, run, {"mean row entropy\n(nats)": ("entropy",),
+                                   "[CLS] row entropy\n(nats)": ("cls_entropy",)},
                       out_dir / "surface_entropy.png", suptitle="Attention entropy (Clark Fig. 4)",
                       reference={"uniform attention": uniform}),
     ]
     for statistic in HEATMAP_STATISTICS:
         grids = {checkpoint_title(c): stats["per_head"][statistic] for c, stats in per_checkpoint_results(entry).items()}
-        bounded = statistic != "entropy"
         written.append(draw_side_by_side_grids(
-            grids, out_dir / f"surface_heads_{statistic}.png",
+            grids, out_dir / f"surface_heads_{statistic}.png", differences=titled_pairs(entry["pairs"]),
             title=f"{STATISTICS[statistic]} per head: {run_title(run)}",
-            colorbar_label="nats" if not bounded else "mean attention", vmin=0.0, vmax=1.0 if bounded else None))
+            colorbar_label="nats" if statistic == "entropy" else "mean attention"))
     return written

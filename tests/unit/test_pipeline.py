@@ -248,7 +248,8 @@ def test_ablate_adds_the_ablation_to_the_run_and_recomputes_nothing_else(tiny_mo
 
 def test_every_figure_is_drawn_as_png_and_pdf_without_clipped_or_overlapping_text(finished, tmp_path, caplog):
     """Every figure of every analysis, redrawn from the stored summary: each PNG has a PDF with
-    its fonts embedded, and the layout check (`harness.figures.layout_problems`) finds nothing."""
+    its fonts embedded, and the checks (`harness.figures.figure_problems`: layout, colour-blind-safe
+    colours, checkpoint wording) find nothing."""
     root, _ = finished
     (summary,) = summaries(root).values()
     with caplog.at_level(logging.WARNING, logger="harness.figures"):
