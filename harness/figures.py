@@ -23,7 +23,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from cycler import cycler  # noqa: E402
 from matplotlib.collections import Collection  # noqa: E402
-from matplotlib.colors import Colormap, ListedColormap, TwoSlopeNorm, to_rgb  # noqa: E402
+from matplotlib.colors import Colormap, ListedColormap, TwoSlopeNorm, to_rgb, to_rgba  # noqa: E402
 from matplotlib.image import AxesImage  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
@@ -135,8 +135,8 @@ def drawn_colours(artist: matplotlib.artist.Artist) -> list[tuple[float, float, 
         colours = [*artist.get_facecolors(), *artist.get_edgecolors()]
     else:
         colours = [artist.get_facecolor(), artist.get_edgecolor()] if artist.get_fill() else [artist.get_edgecolor()]
-    return [to_rgb(colour) for colour in colours
-            if not (isinstance(colour, str) and colour == "none") and np.asarray(matplotlib.colors.to_rgba(colour))[3] > 0]
+    return [to_rgb(colour) for colour in colours if not isinstance(colour, str) or colour != "none"
+            if to_rgba(colour)[3] > 0]
 
 
 def safe_colours() -> np.ndarray:

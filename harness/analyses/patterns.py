@@ -31,8 +31,8 @@ from harness.config import AnalysisConfig
 from harness.figures import GREY, OKABE_ITO, checkpoint_title, plt, run_title, save
 from harness.store import FileHashes
 
-CLASS_COLOURS = {"vertical": OKABE_ITO["blue"], "diagonal": OKABE_ITO["orange"], "vertical+diagonal": OKABE_ITO["green"],
-                 "block": OKABE_ITO["vermillion"], "heterogeneous": GREY}
+CLASS_COLOURS = {"vertical": OKABE_ITO["blue"], "diagonal": OKABE_ITO["orange"],
+                 "vertical+diagonal": OKABE_ITO["green"], "block": OKABE_ITO["vermillion"], "heterogeneous": GREY}
 
 
 @register_analysis

@@ -223,8 +223,9 @@ def draw_by_layer(entry: dict[str, Any], run: dict[str, Any], rows: dict[str, tu
                   for statistic, style in zip(statistics, SERIES_STYLES)]
         for band, (index, checkpoint, statistic, (linestyle, marker)) in enumerate(series):
             label = checkpoint_title(checkpoint) + (f": {STATISTICS[statistic]}" if len(statistics) > 1 else "")
-            scatter_by_layer(panel, checkpoints[checkpoint]["per_head"][statistic], checkpoint_colour(checkpoint, index),
-                             label, band=(band, len(series)), linestyle=linestyle, marker=marker)
+            scatter_by_layer(panel, checkpoints[checkpoint]["per_head"][statistic],
+                             checkpoint_colour(checkpoint, index), label, band=(band, len(series)),
+                             linestyle=linestyle, marker=marker)
         for label, value in (reference or {}).items():
             panel.axhline(value, color="black", linestyle=":", linewidth=1, label=label)
         panel.set_ylabel(ylabel)

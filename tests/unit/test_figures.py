@@ -62,7 +62,8 @@ def test_head_grids_get_a_centred_difference_panel(tmp_path, caplog, monkeypatch
     monkeypatch.setattr(plt, "close", captured.append)  # keep the figure to look at its panels
     with caplog.at_level(logging.WARNING, logger="harness.figures"):
         draw_side_by_side_grids({"pre-trained": before, "fine-tuned": after}, tmp_path / "grid.png", title="t",
-                                colorbar_label="mean attention", differences=titled_pairs([("pretrained", "finetuned")]))
+                                colorbar_label="mean attention",
+                                differences=titled_pairs([("pretrained", "finetuned")]))
     monkeypatch.undo()
     (figure,) = captured
     images = [image for axes in figure.axes for image in axes.images]

@@ -20,7 +20,6 @@ from harness.forward import IMPLEMENTATION
 from harness.pipeline import load_task_data
 from harness.store import FileHashes
 from tasks.errors import InputError
-from tasks.examples import Example
 from tasks.registry import get_task
 from tests.conftest import snapshot
 

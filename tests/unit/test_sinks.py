@@ -6,8 +6,7 @@ import torch
 from harness.analyses.base import ATTENTION, GRADIENTS, VALUE_NORMS
 from harness.analyses.sinks import KINDS, STATISTICS, AttentionSinks, sink_statistics
 from harness.analyses.surface import SpecialIds
-from harness.encoding import batched, encode_examples
-from harness.forward import Capture, forward, use_harness_attention
+from harness.encoding import batched
 from tasks.examples import Example
 from tests.conftest import run_analysis, stream, tiny_bert
 
