@@ -22,8 +22,9 @@ matplotlib.use("Agg")  # headless: figures go to files
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from cycler import cycler  # noqa: E402
+from PIL import Image  # noqa: E402
 from matplotlib.collections import Collection  # noqa: E402
-from matplotlib.colors import Colormap, ListedColormap, TwoSlopeNorm, to_rgb, to_rgba  # noqa: E402
+from matplotlib.colors import Colormap, ListedColormap, to_rgb, to_rgba  # noqa: E402
 from matplotlib.image import AxesImage  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
@@ -75,15 +76,29 @@ def run_title(run: dict[str, Any]) -> str:
 
 def wrapped(title: str, width_inches: float, fontsize: float = 9) -> str:
     """``title`` broken into lines that fit ``width_inches`` at ``fontsize`` points (a character
-    is about 0.55 em wide)."""
-    return textwrap.fill(title, max(24, int(width_inches * 72 / (0.55 * fontsize))))
+    is about 0.55 em wide); its own line breaks kept."""
+    width = max(24, int(width_inches * 72 / (0.55 * fontsize)))
+    return "\n".join(textwrap.fill(line, width) for line in title.split("\n"))
 
 
 def save(figure: plt.Figure, path: Path) -> Path:
-    """Write a figure as PNG (``path``) and PDF beside it, check its layout, close it (figures
-    are many; keep memory flat)."""
-    figure.tight_layout()
-    return _write(figure, path, {})
+    """Write a figure as PNG (``path``) and PDF beside it, check it, close it (figures are many;
+    keep memory flat). Figures with colour bars use constrained layout (tight layout clashes with
+    a colour bar shared by panels); the others are laid out tight here. Nothing is cropped when
+    saved (cropping draws a figure twice; the check finds any text that cropping would rescue),
+    and the one raster drawing is both checked and written as the PNG."""
+    figure.set_dpi(DPI)
+    if figure.get_layout_engine() is None:
+        figure.tight_layout()
+    figure.canvas.draw()
+    for problem in figure_problems(figure):
+        log.warning("figure %s: %s", path.name, problem)
+    with atomic_path(path) as temporary:
+        Image.fromarray(np.asarray(figure.canvas.buffer_rgba())[..., :3]).save(temporary, format="png")
+    with atomic_path(pdf_sibling(path)) as temporary:
+        figure.savefig(temporary, format="pdf")
+    plt.close(figure)
+    return path
 
 
 def pdf_sibling(path: Path) -> Path:
@@ -91,19 +106,9 @@ def pdf_sibling(path: Path) -> Path:
     return path.with_suffix(".pdf")
 
 
-def _write(figure: plt.Figure, path: Path, options: dict[str, Any]) -> Path:
-    for target, form in ((path, "png"), (pdf_sibling(path), "pdf")):
-        with atomic_path(target) as temporary:
-            figure.savefig(temporary, dpi=DPI, format=form, **options)
-    for problem in figure_problems(figure, cropped="bbox_inches" in options):
-        log.warning("figure %s: %s", path.name, problem)
-    plt.close(figure)
-    return path
-
-
-def figure_problems(figure: plt.Figure, cropped: bool = False) -> list[str]:
-    """Everything `_write` warns about on a drawn figure: layout, colours and wording."""
-    return layout_problems(figure, cropped) + colour_problems(figure) + wording_problems(figure)
+def figure_problems(figure: plt.Figure) -> list[str]:
+    """Everything `save` warns about on a drawn figure: layout, colours and wording."""
+    return layout_problems(figure) + colour_problems(figure) + wording_problems(figure)
 
 
 def wording_problems(figure: plt.Figure) -> list[str]:
@@ -162,9 +167,8 @@ def safe_colour_map(colour_map: Colormap) -> bool:
     return colour_map.name in SAFE_COLOUR_MAPS
 
 
-def layout_problems(figure: plt.Figure, cropped: bool = False) -> list[str]:
-    """Text outside the canvas (unless the figure is saved cropped to its contents, which keeps
-    all text by construction) and tick labels of one axis that overlap, on a drawn figure.
+def layout_problems(figure: plt.Figure) -> list[str]:
+    """Text outside the canvas and tick labels of one axis that overlap, on a drawn figure.
     Tick labels outside an axis's view are ignored: matplotlib keeps them but does not draw them."""
     renderer = figure.canvas.get_renderer()
     canvas = figure.bbox
@@ -172,13 +176,12 @@ def layout_problems(figure: plt.Figure, cropped: bool = False) -> list[str]:
                   for name, axis in (("x", axes.xaxis), ("y", axes.yaxis))]
     undrawn = {id(label) for *_, hidden in axes_ticks for label in hidden}
     problems = []
-    if not cropped:
-        for text in figure.findobj(Text):
-            if text.get_visible() and text.get_text().strip() and id(text) not in undrawn:
-                box = text.get_window_extent(renderer)
-                if (box.x0 < canvas.x0 - 1 or box.y0 < canvas.y0 - 1
-                        or box.x1 > canvas.x1 + 1 or box.y1 > canvas.y1 + 1):
-                    problems.append(f"text {text.get_text()!r} leaves the canvas")
+    for text in figure.findobj(Text):
+        if text.get_visible() and text.get_text().strip() and id(text) not in undrawn:
+            box = text.get_window_extent(renderer)
+            if (box.x0 < canvas.x0 - 1 or box.y0 < canvas.y0 - 1
+                    or box.x1 > canvas.x1 + 1 or box.y1 > canvas.y1 + 1):
+                problems.append(f"text {text.get_text()!r} leaves the canvas")
     for axes, name, drawn, _ in axes_ticks:
         boxes = [label.get_window_extent(renderer) for label in drawn]
         if any(first.overlaps(second) for first, second in zip(boxes, boxes[1:])):
@@ -224,7 +227,7 @@ def draw_head_grid(
     colorbar = figure.colorbar(image, ax=axes, label=colorbar_label)
     colorbar.formatter = ScalarFormatter(useOffset=False)  # values near 1 stay readable, no "+9.999e-1"
     colorbar.update_ticks()
-    return save_with_colorbar(figure, path)
+    return save(figure, path)
 
 
 def draw_layer_lines(
@@ -309,29 +312,27 @@ def draw_grid_rows(rows: dict[str, dict[str, Sequence[Sequence[float]]]], path: 
     values = [grid for panels in arrays.values() for grid in panels.values()]
     layers, heads = values[0].shape
     columns = len(values) // len(arrays) + len(differences)
+    # a quarter inch per cell; small models still get panels wide and tall enough for their labels
+    panel_width, panel_height = max(0.26 * heads + 0.6, 2.2), max(0.26 * layers + 1.1, 2.2)
     figure, axes = plt.subplots(len(arrays), columns, squeeze=False, layout="constrained",
-                                figsize=(columns * (0.26 * heads + 0.6) + 1.1 * (1 + bool(differences)),
-                                         len(arrays) * (0.26 * layers + 1.1) + 0.5))
+                                figsize=(columns * panel_width + 1.1 * (1 + bool(differences)),
+                                         len(arrays) * panel_height + 0.5))
+    bar_length = len(arrays) * panel_height - 0.6
     scale = {"vmin": min(g.min() for g in values) if vmin is None else vmin,
              "vmax": max(g.max() for g in values) if vmax is None else vmax, "cmap": cmap}
     limit = max((float(np.abs(g).max()) for panels in changes.values() for g in panels.values()), default=0.0) or 1.0
-    change_scale = {"norm": TwoSlopeNorm(0.0, -limit, limit), "cmap": DIFFERENCE_MAP}
+    change_scale = {"vmin": -limit, "vmax": limit, "cmap": DIFFERENCE_MAP}  # symmetric: white is no change
     for panels, (row, grids) in zip(axes, arrays.items()):
         for column, (name, grid, kind) in enumerate([*((n, g, scale) for n, g in grids.items()),
                                                      *((n, g, change_scale) for n, g in changes[row].items())]):
             panels[column].imshow(grid, aspect="auto", **kind)
-            style_head_axes(panels[column], layers, heads, f"{row}: {name}" if row else name, tick_size=7)
+            style_head_axes(panels[column], layers, heads, wrapped(f"{row}: {name}" if row else name, panel_width),
+                            tick_size=7)
     shared = figure.colorbar(axes[0, 0].images[0], ax=list(axes[:, :len(values) // len(arrays)].ravel()),
-                             label=colorbar_label)
+                             label=wrapped(colorbar_label, bar_length, fontsize=10))
     shared.formatter = ScalarFormatter(useOffset=False)
     if differences:
         figure.colorbar(axes[0, -1].images[0], ax=list(axes[:, -len(differences):].ravel()),
                         label="change")
     figure.suptitle(wrapped(title, figure.get_figwidth() - 1), fontsize=10)
-    return save_with_colorbar(figure, path)
-
-
-def save_with_colorbar(figure: plt.Figure, path: Path) -> Path:
-    """Like `harness.figures.save`, without tight_layout (it clashes with a colour bar shared by
-    panels): cropped to the figure's contents instead."""
-    return _write(figure, path, {"bbox_inches": "tight"})
+    return save(figure, path)

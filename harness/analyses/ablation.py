@@ -39,8 +39,7 @@ from scipy.stats import ConstantInputWarning, spearmanr
 from harness.analyses.base import (GATE_GRADIENTS, INTERVENES, LOGITS, Analysis, AnalysisContext, pair_name,
                                    per_checkpoint_results, register_analysis)
 from harness.batches import AttentionBatch
-from harness.figures import (GREY, OKABE_ITO, checkpoint_title, plt, run_title, save, save_with_colorbar,
-                             style_head_axes)
+from harness.figures import GREY, OKABE_ITO, checkpoint_title, plt, run_title, save, style_head_axes
 from harness.forward import UNTRAINED_TASK_LOSS, Interventions
 from harness.significance import ALPHA, holm, metric_rows, paired_differences
 from tasks.metrics import predictions_from_logits
@@ -371,7 +370,7 @@ def draw_head_deltas(result: dict[str, Any], run: dict[str, Any], checkpoint: st
     limit = max(max(abs(grid).max() for grid in grids.values()), 0.1)
     layers, heads = grids[MODES[0]].shape
     figure, axes = plt.subplots(1, len(MODES), figsize=(0.42 * heads * len(MODES) + 2.8, 0.42 * layers + 1.9),
-                                squeeze=False)
+                                squeeze=False, layout="constrained")
     norm = TwoSlopeNorm(vcenter=0.0, vmin=-limit, vmax=limit)
     for panel, mode in zip(axes[0], MODES):
         image = panel.imshow(grids[mode], cmap="RdBu", norm=norm, aspect="auto")
@@ -382,7 +381,7 @@ def draw_head_deltas(result: dict[str, Any], run: dict[str, Any], checkpoint: st
     figure.colorbar(image, ax=list(axes[0]), label=f"change of dev {result['metric']} (points)")
     figure.suptitle(f"Disabling one head: {run_title(run)}, {checkpoint_title(checkpoint)} "
                     f"(intact {100 * result['intact']:.1f}; boxed: significant after Holm)", fontsize=10)
-    return save_with_colorbar(figure, path)
+    return save(figure, path)
 
 
 def draw_layer_deltas(result: dict[str, Any], run: dict[str, Any], checkpoint: str, path: Path) -> Path:
@@ -435,7 +434,7 @@ def draw_importance(importances: dict[str, Any], entry: dict[str, Any], run: dic
     panels = len(importances) + len(cosine)
     layers, heads = np.asarray(next(iter(importances.values()))).shape
     figure, axes = plt.subplots(1, panels, figsize=(0.42 * heads * panels + 3.2, 0.42 * layers + 2.0),
-                                squeeze=False)
+                                squeeze=False, layout="constrained")
     for panel, (checkpoint, grid) in zip(axes[0], importances.items()):
         image = panel.imshow(np.asarray(grid), cmap="viridis", aspect="auto", vmin=0)
         style_head_axes(panel, layers, heads, f"{checkpoint_title(checkpoint)}: importance", tick_size=7)
@@ -451,7 +450,7 @@ def draw_importance(importances: dict[str, Any], entry: dict[str, Any], run: dic
         panel.set_title("Spearman rho " + ("n/a" if rho is None else f"{rho:.2f}"), fontsize=9)
         panel.grid(alpha=0.3)
     figure.suptitle(f"Head importance (Michel et al., normalised per layer): {run_title(run)}", fontsize=10)
-    return save_with_colorbar(figure, path)
+    return save(figure, path)
 
 
 def extremes(result: dict[str, Any], mode: str, count: int = 3) -> list[str]:

@@ -25,7 +25,7 @@ from sklearn.manifold import MDS
 
 from harness.analyses.base import Analysis, AnalysisContext, pair_name, per_pair_results, register_analysis
 from harness.batches import AttentionBatch, real_tokens
-from harness.figures import checkpoint_title, draw_side_by_side_grids, plt, run_title, save_with_colorbar
+from harness.figures import checkpoint_title, draw_side_by_side_grids, plt, run_title, save
 
 CHUNK_ELEMENTS = 2**22  # bounds the (heads chunk, heads, rows, seq) temporary to 16 MB (cache-sized chunks run faster)
 
@@ -172,7 +172,7 @@ def draw_clustering(entry: dict[str, Any], run: dict[str, Any], out_dir: Path) -
     axes.set_ylabel("MDS dimension 2")
     axes.set_title(f"Heads embedded by Jensen-Shannon divergence (Clark Fig. 6):\n{run_title(run)}, "
                    f"{clustering['tokens_used']} tokens", fontsize=9)
-    written = [save_with_colorbar(figure, out_dir / "clustering_mds.png")]
+    written = [save(figure, out_dir / "clustering_mds.png")]
     for index, ((before, after), stats) in enumerate(zip(entry["pairs"], per_pair_results(entry).values())):
         suffix = "" if index == 0 else f"_{before}_{after}"
         written.append(draw_side_by_side_grids(

@@ -23,7 +23,6 @@ def test_text_off_the_canvas_and_overlapping_ticks_are_found():
     problems = layout_problems(drawn(figure))
     assert "text 'outside' leaves the canvas" in problems
     assert any("x tick labels" in problem and "overlap" in problem for problem in problems)
-    assert layout_problems(drawn(figure), cropped=True) == [p for p in problems if "leaves" not in p]
     plt.close(figure)
 
 
@@ -71,6 +70,6 @@ def test_head_grids_get_a_centred_difference_panel(tmp_path, caplog, monkeypatch
     # the checkpoints' scale spans their values, not 0..1, so faint maps keep their contrast
     assert images[0].norm.vmin == pytest.approx(0.015) and images[0].norm.vmax == pytest.approx(0.03)
     np.testing.assert_allclose(images[2].get_array(), after - before)
-    assert images[2].norm.vcenter == 0 and images[2].norm.vmax == pytest.approx(0.01)
+    assert images[2].norm.vmin == pytest.approx(-0.01) and images[2].norm.vmax == pytest.approx(0.01)
     assert (tmp_path / "grid.pdf").is_file() and caplog.records == []
     plt.close(figure)
