@@ -54,6 +54,7 @@ BASELINE_PAIRS = [(baseline, FINETUNED) for baseline in BASELINES]
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 SELECTION = ("analyses", "ablation")  # which analyses run: not part of any result's key
 CHECKPOINT_ARTIFACT = "checkpoint"  # the fine-tuned model in MLflow (weights, config with label names, tokenizer)
+HEADLINE = "headline"  # MLflow's charts group metrics by the prefix before "/": the short list is one section
 
 
 @dataclass
@@ -366,8 +367,12 @@ def log_run(tracker: Tracker, plan: RunPlan, tuned: FineTuneResult, summary: dic
     timing_metrics = [(f"seconds_{source}", seconds, 0) for source, seconds in timings.items()]
     analysis_metrics = [(name, value) for analysis_name, entry in summary["analyses"].items()
                         for name, value in ANALYSES[analysis_name].metrics(entry) if value is not None]
+    analysis_metrics += changes(analysis_metrics)
+    values = dict(analysis_metrics)
+    headline = [(f"{HEADLINE}/{name}", values[name]) for analysis_name in summary["analyses"]
+                for name in ANALYSES[analysis_name].headline(values)]
     tracker.log_metrics(training_curve(tuned.log_history) + timing_metrics
-                        + [(name, value, 0) for name, value in analysis_metrics + changes(analysis_metrics)]
+                        + [(name, value, 0) for name, value in analysis_metrics + headline]
                         + [("train_seconds", tuned.train_seconds, 0)])
     tracker.log_artifact(summary_path)
     for figure in figures:

@@ -124,7 +124,6 @@ class Tracker:
         logged = retrying(lambda: self.client.get_run(self.run_id)).data.metrics
         by_name: dict[str, list[Metric]] = {}
         for name, value, step in metrics:
-            name = name.replace("/", "_")
             if name not in logged:
                 by_name.setdefault(name, []).append(Metric(name, float(value), 0, step))
         for batch in metric_batches(by_name.values()):

@@ -130,7 +130,14 @@ class Analysis(ABC):
 
     @classmethod
     def metrics(cls, entry: dict[str, Any]) -> list[tuple[str, float]]:
-        """Headline scalars of a stored summary entry, logged as MLflow metrics (name, value)."""
+        """Scalars of a stored summary entry, logged as MLflow metrics (name, value)."""
+        return []
+
+    @classmethod
+    def headline(cls, metrics: dict[str, float]) -> list[str]:
+        """The few of its ``metrics`` (its own and their ``_change`` differences, among every
+        metric of the run) that answer the run's question at a glance: logged again under
+        ``headline/``, the short list MLflow's compare view lines up across runs."""
         return []
 
     @classmethod

@@ -227,6 +227,11 @@ class Coreference(WordLevelAnalysis):
         return [(name, value) for name, value in out if value is not None]
 
     @classmethod
+    def headline(cls, metrics: dict[str, float]) -> list[str]:
+        """How the best head's antecedent accuracy changed (all mentions)."""
+        return [name for name in ("coref_all_change",) if name in metrics]
+
+    @classmethod
     def draw(cls, entry: dict[str, Any], run: dict[str, Any], out_dir: Path) -> list[Path]:
         checkpoints = per_checkpoint_results(entry)
         first = next(iter(checkpoints.values()))

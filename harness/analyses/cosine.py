@@ -9,6 +9,7 @@ not depend on the number of examples.
 from __future__ import annotations
 
 from pathlib import Path
+from statistics import fmean
 from typing import Any
 
 import torch
@@ -90,11 +91,19 @@ class CosineSimilarity(Analysis):
 
     @classmethod
     def metrics(cls, entry: dict[str, Any]) -> list[tuple[str, float]]:
+        """Per pair, the mean cosine per layer, over all heads, and over the last two layers
+        (Kovaleva et al.: those change most)."""
         out = []
         for index, (name, stats) in enumerate(per_pair_results(entry).items()):
             prefix = "cosine" if index == 0 else f"cosine_{name.replace('->', '_to_')}"
             out += [(f"{prefix}_layer_{layer + 1}", value) for layer, value in enumerate(stats["per_layer"])]
+            out += [(f"{prefix}_mean", fmean(stats["per_layer"])),
+                    (f"{prefix}_last_two_layers", fmean(stats["per_layer"][-2:]))]
         return out
+
+    @classmethod
+    def headline(cls, metrics: dict[str, float]) -> list[str]:
+        return [name for name in ("cosine_mean", "cosine_last_two_layers") if name in metrics]
 
     @classmethod
     def draw(cls, entry: dict[str, Any], run: dict[str, Any], out_dir: Path) -> list[Path]:

@@ -173,6 +173,12 @@ class Evaluation(Analysis):
         return out
 
     @classmethod
+    def headline(cls, metrics: dict[str, float]) -> list[str]:
+        """The dev scores (not the loss) of the fine-tuned model, the majority class and the change."""
+        return [name for name in metrics if name.startswith("dev_") and not name.startswith("dev_loss")
+                and name.endswith((f"_{FINETUNED}", "_majority", "_change"))]
+
+    @classmethod
     def tables(cls, entry: dict[str, Any], run: dict[str, Any]) -> dict[str, str]:
         return {"evaluation_table": table_1_markdown(entry, run)}
 

@@ -114,6 +114,11 @@ class AttentionPatterns(Analysis):
         return shares + ([("pattern_classifier_cv_macro_f1", score["macro_f1"])] if score else [])
 
     @classmethod
+    def headline(cls, metrics: dict[str, float]) -> list[str]:
+        """How the share of each pattern changed."""
+        return [name for name in metrics if name.startswith("pattern_change_")]
+
+    @classmethod
     def draw(cls, entry: dict[str, Any], run: dict[str, Any], out_dir: Path) -> list[Path]:
         results = per_checkpoint_results(entry)
         changed = [change for comparison in per_pair_results(entry).values() for change in comparison["changed_heads"]]

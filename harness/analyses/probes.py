@@ -318,6 +318,11 @@ class Probes(WordLevelAnalysis):
                 for kind in ATTENTION_PROBES] + [(f"probes_uas_{kind}", baselines[kind]) for kind in BASELINES]
 
     @classmethod
+    def headline(cls, metrics: dict[str, float]) -> list[str]:
+        """How the attention-only probe's UAS changed."""
+        return [name for name in ("probes_uas_change_attn",) if name in metrics]
+
+    @classmethod
     def draw(cls, entry: dict[str, Any], run: dict[str, Any], out_dir: Path) -> list[Path]:
         title = run_title(run)
         checkpoints = per_checkpoint_results(entry)

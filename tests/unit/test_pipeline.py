@@ -85,6 +85,12 @@ def test_one_mlflow_run_per_key_and_no_metric_logged_twice(finished):
     assert {"dev_accuracy_finetuned", "dev_accuracy_pretrained", "dev_accuracy_majority"} <= set(metrics)
     assert metrics["dev_accuracy_change"] == pytest.approx(metrics["dev_accuracy_finetuned"]
                                                            - metrics["dev_accuracy_pretrained"])
+    headline = {name.removeprefix("headline/"): value for name, value in metrics.items() if name.startswith("headline/")}
+    assert set(headline) == {"dev_accuracy_finetuned", "dev_accuracy_majority", "dev_accuracy_change",
+                             "cosine_mean", "cosine_last_two_layers", "coref_all_change", "probes_uas_change_attn",
+                             *(f"pattern_change_{name}" for name in ("vertical", "diagonal", "vertical_diagonal",
+                                                                     "block", "heterogeneous"))}
+    assert all(value == metrics[name] for name, value in headline.items())
     assert {a.path for a in client.list_artifacts(run.info.run_id)} >= {"summary.json", "figures", "checkpoint"}
     config = json.loads((Path(client.download_artifacts(run.info.run_id, "checkpoint/config.json", str(root)))
                          ).read_text())
