@@ -2,16 +2,21 @@
 ``harness run``): each analysis draws its own entry; nothing is recomputed.
 
 Drawing is the slowest part of a rerun that finds everything stored (tens of figures at
-200 dpi), so ``figures/.drawn.json`` records the hash of the summary they were drawn from;
-`redraw` skips the work while that hash and every file are still there (``harness figures``
-always draws).
+200 dpi), so ``figures/.drawn.json`` records the hash of the summary they were drawn from
+and of the code that drew them (`harness.figures` and every analysis module: a new figure
+style redraws); `redraw` skips the work while that hash and every file are still there
+(``harness figures`` always draws).
 """
 
 from __future__ import annotations
 
+import hashlib
+import inspect
+import sys
 from pathlib import Path
 from typing import Any
 
+import harness.figures
 from harness.analyses import ANALYSES
 from harness.figures import pdf_sibling
 from harness.store import key_of, read_json, write_json
@@ -20,9 +25,18 @@ from tasks.files import atomic_write_text
 DRAWN = ".drawn.json"
 
 
+def drawing_code_hash() -> str:
+    """SHA-256 of the source files that draw: `harness.figures` and each analysis's module."""
+    modules = {harness.figures, *(sys.modules[analysis.__module__] for analysis in ANALYSES.values())}
+    digest = hashlib.sha256()
+    for path in sorted(inspect.getfile(module) for module in modules):
+        digest.update(Path(path).read_bytes())
+    return digest.hexdigest()
+
+
 def redraw(summary: dict[str, Any], out_dir: Path, force: bool = False) -> list[Path]:
     """Every figure and table of every analysis entry in ``summary`` whose version is the current one."""
-    fingerprint = key_of(summary, 64)
+    fingerprint = key_of({"summary": summary, "drawn_by": drawing_code_hash()}, 64)
     drawn = read_json(out_dir / DRAWN, note_damage=False)
     if not force and isinstance(drawn, dict) and drawn.get("summary") == fingerprint:
         files = [out_dir / name for name in drawn.get("files", [])]
