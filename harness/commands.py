@@ -37,7 +37,7 @@ def recipe_line(settings: FineTuneConfig) -> str:
 def run(config: RunConfig) -> None:
     start = time.perf_counter()
     print(recipe_line(config.finetune))
-    summary, phases = run_pipeline(config)
+    summary, phases, page = run_pipeline(config)
     print(f"done: {plan_run(config).run_dir / 'summary.json'}")
     print_dev_metrics(summary["analyses"][Evaluation.name])
     warning = learning_warning(summary["analyses"][Evaluation.name])
@@ -51,7 +51,12 @@ def run(config: RunConfig) -> None:
     if Ablation.name not in summary["analyses"] and config.analysis.ablation == "auto":
         print("  ablation (head disabling, importance, pruning) is off on the CPU: `python -m harness ablate` with "
               "the same flags runs it on the stored checkpoint (minutes), or pass --ablation on")
+    print_mlflow_page(config.environment.tracking_uri, page)
     print_wall_time(phases, start)
+
+
+def print_mlflow_page(tracking_uri: str, page: str) -> None:
+    print(f"  MLflow: http://127.0.0.1:5000/{page} while `mlflow ui --backend-store-uri {tracking_uri}` serves it")
 
 
 def print_wall_time(phases: dict[str, float], start: float) -> None:
@@ -73,10 +78,11 @@ def ablate(config: RunConfig) -> None:
     if stored_result(plan.config, plan.data) is None:
         raise InputError(f"no fine-tuned checkpoint for these flags under {config.environment.cache_dir}: run "
                          "`python -m harness run` (or `finetune`) with the same flags first")
-    summary, phases = run_pipeline(replace(config, analysis=replace(config.analysis, analyses=[Ablation.name],
-                                                                    ablation="on")))
+    summary, phases, page = run_pipeline(replace(config, analysis=replace(config.analysis, analyses=[Ablation.name],
+                                                                          ablation="on")))
     print(f"done: {plan.run_dir / 'summary.json'}")
     print_ablation(summary)
+    print_mlflow_page(config.environment.tracking_uri, page)
     print_wall_time(phases, start)
 
 

@@ -276,9 +276,10 @@ def task_identity(plan: RunPlan, dev_sample: list) -> dict[str, Any]:
             "sample_seed": plan.config.analysis.analysis_seed}
 
 
-def run(config: RunConfig) -> tuple[dict[str, Any], dict[str, float]]:
-    """The whole ``harness run``; returns the summary written to ``<run_dir>/summary.json``
-    and the wall seconds of each phase (fine-tuning, each source streamed, the rest).
+def run(config: RunConfig) -> tuple[dict[str, Any], dict[str, float], str]:
+    """The whole ``harness run``; returns the summary written to ``<run_dir>/summary.json``,
+    the wall seconds of each phase (fine-tuning, each source streamed, the rest) and the
+    MLflow run's page (`Tracker.page`).
 
     An identical command started meanwhile waits on the run's lock file (in the cache
     folder) and then finds everything done; the MLflow run ends KILLED on Ctrl-C or
@@ -302,7 +303,7 @@ def run(config: RunConfig) -> tuple[dict[str, Any], dict[str, float]]:
             tracker.finish("FAILED")
             raise
         tracker.finish()
-    return summary, phases
+    return summary, phases, tracker.page()
 
 
 def analyse_and_log(plan: RunPlan, tokenizer: PreTrainedTokenizerBase,

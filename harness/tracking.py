@@ -138,6 +138,12 @@ class Tracker:
         if not retrying(lambda: self.client.list_artifacts(self.run_id, name)):
             retrying(lambda: self.client.log_artifacts(self.run_id, str(folder), name))
 
+    def page(self) -> str:
+        """The run's page under ``mlflow ui``'s address, in the UI's model-training view: MLflow
+        3's UI opens an experiment in its GenAI view (traces, "Evaluation runs") by default,
+        whatever the experiment's kind says."""
+        return f"#/experiments/{self.experiment_id}/runs/{self.run_id}?workflowType=machine_learning"
+
     def finish(self, status: str = "FINISHED") -> None:
         """End the run as ``status`` (FINISHED, FAILED or KILLED), keeping a finished run finished."""
         if not self.was_finished:

@@ -74,12 +74,15 @@ def test_a_second_run_reuses_everything_and_rewrites_no_stored_file(finished, ca
     assert "warning: finetuned is not clearly above the majority class on dev/accuracy" in printed.out
 
 
-def test_one_mlflow_run_per_key_and_no_metric_logged_twice(finished):
+def test_one_mlflow_run_per_key_and_no_metric_logged_twice(finished, capsys):
     root, argv = finished
     assert main(argv) == 0
     client = MlflowClient(tracking_uri=f"sqlite:///{root}/mlflow.db")
     experiment = client.get_experiment_by_name("attention-shift")
     (run,) = client.search_runs([experiment.experiment_id])
+    # the printed link opens this run in the UI's model-training view
+    assert (f"MLflow: http://127.0.0.1:5000/#/experiments/{experiment.experiment_id}/runs/{run.info.run_id}"
+            "?workflowType=machine_learning") in capsys.readouterr().out
     assert run.info.status == "FINISHED" and run.info.run_name == next(iter(summaries(root)))
     assert len(client.get_metric_history(run.info.run_id, "cosine_layer_2")) == 1
     metrics = run.data.metrics
