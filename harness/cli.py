@@ -12,7 +12,7 @@ import difflib
 import importlib
 import signal
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 from tqdm import tqdm
 
@@ -57,15 +57,23 @@ class SubcommandParser(argparse.ArgumentParser):
     closest known flag ("did you mean --model?"), instead of leaving them to the top parser."""
 
     def parse_known_args(self, args: list[str] | None = None, namespace: argparse.Namespace | None = None):
+        self.given = list(sys.argv[1:] if args is None else args)
         parsed, unknown = super().parse_known_args(args, namespace)
         if unknown:
             self.error("unrecognized arguments: " + " ".join(unknown) + self.suggestion(unknown))
         return parsed, unknown
 
-    def suggestion(self, unknown: list[str]) -> str:
+    def error(self, message: str) -> NoReturn:
+        """argparse's error, with a suggestion also when a required flag is missing because it
+        was misspelled (``--tsk rte``: argparse reports the missing ``--task`` first)."""
+        if message.startswith("the following arguments are required"):
+            message += self.suggestion(getattr(self, "given", []))
+        super().error(message)
+
+    def suggestion(self, words: list[str]) -> str:
         flags = [option for action in self._actions for option in action.option_strings]
         guesses = {flag: difflib.get_close_matches(flag.split("=")[0], flags, n=1, cutoff=0.6)
-                   for flag in unknown if flag.startswith("-")}
+                   for flag in words if flag.startswith("-") and flag.split("=")[0] not in flags}
         hints = [f"{guess[0]} for {flag}" for flag, guess in guesses.items() if guess]
         return f" (did you mean {', '.join(hints)}?)" if hints else ""
 

@@ -77,6 +77,14 @@ def test_a_misspelled_flag_gets_the_subcommands_usage_and_a_suggestion(capsys, t
     assert err.startswith("usage: harness run ") and f"(did you mean {meant} for {typed}?)" in err
 
 
+def test_a_misspelled_required_flag_gets_a_suggestion(capsys):
+    with pytest.raises(SystemExit) as stopped:
+        main(["run", "--tsk", "rte", "--model", "minilm"])
+    err = capsys.readouterr().err
+    assert stopped.value.code == 2
+    assert "required: --task (did you mean --task for --tsk?)" in err and "--model for" not in err
+
+
 def test_figures_without_a_run(capsys, tmp_path, tiny_model_dir, tiny_data):
     code, err = run_cli(capsys, "figures", "--task", "rte", "--model", str(tiny_model_dir),
                         "--data-dir", str(tiny_data / "glue"), "--output-dir", str(tmp_path))
