@@ -7,13 +7,14 @@ import numpy as np
 import pytest
 
 from classifier import CLASSES
-from classifier.crossval import GROUPINGS, folds, input_groups, load_report, out_of_fold, report_table, score
+from classifier.crossval import (CANDIDATES, GROUPINGS, FoldTrainer, folds, input_groups, load_report, out_of_fold,
+                                 report_table, score)
 from classifier.data import LabelledMap, read_labels, write_maps, write_rows
 from classifier.features import NO_SECOND_SEGMENT
 from classifier.train import TrainConfig
 from tests.unit.test_classifier import clear_map
 
-TASKS = ("cola", "mrpc", "rte")
+TASKS = ("cola", "mrpc", "rte", "stsb")  # any two of them have a `block` map: nested folds train on two
 
 
 @pytest.fixture(scope="module")
@@ -53,10 +54,30 @@ def test_task_folds_hold_out_one_task_and_input_folds_never_split_an_input(label
 
 
 def test_every_map_is_predicted_by_the_fold_that_held_it_out_and_never_block_without_two_segments(labelled):
-    rows, labels, predicted = out_of_fold(labelled, "task")
-    assert len(predicted) == len(rows) and (predicted >= 0).all()
+    rows, labels, predicted, chosen = out_of_fold(labelled, "task")
+    assert len(predicted) == len(rows) and (predicted >= 0).all() and chosen == {}
     single = np.array([row.second_segment == NO_SECOND_SEGMENT for row in rows])
     assert not (predicted[single] == CLASSES.index("block")).any()
+
+
+def test_nested_selection_never_sees_the_held_out_task(labelled, monkeypatch):
+    calls = []
+    predict = FoldTrainer.predict
+
+    def recorded(trainer, recipe, trained, held_out):
+        calls.append((trained, held_out))
+        return predict(trainer, recipe, trained, held_out)
+
+    monkeypatch.setattr(FoldTrainer, "predict", recorded)
+    rows, labels, predicted, chosen = out_of_fold(labelled, "task-nested")
+    tasks = np.array([row.task for row in rows])
+    per_fold = len(CANDIDATES) * (len(TASKS) - 1) + 1  # every candidate on each inner fold, then the chosen one
+    assert len(calls) == per_fold * len(TASKS) and (predicted >= 0).all()
+    for index, task in enumerate(TASKS):
+        fold = calls[index * per_fold:(index + 1) * per_fold]
+        assert all(task not in set(tasks[trained]) | set(tasks[held_out]) for trained, held_out in fold[:-1])
+        assert set(tasks[fold[-1][1]]) == {task} and task not in set(tasks[fold[-1][0]])
+        assert chosen[task]["changes"] in CANDIDATES and 0 <= chosen[task]["inner_macro_f1"] <= 1
 
 
 def test_scores_have_intervals_around_them_over_inputs():
