@@ -34,7 +34,7 @@ from matplotlib.ticker import ScalarFormatter  # noqa: E402
 from tasks.files import atomic_path  # noqa: E402
 
 DPI = 200
-matplotlib.rcParams["pdf.fonttype"] = 42  # TrueType fonts embedded whole: editable text in the PDF
+matplotlib.rcParams["pdf.fonttype"] = 42  # TrueType (Type 42) fonts embedded, not Type 3: editable text, as journals ask
 log = logging.getLogger(__name__)
 CHECKPOINT_TITLES = {"pretrained": "pre-trained", "finetuned": "fine-tuned"}
 # Okabe & Ito's palette: told apart with every common colour-vision deficiency and in greyscale
@@ -140,8 +140,8 @@ def drawn_colours(artist: matplotlib.artist.Artist) -> list[tuple[float, float, 
         colours = [*artist.get_facecolors(), *artist.get_edgecolors()]
     else:
         colours = [artist.get_facecolor(), artist.get_edgecolor()] if artist.get_fill() else [artist.get_edgecolor()]
-    return [to_rgb(colour) for colour in colours if not isinstance(colour, str) or colour != "none"
-            if to_rgba(colour)[3] > 0]
+    return [to_rgb(colour) for colour in colours
+            if not (isinstance(colour, str) and colour == "none") and to_rgba(colour)[3] > 0]
 
 
 def safe_colours() -> np.ndarray:
