@@ -244,12 +244,15 @@ def test_ablate_needs_a_stored_fine_tuned_checkpoint(tiny_model_dir, tiny_data, 
     assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").glob("rte-*"))
 
 
-def test_ablate_adds_the_ablation_to_the_run_and_recomputes_nothing_else(tiny_model_dir, tiny_data, tmp_path, capsys):
+def test_ablate_adds_the_ablation_to_the_run_and_recomputes_nothing_else(tiny_model_dir, tiny_data, tmp_path, capsys,
+                                                                         caplog):
     argv = tiny_run_arguments(tiny_model_dir, tiny_data, tmp_path, "--analyses", "cosine")
     assert main(argv) == 0
     assert "ablation (head disabling, importance, pruning) is off on the CPU" in capsys.readouterr().out
     stored = snapshot(tmp_path / "out" / "store")
-    assert main(["ablate", *argv[1:]]) == 0
+    with caplog.at_level(logging.WARNING, logger="harness.figures"):
+        assert main(["ablate", *argv[1:]]) == 0
+    assert [record.getMessage() for record in caplog.records if record.name == "harness.figures"] == []
     printed = capsys.readouterr().out
     assert "ablation (finetuned): intact dev accuracy" in printed and "pruning: heads pruned before" in printed
     after = snapshot(tmp_path / "out" / "store")
