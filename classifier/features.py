@@ -71,15 +71,18 @@ def in_second_segment(tokens: torch.Tensor, second_segments: torch.Tensor) -> to
     return (second_segments[:, None] != NO_SECOND_SEGMENT) & (tokens >= second_segments[:, None])
 
 
-def measure_padded(attentions: torch.Tensor, lengths: torch.Tensor, second_segments: torch.Tensor) -> torch.Tensor:
+def measure_padded(attentions: torch.Tensor, lengths: torch.Tensor, second_segments: torch.Tensor,
+                   row_entropy: torch.Tensor | None = None) -> torch.Tensor:
     """The `MapFeatures` of padded maps as rows of numbers, in the field order.
 
     ``attentions``: (batch, ..., seq, seq); ``lengths``, ``second_segments``: (batch,)
     (`NO_SECOND_SEGMENT` for single-segment inputs, whose ``within_segments`` is 1: all
     their spread attention stays in their one segment, and ``same_segment`` 1). Returns
     (batch * prod(...), `MEASURES`) in the maps' dtype (pass float64 for exact single-map
-    values). Two map-sized temporaries (the masked maps, their entropy terms): the band and
-    the column shares come from diagonals and column sums.
+    values). ``row_entropy``: (batch, ..., seq) each row's entropy where the caller has it
+    already (the same values; padding rows are masked here). Two map-sized temporaries (the
+    masked maps, their entropy terms unless ``row_entropy`` is given): the band and the
+    column shares come from diagonals and column sums.
     """
     batch, seq = attentions.shape[0], attentions.shape[-1]
     positions = torch.arange(seq, device=attentions.device)
@@ -102,7 +105,11 @@ def measure_padded(attentions: torch.Tensor, lengths: torch.Tensor, second_segme
     peaks_on_columns = (on_columns.gather(-1, peaks) * real_rows).sum(dim=-1)
     row_peak = maps.amax(dim=-1).sum(dim=-1)
     n = lengths[:, None].to(maps.dtype)
-    entropy = torch.special.entr(maps).sum(dim=-1).sum(dim=-1) / n.clamp(min=2).log()
+    if row_entropy is None:
+        rows_entropy = torch.special.entr(maps).sum(dim=-1)
+    else:  # computed by the caller on the unmasked maps: padding rows out (where, not *: they may hold anything)
+        rows_entropy = torch.where(real[:, None, :], row_entropy.reshape(batch, -1, seq).to(maps.dtype), 0)
+    entropy = rows_entropy.sum(dim=-1) / n.clamp(min=2).log()
     first = ~in_second_segment(positions[None, :], second_segments)
     first_weights = first[:, None, :, None].to(maps.dtype)
     same_segment = _own_segment_mass(maps, maps @ first_weights, first)

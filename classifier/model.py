@@ -150,8 +150,8 @@ class PatternClassifier:
         """The class name of each map (arguments as `predict_proba`)."""
         return [CLASSES[index] for index in self.predict_proba(maps, second_segments).argmax(axis=1)]
 
-    def predict_batch(self, attentions: Sequence[torch.Tensor], lengths: torch.Tensor,
-                      second_segments: torch.Tensor) -> torch.Tensor:
+    def predict_batch(self, attentions: Sequence[torch.Tensor], lengths: torch.Tensor, second_segments: torch.Tensor,
+                      row_entropies: Sequence[torch.Tensor] | None = None) -> torch.Tensor:
         """Class indices of every head of padded batches of maps (e.g. both checkpoints), in one CNN call.
 
         ``attentions``: tensors of shape (batch, layers, heads, seq, seq) on the same inputs;
@@ -159,11 +159,13 @@ class PatternClassifier:
         input's second segment, `NO_SECOND_SEGMENT` for a single-segment input. `block`
         (attention within each of two segments) cannot exist in a single-segment input, so it
         is never predicted there. Returns (len(attentions), batch, layers, heads) int64
-        indices into `CLASSES`.
+        indices into `CLASSES`. ``row_entropies``: each tensor's row entropies where already
+        computed ((batch, layers, heads, seq), `harness.batches.AttentionBatch.row_entropy`).
         """
         batch, layers, heads = attentions[0].shape[:3]
-        inputs = MapInputs.cat([normalise_padded(maps, lengths, second_segments, images=self.network.uses_images)
-                                for maps in attentions])
+        entropies = row_entropies if row_entropies is not None else [None] * len(attentions)
+        inputs = MapInputs.cat([normalise_padded(maps, lengths, second_segments, images=self.network.uses_images,
+                                                 row_entropy=entropy) for maps, entropy in zip(attentions, entropies)])
         logits = self.logits(inputs).view(len(attentions), batch, layers, heads, len(CLASSES))
         two_segments = second_segments != NO_SECOND_SEGMENT
         return possible_classes(logits, two_segments[None, :, None, None])

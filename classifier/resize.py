@@ -84,7 +84,8 @@ def structure_channel(tokens: torch.Tensor, real: torch.Tensor, second_segments:
     return (inside * torch.where(same, 1.0, CROSS_SEGMENT))[:, None].float()
 
 
-def measured_inputs(attentions: torch.Tensor, lengths: torch.Tensor, second_segments: torch.Tensor) -> torch.Tensor:
+def measured_inputs(attentions: torch.Tensor, lengths: torch.Tensor, second_segments: torch.Tensor,
+                    row_entropy: torch.Tensor | None = None) -> torch.Tensor:
     """The measurements of padded maps (`classifier.features`), whether each input is a pair and
     its log length (over log 512): arguments as `normalise_padded`; -> (count, `INPUT_MEASURES`)."""
     batch = attentions.shape[0]
@@ -93,20 +94,21 @@ def measured_inputs(attentions: torch.Tensor, lengths: torch.Tensor, second_segm
     described = torch.stack([(second_segments != NO_SECOND_SEGMENT).float(),
                              lengths.float().log() / math.log(MAX_TOKENS)], dim=-1)  # (batch, 2)
     described = described[:, None].expand(batch, count, 2).reshape(batch * count, 2)
-    return torch.cat([measure_padded(attentions.float(), lengths, second_segments), described], dim=1)
+    return torch.cat([measure_padded(attentions.float(), lengths, second_segments, row_entropy), described], dim=1)
 
 
 def normalise_padded(attentions: torch.Tensor, lengths: torch.Tensor, second_segments: torch.Tensor,
-                     size: int = INPUT_SIZE, images: bool = True) -> MapInputs:
+                     size: int = INPUT_SIZE, images: bool = True, row_entropy: torch.Tensor | None = None) -> MapInputs:
     """Padded maps to the classifier's input, each cropped to its example's real tokens.
 
     ``attentions``: (batch, ..., seq, seq), e.g. (batch, layers, heads, seq, seq);
     ``lengths``: (batch,); ``second_segments``: (batch,) first token of the second segment,
     `NO_SECOND_SEGMENT` for single-segment inputs. Returns the inputs of batch * prod(...)
     maps, batch-major; without ``images`` (a classifier on the measurements alone) the images
-    are (count, 0) placeholders and the maps are only measured.
+    are (count, 0) placeholders and the maps are only measured; ``row_entropy``: as
+    `classifier.features.measure_padded`.
     """
-    measured = measured_inputs(attentions, lengths, second_segments)
+    measured = measured_inputs(attentions, lengths, second_segments, row_entropy)
     if not images:
         return MapInputs(measured.new_empty(len(measured), 0), measured)
     batch, seq = attentions.shape[0], attentions.shape[-1]

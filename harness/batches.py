@@ -95,10 +95,19 @@ class AttentionBatch:
     gradients: dict[str, Gradients] = field(default_factory=dict)
     skipped_gradients: dict[str, str] = field(default_factory=dict)
     value_norms: dict[str, torch.Tensor] = field(default_factory=dict)
+    row_entropies: dict[str, torch.Tensor] = field(default_factory=dict, repr=False)  # `row_entropy`, once each
 
     @property
     def device(self) -> torch.device:
         return next(iter(self.attentions.values())).device
+
+    def row_entropy(self, checkpoint: str) -> torch.Tensor:
+        """(batch, layers, heads, seq) float32 entropy (nats) of each row of ``checkpoint``'s
+        maps, computed once per batch for every analysis that needs it (surface statistics and
+        the pattern measurements both do); rows past ``lengths`` are padding: mask them."""
+        if checkpoint not in self.row_entropies:
+            self.row_entropies[checkpoint] = torch.special.entr(self.attentions[checkpoint].float()).sum(dim=-1)
+        return self.row_entropies[checkpoint]
 
     @cached_property
     def input_ids(self) -> torch.Tensor:

@@ -67,7 +67,8 @@ class AttentionPatterns(Analysis):
 
     def update(self, batch: AttentionBatch) -> None:
         attentions = [batch.attentions[name] for name in self.context.checkpoints]
-        predicted = self.classifier.predict_batch(attentions, batch.lengths, batch.second_segments)
+        predicted = self.classifier.predict_batch(attentions, batch.lengths, batch.second_segments,
+                                                  [batch.row_entropy(name) for name in self.context.checkpoints])
         # (checkpoints, batch, layers, heads) -> per-head class counts summed over the batch
         self.counts += torch.nn.functional.one_hot(predicted, len(CLASSES)).sum(dim=1)
         self.count += predicted.shape[1]

@@ -101,13 +101,16 @@ def row_mean(values: torch.Tensor, rows: torch.Tensor) -> tuple[torch.Tensor, to
 
 
 def surface_statistics(
-    attention: torch.Tensor, input_ids: torch.Tensor, lengths: torch.Tensor, ids: SpecialIds
+    attention: torch.Tensor, input_ids: torch.Tensor, lengths: torch.Tensor, ids: SpecialIds,
+    row_entropy: torch.Tensor | None = None,
 ) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
     """Every statistic of `STATISTICS` per example and head.
 
     ``attention``: (batch, layers, heads, seq, seq), rows attend to columns; padding rows and
-    columns past ``lengths`` are ignored. Returns name -> (values (batch, layers, heads),
-    valid (batch,)): an example is invalid for a statistic it has no rows for (no [SEP]).
+    columns past ``lengths`` are ignored; ``row_entropy``: (batch, layers, heads, seq) each
+    row's entropy where already computed (`AttentionBatch.row_entropy`). Returns name ->
+    (values (batch, layers, heads), valid (batch,)): an example is invalid for a statistic it
+    has no rows for (no [SEP]).
     """
     masks = token_masks(input_ids, lengths, ids)
     real = masks["real"]
@@ -122,8 +125,8 @@ def surface_statistics(
     stats["next"] = row_mean(attention.diagonal(offset=1, dim1=-2, dim2=-1), has_neighbour)
     stats["sep_to_sep"] = row_mean(to_type["sep"], masks["sep"])
     stats["rest_to_sep"] = row_mean(to_type["sep"], real - masks["sep"])
-    # Padding columns of real rows carry ~0 attention, and entr(0) = 0.
-    row_entropy = torch.special.entr(attention).sum(dim=-1)
+    if row_entropy is None:  # padding columns of real rows carry ~0 attention, and entr(0) = 0
+        row_entropy = torch.special.entr(attention).sum(dim=-1)
     stats["entropy"] = row_mean(row_entropy, real)
     stats["cls_entropy"] = (row_entropy[..., 0], lengths > 0)
     return stats
@@ -157,7 +160,8 @@ class Surface(Analysis):
 
     def update(self, batch: AttentionBatch) -> None:
         for index, checkpoint in enumerate(self.context.checkpoints):
-            stats = surface_statistics(batch.attentions[checkpoint].float(), batch.input_ids, batch.lengths, self.ids)
+            stats = surface_statistics(batch.attentions[checkpoint].float(), batch.input_ids, batch.lengths, self.ids,
+                                       batch.row_entropy(checkpoint))
             for position, name in enumerate(STATISTICS):
                 values, valid = stats[name]
                 self.totals[index, position] += values[valid].double().sum(dim=0)

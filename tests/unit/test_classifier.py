@@ -194,6 +194,21 @@ def test_padded_batch_resizing_matches_one_map_at_a_time():
         assert torch.allclose(measures[row, map_index], one_by_one.measures[single])
 
 
+def test_row_entropies_handed_in_give_the_same_measurements():
+    """The patterns analysis hands in the row entropies the surface statistics computed (on the
+    unmasked maps, padding rows and all): the measurements are those computed from the maps."""
+    rng = np.random.default_rng(1)
+    lengths = torch.tensor([4, 7])
+    attentions = torch.softmax(torch.tensor(rng.normal(size=(2, 3, 2, 7, 7)), dtype=torch.float32), dim=-1)
+    attentions[0, :, :, 4:, :] = 0.3  # a padding row's values must not count
+    attentions[0, :, :, :4, 4:] = 0.0
+    second_segments = torch.tensor([2, NO_SECOND_SEGMENT])
+    shared = torch.special.entr(attentions).sum(dim=-1)
+    measured = normalise_padded(attentions, lengths, second_segments, images=False).measures
+    handed_in = normalise_padded(attentions, lengths, second_segments, images=False, row_entropy=shared).measures
+    assert torch.equal(measured, handed_in)
+
+
 def test_synthetic_maps_are_row_stochastic_for_every_class():
     maps, second_segments, labels = synthetic_set(4, seed=1, min_length=3, max_length=60)
     assert sorted(set(labels)) == list(range(len(CLASSES)))
