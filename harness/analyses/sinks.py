@@ -34,8 +34,8 @@ from harness.analyses.base import (ATTENTION, VALUE_NORMS, Analysis, AnalysisCon
                                    per_checkpoint_results, per_pair_results, register_analysis)
 from harness.analyses.surface import SpecialIds, token_masks
 from harness.batches import AttentionBatch
-from harness.figures import (OKABE_ITO, checkpoint_colour, checkpoint_title, draw_grid_rows, panel_grid, run_title,
-                             save, scatter_by_layer, titled_pairs)
+from harness.figures import (OKABE_ITO, checkpoint_colour, checkpoint_title, draw_grid_rows, panel_grid, panels_for,
+                             run_title, save, scatter_by_layer, titled_pairs)
 
 EPSILON = 0.3  # Gu et al.'s sink threshold on a token's mean received attention
 
@@ -242,8 +242,8 @@ def draw_sink_shares(entry: dict[str, Any], run: dict[str, Any], path: Path) -> 
     """One panel per token kind: its sink share per layer, every checkpoint overlaid in its colour
     (overall share in the legend)."""
     checkpoints = per_checkpoint_results(entry)
-    figure, axes = panel_grid(1, len(KINDS))
-    for panel, (kind, label) in zip(axes[0], KINDS.items()):
+    figure, panels = panels_for(len(KINDS))
+    for position, (panel, (kind, label)) in enumerate(zip(panels, KINDS.items())):
         for index, (checkpoint, stats) in enumerate(checkpoints.items()):
             values = stats["per_layer"]["sink_share"][kind]
             layers = list(range(1, len(values) + 1))
@@ -255,7 +255,8 @@ def draw_sink_shares(entry: dict[str, Any], run: dict[str, Any], path: Path) -> 
         panel.set_title(label, fontsize=9)
         panel.grid(alpha=0.3)
         panel.legend(fontsize=7)
-    axes[0, 0].set_ylabel(f"share of heads with mean\nattention > {EPSILON}")
+        if position % 2 == 0:  # the left column
+            panel.set_ylabel(f"share of heads with mean\nattention > {EPSILON}")
     figure.suptitle(f"Attention sinks per token kind (Gu et al., ε = {EPSILON}): {run_title(run)}", fontsize=10)
     return save(figure, path)
 
