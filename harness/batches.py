@@ -95,7 +95,7 @@ class AttentionBatch:
     gradients: dict[str, Gradients] = field(default_factory=dict)
     skipped_gradients: dict[str, str] = field(default_factory=dict)
     value_norms: dict[str, torch.Tensor] = field(default_factory=dict)
-    row_entropies: dict[str, torch.Tensor] = field(default_factory=dict, repr=False)  # `row_entropy`, once each
+    row_entropies: dict[str, torch.Tensor] = field(default_factory=dict, init=False, repr=False)  # `row_entropy`
 
     @property
     def device(self) -> torch.device:

@@ -34,7 +34,7 @@ from matplotlib.ticker import ScalarFormatter  # noqa: E402
 from tasks.files import atomic_path  # noqa: E402
 
 DPI = 200
-matplotlib.rcParams["pdf.fonttype"] = 42  # TrueType (Type 42) fonts embedded, not Type 3: editable text, as journals ask
+matplotlib.rcParams["pdf.fonttype"] = 42  # TrueType (Type 42) fonts, not Type 3: editable text, as journals ask
 log = logging.getLogger(__name__)
 CHECKPOINT_TITLES = {"pretrained": "pre-trained", "finetuned": "fine-tuned"}
 # Okabe & Ito's palette: told apart with every common colour-vision deficiency and in greyscale
@@ -79,6 +79,11 @@ def wrapped(title: str, width_inches: float, fontsize: float = 9) -> str:
     is about 0.55 em wide); its own line breaks kept."""
     width = max(24, int(width_inches * 72 / (0.55 * fontsize)))
     return "\n".join(textwrap.fill(line, width) for line in title.split("\n"))
+
+
+def suptitle(figure: plt.Figure, title: str, fontsize: float = 10) -> None:
+    """The figure's title, broken into lines that fit its width."""
+    figure.suptitle(wrapped(title, figure.get_figwidth() - 0.5, fontsize), fontsize=fontsize)
 
 
 def save(figure: plt.Figure, path: Path) -> Path:
@@ -217,17 +222,9 @@ def draw_head_grid(
     values: Sequence[Sequence[float]], path: Path, *, title: str, colorbar_label: str,
     vmin: float | None = None, vmax: float | None = None, cmap: str = "viridis",
 ) -> Path:
-    """Heatmap with heads on the x axis and layers on the y axis (layer 1 at the top)."""
-    grid = np.asarray(values, dtype=float)
-    layers, heads = grid.shape
-    width = max(0.45 * heads + 2.2, 4.5)
-    figure, axes = plt.subplots(figsize=(width, max(0.4 * layers + 1.6, 3.2)), layout="constrained")
-    image = axes.imshow(grid, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
-    style_head_axes(axes, layers, heads, wrapped(title, width - 1.5))
-    colorbar = figure.colorbar(image, ax=axes, label=colorbar_label)
-    colorbar.formatter = ScalarFormatter(useOffset=False)  # values near 1 stay readable, no "+9.999e-1"
-    colorbar.update_ticks()
-    return save(figure, path)
+    """One heatmap with heads on the x axis and layers on the y axis (layer 1 at the top)."""
+    return draw_side_by_side_grids({"": values}, path, title=title, colorbar_label=colorbar_label,
+                                   vmin=vmin, vmax=vmax, cmap=cmap)
 
 
 def draw_layer_lines(
@@ -311,7 +308,8 @@ def draw_grid_rows(rows: dict[str, dict[str, Sequence[Sequence[float]]]], path: 
                for row, panels in arrays.items()}
     values = [grid for panels in arrays.values() for grid in panels.values()]
     layers, heads = values[0].shape
-    columns = len(values) // len(arrays) + len(differences)
+    per_row = len(values) // len(arrays)  # the grids of a row, before its difference panels
+    columns = per_row + len(differences)
     # a quarter inch per cell; small models still get panels wide and tall enough for their labels
     panel_width, panel_height = max(0.26 * heads + 0.6, 2.2), max(0.26 * layers + 1.1, 2.2)
     figure, axes = plt.subplots(len(arrays), columns, squeeze=False, layout="constrained",
@@ -328,11 +326,11 @@ def draw_grid_rows(rows: dict[str, dict[str, Sequence[Sequence[float]]]], path: 
             panels[column].imshow(grid, aspect="auto", **kind)
             style_head_axes(panels[column], layers, heads, wrapped(f"{row}: {name}" if row else name, panel_width),
                             tick_size=7)
-    shared = figure.colorbar(axes[0, 0].images[0], ax=list(axes[:, :len(values) // len(arrays)].ravel()),
+    shared = figure.colorbar(axes[0, 0].images[0], ax=list(axes[:, :per_row].ravel()),
                              label=wrapped(colorbar_label, bar_length, fontsize=10))
-    shared.formatter = ScalarFormatter(useOffset=False)
+    shared.formatter = ScalarFormatter(useOffset=False)  # values near 1 stay readable, no "+9.999e-1"
     if differences:
         figure.colorbar(axes[0, -1].images[0], ax=list(axes[:, -len(differences):].ravel()),
                         label="change")
-    figure.suptitle(wrapped(title, figure.get_figwidth() - 1), fontsize=10)
+    suptitle(figure, title)
     return save(figure, path)

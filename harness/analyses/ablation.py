@@ -39,7 +39,7 @@ from scipy.stats import ConstantInputWarning, spearmanr
 from harness.analyses.base import (GATE_GRADIENTS, INTERVENES, LOGITS, Analysis, AnalysisContext, pair_name,
                                    per_checkpoint_results, register_analysis)
 from harness.batches import AttentionBatch
-from harness.figures import GREY, OKABE_ITO, checkpoint_title, plt, run_title, save, style_head_axes, wrapped
+from harness.figures import GREY, OKABE_ITO, checkpoint_title, plt, run_title, save, style_head_axes, suptitle
 from harness.forward import UNTRAINED_TASK_LOSS, Interventions
 from harness.significance import ALPHA, holm, metric_rows, paired_differences
 from tasks.metrics import predictions_from_logits
@@ -379,9 +379,8 @@ def draw_head_deltas(result: dict[str, Any], run: dict[str, Any], checkpoint: st
             panel.add_patch(plt.Rectangle((head - 0.5, layer - 0.5), 1, 1, fill=False, edgecolor="black", lw=1.5))
         style_head_axes(panel, layers, heads, MODE_TITLES[mode], tick_size=7)
     figure.colorbar(image, ax=list(axes[0]), label=f"change of dev {result['metric']} (points)")
-    figure.suptitle(wrapped(f"Disabling one head: {run_title(run)}, {checkpoint_title(checkpoint)} (intact "
-                            f"{100 * result['intact']:.1f}; boxed: significant after Holm)",
-                            figure.get_figwidth() - 0.5, fontsize=10), fontsize=10)
+    suptitle(figure, f"Disabling one head: {run_title(run)}, {checkpoint_title(checkpoint)} (intact "
+                     f"{100 * result['intact']:.1f}; boxed: significant after Holm)")
     return save(figure, path)
 
 
@@ -450,8 +449,7 @@ def draw_importance(importances: dict[str, Any], entry: dict[str, Any], run: dic
         panel.set_ylabel(f"{checkpoint_title(after)} importance")
         panel.set_title("Spearman rho " + ("n/a" if rho is None else f"{rho:.2f}"), fontsize=9)
         panel.grid(alpha=0.3)
-    figure.suptitle(wrapped(f"Head importance (Michel et al., normalised per layer): {run_title(run)}",
-                            figure.get_figwidth() - 0.5, fontsize=10), fontsize=10)
+    suptitle(figure, f"Head importance (Michel et al., normalised per layer): {run_title(run)}")
     return save(figure, path)
 
 

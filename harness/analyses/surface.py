@@ -31,7 +31,7 @@ from harness.analyses.base import (Analysis, AnalysisContext, changed_heads, pai
                                    per_pair_results, register_analysis)
 from harness.batches import AttentionBatch, real_tokens
 from harness.figures import (checkpoint_colour, checkpoint_title, draw_side_by_side_grids, panels_for, run_title,
-                             save, scatter_by_layer, titled_pairs, wrapped)
+                             save, scatter_by_layer, suptitle, titled_pairs)
 
 # Statistic name -> how it is shown in tables and figures.
 STATISTICS = {
@@ -217,7 +217,7 @@ SERIES_STYLES = (("-", "o"), ("--", "s"))  # line style and marker of the first 
 
 
 def draw_by_layer(entry: dict[str, Any], run: dict[str, Any], rows: dict[str, tuple[str, ...]], path: Path, *,
-                  suptitle: str, reference: dict[str, float] | None = None) -> Path:
+                  heading: str, reference: dict[str, float] | None = None) -> Path:
     """One panel per entry of ``rows`` (y label -> its statistics), every checkpoint overlaid in
     its colour; a second statistic in a panel dashed, with square markers."""
     checkpoints = per_checkpoint_results(entry)
@@ -235,7 +235,7 @@ def draw_by_layer(entry: dict[str, Any], run: dict[str, Any], rows: dict[str, tu
         panel.set_ylabel(ylabel)
         panel.set_xlabel("layer")
         panel.legend(fontsize=7)
-    figure.suptitle(wrapped(f"{suptitle}: {run_title(run)}", figure.get_figwidth() - 0.5), fontsize=10)
+    suptitle(figure, f"{heading}: {run_title(run)}")
     return save(figure, path)
 
 
@@ -269,12 +269,12 @@ def draw_surface(entry: dict[str, Any], run: dict[str, Any], out_dir: Path) -> l
         draw_by_layer(entry, run, {"attention to [CLS]": ("cls",), "attention to [SEP]": ("sep",),
                                    'attention to "." or ","': ("punct",),
                                    "attention to [SEP]\nby row type": ("sep_to_sep", "rest_to_sep")},
-                      out_dir / "surface_special_tokens.png", suptitle="Attention to special tokens (Clark Fig. 2)"),
+                      out_dir / "surface_special_tokens.png", heading="Attention to special tokens (Clark Fig. 2)"),
         draw_by_layer(entry, run, {"previous token": ("previous",), "next token": ("next",), "itself": ("self",)},
-                      out_dir / "surface_relative_position.png", suptitle="Attention by relative position"),
+                      out_dir / "surface_relative_position.png", heading="Attention by relative position"),
         draw_by_layer(entry, run, {"mean row entropy\n(nats)": ("entropy",),
                                    "[CLS] row entropy\n(nats)": ("cls_entropy",)},
-                      out_dir / "surface_entropy.png", suptitle="Attention entropy (Clark Fig. 4)",
+                      out_dir / "surface_entropy.png", heading="Attention entropy (Clark Fig. 4)",
                       reference={"uniform attention": uniform}),
     ]
     for statistic in HEATMAP_STATISTICS:
