@@ -1,4 +1,4 @@
-"""``python -m harness`` (or ``harness``): subcommands ``run``, ``finetune``, ``ablate``, ``figures``, ``annotate``, ``docs``.
+"""``python -m harness`` (or ``harness``): subcommands ``run``, ``study``, ``finetune``, ``ablate``, ``figures``, ``annotate``, ``docs``.
 
 The flags are generated from the configuration dataclasses and validated before anything
 heavy is imported, so a bad flag is reported in a fraction of a second; the commands
@@ -12,19 +12,22 @@ import difflib
 import importlib
 import signal
 import sys
+from dataclasses import fields
 from typing import Any, NoReturn
 
 from tqdm import tqdm
 
 from harness.arguments import add_arguments, build
 from harness.config import (AnalysisConfig, AnnotationConfig, DocsConfig, EnvironmentConfig, FineTuneConfig, RunConfig,
-                            TaskConfig)
+                            StudyConfig, TaskConfig)
 from tasks.errors import InputError
 
 # Imported once the flags are valid: torch and transformers take seconds to load.
 COMMANDS_MODULE = "harness.commands"
 DESCRIPTIONS = {
     "run": "fine-tune (or reuse the cached checkpoint), compare the attention of both checkpoints, track in MLflow",
+    "study": "every task and seed as its own run under one MLflow parent run, then what holds across seeds and "
+             "tasks (study.json, cross-task figures); the same command again reuses every finished run",
     "finetune": "only fine-tune and write the checkpoint cache (runs under torchrun / accelerate launch)",
     "ablate": "disable heads and layers, rank heads by importance and prune them on the stored fine-tuned "
               "checkpoint of these flags (Kovaleva et al. section 6, Michel et al. 2019)",
@@ -34,6 +37,7 @@ DESCRIPTIONS = {
     "docs": "rebuild the results tables in the README and docs from stored runs (never typed by hand)",
 }
 GROUPS = {"run": (TaskConfig, FineTuneConfig, AnalysisConfig, EnvironmentConfig),
+          "study": (StudyConfig, TaskConfig, FineTuneConfig, AnalysisConfig, EnvironmentConfig),
           "finetune": (TaskConfig, FineTuneConfig, EnvironmentConfig),
           "ablate": (TaskConfig, FineTuneConfig, AnalysisConfig, EnvironmentConfig),
           "figures": (TaskConfig, FineTuneConfig, AnalysisConfig, EnvironmentConfig),
@@ -41,6 +45,8 @@ GROUPS = {"run": (TaskConfig, FineTuneConfig, AnalysisConfig, EnvironmentConfig)
           "docs": (DocsConfig,)}
 RUN_PARTS = {TaskConfig: "task", FineTuneConfig: "finetune", AnalysisConfig: "analysis",
              EnvironmentConfig: "environment"}
+# A study sets each run's task from --tasks (and its seeds from --seed on): no --task flag.
+LEFT_OUT = {("study", TaskConfig): ("task",)}
 
 
 class Terminated(KeyboardInterrupt):
@@ -85,13 +91,18 @@ def build_parser() -> argparse.ArgumentParser:
     for name, groups in GROUPS.items():
         command = commands.add_parser(name, help=DESCRIPTIONS[name], description=DESCRIPTIONS[name])
         for group in groups:
-            add_arguments(command, group)
+            left_out = LEFT_OUT.get((name, group), ())
+            add_arguments(command, group, only=tuple(f.name for f in fields(group) if f.name not in left_out))
     return parser
 
 
 def configs_from(args: argparse.Namespace) -> list[Any]:
     """The command's validated configurations: the run configuration of the parsed flags
     (parts the command lacks take their defaults) when it has one, then its others."""
+    if args.command == "study":
+        study = build(StudyConfig, args)
+        args.task = study.tasks[0]  # validates the task flags once; each run then takes its own task
+        return [study, study.runs(**{part: build(cls, args) for cls, part in RUN_PARTS.items()})]
     built = {cls: build(cls, args) for cls in GROUPS[args.command]}
     parts = {RUN_PARTS[cls]: value for cls, value in built.items() if cls in RUN_PARTS}
     others = [value for cls, value in built.items() if cls not in RUN_PARTS]

@@ -11,13 +11,15 @@ import transformers
 from harness.analyses.ablation import Ablation, summary_lines
 from harness.analyses.evaluation import Evaluation, dev_metrics, learning_warning
 from harness.annotation import annotate as annotate_pool
-from harness.config import AnnotationConfig, DocsConfig, FineTuneConfig, RunConfig, describe_recipe
+from harness.config import AnnotationConfig, DocsConfig, FineTuneConfig, RunConfig, StudyConfig, describe_recipe
 from harness.doctables import documents, rebuild, take_run
 from harness.finetune import finetune as finetune_task
 from harness.finetune import is_main_process, leave_process_group, stored_result
 from harness.pipeline import evaluate, find_summary, plan_run, train_baselines
 from harness.pipeline import run as run_pipeline
 from harness.render import redraw
+from harness.study import plan_study
+from harness.study import study as run_study
 from tasks.errors import InputError
 
 
@@ -53,6 +55,25 @@ def run(config: RunConfig) -> None:
               "the same flags runs it on the stored checkpoint (minutes), or pass --ablation on")
     print_mlflow_page(config.environment.tracking_uri, page)
     print_wall_time(phases, start)
+
+
+def study(settings: StudyConfig, configs: list[RunConfig]) -> bool:
+    """Every (task, seed) of the study, then what holds across them; False when a run failed."""
+    start = time.perf_counter()
+    plan = plan_study(settings, configs)
+    for task, why in plan.skipped.items():
+        print(f"skipped {task}: no data ({why})")
+    tasks = list(dict.fromkeys(run.config.task.task for run in plan.runs))
+    print(f"study {plan.name}: {len(plan.runs)} runs ({', '.join(tasks)}; {settings.seeds} seeds each)")
+    aggregated, files, page = run_study(plan)
+    print(f"done: {plan.folder / 'study.json'} ({len(files)} figures and tables in {plan.folder / 'figures'})")
+    for finding in aggregated["findings"].values():
+        print(f"  {finding['text']}")
+    for label, error in aggregated["failed"].items():
+        print(f"  failed: {label}: {error} (the same command again retries it)")
+    print_mlflow_page(configs[0].environment.tracking_uri, page)
+    print(f"  wall time: {time.perf_counter() - start:.1f} s")
+    return not aggregated["failed"]
 
 
 def print_mlflow_page(tracking_uri: str, page: str) -> None:

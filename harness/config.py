@@ -317,6 +317,38 @@ class RunConfig:
         return Path(self.task.model).name
 
 
+# `harness study` default: the GLUE tasks of the papers' figures that are small enough to fine-tune
+# several times (QQP and MNLI take hours a seed on a GPU; name them to include them).
+STUDY_TASKS = ("rte", "mrpc", "stsb", "sst2", "cola", "qnli")
+
+
+@dataclass
+class StudyConfig:
+    """A study: the same run for every task and seed (``harness study``)."""
+
+    tasks: list[str] = option(list(STUDY_TASKS), "GLUE tasks, space- or comma-separated (rte mrpc or rte,mrpc); "
+                                                 "tasks without data are named and skipped")
+    seeds: int = option(3, "fine-tuning seeds per task: --seed, --seed + 1, ... (Kovaleva et al.'s small tasks "
+                           "vary with the seed)")
+    name: str | None = option(None, "the study's name in MLflow and its folder under --output-dir/studies "
+                                    "(default: the model and a key of the study's settings)")
+
+    def __post_init__(self) -> None:
+        names = [part for item in self.tasks for part in item.split(",") if part]
+        _require(bool(names), StudyConfig, "tasks", "", "names no task")
+        self.tasks = list(dict.fromkeys(get_task(name).name for name in names))
+        _require(self.seeds >= 1, StudyConfig, "seeds", self.seeds, "must be at least 1")
+        _require(self.name is None or (self.name.strip() != "" and "/" not in self.name), StudyConfig, "name",
+                 self.name, "must be a non-empty name without '/'")
+
+    def runs(self, task: TaskConfig, finetune: FineTuneConfig, analysis: AnalysisConfig,
+             environment: EnvironmentConfig) -> list[RunConfig]:
+        """One run configuration per (task, seed), task-major, each with its task's recipe."""
+        return [RunConfig(replace(task, task=name), replace(finetune, seed=finetune.seed + offset), analysis,
+                          environment)
+                for name in self.tasks for offset in range(self.seeds)]
+
+
 @dataclass
 class DocsConfig:
     """Results tables in the README and docs, generated from stored runs (``harness docs``)."""

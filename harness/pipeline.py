@@ -276,10 +276,11 @@ def task_identity(plan: RunPlan, dev_sample: list) -> dict[str, Any]:
             "sample_seed": plan.config.analysis.analysis_seed}
 
 
-def run(config: RunConfig) -> tuple[dict[str, Any], dict[str, float], str]:
+def run(config: RunConfig, tags: dict[str, str] | None = None) -> tuple[dict[str, Any], dict[str, float], str]:
     """The whole ``harness run``; returns the summary written to ``<run_dir>/summary.json``,
     the wall seconds of each phase (fine-tuning, each source streamed, the rest) and the
-    MLflow run's page (`Tracker.page`).
+    MLflow run's page (`Tracker.page`). ``tags`` go on the MLflow run besides task, model and
+    seed (a study's name and parent run).
 
     An identical command started meanwhile waits on the run's lock file (in the cache
     folder) and then finds everything done; the MLflow run ends KILLED on Ctrl-C or
@@ -293,7 +294,8 @@ def run(config: RunConfig) -> tuple[dict[str, Any], dict[str, float], str]:
     tokenizer = load_tokenizer(config.task.model)  # an unreachable model fails here, before any work
     with exclusive(config.environment.cache_dir / "locks" / f"run-{plan.key}.lock", f"the run {plan.run_dir.name}"):
         tracker = Tracker(config.environment.tracking_uri, plan.key, plan.run_dir.name,
-                          {"task": config.task.task, "model": config.task.model, "seed": str(config.finetune.seed)})
+                          {"task": config.task.task, "model": config.task.model, "seed": str(config.finetune.seed),
+                           **(tags or {})})
         try:
             summary, phases = analyse_and_log(plan, tokenizer, tracker)
         except KeyboardInterrupt:
@@ -366,19 +368,28 @@ def log_run(tracker: Tracker, plan: RunPlan, tuned: FineTuneResult, summary: dic
                         "examples.compared": str(described["num_eval_examples"]),
                         "examples.trained": str(described["train_examples"])})
     timing_metrics = [(f"seconds_{source}", seconds, 0) for source, seconds in timings.items()]
-    analysis_metrics = [(name, value) for analysis_name, entry in summary["analyses"].items()
-                        for name, value in ANALYSES[analysis_name].metrics(entry) if value is not None]
-    analysis_metrics += changes(analysis_metrics)
-    values = dict(analysis_metrics)
-    headline = [(f"{HEADLINE}/{name}", values[name]) for analysis_name in summary["analyses"]
-                for name in ANALYSES[analysis_name].headline(values)]
+    analysis_metrics = summary_metrics(summary)
+    headline = [(f"{HEADLINE}/{name}", analysis_metrics[name]) for name in headline_names(summary, analysis_metrics)]
     tracker.log_metrics(training_curve(tuned.log_history) + timing_metrics
-                        + [(name, value, 0) for name, value in analysis_metrics + headline]
+                        + [(name, value, 0) for name, value in [*analysis_metrics.items(), *headline]]
                         + [("train_seconds", tuned.train_seconds, 0)])
     tracker.log_artifact(summary_path)
     for figure in figures:
         tracker.log_artifact(figure, "figures")
     tracker.log_folder_once(tuned.checkpoint_dir, CHECKPOINT_ARTIFACT)
+
+
+def summary_metrics(summary: dict[str, Any]) -> dict[str, float]:
+    """Every scalar of a stored summary, as MLflow metrics: each analysis's `Analysis.metrics`
+    and their fine-tuned minus pre-trained `changes`."""
+    metrics = [(name, value) for analysis_name, entry in summary["analyses"].items()
+               for name, value in ANALYSES[analysis_name].metrics(entry) if value is not None]
+    return dict(metrics + changes(metrics))
+
+
+def headline_names(summary: dict[str, Any], metrics: dict[str, float]) -> list[str]:
+    """The few of ``metrics`` that answer the run's question (`Analysis.headline`), in analysis order."""
+    return [name for analysis_name in summary["analyses"] for name in ANALYSES[analysis_name].headline(metrics)]
 
 
 def changes(metrics: list[tuple[str, float]]) -> list[tuple[str, float]]:

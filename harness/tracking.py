@@ -14,7 +14,7 @@ from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-from mlflow.entities import Metric, Param
+from mlflow.entities import Metric, Param, Run
 from mlflow.tracking import MlflowClient
 
 from harness.locking import exclusive
@@ -83,6 +83,23 @@ def flatten(prefix: str, value: Any) -> dict[str, str]:
     return {prefix: str(value)}
 
 
+def runs_of(uri: str, run_key: str) -> tuple[MlflowClient, str, list[Run]]:
+    """The store's client, the experiment and the MLflow runs of ``run_key`` (a retried or
+    stopped attempt is a run of its own), or one clear line when the store cannot be opened."""
+    try:
+        client, experiment_id = open_experiment(uri)
+        runs = retrying(lambda: client.search_runs([experiment_id], f"tags.`{RUN_KEY_TAG}` = '{run_key}'"))
+    except Exception as error:  # MLflow raises many types for bad URIs/stores
+        raise InputError(f"cannot open the MLflow store {uri!r} ({str(error).splitlines()[0]}); "
+                         "check --tracking-uri / MLFLOW_TRACKING_URI") from error
+    return client, experiment_id, runs
+
+
+def is_finished(uri: str, run_key: str) -> bool:
+    """Whether ``run_key`` has a FINISHED MLflow run (everything of it logged)."""
+    return any(run.info.status == "FINISHED" for run in runs_of(uri, run_key)[2])
+
+
 class Tracker:
     """The MLflow run of one harness run key; running the same key again reopens it.
 
@@ -94,13 +111,7 @@ class Tracker:
     """
 
     def __init__(self, uri: str, run_key: str, run_name: str, tags: dict[str, str]) -> None:
-        try:
-            self.client, self.experiment_id = open_experiment(uri)
-            runs = retrying(lambda: self.client.search_runs([self.experiment_id],
-                                                            f"tags.`{RUN_KEY_TAG}` = '{run_key}'"))
-        except Exception as error:  # MLflow raises many types for bad URIs/stores
-            raise InputError(f"cannot open the MLflow store {uri!r} ({str(error).splitlines()[0]}); "
-                             "check --tracking-uri / MLFLOW_TRACKING_URI") from error
+        self.client, self.experiment_id, runs = runs_of(uri, run_key)
         finished = [run for run in runs if run.info.status == "FINISHED"]
         self.run_key, self.run_name, self.tags = run_key, run_name, tags
         self.was_finished = bool(finished)
@@ -112,6 +123,11 @@ class Tracker:
         else:
             self.run_id = retrying(lambda: self.client.create_run(
                 self.experiment_id, run_name=run_name, tags={RUN_KEY_TAG: run_key, **tags})).info.run_id
+        if runs:  # a run made outside a study, then taken into one, gets the study's tags (its parent)
+            present = (finished or runs)[0].data.tags
+            for name, value in tags.items():
+                if name not in present:
+                    retrying(lambda: self.client.set_tag(self.run_id, name, value))
 
     def log_params(self, params: dict[str, str]) -> None:
         logged = retrying(lambda: self.client.get_run(self.run_id)).data.params

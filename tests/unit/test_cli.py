@@ -6,7 +6,7 @@ import pytest
 from huggingface_hub import constants as hub_constants
 
 from harness import models
-from harness.cli import GROUPS, build_parser, configs_from, main
+from harness.cli import GROUPS, LEFT_OUT, build_parser, configs_from, main
 from harness.config import flag_of
 
 
@@ -104,7 +104,9 @@ def test_flags_are_generated_from_the_dataclasses_with_help():
         text = parser._subparsers._group_actions[0].choices[command].format_help()
         for group in groups:
             for item in fields(group):
-                assert flag_of(group, item.name) in text, (command, item.name)
+                if item.name in LEFT_OUT.get((command, group), ()):
+                    continue
+                assert flag_of(group, item.name) in text.split(), (command, item.name)
                 assert item.metadata.get("help"), item.name
     (config,) = configs_from(parser.parse_args(["run", "--task", "RTE", "--batch-size", "16", "--analyses", "cosine",
                                                 "surface", "--random-order", "--max-eval-examples", "10"]))
