@@ -1,0 +1,134 @@
+"""The attention maps of a few dev examples, every layer and head, per checkpoint: what the
+report's per-example view shows (`harness.report`), from stored results like every figure.
+
+The examples are the `NUM_EXAMPLES` inputs of at most `MAX_TOKENS` tokens of the run's dev
+sample whose seeded hash of their id is smallest: the same examples for every checkpoint and
+every batching, found in one streaming pass. Each example's maps are stored as text, each
+weight in thousandths (three decimals) written as two base-64 digits, layer by layer, head by
+head, row by row: a JSON list of 3-decimal numbers takes about three times the room, and
+this keeps four 40-token examples of a 12 x 12-head model under 2 MB per checkpoint.
+`compare` gives, per declared pair and example, the cosine of each head's two maps and the
+head that changed most (the view opens each example there).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from harness.analyses.base import Analysis, AnalysisContext, best_head, pair_name, register_analysis
+from harness.batches import AttentionBatch
+from tasks.examples import Example
+
+NUM_EXAMPLES = 4
+MAX_TOKENS = 40  # special tokens included: short enough to read every token on an axis
+SCALE = 1000  # weights stored in thousandths
+DIGITS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"  # base64url's alphabet
+ENCODING = ("weights in thousandths, two base-64 digits each (A-Z a-z 0-9 - _, most significant first), "
+            "layer-major, then head, row (attending token), column (attended token)")
+CODES = np.frombuffer(DIGITS.encode(), dtype=np.uint8)
+VALUES = np.zeros(256, dtype=np.int64)
+VALUES[CODES] = np.arange(len(DIGITS))
+
+
+def encode_maps(maps: torch.Tensor) -> str:
+    """(..., n, n) attention weights as `ENCODING`'s text."""
+    values = (maps.float().clamp(0, 1) * SCALE).round().to(torch.int64).flatten().numpy()
+    return np.stack([CODES[values >> 6], CODES[values & 63]], axis=-1).tobytes().decode("ascii")
+
+
+def decode_maps(text: str, layers: int, heads: int) -> np.ndarray:
+    """`encode_maps`'s text back to (layers, heads, n, n) weights (to three decimals)."""
+    digits = VALUES[np.frombuffer(text.encode("ascii"), dtype=np.uint8)].reshape(-1, 2)
+    values = (digits[:, 0] << 6) + digits[:, 1]
+    n = int(round((len(values) / (layers * heads)) ** 0.5))
+    return values.reshape(layers, heads, n, n) / SCALE
+
+
+def selection_rank(seed: int, item: Example) -> str:
+    """The seeded order examples are chosen in: a hash of the seed and the example's split and id."""
+    return hashlib.sha256(f"{seed}:{item.split}:{item.guid}".encode()).hexdigest()
+
+
+def label_text(context: AnalysisContext, label: int | float) -> str | float:
+    """The gold label by name (classification) or as the score (regression)."""
+    task = context.task
+    return task.label_names[label] if task is not None and not task.is_regression else label
+
+
+@dataclass
+class Kept:
+    """One chosen example: its rank, the example, its tokens and each checkpoint's maps (CPU)."""
+
+    rank: str
+    item: Example
+    tokens: list[str]
+    maps: dict[str, torch.Tensor]
+
+
+def head_cosines(first: np.ndarray, second: np.ndarray) -> np.ndarray:
+    """(layers, heads) cosine of two checkpoints' (layers, heads, n, n) maps, flattened per head."""
+    a, b = first.reshape(*first.shape[:2], -1), second.reshape(*second.shape[:2], -1)
+    norms = np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1)
+    return (a * b).sum(axis=-1) / np.maximum(norms, 1e-12)
+
+
+@register_analysis
+class ExampleMaps(Analysis):
+    """A few seeded dev examples' attention maps, every layer and head, per checkpoint."""
+
+    name = "examples"
+    version = 1
+    source = "task"
+    settings_used = ("analysis_seed",)  # chooses the examples
+    reference = {"num_examples": NUM_EXAMPLES, "max_tokens": MAX_TOKENS, "encoding": ENCODING}
+
+    def __init__(self, context: AnalysisContext) -> None:
+        super().__init__(context)
+        self.kept: list[Kept] = []
+        self.candidates = 0
+
+    def update(self, batch: AttentionBatch) -> None:
+        lengths = batch.encoded.lengths.tolist()
+        for row, (item, length) in enumerate(zip(batch.items, lengths)):
+            if length > MAX_TOKENS:
+                continue
+            self.candidates += 1
+            rank = selection_rank(self.context.seed, item)
+            if len(self.kept) == NUM_EXAMPLES and rank >= self.kept[-1].rank:
+                continue
+            tokens = self.context.tokenizer.convert_ids_to_tokens(batch.encoded.input_ids[row, :length].tolist())
+            maps = {name: batch.maps(name, row).float().cpu() for name in self.context.checkpoints}
+            self.kept = sorted([*self.kept, Kept(rank, item, tokens, maps)], key=lambda kept: kept.rank)[:NUM_EXAMPLES]
+
+    def result(self) -> dict[str, Any]:
+        return {name: {"num_layers": self.context.num_layers, "num_heads": self.context.num_heads,
+                       "max_tokens": MAX_TOKENS, "candidates": self.candidates,
+                       "examples": [{"guid": kept.item.guid, "split": kept.item.split, "text_a": kept.item.text_a,
+                                     "text_b": kept.item.text_b, "label": label_text(self.context, kept.item.label),
+                                     "tokens": kept.tokens, "maps": encode_maps(kept.maps[name])}
+                                    for kept in self.kept]}
+                for name in self.context.checkpoints}
+
+    @classmethod
+    def compare(cls, per_checkpoint: dict[str, Any], pairs: list[tuple[str, str]]) -> dict[str, Any]:
+        """Per pair and example: each head's cosine between the two maps, and the head that changed most."""
+        out = {}
+        for before, after in pairs:
+            if before not in per_checkpoint or after not in per_checkpoint:
+                continue
+            first, second = per_checkpoint[before], per_checkpoint[after]
+            shape = (first["num_layers"], first["num_heads"])
+            examples = []
+            for a, b in zip(first["examples"], second["examples"]):
+                cosine = head_cosines(decode_maps(a["maps"], *shape), decode_maps(b["maps"], *shape))
+                lowest = best_head(-torch.from_numpy(cosine))
+                examples.append({"guid": a["guid"], "cosine_per_head": np.round(cosine, 3).tolist(),
+                                 "most_changed": {"layer": lowest["layer"], "head": lowest["head"],
+                                                  "cosine": round(-lowest["value"], 3)}})
+            out[pair_name((before, after))] = {"examples": examples}
+        return out
