@@ -5,7 +5,7 @@ Drawing is the slowest part of a rerun that finds everything stored (tens of fig
 200 dpi), so ``figures/.drawn.json`` records the hash of the summary they were drawn from
 and of the code that drew them (`harness.figures` and every analysis module: a new figure
 style redraws); `redraw` skips the work while that hash and every file are still there
-(``harness figures`` always draws).
+(``harness figures`` always draws), and which analysis drew each file (the report groups them so).
 """
 
 from __future__ import annotations
@@ -42,13 +42,28 @@ def redraw(summary: dict[str, Any], out_dir: Path, force: bool = False) -> list[
         files = [out_dir / name for name in drawn.get("files", [])]
         if all(path.is_file() for path in files):
             return files
-    written: list[Path] = []
+    by_analysis: dict[str, list[Path]] = {}
     for name, entry in summary["analyses"].items():
         analysis = ANALYSES.get(name)
         if analysis is not None and entry.get("version") == analysis.version:
             figures = analysis.draw(entry, summary["run"], out_dir)
-            written += figures + [pdf_sibling(path) for path in figures if pdf_sibling(path).is_file()]
-            for stem, text in analysis.tables(entry, summary["run"]).items():
-                written.append(atomic_write_text(out_dir / f"{stem}.md", text))
-    write_json(out_dir / DRAWN, {"summary": fingerprint, "files": [str(p.relative_to(out_dir)) for p in written]})
+            tables = [atomic_write_text(out_dir / f"{stem}.md", text)
+                      for stem, text in analysis.tables(entry, summary["run"]).items()]
+            pdfs = [pdf_sibling(path) for path in figures if pdf_sibling(path).is_file()]
+            by_analysis[name] = figures + pdfs + tables
+    written = [path for paths in by_analysis.values() for path in paths]
+    write_json(out_dir / DRAWN, {"summary": fingerprint, "files": relative(written, out_dir),
+                                 "analyses": {name: relative(paths, out_dir) for name, paths in by_analysis.items()}})
     return written
+
+
+def relative(paths: list[Path], folder: Path) -> list[str]:
+    return [str(path.relative_to(folder)) for path in paths]
+
+
+def drawn_files(out_dir: Path) -> dict[str, list[Path]]:
+    """``{analysis: its figure and table files}`` as `redraw` last recorded them in ``out_dir``
+    (for the report); an empty dict when they were drawn before it recorded which drew what."""
+    drawn = read_json(out_dir / DRAWN, note_damage=False)
+    analyses = drawn.get("analyses", {}) if isinstance(drawn, dict) else {}
+    return {name: [out_dir / file for file in files] for name, files in analyses.items()}
