@@ -1,4 +1,4 @@
-"""``python -m harness`` (or ``harness``): subcommands ``run``, ``study``, ``finetune``, ``ablate``, ``figures``, ``annotate``, ``docs``.
+"""``python -m harness`` (or ``harness``): subcommands ``run``, ``study``, ``finetune``, ``ablate``, ``figures``, ``annotate``, ``docs``, ``report``.
 
 The flags are generated from the configuration dataclasses and validated before anything
 heavy is imported, so a bad flag is reported in a fraction of a second; the commands
@@ -18,8 +18,8 @@ from typing import Any, NoReturn
 from tqdm import tqdm
 
 from harness.arguments import add_arguments, build
-from harness.config import (AnalysisConfig, AnnotationConfig, DocsConfig, EnvironmentConfig, FineTuneConfig, RunConfig,
-                            StudyConfig, TaskConfig)
+from harness.config import (AnalysisConfig, AnnotationConfig, DocsConfig, EnvironmentConfig, FineTuneConfig,
+                            ReportConfig, RunConfig, StudyConfig, TaskConfig)
 from tasks.errors import InputError
 
 # Imported once the flags are valid: torch and transformers take seconds to load.
@@ -35,6 +35,8 @@ DESCRIPTIONS = {
     "annotate": "sample attention maps of a checkpoint into a labelling pool for the pattern classifier, "
                 "or record its labels",
     "docs": "rebuild the results tables in the README and docs from stored runs (never typed by hand)",
+    "report": "one static HTML page of stored results (a study's findings and figures, then each run's analyses "
+              "and parameters, and each example's attention before and after fine-tuning), no recompute",
 }
 GROUPS = {"run": (TaskConfig, FineTuneConfig, AnalysisConfig, EnvironmentConfig),
           "study": (StudyConfig, TaskConfig, FineTuneConfig, AnalysisConfig, EnvironmentConfig),
@@ -42,11 +44,13 @@ GROUPS = {"run": (TaskConfig, FineTuneConfig, AnalysisConfig, EnvironmentConfig)
           "ablate": (TaskConfig, FineTuneConfig, AnalysisConfig, EnvironmentConfig),
           "figures": (TaskConfig, FineTuneConfig, AnalysisConfig, EnvironmentConfig),
           "annotate": (AnnotationConfig, TaskConfig, FineTuneConfig, EnvironmentConfig),
-          "docs": (DocsConfig,)}
+          "docs": (DocsConfig,),
+          "report": (ReportConfig, EnvironmentConfig)}
 RUN_PARTS = {TaskConfig: "task", FineTuneConfig: "finetune", AnalysisConfig: "analysis",
              EnvironmentConfig: "environment"}
 # A study sets each run's task from --tasks (and its seeds from --seed on): no --task flag.
-LEFT_OUT = {("study", TaskConfig): ("task",)}
+LEFT_OUT = {("study", TaskConfig): ("task",),
+            ("report", EnvironmentConfig): ("device", "precision", "cache_dir", "tracking_uri")}  # only --output-dir
 
 
 class Terminated(KeyboardInterrupt):
@@ -103,6 +107,8 @@ def configs_from(args: argparse.Namespace) -> list[Any]:
         study = build(StudyConfig, args)
         args.task = study.tasks[0]  # validates the task flags once; each run then takes its own task
         return [study, study.runs(**{part: build(cls, args) for cls, part in RUN_PARTS.items()})]
+    if args.command == "report":  # reads stored results: no run to configure, the environment says where they are
+        return [build(cls, args) for cls in GROUPS["report"]]
     built = {cls: build(cls, args) for cls in GROUPS[args.command]}
     parts = {RUN_PARTS[cls]: value for cls, value in built.items() if cls in RUN_PARTS}
     others = [value for cls, value in built.items() if cls not in RUN_PARTS]

@@ -11,13 +11,15 @@ import transformers
 from harness.analyses.ablation import Ablation, summary_lines
 from harness.analyses.evaluation import Evaluation, dev_metrics, learning_warning
 from harness.annotation import annotate as annotate_pool
-from harness.config import AnnotationConfig, DocsConfig, FineTuneConfig, RunConfig, StudyConfig, describe_recipe
+from harness.config import (AnnotationConfig, DocsConfig, EnvironmentConfig, FineTuneConfig, ReportConfig, RunConfig,
+                            StudyConfig, describe_recipe)
 from harness.doctables import documents, rebuild, take_run
 from harness.finetune import finetune as finetune_task
 from harness.finetune import is_main_process, leave_process_group, stored_result
 from harness.pipeline import evaluate, find_summary, plan_run, train_baselines
 from harness.pipeline import run as run_pipeline
 from harness.render import redraw
+from harness.report import build_report
 from harness.study import plan_study
 from harness.study import study as run_study
 from tasks.errors import InputError
@@ -149,3 +151,9 @@ def docs(settings: DocsConfig) -> bool:
 
 def annotate(config: RunConfig, annotation: AnnotationConfig) -> None:
     print(annotate_pool(config, annotation))
+
+
+def report(settings: ReportConfig, environment: EnvironmentConfig) -> None:
+    """One static HTML page of the stored study (or runs), with its figures copied beside it."""
+    page, figures = build_report(settings, environment)
+    print(f"report: {page} ({figures} figures in {page.parent / 'figures'}; open it in a browser, no server needed)")

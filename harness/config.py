@@ -367,3 +367,19 @@ class DocsConfig:
     def runs(self) -> dict[str, Path]:
         """``{label: run folder}`` of ``--run``."""
         return {label: Path(folder) for label, _, folder in (item.partition("=") for item in self.run)}
+
+
+@dataclass
+class ReportConfig:
+    """One static HTML page of stored results (``harness report``)."""
+
+    study: str | None = option(None, "the study to show, by name (a folder under --output-dir/studies) or by its "
+                                      "folder (default: the latest study, else every run folder under --output-dir)")
+    out: Path = option(Path("outputs/report/index.html"), "the page; its figures are copied into figures/ beside it, "
+                                                          "so the folder works when moved")
+
+    def __post_init__(self) -> None:
+        self.out = Path(self.out)
+        _require(self.out.suffix in (".html", ".htm"), ReportConfig, "out", self.out, "must end in .html")
+        _require(self.study is None or self.study.strip() != "", ReportConfig, "study", self.study,
+                 "must name a study or its folder")

@@ -1,0 +1,77 @@
+"""The report in a real headless Chromium, from ``file://``: every figure loads, the per-example
+view draws the real MiniLM's maps, and no script error; a missing figure and a script error are
+seen as such (so the checks can fail)."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+from tests.conftest import GLUE_DIR
+
+CHROMIUM = next(filter(None, map(shutil.which, ("chromium", "chromium-browser", "google-chrome"))), None)
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(CHROMIUM is None, reason="no headless browser: install chromium (apt-get install "
+                                                          "chromium) to load the report in one"),
+              pytest.mark.skipif(not GLUE_DIR.is_dir(), reason=f"real GLUE data not found at {GLUE_DIR}")]
+
+
+@pytest.fixture(scope="module")
+def page(tmp_path_factory) -> Path:
+    """The report of a small real run: MiniLM on RTE, a few analyses and the example maps."""
+    root = tmp_path_factory.mktemp("report")
+    assert main(["run", "--task", "rte", "--model", "minilm", "--data-dir", str(GLUE_DIR),
+                 "--max-train-examples", "64", "--epochs", "1", "--max-eval-examples", "80",
+                 "--analyses", "cosine", "surface", "examples", "--output-dir", str(root / "out"),
+                 "--cache-dir", str(root / "cache"), "--tracking-uri", f"sqlite:///{root}/mlflow.db"]) == 0
+    out = root / "report" / "index.html"
+    assert main(["report", "--output-dir", str(root / "out"), "--out", str(out)]) == 0
+    return out
+
+
+def browse(page: Path, profile: Path) -> tuple[str, str]:
+    """The page's DOM once its scripts ran and its images loaded (virtual time), and the browser's log."""
+    done = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={profile}",
+                           "--virtual-time-budget=10000", "--enable-logging=stderr", "--v=0", "--dump-dom",
+                           page.as_uri()], capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return done.stdout, done.stderr
+
+
+def attributes(dom: str, element_id: str | None = None) -> dict[str, str]:
+    """The attributes of the element with ``element_id``, or of ``<html>``."""
+    opening = "<html" if element_id is None else rf'<[a-z]+ id="{element_id}"'
+    tag = re.search(rf"{opening}([^>]*)>", dom).group(1)
+    return dict(re.findall(r'([\w-]+)="([^"]*)"', tag))
+
+
+def test_every_figure_loads_the_view_draws_and_no_script_fails(page, tmp_path):
+    dom, log = browse(page, tmp_path / "profile")
+    status = attributes(dom, "report-status")
+    images = len(re.findall(r"<img ", dom))
+    assert images > 5 and status["data-images"] == status["data-loaded"] == str(images)
+    assert (status["data-state"], status["data-failed"], status["data-errors"], status["data-view"]) == (
+        "ready", "0", "0", "drawn")
+    view = attributes(dom, "view-maps")
+    assert view["data-drawn"] == "yes" and view["data-example"].startswith("rte-")
+    assert 1 <= int(view["data-layer"]) <= 6 and 1 <= int(view["data-head"]) <= 12
+    assert "data-errors" not in attributes(dom)  # set by the page's first script on any error
+    assert "Uncaught" not in log and "Failed to load resource" not in log
+
+
+def test_a_missing_figure_and_a_script_error_are_reported(page, tmp_path):
+    broken = tmp_path / "broken"
+    shutil.copytree(page.parent, broken)
+    next((broken / "figures").rglob("*.png")).unlink()
+    text = (broken / "index.html").read_text()
+    (broken / "index.html").write_text(text.replace("</body>", "<script>noSuchFunction();</script></body>"))
+    dom, _ = browse(broken / "index.html", tmp_path / "profile")
+    status = attributes(dom, "report-status")
+    assert (status["data-state"], status["data-failed"]) == ("problems", "1")
+    assert attributes(dom)["data-errors"] == status["data-errors"] == "1"
+    assert "noSuchFunction is not defined" in re.search(r'<pre id="report-errors">([^<]*)</pre>', dom).group(1)
