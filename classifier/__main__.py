@@ -71,12 +71,12 @@ def _agreement(args: argparse.Namespace) -> None:
 def _add_recipe(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--kind", choices=KINDS, default="trees",
                         help="boosted trees on the maps' measurements (shipped) or the paper's CNN")
-    parser.add_argument("--tree-depth", type=int, default=3)
-    parser.add_argument("--tree-rounds", type=int, default=200)
-    parser.add_argument("--epochs", type=int, default=30, help="CNN only")
+    parser.add_argument("--tree-depth", type=int, default=TrainConfig.tree_depth)
+    parser.add_argument("--tree-rounds", type=int, default=TrainConfig.tree_rounds)
+    parser.add_argument("--epochs", type=int, default=TrainConfig.epochs, help="CNN only")
     parser.add_argument("--synthetic-per-class", type=int, help="synthetic maps of each class beside the real ones "
                                                                   "(default: 25 for trees, 800 for the CNN)")
-    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--seed", type=int, default=TrainConfig.seed)
 
 
 def _predict(args: argparse.Namespace) -> None:

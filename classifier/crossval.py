@@ -41,10 +41,12 @@ from tasks.files import atomic_path
 GROUPINGS = ("task", "input", "task-nested")
 # The tree recipes tried by hand before the shipped one was fixed (docs/classifier.md), as
 # changes to `TrainConfig`: nested selection chooses among them without the held-out task.
-CANDIDATES: tuple[dict[str, int], ...] = (
-    {"tree_depth": 2}, {"tree_depth": 3}, {"tree_depth": 4},
+CANDIDATES: tuple[dict[str, int], ...] = (  # each whole, whatever the defaults of `TrainConfig`
+    {"tree_depth": 2, "tree_rounds": 200}, {"tree_depth": 3, "tree_rounds": 200},
+    {"tree_depth": 4, "tree_rounds": 200},
     {"tree_depth": 3, "tree_rounds": 100}, {"tree_depth": 3, "tree_rounds": 400},
-    {"synthetic_per_class": 0}, {"synthetic_per_class": 100},
+    {"tree_depth": 3, "tree_rounds": 200, "synthetic_per_class": 0},
+    {"tree_depth": 3, "tree_rounds": 200, "synthetic_per_class": 100},
 )
 INPUT_FOLDS = 5
 RESAMPLES = 1000

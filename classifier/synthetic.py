@@ -119,8 +119,9 @@ def synthetic_map(label: str, n: int, rng: np.random.Generator) -> tuple[np.ndar
         parts = [(_band(n, rng), rng.uniform(0.45, 0.95)), (cls_column, rng.uniform(0, 0.1))]
     elif label == "vertical+diagonal":
         parts = [(_columns(n, separators, rng), rng.uniform(0.3, 0.6)), (_band(n, rng), rng.uniform(0.25, 0.6))]
-    elif label == "block":
-        parts = [(_blocks(n, separators, rng), rng.uniform(0.45, 0.9)), (cls_column, rng.uniform(0, 0.35))]
+    elif label == "block":  # up to a pure block (no column, no noise): real heads never draw one, labellers would
+        weight = rng.uniform(0.45, 1.0)
+        parts = [(_blocks(n, separators, rng), weight), (cls_column, rng.uniform(0, min(0.35, 1 - weight)))]
     elif label == "heterogeneous":
         parts = [(_heterogeneous(n, separators, rng), rng.uniform(0.4, 0.9)), (cls_column, rng.uniform(0, 0.25))]
     else:
