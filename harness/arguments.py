@@ -61,3 +61,20 @@ def build(cls: type[Config], namespace: argparse.Namespace) -> Config:
     """An instance of dataclass ``cls`` from the parsed flags (validated by its ``__post_init__``)."""
     values = vars(namespace)
     return cls(**{item.name: values[item.name] for item in fields(cls) if item.name in values})
+
+
+def to_argv(instance: Any) -> list[str]:
+    """The flags that `build` turns back into ``instance``: each field that differs from its
+    default (e.g. the command a study's job launches for one of its runs)."""
+    argv: list[str] = []
+    for item in fields(instance):
+        value = getattr(instance, item.name)
+        default = item.default if item.default is not MISSING else item.default_factory()  # type: ignore[misc]
+        if value == default or value is None or value is False:
+            continue
+        flag = flag_of(type(instance), item.name)
+        if value is True:
+            argv.append(flag)
+        else:
+            argv += [flag, *map(str, value if isinstance(value, list) else [value])]
+    return argv

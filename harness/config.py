@@ -320,6 +320,7 @@ class RunConfig:
 # `harness study` default: the GLUE tasks of the papers' figures that are small enough to fine-tune
 # several times (QQP and MNLI take hours a seed on a GPU; name them to include them).
 STUDY_TASKS = ("rte", "mrpc", "stsb", "sst2", "cola", "qnli")
+ENGINES = ("inline", "ray")
 
 
 @dataclass
@@ -332,6 +333,16 @@ class StudyConfig:
                            "vary with the seed)")
     name: str | None = option(None, "the study's name in MLflow and its folder under --output-dir/studies "
                                     "(default: the model and a key of the study's settings)")
+    engine: str = option("inline", "where the (task, seed) runs execute: inline = one after the other in this "
+                                   "process; ray = as Ray tasks, --workers at once on this machine, or on the "
+                                   "Ray cluster at --ray-address", choices=ENGINES)
+    workers: int = option(1, "runs at once with --engine ray on this machine (each run gets this machine's cores "
+                             "divided by it, and --processes-per-run GPUs where there are GPUs)")
+    processes_per_run: int = option(1, "--engine ray: processes (GPUs) that fine-tune each run together, under "
+                                       "`accelerate launch --multi_gpu ... -m harness finetune` (on CPUs "
+                                       "torch.distributed.run; the effective batch is kept)")
+    ray_address: str | None = option(None, "--engine ray: address of a running Ray cluster (`auto`, or "
+                                           "ray://HEAD:10001); default: start a Ray instance on this machine")
 
     def __post_init__(self) -> None:
         names = [part for item in self.tasks for part in item.split(",") if part]
@@ -340,6 +351,13 @@ class StudyConfig:
         _require(self.seeds >= 1, StudyConfig, "seeds", self.seeds, "must be at least 1")
         _require(self.name is None or (self.name.strip() != "" and "/" not in self.name), StudyConfig, "name",
                  self.name, "must be a non-empty name without '/'")
+        _require(self.engine in ENGINES, StudyConfig, "engine", self.engine, f"must be one of {', '.join(ENGINES)}")
+        _require(self.workers >= 1, StudyConfig, "workers", self.workers, "must be at least 1")
+        _require(self.processes_per_run >= 1, StudyConfig, "processes_per_run", self.processes_per_run,
+                 "must be at least 1")
+        _require(self.engine == "ray" or (self.workers == 1 and self.processes_per_run == 1 and not self.ray_address),
+                 StudyConfig, "engine", self.engine, "runs one run at a time in one process: --workers, "
+                 "--processes-per-run and --ray-address need --engine ray")
 
     def runs(self, task: TaskConfig, finetune: FineTuneConfig, analysis: AnalysisConfig,
              environment: EnvironmentConfig) -> list[RunConfig]:

@@ -17,7 +17,6 @@ its headline means once every (task, seed) has finished.
 
 from __future__ import annotations
 
-import traceback
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -29,10 +28,10 @@ from harness.analyses.cosine import CosineSimilarity
 from harness.analyses.evaluation import Evaluation
 from harness.analyses.surface import Surface
 from harness.config import RunConfig, StudyConfig
+from harness.engines import Job, run_inline, run_on_ray
 from harness.locking import exclusive
 from harness.models import FINETUNED, PRETRAINED
 from harness.pipeline import PAIRS, RunPlan, headline_names, plan_run, stored_summary, summary_metrics
-from harness.pipeline import run as run_pipeline
 from harness.store import key_of, write_json
 from harness.study_figures import draw_study
 from harness.tracking import Tracker, flatten, is_finished
@@ -125,21 +124,15 @@ def run_label(plan: RunPlan) -> str:
 
 
 def run_all(plan: StudyPlan, child_tags: dict[str, str]) -> dict[str, str]:
-    """Every unfinished (task, seed) of the study, one after the other, under one progress bar;
+    """Every unfinished (task, seed) of the study on its engine, under one progress bar;
     returns ``{run label: error}`` of those that failed (the rest went on)."""
-    failures = dict(plan.failed)
-    with tqdm(plan.runs, desc=f"study {plan.name}", unit="run", position=0) as bar:
-        for run_plan in bar:
-            bar.set_postfix_str(run_label(run_plan))
-            if is_done(run_plan):
-                continue
-            try:
-                run_pipeline(run_plan.config, child_tags)
-            except Exception as error:  # one (task, seed) failing must not stop the others; Ctrl-C does
-                failures[run_label(run_plan)] = f"{type(error).__name__}: {error}".splitlines()[0]
-                tqdm.write(f"{run_label(run_plan)} failed: {failures[run_label(run_plan)]}")
-                tqdm.write("".join(traceback.format_exception(error)[-3:]).rstrip())
-    return failures
+    jobs = [Job(run_label(run), run.config, child_tags) for run in plan.runs if not is_done(run)]
+    with tqdm(total=len(plan.runs), initial=len(plan.runs) - len(jobs), desc=f"study {plan.name}", unit="run",
+              position=0) as bar:
+        if not jobs:
+            return dict(plan.failed)
+        ran = run_on_ray(jobs, plan.settings, bar) if plan.settings.engine == "ray" else run_inline(jobs, bar)
+    return {**plan.failed, **ran}
 
 
 def study(plan: StudyPlan) -> tuple[dict[str, Any], list[Path], str]:

@@ -22,7 +22,7 @@ from mlflow.tracking import MlflowClient
 
 import harness.engine
 import harness.store
-import harness.study
+import harness.engines
 from harness.cli import main
 from tasks.files import atomic_path
 
@@ -43,7 +43,7 @@ HOOKS: dict[str, tuple[Any, str]] = {
     "analyses": (harness.engine, "run_checkpoints"),
     "results": (harness.store, "atomic_write_bytes"),
     "mlflow": (MlflowClient, "log_batch"),
-    "study": (harness.study, "run_pipeline"),  # a study between its (task, seed) runs
+    "study": (harness.engines, "run_pipeline"),  # a study between its (task, seed) runs
 }
 
 

@@ -26,6 +26,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from harness.cli import build_parser, configs_from
 from harness.models import hub_unreachable
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,9 +48,12 @@ def commands(block: str) -> list[list[str]]:
     return [shlex.split(line, comments=True) for line in block.splitlines() if shlex.split(line, comments=True)]
 
 
+def using_it_block() -> str:
+    return next(block for block in blocks("bash") if "harness figures" in block)
+
+
 def using_it() -> list[list[str]]:
-    block = next(block for block in blocks("bash") if "harness figures" in block)
-    return commands(block)
+    return commands(using_it_block())
 
 
 def environment_executable(name: str) -> Path:
@@ -90,13 +94,15 @@ def test_the_using_it_block_exports_the_data_and_names_the_environments_executab
 def test_every_harness_command_of_the_using_it_block_runs(workspace):
     """Offline lines in order (the run before the ablation and the figures that read its checkpoint)."""
     offline = [line for line in using_it()[1:] if line[0] == ".venv/bin/harness" and "minilm" in line]
-    assert [line[1] for line in offline] == ["run", "run", "ablate", "figures"]
+    assert [line[1] for line in offline] == ["run", "run", "ablate", "figures", "study"]
     for line in offline:
         done = run_harness(line, workspace)
         assert done.returncode == 0, f"{shlex.join(line)}:\n{done.stderr[-3000:]}"
-    (summary,) = (workspace["root"] / "out").glob("rte-minilm-*/summary.json")
+    (summary,) = (workspace["root"] / "out").glob("rte-minilm-seed42-*/summary.json")
     assert {"cosine", "patterns", "evaluation"} <= set(json.loads(summary.read_text())["analyses"])
     assert list((summary.parent / "figures").glob("*.png"))
+    (study,) = (workspace["root"] / "out" / "studies").glob("*/study.json")
+    assert list(json.loads(study.read_text())["tasks"]) == ["rte", "mrpc"]
 
 
 def test_the_online_line_fails_at_once_with_one_line_when_the_hub_is_unreachable(workspace):
@@ -154,6 +160,8 @@ def test_the_benchmark_and_multi_gpu_blocks_name_what_exists():
                 done = subprocess.run([sys.executable, "-m", words[2], "--help"], cwd=ROOT, capture_output=True,
                                       text=True, timeout=300)
                 assert done.returncode == 0, f"{words[2]} --help:\n{done.stderr[-2000:]}"
+            elif words[0] == ".venv/bin/harness" and block != using_it_block():  # e.g. the engine lines: valid
+                assert configs_from(build_parser().parse_args(words[1:])), shlex.join(line)
             elif words[0] == ".venv/bin/torchrun":
                 module = words.index("-m") + 1
                 assert environment_executable("torchrun").is_file() and words[module:module + 2] == ["harness",

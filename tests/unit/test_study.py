@@ -9,6 +9,7 @@ import pytest
 
 from harness.cli import build_parser, configs_from, main
 from harness.config import StudyConfig
+from harness.engines import finetune_argv
 from harness.study import PAIR, elementwise, last_layers_change_most, missing_data, plan_study, spread, support
 from harness.study_figures import draw_study
 from tasks.errors import InputError
@@ -125,3 +126,20 @@ def test_no_task_with_data_is_one_error(tmp_path):
     _, configs = parse("--tasks", "qnli", "--seeds", "1", "--data-dir", str(tmp_path))
     with pytest.raises(InputError, match="no \\(task, seed\\) of the study can run: qnli: .*QNLI/train.tsv not found"):
         plan_study(StudyConfig(tasks=["qnli"], seeds=1), configs)
+
+
+def test_the_engine_flags_need_the_ray_engine(capsys):
+    assert main(["study", "--workers", "2"]) == 2
+    assert "--engine inline: runs one run at a time in one process" in capsys.readouterr().err
+    study, _ = parse("--engine", "ray", "--workers", "2", "--processes-per-run", "2")
+    assert (study.engine, study.workers, study.processes_per_run) == ("ray", 2, 2)
+
+
+def test_a_jobs_fine_tuning_command_has_the_runs_flags(tmp_path):
+    """What a multi-process job launches (`accelerate launch ... -m harness finetune`) is the
+    run's own fine-tuning: the same task, recipe, seed and folders."""
+    _, configs = parse("--tasks", "rte", "mrpc", "--seeds", "2", "--model", "minilm", "--max-train-examples", "64",
+                       "--output-dir", str(tmp_path / "out"), "--random-order")
+    for config in configs:
+        (again,) = configs_from(build_parser().parse_args(["finetune", *finetune_argv(config)]))
+        assert (again.task, again.finetune, again.environment) == (config.task, config.finetune, config.environment)
