@@ -15,7 +15,7 @@ from mlflow.tracking import MlflowClient
 
 from harness.tracking import EXPERIMENT
 from tests.integration.test_faults import REPOSITORY
-from tests.integration.test_study import study_argv
+from tests.integration.test_study_processes import study_argv
 
 pytestmark = pytest.mark.slow
 
