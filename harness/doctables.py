@@ -33,6 +33,7 @@ from harness.analyses.cosine import most_changed
 from harness.analyses.dependency import ALL_CLARK
 from harness.analyses.evaluation import KOVALEVA_TABLE_1, TABLE_COLUMNS, table_cell
 from harness.config import describe_recipe
+from harness.figures import markdown_table
 from harness.store import key_of, read_json, write_json
 from tasks.errors import InputError
 from tasks.files import atomic_write_text
@@ -94,8 +95,7 @@ def overview(results: dict[str, Any]) -> str:
     for part in (evaluation_rows, cosine_rows, pattern_rows, surface_rows, syntax_rows, coreference_rows,
                  probe_rows):
         rows += part(analyses, run)
-    table = ["| " + " | ".join(rows[0]) + " |", "|---" * len(rows[0]) + "|"]
-    return "\n".join(table + ["| " + " | ".join(row) + " |" for row in rows[1:]]) + "\n"
+    return markdown_table(rows[0], rows[1:])
 
 
 def evaluation_rows(analyses: dict[str, Any], run: dict[str, Any]) -> list[tuple[str, ...]]:

@@ -261,19 +261,28 @@ def scatter_by_layer(axes: plt.Axes, per_head: Sequence[Sequence[float]], color:
     axes.grid(alpha=0.3)
 
 
-def panel_grid(rows: int, columns: int, *, sharey: str | bool = "row") -> tuple[plt.Figure, np.ndarray]:
+def panel_grid(rows: int, columns: int, *, sharey: str | bool = "row",
+               layout: str | None = None) -> tuple[plt.Figure, np.ndarray]:
+    """A rows x columns grid of panels; ``layout="constrained"`` for figures with a colour bar
+    shared by panels (see `save`)."""
     figure, axes = plt.subplots(rows, columns, figsize=(4.2 * columns, 2.6 * rows + 0.6),
-                                sharey=sharey, squeeze=False)
+                                sharey=sharey, squeeze=False, layout=layout)
     return figure, axes
 
 
-def panels_for(count: int, columns: int = 2) -> tuple[plt.Figure, list[plt.Axes]]:
+def panels_for(count: int, columns: int = 2, layout: str | None = None) -> tuple[plt.Figure, list[plt.Axes]]:
     """``count`` panels, ``columns`` to a row, as a flat list (spare cells of the last row removed)."""
     rows = -(-count // columns)
-    figure, axes = panel_grid(rows, min(columns, count), sharey=False)
+    figure, axes = panel_grid(rows, min(columns, count), sharey=False, layout=layout)
     for spare in axes.ravel()[count:]:
         spare.remove()
     return figure, list(axes.ravel()[:count])
+
+
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A Markdown table: the header row, its rule, then one line per row."""
+    lines = ["| " + " | ".join(header) + " |", "|---" * len(header) + "|"]
+    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows]) + "\n"
 
 
 def difference_title(before: str, after: str) -> str:

@@ -98,7 +98,7 @@ def plan_study(settings: StudyConfig, configs: list[RunConfig]) -> StudyPlan:
         try:
             plans.append(plan_run(config))
         except InputError as error:  # a malformed file of one task: its runs fail, the others go on
-            failed[f"{config.task.task} seed {config.finetune.seed}"] = str(error)
+            failed[run_label(config)] = str(error)
     if not plans:
         raise InputError("no (task, seed) of the study can run: "
                          + "; ".join([*(f"{t}: {why}" for t, why in skipped.items()), *failed.values()]))
@@ -119,14 +119,15 @@ def is_done(plan: RunPlan) -> bool:
     return whole and is_finished(plan.config.environment.tracking_uri, plan.key)
 
 
-def run_label(plan: RunPlan) -> str:
-    return f"{plan.config.task.task} seed {plan.config.finetune.seed}"  # as `plan_study` names a failed one
+def run_label(config: RunConfig) -> str:
+    """How a study names one of its runs (progress, failures): ``rte seed 42``."""
+    return f"{config.task.task} seed {config.finetune.seed}"
 
 
 def run_all(plan: StudyPlan, child_tags: dict[str, str]) -> dict[str, str]:
     """Every unfinished (task, seed) of the study on its engine, under one progress bar;
     returns ``{run label: error}`` of those that failed (the rest went on)."""
-    jobs = [Job(run_label(run), run.config, child_tags) for run in plan.runs if not is_done(run)]
+    jobs = [Job(run_label(run.config), run.config, child_tags) for run in plan.runs if not is_done(run)]
     with tqdm(total=len(plan.runs), initial=len(plan.runs) - len(jobs), desc=f"study {plan.name}", unit="run",
               position=0) as bar:
         if not jobs:
@@ -217,7 +218,7 @@ def aggregate(plan: StudyPlan, failures: dict[str, str]) -> dict[str, Any]:
     by_task: dict[str, dict[int, dict[str, Any]]] = {}
     for run_plan in plan.runs:
         summary = stored_summary(run_plan.run_dir / "summary.json")
-        if summary is not None and run_label(run_plan) not in failures:
+        if summary is not None and run_label(run_plan.config) not in failures:
             by_task.setdefault(run_plan.config.task.task, {})[run_plan.config.finetune.seed] = summary
     tasks = {task: task_aggregate(summaries) for task, summaries in by_task.items()}
     return {
@@ -229,7 +230,7 @@ def aggregate(plan: StudyPlan, failures: dict[str, str]) -> dict[str, Any]:
         "runs": [{"task": r.config.task.task, "seed": r.config.finetune.seed, "key": r.key,
                   "folder": r.run_dir.name} for r in plan.runs],
         "tasks": tasks,
-        "findings": findings(by_task),
+        "findings": findings(by_task, tasks),
     }
 
 
@@ -280,18 +281,18 @@ def support(claim: str, holds: dict[str, list[bool]]) -> dict[str, Any]:
             "text": f"{claim}: {seed_words} on {len(everywhere)}/{len(per_task)} tasks (per task: {detail})"}
 
 
-def findings(by_task: dict[str, dict[int, dict[str, Any]]]) -> dict[str, Any]:
-    """Each claim with its support over seeds and tasks (only where every run can judge it)."""
+def findings(by_task: dict[str, dict[int, dict[str, Any]]], tasks: dict[str, Any]) -> dict[str, Any]:
+    """Each claim with its support over seeds and tasks (only where every run can judge it),
+    from the runs' summaries (``{task: {seed: summary}}``) and their per-task aggregates."""
     result: dict[str, Any] = {}
     for name, (claim, judge) in CLAIMS.items():
         verdicts = {task: [judge(s) for s in summaries.values()] for task, summaries in by_task.items()}
         if verdicts and all(v is not None for values in verdicts.values() for v in values):
             result[name] = support(claim, verdicts)
-    metrics = {task: [summary_metrics(s) for s in summaries.values()] for task, summaries in by_task.items()}
     for name, what in SIGNED_CHANGES.items():
-        values = {task: [m.get(name) for m in runs] for task, runs in metrics.items()}
-        if not values or any(v is None for runs in values.values() for v in runs):
-            continue
+        if not tasks or any(name not in entry["metrics"] for entry in tasks.values()):
+            continue  # a task's metrics hold only the names every one of its runs has
+        values = {task: entry["metrics"][name]["values"] for task, entry in tasks.items()}
         rises = bool(np.mean([v for runs in values.values() for v in runs]) > 0)
         verdicts = {task: [(v > 0) == rises and v != 0 for v in runs] for task, runs in values.items()}
         result[name] = support(f"{what} {'rises' if rises else 'falls'} with fine-tuning", verdicts)

@@ -21,9 +21,9 @@ import numpy as np
 
 from classifier import CLASSES
 from harness.analyses.evaluation import KOVALEVA_TABLE_1, PAPER_MODEL
-from harness.analyses.patterns import CLASS_COLOURS
-from harness.figures import (CHECKPOINT_COLOURS, OKABE_ITO, checkpoint_title, model_title, panels_for, save,
-                             style_head_axes, suptitle)
+from harness.analyses.patterns import CLASS_COLOURS, share_metric
+from harness.figures import (CHECKPOINT_COLOURS, OKABE_ITO, checkpoint_title, markdown_table, model_title, panels_for,
+                             save, style_head_axes, suptitle)
 from harness.models import FINETUNED, PRETRAINED
 from tasks.files import atomic_write_text
 
@@ -53,7 +53,7 @@ def draw_study(study: dict[str, Any], out_dir: Path) -> list[Path]:
     if tasks and all("cosine" in entry for entry in tasks.values()):
         written += [draw_cosine_heads(study, out_dir / "cosine_per_head_by_task.png"),
                     draw_cosine_layers(study, out_dir / "cosine_per_layer_by_task.png")]
-    if tasks and all(f"pattern_{PRETRAINED}_vertical" in entry["metrics"] for entry in tasks.values()):
+    if tasks and all(share_metric(PRETRAINED, CLASSES[0]) in entry["metrics"] for entry in tasks.values()):
         written.append(draw_pattern_shares(study, out_dir / "pattern_shares_by_task.png"))
     if tasks and all("special_tokens" in entry for entry in tasks.values()):
         written.append(draw_special_tokens(study, out_dir / "special_tokens_by_task.png"))
@@ -67,12 +67,7 @@ def draw_cosine_heads(study: dict[str, Any], path: Path) -> Path:
     tasks = study["tasks"]
     grids = {task: np.asarray(entry["cosine"]["per_head"]["mean"]) for task, entry in tasks.items()}
     low, high = min(g.min() for g in grids.values()), max(g.max() for g in grids.values())
-    columns = min(3, len(grids))
-    figure, cells = plt.subplots(-(-len(grids) // columns), columns, squeeze=False, layout="constrained",
-                                 figsize=(3.2 * columns + 1.2, 2.9 * -(-len(grids) // columns) + 0.5))
-    panels = list(cells.ravel()[:len(grids)])
-    for spare in cells.ravel()[len(grids):]:
-        spare.remove()
+    figure, panels = panels_for(len(grids), columns=3, layout="constrained")
     for axes, (task, grid) in zip(panels, grids.items()):
         image = axes.imshow(grid, aspect="auto", vmin=low, vmax=high, cmap="viridis")
         style_head_axes(axes, *grid.shape, task, tick_size=6)
@@ -104,8 +99,8 @@ def draw_pattern_shares(study: dict[str, Any], path: Path) -> Path:
     for offset, checkpoint in zip((-width / 2 - 0.01, width / 2 + 0.01), CHECKPOINTS):
         bottom = np.zeros(len(tasks))
         for name in CLASSES:
-            metric = f"pattern_{checkpoint}_{name.replace('+', '_')}"
-            shares = np.array([study["tasks"][task]["metrics"][metric]["mean"] for task in tasks])
+            shares = np.array([study["tasks"][task]["metrics"][share_metric(checkpoint, name)]["mean"]
+                               for task in tasks])
             axes.bar(np.arange(len(tasks)) + offset, shares, width, bottom=bottom, color=CLASS_COLOURS[name],
                      edgecolor="black", linewidth=0.4, label=name if checkpoint == PRETRAINED else None)
             bottom += shares
@@ -140,11 +135,6 @@ def mean_sd(values: dict[str, Any], digits: int = 3) -> str:
     return f"{values['mean']:.{digits}f} ± {values['std']:.{digits}f}"
 
 
-def markdown(header: list[str], rows: list[list[str]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows]) + "\n"
-
-
 def dev_table(study: dict[str, Any]) -> str:
     """Table 1: the fine-tuned model's main dev metric per task beside the pre-trained model
     (untrained head), the majority class and how many seeds beat it; with bert-base-uncased,
@@ -161,7 +151,7 @@ def dev_table(study: dict[str, Any]) -> str:
                mean_sd(metrics[f"{stem}_majority"]) if f"{stem}_majority" in metrics else "-",
                f"{counts['holds']}/{counts['seeds']}" if counts else "-"]
         rows.append(row + ([KOVALEVA_TABLE_1.get(task, {}).get("finetuned", "-")] if with_paper else []))
-    return markdown(header + (["Kovaleva et al. (fine-tuned)"] if with_paper else []), rows)
+    return markdown_table(header + (["Kovaleva et al. (fine-tuned)"] if with_paper else []), rows)
 
 
 def metric_table(study: dict[str, Any], names: list[str]) -> str:
@@ -169,7 +159,7 @@ def metric_table(study: dict[str, Any], names: list[str]) -> str:
     tasks = list(study["tasks"])
     rows = [[name] + [mean_sd(study["tasks"][task]["metrics"][name]) if name in study["tasks"][task]["metrics"]
                       else "-" for task in tasks] for name in names]
-    return markdown(["metric", *tasks], rows)
+    return markdown_table(["metric", *tasks], rows)
 
 
 def study_tables(study: dict[str, Any]) -> dict[str, str]:

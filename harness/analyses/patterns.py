@@ -35,6 +35,11 @@ CLASS_COLOURS = {"vertical": OKABE_ITO["blue"], "diagonal": OKABE_ITO["orange"],
                  "vertical+diagonal": OKABE_ITO["green"], "block": OKABE_ITO["vermillion"], "heterogeneous": GREY}
 
 
+def share_metric(checkpoint: str, name: str) -> str:
+    """The metric name of a checkpoint's share of class ``name``: ``pattern_finetuned_vertical_diagonal``."""
+    return f"pattern_{checkpoint}_{name.replace('+', '_')}"
+
+
 @register_analysis
 class AttentionPatterns(Analysis):
     """Per-head counts of the classifier's class over examples, for each checkpoint."""
@@ -108,7 +113,7 @@ class AttentionPatterns(Analysis):
     def metrics(cls, entry: dict[str, Any]) -> list[tuple[str, float]]:
         """Share of each class per checkpoint, e.g. ``pattern_finetuned_vertical_diagonal``, and the
         classifier's cross-validated macro-F1."""
-        shares = [(f"pattern_{checkpoint}_{name.replace('+', '_')}", share)
+        shares = [(share_metric(checkpoint, name), share)
                   for checkpoint, stats in per_checkpoint_results(entry).items()
                   for name, share in stats["proportions"].items()]
         score = entry.get("settings", {}).get("cross_validation")
