@@ -12,18 +12,22 @@ it reads as "the share of a row's attention that goes to ...", whatever the map'
 - ``rest_peak``: the single token outside the band and the columns that the row attends to
   most, its weight: high when the rows point at particular other tokens (an alignment between
   the segments, a head that looks at the verb), low when the rest is spread thin;
-- ``within_segments``: of the rest, the share that stays inside the row's own segment
-  (two-segment inputs only; [CLS] and the first [SEP] belong to the first segment): block
-  patterns. Uniform attention over two equal segments gives a little under half (0.42 at 20
-  tokens, 0.47 at 60).
+- ``within_segments``: how much the rest prefers the row's own segment, per token (two-segment
+  inputs only; [CLS] and the first [SEP] belong to the first segment): block patterns. Each
+  row's attention per token inside its own segment, as a share of that and its attention per
+  token in the other segment, averaged over rows weighted by their rest. Per token, so that
+  the sizes of the segments do not count: uniform attention gives about half however unequal
+  they are (a little under: the band and columns taken out lie mostly inside the row's own
+  segment; 0.42 at 20 tokens, 0.47 at 60), and a pure block 1. For two equal segments this is
+  the plain share of the rest inside the row's segment; a share alone would call an RTE
+  premise of 110 tokens and a hypothesis of 12 a block at uniform attention (0.84).
 
 Finer measurements, which the guideline does not draw lines on but the classifier's trees use
 (their boundaries are learnt from the labels): the band split into ``own`` (the token itself),
 ``previous`` and ``following``; ``first_column`` (the share on [CLS]); ``entropy`` (of each row,
 over log n, 1 for uniform rows); ``row_peak`` (each row's largest weight); ``peaks_in_band``
 and ``peaks_on_columns`` (the share of rows whose most attended token is in the band, or is one
-of the top columns); ``same_segment`` (the share of all a row's attention that stays in its own
-segment, pairs only).
+of the top columns); ``same_segment`` (as ``within_segments``, of all a row's attention, pairs only).
 
 `measure_padded` computes them for padded batches on the maps' device (the pattern CNN takes
 them beside the image, since the guideline's lines are drawn on them); `map_features` for one map.
@@ -112,25 +116,47 @@ def measure_padded(attentions: torch.Tensor, lengths: torch.Tensor, second_segme
     entropy = rows_entropy.sum(dim=-1) / n.clamp(min=2).log()
     first = ~in_second_segment(positions[None, :], second_segments)
     first_weights = first[:, None, :, None].to(maps.dtype)
-    same_segment = _own_segment_mass(maps, maps @ first_weights, first)
+    segments = _SegmentSizes(first, lengths, second_segments, maps.dtype)
+    # one segment: all of it stays there (n / n = 1)
+    same_segment = torch.where(segments.pair[:, None], segments.preference(maps, maps @ first_weights), n)
     finer = [on_diagonal.sum(dim=-1), below.sum(dim=-1), above.sum(dim=-1), maps[..., 0].sum(dim=-1), entropy,
              row_peak, peaks_in_band, peaks_on_columns, same_segment]
     rest = maps.masked_fill_(in_band | on_columns[:, :, None, :], 0)
     rest_per_row = rest.sum(dim=-1)  # (batch, maps, seq)
     spread = rest_per_row.sum(dim=-1)
-    same = _own_segment_mass(rest, rest @ first_weights, first)
-    within = torch.where(spread > 0, same / spread.clamp(min=1e-30), 1)
+    same = segments.preference(rest, rest @ first_weights)
+    within = torch.where(segments.pair[:, None] & (spread > 0), same / spread.clamp(min=1e-30), 1)
     measures = torch.stack([band / n, columns / n, spread / n, rest.amax(dim=-1).sum(dim=-1) / n, within,
                             *(value / n for value in finer)], dim=-1)
     return measures.reshape(-1, MEASURES)
 
 
-def _own_segment_mass(maps: torch.Tensor, on_first: torch.Tensor, first: torch.Tensor) -> torch.Tensor:
-    """The attention of (batch, maps, seq, seq) ``maps`` that stays in each row's own segment, summed over
-    rows: ``on_first`` (batch, maps, seq, 1) is each row's mass on first-segment columns, ``first``
-    (batch, seq) whether a token is in the first segment. -> (batch, maps)."""
-    on_first = on_first[..., 0]
-    return torch.where(first[:, None], on_first, maps.sum(dim=-1) - on_first).sum(dim=-1)
+class _SegmentSizes:
+    """The two segments of each input of a batch, to weigh a row's attention per token of a segment."""
+
+    def __init__(self, first: torch.Tensor, lengths: torch.Tensor, second_segments: torch.Tensor,
+                 dtype: torch.dtype) -> None:
+        """``first``: (batch, seq) whether a token is in the first segment; ``lengths``,
+        ``second_segments``: (batch,)."""
+        self.first = first
+        self.pair = second_segments != NO_SECOND_SEGMENT
+        first_size = torch.where(self.pair, second_segments, lengths).to(dtype)
+        self.own_size = torch.where(first, first_size[:, None], (lengths - first_size)[:, None])[:, None]  # (batch, 1, seq)
+        self.other_size = lengths[:, None, None].to(dtype) - self.own_size
+
+    def preference(self, maps: torch.Tensor, on_first: torch.Tensor) -> torch.Tensor:
+        """Each row's preference for its own segment per token, weighted by the row's mass and
+        summed over rows: ``maps`` (batch, maps, seq, seq), ``on_first`` (batch, maps, seq, 1)
+        each row's mass on first-segment columns. -> (batch, maps); meaningless for one segment.
+
+        A row with ``own`` of its mass on its own segment's tokens and ``other`` on the rest
+        prefers its own by (own / own size) / (own / own size + other / other size)."""
+        on_first, total = on_first[..., 0], maps.sum(dim=-1)
+        own = torch.where(self.first[:, None], on_first, total - on_first)
+        own_weighted = own * self.other_size
+        weighted = own_weighted + (total - own) * self.own_size
+        preference = torch.where(weighted > 0, own_weighted / weighted.clamp(min=1e-30), 0.5)
+        return (total * preference).sum(dim=-1)
 
 
 def map_features(attention: np.ndarray, second_segment: int = NO_SECOND_SEGMENT) -> MapFeatures:
