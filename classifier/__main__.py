@@ -28,7 +28,8 @@ SEGMENT_SUFFIX = "_second_segment"  # the npz array giving a map's second segmen
 
 def _recipe(args: argparse.Namespace) -> TrainConfig:
     return TrainConfig(kind=args.kind, tree_depth=args.tree_depth, tree_rounds=args.tree_rounds, epochs=args.epochs,
-                       synthetic_per_class=args.synthetic_per_class, seed=args.seed)
+                       synthetic_per_class=args.synthetic_per_class, synthetic_max_length=args.synthetic_max_length,
+                       seed=args.seed)
 
 
 def _train(args: argparse.Namespace) -> None:
@@ -75,7 +76,9 @@ def _add_recipe(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--tree-rounds", type=int, default=TrainConfig.tree_rounds)
     parser.add_argument("--epochs", type=int, default=TrainConfig.epochs, help="CNN only")
     parser.add_argument("--synthetic-per-class", type=int, help="synthetic maps of each class beside the real ones "
-                                                                  "(default: 25 for trees, 800 for the CNN)")
+                                                                  "(default: 100 for trees, 800 for the CNN)")
+    parser.add_argument("--synthetic-max-length", type=int, help="tokens of the longest synthetic map "
+                                                                   "(default: 320 for trees, 128 for the CNN)")
     parser.add_argument("--seed", type=int, default=TrainConfig.seed)
 
 

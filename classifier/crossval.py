@@ -42,11 +42,14 @@ GROUPINGS = ("task", "input", "task-nested")
 # The tree recipes tried by hand before the shipped one was fixed (docs/classifier.md), as
 # changes to `TrainConfig`: nested selection chooses among them without the held-out task.
 CANDIDATES: tuple[dict[str, int], ...] = (  # each whole, whatever the defaults of `TrainConfig`
-    {"tree_depth": 2, "tree_rounds": 200}, {"tree_depth": 3, "tree_rounds": 200},
-    {"tree_depth": 4, "tree_rounds": 200},
-    {"tree_depth": 3, "tree_rounds": 100}, {"tree_depth": 3, "tree_rounds": 400},
-    {"tree_depth": 3, "tree_rounds": 200, "synthetic_per_class": 0},
-    {"tree_depth": 3, "tree_rounds": 200, "synthetic_per_class": 100},
+    {"tree_depth": 2, "tree_rounds": 200, "synthetic_per_class": 100, "synthetic_max_length": 320},
+    {"tree_depth": 3, "tree_rounds": 200, "synthetic_per_class": 100, "synthetic_max_length": 320},
+    {"tree_depth": 4, "tree_rounds": 200, "synthetic_per_class": 100, "synthetic_max_length": 320},
+    {"tree_depth": 3, "tree_rounds": 100, "synthetic_per_class": 100, "synthetic_max_length": 320},
+    {"tree_depth": 3, "tree_rounds": 400, "synthetic_per_class": 100, "synthetic_max_length": 320},
+    {"tree_depth": 3, "tree_rounds": 200, "synthetic_per_class": 25, "synthetic_max_length": 128},
+    {"tree_depth": 3, "tree_rounds": 200, "synthetic_per_class": 100, "synthetic_max_length": 128},
+    {"tree_depth": 3, "tree_rounds": 200, "synthetic_per_class": 100, "synthetic_max_length": 512},
 )
 INPUT_FOLDS = 5
 RESAMPLES = 1000
@@ -113,14 +116,14 @@ class FoldTrainer:
         self.rows = read_labels(config.labels_file)
         self.labels = np.array([CLASSES.index(row.label) for row in self.rows])
         self.inputs, self.two_segments = real_inputs(self.rows, read_maps(config.maps_file), config)
-        self.synthetic: dict[int | None, tuple[MapInputs, list[int]]] = {}
+        self.synthetic: dict[tuple[int | None, int | None], tuple[MapInputs, list[int]]] = {}
 
     def predict(self, recipe: TrainConfig, trained: np.ndarray, held_out: np.ndarray) -> np.ndarray:
         """Classes of the ``held_out`` maps by ``recipe`` trained on the ``trained`` ones."""
-        if recipe.synthetic_per_class not in self.synthetic:
-            self.synthetic[recipe.synthetic_per_class] = synthetic_inputs(recipe)
-        network, _ = fit(self.inputs.take(trained), self.labels[trained], self.synthetic[recipe.synthetic_per_class],
-                         recipe)
+        synthetic = (recipe.synthetic_per_class, recipe.synthetic_max_length)
+        if synthetic not in self.synthetic:
+            self.synthetic[synthetic] = synthetic_inputs(recipe)
+        network, _ = fit(self.inputs.take(trained), self.labels[trained], self.synthetic[synthetic], recipe)
         logits = PatternClassifier(network).logits(self.inputs.take(held_out))
         return possible_classes(logits, self.two_segments[held_out]).numpy()
 

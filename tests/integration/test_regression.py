@@ -9,7 +9,8 @@ The pattern entries were re-pinned twice since: the pattern classifier was retra
 labelling guideline's diagonal / vertical+diagonal line moved 41 of its labels, and again when
 it was given the input's segments and the guideline's measurements and retrained on 1,125
 labels from all seven tasks (issue 13), and again when 200 more RTE and STS-B labels came and
-the recipe became the one the leave-one-task-out choice picks (depth 3, 100 rounds).
+the recipe became the one the leave-one-task-out choice picks, and again when the guideline's
+within-segment measure became per token (fair to unequal sentences; 1,405 labels).
 
 Not compared: the pre-trained checkpoint's attention gradients. They depend on its untrained
 classifier head, which the old code drew from the random state left after fine-tuning (a

@@ -25,11 +25,12 @@ def classifier():
     return load_classifier()
 
 
-def clear_map(label: str, n: int) -> np.ndarray:
-    """An unmistakable example of each class, written by hand (not by the generator)."""
+def clear_map(label: str, n: int, split: int | None = None) -> np.ndarray:
+    """An unmistakable example of each class, written by hand (not by the generator); ``split``: the
+    first segment's [SEP] (default the middle), for `vertical` and `block`."""
     attention = np.full((n, n), 0.02 / n)
     index = np.arange(n)
-    split = n // 2
+    split = n // 2 if split is None else split
     if label == "vertical":
         attention[:, 0] += 0.7
         attention[:, [split, n - 1]] += 0.14
@@ -63,6 +64,12 @@ def test_the_guidelines_measurements_of_unmistakable_maps():
     uniform = map_features(np.full((n, n), 1.0 / n), second_segment=split)
     longer = map_features(np.full((3 * n, 3 * n), 1.0 / (3 * n)), second_segment=3 * split)
     assert 0.4 < uniform.within_segments < longer.within_segments < 0.5
+    # per token, not a share: a long premise and a short hypothesis (RTE) do not make uniform attention
+    # a block (its plain share inside the row's own segment would be 0.8), and a pure block stays one
+    premise = 3 * n - 6
+    unequal = map_features(np.full((3 * n, 3 * n), 1.0 / (3 * n)), second_segment=premise)
+    assert 0.45 < unequal.within_segments < 0.55 and line_to("block").side(unequal) == "heterogeneous"
+    assert map_features(clear_map("block", 3 * n, split=premise - 1), second_segment=premise).within_segments > 0.95
     assert abs(uniform.band + uniform.columns + uniform.rest - 1.0) < 1e-9
     assert map_features(np.full((n, n), 1.0 / n), NO_SECOND_SEGMENT).within_segments is None
 
@@ -210,7 +217,7 @@ def test_row_entropies_handed_in_give_the_same_measurements():
 
 
 def test_synthetic_maps_are_row_stochastic_for_every_class():
-    maps, second_segments, labels = synthetic_set(4, seed=1, min_length=3, max_length=60)
+    maps, second_segments, labels = synthetic_set(6, seed=1, min_length=3, max_length=60)
     assert sorted(set(labels)) == list(range(len(CLASSES)))
     for attention, second_segment, label in zip(maps, second_segments, labels):
         assert attention.shape[0] == attention.shape[1] and np.allclose(attention.sum(axis=1), 1, atol=1e-4)
