@@ -48,7 +48,7 @@ def separator_ticks(source: MapSource) -> list[int]:
 def draw_sheet(sources: list[MapSource], maps: dict[str, np.ndarray], separators: dict[str, list[int]],
                path: Path, title: str | None = None) -> Path:
     """Up to 5 x 5 maps, each titled with its id, layer/head (1-indexed), length and the
-    guideline's measurements (`classifier.features`: columns, band, rest peak, within segments).
+    guideline's measurements (`classifier.features`: band lift, columns, band, rest peak, within segments).
 
     Drawn at the pixel size it is viewed at (no rescaling by the viewer hides one-token lines),
     on a square-root scale so that weak but structured attention shows.
@@ -65,7 +65,8 @@ def draw_sheet(sources: list[MapSource], maps: dict[str, np.ndarray], separators
             axis.plot([position], [-1.5], marker="v", color="red", markersize=3, clip_on=False)
         measured = map_features(attention, source.second_segment)
         within = "" if measured.within_segments is None else f" seg {measured.within_segments:.2f}"
-        axis.set_title(f"{source.id}  L{source.layer + 1}H{source.head + 1} n={source.length}\n"
+        head = f"L{source.layer + 1}H{source.head + 1}"
+        axis.set_title(f"{source.id}  {head} n={source.length} lift {measured.band_lift:.1f}\n"
                        f"col {measured.columns:.2f} band {measured.band:.2f} peak {measured.rest_peak:.2f}{within}",
                        fontsize=8)
     figure.suptitle(title or f"{path.stem}: classes v d vd b h (red: [SEP])", fontsize=9)

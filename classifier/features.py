@@ -4,6 +4,11 @@ Each is a mean over the map's rows (every row is a distribution over the n real 
 it reads as "the share of a row's attention that goes to ...", whatever the map's length:
 
 - ``band``: the token itself and its two neighbours (offsets -1, 0, +1): diagonal patterns;
+- ``band_lift``: ``band`` over the share uniform attention would give the band ((3n - 2) / n**2,
+  about 3 / n): how many times more than chance the band gets, 1 for uniform rows, about n / 3
+  for a pure diagonal. The guideline's "has a diagonal band" line is drawn on it because a
+  share alone depends on the length: a band of 0.11 is a clear diagonal over 70 tokens (2.5
+  times chance) and diffuse attention over 16 (0.6 times);
 - ``columns``: the three columns that receive the most attention *outside* that band: vertical
   patterns ([CLS], [SEP], punctuation, or any token every row looks at). The band is left out
   so that a pure diagonal of a short input does not count as columns;
@@ -47,9 +52,10 @@ BAND_OFFSET = 1
 
 @dataclass(frozen=True)
 class MapFeatures:
-    """The guideline's measurements of one map (each a share of a row's attention, 0..1)."""
+    """The guideline's measurements of one map (each a share of a row's attention, 0..1, but ``band_lift``)."""
 
     band: float
+    band_lift: float  # a ratio to uniform attention, not a share
     columns: float
     rest: float
     rest_peak: float
@@ -126,7 +132,8 @@ def measure_padded(attentions: torch.Tensor, lengths: torch.Tensor, second_segme
     spread = rest_per_row.sum(dim=-1)
     same = segments.preference(rest, rest @ first_weights)
     within = torch.where(segments.pair[:, None] & (spread > 0), same / spread.clamp(min=1e-30), 1)
-    measures = torch.stack([band / n, columns / n, spread / n, rest.amax(dim=-1).sum(dim=-1) / n, within,
+    band_lift = band / (3 * n - 2) * n  # the mean band share over uniform's, (3n - 2) / n**2
+    measures = torch.stack([band / n, band_lift, columns / n, spread / n, rest.amax(dim=-1).sum(dim=-1) / n, within,
                             *(value / n for value in finer)], dim=-1)
     return measures.reshape(-1, MEASURES)
 

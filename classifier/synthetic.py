@@ -88,6 +88,9 @@ def _heterogeneous(n: int, separators: list[int], rng: np.random.Generator) -> n
     kind = rng.integers(3)
     if kind == 0:  # spots: each row attends to a few arbitrary tokens
         weights = rng.gamma(0.15, size=(n, n))
+        if rng.random() < 0.5:  # only near itself: local but pointed, not a band (the lines decide which it is)
+            offsets = np.abs(np.arange(n)[:, None] - np.arange(n)[None, :])
+            weights = weights * (offsets <= rng.integers(2, max(3, n // 6))) + 1e-6
     elif kind == 1 and len(separators) == 2:  # alignment of each token with its twin in the other segment
         split = separators[0]
         weights = rng.gamma(0.5, size=(n, n)) * 0.2

@@ -47,8 +47,9 @@ class AttentionPatterns(Analysis):
     name = "patterns"
     # 3: `block` never predicted for single sentences; 4: the CNN sees the segments and measurements;
     # 5: boosted trees on the maps' measurements; 7: retrained on 1,325 labels with pure synthetic blocks;
-    # 8: the within-segment measure per token (fair to unequal segments), 1,405 labels, longer synthetic maps
-    version = 8
+    # 8: the within-segment measure per token (fair to unequal segments), 1,405 labels, longer synthetic maps;
+    # 9: the band against chance (band lift) and its diagonal / heterogeneous line, depth-2 trees
+    version = 9
     settings_used = ("pattern_weights",)
     reference = {"kovaleva_bert_base": "heterogeneous 32% (MRPC) to 61% (QQP) of maps; ~30% of labelled maps vertical"}
 

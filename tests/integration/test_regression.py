@@ -10,7 +10,9 @@ labelling guideline's diagonal / vertical+diagonal line moved 41 of its labels, 
 it was given the input's segments and the guideline's measurements and retrained on 1,125
 labels from all seven tasks (issue 13), and again when 200 more RTE and STS-B labels came and
 the recipe became the one the leave-one-task-out choice picks, and again when the guideline's
-within-segment measure became per token (fair to unequal sentences; 1,405 labels).
+within-segment measure became per token (fair to unequal sentences; 1,405 labels), and again
+when the guideline drew its diagonal / heterogeneous line on the band against chance (depth-2
+trees).
 
 Not compared: the pre-trained checkpoint's attention gradients. They depend on its untrained
 classifier head, which the old code drew from the random state left after fine-tuning (a

@@ -71,6 +71,9 @@ def test_the_guidelines_measurements_of_unmistakable_maps():
     assert 0.45 < unequal.within_segments < 0.55 and line_to("block").side(unequal) == "heterogeneous"
     assert map_features(clear_map("block", 3 * n, split=premise - 1), second_segment=premise).within_segments > 0.95
     assert abs(uniform.band + uniform.columns + uniform.rest - 1.0) < 1e-9
+    # the band against chance: 1 for uniform rows whatever the length, about n / 3 for a pure diagonal
+    assert abs(uniform.band_lift - 1.0) < 1e-9 and abs(longer.band_lift - 1.0) < 1e-9
+    assert diagonal.band_lift > 0.95 * n * n / (3 * n - 2)
     assert map_features(np.full((n, n), 1.0 / n), NO_SECOND_SEGMENT).within_segments is None
 
 
@@ -87,9 +90,22 @@ def pointed(n: int, column_share: float, targets: np.ndarray) -> np.ndarray:
     return attention
 
 
+def fuzzy_band(n: int, width: float) -> np.ndarray:
+    """Each row spread around its own token, a Gaussian of ``width`` tokens (standard deviation)."""
+    offsets = np.arange(n)[None, :] - np.arange(n)[:, None]
+    attention = np.exp(-0.5 * (offsets / width) ** 2)
+    return attention / attention.sum(axis=1, keepdims=True)
+
+
 def test_the_guidelines_lines_on_hand_built_maps():
     n, split = 20, 11
     diagonal_line, vertical_line, block_line = line_to("vertical+diagonal"), line_to("vertical"), line_to("block")
+    band_line = line_to("diagonal")
+    # the same wide, fuzzy band is a diagonal over 70 tokens and diffuse over 16, where it spans the map
+    assert band_line.side(map_features(fuzzy_band(70, 6.0))) == "diagonal"
+    assert band_line.side(map_features(fuzzy_band(16, 6.0))) == "heterogeneous"
+    assert band_line.side(map_features(np.full((70, 70), 1 / 70))) == "heterogeneous"
+    assert band_line.side(map_features(clear_map("vertical+diagonal", n))) == "heterogeneous"  # columns: not its border
     assert diagonal_line.side(map_features(clear_map("vertical+diagonal", n))) == "vertical+diagonal"
     assert diagonal_line.side(map_features(clear_map("diagonal", n))) == "diagonal"
     assert vertical_line.side(map_features(clear_map("vertical", n))) == "vertical"
