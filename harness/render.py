@@ -2,10 +2,13 @@
 ``harness run``): each analysis draws its own entry; nothing is recomputed.
 
 Drawing is the slowest part of a rerun that finds everything stored (tens of figures at
-200 dpi), so ``figures/.drawn.json`` records the hash of the summary they were drawn from
-and of the code that drew them (`harness.figures` and every analysis module: a new figure
-style redraws); `redraw` skips the work while that hash and every file are still there
-(``harness figures`` always draws), and which analysis drew each file (the report groups them so).
+200 dpi), so ``figures/.drawn.json`` records, for each analysis, the hash of what its figures
+were drawn from (the run's description, the analysis's entry, and the code that draws:
+`harness.figures` and every analysis module, so a new figure style redraws) and the files it
+drew. `redraw` draws again only the analyses whose hash changed or whose files are gone
+(``harness ablate`` adding the ablation to a run draws the ablation's figures alone);
+``harness figures`` always draws everything. The report groups each run's files by the
+analysis that drew them from the same record.
 """
 
 from __future__ import annotations
@@ -35,26 +38,32 @@ def drawing_code_hash() -> str:
 
 
 def redraw(summary: dict[str, Any], out_dir: Path, force: bool = False) -> list[Path]:
-    """Every figure and table of every analysis entry in ``summary`` whose version is the current one."""
-    fingerprint = key_of({"summary": summary, "drawn_by": drawing_code_hash()}, 64)
-    drawn = read_json(out_dir / DRAWN, note_damage=False)
-    if not force and isinstance(drawn, dict) and drawn.get("summary") == fingerprint:
-        files = [out_dir / name for name in drawn.get("files", [])]
-        if all(path.is_file() for path in files):
-            return files
-    by_analysis: dict[str, list[Path]] = {}
+    """Every figure and table of every analysis entry in ``summary`` whose version is the current
+    one: those recorded as drawn from the same entry, run and code are kept, the rest drawn."""
+    code = drawing_code_hash()
+    recorded = read_json(out_dir / DRAWN, note_damage=False)
+    recorded = recorded if isinstance(recorded, dict) else {}
+    fingerprints, by_analysis = {}, {}
     for name, entry in summary["analyses"].items():
         analysis = ANALYSES.get(name)
-        if analysis is not None and entry.get("version") == analysis.version:
-            figures = analysis.draw(entry, summary["run"], out_dir)
-            tables = [atomic_write_text(out_dir / f"{stem}.md", text)
-                      for stem, text in analysis.tables(entry, summary["run"]).items()]
-            pdfs = [pdf_sibling(path) for path in figures if pdf_sibling(path).is_file()]
-            by_analysis[name] = figures + pdfs + tables
-    written = [path for paths in by_analysis.values() for path in paths]
-    write_json(out_dir / DRAWN, {"summary": fingerprint, "files": relative(written, out_dir),
-                                 "analyses": {name: relative(paths, out_dir) for name, paths in by_analysis.items()}})
-    return written
+        if analysis is None or entry.get("version") != analysis.version:
+            continue
+        fingerprints[name] = key_of({"run": summary["run"], "entry": entry, "drawn_by": code}, 64)
+        kept = [out_dir / file for file in recorded.get("analyses", {}).get(name, [])]
+        if (not force and recorded.get("fingerprints", {}).get(name) == fingerprints[name]
+                and all(path.is_file() for path in kept)):
+            by_analysis[name] = kept
+            continue
+        figures = analysis.draw(entry, summary["run"], out_dir)
+        tables = [atomic_write_text(out_dir / f"{stem}.md", text)
+                  for stem, text in analysis.tables(entry, summary["run"]).items()]
+        pdfs = [pdf_sibling(path) for path in figures if pdf_sibling(path).is_file()]
+        by_analysis[name] = figures + pdfs + tables
+    record = {"fingerprints": fingerprints,
+              "analyses": {name: relative(paths, out_dir) for name, paths in by_analysis.items()}}
+    if force or record != recorded:  # a forced drawing is recorded anew, as the figures it wrote
+        write_json(out_dir / DRAWN, record)
+    return [path for paths in by_analysis.values() for path in paths]
 
 
 def relative(paths: list[Path], folder: Path) -> list[str]:

@@ -250,6 +250,8 @@ def test_ablate_adds_the_ablation_to_the_run_and_recomputes_nothing_else(tiny_mo
     assert main(argv) == 0
     assert "ablation (head disabling, importance, pruning) is off on the CPU" in capsys.readouterr().out
     stored = snapshot(tmp_path / "out" / "store")
+    (figures,) = (tmp_path / "out").glob("*/figures")
+    drawn = snapshot(figures)
     with caplog.at_level(logging.WARNING, logger="harness.figures"):
         assert main(["ablate", *argv[1:]]) == 0
     assert [record.getMessage() for record in caplog.records if record.name == "harness.figures"] == []
@@ -263,6 +265,9 @@ def test_ablate_adds_the_ablation_to_the_run_and_recomputes_nothing_else(tiny_mo
     entry = summary["analyses"]["ablation"]
     assert "importance_vs_cosine" in entry["related"]["cosine"]["pretrained->finetuned"]
     figures = tmp_path / "out" / folder / "figures"
+    redrawn = snapshot(figures)  # only the ablation's figures are drawn: the others' entries did not change
+    assert {name: state for name, state in redrawn.items() if name in drawn and name != ".drawn.json"} == {
+        name: state for name, state in drawn.items() if name != ".drawn.json"}
     assert {"ablation_heads_finetuned.png", "ablation_layers_finetuned.png", "ablation_pruning_finetuned.png",
             "ablation_importance.png", "ablation_table.md"} <= {path.name for path in figures.iterdir()}
     client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path}/mlflow.db")
