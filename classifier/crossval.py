@@ -136,9 +136,10 @@ class FoldTrainer:
         return macro_f1(self.labels[among], predicted)
 
 
-def out_of_fold(config: TrainConfig, grouping: str) -> tuple[list[LabelledMap], np.ndarray, np.ndarray, dict[str, Any]]:
+def out_of_fold(config: TrainConfig, grouping: str, candidates: tuple[dict[str, int], ...] = CANDIDATES
+                ) -> tuple[list[LabelledMap], np.ndarray, np.ndarray, dict[str, Any]]:
     """The labelled maps, their labels, the prediction of each by the fold that held it out,
-    and (``task-nested``) the recipe each fold chose with its inner score."""
+    and (``task-nested``) the recipe each fold chose among ``candidates`` with its inner score."""
     trainer = FoldTrainer(config)
     predicted, chosen = np.full(len(trainer.rows), -1), {}
     for name, held_out in tqdm(folds(trainer.rows, trainer.labels, grouping, config.seed),
@@ -146,20 +147,21 @@ def out_of_fold(config: TrainConfig, grouping: str) -> tuple[list[LabelledMap], 
         trained = np.setdiff1d(np.arange(len(trainer.rows)), held_out)
         changes: dict[str, int] = {}
         if grouping == "task-nested":
-            changes, inner = chosen_recipe(trainer, config, trained)
+            changes, inner = chosen_recipe(trainer, config, trained, candidates)
             chosen[name] = {"changes": changes, "inner_macro_f1": inner}
         predicted[held_out] = trainer.predict(replace(config, **changes), trained, held_out)
     return trainer.rows, trainer.labels, predicted, chosen
 
 
-def chosen_recipe(trainer: FoldTrainer, config: TrainConfig, trained: np.ndarray) -> tuple[dict[str, int], float]:
-    """The changes to ``config`` (one of `CANDIDATES`) with the best leave-one-task-out
+def chosen_recipe(trainer: FoldTrainer, config: TrainConfig, trained: np.ndarray,
+                  candidates: tuple[dict[str, int], ...] = CANDIDATES) -> tuple[dict[str, int], float]:
+    """The changes to ``config`` (one of ``candidates``) with the best leave-one-task-out
     macro-F1 on the ``trained`` maps alone (the first of equals), and that score."""
     if config.kind != "trees":
         raise ValueError("nested selection chooses among tree recipes; cross-validate the CNN --by task input")
-    scores = [trainer.leave_one_task_out(replace(config, **candidate), trained) for candidate in CANDIDATES]
+    scores = [trainer.leave_one_task_out(replace(config, **candidate), trained) for candidate in candidates]
     best = int(np.argmax(scores))  # the first of equals
-    return CANDIDATES[best], scores[best]
+    return candidates[best], scores[best]
 
 
 def cross_validate(config: TrainConfig, grouping: str) -> dict[str, Any]:
