@@ -2,9 +2,10 @@
 
 Layers and heads are shown 1-indexed, as in both papers. Figures are drawn only from
 stored results (``summary.json`` entries), never from live tensors. Each is written as PNG
-and as PDF (vector, TrueType fonts embedded), and checked when saved: a label that leaves
-the canvas, tick labels that run into each other, a colour outside the colour-blind-safe
-palette or a checkpoint's raw name ("pretrained") are logged as a warning naming the figure.
+and as PDF (vector, TrueType fonts embedded; text in DejaVu Sans, `harness.figure_font`), and
+checked when saved: a label that leaves the canvas, tick labels that run into each other, a
+colour outside the colour-blind-safe palette or a checkpoint's raw name ("pretrained") are
+logged as a warning naming the figure.
 """
 
 from __future__ import annotations
@@ -31,10 +32,12 @@ from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
 from matplotlib.ticker import ScalarFormatter  # noqa: E402
 
+from harness.figure_font import use_lean_font  # noqa: E402
 from tasks.files import atomic_path  # noqa: E402
 
 DPI = 200
 matplotlib.rcParams["pdf.fonttype"] = 42  # TrueType (Type 42) fonts, not Type 3: editable text, as journals ask
+use_lean_font()
 log = logging.getLogger(__name__)
 CHECKPOINT_TITLES = {"pretrained": "pre-trained", "finetuned": "fine-tuned"}
 # Okabe & Ito's palette: told apart with every common colour-vision deficiency and in greyscale
@@ -102,7 +105,7 @@ def save(figure: plt.Figure, path: Path) -> Path:
         Image.fromarray(np.asarray(figure.canvas.buffer_rgba())[..., :3]).save(temporary, format="png")
     # The PDF keeps the layout just checked: a layout engine left on would lay the figure out
     # again (a dry-run drawing and the layout: a third of the PDF's time) at the PDF's resolution.
-    figure.set_layout_engine("none")
+    figure.set_layout_engine(None)
     with atomic_path(pdf_sibling(path)) as temporary:
         figure.savefig(temporary, format="pdf")
     plt.close(figure)

@@ -4,11 +4,11 @@
 Drawing is the slowest part of a rerun that finds everything stored (tens of figures at
 200 dpi), so ``figures/.drawn.json`` records, for each analysis, the hash of what its figures
 were drawn from (the run's description, the analysis's entry, and the code that draws:
-`harness.figures` and every analysis module, so a new figure style redraws) and the files it
-drew. `redraw` draws again only the analyses whose hash changed or whose files are gone
-(``harness ablate`` adding the ablation to a run draws the ablation's figures alone);
-``harness figures`` always draws everything. The report groups each run's files by the
-analysis that drew them from the same record.
+`harness.figures`, its font and every analysis module, so a new figure style redraws) and
+the files it drew. `redraw` draws again only the analyses whose hash changed or whose files
+are gone (``harness ablate`` adding the ablation to a run draws the ablation's figures
+alone); ``harness figures`` always draws everything. The report groups each run's files by
+the analysis that drew them from the same record.
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import harness.figure_font
 import harness.figures
 from harness.analyses import ANALYSES
 from harness.figures import pdf_sibling
@@ -29,8 +30,9 @@ DRAWN = ".drawn.json"
 
 
 def drawing_code_hash() -> str:
-    """SHA-256 of the source files that draw: `harness.figures` and each analysis's module."""
-    modules = {harness.figures, *(sys.modules[analysis.__module__] for analysis in ANALYSES.values())}
+    """SHA-256 of the source files that draw: `harness.figures`, its font and each analysis's module."""
+    modules = {harness.figures, harness.figure_font,
+               *(sys.modules[analysis.__module__] for analysis in ANALYSES.values())}
     digest = hashlib.sha256()
     for path in sorted(inspect.getfile(module) for module in modules):
         digest.update(Path(path).read_bytes())
