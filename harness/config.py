@@ -25,11 +25,11 @@ DEFAULT_MODEL = "bert-base-uncased"
 DEFAULT_TRACKING_URI = "sqlite:///mlruns/mlflow.db"
 # The real data beside a checkout (../shared/data): default treebank and coreference corpus.
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-# --quick: dev examples and corpus segments, treebank sentences and coreference documents,
-# probe training sentences, the relation count a dependency needs to be scored, and the
-# dev examples the ablation scores.
+# --quick: dev examples compared and corpus segments, treebank sentences and coreference
+# documents, probe training sentences, the relation count a dependency needs to be scored,
+# the dev examples the ablation scores, and those of each split the dev metrics score.
 QUICK = {"max_eval_examples": 64, "max_corpus_items": 100, "probe_train_sentences": 200, "syntax_min_count": 20,
-         "ablation_examples": 64}
+         "ablation_examples": 64, "max_dev_examples": 256}
 QUICK_SIZES = ", ".join(f"{name} {size}" for name, size in QUICK.items())
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 WORD_ATTENTION_FROM = ("mean", "first")
@@ -214,6 +214,8 @@ class AnalysisConfig:
                            choices=ABLATION_CHOICES)
     ablation_examples: int | None = option(None, "seeded sample of the main dev split that the ablation scores "
                                                  "(default: all of it)")
+    max_dev_examples: int | None = option(None, "seeded sample of at most N examples of each evaluation split that "
+                                                "the dev metrics score (default: all, as the papers)")
     quick: bool = option(False, f"a quick look: caps every source ({QUICK_SIZES}) so that every analysis runs "
                                 "in minutes; the sizes used are recorded with the results")
 
@@ -232,8 +234,9 @@ class AnalysisConfig:
             _require(getattr(self, name) >= 1, cls, name, getattr(self, name), "must be at least 1")
         _require(self.probe_train_sentences >= 0, cls, "probe_train_sentences", self.probe_train_sentences,
                  "must be 0 (all) or more")
-        _require(self.max_corpus_items is None or self.max_corpus_items >= 1, cls, "max_corpus_items",
-                 self.max_corpus_items, "must be at least 1")
+        for name in ("max_corpus_items", "max_dev_examples"):
+            _require(getattr(self, name) is None or getattr(self, name) >= 1, cls, name, getattr(self, name),
+                     "must be at least 1")
         _require(self.analysis_seed >= 0, cls, "analysis_seed", self.analysis_seed, "must be 0 or more")
         _require(self.max_tokens >= 5, cls, "max_tokens", self.max_tokens,
                  "must be at least 5 tokens (three special tokens and two words)")

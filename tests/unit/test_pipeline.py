@@ -201,7 +201,8 @@ def test_a_file_edited_in_place_recomputes_exactly_what_read_it(tiny_model_dir, 
 
 def test_a_quick_look_bounds_every_source_records_the_sizes_and_has_every_analysis(tiny_model_dir, tiny_data,
                                                                                    tmp_path):
-    assert main(tiny_run_arguments(tiny_model_dir, tiny_data, tmp_path, "--quick", "--max-corpus-items", "3")) == 0
+    assert main(tiny_run_arguments(tiny_model_dir, tiny_data, tmp_path, "--quick", "--max-corpus-items", "3",
+                                   "--max-dev-examples", "5")) == 0
     (summary,) = summaries(tmp_path).values()
     assert set(summary["analyses"]) == DEFAULT_ANALYSES
     entries = summary["analyses"]
@@ -211,6 +212,8 @@ def test_a_quick_look_bounds_every_source_records_the_sizes_and_has_every_analys
     assert entries["probes"]["source"]["notes"]["train_sentences"] == 5  # --probe-train-sentences 5 < quick's 200
     assert entries["coreference"]["source"]["identity"]["max_documents"] == 3
     assert entries["syntax"]["settings"]["syntax_min_count"] == 1  # smaller than quick's cap: kept
+    assert entries["evaluation"]["source"]["notes"]["examples"] == {"dev": 5}  # of 8 dev examples scored
+    assert entries["evaluation"]["source"]["identity"]["sample"] == {"max_examples": 5, "seed": 42}
 
 
 def test_a_rerun_keeps_the_figures_of_an_unchanged_summary_and_figures_redraws_them(finished):
