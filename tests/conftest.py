@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator, Sequence
+import shutil
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 import torch
+from filelock import FileLock
 from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast, PreTrainedModel
 
 from harness.analyses.base import Analysis, AnalysisContext
@@ -28,13 +30,56 @@ TINY_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", ",", "the", "a"
               "sat", "on", "mat", "is", "not", "happy", "ran", "##s", "he", "she", "it", "and"]
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Under pytest-xdist each worker's torch, and the harness processes its tests start, take
+    their share of the cores: two workers spinning two threads each on two cores run slower."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    if workers > 1:
+        threads = max(1, (os.cpu_count() or 1) // workers)
+        os.environ["OMP_NUM_THREADS"] = str(threads)
+        torch.set_num_threads(threads)
+
+
+@pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under pytest-xdist (``--dist loadgroup``), the tests of a module that share a
+    module-scoped fixture run on one worker, so the fixture is made once; the module's other
+    tests spread over every worker."""
+    for item in items:
+        definitions = getattr(item, "_fixtureinfo", None)
+        shared = definitions and any(fixtures[-1].scope == "module"
+                                     for fixtures in definitions.name2fixturedefs.values())
+        if shared and not item.get_closest_marker("xdist_group"):
+            item.add_marker(pytest.mark.xdist_group(item.path.relative_to(config.rootpath).as_posix()))
+
+
+def made_once(tmp_path_factory: pytest.TempPathFactory, name: str, make: Callable[[Path], object]) -> Path:
+    """The folder ``name``, filled by ``make(folder)`` once per test session. Under pytest-xdist
+    the first worker to ask makes it while the others wait, and every worker reads the same
+    folder: expensive set-up is done once, and what a path enters (a tiny run's key) is the same
+    in every worker."""
+    base = tmp_path_factory.getbasetemp()
+    root = base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base
+    folder, done = root / name, root / f"{name}.done"
+    with FileLock(root / f"{name}.lock"):
+        if not done.exists():
+            shutil.rmtree(folder, ignore_errors=True)
+            folder.mkdir()
+            make(folder)
+            done.touch()
+    return folder
+
+
+def write_tiny_vocabulary(folder: Path) -> None:
+    (folder / "vocab.txt").write_text("\n".join(TINY_VOCAB) + "\n")
+
+
 @pytest.fixture(scope="session")
 def tiny_tokenizer(tmp_path_factory: pytest.TempPathFactory) -> BertTokenizerFast:
-    vocab = tmp_path_factory.mktemp("tiny_vocab") / "vocab.txt"
-    vocab.write_text("\n".join(TINY_VOCAB) + "\n")
+    vocabulary = made_once(tmp_path_factory, "tiny_vocab", write_tiny_vocabulary)
     # transformers 5 ignores vocab_file in the constructor (leaving only the special tokens),
     # so load the folder as a saved tokenizer.
-    return BertTokenizerFast.from_pretrained(str(vocab.parent), do_lower_case=True)
+    return BertTokenizerFast.from_pretrained(str(vocabulary), do_lower_case=True)
 
 
 def tiny_bert(seed: int, num_labels: int = 2, positions: int = 128) -> BertForSequenceClassification:
@@ -88,10 +133,11 @@ story\t0\t2\t.\t_\t_\t_\t_\t_\t_\t_
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory, tiny_tokenizer: BertTokenizerFast) -> Path:
     """A tiny BERT saved as a local model folder, so the whole pipeline runs on it in seconds."""
-    folder = tmp_path_factory.mktemp("tiny_model")
-    tiny_bert(0).save_pretrained(folder)
-    tiny_tokenizer.save_pretrained(folder)
-    return folder
+    def save(folder: Path) -> None:
+        tiny_bert(0).save_pretrained(folder)
+        tiny_tokenizer.save_pretrained(folder)
+
+    return made_once(tmp_path_factory, "tiny_model", save)
 
 
 def snapshot(folder: Path) -> dict[str, tuple[int, bytes]]:
@@ -114,7 +160,10 @@ def tiny_run_arguments(tiny_model_dir: Path, tiny_data: Path, root: Path, *extra
 @pytest.fixture(scope="session")
 def tiny_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """GLUE RTE and MRPC folders, a treebank (dev and train) and a coreference file, in the tiny vocabulary."""
-    root = tmp_path_factory.mktemp("tiny_data")
+    return made_once(tmp_path_factory, "tiny_data", write_tiny_data)
+
+
+def write_tiny_data(root: Path) -> None:
     pairs = [(a, b) for a in SENTENCES for b in SENTENCES[:4]]
     rte, mrpc = root / "glue" / "RTE", root / "glue" / "MRPC"
     rte.mkdir(parents=True)
@@ -128,7 +177,6 @@ def tiny_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
         (root / f"tiny-{split}.conllu").write_text("\n".join([CONLLU_SENTENCE] * count))
     (root / "coref").mkdir()
     (root / "coref" / "story.conll").write_text(CONLL_DOCUMENT)
-    return root
 
 
 @pytest.fixture

@@ -31,8 +31,8 @@ from harness.models import hub_unreachable
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARED_GLUE = ROOT.parent / "shared" / "data" / "glue"
-TINY = ["--max-train-examples", "32", "--epochs", "1", "--max-eval-examples", "8", "--quick",
-        "--ablation-examples", "8"]
+TINY = ["--max-train-examples", "32", "--epochs", "1", "--max-eval-examples", "8", "--max-dev-examples", "16",
+        "--max-corpus-items", "12", "--probe-train-sentences", "24", "--quick", "--ablation-examples", "8"]
 SERVER_SECONDS = 120
 
 pytestmark = pytest.mark.slow

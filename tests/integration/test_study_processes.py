@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness.store import read_json
-from tests.conftest import snapshot, tiny_run_arguments
+from tests.conftest import made_once, snapshot, tiny_run_arguments
 from tests.integration.test_faults import harness, metric_counts, start
 
 pytestmark = pytest.mark.slow
@@ -45,13 +45,15 @@ def the_study(root: Path) -> dict:
     return read_json(path)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def finished_study(tiny_model_dir, tiny_data, tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("study")
-    done = harness(study_argv(tiny_model_dir, tiny_data, root))
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "skipped qnli: no data" in done.stdout and "QNLI/train.tsv not found" in done.stdout
-    return root
+    """A whole study, once for the session, whichever pytest-xdist worker runs the tests (they read it)."""
+    def finish(root: Path) -> None:
+        done = harness(study_argv(tiny_model_dir, tiny_data, root))
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert "skipped qnli: no data" in done.stdout and "QNLI/train.tsv not found" in done.stdout
+
+    return made_once(tmp_path_factory, "study", finish)
 
 
 def test_every_task_and_seed_is_a_child_of_one_finished_parent(finished_study):

@@ -300,6 +300,7 @@ def test_pool_sheets_and_recorded_labels_round_trip(tmp_path):
         record(tmp_path / "pool", {"nope": "block"}, labels_file, maps_file)
 
 
+@pytest.mark.slow  # two trainings of each kind
 @pytest.mark.parametrize("kind", KINDS)
 def test_training_is_seeded_and_logged_with_its_held_out_scores(tmp_path, kind):
     """A short run of classifier/train.py: same seed, same weights; the MLflow run holds the scores."""

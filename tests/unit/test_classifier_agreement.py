@@ -23,6 +23,7 @@ def test_the_pool_for_a_second_pass_spreads_over_tasks_and_shows_no_labels(tmp_p
     assert all(np.array_equal(pool_maps[source.id], maps[source.id]) for source in sources)
 
 
+@pytest.mark.slow  # a training of the classifier
 def test_agreement_counts_what_two_passes_share():
     rows = read_labels()[:40]
     same = {row.id: row.label for row in rows}

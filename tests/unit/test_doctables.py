@@ -29,6 +29,7 @@ def stored(tiny_model_dir, tiny_data, tmp_path_factory):
     return root, path
 
 
+@pytest.mark.slow  # a whole tiny run (the module's `stored`)
 def test_a_runs_stored_results_give_every_table_and_leave_out_what_no_table_reads(stored):
     root, path = stored
     results = stored_results("tiny", root / "results")
@@ -40,6 +41,7 @@ def test_a_runs_stored_results_give_every_table_and_leave_out_what_no_table_read
         render("nope", results)
 
 
+@pytest.mark.slow  # a whole tiny run (the module's `stored`)
 def test_a_hand_edited_table_is_found_and_rebuilt_and_an_unknown_run_is_a_clear_error(stored):
     root, _ = stored
     doc = root / "doc.md"
@@ -55,6 +57,7 @@ def test_a_hand_edited_table_is_found_and_rebuilt_and_an_unknown_run_is_a_clear_
         rebuild([doc], results_dir=root / "results")
 
 
+@pytest.mark.slow  # a whole tiny run (the module's `stored`)
 def test_the_stored_results_name_the_run_they_came_from(stored):
     _, path = stored
     source = json.loads(path.read_text())["source"]

@@ -56,6 +56,7 @@ def test_every_analysis_measures_three_checkpoints_and_compares_each_declared_pa
             assert results["a"] != results["b"], f"{name}: two different models gave the same result"
 
 
+@pytest.mark.slow  # every analysis's figures: about 40 s
 def test_every_analysis_draws_three_checkpoints(three, tmp_path):
     _, _, entries = three
     run = {"model": "tiny", "task": "rte", "seed": 42, "num_layers": 2, "num_heads": 4}

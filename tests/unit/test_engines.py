@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from harness.cli import build_parser, configs_from
 from harness.engines import Job, execute
 from harness.store import read_json
@@ -16,6 +18,7 @@ from tests.conftest import tiny_run_arguments
 REPOSITORY = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow  # two processes under accelerate, then a run
 def test_a_job_of_two_processes_fine_tunes_under_accelerate_then_runs(tiny_model_dir, tiny_data, tmp_path,
                                                                       monkeypatch):
     monkeypatch.setenv("OMP_NUM_THREADS", "1")

@@ -68,6 +68,7 @@ def test_layout_keeps_the_effective_batch_over_processes():
         Layout.of(FineTuneConfig(batch_size=30), 4)
 
 
+@pytest.mark.slow  # two processes under accelerate, then a run
 def test_two_processes_fine_tune_with_the_batch_the_user_set_and_run_reuses_it(tiny_model_dir, tiny_data, tmp_path):
     """`torchrun --nproc_per_node 2 -m harness finetune` on CPU (gloo); `harness run` then trains nothing."""
     common = ["--task", "rte", "--model", str(tiny_model_dir), "--data-dir", str(tiny_data / "glue"),

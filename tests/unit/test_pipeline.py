@@ -18,6 +18,7 @@ from harness.store import read_json
 from tests.conftest import snapshot, tiny_run_arguments
 
 DEFAULT_ANALYSES = {name for name, analysis in ANALYSES.items() if analysis.on_by_default}
+pytestmark = pytest.mark.slow  # each test is a whole tiny run or reruns one (20 s with its figures)
 ENTRY_KEYS = {"analysis", "version", "joint", "checkpoints", "pairs", "pair_names", "keys", "source", "settings",
               "result", "reference"}
 
