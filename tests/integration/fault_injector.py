@@ -26,6 +26,8 @@ import harness.engines
 from harness.cli import main
 from tasks.files import atomic_path
 
+SIGNAL = signal.SIGTERM  # the signal of the hooked call (`hook` sets it)
+
 
 def torn_write(path: Path, data: bytes) -> Path:
     """Half of ``data`` written through the harness's atomic writer, then the signal: what a
@@ -63,13 +65,20 @@ def interrupting(original: Callable, call: int, replacement: Callable | None) ->
     return wrapper
 
 
-if __name__ == "__main__":
-    phase, signal_name, call, separator, *harness_arguments = sys.argv[1:]
-    assert separator == "--", "usage: PHASE SIGNAL CALL -- <harness arguments>"
+def hook(phase: str, signal_name: str, call: int) -> None:
+    """The ``call``-th call of ``phase``'s function sends ``signal_name`` (for ``results``:
+    half-way through the write)."""
+    global SIGNAL
     SIGNAL = signal.Signals[signal_name]
-    # A job started in the background (CI, `cmd &`) inherits SIGINT ignored; a terminal's Ctrl-C is not.
-    signal.signal(signal.SIGINT, signal.default_int_handler)
     owner, attribute = HOOKS[phase]
     setattr(owner, attribute, interrupting(getattr(owner, attribute), int(call),
                                            torn_write if phase == "results" else None))
+
+
+if __name__ == "__main__":
+    phase, signal_name, call, separator, *harness_arguments = sys.argv[1:]
+    assert separator == "--", "usage: PHASE SIGNAL CALL -- <harness arguments>"
+    # A job started in the background (CI, `cmd &`) inherits SIGINT ignored; a terminal's Ctrl-C is not.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    hook(phase, signal_name, int(call))
     sys.exit(main(harness_arguments))

@@ -14,7 +14,7 @@ import requests
 from mlflow.tracking import MlflowClient
 
 from harness.tracking import EXPERIMENT
-from tests.integration.test_faults import REPOSITORY
+from tests.integration.warm_harness import REPOSITORY
 from tests.integration.test_study_processes import study_argv
 
 pytestmark = pytest.mark.slow

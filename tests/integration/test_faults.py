@@ -1,29 +1,27 @@
 """Fault injection: real processes, real signals, torn files, concurrent runs.
 
-Every case runs ``harness run`` in a subprocess on the tiny BERT (two epochs, so a kill in
-the second resumes from the first epoch's checkpoint), stops it with SIGKILL, SIGTERM or
-SIGINT at a chosen call inside one phase (`fault_injector`), checks how it ended, runs the
-same command again and checks that the rerun's summary and fine-tuned weights equal an
+Every case runs ``harness run`` in a process of its own (started warm: `warm_harness`) on the
+tiny BERT (two epochs, so a kill in the second resumes from the first epoch's checkpoint),
+stops it with SIGKILL, SIGTERM or SIGINT at a chosen call inside one phase
+(`fault_injector`), checks how it ended, runs the same command again and checks that the rerun's summary and fine-tuned weights equal an
 uninterrupted run's, and that MLflow holds exactly one FINISHED run for the key with each
 metric logged exactly as often as in the uninterrupted run.
 """
 
 from __future__ import annotations
 
-import os
 import signal
 import sqlite3
 import subprocess
-import sys
 from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from harness.store import read_json
-from tests.conftest import tiny_run_arguments
+from tests.conftest import made_once, tiny_run_arguments
+from tests.integration.warm_harness import HarnessProcess, completed
 
-REPOSITORY = Path(__file__).resolve().parents[2]
 SIGNALS = ("SIGKILL", "SIGTERM", "SIGINT")
 # phase -> the call of its hooked function that is interrupted (see fault_injector.HOOKS)
 PHASES = {
@@ -39,17 +37,14 @@ pytestmark = pytest.mark.slow
 
 
 def harness(argv: list[str], injector: tuple[str, str, int] | None = None) -> subprocess.CompletedProcess:
-    """``python -m harness <argv>``, or the same under the fault injector, from the repository root."""
-    module = ["tests.integration.fault_injector", *map(str, injector), "--"] if injector else ["harness"]
-    environment = {**os.environ, "PYTHONPATH": str(REPOSITORY)}
-    return subprocess.run([sys.executable, "-m", *module, *argv], cwd=REPOSITORY, env=environment,
-                          capture_output=True, text=True, timeout=900)
+    """``harness <argv>`` in a process of its own, started warm (`warm_harness`), under the
+    fault injector's ``(phase, signal, call)`` when given; waits for it."""
+    return completed(argv, injector)
 
 
-def start(argv: list[str]) -> subprocess.Popen:
-    environment = {**os.environ, "PYTHONPATH": str(REPOSITORY)}
-    return subprocess.Popen([sys.executable, "-m", "harness", *argv], cwd=REPOSITORY, env=environment,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+def start(argv: list[str]) -> HarnessProcess:
+    """``harness <argv>`` started in a process of its own (`subprocess.Popen`'s interface)."""
+    return HarnessProcess(argv)
 
 
 def the_summary(root: Path) -> dict:
@@ -91,13 +86,15 @@ def run_argv(tiny_model_dir: Path, tiny_data: Path, root: Path, *extra: str) -> 
     return tiny_run_arguments(tiny_model_dir, tiny_data, root, "--epochs", "2", *extra)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def reference(tiny_model_dir, tiny_data, tmp_path_factory) -> Path:
-    """An uninterrupted run: what every interrupted and resumed run must end as."""
-    root = tmp_path_factory.mktemp("uninterrupted")
-    finished = harness(run_argv(tiny_model_dir, tiny_data, root))
-    assert finished.returncode == 0, finished.stderr[-3000:]
-    return root
+    """An uninterrupted run: what every interrupted and resumed run must end as (one for the
+    session, whichever pytest-xdist worker runs the cases)."""
+    def finish(root: Path) -> None:
+        finished = harness(run_argv(tiny_model_dir, tiny_data, root))
+        assert finished.returncode == 0, finished.stderr[-3000:]
+
+    return made_once(tmp_path_factory, "uninterrupted", finish)
 
 
 @pytest.mark.parametrize("signal_name", SIGNALS)

@@ -1,0 +1,91 @@
+"""``harness`` commands in real processes that start warm.
+
+A fault or study test runs the harness in several processes, and each fresh interpreter spends
+about 8 seconds importing torch, transformers and MLflow before its first line of work: most of
+a tiny run. Here each command is a process of its own forked from a server that imported the
+harness once (multiprocessing's fork server; the server ran no harness code, so every child
+starts from the state a fresh ``python -m harness`` has after its imports). The child takes the
+test's working folder, environment and output files, runs the harness's entry point, `main`,
+as ``python -m harness`` does (under the fault injector's hook when asked), and exits through
+the interpreter's exit handlers; a signal ends it as it ends any process, and its exit status
+is the one ``python -m harness`` would have. The README, engine and launcher tests run the
+real executables.
+"""
+
+from __future__ import annotations
+
+import atexit
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from harness.cli import main
+from tests.integration import fault_injector
+
+REPOSITORY = Path(__file__).resolve().parents[2]
+FORK_SERVER = multiprocessing.get_context("forkserver")
+FORK_SERVER.set_forkserver_preload(["tests.integration.fault_injector"])  # imports the harness and the hooks
+
+
+class HarnessProcess:
+    """``harness <argv>`` (under the fault injector's ``(phase, signal, call)``) started in a
+    warm process; waited for as a `subprocess.Popen` is."""
+
+    def __init__(self, argv: list[str], injector: tuple[str, str, int] | None = None) -> None:
+        self.args = ["harness", *argv]
+        self.returncode: int | None = None
+        self.output = [Path(tempfile.mkstemp(prefix="harness-", suffix=f".{name}")[1]) for name in ("out", "err")]
+        self.process = FORK_SERVER.Process(target=run_command, args=(argv, injector, dict(os.environ),
+                                                                    [str(path) for path in self.output]))
+        self.process.start()
+
+    def communicate(self, timeout: float | None = None) -> tuple[str, str]:
+        """Waits for the process to end; its standard output and error."""
+        self.process.join(timeout)
+        if self.process.exitcode is None:
+            self.process.kill()
+            self.process.join()
+            raise subprocess.TimeoutExpired(self.args, timeout)
+        self.returncode = self.process.exitcode  # -N when signal N ended it, as subprocess's
+        stdout, stderr = (path.read_text() for path in self.output)
+        for path in self.output:
+            path.unlink()
+        return stdout, stderr
+
+
+def completed(argv: list[str], injector: tuple[str, str, int] | None = None,
+              timeout: float = 900) -> subprocess.CompletedProcess:
+    """``harness <argv>`` run to its end in a warm process."""
+    process = HarnessProcess(argv, injector)
+    stdout, stderr = process.communicate(timeout)
+    return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
+
+
+def run_command(argv: list[str], injector: tuple[str, str, int] | None, environment: dict[str, str],
+                output: list[str]) -> None:
+    """In the forked child: the test's folder, environment and output files, then the
+    harness's entry point, and an exit as the interpreter's own (exit handlers, flushed files)."""
+    os.chdir(REPOSITORY)
+    os.environ.clear()
+    os.environ.update(environment)
+    for descriptor, path in zip((1, 2), output):
+        os.dup2(os.open(path, os.O_WRONLY | os.O_TRUNC), descriptor)
+    # A shell's command gets Ctrl-C as KeyboardInterrupt (the fork server ignores it for itself).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    if injector is not None:
+        fault_injector.hook(*injector)
+    try:
+        code = main(argv)
+    except SystemExit as stop:
+        code = stop.code if isinstance(stop.code, int) else 1
+    except BaseException:
+        sys.excepthook(*sys.exc_info())
+        code = 1
+    atexit._run_exitfuncs()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(code)
