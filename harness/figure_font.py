@@ -30,6 +30,10 @@ LEAN_FAMILY = "DejaVu Sans Lean"
 # each PDF's subset.
 KEPT_CHARACTERS = ((0x20, 0x7E), (0xA0, 0x17F), (0x370, 0x3FF), (0x2000, 0x20CF), (0x2190, 0x22FF),
                    (0x25A0, 0x25FF))
+# What the copy keeps besides those characters: every layout rule (kerning, ligatures), the
+# names, the outline of the missing glyph, the glyph names, hinting and the legacy kern table.
+SUBSET_OPTIONS = {"layout_features": ["*"], "name_IDs": ["*"], "name_languages": ["*"], "notdef_outline": True,
+                  "glyph_names": True, "hinting": True, "legacy_kern": True}
 log = logging.getLogger(__name__)
 
 
@@ -50,7 +54,8 @@ def use_lean_font() -> None:
 
 def lean_copy(face: Path, folder: Path) -> Path:
     """The reduced copy of the font file ``face`` in ``folder``, written there the first time."""
-    digest = hashlib.sha256(face.read_bytes() + repr(KEPT_CHARACTERS).encode()).hexdigest()[:16]
+    recipe = repr((KEPT_CHARACTERS, SUBSET_OPTIONS)).encode()
+    digest = hashlib.sha256(face.read_bytes() + recipe).hexdigest()[:16]
     path = folder / f"{face.stem}-lean-{digest}.ttf"
     if not path.is_file():
         font = reduced(face)
@@ -62,8 +67,7 @@ def lean_copy(face: Path, folder: Path) -> Path:
 def reduced(face: Path) -> TTFont:
     """``face`` with only `KEPT_CHARACTERS` and everything they use, renamed to `LEAN_FAMILY`
     (so that matplotlib tells the copy from the original)."""
-    options = subset.Options(layout_features=["*"], name_IDs=["*"], name_languages=["*"], notdef_outline=True,
-                             glyph_names=True, hinting=True, legacy_kern=True)
+    options = subset.Options(**SUBSET_OPTIONS)
     options.drop_tables += ["FFTM"]  # FontForge's time stamp, which fontTools cannot subset
     font = TTFont(face)
     subsetter = subset.Subsetter(options)

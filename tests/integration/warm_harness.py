@@ -38,7 +38,7 @@ class HarnessProcess:
     def __init__(self, argv: list[str], injector: tuple[str, str, int] | None = None) -> None:
         self.args = ["harness", *argv]
         self.returncode: int | None = None
-        self.output = [Path(tempfile.mkstemp(prefix="harness-", suffix=f".{name}")[1]) for name in ("out", "err")]
+        self.output = [temporary_file(f".{name}") for name in ("out", "err")]
         self.process = FORK_SERVER.Process(target=run_command, args=(argv, injector, dict(os.environ),
                                                                     [str(path) for path in self.output]))
         self.process.start()
@@ -55,6 +55,12 @@ class HarnessProcess:
         for path in self.output:
             path.unlink()
         return stdout, stderr
+
+
+def temporary_file(suffix: str) -> Path:
+    descriptor, name = tempfile.mkstemp(prefix="harness-", suffix=suffix)
+    os.close(descriptor)
+    return Path(name)
 
 
 def completed(argv: list[str], injector: tuple[str, str, int] | None = None,
