@@ -21,6 +21,9 @@ pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not GLUE_DIR.is_dir(), reason=f"real GLUE data not found at {GLUE_DIR}")]
 
 
+ABLATION_EXAMPLES = 8  # the sweep's cost grows with them; what is checked does not
+
+
 @pytest.fixture(scope="module")
 def finished_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("run")
@@ -98,13 +101,13 @@ def test_cosine_is_one_before_the_changed_layer_and_not_in_it(minilm):
 def test_ablate_scores_the_stored_fine_tuned_minilm_on_a_dev_sample(finished_run):
     root, argv, _ = finished_run
     checkpoints = snapshot(root / "cache")
-    assert main(["ablate", *argv[1:], "--ablation-examples", "16"]) == 0
+    assert main(["ablate", *argv[1:], "--ablation-examples", str(ABLATION_EXAMPLES)]) == 0
     assert snapshot(root / "cache") == checkpoints  # the stored checkpoint is used, not retrained
     (summary,) = [read_json(path) for path in (root / "out").glob("*/summary.json")
                   if "ablation" in read_json(path)["analyses"]]
     tuned = summary["analyses"]["ablation"]["result"]["per_checkpoint"]["finetuned"]
-    assert tuned["examples"] == 16 and tuned["variants"] > 2 * 6 * 13
-    examples = bounded(load_examples(get_task("rte"), "dev", GLUE_DIR), 16, 42)
+    assert tuned["examples"] == ABLATION_EXAMPLES and tuned["variants"] > 2 * 6 * 13
+    examples = bounded(load_examples(get_task("rte"), "dev", GLUE_DIR), ABLATION_EXAMPLES, 42)
     (folder,) = (root / "cache").glob("rte-minilm-*/final")
     model = prepare(load_finetuned(folder), torch.device("cpu"), torch.float32)
     encoded = encode_examples(load_tokenizer("minilm"), examples, max_length=128, pair=True)
