@@ -6,8 +6,8 @@ is about a fifth of a figure's time, tens of seconds for a run's figures. The re
 keeps the glyphs, hinting, kerning and layout rules of Latin and Greek letters, punctuation,
 arrows and mathematical symbols, so figures are drawn pixel for pixel as in DejaVu Sans; any
 other character falls back to DejaVu Sans itself (matplotlib falls back glyph by glyph along
-``font.family``). The copies are made once per font file, in
-matplotlib's cache folder; where that folder cannot be written, figures use DejaVu Sans.
+``font.family``). The copies are made once per font file, in matplotlib's cache folder; where
+that folder cannot be written, figures use DejaVu Sans.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """The ``"dev"`` source: every evaluation split of the task (whole, or a seeded sample of each
-under ``--max-dev-examples`` and ``--quick``), for the dev metrics; and the ``"ablation"`` source: the main evaluation split (or a seeded sample of it), for the
-head-disabling and pruning sweeps."""
+under ``--max-dev-examples`` and ``--quick``), for the dev metrics; and the ``"ablation"``
+source: the main evaluation split (or a seeded sample of it), for the head-disabling and
+pruning sweeps."""
 
 from __future__ import annotations
 
