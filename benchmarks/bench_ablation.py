@@ -2,7 +2,7 @@
 plain forward pass of the fine-tuned checkpoint over the same dev examples.
 
 The ablation evaluates hundreds of masked variants of the model, many per forward pass
-(`harness.forward.forward_variants`); its cost per mask is compared with what one mask would
+(`harness.model.forward.forward_variants`); its cost per mask is compared with what one mask would
 cost alone: one forward pass over the examples. A ratio of 1 means stacking masks saves
 nothing and costs nothing; below 1, the stacked passes are cheaper per mask. Each phase is
 repeated ``--rounds`` times in this process; the ratio is of the medians.
@@ -25,11 +25,11 @@ import torch
 from benchmarks.common import Bench, dev_batches, peak_memory_mb, prepare_bench, run_config, synchronise
 from harness.analyses.ablation import Ablation
 from harness.analyses.base import per_checkpoint_results
-from harness.engine import analyse
-from harness.forward import forward
-from harness.models import FINETUNED, Checkpoint
-from harness.pipeline import PAIRS
-from harness.store import ResultStore
+from harness.run.engine import analyse
+from harness.model.forward import forward
+from harness.model.loading import FINETUNED, Checkpoint
+from harness.run.pipeline import PAIRS
+from harness.results.store import ResultStore
 
 
 def forward_seconds(bench: Bench, checkpoint: Checkpoint) -> float:

@@ -3,7 +3,7 @@
 Each phase runs in a fresh process (so its peak memory is its own): the bare passes of both
 checkpoints over the dev sample (no attention captured): forward only, and, when an analysis
 needs attention gradients, a forward and the backward pass to the input embeddings; then
-`harness.engine.analyse` exactly as ``harness run`` calls it (sources tokenised, attention and
+`harness.run.engine.analyse` exactly as ``harness run`` calls it (sources tokenised, attention and
 gradients captured through the forward API, analyses updated, results stored) for the chosen
 analyses, into an empty results store. Two ratios: the analysis phase over the bare forward
 passes, and over the bare model work it needs (forward, plus backward for gradients); each
@@ -28,9 +28,9 @@ import torch
 from benchmarks.common import bare_model_seconds, peak_memory_mb, prepare_bench, run_config, synchronise
 from harness.analyses import ANALYSES
 from harness.analyses.base import GRADIENTS
-from harness.engine import analyse
-from harness.pipeline import PAIRS
-from harness.store import ResultStore
+from harness.run.engine import analyse
+from harness.run.pipeline import PAIRS
+from harness.results.store import ResultStore
 
 TASK_SOURCE_ANALYSES = ["cosine", "patterns", "surface", "gradients", "clustering"]
 

@@ -18,9 +18,9 @@ from transformers import DataCollatorWithPadding, Trainer
 
 from benchmarks.common import run_config
 from harness.config import RunConfig
-from harness.finetune import EncodedExamples, Layout, sample, training_arguments, training_model
-from harness.models import load_tokenizer
-from harness.pipeline import plan_run
+from harness.model.finetune import EncodedExamples, Layout, sample, training_arguments, training_model
+from harness.model.loading import load_tokenizer
+from harness.run.pipeline import plan_run
 
 
 def train_throughput(config: RunConfig, pad_to_max: bool) -> float:

@@ -11,13 +11,13 @@ from pathlib import Path
 import torch
 
 from harness.config import AnalysisConfig, EnvironmentConfig, FineTuneConfig, RunConfig, TaskConfig
-from harness.batches import EncodedBatch
-from harness.encoding import batched
-from harness.finetune import FineTuneResult, stored_result
-from harness.forward import TASK_LOSS, summed_loss
-from harness.models import Checkpoint, load_tokenizer, resolve_model
-from harness.pipeline import RunPlan, load_checkpoints, plan_run, source_context
-from harness.sources import SourceContext
+from harness.inputs.batches import EncodedBatch
+from harness.inputs.encoding import batched
+from harness.model.finetune import FineTuneResult, stored_result
+from harness.model.forward import TASK_LOSS, summed_loss
+from harness.model.loading import Checkpoint, load_tokenizer, resolve_model
+from harness.run.pipeline import RunPlan, load_checkpoints, plan_run, source_context
+from harness.inputs.sources import SourceContext
 from tasks.examples import Example
 
 

@@ -14,8 +14,8 @@ import tempfile
 import numpy as np
 from transformers import AutoModelForSequenceClassification, Trainer, TrainingArguments, default_data_collator
 
-from harness.finetune import sample
-from harness.models import load_tokenizer, resolve_model
+from harness.model.finetune import sample
+from harness.model.loading import load_tokenizer, resolve_model
 from tasks.loading import load_examples
 from tasks.registry import get_task
 

@@ -24,10 +24,10 @@ from typing import Any
 
 from harness.analyses.evaluation import Evaluation
 from harness.config import AnalysisConfig, EnvironmentConfig, FineTuneConfig, RunConfig, TaskConfig
-from harness.doctables import RESULTS, sweep_table
-from harness.finetune import finetune
-from harness.pipeline import evaluate, plan_run
-from harness.store import write_json
+from harness.present.doc_tables import RESULTS, sweep_table
+from harness.model.finetune import finetune
+from harness.run.pipeline import evaluate, plan_run
+from harness.results.store import write_json
 
 
 def numbers(text: str, kind: type) -> list:

@@ -1,6 +1,6 @@
 """Labelling real attention maps: show a pool of them, record the labels.
 
-A candidate pool (sampled from a model by ``harness annotate``, see `harness.annotation`)
+A candidate pool (sampled from a model by ``harness annotate``, see `harness.run.annotation`)
 is written by `write_pool`: ``candidates.tsv`` (sources), ``candidates.npz`` (maps) and
 contact sheets ``sheet_NNN.png`` (5 x 5 maps, the id above each, [SEP] positions ticked in
 red so two-segment blocks can be judged). The annotator looks at the sheets and writes

@@ -160,7 +160,7 @@ class PatternClassifier:
         (attention within each of two segments) cannot exist in a single-segment input, so it
         is never predicted there. Returns (len(attentions), batch, layers, heads) int64
         indices into `CLASSES`. ``row_entropies``: each tensor's row entropies where already
-        computed ((batch, layers, heads, seq), `harness.batches.AttentionBatch.row_entropy`).
+        computed ((batch, layers, heads, seq), `harness.inputs.batches.AttentionBatch.row_entropy`).
         """
         batch, layers, heads = attentions[0].shape[:3]
         entropies = row_entropies if row_entropies is not None else [None] * len(attentions)

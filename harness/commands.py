@@ -10,18 +10,18 @@ import transformers
 
 from harness.analyses.ablation import Ablation, summary_lines
 from harness.analyses.evaluation import Evaluation, dev_metrics, learning_warning
-from harness.annotation import annotate as annotate_pool
+from harness.run.annotation import annotate as annotate_pool
 from harness.config import (AnnotationConfig, DocsConfig, EnvironmentConfig, FineTuneConfig, ReportConfig, RunConfig,
                             StudyConfig, describe_recipe)
-from harness.doctables import documents, rebuild, take_run
-from harness.finetune import finetune as finetune_task
-from harness.finetune import is_main_process, leave_process_group, stored_result
-from harness.pipeline import evaluate, find_summary, plan_run, train_baselines
-from harness.pipeline import run as run_pipeline
-from harness.render import redraw
-from harness.report import build_report
-from harness.study import plan_study
-from harness.study import study as run_study
+from harness.present.doc_tables import documents, rebuild, take_run
+from harness.model.finetune import finetune as finetune_task
+from harness.model.finetune import is_main_process, leave_process_group, stored_result
+from harness.run.pipeline import evaluate, find_summary, plan_run, train_baselines
+from harness.run.pipeline import run as run_pipeline
+from harness.present.redraw import redraw
+from harness.present.report import build_report
+from harness.study.runner import plan_study
+from harness.study.runner import study as run_study
 from tasks.errors import InputError
 
 

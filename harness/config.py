@@ -5,7 +5,7 @@ dashes, its flag) in its metadata; `harness.arguments` turns these classes into 
 groups, so there is one place to add a setting. Values are validated once, in
 ``__post_init__``, with one clear line per problem (`InputError`); checks that need the
 model or the registries (positions of the model, analysis names) run in
-`harness.pipeline.validate` before any model work.
+`harness.run.pipeline.validate` before any model work.
 
 This module imports nothing heavy (no torch), so the CLI can reject a bad flag in well
 under a second.

@@ -14,12 +14,12 @@ from filelock import FileLock
 from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast, PreTrainedModel
 
 from harness.analyses.base import Analysis, AnalysisContext
-from harness.batches import AttentionBatch, EncodedBatch
+from harness.inputs.batches import AttentionBatch, EncodedBatch
 from harness.config import SHARED_DATA, AnalysisConfig
-from harness.encoding import batched
-from harness.engine import GradientTargets, run_checkpoints
-from harness.forward import use_harness_attention
-from harness.models import FINETUNED, PRETRAINED, Checkpoint
+from harness.inputs.encoding import batched
+from harness.run.engine import GradientTargets, run_checkpoints
+from harness.model.forward import use_harness_attention
+from harness.model.loading import FINETUNED, PRETRAINED, Checkpoint
 from tasks.examples import Example
 from tasks.registry import GlueTask
 

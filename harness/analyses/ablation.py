@@ -1,7 +1,7 @@
 """Heads that matter: Kovaleva et al.'s disabling (§6) and Michel et al.'s importance and pruning.
 
 On every checkpoint with a trained classification head (the fine-tuned one), evaluation
-only, no retraining, on the main dev split (`harness.sources.dev.AblationSource`):
+only, no retraining, on the main dev split (`harness.inputs.sources.dev.AblationSource`):
 
 - **Disabling**, one head at a time and one layer at a time, two ways: the head's attention
   replaced by 1/L over the L real tokens (``uniform``, Kovaleva et al.) or its output gated
@@ -19,7 +19,7 @@ only, no retraining, on the main dev split (`harness.sources.dev.AblationSource`
   at a time, no retraining; against five seeded random orders and the oracle order of the
   disabling sweep (the heads whose removal hurt least first).
 
-Many variants share each forward pass (`harness.forward.forward_variants`). The importance
+Many variants share each forward pass (`harness.model.forward.forward_variants`). The importance
 and the oracle order are both chosen on the same dev examples the pruning curve is scored
 on (as HF's bertology script); the random orders are not.
 """
@@ -38,10 +38,10 @@ from scipy.stats import ConstantInputWarning, spearmanr
 
 from harness.analyses.base import (GATE_GRADIENTS, INTERVENES, LOGITS, Analysis, AnalysisContext, pair_name,
                                    per_checkpoint_results, register_analysis)
-from harness.batches import AttentionBatch
-from harness.figures import GREY, OKABE_ITO, checkpoint_title, plt, run_title, save, style_head_axes, suptitle
-from harness.forward import UNTRAINED_TASK_LOSS, Interventions
-from harness.significance import ALPHA, holm, metric_rows, paired_differences
+from harness.inputs.batches import AttentionBatch
+from harness.views.style import GREY, OKABE_ITO, checkpoint_title, plt, run_title, save, style_head_axes, suptitle
+from harness.model.forward import UNTRAINED_TASK_LOSS, Interventions
+from harness.analyses.significance import ALPHA, holm, metric_rows, paired_differences
 from tasks.metrics import predictions_from_logits
 
 MODES = ("uniform", "zero")
@@ -145,7 +145,7 @@ class Ablation(Analysis):
     source = "ablation"
     needs = frozenset({LOGITS, GATE_GRADIENTS, INTERVENES})
     uses_head = True
-    on_by_default = False  # hundreds of dev passes: `--ablation` decides (see harness.pipeline)
+    on_by_default = False  # hundreds of dev passes: `--ablation` decides (see harness.run.pipeline)
     settings_used = ("analysis_seed",)  # the random pruning orders and the masked-LM masking
     reference = {
         "kovaleva_disabling": "single heads: gains of 0.1% (STS-B) to 1.2% (MRPC); layer 1 on RTE: +3.2% "

@@ -32,11 +32,11 @@ from typing import Any, ClassVar
 import torch
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
-from harness.batches import AttentionBatch
+from harness.inputs.batches import AttentionBatch
 from harness.config import AnalysisConfig
-from harness.forward import Interventions
+from harness.model.forward import Interventions
 from harness.registry import registrar
-from harness.store import FileHashes
+from harness.results.store import FileHashes
 from tasks.registry import GlueTask
 
 ATTENTION = "attention"
@@ -63,7 +63,7 @@ class AnalysisContext:
     ``max_length``: the truncation of the task's inputs; ``trained``: the checkpoints whose
     classification head was trained; ``evaluate(checkpoint, variants)``: the logits of that
     checkpoint on every item of the source, in stream order, under each of V variants
-    (`harness.forward.Interventions` of (V, layers, heads) masks): (V, items, labels) float32
+    (`harness.model.forward.Interventions` of (V, layers, heads) masks): (V, items, labels) float32
     on the CPU, one more pass over the source (for analyses that intervene: ``INTERVENES``).
     """
 

@@ -24,8 +24,8 @@ import torch
 from sklearn.manifold import MDS
 
 from harness.analyses.base import Analysis, AnalysisContext, pair_name, per_pair_results, register_analysis
-from harness.batches import AttentionBatch, real_tokens
-from harness.figures import checkpoint_title, draw_side_by_side_grids, plt, run_title, save
+from harness.inputs.batches import AttentionBatch, real_tokens
+from harness.views.style import checkpoint_title, draw_side_by_side_grids, plt, run_title, save
 
 CHUNK_ELEMENTS = 2**22  # bounds the (heads chunk, heads, rows, seq) temporary to 16 MB (cache-sized chunks run faster)
 

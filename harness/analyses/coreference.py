@@ -36,10 +36,10 @@ import torch
 
 from harness.analyses.base import (AnalysisContext, best_head, pair_name, per_checkpoint_results, per_pair_results,
                                    register_analysis)
-from harness.analyses.wordlevel import WordLevelAnalysis
-from harness.batches import AttentionBatch
-from harness.figures import GREY, checkpoint_title, draw_side_by_side_grids, plt, run_title, save, titled_pairs
-from harness.wordlevel import word_maps
+from harness.analyses.word_level import WordLevelAnalysis
+from harness.inputs.batches import AttentionBatch
+from harness.views.style import GREY, checkpoint_title, draw_side_by_side_grids, plt, run_title, save, titled_pairs
+from harness.inputs.words import word_maps
 from tasks.coreference import MENTION_TYPES, Document, Mention, mention_head, mention_type
 GROUPS = ("all", *MENTION_TYPES)
 BASELINES = ("nearest", "head_match", "nearest_preceding")

@@ -16,8 +16,8 @@ import torch
 
 from harness.analyses.base import (Analysis, AnalysisContext, best_head, pair_name, per_pair_results,
                                    register_analysis)
-from harness.batches import AttentionBatch, real_tokens
-from harness.figures import checkpoint_title, draw_head_grid, draw_layer_lines, run_title
+from harness.inputs.batches import AttentionBatch, real_tokens
+from harness.views.style import checkpoint_title, draw_head_grid, draw_layer_lines, run_title
 
 
 def cosine_per_example(first: torch.Tensor, second: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:

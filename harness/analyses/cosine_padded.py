@@ -21,9 +21,9 @@ from scipy.stats import spearmanr
 
 from harness.analyses.base import Analysis, AnalysisContext, pair_name, per_pair_results, register_analysis
 from harness.analyses.cosine import CosineSums, cosine_per_example, most_changed
-from harness.batches import AttentionBatch
-from harness.figures import checkpoint_title, draw_head_grid, draw_layer_lines, run_title
-from harness.sources.task import KOVALEVA_PADDED_LENGTH
+from harness.inputs.batches import AttentionBatch
+from harness.views.style import checkpoint_title, draw_head_grid, draw_layer_lines, run_title
+from harness.inputs.sources.task import KOVALEVA_PADDED_LENGTH
 
 PROTOCOLS = ("padded", "cropped")
 

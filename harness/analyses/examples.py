@@ -1,5 +1,5 @@
 """The attention maps of a few dev examples, every layer and head, per checkpoint: what the
-report's per-example view shows (`harness.report`), from stored results like every figure.
+report's per-example view shows (`harness.present.report`), from stored results like every figure.
 
 The examples are the `NUM_EXAMPLES` inputs of at most `MAX_TOKENS` tokens of the run's dev
 sample whose seeded hash of their id is smallest: the same examples for every checkpoint and
@@ -21,7 +21,7 @@ import numpy as np
 import torch
 
 from harness.analyses.base import Analysis, AnalysisContext, best_head, pair_name, register_analysis
-from harness.batches import AttentionBatch
+from harness.inputs.batches import AttentionBatch
 from tasks.examples import Example
 
 NUM_EXAMPLES = 4

@@ -20,10 +20,10 @@ import torch
 
 from harness.analyses.base import (AnalysisContext, best_head, pair_name, per_checkpoint_results, per_pair_results,
                                    register_analysis)
-from harness.analyses.wordlevel import WordLevelAnalysis
-from harness.batches import AttentionBatch
-from harness.figures import checkpoint_title, draw_layer_lines, draw_side_by_side_grids, model_title, titled_pairs
-from harness.wordlevel import word_maps
+from harness.analyses.word_level import WordLevelAnalysis
+from harness.inputs.batches import AttentionBatch
+from harness.views.style import checkpoint_title, draw_layer_lines, draw_side_by_side_grids, model_title, titled_pairs
+from harness.inputs.words import word_maps
 from tasks.treebank import Sentence
 
 # Kovaleva et al.'s spaCy labels and their UD counterparts (UD splits "don't" into "do n't").

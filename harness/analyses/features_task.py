@@ -27,11 +27,11 @@ import torch
 from harness.analyses.base import Analysis, AnalysisContext, per_checkpoint_results, register_analysis
 from harness.analyses.features import (NAMES, NEGATION_WORDS, OBJECT_RELATIONS, SUBJECT_RELATIONS,
                                        draw_feature_panels, feature_changes, feature_statistics, slug)
-from harness.batches import AttentionBatch, real_tokens
+from harness.inputs.batches import AttentionBatch, real_tokens
 from harness.config import AnalysisConfig
-from harness.encoding import token_spans
-from harness.figures import checkpoint_title, plt, run_title, save
-from harness.store import FileHashes
+from harness.inputs.encoding import token_spans
+from harness.views.style import checkpoint_title, plt, run_title, save
+from harness.results.store import FileHashes
 from tasks.tagging import TaggedToken, tag, tagger_identity, tagger_package
 
 TOKEN_FEATURES: dict[str, Callable[[TaggedToken], bool]] = {

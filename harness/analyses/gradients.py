@@ -1,7 +1,7 @@
 """Clark et al.'s gradient-based importance of attention (their Figure 3), per checkpoint.
 
 For each example the loss is back-propagated to the post-softmax attention weights (the
-forward API's gradient capture; see `harness.engine.GradientTargets` for which loss each
+forward API's gradient capture; see `harness.run.engine.GradientTargets` for which loss each
 checkpoint gets: masked-LM when it stores a complete masked-LM head, as Clark et al., else
 the task loss), and the mean magnitude |dL/d attention| is taken per head over all real
 rows and the columns of one token type: [SEP], "." or ",", [CLS], or any other token.
@@ -22,8 +22,8 @@ import torch
 from harness.analyses.base import (ATTENTION, GRADIENTS, Analysis, AnalysisContext, pair_name,
                                    per_checkpoint_results, register_analysis)
 from harness.analyses.surface import SpecialIds, token_masks
-from harness.batches import AttentionBatch
-from harness.figures import GREY, OKABE_ITO, checkpoint_title, panel_grid, run_title, save
+from harness.inputs.batches import AttentionBatch
+from harness.views.style import GREY, OKABE_ITO, checkpoint_title, panel_grid, run_title, save
 
 CATEGORIES = ("sep", "punct", "cls", "other")
 GRADIENT_COLOURS = {"sep": OKABE_ITO["blue"], "punct": OKABE_ITO["purple"], "cls": OKABE_ITO["vermillion"],

@@ -26,10 +26,10 @@ from classifier.crossval import load_report
 from classifier.model import BLOCK, WEIGHTS_FILE
 from harness.analyses.base import (Analysis, AnalysisContext, changed_heads, pair_name, per_checkpoint_results,
                                    per_pair_results, register_analysis)
-from harness.batches import AttentionBatch
+from harness.inputs.batches import AttentionBatch
 from harness.config import AnalysisConfig
-from harness.figures import GREY, OKABE_ITO, checkpoint_title, plt, run_title, save
-from harness.store import FileHashes
+from harness.views.style import GREY, OKABE_ITO, checkpoint_title, plt, run_title, save
+from harness.results.store import FileHashes
 
 CLASS_COLOURS = {"vertical": OKABE_ITO["blue"], "diagonal": OKABE_ITO["orange"],
                  "vertical+diagonal": OKABE_ITO["green"], "block": OKABE_ITO["vermillion"], "heterogeneous": GREY}

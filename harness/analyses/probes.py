@@ -32,11 +32,11 @@ from torch import nn
 
 from harness.analyses.base import (AnalysisContext, pair_name, per_checkpoint_results, per_pair_results,
                                    register_analysis)
-from harness.analyses.wordlevel import WordLevelAnalysis
-from harness.batches import AttentionBatch
-from harness.figures import checkpoint_title, draw_side_by_side_grids, plt, run_title, save, titled_pairs
-from harness.sources.treebank import TRAIN
-from harness.wordlevel import word_maps
+from harness.analyses.word_level import WordLevelAnalysis
+from harness.inputs.batches import AttentionBatch
+from harness.views.style import checkpoint_title, draw_side_by_side_grids, plt, run_title, save, titled_pairs
+from harness.inputs.sources.treebank import TRAIN
+from harness.inputs.words import word_maps
 from tasks.errors import InputError
 from tasks.treebank import PUNCT_RELATIONS, Sentence
 

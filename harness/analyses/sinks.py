@@ -33,8 +33,8 @@ from matplotlib.axes import Axes
 from harness.analyses.base import (ATTENTION, VALUE_NORMS, Analysis, AnalysisContext, pair_name,
                                    per_checkpoint_results, per_pair_results, register_analysis)
 from harness.analyses.surface import SpecialIds, token_masks
-from harness.batches import AttentionBatch
-from harness.figures import (OKABE_ITO, checkpoint_colour, checkpoint_title, draw_grid_rows, panel_grid, panels_for,
+from harness.inputs.batches import AttentionBatch
+from harness.views.style import (OKABE_ITO, checkpoint_colour, checkpoint_title, draw_grid_rows, panel_grid, panels_for,
                              run_title, save, scatter_by_layer, titled_pairs)
 
 EPSILON = 0.3  # Gu et al.'s sink threshold on a token's mean received attention

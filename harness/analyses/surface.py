@@ -29,8 +29,8 @@ from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
 from harness.analyses.base import (Analysis, AnalysisContext, changed_heads, pair_name, per_checkpoint_results,
                                    per_pair_results, register_analysis)
-from harness.batches import AttentionBatch, real_tokens
-from harness.figures import (checkpoint_colour, checkpoint_title, draw_side_by_side_grids, panels_for, run_title,
+from harness.inputs.batches import AttentionBatch, real_tokens
+from harness.views.style import (checkpoint_colour, checkpoint_title, draw_side_by_side_grids, panels_for, run_title,
                              save, scatter_by_layer, suptitle, titled_pairs)
 
 # Statistic name -> how it is shown in tables and figures.

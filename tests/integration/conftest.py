@@ -14,8 +14,8 @@ import torch
 from transformers import PreTrainedModel
 
 from harness.analyses.base import Analysis
-from harness.encoding import batched
-from harness.models import FINETUNED, PRETRAINED, load_sequence_classifier, load_tokenizer
+from harness.inputs.encoding import batched
+from harness.model.loading import FINETUNED, PRETRAINED, load_sequence_classifier, load_tokenizer
 from tasks.loading import load_examples
 from tasks.registry import get_task
 from tests.conftest import GLUE_DIR, analysis_context, finish, stream

@@ -20,9 +20,9 @@ from typing import Any
 import transformers
 from mlflow.tracking import MlflowClient
 
-import harness.engine
-import harness.store
-import harness.engines
+import harness.run.engine
+import harness.results.store
+import harness.study.executors
 from harness.cli import main
 from tasks.files import atomic_path
 
@@ -42,10 +42,10 @@ def torn_write(path: Path, data: bytes) -> Path:
 HOOKS: dict[str, tuple[Any, str]] = {
     "training": (transformers.Trainer, "training_step"),
     "checkpoint": (transformers.Trainer, "_save_optimizer_and_scheduler"),  # weights written, optimizer not
-    "analyses": (harness.engine, "run_checkpoints"),
-    "results": (harness.store, "atomic_write_bytes"),
+    "analyses": (harness.run.engine, "run_checkpoints"),
+    "results": (harness.results.store, "atomic_write_bytes"),
     "mlflow": (MlflowClient, "log_batch"),
-    "study": (harness.engines, "run_pipeline"),  # a study between its (task, seed) runs
+    "study": (harness.study.executors, "run_pipeline"),  # a study between its (task, seed) runs
 }
 
 

@@ -9,8 +9,8 @@ import pytest
 from transformers import AutoModelForSequenceClassification
 
 from harness.analyses.coreference import Coreference
-from harness.models import FINETUNED, PRETRAINED
-from harness.sources.coreference import encoded_documents
+from harness.model.loading import FINETUNED, PRETRAINED
+from harness.inputs.sources.coreference import encoded_documents
 from tasks.coreference import read_coreference
 from tests.conftest import SHARED_DATA
 from tests.integration.conftest import run_on

@@ -13,7 +13,7 @@ import pytest
 import requests
 from mlflow.tracking import MlflowClient
 
-from harness.tracking import EXPERIMENT
+from harness.run.tracking import EXPERIMENT
 from tests.integration.warm_harness import REPOSITORY
 from tests.integration.test_study_processes import study_argv
 

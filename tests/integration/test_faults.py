@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.store import read_json
+from harness.results.store import read_json
 from tests.conftest import made_once, tiny_run_arguments
 from tests.integration.warm_harness import HarnessProcess, completed
 

@@ -27,7 +27,7 @@ import numpy as np
 import pytest
 
 from harness.cli import build_parser, configs_from
-from harness.models import hub_unreachable
+from harness.model.loading import hub_unreachable
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARED_GLUE = ROOT.parent / "shared" / "data" / "glue"

@@ -31,7 +31,7 @@ import pytest
 
 from harness.analyses.evaluation import dev_metrics
 from harness.cli import main
-from harness.store import read_json
+from harness.results.store import read_json
 from tests.conftest import GLUE_DIR, SHARED_DATA
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not (SHARED_DATA / "litbank").is_dir() or not GLUE_DIR.is_dir(),

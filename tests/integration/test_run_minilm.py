@@ -7,11 +7,11 @@ from mlflow.tracking import MlflowClient
 from harness.analyses.cosine import CosineSimilarity
 from harness.analyses.evaluation import dev_metrics
 from harness.cli import main
-from harness.encoding import encode_examples
-from harness.forward import forward
-from harness.models import load_finetuned, load_tokenizer, prepare
-from harness.sources.base import bounded
-from harness.store import read_json
+from harness.inputs.encoding import encode_examples
+from harness.model.forward import forward
+from harness.model.loading import load_finetuned, load_tokenizer, prepare
+from harness.inputs.sources.base import bounded
+from harness.results.store import read_json
 from tasks.loading import load_examples
 from tasks.registry import get_task
 from tests.conftest import GLUE_DIR, snapshot

@@ -15,10 +15,10 @@ import torch
 
 from harness.analyses.evaluation import dev_metrics
 from harness.cli import main
-from harness.encoding import batched
-from harness.models import load_sequence_classifier, load_tokenizer
-from harness.pipeline import native_bf16
-from harness.store import read_json
+from harness.inputs.encoding import batched
+from harness.model.loading import load_sequence_classifier, load_tokenizer
+from harness.run.pipeline import native_bf16
+from harness.results.store import read_json
 from tasks.loading import load_examples
 from tasks.registry import get_task
 from tests.conftest import GLUE_DIR

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.store import read_json
+from harness.results.store import read_json
 from tests.conftest import made_once, snapshot, tiny_run_arguments
 from tests.integration.test_faults import harness, metric_counts, start
 

@@ -13,8 +13,8 @@ from transformers import AutoModelForSequenceClassification
 from harness.analyses.dependency import ALL_CLARK, DependencyHeads
 from harness.analyses.features import LinguisticFeatures, feature_positions
 from harness.analyses.probes import Probes
-from harness.models import FINETUNED, PRETRAINED
-from harness.sources.treebank import DEV, TRAIN, sentence_batches
+from harness.model.loading import FINETUNED, PRETRAINED
+from harness.inputs.sources.treebank import DEV, TRAIN, sentence_batches
 from tasks.treebank import read_treebank
 from tests.conftest import SHARED_DATA
 from tests.integration.conftest import run_on

@@ -7,9 +7,9 @@ from typing import Any
 import torch
 
 from harness.analyses.base import AnalysisContext
-from harness.batches import AttentionBatch, EncodedBatch
-from harness.models import FINETUNED, PRETRAINED
-from harness.wordlevel import WordAlignedItem
+from harness.inputs.batches import AttentionBatch, EncodedBatch
+from harness.model.loading import FINETUNED, PRETRAINED
+from harness.inputs.words import WordAlignedItem
 from tasks.treebank import Sentence
 from tests.conftest import analysis_context
 

@@ -5,7 +5,7 @@ from dataclasses import fields
 import pytest
 from huggingface_hub import constants as hub_constants
 
-from harness import models
+from harness.model import loading as models
 from harness.cli import GROUPS, LEFT_OUT, build_parser, configs_from, main
 from harness.config import flag_of
 

@@ -1,0 +1,103 @@
+"""What a text source is: something that turns its inputs into `EncodedBatch`es, with an
+identity for the results store.
+
+A source names the data it reads and how it samples it in `identity` (files with content
+hashes, sample sizes, seeds), so every result computed from it is keyed by that data; it
+produces the batches in `stream`. Sources register with `register_source`; the package's
+``__init__`` imports every source module, so `SOURCES` is complete once ``harness.inputs.sources``
+is imported.
+"""
+
+from __future__ import annotations
+
+import random
+from abc import ABC, abstractmethod
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, TypeVar
+
+from transformers.tokenization_utils_base import PreTrainedTokenizerBase
+
+from harness.inputs.batches import EncodedBatch
+from harness.config import AnalysisConfig
+from harness.registry import registrar
+from harness.results.store import FileHashes
+from tasks.examples import Example
+from tasks.registry import GlueTask
+
+Item = TypeVar("Item")
+
+
+@dataclass
+class SourceContext:
+    """What a source may read: the tokenizer (and the model name it belongs to), the analysis
+    settings, the run's task, its evaluation splits and its sample.
+
+    ``task_examples`` is the seeded dev sample of ``task`` the run compares, and
+    ``task_identity`` says what it is (data files and hashes, split, sample size and seed);
+    ``eval_examples`` holds every evaluation split whole (split -> examples, the main one
+    first) and ``eval_identity`` their files and hashes (split -> description).
+    """
+
+    tokenizer: PreTrainedTokenizerBase
+    settings: AnalysisConfig
+    tokenizer_name: str = ""
+    max_length: int = 128
+    task: GlueTask | None = None
+    task_examples: list[Example] = field(default_factory=list)
+    task_identity: dict[str, Any] = field(default_factory=dict)
+    eval_examples: dict[str, list[Example]] = field(default_factory=dict)
+    eval_identity: dict[str, Any] = field(default_factory=dict)
+    hashes: FileHashes = field(default_factory=FileHashes)
+
+    @property
+    def seed(self) -> int:
+        return self.settings.analysis_seed
+
+
+@dataclass
+class SourceStream:
+    """Batches of one source, how many items they hold (for progress bars), and notes to
+    keep with the results (e.g. how many inputs were truncated; filled while streaming)."""
+
+    batches: Iterator[EncodedBatch]
+    num_items: int
+    notes: dict[str, Any]
+
+
+class Source(ABC):
+    """One kind of input text; `identity` is cheap (no tokenising), `stream` does the work."""
+
+    name: ClassVar[str]
+
+    def __init__(self, context: SourceContext) -> None:
+        self.context = context
+
+    @abstractmethod
+    def identity(self) -> dict[str, Any]:
+        """Everything the batches depend on besides the model: files and hashes, sizes, seeds."""
+
+    @abstractmethod
+    def stream(self) -> SourceStream:
+        """The batches, built lazily."""
+
+    def streams_as(self) -> str:
+        """The registered source whose stream these inputs are: this one, unless it falls back
+        to another (then the run streams that source once for the analyses of both)."""
+        return self.name
+
+    def check(self) -> None:
+        """Read and validate the source's files before any model work, each problem one
+        `InputError` line; needs no tokenizer. Sources whose files are read up front anyway
+        (the task's) check nothing here."""
+
+
+def bounded(items: list[Item], limit: int | None, seed: int) -> list[Item]:
+    """A seeded sample of at most ``limit`` items, in their original order (all when ``limit`` is None)."""
+    if limit is None or limit >= len(items):
+        return items
+    return [items[index] for index in sorted(random.Random(seed).sample(range(len(items)), limit))]
+
+
+SOURCES: dict[str, type[Source]] = {}
+register_source = registrar(SOURCES, "source")  # class decorator: adds a source to SOURCES under its name

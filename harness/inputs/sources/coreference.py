@@ -1,0 +1,96 @@
+"""The ``"coreference"`` source: documents of a coreference corpus (``--coref-data``,
+default LitBank in ../shared/data), one document per row, cut to ``--max-tokens`` word
+pieces (Clark et al. used 128) or, with ``--coref-windows``, split into consecutive windows
+of whole sentences that fit."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from harness.inputs.batches import EncodedBatch
+from harness.config import SHARED_DATA
+from harness.inputs.sources.base import Source, SourceStream, bounded, register_source
+from harness.inputs.words import encode_words
+from tasks.coreference import Document, read_coreference
+from tasks.errors import InputError
+
+DEFAULT_COREF_DATA = SHARED_DATA / "litbank" / "conll"
+
+
+def coref_data_path(value: str | Path | None) -> Path:
+    """``--coref-data`` if given, else the shared LitBank folder, else a clear error."""
+    if value:
+        return Path(value)
+    if not DEFAULT_COREF_DATA.is_dir():
+        raise InputError(f"no --coref-data given and the default LitBank folder {DEFAULT_COREF_DATA} is absent; "
+                           "pass --coref-data with a CoNLL-2012 *_gold_conll file, a .jsonlines file or a "
+                           "LitBank conll/ folder")
+    return DEFAULT_COREF_DATA
+
+
+def document_windows(document: Document, sentence_tokens: list[int], budget: int) -> Iterator[Document]:
+    """Consecutive runs of whole sentences of at most ``budget`` word pieces each."""
+    starts = document.sentence_starts
+    ends = [*starts[1:], len(document.words)]
+    first, used = 0, 0
+    for index, tokens in enumerate(sentence_tokens):
+        if used and used + tokens > budget:
+            yield document.window(starts[first], ends[index - 1])
+            first, used = index, 0
+        used += tokens
+    if starts:
+        yield document.window(starts[first], ends[-1])
+
+
+def split_into_windows(tokenizer: Any, documents: list[Document], max_tokens: int) -> list[Document]:
+    """Every document as consecutive sentence windows that fit ``max_tokens`` with [CLS]/[SEP]."""
+    budget = max_tokens - tokenizer.num_special_tokens_to_add(pair=False)
+    windows: list[Document] = []
+    for document in documents:
+        sentences = [document.words[s:e] for s, e in
+                     zip(document.sentence_starts, [*document.sentence_starts[1:], len(document.words)])]
+        counts = [len(ids) for ids in tokenizer(sentences, add_special_tokens=False,
+                                                 is_split_into_words=True)["input_ids"]] if sentences else []
+        windows.extend(document_windows(document, counts, budget))
+    return windows
+
+
+def encoded_documents(tokenizer: Any, documents: list[Document], batch_size: int,
+                      max_tokens: int) -> Iterator[EncodedBatch]:
+    """Batches of documents cut to ``max_tokens``; items are `WordAlignedItem`s of `Document`s."""
+    for start in range(0, len(documents), batch_size):
+        chunk = documents[start:start + batch_size]
+        yield encode_words(tokenizer, [document.words for document in chunk], max_tokens, chunk)[0]
+
+
+@register_source
+class CoreferenceSource(Source):
+    """The coreference corpus, one document (or sentence window) per row."""
+
+    name = "coreference"
+
+    def identity(self) -> dict[str, Any]:
+        settings = self.context.settings
+        return {"source": self.name, **self.context.hashes.describe(coref_data_path(settings.coref_data)),
+                "max_tokens": settings.max_tokens, "windows": settings.coref_windows,
+                "max_documents": settings.max_corpus_items, "seed": self.context.seed}
+
+    def check(self) -> None:
+        read_coreference(coref_data_path(self.context.settings.coref_data))
+
+    def stream(self) -> SourceStream:
+        context = self.context
+        settings = context.settings
+        path = coref_data_path(settings.coref_data)
+        documents = bounded(read_coreference(path), settings.max_corpus_items, context.seed)
+        notes: dict[str, Any] = {"coref_data": "/".join(path.parts[-2:]), "documents": len(documents)}
+        if settings.coref_windows:
+            documents = split_into_windows(context.tokenizer, documents, settings.max_tokens)
+            notes["windows"] = len(documents)
+        return SourceStream(
+            batches=encoded_documents(context.tokenizer, documents, settings.eval_batch_size, settings.max_tokens),
+            num_items=len(documents),
+            notes=notes,
+        )

@@ -1,0 +1,177 @@
+"""The ``"corpus"`` text source of Clark et al.'s surface analyses.
+
+With ``--corpus FILE`` (plain text, one paragraph per line, blank lines between documents)
+consecutive paragraphs of a document are packed into ``[CLS] p1 [SEP] p2 [SEP]`` segments of
+at most ``max_tokens`` tokens, as Clark et al.'s ``preprocess_unlabeled.py`` did: paragraphs
+are gathered until the segment is full, split into parts A and B at a seeded random paragraph
+boundary, and the longer part is trimmed token by token (front or back at random) until the
+pair fits. Without a corpus its analyses read the task's dev sample: the run streams the
+``"task"`` source once for them and the task's own analyses (`Source.streams_as`).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+from transformers.tokenization_utils_base import PreTrainedTokenizerBase
+
+from harness.inputs.batches import EncodedBatch
+from harness.inputs.sources.base import Source, SourceStream, register_source
+from harness.inputs.sources.task import TaskSource
+from tasks.errors import InputError
+from tasks.files import text_lines
+
+SPECIAL_TOKENS_PER_SEGMENT = 3  # [CLS], [SEP], [SEP]
+
+
+@dataclass(frozen=True)
+class Segment:
+    """One packed input: WordPiece tokens of parts A and B, and the file line it starts on."""
+
+    line: int
+    tokens_a: tuple[str, ...]
+    tokens_b: tuple[str, ...]
+
+    def __len__(self) -> int:
+        return len(self.tokens_a) + len(self.tokens_b) + SPECIAL_TOKENS_PER_SEGMENT
+
+
+@dataclass
+class PackingCounts:
+    """What packing did to the text, logged with the run."""
+
+    segments: int = 0
+    truncated_segments: int = 0
+    unpaired_paragraphs: int = 0
+
+
+def read_documents(path: Path) -> Iterator[list[tuple[int, str]]]:
+    """Documents of a plain-text file as lists of (1-based line number, paragraph)."""
+    if not path.is_file():
+        raise InputError(f"--corpus {path}: no such file; give a plain-text file with one paragraph per line")
+    document: list[tuple[int, str]] = []
+    for number, line in enumerate(text_lines(path), start=1):
+        text = line.strip()
+        if text:
+            document.append((number, text))
+        elif document:
+            yield document
+            document = []
+    if document:
+        yield document
+
+
+def trim_pair(tokens_a: list[str], tokens_b: list[str], budget: int, rng: random.Random) -> bool:
+    """Drop tokens from the longer part, at its front or back at random, until both fit; True if any were cut."""
+    cut = False
+    while len(tokens_a) + len(tokens_b) > budget:
+        longer = tokens_a if len(tokens_a) > len(tokens_b) else tokens_b
+        del longer[0 if rng.random() < 0.5 else -1]
+        cut = True
+    return cut
+
+
+def pack_document(
+    paragraphs: Sequence[tuple[int, list[str]]], max_tokens: int, rng: random.Random, counts: PackingCounts
+) -> Iterator[Segment]:
+    """Segments of one document: chunks of at least two paragraphs, filled up to ``max_tokens``."""
+    budget = max_tokens - SPECIAL_TOKENS_PER_SEGMENT
+    chunk: list[tuple[int, list[str]]] = []
+    for index, paragraph in enumerate(paragraphs):
+        chunk.append(paragraph)
+        full = sum(len(tokens) for _, tokens in chunk) >= budget and len(chunk) >= 2
+        if not full and index < len(paragraphs) - 1:
+            continue
+        if len(chunk) < 2:  # a document's lone last paragraph has no partner: skipped, as in Clark's code
+            counts.unpaired_paragraphs += 1
+        else:
+            split = rng.randint(1, len(chunk) - 1)
+            tokens_a = [token for _, tokens in chunk[:split] for token in tokens]
+            tokens_b = [token for _, tokens in chunk[split:] for token in tokens]
+            counts.truncated_segments += trim_pair(tokens_a, tokens_b, budget, rng)
+            counts.segments += 1
+            yield Segment(chunk[0][0], tuple(tokens_a), tuple(tokens_b))
+        chunk = []
+
+
+def pack_corpus(
+    path: Path, tokenizer: PreTrainedTokenizerBase, max_tokens: int, max_segments: int, seed: int
+) -> tuple[list[Segment], PackingCounts]:
+    """The first ``max_segments`` segments of the file (Clark et al. used 1000 of 128 tokens)."""
+    rng = random.Random(seed)
+    counts = PackingCounts()
+    segments: list[Segment] = []
+    for document in read_documents(path):
+        paragraphs = [(line, tokens) for line, text in document if (tokens := tokenizer.tokenize(text))]
+        for segment in pack_document(paragraphs, max_tokens, rng, counts):
+            segments.append(segment)
+            if len(segments) >= max_segments:
+                return segments, counts
+    if not segments:
+        raise InputError(
+            f"--corpus {path}: no segment could be built; the file needs documents of at least two "
+            "non-empty paragraphs (one paragraph per line, blank lines between documents)"
+        )
+    return segments, counts
+
+
+def encode_segments(tokenizer: PreTrainedTokenizerBase, segments: Sequence[Segment]) -> EncodedBatch:
+    """``[CLS] a [SEP] b [SEP]`` ids with token types 0/1, right-padded to the longest segment."""
+    seq_len = max(len(segment) for segment in segments)
+    input_ids = torch.full((len(segments), seq_len), tokenizer.pad_token_id, dtype=torch.long)
+    token_type_ids = torch.zeros((len(segments), seq_len), dtype=torch.long)
+    attention_mask = torch.zeros((len(segments), seq_len), dtype=torch.long)
+    for row, segment in enumerate(segments):
+        tokens = [tokenizer.cls_token, *segment.tokens_a, tokenizer.sep_token, *segment.tokens_b, tokenizer.sep_token]
+        input_ids[row, :len(tokens)] = torch.tensor(tokenizer.convert_tokens_to_ids(tokens))
+        token_type_ids[row, len(segment.tokens_a) + 2:len(tokens)] = 1
+        attention_mask[row, :len(tokens)] = 1
+    return EncodedBatch(input_ids, attention_mask, token_type_ids, list(segments))
+
+
+def segment_batches(
+    tokenizer: PreTrainedTokenizerBase, segments: Sequence[Segment], batch_size: int
+) -> Iterator[EncodedBatch]:
+    """Batches of similar length (less padding), encoded lazily."""
+    ordered = sorted(segments, key=len)
+    for start in range(0, len(ordered), batch_size):
+        yield encode_segments(tokenizer, ordered[start:start + batch_size])
+
+
+@register_source
+class CorpusSource(Source):
+    """Packed segments of ``--corpus``; without a corpus its analyses read the task source."""
+
+    name = "corpus"
+
+    def streams_as(self) -> str:
+        return self.name if self.context.settings.corpus is not None else TaskSource.name
+
+    def identity(self) -> dict[str, Any]:
+        settings = self.context.settings
+        return {"source": self.name, **self.context.hashes.describe(settings.corpus),
+                "max_tokens": settings.max_tokens, "max_segments": settings.max_eval_examples,
+                "seed": self.context.seed}
+
+    def check(self) -> None:
+        if self.context.settings.corpus is not None:
+            for _ in read_documents(Path(self.context.settings.corpus)):
+                pass
+
+    def stream(self) -> SourceStream:
+        context = self.context
+        settings = context.settings
+        segments, counts = pack_corpus(Path(settings.corpus), context.tokenizer, settings.max_tokens,
+                                       settings.max_eval_examples, context.seed)
+        return SourceStream(
+            batches=segment_batches(context.tokenizer, segments, settings.eval_batch_size),
+            num_items=len(segments),
+            notes={"corpus": Path(settings.corpus).name, "max_tokens": settings.max_tokens,
+                   "segments": counts.segments, "truncated_segments": counts.truncated_segments,
+                   "skipped_unpaired_paragraphs": counts.unpaired_paragraphs},
+        )

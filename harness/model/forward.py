@@ -1,0 +1,445 @@
+"""The one forward path: run a model on a batch, capture what the analyses need, intervene on heads.
+
+Every model the harness analyses runs its attention through `attention_forward`, registered
+with transformers' `AttentionInterface` under the name ``"harness"`` (together with an
+eager mask function under the same name: transformers gives an attention function
+registered under a new name *no padding mask at all* unless a mask function is registered
+for that name too). This function is the hook point of the whole harness, in the spirit of
+TransformerLens' hook points, but without copying any model code: it works for every
+encoder whose attention modules call ``ALL_ATTENTION_FUNCTIONS`` (BERT, RoBERTa, ELECTRA,
+ALBERT, DistilBERT, XLM-R, ...).
+
+`forward` runs one batch with an optional `Interventions` and returns a `ForwardOutput`
+holding what was asked for in `Capture`:
+
+- the post-softmax attention of every layer, on the model's device and in its dtype;
+- the logits, and the summed per-example loss when targets are given;
+- gradients of that loss with respect to the attention weights (Clark et al.'s Figure 3)
+  and with respect to per-head gates (Michel et al.'s importance I_h = E|dL/d xi_h|);
+- the norm of every token's transformed vector per head, ||f_h(x_j)|| with
+  f_h(x_j) = (x_j W_V + b_V)_h W_O^h (Kobayashi et al. 2020: what token j adds to a row's
+  output through head h is alpha_ij f_h(x_j)), W_O^h being head h's column block of the
+  attention output projection (BERT-family encoders only: `output_projections`).
+
+Interventions, per example and head, so many variants of a model can share one forward
+pass by stacking them along the batch:
+
+- ``head_gates``: each head's output (attention times values, before the output
+  projection) is multiplied by xi_h (1 = intact, 0 = the head is masked, Michel et al.);
+- ``uniform_heads``: the head's post-softmax attention is replaced by 1/L over the L real
+  tokens of the input, 0 on padding (Kovaleva et al.'s "disabling").
+
+Without a `forward` call in progress the function computes plain eager attention, so a
+model switched to it behaves exactly as before (`use_harness_attention`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+
+import torch
+import torch.nn.functional as F
+from transformers import AttentionInterface, PreTrainedModel
+from transformers.masking_utils import AttentionMaskInterface, eager_mask
+
+from harness.inputs.batches import EncodedBatch
+from harness.model.dropout import fast_dropout
+from tasks.errors import InputError
+
+IMPLEMENTATION = "harness"
+
+# Loss kinds a forward pass can differentiate.
+TASK_LOSS = "task"
+MASKED_LM_LOSS = "masked-LM"
+UNTRAINED_TASK_LOSS = "task (untrained classifier head)"
+
+
+@dataclass(frozen=True)
+class Interventions:
+    """Changes to a forward pass, per example (row of the batch), layer and head.
+
+    ``head_gates``: (batch, layers, heads) float multiplying each head's output; 1 keeps the
+    head, 0 masks it. ``uniform_heads``: (batch, layers, heads) bool; True replaces the
+    head's attention by the uniform distribution over the example's real tokens.
+    """
+
+    head_gates: torch.Tensor | None = None
+    uniform_heads: torch.Tensor | None = None
+
+
+@dataclass(frozen=True)
+class Capture:
+    """What a forward pass returns besides the logits."""
+
+    attention: bool = False
+    attention_grad: bool = False
+    gate_grad: bool = False
+    value_norms: bool = False
+
+    @property
+    def needs_grad(self) -> bool:
+        return self.attention_grad or self.gate_grad
+
+
+@dataclass(frozen=True)
+class Prefix:
+    """The intact model's layers below ``start``, not run again: each returns ``output``
+    ((batch, seq, hidden), what layer start - 1 returned in an intact pass over the same
+    rows), so the pass computes the embeddings and then layers ``start`` onwards."""
+
+    start: int
+    output: torch.Tensor
+
+
+@dataclass
+class ForwardOutput:
+    """What `forward` computed; tensors stay on the model's device.
+
+    ``logits``: (batch, labels) for a classifier, (batch, seq, vocab) for a masked LM;
+    ``attentions`` and ``attention_grads``: (batch, layers, heads, seq, seq);
+    ``gate_grads``: (batch, layers, heads); ``loss``: the summed per-example loss (scalar);
+    ``value_norms``: (batch, layers, heads, seq) float32 ||f_h(x_j)|| of every token j (padding
+    included: mask it), before any head gate.
+    """
+
+    logits: torch.Tensor
+    attentions: torch.Tensor | None = None
+    attention_grads: torch.Tensor | None = None
+    gate_grads: torch.Tensor | None = None
+    loss: torch.Tensor | None = None
+    value_norms: torch.Tensor | None = None
+
+
+@dataclass
+class _Session:
+    """State of one forward pass, read by `attention_forward` layer by layer.
+
+    ``projections``: each self-attention module -> its output projection, when value norms
+    are captured (None otherwise).
+    """
+
+    num_layers: int
+    interventions: Interventions
+    keep_attention: bool
+    gates: torch.Tensor | None
+    projections: dict[torch.nn.Module, torch.nn.Linear] | None = None
+    layer: int = 0
+    attentions: list[torch.Tensor] = field(default_factory=list)
+    value_norms: list[torch.Tensor] = field(default_factory=list)
+
+    def next_layer(self) -> int:
+        layer = self.layer
+        if layer >= self.num_layers:
+            raise InputError(f"the model called its attention more than its {self.num_layers} layers times in one "
+                               "pass; only encoders with one self-attention per layer are supported")
+        self.layer += 1
+        return layer
+
+
+_ACTIVE: ContextVar[_Session | None] = ContextVar("harness_forward", default=None)
+
+
+def _uniform_over_real_tokens(weights: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
+    """(batch, heads, q, k): 1/L over the L real key tokens of each row's example, 0 on padding.
+
+    ``attention_mask`` is the additive eager mask (batch, 1, q, k): 0 on real tokens, the
+    dtype's minimum on padding, so its softmax is exactly that distribution.
+    """
+    if attention_mask is None:  # no padding in the batch: every key token is real
+        return torch.full_like(weights, 1.0 / weights.shape[-1])
+    return F.softmax(attention_mask.to(weights.dtype), dim=-1).expand_as(weights)
+
+
+def output_projections(model: torch.nn.Module) -> dict[torch.nn.Module, torch.nn.Linear]:
+    """Each self-attention module of ``model`` -> the linear layer projecting its concatenated heads (W_O, b_O).
+
+    BERT-family encoders (BERT, RoBERTa, ELECTRA, MiniLM, XLM-R, ...) hold the two as siblings:
+    ``attention.self`` calls the attention function, ``attention.output.dense`` projects its output.
+    An architecture without that structure (DistilBERT, ALBERT, ...) is one clear `InputError`.
+    """
+    found = {}
+    for parent in model.modules():
+        children = dict(parent.named_children())
+        dense = getattr(children.get("output"), "dense", None)
+        if "self" in children and isinstance(dense, torch.nn.Linear):
+            found[children["self"]] = dense
+    if not found:
+        raise InputError(f"{type(model).__name__} has no BERT-style attention output projection (attention.self "
+                           "beside attention.output.dense), so the norms of its transformed value vectors cannot "
+                           "be measured; leave out the analyses that need them (sinks)")
+    return found
+
+
+def transformed_norms(value: torch.Tensor, projection: torch.nn.Linear) -> torch.Tensor:
+    """||f_h(x_j)|| = ||v_hj W_O^h||, (batch, heads, seq) in float32, from ``value`` (batch, heads, seq,
+    head_dim), which already holds x_j W_V + b_V, and the output projection (hidden, heads * head_dim)
+    whose column block h is head h's W_O^h.
+
+    Computed as v (W_O^h' W_O^h) v' with each head's (head_dim, head_dim) Gram matrix: a
+    head_dim / hidden fraction of the work of projecting every vector to the hidden size.
+    """
+    heads, head_dim = value.shape[1], value.shape[-1]
+    if projection.in_features != heads * head_dim:
+        raise InputError(f"the attention output projection takes {projection.in_features} features, not the "
+                           f"{heads} x {head_dim} of the heads' values; value norms cannot be measured")
+    with torch.no_grad():  # a measurement: never part of a loss's graph
+        blocks = projection.weight.float().view(-1, heads, head_dim)
+        gram = torch.einsum("ohd,ohe->hde", blocks, blocks)
+        vectors = value.detach().float()
+        squared = ((vectors @ gram[None]) * vectors).sum(dim=-1)
+    return squared.clamp_(min=0.0).sqrt_()  # rounding can leave a zero norm's square a hair below 0
+
+
+def _projection_of(session: _Session, module: torch.nn.Module) -> torch.nn.Linear:
+    projection = session.projections.get(module)
+    if projection is None:
+        raise InputError(f"{type(module).__name__} calls the attention function but has no sibling "
+                           "attention.output.dense; value norms are measured for BERT-family encoders only")
+    return projection
+
+
+def attention_forward(
+    module: torch.nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    scaling: float | None = None,
+    dropout: float = 0.0,
+    **kwargs: object,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Eager attention with the harness's capture and interventions.
+
+    ``query``/``key``/``value``: (batch, heads, seq, head_dim); returns the attention output
+    (batch, seq, heads, head_dim) and the post-softmax weights (batch, heads, seq, seq),
+    computed exactly as transformers' eager attention when nothing is intervened on.
+    """
+    session = _ACTIVE.get()
+    if scaling is None:
+        scaling = query.size(-1) ** -0.5
+    scores = torch.matmul(query, key.transpose(2, 3)) * scaling
+    if attention_mask is not None:
+        scores = scores + attention_mask
+    weights = F.softmax(scores, dim=-1)
+    weights = fast_dropout(weights, dropout, module.training)  # only while training
+    layer = session.next_layer() if session is not None else None
+    if session is not None and session.interventions.uniform_heads is not None:
+        replaced = session.interventions.uniform_heads[:, layer].to(weights.device)[:, :, None, None]
+        weights = torch.where(replaced, _uniform_over_real_tokens(weights, attention_mask), weights)
+    if session is not None and session.keep_attention:
+        session.attentions.append(weights)
+    if session is not None and session.projections is not None:
+        session.value_norms.append(transformed_norms(value, _projection_of(session, module)))
+    output = torch.matmul(weights, value)
+    if session is not None and session.gates is not None:
+        output = output * session.gates[:, layer, :, None, None].to(output.dtype)
+    return output.transpose(1, 2).contiguous(), weights
+
+
+AttentionInterface.register(IMPLEMENTATION, attention_forward)
+AttentionMaskInterface.register(IMPLEMENTATION, eager_mask)
+
+
+def use_harness_attention(model: PreTrainedModel) -> PreTrainedModel:
+    """Switch ``model`` to the harness attention function (in place); a clear error for
+    models whose attention does not go through transformers' `AttentionInterface`."""
+    name = model.config.name_or_path or type(model).__name__
+    if not model._can_set_attn_implementation():
+        raise InputError(f"{name} ({type(model).__name__}) does not route its attention through transformers' "
+                           "AttentionInterface, so its attention weights cannot be captured; use a BERT-family "
+                           "encoder such as bert-base-uncased, roberta-base or --model minilm")
+    model.set_attn_implementation(IMPLEMENTATION)
+    return model
+
+
+def encoder_layers(model: torch.nn.Module) -> list[torch.nn.Module]:
+    """The model's encoder layers in order (a ``layer`` list of one module per hidden layer, as
+    in BERT, RoBERTa, ELECTRA, XLM-R, DistilBERT), or [] where it has no such single list."""
+    count = model.config.num_hidden_layers
+    found = [list(module) for name, module in model.named_modules()
+             if isinstance(module, torch.nn.ModuleList) and name.rsplit(".", 1)[-1] == "layer" and len(module) == count]
+    return found[0] if len(found) == 1 else []
+
+
+@contextmanager
+def _skipping(model: torch.nn.Module, prefix: Prefix | None) -> Iterator[None]:
+    """Within the block the layers below ``prefix.start`` return ``prefix.output`` without computing."""
+    skipped = encoder_layers(model)[:prefix.start] if prefix is not None else []
+    for layer in skipped:  # an instance attribute shadows the class's forward; deleting it restores that
+        layer.forward = lambda *args, **kwargs: prefix.output
+    try:
+        yield
+    finally:
+        for layer in skipped:
+            del layer.forward
+
+
+def device_of(model: torch.nn.Module) -> torch.device:
+    return next(model.parameters()).device
+
+
+@contextmanager
+def _session(session: _Session) -> Iterator[_Session]:
+    token = _ACTIVE.set(session)
+    try:
+        yield session
+    finally:
+        _ACTIVE.reset(token)
+
+
+def summed_loss(logits: torch.Tensor, targets: torch.Tensor, kind: str) -> torch.Tensor:
+    """Sum over examples of each example's loss, in float32, so an example's gradients do
+    not depend on the batch it is in.
+
+    ``kind`` `TASK_LOSS`: cross-entropy on (batch, labels) logits, or squared error for a
+    single regression output; `MASKED_LM_LOSS`: per example the mean cross-entropy over its
+    masked positions (``targets`` (batch, seq), -100 elsewhere).
+    """
+    if kind == MASKED_LM_LOSS:
+        token_loss = F.cross_entropy(logits.transpose(1, 2).float(), targets, ignore_index=-100, reduction="none")
+        counted = (targets != -100).sum(dim=1).clamp(min=1)
+        return (token_loss.sum(dim=1) / counted).sum()
+    if logits.shape[-1] == 1:  # regression (STS-B)
+        return F.mse_loss(logits.squeeze(-1).float(), targets.float(), reduction="sum")
+    return F.cross_entropy(logits.float(), targets.long(), reduction="sum")
+
+
+def forward(
+    model: PreTrainedModel,
+    encoded: EncodedBatch,
+    *,
+    capture: Capture = Capture(),
+    interventions: Interventions = Interventions(),
+    targets: torch.Tensor | None = None,
+    loss_kind: str = TASK_LOSS,
+    prefix: Prefix | None = None,
+) -> ForwardOutput:
+    """Run ``model`` (switched with `use_harness_attention`) on ``encoded``.
+
+    ``targets``: (batch,) labels, or (batch, seq) masked-LM targets, needed for a loss and
+    for any gradient in ``capture``. Gradients are taken with ``torch.autograd.grad`` with
+    respect to the attention weights and gates only, so no parameter gradient accumulates.
+    With ``prefix`` the layers below ``prefix.start`` are not run (`Prefix`); ``interventions``
+    must leave them intact, and attention and gradients are those of the layers that ran.
+    """
+    if model.config._attn_implementation != IMPLEMENTATION:
+        raise InputError(f"{type(model).__name__} runs '{model.config._attn_implementation}' attention; "
+                           "switch it with harness.model.forward.use_harness_attention before calling forward")
+    if capture.needs_grad and targets is None:
+        raise ValueError("gradients need targets for the loss")
+    device = device_of(model)
+    num_layers = model.config.num_hidden_layers
+    gates = interventions.head_gates
+    if capture.gate_grad:
+        shape = (len(encoded.input_ids), num_layers, model.config.num_attention_heads)
+        base = gates if gates is not None else torch.ones(shape)
+        gates = base.to(device=device, dtype=torch.float32).detach().requires_grad_(True)
+    elif gates is not None:
+        gates = gates.to(device)
+    projections = output_projections(model) if capture.value_norms else None
+    session = _Session(num_layers, interventions, capture.attention or capture.attention_grad, gates, projections,
+                       layer=prefix.start if prefix is not None else 0)
+    grad_mode = torch.enable_grad() if capture.needs_grad else torch.inference_mode()
+    with grad_mode, _session(session), _skipping(model, prefix):
+        logits = model(**encoded.model_inputs(device)).logits
+        loss = summed_loss(logits, targets.to(device), loss_kind) if targets is not None else None
+        if session.layer != num_layers:
+            raise InputError(f"{type(model).__name__} ran {session.layer} of its {num_layers} attention layers "
+                               "through the harness attention function; it cannot be analysed")
+        attentions = torch.stack(session.attentions, dim=1) if session.attentions else None
+        grads: tuple[torch.Tensor, ...] = ()
+        if capture.needs_grad:
+            inputs = [*(session.attentions if capture.attention_grad else []), *([gates] if capture.gate_grad else [])]
+            grads = torch.autograd.grad(loss, inputs)
+    output = ForwardOutput(logits=logits.detach(), loss=None if loss is None else loss.detach(),
+                           attentions=None if attentions is None or not capture.attention else attentions.detach(),
+                           value_norms=torch.stack(session.value_norms, dim=1) if capture.value_norms else None)
+    if capture.attention_grad:
+        output.attention_grads = torch.stack(grads[:len(session.attentions)], dim=1)
+    if capture.gate_grad:
+        output.gate_grads = grads[-1]
+    return output
+
+
+def _rows_of(masks: torch.Tensor | None, chosen: torch.Tensor, size: int) -> torch.Tensor | None:
+    """The chosen variants' (V, layers, heads) masks, each repeated for the ``size`` rows of its block."""
+    return None if masks is None else masks[chosen].repeat_interleave(size, dim=0)
+
+
+def stacked_rows(device: torch.device) -> int:
+    """How many rows `forward_variants` stacks per pass on ``device``: many on a GPU, whose
+    passes are far from full at eval batch sizes; on a CPU the linear layers of one batch
+    already run near the cores' peak, and measured on 2 cores (MiniLM, RTE, 16 examples a
+    batch) a variant cost 1.18x / 1.27x / 1.51x its plain pass at 128 / 256 / 512 rows: one
+    variant per pass there."""
+    return 1024 if device.type == "cuda" else 1
+
+
+def variant_count(variants: Interventions) -> int:
+    return len(variants.head_gates if variants.head_gates is not None else variants.uniform_heads)
+
+
+def first_intervened_layers(variants: Interventions, num_layers: int) -> torch.Tensor:
+    """(V,) the first layer each variant changes; ``num_layers`` for a variant that changes nothing."""
+    touched = torch.zeros(variant_count(variants), num_layers, dtype=torch.bool)
+    if variants.head_gates is not None:
+        touched |= (variants.head_gates != 1).any(dim=-1).cpu()
+    if variants.uniform_heads is not None:
+        touched |= variants.uniform_heads.any(dim=-1).cpu()
+    return torch.where(touched.any(dim=1), touched.int().argmax(dim=1), num_layers)
+
+
+def _intact_layer_outputs(model: PreTrainedModel, encoded: EncodedBatch) -> tuple[torch.Tensor, list[torch.Tensor] | None]:
+    """The intact model's logits on ``encoded`` and what each encoder layer returned
+    ((batch, seq, hidden) each), or None where `encoder_layers` finds no layers or they
+    return more than their hidden states."""
+    outputs: list[object] = []
+    hooks = [layer.register_forward_hook(lambda module, args, output: outputs.append(output))
+             for layer in encoder_layers(model)]
+    try:
+        logits = forward(model, encoded).logits
+    finally:
+        for hook in hooks:
+            hook.remove()
+    reusable = len(outputs) == model.config.num_hidden_layers and all(isinstance(o, torch.Tensor) for o in outputs)
+    return logits, outputs if reusable else None
+
+
+def forward_variants(model: PreTrainedModel, encoded: EncodedBatch, variants: Interventions,
+                     max_rows: int | None = None) -> torch.Tensor:
+    """The logits of ``encoded`` under each of V variants of the model: (V, batch, labels) float32.
+
+    ``variants`` holds (V, layers, heads) gates and/or uniform-attention flags, one set per
+    variant. Variants are stacked along the batch (rows v * batch + b), at most ``max_rows``
+    rows per pass (default: `stacked_rows` of the model's device), so many masks share each
+    forward pass (Kovaleva's and Michel's sweeps). The layers below a variant's first
+    intervened layer k compute what the intact model computes, so they run once, in one
+    intact pass, and the variant starts at layer k from its output (`Prefix`): a variant of
+    layer k costs (L - k) / L of a pass, about half a pass on average over a sweep of every layer.
+    """
+    size, num_layers = len(encoded.items), model.config.num_hidden_layers
+    per_pass = max(1, (max_rows or stacked_rows(device_of(model))) // size)
+    starts = first_intervened_layers(variants, num_layers)
+    intact, outputs = _intact_layer_outputs(model, encoded) if bool((starts > 0).any()) else (None, None)
+    if outputs is None:  # no reusable prefix: every variant runs the whole model
+        starts = torch.zeros_like(starts)
+    order, parts = [], []
+    for start in starts.unique().tolist():
+        members = (starts == start).nonzero().flatten()
+        if start == num_layers:  # changes nothing: the intact logits
+            order.append(members)
+            parts.append(intact.float()[None].expand(len(members), -1, -1))
+            continue
+        for chosen in members.split(per_pass):
+            stage = Interventions(_rows_of(variants.head_gates, chosen, size), _rows_of(variants.uniform_heads, chosen, size))
+            prefix = Prefix(start, outputs[start - 1].repeat(len(chosen), 1, 1)) if start > 0 else None
+            out = forward(model, encoded.repeated(len(chosen)), interventions=stage, prefix=prefix).logits.float()
+            order.append(chosen)
+            parts.append(out.view(len(chosen), size, -1))
+    stacked = torch.cat(parts)
+    logits = torch.empty_like(stacked)
+    logits[torch.cat(order).to(stacked.device)] = stacked
+    return logits

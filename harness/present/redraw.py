@@ -1,0 +1,80 @@
+"""Figures and tables drawn from a stored summary only (``harness figures`` and the end of
+``harness run``): each analysis draws its own entry; nothing is recomputed.
+
+Drawing is the slowest part of a rerun that finds everything stored (tens of figures at
+200 dpi), so ``figures/.drawn.json`` records, for each analysis, the hash of what its figures
+were drawn from (the run's description, the analysis's entry, and the code that draws:
+`harness.views.style`, its font and every analysis module, so a new figure style redraws) and
+the files it drew. `redraw` draws again only the analyses whose hash changed or whose files
+are gone (``harness ablate`` adding the ablation to a run draws the ablation's figures
+alone); ``harness figures`` always draws everything. The report groups each run's files by
+the analysis that drew them from the same record.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import sys
+from pathlib import Path
+from typing import Any
+
+import harness.views.font
+import harness.views.style
+from harness.analyses import ANALYSES
+from harness.views.style import pdf_sibling
+from harness.results.store import key_of, read_json, write_json
+from tasks.files import atomic_write_text
+
+DRAWN = ".drawn.json"
+
+
+def drawing_code_hash() -> str:
+    """SHA-256 of the source files that draw: `harness.views.style`, its font and each analysis's module."""
+    modules = {harness.views.style, harness.views.font,
+               *(sys.modules[analysis.__module__] for analysis in ANALYSES.values())}
+    digest = hashlib.sha256()
+    for path in sorted(inspect.getfile(module) for module in modules):
+        digest.update(Path(path).read_bytes())
+    return digest.hexdigest()
+
+
+def redraw(summary: dict[str, Any], out_dir: Path, force: bool = False) -> list[Path]:
+    """Every figure and table of every analysis entry in ``summary`` whose version is the current
+    one: those recorded as drawn from the same entry, run and code are kept, the rest drawn."""
+    code = drawing_code_hash()
+    recorded = read_json(out_dir / DRAWN, note_damage=False)
+    recorded = recorded if isinstance(recorded, dict) else {}
+    fingerprints, by_analysis = {}, {}
+    for name, entry in summary["analyses"].items():
+        analysis = ANALYSES.get(name)
+        if analysis is None or entry.get("version") != analysis.version:
+            continue
+        fingerprints[name] = key_of({"run": summary["run"], "entry": entry, "drawn_by": code}, 64)
+        kept = [out_dir / file for file in recorded.get("analyses", {}).get(name, [])]
+        if (not force and recorded.get("fingerprints", {}).get(name) == fingerprints[name]
+                and all(path.is_file() for path in kept)):
+            by_analysis[name] = kept
+            continue
+        figures = analysis.draw(entry, summary["run"], out_dir)
+        tables = [atomic_write_text(out_dir / f"{stem}.md", text)
+                  for stem, text in analysis.tables(entry, summary["run"]).items()]
+        pdfs = [pdf_sibling(path) for path in figures if pdf_sibling(path).is_file()]
+        by_analysis[name] = figures + pdfs + tables
+    record = {"fingerprints": fingerprints,
+              "analyses": {name: relative(paths, out_dir) for name, paths in by_analysis.items()}}
+    if force or record != recorded:  # a forced drawing is recorded anew, as the figures it wrote
+        write_json(out_dir / DRAWN, record)
+    return [path for paths in by_analysis.values() for path in paths]
+
+
+def relative(paths: list[Path], folder: Path) -> list[str]:
+    return [str(path.relative_to(folder)) for path in paths]
+
+
+def drawn_files(out_dir: Path) -> dict[str, list[Path]]:
+    """``{analysis: its figure and table files}`` as `redraw` last recorded them in ``out_dir``
+    (for the report); an empty dict when they were drawn before it recorded which drew what."""
+    drawn = read_json(out_dir / DRAWN, note_damage=False)
+    analyses = drawn.get("analyses", {}) if isinstance(drawn, dict) else {}
+    return {name: [out_dir / file for file in files] for name, files in analyses.items()}

@@ -1,0 +1,253 @@
+// The report's own script (harness/present/report.py inlines it): the per-example attention view, and
+// the page's status (#report-status): every figure loaded, the view drawn, no script error.
+(function () {
+  "use strict";
+  var status = document.getElementById("report-status");
+  var state = {images: 0, settled: 0, failed: [], view: "pending"};
+
+  function showStatus() {
+    var errors = window.reportErrors || [];
+    var settled = state.settled === state.images && state.view !== "pending";
+    var problems = errors.length > 0 || state.failed.length > 0;
+    status.setAttribute("data-state", settled ? (problems ? "problems" : "ready") : "loading");
+    status.setAttribute("data-images", String(state.images));
+    status.setAttribute("data-loaded", String(state.settled - state.failed.length));
+    status.setAttribute("data-failed", String(state.failed.length));
+    status.setAttribute("data-view", state.view);
+    status.setAttribute("data-errors", String(errors.length));
+    status.textContent = (state.settled - state.failed.length) + " of " + state.images + " figures loaded" +
+      (state.failed.length ? " (missing: " + state.failed.join(", ") + ")" : "") +
+      "; per-example view " + state.view + (errors.length ? "; script errors: " + errors.length : "");
+    var list = document.getElementById("report-errors");
+    list.hidden = errors.length === 0;
+    list.textContent = errors.join("\n");
+  }
+
+  var previous = window.onerror;
+  window.onerror = function (message, source, line) {
+    if (previous) { previous(message, source, line); }
+    showStatus();
+  };
+
+  function watchImages() {
+    var images = Array.prototype.slice.call(document.querySelectorAll("img"));
+    state.images = images.length;
+    images.forEach(function (image) {
+      var done = false;
+      function settle(loaded) {
+        if (done) { return; }
+        done = true;
+        state.settled += 1;
+        if (!loaded) { state.failed.push(image.getAttribute("src")); }
+        showStatus();
+      }
+      if (image.complete) {
+        settle(image.naturalWidth > 0);
+      } else {
+        image.addEventListener("load", function () { settle(true); });
+        image.addEventListener("error", function () { settle(false); });
+      }
+    });
+  }
+
+  // Stored maps: each weight in thousandths as two base-64 digits (harness/analyses/examples.py).
+  var DIGITS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  var VALUE = {};
+  for (var d = 0; d < DIGITS.length; d += 1) { VALUE[DIGITS.charCodeAt(d)] = d; }
+
+  function decode(text) {
+    var out = new Float32Array(text.length / 2);
+    for (var i = 0; i < out.length; i += 1) {
+      out[i] = (VALUE[text.charCodeAt(2 * i)] * 64 + VALUE[text.charCodeAt(2 * i + 1)]) / 1000;
+    }
+    return out;
+  }
+
+  // Viridis (maps) and a blue-white-red diverging scale (change), as matplotlib's viridis and RdBu_r.
+  var VIRIDIS = [[68, 1, 84], [72, 40, 120], [62, 74, 137], [49, 104, 142], [38, 130, 142], [31, 158, 137],
+                 [53, 183, 121], [109, 205, 89], [180, 222, 44], [253, 231, 37]];
+  var DIVERGING = [[33, 102, 172], [103, 169, 207], [209, 229, 240], [247, 247, 247], [253, 219, 199],
+                   [239, 138, 98], [178, 24, 43]];
+
+  function colour(stops, t) {
+    var x = Math.min(Math.max(t, 0), 1) * (stops.length - 1);
+    var i = Math.min(Math.floor(x), stops.length - 2);
+    var f = x - i;
+    var c = stops[i].map(function (v, k) { return Math.round(v + f * (stops[i + 1][k] - v)); });
+    return "rgb(" + c[0] + "," + c[1] + "," + c[2] + ")";
+  }
+
+  var data = JSON.parse(document.getElementById("example-data").textContent);
+  var select = {};
+  ["run", "example", "layer", "head"].forEach(function (name) {
+    select[name] = document.getElementById("view-" + name);
+  });
+  var decoded = {};
+  var current = null;  // what is drawn: for the hover line
+
+  function options(element, labels) {
+    element.innerHTML = "";
+    labels.forEach(function (label, index) {
+      var option = document.createElement("option");
+      option.value = String(index);
+      option.textContent = label;
+      element.appendChild(option);
+    });
+  }
+
+  function mapsOf(runIndex, exampleIndex, slot) {
+    var key = runIndex + "/" + exampleIndex + "/" + slot;
+    if (!decoded[key]) { decoded[key] = decode(data.runs[runIndex].examples[exampleIndex][slot]); }
+    return decoded[key];
+  }
+
+  function layout(canvas, tokens) {
+    var n = tokens.length;
+    var cell = n <= 20 ? 18 : n <= 32 ? 13 : 10;  // three maps of up to 40 tokens side by side in 1400 pixels
+    var font = Math.max(Math.min(cell - 2, 12), 9);
+    var context = canvas.getContext("2d");
+    context.font = font + "px sans-serif";
+    var margin = 6 + Math.min(110, Math.max.apply(null, tokens.map(function (t) {
+      return context.measureText(t).width;
+    })));
+    return {n: n, cell: cell, font: font, margin: margin, size: margin + n * cell + 4};
+  }
+
+  function drawMap(canvas, tokens, values, offset, paint) {
+    var box = layout(canvas, tokens);
+    var ratio = window.devicePixelRatio || 1;
+    canvas.width = Math.round(box.size * ratio);
+    canvas.height = Math.round(box.size * ratio);
+    canvas.style.width = box.size + "px";
+    canvas.style.height = box.size + "px";
+    var context = canvas.getContext("2d");
+    context.setTransform(ratio, 0, 0, ratio, 0, 0);
+    context.clearRect(0, 0, box.size, box.size);
+    for (var i = 0; i < box.n; i += 1) {
+      for (var j = 0; j < box.n; j += 1) {
+        context.fillStyle = paint(values[offset + i * box.n + j]);
+        context.fillRect(box.margin + j * box.cell, box.margin + i * box.cell, box.cell, box.cell);
+      }
+    }
+    context.fillStyle = "#222";
+    context.font = box.font + "px sans-serif";
+    context.textBaseline = "middle";
+    context.textAlign = "right";
+    tokens.forEach(function (token, i) {  // rows: the attending token
+      context.fillText(token, box.margin - 4, box.margin + (i + 0.5) * box.cell, box.margin - 6);
+    });
+    tokens.forEach(function (token, j) {  // columns: the attended token, written upwards
+      context.save();
+      context.translate(box.margin + (j + 0.5) * box.cell, box.margin - 4);
+      context.rotate(-Math.PI / 2);
+      context.textAlign = "left";
+      context.fillText(token, 0, 0, box.margin - 6);
+      context.restore();
+    });
+    canvas.onmousemove = function (event) {
+      var bounds = canvas.getBoundingClientRect();
+      var j = Math.floor((event.clientX - bounds.left - box.margin) / box.cell);
+      var i = Math.floor((event.clientY - bounds.top - box.margin) / box.cell);
+      hover(i, j);
+    };
+    var probe = context.getImageData(Math.floor((box.margin + box.cell / 2) * ratio),
+                                     Math.floor((box.margin + box.cell / 2) * ratio), 1, 1).data;
+    return probe[3] > 0;  // the first cell was painted
+  }
+
+  function hover(i, j) {
+    var line = document.getElementById("view-hover");
+    if (!current || i < 0 || j < 0 || i >= current.n || j >= current.n) { line.innerHTML = "&nbsp;"; return; }
+    var k = current.offset + i * current.n + j;
+    var run = data.runs[current.run];
+    line.textContent = current.tokens[i] + " → " + current.tokens[j] + ": " + run.before + " " +
+      current.before[k].toFixed(3) + ", " + run.after + " " + current.after[k].toFixed(3) + ", change " +
+      (current.after[k] - current.before[k] >= 0 ? "+" : "") + (current.after[k] - current.before[k]).toFixed(3);
+  }
+
+  function draw() {
+    var runIndex = Number(select.run.value), exampleIndex = Number(select.example.value);
+    var run = data.runs[runIndex], example = run.examples[exampleIndex];
+    var layer = Number(select.layer.value), head = Number(select.head.value);
+    var n = example.tokens.length, offset = (layer * run.heads + head) * n * n;
+    var before = mapsOf(runIndex, exampleIndex, "before"), after = mapsOf(runIndex, exampleIndex, "after");
+    var topBefore = 1e-3, topAfter = 1e-3, change = 1e-3;
+    for (var k = offset; k < offset + n * n; k += 1) {
+      topBefore = Math.max(topBefore, before[k]);
+      topAfter = Math.max(topAfter, after[k]);
+      change = Math.max(change, Math.abs(after[k] - before[k]));
+    }
+    if (document.getElementById("view-scale").value === "shared") {
+      topBefore = topAfter = Math.max(topBefore, topAfter);
+    }
+    var difference = new Float32Array(n * n);
+    for (var m = 0; m < n * n; m += 1) { difference[m] = after[offset + m] - before[offset + m]; }
+    current = {run: runIndex, n: n, offset: offset, tokens: example.tokens, before: before, after: after};
+    var where = "layer " + (layer + 1) + ", head " + (head + 1);
+    document.getElementById("view-title-before").textContent = run.before + " (" + where + "; colours 0 to " +
+      topBefore.toFixed(3) + ")";
+    document.getElementById("view-title-after").textContent = run.after + " (" + where + "; colours 0 to " +
+      topAfter.toFixed(3) + ")";
+    document.getElementById("view-title-change").textContent = run.after + " minus " + run.before + " (±" +
+      change.toFixed(3) + ")";
+    var painted = [
+      drawMap(document.getElementById("view-before"), example.tokens, before, offset,
+              function (v) { return colour(VIRIDIS, v / topBefore); }),
+      drawMap(document.getElementById("view-after"), example.tokens, after, offset,
+              function (v) { return colour(VIRIDIS, v / topAfter); }),
+      drawMap(document.getElementById("view-change"), example.tokens, difference, 0,
+              function (v) { return colour(DIVERGING, 0.5 + v / (2 * change)); })];
+    var cosine = example.cosine ? example.cosine[layer][head].toFixed(3) : "-";
+    var most = example.most_changed;
+    document.getElementById("view-note").textContent = "Cosine of the two maps of this head on this example: " +
+      cosine + (most ? "; the head that changed most on it: layer " + most.layer + ", head " + most.head +
+      " (cosine " + most.cosine.toFixed(3) + ")." : ".");
+    var maps = document.getElementById("view-maps");
+    maps.setAttribute("data-drawn", painted.every(Boolean) ? "yes" : "no");
+    maps.setAttribute("data-example", example.guid);
+    maps.setAttribute("data-layer", String(layer + 1));
+    maps.setAttribute("data-head", String(head + 1));
+    state.view = painted.every(Boolean) ? "drawn" : "not drawn";
+    showStatus();
+  }
+
+  function chooseExample() {
+    var run = data.runs[Number(select.run.value)], example = run.examples[Number(select.example.value)];
+    var text = document.getElementById("view-text");
+    text.textContent = "Example " + example.guid + " (" + example.split + "), gold label: " + example.label +
+      ". " + example.text_a + (example.text_b !== null ? "  |  " + example.text_b : "");
+    var most = example.most_changed || {layer: run.layers, head: 1};
+    select.layer.value = String(most.layer - 1);
+    select.head.value = String(most.head - 1);
+    draw();
+  }
+
+  function chooseRun() {
+    var run = data.runs[Number(select.run.value)];
+    options(select.example, run.examples.map(function (e) {
+      return e.guid + ": " + (e.text_a.length > 60 ? e.text_a.slice(0, 57) + "…" : e.text_a) +
+        " (" + e.tokens.length + " tokens)";
+    }));
+    options(select.layer, Array.from({length: run.layers}, function (_, i) { return String(i + 1); }));
+    options(select.head, Array.from({length: run.heads}, function (_, i) { return String(i + 1); }));
+    chooseExample();
+  }
+
+  watchImages();
+  var runs = data.runs.filter(function (run) { return run.examples.length > 0; });
+  data.runs = runs;
+  if (runs.length === 0) {
+    document.getElementById("view-text").textContent = "No run here stored example maps: `harness run` " +
+      "with the run's flags (it runs the examples analysis by default) adds them.";
+    state.view = "empty";
+    showStatus();
+    return;
+  }
+  options(select.run, runs.map(function (run) { return run.label; }));
+  select.run.addEventListener("change", chooseRun);
+  select.example.addEventListener("change", chooseExample);
+  select.layer.addEventListener("change", draw);
+  select.head.addEventListener("change", draw);
+  document.getElementById("view-scale").addEventListener("change", draw);
+  chooseRun();
+}());

@@ -1,0 +1,271 @@
+"""Streaming the sources through the checkpoints into the analyses, with the results store.
+
+For each analysis, `plan` looks its results up in the store (one per checkpoint, or one
+joint result) and keeps only the missing work. `analyse` then streams each source that
+has missing work once: every batch runs through the checkpoints that any pending analysis
+still needs (`harness.model.forward`), with the captures those analyses asked for, and is folded
+into all of them; their results are stored as soon as the source is done. Finally every
+analysis gets one summary entry (the same schema for all) from stored results only.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+from tqdm.auto import tqdm
+from transformers.tokenization_utils_base import PreTrainedTokenizerBase
+
+from harness.analyses.base import (ATTENTION, GATE_GRADIENTS, GRADIENTS, INTERVENES, VALUE_NORMS, Analysis,
+                                   AnalysisContext, pair_name)
+from harness.inputs.batches import AttentionBatch, EncodedBatch, Gradients
+from harness.config import AnalysisConfig
+from harness.model.forward import (MASKED_LM_LOSS, TASK_LOSS, UNTRAINED_TASK_LOSS, Capture, ForwardOutput, Interventions,
+                             forward, forward_variants, variant_count)
+from harness.model.loading import Checkpoint, checkpoint_device
+from harness.inputs.sources import SOURCES, SourceContext
+from harness.results.store import ResultIdentity, ResultStore, plain, read_json, write_json
+from tasks.errors import InputError
+from tasks.registry import GlueTask
+
+JOINT = "joint"
+MASK_PROBABILITY = 0.15
+NO_LABELS = "inputs have no task labels and the checkpoint has no masked-LM head"
+
+
+@dataclass
+class Plan:
+    """One analysis's work in a run: its result identities, what is stored, what is missing.
+
+    ``identities`` maps a checkpoint name (or `JOINT`) to the identity of its result.
+    """
+
+    analysis: type[Analysis]
+    identities: dict[str, ResultIdentity]
+    stored: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def missing(self) -> tuple[str, ...]:
+        """Checkpoint names whose results must be computed (all of them for a joint result)."""
+        return tuple(name for name in self.identities if name not in self.stored)
+
+    def to_measure(self, checkpoints: list[Checkpoint]) -> tuple[str, ...]:
+        if not self.missing:
+            return ()
+        return tuple(c.name for c in checkpoints) if self.analysis.joint else self.missing
+
+
+def plan(analysis: type[Analysis], checkpoints: list[Checkpoint], inputs: dict[str, Any],
+         settings: dict[str, Any], store: ResultStore) -> Plan:
+    """Look the results of ``analysis`` up in the store; what is absent (or damaged) is missing."""
+    def identity_of(checkpoint: Checkpoint) -> dict[str, Any]:
+        return checkpoint.identity if analysis.uses_head else checkpoint.encoder_identity
+
+    if analysis.joint:
+        identities = {JOINT: ResultIdentity(analysis.name, analysis.version,
+                                            tuple(identity_of(c) for c in checkpoints), inputs, settings)}
+    else:
+        identities = {c.name: ResultIdentity(analysis.name, analysis.version, (identity_of(c),), inputs, settings)
+                      for c in checkpoints}
+    found = {name: store.load(identity) for name, identity in identities.items()}
+    return Plan(analysis, identities, {name: result for name, result in found.items() if result is not None})
+
+
+class GradientTargets:
+    """Which loss each checkpoint's attention gradients come from on a batch, and its targets.
+
+    Clark et al. used the masked-LM loss: a checkpoint gets it when it stores a complete
+    masked-LM head, with 15% of each input's ordinary tokens replaced by [MASK] (seeded, at
+    least one per input). Otherwise the task loss on the inputs' labels; inputs without
+    labels (``--corpus`` text) then give no gradients, and the reason is recorded.
+    """
+
+    def __init__(self, tokenizer: PreTrainedTokenizerBase, seed: int) -> None:
+        self.tokenizer = tokenizer
+        self.generator = torch.Generator().manual_seed(seed)
+
+    def masked(self, encoded: EncodedBatch) -> tuple[EncodedBatch, torch.Tensor]:
+        """The batch with ordinary tokens masked, and the (batch, seq) targets (-100 where not masked)."""
+        ids = encoded.input_ids
+        special = torch.isin(ids, torch.tensor([self.tokenizer.cls_token_id, self.tokenizer.sep_token_id]))
+        eligible = ~special & encoded.attention_mask.bool()
+        draws = torch.rand(ids.shape, generator=self.generator)
+        masked = (draws < MASK_PROBABILITY) & eligible
+        fallback = torch.where(eligible, draws, -1.0).argmax(dim=1)  # one token for inputs that drew none
+        masked[torch.arange(len(masked)), fallback] |= ~masked.any(dim=1) & eligible.any(dim=1)
+        masked_ids = ids.masked_fill(masked, self.tokenizer.mask_token_id)
+        return (EncodedBatch(masked_ids, encoded.attention_mask, encoded.token_type_ids, encoded.items),
+                ids.masked_fill(~masked, -100))
+
+
+def run_checkpoints(encoded: EncodedBatch, checkpoints: list[Checkpoint], needs: dict[str, frozenset[str]],
+                    targets: GradientTargets) -> AttentionBatch:
+    """Every needed checkpoint on one batch, with the captures its analyses asked for."""
+    batch = AttentionBatch(encoded, {})
+    labels = [getattr(item, "label", None) for item in encoded.items]
+    for checkpoint in checkpoints:
+        wanted = needs.get(checkpoint.name, frozenset())
+        if not wanted:
+            continue
+        differentiated = wanted & {GRADIENTS, GATE_GRADIENTS}
+        task_gradients = bool(differentiated) and checkpoint.masked_lm is None and None not in labels
+        norms = VALUE_NORMS in wanted
+        attention = bool(wanted & {ATTENTION, GRADIENTS})
+        if task_gradients:
+            capture = Capture(attention=attention, attention_grad=GRADIENTS in wanted,
+                              gate_grad=GATE_GRADIENTS in wanted, value_norms=norms)
+            out = forward(checkpoint.model, encoded, capture=capture, targets=torch.tensor(labels))
+            loss = TASK_LOSS if checkpoint.head_trained else UNTRAINED_TASK_LOSS
+            batch.gradients[checkpoint.name] = gradients_of(loss, out)
+        else:
+            out = forward(checkpoint.model, encoded, capture=Capture(attention=attention, value_norms=norms))
+        if out.attentions is not None:
+            batch.attentions[checkpoint.name] = out.attentions
+        if out.value_norms is not None:
+            batch.value_norms[checkpoint.name] = out.value_norms
+        batch.logits[checkpoint.name] = out.logits
+        if differentiated and checkpoint.masked_lm is not None:
+            masked, mlm_targets = targets.masked(encoded)
+            capture = Capture(attention_grad=GRADIENTS in wanted, gate_grad=GATE_GRADIENTS in wanted)
+            mlm = forward(checkpoint.masked_lm, masked, capture=capture, targets=mlm_targets, loss_kind=MASKED_LM_LOSS)
+            batch.gradients[checkpoint.name] = gradients_of(MASKED_LM_LOSS, mlm)
+        elif differentiated and not task_gradients:
+            batch.skipped_gradients[checkpoint.name] = NO_LABELS
+    return batch
+
+
+def gradients_of(loss: str, out: ForwardOutput) -> Gradients:
+    """The gradients a forward pass captured, attention gradients as magnitudes."""
+    magnitudes = out.attention_grads.abs_() if out.attention_grads is not None else None
+    return Gradients(loss, magnitudes, out.gate_grads)
+
+
+def variant_evaluator(source_context: SourceContext, source_name: str,
+                      checkpoints: list[Checkpoint]) -> Callable[[str, Interventions], torch.Tensor]:
+    """`AnalysisContext.evaluate` for one source: each call streams the source again through one
+    checkpoint under V variants, many variants per forward pass (`harness.model.forward.forward_variants`)."""
+    models = {checkpoint.name: checkpoint.model for checkpoint in checkpoints}
+
+    def evaluate(checkpoint: str, variants: Interventions) -> torch.Tensor:
+        stream = SOURCES[source_name](source_context).stream()
+        count = variant_count(variants)
+        parts = []
+        with tqdm(total=stream.num_items * count, desc=f"{source_name}: {checkpoint}, {count} variants",
+                  unit="ex") as progress:
+            for encoded in stream.batches:
+                parts.append(forward_variants(models[checkpoint], encoded, variants).cpu())
+                progress.update(len(encoded.items) * count)
+        return torch.cat(parts, dim=1)
+
+    return evaluate
+
+
+@dataclass
+class RunShape:
+    """What every analysis instance of a run shares."""
+
+    num_layers: int
+    num_heads: int
+    tokenizer: PreTrainedTokenizerBase
+    settings: AnalysisConfig
+    pairs: tuple[tuple[str, str], ...]
+    task: GlueTask | None
+    max_length: int
+
+
+def stream_source(source_context: SourceContext, source_name: str, plans: list[Plan],
+                  checkpoints: list[Checkpoint], shape: RunShape, store: ResultStore) -> dict[str, Any]:
+    """Stream one source through the checkpoints into the analyses with missing results;
+    store those results; return the source's notes."""
+    source = SOURCES[source_name](source_context)
+    stream = source.stream()
+    device = checkpoint_device(checkpoints)
+    instances = []
+    needs: dict[str, frozenset[str]] = {}
+    trained = frozenset(c.name for c in checkpoints if c.head_trained)
+    for item in plans:
+        measured = item.to_measure(checkpoints)
+        if not measured:
+            continue
+        evaluate = (variant_evaluator(source_context, source_name, checkpoints)
+                    if INTERVENES in item.analysis.needs else None)
+        context = AnalysisContext(measured, shape.num_layers, shape.num_heads, shape.settings, shape.tokenizer,
+                                  shape.pairs, device, shape.task, shape.max_length, trained, evaluate)
+        instances.append((item, item.analysis(context)))
+        for name in measured:
+            needs[name] = needs.get(name, frozenset()) | item.analysis.needs
+    targets = GradientTargets(shape.tokenizer, shape.settings.analysis_seed)
+    names = ", ".join(item.analysis.name for item, _ in instances)
+    with tqdm(total=stream.num_items, desc=f"{source_name}: {names}", unit="ex") as progress:
+        for encoded in stream.batches:
+            batch = run_checkpoints(encoded, checkpoints, needs, targets)
+            for _, instance in instances:
+                instance.update(batch)
+            progress.update(len(encoded.items))
+    for item, instance in instances:
+        result = plain(instance.result())
+        for name in item.missing:
+            stored = result if item.analysis.joint else result[name]
+            store.save(item.identities[name], stored)
+            item.stored[name] = stored
+    return stream.notes
+
+
+def summary_entry(item: Plan, inputs: dict[str, Any], notes: dict[str, Any], settings: dict[str, Any],
+                  checkpoints: list[Checkpoint], pairs: list[tuple[str, str]]) -> dict[str, Any]:
+    """The analysis's entry in summary.json, from stored results only; one schema for all."""
+    analysis = item.analysis
+    if analysis.joint:
+        result = item.stored[JOINT]
+    else:
+        per_checkpoint = {c.name: item.stored[c.name] for c in checkpoints}
+        result = {"per_checkpoint": per_checkpoint, "per_pair": analysis.compare(per_checkpoint, pairs)}
+    return {
+        "analysis": analysis.name, "version": analysis.version, "joint": analysis.joint,
+        "checkpoints": [c.name for c in checkpoints], "pairs": [list(p) for p in pairs],
+        "pair_names": [pair_name(p) for p in pairs],
+        "keys": {name: identity.key for name, identity in item.identities.items()},
+        "source": {"identity": inputs, "notes": notes}, "settings": settings, "result": result,
+        "reference": analysis.reference,
+    }
+
+
+def analyse(classes: list[type[Analysis]], checkpoints: list[Checkpoint], pairs: list[tuple[str, str]],
+            source_context: SourceContext, store: ResultStore,
+            on_source_done: Callable[[str, float], None] | None = None) -> dict[str, dict[str, Any]]:
+    """Summary entries of ``classes`` for ``checkpoints``: stored results reused, the rest computed.
+
+    Each source with missing work is streamed once; ``on_source_done(source, seconds)`` is
+    called after each.
+    """
+    model_config = checkpoints[0].model.config
+    shape = RunShape(model_config.num_hidden_layers, model_config.num_attention_heads, source_context.tokenizer,
+                     source_context.settings, tuple(pairs), source_context.task, source_context.max_length)
+    by_source: dict[str, list[type[Analysis]]] = {}
+    for analysis in classes:
+        if analysis.source not in SOURCES:
+            raise InputError(f"analysis {analysis.name!r} reads unknown source {analysis.source!r}; "
+                             f"registered sources: {', '.join(SOURCES)}")
+        by_source.setdefault(SOURCES[analysis.source](source_context).streams_as(), []).append(analysis)
+    entries: dict[str, dict[str, Any]] = {}
+    for source_name, group in by_source.items():
+        inputs = {**SOURCES[source_name](source_context).identity(), "tokenizer": source_context.tokenizer_name}
+        settings = {a.name: a.settings_identity(source_context.settings, source_context.hashes) for a in group}
+        plans = [plan(a, checkpoints, inputs, settings[a.name], store) for a in group]
+        notes_path = store.root / "sources" / f"{ResultIdentity(source_name, 1, (), inputs, {}).key}.json"
+        notes = store_notes = read_json(notes_path)
+        if any(item.missing for item in plans) or notes is None:
+            start = time.perf_counter()
+            notes = stream_source(source_context, source_name, plans, checkpoints, shape, store)
+            if store_notes != notes:
+                write_json(notes_path, notes)
+            if on_source_done:
+                on_source_done(source_name, time.perf_counter() - start)
+        for item in plans:
+            entries[item.analysis.name] = summary_entry(item, inputs, notes, settings[item.analysis.name],
+                                                        checkpoints, pairs)
+    return entries
+

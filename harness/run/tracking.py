@@ -1,0 +1,199 @@
+"""MLflow tracking: one parent run per run key (task, model, seed and every setting), found again on a re-run.
+
+The default store is ``sqlite:///mlruns/mlflow.db`` with artifacts under ``mlruns/artifacts``
+(MLflow 3 refuses a plain ``./mlruns`` file store). ``--tracking-uri`` or
+``MLFLOW_TRACKING_URI`` override it; any SQLite store keeps its artifacts in an
+``artifacts/`` folder beside the database file.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import asdict, is_dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from mlflow.entities import Metric, Param, Run
+from mlflow.tracking import MlflowClient
+
+from harness.run.locking import exclusive
+from tasks.errors import InputError
+
+EXPERIMENT = "attention-shift"
+# The MLflow 3 UI opens an experiment without this tag in its GenAI mode (traces, "evaluation runs");
+# with it, as model training (runs, metrics, the compare view).
+EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
+RUN_KEY_TAG = "harness.run_key"
+RETRY_TAG = "harness.retry_of"
+BATCH_METRICS = 1000  # MLflow's limit per log_batch
+RETRY_PAUSES = (0.5, 1, 2, 4, 8, 15, 30, None)
+Result = TypeVar("Result")
+
+
+def _database(uri: str) -> Path | None:
+    return Path(uri.removeprefix("sqlite:///")) if uri.startswith("sqlite:///") else None
+
+
+def retrying(call: Callable[[], Result]) -> Result:
+    """``call()``, tried again (with growing pauses, for about a minute) while SQLite says
+    ``database is locked``: concurrent runs share one store file."""
+    for pause in RETRY_PAUSES:
+        try:
+            return call()
+        except Exception as error:  # MLflow wraps the SQLAlchemy error in its own types
+            if "database is locked" not in str(error) or pause is None:
+                raise
+            time.sleep(pause)
+    raise AssertionError("unreachable: the last pause is None")
+
+
+def open_experiment(uri: str) -> tuple[MlflowClient, str]:
+    """A client of the store and the harness's experiment id. A new SQLite store is created
+    (tables, experiment) under a lock file beside it, so runs started at once on a fresh
+    store do not race to create the same tables."""
+    database = _database(uri)
+    if database is None:
+        client = MlflowClient(tracking_uri=uri)
+        return client, retrying(lambda: _experiment_id(client, None))
+    with exclusive(database.with_name(database.name + ".lock"), f"creating the MLflow store {database}"):
+        client = MlflowClient(tracking_uri=uri)
+        artifacts = (database.parent / "artifacts").resolve().as_uri()  # mlruns/artifacts by default
+        return client, retrying(lambda: _experiment_id(client, artifacts))
+
+
+def _experiment_id(client: MlflowClient, artifacts: str | None) -> str:
+    experiment = client.get_experiment_by_name(EXPERIMENT)
+    if experiment is None:
+        return client.create_experiment(EXPERIMENT, artifact_location=artifacts, tags=dict([EXPERIMENT_KIND]))
+    if experiment.tags.get(EXPERIMENT_KIND[0]) != EXPERIMENT_KIND[1]:  # a store made by an earlier version
+        client.set_experiment_tag(experiment.experiment_id, *EXPERIMENT_KIND)
+    return experiment.experiment_id
+
+
+def flatten(prefix: str, value: Any) -> dict[str, str]:
+    """Nested dataclasses/dicts as dotted MLflow params."""
+    if is_dataclass(value):
+        value = asdict(value)
+    if isinstance(value, dict):
+        flat: dict[str, str] = {}
+        for key, inner in value.items():
+            flat.update(flatten(f"{prefix}.{key}" if prefix else key, inner))
+        return flat
+    return {prefix: str(value)}
+
+
+def runs_of(uri: str, run_key: str) -> tuple[MlflowClient, str, list[Run]]:
+    """The store's client, the experiment and the MLflow runs of ``run_key`` (a retried or
+    stopped attempt is a run of its own), or one clear line when the store cannot be opened."""
+    try:
+        client, experiment_id = open_experiment(uri)
+        runs = retrying(lambda: client.search_runs([experiment_id], f"tags.`{RUN_KEY_TAG}` = '{run_key}'"))
+    except Exception as error:  # MLflow raises many types for bad URIs/stores
+        raise InputError(f"cannot open the MLflow store {uri!r} ({str(error).splitlines()[0]}); "
+                         "check --tracking-uri / MLFLOW_TRACKING_URI") from error
+    return client, experiment_id, runs
+
+
+def is_finished(uri: str, run_key: str) -> bool:
+    """Whether ``run_key`` has a FINISHED MLflow run (everything of it logged)."""
+    return any(run.info.status == "FINISHED" for run in runs_of(uri, run_key)[2])
+
+
+class Tracker:
+    """The MLflow run of one harness run key; running the same key again reopens it.
+
+    Params and metrics already on the run are not logged again (a metric's steps go in one
+    batch, and a batch is one transaction), so a resumed or repeated run leaves one value per
+    metric. A FINISHED run stays FINISHED: a later attempt adds what it computes to it, and if
+    that attempt fails or is stopped, it is recorded as a run of its own, tagged with the key
+    under ``harness.retry_of``, rather than turning the finished run into a failed one.
+    """
+
+    def __init__(self, uri: str, run_key: str, run_name: str, tags: dict[str, str]) -> None:
+        self.client, self.experiment_id, runs = runs_of(uri, run_key)
+        finished = [run for run in runs if run.info.status == "FINISHED"]
+        self.run_key, self.run_name, self.tags = run_key, run_name, tags
+        self.was_finished = bool(finished)
+        if finished:
+            self.run_id = finished[0].info.run_id
+        elif runs:
+            self.run_id = runs[0].info.run_id
+            retrying(lambda: self.client.update_run(self.run_id, status="RUNNING"))
+        else:
+            self.run_id = retrying(lambda: self.client.create_run(
+                self.experiment_id, run_name=run_name, tags={RUN_KEY_TAG: run_key, **tags})).info.run_id
+        if runs:  # a run made outside a study, then taken into one, gets the study's tags (its parent)
+            present = (finished or runs)[0].data.tags
+            for name, value in tags.items():
+                if name not in present:
+                    retrying(lambda: self.client.set_tag(self.run_id, name, value))
+
+    def log_params(self, params: dict[str, str]) -> None:
+        logged = retrying(lambda: self.client.get_run(self.run_id)).data.params
+        fresh = [Param(key, value[:6000]) for key, value in params.items() if key not in logged]
+        for start in range(0, len(fresh), 100):  # MLflow's batch limit
+            retrying(lambda: self.client.log_batch(self.run_id, params=fresh[start:start + 100]))
+
+    def log_metrics(self, metrics: Iterable[tuple[str, float, int]]) -> None:
+        """(name, value, step) triples, e.g. a training curve; names already on the run are skipped."""
+        logged = retrying(lambda: self.client.get_run(self.run_id)).data.metrics
+        by_name: dict[str, list[Metric]] = {}
+        for name, value, step in metrics:
+            if name not in logged:
+                by_name.setdefault(name, []).append(Metric(name, float(value), 0, step))
+        for batch in metric_batches(by_name.values()):
+            retrying(lambda: self.client.log_batch(self.run_id, metrics=batch))
+
+    def log_artifact(self, path: Path, folder: str | None = None) -> None:
+        retrying(lambda: self.client.log_artifact(self.run_id, str(path), folder))
+
+    def log_folder_once(self, folder: Path, name: str) -> None:
+        """The files of ``folder`` as the run's artifact folder ``name``, unless the run has it
+        already (a re-run does not copy a model again)."""
+        if not retrying(lambda: self.client.list_artifacts(self.run_id, name)):
+            retrying(lambda: self.client.log_artifacts(self.run_id, str(folder), name))
+
+    def page(self) -> str:
+        """The run's page under ``mlflow ui``'s address, in the UI's model-training view: MLflow
+        3's UI opens an experiment in its GenAI view (traces, "Evaluation runs") by default,
+        whatever the experiment's kind says."""
+        return f"#/experiments/{self.experiment_id}/runs/{self.run_id}?workflowType=machine_learning"
+
+    def finish(self, status: str = "FINISHED") -> None:
+        """End the run as ``status`` (FINISHED, FAILED or KILLED), keeping a finished run finished."""
+        if not self.was_finished:
+            retrying(lambda: self.client.set_terminated(self.run_id, status=status))
+        elif status != "FINISHED":
+            retry = retrying(lambda: self.client.create_run(
+                self.experiment_id, run_name=f"{self.run_name} (retry)",
+                tags={RETRY_TAG: self.run_key, **self.tags})).info.run_id
+            retrying(lambda: self.client.set_terminated(retry, status=status))
+
+
+def metric_batches(groups: Iterable[list[Metric]]) -> Iterator[list[Metric]]:
+    """Metrics in batches of at most `BATCH_METRICS`, never splitting one metric's steps
+    across two batches unless it alone has more (so a kill between batches leaves each
+    metric either whole or absent, and the rerun logs the absent ones)."""
+    batch: list[Metric] = []
+    for group in groups:
+        if batch and len(batch) + len(group) > BATCH_METRICS:
+            yield batch
+            batch = []
+        for start in range(0, len(group), BATCH_METRICS):
+            batch.extend(group[start:start + BATCH_METRICS])
+            if len(batch) >= BATCH_METRICS:
+                yield batch
+                batch = []
+    if batch:
+        yield batch
+
+
+def training_curve(log_history: list[dict[str, Any]]) -> list[tuple[str, float, int]]:
+    """Trainer's log history as (metric, value, step) triples for MLflow."""
+    curve = []
+    for entry in log_history:
+        for name in ("loss", "learning_rate", "grad_norm"):
+            if name in entry:
+                curve.append((f"train_{name}", float(entry[name]), int(entry["step"])))
+    return curve

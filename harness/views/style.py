@@ -1,0 +1,351 @@
+"""Paper-ready figure helpers shared by the analyses.
+
+Layers and heads are shown 1-indexed, as in both papers. Figures are drawn only from
+stored results (``summary.json`` entries), never from live tensors. Each is written as PNG
+and as PDF (vector, TrueType fonts embedded; text in DejaVu Sans, `harness.views.font`), and
+checked when saved: a label that leaves the canvas, tick labels that run into each other, a
+colour outside the colour-blind-safe palette or a checkpoint's raw name ("pretrained") are
+logged as a warning naming the figure.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import textwrap
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")  # headless: figures go to files
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+from cycler import cycler  # noqa: E402
+from PIL import Image  # noqa: E402
+from matplotlib.collections import Collection  # noqa: E402
+from matplotlib.colors import Colormap, ListedColormap, to_rgb, to_rgba  # noqa: E402
+from matplotlib.image import AxesImage  # noqa: E402
+from matplotlib.lines import Line2D  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
+from matplotlib.text import Text  # noqa: E402
+from matplotlib.ticker import ScalarFormatter  # noqa: E402
+
+from harness.views.font import use_lean_font  # noqa: E402
+from tasks.files import atomic_path  # noqa: E402
+
+DPI = 200
+matplotlib.rcParams["pdf.fonttype"] = 42  # TrueType (Type 42) fonts, not Type 3: editable text, as journals ask
+use_lean_font()
+log = logging.getLogger(__name__)
+CHECKPOINT_TITLES = {"pretrained": "pre-trained", "finetuned": "fine-tuned"}
+# Okabe & Ito's palette: told apart with every common colour-vision deficiency and in greyscale
+# print by lightness. Lines and bars take these (and greys); images take the colour maps below.
+OKABE_ITO = {"blue": "#0072B2", "vermillion": "#D55E00", "green": "#009E73", "orange": "#E69F00",
+             "purple": "#CC79A7", "sky": "#56B4E9", "yellow": "#F0E442", "black": "#000000"}
+GREY = "#999999"
+matplotlib.rcParams["axes.prop_cycle"] = cycler(color=list(OKABE_ITO.values()))
+# Perceptually uniform (viridis, magma, cividis) or colour-blind-safe diverging (ColorBrewer RdBu, PuOr).
+SAFE_COLOUR_MAPS = {"viridis", "magma", "cividis", "RdBu", "RdBu_r", "PuOr", "PuOr_r"}
+DIFFERENCE_MAP = "RdBu_r"  # fine-tuned minus pre-trained: red where attention grew, blue where it fell
+# A checkpoint has one colour in every figure: pre-trained blue, fine-tuned vermillion.
+CHECKPOINT_COLOURS = {"pretrained": OKABE_ITO["blue"], "finetuned": OKABE_ITO["vermillion"]}
+RAW_CHECKPOINT_NAME = re.compile(r"\b(pretrained|finetuned)\b")
+
+
+def checkpoint_title(name: str) -> str:
+    """How a checkpoint is named in figures and tables ("pre-trained", "fine-tuned", or its own name)."""
+    return CHECKPOINT_TITLES.get(name, name)
+
+
+def checkpoint_colour(name: str, index: int) -> str:
+    """The colour of a checkpoint (``index``: its place among the run's checkpoints, for names
+    beyond the two usual ones)."""
+    others = [colour for colour in OKABE_ITO.values() if colour not in CHECKPOINT_COLOURS.values()]
+    return CHECKPOINT_COLOURS.get(name, others[index % len(others)])
+
+
+def model_title(model: str) -> str:
+    """A model as figures name it: a hub id or alias as given, a local folder by its name (never
+    a path of the machine that ran it)."""
+    return Path(model).name if Path(model).is_absolute() else model
+
+
+def run_title(run: dict[str, Any]) -> str:
+    """``"minilm on rte"``: the model and the task of a run, for figure titles."""
+    return f"{model_title(run.get('model', 'model'))} on {run.get('task', 'task')}"
+
+
+def wrapped(title: str, width_inches: float, fontsize: float = 9) -> str:
+    """``title`` broken into lines that fit ``width_inches`` at ``fontsize`` points (a character
+    is about 0.55 em wide); its own line breaks kept."""
+    width = max(24, int(width_inches * 72 / (0.55 * fontsize)))
+    return "\n".join(textwrap.fill(line, width) for line in title.split("\n"))
+
+
+def suptitle(figure: plt.Figure, title: str, fontsize: float = 10) -> None:
+    """The figure's title, broken into lines that fit its width."""
+    figure.suptitle(wrapped(title, figure.get_figwidth() - 0.5, fontsize), fontsize=fontsize)
+
+
+def save(figure: plt.Figure, path: Path) -> Path:
+    """Write a figure as PNG (``path``) and PDF beside it, check it, close it (figures are many;
+    keep memory flat). Figures with colour bars use constrained layout (tight layout clashes with
+    a colour bar shared by panels); the others are laid out tight here. Nothing is cropped when
+    saved (cropping draws a figure twice; the check finds any text that cropping would rescue),
+    and the one raster drawing is both checked and written as the PNG."""
+    figure.set_dpi(DPI)
+    if figure.get_layout_engine() is None:
+        figure.tight_layout()
+    figure.canvas.draw()
+    for problem in figure_problems(figure):
+        log.warning("figure %s: %s", path.name, problem)
+    with atomic_path(path) as temporary:
+        Image.fromarray(np.asarray(figure.canvas.buffer_rgba())[..., :3]).save(temporary, format="png")
+    # The PDF keeps the layout just checked: a layout engine left on would lay the figure out
+    # again (a dry-run drawing and the layout: a third of the PDF's time) at the PDF's resolution.
+    figure.set_layout_engine(None)
+    with atomic_path(pdf_sibling(path)) as temporary:
+        figure.savefig(temporary, format="pdf")
+    plt.close(figure)
+    return path
+
+
+def pdf_sibling(path: Path) -> Path:
+    """The PDF written beside a figure's PNG."""
+    return path.with_suffix(".pdf")
+
+
+def figure_problems(figure: plt.Figure) -> list[str]:
+    """Everything `save` warns about on a drawn figure: layout, colours and wording."""
+    return layout_problems(figure) + colour_problems(figure) + wording_problems(figure)
+
+
+def wording_problems(figure: plt.Figure) -> list[str]:
+    """Text that names a checkpoint by its key ("pretrained") instead of its title ("pre-trained")."""
+    return [f"text {text.get_text()!r} names a checkpoint by its key; use checkpoint_title"
+            for text in figure.findobj(Text) if RAW_CHECKPOINT_NAME.search(text.get_text())]
+
+
+def colour_problems(figure: plt.Figure) -> list[str]:
+    """Lines, markers and bars in a colour outside Okabe & Ito's palette and the greys, and
+    images or colour bars in a colour map outside `SAFE_COLOUR_MAPS`."""
+    problems = set()
+    for artist in figure.findobj(lambda a: isinstance(a, (Line2D, Collection, Patch, AxesImage))):
+        if isinstance(artist, AxesImage) or (isinstance(artist, Collection) and artist.get_array() is not None):
+            if not safe_colour_map(artist.get_cmap()):
+                problems.add(f"colour map {artist.get_cmap().name!r} is not colour-blind safe")
+            continue
+        for colour in drawn_colours(artist):
+            if not safe_colour(colour):
+                problems.add(f"colour {colour} is outside the colour-blind-safe palette")
+    return sorted(problems)
+
+
+def drawn_colours(artist: matplotlib.artist.Artist) -> list[tuple[float, float, float]]:
+    """The RGB colours a line, collection or patch fills or strokes with (transparent ones left out)."""
+    if isinstance(artist, Line2D):
+        colours = [artist.get_color(), artist.get_markerfacecolor()]
+    elif isinstance(artist, Collection):
+        colours = [*artist.get_facecolors(), *artist.get_edgecolors()]
+    else:
+        colours = [artist.get_facecolor(), artist.get_edgecolor()] if artist.get_fill() else [artist.get_edgecolor()]
+    return [to_rgb(colour) for colour in colours
+            if not (isinstance(colour, str) and colour == "none") and to_rgba(colour)[3] > 0]
+
+
+def safe_colours() -> np.ndarray:
+    """(colours, 3) RGB: the palette and 256 steps of every safe colour map (a line may take its
+    colour from a map, as the layers of the MDS figure do)."""
+    steps = np.linspace(0, 1, 256)
+    return np.concatenate([np.array([to_rgb(c) for c in OKABE_ITO.values()]),
+                           *(matplotlib.colormaps[name](steps)[:, :3] for name in sorted(SAFE_COLOUR_MAPS))])
+
+
+SAFE_COLOURS = safe_colours()
+
+
+def safe_colour(rgb: tuple[float, float, float]) -> bool:
+    """A palette colour, a colour of a safe colour map or a grey (black and white included)."""
+    return max(rgb) - min(rgb) < 0.02 or bool((np.abs(SAFE_COLOURS - np.asarray(rgb)).max(axis=1) < 0.02).any())
+
+
+def safe_colour_map(colour_map: Colormap) -> bool:
+    """A named safe map, or a listed map of palette colours (the pattern classes)."""
+    if isinstance(colour_map, ListedColormap) and colour_map.name not in SAFE_COLOUR_MAPS:
+        return all(safe_colour(to_rgb(colour)) for colour in colour_map.colors)
+    return colour_map.name in SAFE_COLOUR_MAPS
+
+
+def layout_problems(figure: plt.Figure) -> list[str]:
+    """Text outside the canvas and tick labels of one axis that overlap, on a drawn figure.
+    Tick labels outside an axis's view are ignored: matplotlib keeps them but does not draw them."""
+    renderer = figure.canvas.get_renderer()
+    canvas = figure.bbox
+    axes_ticks = [(axes, name, *drawn_tick_labels(axis)) for axes in figure.axes
+                  for name, axis in (("x", axes.xaxis), ("y", axes.yaxis))]
+    undrawn = {id(label) for *_, hidden in axes_ticks for label in hidden}
+    problems = []
+    for text in figure.findobj(Text):
+        if text.get_visible() and text.get_text().strip() and id(text) not in undrawn:
+            box = text.get_window_extent(renderer)
+            if (box.x0 < canvas.x0 - 1 or box.y0 < canvas.y0 - 1
+                    or box.x1 > canvas.x1 + 1 or box.y1 > canvas.y1 + 1):
+                problems.append(f"text {text.get_text()!r} leaves the canvas")
+    for axes, name, drawn, _ in axes_ticks:
+        boxes = [label.get_window_extent(renderer) for label in drawn]
+        if any(first.overlaps(second) for first, second in zip(boxes, boxes[1:])):
+            problems.append(f"{name} tick labels of {axes.get_title() or 'a panel'!r} overlap")
+    return problems
+
+
+def drawn_tick_labels(axis: matplotlib.axis.Axis) -> tuple[list[Text], list[Text]]:
+    """The major tick labels of ``axis`` that are drawn (non-empty, within the view), in order,
+    and those that are not."""
+    low, high = sorted(axis.get_view_interval())
+    margin = 1e-9 * max(abs(low), abs(high), 1.0)
+    drawn, hidden = [], []
+    for tick in axis.get_major_ticks():
+        for label in (tick.label1, tick.label2):
+            if not (label.get_visible() and label.get_text().strip()):
+                continue
+            (drawn if low - margin <= tick.get_loc() <= high + margin else hidden).append(label)
+    return drawn, hidden
+
+
+def style_head_axes(axes: plt.Axes, layers: int, heads: int, title: str,
+                    tick_size: float | None = None, title_size: float = 9) -> None:
+    """Ticks 1..heads on x and 1..layers on y (layer 1 at the top), axis labels and a title."""
+    axes.set_xticks(range(heads), [str(h + 1) for h in range(heads)], fontsize=tick_size)
+    axes.set_yticks(range(layers), [str(layer + 1) for layer in range(layers)], fontsize=tick_size)
+    axes.set_xlabel("head")
+    axes.set_ylabel("layer")
+    axes.set_title(title, fontsize=title_size)
+
+
+def draw_head_grid(
+    values: Sequence[Sequence[float]], path: Path, *, title: str, colorbar_label: str,
+    vmin: float | None = None, vmax: float | None = None, cmap: str = "viridis",
+) -> Path:
+    """One heatmap with heads on the x axis and layers on the y axis (layer 1 at the top)."""
+    return draw_side_by_side_grids({"": values}, path, title=title, colorbar_label=colorbar_label,
+                                   vmin=vmin, vmax=vmax, cmap=cmap)
+
+
+def draw_layer_lines(
+    series: dict[str, Sequence[float]], path: Path, *, title: str, ylabel: str,
+) -> Path:
+    """One line per series over layers (1-indexed)."""
+    figure, axes = plt.subplots(figsize=(5, 3.4))
+    for label, values in series.items():
+        layers = np.arange(1, len(values) + 1)
+        axes.plot(layers, values, marker="o", label=label)
+        axes.set_xticks(layers)
+    axes.set_xlabel("layer")
+    axes.set_ylabel(ylabel)
+    axes.set_title(wrapped(title, 3.6), fontsize=9)
+    axes.grid(alpha=0.3)
+    axes.legend(fontsize=8)
+    return save(figure, path)
+
+
+def scatter_by_layer(axes: plt.Axes, per_head: Sequence[Sequence[float]], color: str, label: str, *,
+                     band: tuple[int, int] = (0, 1), linestyle: str = "-", marker: str = "o") -> None:
+    """Clark's style: one dot per head at its layer, and a line through the layer means.
+    ``band`` (index, count): series overlaid on one panel put their dots side by side within
+    each layer's slot, so that none hides another."""
+    grid = np.asarray(per_head, dtype=float)
+    layers = np.arange(1, grid.shape[0] + 1)
+    index, count = band
+    width = 0.36 / count
+    jitter = np.linspace(-0.18 + index * width, -0.18 + (index + 1) * width, grid.shape[1])
+    axes.scatter((layers[:, None] + jitter[None, :]).ravel(), grid.ravel(), s=9, color=color, alpha=0.45,
+                 marker=marker, linewidths=0)
+    axes.plot(layers, grid.mean(axis=1), color=color, marker=marker, linestyle=linestyle, label=label)
+    axes.set_xticks(layers)
+    axes.grid(alpha=0.3)
+
+
+def panel_grid(rows: int, columns: int, *, sharey: str | bool = "row",
+               layout: str | None = None) -> tuple[plt.Figure, np.ndarray]:
+    """A rows x columns grid of panels; ``layout="constrained"`` for figures with a colour bar
+    shared by panels (see `save`)."""
+    figure, axes = plt.subplots(rows, columns, figsize=(4.2 * columns, 2.6 * rows + 0.6),
+                                sharey=sharey, squeeze=False, layout=layout)
+    return figure, axes
+
+
+def panels_for(count: int, columns: int = 2, layout: str | None = None) -> tuple[plt.Figure, list[plt.Axes]]:
+    """``count`` panels, ``columns`` to a row, as a flat list (spare cells of the last row removed)."""
+    rows = -(-count // columns)
+    figure, axes = panel_grid(rows, min(columns, count), sharey=False, layout=layout)
+    for spare in axes.ravel()[count:]:
+        spare.remove()
+    return figure, list(axes.ravel()[:count])
+
+
+def markdown_table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """A Markdown table: the header row, its rule, then one line per row."""
+    lines = ["| " + " | ".join(header) + " |", "|---" * len(header) + "|"]
+    return "\n".join(lines + ["| " + " | ".join(row) + " |" for row in rows]) + "\n"
+
+
+def difference_title(before: str, after: str) -> str:
+    """``"fine-tuned − pre-trained"``: the title of a panel showing ``after`` minus ``before``."""
+    return f"{checkpoint_title(after)} − {checkpoint_title(before)}"
+
+
+def titled_pairs(pairs: Sequence[Sequence[str]]) -> list[tuple[str, str]]:
+    """A run's declared (before, after) checkpoint pairs by their titles, as the panels are keyed."""
+    return [(checkpoint_title(before), checkpoint_title(after)) for before, after in pairs]
+
+
+def draw_side_by_side_grids(grids: dict[str, Sequence[Sequence[float]]], path: Path, *, title: str,
+                            colorbar_label: str, differences: Sequence[tuple[str, str]] = (),
+                            vmin: float | None = None, vmax: float | None = None, cmap: str = "viridis") -> Path:
+    """One row of head heatmaps (`draw_grid_rows` with a single row)."""
+    return draw_grid_rows({"": grids}, path, title=title, colorbar_label=colorbar_label, differences=differences,
+                          vmin=vmin, vmax=vmax, cmap=cmap)
+
+
+def draw_grid_rows(rows: dict[str, dict[str, Sequence[Sequence[float]]]], path: Path, *, title: str,
+                   colorbar_label: str, differences: Sequence[tuple[str, str]] = (),
+                   vmin: float | None = None, vmax: float | None = None, cmap: str = "viridis") -> Path:
+    """Head heatmaps (heads on x, layers on y, layer 1 on top): one row per entry of ``rows``
+    (row label -> panel title -> (layers, heads) grid, the same panel titles in every row),
+    sharing one colour scale that spans the values unless ``vmin``/``vmax`` fix it; then, per
+    (before, after) pair of panel titles in ``differences``, a panel of after minus before on a
+    diverging scale centred on 0 with its own colour bar, so small changes stay visible."""
+    arrays = {row: {name: np.asarray(grid, dtype=float) for name, grid in panels.items()}
+              for row, panels in rows.items()}
+    changes = {row: {difference_title(before, after): panels[after] - panels[before] for before, after in differences}
+               for row, panels in arrays.items()}
+    values = [grid for panels in arrays.values() for grid in panels.values()]
+    layers, heads = values[0].shape
+    per_row = len(values) // len(arrays)  # the grids of a row, before its difference panels
+    columns = per_row + len(differences)
+    # a quarter inch per cell; small models still get panels wide and tall enough for their labels
+    panel_width, panel_height = max(0.26 * heads + 0.6, 2.2), max(0.26 * layers + 1.1, 2.2)
+    figure, axes = plt.subplots(len(arrays), columns, squeeze=False, layout="constrained",
+                                figsize=(columns * panel_width + 1.1 * (1 + bool(differences)),
+                                         len(arrays) * panel_height + 0.5))
+    bar_length = len(arrays) * panel_height - 0.6
+    scale = {"vmin": min(g.min() for g in values) if vmin is None else vmin,
+             "vmax": max(g.max() for g in values) if vmax is None else vmax, "cmap": cmap}
+    limit = max((float(np.abs(g).max()) for panels in changes.values() for g in panels.values()), default=0.0) or 1.0
+    change_scale = {"vmin": -limit, "vmax": limit, "cmap": DIFFERENCE_MAP}  # symmetric: white is no change
+    for panels, (row, grids) in zip(axes, arrays.items()):
+        for column, (name, grid, kind) in enumerate([*((n, g, scale) for n, g in grids.items()),
+                                                     *((n, g, change_scale) for n, g in changes[row].items())]):
+            panels[column].imshow(grid, aspect="auto", **kind)
+            style_head_axes(panels[column], layers, heads, wrapped(f"{row}: {name}" if row else name, panel_width),
+                            tick_size=7)
+    shared = figure.colorbar(axes[0, 0].images[0], ax=list(axes[:, :per_row].ravel()),
+                             label=wrapped(colorbar_label, bar_length, fontsize=10))
+    shared.formatter = ScalarFormatter(useOffset=False)  # values near 1 stay readable, no "+9.999e-1"
+    if differences:
+        figure.colorbar(axes[0, -1].images[0], ax=list(axes[:, -len(differences):].ravel()),
+                        label="change")
+    suptitle(figure, title)
+    return save(figure, path)

@@ -1,0 +1,108 @@
+"""The patterns analysis: streaming per-head class counts of each checkpoint, figures from the stored entry."""
+
+import json
+
+import torch
+
+from classifier import CLASSES, load_classifier
+from harness.analyses.patterns import AttentionPatterns
+from harness.inputs.batches import AttentionBatch, EncodedBatch
+from harness.config import AnalysisConfig
+from harness.inputs.encoding import batched
+from harness.results.store import FileHashes
+from tasks.examples import Example
+from tests.conftest import analysis_context, finish, run_analysis, stream
+
+EXAMPLES = [Example("1", "the cat sat on the mat .", "the dog ran .", 0),
+            Example("2", "he is not happy", "it sat", 1),
+            Example("3", "a dog", "she sat", 1)]
+
+
+def run_patterns(models, tokenizer, batch_size=2):
+    return run_analysis(AttentionPatterns, models, tokenizer, EXAMPLES, batch_size)
+
+
+def test_counts_match_classifying_each_map_on_its_own(tiny_pair, tiny_tokenizer):
+    result = run_patterns(tiny_pair, tiny_tokenizer)["per_checkpoint"]
+    classifier = load_classifier()
+    expected = {name: {label: 0 for label in CLASSES} for name in tiny_pair}
+    for batch in stream(tiny_pair, batched(tiny_tokenizer, EXAMPLES, 1, 32, pair=True)):
+        for name in tiny_pair:
+            maps = batch.maps(name, 0).reshape(-1, *batch.maps(name, 0).shape[-2:])
+            segments = [int(batch.second_segments[0])] * len(maps)
+            for label in classifier.predict([m.numpy() for m in maps], segments):
+                expected[name][label] += 1
+    total = len(EXAMPLES) * 2 * 4
+    for name in tiny_pair:
+        assert result[name]["proportions"] == {label: count / total for label, count in expected[name].items()}
+        assert result[name]["num_examples"] == 3
+        assert len(result[name]["per_head"]) == 2 and len(result[name]["per_head"][0]) == 4
+        assert torch.tensor(result[name]["counts_per_head"]).sum() == total
+
+
+def test_known_maps_give_known_proportions_and_changed_heads(tiny_tokenizer):
+    n, layers, heads = 20, 1, 2
+    pre = torch.zeros(2, layers, heads, n, n)
+    pre[:, :, :, :, 0] = 1.0  # every map vertical
+    fine = pre.clone()
+    fine[:, 0, 1] = torch.eye(n)  # head 2 becomes diagonal
+    encoded = EncodedBatch(torch.ones(2, n, dtype=torch.long), torch.ones(2, n, dtype=torch.long), None, [0, 1])
+    analysis = AttentionPatterns(analysis_context(["pretrained", "finetuned"], layers, heads))
+    analysis.update(AttentionBatch(encoded, {"pretrained": pre, "finetuned": fine}))
+    result = finish(analysis)
+    shares = {name: stats["proportions"] for name, stats in result["per_checkpoint"].items()}
+    assert shares["pretrained"]["vertical"] == 1.0
+    assert shares["finetuned"]["vertical"] == 0.5 and shares["finetuned"]["diagonal"] == 0.5
+    assert {name: stats["per_head"] for name, stats in result["per_checkpoint"].items()} == {
+        "pretrained": [["vertical", "vertical"]], "finetuned": [["vertical", "diagonal"]]}
+    assert result["per_pair"]["pretrained->finetuned"]["changed_heads"] == [
+        {"layer": 1, "head": 2, "before": "vertical", "after": "diagonal"}]
+    metrics = dict(AttentionPatterns.metrics({"result": result}))
+    assert metrics["pattern_finetuned_diagonal"] == 0.5 and metrics["pattern_pretrained_vertical_diagonal"] == 0.0
+
+
+def test_figures_are_drawn_from_the_stored_entry(tiny_pair, tiny_tokenizer, tmp_path):
+    entry = json.loads(json.dumps({"pairs": [["pretrained", "finetuned"]],
+                                   "result": run_patterns(tiny_pair, tiny_tokenizer)}))
+    paths = AttentionPatterns.draw(entry, {"model": "tiny", "task": "test"}, tmp_path)
+    assert [path.name for path in paths] == ["pattern_proportions.png", "pattern_per_head.png"]
+    assert all(path.stat().st_size > 10_000 for path in paths)
+
+
+def test_block_is_counted_for_sentence_pairs_only(tiny_tokenizer):
+    n, split = 24, 12
+    squares = torch.full((n, n), 0.01)
+    squares[:split, 1:split] += 1.0
+    squares[split:, split:] += 1.0
+    # with a [CLS] column, as the real block heads have (two bare squares are read as heterogeneous)
+    squares = 0.8 * squares / squares.sum(dim=1, keepdim=True)
+    squares[:, 0] += 0.2
+    maps = squares.expand(2, 1, 1, n, n)
+    items = [Example("1", "a pair", "of sentences", 0), Example("2", "one sentence", None, 0)]
+    token_types = torch.tensor([[0] * split + [1] * (n - split), [0] * n])
+    encoded = EncodedBatch(torch.ones(2, n, dtype=torch.long), torch.ones(2, n, dtype=torch.long), token_types, items)
+    analysis = AttentionPatterns(analysis_context(["pretrained", "finetuned"], 1, 1))
+    analysis.update(AttentionBatch(encoded, {"pretrained": maps, "finetuned": maps}))
+    for stats in finish(analysis)["per_checkpoint"].values():
+        counts = stats["counts_per_head"][0][0]
+        # the pair's map is a block (the CNN says so for both); the single sentence's cannot be
+        assert counts[CLASSES.index("block")] == 1 and sum(counts) == 2
+
+
+def test_shares_come_with_the_shipped_classifiers_cross_validation_and_corrected_intervals(tiny_tokenizer):
+    n = 20
+    maps = torch.zeros(2, 1, 2, n, n)
+    maps[..., 0] = 1.0  # vertical
+    maps[:, 0, 1] = torch.eye(n)  # diagonal
+    items = [Example("1", "one sentence", None, 0), Example("2", "another", None, 1)]
+    encoded = EncodedBatch(torch.ones(2, n, dtype=torch.long), torch.ones(2, n, dtype=torch.long), None, items)
+    analysis = AttentionPatterns(analysis_context(["pretrained", "finetuned"], 1, 2))
+    analysis.update(AttentionBatch(encoded, {"pretrained": maps, "finetuned": maps}))
+    stats = finish(analysis)["per_checkpoint"]["pretrained"]
+    corrected, intervals = stats["corrected"], stats["corrected_interval"]
+    assert abs(sum(corrected.values()) - 1.0) < 1e-9 and corrected["block"] == 0.0  # single sentences: no block
+    assert all(low <= corrected[name] <= high for name, (low, high) in intervals.items())
+    score = AttentionPatterns.settings_identity(AnalysisConfig(), FileHashes())["cross_validation"]
+    assert score["grouping"] == "task" and 0.0 < score["macro_f1_interval"][0] <= score["macro_f1"] <= 1.0
+    metrics = dict(AttentionPatterns.metrics({"result": finish(analysis), "settings": {"cross_validation": score}}))
+    assert metrics["pattern_classifier_cv_macro_f1"] == score["macro_f1"]

@@ -1,0 +1,174 @@
+"""``harness report``: one page from stored results only (a tiny run, a tiny study), every figure
+it shows beside it, the parameters and the per-example maps in it, no path of this machine."""
+
+from __future__ import annotations
+
+import html
+import json
+import shutil
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from harness.cli import main
+from harness.config import describe_recipe
+from harness.results.store import read_json
+from harness.present.study_figures import mean_sd
+from tests.conftest import tiny_run_arguments
+
+ANALYSES = ("--analyses", "cosine", "surface", "examples")
+
+
+class Links(HTMLParser):
+    """Every ``src`` and ``href`` of a page, and the text of its elements by id."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.links: list[str] = []
+        self.ids: list[str] = []
+        self.images = 0
+        self.by_id: dict[str, str] = {}
+        self.current: str | None = None
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        values = dict(attrs)
+        self.links += [value for name, value in attrs if name in ("src", "href") and value]
+        self.images += tag == "img"
+        self.current = values.get("id")
+        if self.current:
+            self.ids.append(self.current)
+
+    def handle_endtag(self, tag: str) -> None:
+        self.current = None
+
+    def handle_data(self, data: str) -> None:
+        if self.current:
+            self.by_id[self.current] = self.by_id.get(self.current, "") + data
+
+
+def parsed(page: Path) -> Links:
+    links = Links()
+    links.feed(page.read_text())
+    return links
+
+
+def report(capsys, *argv: str) -> tuple[int, str]:
+    code = main(["report", *argv])
+    return code, capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def stored_run(tiny_model_dir, tiny_data, tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("report_run")
+    assert main(tiny_run_arguments(tiny_model_dir, tiny_data, root, *ANALYSES)) == 0
+    return root
+
+
+@pytest.fixture(scope="module")
+def stored_study(tiny_model_dir, tiny_data, tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("report_study")
+    flags = tiny_run_arguments(tiny_model_dir, tiny_data, root, "--analyses", "cosine", "examples")[3:]  # no --task
+    assert main(["study", "--tasks", "rte,mrpc", "--seeds", "2", "--name", "tiny", *flags]) == 0
+    return root
+
+
+def assert_self_contained(page: Path, root: Path) -> Links:
+    """Every figure the page links is beside it, and the page names no folder of this machine."""
+    links = parsed(page)
+    text = page.read_text()
+    assert str(root) not in text and "file:" not in text
+    for link in links.links:
+        assert not link.startswith("/") and "://" not in link, link
+        assert link.startswith("#") or (page.parent / link).is_file(), link
+    return links
+
+
+def view_data(page: Path) -> dict:
+    return json.loads(parsed(page).by_id["example-data"])
+
+
+def test_a_run_without_a_study_makes_a_page_that_works_when_moved(stored_run, capsys, tmp_path):
+    page = stored_run / "report" / "index.html"
+    code, _ = report(capsys, "--output-dir", str(stored_run / "out"), "--out", str(page))
+    assert code == 0
+    moved = tmp_path / "elsewhere"
+    shutil.move(str(page.parent), moved)
+    links = assert_self_contained(moved / "index.html", stored_run)
+    (run_dir,) = (stored_run / "out").glob("rte-*")
+    figures = {path.name for path in (run_dir / "figures").glob("*.png")}
+    assert links.images == len(figures) > 0
+    assert {Path(link).name for link in links.links if link.endswith(".png")} == figures
+    assert links.ids.index("examples") < links.ids.index("tasks") and "study" not in links.ids
+
+
+def test_the_page_holds_the_runs_parameters_and_every_analysis(stored_run, capsys):
+    page = stored_run / "report" / "params.html"
+    assert report(capsys, "--output-dir", str(stored_run / "out"), "--out", str(page))[0] == 0
+    (summary_path,) = (stored_run / "out").glob("rte-*/summary.json")
+    summary = read_json(summary_path)
+    text = html.unescape(page.read_text())
+    run = summary["run"]
+    assert describe_recipe(run["recipe"]) in text and run["key"] in text and run["finetune_key"] in text
+    assert f"{run['num_eval_examples']} (dev)" in text
+    for name, entry in summary["analyses"].items():
+        assert f"<h4>{name} <small>version {entry['version']}</small></h4>" in text
+        for key in entry["keys"].values():
+            assert key in text
+
+
+def test_the_per_example_view_has_the_stored_maps_of_both_checkpoints(stored_run, capsys):
+    page = stored_run / "report" / "view.html"
+    assert report(capsys, "--output-dir", str(stored_run / "out"), "--out", str(page))[0] == 0
+    (summary_path,) = (stored_run / "out").glob("rte-*/summary.json")
+    stored = read_json(summary_path)["analyses"]["examples"]["result"]
+    (run,) = view_data(page)["runs"]
+    assert (run["layers"], run["heads"], run["before"], run["after"]) == (2, 4, "pre-trained", "fine-tuned")
+    assert len(run["examples"]) == len(stored["per_checkpoint"]["finetuned"]["examples"]) == 4
+    for shown, before, after in zip(run["examples"], stored["per_checkpoint"]["pretrained"]["examples"],
+                                    stored["per_checkpoint"]["finetuned"]["examples"]):
+        assert (shown["tokens"], shown["before"], shown["after"]) == (before["tokens"], before["maps"], after["maps"])
+        assert shown["tokens"][0] == "[CLS]" and len(shown["before"]) == 2 * 2 * 4 * len(shown["tokens"]) ** 2
+        assert shown["most_changed"]["layer"] in (1, 2)
+
+
+def test_a_study_comes_first_with_its_findings_and_each_tasks_spread_over_seeds(stored_study, capsys):
+    page = stored_study / "report" / "index.html"
+    assert report(capsys, "--output-dir", str(stored_study / "out"), "--out", str(page))[0] == 0
+    links = assert_self_contained(page, stored_study)
+    assert links.ids.index("study") < links.ids.index("examples") < links.ids.index("tasks")
+    study = read_json(stored_study / "out" / "studies" / "tiny" / "study.json")
+    text = html.unescape(page.read_text())
+    assert study["findings"] and all(finding["text"] in text for finding in study["findings"].values())
+    for task, entry in study["tasks"].items():
+        assert f'id="task-{task}"' in text
+        for name in entry["headline"]:
+            assert mean_sd(entry["metrics"][name]) in text
+    study_figures = {path.name for path in (stored_study / "out" / "studies" / "tiny" / "figures").glob("*.png")}
+    assert study_figures and study_figures <= {Path(link).name for link in links.links}
+    assert [run["label"].split(" (")[0] for run in view_data(page)["runs"]] == ["rte seed 42", "mrpc seed 42"]
+
+
+def test_a_study_is_found_by_name_or_folder_and_an_unknown_one_is_one_line(stored_study, capsys):
+    out = stored_study / "out"
+    for chosen in ("tiny", str(out / "studies" / "tiny")):
+        assert report(capsys, "--output-dir", str(out), "--study", chosen, "--out",
+                      str(stored_study / "by" / "index.html"))[0] == 0
+    code, err = report(capsys, "--output-dir", str(out), "--study", "nope", "--out", str(stored_study / "x.html"))
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "--study nope: no study.json" in err and "studies under" in err and "tiny" in err
+
+
+def test_nothing_stored_is_one_clear_line(capsys, tmp_path):
+    code, err = report(capsys, "--output-dir", str(tmp_path), "--out", str(tmp_path / "r" / "index.html"))
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert "nothing stored under" in err and "run `harness run` or `harness study` first" in err
+    code, err = report(capsys, "--out", str(tmp_path / "page.txt"))
+    assert code == 2 and "--out" in err and "must end in .html" in err
+
+
+def test_an_unwritable_page_folder_is_one_line(stored_run, capsys, tmp_path):
+    blocked = tmp_path / "file"
+    blocked.write_text("a file where the page's folder would be")
+    code, err = report(capsys, "--output-dir", str(stored_run / "out"), "--out", str(blocked / "index.html"))
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "--out" in err and "cannot write there" in err

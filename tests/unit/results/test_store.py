@@ -1,0 +1,60 @@
+import json
+import os
+
+import pytest
+
+from harness.results.store import FileHashes, ResultIdentity, ResultStore, atomic_write_bytes, read_json, write_json
+
+
+def identity(version: int = 1, **settings) -> ResultIdentity:
+    return ResultIdentity("surface", version, ({"model": "m", "sha256": "abc"},), {"file": "dev.tsv"}, settings)
+
+
+def test_results_round_trip_under_their_identity_and_no_other(tmp_path):
+    store = ResultStore(tmp_path)
+    path = store.save(identity(), {"x": [1.5, None]})
+    assert path.parent.name == "surface" and store.load(identity()) == {"x": [1.5, None]}
+    stored = json.loads(path.read_text())
+    assert stored["identity"]["version"] == 1 and stored["identity"]["checkpoints"][0]["model"] == "m"
+    assert store.load(identity(version=2)) is None  # an older version is never reused
+    assert store.load(identity(seed=1)) is None
+    assert identity().key != identity(version=2).key != identity(seed=1).key
+
+
+def test_a_damaged_or_foreign_file_reads_as_missing(tmp_path):
+    store = ResultStore(tmp_path)
+    path = store.save(identity(), {"x": 1})
+    path.write_text('{"identity": ')  # cut short by a crash before atomic writes
+    assert store.load(identity()) is None
+    path.write_text(json.dumps({"identity": identity(seed=3).as_dict(), "result": {"x": 2}}))  # a key collision
+    assert store.load(identity()) is None
+
+
+def test_writes_are_atomic_and_leave_no_temporary_files(tmp_path, monkeypatch):
+    target = tmp_path / "a.json"
+    write_json(target, {"old": True})
+
+    def crash(*args):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(os, "replace", crash)
+    with pytest.raises(OSError):
+        atomic_write_bytes(target, b'{"new": tru')
+    assert read_json(target) == {"old": True}
+    assert [p.name for p in tmp_path.iterdir()] == ["a.json"]
+    assert oct(target.stat().st_mode & 0o777) != oct(0o600)  # the usual mode, not mkstemp's
+
+
+def test_nan_is_refused_rather_than_written_as_invalid_json(tmp_path):
+    with pytest.raises(ValueError):
+        write_json(tmp_path / "nan.json", {"x": float("nan")})
+
+
+def test_folders_and_files_are_identified_by_content(tmp_path):
+    hashes = FileHashes()
+    (tmp_path / "d").mkdir()
+    (tmp_path / "d" / "one.txt").write_text("a")
+    first = hashes.describe(tmp_path / "d")
+    (tmp_path / "d" / "one.txt").write_text("b")
+    assert hashes.describe(tmp_path / "d") != first
+    assert hashes.describe(tmp_path / "d" / "one.txt")["file"] == "one.txt"

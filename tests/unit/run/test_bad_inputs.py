@@ -1,0 +1,168 @@
+"""Bad input: one line naming the file (and line) and the fix, exit code 2, before any model work.
+
+Each case runs the real CLI on a tiny model; none may fine-tune, create an MLflow store, or
+print a traceback.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from harness.cli import build_parser, configs_from, main
+from harness.run.pipeline import plan_run
+
+CONLLU = "1\tthe\t_\tDET\tDT\t_\t2\tdet\t_\t_\n2\tcat\t_\tNOUN\tNN\t_\t{head}\t{rel}\t_\t_\n"
+
+
+def glue_copy(tiny_data: Path, root: Path) -> Path:
+    target = root / "glue"
+    shutil.copytree(tiny_data / "glue", target)
+    return target
+
+
+def case_dev_not_utf8(data, root):
+    (data / "RTE" / "dev.tsv").write_bytes(b"index\tsentence1\tsentence2\tlabel\n0\tcaf\xe9\tb\tentailment\n")
+    return [], "RTE/dev.tsv:2: not UTF-8 text"
+
+
+def case_dev_header_only(data, root):
+    (data / "RTE" / "dev.tsv").write_text("index\tsentence1\tsentence2\tlabel\n")
+    return [], "RTE/dev.tsv has no examples below its header"
+
+
+def case_train_empty(data, root):
+    (data / "RTE" / "train.tsv").write_text("")
+    return [], "RTE/train.tsv has no examples"
+
+
+def case_treebank_not_utf8(data, root):
+    path = root / "tb.conllu"
+    path.write_bytes(CONLLU.format(head=0, rel="root").encode().replace(b"cat", b"c\xe4t"))
+    return ["--syntax-data", str(path)], "tb.conllu:2: not UTF-8 text"
+
+
+def case_treebank_cycle(data, root):
+    path = root / "tb.conllu"
+    path.write_text("1\ta\t_\tX\tX\t_\t2\tdep\t_\t_\n2\tb\t_\tX\tX\t_\t1\tdep\t_\t_\n3\tc\t_\tX\tX\t_\t0\troot\t_\t_\n")
+    return ["--syntax-data", str(path)], "tb.conllu:1: the heads of sentence 1 do not form a tree (word 1 is on a cycle)"
+
+
+def case_treebank_two_roots(data, root):
+    path = root / "tb.conllu"
+    path.write_text(CONLLU.format(head=0, rel="root").replace("\t2\tdet", "\t0\troot"))
+    return ["--syntax-data", str(path)], "do not form a tree (2 roots)"
+
+
+def case_jsonlines_bad_clusters(data, root):
+    path = root / "dev.jsonlines"
+    path.write_text('{"sentences": [["a", "b"]], "clusters": [0, 1]}\n')
+    return ["--coref-data", str(path)], "dev.jsonlines:1: 'clusters' must be a list of clusters"
+
+
+def case_jsonlines_not_utf8(data, root):
+    path = root / "dev.jsonlines"
+    path.write_bytes('{"sentences": [["caf\u00e9"]], "clusters": []}\n'.encode("latin-1"))
+    return ["--coref-data", str(path)], "dev.jsonlines:1: not UTF-8 text"
+
+
+def case_corpus_not_utf8(data, root):
+    path = root / "corpus.txt"
+    path.write_bytes(b"one paragraph .\nanother \xff one .\n")
+    return ["--corpus", str(path)], "corpus.txt:2: not UTF-8 text"
+
+
+def case_output_dir_under_a_file(data, root):
+    blocker = root / "a-file"
+    blocker.write_text("")
+    return ["--output-dir", str(blocker / "out")], "--output-dir " + str(blocker / "out") + ": cannot write there"
+
+
+def case_max_length_beyond_positions(data, root):
+    return ["--max-length", "4096"], "--max-length 4096: "
+
+
+def case_zero_eval_examples(data, root):
+    return ["--max-eval-examples", "0"], "--max-eval-examples 0"
+
+
+def case_zero_batch(data, root):
+    return ["--batch-size", "0"], "--batch-size 0: must be at least 1"
+
+
+def case_zero_epochs(data, root):
+    return ["--epochs", "0"], "--epochs 0: must be above 0"
+
+
+def case_corpus_typo(data, root):
+    return ["--corpus", str(root / "corpsu.txt")], "corpsu.txt"
+
+
+def case_syntax_data_typo(data, root):
+    return ["--syntax-data", str(root / "ud-dev.conlu")], "ud-dev.conlu"
+
+
+def case_coref_data_typo(data, root):
+    return ["--coref-data", str(root / "litbnak")], "litbnak"
+
+
+def case_negative_eval_examples(data, root):
+    return ["--max-eval-examples", "-5"], "--max-eval-examples -5"
+
+
+def case_model_folder_without_weights(data, root):
+    folder = root / "model"
+    folder.mkdir()
+    (folder / "config.json").write_text('{"model_type": "bert"}')
+    return ["--model", str(folder)], f"{folder}: no weights (model.safetensors or pytorch_model.bin)"
+
+
+def case_model_folder_without_config(data, root):
+    folder = root / "model"
+    folder.mkdir()
+    return ["--model", str(folder)], f"{folder}: no config.json"
+
+
+CASES = {name[len("case_"):]: function for name, function in list(globals().items()) if name.startswith("case_")}
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_bad_input_is_one_line_before_any_work(name, tiny_model_dir, tiny_data, tmp_path, capsys, caplog):
+    data = glue_copy(tiny_data, tmp_path)
+    extra, message = CASES[name](data, tmp_path)
+    assert_one_line_and_no_work(main(arguments("run", tiny_model_dir, data, tiny_data, tmp_path, *extra)),
+                                message, tmp_path, capsys, caplog)
+
+
+def arguments(command: str, tiny_model_dir: Path, data: Path, tiny_data: Path, root: Path, *extra: str) -> list[str]:
+    return [command, "--task", "rte", "--model", str(tiny_model_dir), "--data-dir", str(data),
+            "--syntax-data", str(tiny_data / "tiny-dev.conllu"), "--coref-data", str(tiny_data / "coref"),
+            "--output-dir", str(root / "out"), "--cache-dir", str(root / "cache"),
+            "--tracking-uri", f"sqlite:///{root}/mlflow.db", *extra]
+
+
+def assert_one_line_and_no_work(code: int, message: str, root: Path, capsys: pytest.CaptureFixture,
+                                caplog: pytest.LogCaptureFixture) -> None:
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert not caplog.records  # a log line would be printed beside the error
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert message in err
+    assert not (root / "mlflow.db").exists()
+    assert not (root / "cache").exists() or not any((root / "cache").iterdir())
+
+
+SUMMARIES = {"empty": "", "truncated": '{"schema": 2, "run": {"task": "rte"', "incomplete": '{"schema": 2, "run": {}}'}
+
+
+@pytest.mark.parametrize("damage", SUMMARIES)
+def test_figures_on_a_summary_that_is_not_whole_is_one_line(damage, tiny_model_dir, tiny_data, capsys, caplog,
+                                                            tmp_path):
+    argv = arguments("figures", tiny_model_dir, tiny_data / "glue", tiny_data, tmp_path)
+    plan = plan_run(configs_from(build_parser().parse_args(argv))[0])
+    (plan.run_dir / "summary.json").parent.mkdir(parents=True)
+    (plan.run_dir / "summary.json").write_text(SUMMARIES[damage])
+    assert_one_line_and_no_work(main(argv), f"{plan.run_dir / 'summary.json'}: empty, truncated or incomplete; run",
+                                tmp_path, capsys, caplog)

@@ -1,0 +1,296 @@
+"""``harness run`` end to end on a tiny BERT saved to disk: store, resume, reuse, run folders, MLflow."""
+
+from __future__ import annotations
+
+import json
+import logging
+import shutil
+from pathlib import Path
+
+import pytest
+from mlflow.tracking import MlflowClient
+
+import harness.present.redraw
+from harness.analyses import ANALYSES
+from harness.cli import main
+from harness.present.redraw import redraw
+from harness.results.store import read_json
+from tests.conftest import snapshot, tiny_run_arguments
+
+DEFAULT_ANALYSES = {name for name, analysis in ANALYSES.items() if analysis.on_by_default}
+pytestmark = pytest.mark.slow  # each test is a whole tiny run or reruns one (20 s with its figures)
+ENTRY_KEYS = {"analysis", "version", "joint", "checkpoints", "pairs", "pair_names", "keys", "source", "settings",
+              "result", "reference"}
+
+
+def summaries(root: Path) -> dict[str, dict]:
+    return {path.parent.name: read_json(path) for path in sorted((root / "out").glob("*/summary.json"))}
+
+
+@pytest.fixture(scope="module")
+def finished(tiny_model_dir, tiny_data, tmp_path_factory):
+    root = tmp_path_factory.mktemp("pipeline")
+    argv = tiny_run_arguments(tiny_model_dir, tiny_data, root)
+    assert main(argv) == 0
+    return root, argv
+
+
+def test_every_analysis_has_an_entry_of_the_one_schema(finished):
+    root, _ = finished
+    (summary,) = summaries(root).values()
+    assert set(summary["analyses"]) == DEFAULT_ANALYSES
+    for name, entry in summary["analyses"].items():
+        assert set(entry) == ENTRY_KEYS, name
+        assert entry["checkpoints"] == ["pretrained", "finetuned"] and entry["pairs"] == [["pretrained", "finetuned"]]
+        assert entry["version"] == ANALYSES[name].version
+        if not entry["joint"]:
+            assert set(entry["result"]["per_checkpoint"]) == {"pretrained", "finetuned"}
+            assert set(entry["keys"]) == {"pretrained", "finetuned"}
+    run = summary["run"]
+    assert (run["task"], run["seed"], run["num_layers"], run["num_heads"]) == ("rte", 42, 2, 4)
+    evaluation = summary["analyses"]["evaluation"]["result"]["per_checkpoint"]
+    assert set(evaluation["finetuned"]["metrics"]) == {"dev/accuracy", "dev/loss"}
+
+
+def test_a_finished_fine_tune_keeps_its_model_and_no_trainer_checkpoint(finished):
+    root, _ = finished
+    (final,) = (root / "cache").glob("*/final")
+    assert (final / "model.safetensors").is_file() and (final / "result.json").is_file()
+    assert not list(final.parent.glob("checkpoint-*"))  # weights and optimizer state of the epochs: gone
+
+
+def test_a_second_run_reuses_everything_and_rewrites_no_stored_file(finished, capsys):
+    root, argv = finished
+    stored = snapshot(root / "out" / "store")
+    checkpoints = snapshot(root / "cache")
+    before = summaries(root)
+    assert main(argv) == 0
+    assert snapshot(root / "out" / "store") == stored
+    assert snapshot(root / "cache") == checkpoints
+    assert summaries(root) == before
+    printed = capsys.readouterr()
+    assert "%" not in printed.err  # no progress bar: nothing was streamed
+    assert printed.out.startswith("fine-tuning recipe: papers, lr 0.001, epochs 1, batch 8, seed 42")
+    # the tiny model learns nothing in one epoch, and the run says so
+    assert "warning: finetuned is not clearly above the majority class on dev/accuracy" in printed.out
+
+
+def test_one_mlflow_run_per_key_and_no_metric_logged_twice(finished, capsys):
+    root, argv = finished
+    assert main(argv) == 0
+    client = MlflowClient(tracking_uri=f"sqlite:///{root}/mlflow.db")
+    experiment = client.get_experiment_by_name("attention-shift")
+    (run,) = client.search_runs([experiment.experiment_id])
+    # the printed link opens this run in the UI's model-training view
+    assert (f"MLflow: http://127.0.0.1:5000/#/experiments/{experiment.experiment_id}/runs/{run.info.run_id}"
+            "?workflowType=machine_learning") in capsys.readouterr().out
+    assert run.info.status == "FINISHED" and run.info.run_name == next(iter(summaries(root)))
+    assert len(client.get_metric_history(run.info.run_id, "cosine_layer_2")) == 1
+    metrics = run.data.metrics
+    assert {"dev_accuracy_finetuned", "dev_accuracy_pretrained", "dev_accuracy_majority"} <= set(metrics)
+    assert metrics["dev_accuracy_change"] == pytest.approx(metrics["dev_accuracy_finetuned"]
+                                                           - metrics["dev_accuracy_pretrained"])
+    headline = {name.removeprefix("headline/"): value for name, value in metrics.items() if name.startswith("headline/")}
+    assert set(headline) == {"dev_accuracy_finetuned", "dev_accuracy_majority", "dev_accuracy_change",
+                             "cosine_mean", "cosine_last_two_layers", "coref_all_change", "probes_uas_change_attn",
+                             *(f"pattern_change_{name}" for name in ("vertical", "diagonal", "vertical_diagonal",
+                                                                     "block", "heterogeneous"))}
+    assert all(value == metrics[name] for name, value in headline.items())
+    assert {a.path for a in client.list_artifacts(run.info.run_id)} >= {"summary.json", "figures", "checkpoint"}
+    config = json.loads((Path(client.download_artifacts(run.info.run_id, "checkpoint/config.json", str(root)))
+                         ).read_text())
+    assert config["id2label"] == {"0": "entailment", "1": "not_entailment"}
+    params = run.data.params
+    (summary,) = summaries(root).values()
+    assert params["examples.compared"] == str(summary["run"]["num_eval_examples"])
+    assert params["harness.version"] and params["harness.git_commit"] and params["model.revision"] == "local folder"
+    assert len(params["model.weights_sha256"]) == 64 and "/" not in params["model.id"]
+
+
+def test_a_lost_result_is_recomputed_and_nothing_else(finished):
+    root, argv = finished
+    store = root / "out" / "store"
+    lost = next((store / "surface").glob("*.json"))
+    lost.unlink()
+    others = {name: state for name, state in snapshot(store).items() if not name.startswith("surface/")
+              and not name.startswith("sources/")}
+    assert main(argv) == 0
+    assert lost.is_file()
+    assert {name: state for name, state in snapshot(store).items() if name in others} == others
+
+
+def test_a_damaged_result_is_recomputed_not_a_crash(finished):
+    root, argv = finished
+    damaged = next((root / "out" / "store" / "cosine").glob("*.json"))
+    damaged.write_text('{"identity": {"analysis": "cos')
+    assert main(argv) == 0
+    assert json.loads(damaged.read_text())["identity"]["analysis"] == "cosine"
+
+
+def test_a_result_of_an_older_analysis_version_is_not_reused(finished, monkeypatch):
+    root, argv = finished
+    monkeypatch.setattr(ANALYSES["cosine"], "version", ANALYSES["cosine"].version + 1)
+    before = set((root / "out" / "store" / "cosine").glob("*.json"))
+    assert main(argv) == 0
+    assert len(set((root / "out" / "store" / "cosine").glob("*.json")) - before) == 1
+    (summary,) = summaries(root).values()
+    assert summary["analyses"]["cosine"]["version"] == ANALYSES["cosine"].version
+
+
+def test_a_subset_run_keeps_the_earlier_entries_of_the_same_key(finished):
+    root, argv = finished
+    assert main([*argv, "--analyses", "cosine"]) == 0
+    (summary,) = summaries(root).values()
+    assert set(summary["analyses"]) == DEFAULT_ANALYSES
+
+
+def test_other_settings_get_their_own_run_folder(tiny_model_dir, tiny_data, tmp_path):
+    assert main(tiny_run_arguments(tiny_model_dir, tiny_data, tmp_path, "--analyses", "cosine")) == 0
+    assert main(tiny_run_arguments(tiny_model_dir, tiny_data, tmp_path, "--analyses", "cosine",
+                          "--learning-rate", "5e-4")) == 0
+    runs = summaries(tmp_path)
+    assert len(runs) == 2 and all(name.startswith("rte-tiny_model") for name in runs)
+    first, second = runs.values()
+    assert first["run"]["finetune_key"] != second["run"]["finetune_key"]
+
+
+def test_the_pretrained_model_on_the_treebank_is_measured_once_for_every_task_and_seed(tiny_model_dir, tiny_data,
+                                                                                        tmp_path):
+    for task, seed in (("rte", "1"), ("mrpc", "2")):
+        assert main(tiny_run_arguments(tiny_model_dir, tiny_data, tmp_path, "--analyses", "syntax", "--seed", seed,
+                              task=task)) == 0
+    keys = [summary["analyses"]["syntax"]["keys"] for summary in summaries(tmp_path).values()]
+    assert keys[0]["pretrained"] == keys[1]["pretrained"] and keys[0]["finetuned"] != keys[1]["finetuned"]
+    assert len(list((tmp_path / "out" / "store" / "syntax").glob("*.json"))) == 3
+
+
+def test_figures_redraws_the_run_asked_for(finished, capsys):
+    root, argv = finished
+    (name,) = summaries(root)
+    figure = root / "out" / name / "figures" / "cosine_per_head.png"
+    figure.unlink()
+    assert main(["figures", *argv[1:]]) == 0
+    assert figure.is_file() and figure.read_bytes()[:4] == b"\x89PNG"
+    assert main(["figures", *argv[1:], "--learning-rate", "0.1"]) == 2
+    assert f"runs with other settings: {name}" in capsys.readouterr().err
+
+
+def test_a_file_edited_in_place_recomputes_exactly_what_read_it(tiny_model_dir, tiny_data, tmp_path):
+    data = tmp_path / "data"
+    shutil.copytree(tiny_data, data)
+    argv = tiny_run_arguments(tiny_model_dir, data, tmp_path, "--analyses", "cosine", "syntax")
+    assert main(argv) == 0
+    store, cache = snapshot(tmp_path / "out" / "store"), snapshot(tmp_path / "cache")
+    treebank = data / "tiny-dev.conllu"
+    treebank.write_text(treebank.read_text().replace("\tdet\t", "\tamod\t"))  # same path, other relations
+    assert main(argv) == 0
+    changed = {name for name, state in snapshot(tmp_path / "out" / "store").items() if store.get(name) != state}
+    assert any(name.startswith("syntax/") for name in changed)
+    assert all(name.startswith(("syntax/", "sources/")) for name in changed)
+    assert snapshot(tmp_path / "cache") == cache  # the fine-tune did not read the treebank: not retrained
+
+    dev = data / "glue" / "RTE" / "dev.tsv"
+    labels = {"entailment": "not_entailment", "not_entailment": "entailment"}
+    rows = [line.rsplit("\t", 1) for line in dev.read_text().splitlines()]
+    header, *examples = rows
+    dev.write_text("\n".join(["\t".join(header), *(f"{text}\t{labels[label]}" for text, label in examples)]) + "\n")
+    assert main(argv) == 0
+    finetune_keys = {summary["run"]["finetune_key"] for summary in summaries(tmp_path).values()}
+    assert len(summaries(tmp_path)) == 3 and len(finetune_keys) == 2  # flipped labels: a new fine-tune and run
+    assert len(list((tmp_path / "cache").glob("rte-*/final/result.json"))) == 2
+
+
+def test_a_quick_look_bounds_every_source_records_the_sizes_and_has_every_analysis(tiny_model_dir, tiny_data,
+                                                                                   tmp_path):
+    assert main(tiny_run_arguments(tiny_model_dir, tiny_data, tmp_path, "--quick", "--max-corpus-items", "3",
+                                   "--max-dev-examples", "5")) == 0
+    (summary,) = summaries(tmp_path).values()
+    assert set(summary["analyses"]) == DEFAULT_ANALYSES
+    entries = summary["analyses"]
+    assert entries["syntax"]["source"]["notes"]["sentences"] == 3  # of 6 in the treebank
+    assert entries["syntax"]["source"]["identity"]["max_sentences"] == 3
+    assert entries["probes"]["source"]["notes"]["sentences"] == 3
+    assert entries["probes"]["source"]["notes"]["train_sentences"] == 5  # --probe-train-sentences 5 < quick's 200
+    assert entries["coreference"]["source"]["identity"]["max_documents"] == 3
+    assert entries["syntax"]["settings"]["syntax_min_count"] == 1  # smaller than quick's cap: kept
+    assert entries["evaluation"]["source"]["notes"]["examples"] == {"dev": 5}  # of 8 dev examples scored
+    assert entries["evaluation"]["source"]["identity"]["sample"] == {"max_examples": 5, "seed": 42}
+
+
+def test_a_rerun_keeps_the_figures_of_an_unchanged_summary_and_figures_redraws_them(finished):
+    root, argv = finished
+    assert main(argv) == 0  # the summary is final: nothing left to merge into it
+    (figures,) = (root / "out").glob("*/figures")
+    drawn = snapshot(figures)
+    assert main(argv) == 0
+    assert snapshot(figures) == drawn
+    assert main(["figures", *argv[1:]]) == 0
+    redrawn = snapshot(figures)
+    assert redrawn.keys() == drawn.keys() and all(redrawn[name][0] != drawn[name][0] for name in drawn)
+
+
+def test_a_rerun_redraws_figures_drawn_by_other_drawing_code(finished, monkeypatch):
+    root, argv = finished
+    assert main(argv) == 0
+    (figures,) = (root / "out").glob("*/figures")
+    drawn = snapshot(figures)
+    # a new version of the harness draws differently: what drew the figures is part of their key
+    monkeypatch.setattr(harness.present.redraw, "drawing_code_hash", lambda: "0" * 64)
+    assert main(argv) == 0
+    redrawn = snapshot(figures)
+    assert all(redrawn[name][0] != drawn[name][0] for name in drawn if name.endswith(".png"))
+
+
+def test_ablate_needs_a_stored_fine_tuned_checkpoint(tiny_model_dir, tiny_data, tmp_path, capsys):
+    argv = tiny_run_arguments(tiny_model_dir, tiny_data, tmp_path, "--analyses", "cosine")
+    assert main(["ablate", *argv[1:]]) == 2
+    assert "no fine-tuned checkpoint for these flags" in capsys.readouterr().err
+    assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").glob("rte-*"))
+
+
+def test_ablate_adds_the_ablation_to_the_run_and_recomputes_nothing_else(tiny_model_dir, tiny_data, tmp_path, capsys,
+                                                                         caplog):
+    argv = tiny_run_arguments(tiny_model_dir, tiny_data, tmp_path, "--analyses", "cosine")
+    assert main(argv) == 0
+    assert "ablation (head disabling, importance, pruning) is off on the CPU" in capsys.readouterr().out
+    stored = snapshot(tmp_path / "out" / "store")
+    (figures,) = (tmp_path / "out").glob("*/figures")
+    drawn = snapshot(figures)
+    with caplog.at_level(logging.WARNING, logger="harness.views.style"):
+        assert main(["ablate", *argv[1:]]) == 0
+    assert [record.getMessage() for record in caplog.records if record.name == "harness.views.style"] == []
+    printed = capsys.readouterr().out
+    assert "ablation (finetuned): intact dev accuracy" in printed and "pruning: heads pruned before" in printed
+    after = snapshot(tmp_path / "out" / "store")
+    assert {name: state for name, state in after.items() if name in stored} == stored
+    assert any(name.startswith("ablation/") for name in after)
+    ((folder, summary),) = summaries(tmp_path).items()
+    assert set(summary["analyses"]) == {"evaluation", "cosine", "ablation"}
+    entry = summary["analyses"]["ablation"]
+    assert "importance_vs_cosine" in entry["related"]["cosine"]["pretrained->finetuned"]
+    figures = tmp_path / "out" / folder / "figures"
+    redrawn = snapshot(figures)  # only the ablation's figures are drawn: the others' entries did not change
+    assert {name: state for name, state in redrawn.items() if name in drawn and name != ".drawn.json"} == {
+        name: state for name, state in drawn.items() if name != ".drawn.json"}
+    assert {"ablation_heads_finetuned.png", "ablation_layers_finetuned.png", "ablation_pruning_finetuned.png",
+            "ablation_importance.png", "ablation_table.md"} <= {path.name for path in figures.iterdir()}
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path}/mlflow.db")
+    (run,) = client.search_runs([client.get_experiment_by_name("attention-shift").experiment_id])
+    assert {"ablation_intact_finetuned", "ablation_best_head_uniform_delta_finetuned",
+            "ablation_worst_layer_zero_layer_finetuned"} <= set(run.data.metrics)
+
+
+def test_every_figure_is_drawn_as_png_and_pdf_without_clipped_or_overlapping_text(finished, tmp_path, caplog):
+    """Every figure of every analysis, redrawn from the stored summary: each PNG has a PDF with
+    its fonts embedded, and the checks (`harness.views.style.figure_problems`: layout, colour-blind-safe
+    colours, checkpoint wording) find nothing."""
+    root, _ = finished
+    (summary,) = summaries(root).values()
+    with caplog.at_level(logging.WARNING, logger="harness.views.style"):
+        written = redraw(summary, tmp_path, force=True)
+    pngs = [path for path in written if path.suffix == ".png"]
+    assert len(pngs) > 20 and {path.with_suffix(".pdf") for path in pngs} <= set(written)
+    for png in pngs:
+        pdf = png.with_suffix(".pdf").read_bytes()
+        assert pdf.startswith(b"%PDF") and (b"/FontFile2" in pdf or b"/Font" not in pdf), png.name
+    assert [record.getMessage() for record in caplog.records] == []
