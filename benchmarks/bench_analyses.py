@@ -29,7 +29,7 @@ from benchmarks.common import bare_model_seconds, peak_memory_mb, prepare_bench,
 from harness.analyses import ANALYSES
 from harness.analyses.base import GRADIENTS
 from harness.run.engine import analyse
-from harness.run.pipeline import PAIRS
+from harness.results.checkpoints import PAIRS
 from harness.results.store import ResultStore
 
 TASK_SOURCE_ANALYSES = ["cosine", "patterns", "surface", "gradients", "clustering"]

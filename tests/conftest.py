@@ -19,7 +19,8 @@ from harness.config import SHARED_DATA, AnalysisConfig
 from harness.inputs.encoding import batched
 from harness.run.engine import GradientTargets, run_checkpoints
 from harness.model.forward import use_harness_attention
-from harness.model.loading import FINETUNED, PRETRAINED, Checkpoint
+from harness.model.loading import Checkpoint
+from harness.results.checkpoints import FINETUNED, PRETRAINED
 from tasks.examples import Example
 from tasks.registry import GlueTask
 

@@ -36,8 +36,8 @@ from matplotlib.colors import TwoSlopeNorm
 from matplotlib.ticker import MaxNLocator
 from scipy.stats import ConstantInputWarning, spearmanr
 
-from harness.analyses.base import (GATE_GRADIENTS, INTERVENES, LOGITS, Analysis, AnalysisContext, pair_name,
-                                   per_checkpoint_results, register_analysis)
+from harness.analyses.base import GATE_GRADIENTS, INTERVENES, LOGITS, Analysis, AnalysisContext, register_analysis
+from harness.views.base import pair_name, per_checkpoint_results
 from harness.inputs.batches import AttentionBatch
 from harness.views.style import GREY, OKABE_ITO, checkpoint_title, plt, run_title, save, style_head_axes, suptitle
 from harness.model.forward import UNTRAINED_TASK_LOSS, Interventions

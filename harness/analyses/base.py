@@ -13,9 +13,8 @@ statistics with `result`. Two kinds:
   input at once (cosine of maps, distances between heads of different checkpoints), so
   `result` returns one dict, with a ``"per_pair"`` part for the declared pairs.
 
-`metrics` names the headline scalars for MLflow, and `draw` and `tables` turn the stored
-entry (never live tensors) into figures and Markdown tables, so ``harness figures`` redraws
-everything without recomputing.
+What it stored is read back by its `view` (`harness.views`): metrics, figures, tables,
+findings; the analysis takes its name and version from the view.
 An analysis reads the source named by ``source``; the pipeline streams each source once for
 all analyses that read it. Adding one: subclass, decorate with `register_analysis`, import
 the module in ``harness/analyses/__init__.py``.
@@ -37,6 +36,7 @@ from harness.config import AnalysisConfig
 from harness.model.forward import Interventions
 from harness.registry import registrar
 from harness.results.store import FileHashes
+from harness.views.base import View
 from tasks.registry import GlueTask
 
 ATTENTION = "attention"
@@ -45,11 +45,6 @@ GATE_GRADIENTS = "gate_gradients"  # dL/d xi_h per example and head (Michel et a
 INTERVENES = "intervenes"  # the analysis re-runs the source under interventions (`AnalysisContext.evaluate`)
 LOGITS = "logits"  # the classifier's output only: no attention captured for it
 VALUE_NORMS = "value_norms"  # ||f_h(x_j)||, each token's transformed vector per head (`AttentionBatch.value_norms`)
-
-
-def pair_name(pair: tuple[str, str]) -> str:
-    """``"pretrained->finetuned"``: what changed going from the first checkpoint to the second."""
-    return f"{pair[0]}->{pair[1]}"
 
 
 @dataclass(frozen=True)
@@ -87,8 +82,9 @@ class AnalysisContext:
 class Analysis(ABC):
     """Streams attention batches in, gives JSON-serialisable statistics out.
 
-    Class attributes: ``name`` (registry and summary key), ``version`` (bump it when the
-    statistics change: stored results of other versions are recomputed), ``source`` (the
+    Class attributes: ``view`` (what reads its stored result back; it gives the analysis its
+    ``name``, the registry and summary key, and ``version``: bump it when the statistics
+    change, and stored results of other versions are recomputed), ``source`` (the
     text it reads), ``needs`` (`ATTENTION`, `GRADIENTS`, `GATE_GRADIENTS`, `INTERVENES`, `LOGITS`, `VALUE_NORMS`), ``joint``, ``uses_head`` (the
     result depends on the classification head, not only the encoder), ``settings_used``
     (the `AnalysisConfig` fields its result depends on), ``reference`` (the papers' numbers
@@ -96,6 +92,7 @@ class Analysis(ABC):
     ``on_by_default`` (False: it runs only when ``--analyses`` names it).
     """
 
+    view: ClassVar[type[View]]
     name: ClassVar[str]
     version: ClassVar[int] = 1
     source: ClassVar[str] = "task"
@@ -105,6 +102,12 @@ class Analysis(ABC):
     settings_used: ClassVar[tuple[str, ...]] = ()
     reference: ClassVar[dict[str, Any]] = {}
     on_by_default: ClassVar[bool] = True  # False: a compatibility protocol that runs only when named
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """An analysis is named and versioned by its view, so what it stores and what reads it never disagree."""
+        super().__init_subclass__(**kwargs)
+        if "view" in cls.__dict__:
+            cls.name, cls.version = cls.view.name, cls.view.version
 
     def __init__(self, context: AnalysisContext) -> None:
         self.context = context
@@ -129,35 +132,11 @@ class Analysis(ABC):
         return {name: hashes.describe(value) if isinstance(value, Path) else value for name, value in values.items()}
 
     @classmethod
-    def metrics(cls, entry: dict[str, Any]) -> list[tuple[str, float]]:
-        """Scalars of a stored summary entry, logged as MLflow metrics (name, value)."""
-        return []
-
-    @classmethod
-    def headline(cls, metrics: dict[str, float]) -> list[str]:
-        """The few of its ``metrics`` (its own and their ``_change`` differences, among every
-        metric of the run) that answer the run's question at a glance: logged again under
-        ``headline/``, the short list MLflow's compare view lines up across runs."""
-        return []
-
-    @classmethod
-    def draw(cls, entry: dict[str, Any], run: dict[str, Any], out_dir: Path) -> list[Path]:
-        """Figures from a stored summary entry and the run's description; the files written."""
-        return []
-
-    @classmethod
     def relate(cls, entry: dict[str, Any], entries: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
         """What this entry says together with the run's other entries (``{name: entry}``), kept
         under the entry's ``"related"`` key (e.g. head importance against the cosine of each
         head); None when nothing relates."""
         return None
-
-    @classmethod
-    def tables(cls, entry: dict[str, Any], run: dict[str, Any]) -> dict[str, str]:
-        """Markdown tables from a stored summary entry, by file stem (``{"syntax_table1": "# ...\\n..."}``),
-        each opening with a ``# title`` line: written beside the figures, and embedded in the
-        README and docs by ``harness docs``."""
-        return {}
 
 
 ANALYSES: dict[str, type[Analysis]] = {}
@@ -177,12 +156,3 @@ def best_head(grid: torch.Tensor) -> dict[str, Any]:
     *leading, layer, head = (int(p) for p in torch.unravel_index(torch.tensor(flat), grid.shape))
     return {"layer": layer + 1, "head": head + 1, "value": float(grid.flatten()[flat]), "leading": leading}
 
-
-def per_checkpoint_results(entry: dict[str, Any]) -> dict[str, Any]:
-    """The ``{checkpoint: statistics}`` of a per-checkpoint analysis's summary entry."""
-    return entry["result"]["per_checkpoint"]
-
-
-def per_pair_results(entry: dict[str, Any]) -> dict[str, Any]:
-    """The ``{pair name: comparison}`` of any analysis's summary entry."""
-    return entry["result"].get("per_pair", {})

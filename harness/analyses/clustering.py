@@ -23,7 +23,8 @@ import numpy as np
 import torch
 from sklearn.manifold import MDS
 
-from harness.analyses.base import Analysis, AnalysisContext, pair_name, per_pair_results, register_analysis
+from harness.analyses.base import Analysis, AnalysisContext, register_analysis
+from harness.views.base import pair_name, per_pair_results
 from harness.inputs.batches import AttentionBatch, real_tokens
 from harness.views.style import checkpoint_title, draw_side_by_side_grids, plt, run_title, save
 

@@ -8,16 +8,14 @@ not depend on the number of examples.
 
 from __future__ import annotations
 
-from pathlib import Path
-from statistics import fmean
 from typing import Any
 
 import torch
 
-from harness.analyses.base import (Analysis, AnalysisContext, best_head, pair_name, per_pair_results,
-                                   register_analysis)
+from harness.analyses.base import Analysis, AnalysisContext, register_analysis
+from harness.views.base import pair_name
 from harness.inputs.batches import AttentionBatch, real_tokens
-from harness.views.style import checkpoint_title, draw_head_grid, draw_layer_lines, run_title
+from harness.views.cosine import CosineView
 
 
 def cosine_per_example(first: torch.Tensor, second: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
@@ -64,18 +62,11 @@ class CosineSums:
                 "per_layer": mean.mean(dim=1).tolist(), "num_examples": self.counts[index]}
 
 
-def most_changed(per_head: list[list[float]]) -> dict[str, Any]:
-    """The head (1-indexed) with the lowest mean cosine, and that cosine."""
-    found = best_head(-torch.tensor(per_head))
-    return {"layer": found["layer"], "head": found["head"], "value": -found["value"]}
-
-
 @register_analysis
 class CosineSimilarity(Analysis):
     """Per declared pair: mean and std over examples of the per-head cosine, and the per-layer mean."""
 
-    name = "cosine"
-    version = 2
+    view = CosineView
     joint = True
 
     def __init__(self, context: AnalysisContext) -> None:
@@ -88,36 +79,3 @@ class CosineSimilarity(Analysis):
 
     def result(self) -> dict[str, Any]:
         return {"per_pair": {pair_name(pair): self.sums.stats(index) for index, pair in enumerate(self.context.pairs)}}
-
-    @classmethod
-    def metrics(cls, entry: dict[str, Any]) -> list[tuple[str, float]]:
-        """Per pair, the mean cosine per layer, over all heads, and over the last two layers
-        (Kovaleva et al.: those change most)."""
-        out = []
-        for index, (name, stats) in enumerate(per_pair_results(entry).items()):
-            prefix = "cosine" if index == 0 else f"cosine_{name.replace('->', '_to_')}"
-            out += [(f"{prefix}_layer_{layer + 1}", value) for layer, value in enumerate(stats["per_layer"])]
-            out += [(f"{prefix}_mean", fmean(stats["per_layer"])),
-                    (f"{prefix}_last_two_layers", fmean(stats["per_layer"][-2:]))]
-        return out
-
-    @classmethod
-    def headline(cls, metrics: dict[str, float]) -> list[str]:
-        return [name for name in ("cosine_mean", "cosine_last_two_layers") if name in metrics]
-
-    @classmethod
-    def draw(cls, entry: dict[str, Any], run: dict[str, Any], out_dir: Path) -> list[Path]:
-        pairs = per_pair_results(entry)
-        paths = []
-        for index, ((before, after), stats) in enumerate(zip(entry["pairs"], pairs.values())):
-            suffix = "" if index == 0 else f"_{before}_{after}"
-            paths.append(draw_head_grid(
-                stats["per_head"], out_dir / f"cosine_per_head{suffix}.png",
-                title=f"{run_title(run)}: {checkpoint_title(before)} vs {checkpoint_title(after)} attention",
-                colorbar_label="cosine similarity (mean over examples)", vmax=1.0))
-        series = {f"{checkpoint_title(before)} vs {checkpoint_title(after)}": stats["per_layer"]
-                  for (before, after), stats in zip(entry["pairs"], pairs.values())}
-        paths.append(draw_layer_lines(series, out_dir / "cosine_per_layer.png",
-                                      title=f"{run_title(run)}: attention similarity per layer",
-                                      ylabel="mean cosine similarity"))
-        return paths

@@ -19,8 +19,10 @@ from typing import Any
 import torch
 from scipy.stats import spearmanr
 
-from harness.analyses.base import Analysis, AnalysisContext, pair_name, per_pair_results, register_analysis
-from harness.analyses.cosine import CosineSums, cosine_per_example, most_changed
+from harness.analyses.base import Analysis, AnalysisContext, register_analysis
+from harness.views.base import pair_name, per_pair_results
+from harness.analyses.cosine import CosineSums, cosine_per_example
+from harness.views.cosine import most_changed
 from harness.inputs.batches import AttentionBatch
 from harness.views.style import checkpoint_title, draw_head_grid, draw_layer_lines, run_title
 from harness.inputs.sources.task import KOVALEVA_PADDED_LENGTH

@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from harness.analyses.base import (AnalysisContext, best_head, pair_name, per_checkpoint_results, per_pair_results,
-                                   register_analysis)
+from harness.analyses.base import AnalysisContext, best_head, register_analysis
+from harness.views.base import pair_name, per_checkpoint_results, per_pair_results
 from harness.analyses.word_level import WordLevelAnalysis
 from harness.inputs.batches import AttentionBatch
 from harness.views.style import checkpoint_title, draw_side_by_side_grids, plt, run_title, save, titled_pairs

@@ -23,12 +23,12 @@ from typing import Any
 import numpy as np
 import torch
 
-from harness.analyses.base import (LOGITS, Analysis, AnalysisContext, pair_name, per_checkpoint_results,
-                                   per_pair_results, register_analysis)
+from harness.analyses.base import LOGITS, Analysis, AnalysisContext, register_analysis
+from harness.views.base import pair_name, per_checkpoint_results, per_pair_results
 from harness.inputs.batches import AttentionBatch
 from harness.views.style import checkpoint_title
 from harness.model.forward import TASK_LOSS, summed_loss
-from harness.model.loading import FINETUNED, FROZEN_ENCODER, PRETRAINED, RANDOM_INIT
+from harness.results.checkpoints import FINETUNED, FROZEN_ENCODER, PRETRAINED, RANDOM_INIT
 from harness.analyses.significance import bootstrap_differences
 from tasks.metrics import predictions_from_logits, score_predictions
 from tasks.registry import GlueTask, get_task

@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from harness.analyses.base import Analysis, AnalysisContext, best_head, pair_name, register_analysis
+from harness.analyses.base import Analysis, AnalysisContext, best_head, register_analysis
+from harness.views.base import pair_name
 from harness.inputs.batches import AttentionBatch
 from tasks.examples import Example
 

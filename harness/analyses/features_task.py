@@ -24,7 +24,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from harness.analyses.base import Analysis, AnalysisContext, per_checkpoint_results, register_analysis
+from harness.analyses.base import Analysis, AnalysisContext, register_analysis
+from harness.views.base import per_checkpoint_results
 from harness.analyses.features import (NAMES, NEGATION_WORDS, OBJECT_RELATIONS, SUBJECT_RELATIONS,
                                        draw_feature_panels, feature_changes, feature_statistics, slug)
 from harness.inputs.batches import AttentionBatch, real_tokens

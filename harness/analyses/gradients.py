@@ -19,8 +19,8 @@ from typing import Any
 import numpy as np
 import torch
 
-from harness.analyses.base import (ATTENTION, GRADIENTS, Analysis, AnalysisContext, pair_name,
-                                   per_checkpoint_results, register_analysis)
+from harness.analyses.base import ATTENTION, GRADIENTS, Analysis, AnalysisContext, register_analysis
+from harness.views.base import pair_name, per_checkpoint_results
 from harness.analyses.surface import SpecialIds, token_masks
 from harness.inputs.batches import AttentionBatch
 from harness.views.style import GREY, OKABE_ITO, checkpoint_title, panel_grid, run_title, save

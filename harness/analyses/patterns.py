@@ -24,8 +24,8 @@ from classifier import CLASSES, load_classifier
 from classifier.correction import corrected_shares
 from classifier.crossval import load_report
 from classifier.model import BLOCK, WEIGHTS_FILE
-from harness.analyses.base import (Analysis, AnalysisContext, changed_heads, pair_name, per_checkpoint_results,
-                                   per_pair_results, register_analysis)
+from harness.analyses.base import Analysis, AnalysisContext, changed_heads, register_analysis
+from harness.views.base import pair_name, per_checkpoint_results, per_pair_results
 from harness.inputs.batches import AttentionBatch
 from harness.config import AnalysisConfig
 from harness.views.style import GREY, OKABE_ITO, checkpoint_title, plt, run_title, save

@@ -30,8 +30,8 @@ from typing import Any
 import torch
 from matplotlib.axes import Axes
 
-from harness.analyses.base import (ATTENTION, VALUE_NORMS, Analysis, AnalysisContext, pair_name,
-                                   per_checkpoint_results, per_pair_results, register_analysis)
+from harness.analyses.base import ATTENTION, VALUE_NORMS, Analysis, AnalysisContext, register_analysis
+from harness.views.base import pair_name, per_checkpoint_results, per_pair_results
 from harness.analyses.surface import SpecialIds, token_masks
 from harness.inputs.batches import AttentionBatch
 from harness.views.style import (OKABE_ITO, checkpoint_colour, checkpoint_title, draw_grid_rows, panel_grid, panels_for,

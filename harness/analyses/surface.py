@@ -27,8 +27,8 @@ from typing import Any
 import torch
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
-from harness.analyses.base import (Analysis, AnalysisContext, changed_heads, pair_name, per_checkpoint_results,
-                                   per_pair_results, register_analysis)
+from harness.analyses.base import Analysis, AnalysisContext, changed_heads, register_analysis
+from harness.views.base import pair_name, per_checkpoint_results, per_pair_results
 from harness.inputs.batches import AttentionBatch, real_tokens
 from harness.views.style import (checkpoint_colour, checkpoint_title, draw_side_by_side_grids, panels_for, run_title,
                              save, scatter_by_layer, suptitle, titled_pairs)

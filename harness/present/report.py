@@ -38,7 +38,8 @@ from harness.analyses import ANALYSES
 from harness.analyses.examples import ExampleMaps
 from harness.config import EnvironmentConfig, ReportConfig, describe_recipe
 from harness.views.style import checkpoint_title, model_title
-from harness.run.pipeline import PAIRS, headline_names, stored_summary, summary_metrics
+from harness.run.pipeline import headline_names, stored_summary, summary_metrics
+from harness.results.checkpoints import PAIRS
 from harness.present.redraw import drawn_files
 from harness.results.store import ensure_writable, read_json
 from harness.study.runner import STUDIES

@@ -24,7 +24,7 @@ from harness.analyses.evaluation import KOVALEVA_TABLE_1, PAPER_MODEL
 from harness.analyses.patterns import CLASS_COLOURS, share_metric
 from harness.views.style import (CHECKPOINT_COLOURS, OKABE_ITO, checkpoint_title, markdown_table, model_title, panels_for,
                              save, style_head_axes, suptitle)
-from harness.model.loading import FINETUNED, PRETRAINED
+from harness.results.checkpoints import FINETUNED, PRETRAINED
 from tasks.files import atomic_write_text
 
 CHECKPOINTS = (PRETRAINED, FINETUNED)

@@ -20,7 +20,8 @@ from harness.config import AnnotationConfig, RunConfig
 from harness.inputs.encoding import encode_examples, token_lengths
 from harness.model.finetune import finetune
 from harness.model.forward import Capture, forward
-from harness.model.loading import FINETUNED, load_finetuned, load_sequence_classifier, load_tokenizer, prepare
+from harness.model.loading import load_finetuned, load_sequence_classifier, load_tokenizer, prepare
+from harness.results.checkpoints import FINETUNED
 from harness.run.pipeline import device_of, plan_run
 from tasks.loading import load_examples
 from tasks.registry import get_task

@@ -20,7 +20,8 @@ from tqdm.auto import tqdm
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
 from harness.analyses.base import (ATTENTION, GATE_GRADIENTS, GRADIENTS, INTERVENES, VALUE_NORMS, Analysis,
-                                   AnalysisContext, pair_name)
+                                   AnalysisContext)
+from harness.views.base import pair_name
 from harness.inputs.batches import AttentionBatch, EncodedBatch, Gradients
 from harness.config import AnalysisConfig
 from harness.model.forward import (MASKED_LM_LOSS, TASK_LOSS, UNTRAINED_TASK_LOSS, Capture, ForwardOutput, Interventions,

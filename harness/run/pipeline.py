@@ -31,8 +31,9 @@ from harness.config import AnalysisConfig, RunConfig
 from harness.run.engine import analyse
 from harness.model.finetune import FineTuneResult, TaskData, cache_key, finetune, sample
 from harness.run.locking import exclusive
-from harness.model.loading import (BASELINES, FINETUNED, PRETRAINED, Checkpoint, check_model, load_finetuned,
-                            load_sequence_classifier, load_tokenizer, prepare, pretrained_identity)
+from harness.model.loading import (Checkpoint, check_model, load_finetuned, load_sequence_classifier, load_tokenizer,
+                                   prepare, pretrained_identity)
+from harness.results.checkpoints import BASELINE_PAIRS, BASELINES, FINETUNED, PAIRS, PRETRAINED
 from harness.run.provenance import code_version, model_provenance
 from harness.present.redraw import redraw
 from harness.inputs.sources import SOURCES, SourceContext
@@ -48,9 +49,6 @@ from tasks.loading import load_examples
 from tasks.registry import get_task
 
 log = logging.getLogger(__name__)
-PAIRS = [(PRETRAINED, FINETUNED)]
-# The dev evaluation also compares the fine-tuned model with each baseline (--baselines).
-BASELINE_PAIRS = [(baseline, FINETUNED) for baseline in BASELINES]
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 SELECTION = ("analyses", "ablation")  # which analyses run: not part of any result's key
 CHECKPOINT_ARTIFACT = "checkpoint"  # the fine-tuned model in MLflow (weights, config with label names, tokenizer)

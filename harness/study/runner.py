@@ -30,8 +30,9 @@ from harness.analyses.surface import Surface
 from harness.config import RunConfig, StudyConfig
 from harness.study.executors import Job, run_inline, run_on_ray
 from harness.run.locking import exclusive
-from harness.model.loading import FINETUNED, PRETRAINED
-from harness.run.pipeline import PAIRS, RunPlan, headline_names, plan_run, stored_summary, summary_metrics
+from harness.results.checkpoints import FINETUNED, PRETRAINED
+from harness.run.pipeline import RunPlan, headline_names, plan_run, stored_summary, summary_metrics
+from harness.results.checkpoints import PAIRS
 from harness.results.store import key_of, write_json
 from harness.present.study_figures import draw_study
 from harness.run.tracking import Tracker, flatten, is_finished

@@ -15,7 +15,8 @@ from transformers import PreTrainedModel
 
 from harness.analyses.base import Analysis
 from harness.inputs.encoding import batched
-from harness.model.loading import FINETUNED, PRETRAINED, load_sequence_classifier, load_tokenizer
+from harness.model.loading import load_sequence_classifier, load_tokenizer
+from harness.results.checkpoints import FINETUNED, PRETRAINED
 from tasks.loading import load_examples
 from tasks.registry import get_task
 from tests.conftest import GLUE_DIR, analysis_context, finish, stream

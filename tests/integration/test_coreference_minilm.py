@@ -9,7 +9,7 @@ import pytest
 from transformers import AutoModelForSequenceClassification
 
 from harness.analyses.coreference import Coreference
-from harness.model.loading import FINETUNED, PRETRAINED
+from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.inputs.sources.coreference import encoded_documents
 from tasks.coreference import read_coreference
 from tests.conftest import SHARED_DATA

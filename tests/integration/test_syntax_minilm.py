@@ -13,7 +13,7 @@ from transformers import AutoModelForSequenceClassification
 from harness.analyses.dependency import ALL_CLARK, DependencyHeads
 from harness.analyses.features import LinguisticFeatures, feature_positions
 from harness.analyses.probes import Probes
-from harness.model.loading import FINETUNED, PRETRAINED
+from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.inputs.sources.treebank import DEV, TRAIN, sentence_batches
 from tasks.treebank import read_treebank
 from tests.conftest import SHARED_DATA

@@ -8,12 +8,12 @@ import torch
 
 from harness.analyses.ablation import (MODES, PRUNING_FRACTIONS, Ablation, pruned_counts, pruning_masks,
                                        pruning_orders, single_variants, within_one_point)
-from harness.analyses.base import per_checkpoint_results
+from harness.views.base import per_checkpoint_results
 from harness.config import AnalysisConfig
 from harness.inputs.encoding import encode_examples
 from harness.run.engine import analyse
 from harness.model.forward import Interventions, forward, forward_variants, use_harness_attention
-from harness.model.loading import FINETUNED, PRETRAINED
+from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.analyses.significance import holm, mcnemar_p_values, metric_rows, paired_differences
 from harness.inputs.sources import SourceContext
 from harness.results.store import ResultStore

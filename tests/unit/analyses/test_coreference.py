@@ -6,7 +6,7 @@ import torch
 from harness.analyses.coreference import Coreference, attention_hits, coreference_targets, nearest_other_head
 from harness.inputs.batches import AttentionBatch
 from harness.config import AnalysisConfig
-from harness.model.loading import FINETUNED, PRETRAINED
+from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.inputs.sources import SourceContext
 from harness.inputs.sources.coreference import CoreferenceSource, document_windows, encoded_documents, split_into_windows
 from tasks.coreference import Document, Mention, mention_head, mention_type

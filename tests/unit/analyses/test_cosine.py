@@ -1,7 +1,7 @@
 import torch
 
 from harness.analyses.cosine import CosineSimilarity, cosine_per_example
-from harness.model.loading import FINETUNED, PRETRAINED
+from harness.results.checkpoints import FINETUNED, PRETRAINED
 from tasks.examples import Example
 from tests.conftest import run_analysis, tiny_bert
 

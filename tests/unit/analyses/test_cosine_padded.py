@@ -13,7 +13,7 @@ from harness.inputs.batches import AttentionBatch, EncodedBatch
 from harness.cli import main
 from harness.config import AnalysisConfig
 from harness.run.engine import analyse
-from harness.model.loading import FINETUNED, PRETRAINED
+from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.run.pipeline import select_analyses
 from harness.inputs.sources import SourceContext
 from harness.inputs.sources.task import KOVALEVA_PADDED_LENGTH

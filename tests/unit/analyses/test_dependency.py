@@ -3,7 +3,7 @@ import torch
 
 from harness.analyses.dependency import ALL_CLARK, ROOT_GOLD, DependencyHeads, head_predictions, offset_predictions
 from harness.config import AnalysisConfig
-from harness.model.loading import FINETUNED, PRETRAINED
+from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.inputs.sources import SourceContext
 from harness.inputs.sources.treebank import SyntaxSource
 from tests.conftest import finish, stream

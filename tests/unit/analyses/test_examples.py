@@ -8,7 +8,7 @@ from harness.analyses import examples as module
 from harness.analyses.examples import MAX_TOKENS, NUM_EXAMPLES, ExampleMaps, decode_maps, encode_maps, selection_rank
 from harness.inputs.encoding import batched
 from harness.model.forward import Capture, forward
-from harness.model.loading import FINETUNED, PRETRAINED
+from harness.results.checkpoints import FINETUNED, PRETRAINED
 from tasks.examples import Example
 from tests.conftest import SENTENCES, as_checkpoints, run_analysis
 

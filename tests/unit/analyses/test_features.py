@@ -1,7 +1,7 @@
 import torch
 
 from harness.analyses.features import LinguisticFeatures, feature_attention, feature_positions
-from harness.model.loading import FINETUNED, PRETRAINED
+from harness.results.checkpoints import FINETUNED, PRETRAINED
 from tests.conftest import finish
 from tests.unit.syntax_helpers import context, hand_made_batch, sentence
 

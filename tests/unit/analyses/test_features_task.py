@@ -9,7 +9,7 @@ import torch
 from harness.analyses.features_task import TaskFeatures, feature_membership
 from harness.inputs.batches import AttentionBatch
 from harness.inputs.encoding import encode_examples
-from harness.model.loading import FINETUNED, PRETRAINED
+from harness.results.checkpoints import FINETUNED, PRETRAINED
 from tasks.examples import Example
 from tasks.registry import get_task
 from tasks.tagging import TaggedToken, tagger_identity

@@ -7,7 +7,7 @@ import torch
 
 from harness.analyses.probes import Probes, distance_features, pair_vectors, right_branching
 from harness.config import QUICK, AnalysisConfig
-from harness.model.loading import FINETUNED, PRETRAINED
+from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.inputs.sources import SourceContext
 from harness.inputs.sources.treebank import DEV, TRAIN, ProbeSource
 from harness.results.store import FileHashes

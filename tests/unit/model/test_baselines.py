@@ -12,7 +12,8 @@ from harness.analyses.evaluation import Evaluation, learning_warning, table_1_ma
 from harness.cli import main
 from harness.config import EnvironmentConfig, FineTuneConfig, RunConfig, TaskConfig
 from harness.model.finetune import cache_key, training_model
-from harness.model.loading import FINETUNED, FROZEN_ENCODER, PRETRAINED, RANDOM_INIT, load_sequence_classifier
+from harness.model.loading import load_sequence_classifier
+from harness.results.checkpoints import FINETUNED, FROZEN_ENCODER, PRETRAINED, RANDOM_INIT
 from harness.run.pipeline import load_task_data
 from harness.results.store import FileHashes, read_json
 from tasks.registry import get_task

@@ -7,7 +7,8 @@ from typing import Any
 import pytest
 
 from harness.analyses import ANALYSES
-from harness.analyses.base import Analysis, per_checkpoint_results, register_analysis
+from harness.analyses.base import Analysis, register_analysis
+from harness.views.base import per_checkpoint_results
 from harness.inputs.batches import AttentionBatch
 from harness.config import AnalysisConfig
 from harness.inputs.encoding import batched

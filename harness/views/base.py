@@ -1,0 +1,121 @@
+"""What an analysis says from its stored result, and the registry of those views.
+
+An analysis (`harness.analyses`) measures; its view reads what the analysis stored in a
+run's summary (never live tensors) and says it every way the harness shows results: MLflow
+metrics and the headline among them, figures, Markdown tables, rows of the README's overview
+table, lines printed after a run, series a study averages over seeds, and findings a study
+judges on every run. The study, the README tables, the report and ``harness figures`` only
+iterate over what views declare, so a new analysis adds its outputs here without editing
+them. Nothing here imports torch: the commands that only draw or report load no model code.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, ClassVar
+
+from harness.registry import registrar
+
+Entry = dict[str, Any]  # one analysis's entry of summary.json: version, identity, pairs, reference, result
+Row = tuple[str, ...]  # a row of the overview table: what, pre-trained, fine-tuned, the paper's number
+
+
+def pair_name(pair: tuple[str, str]) -> str:
+    """``"pretrained->finetuned"``: what changed going from the first checkpoint to the second."""
+    return f"{pair[0]}->{pair[1]}"
+
+
+def per_checkpoint_results(entry: Entry) -> dict[str, Any]:
+    """The ``{checkpoint: statistics}`` of a per-checkpoint analysis's summary entry."""
+    return entry["result"]["per_checkpoint"]
+
+
+def per_pair_results(entry: Entry) -> dict[str, Any]:
+    """The ``{pair name: comparison}`` of any analysis's summary entry."""
+    return entry["result"].get("per_pair", {})
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A yes/no statement judged on each run's summary entry of its analysis (None: this run
+    cannot judge it); a study reports on how many seeds and tasks it holds."""
+
+    text: str
+    judge: Callable[[Entry], bool | None]
+
+
+class View:
+    """The outputs of one analysis, read from its stored summary entry.
+
+    Class attributes: ``name`` and ``version`` (the analysis's: an entry of another version
+    is not shown), ``claims`` (`Claim`s judged per run, by name), ``signed_changes``
+    (``{metric: what it measures}``: metrics whose direction over every run is a finding, each
+    one a name `metrics` gives), ``left_out`` (heavy result keys no table reads, dropped
+    from the results the docs keep).
+    """
+
+    name: ClassVar[str]
+    version: ClassVar[int] = 1
+    claims: ClassVar[dict[str, Claim]] = {}
+    signed_changes: ClassVar[dict[str, str]] = {}
+    left_out: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def description(cls) -> str:
+        """What the analysis measures: the first paragraph of its view module's docstring."""
+        return " ".join((sys.modules[cls.__module__].__doc__ or "").strip().split("\n\n")[0].split())
+
+    @classmethod
+    def metrics(cls, entry: Entry) -> list[tuple[str, float]]:
+        """Scalars of a stored summary entry, logged as MLflow metrics (name, value)."""
+        return []
+
+    @classmethod
+    def headline(cls, metrics: dict[str, float]) -> list[str]:
+        """The few of its ``metrics`` (its own and their ``_change`` differences, among every
+        metric of the run) that answer the run's question at a glance: logged again under
+        ``headline/``, the short list MLflow's compare view lines up across runs."""
+        return []
+
+    @classmethod
+    def draw(cls, entry: Entry, run: dict[str, Any], out_dir: Path) -> list[Path]:
+        """Figures from a stored summary entry and the run's description; the files written."""
+        return []
+
+    @classmethod
+    def tables(cls, entry: Entry, run: dict[str, Any]) -> dict[str, str]:
+        """Markdown tables from a stored summary entry, by file stem (``{"syntax_table1": "# ...\\n..."}``),
+        each opening with a ``# title`` line: written beside the figures, and embedded in the
+        README and docs by ``harness docs``."""
+        return {}
+
+    @classmethod
+    def overview_rows(cls, entries: dict[str, Entry], run: dict[str, Any]) -> list[Row]:
+        """Its rows of a run's overview table (what, pre-trained, fine-tuned, the papers'
+        number), from the run's entries by analysis name (a row may say what another analysis
+        adds); called only when the run has this analysis's entry."""
+        return []
+
+    @classmethod
+    def printed(cls, entry: Entry) -> list[str]:
+        """Lines printed in the terminal at the end of a run."""
+        return []
+
+    @classmethod
+    def across_seeds(cls, entries: list[Entry]) -> dict[str, Any]:
+        """What a study keeps of this analysis over one task's seeds (one entry per seed),
+        besides the spread of every metric: ``{key in the task's aggregate: value}``."""
+        return {}
+
+
+VIEWS: dict[str, type[View]] = {}
+register_view = registrar(VIEWS, "view")  # class decorator: adds a view to VIEWS under its name
+
+
+def current_entries(summary: dict[str, Any]) -> dict[str, tuple[type[View], Entry]]:
+    """``{name: (view, entry)}`` of the summary's analysis entries whose version is the view's."""
+    return {name: (VIEWS[name], entry) for name, entry in summary["analyses"].items()
+            if name in VIEWS and entry.get("version") == VIEWS[name].version}

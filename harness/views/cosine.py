@@ -1,0 +1,103 @@
+"""Kovaleva et al.'s per-head change: cosine similarity of two checkpoints' attention maps.
+
+Figures: the per-head grid of each declared pair and the per-layer lines; metrics: the mean
+per layer, over all heads and over the last two layers (Kovaleva et al.: those change most);
+a study keeps the per-layer and per-head means over seeds and judges that claim on each run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from statistics import fmean
+from typing import Any
+
+import numpy as np
+
+from harness.results.checkpoints import MAIN_PAIR
+from harness.views.base import Claim, Entry, Row, View, per_pair_results, register_view
+from harness.views.seeds import elementwise
+from harness.views.style import checkpoint_title, draw_head_grid, draw_layer_lines, run_title
+
+LAST_LAYERS = 2  # Kovaleva et al.: "the last two layers change most"
+
+
+def most_changed(per_head: list[list[float]]) -> dict[str, Any]:
+    """The head (1-indexed) with the lowest mean cosine (the first such in layer-major order),
+    and that cosine in float32, as the grid was measured."""
+    grid = np.asarray(per_head, dtype=np.float32)
+    layer, head = np.unravel_index(int(grid.argmin()), grid.shape)
+    return {"layer": int(layer) + 1, "head": int(head) + 1, "value": float(grid[layer, head])}
+
+
+def last_layers_change_most(entry: Entry) -> bool:
+    """Whether the last two layers have the two lowest per-layer cosines."""
+    per_layer = per_pair_results(entry)[MAIN_PAIR]["per_layer"]
+    lowest = sorted(range(len(per_layer)), key=per_layer.__getitem__)[:LAST_LAYERS]
+    return set(lowest) == set(range(len(per_layer) - LAST_LAYERS, len(per_layer)))
+
+
+@register_view
+class CosineView(View):
+    name = "cosine"
+    version = 2
+    claims = {"last_layers_change_most": Claim("the last two layers change most (the two lowest per-layer cosines)",
+                                                last_layers_change_most)}
+
+    @classmethod
+    def metrics(cls, entry: Entry) -> list[tuple[str, float]]:
+        """Per pair, the mean cosine per layer, over all heads, and over the last two layers."""
+        out = []
+        for index, (name, stats) in enumerate(per_pair_results(entry).items()):
+            prefix = "cosine" if index == 0 else f"cosine_{name.replace('->', '_to_')}"
+            out += [(f"{prefix}_layer_{layer + 1}", value) for layer, value in enumerate(stats["per_layer"])]
+            out += [(f"{prefix}_mean", fmean(stats["per_layer"])),
+                    (f"{prefix}_last_two_layers", fmean(stats["per_layer"][-LAST_LAYERS:]))]
+        return out
+
+    @classmethod
+    def headline(cls, metrics: dict[str, float]) -> list[str]:
+        return [name for name in ("cosine_mean", "cosine_last_two_layers") if name in metrics]
+
+    @classmethod
+    def draw(cls, entry: Entry, run: dict[str, Any], out_dir: Path) -> list[Path]:
+        pairs = per_pair_results(entry)
+        paths = []
+        for index, ((before, after), stats) in enumerate(zip(entry["pairs"], pairs.values())):
+            suffix = "" if index == 0 else f"_{before}_{after}"
+            paths.append(draw_head_grid(
+                stats["per_head"], out_dir / f"cosine_per_head{suffix}.png",
+                title=f"{run_title(run)}: {checkpoint_title(before)} vs {checkpoint_title(after)} attention",
+                colorbar_label="cosine similarity (mean over examples)", vmax=1.0))
+        series = {f"{checkpoint_title(before)} vs {checkpoint_title(after)}": stats["per_layer"]
+                  for (before, after), stats in zip(entry["pairs"], pairs.values())}
+        paths.append(draw_layer_lines(series, out_dir / "cosine_per_layer.png",
+                                      title=f"{run_title(run)}: attention similarity per layer",
+                                      ylabel="mean cosine similarity"))
+        return paths
+
+    @classmethod
+    def printed(cls, entry: Entry) -> list[str]:
+        return [f"cosine per layer ({pair}): " + " ".join(f"{v:.3f}" for v in stats["per_layer"])
+                for pair, stats in per_pair_results(entry).items()]
+
+    @classmethod
+    def overview_rows(cls, entries: dict[str, Entry], run: dict[str, Any]) -> list[Row]:
+        """The per-layer cosines and the head that changed most (with the clustering's largest
+        Jensen-Shannon distance between the two versions of a head, when the run has it)."""
+        stats = next(iter(per_pair_results(entries[cls.name]).values()))
+        head = most_changed(stats["per_head"])
+        changed = f"{head['layer']}-{head['head']} (cosine {head['value']:.3f})"
+        if "clustering" in entries:
+            distances = np.asarray(next(iter(per_pair_results(entries["clustering"]).values()))["between_versions"])
+            layer, index = np.unravel_index(distances.argmax(), distances.shape)
+            changed += f"; largest Jensen-Shannon distance: {layer + 1}-{index + 1}"
+        return [(f"cosine similarity per layer 1..{len(stats['per_layer'])}", "",
+                 " ".join(f"{v:.3f}" for v in stats["per_layer"]), "last two layers change most"),
+                ("head that changed most", "", changed, "")]
+
+    @classmethod
+    def across_seeds(cls, entries: list[Entry]) -> dict[str, Any]:
+        """The pre-trained vs fine-tuned cosine per layer and per head, mean and spread over seeds."""
+        pair = [per_pair_results(entry)[MAIN_PAIR] for entry in entries]
+        return {"cosine": {"per_layer": elementwise([p["per_layer"] for p in pair]),
+                           "per_head": elementwise([p["per_head"] for p in pair])}}
