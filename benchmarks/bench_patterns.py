@@ -18,7 +18,7 @@ import time
 import torch
 
 from benchmarks.common import synchronise
-from classifier import load_classifier
+from classifier.model import load_classifier
 from classifier.model import PatternClassifier, PatternCNN
 from classifier.resize import MAX_TOKENS
 

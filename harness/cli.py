@@ -1,8 +1,9 @@
 """``python -m harness`` (or ``harness``): subcommands ``run``, ``study``, ``finetune``, ``ablate``, ``figures``, ``annotate``, ``docs``, ``report``.
 
 The flags are generated from the configuration dataclasses and validated before anything
-heavy is imported, so a bad flag is reported in a fraction of a second; the commands
-themselves (`harness.commands`, which loads torch and transformers) are imported after.
+heavy is imported, so a bad flag is reported in a fraction of a second; then only the module
+of the command is imported (`harness.commands`: those that load models import torch and
+transformers, those that read stored results do not).
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ from __future__ import annotations
 import argparse
 import difflib
 import importlib
+import logging
+import os
 import signal
 import sys
 from dataclasses import fields
@@ -23,7 +26,9 @@ from harness.config import (AnalysisConfig, AnnotationConfig, DocsConfig, Enviro
 from tasks.errors import InputError
 
 # Imported once the flags are valid: torch and transformers take seconds to load.
-COMMANDS_MODULE = "harness.commands"
+COMPUTE, STORED = "harness.commands.compute", "harness.commands.stored"
+COMMAND_MODULES = {"run": COMPUTE, "study": COMPUTE, "finetune": COMPUTE, "ablate": COMPUTE, "figures": COMPUTE,
+                   "annotate": COMPUTE, "docs": STORED, "report": STORED}
 DESCRIPTIONS = {
     "run": "fine-tune (or reuse the cached checkpoint), compare the attention of both checkpoints, track in MLflow",
     "study": "every task and seed as its own run under one MLflow parent run, then what holds across seeds and "
@@ -88,6 +93,16 @@ class SubcommandParser(argparse.ArgumentParser):
         return f" (did you mean {', '.join(hints)}?)" if hints else ""
 
 
+def quiet_libraries(debug: bool) -> None:
+    """Keep the terminal to progress bars and results unless ``--debug``: transformers' warnings
+    and weight-loading bars (the harness shows its own) and MLflow's notices, set before they
+    load (a variable the user set is kept; processes the command starts inherit it)."""
+    if not debug:
+        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+        logging.getLogger("mlflow").setLevel(logging.WARNING)
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="harness", description="What does fine-tuning do to BERT's attention?")
     parser.add_argument("--debug", action="store_true", help="show tracebacks and library warnings")
@@ -120,8 +135,8 @@ def main(argv: list[str] | None = None) -> int:
     previous = signal.signal(signal.SIGTERM, raise_terminated)
     try:
         configs = configs_from(args)
-        commands = importlib.import_module(COMMANDS_MODULE)
-        commands.quiet_libraries(args.debug)
+        quiet_libraries(args.debug)
+        commands = importlib.import_module(COMMAND_MODULES[args.command])
         if getattr(commands, args.command)(*configs) is False:  # a check that found differences
             return 1
     except InputError as error:

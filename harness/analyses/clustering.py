@@ -16,7 +16,6 @@ of different sizes compare; the 2-D picture is the same up to scale. Metric MDS 
 from __future__ import annotations
 
 import math
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -24,9 +23,9 @@ import torch
 from sklearn.manifold import MDS
 
 from harness.analyses.base import Analysis, AnalysisContext, register_analysis
-from harness.views.base import pair_name, per_pair_results
 from harness.inputs.batches import AttentionBatch, real_tokens
-from harness.views.style import checkpoint_title, draw_side_by_side_grids, plt, run_title, save
+from harness.views.base import pair_name
+from harness.views.clustering import ClusteringView
 
 CHUNK_ELEMENTS = 2**22  # bounds the (heads chunk, heads, rows, seq) temporary to 16 MB (cache-sized chunks run faster)
 
@@ -87,8 +86,7 @@ def layer_block_means(distances: np.ndarray, layers: int, heads: int) -> dict[st
 class Clustering(Analysis):
     """Pairwise JS divergence between all heads of all checkpoints, its MDS embedding, per-head change."""
 
-    name = "clustering"
-    version = 2
+    view = ClusteringView
     source = "corpus"
     joint = True
     settings_used = ("clustering_tokens_per_example", "analysis_seed")
@@ -137,47 +135,3 @@ class Clustering(Analysis):
             "distance": "Jensen-Shannon divergence (nats), mean per token",
             "per_pair": per_pair,
         }
-
-    @classmethod
-    def draw(cls, entry: dict[str, Any], run: dict[str, Any], out_dir: Path) -> list[Path]:
-        return draw_clustering(entry, run, out_dir)
-
-
-def draw_clustering(entry: dict[str, Any], run: dict[str, Any], out_dir: Path) -> list[Path]:
-    """The joint MDS map (one marker per checkpoint, a line from each head's earlier to its later
-    version for each declared pair) and, per pair, the per-head divergence between versions."""
-    clustering = entry["result"]
-    checkpoints = clustering["checkpoints"]
-    layers, heads = clustering["num_layers"], clustering["num_heads"]
-    points = np.asarray(clustering["mds"], dtype=float).reshape(len(checkpoints), layers, heads, 2)
-    colours = plt.get_cmap("viridis")(np.linspace(0, 1, layers))
-    figure, axes = plt.subplots(figsize=(6.4, 5.4), layout="constrained")
-    markers = ("o", "^", "s", "D", "v", "P")
-    for layer in range(layers):
-        for before, after in entry["pairs"]:
-            i, j = checkpoints.index(before), checkpoints.index(after)
-            for head in range(heads):
-                axes.plot(points[[i, j], layer, head, 0], points[[i, j], layer, head, 1], color=colours[layer],
-                          alpha=0.5, linewidth=0.8)
-        for index in range(len(checkpoints)):
-            axes.scatter(points[index, layer, :, 0], points[index, layer, :, 1], color=colours[layer],
-                         marker=markers[index % len(markers)], s=22, edgecolor="black", linewidth=0.3)
-    for index, checkpoint in enumerate(checkpoints):
-        axes.scatter([], [], marker=markers[index % len(markers)], color="white", edgecolor="black",
-                     label=checkpoint_title(checkpoint))
-    scale = plt.cm.ScalarMappable(cmap="viridis", norm=plt.Normalize(0.5, layers + 0.5))
-    figure.colorbar(scale, ax=axes, label="layer", ticks=range(1, layers + 1))
-    pair_titles = ", ".join(f"{checkpoint_title(a)} -> {checkpoint_title(b)}" for a, b in entry["pairs"])
-    axes.legend(fontsize=8, title=f"line: {pair_titles}" if pair_titles else None, title_fontsize=7)
-    axes.set_xlabel("MDS dimension 1")
-    axes.set_ylabel("MDS dimension 2")
-    axes.set_title(f"Heads embedded by Jensen-Shannon divergence (Clark Fig. 6):\n{run_title(run)}, "
-                   f"{clustering['tokens_used']} tokens", fontsize=9)
-    written = [save(figure, out_dir / "clustering_mds.png")]
-    for index, ((before, after), stats) in enumerate(zip(entry["pairs"], per_pair_results(entry).values())):
-        suffix = "" if index == 0 else f"_{before}_{after}"
-        written.append(draw_side_by_side_grids(
-            {f"JS divergence, {checkpoint_title(before)} vs {checkpoint_title(after)} head": stats["between_versions"]},
-            out_dir / f"clustering_between_versions{suffix}.png",
-            title=run_title(run), colorbar_label="mean JS divergence per token (nats)", vmin=0.0, cmap="magma"))
-    return written

@@ -19,24 +19,20 @@ The paper's ``all`` (34.5, baseline 26.3) is shown only beside ``all_clark``.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 from harness.analyses.base import AnalysisContext, best_head, register_analysis
-from harness.views.base import pair_name, per_checkpoint_results, per_pair_results
 from harness.analyses.word_level import WordLevelAnalysis
 from harness.inputs.batches import AttentionBatch
-from harness.views.style import checkpoint_title, draw_side_by_side_grids, plt, run_title, save, titled_pairs
 from harness.inputs.words import word_maps
+from harness.views.base import pair_name
+from harness.views.dependency import (ALL, ALL_CLARK, DIRECTIONS, PAPER_MODEL, PAPER_TABLE1, UD_TO_SD,
+                                      DependencyView, paper_row)
 from tasks.treebank import PUNCT_RELATIONS, Sentence
 
 OFFSETS = (-3, -2, -1, 1, 2, 3)
-DIRECTIONS = ("dependent->head", "head->dependent")
-ALL = "all"
-ALL_CLARK = "all_clark"
 ROOT = "root"  # the key of every word attached to the root, whatever its label says
 UNSCORED = PUNCT_RELATIONS | {ROOT}  # out of our `all` and of the relation rows (the paper's rows skip them too)
 ROOT_GOLD = -1  # gold "position" of the root: below every word, so attention never predicts it
@@ -48,20 +44,6 @@ OURS, CLARK = 0, 1
 # "'s" to the possessor; the paper's Section 4.2 explains why).
 POSSESSIVE_RELATIONS = frozenset({"poss", "nmod:poss"})
 POSSESSIVE_MARKERS = frozenset({"'s", "'", "s'", "\u2019s", "\u2019"})
-# UD relation -> Stanford Dependencies relation of Clark et al.'s Table 1 (BERT-base, PTB WSJ).
-# UD "case" links a preposition to its noun: the reverse arc of SD "pobj" (noun to preposition).
-UD_TO_SD = {"det": "det", "nsubj": "nsubj", "obj": "dobj", "amod": "amod", "case": "pobj",
-            "aux": "aux", "advmod": "advmod", "mark": "mark", "compound": "nn", "nmod:poss": "poss",
-            "aux:pass": "auxpass", "ccomp": "ccomp", "compound:prt": "prt"}
-# relation: (best head layer-head, accuracy, baseline accuracy, baseline offset)
-PAPER_TABLE1 = {
-    "all": ("7-6", 34.5, 26.3, 1), "prep": ("7-4", 66.7, 61.8, -1), "pobj": ("9-6", 76.3, 34.6, -2),
-    "det": ("8-11", 94.3, 51.7, 1), "nn": ("4-10", 70.4, 70.2, 1), "nsubj": ("8-2", 58.5, 45.5, 1),
-    "amod": ("4-10", 75.6, 68.3, 1), "dobj": ("8-10", 86.8, 40.0, -2), "advmod": ("7-6", 48.8, 40.2, 1),
-    "aux": ("4-10", 81.1, 71.5, 1), "poss": ("7-6", 80.5, 47.7, 1), "auxpass": ("4-10", 82.5, 40.5, 1),
-    "ccomp": ("8-1", 48.8, 12.4, -2), "mark": ("8-2", 50.7, 14.5, 2), "prt": ("6-7", 99.1, 91.4, -1),
-}
-PAPER_MODEL = "bert-base-uncased (Clark et al. 2019, PTB WSJ dev, Stanford Dependencies)"
 
 
 def counted_words(sentence: Sentence, num_words: int) -> tuple[torch.Tensor, torch.Tensor, list[str]]:
@@ -135,26 +117,11 @@ def best_per_direction(accuracy: torch.Tensor) -> dict[str, dict[str, Any]]:
             for index, direction in enumerate(DIRECTIONS)}
 
 
-def paper_row(relation: str) -> dict[str, Any] | None:
-    """Clark et al.'s Table 1 row for one of our rows (SD relations as named, UD ones through
-    `UD_TO_SD`), or None. The paper's `all` counted every word, so it belongs to `ALL_CLARK`, not
-    to our `ALL`."""
-    if relation == ALL:
-        return None
-    name = ALL if relation == ALL_CLARK else relation if relation in PAPER_TABLE1 else UD_TO_SD.get(relation)
-    if name not in PAPER_TABLE1:
-        return None
-    head, accuracy, baseline, offset = PAPER_TABLE1[name]
-    return {"relation": name, "head": head, "accuracy": accuracy, "baseline_accuracy": baseline,
-            "baseline_offset": offset}
-
-
 @register_analysis
 class DependencyHeads(WordLevelAnalysis):
     """Per relation and checkpoint: best head and accuracy, with the offset baseline."""
 
-    name = "syntax"
-    version = 3
+    view = DependencyView
     source = "syntax"
     settings_used = ("word_attention_from", "syntax_min_count")
     # keyed by our row: the paper's `all` sits under `all_clark`, the protocol it was measured with
@@ -243,119 +210,3 @@ class DependencyHeads(WordLevelAnalysis):
                     ALL_CLARK: clark}
 
         return {pair_name((a, b)): compared(per_checkpoint[a], per_checkpoint[b]) for a, b in pairs}
-
-    @classmethod
-    def metrics(cls, entry: dict[str, Any]) -> list[tuple[str, float]]:
-        """Best-head accuracy per relation and checkpoint (`all_clark`, the paper's protocol, too),
-        and the offset baseline."""
-        out = []
-        for checkpoint, stats in per_checkpoint_results(entry).items():
-            for row in rows_of(stats):
-                out.append((f"syntax_{checkpoint}_{row['relation'].replace(':', '_')}", row["best"]["accuracy"]))
-        first = next(iter(per_checkpoint_results(entry).values()))
-        out += [(f"syntax_baseline_{row['relation'].replace(':', '_')}", row["baseline"]["accuracy"])
-                for row in rows_of(first)]
-        return out
-
-    @classmethod
-    def draw(cls, entry: dict[str, Any], run: dict[str, Any], out_dir: Path) -> list[Path]:
-        if not next(iter(per_checkpoint_results(entry).values()))["relations"]:
-            return []
-        title = run_title(run)
-        return [draw_relation_bars(entry, out_dir / "syntax_relations.png", title=title),
-                draw_all_heads(entry, out_dir / "syntax_all_relations.png", title=title)]
-
-    @classmethod
-    def tables(cls, entry: dict[str, Any], run: dict[str, Any]) -> dict[str, str]:
-        if not next(iter(per_checkpoint_results(entry).values()))["relations"]:
-            return {}
-        return {"syntax_table1": table_markdown(entry, title=run_title(run))}
-
-
-def rows_of(stats: dict[str, Any]) -> list[dict[str, Any]]:
-    """A checkpoint's (or a pair's) rows for tables and figures: ours `all`, then `all_clark`, then the relations."""
-    rows = stats["relations"]
-    return [*rows[:1], stats[ALL_CLARK], *rows[1:]] if stats[ALL_CLARK] else rows
-
-
-def head_name(best_entry: dict[str, Any]) -> str:
-    arrow = "d>h" if best_entry["direction"] == DIRECTIONS[0] else "h>d"
-    return f"{best_entry['layer']}-{best_entry['head']} {arrow}"
-
-
-def table_markdown(entry: dict[str, Any], *, title: str) -> str:
-    """Clark et al.'s Table 1 per checkpoint, each pair's change, and the paper's BERT-base numbers."""
-    checkpoints = per_checkpoint_results(entry)
-    first = next(iter(checkpoints.values()))
-    pairs = list(zip(entry["pairs"], per_pair_results(entry).values()))
-    header = ["relation", "n", *(f"{checkpoint_title(c)} head | acc" for c in checkpoints),
-              *(f"change {checkpoint_title(a)}->{checkpoint_title(b)} | {checkpoint_title(b)} at "
-                f"{checkpoint_title(a)} head" for (a, b), _ in pairs),
-              "offset baseline", "paper relation", "paper head", "paper acc", "paper baseline"]
-    columns = sum(cell.count("|") + 1 for cell in header)
-    lines = [f"# Dependency heads ({title})", "",
-             f"UAS-style accuracy (%) of the best single head per relation; {first['num_scored']} dependents in "
-             f"{first['num_sentences']} sentences (punctuation and root excluded; {first['words_cut']} words cut by "
-             f"--max-tokens). {ALL_CLARK}: every word counted, punctuation and roots included (a root is always "
-             "wrong for attention), offsets clipped at the sentence's ends, as Clark et al.'s code for the paper's "
-             "`all`. Head = layer-head, 1-indexed; d>h: dependent attends to head, h>d: head attends to "
-             f"dependent. Paper: {PAPER_MODEL}, a different model and treebank.", "",
-             "| " + " | ".join(header) + " |", "|---" * columns + "|"]
-    for position, row in enumerate(rows_of(first)):
-        cells = [row["relation"], str(row["count"])]
-        for stats in checkpoints.values():
-            mine = rows_of(stats)[position]["best"]
-            cells += [head_name(mine), f"{mine['accuracy']:.1f}"]
-        for _, comparison in pairs:
-            change = rows_of(comparison)[position]
-            cells += [f"{change['change']:+.1f}", f"{change['after_at_before_head']:.1f}"]
-        cells.append(f"{row['baseline']['accuracy']:.1f} ({row['baseline']['offset']:+d})")
-        paper = paper_row(row["relation"])
-        cells += ([paper["relation"], paper["head"], f"{paper['accuracy']:.1f}",
-                   f"{paper['baseline_accuracy']:.1f} ({paper['baseline_offset']:+d})"] if paper else [""] * 4)
-        lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", "Best head in each direction (layer-head: accuracy):", "",
-              "| relation | " + " | ".join(f"{direction} {checkpoint_title(c)}" for direction in DIRECTIONS
-                                          for c in checkpoints) + " |",
-              "|---" * (1 + len(DIRECTIONS) * len(checkpoints)) + "|"]
-    for position, row in enumerate(rows_of(first)):
-        cells = [f"{best_entry['layer']}-{best_entry['head']}: {best_entry['accuracy']:.1f}"
-                 for direction in DIRECTIONS for stats in checkpoints.values()
-                 for best_entry in [rows_of(stats)[position]["by_direction"][direction]]]
-        lines.append(f"| {row['relation']} | " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
-
-
-def draw_relation_bars(entry: dict[str, Any], path: Path, *, title: str, limit: int = 20) -> Path:
-    """Grouped bars per relation: best head of each checkpoint, the offset baseline, the paper."""
-    checkpoints = per_checkpoint_results(entry)
-    rows = rows_of(next(iter(checkpoints.values())))[:limit]
-    bars = {f"{checkpoint_title(c)} best head": [r["best"]["accuracy"] for r in rows_of(stats)[:limit]]
-            for c, stats in checkpoints.items()}
-    bars["best offset baseline"] = [r["baseline"]["accuracy"] for r in rows]
-    positions = np.arange(len(rows))
-    height = 0.8 / len(bars)
-    figure, axes = plt.subplots(figsize=(7, 0.12 * len(bars) * len(rows) + 1.8))
-    for k, (label, values) in enumerate(bars.items()):
-        axes.barh(positions + (k - (len(bars) - 1) / 2) * height, values, height=height, label=label)
-    paper = [(i, p["accuracy"]) for i, r in enumerate(rows) if (p := paper_row(r["relation"]))]
-    if paper:
-        axes.scatter([a for _, a in paper], [i for i, _ in paper], marker="x", color="black", zorder=3,
-                     label="Clark et al. BERT-base (SD relation)")
-    axes.set_yticks(positions, [f"{r['relation']} (n={r['count']})" for r in rows])
-    axes.invert_yaxis()
-    axes.set_xlim(0, 100)
-    axes.set_xlabel("accuracy of the best single head (%)")
-    axes.set_title(f"{title}: dependency relations tracked by single heads", fontsize=9)
-    axes.grid(axis="x", alpha=0.3)
-    axes.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12 - 0.3 / len(rows)), ncol=2)
-    return save(figure, path)
-
-
-def draw_all_heads(entry: dict[str, Any], path: Path, *, title: str) -> Path:
-    """Per-head accuracy on all relations (better direction), one panel per checkpoint."""
-    grids = {checkpoint_title(c): np.asarray(stats["relations"][0]["per_head"]).max(axis=0)
-             for c, stats in per_checkpoint_results(entry).items()}
-    return draw_side_by_side_grids(grids, path, title=f"{title}: accuracy on all relations per head",
-                                   colorbar_label="accuracy (%), better direction",
-                                   differences=titled_pairs(entry["pairs"]))

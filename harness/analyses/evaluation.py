@@ -24,30 +24,14 @@ import numpy as np
 import torch
 
 from harness.analyses.base import LOGITS, Analysis, AnalysisContext, register_analysis
-from harness.views.base import pair_name, per_checkpoint_results, per_pair_results
-from harness.inputs.batches import AttentionBatch
-from harness.views.style import checkpoint_title
-from harness.model.forward import TASK_LOSS, summed_loss
-from harness.results.checkpoints import FINETUNED, FROZEN_ENCODER, PRETRAINED, RANDOM_INIT
 from harness.analyses.significance import bootstrap_differences
+from harness.inputs.batches import AttentionBatch
+from harness.model.forward import TASK_LOSS, summed_loss
+from harness.results.checkpoints import FROZEN_ENCODER
+from harness.views.base import pair_name
+from harness.views.evaluation import KOVALEVA_TABLE_1, PAPER_MODEL, EvaluationView
 from tasks.metrics import predictions_from_logits, score_predictions
 from tasks.registry import GlueTask, get_task
-
-
-PAPER_MODEL = "bert-base-uncased"
-# Kovaleva et al. 2019, Table 1 (dev; MRPC and QQP as F1/accuracy).
-KOVALEVA_TABLE_1 = {
-    "mrpc": {FROZEN_ENCODER: "0/31.6", RANDOM_INIT: "81.2/68.3", FINETUNED: "87.9/82.3"},
-    "stsb": {FROZEN_ENCODER: "33.1", RANDOM_INIT: "2.9", FINETUNED: "82.7"},
-    "sst2": {FROZEN_ENCODER: "49.1", RANDOM_INIT: "80.5", FINETUNED: "92.0"},
-    "qqp": {FROZEN_ENCODER: "0/60.9", RANDOM_INIT: "0/63.2", FINETUNED: "65.2/78.6"},
-    "rte": {FROZEN_ENCODER: "52.7", RANDOM_INIT: "52.7", FINETUNED: "64.6"},
-    "qnli": {FROZEN_ENCODER: "52.8", RANDOM_INIT: "49.5", FINETUNED: "84.4"},
-    "mnli": {FROZEN_ENCODER: "31.7", RANDOM_INIT: "61.0", FINETUNED: "78.6"},
-}
-TABLE_COLUMNS = {"majority": "majority class", PRETRAINED: "pre-trained, untrained head",
-                 FROZEN_ENCODER: "pre-trained, frozen encoder", RANDOM_INIT: "random init + FT",
-                 FINETUNED: "pre-trained + FT"}
 
 
 def majority_predictions(task: GlueTask, labels: np.ndarray) -> np.ndarray:
@@ -84,8 +68,7 @@ class Evaluation(Analysis):
     metrics and the mean loss (``"<split>/loss"``); predictions (class indices, or scores) are
     kept so that differences get paired intervals and later studies can test them."""
 
-    name = "evaluation"
-    version = 2
+    view = EvaluationView
     source = "dev"
     needs = frozenset({LOGITS})
     uses_head = True
@@ -151,92 +134,3 @@ class Evaluation(Analysis):
                 "learned": learned and (before != FROZEN_ENCODER or against_before["interval"][0] > 0),
             }
         return out
-
-    @classmethod
-    def metrics(cls, entry: dict[str, Any]) -> list[tuple[str, float]]:
-        """``dev_accuracy_finetuned``, ``dev_accuracy_pretrained``, ``dev_accuracy_majority``, ... per split."""
-        results = per_checkpoint_results(entry)
-        out = [(f"{metric.replace('/', '_')}_{checkpoint}", value)
-               for checkpoint, stats in results.items() for metric, value in stats["metrics"].items()]
-        first = next(iter(results.values()))
-        out += [(f"{metric.replace('/', '_')}_majority", value) for metric, value in first["majority"].items()]
-        compared: dict[str, list[dict[str, Any]]] = {}
-        for (before, after), comparison in zip(entry["pairs"], per_pair_results(entry).values()):
-            compared.setdefault(after, []).append(comparison)
-            if before != PRETRAINED:  # a trained baseline: is the checkpoint clearly above it?
-                low, high = comparison["against_before"]["interval"]
-                out += [(f"above_{before}_low_{after}", low), (f"above_{before}_high_{after}", high)]
-        for after, comparisons in compared.items():
-            low, high = comparisons[0]["against_majority"]["interval"]
-            out += [(f"learned_{after}", float(all(c["learned"] for c in comparisons))),
-                    (f"above_majority_low_{after}", low), (f"above_majority_high_{after}", high)]
-        return out
-
-    @classmethod
-    def headline(cls, metrics: dict[str, float]) -> list[str]:
-        """The dev scores (not the loss) of the fine-tuned model, the majority class and the change."""
-        return [name for name in metrics if name.startswith("dev_") and not name.startswith("dev_loss")
-                and name.endswith((f"_{FINETUNED}", "_majority", "_change"))]
-
-    @classmethod
-    def tables(cls, entry: dict[str, Any], run: dict[str, Any]) -> dict[str, str]:
-        return {"evaluation_table": table_1_markdown(entry, run)}
-
-
-def learning_warning(entry: dict[str, Any]) -> str | None:
-    """One line when a compared checkpoint is not clearly above the majority class (or the
-    frozen-encoder baseline), else None."""
-    for (before, after), comparison in zip(entry["pairs"], per_pair_results(entry).values()):
-        if comparison["learned"]:
-            continue
-        below_majority = comparison["against_majority"]["interval"][0] <= 0
-        versus = comparison["against_majority" if below_majority else "against_before"]
-        reference = "the majority class" if below_majority else f"the {before} baseline"
-        low, high = versus["interval"]
-        return (f"warning: {after} is not clearly above {reference} on {comparison['main_metric']} "
-                f"(difference {versus['difference']:+.3f}, 95% bootstrap interval [{low:+.3f}, {high:+.3f}]): "
-                "its attention changes are not what learning the task does")
-    return None
-
-
-def table_cell(task: GlueTask, scores: dict[str, float], split: str) -> str:
-    """A checkpoint's main score in percent, as Kovaleva et al.'s Table 1 writes it (F1/accuracy
-    for MRPC and QQP, else the task's first metric)."""
-    metrics = ("f1", "accuracy") if "f1" in task.metrics else task.metrics[:1]
-    return "/".join(f"{100 * scores[f'{split}/{metric}']:.1f}" for metric in metrics)
-
-
-def table_1_markdown(entry: dict[str, Any], run: dict[str, Any]) -> str:
-    """Kovaleva et al.'s Table 1 for this run: the majority class, the untrained pre-trained
-    model, the baselines that were trained and the fine-tuned model, on the main split; the
-    paper's numbers in brackets where the model is hers."""
-    results = per_checkpoint_results(entry)
-    first = next(iter(results.values()))
-    task = get_task(first["task"])
-    split = next(iter(first["predictions"]))
-    scores = {"majority": first["majority"], **{name: stats["metrics"] for name, stats in results.items()}}
-    columns = [name for name in TABLE_COLUMNS if name in scores]
-    paper = KOVALEVA_TABLE_1.get(task.name, {}) if run.get("model") == PAPER_MODEL else {}
-    cells = [table_cell(task, scores[name], split) + (f" ({paper[name]})" if name in paper else "")
-             for name in columns]
-    metric = "F1/accuracy" if "f1" in task.metrics else task.metrics[0]
-    lines = [f"# Dev scores: {run.get('model', 'the model')} on {task.folder}", "",
-             f"Dev scores ({split}, {metric}, %) of {run.get('model', 'the model')} on {task.folder}, "
-             "as Kovaleva et al. 2019's Table 1"
-             + (f"; the paper's numbers ({PAPER_MODEL}) in brackets." if paper else "."), "",
-             "| task | " + " | ".join(TABLE_COLUMNS[name] for name in columns) + " |",
-             "|---" * (len(columns) + 1) + "|",
-             f"| {task.folder} | " + " | ".join(cells) + " |"]
-    for (before, after), comparison in zip(entry["pairs"], per_pair_results(entry).values()):
-        versus = comparison["against_before"]
-        low, high = versus["interval"]
-        lines.append(f"\n{checkpoint_title(after)} minus {checkpoint_title(before)} on {comparison['main_metric']}: "
-                     f"{versus['difference']:+.3f} (95% paired bootstrap interval [{low:+.3f}, {high:+.3f}]).")
-    return "\n".join(lines) + "\n"
-
-
-def dev_metrics(entry: dict[str, Any]) -> dict[str, dict[str, float]]:
-    """``{checkpoint: {"<split>/<metric>": value}, "majority": {...}}`` from a stored entry."""
-    results = per_checkpoint_results(entry)
-    return {**{name: stats["metrics"] for name, stats in results.items()},
-            "majority": next(iter(results.values()))["majority"]}

@@ -21,8 +21,9 @@ import numpy as np
 import torch
 
 from harness.analyses.base import Analysis, AnalysisContext, best_head, register_analysis
-from harness.views.base import pair_name
 from harness.inputs.batches import AttentionBatch
+from harness.views.base import pair_name
+from harness.views.examples import ExamplesView
 from tasks.examples import Example
 
 NUM_EXAMPLES = 4
@@ -82,8 +83,7 @@ def head_cosines(first: np.ndarray, second: np.ndarray) -> np.ndarray:
 class ExampleMaps(Analysis):
     """A few seeded dev examples' attention maps, every layer and head, per checkpoint."""
 
-    name = "examples"
-    version = 1
+    view = ExamplesView
     source = "task"
     settings_used = ("analysis_seed",)  # chooses the examples
     reference = {"num_examples": NUM_EXAMPLES, "max_tokens": MAX_TOKENS, "encoding": ENCODING}

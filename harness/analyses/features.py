@@ -12,18 +12,17 @@ checkpoint's values are running means over sentences; `compare` gives their chan
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
 from harness.analyses.base import AnalysisContext, best_head, register_analysis
-from harness.views.base import pair_name, per_checkpoint_results, per_pair_results
 from harness.analyses.word_level import WordLevelAnalysis
 from harness.inputs.batches import AttentionBatch
-from harness.views.style import checkpoint_title, draw_layer_lines, draw_side_by_side_grids, model_title, titled_pairs
 from harness.inputs.words import word_maps
+from harness.views.base import pair_name
+from harness.views.features import SPECIAL, FeaturesView
 from tasks.treebank import Sentence
 
 # Kovaleva et al.'s spaCy labels and their UD counterparts (UD splits "don't" into "do n't").
@@ -58,7 +57,6 @@ FEATURES: dict[str, Callable[[Sentence, int], bool]] = {
     "objects": _relation(OBJECT_RELATIONS),
     "negation": lambda sentence, i: sentence.words[i].lower().replace("\u2019", "'") in NEGATION_WORDS,
 }
-SPECIAL = ("[CLS]", "[SEP]")
 NAMES = (*FEATURES, *SPECIAL)
 NORMALISATION = ("attention received, averaged over all rows of the word-level map ([CLS]/[SEP] rows included); "
                  "max over the sentence's words with the feature")
@@ -81,16 +79,11 @@ def feature_attention(maps: torch.Tensor, positions: dict[str, list[int]]) -> di
     return values
 
 
-def slug(name: str) -> str:
-    return name.strip("[]").lower()
-
-
 @register_analysis
 class LinguisticFeatures(WordLevelAnalysis):
     """Mean over sentences of each feature's per-head attention, per checkpoint."""
 
-    name = "features"
-    version = 2
+    view = FeaturesView
     source = "syntax"
     settings_used = ("word_attention_from",)
     reference = {"kovaleva": "features tagged with spaCy on GLUE text; here the treebank's gold annotation",
@@ -129,26 +122,6 @@ class LinguisticFeatures(WordLevelAnalysis):
     def compare(cls, per_checkpoint: dict[str, Any], pairs: list[tuple[str, str]]) -> dict[str, Any]:
         return feature_changes(per_checkpoint, pairs)
 
-    @classmethod
-    def metrics(cls, entry: dict[str, Any]) -> list[tuple[str, float]]:
-        """Per feature and checkpoint, the largest per-head value."""
-        return [(f"features_{checkpoint}_{slug(name)}_max", stats["max_head"][name]["value"])
-                for checkpoint, stats in per_checkpoint_results(entry).items() for name in NAMES]
-
-    @classmethod
-    def draw(cls, entry: dict[str, Any], run: dict[str, Any], out_dir: Path) -> list[Path]:
-        # the sentences are the treebank's, whatever task the run fine-tuned on
-        on = f"{model_title(run.get('model', 'model'))} on {entry['source']['notes'].get('treebank', 'the treebank')}"
-        paths = [draw_feature_panels(entry, name, out_dir / f"features_{slug(name)}.png", title=on)
-                 for name in NAMES]
-        for (before, after), comparison in zip(entry["pairs"], per_pair_results(entry).values()):
-            lines = {name: values for name, values in comparison["change_per_layer"].items() if name not in SPECIAL}
-            paths.append(draw_layer_lines(
-                lines, out_dir / f"features_change_per_layer_{before}-{after}.png",
-                title=f"{on}: change in attention to linguistic features",
-                ylabel=f"{checkpoint_title(after)} minus {checkpoint_title(before)}\n(mean over heads)"))
-        return paths
-
 
 def feature_changes(per_checkpoint: dict[str, Any], pairs: list[tuple[str, str]]) -> dict[str, Any]:
     """Per pair (a, b): b minus a of every feature's per-head and per-layer values."""
@@ -166,16 +139,3 @@ def feature_statistics(means: torch.Tensor) -> dict[str, Any]:
             "per_head": {name: means[position].tolist() for position, name in enumerate(NAMES)},
             "per_layer": {name: means[position].mean(dim=1).tolist() for position, name in enumerate(NAMES)},
             "max_head": {name: best_head(means[position]) for position, name in enumerate(NAMES)}}
-
-
-def draw_feature_panels(entry: dict[str, Any], name: str, path: Path, *, title: str,
-                        counts: dict[str, int] | None = None, unit: str = "sentences") -> Path:
-    """One feature: each checkpoint per head (shared colour scale), then each pair's change
-    (diverging); the title says how many ``unit`` had the feature (``counts``, by default the
-    treebank sentences)."""
-    checkpoints = per_checkpoint_results(entry)
-    count = (counts or next(iter(checkpoints.values()))["sentences_with_feature"])[name]
-    return draw_side_by_side_grids({checkpoint_title(c): stats["per_head"][name] for c, stats in checkpoints.items()},
-                                   path, title=f"{title}: attention to {name} ({count} {unit})", vmin=0.0,
-                                   colorbar_label="attention (row mean, max over words)",
-                                   differences=titled_pairs(entry["pairs"]))

@@ -18,21 +18,18 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 from harness.analyses.base import Analysis, AnalysisContext, register_analysis
-from harness.views.base import per_checkpoint_results
-from harness.analyses.features import (NAMES, NEGATION_WORDS, OBJECT_RELATIONS, SUBJECT_RELATIONS,
-                                       draw_feature_panels, feature_changes, feature_statistics, slug)
-from harness.inputs.batches import AttentionBatch, real_tokens
+from harness.analyses.features import (NAMES, NEGATION_WORDS, OBJECT_RELATIONS, SUBJECT_RELATIONS, feature_changes,
+                                       feature_statistics)
 from harness.config import AnalysisConfig
+from harness.inputs.batches import AttentionBatch, real_tokens
 from harness.inputs.encoding import token_spans
-from harness.views.style import checkpoint_title, plt, run_title, save
 from harness.results.store import FileHashes
+from harness.views.features_task import TaskFeaturesView
 from tasks.tagging import TaggedToken, tag, tagger_identity, tagger_package
 
 TOKEN_FEATURES: dict[str, Callable[[TaggedToken], bool]] = {
@@ -71,8 +68,7 @@ class TaskFeatures(Analysis):
     """Per checkpoint: feature statistics (as ``features``) over the task's dev inputs, the
     inputs that have each feature, and §5's last-layer [CLS] attention per feature and head."""
 
-    name = "features_task"
-    version = 1
+    view = TaskFeaturesView
     on_by_default = tagger_package() is not None
     reference = {"kovaleva": "spaCy tags on each task's dev inputs, token level, max over a word's pieces, "
                              "0 for inputs without the feature (negation: skipped); §5: last layer's [CLS] row",
@@ -139,42 +135,3 @@ class TaskFeatures(Analysis):
     @classmethod
     def compare(cls, per_checkpoint: dict[str, Any], pairs: list[tuple[str, str]]) -> dict[str, Any]:
         return feature_changes(per_checkpoint, pairs)
-
-    @classmethod
-    def metrics(cls, entry: dict[str, Any]) -> list[tuple[str, float]]:
-        """Per feature and checkpoint: the largest per-head value, and §5's mean over last-layer heads."""
-        out = []
-        for checkpoint, stats in per_checkpoint_results(entry).items():
-            for name in NAMES:
-                out += [(f"features_task_{checkpoint}_{slug(name)}_max", stats["max_head"][name]["value"]),
-                        (f"cls_last_layer_{checkpoint}_{slug(name)}", float(np.mean(stats["cls_last_layer"][name])))]
-        return out
-
-    @classmethod
-    def draw(cls, entry: dict[str, Any], run: dict[str, Any], out_dir: Path) -> list[Path]:
-        first = next(iter(per_checkpoint_results(entry).values()))
-        title = f"{run_title(run)} dev ({first['examples']} inputs, spaCy tags)"
-        paths = [draw_feature_panels(entry, name, out_dir / f"features_task_{slug(name)}.png", title=title,
-                                     counts=first["inputs_with_feature"], unit="inputs")
-                 for name in NAMES]
-        return [*paths, draw_cls_focus(entry, out_dir / "features_task_cls_last_layer.png", title=title)]
-
-
-def draw_cls_focus(entry: dict[str, Any], path: Path, *, title: str) -> Path:
-    """§5: per feature, the last layer's [CLS] attention (mean over heads, with the range of
-    heads as error bars), one bar per checkpoint."""
-    results = per_checkpoint_results(entry)
-    figure, axes = plt.subplots(figsize=(7, 3.4))
-    width = 0.8 / len(results)
-    positions = np.arange(len(NAMES))
-    for offset, (checkpoint, stats) in enumerate(results.items()):
-        per_head = np.asarray([stats["cls_last_layer"][name] for name in NAMES])  # (features, heads)
-        mean = per_head.mean(axis=1)
-        spread = [mean - per_head.min(axis=1), per_head.max(axis=1) - mean]
-        axes.bar(positions + offset * width, mean, width, yerr=spread, capsize=2, label=checkpoint_title(checkpoint))
-    axes.set_xticks(positions + width * (len(results) - 1) / 2, NAMES, rotation=20)
-    axes.set_ylabel("attention from [CLS], last layer\n(mean over heads; bars: range)")
-    axes.set_title(f"{title}: where [CLS] looks in the last layer (Kovaleva §5)", fontsize=9)
-    axes.legend(fontsize=8)
-    axes.grid(alpha=0.3, axis="y")
-    return save(figure, path)

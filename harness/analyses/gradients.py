@@ -13,22 +13,16 @@ unless the checkpoint has a masked-LM head.
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
 from harness.analyses.base import ATTENTION, GRADIENTS, Analysis, AnalysisContext, register_analysis
-from harness.views.base import pair_name, per_checkpoint_results
 from harness.analyses.surface import SpecialIds, token_masks
 from harness.inputs.batches import AttentionBatch
-from harness.views.style import GREY, OKABE_ITO, checkpoint_title, panel_grid, run_title, save
-
-CATEGORIES = ("sep", "punct", "cls", "other")
-GRADIENT_COLOURS = {"sep": OKABE_ITO["blue"], "punct": OKABE_ITO["purple"], "cls": OKABE_ITO["vermillion"],
-                    "other": GREY}
-GRADIENT_LABELS = {"sep": "to [SEP]", "punct": 'to "." or ","', "cls": "to [CLS]", "other": "to other tokens"}
+from harness.views.base import pair_name
+from harness.views.gradients import CATEGORIES, GradientsView
 
 
 def category_means(grads: torch.Tensor, masks: dict[str, torch.Tensor]) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
@@ -53,8 +47,7 @@ def category_means(grads: torch.Tensor, masks: dict[str, torch.Tensor]) -> dict[
 class GradientImportance(Analysis):
     """Mean |dL/d attention| by token type attended to, per head and layer, for each checkpoint."""
 
-    name = "gradients"
-    version = 2
+    view = GradientsView
     source = "corpus"
     needs = frozenset({ATTENTION, GRADIENTS})
     uses_head = True
@@ -112,23 +105,3 @@ class GradientImportance(Analysis):
         return {pair_name((a, b)): {"per_layer_change": changed(per_checkpoint[a], per_checkpoint[b]),
                                     "losses": [per_checkpoint[a]["loss"], per_checkpoint[b]["loss"]]}
                 for a, b in pairs}
-
-    @classmethod
-    def draw(cls, entry: dict[str, Any], run: dict[str, Any], out_dir: Path) -> list[Path]:
-        usable = {c: g for c, g in per_checkpoint_results(entry).items() if g["loss"] is not None}
-        if not usable:
-            return []
-        figure, axes = panel_grid(1, len(usable), sharey=False)
-        for panel, (checkpoint, stats) in zip(axes[0], usable.items()):
-            for category, color in GRADIENT_COLOURS.items():
-                values = stats["per_layer"][category]
-                panel.plot(np.arange(1, len(values) + 1), values, marker="o", color=color,
-                           label=GRADIENT_LABELS[category])
-            panel.set_xticks(np.arange(1, len(values) + 1))
-            panel.set_xlabel("layer")
-            panel.set_ylabel("mean |dL / d attention|")
-            panel.set_title(f"{checkpoint_title(checkpoint)}: {stats['loss']} loss", fontsize=9)
-            panel.grid(alpha=0.3)
-            panel.legend(fontsize=7)
-        figure.suptitle(f"Gradient-based importance of attention (Clark Fig. 3): {run_title(run)}", fontsize=10)
-        return [save(figure, out_dir / "gradients_by_layer.png")]

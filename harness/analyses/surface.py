@@ -21,25 +21,15 @@ fine-tuning are listed.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import torch
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
 from harness.analyses.base import Analysis, AnalysisContext, changed_heads, register_analysis
-from harness.views.base import pair_name, per_checkpoint_results, per_pair_results
 from harness.inputs.batches import AttentionBatch, real_tokens
-from harness.views.style import (checkpoint_colour, checkpoint_title, draw_side_by_side_grids, panels_for, run_title,
-                             save, scatter_by_layer, suptitle, titled_pairs)
-
-# Statistic name -> how it is shown in tables and figures.
-STATISTICS = {
-    "self": "itself", "previous": "previous token", "next": "next token",
-    "cls": "[CLS]", "sep": "[SEP]", "period": '"."', "comma": '","', "punct": '"." or ","',
-    "sep_to_sep": "[SEP] rows to [SEP]", "rest_to_sep": "other rows to [SEP]",
-    "entropy": "entropy (nats)", "cls_entropy": "[CLS] row entropy (nats)",
-}
+from harness.views.base import pair_name
+from harness.views.surface import STATISTICS, SurfaceView
 
 TOKEN_TYPES = ("cls", "sep", "period", "comma", "punct")
 
@@ -143,10 +133,10 @@ def behaviour_labels(per_head: dict[str, list[list[float]]]) -> list[list[list[s
 class Surface(Analysis):
     """Relative position, special tokens, entropy and behaviour labels per head, per checkpoint."""
 
-    name = "surface"
-    version = 2
+    view = SurfaceView
     source = "corpus"
-    reference = {"thresholds": {label: {"statistic": stat, "above": bound} for label, (stat, bound) in BEHAVIOURS.items()},
+    reference = {"thresholds": {label: {"statistic": stat, "above": bound}
+                                for label, (stat, bound) in BEHAVIOURS.items()},
                  "clark_bert_base": CLARK_BERT_BASE}
 
     def __init__(self, context: AnalysisContext) -> None:
@@ -191,96 +181,3 @@ class Surface(Analysis):
         return {pair_name((a, b)): {"label_changes": changed_heads(per_checkpoint[a]["labels"],
                                                                    per_checkpoint[b]["labels"])}
                 for a, b in pairs}
-
-    @classmethod
-    def metrics(cls, entry: dict[str, Any]) -> list[tuple[str, float]]:
-        """Per checkpoint: how many heads carry each of Clark's behaviour labels."""
-        return [(f"surface_{checkpoint}_{label}_heads", count)
-                for checkpoint, stats in per_checkpoint_results(entry).items()
-                for label, count in stats["label_counts"].items()]
-
-    @classmethod
-    def draw(cls, entry: dict[str, Any], run: dict[str, Any], out_dir: Path) -> list[Path]:
-        return draw_surface(entry, run, out_dir)
-
-    @classmethod
-    def tables(cls, entry: dict[str, Any], run: dict[str, Any]) -> dict[str, str]:
-        return {"surface_label_changes": f"# Heads whose Clark label changed: {run_title(run)}\n\n"
-                                         f"{label_change_table(entry)}",
-                "surface_by_layer": f"# Clark's statistics per layer: {run_title(run)}\n\n{layer_table(entry)}"}
-
-
-HEATMAP_STATISTICS = ("previous", "next", "cls", "sep", "punct", "entropy")
-
-
-SERIES_STYLES = (("-", "o"), ("--", "s"))  # line style and marker of the first and second statistic in a panel
-
-
-def draw_by_layer(entry: dict[str, Any], run: dict[str, Any], rows: dict[str, tuple[str, ...]], path: Path, *,
-                  heading: str, reference: dict[str, float] | None = None) -> Path:
-    """One panel per entry of ``rows`` (y label -> its statistics), every checkpoint overlaid in
-    its colour; a second statistic in a panel dashed, with square markers."""
-    checkpoints = per_checkpoint_results(entry)
-    figure, panels = panels_for(len(rows))
-    for panel, (ylabel, statistics) in zip(panels, rows.items()):
-        series = [(index, checkpoint, statistic, style) for index, checkpoint in enumerate(checkpoints)
-                  for statistic, style in zip(statistics, SERIES_STYLES)]
-        for band, (index, checkpoint, statistic, (linestyle, marker)) in enumerate(series):
-            label = checkpoint_title(checkpoint) + (f": {STATISTICS[statistic]}" if len(statistics) > 1 else "")
-            scatter_by_layer(panel, checkpoints[checkpoint]["per_head"][statistic],
-                             checkpoint_colour(checkpoint, index), label, band=(band, len(series)),
-                             linestyle=linestyle, marker=marker)
-        for label, value in (reference or {}).items():
-            panel.axhline(value, color="black", linestyle=":", linewidth=1, label=label)
-        panel.set_ylabel(ylabel)
-        panel.set_xlabel("layer")
-        panel.legend(fontsize=7)
-    suptitle(figure, f"{heading}: {run_title(run)}")
-    return save(figure, path)
-
-
-def label_change_table(entry: dict[str, Any]) -> str:
-    """Markdown tables, one per declared pair, of the heads whose Clark behaviour labels changed."""
-    parts = []
-    for (before, after), comparison in zip(entry["pairs"], per_pair_results(entry).values()):
-        lines = [f"**{checkpoint_title(before)} -> {checkpoint_title(after)}**", "",
-                 f"| layer | head | {checkpoint_title(before)} | {checkpoint_title(after)} |", "|---|---|---|---|"]
-        for change in comparison["label_changes"]:
-            lines.append(f"| {change['layer']} | {change['head']} | {', '.join(change['before']) or '-'} | "
-                         f"{', '.join(change['after']) or '-'} |")
-        parts.append("\n".join(lines))
-    return "\n\n".join(parts) + "\n"
-
-
-def layer_table(entry: dict[str, Any]) -> str:
-    """Markdown: every statistic per layer (1-indexed), one column per checkpoint."""
-    results = per_checkpoint_results(entry)
-    lines = ["| statistic | " + " | ".join(checkpoint_title(c) for c in results) + " |",
-             "|---" * (len(results) + 1) + "|"]
-    for statistic, label in STATISTICS.items():
-        cells = [" ".join(f"{value:.2f}" for value in stats["per_layer"][statistic]) for stats in results.values()]
-        lines.append(f"| {label} | " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
-
-
-def draw_surface(entry: dict[str, Any], run: dict[str, Any], out_dir: Path) -> list[Path]:
-    uniform = next(iter(per_checkpoint_results(entry).values()))["uniform_entropy"]
-    written = [
-        draw_by_layer(entry, run, {"attention to [CLS]": ("cls",), "attention to [SEP]": ("sep",),
-                                   'attention to "." or ","': ("punct",),
-                                   "attention to [SEP]\nby row type": ("sep_to_sep", "rest_to_sep")},
-                      out_dir / "surface_special_tokens.png", heading="Attention to special tokens (Clark Fig. 2)"),
-        draw_by_layer(entry, run, {"previous token": ("previous",), "next token": ("next",), "itself": ("self",)},
-                      out_dir / "surface_relative_position.png", heading="Attention by relative position"),
-        draw_by_layer(entry, run, {"mean row entropy\n(nats)": ("entropy",),
-                                   "[CLS] row entropy\n(nats)": ("cls_entropy",)},
-                      out_dir / "surface_entropy.png", heading="Attention entropy (Clark Fig. 4)",
-                      reference={"uniform attention": uniform}),
-    ]
-    for statistic in HEATMAP_STATISTICS:
-        grids = {checkpoint_title(c): stats["per_head"][statistic] for c, stats in per_checkpoint_results(entry).items()}
-        written.append(draw_side_by_side_grids(
-            grids, out_dir / f"surface_heads_{statistic}.png", differences=titled_pairs(entry["pairs"]),
-            title=f"{STATISTICS[statistic]} per head: {run_title(run)}",
-            colorbar_label="nats" if statistic == "entropy" else "mean attention"))
-    return written

@@ -38,7 +38,7 @@ from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 from harness.config import FineTuneConfig, RunConfig
 from harness.model.dropout import use_fast_dropout
 from harness.model.forward import use_harness_attention
-from harness.run.locking import exclusive
+from harness.results.locking import exclusive
 from harness.model.loading import load_sequence_classifier, load_tokenizer
 from harness.results.checkpoints import FINETUNED, FROZEN_ENCODER, RANDOM_INIT
 from harness.results.store import key_of, read_json, write_json

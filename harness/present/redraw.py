@@ -3,8 +3,8 @@
 
 Drawing is the slowest part of a rerun that finds everything stored (tens of figures at
 200 dpi), so ``figures/.drawn.json`` records, for each analysis, the hash of what its figures
-were drawn from (the run's description, the analysis's entry, and the code that draws:
-`harness.views.style`, its font and every analysis module, so a new figure style redraws) and
+were drawn from (the run's description, the analysis's entry, and the code that draws: every
+module of `harness.views`, so a new figure style redraws) and
 the files it drew. `redraw` draws again only the analyses whose hash changed or whose files
 are gone (``harness ablate`` adding the ablation to a run draws the ablation's figures
 alone); ``harness figures`` always draws everything. The report groups each run's files by
@@ -14,28 +14,23 @@ the analysis that drew them from the same record.
 from __future__ import annotations
 
 import hashlib
-import inspect
-import sys
 from pathlib import Path
 from typing import Any
 
-import harness.views.font
-import harness.views.style
-from harness.analyses import ANALYSES
-from harness.views.style import pdf_sibling
 from harness.results.store import key_of, read_json, write_json
+from harness.views import VIEWS_FOLDER
+from harness.views.base import current_entries
+from harness.views.style import pdf_sibling
 from tasks.files import atomic_write_text
 
 DRAWN = ".drawn.json"
 
 
 def drawing_code_hash() -> str:
-    """SHA-256 of the source files that draw: `harness.views.style`, its font and each analysis's module."""
-    modules = {harness.views.style, harness.views.font,
-               *(sys.modules[analysis.__module__] for analysis in ANALYSES.values())}
+    """SHA-256 of the source files that draw: every module of `harness.views`."""
     digest = hashlib.sha256()
-    for path in sorted(inspect.getfile(module) for module in modules):
-        digest.update(Path(path).read_bytes())
+    for path in sorted(VIEWS_FOLDER.glob("*.py")):
+        digest.update(path.read_bytes())
     return digest.hexdigest()
 
 
@@ -46,19 +41,16 @@ def redraw(summary: dict[str, Any], out_dir: Path, force: bool = False) -> list[
     recorded = read_json(out_dir / DRAWN, note_damage=False)
     recorded = recorded if isinstance(recorded, dict) else {}
     fingerprints, by_analysis = {}, {}
-    for name, entry in summary["analyses"].items():
-        analysis = ANALYSES.get(name)
-        if analysis is None or entry.get("version") != analysis.version:
-            continue
+    for name, (view, entry) in current_entries(summary).items():
         fingerprints[name] = key_of({"run": summary["run"], "entry": entry, "drawn_by": code}, 64)
         kept = [out_dir / file for file in recorded.get("analyses", {}).get(name, [])]
         if (not force and recorded.get("fingerprints", {}).get(name) == fingerprints[name]
                 and all(path.is_file() for path in kept)):
             by_analysis[name] = kept
             continue
-        figures = analysis.draw(entry, summary["run"], out_dir)
+        figures = view.draw(entry, summary["run"], out_dir)
         tables = [atomic_write_text(out_dir / f"{stem}.md", text)
-                  for stem, text in analysis.tables(entry, summary["run"]).items()]
+                  for stem, text in view.tables(entry, summary["run"]).items()]
         pdfs = [pdf_sibling(path) for path in figures if pdf_sibling(path).is_file()]
         by_analysis[name] = figures + pdfs + tables
     record = {"fingerprints": fingerprints,

@@ -27,24 +27,22 @@ import html
 import json
 import re
 import shutil
-import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from markdown_it import MarkdownIt
 
-from harness.analyses import ANALYSES
-from harness.analyses.examples import ExampleMaps
 from harness.config import EnvironmentConfig, ReportConfig, describe_recipe
-from harness.views.style import checkpoint_title, model_title
-from harness.run.pipeline import headline_names, stored_summary, summary_metrics
-from harness.results.checkpoints import PAIRS
 from harness.present.redraw import drawn_files
-from harness.results.store import ensure_writable, read_json
-from harness.study.runner import STUDIES
 from harness.present.study_figures import mean_sd
-from harness.run.tracking import flatten
+from harness.results.checkpoints import PAIRS
+from harness.results.store import ensure_writable, read_json
+from harness.results.summary import STUDIES, SUMMARY, flatten, stored_summary
+from harness.views import VIEWS
+from harness.views.examples import ExamplesView
+from harness.views.style import checkpoint_title, model_title
+from harness.views.summary import headline_names, summary_metrics
 from tasks.errors import InputError
 from tasks.files import atomic_write_text
 
@@ -114,7 +112,7 @@ def gather(settings: ReportConfig, environment: EnvironmentConfig) -> Stored:
 
 
 def load_run(folder: Path) -> Run:
-    return Run(folder, stored_summary(folder / "summary.json"))
+    return Run(folder, stored_summary(folder / SUMMARY))
 
 
 def build_report(settings: ReportConfig, environment: EnvironmentConfig) -> tuple[Path, int]:
@@ -204,17 +202,15 @@ class Page:
                 f"{markdown_files([path for path in files if path.suffix == '.md'], titled=False)}</section>")
 
     def analysis_section(self, name: str, entry: dict[str, Any], files: list[Path], group: str) -> str:
-        note = ' <a href="#examples">(shown in the per-example view)</a>' if name == ExampleMaps.name else ""
+        note = ' <a href="#examples">(shown in the per-example view)</a>' if name == ExamplesView.name else ""
         return (f'<section class="analysis"><h4>{html.escape(name)} <small>version {entry.get("version")}</small></h4>'
                 f"<p>{what_it_does(name)}{note}</p>{analysis_parameters(entry)}{self.figure_list(files, group)}"
                 f"{markdown_files([path for path in files if path.suffix == '.md'], titled=False)}</section>")
 
 
 def what_it_does(name: str) -> str:
-    """The first paragraph of the analysis module's docstring, as HTML."""
-    analysis = ANALYSES.get(name)
-    text = (sys.modules[analysis.__module__].__doc__ or "") if analysis else ""
-    return MARKDOWN.renderInline(" ".join(text.strip().split("\n\n")[0].split()))
+    """What the analysis measures (`View.description`), as HTML."""
+    return MARKDOWN.renderInline(VIEWS[name].description() if name in VIEWS else "")
 
 
 def shown(name: str, value: Any) -> str:
@@ -330,7 +326,7 @@ def example_data(stored: Stored) -> dict[str, Any]:
     """The maps the view shows: every run with stored examples (in a study, the first seed of each task)."""
     runs, tasks = [], set()
     for run in stored.runs:
-        entry = run.summary and run.summary["analyses"].get(ExampleMaps.name)
+        entry = run.summary and run.summary["analyses"].get(ExamplesView.name)
         if entry is None or (stored.study is not None and run.task in tasks):
             continue
         tasks.add(run.task)

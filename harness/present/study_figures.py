@@ -20,8 +20,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from classifier import CLASSES
-from harness.analyses.evaluation import KOVALEVA_TABLE_1, PAPER_MODEL
-from harness.analyses.patterns import CLASS_COLOURS, share_metric
+from harness.views.evaluation import KOVALEVA_TABLE_1, PAPER_MODEL
+from harness.views.patterns import CLASS_COLOURS, share_metric
 from harness.views.style import (CHECKPOINT_COLOURS, OKABE_ITO, checkpoint_title, markdown_table, model_title, panels_for,
                              save, style_head_axes, suptitle)
 from harness.results.checkpoints import FINETUNED, PRETRAINED

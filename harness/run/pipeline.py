@@ -30,7 +30,7 @@ from harness.analyses.evaluation import Evaluation
 from harness.config import AnalysisConfig, RunConfig
 from harness.run.engine import analyse
 from harness.model.finetune import FineTuneResult, TaskData, cache_key, finetune, sample
-from harness.run.locking import exclusive
+from harness.results.locking import exclusive
 from harness.model.loading import (Checkpoint, check_model, load_finetuned, load_sequence_classifier, load_tokenizer,
                                    prepare, pretrained_identity)
 from harness.results.checkpoints import BASELINE_PAIRS, BASELINES, FINETUNED, PAIRS, PRETRAINED
@@ -40,8 +40,10 @@ from harness.inputs.sources import SOURCES, SourceContext
 from harness.inputs.sources.coreference import DEFAULT_COREF_DATA
 from harness.inputs.sources.task import KOVALEVA_PADDED_LENGTH, PaddedTaskSource
 from harness.inputs.sources.treebank import DEFAULT_TREEBANK, train_sibling
-from harness.results.store import FileHashes, ResultStore, ensure_writable, key_of, read_json, write_json
-from harness.run.tracking import Tracker, flatten, training_curve
+from harness.results.store import FileHashes, ResultStore, ensure_writable, key_of, write_json
+from harness.run.tracking import Tracker, training_curve
+from harness.results.summary import flatten, stored_summary
+from harness.views.summary import headline_names, summary_metrics
 from tasks.errors import InputError
 from tasks.glue_tsv import split_path
 from tasks.hub import HUB_DATASET
@@ -235,16 +237,6 @@ def run_description(plan: RunPlan, tuned: FineTuneResult, checkpoints: list[Chec
     }
 
 
-def stored_summary(path: Path) -> dict[str, Any] | None:
-    """The summary.json at ``path`` if it is whole: a ``run`` description and analysis entries
-    that each have a version and a result; None when missing, truncated or damaged (the
-    caller says what happens next: a run rewrites it, ``figures`` asks for that run)."""
-    summary = read_json(path, note_damage=False)
-    if not (isinstance(summary, dict) and isinstance(summary.get("run"), dict)
-            and isinstance(summary.get("analyses"), dict)):
-        return None
-    entries = summary["analyses"].values()
-    return summary if all(isinstance(e, dict) and {"version", "result"} <= e.keys() for e in entries) else None
 
 
 def merged_analyses(previous: dict[str, Any] | None, entries: dict[str, Any]) -> dict[str, Any]:
@@ -274,11 +266,25 @@ def task_identity(plan: RunPlan, dev_sample: list) -> dict[str, Any]:
             "sample_seed": plan.config.analysis.analysis_seed}
 
 
-def run(config: RunConfig, tags: dict[str, str] | None = None) -> tuple[dict[str, Any], dict[str, float], str]:
-    """The whole ``harness run``; returns the summary written to ``<run_dir>/summary.json``,
-    the wall seconds of each phase (fine-tuning, each source streamed, the rest) and the
-    MLflow run's page (`Tracker.page`). ``tags`` go on the MLflow run besides task, model and
-    seed (a study's name and parent run).
+@dataclass
+class Finished:
+    """A finished run: its folder, the summary written there, the wall seconds of each phase
+    (fine-tuning, each source streamed, the rest) and the MLflow run's page (`Tracker.page`)."""
+
+    run_dir: Path
+    summary: dict[str, Any]
+    phases: dict[str, float]
+    page: str
+
+
+def run(config: RunConfig, tags: dict[str, str] | None = None) -> Finished:
+    """The whole ``harness run`` of ``config`` (`run_planned` of its `plan_run`)."""
+    return run_planned(plan_run(config), tags)
+
+
+def run_planned(plan: RunPlan, tags: dict[str, str] | None = None) -> Finished:
+    """The whole ``harness run`` of a plan; ``tags`` go on the MLflow run besides task, model
+    and seed (a study's name and parent run).
 
     An identical command started meanwhile waits on the run's lock file (in the cache
     folder) and then finds everything done; the MLflow run ends KILLED on Ctrl-C or
@@ -287,7 +293,6 @@ def run(config: RunConfig, tags: dict[str, str] | None = None) -> tuple[dict[str
     if int(os.environ.get("WORLD_SIZE", "1")) > 1:
         raise InputError("harness run is one process; train on several with `torchrun ... -m harness finetune` "
                          "(or accelerate launch), then run `harness run` with the same flags to analyse")
-    plan = plan_run(config)
     config = plan.config
     tokenizer = load_tokenizer(config.task.model)  # an unreachable model fails here, before any work
     with exclusive(config.environment.cache_dir / "locks" / f"run-{plan.key}.lock", f"the run {plan.run_dir.name}"):
@@ -303,7 +308,7 @@ def run(config: RunConfig, tags: dict[str, str] | None = None) -> tuple[dict[str
             tracker.finish("FAILED")
             raise
         tracker.finish()
-    return summary, phases, tracker.page()
+    return Finished(plan.run_dir, summary, phases, tracker.page())
 
 
 def analyse_and_log(plan: RunPlan, tokenizer: PreTrainedTokenizerBase,
@@ -377,26 +382,10 @@ def log_run(tracker: Tracker, plan: RunPlan, tuned: FineTuneResult, summary: dic
     tracker.log_folder_once(tuned.checkpoint_dir, CHECKPOINT_ARTIFACT)
 
 
-def summary_metrics(summary: dict[str, Any]) -> dict[str, float]:
-    """Every scalar of a stored summary, as MLflow metrics: each analysis's `Analysis.metrics`
-    and their fine-tuned minus pre-trained `changes`."""
-    metrics = [(name, value) for analysis_name, entry in summary["analyses"].items()
-               for name, value in ANALYSES[analysis_name].metrics(entry) if value is not None]
-    return dict(metrics + changes(metrics))
 
 
-def headline_names(summary: dict[str, Any], metrics: dict[str, float]) -> list[str]:
-    """The few of ``metrics`` that answer the run's question (`Analysis.headline`), in analysis order."""
-    return [name for analysis_name in summary["analyses"] for name in ANALYSES[analysis_name].headline(metrics)]
 
 
-def changes(metrics: list[tuple[str, float]]) -> list[tuple[str, float]]:
-    """For each metric of the fine-tuned checkpoint that has a pre-trained counterpart, the
-    difference fine-tuned minus pre-trained, named with ``change`` in place of ``finetuned``
-    (``dev_accuracy_change``, ``pattern_change_vertical``): what MLflow's compare view lines up."""
-    values = dict(metrics)
-    return [(name.replace(FINETUNED, "change"), value - values[name.replace(FINETUNED, PRETRAINED)])
-            for name, value in metrics if FINETUNED in name and name.replace(FINETUNED, PRETRAINED) in values]
 
 
 def find_summary(config: RunConfig) -> tuple[Path, dict[str, Any]]:

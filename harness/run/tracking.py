@@ -10,14 +10,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 from mlflow.entities import Metric, Param, Run
 from mlflow.tracking import MlflowClient
 
-from harness.run.locking import exclusive
+from harness.results.locking import exclusive
 from tasks.errors import InputError
 
 EXPERIMENT = "attention-shift"
@@ -71,16 +70,6 @@ def _experiment_id(client: MlflowClient, artifacts: str | None) -> str:
     return experiment.experiment_id
 
 
-def flatten(prefix: str, value: Any) -> dict[str, str]:
-    """Nested dataclasses/dicts as dotted MLflow params."""
-    if is_dataclass(value):
-        value = asdict(value)
-    if isinstance(value, dict):
-        flat: dict[str, str] = {}
-        for key, inner in value.items():
-            flat.update(flatten(f"{prefix}.{key}" if prefix else key, inner))
-        return flat
-    return {prefix: str(value)}
 
 
 def runs_of(uri: str, run_key: str) -> tuple[MlflowClient, str, list[Run]]:

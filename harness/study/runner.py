@@ -7,10 +7,8 @@ run is FINISHED is not run again, so the same command after a stop does only wha
 missing; one that fails is reported at the end while the others go on; a task without
 data is named and skipped before any work.
 
-What the study says is computed from the runs' stored summaries only (`aggregate`): every
-scalar metric as mean and spread over the seeds of each task, cosine per layer and head,
-[CLS]/[SEP] attention per layer, and the findings with the seeds and tasks they hold for.
-It is written to ``<output_dir>/studies/<name>/study.json``; the cross-task figures and
+What the study says is computed from the runs' stored summaries only (`aggregate`, with
+`harness.study.aggregate`). It is written to ``<output_dir>/studies/<name>/study.json``; the cross-task figures and
 tables (`harness.present.study_figures`) are drawn from that file, and the parent MLflow run gets
 its headline means once every (task, seed) has finished.
 """
@@ -21,30 +19,22 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 from tqdm import tqdm
 
-from harness.analyses.cosine import CosineSimilarity
-from harness.analyses.evaluation import Evaluation
-from harness.analyses.surface import Surface
 from harness.config import RunConfig, StudyConfig
-from harness.study.executors import Job, run_inline, run_on_ray
-from harness.run.locking import exclusive
-from harness.results.checkpoints import FINETUNED, PRETRAINED
-from harness.run.pipeline import RunPlan, headline_names, plan_run, stored_summary, summary_metrics
-from harness.results.checkpoints import PAIRS
-from harness.results.store import key_of, write_json
 from harness.present.study_figures import draw_study
-from harness.run.tracking import Tracker, flatten, is_finished
+from harness.results.locking import exclusive
+from harness.results.store import key_of, write_json
+from harness.results.summary import STUDIES, SUMMARY, flatten, stored_summary
+from harness.run.pipeline import RunPlan, plan_run
+from harness.run.tracking import Tracker, is_finished
+from harness.study.aggregate import findings, task_aggregate
+from harness.study.executors import Job, run_inline, run_on_ray
 from tasks.errors import InputError
 from tasks.glue_tsv import split_path
 from tasks.registry import get_task
 
-STUDIES = "studies"
 PARENT_TAG = "mlflow.parentRunId"  # MLflow's UI nests a run under the run this tag names
-PAIR = f"{PAIRS[0][0]}->{PAIRS[0][1]}"
-SPECIAL_TOKENS = ("cls", "sep")
-LAST_LAYERS = 2  # Kovaleva et al.: "the last two layers change most"
 
 
 @dataclass
@@ -111,7 +101,7 @@ def plan_study(settings: StudyConfig, configs: list[RunConfig]) -> StudyPlan:
 def is_done(plan: RunPlan) -> bool:
     """Whether the (task, seed) of ``plan`` is finished: a whole summary with every analysis
     asked for at its current version, and a FINISHED MLflow run."""
-    summary = stored_summary(plan.run_dir / "summary.json")
+    summary = stored_summary(plan.run_dir / SUMMARY)
     if summary is None:
         return False
     entries = summary["analyses"]
@@ -165,60 +155,19 @@ def study(plan: StudyPlan) -> tuple[dict[str, Any], list[Path], str]:
     return aggregated, files, parent.page()
 
 
-def spread(values: list[float]) -> dict[str, Any]:
-    """Mean and spread of one quantity over seeds: the sample standard deviation (0 for one
-    seed), the range and the values themselves."""
-    array = np.asarray(values, dtype=float)
-    return {"mean": float(array.mean()), "std": float(array.std(ddof=1)) if len(array) > 1 else 0.0,
-            "min": float(array.min()), "max": float(array.max()), "n": len(array), "values": array.tolist()}
 
 
-def elementwise(arrays: list[Any]) -> dict[str, Any]:
-    """Mean and sample standard deviation, element by element, of same-shaped nested lists
-    (per layer, or layers x heads) over seeds."""
-    stacked = np.asarray(arrays, dtype=float)
-    std = stacked.std(axis=0, ddof=1) if len(stacked) > 1 else np.zeros(stacked.shape[1:])
-    return {"mean": stacked.mean(axis=0).tolist(), "std": std.tolist(), "n": len(stacked)}
 
 
-def task_aggregate(summaries: dict[int, dict[str, Any]]) -> dict[str, Any]:
-    """One task over its seeds (``{seed: summary}``): every metric's spread, the headline
-    names, cosine per layer and head, [CLS]/[SEP] attention per layer, dev scores."""
-    metrics = {seed: summary_metrics(summary) for seed, summary in summaries.items()}
-    names = sorted(set.intersection(*(set(values) for values in metrics.values())))
-    first = next(iter(summaries.values()))
-    entry: dict[str, Any] = {
-        "seeds": sorted(summaries),
-        "run_keys": {str(seed): summary["run"]["key"] for seed, summary in summaries.items()},
-        "metrics": {name: spread([metrics[seed][name] for seed in summaries]) for name in names},
-        "headline": headline_names(first, metrics[next(iter(summaries))]),
-        "main_metric": main_metric(first),
-        "num_layers": first["run"]["num_layers"], "num_heads": first["run"]["num_heads"],
-    }
-    if all(CosineSimilarity.name in s["analyses"] for s in summaries.values()):
-        pair = [s["analyses"][CosineSimilarity.name]["result"]["per_pair"][PAIR] for s in summaries.values()]
-        entry["cosine"] = {"per_layer": elementwise([p["per_layer"] for p in pair]),
-                           "per_head": elementwise([p["per_head"] for p in pair])}
-    if all(Surface.name in s["analyses"] for s in summaries.values()):
-        entry["special_tokens"] = {
-            checkpoint: {token: elementwise([s["analyses"][Surface.name]["result"]["per_checkpoint"][checkpoint]
-                                             ["per_layer"][token] for s in summaries.values()])
-                         for token in SPECIAL_TOKENS}
-            for checkpoint in (PRETRAINED, FINETUNED)}
-    return entry
 
 
-def main_metric(summary: dict[str, Any]) -> str:
-    """The task's main dev metric as a metric-name stem (``dev_accuracy``)."""
-    name = summary["analyses"][Evaluation.name]["result"]["per_pair"][PAIR]["main_metric"]
-    return name.replace("/", "_")
 
 
 def aggregate(plan: StudyPlan, failures: dict[str, str]) -> dict[str, Any]:
     """The study from its runs' stored summaries (finished runs only)."""
     by_task: dict[str, dict[int, dict[str, Any]]] = {}
     for run_plan in plan.runs:
-        summary = stored_summary(run_plan.run_dir / "summary.json")
+        summary = stored_summary(run_plan.run_dir / SUMMARY)
         if summary is not None and run_label(run_plan.config) not in failures:
             by_task.setdefault(run_plan.config.task.task, {})[run_plan.config.finetune.seed] = summary
     tasks = {task: task_aggregate(summaries) for task, summaries in by_task.items()}
@@ -235,69 +184,9 @@ def aggregate(plan: StudyPlan, failures: dict[str, str]) -> dict[str, Any]:
     }
 
 
-def beats_majority(summary: dict[str, Any]) -> bool | None:
-    """Whether the fine-tuned model is above the majority class on dev (`Evaluation`'s test)."""
-    return summary["analyses"][Evaluation.name]["result"]["per_pair"][PAIR]["learned"]
 
 
-def last_layers_change_most(summary: dict[str, Any]) -> bool | None:
-    """Whether the last two layers have the two lowest per-layer cosines (None without cosine)."""
-    entry = summary["analyses"].get(CosineSimilarity.name)
-    if entry is None:
-        return None
-    per_layer = entry["result"]["per_pair"][PAIR]["per_layer"]
-    lowest = sorted(range(len(per_layer)), key=per_layer.__getitem__)[:LAST_LAYERS]
-    return set(lowest) == set(range(len(per_layer) - LAST_LAYERS, len(per_layer)))
 
-
-CLAIMS = {
-    "beats_majority": ("the fine-tuned model beats the majority class on dev", beats_majority),
-    "last_layers_change_most": ("the last two layers change most (the two lowest per-layer cosines)",
-                                last_layers_change_most),
-}
-# Changes whose direction is a finding (metric: what it measures), stated in the direction of
-# their mean over every run.
-SIGNED_CHANGES = {
-    "pattern_change_vertical": "the share of vertical attention maps",
-    "pattern_change_diagonal": "the share of diagonal attention maps",
-    "pattern_change_vertical_diagonal": "the share of vertical+diagonal attention maps",
-    "pattern_change_block": "the share of block attention maps",
-    "pattern_change_heterogeneous": "the share of heterogeneous attention maps",
-    "sinks_change_raw_share_cls": "the share of attention on [CLS]",
-    "sinks_change_raw_share_sep": "the share of attention on [SEP]",
-    "coref_all_change": "the best head's coreference antecedent accuracy",
-    "syntax_change_all": "the best heads' dependency accuracy",
-    "probes_uas_change_attn": "the attention probe's UAS",
-}
-
-
-def support(claim: str, holds: dict[str, list[bool]]) -> dict[str, Any]:
-    """A finding with the seeds it holds for on each task: ``{task: [holds per seed]}``."""
-    per_task = {task: {"holds": sum(map(bool, values)), "seeds": len(values)} for task, values in holds.items()}
-    everywhere = [task for task, counts in per_task.items() if counts["holds"] == counts["seeds"]]
-    seed_counts = {counts["seeds"] for counts in per_task.values()}
-    seed_words = f"{max(seed_counts)}/{max(seed_counts)} seeds" if len(seed_counts) == 1 else "every seed"
-    detail = ", ".join(f"{task} {c['holds']}/{c['seeds']}" for task, c in per_task.items())
-    return {"claim": claim, "per_task": per_task, "tasks_every_seed": len(everywhere), "tasks": len(per_task),
-            "text": f"{claim}: {seed_words} on {len(everywhere)}/{len(per_task)} tasks (per task: {detail})"}
-
-
-def findings(by_task: dict[str, dict[int, dict[str, Any]]], tasks: dict[str, Any]) -> dict[str, Any]:
-    """Each claim with its support over seeds and tasks (only where every run can judge it),
-    from the runs' summaries (``{task: {seed: summary}}``) and their per-task aggregates."""
-    result: dict[str, Any] = {}
-    for name, (claim, judge) in CLAIMS.items():
-        verdicts = {task: [judge(s) for s in summaries.values()] for task, summaries in by_task.items()}
-        if verdicts and all(v is not None for values in verdicts.values() for v in values):
-            result[name] = support(claim, verdicts)
-    for name, what in SIGNED_CHANGES.items():
-        if not tasks or any(name not in entry["metrics"] for entry in tasks.values()):
-            continue  # a task's metrics hold only the names every one of its runs has
-        values = {task: entry["metrics"][name]["values"] for task, entry in tasks.items()}
-        rises = bool(np.mean([v for runs in values.values() for v in runs]) > 0)
-        verdicts = {task: [(v > 0) == rises and v != 0 for v in runs] for task, runs in values.items()}
-        result[name] = support(f"{what} {'rises' if rises else 'falls'} with fine-tuning", verdicts)
-    return result
 
 
 def log_study(parent: Tracker, plan: StudyPlan, aggregated: dict[str, Any], files: list[Path]) -> None:

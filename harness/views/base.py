@@ -54,7 +54,8 @@ class View:
     is not shown), ``claims`` (`Claim`s judged per run, by name), ``signed_changes``
     (``{metric: what it measures}``: metrics whose direction over every run is a finding, each
     one a name `metrics` gives), ``left_out`` (heavy result keys no table reads, dropped
-    from the results the docs keep).
+    from the results the docs keep), ``overview_reads`` (other analyses whose entries its
+    `overview_rows` read).
     """
 
     name: ClassVar[str]
@@ -62,6 +63,7 @@ class View:
     claims: ClassVar[dict[str, Claim]] = {}
     signed_changes: ClassVar[dict[str, str]] = {}
     left_out: ClassVar[tuple[str, ...]] = ()
+    overview_reads: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
     def description(cls) -> str:
@@ -98,6 +100,11 @@ class View:
         number), from the run's entries by analysis name (a row may say what another analysis
         adds); called only when the run has this analysis's entry."""
         return []
+
+    @classmethod
+    def in_overview(cls) -> bool:
+        """Whether it adds rows to the overview table."""
+        return cls.overview_rows.__func__ is not View.overview_rows.__func__
 
     @classmethod
     def printed(cls, entry: Entry) -> list[str]:

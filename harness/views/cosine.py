@@ -42,6 +42,7 @@ class CosineView(View):
     version = 2
     claims = {"last_layers_change_most": Claim("the last two layers change most (the two lowest per-layer cosines)",
                                                 last_layers_change_most)}
+    overview_reads = ("clustering",)
 
     @classmethod
     def metrics(cls, entry: Entry) -> list[tuple[str, float]]:

@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from harness.analyses.evaluation import dev_metrics
+from harness.views.evaluation import dev_metrics
 from harness.cli import main
 from harness.results.store import read_json
 from tests.conftest import GLUE_DIR, SHARED_DATA

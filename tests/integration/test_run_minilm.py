@@ -5,7 +5,7 @@ import torch
 from mlflow.tracking import MlflowClient
 
 from harness.analyses.cosine import CosineSimilarity
-from harness.analyses.evaluation import dev_metrics
+from harness.views.evaluation import dev_metrics
 from harness.cli import main
 from harness.inputs.encoding import encode_examples
 from harness.model.forward import forward

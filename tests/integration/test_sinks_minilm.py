@@ -8,7 +8,8 @@ in layers 1-5, and the shares must differ in layer 6.
 import numpy as np
 import pytest
 
-from harness.analyses.sinks import KINDS, AttentionSinks
+from harness.analyses.sinks import AttentionSinks
+from harness.views.sinks import KINDS
 from tests.conftest import GLUE_DIR
 from tests.integration.conftest import CHANGED_LAYER, glue_batches, run_on
 

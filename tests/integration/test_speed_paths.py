@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import torch
 
-from harness.analyses.evaluation import dev_metrics
+from harness.views.evaluation import dev_metrics
 from harness.cli import main
 from harness.inputs.encoding import batched
 from harness.model.loading import load_sequence_classifier, load_tokenizer

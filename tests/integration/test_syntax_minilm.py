@@ -10,7 +10,8 @@ import random
 import pytest
 from transformers import AutoModelForSequenceClassification
 
-from harness.analyses.dependency import ALL_CLARK, DependencyHeads
+from harness.analyses.dependency import DependencyHeads
+from harness.views.dependency import ALL_CLARK
 from harness.analyses.features import LinguisticFeatures, feature_positions
 from harness.analyses.probes import Probes
 from harness.results.checkpoints import FINETUNED, PRETRAINED

@@ -2,7 +2,9 @@
 
 The graph is read from the source with `ast`, so the test fails on a cycle before Python's
 partial-initialisation rules would hide it. Layers, bottom up: ``tasks`` (data), then
-``classifier`` (the pattern CNN), then ``harness``; a package never imports one above it.
+``classifier`` (the pattern classifier), then ``harness``; a package never imports one above
+it. Inside ``harness`` the folders are layered too (`HARNESS_LAYERS`), so that what reads
+stored results (``results``, ``views``, ``present``) never needs torch or a model.
 """
 
 from __future__ import annotations
@@ -14,6 +16,13 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("tasks", "classifier", "harness")
 LAYER = {package: index for index, package in enumerate(PACKAGES)}
 CHECKED = (*PACKAGES, "benchmarks")
+# Bottom up; a module may import its own layer and those below. The first four import no torch.
+HARNESS_LAYERS = (("harness.config", "harness.registry", "harness.arguments"), ("harness.results",),
+                  ("harness.views",), ("harness.present",), ("harness.inputs",), ("harness.model",),
+                  ("harness.analyses",), ("harness.run",), ("harness.study",),
+                  ("harness.commands", "harness.cli", "harness.__main__", "harness"))
+TORCH_FREE = ("harness.config", "harness.registry", "harness.arguments", "harness.results", "harness.views",
+              "harness.present", "harness.commands.stored", "harness.cli")
 
 
 def module_name(path: Path) -> str:
@@ -99,6 +108,40 @@ def test_packages_only_import_layers_below_them():
                     for target in targets
                     if source.split(".")[0] in LAYER and LAYER[target.split(".")[0]] > LAYER[source.split(".")[0]])
     assert upward == []
+
+
+def harness_layer(module: str) -> int:
+    for index, prefixes in enumerate(HARNESS_LAYERS):
+        if any(module == prefix or module.startswith(prefix + ".") for prefix in prefixes):
+            return index
+    raise AssertionError(f"{module} is in no layer of HARNESS_LAYERS: add its folder")
+
+
+def test_harness_folders_only_import_layers_below_them():
+    edges = graph(project_modules())
+    upward = sorted(f"{source} -> {target}" for source, targets in edges.items() if source.startswith("harness")
+                    for target in targets
+                    if target.startswith("harness") and harness_layer(target) > harness_layer(source))
+    assert upward == []
+
+
+def test_what_reads_stored_results_loads_no_torch():
+    """Every module reachable from the torch-free layers is itself torch-free: none imports
+    torch, transformers or a module of the layers that do."""
+    modules = project_modules()
+    edges = graph(modules)
+    reached, stack = set(), [name for name in modules if name.startswith(TORCH_FREE)]
+    while stack:
+        name = stack.pop()
+        if name not in reached:
+            reached.add(name)
+            stack.extend(edges[name])
+    heavy = sorted(f"{name} imports {node.module if isinstance(node, ast.ImportFrom) else alias.name}"
+                   for name in reached for node in top_level_imports(modules[name])
+                   for alias in node.names
+                   if (node.module if isinstance(node, ast.ImportFrom) else alias.name).split(".")[0]
+                   in ("torch", "transformers", "accelerate", "datasets", "mlflow", "sklearn"))
+    assert heavy == []
 
 
 def test_no_import_inside_a_function_or_class():

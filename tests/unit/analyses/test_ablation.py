@@ -6,17 +6,20 @@ import numpy as np
 import pytest
 import torch
 
-from harness.analyses.ablation import (MODES, PRUNING_FRACTIONS, Ablation, pruned_counts, pruning_masks,
-                                       pruning_orders, single_variants, within_one_point)
-from harness.views.base import per_checkpoint_results
+from harness.analyses.ablation import Ablation
+from harness.analyses.ablation_masks import (PRUNING_FRACTIONS, pruned_counts, pruning_masks, pruning_orders,
+                                             single_variants)
+from harness.analyses.ablation_statistics import within_one_point
+from harness.analyses.significance import holm, mcnemar_p_values, metric_rows, paired_differences
 from harness.config import AnalysisConfig
 from harness.inputs.encoding import encode_examples
-from harness.run.engine import analyse
+from harness.inputs.sources import SourceContext
 from harness.model.forward import Interventions, forward, forward_variants, use_harness_attention
 from harness.results.checkpoints import FINETUNED, PRETRAINED
-from harness.analyses.significance import holm, mcnemar_p_values, metric_rows, paired_differences
-from harness.inputs.sources import SourceContext
 from harness.results.store import ResultStore
+from harness.run.engine import analyse
+from harness.views.ablation import MODES
+from harness.views.base import per_checkpoint_results
 from tasks.examples import Example
 from tasks.loading import load_examples
 from tasks.metrics import score_predictions
@@ -96,7 +99,8 @@ def ablated(tiny_tokenizer, tiny_data, tmp_path_factory):
 def test_the_fine_tuned_checkpoint_gets_every_delta_and_the_untrained_one_a_note(ablated):
     entry, _, _, _, examples = ablated
     results = per_checkpoint_results(entry)
-    assert results[PRETRAINED]["trained"] is False and "untrained" in results[PRETRAINED]["importance"]["skipped_because"]
+    assert results[PRETRAINED]["trained"] is False
+    assert "untrained" in results[PRETRAINED]["importance"]["skipped_because"]
     tuned = results[FINETUNED]
     assert tuned["examples"] == len(examples) and tuned["metric"] == "accuracy"
     for mode in MODES:

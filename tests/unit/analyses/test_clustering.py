@@ -6,6 +6,7 @@ import torch
 from scipy.spatial.distance import jensenshannon
 
 from harness.analyses.clustering import Clustering, embed, pairwise_js, sample_rows
+from harness.views.clustering import ClusteringView
 from tasks.examples import Example
 from tests.conftest import run_analysis, tiny_bert
 
@@ -69,7 +70,7 @@ def test_identical_weights_give_zero_change_and_coinciding_points(tiny_tokenizer
     distances = np.asarray(result["js_divergence"])
     assert distances.shape == (16, 16) and (distances[:8, :8] > 0).sum() == 8 * 7
     entry = {"pairs": [["pretrained", "finetuned"]], "result": result}
-    files = Clustering.draw(entry, {"model": "tiny", "task": "test"}, tmp_path)
+    files = ClusteringView.draw(entry, {"model": "tiny", "task": "test"}, tmp_path)
     assert len(files) == 2 and all(path.stat().st_size > 0 for path in files)
 
 
@@ -85,6 +86,6 @@ def test_three_checkpoints_share_one_space(tiny_tokenizer, tmp_path):
     assert np.allclose(result["per_pair"]["a->c"]["between_versions"], 0.0, atol=1e-6)
     assert (np.asarray(result["per_pair"]["a->b"]["between_versions"]) > 1e-3).all()
     entry = {"pairs": [["a", "b"], ["a", "c"]], "result": result}
-    files = Clustering.draw(entry, {"model": "tiny", "task": "test"}, tmp_path)
+    files = ClusteringView.draw(entry, {"model": "tiny", "task": "test"}, tmp_path)
     assert [f.name for f in files] == ["clustering_mds.png", "clustering_between_versions.png",
                                        "clustering_between_versions_a_c.png"]

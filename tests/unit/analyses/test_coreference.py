@@ -9,6 +9,7 @@ from harness.config import AnalysisConfig
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.inputs.sources import SourceContext
 from harness.inputs.sources.coreference import CoreferenceSource, document_windows, encoded_documents, split_into_windows
+from harness.views.coreference import CoreferenceView
 from tasks.coreference import Document, Mention, mention_head, mention_type
 from tasks.errors import InputError
 from tests.conftest import analysis_context, finish, stream
@@ -171,7 +172,7 @@ def test_analysis_counts_hand_made_attention_exactly(tiny_tokenizer):
     assert change["at_before_best_head"]["all"] == -1.0 and change["at_before_best_head"]["nominal"] is None
     assert change["best_head"]["all"] == 0.0
     json.dumps(result, allow_nan=False)  # the summary must be strict JSON
-    metrics = dict(Coreference.metrics({"result": result}))
+    metrics = dict(CoreferenceView.metrics({"result": result}))
     assert metrics["coref_all_nearest"] == 0.5 and metrics["coref_all_pretrained"] == 1.0
     assert metrics["coref_all_nearest_preceding"] == 0.75
     assert "coref_nominal_pretrained" not in metrics  # no nominal mentions: no number to log
@@ -238,10 +239,10 @@ def test_bad_coref_path_is_a_clear_error(tmp_path):
 def test_figures_and_table_are_drawn_from_the_stored_entry(tmp_path, tiny_tokenizer, tiny_pair):
     result = json.loads(json.dumps(run(tiny_pair, tiny_tokenizer, [STORY])))
     entry = {"result": result, "pairs": [[PRETRAINED, FINETUNED]], "source": {"notes": {"coref_data": "litbank/conll"}}}
-    paths = Coreference.draw(entry, {"model": "tiny", "task": "rte"}, tmp_path)
+    paths = CoreferenceView.draw(entry, {"model": "tiny", "task": "rte"}, tmp_path)
     assert sorted(p.name for p in paths) == ["coreference_accuracy.png", "coreference_by_type.png"]
     assert all(p.stat().st_size > 0 for p in paths)
-    table = Coreference.tables(entry, {"model": "tiny", "task": "rte"})["coreference_table"]
+    table = CoreferenceView.tables(entry, {"model": "tiny", "task": "rte"})["coreference_table"]
     assert table.startswith("# Coreference: antecedent selection by head words (litbank/conll)")  # no machine's path
     assert "| Nearest | 50.0 (27) |" in table and "Rule-based (Clark only)" in table
     # Clark had no looking-back-only baseline: no number of theirs beside ours.

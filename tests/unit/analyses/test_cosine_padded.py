@@ -18,6 +18,7 @@ from harness.run.pipeline import select_analyses
 from harness.inputs.sources import SourceContext
 from harness.inputs.sources.task import KOVALEVA_PADDED_LENGTH
 from harness.results.store import ResultStore
+from harness.views.cosine_padded import PaddedCosineView
 from tasks.loading import load_examples
 from tasks.registry import get_task
 from tests.conftest import analysis_context, as_checkpoints, tiny_bert, tiny_run_arguments
@@ -45,7 +46,7 @@ def test_padding_rows_count_in_the_padded_protocol_and_not_in_the_cropped_one(ti
     assert result["most_changed"]["padded"] == {"layer": 1, "head": 1, "value": pytest.approx(1 / 3)}
     assert result["same_most_changed"] and result["ranking_spearman"] == pytest.approx(1.0)
     entry = {"pairs": [[PRETRAINED, FINETUNED]], "result": analysis.result()}
-    table = PaddedCosineSimilarity.tables(entry, {"model": "tiny", "task": "rte"})["cosine_padded_table"]
+    table = PaddedCosineView.tables(entry, {"model": "tiny", "task": "rte"})["cosine_padded_table"]
     assert "| padded to 200 (Kovaleva's code) | 0.6667 | 1-1 (0.333) |" in table  # layer mean of 1/3 and 1
     assert "| cropped to the real tokens (ours) | 0.5000 | 1-1 (0.000) |" in table
 

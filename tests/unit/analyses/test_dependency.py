@@ -1,11 +1,12 @@
 import pytest
 import torch
 
-from harness.analyses.dependency import ALL_CLARK, ROOT_GOLD, DependencyHeads, head_predictions, offset_predictions
+from harness.analyses.dependency import ROOT_GOLD, DependencyHeads, head_predictions, offset_predictions
 from harness.config import AnalysisConfig
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.inputs.sources import SourceContext
 from harness.inputs.sources.treebank import SyntaxSource
+from harness.views.dependency import ALL_CLARK, DependencyView
 from tests.conftest import finish, stream
 from tests.unit.syntax_helpers import context, hand_made_batch, pointing_maps, sentence
 
@@ -99,7 +100,7 @@ def test_relations_below_min_count_are_dropped_and_cut_words_counted(tiny_pair, 
 def test_metrics_name_checkpoint_and_relation():
     pointing = pointing_maps(CAT.heads)
     result = run([CAT], {PRETRAINED: [pointing], FINETUNED: [pointing_maps([0] * len(CAT))]})
-    metrics = dict(DependencyHeads.metrics({"result": result}))
+    metrics = dict(DependencyView.metrics({"result": result}))
     assert metrics["syntax_pretrained_all"] == 100.0 and metrics["syntax_finetuned_all"] < 100.0
     assert "syntax_baseline_nsubj" in metrics
 
@@ -132,7 +133,7 @@ def test_ours_leaves_punctuation_and_roots_out_and_clarks_counts_every_word():
     # the uniform head: "the" -> "cat", "home" -> "go", "." -> "go" (the first other word wins ties)
     assert change["after_at_before_head"] == pytest.approx(100 * 3 / 14)
     assert change["change"] == pytest.approx(100 * 3 / 14 - 100 * 10 / 14)
-    metrics = dict(DependencyHeads.metrics({"result": result}))
+    metrics = dict(DependencyView.metrics({"result": result}))
     assert metrics["syntax_pretrained_all_clark"] == clark["best"]["accuracy"]
     assert metrics["syntax_baseline_all_clark"] == clark["baseline"]["accuracy"]
 
@@ -156,10 +157,10 @@ def test_the_papers_all_is_shown_beside_the_clark_protocol_only(tmp_path):
     assert "all" not in DependencyHeads.reference["clark_table1"]
     entry = {"result": result, "pairs": [[PRETRAINED, FINETUNED]]}
     run_of = {"model": "tiny", "task": "test"}
-    paths = DependencyHeads.draw(entry, run_of, tmp_path)
+    paths = DependencyView.draw(entry, run_of, tmp_path)
     assert {path.name for path in paths} == {"syntax_relations.png", "syntax_all_relations.png"}
     rows: dict[str, str] = {}  # the first table's rows (a second table lists the best head per direction)
-    for line in DependencyHeads.tables(entry, run_of)["syntax_table1"].splitlines():
+    for line in DependencyView.tables(entry, run_of)["syntax_table1"].splitlines():
         rows.setdefault(line.split(" | ")[0].lstrip("| "), line)
     assert rows["all"].endswith("| 55.6 (+1) |  |  |  |  |")  # ours: no paper number
     assert rows[ALL_CLARK].endswith("| 35.7 (+1) | all | 7-6 | 34.5 | 26.3 (+1) |")

@@ -4,9 +4,9 @@ from transformers import BertConfig, BertForMaskedLM, BertForSequenceClassificat
 from harness.analyses.gradients import GradientImportance, category_means
 from harness.analyses.surface import SpecialIds, token_masks
 from harness.inputs.batches import EncodedBatch
+from harness.model.forward import MASKED_LM_LOSS, TASK_LOSS, UNTRAINED_TASK_LOSS
 from harness.run.engine import GradientTargets
-from harness.model.forward import UNTRAINED_TASK_LOSS
-from harness.model.forward import MASKED_LM_LOSS, TASK_LOSS
+from harness.views.gradients import GradientsView
 from tasks.examples import Example
 from tests.conftest import run_analysis, tiny_bert
 
@@ -77,13 +77,13 @@ def test_unlabelled_inputs_without_mlm_head_are_skipped_and_said(tiny_pair, tiny
     assert result["finetuned"]["loss"] is None
     assert "no task labels" in result["finetuned"]["skipped_because"]
     entry = {"pairs": [["pretrained", "finetuned"]], "result": {"per_checkpoint": result}}
-    assert GradientImportance.draw(entry, {"model": "tiny", "task": "test"}, tmp_path) == []
+    assert GradientsView.draw(entry, {"model": "tiny", "task": "test"}, tmp_path) == []
 
 
 def test_gradient_figure_is_drawn(tiny_pair, tiny_tokenizer, tmp_path):
     result = run_gradients(tiny_pair, tiny_tokenizer, batch_size=3)
     entry = {"pairs": [["pretrained", "finetuned"]], "result": {"per_checkpoint": result}}
-    files = GradientImportance.draw(entry, {"model": "tiny", "task": "test"}, tmp_path)
+    files = GradientsView.draw(entry, {"model": "tiny", "task": "test"}, tmp_path)
     assert len(files) == 1 and files[0].stat().st_size > 0
 
 

@@ -4,12 +4,14 @@ import json
 
 import torch
 
-from classifier import CLASSES, load_classifier
+from classifier import CLASSES
+from classifier.model import load_classifier
 from harness.analyses.patterns import AttentionPatterns
 from harness.inputs.batches import AttentionBatch, EncodedBatch
 from harness.config import AnalysisConfig
 from harness.inputs.encoding import batched
 from harness.results.store import FileHashes
+from harness.views.patterns import PatternsView
 from tasks.examples import Example
 from tests.conftest import analysis_context, finish, run_analysis, stream
 
@@ -57,14 +59,14 @@ def test_known_maps_give_known_proportions_and_changed_heads(tiny_tokenizer):
         "pretrained": [["vertical", "vertical"]], "finetuned": [["vertical", "diagonal"]]}
     assert result["per_pair"]["pretrained->finetuned"]["changed_heads"] == [
         {"layer": 1, "head": 2, "before": "vertical", "after": "diagonal"}]
-    metrics = dict(AttentionPatterns.metrics({"result": result}))
+    metrics = dict(PatternsView.metrics({"result": result}))
     assert metrics["pattern_finetuned_diagonal"] == 0.5 and metrics["pattern_pretrained_vertical_diagonal"] == 0.0
 
 
 def test_figures_are_drawn_from_the_stored_entry(tiny_pair, tiny_tokenizer, tmp_path):
     entry = json.loads(json.dumps({"pairs": [["pretrained", "finetuned"]],
                                    "result": run_patterns(tiny_pair, tiny_tokenizer)}))
-    paths = AttentionPatterns.draw(entry, {"model": "tiny", "task": "test"}, tmp_path)
+    paths = PatternsView.draw(entry, {"model": "tiny", "task": "test"}, tmp_path)
     assert [path.name for path in paths] == ["pattern_proportions.png", "pattern_per_head.png"]
     assert all(path.stat().st_size > 10_000 for path in paths)
 
@@ -104,5 +106,5 @@ def test_shares_come_with_the_shipped_classifiers_cross_validation_and_corrected
     assert all(low <= corrected[name] <= high for name, (low, high) in intervals.items())
     score = AttentionPatterns.settings_identity(AnalysisConfig(), FileHashes())["cross_validation"]
     assert score["grouping"] == "task" and 0.0 < score["macro_f1_interval"][0] <= score["macro_f1"] <= 1.0
-    metrics = dict(AttentionPatterns.metrics({"result": finish(analysis), "settings": {"cross_validation": score}}))
+    metrics = dict(PatternsView.metrics({"result": finish(analysis), "settings": {"cross_validation": score}}))
     assert metrics["pattern_classifier_cv_macro_f1"] == score["macro_f1"]

@@ -4,9 +4,10 @@ import pytest
 import torch
 
 from harness.analyses.base import ATTENTION, GRADIENTS, VALUE_NORMS
-from harness.analyses.sinks import KINDS, STATISTICS, AttentionSinks, sink_statistics
+from harness.analyses.sinks import AttentionSinks, sink_statistics
 from harness.analyses.surface import SpecialIds
 from harness.inputs.encoding import batched
+from harness.views.sinks import KINDS, STATISTICS, SinksView
 from tasks.examples import Example
 from tests.conftest import run_analysis, stream, tiny_bert
 
@@ -156,13 +157,13 @@ def test_result_layers_overall_pair_changes_metrics_and_figures(tiny_pair, tiny_
     assert change["per_layer"]["raw_share"]["cls"] == pytest.approx([b - a for a, b in zip(before, after)])
     assert pretrained["per_head"]["norm_share"] != finetuned["per_head"]["norm_share"]
     entry = {"pairs": [["pretrained", "finetuned"]], "result": result}
-    metrics = dict(AttentionSinks.metrics(entry))
+    metrics = dict(SinksView.metrics(entry))
     assert len(metrics) == 3 * 3 * 4 and metrics["sinks_pretrained_to_finetuned_norm_share_sep_change"] == \
         change["overall"]["norm_share"]["sep"]
     run = {"model": "tiny", "task": "test"}
-    files = AttentionSinks.draw(entry, run, tmp_path)
+    files = SinksView.draw(entry, run, tmp_path)
     assert len(files) == 6 and all(path.stat().st_size > 0 for path in files)
-    table = AttentionSinks.tables(entry, run)["sinks_by_layer"]
+    table = SinksView.tables(entry, run)["sinks_by_layer"]
     layer_2 = pretrained["per_layer"]["norm_share"]["sep"][1]
     assert table.startswith("# ") and "| share of norm-weighted attention | [SEP] | " in table
     assert f" | {layer_2:.3f} | " in table.split("| share of norm-weighted attention | [SEP] |")[1].splitlines()[0]

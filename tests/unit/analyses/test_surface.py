@@ -5,6 +5,7 @@ import torch
 
 from harness.analyses.base import changed_heads
 from harness.analyses.surface import SpecialIds, Surface, behaviour_labels, surface_statistics
+from harness.views.surface import SurfaceView
 from tasks.examples import Example
 from tests.conftest import run_analysis, tiny_bert
 
@@ -90,12 +91,13 @@ def test_tiny_bert_result_shapes_ranges_and_figures(tiny_pair, tiny_tokenizer, t
     assert pretrained["uniform_entropy"] == pytest.approx(sum(math.log(n) for n in lengths) / 3)
     entropy = torch.tensor(pretrained["per_head"]["entropy"])
     assert entropy.shape == (2, 4) and (entropy >= 0).all() and (entropy <= pretrained["uniform_entropy"] + 1e-5).all()
-    assert torch.allclose(torch.tensor(pretrained["per_layer"]["sep"]), torch.tensor(pretrained["per_head"]["sep"]).mean(1))
+    assert torch.allclose(torch.tensor(pretrained["per_layer"]["sep"]),
+                          torch.tensor(pretrained["per_head"]["sep"]).mean(1))
     assert pretrained["per_head"]["cls"] != finetuned["per_head"]["cls"]
     entry = {"pairs": [["pretrained", "finetuned"]], "result": result}
-    files = Surface.draw(entry, {"model": "tiny", "task": "test"}, tmp_path)
+    files = SurfaceView.draw(entry, {"model": "tiny", "task": "test"}, tmp_path)
     assert all(path.exists() and path.stat().st_size > 0 for path in files) and len(files) == 9
-    assert Surface.tables(entry, {"model": "tiny", "task": "test"})["surface_label_changes"].startswith("# Heads")
+    assert SurfaceView.tables(entry, {"model": "tiny", "task": "test"})["surface_label_changes"].startswith("# Heads")
 
 
 def test_three_checkpoints_each_get_statistics_and_each_pair_its_label_changes(tiny_tokenizer):
@@ -105,5 +107,5 @@ def test_three_checkpoints_each_get_statistics_and_each_pair_its_label_changes(t
     assert set(result["per_checkpoint"]) == {"a", "b", "c"} and set(result["per_pair"]) == {"a->b", "b->c"}
     assert result["per_checkpoint"]["a"]["per_head"]["sep"] != result["per_checkpoint"]["c"]["per_head"]["sep"]
     entry = {"pairs": [list(p) for p in pairs], "result": result}
-    table = Surface.tables(entry, {"model": "tiny", "task": "test"})["surface_label_changes"]
+    table = SurfaceView.tables(entry, {"model": "tiny", "task": "test"})["surface_label_changes"]
     assert "**a -> b**" in table and "**b -> c**" in table

@@ -10,7 +10,8 @@ import pytest
 import torch
 from mlflow.tracking import MlflowClient
 
-from classifier import CLASSES, load_classifier
+from classifier import CLASSES
+from classifier.model import load_classifier
 from classifier.annotate import parse_label_lines
 from classifier.data import LABELS_FILE, MAPS_FILE, read_labels, read_maps
 from classifier.features import NO_SECOND_SEGMENT, map_features

@@ -1,7 +1,8 @@
 from mlflow.tracking import MlflowClient
 
 from harness.config import RunConfig, TaskConfig
-from harness.run.tracking import EXPERIMENT, EXPERIMENT_KIND, Tracker, flatten, training_curve
+from harness.results.summary import flatten
+from harness.run.tracking import EXPERIMENT, EXPERIMENT_KIND, Tracker, training_curve
 
 
 def test_tracker_reopens_the_same_parent_run_and_logs_nothing_twice(tmp_path):

@@ -10,7 +10,11 @@ import pytest
 from harness.cli import build_parser, configs_from, main
 from harness.config import StudyConfig
 from harness.study.executors import finetune_argv
-from harness.study.runner import PAIR, elementwise, last_layers_change_most, missing_data, plan_study, spread, support
+from harness.results.checkpoints import MAIN_PAIR
+from harness.study.aggregate import support
+from harness.study.runner import missing_data, plan_study
+from harness.views.cosine import last_layers_change_most
+from harness.views.seeds import elementwise, spread
 from harness.present.study_figures import draw_study
 from tasks.errors import InputError
 
@@ -67,14 +71,13 @@ def test_spread_over_seeds():
 
 
 def cosine_summary(per_layer: list[float]) -> dict:
-    return {"analyses": {"cosine": {"result": {"per_pair": {PAIR: {"per_layer": per_layer}}}}}}
+    return {"result": {"per_pair": {MAIN_PAIR: {"per_layer": per_layer}}}}
 
 
 def test_last_two_layers_change_most_only_when_both_are_the_lowest():
     assert last_layers_change_most(cosine_summary([0.99, 0.97, 0.95, 0.9, 0.7, 0.6]))
     assert not last_layers_change_most(cosine_summary([0.99, 0.6, 0.95, 0.9, 0.7, 0.8]))
     assert not last_layers_change_most(cosine_summary([0.99, 0.97, 0.95, 0.9, 0.99, 0.6]))
-    assert last_layers_change_most({"analyses": {}}) is None
 
 
 def test_a_finding_says_on_how_many_seeds_of_how_many_tasks_it_holds():

@@ -1,0 +1,121 @@
+"""The commands that plan runs and load models: run, study, finetune, ablate, figures, annotate."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import asdict, replace
+
+from harness.analyses.ablation import Ablation
+from harness.config import AnnotationConfig, FineTuneConfig, RunConfig, StudyConfig, describe_recipe
+from harness.model.finetune import finetune as finetune_task
+from harness.model.finetune import is_main_process, leave_process_group, stored_result
+from harness.present.redraw import redraw
+from harness.results.summary import SUMMARY
+from harness.run.annotation import annotate as annotate_pool
+from harness.run.pipeline import evaluate, find_summary, plan_run, run_planned, train_baselines
+from harness.run.pipeline import run as run_pipeline
+from harness.study.runner import plan_study
+from harness.study.runner import study as run_study
+from harness.views.evaluation import EvaluationView
+from harness.views.summary import printed_lines
+from tasks.errors import InputError
+
+
+def recipe_line(settings: FineTuneConfig) -> str:
+    """Which recipe the run trains with, first thing printed: the preset is chosen silently otherwise."""
+    return f"fine-tuning recipe: {describe_recipe(asdict(settings))} (--recipe, --learning-rate, --epochs change it)"
+
+
+def run(config: RunConfig) -> None:
+    start = time.perf_counter()
+    print(recipe_line(config.finetune))
+    finished = run_pipeline(config)
+    print(f"done: {finished.run_dir / SUMMARY}")
+    print_lines(finished.summary)
+    if Ablation.name not in finished.summary["analyses"] and config.analysis.ablation == "auto":
+        print("  ablation (head disabling, importance, pruning) is off on the CPU: `harness ablate` with "
+              "the same flags runs it on the stored checkpoint (minutes), or pass --ablation on")
+    print_mlflow_page(config.environment.tracking_uri, finished.page)
+    print_wall_time(finished.phases, start)
+
+
+def print_lines(summary: dict) -> None:
+    """What each analysis says in the terminal (`harness.views.base.View.printed`)."""
+    for line in printed_lines(summary):
+        print(f"  {line}")
+
+
+def study(settings: StudyConfig, configs: list[RunConfig]) -> bool:
+    """Every (task, seed) of the study, then what holds across them; False when a run failed."""
+    start = time.perf_counter()
+    plan = plan_study(settings, configs)
+    for task, why in plan.skipped.items():
+        print(f"skipped {task}: no data ({why})")
+    tasks = list(dict.fromkeys(run.config.task.task for run in plan.runs))
+    print(f"study {plan.name}: {len(plan.runs)} runs ({', '.join(tasks)}; {settings.seeds} seeds each)")
+    aggregated, files, page = run_study(plan)
+    print(f"done: {plan.folder / 'study.json'} ({len(files)} figures and tables in {plan.folder / 'figures'})")
+    for finding in aggregated["findings"].values():
+        print(f"  {finding['text']}")
+    for label, error in aggregated["failed"].items():
+        print(f"  failed: {label}: {error} (the same command again retries it)")
+    print_mlflow_page(configs[0].environment.tracking_uri, page)
+    print(f"  wall time: {time.perf_counter() - start:.1f} s")
+    return not aggregated["failed"]
+
+
+def print_mlflow_page(tracking_uri: str, page: str) -> None:
+    print(f"  MLflow: http://127.0.0.1:5000/{page} while `mlflow ui --backend-store-uri {tracking_uri}` serves it")
+
+
+def print_wall_time(phases: dict[str, float], start: float) -> None:
+    print("  wall time: " + ", ".join(f"{phase} {seconds:.1f} s" for phase, seconds in phases.items())
+          + f"; total {time.perf_counter() - start:.1f} s")
+
+
+
+
+def ablate(config: RunConfig) -> None:
+    """Disabling, importance and pruning of the stored fine-tuned checkpoint of these flags,
+    added to the run folder's summary (nothing else is recomputed)."""
+    start = time.perf_counter()
+    plan = plan_run(replace(config, analysis=replace(config.analysis, analyses=[Ablation.name], ablation="on")))
+    if stored_result(plan.config, plan.data) is None:
+        raise InputError(f"no fine-tuned checkpoint for these flags under {config.environment.cache_dir}: run "
+                         "`harness run` (or `finetune`) with the same flags first")
+    finished = run_planned(plan)
+    print(f"done: {finished.run_dir / SUMMARY}")
+    print_lines({**finished.summary, "analyses": {Ablation.name: finished.summary["analyses"][Ablation.name]}})
+    print_mlflow_page(config.environment.tracking_uri, finished.page)
+    print_wall_time(finished.phases, start)
+
+
+def finetune(config: RunConfig) -> None:
+    if is_main_process():
+        print(recipe_line(config.finetune))
+    plan = plan_run(config)
+    result = finetune_task(plan.config, plan.data)
+    baselines = train_baselines(plan)
+    leave_process_group()
+    if not is_main_process():
+        return
+    print(f"fine-tuned checkpoint: {result.checkpoint_dir}")
+    for name, baseline in baselines.items():
+        print(f"{name} baseline: {baseline.checkpoint_dir}")
+    for line in EvaluationView.printed(evaluate(plan, result, baselines)):
+        print(f"  {line}")
+
+
+
+
+def figures(config: RunConfig) -> None:
+    run_dir, summary = find_summary(config)
+    for figure in redraw(summary, run_dir / "figures", force=True):
+        print(figure)
+
+
+
+
+def annotate(config: RunConfig, annotation: AnnotationConfig) -> None:
+    print(annotate_pool(config, annotation))
+

@@ -1,0 +1,28 @@
+"""The commands that read stored results only (report, docs): no torch, no model."""
+
+from __future__ import annotations
+
+from harness.config import DocsConfig, EnvironmentConfig, ReportConfig
+from harness.present.doc_tables import documents, rebuild, take_run
+from harness.present.report import build_report
+
+
+def docs(settings: DocsConfig) -> bool:
+    """Store the named runs' results (``--run``), then rebuild (or ``--check``) every table
+    block of the README and docs; False when a check found differences."""
+    for label, folder in settings.runs.items():
+        print(f"stored {label}: {take_run(label, folder)}")
+    differing = rebuild(documents(), check=settings.check)
+    verb = "differs from its stored results" if settings.check else "rebuilt"
+    for block in differing:
+        print(f"{block}: {verb}")
+    if not differing:
+        print("every table agrees with its stored results")
+    return not (settings.check and differing)
+
+
+def report(settings: ReportConfig, environment: EnvironmentConfig) -> None:
+    """One static HTML page of the stored study (or runs), with its figures copied beside it."""
+    page, figures = build_report(settings, environment)
+    print(f"report: {page} ({figures} figures in {page.parent / 'figures'}; open it in a browser, no server needed)")
+

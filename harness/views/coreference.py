@@ -1,0 +1,169 @@
+"""Clark et al.'s coreference analysis: does a mention's head word attend to its antecedent?
+
+Shown: each head's antecedent selection accuracy on all mentions per checkpoint (with each
+pair's change), grouped bars by mention type for the baselines and each checkpoint's best
+head beside Clark et al.'s Table 2, a Markdown table in Table 2's layout with their number in
+brackets, MLflow metrics per mention type, and the overview's row: the best head on all
+mentions.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from harness.results.checkpoints import FINETUNED, PRETRAINED
+from harness.views.base import Entry, Row, View, per_checkpoint_results, per_pair_results, register_view
+from harness.views.style import GREY, checkpoint_title, draw_side_by_side_grids, plt, run_title, save, titled_pairs
+from tasks.coreference import MENTION_TYPES
+
+GROUPS = ("all", *MENTION_TYPES)
+BASELINES = ("nearest", "head_match", "nearest_preceding")
+
+# Clark et al. 2019, Table 2 (BERT-base, CoNLL-2012 dev, documents cut to 128 tokens), as fractions.
+CLARK_TABLE_2 = {
+    "nearest": {"all": 0.27, "pronoun": 0.29, "proper": 0.29, "nominal": 0.19},
+    "head_match": {"all": 0.52, "pronoun": 0.47, "proper": 0.67, "nominal": 0.40},
+    "rule_based": {"all": 0.69, "pronoun": 0.70, "proper": 0.77, "nominal": 0.60},
+    "neural_coref": {"all": 0.83},
+    "best_head": {"layer": 5, "head": 4, "accuracy": {"all": 0.65, "pronoun": 0.64, "proper": 0.73, "nominal": 0.58}},
+}
+# Fixed bar colours for the rows both panels or only one panel have, so that a colour means the
+# same method on both sides (the best heads keep their place in the row order: C3, C4).
+BAR_COLORS = {"Nearest": "C0", "Head match": "C1", "Nearest preceding (ours only)": "C2", "Rule-based": GREY}
+
+
+@register_view
+class CoreferenceView(View):
+    name = "coreference"
+    version = 3
+    signed_changes = {"coref_all_change": "the best head's coreference antecedent accuracy"}
+    left_out = ("accuracy_per_head",)
+
+    @classmethod
+    def metrics(cls, entry: Entry) -> list[tuple[str, float]]:
+        """Per mention type: each baseline, and each checkpoint's best head."""
+        checkpoints = per_checkpoint_results(entry)
+        baselines = next(iter(checkpoints.values()))["baselines"]
+        out = [(f"coref_{group}_{name}", values[group]) for name, values in baselines.items() for group in GROUPS]
+        out += [(f"coref_{group}_{checkpoint}", stats["best_head"][group]["accuracy"])
+                for checkpoint, stats in checkpoints.items() for group in GROUPS]
+        return [(name, value) for name, value in out if value is not None]
+
+    @classmethod
+    def headline(cls, metrics: dict[str, float]) -> list[str]:
+        """How the best head's antecedent accuracy changed (all mentions)."""
+        return [name for name in ("coref_all_change",) if name in metrics]
+
+    @classmethod
+    def draw(cls, entry: Entry, run: dict[str, Any], out_dir: Path) -> list[Path]:
+        checkpoints = per_checkpoint_results(entry)
+        first = next(iter(checkpoints.values()))
+        data = entry["source"]["notes"].get("coref_data", "coreference data")
+        title = f"{run_title(run)} on {data}, {first['mentions']['all']} mentions"
+        grids = {checkpoint_title(c): stats["accuracy_per_head"]["all"] for c, stats in checkpoints.items()}
+        return [draw_side_by_side_grids(grids, out_dir / "coreference_accuracy.png",
+                                        differences=titled_pairs(entry["pairs"]),
+                                        title=f"antecedent selection accuracy per head\n{title}",
+                                        colorbar_label="accuracy (all mentions)"),
+                draw_by_type(checkpoints, data, out_dir, title)]
+
+    @classmethod
+    def tables(cls, entry: Entry, run: dict[str, Any]) -> dict[str, str]:
+        data = "/".join(Path(entry["source"]["notes"].get("coref_data", "data")).parts[-2:])  # no machine's path
+        return {"coreference_table": table_markdown(entry, data)}
+
+    @classmethod
+    def overview_rows(cls, entries: dict[str, Entry], run: dict[str, Any]) -> list[Row]:
+        """The best head on all mentions, beside Clark et al.'s best head."""
+        entry = entries[cls.name]
+        results = per_checkpoint_results(entry)
+        paper = entry["reference"]["clark_table2"]["best_head"]
+        cells = [f"{best['layer']}-{best['head']}: {100 * best['accuracy']:.1f}"
+                 for best in (results[c]["best_head"]["all"] for c in (PRETRAINED, FINETUNED))]
+        tokens = results[PRETRAINED]["max_tokens"]
+        return [(f"coreference, best head (all mentions, {tokens} tokens)", *cells,
+                 f"{paper['layer']}-{paper['head']}: {100 * paper['accuracy']['all']:.0f} (CoNLL-2012)")]
+
+
+def our_rows(checkpoints: dict[str, Any]) -> list[tuple[str, dict[str, float | None], dict[str, float]]]:
+    """(label, accuracy by group, Clark's Table 2 row of the same protocol or {}): the baselines,
+    then each checkpoint's best head overall."""
+    baselines = next(iter(checkpoints.values()))["baselines"]
+    rows = [("Nearest", baselines["nearest"], CLARK_TABLE_2["nearest"]),
+            ("Head match", baselines["head_match"], CLARK_TABLE_2["head_match"]),
+            # Our recency baseline: Clark had none, so no number of theirs goes beside it.
+            ("Nearest preceding (ours only)", baselines["nearest_preceding"], {})]
+    for checkpoint, stats in checkpoints.items():
+        best = stats["best_head"]
+        rows.append((f"best head {best['all']['layer']}-{best['all']['head']}, {checkpoint_title(checkpoint)}",
+                     best["overall_head_by_type"], CLARK_TABLE_2["best_head"]["accuracy"]))
+    return rows
+
+
+def paper_rows() -> list[tuple[str, dict[str, float]]]:
+    """(label, accuracy by group) of Clark et al.'s Table 2."""
+    best = CLARK_TABLE_2["best_head"]
+    return [("Nearest", CLARK_TABLE_2["nearest"]), ("Head match", CLARK_TABLE_2["head_match"]),
+            ("Rule-based", CLARK_TABLE_2["rule_based"]),
+            (f"best head {best['layer']}-{best['head']}", best["accuracy"])]
+
+
+def draw_by_type(checkpoints: dict[str, Any], data: str, out_dir: Path, title: str) -> Path:
+    """Grouped bars by mention type: our baselines and best heads, and Clark's Table 2 beside."""
+    mentions = next(iter(checkpoints.values()))["mentions"]
+    figure, panels = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
+    x = np.arange(len(GROUPS))
+    ours = [(label, values) for label, values, _ in our_rows(checkpoints)]
+    panel_rows = ((panels[0], ours, f"ours: {data}", [f"{g}\n(n={mentions[g]})" for g in GROUPS]),
+                  (panels[1], paper_rows(), "Clark et al. 2019: BERT-base, CoNLL-2012", list(GROUPS)))
+    for panel, rows, heading, ticks in panel_rows:
+        width = 0.8 / len(rows)
+        for offset, (label, values) in enumerate(rows):
+            heights = [np.nan if values.get(g) is None else values[g] for g in GROUPS]
+            panel.bar(x + (offset - (len(rows) - 1) / 2) * width, heights, width, label=label,
+                      color=BAR_COLORS.get(label, f"C{offset}"))
+        panel.set_xticks(x, ticks)
+        panel.set_xlabel("mention type")
+        panel.set_ylim(0, 1.3)
+        panel.set_yticks(np.linspace(0, 1, 6))
+        panel.set_title(heading, fontsize=9)
+        panel.grid(axis="y", alpha=0.3)
+        panel.legend(fontsize=7, ncol=2, loc="upper center")
+    panels[0].set_ylabel("antecedent selection accuracy")
+    figure.suptitle(title, fontsize=9)
+    return save(figure, out_dir / "coreference_by_type.png")
+
+
+def table_markdown(entry: dict[str, Any], data: str) -> str:
+    """Clark's Table 2 layout as Markdown: ours, with Clark's number in brackets; then each pair's change."""
+    def line(label: str, ours: dict[str, float | None], theirs: dict[str, float]) -> str:
+        cells = []
+        for group in GROUPS:
+            mine = "–" if ours.get(group) is None else f"{100 * ours[group]:.1f}"
+            cells.append(mine if theirs.get(group) is None else f"{mine} ({100 * theirs[group]:.0f})")
+        return f"| {label} | " + " | ".join(cells) + " |"
+
+    checkpoints = per_checkpoint_results(entry)
+    first = next(iter(checkpoints.values()))
+    ours = our_rows(checkpoints)
+    baselines, heads = ours[:len(BASELINES)], ours[len(BASELINES):]
+    lines = [f"# Coreference: antecedent selection by head words ({data})", "",
+             f"Antecedent selection accuracy (%) on {data}; Clark et al. 2019 "
+             "(BERT-base, CoNLL-2012, their best head 5-4) in brackets.", "",
+             "| method | " + " | ".join(f"{g} (n={first['mentions'][g]})" for g in GROUPS) + " |",
+             "|---" * (len(GROUPS) + 1) + "|",
+             *(line(*row) for row in baselines),
+             line("Rule-based (Clark only)", {}, CLARK_TABLE_2["rule_based"]),
+             *(line(*row) for row in heads)]
+    for (before, after), comparison in zip(entry["pairs"], per_pair_results(entry).values()):
+        at = comparison["at_before_best_head"]
+        lines += ["", f"{checkpoint_title(after)} minus {checkpoint_title(before)} (points):", "",
+                  "| change | " + " | ".join(GROUPS) + " |", "|---" * (len(GROUPS) + 1) + "|",
+                  line("best head vs best head", comparison["best_head"], {}),
+                  line(f"at {checkpoint_title(before)}'s best head {at['layer']}-{at['head']}", at, {})]
+    lines += ["", f"Documents: {first['documents']} ({first['documents_cut']} cut to {first['max_tokens']} "
+                  f"word pieces; {first['words_cut']} words and {first['mentions_cut']} coreferent mentions cut)."]
+    return "\n".join(lines) + "\n"

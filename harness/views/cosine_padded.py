@@ -1,0 +1,80 @@
+"""Kovaleva et al.'s cosine comparison as their code computed it: every input padded to 200
+tokens and the whole padded maps flattened, padding rows kept.
+
+Figures, per declared pair: the padded protocol's per-head grid, and both protocols' cosine
+per layer with the Spearman agreement of their head rankings; table: per pair, each
+protocol's cosine per layer and most-changed head; metrics: the padded cosine per layer and
+the ranking agreement of the first pair.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from harness.views.base import Entry, View, per_pair_results, register_view
+from harness.views.style import checkpoint_title, draw_head_grid, draw_layer_lines, run_title
+
+PROTOCOLS = ("padded", "cropped")
+
+
+@register_view
+class PaddedCosineView(View):
+    name = "cosine_padded"
+    version = 1
+
+    @classmethod
+    def metrics(cls, entry: Entry) -> list[tuple[str, float]]:
+        """The first pair's padded cosine per layer and the Spearman agreement of the two protocols' head rankings."""
+        pairs = per_pair_results(entry)
+        if not pairs:
+            return []
+        first = next(iter(pairs.values()))
+        per_layer = [(f"cosine_padded_layer_{layer + 1}", value)
+                     for layer, value in enumerate(first["padded"]["per_layer"])]
+        return per_layer + [("cosine_padded_ranking_spearman", first["ranking_spearman"])]
+
+    @classmethod
+    def tables(cls, entry: Entry, run: dict[str, Any]) -> dict[str, str]:
+        return {"cosine_padded_table": f"# Cosine per protocol: {run_title(run)}\n\n{protocol_table(entry)}"}
+
+    @classmethod
+    def draw(cls, entry: Entry, run: dict[str, Any], out_dir: Path) -> list[Path]:
+        padded_to = entry["result"]["padded_to"]
+        paths = []
+        for (before, after), stats in zip(entry["pairs"], per_pair_results(entry).values()):
+            names = f"{checkpoint_title(before)} vs {checkpoint_title(after)}"
+            paths.append(draw_head_grid(
+                stats["padded"]["per_head"], out_dir / f"cosine_padded_per_head_{before}_{after}.png",
+                title=f"{run_title(run)}: {names}, maps padded to {padded_to} (Kovaleva's code)",
+                colorbar_label="cosine similarity (mean over examples)", vmax=1.0))
+            paths.append(draw_layer_lines(
+                {f"padded to {padded_to}, padding rows kept": stats["padded"]["per_layer"],
+                 "cropped to the real tokens": stats["cropped"]["per_layer"]},
+                out_dir / f"cosine_padded_per_layer_{before}_{after}.png",
+                title=f"{run_title(run)}: {names} per layer, two protocols "
+                      f"(head ranking Spearman {stats['ranking_spearman']:.2f})",
+                ylabel="mean cosine similarity"))
+        return paths
+
+
+def protocol_table(entry: Entry) -> str:
+    """Markdown, per pair: the per-layer cosine and the most-changed head of each protocol,
+    and the agreement of their head rankings."""
+    padded_to = entry["result"]["padded_to"]
+    parts = []
+    for (before, after), stats in zip(entry["pairs"], per_pair_results(entry).values()):
+        layers = len(stats["padded"]["per_layer"])
+        lines = [f"**{checkpoint_title(before)} -> {checkpoint_title(after)}** "
+                 f"({stats['padded']['num_examples']} examples; head ranking Spearman "
+                 f"{stats['ranking_spearman']:.3f})", "",
+                 "| protocol | " + " | ".join(f"layer {layer + 1}" for layer in range(layers))
+                 + " | most changed head |",
+                 "|---" * (layers + 2) + "|"]
+        for protocol, label in ((PROTOCOLS[0], f"padded to {padded_to} (Kovaleva's code)"),
+                                (PROTOCOLS[1], "cropped to the real tokens (ours)")):
+            head = stats["most_changed"][protocol]
+            lines.append(f"| {label} | " + " | ".join(f"{value:.4f}" for value in stats[protocol]["per_layer"])
+                         + f" | {head['layer']}-{head['head']} ({head['value']:.3f}) |")
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts) + "\n"

@@ -1,0 +1,195 @@
+"""Dev metrics of each checkpoint, beside the majority class, from the analysis pass itself.
+
+Metrics: each checkpoint's GLUE metrics and mean loss per evaluation split, the majority
+class's, and per compared checkpoint whether it learned, with the bounds of its paired
+bootstrap intervals against the majority class and against a trained baseline; the headline
+is the fine-tuned model's dev scores beside the majority class's. Table: Kovaleva et al.'s
+Table 1 for the run, the paper's numbers beside ours when the model is hers. A run prints
+each checkpoint's dev scores and a warning when a compared checkpoint learned nothing; a
+study judges on each run that the fine-tuned model beats the majority class.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.config import describe_recipe
+from harness.results.checkpoints import FINETUNED, FROZEN_ENCODER, MAIN_PAIR, PRETRAINED, RANDOM_INIT
+from harness.views.base import Claim, Entry, Row, View, per_checkpoint_results, per_pair_results, register_view
+from harness.views.style import checkpoint_title
+from tasks.registry import GlueTask, get_task
+
+PAPER_MODEL = "bert-base-uncased"
+# Kovaleva et al. 2019, Table 1 (dev; MRPC and QQP as F1/accuracy).
+KOVALEVA_TABLE_1 = {
+    "mrpc": {FROZEN_ENCODER: "0/31.6", RANDOM_INIT: "81.2/68.3", FINETUNED: "87.9/82.3"},
+    "stsb": {FROZEN_ENCODER: "33.1", RANDOM_INIT: "2.9", FINETUNED: "82.7"},
+    "sst2": {FROZEN_ENCODER: "49.1", RANDOM_INIT: "80.5", FINETUNED: "92.0"},
+    "qqp": {FROZEN_ENCODER: "0/60.9", RANDOM_INIT: "0/63.2", FINETUNED: "65.2/78.6"},
+    "rte": {FROZEN_ENCODER: "52.7", RANDOM_INIT: "52.7", FINETUNED: "64.6"},
+    "qnli": {FROZEN_ENCODER: "52.8", RANDOM_INIT: "49.5", FINETUNED: "84.4"},
+    "mnli": {FROZEN_ENCODER: "31.7", RANDOM_INIT: "61.0", FINETUNED: "78.6"},
+}
+TABLE_COLUMNS = {"majority": "majority class", PRETRAINED: "pre-trained, untrained head",
+                 FROZEN_ENCODER: "pre-trained, frozen encoder", RANDOM_INIT: "random init + FT",
+                 FINETUNED: "pre-trained + FT"}
+
+
+def beats_majority(entry: Entry) -> bool:
+    """Whether the fine-tuned model is clearly above the majority class on dev (the ``learned``
+    of the pre-trained vs fine-tuned comparison)."""
+    return per_pair_results(entry)[MAIN_PAIR]["learned"]
+
+
+@register_view
+class EvaluationView(View):
+    name = "evaluation"
+    version = 2
+    claims = {"beats_majority": Claim("the fine-tuned model beats the majority class on dev", beats_majority)}
+
+    @classmethod
+    def metrics(cls, entry: Entry) -> list[tuple[str, float]]:
+        """``dev_accuracy_finetuned``, ``dev_accuracy_pretrained``, ``dev_accuracy_majority``, ... per split."""
+        results = per_checkpoint_results(entry)
+        out = [(f"{metric.replace('/', '_')}_{checkpoint}", value)
+               for checkpoint, stats in results.items() for metric, value in stats["metrics"].items()]
+        first = next(iter(results.values()))
+        out += [(f"{metric.replace('/', '_')}_majority", value) for metric, value in first["majority"].items()]
+        compared: dict[str, list[dict[str, Any]]] = {}
+        for (before, after), comparison in zip(entry["pairs"], per_pair_results(entry).values()):
+            compared.setdefault(after, []).append(comparison)
+            if before != PRETRAINED:  # a trained baseline: is the checkpoint clearly above it?
+                low, high = comparison["against_before"]["interval"]
+                out += [(f"above_{before}_low_{after}", low), (f"above_{before}_high_{after}", high)]
+        for after, comparisons in compared.items():
+            low, high = comparisons[0]["against_majority"]["interval"]
+            out += [(f"learned_{after}", float(all(c["learned"] for c in comparisons))),
+                    (f"above_majority_low_{after}", low), (f"above_majority_high_{after}", high)]
+        return out
+
+    @classmethod
+    def headline(cls, metrics: dict[str, float]) -> list[str]:
+        """The dev scores (not the loss) of the fine-tuned model, the majority class and the change."""
+        return [name for name in metrics if name.startswith("dev_") and not name.startswith("dev_loss")
+                and name.endswith((f"_{FINETUNED}", "_majority", "_change"))]
+
+    @classmethod
+    def tables(cls, entry: Entry, run: dict[str, Any]) -> dict[str, str]:
+        return {"evaluation_table": table_1_markdown(entry, run)}
+
+    @classmethod
+    def overview_rows(cls, entries: dict[str, Entry], run: dict[str, Any]) -> list[Row]:
+        """The fine-tuning recipe, each checkpoint's main dev score beside the majority class's and
+        Kovaleva et al.'s Table 1, and the fine-tuned model against the majority class."""
+        entry = entries[cls.name]
+        recipe = f"{describe_recipe(run['recipe'])}, {run['train_examples']} training examples"
+        return [("fine-tuning recipe", "", recipe, "batch 32, 3 epochs (Kovaleva et al.)"),
+                *score_rows(entry), *majority_rows(entry)]
+
+    @classmethod
+    def printed(cls, entry: Entry) -> list[str]:
+        """Each checkpoint's dev scores, then the warning when a compared checkpoint learned nothing."""
+        warning = learning_warning(entry)
+        return dev_lines(entry) + ([warning] if warning else [])
+
+    @classmethod
+    def main_metric(cls, entry: Entry) -> str:
+        """The task's main dev metric as a metric-name stem (``dev_accuracy``)."""
+        return per_pair_results(entry)[MAIN_PAIR]["main_metric"].replace("/", "_")
+
+
+def learning_warning(entry: Entry) -> str | None:
+    """One line when a compared checkpoint is not clearly above the majority class (or the
+    frozen-encoder baseline), else None."""
+    for (before, after), comparison in zip(entry["pairs"], per_pair_results(entry).values()):
+        if comparison["learned"]:
+            continue
+        below_majority = comparison["against_majority"]["interval"][0] <= 0
+        versus = comparison["against_majority" if below_majority else "against_before"]
+        reference = "the majority class" if below_majority else f"the {before} baseline"
+        low, high = versus["interval"]
+        return (f"warning: {after} is not clearly above {reference} on {comparison['main_metric']} "
+                f"(difference {versus['difference']:+.3f}, 95% bootstrap interval [{low:+.3f}, {high:+.3f}]): "
+                "its attention changes are not what learning the task does")
+    return None
+
+
+def dev_metrics(entry: Entry) -> dict[str, dict[str, float]]:
+    """``{checkpoint: {"<split>/<metric>": value}, "majority": {...}}`` from a stored entry."""
+    results = per_checkpoint_results(entry)
+    return {**{name: stats["metrics"] for name, stats in results.items()},
+            "majority": next(iter(results.values()))["majority"]}
+
+
+def dev_lines(entry: Entry) -> list[str]:
+    """``dev finetuned: dev/accuracy 0.6500, ...``: one line per checkpoint and one for the majority class."""
+    return [f"dev {checkpoint}: " + ", ".join(f"{k} {v:.4f}" for k, v in scores.items())
+            for checkpoint, scores in dev_metrics(entry).items()]
+
+
+def table_cell(task: GlueTask, scores: dict[str, float], split: str) -> str:
+    """A checkpoint's main score in percent, as Kovaleva et al.'s Table 1 writes it (F1/accuracy
+    for MRPC and QQP, else the task's first metric)."""
+    metrics = ("f1", "accuracy") if "f1" in task.metrics else task.metrics[:1]
+    return "/".join(f"{100 * scores[f'{split}/{metric}']:.1f}" for metric in metrics)
+
+
+def table_1_markdown(entry: Entry, run: dict[str, Any]) -> str:
+    """Kovaleva et al.'s Table 1 for this run: the majority class, the untrained pre-trained
+    model, the baselines that were trained and the fine-tuned model, on the main split; the
+    paper's numbers in brackets where the model is hers."""
+    results = per_checkpoint_results(entry)
+    first = next(iter(results.values()))
+    task = get_task(first["task"])
+    split = next(iter(first["predictions"]))
+    scores = {"majority": first["majority"], **{name: stats["metrics"] for name, stats in results.items()}}
+    columns = [name for name in TABLE_COLUMNS if name in scores]
+    paper = KOVALEVA_TABLE_1.get(task.name, {}) if run.get("model") == PAPER_MODEL else {}
+    cells = [table_cell(task, scores[name], split) + (f" ({paper[name]})" if name in paper else "")
+             for name in columns]
+    metric = "F1/accuracy" if "f1" in task.metrics else task.metrics[0]
+    lines = [f"# Dev scores: {run.get('model', 'the model')} on {task.folder}", "",
+             f"Dev scores ({split}, {metric}, %) of {run.get('model', 'the model')} on {task.folder}, "
+             "as Kovaleva et al. 2019's Table 1"
+             + (f"; the paper's numbers ({PAPER_MODEL}) in brackets." if paper else "."), "",
+             "| task | " + " | ".join(TABLE_COLUMNS[name] for name in columns) + " |",
+             "|---" * (len(columns) + 1) + "|",
+             f"| {task.folder} | " + " | ".join(cells) + " |"]
+    for (before, after), comparison in zip(entry["pairs"], per_pair_results(entry).values()):
+        versus = comparison["against_before"]
+        low, high = versus["interval"]
+        lines.append(f"\n{checkpoint_title(after)} minus {checkpoint_title(before)} on {comparison['main_metric']}: "
+                     f"{versus['difference']:+.3f} (95% paired bootstrap interval [{low:+.3f}, {high:+.3f}]).")
+    return "\n".join(lines) + "\n"
+
+
+def score_rows(entry: Entry) -> list[Row]:
+    """Overview rows: the main dev score of the pre-trained and fine-tuned models beside the
+    majority class's and Kovaleva et al.'s Table 1, then each trained baseline's."""
+    results = per_checkpoint_results(entry)
+    first = results[FINETUNED]
+    task = get_task(first["task"])
+    split = next(iter(first["predictions"]))
+    paper = KOVALEVA_TABLE_1.get(task.name, {})
+    context = " / ".join(f"{value} {TABLE_COLUMNS[name]}" for name, value in paper.items())
+    metric = "F1/accuracy" if "f1" in task.metrics else task.metrics[0]
+    rows = [(f"{task.folder} {split} {metric} (majority class: {table_cell(task, first['majority'], split)})",
+             table_cell(task, results[PRETRAINED]["metrics"], split), table_cell(task, first["metrics"], split),
+             f"{context} (Kovaleva Table 1)" if context else "")]
+    return rows + [(f"{TABLE_COLUMNS[name]} baseline", "", table_cell(task, results[name]["metrics"], split), "")
+                   for name in results if name not in (PRETRAINED, FINETUNED)]
+
+
+def majority_rows(entry: Entry) -> list[Row]:
+    """Overview rows: per pair from the pre-trained model, the fine-tuned model minus the majority
+    class in points with its paired bootstrap interval, and whether it learned."""
+    rows = []
+    for (before, after), comparison in zip(entry["pairs"], per_pair_results(entry).values()):
+        if before != PRETRAINED:
+            continue
+        versus = comparison["against_majority"]
+        low, high = (100 * value for value in versus["interval"])
+        rows.append(("fine-tuned minus majority class (95% paired bootstrap interval)", "",
+                     f"{100 * versus['difference']:+.1f} [{low:+.1f}, {high:+.1f}]; "
+                     f"learned: {'yes' if comparison['learned'] else 'no'}", ""))
+    return rows

@@ -1,0 +1,66 @@
+"""Kovaleva et al.'s Section 4.4: how much attention each head gives to linguistic features.
+
+Shown, for each feature the stored result names (in its order): each checkpoint's value per
+head with each pair's change, and the change per layer (mean over heads) of the linguistic
+features, [CLS] and [SEP] left out; MLflow metrics: the largest per-head value per feature and
+checkpoint. The panels of one feature are drawn here for ``features_task`` too.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from harness.views.base import Entry, View, per_checkpoint_results, per_pair_results, register_view
+from harness.views.style import checkpoint_title, draw_layer_lines, draw_side_by_side_grids, model_title, titled_pairs
+
+SPECIAL = ("[CLS]", "[SEP]")
+
+
+def slug(name: str) -> str:
+    """A feature's name as metric names and file names spell it (``"[CLS]"`` -> ``"cls"``)."""
+    return name.strip("[]").lower()
+
+
+def feature_names(entry: Entry) -> list[str]:
+    """The features of a stored entry, in the order the analysis measured them."""
+    return next(iter(per_checkpoint_results(entry).values()))["names"]
+
+
+@register_view
+class FeaturesView(View):
+    name = "features"
+    version = 2
+
+    @classmethod
+    def metrics(cls, entry: Entry) -> list[tuple[str, float]]:
+        """Per feature and checkpoint, the largest per-head value."""
+        return [(f"features_{checkpoint}_{slug(name)}_max", stats["max_head"][name]["value"])
+                for checkpoint, stats in per_checkpoint_results(entry).items() for name in stats["names"]]
+
+    @classmethod
+    def draw(cls, entry: Entry, run: dict[str, Any], out_dir: Path) -> list[Path]:
+        # the sentences are the treebank's, whatever task the run fine-tuned on
+        on = f"{model_title(run.get('model', 'model'))} on {entry['source']['notes'].get('treebank', 'the treebank')}"
+        paths = [draw_feature_panels(entry, name, out_dir / f"features_{slug(name)}.png", title=on)
+                 for name in feature_names(entry)]
+        for (before, after), comparison in zip(entry["pairs"], per_pair_results(entry).values()):
+            lines = {name: values for name, values in comparison["change_per_layer"].items() if name not in SPECIAL}
+            paths.append(draw_layer_lines(
+                lines, out_dir / f"features_change_per_layer_{before}-{after}.png",
+                title=f"{on}: change in attention to linguistic features",
+                ylabel=f"{checkpoint_title(after)} minus {checkpoint_title(before)}\n(mean over heads)"))
+        return paths
+
+
+def draw_feature_panels(entry: dict[str, Any], name: str, path: Path, *, title: str,
+                        counts: dict[str, int] | None = None, unit: str = "sentences") -> Path:
+    """One feature: each checkpoint per head (shared colour scale), then each pair's change
+    (diverging); the title says how many ``unit`` had the feature (``counts``, by default the
+    treebank sentences)."""
+    checkpoints = per_checkpoint_results(entry)
+    count = (counts or next(iter(checkpoints.values()))["sentences_with_feature"])[name]
+    return draw_side_by_side_grids({checkpoint_title(c): stats["per_head"][name] for c, stats in checkpoints.items()},
+                                   path, title=f"{title}: attention to {name} ({count} {unit})", vmin=0.0,
+                                   colorbar_label="attention (row mean, max over words)",
+                                   differences=titled_pairs(entry["pairs"]))

@@ -1,0 +1,64 @@
+"""Kovaleva et al.'s feature attention as their code computed it (§4.4), and her §5.
+
+Shown, for each feature the stored result names: each checkpoint's value per head with each
+pair's change (the panels of ``features``, counted in inputs), and §5's bars: the last layer's
+[CLS] attention per feature, mean over heads with their range; MLflow metrics: the largest
+per-head value and §5's mean over last-layer heads, per feature and checkpoint.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from harness.views.base import Entry, View, per_checkpoint_results, register_view
+from harness.views.features import draw_feature_panels, feature_names, slug
+from harness.views.style import checkpoint_title, plt, run_title, save
+
+
+@register_view
+class TaskFeaturesView(View):
+    name = "features_task"
+    version = 1
+
+    @classmethod
+    def metrics(cls, entry: Entry) -> list[tuple[str, float]]:
+        """Per feature and checkpoint: the largest per-head value, and §5's mean over last-layer heads."""
+        out = []
+        for checkpoint, stats in per_checkpoint_results(entry).items():
+            for name in stats["names"]:
+                out += [(f"features_task_{checkpoint}_{slug(name)}_max", stats["max_head"][name]["value"]),
+                        (f"cls_last_layer_{checkpoint}_{slug(name)}", float(np.mean(stats["cls_last_layer"][name])))]
+        return out
+
+    @classmethod
+    def draw(cls, entry: Entry, run: dict[str, Any], out_dir: Path) -> list[Path]:
+        first = next(iter(per_checkpoint_results(entry).values()))
+        title = f"{run_title(run)} dev ({first['examples']} inputs, spaCy tags)"
+        paths = [draw_feature_panels(entry, name, out_dir / f"features_task_{slug(name)}.png", title=title,
+                                     counts=first["inputs_with_feature"], unit="inputs")
+                 for name in feature_names(entry)]
+        return [*paths, draw_cls_focus(entry, out_dir / "features_task_cls_last_layer.png", title=title)]
+
+
+def draw_cls_focus(entry: dict[str, Any], path: Path, *, title: str) -> Path:
+    """§5: per feature, the last layer's [CLS] attention (mean over heads, with the range of
+    heads as error bars), one bar per checkpoint."""
+    results = per_checkpoint_results(entry)
+    names = feature_names(entry)
+    figure, axes = plt.subplots(figsize=(7, 3.4))
+    width = 0.8 / len(results)
+    positions = np.arange(len(names))
+    for offset, (checkpoint, stats) in enumerate(results.items()):
+        per_head = np.asarray([stats["cls_last_layer"][name] for name in names])  # (features, heads)
+        mean = per_head.mean(axis=1)
+        spread = [mean - per_head.min(axis=1), per_head.max(axis=1) - mean]
+        axes.bar(positions + offset * width, mean, width, yerr=spread, capsize=2, label=checkpoint_title(checkpoint))
+    axes.set_xticks(positions + width * (len(results) - 1) / 2, names, rotation=20)
+    axes.set_ylabel("attention from [CLS], last layer\n(mean over heads; bars: range)")
+    axes.set_title(f"{title}: where [CLS] looks in the last layer (Kovaleva §5)", fontsize=9)
+    axes.legend(fontsize=8)
+    axes.grid(alpha=0.3, axis="y")
+    return save(figure, path)

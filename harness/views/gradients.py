@@ -1,0 +1,47 @@
+"""Clark et al.'s gradient-based importance of attention (their Figure 3), per checkpoint.
+
+The figure: for each checkpoint that had a loss, the mean |dL/d attention| per layer by the
+type of token attended to ([SEP], "." or ",", [CLS], any other), one panel per checkpoint,
+titled with the loss it was taken of.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from harness.views.base import Entry, View, per_checkpoint_results, register_view
+from harness.views.style import GREY, OKABE_ITO, checkpoint_title, panel_grid, run_title, save
+
+CATEGORIES = ("sep", "punct", "cls", "other")
+GRADIENT_COLOURS = {"sep": OKABE_ITO["blue"], "punct": OKABE_ITO["purple"], "cls": OKABE_ITO["vermillion"],
+                    "other": GREY}
+GRADIENT_LABELS = {"sep": "to [SEP]", "punct": 'to "." or ","', "cls": "to [CLS]", "other": "to other tokens"}
+
+
+@register_view
+class GradientsView(View):
+    name = "gradients"
+    version = 2
+
+    @classmethod
+    def draw(cls, entry: Entry, run: dict[str, Any], out_dir: Path) -> list[Path]:
+        usable = {c: g for c, g in per_checkpoint_results(entry).items() if g["loss"] is not None}
+        if not usable:
+            return []
+        figure, axes = panel_grid(1, len(usable), sharey=False)
+        for panel, (checkpoint, stats) in zip(axes[0], usable.items()):
+            for category, color in GRADIENT_COLOURS.items():
+                values = stats["per_layer"][category]
+                panel.plot(np.arange(1, len(values) + 1), values, marker="o", color=color,
+                           label=GRADIENT_LABELS[category])
+            panel.set_xticks(np.arange(1, len(values) + 1))
+            panel.set_xlabel("layer")
+            panel.set_ylabel("mean |dL / d attention|")
+            panel.set_title(f"{checkpoint_title(checkpoint)}: {stats['loss']} loss", fontsize=9)
+            panel.grid(alpha=0.3)
+            panel.legend(fontsize=7)
+        figure.suptitle(f"Gradient-based importance of attention (Clark Fig. 3): {run_title(run)}", fontsize=10)
+        return [save(figure, out_dir / "gradients_by_layer.png")]

@@ -1,0 +1,116 @@
+"""Clark et al.'s Table 3: how much dependency syntax a small probe reads from all heads.
+
+Shown: the dev UAS of every probe and baseline per checkpoint beside the paper's numbers
+(bars, and a Markdown table in Table 3's layout with each pair's change), the Attn probe's
+weight per head (dependent->head) per checkpoint, MLflow metrics per probe, and the
+overview's row: Attn and Attn + GloVe.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from harness.results.checkpoints import FINETUNED, PRETRAINED
+from harness.views.base import Entry, Row, View, per_checkpoint_results, per_pair_results, register_view
+from harness.views.style import checkpoint_title, draw_side_by_side_grids, plt, run_title, save, titled_pairs
+
+LEARNING_RATE = 0.002
+PAPER_TABLE3 = {"right_branching": 26.0, "distances_glove": 58.0, "random_init_attn_glove": 30.0,
+                "attn": 61.0, "attn_glove": 77.0}
+PAPER_SETTING = "bert-base-uncased, PTB WSJ (Stanford Dependencies), trained on the full train set"
+ATTENTION_PROBES = ("attn", "attn_glove")
+BASELINES = ("right_branching", "distances_glove")
+LABELS = {"right_branching": "right-branching", "distances_glove": "distances + GloVe",
+          "attn": "Attn", "attn_glove": "Attn + GloVe"}
+
+
+@register_view
+class ProbesView(View):
+    name = "probes"
+    version = 3
+    signed_changes = {"probes_uas_change_attn": "the attention probe's UAS"}
+
+    @classmethod
+    def metrics(cls, entry: Entry) -> list[tuple[str, float]]:
+        """Dev UAS of every checkpoint's attention probes, and of the baselines."""
+        checkpoints = per_checkpoint_results(entry)
+        baselines = next(iter(checkpoints.values()))["uas"]
+        return [(f"probes_uas_{c}_{kind}", stats["uas"][kind]) for c, stats in checkpoints.items()
+                for kind in ATTENTION_PROBES] + [(f"probes_uas_{kind}", baselines[kind]) for kind in BASELINES]
+
+    @classmethod
+    def headline(cls, metrics: dict[str, float]) -> list[str]:
+        """How the attention-only probe's UAS changed."""
+        return [name for name in ("probes_uas_change_attn",) if name in metrics]
+
+    @classmethod
+    def draw(cls, entry: Entry, run: dict[str, Any], out_dir: Path) -> list[Path]:
+        title = run_title(run)
+        checkpoints = per_checkpoint_results(entry)
+        weights = {checkpoint_title(c): stats["attn_head_weights"]["dependent->head"]
+                   for c, stats in checkpoints.items()}
+        limit = max(float(np.abs(np.asarray(grid)).max()) for grid in weights.values()) or 1.0
+        return [draw_uas_bars(checkpoints, out_dir / "probes_uas.png", title=title),
+                draw_side_by_side_grids(weights, out_dir / "probes_attn_weights.png", vmin=-limit, vmax=limit,
+                                        differences=titled_pairs(entry["pairs"]),
+                                        title=f"{title}: Attn probe weight per head (dependent->head)",
+                                        colorbar_label="weight of the head's attention", cmap="RdBu_r")]
+
+    @classmethod
+    def tables(cls, entry: Entry, run: dict[str, Any]) -> dict[str, str]:
+        return {"probes_table3": probe_table_markdown(entry, title=run_title(run))}
+
+    @classmethod
+    def overview_rows(cls, entries: dict[str, Entry], run: dict[str, Any]) -> list[Row]:
+        """The dev UAS of the Attn and Attn + GloVe probes, beside the paper's."""
+        entry = entries[cls.name]
+        paper = entry["reference"]["clark_table3_uas"]
+        cells = [f"{stats['uas']['attn']:.1f} / {stats['uas']['attn_glove']:.1f}"
+                 for stats in (per_checkpoint_results(entry)[c] for c in (PRETRAINED, FINETUNED))]
+        return [("probe UAS Attn / Attn+GloVe", *cells, f"{paper['attn']:.0f} / {paper['attn_glove']:.0f}")]
+
+
+def probe_table_markdown(entry: dict[str, Any], *, title: str) -> str:
+    """Clark et al.'s Table 3 layout: UAS per checkpoint, each pair's change, the paper's number."""
+    checkpoints = per_checkpoint_results(entry)
+    first = next(iter(checkpoints.values()))
+    pairs = list(zip(entry["pairs"], per_pair_results(entry).values()))
+    header = ["model", *(checkpoint_title(c) for c in checkpoints),
+              *(f"change {checkpoint_title(a)}->{checkpoint_title(b)}" for (a, b), _ in pairs), "paper (BERT-base)"]
+    lines = [f"# Probes: dev UAS without punctuation ({title})", "",
+             f"Trained online on {first['train_sentences']} treebank training sentences ({first['train_words']} "
+             f"words) from the {first['probe_init']} initialisation, one Adam step (lr {LEARNING_RATE}) per "
+             f"sentence, one epoch; scored on {first['dev_scored']} "
+             f"dev dependents of {first['dev_sentences']} sentences. Paper: {PAPER_SETTING}.", "",
+             "| " + " | ".join(header) + " |", "|---" * len(header) + "|"]
+    for kind in (*BASELINES, *ATTENTION_PROBES):
+        changes = ["(no attention)" if kind in BASELINES else f"{comparison['uas_change'][kind]:+.1f}"
+                   for _, comparison in pairs]
+        cells = [LABELS[kind], *(f"{stats['uas'][kind]:.1f}" for stats in checkpoints.values()), *changes,
+                 f"{PAPER_TABLE3[kind]:.0f}"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def draw_uas_bars(checkpoints: dict[str, Any], path: Path, *, title: str) -> Path:
+    """UAS of every probe and baseline, one bar per checkpoint, the paper's numbers as crosses."""
+    kinds = [*BASELINES, *ATTENTION_PROBES]
+    positions = np.arange(len(kinds))
+    width = 0.8 / len(checkpoints)
+    figure, axes = plt.subplots(figsize=(6, 3.4))
+    for k, (checkpoint, stats) in enumerate(checkpoints.items()):
+        bars = axes.bar(positions + (k - (len(checkpoints) - 1) / 2) * width, [stats["uas"][kind] for kind in kinds],
+                        width=width, label=checkpoint_title(checkpoint))
+        axes.bar_label(bars, fmt="%.1f", fontsize=6)
+    axes.scatter(positions, [PAPER_TABLE3[k] for k in kinds], marker="x", color="black", zorder=3,
+                 label="Clark et al. BERT-base (PTB)")
+    axes.set_xticks(positions, [LABELS[k] for k in kinds])
+    axes.set_ylabel("dev UAS without punctuation (%)")
+    axes.set_ylim(0, 100)
+    axes.set_title(f"{title}: dependency probes", fontsize=9)
+    axes.grid(axis="y", alpha=0.3)
+    axes.legend(fontsize=7, loc="upper left")
+    return save(figure, path)

@@ -1,0 +1,158 @@
+"""Clark et al.'s surface analyses per head, for both checkpoints side by side.
+
+Figures: attention to [CLS], [SEP] and punctuation (Clark's Figure 2), by relative position,
+and the entropies (Clark's Figure 4), per head and layer with every checkpoint overlaid, and
+per-head grids of six statistics side by side with their differences; tables: the heads
+whose Clark label changed and every statistic per layer; metrics: how many heads carry each
+label per checkpoint; the overview names the heads of four labels. A study keeps the
+attention to [CLS] and [SEP] per layer over seeds.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from harness.results.checkpoints import FINETUNED, PRETRAINED
+from harness.views.base import Entry, Row, View, per_checkpoint_results, per_pair_results, register_view
+from harness.views.seeds import elementwise
+from harness.views.style import (checkpoint_colour, checkpoint_title, draw_side_by_side_grids, panels_for, run_title,
+                                 save, scatter_by_layer, suptitle, titled_pairs)
+
+# Statistic name -> how it is shown in tables and figures.
+STATISTICS = {
+    "self": "itself", "previous": "previous token", "next": "next token",
+    "cls": "[CLS]", "sep": "[SEP]", "period": '"."', "comma": '","', "punct": '"." or ","',
+    "sep_to_sep": "[SEP] rows to [SEP]", "rest_to_sep": "other rows to [SEP]",
+    "entropy": "entropy (nats)", "cls_entropy": "[CLS] row entropy (nats)",
+}
+
+HEATMAP_STATISTICS = ("previous", "next", "cls", "sep", "punct", "entropy")
+SERIES_STYLES = (("-", "o"), ("--", "s"))  # line style and marker of the first and second statistic in a panel
+SPECIAL_TOKENS = ("cls", "sep")  # the statistics a study keeps per layer over seeds
+# Clark behaviour label -> how the overview table names it.
+OVERVIEW_LABELS = {"previous": "previous", "next": "next", "cls": "[CLS]", "broad": "broad"}
+
+
+@register_view
+class SurfaceView(View):
+    name = "surface"
+    version = 2
+    left_out = ("per_head",)
+
+    @classmethod
+    def metrics(cls, entry: Entry) -> list[tuple[str, float]]:
+        """Per checkpoint: how many heads carry each of Clark's behaviour labels."""
+        return [(f"surface_{checkpoint}_{label}_heads", count)
+                for checkpoint, stats in per_checkpoint_results(entry).items()
+                for label, count in stats["label_counts"].items()]
+
+    @classmethod
+    def draw(cls, entry: Entry, run: dict[str, Any], out_dir: Path) -> list[Path]:
+        return draw_surface(entry, run, out_dir)
+
+    @classmethod
+    def tables(cls, entry: Entry, run: dict[str, Any]) -> dict[str, str]:
+        return {"surface_label_changes": f"# Heads whose Clark label changed: {run_title(run)}\n\n"
+                                         f"{label_change_table(entry)}",
+                "surface_by_layer": f"# Clark's statistics per layer: {run_title(run)}\n\n{layer_table(entry)}"}
+
+    @classmethod
+    def overview_rows(cls, entries: dict[str, Entry], run: dict[str, Any]) -> list[Row]:
+        """The heads carrying each of four Clark labels, pre-trained and fine-tuned."""
+        cells = {name: " / ".join(head_list(labelled_heads(stats["labels"], label)) for label in OVERVIEW_LABELS)
+                 for name, stats in per_checkpoint_results(entries[cls.name]).items()}
+        return [(f"Clark heads: {' / '.join(OVERVIEW_LABELS.values())}", cells[PRETRAINED], cells[FINETUNED],
+                 "[SEP] dominates layers 6-10")]
+
+    @classmethod
+    def across_seeds(cls, entries: list[Entry]) -> dict[str, Any]:
+        """Attention to [CLS] and [SEP] per layer, pre-trained and fine-tuned, mean and spread over seeds."""
+        return {"special_tokens": {
+            checkpoint: {token: elementwise([per_checkpoint_results(entry)[checkpoint]["per_layer"][token]
+                                             for entry in entries]) for token in SPECIAL_TOKENS}
+            for checkpoint in (PRETRAINED, FINETUNED)}}
+
+
+def head_list(names: list[tuple[int, int]]) -> str:
+    """``3-1, 4-2``: 1-indexed (layer, head) pairs, or ``none``."""
+    return ", ".join(f"{layer}-{head}" for layer, head in names) or "none"
+
+
+def labelled_heads(labels: list[list[list[str]]], label: str) -> list[tuple[int, int]]:
+    """1-indexed (layer, head) of the heads carrying a Clark behaviour label."""
+    return [(layer + 1, head + 1) for layer, row in enumerate(labels) for head, names in enumerate(row)
+            if label in names]
+
+
+def draw_by_layer(entry: Entry, run: dict[str, Any], rows: dict[str, tuple[str, ...]], path: Path, *,
+                  heading: str, reference: dict[str, float] | None = None) -> Path:
+    """One panel per entry of ``rows`` (y label -> its statistics), every checkpoint overlaid in
+    its colour; a second statistic in a panel dashed, with square markers."""
+    checkpoints = per_checkpoint_results(entry)
+    figure, panels = panels_for(len(rows))
+    for panel, (ylabel, statistics) in zip(panels, rows.items()):
+        series = [(index, checkpoint, statistic, style) for index, checkpoint in enumerate(checkpoints)
+                  for statistic, style in zip(statistics, SERIES_STYLES)]
+        for band, (index, checkpoint, statistic, (linestyle, marker)) in enumerate(series):
+            label = checkpoint_title(checkpoint) + (f": {STATISTICS[statistic]}" if len(statistics) > 1 else "")
+            scatter_by_layer(panel, checkpoints[checkpoint]["per_head"][statistic],
+                             checkpoint_colour(checkpoint, index), label, band=(band, len(series)),
+                             linestyle=linestyle, marker=marker)
+        for label, value in (reference or {}).items():
+            panel.axhline(value, color="black", linestyle=":", linewidth=1, label=label)
+        panel.set_ylabel(ylabel)
+        panel.set_xlabel("layer")
+        panel.legend(fontsize=7)
+    suptitle(figure, f"{heading}: {run_title(run)}")
+    return save(figure, path)
+
+
+def label_change_table(entry: Entry) -> str:
+    """Markdown tables, one per declared pair, of the heads whose Clark behaviour labels changed."""
+    parts = []
+    for (before, after), comparison in zip(entry["pairs"], per_pair_results(entry).values()):
+        lines = [f"**{checkpoint_title(before)} -> {checkpoint_title(after)}**", "",
+                 f"| layer | head | {checkpoint_title(before)} | {checkpoint_title(after)} |", "|---|---|---|---|"]
+        for change in comparison["label_changes"]:
+            lines.append(f"| {change['layer']} | {change['head']} | {', '.join(change['before']) or '-'} | "
+                         f"{', '.join(change['after']) or '-'} |")
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts) + "\n"
+
+
+def layer_table(entry: Entry) -> str:
+    """Markdown: every statistic per layer (1-indexed), one column per checkpoint."""
+    results = per_checkpoint_results(entry)
+    lines = ["| statistic | " + " | ".join(checkpoint_title(c) for c in results) + " |",
+             "|---" * (len(results) + 1) + "|"]
+    for statistic, label in STATISTICS.items():
+        cells = [" ".join(f"{value:.2f}" for value in stats["per_layer"][statistic]) for stats in results.values()]
+        lines.append(f"| {label} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def draw_surface(entry: Entry, run: dict[str, Any], out_dir: Path) -> list[Path]:
+    """The per-layer figures of special tokens, relative position and entropy, then a per-head
+    grid of each of `HEATMAP_STATISTICS`; the files written."""
+    uniform = next(iter(per_checkpoint_results(entry).values()))["uniform_entropy"]
+    written = [
+        draw_by_layer(entry, run, {"attention to [CLS]": ("cls",), "attention to [SEP]": ("sep",),
+                                   'attention to "." or ","': ("punct",),
+                                   "attention to [SEP]\nby row type": ("sep_to_sep", "rest_to_sep")},
+                      out_dir / "surface_special_tokens.png", heading="Attention to special tokens (Clark Fig. 2)"),
+        draw_by_layer(entry, run, {"previous token": ("previous",), "next token": ("next",), "itself": ("self",)},
+                      out_dir / "surface_relative_position.png", heading="Attention by relative position"),
+        draw_by_layer(entry, run, {"mean row entropy\n(nats)": ("entropy",),
+                                   "[CLS] row entropy\n(nats)": ("cls_entropy",)},
+                      out_dir / "surface_entropy.png", heading="Attention entropy (Clark Fig. 4)",
+                      reference={"uniform attention": uniform}),
+    ]
+    for statistic in HEATMAP_STATISTICS:
+        grids = {checkpoint_title(c): stats["per_head"][statistic]
+                 for c, stats in per_checkpoint_results(entry).items()}
+        written.append(draw_side_by_side_grids(
+            grids, out_dir / f"surface_heads_{statistic}.png", differences=titled_pairs(entry["pairs"]),
+            title=f"{STATISTICS[statistic]} per head: {run_title(run)}",
+            colorbar_label="nats" if statistic == "entropy" else "mean attention"))
+    return written
