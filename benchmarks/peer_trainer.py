@@ -14,7 +14,7 @@ import tempfile
 import numpy as np
 from transformers import AutoModelForSequenceClassification, Trainer, TrainingArguments, default_data_collator
 
-from harness.model.finetune import sample
+from harness.inputs.sampling import sample
 from harness.model.loading import load_tokenizer, resolve_model
 from tasks.loading import load_examples
 from tasks.registry import get_task

@@ -26,7 +26,7 @@ from harness.analyses.evaluation import Evaluation
 from harness.config import AnalysisConfig, EnvironmentConfig, FineTuneConfig, RunConfig, TaskConfig
 from harness.present.doc_tables import RESULTS, sweep_table
 from harness.model.finetune import finetune
-from harness.run.pipeline import evaluate, plan_run
+from harness.run.pipeline import dev_evaluation, plan_run
 from harness.results.store import write_json
 
 
@@ -45,7 +45,7 @@ def point(task: str, model: str, learning_rate: float, epochs: float, seed: int,
     plan = plan_run(config)
     start = time.perf_counter()
     tuned = finetune(plan.config, plan.data)
-    entry = evaluate(plan, tuned)
+    entry = dev_evaluation(plan, tuned)
     comparison = next(iter(entry["result"]["per_pair"].values()))
     scores = entry["result"]["per_checkpoint"]["finetuned"]
     metric = comparison["main_metric"]

@@ -97,6 +97,7 @@ def _predict(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
+    """The ``python -m classifier`` command line; a `ValueError` or missing file exits with its message."""
     parser = argparse.ArgumentParser(prog="python -m classifier", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
 

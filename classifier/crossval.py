@@ -39,7 +39,7 @@ from classifier.train import TrainConfig, fit, real_inputs, recipe_description, 
 from tasks.files import atomic_path
 
 GROUPINGS = ("task", "input", "task-nested")
-# The tree recipes tried by hand before the shipped one was fixed (docs/classifier.md), as
+# The tree recipes compared by hand to choose the shipped one (docs/classifier.md), as
 # changes to `TrainConfig`: nested selection chooses among them without the held-out task.
 CANDIDATES: tuple[dict[str, int], ...] = (  # each whole, whatever the defaults of `TrainConfig`
     {"tree_depth": 2, "tree_rounds": 200, "synthetic_per_class": 100, "synthetic_max_length": 320},
@@ -91,6 +91,7 @@ def macro_f1(labels: np.ndarray, predicted: np.ndarray) -> float:
 
 
 def percentile_interval(values: list[float]) -> tuple[float, float]:
+    """The 2.5th and 97.5th percentiles of ``values``: a 95% interval."""
     low, high = np.percentile(values, [2.5, 97.5])
     return float(low), float(high)
 

@@ -55,10 +55,12 @@ class Line:
         return min(condition.margin(features) for condition in self.conditions)
 
     def side(self, features: MapFeatures) -> str:
+        """The class the line gives the map: ``above`` when every condition holds, else ``below``."""
         return self.above if self.margin(features) >= 0 else self.below
 
     @property
     def name(self) -> str:
+        """``below_vs_above``, each ``+`` written ``_`` (it names the line's example sheet)."""
         return f"{self.below}_vs_{self.above}".replace("+", "_")
 
     def __str__(self) -> str:
@@ -85,7 +87,7 @@ LINES = (
          "most attended columns and no row points at one other token (the strongest other token of a row gets "
          "12% or less on average), else heterogeneous"),
     # 0.64: where the size-fair measure agrees best with the first 625 labels given by eye (0.93; the plain
-    # within-segment share it replaced agreed for 0.87 at its best, 0.66)
+    # within-segment share agrees for 0.87 at its best, 0.66)
     Line("heterogeneous", "block", (Condition("within_segments", 0.64), Condition("rest_peak", 0.15, at_least=False)),
          "a two-segment map is block when its spread attention (off the band and the columns) prefers the row's own "
          "segment, per token, by 0.64 or more (uniform attention 0.5, a pure block 1, whatever the sentences' "

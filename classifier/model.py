@@ -110,6 +110,7 @@ class PatternClassifier:
 
     @property
     def kind(self) -> str:
+        """``"cnn"`` or ``"trees"``: which network classifies."""
         return "cnn" if isinstance(self.network, PatternCNN) else "trees"
 
     def to(self, device: torch.device | str) -> PatternClassifier:
@@ -171,6 +172,8 @@ class PatternClassifier:
         return possible_classes(logits, two_segments[None, :, None, None])
 
     def save(self, path: Path = WEIGHTS_FILE) -> None:
+        """Write the weights, the classes and input layout they expect, and ``info`` to ``path`` atomically;
+        `load_classifier` reads them back."""
         stored = {"kind": self.kind, "state_dict": self.network.state_dict(), "classes": list(CLASSES),
                   "widths": list(STAGE_WIDTHS), "input_size": INPUT_SIZE, "channels": CHANNELS,
                   "measures": INPUT_MEASURES, "info": self.info}

@@ -55,6 +55,7 @@ class MapInputs:
 
     @staticmethod
     def cat(parts: Sequence[MapInputs]) -> MapInputs:
+        """The inputs of ``parts``, concatenated in order."""
         return MapInputs(torch.cat([part.images for part in parts]), torch.cat([part.measures for part in parts]))
 
 

@@ -94,6 +94,8 @@ class Evaluation:
     counts: dict[str, dict[str, int]] = field(default_factory=dict)  # split -> class -> maps
 
     def table(self) -> str:
+        """A plain-text report: precision, recall, F1 and support per class, macro-F1, accuracy and the confusion
+        matrix."""
         lines = [f"{'class':<18} {'precision':>9} {'recall':>7} {'F1':>6} {'n':>4}"]
         for index, name in enumerate(CLASSES):
             lines.append(f"{name:<18} {self.precision[index]:9.2f} {self.recall[index]:7.2f} "

@@ -33,8 +33,9 @@ def _base_type(annotation: Any) -> tuple[Any, bool]:
 
 
 def add_arguments(parser: argparse.ArgumentParser, cls: type, title: str | None = None,
-                  only: tuple[str, ...] | None = None) -> None:
-    """Flags for the fields of dataclass ``cls`` (or those named in ``only``) in one group."""
+                  only: tuple[str, ...] | None = None, optional: bool = False) -> None:
+    """Flags for the fields of dataclass ``cls`` (or those named in ``only``) in one group;
+    ``optional``: no flag is required by the parser (the dataclass still checks what it needs)."""
     group = parser.add_argument_group(title or cls.__doc__.splitlines()[0].rstrip("."))
     hints = typing.get_type_hints(cls)
     for item in fields(cls):
@@ -51,9 +52,12 @@ def add_arguments(parser: argparse.ArgumentParser, cls: type, title: str | None 
             continue
         if scalar not in SCALARS:
             raise TypeError(f"{cls.__name__}.{item.name}: no command-line form for {scalar}")
+        if item.metadata.get("positional"):
+            group.add_argument(item.name, type=scalar, nargs="?", default=default, help=help_text, metavar=flag)
+            continue
         group.add_argument(flag, dest=item.name, type=scalar, nargs="+" if is_list else None,
                            choices=item.metadata.get("choices"), default=default, help=help_text,
-                           required=item.metadata.get("required", False),
+                           required=item.metadata.get("required", False) and not optional,
                            metavar=None if item.metadata.get("choices") else flag[2:].replace("-", "_").upper())
 
 

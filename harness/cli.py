@@ -21,8 +21,8 @@ from typing import Any, NoReturn
 from tqdm import tqdm
 
 from harness.arguments import add_arguments, build
-from harness.config import (AnalysisConfig, AnnotationConfig, DocsConfig, EnvironmentConfig, FineTuneConfig,
-                            ReportConfig, RunConfig, StudyConfig, TaskConfig)
+from harness.config import (AnalysisConfig, AnnotationConfig, DocsConfig, EnvironmentConfig, FiguresConfig,
+                            FineTuneConfig, ReportConfig, RunConfig, StudyConfig, TaskConfig)
 from tasks.errors import InputError
 
 # Imported once the flags are valid: torch and transformers take seconds to load.
@@ -36,7 +36,8 @@ DESCRIPTIONS = {
     "finetune": "only fine-tune and write the checkpoint cache (runs under torchrun / accelerate launch)",
     "ablate": "disable heads and layers, rank heads by importance and prune them on the stored fine-tuned "
               "checkpoint of these flags (Kovaleva et al. section 6, Michel et al. 2019)",
-    "figures": "redraw the figures of a finished run from its summary.json (same flags as the run)",
+    "figures": "redraw the figures of a finished run from its summary.json: give its folder (no model is loaded), "
+               "or the flags it was run with",
     "annotate": "sample attention maps of a checkpoint into a labelling pool for the pattern classifier, "
                 "or record its labels",
     "docs": "rebuild the results tables in the README and docs from stored runs (never typed by hand)",
@@ -47,12 +48,14 @@ GROUPS = {"run": (TaskConfig, FineTuneConfig, AnalysisConfig, EnvironmentConfig)
           "study": (StudyConfig, TaskConfig, FineTuneConfig, AnalysisConfig, EnvironmentConfig),
           "finetune": (TaskConfig, FineTuneConfig, EnvironmentConfig),
           "ablate": (TaskConfig, FineTuneConfig, AnalysisConfig, EnvironmentConfig),
-          "figures": (TaskConfig, FineTuneConfig, AnalysisConfig, EnvironmentConfig),
+          "figures": (FiguresConfig, TaskConfig, FineTuneConfig, AnalysisConfig, EnvironmentConfig),
           "annotate": (AnnotationConfig, TaskConfig, FineTuneConfig, EnvironmentConfig),
           "docs": (DocsConfig,),
           "report": (ReportConfig, EnvironmentConfig)}
 RUN_PARTS = {TaskConfig: "task", FineTuneConfig: "finetune", AnalysisConfig: "analysis",
              EnvironmentConfig: "environment"}
+# `harness figures RUN_FOLDER` needs no --task: the folder names the run.
+FLAGS_OPTIONAL = {("figures", TaskConfig)}
 # A study sets each run's task from --tasks (and its seeds from --seed on): no --task flag.
 LEFT_OUT = {("study", TaskConfig): ("task",),
             ("report", EnvironmentConfig): ("device", "precision", "cache_dir", "tracking_uri")}  # only --output-dir
@@ -93,14 +96,27 @@ class SubcommandParser(argparse.ArgumentParser):
         return f" (did you mean {', '.join(hints)}?)" if hints else ""
 
 
+def command_module(args: argparse.Namespace) -> str:
+    """The module of the command: a redrawing from a run folder needs no model, so no torch."""
+    if args.command == "figures" and args.run_folder is not None:
+        return STORED
+    return COMMAND_MODULES[args.command]
+
+
 def quiet_libraries(debug: bool) -> None:
     """Keep the terminal to progress bars and results unless ``--debug``: transformers' warnings
-    and weight-loading bars (the harness shows its own) and MLflow's notices, set before they
-    load (a variable the user set is kept; processes the command starts inherit it)."""
-    if not debug:
-        os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
-        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
-        logging.getLogger("mlflow").setLevel(logging.WARNING)
+    and weight-loading bars (the harness shows its own) and MLflow's notices. Set through the
+    variables transformers reads when it loads (a value the user set is kept; processes the
+    command starts inherit it), and on transformers itself where this process has loaded it."""
+    if debug:
+        return
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    logging.getLogger("mlflow").setLevel(logging.WARNING)
+    transformers = sys.modules.get("transformers")
+    if transformers is not None:
+        transformers.logging.set_verbosity_error()
+        transformers.logging.disable_progress_bar()
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -111,7 +127,8 @@ def build_parser() -> argparse.ArgumentParser:
         command = commands.add_parser(name, help=DESCRIPTIONS[name], description=DESCRIPTIONS[name])
         for group in groups:
             left_out = LEFT_OUT.get((name, group), ())
-            add_arguments(command, group, only=tuple(f.name for f in fields(group) if f.name not in left_out))
+            add_arguments(command, group, only=tuple(f.name for f in fields(group) if f.name not in left_out),
+                          optional=(name, group) in FLAGS_OPTIONAL)
     return parser
 
 
@@ -124,6 +141,8 @@ def configs_from(args: argparse.Namespace) -> list[Any]:
         return [study, study.runs(**{part: build(cls, args) for cls, part in RUN_PARTS.items()})]
     if args.command == "report":  # reads stored results: no run to configure, the environment says where they are
         return [build(cls, args) for cls in GROUPS["report"]]
+    if args.command == "figures" and args.run_folder is not None:  # the folder is the whole configuration
+        return [build(FiguresConfig, args)]
     built = {cls: build(cls, args) for cls in GROUPS[args.command]}
     parts = {RUN_PARTS[cls]: value for cls, value in built.items() if cls in RUN_PARTS}
     others = [value for cls, value in built.items() if cls not in RUN_PARTS]
@@ -136,7 +155,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         configs = configs_from(args)
         quiet_libraries(args.debug)
-        commands = importlib.import_module(COMMAND_MODULES[args.command])
+        commands = importlib.import_module(command_module(args))
         if getattr(commands, args.command)(*configs) is False:  # a check that found differences
             return 1
     except InputError as error:

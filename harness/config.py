@@ -66,9 +66,10 @@ RECIPES_HELP = "; ".join(f"{name} = {recipe}" for name, recipe in RECIPES.items(
 
 
 def option(default: Any = None, help: str = "", *, flag: str | None = None,
-           choices: tuple[str, ...] | None = None, required: bool = False) -> Any:
-    """A dataclass field with the help text and flag metadata the CLI is generated from."""
-    metadata = {"help": help, "flag": flag, "choices": choices, "required": required}
+           choices: tuple[str, ...] | None = None, required: bool = False, positional: bool = False) -> Any:
+    """A dataclass field with the help text and flag metadata the CLI is generated from
+    (``positional``: an optional argument without a flag, shown as ``flag``)."""
+    metadata = {"help": help, "flag": flag, "choices": choices, "required": required, "positional": positional}
     if isinstance(default, list):
         return field(default_factory=lambda: list(default), metadata=metadata)
     return field(default=default, metadata=metadata)
@@ -388,6 +389,18 @@ class DocsConfig:
     def runs(self) -> dict[str, Path]:
         """``{label: run folder}`` of ``--run``."""
         return {label: Path(folder) for label, _, folder in (item.partition("=") for item in self.run)}
+
+
+@dataclass
+class FiguresConfig:
+    """Which run's figures to redraw (``harness figures``)."""
+
+    run_folder: Path | None = option(None, "the run's folder (<output-dir>/<task>-<model>-seed<seed>-<key>): redraw "
+                                           "from its summary.json without loading a model; or give the run's flags",
+                                     flag="RUN_FOLDER", positional=True)
+
+    def __post_init__(self) -> None:
+        self.run_folder = _existing(FiguresConfig, "run_folder", self.run_folder, "folder")
 
 
 @dataclass

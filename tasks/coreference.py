@@ -113,6 +113,8 @@ class _DocumentBuilder:
     in_sentence: bool = False
 
     def add_token(self, cells: list[str], line: int) -> None:
+        """Add one token line's ``cells`` (the word in column 4, PTB escapes undone; the POS tag in column 5; the
+        coreference brackets in the last), opening a sentence if none is open; ``line`` numbers it in errors."""
         index = len(self.words)
         if not self.in_sentence:
             self.sentence_starts.append(index)
@@ -125,6 +127,7 @@ class _DocumentBuilder:
                 self._bracket(part, index, line)
 
     def end_sentence(self) -> None:
+        """Close the open sentence (a blank line): the next token starts a new one."""
         self.in_sentence = False
 
     def _bracket(self, part: str, index: int, line: int) -> None:
@@ -144,6 +147,8 @@ class _DocumentBuilder:
             self.mentions.add(Mention(start, index, cluster))
 
     def finish(self) -> Document:
+        """The document read so far (POS tags None when the file has none); raises `InputError` at a mention
+        left open."""
         for label, starts in self.open_mentions.items():
             if starts:
                 raise InputError(f"{self.path}:{starts[-1][1]}: mention ({label} is never closed before "

@@ -34,18 +34,22 @@ class GlueTask:
 
     @property
     def is_regression(self) -> bool:
+        """Whether the task is scored as regression (no label names: STS-B)."""
         return not self.label_names
 
     @property
     def num_labels(self) -> int:
+        """Outputs of the classification head: 1 for regression, else one per label."""
         return 1 if self.is_regression else len(self.label_names)
 
     @property
     def is_pair(self) -> bool:
+        """Whether an example is a pair of texts (the task has a second text field)."""
         return self.hub_fields[1] is not None
 
     @property
     def main_eval_split(self) -> str:
+        """The evaluation split the main dev metric is read from: the first of ``eval_splits``."""
         return self.eval_splits[0]
 
 

@@ -199,8 +199,8 @@ def analysis_context(models_or_names: Sequence[str] | dict[str, Any], layers: in
                      tokenizer: Any = None, pairs: tuple[tuple[str, str], ...] = PAIRS,
                      device: torch.device = torch.device("cpu"), task: GlueTask | None = None,
                      **settings: Any) -> AnalysisContext:
-    return AnalysisContext(tuple(models_or_names), layers, heads, AnalysisConfig(**settings), tokenizer, pairs, device,
-                           task)
+    return AnalysisContext(tuple(models_or_names), layers, heads, AnalysisConfig(**settings), tokenizer=tokenizer,
+                           pairs=pairs, device=device, task=task)
 
 
 def finish(analysis: Analysis) -> dict[str, Any]:

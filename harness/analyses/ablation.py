@@ -103,6 +103,9 @@ class Ablation(Analysis):
         return {"loss": loss, "raw": raw.tolist(), "normalised": normalised.tolist()}
 
     def checkpoint_result(self, name: str) -> dict[str, Any]:
+        """Checkpoint ``name``'s entry: for a trained head, the intact score, the disabling families, the
+        importance, the pruning curves and the importance-vs-delta correlations; for an untrained head, the
+        importance and a note."""
         importance = self.importance(name)
         if name not in self.context.trained:
             return {"trained": False, "importance": importance,
@@ -137,7 +140,7 @@ class Ablation(Analysis):
 
     def predictions(self, name: str, variants: Interventions) -> np.ndarray:
         """(V, examples) predictions of checkpoint ``name`` under each variant, in the update order."""
-        logits = self.context.evaluate(name, variants)
+        logits = self.context.score_variants(name, variants)
         if logits.shape[1] != len(self.labels):
             raise RuntimeError(f"the ablation source streamed {logits.shape[1]} items, not {len(self.labels)}")
         return np.stack([predictions_from_logits(self.context.task, part.numpy()) for part in logits])

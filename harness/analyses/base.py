@@ -24,7 +24,7 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from dataclasses import dataclass, fields
+from dataclasses import KW_ONLY, dataclass, fields
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -56,7 +56,7 @@ class AnalysisContext:
     pipeline declares, as (before, after) names; ``device``: where the attention lives, so
     running statistics can live there too; ``task``: the run's task (its labels and metrics);
     ``max_length``: the truncation of the task's inputs; ``trained``: the checkpoints whose
-    classification head was trained; ``evaluate(checkpoint, variants)``: the logits of that
+    classification head was trained; ``score_variants(checkpoint, variants)``: the logits of that
     checkpoint on every item of the source, in stream order, under each of V variants
     (`harness.model.forward.Interventions` of (V, layers, heads) masks): (V, items, labels) float32
     on the CPU, one more pass over the source (for analyses that intervene: ``INTERVENES``).
@@ -66,16 +66,18 @@ class AnalysisContext:
     num_layers: int
     num_heads: int
     settings: AnalysisConfig
+    _: KW_ONLY  # the rest by name: a context is never built from a dozen positions
     tokenizer: PreTrainedTokenizerBase | None = None
     pairs: tuple[tuple[str, str], ...] = ()
     device: torch.device = torch.device("cpu")
     task: GlueTask | None = None
     max_length: int = 128
     trained: frozenset[str] = frozenset()
-    evaluate: Callable[[str, Interventions], torch.Tensor] | None = None
+    score_variants: Callable[[str, Interventions], torch.Tensor] | None = None
 
     @property
     def seed(self) -> int:
+        """The run's ``analysis_seed``, from which analyses draw their samples and random starts."""
         return self.settings.analysis_seed
 
 

@@ -49,12 +49,15 @@ class CosineSums:
         self.counts = [0] * len(context.pairs)
 
     def add(self, index: int, cosine: torch.Tensor) -> None:
+        """Add a batch of pair ``index``'s per-example cosines, (batch, layers, heads), to its sums."""
         cosine = cosine.double()
         self.total[index] += cosine.sum(dim=0)
         self.total_squares[index] += (cosine**2).sum(dim=0)
         self.counts[index] += len(cosine)
 
     def stats(self, index: int) -> dict[str, Any]:
+        """Pair ``index``'s statistics as lists: ``per_head`` mean and ``per_head_std`` (population std over
+        examples), ``per_layer`` mean over heads; and its ``num_examples``."""
         count = max(self.counts[index], 1)
         mean = (self.total[index] / count).cpu()
         variance = (self.total_squares[index].cpu() / count - mean**2).clamp(min=0)

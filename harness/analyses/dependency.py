@@ -101,6 +101,7 @@ class RelationCounts:
         self.correct += hits.to(self.device).double() @ one_hot
 
     def of(self, relation: str) -> torch.Tensor:
+        """(*shape) correct-prediction counts of ``relation`` (float64); a relation never added raises `KeyError`."""
         return self.correct[..., self.index[relation]]
 
 

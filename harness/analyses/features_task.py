@@ -89,6 +89,7 @@ class TaskFeatures(Analysis):
 
     @classmethod
     def settings_identity(cls, settings: AnalysisConfig, hashes: FileHashes) -> dict[str, Any]:
+        """The settings used, and which POS tagger tags the inputs (`tasks.tagging.tagger_identity`)."""
         return {**super().settings_identity(settings, hashes), **tagger_identity()}
 
     def membership(self, batch: AttentionBatch) -> torch.Tensor:

@@ -194,6 +194,8 @@ class Trainer:
         self.correct = 0
 
     def train(self, logits: torch.Tensor, heads: torch.Tensor, trainable: torch.Tensor) -> None:
+        """One Adam step on one sentence: the summed cross-entropy of ``logits`` (words, candidate heads) against
+        the gold ``heads`` of the ``trainable`` words; its mean per trainable word joins the running loss."""
         loss = nn.functional.cross_entropy(logits[trainable], heads[trainable], reduction="sum")
         self.optimizer.zero_grad()
         loss.backward()
@@ -202,6 +204,8 @@ class Trainer:
         self.steps += 1
 
     def score(self, logits: torch.Tensor, heads: torch.Tensor, scored: torch.Tensor) -> None:
+        """Count the ``scored`` words whose highest logit is their gold head as correct; callers run it without
+        gradients."""
         self.correct += int((logits.argmax(dim=-1) == heads)[scored].sum())
 
 

@@ -80,10 +80,12 @@ def sink_statistics(attention: torch.Tensor, value_norms: torch.Tensor, input_id
 
 
 def layer_means(grids: dict[str, list[list[float]]]) -> dict[str, list[float]]:
+    """Per kind, the mean over heads of each layer of a (layers, heads) grid."""
     return {kind: [sum(row) / len(row) for row in grid] for kind, grid in grids.items()}
 
 
 def overall_means(grids: dict[str, list[list[float]]]) -> dict[str, float]:
+    """Per kind, the mean over every layer and head of a (layers, heads) grid."""
     return {kind: sum(map(sum, grid)) / sum(map(len, grid)) for kind, grid in grids.items()}
 
 

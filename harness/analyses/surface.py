@@ -60,6 +60,7 @@ class SpecialIds:
 
     @classmethod
     def of(cls, tokenizer: PreTrainedTokenizerBase) -> SpecialIds:
+        """The ids in ``tokenizer``'s vocabulary; ``"."`` and ``","`` are None when they map to the unknown token."""
         def known(token: str) -> int | None:
             token_id = tokenizer.convert_tokens_to_ids(token)
             return None if token_id == tokenizer.unk_token_id else token_id

@@ -6,13 +6,13 @@ import time
 from dataclasses import asdict, replace
 
 from harness.analyses.ablation import Ablation
-from harness.config import AnnotationConfig, FineTuneConfig, RunConfig, StudyConfig, describe_recipe
+from harness.config import AnnotationConfig, FiguresConfig, FineTuneConfig, RunConfig, StudyConfig, describe_recipe
 from harness.model.finetune import finetune as finetune_task
 from harness.model.finetune import is_main_process, leave_process_group, stored_result
-from harness.present.redraw import redraw
+from harness.commands.stored import figures as redraw_folder
 from harness.results.summary import SUMMARY
 from harness.run.annotation import annotate as annotate_pool
-from harness.run.pipeline import evaluate, find_summary, plan_run, run_planned, train_baselines
+from harness.run.pipeline import dev_evaluation, find_run, plan_run, run_planned, train_baselines
 from harness.run.pipeline import run as run_pipeline
 from harness.study.runner import plan_study
 from harness.study.runner import study as run_study
@@ -102,18 +102,15 @@ def finetune(config: RunConfig) -> None:
     print(f"fine-tuned checkpoint: {result.checkpoint_dir}")
     for name, baseline in baselines.items():
         print(f"{name} baseline: {baseline.checkpoint_dir}")
-    for line in EvaluationView.printed(evaluate(plan, result, baselines)):
+    for line in EvaluationView.printed(dev_evaluation(plan, result, baselines)):
         print(f"  {line}")
 
 
 
 
-def figures(config: RunConfig) -> None:
-    run_dir, summary = find_summary(config)
-    for figure in redraw(summary, run_dir / "figures", force=True):
-        print(figure)
-
-
+def figures(config: RunConfig, settings: FiguresConfig) -> None:
+    """The figures of the run these flags name (found by planning it), drawn again."""
+    redraw_folder(replace(settings, run_folder=find_run(config)))
 
 
 def annotate(config: RunConfig, annotation: AnnotationConfig) -> None:

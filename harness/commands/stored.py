@@ -1,10 +1,19 @@
-"""The commands that read stored results only (report, docs): no torch, no model."""
+"""The commands that read stored results only (figures from a run folder, report, docs): no torch, no model."""
 
 from __future__ import annotations
 
-from harness.config import DocsConfig, EnvironmentConfig, ReportConfig
+from harness.config import DocsConfig, EnvironmentConfig, FiguresConfig, ReportConfig
 from harness.present.doc_tables import documents, rebuild, take_run
+from harness.present.redraw import redraw
 from harness.present.report import build_report
+from harness.results.summary import whole_summary
+
+
+def figures(settings: FiguresConfig) -> None:
+    """Every figure and table of the run in ``settings.run_folder``, drawn again from its summary."""
+    summary = whole_summary(settings.run_folder)
+    for figure in redraw(summary, settings.run_folder / "figures", force=True):
+        print(figure)
 
 
 def docs(settings: DocsConfig) -> bool:

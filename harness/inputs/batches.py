@@ -49,6 +49,7 @@ class EncodedBatch:
         return torch.where(second.any(dim=1), second.long().argmax(dim=1), NO_SECOND_SEGMENT)
 
     def model_inputs(self, device: torch.device | str) -> dict[str, torch.Tensor]:
+        """The model's keyword inputs, moved to ``device`` (``token_type_ids`` only when the tokenizer gives them)."""
         inputs = {"input_ids": self.input_ids, "attention_mask": self.attention_mask}
         if self.token_type_ids is not None:
             inputs["token_type_ids"] = self.token_type_ids
@@ -99,6 +100,7 @@ class AttentionBatch:
 
     @property
     def device(self) -> torch.device:
+        """The device the attention maps are on (the first checkpoint's)."""
         return next(iter(self.attentions.values())).device
 
     def row_entropy(self, checkpoint: str) -> torch.Tensor:
@@ -121,6 +123,7 @@ class AttentionBatch:
 
     @property
     def items(self) -> list[Any]:
+        """The source item of each row (`EncodedBatch.items`)."""
         return self.encoded.items
 
     @cached_property

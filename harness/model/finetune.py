@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import random
 import shutil
 import time
 import zipfile
@@ -35,6 +34,7 @@ from transformers import DataCollatorWithPadding, PreTrainedModel, Trainer, Trai
 from transformers.trainer_callback import ExportableState, PrinterCallback, ProgressCallback
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
+from harness.inputs.sampling import sample
 from harness.config import FineTuneConfig, RunConfig
 from harness.model.dropout import use_fast_dropout
 from harness.model.forward import use_harness_attention
@@ -139,13 +139,6 @@ class EncodedExamples(torch.utils.data.Dataset):
         item = {key: values[index] for key, values in self.features.items()}
         item["labels"] = self.labels[index]
         return item
-
-
-def sample(examples: list[Example], limit: int | None, seed: int) -> list[Example]:
-    """A seeded random subset of at most ``limit`` examples (all of them when ``limit`` is None)."""
-    if limit is None or limit >= len(examples):
-        return examples
-    return random.Random(seed).sample(examples, limit)
 
 
 def cache_key(config: RunConfig, data: TaskData, variant: str = FINETUNED) -> str:

@@ -81,6 +81,7 @@ class Capture:
 
     @property
     def needs_grad(self) -> bool:
+        """Whether the pass needs a backward pass (attention or gate gradients are captured)."""
         return self.attention_grad or self.gate_grad
 
 
@@ -131,6 +132,8 @@ class _Session:
     value_norms: list[torch.Tensor] = field(default_factory=list)
 
     def next_layer(self) -> int:
+        """The 0-based index of the layer calling attention now, advancing to the next; raises `InputError` when
+        called more than ``num_layers`` times in one pass (an encoder with several self-attentions per layer)."""
         layer = self.layer
         if layer >= self.num_layers:
             raise InputError(f"the model called its attention more than its {self.num_layers} layers times in one "
@@ -278,6 +281,7 @@ def _skipping(model: torch.nn.Module, prefix: Prefix | None) -> Iterator[None]:
 
 
 def device_of(model: torch.nn.Module) -> torch.device:
+    """The device of ``model``'s first parameter."""
     return next(model.parameters()).device
 
 
@@ -379,6 +383,7 @@ def stacked_rows(device: torch.device) -> int:
 
 
 def variant_count(variants: Interventions) -> int:
+    """How many variants ``variants`` describes: the length of ``head_gates``, or of ``uniform_heads`` without gates."""
     return len(variants.head_gates if variants.head_gates is not None else variants.uniform_heads)
 
 

@@ -214,10 +214,12 @@ class Checkpoint:
 
     @property
     def identity(self) -> dict[str, Any]:
+        """``encoder_identity`` with the classification head's identity under ``"head"``."""
         return {**self.encoder_identity, "head": self.head}
 
     @property
     def head_trained(self) -> bool:
+        """Whether the classification head is a trained one (the fine-tuned checkpoint's), not seeded at random."""
         return bool(self.head.get("trained"))
 
     @cached_property
@@ -248,4 +250,5 @@ def prepare(model: PreTrainedModel, device: torch.device, dtype: torch.dtype) ->
 
 
 def checkpoint_device(checkpoints: list[Checkpoint]) -> torch.device:
+    """The device of the first checkpoint's model, where a run puts all its checkpoints."""
     return device_of(checkpoints[0].model)

@@ -116,6 +116,8 @@ def render(name: str, results: dict[str, Any]) -> str:
 
 
 def stored_results(label: str, results_dir: Path = RESULTS) -> dict[str, Any]:
+    """Run LABEL's stored results (``docs/results/LABEL.json``); raises `InputError`, saying how to store them,
+    when they are missing or damaged."""
     path = results_dir / f"{label}.json"
     results = read_json(path)
     if not isinstance(results, dict):

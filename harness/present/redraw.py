@@ -61,6 +61,7 @@ def redraw(summary: dict[str, Any], out_dir: Path, force: bool = False) -> list[
 
 
 def relative(paths: list[Path], folder: Path) -> list[str]:
+    """``paths`` as strings relative to ``folder`` (each must lie under it)."""
     return [str(path.relative_to(folder)) for path in paths]
 
 

@@ -14,7 +14,10 @@ What it shows, from files only (nothing is recomputed, no model is loaded):
   settings, result keys, figures and tables (grouped by the analysis that drew them,
   `harness.present.redraw.drawn_files`).
 
-Without a study, every run folder under ``--output-dir`` is shown. The PNG figures are
+The page is rendered from the Jinja2 templates in ``templates/`` with autoescaping on: every
+stored value is escaped by default, and only HTML made here and known to be safe (Markdown
+rendered without raw HTML, the inline JSON, the package's own CSS and script) is passed as
+``Markup``. Without a study, every run folder under ``--output-dir`` is shown. The PNG figures are
 copied into ``figures/`` beside the page and linked relatively, so the folder can be moved
 or archived whole. The page reports on itself in ``#report-status``: once every figure has
 loaded and the per-example view has drawn, its ``data-state`` is ``ready`` (``problems``
@@ -23,7 +26,6 @@ when a figure failed or a script error was caught), which a headless browser's D
 
 from __future__ import annotations
 
-import html
 import json
 import re
 import shutil
@@ -31,7 +33,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 from markdown_it import MarkdownIt
+from markupsafe import Markup
 
 from harness.config import EnvironmentConfig, ReportConfig, describe_recipe
 from harness.present.redraw import drawn_files
@@ -52,6 +56,8 @@ MARKDOWN = MarkdownIt("commonmark", {"html": False}).enable("table")  # our own 
 HEADING = re.compile(r"<(/?)h([1-6])>")  # a table's "# title" sits under the page's own headings
 PAGE_SCRIPT = Path(__file__).with_name("report.js")
 PAGE_STYLE = Path(__file__).with_name("report.css")
+TEMPLATES = Environment(loader=PackageLoader("harness.present", "templates"), autoescape=select_autoescape(["html"]),
+                        undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
 
 
 @dataclass
@@ -63,10 +69,12 @@ class Run:
 
     @property
     def task(self) -> str:
+        """The run's task (from its folder name when it has no summary)."""
         return self.summary["run"]["task"] if self.summary else self.folder.name.split("-")[0]
 
     @property
     def label(self) -> str:
+        """The run as the page names it: task and seed, or its folder when it has no summary."""
         return f"{self.task} seed {self.summary['run']['seed']}" if self.summary else self.folder.name
 
 
@@ -112,6 +120,7 @@ def gather(settings: ReportConfig, environment: EnvironmentConfig) -> Stored:
 
 
 def load_run(folder: Path) -> Run:
+    """The run in ``folder`` with its summary, if it has a whole one."""
     return Run(folder, stored_summary(folder / SUMMARY))
 
 
@@ -120,97 +129,96 @@ def build_report(settings: ReportConfig, environment: EnvironmentConfig) -> tupl
     stored = gather(settings, environment)
     ensure_writable(settings.out.parent, "--out")
     page = Page(settings.out.parent / ASSETS)
-    body = [page.contents(stored)]
-    if stored.study is not None:
-        body.append(page.study_section(stored.study, stored.study_folder))
-    body.append(example_view())
-    body.append(page.tasks_section(stored))
+    study = page.study_section(stored.study, stored.study_folder) if stored.study is not None else None
     title = f"Study {stored.study['name']}" if stored.study else f"Runs under {environment.output_dir.name}"
-    text = document(title, "\n".join(body), example_data(stored))
+    text = render(title, study, page.tasks_section(stored), example_data(stored))
     return atomic_write_text(settings.out, text), page.figures
 
 
+def render(title: str, study: dict[str, Any] | None, tasks: list[dict[str, Any]], data: dict[str, Any]) -> str:
+    """The whole page from ``templates/page.html``: style, sections, the view's data and its script, all inline."""
+    # The package's own style sheet and script, inlined as they are (escaping them would break them).
+    style, script = Markup(PAGE_STYLE.read_text()), Markup(PAGE_SCRIPT.read_text())
+    return TEMPLATES.get_template("page.html").render(title=title, study=study, tasks=tasks, data=inline_json(data),
+                                                      style=style, script=script)
+
+
+def inline_json(data: dict[str, Any]) -> Markup:
+    """``data`` as JSON for a ``<script type="application/json">`` element, every ``<`` written
+    ``\\u003c`` (the same string to JSON.parse), so that no value can end the element or open a
+    comment or script inside it."""
+    # Safe as it is: a script element's text is not HTML (entities would reach JSON.parse undecoded), and with
+    # no "<" left in it nothing in the data can change where the element ends.
+    return Markup(json.dumps(data, separators=(",", ":")).replace("<", "\\u003c"))
+
+
 class Page:
-    """The page's sections, copying each figure it shows into ``assets`` as it goes."""
+    """The page's sections as the templates' data, copying each figure it shows into ``assets`` as it goes."""
 
     def __init__(self, assets: Path) -> None:
         self.assets = assets
         self.figures = 0
 
-    def contents(self, stored: Stored) -> str:
-        links = ([("study", "The study across tasks")] if stored.study else []) + [
-            ("examples", "Attention on single examples"), ("tasks", "Tasks, runs and analyses")]
-        items = "".join(f'<li><a href="#{anchor}">{text}</a></li>' for anchor, text in links)
-        return (f'<p id="report-status" data-state="loading">loading figures…</p>'
-                f'<pre id="report-errors" hidden></pre><nav><ul>{items}</ul></nav>')
-
-    def figure_list(self, paths: list[Path], group: str) -> str:
-        """The PNG figures among ``paths``, copied to ``assets/group`` and shown from there."""
+    def figure_list(self, paths: list[Path], group: str) -> list[dict[str, str]]:
+        """The PNG figures among ``paths``, copied to ``assets/group``: each one's link from the page and name."""
         shown = []
         for path in sorted(p for p in paths if p.suffix == ".png" and p.is_file()):
             target = self.assets / group / path.name
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, target)
             self.figures += 1
-            source = f"{ASSETS}/{group}/{path.name}"
-            shown.append(f'<figure><a href="{html.escape(source)}"><img src="{html.escape(source)}" '
-                         f'alt="{html.escape(path.stem)}"></a><figcaption>{html.escape(path.name)}</figcaption>'
-                         "</figure>")
-        return f'<div class="figures">{"".join(shown)}</div>' if shown else ""
+            shown.append({"source": f"{ASSETS}/{group}/{path.name}", "name": path.name, "stem": path.stem})
+        return shown
 
-    def study_section(self, study: dict[str, Any], folder: Path) -> str:
+    def study_section(self, study: dict[str, Any], folder: Path) -> dict[str, Any]:
+        """The study's settings, findings, figures and tables."""
         figures = folder / "figures"
         tables = [path for path in sorted(figures.glob("*.md")) if path.name != STUDY_FINDINGS]
-        return (f'<section id="study"><h2>The study across tasks: {html.escape(study["name"])}</h2>'
-                f"{study_settings(study)}<h3>Findings</h3>{findings(study['findings'])}"
-                f"<h3>Figures</h3>{self.figure_list(sorted(figures.glob('*.png')), 'study-' + folder.name)}"
-                f"<h3>Tables</h3>{markdown_files(tables, titled=True)}</section>")
+        return {"name": study["name"], "settings": study_settings(study), "findings": findings(study["findings"]),
+                "figures": self.figure_list(sorted(figures.glob("*.png")), "study-" + folder.name),
+                "tables": markdown_files(tables, titled=True)}
 
-    def tasks_section(self, stored: Stored) -> str:
+    def tasks_section(self, stored: Stored) -> list[dict[str, Any]]:
+        """Each task with its runs, in the order the runs come."""
         tasks = list(dict.fromkeys(run.task for run in stored.runs))
-        parts = [self.task_section(task, [run for run in stored.runs if run.task == task], stored.study)
-                 for task in tasks]
-        return f'<section id="tasks"><h2>Tasks, runs and analyses</h2>{"".join(parts)}</section>'
+        return [self.task_section(task, [run for run in stored.runs if run.task == task], stored.study)
+                for task in tasks]
 
-    def task_section(self, task: str, runs: list[Run], study: dict[str, Any] | None) -> str:
+    def task_section(self, task: str, runs: list[Run], study: dict[str, Any] | None) -> dict[str, Any]:
+        """One task: its metrics over the study's seeds (None without a study) and its runs."""
         entry = (study or {}).get("tasks", {}).get(task)
-        spread = (seed_spread(entry) if entry else
-                  "<p>No study: each run below is one seed (a study gives each metric's mean ± s.d. over seeds).</p>")
-        details = "".join(self.run_details(run, open_=index == 0) for index, run in enumerate(runs))
-        name = html.escape(task)
-        return f'<section class="task" id="task-{name}"><h3>{name}</h3>{spread}{details}</section>'
+        return {"name": task, "spread": seed_spread(entry) if entry else None,
+                "runs": [self.run_details(run) for run in runs]}
 
-    def run_details(self, run: Run, open_: bool) -> str:
-        name = html.escape(run.folder.name)
+    def run_details(self, run: Run) -> dict[str, Any]:
+        """One run: its parameters, headline metrics and every analysis that ran, or that it failed."""
         if run.summary is None:
-            return f"<p>{name}: no whole summary.json (the run failed or has not run)</p>"
+            return {"folder": run.folder.name, "failed": True}
         drawn = drawn_files(run.folder / "figures")
-        sections = [self.analysis_section(analysis, entry, drawn.get(analysis, []), run.folder.name)
+        analyses = [self.analysis_section(analysis, entry, drawn.get(analysis, []), run.folder.name)
                     for analysis, entry in run.summary["analyses"].items()]
-        if not drawn:
-            sections.append(self.unattributed(run.folder))
-        return (f'<details class="run"{" open" if open_ else ""}><summary>{html.escape(run.label)} '
-                f"<code>{name}</code></summary>{run_parameters(run.summary)}{run_headline(run.summary)}"
-                f'{"".join(sections)}</details>')
+        return {"folder": run.folder.name, "failed": False, "label": run.label, "analyses": analyses,
+                "parameters": run_parameters(run.summary), "headline": run_headline(run.summary),
+                "unattributed": None if drawn else self.unattributed(run.folder)}
 
-    def unattributed(self, folder: Path) -> str:
+    def unattributed(self, folder: Path) -> dict[str, Any]:
         """Every figure and table of a run drawn before `redraw` recorded which analysis drew which."""
         files = sorted((folder / "figures").glob("*"))
-        return ('<section class="analysis"><h4>Figures and tables</h4><p>Drawn before the harness recorded which '
-                "analysis drew which file (<code>harness figures</code> with the run's flags redraws them).</p>"
-                f"{self.figure_list(files, folder.name)}"
-                f"{markdown_files([path for path in files if path.suffix == '.md'], titled=False)}</section>")
+        return {"figures": self.figure_list(files, folder.name),
+                "tables": markdown_files([path for path in files if path.suffix == ".md"], titled=False)}
 
-    def analysis_section(self, name: str, entry: dict[str, Any], files: list[Path], group: str) -> str:
-        note = ' <a href="#examples">(shown in the per-example view)</a>' if name == ExamplesView.name else ""
-        return (f'<section class="analysis"><h4>{html.escape(name)} <small>version {entry.get("version")}</small></h4>'
-                f"<p>{what_it_does(name)}{note}</p>{analysis_parameters(entry)}{self.figure_list(files, group)}"
-                f"{markdown_files([path for path in files if path.suffix == '.md'], titled=False)}</section>")
+    def analysis_section(self, name: str, entry: dict[str, Any], files: list[Path], group: str) -> dict[str, Any]:
+        """One analysis of a run: what it measures, its inputs and settings, figures and tables."""
+        return {"name": name, "version": entry.get("version"), "description": what_it_does(name),
+                "in_view": name == ExamplesView.name, "parameters": analysis_parameters(entry),
+                "figures": self.figure_list(files, group),
+                "tables": markdown_files([path for path in files if path.suffix == ".md"], titled=False)}
 
 
-def what_it_does(name: str) -> str:
+def what_it_does(name: str) -> Markup:
     """What the analysis measures (`View.description`), as HTML."""
-    return MARKDOWN.renderInline(VIEWS[name].description() if name in VIEWS else "")
+    # Safe: MARKDOWN renders with raw HTML off, so any markup in the text comes out escaped.
+    return Markup(MARKDOWN.renderInline(VIEWS[name].description() if name in VIEWS else ""))
 
 
 def shown(name: str, value: Any) -> str:
@@ -223,17 +231,12 @@ def shown(name: str, value: Any) -> str:
 
 
 def key_values(values: dict[str, Any]) -> str:
+    """Nested values as one line of ``name = value`` pairs (``-`` when there are none)."""
     return "; ".join(f"{name} = {shown(name, value)}" for name, value in flatten("", values).items()) or "-"
 
 
-def table(rows: list[tuple[str, str]]) -> str:
-    """Name-value rows as an HTML table."""
-    body = "".join(f"<tr><th>{html.escape(name)}</th><td>{html.escape(value)}</td></tr>" for name, value in rows)
-    return f'<table class="parameters">{body}</table>'
-
-
-def run_parameters(summary: dict[str, Any]) -> str:
-    """The ``run`` section: model, seed, recipe, keys, examples, checkpoints."""
+def run_parameters(summary: dict[str, Any]) -> list[tuple[str, str]]:
+    """The ``run`` section as name-value rows: model, seed, recipe, keys, examples, checkpoints."""
     run = summary["run"]
     rows = [("task", run["task"]), ("model", model_title(run["model"])), ("seed", str(run["seed"])),
             ("fine-tuning recipe", describe_recipe(run["recipe"])),
@@ -244,82 +247,64 @@ def run_parameters(summary: dict[str, Any]) -> str:
     rows += [(f"{checkpoint_title(name)} checkpoint", key_values(identity))
              for name, identity in run.get("checkpoints", {}).items()]
     rows += [("every recipe setting", key_values(run["recipe"]))]
-    return "<h4>Parameters</h4>" + table(rows)
+    return rows
 
 
-def run_headline(summary: dict[str, Any]) -> str:
+def run_headline(summary: dict[str, Any]) -> list[tuple[str, str]]:
+    """The run's headline metrics as name-value rows."""
     metrics = summary_metrics(summary)
-    rows = [(name, f"{metrics[name]:.4g}") for name in headline_names(summary, metrics)]
-    return "<h4>Headline metrics of this run</h4>" + table(rows) if rows else ""
+    return [(name, f"{metrics[name]:.4g}") for name in headline_names(summary, metrics)]
 
 
-def analysis_parameters(entry: dict[str, Any]) -> str:
+def analysis_parameters(entry: dict[str, Any]) -> list[tuple[str, str]]:
+    """An analysis's input, input notes, settings and stored result keys as name-value rows."""
     source = entry.get("source", {})
-    rows = [("input", key_values(source.get("identity", {}))), ("input notes", key_values(source.get("notes", {}))),
+    return [("input", key_values(source.get("identity", {}))), ("input notes", key_values(source.get("notes", {}))),
             ("settings", key_values(entry.get("settings", {}))), ("stored results", key_values(entry.get("keys", {})))]
-    return table(rows)
 
 
-def seed_spread(entry: dict[str, Any]) -> str:
-    """The task's headline metrics over the study's seeds: mean ± s.d., range, seeds."""
-    rows = []
-    for name in entry["headline"]:
-        values = entry["metrics"][name]
-        rows.append(f"<tr><th>{html.escape(name)}</th><td>{html.escape(mean_sd(values))}</td>"
-                    f"<td>{values['min']:.3f} to {values['max']:.3f}</td><td>{values['n']}</td></tr>")
-    return ("<h4>Headline metrics over seeds</h4><table class=\"spread\"><tr><th>metric</th><th>mean ± s.d.</th>"
-            f"<th>range</th><th>seeds</th></tr>{''.join(rows)}</table>")
+def seed_spread(entry: dict[str, Any]) -> list[tuple[str, str, str, int]]:
+    """The task's headline metrics over the study's seeds: name, mean ± s.d., range, seeds."""
+    metrics = entry["metrics"]
+    return [(name, mean_sd(metrics[name]), f"{metrics[name]['min']:.3f} to {metrics[name]['max']:.3f}",
+             metrics[name]["n"]) for name in entry["headline"]]
 
 
-def study_settings(study: dict[str, Any]) -> str:
+def study_settings(study: dict[str, Any]) -> list[tuple[str, str]]:
+    """The study's model, tasks, seeds, key, what it skipped or lost, and each task's recipe, as rows."""
     rows = [("model", model_title(study["model"])), ("tasks asked", ", ".join(study["tasks_asked"])),
             ("seeds per task", str(study["seeds_asked"])), ("study key", study["key"]),
             ("tasks skipped (no data)", key_values(study["skipped"])),
             ("runs that failed", key_values(study["failed"]))]
     rows += [(f"{task} recipe", describe_recipe({**recipe, "seed": "per run"}))
              for task, recipe in study["recipes"].items()]
-    return table(rows)
+    return rows
 
 
-def findings(found: dict[str, Any]) -> str:
-    """Each finding's sentence, then on how many seeds of each task it holds."""
+def findings(found: dict[str, Any]) -> dict[str, Any] | None:
+    """Each finding's sentence, then on how many seeds of each task it holds (None when there is none)."""
     if not found:
-        return "<p>No finding could be judged on every run.</p>"
+        return None
     tasks = list(dict.fromkeys(task for finding in found.values() for task in finding["per_task"]))
-    head = "<tr><th>finding</th>" + "".join(f"<th>{html.escape(task)}</th>" for task in tasks) + "</tr>"
-    rows = []
-    for finding in found.values():
-        cells = [finding["per_task"].get(task) for task in tasks]
-        rows.append(f"<tr><th>{html.escape(finding['claim'])}</th>" + "".join(
-            f"<td>{c['holds']}/{c['seeds']}</td>" if c else "<td>-</td>" for c in cells) + "</tr>")
-    items = "".join(f"<li>{html.escape(finding['text'])}</li>" for finding in found.values())
-    return f'<ul class="findings">{items}</ul><table class="support">{head}{"".join(rows)}</table>'
+    rows = [(finding["claim"], [support(finding["per_task"].get(task)) for task in tasks])
+            for finding in found.values()]
+    return {"texts": [finding["text"] for finding in found.values()], "tasks": tasks, "rows": rows}
 
 
-def markdown_files(paths: list[Path], titled: bool) -> str:
-    """Markdown tables as HTML; ``titled``: headed by their file name (the study's have no title line)."""
+def support(cell: dict[str, Any] | None) -> str:
+    """On how many of a task's seeds a finding holds: ``holds/seeds``, or ``-``."""
+    return f"{cell['holds']}/{cell['seeds']}" if cell else "-"
+
+
+def markdown_files(paths: list[Path], titled: bool) -> list[dict[str, Any]]:
+    """Markdown tables as HTML, each with its title (its file name when ``titled``: the study's have no
+    title line; else None), its headings moved under the page's own."""
     parts = []
     for path in paths:
-        title = f"<h4>{html.escape(path.stem.replace('_', ' '))}</h4>" if titled else ""
         text = HEADING.sub(lambda tag: f"<{tag[1]}h{min(int(tag[2]) + 4, 6)}>", MARKDOWN.render(path.read_text()))
-        parts.append(f'<div class="table">{title}{text}</div>')
-    return "".join(parts)
-
-
-def example_view() -> str:
-    """The per-example view's frame; the page's script fills it from the embedded data."""
-    selects = "".join(f'<label>{name} <select id="view-{name}"></select></label>'
-                      for name in ("run", "example", "layer", "head"))
-    scales = '<option value="shared">shared by both maps</option><option value="own">each map its own</option>'
-    canvases = "".join(f'<figure><figcaption id="view-title-{slot}"></figcaption><canvas id="view-{slot}"></canvas>'
-                       "</figure>" for slot in ("before", "after", "change"))
-    return ('<section id="examples"><h2>Attention on single examples</h2><p>A few seeded dev examples of each run '
-            "(the <code>examples</code> analysis): each row is the attention of one token over the tokens it attends "
-            "to; the change is fine-tuned minus pre-trained. The view opens each example on the head whose map "
-            "changed most on it (lowest cosine); hover over a map for its weights.</p>"
-            f'<div class="controls">{selects}<label>colour scale <select id="view-scale">{scales}</select></label>'
-            '</div><p id="view-text"></p><p id="view-note"></p>'
-            f'<div id="view-maps" data-drawn="no">{canvases}</div><p id="view-hover">&nbsp;</p></section>')
+        # Safe: MARKDOWN renders with raw HTML off, so any markup in the file comes out escaped.
+        parts.append({"title": path.stem.replace("_", " ") if titled else None, "html": Markup(text)})
+    return parts
 
 
 def example_data(stored: Stored) -> dict[str, Any]:
@@ -349,17 +334,3 @@ def view_run(run: Run, entry: dict[str, Any]) -> dict[str, Any] | None:
     return {"label": f"{run.label} ({model_title(run.summary['run']['model'])})", "layers": first["num_layers"],
             "heads": first["num_heads"], "before": checkpoint_title(before), "after": checkpoint_title(after),
             "examples": examples, "candidates": first["candidates"], "max_tokens": first["max_tokens"]}
-
-
-def document(title: str, body: str, data: dict[str, Any]) -> str:
-    """The whole page: style, body, the view's data as JSON (``</`` escaped so it cannot end
-    the script element) and the script, all inline."""
-    payload = json.dumps(data, separators=(",", ":")).replace("</", "<\\/")
-    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
-            f"<title>{html.escape(title)}</title><style>{PAGE_STYLE.read_text()}</style>"
-            # first, so that an error anywhere later on the page is caught and shown
-            "<script>window.reportErrors=[];window.onerror=function(m,s,l){window.reportErrors.push(m+' (line '+l+')');"
-            "document.documentElement.setAttribute('data-errors',window.reportErrors.length);};</script></head>"
-            f"<body><h1>{html.escape(title)}</h1>{body}"
-            f'<script type="application/json" id="example-data">{payload}</script>'
-            f"<script>{PAGE_SCRIPT.read_text()}</script></body></html>\n")

@@ -36,10 +36,12 @@ TOKEN_TITLES = {"cls": "[CLS]", "sep": "[SEP]"}
 
 
 def task_colour(index: int) -> str:
+    """The colour of the task at ``index``, cycling through `TASK_COLOURS`."""
     return TASK_COLOURS[index % len(TASK_COLOURS)]
 
 
 def study_title(study: dict[str, Any], what: str) -> str:
+    """A figure title: ``what``, the model and how many seeds the means are over."""
     seeds = sorted({len(entry["seeds"]) for entry in study["tasks"].values()})
     seed_words = f"{seeds[0]} seeds" if len(seeds) == 1 else f"{seeds[0]}-{seeds[-1]} seeds"
     return f"{what} ({model_title(study['model'])}, mean over {seed_words})"
@@ -64,6 +66,8 @@ def draw_study(study: dict[str, Any], out_dir: Path) -> list[Path]:
 
 
 def draw_cosine_heads(study: dict[str, Any], path: Path) -> Path:
+    """Per-head cosine grids (mean over seeds), a panel per task on one colour scale, saved at ``path``
+    (PNG, with a PDF beside it); returns ``path``."""
     tasks = study["tasks"]
     grids = {task: np.asarray(entry["cosine"]["per_head"]["mean"]) for task, entry in tasks.items()}
     low, high = min(g.min() for g in grids.values()), max(g.max() for g in grids.values())
@@ -77,6 +81,8 @@ def draw_cosine_heads(study: dict[str, Any], path: Path) -> Path:
 
 
 def draw_cosine_layers(study: dict[str, Any], path: Path) -> Path:
+    """Per-layer cosine, a line per task with a band of ±1 s.d. over seeds, saved at ``path`` (PNG, with a PDF
+    beside it); returns ``path``."""
     figure, axes = plt.subplots(figsize=(5.4, 3.6), layout="constrained")
     for index, (task, entry) in enumerate(study["tasks"].items()):
         mean, std = (np.asarray(entry["cosine"]["per_layer"][k]) for k in ("mean", "std"))
@@ -93,6 +99,8 @@ def draw_cosine_layers(study: dict[str, Any], path: Path) -> Path:
 
 
 def draw_pattern_shares(study: dict[str, Any], path: Path) -> Path:
+    """Stacked shares of each attention pattern per task, pre-trained and fine-tuned bars side by side (mean over
+    seeds), saved at ``path`` (PNG, with a PDF beside it); returns ``path``."""
     tasks = list(study["tasks"])
     figure, axes = plt.subplots(figsize=(max(4.5, 1.3 * len(tasks) + 1.5), 3.8), layout="constrained")
     width = 0.38
@@ -113,6 +121,8 @@ def draw_pattern_shares(study: dict[str, Any], path: Path) -> Path:
 
 
 def draw_special_tokens(study: dict[str, Any], path: Path) -> Path:
+    """Mean attention to [CLS] and to [SEP] per layer, a line per task and checkpoint, a panel per token, saved at
+    ``path`` (PNG, with a PDF beside it); returns ``path``."""
     figure, panels = panels_for(len(TOKEN_TITLES), columns=2)
     for axes, (token, title) in zip(panels, TOKEN_TITLES.items()):
         for index, (task, entry) in enumerate(study["tasks"].items()):
@@ -132,6 +142,7 @@ def draw_special_tokens(study: dict[str, Any], path: Path) -> Path:
 
 
 def mean_sd(values: dict[str, Any], digits: int = 3) -> str:
+    """``values``' ``mean`` and ``std`` as "mean ± sd", to ``digits`` decimals."""
     return f"{values['mean']:.{digits}f} ± {values['std']:.{digits}f}"
 
 
@@ -163,6 +174,8 @@ def metric_table(study: dict[str, Any], names: list[str]) -> str:
 
 
 def study_tables(study: dict[str, Any]) -> dict[str, str]:
+    """The study's Markdown tables by file stem: ``findings`` always; with tasks, ``dev_scores_by_task`` and
+    ``headline_by_task``, and ``ablation_by_task`` when the ablation ran."""
     tables = {"findings": "".join(f"- {finding['text']}\n" for finding in study["findings"].values())}
     if not study["tasks"]:
         return tables

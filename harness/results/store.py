@@ -120,6 +120,7 @@ class ResultIdentity:
 
     @property
     def key(self) -> str:
+        """16 hex digits of the hash of `as_dict`: the stored file's name."""
         return key_of(self.as_dict())
 
 
@@ -130,6 +131,7 @@ class ResultStore:
         self.root = Path(root)
 
     def path(self, identity: ResultIdentity) -> Path:
+        """Where the result of ``identity`` is stored (whether or not it exists)."""
         return self.root / identity.analysis / f"{identity.key}.json"
 
     def load(self, identity: ResultIdentity) -> dict[str, Any] | None:
@@ -140,4 +142,5 @@ class ResultStore:
         return stored["result"]
 
     def save(self, identity: ResultIdentity, result: dict[str, Any]) -> Path:
+        """Store ``result`` under ``identity`` atomically (strict JSON: no NaN); returns the file written."""
         return write_json(self.path(identity), {"schema": SCHEMA, "identity": identity.as_dict(), "result": result})

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.results.store import read_json
+from tasks.errors import InputError
 
 SUMMARY = "summary.json"
 STUDIES = "studies"  # <output_dir>/studies/<name>/study.json
@@ -22,6 +23,18 @@ def stored_summary(path: Path) -> dict[str, Any] | None:
         return None
     entries = summary["analyses"].values()
     return summary if all(isinstance(e, dict) and {"version", "result"} <= e.keys() for e in entries) else None
+
+
+def whole_summary(run_dir: Path) -> dict[str, Any]:
+    """The whole summary of the run in ``run_dir``, or one line saying how to get it."""
+    path = run_dir / SUMMARY
+    if not path.is_file():
+        raise InputError(f"{path} not found: the folder holds no finished run; `harness run` writes it")
+    summary = stored_summary(path)
+    if summary is None:
+        raise InputError(f"{path}: empty, truncated or incomplete; run `harness run` with the same flags to rewrite "
+                         "it (stored results are reused, nothing is recomputed)")
+    return summary
 
 
 def flatten(prefix: str, value: Any) -> dict[str, str]:

@@ -22,7 +22,7 @@ from harness.model.finetune import finetune
 from harness.model.forward import Capture, forward
 from harness.model.loading import load_finetuned, load_sequence_classifier, load_tokenizer, prepare
 from harness.results.checkpoints import FINETUNED
-from harness.run.pipeline import device_of, plan_run
+from harness.run.pipeline import run_device, plan_run
 from tasks.loading import load_examples
 from tasks.registry import get_task
 
@@ -60,7 +60,7 @@ def sample_pool(config: RunConfig, annotation: AnnotationConfig) -> list[Path]:
         # only the dev split is read: the pre-trained maps of a task without training data (QNLI here) can be drawn
         examples = load_examples(task, task.main_eval_split, config.task.data_dir)
         model = load_sequence_classifier(config.task.model, task, head_seed=config.finetune.seed)
-    model = prepare(model, device_of(config), model.dtype)
+    model = prepare(model, run_device(config), model.dtype)
     heads = heads_to_draw(annotation, model.config.num_hidden_layers, model.config.num_attention_heads)
     rng = np.random.default_rng(annotation.sample_seed)
     lengths = token_lengths(tokenizer, examples, config.task.max_length, task.is_pair)

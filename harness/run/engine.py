@@ -1,6 +1,6 @@
 """Streaming the sources through the checkpoints into the analyses, with the results store.
 
-For each analysis, `plan` looks its results up in the store (one per checkpoint, or one
+For each analysis, `look_up` finds its results in the store (one per checkpoint, or one
 joint result) and keeps only the missing work. `analyse` then streams each source that
 has missing work once: every batch runs through the checkpoints that any pending analysis
 still needs (`harness.model.forward`), with the captures those analyses asked for, and is folded
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
@@ -23,14 +23,12 @@ from harness.analyses.base import (ATTENTION, GATE_GRADIENTS, GRADIENTS, INTERVE
                                    AnalysisContext)
 from harness.views.base import pair_name
 from harness.inputs.batches import AttentionBatch, EncodedBatch, Gradients
-from harness.config import AnalysisConfig
 from harness.model.forward import (MASKED_LM_LOSS, TASK_LOSS, UNTRAINED_TASK_LOSS, Capture, ForwardOutput, Interventions,
                              forward, forward_variants, variant_count)
 from harness.model.loading import Checkpoint, checkpoint_device
-from harness.inputs.sources import SOURCES, SourceContext
+from harness.inputs.sources import SOURCES, Source, SourceContext
 from harness.results.store import ResultIdentity, ResultStore, plain, read_json, write_json
 from tasks.errors import InputError
-from tasks.registry import GlueTask
 
 JOINT = "joint"
 MASK_PROBABILITY = 0.15
@@ -38,7 +36,7 @@ NO_LABELS = "inputs have no task labels and the checkpoint has no masked-LM head
 
 
 @dataclass
-class Plan:
+class AnalysisWork:
     """One analysis's work in a run: its result identities, what is stored, what is missing.
 
     ``identities`` maps a checkpoint name (or `JOINT`) to the identity of its result.
@@ -59,8 +57,8 @@ class Plan:
         return tuple(c.name for c in checkpoints) if self.analysis.joint else self.missing
 
 
-def plan(analysis: type[Analysis], checkpoints: list[Checkpoint], inputs: dict[str, Any],
-         settings: dict[str, Any], store: ResultStore) -> Plan:
+def look_up(analysis: type[Analysis], checkpoints: list[Checkpoint], inputs: dict[str, Any],
+         settings: dict[str, Any], store: ResultStore) -> AnalysisWork:
     """Look the results of ``analysis`` up in the store; what is absent (or damaged) is missing."""
     def identity_of(checkpoint: Checkpoint) -> dict[str, Any]:
         return checkpoint.identity if analysis.uses_head else checkpoint.encoder_identity
@@ -72,7 +70,7 @@ def plan(analysis: type[Analysis], checkpoints: list[Checkpoint], inputs: dict[s
         identities = {c.name: ResultIdentity(analysis.name, analysis.version, (identity_of(c),), inputs, settings)
                       for c in checkpoints}
     found = {name: store.load(identity) for name, identity in identities.items()}
-    return Plan(analysis, identities, {name: result for name, result in found.items() if result is not None})
+    return AnalysisWork(analysis, identities, {name: result for name, result in found.items() if result is not None})
 
 
 class GradientTargets:
@@ -144,63 +142,44 @@ def gradients_of(loss: str, out: ForwardOutput) -> Gradients:
     return Gradients(loss, magnitudes, out.gate_grads)
 
 
-def variant_evaluator(source_context: SourceContext, source_name: str,
-                      checkpoints: list[Checkpoint]) -> Callable[[str, Interventions], torch.Tensor]:
-    """`AnalysisContext.evaluate` for one source: each call streams the source again through one
+def variant_scorer(source: Source, checkpoints: list[Checkpoint]) -> Callable[[str, Interventions], torch.Tensor]:
+    """`AnalysisContext.score_variants` for one source: each call streams the source again through one
     checkpoint under V variants, many variants per forward pass (`harness.model.forward.forward_variants`)."""
     models = {checkpoint.name: checkpoint.model for checkpoint in checkpoints}
 
-    def evaluate(checkpoint: str, variants: Interventions) -> torch.Tensor:
-        stream = SOURCES[source_name](source_context).stream()
+    def score(checkpoint: str, variants: Interventions) -> torch.Tensor:
+        stream = source.stream()
         count = variant_count(variants)
         parts = []
-        with tqdm(total=stream.num_items * count, desc=f"{source_name}: {checkpoint}, {count} variants",
+        with tqdm(total=stream.num_items * count, desc=f"{source.name}: {checkpoint}, {count} variants",
                   unit="ex") as progress:
             for encoded in stream.batches:
                 parts.append(forward_variants(models[checkpoint], encoded, variants).cpu())
                 progress.update(len(encoded.items) * count)
         return torch.cat(parts, dim=1)
 
-    return evaluate
+    return score
 
 
-@dataclass
-class RunShape:
-    """What every analysis instance of a run shares."""
-
-    num_layers: int
-    num_heads: int
-    tokenizer: PreTrainedTokenizerBase
-    settings: AnalysisConfig
-    pairs: tuple[tuple[str, str], ...]
-    task: GlueTask | None
-    max_length: int
-
-
-def stream_source(source_context: SourceContext, source_name: str, plans: list[Plan],
-                  checkpoints: list[Checkpoint], shape: RunShape, store: ResultStore) -> dict[str, Any]:
-    """Stream one source through the checkpoints into the analyses with missing results;
+def stream_source(source: Source, works: list[AnalysisWork], checkpoints: list[Checkpoint], shared: AnalysisContext,
+                  store: ResultStore) -> dict[str, Any]:
+    """Stream one source through the checkpoints into the analyses with missing results, each
+    given ``shared`` with its own checkpoints (and a way to score variants if it intervenes);
     store those results; return the source's notes."""
-    source = SOURCES[source_name](source_context)
     stream = source.stream()
-    device = checkpoint_device(checkpoints)
     instances = []
     needs: dict[str, frozenset[str]] = {}
-    trained = frozenset(c.name for c in checkpoints if c.head_trained)
-    for item in plans:
+    for item in works:
         measured = item.to_measure(checkpoints)
         if not measured:
             continue
-        evaluate = (variant_evaluator(source_context, source_name, checkpoints)
-                    if INTERVENES in item.analysis.needs else None)
-        context = AnalysisContext(measured, shape.num_layers, shape.num_heads, shape.settings, shape.tokenizer,
-                                  shape.pairs, device, shape.task, shape.max_length, trained, evaluate)
-        instances.append((item, item.analysis(context)))
+        scorer = variant_scorer(source, checkpoints) if INTERVENES in item.analysis.needs else None
+        instances.append((item, item.analysis(replace(shared, checkpoints=measured, score_variants=scorer))))
         for name in measured:
             needs[name] = needs.get(name, frozenset()) | item.analysis.needs
-    targets = GradientTargets(shape.tokenizer, shape.settings.analysis_seed)
+    targets = GradientTargets(shared.tokenizer, shared.settings.analysis_seed)
     names = ", ".join(item.analysis.name for item, _ in instances)
-    with tqdm(total=stream.num_items, desc=f"{source_name}: {names}", unit="ex") as progress:
+    with tqdm(total=stream.num_items, desc=f"{source.name}: {names}", unit="ex") as progress:
         for encoded in stream.batches:
             batch = run_checkpoints(encoded, checkpoints, needs, targets)
             for _, instance in instances:
@@ -215,7 +194,7 @@ def stream_source(source_context: SourceContext, source_name: str, plans: list[P
     return stream.notes
 
 
-def summary_entry(item: Plan, inputs: dict[str, Any], notes: dict[str, Any], settings: dict[str, Any],
+def summary_entry(item: AnalysisWork, inputs: dict[str, Any], notes: dict[str, Any], settings: dict[str, Any],
                   checkpoints: list[Checkpoint], pairs: list[tuple[str, str]]) -> dict[str, Any]:
     """The analysis's entry in summary.json, from stored results only; one schema for all."""
     analysis = item.analysis
@@ -234,6 +213,33 @@ def summary_entry(item: Plan, inputs: dict[str, Any], notes: dict[str, Any], set
     }
 
 
+def shared_context(checkpoints: list[Checkpoint], pairs: list[tuple[str, str]],
+                   source_context: SourceContext) -> AnalysisContext:
+    """What every analysis instance of a run shares (each then gets its own checkpoints)."""
+    model_config = checkpoints[0].model.config
+    return AnalysisContext(
+        checkpoints=(), num_layers=model_config.num_hidden_layers, num_heads=model_config.num_attention_heads,
+        settings=source_context.settings, tokenizer=source_context.tokenizer, pairs=tuple(pairs),
+        device=checkpoint_device(checkpoints), task=source_context.task, max_length=source_context.max_length,
+        trained=frozenset(c.name for c in checkpoints if c.head_trained))
+
+
+def sources_to_stream(classes: list[type[Analysis]],
+                      source_context: SourceContext) -> dict[str, tuple[Source, list[type[Analysis]]]]:
+    """Each source streamed, built once, with the analyses that read it (an analysis whose
+    source rides on another's pass, `Source.streams_as`, is read from that one)."""
+    built: dict[str, Source] = {}
+    grouped: dict[str, tuple[Source, list[type[Analysis]]]] = {}
+    for analysis in classes:
+        if analysis.source not in SOURCES:
+            raise InputError(f"analysis {analysis.name!r} reads unknown source {analysis.source!r}; "
+                             f"registered sources: {', '.join(SOURCES)}")
+        own = built.setdefault(analysis.source, SOURCES[analysis.source](source_context))
+        streamed = built.setdefault(own.streams_as(), SOURCES[own.streams_as()](source_context))
+        grouped.setdefault(streamed.name, (streamed, []))[1].append(analysis)
+    return grouped
+
+
 def analyse(classes: list[type[Analysis]], checkpoints: list[Checkpoint], pairs: list[tuple[str, str]],
             source_context: SourceContext, store: ResultStore,
             on_source_done: Callable[[str, float], None] | None = None) -> dict[str, dict[str, Any]]:
@@ -242,31 +248,22 @@ def analyse(classes: list[type[Analysis]], checkpoints: list[Checkpoint], pairs:
     Each source with missing work is streamed once; ``on_source_done(source, seconds)`` is
     called after each.
     """
-    model_config = checkpoints[0].model.config
-    shape = RunShape(model_config.num_hidden_layers, model_config.num_attention_heads, source_context.tokenizer,
-                     source_context.settings, tuple(pairs), source_context.task, source_context.max_length)
-    by_source: dict[str, list[type[Analysis]]] = {}
-    for analysis in classes:
-        if analysis.source not in SOURCES:
-            raise InputError(f"analysis {analysis.name!r} reads unknown source {analysis.source!r}; "
-                             f"registered sources: {', '.join(SOURCES)}")
-        by_source.setdefault(SOURCES[analysis.source](source_context).streams_as(), []).append(analysis)
+    shared = shared_context(checkpoints, pairs, source_context)
     entries: dict[str, dict[str, Any]] = {}
-    for source_name, group in by_source.items():
-        inputs = {**SOURCES[source_name](source_context).identity(), "tokenizer": source_context.tokenizer_name}
+    for source_name, (source, group) in sources_to_stream(classes, source_context).items():
+        inputs = {**source.identity(), "tokenizer": source_context.tokenizer_name}
         settings = {a.name: a.settings_identity(source_context.settings, source_context.hashes) for a in group}
-        plans = [plan(a, checkpoints, inputs, settings[a.name], store) for a in group]
+        works = [look_up(a, checkpoints, inputs, settings[a.name], store) for a in group]
         notes_path = store.root / "sources" / f"{ResultIdentity(source_name, 1, (), inputs, {}).key}.json"
         notes = store_notes = read_json(notes_path)
-        if any(item.missing for item in plans) or notes is None:
+        if any(item.missing for item in works) or notes is None:
             start = time.perf_counter()
-            notes = stream_source(source_context, source_name, plans, checkpoints, shape, store)
+            notes = stream_source(source, works, checkpoints, shared, store)
             if store_notes != notes:
                 write_json(notes_path, notes)
             if on_source_done:
                 on_source_done(source_name, time.perf_counter() - start)
-        for item in plans:
+        for item in works:
             entries[item.analysis.name] = summary_entry(item, inputs, notes, settings[item.analysis.name],
                                                         checkpoints, pairs)
     return entries
-

@@ -29,7 +29,8 @@ from harness.analyses.ablation import Ablation
 from harness.analyses.evaluation import Evaluation
 from harness.config import AnalysisConfig, RunConfig
 from harness.run.engine import analyse
-from harness.model.finetune import FineTuneResult, TaskData, cache_key, finetune, sample
+from harness.model.finetune import FineTuneResult, TaskData, cache_key, finetune
+from harness.inputs.sampling import sample
 from harness.results.locking import exclusive
 from harness.model.loading import (Checkpoint, check_model, load_finetuned, load_sequence_classifier, load_tokenizer,
                                    prepare, pretrained_identity)
@@ -42,7 +43,7 @@ from harness.inputs.sources.task import KOVALEVA_PADDED_LENGTH, PaddedTaskSource
 from harness.inputs.sources.treebank import DEFAULT_TREEBANK, train_sibling
 from harness.results.store import FileHashes, ResultStore, ensure_writable, key_of, write_json
 from harness.run.tracking import Tracker, training_curve
-from harness.results.summary import flatten, stored_summary
+from harness.results.summary import SUMMARY, flatten, stored_summary
 from harness.views.summary import headline_names, summary_metrics
 from tasks.errors import InputError
 from tasks.glue_tsv import split_path
@@ -91,7 +92,7 @@ def ablation_wanted(config: RunConfig) -> bool:
     """``--ablation``: on, off, or (auto) on when the model runs on a GPU, where its hundreds of
     dev passes take seconds; on the CPU they take minutes (`harness ablate` runs them then)."""
     if config.analysis.ablation == "auto":
-        return device_of(config).type == "cuda"
+        return run_device(config).type == "cuda"
     return config.analysis.ablation == "on"
 
 
@@ -154,7 +155,7 @@ def plan_run(config: RunConfig) -> RunPlan:
     return RunPlan(config, data, analyses, hashes, finetune_key, key)
 
 
-def device_of(config: RunConfig) -> torch.device:
+def run_device(config: RunConfig) -> torch.device:
     if config.environment.device:
         return torch.device(config.environment.device)
     return torch.device("cuda" if torch.cuda.is_available() else "cpu")
@@ -170,7 +171,7 @@ def native_bf16(device: torch.device) -> bool:
 def resolve_precision(config: RunConfig) -> RunConfig:
     """The run with ``--precision auto`` made concrete for its device (it is part of the
     fine-tune key, so checkpoints trained in different precisions are never mixed)."""
-    device = device_of(config)
+    device = run_device(config)
     precision = config.environment.precision
     if precision == "auto":
         precision = "bf16" if native_bf16(device) else "fp32"
@@ -185,7 +186,7 @@ def load_checkpoints(plan: RunPlan, tuned: FineTuneResult,
     fine-tuning), the fine-tuned checkpoint and any trained ``baselines`` ({name: result}),
     named, on the run's device and precision."""
     config = plan.config
-    device = device_of(config)
+    device = run_device(config)
     dtype = DTYPES[config.environment.precision] if device.type == "cuda" else torch.float32
     seed = config.finetune.seed
     pretrained = load_sequence_classifier(config.task.model, plan.data.task, head_seed=seed)
@@ -211,11 +212,10 @@ def train_baselines(plan: RunPlan) -> dict[str, FineTuneResult]:
     return {name: finetune(plan.config, plan.data, name) for name in BASELINES}
 
 
-def evaluate_all(plan: RunPlan, checkpoints: list[Checkpoint], sources: SourceContext,
+def evaluation_entry(plan: RunPlan, checkpoints: list[Checkpoint], sources: SourceContext,
                  store: ResultStore) -> dict[str, Any]:
-    """The ``evaluation`` entry of every checkpoint, baselines included, with the baseline pairs:
-    the pre-trained and fine-tuned results the analysis pass stored are reused, so only the
-    baselines run on dev."""
+    """The ``evaluation`` entry of every checkpoint, baselines included, with the baseline pairs
+    (stored results of any checkpoint are reused)."""
     pairs = PAIRS + [pair for pair in BASELINE_PAIRS if pair[0] in {c.name for c in checkpoints}]
     return analyse([Evaluation], checkpoints, pairs, sources, store)[Evaluation.name]
 
@@ -326,9 +326,11 @@ def analyse_and_log(plan: RunPlan, tokenizer: PreTrainedTokenizerBase,
     sources = source_context(plan, tokenizer)
     store = results_store(config)
     timings: dict[str, float] = {}
-    entries = analyse(plan.analyses, compared, PAIRS, sources, store, timings.__setitem__)
+    # With baselines the dev evaluation measures every checkpoint, so it is its own pass over dev.
+    analyses = [analysis for analysis in plan.analyses if not (baselines and analysis is Evaluation)]
+    entries = analyse(analyses, compared, PAIRS, sources, store, timings.__setitem__)
     if baselines:
-        entries[Evaluation.name] = evaluate_all(plan, checkpoints, sources, store)
+        entries = {Evaluation.name: evaluation_entry(plan, checkpoints, sources, store), **entries}
     summary_path = plan.run_dir / "summary.json"
     summary = {"schema": 2, "run": run_description(plan, tuned, checkpoints, sources.task_examples),
                "analyses": merged_analyses(stored_summary(summary_path), entries)}
@@ -345,20 +347,22 @@ def source_context(plan: RunPlan, tokenizer: PreTrainedTokenizerBase) -> SourceC
     config = plan.config
     dev = plan.data.dev[plan.data.task.main_eval_split]
     dev_sample = sample(dev, config.analysis.max_eval_examples, config.analysis.analysis_seed)
-    return SourceContext(tokenizer, config.analysis, config.task.model, config.task.max_length, plan.data.task,
-                         dev_sample, task_identity(plan, dev_sample), plan.data.dev, eval_identity(plan), plan.hashes)
+    return SourceContext(tokenizer, config.analysis, tokenizer_name=config.task.model,
+                         max_length=config.task.max_length, task=plan.data.task, task_examples=dev_sample,
+                         task_identity=task_identity(plan, dev_sample), eval_examples=plan.data.dev,
+                         eval_identity=eval_identity(plan), hashes=plan.hashes)
 
 
 def results_store(config: RunConfig) -> ResultStore:
     return ResultStore(config.environment.output_dir / "store")
 
 
-def evaluate(plan: RunPlan, tuned: FineTuneResult, baselines: dict[str, FineTuneResult] | None = None
+def dev_evaluation(plan: RunPlan, tuned: FineTuneResult, baselines: dict[str, FineTuneResult] | None = None
              ) -> dict[str, Any]:
     """The ``evaluation`` entry of every checkpoint (for ``harness finetune``), stored where
     ``harness run`` with the same flags finds and reuses it."""
     tokenizer = load_tokenizer(plan.config.task.model)
-    return evaluate_all(plan, load_checkpoints(plan, tuned, baselines), source_context(plan, tokenizer),
+    return evaluation_entry(plan, load_checkpoints(plan, tuned, baselines), source_context(plan, tokenizer),
                         results_store(plan.config))
 
 
@@ -388,18 +392,13 @@ def log_run(tracker: Tracker, plan: RunPlan, tuned: FineTuneResult, summary: dic
 
 
 
-def find_summary(config: RunConfig) -> tuple[Path, dict[str, Any]]:
-    """The run folder of ``config`` and its summary (for ``harness figures``), or a clear
-    error: no such run (listing the runs there are), or a summary that is not whole."""
+def find_run(config: RunConfig) -> Path:
+    """The folder of the finished run of ``config`` (for ``harness figures``), or a clear error
+    listing the runs with other settings there are."""
     plan = plan_run(config)
-    path = plan.run_dir / "summary.json"
-    if not path.is_file():
+    if not (plan.run_dir / SUMMARY).is_file():
         pattern = f"{config.task.task}-{config.model_name}-seed{config.finetune.seed}-*"
         others = sorted(p.name for p in config.environment.output_dir.glob(pattern))
         hint = f"; runs with other settings: {', '.join(others)} (pass the flags they were run with)" if others else ""
-        raise InputError(f"{path} not found: run `python -m harness run` with these flags first{hint}")
-    summary = stored_summary(path)
-    if summary is None:
-        raise InputError(f"{path}: empty, truncated or incomplete; run `python -m harness run` with the same flags "
-                         "to rewrite it (stored results are reused, nothing is recomputed)")
-    return plan.run_dir, summary
+        raise InputError(f"{plan.run_dir / SUMMARY} not found: run `python -m harness run` with these flags first{hint}")
+    return plan.run_dir

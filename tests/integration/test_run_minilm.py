@@ -10,7 +10,7 @@ from harness.cli import main
 from harness.inputs.encoding import encode_examples
 from harness.model.forward import forward
 from harness.model.loading import load_finetuned, load_tokenizer, prepare
-from harness.inputs.sources.base import bounded
+from harness.inputs.sampling import sample
 from harness.results.store import read_json
 from tasks.loading import load_examples
 from tasks.registry import get_task
@@ -107,7 +107,7 @@ def test_ablate_scores_the_stored_fine_tuned_minilm_on_a_dev_sample(finished_run
                   if "ablation" in read_json(path)["analyses"]]
     tuned = summary["analyses"]["ablation"]["result"]["per_checkpoint"]["finetuned"]
     assert tuned["examples"] == ABLATION_EXAMPLES and tuned["variants"] > 2 * 6 * 13
-    examples = bounded(load_examples(get_task("rte"), "dev", GLUE_DIR), ABLATION_EXAMPLES, 42)
+    examples = sample(load_examples(get_task("rte"), "dev", GLUE_DIR), ABLATION_EXAMPLES, 42, in_order=True)
     (folder,) = (root / "cache").glob("rte-minilm-*/final")
     model = prepare(load_finetuned(folder), torch.device("cpu"), torch.float32)
     encoded = encode_examples(load_tokenizer("minilm"), examples, max_length=128, pair=True)

@@ -91,6 +91,13 @@ def test_figures_without_a_run(capsys, tmp_path, tiny_model_dir, tiny_data):
     assert code == 2 and "summary.json not found: run `python -m harness run` with these flags first" in err
 
 
+def test_figures_of_a_folder_without_a_run(capsys, tmp_path):
+    code, err = run_cli(capsys, "figures", str(tmp_path))
+    assert code == 2 and f"{tmp_path / 'summary.json'} not found: the folder holds no finished run" in err
+    code, err = run_cli(capsys, "figures", str(tmp_path / "absent"))
+    assert code == 2 and err.strip() == f"error: RUN_FOLDER {tmp_path / 'absent'}: no such folder; check the path"
+
+
 def test_max_length_beyond_the_position_embeddings(capsys, tiny_model_dir, tiny_data):
     code, err = run_cli(capsys, "run", "--task", "rte", "--model", str(tiny_model_dir),
                         "--data-dir", str(tiny_data / "glue"), "--max-length", "129")

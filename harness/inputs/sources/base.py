@@ -10,11 +10,10 @@ is imported.
 
 from __future__ import annotations
 
-import random
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
-from dataclasses import dataclass, field
-from typing import Any, ClassVar, TypeVar
+from dataclasses import KW_ONLY, dataclass, field
+from typing import Any, ClassVar
 
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
@@ -24,8 +23,6 @@ from harness.registry import registrar
 from harness.results.store import FileHashes
 from tasks.examples import Example
 from tasks.registry import GlueTask
-
-Item = TypeVar("Item")
 
 
 @dataclass
@@ -41,6 +38,7 @@ class SourceContext:
 
     tokenizer: PreTrainedTokenizerBase
     settings: AnalysisConfig
+    _: KW_ONLY  # the rest by name: a context is never built from a dozen positions
     tokenizer_name: str = ""
     max_length: int = 128
     task: GlueTask | None = None
@@ -90,13 +88,6 @@ class Source(ABC):
         """Read and validate the source's files before any model work, each problem one
         `InputError` line; needs no tokenizer. Sources whose files are read up front anyway
         (the task's) check nothing here."""
-
-
-def bounded(items: list[Item], limit: int | None, seed: int) -> list[Item]:
-    """A seeded sample of at most ``limit`` items, in their original order (all when ``limit`` is None)."""
-    if limit is None or limit >= len(items):
-        return items
-    return [items[index] for index in sorted(random.Random(seed).sample(range(len(items)), limit))]
 
 
 SOURCES: dict[str, type[Source]] = {}

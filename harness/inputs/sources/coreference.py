@@ -11,7 +11,8 @@ from typing import Any
 
 from harness.inputs.batches import EncodedBatch
 from harness.config import SHARED_DATA
-from harness.inputs.sources.base import Source, SourceStream, bounded, register_source
+from harness.inputs.sampling import sample
+from harness.inputs.sources.base import Source, SourceStream, register_source
 from harness.inputs.words import encode_words
 from tasks.coreference import Document, read_coreference
 from tasks.errors import InputError
@@ -84,7 +85,7 @@ class CoreferenceSource(Source):
         context = self.context
         settings = context.settings
         path = coref_data_path(settings.coref_data)
-        documents = bounded(read_coreference(path), settings.max_corpus_items, context.seed)
+        documents = sample(read_coreference(path), settings.max_corpus_items, context.seed, in_order=True)
         notes: dict[str, Any] = {"coref_data": "/".join(path.parts[-2:]), "documents": len(documents)}
         if settings.coref_windows:
             documents = split_into_windows(context.tokenizer, documents, settings.max_tokens)

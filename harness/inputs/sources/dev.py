@@ -8,7 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 from harness.inputs.encoding import batched
-from harness.inputs.sources.base import Source, SourceStream, bounded, register_source
+from harness.inputs.sampling import sample
+from harness.inputs.sources.base import Source, SourceStream, register_source
 from harness.inputs.sources.task import TaskSource
 
 
@@ -28,7 +29,7 @@ class DevSource(Source):
     def splits(self) -> dict[str, list]:
         """Each evaluation split's examples that are scored."""
         context = self.context
-        return {split: bounded(examples, context.settings.max_dev_examples, context.seed)
+        return {split: sample(examples, context.settings.max_dev_examples, context.seed, in_order=True)
                 for split, examples in context.eval_examples.items()}
 
     def identity(self) -> dict[str, Any]:
@@ -65,9 +66,10 @@ class AblationSource(Source):
     name = "ablation"
 
     def examples(self) -> list:
+        """The main evaluation split's examples that are scored, in the split's order."""
         context = self.context
         split = next(iter(context.eval_examples))
-        return bounded(context.eval_examples[split], context.settings.ablation_examples, context.seed)
+        return sample(context.eval_examples[split], context.settings.ablation_examples, context.seed, in_order=True)
 
     def identity(self) -> dict[str, Any]:
         context = self.context

@@ -17,7 +17,8 @@ from typing import Any
 
 from harness.inputs.batches import EncodedBatch
 from harness.config import SHARED_DATA, AnalysisConfig
-from harness.inputs.sources.base import Source, SourceStream, bounded, register_source
+from harness.inputs.sampling import sample
+from harness.inputs.sources.base import Source, SourceStream, register_source
 from harness.inputs.words import encode_words
 from tasks.errors import InputError
 from tasks.treebank import Sentence, read_treebank
@@ -108,7 +109,7 @@ class SyntaxSource(Source):
     def stream(self) -> SourceStream:
         settings = self.context.settings
         path = treebank_path(settings)
-        sentences = _by_length(bounded(read_treebank(path), settings.max_corpus_items, self.context.seed))
+        sentences = _by_length(sample(read_treebank(path), settings.max_corpus_items, self.context.seed, in_order=True))
         notes = _notes(path, len(sentences), sum(map(len, sentences)))
         batches = sentence_batches(self.context.tokenizer, sentences, settings.eval_batch_size, settings.max_tokens,
                                    notes=notes)
@@ -141,7 +142,7 @@ class ProbeSource(Source):
         train = read_treebank(train_path)
         wanted = settings.probe_train_sentences or len(train)  # 0: all of them
         train = rng.sample(train, min(wanted, len(train)))
-        dev = _by_length(bounded(read_treebank(dev_path), settings.max_corpus_items, context.seed))
+        dev = _by_length(sample(read_treebank(dev_path), settings.max_corpus_items, context.seed, in_order=True))
         train = _windowed_shuffle(train, settings.eval_batch_size, rng)
         notes = {**_notes(dev_path, len(dev), sum(map(len, dev))), "train_treebank": train_path.name,
                  "train_sentences": len(train), "train_words": sum(map(len, train))}

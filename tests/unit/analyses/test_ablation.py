@@ -88,8 +88,9 @@ def ablated(tiny_tokenizer, tiny_data, tmp_path_factory):
     rte = get_task("rte")
     examples = load_examples(rte, "dev", tiny_data / "glue")
     settings = AnalysisConfig(eval_batch_size=4)
-    sources = SourceContext(tiny_tokenizer, settings, "tiny", 64, rte, examples, {"split": "dev"}, {"dev": examples},
-                            {"dev": "tiny dev"})
+    sources = SourceContext(tiny_tokenizer, settings, tokenizer_name="tiny", max_length=64, task=rte,
+                            task_examples=examples, task_identity={"split": "dev"}, eval_examples={"dev": examples},
+                            eval_identity={"dev": "tiny dev"})
     checkpoints = as_checkpoints({PRETRAINED: tiny_bert(0), FINETUNED: tiny_bert(1)})
     store = ResultStore(tmp_path_factory.mktemp("ablation_store"))
     entry = analyse([Ablation], checkpoints, PAIRS, sources, store)["ablation"]

@@ -55,8 +55,9 @@ def test_the_cropped_part_of_a_padded_pass_is_the_cosine_analysis_and_the_padded
         tiny_tokenizer, tiny_data, tmp_path):
     task = get_task("rte")
     dev = load_examples(task, "dev", tiny_data / "glue")
-    context = SourceContext(tiny_tokenizer, AnalysisConfig(eval_batch_size=3), "tiny", 64, task, dev,
-                            {"examples": len(dev)}, {"dev": dev}, {"dev": "tiny dev"})
+    context = SourceContext(tiny_tokenizer, AnalysisConfig(eval_batch_size=3), tokenizer_name="tiny", max_length=64,
+                            task=task, task_examples=dev, task_identity={"examples": len(dev)},
+                            eval_examples={"dev": dev}, eval_identity={"dev": "tiny dev"})
     models = {PRETRAINED: tiny_bert(0, positions=256), FINETUNED: tiny_bert(1, positions=256)}
     entries = analyse([CosineSimilarity, PaddedCosineSimilarity], as_checkpoints(models), [(PRETRAINED, FINETUNED)],
                       context, ResultStore(tmp_path))

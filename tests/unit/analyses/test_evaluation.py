@@ -31,8 +31,9 @@ def dev(tiny_data):
 
 
 def context(tokenizer, dev, sample, splits=None, task=RTE) -> SourceContext:
-    return SourceContext(tokenizer, AnalysisConfig(eval_batch_size=3), "tiny", 64, task, sample,
-                         {"examples": len(sample)}, splits or {"dev": dev}, {"dev": "tiny dev"})
+    return SourceContext(tokenizer, AnalysisConfig(eval_batch_size=3), tokenizer_name="tiny", max_length=64, task=task,
+                         task_examples=sample, task_identity={"examples": len(sample)},
+                         eval_examples=splits or {"dev": dev}, eval_identity={"dev": "tiny dev"})
 
 
 def test_dev_metrics_are_what_the_model_scores_directly_beside_the_majority_class(tiny_tokenizer, dev, tmp_path):

@@ -14,8 +14,8 @@ from transformers.trainer_callback import TrainerControl, TrainerState
 from harness.cli import main
 from harness.config import EnvironmentConfig, FineTuneConfig, RunConfig, TaskConfig
 from harness.model.dropout import FastDropout
-from harness.model.finetune import (Layout, QuietProgress, cache_key, checkpoint_complete, last_checkpoint, sample,
-                              training_model)
+from harness.model.finetune import (Layout, QuietProgress, cache_key, checkpoint_complete, last_checkpoint,
+                                    training_model)
 from harness.model.forward import IMPLEMENTATION
 from harness.run.pipeline import load_task_data
 from harness.results.store import FileHashes
@@ -42,13 +42,6 @@ def test_cache_key_changes_with_every_hyperparameter_and_the_data(tiny_data, tmp
         (copy / "RTE" / f"{split}.tsv").write_text(text if split == "dev" else text + "99\ta\tb\tentailment\n")
     edited = replace(config, task=TaskConfig(task="rte", data_dir=copy))
     assert cache_key(edited, load_task_data(edited, FileHashes())) != base
-
-
-def test_sample_is_seeded_and_bounded():
-    items = list(range(100))
-    assert sample(items, 10, 42) == sample(items, 10, 42) != sample(items, 10, 1)
-    assert len(set(sample(items, 10, 42))) == 10
-    assert sample(items, None, 42) is items and sample(items, 500, 0) is items
 
 
 def test_cpu_training_uses_the_fast_dropout_unless_torch_dropout_is_asked_for(tiny_model_dir):

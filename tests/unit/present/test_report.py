@@ -14,10 +14,12 @@ import pytest
 from harness.cli import main
 from harness.config import describe_recipe
 from harness.results.store import read_json
+from harness.present.report import inline_json
 from harness.present.study_figures import mean_sd
 from tests.conftest import tiny_run_arguments
 
 ANALYSES = ("--analyses", "cosine", "surface", "examples")
+MARKUP = "<script>alert(1)</script>"
 
 
 class Links(HTMLParser):
@@ -172,3 +174,29 @@ def test_an_unwritable_page_folder_is_one_line(stored_run, capsys, tmp_path):
     blocked.write_text("a file where the page's folder would be")
     code, err = report(capsys, "--output-dir", str(stored_run / "out"), "--out", str(blocked / "index.html"))
     assert code == 2 and len(err.strip().splitlines()) == 1 and "--out" in err and "cannot write there" in err
+
+
+def test_names_with_markup_or_ampersands_are_shown_as_text(stored_study, capsys, tmp_path):
+    """A study named with a script element and a run folder named with one and an ``&`` show as
+    text: the page's templates escape every stored value by default."""
+    out = tmp_path / "out"
+    shutil.copytree(stored_study / "out" / "studies" / "tiny", out / "studies" / "odd")
+    study = read_json(out / "studies" / "odd" / "study.json")
+    first, run_name = study["runs"][0], "rte-<script>alert(1)&co"  # a folder name holds no "/"
+    shutil.copytree(stored_study / "out" / first["folder"], out / run_name)
+    study.update(name=f"{MARKUP} & co", runs=[{**first, "folder": run_name}])
+    (out / "studies" / "odd" / "study.json").write_text(json.dumps(study))
+    page = tmp_path / "report" / "index.html"
+    assert report(capsys, "--output-dir", str(out), "--out", str(page))[0] == 0
+    text = page.read_text()
+    assert "<script>alert" not in text and "co</code>" in text
+    assert text.count("&lt;script&gt;alert(1)&lt;/script&gt; &amp; co") == 3  # title, heading, study section
+    assert "<code>rte-&lt;script&gt;alert(1)&amp;co</code>" in text
+    links = assert_self_contained(page, tmp_path)  # the figures copied under the odd name load from it
+    assert any(link.startswith(f"figures/{run_name}/") for link in links.links)
+
+
+def test_the_inline_data_cannot_end_its_script_element():
+    data = {"text": f"<!--{MARKUP}</SCRIPT>"}
+    text = str(inline_json(data))
+    assert "<" not in text and json.loads(text) == data

@@ -31,8 +31,9 @@ def sources(tiny_tokenizer, tiny_data):
     settings = AnalysisConfig(eval_batch_size=4, syntax_data=tiny_data / "tiny-dev.conllu", probe_train_sentences=5,
                               syntax_min_count=1, coref_data=tiny_data / "coref", clustering_tokens_per_example=2)
     examples = load_examples(rte, "dev", tiny_data / "glue")
-    return SourceContext(tiny_tokenizer, settings, "tiny", 64, rte, examples, {"split": "dev"}, {"dev": examples},
-                         {"dev": "tiny dev"})
+    return SourceContext(tiny_tokenizer, settings, tokenizer_name="tiny", max_length=64, task=rte,
+                         task_examples=examples, task_identity={"split": "dev"}, eval_examples={"dev": examples},
+                         eval_identity={"dev": "tiny dev"})
 
 
 @pytest.fixture(scope="module")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import logging
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,8 @@ from harness.analyses import ANALYSES
 from harness.cli import main
 from harness.present.redraw import redraw
 from harness.results.store import read_json
+from harness.views import VIEWS
+from harness.views.summary import summary_metrics
 from tests.conftest import snapshot, tiny_run_arguments
 
 DEFAULT_ANALYSES = {name for name, analysis in ANALYSES.items() if analysis.on_by_default}
@@ -173,6 +177,28 @@ def test_figures_redraws_the_run_asked_for(finished, capsys):
     assert figure.is_file() and figure.read_bytes()[:4] == b"\x89PNG"
     assert main(["figures", *argv[1:], "--learning-rate", "0.1"]) == 2
     assert f"runs with other settings: {name}" in capsys.readouterr().err
+
+
+def test_figures_of_a_run_folder_are_redrawn_without_loading_a_model(finished):
+    root, _ = finished
+    (name,) = summaries(root)
+    folder = root / "out" / name
+    figure = folder / "figures" / "cosine_per_head.png"
+    figure.unlink()
+    script = ("import sys; from harness.cli import main; code = main(['figures', sys.argv[1]]); "
+              "print(code, [m for m in ('torch', 'transformers', 'mlflow') if m in sys.modules])")
+    printed = subprocess.run([sys.executable, "-c", script, str(folder)], capture_output=True, text=True,
+                             check=True).stdout.splitlines()
+    assert printed[-1] == "0 []" and str(figure) in printed and figure.read_bytes()[:4] == b"\x89PNG"
+
+
+def test_every_signed_change_a_view_declares_is_a_metric_of_the_run(finished):
+    root, _ = finished
+    (summary,) = summaries(root).values()
+    metrics = summary_metrics(summary)
+    declared = {name for view in VIEWS.values() if view.name in summary["analyses"] for name in view.signed_changes}
+    assert declared and declared <= metrics.keys()
+    assert {view.name for view in VIEWS.values() if view.signed_changes} <= summary["analyses"].keys() | {"ablation"}
 
 
 def test_a_file_edited_in_place_recomputes_exactly_what_read_it(tiny_model_dir, tiny_data, tmp_path):

@@ -11,7 +11,8 @@ from harness.cli import build_parser, configs_from, main
 from harness.config import StudyConfig
 from harness.study.executors import finetune_argv
 from harness.results.checkpoints import MAIN_PAIR
-from harness.study.aggregate import support
+from harness.study.aggregate import change_findings, support
+from harness.views.base import View
 from harness.study.runner import missing_data, plan_study
 from harness.views.cosine import last_layers_change_most
 from harness.views.seeds import elementwise, spread
@@ -146,3 +147,15 @@ def test_a_jobs_fine_tuning_command_has_the_runs_flags(tmp_path):
     for config in configs:
         (again,) = configs_from(build_parser().parse_args(["finetune", *finetune_argv(config)]))
         assert (again.task, again.finetune, again.environment) == (config.task, config.finetune, config.environment)
+
+
+def test_a_signed_change_no_run_gives_is_an_error_not_a_skipped_finding():
+    class Renamed(View):
+        name = "renamed"
+        signed_changes = {"renamed_change_old_name": "what it measured"}
+
+    by_task = {"rte": {42: {"analyses": {"renamed": {"version": 1}}}}}
+    tasks = {"rte": {"metrics": {"renamed_change_new_name": {"values": [0.1]}}}}
+    with pytest.raises(KeyError, match="renamed_change_old_name"):
+        change_findings(Renamed, by_task, tasks)
+    assert change_findings(Renamed, {"rte": {42: {"analyses": {}}}}, tasks) == {}  # the analysis did not run
