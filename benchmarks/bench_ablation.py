@@ -24,13 +24,12 @@ import torch
 
 from benchmarks.common import Bench, dev_batches, peak_memory_mb, prepare_bench, run_config, synchronise
 from harness.analyses.ablation import Ablation
-from harness.views.base import per_checkpoint_results
-from harness.run.engine import analyse
 from harness.model.forward import forward
 from harness.model.loading import Checkpoint
-from harness.results.checkpoints import FINETUNED
-from harness.results.checkpoints import PAIRS
+from harness.results.checkpoints import FINETUNED, PAIRS
 from harness.results.store import ResultStore
+from harness.run.engine import analyse
+from harness.views.base import per_checkpoint_results
 
 
 def forward_seconds(bench: Bench, checkpoint: Checkpoint) -> float:

@@ -28,9 +28,9 @@ import torch
 from benchmarks.common import bare_model_seconds, peak_memory_mb, prepare_bench, run_config, synchronise
 from harness.analyses import ANALYSES
 from harness.analyses.base import GRADIENTS
-from harness.run.engine import analyse
 from harness.results.checkpoints import PAIRS
 from harness.results.store import ResultStore
+from harness.run.engine import analyse
 
 TASK_SOURCE_ANALYSES = ["cosine", "patterns", "surface", "gradients", "clustering"]
 

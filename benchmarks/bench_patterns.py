@@ -18,8 +18,7 @@ import time
 import torch
 
 from benchmarks.common import synchronise
-from classifier.model import load_classifier
-from classifier.model import PatternClassifier, PatternCNN
+from classifier.model import PatternClassifier, PatternCNN, load_classifier
 from classifier.resize import MAX_TOKENS
 
 

@@ -18,10 +18,10 @@ from transformers import DataCollatorWithPadding, Trainer
 
 from benchmarks.common import run_config
 from harness.config import RunConfig
-from harness.model.finetune import EncodedExamples, Layout, training_arguments, training_model
 from harness.inputs.sampling import sample
+from harness.model.finetune import EncodedExamples, Layout, training_arguments, training_model
 from harness.model.loading import load_tokenizer
-from harness.run.pipeline import plan_run
+from harness.run.plan import plan_run
 
 
 def train_throughput(config: RunConfig, pad_to_max: bool) -> float:

@@ -24,10 +24,11 @@ from typing import Any
 
 from harness.analyses.evaluation import Evaluation
 from harness.config import AnalysisConfig, EnvironmentConfig, FineTuneConfig, RunConfig, TaskConfig
-from harness.present.doc_tables import RESULTS, sweep_table
 from harness.model.finetune import finetune
-from harness.run.pipeline import dev_evaluation, plan_run
+from harness.present.doc_tables import RESULTS, sweep_table
 from harness.results.store import write_json
+from harness.run.pipeline import dev_evaluation
+from harness.run.plan import plan_run
 
 
 def numbers(text: str, kind: type) -> list:

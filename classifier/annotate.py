@@ -17,8 +17,18 @@ import matplotlib.pyplot as plt
 import numpy as np
 from matplotlib.colors import PowerNorm
 
-from classifier.data import (CLASSES, LABELS_FILE, MAPS_FILE, LabelledMap, MapSource, read_labels,
-                             read_maps, read_sources, write_maps, write_rows)
+from classifier.data import (
+    CLASSES,
+    LABELS_FILE,
+    MAPS_FILE,
+    LabelledMap,
+    MapSource,
+    read_labels,
+    read_maps,
+    read_sources,
+    write_maps,
+    write_rows,
+)
 from classifier.features import NO_SECOND_SEGMENT, map_features
 from tasks.files import atomic_path
 

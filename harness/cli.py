@@ -21,8 +21,18 @@ from typing import Any, NoReturn
 from tqdm import tqdm
 
 from harness.arguments import add_arguments, build
-from harness.config import (AnalysisConfig, AnnotationConfig, DocsConfig, EnvironmentConfig, FiguresConfig,
-                            FineTuneConfig, ReportConfig, RunConfig, StudyConfig, TaskConfig)
+from harness.config import (
+    AnalysisConfig,
+    AnnotationConfig,
+    DocsConfig,
+    EnvironmentConfig,
+    FiguresConfig,
+    FineTuneConfig,
+    ReportConfig,
+    RunConfig,
+    StudyConfig,
+    TaskConfig,
+)
 from tasks.errors import InputError
 
 # Imported once the flags are valid: torch and transformers take seconds to load.
@@ -66,6 +76,7 @@ class Terminated(KeyboardInterrupt):
 
 
 def raise_terminated(signum: int, frame: Any) -> None:
+    """SIGTERM's handler: ignore a second one, and unwind as for Ctrl-C."""
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not cut the clean-up short
     raise Terminated()
 
@@ -89,6 +100,7 @@ class SubcommandParser(argparse.ArgumentParser):
         super().error(message)
 
     def suggestion(self, words: list[str]) -> str:
+        """`` (did you mean --model for --modle?)`` for the misspelled flags among ``words``, or an empty string."""
         flags = [option for action in self._actions for option in action.option_strings]
         guesses = {flag: difflib.get_close_matches(flag.split("=")[0], flags, n=1, cutoff=0.6)
                    for flag in words if flag.startswith("-") and flag.split("=")[0] not in flags}
@@ -120,6 +132,7 @@ def quiet_libraries(debug: bool) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``harness`` parser: one subcommand per entry of `GROUPS`, its flags from those dataclasses."""
     parser = argparse.ArgumentParser(prog="harness", description="What does fine-tuning do to BERT's attention?")
     parser.add_argument("--debug", action="store_true", help="show tracebacks and library warnings")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=SubcommandParser)
@@ -150,6 +163,8 @@ def configs_from(args: argparse.Namespace) -> list[Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    """Run one subcommand; the exit status: 0, 1 (a check found differences), 2 (bad input, one line on
+    stderr), or 128 + the signal that stopped it."""
     args = build_parser().parse_args(argv)
     previous = signal.signal(signal.SIGTERM, raise_terminated)
     try:

@@ -46,6 +46,7 @@ class Recipe:
     task_epochs: dict[str, float] = field(default_factory=dict)
 
     def epochs_for(self, task: str) -> float:
+        """The recipe's epochs for ``task`` (its own where the recipe sets one)."""
         return self.task_epochs.get(task, self.epochs)
 
     def __str__(self) -> str:

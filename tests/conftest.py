@@ -14,13 +14,13 @@ from filelock import FileLock
 from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast, PreTrainedModel
 
 from harness.analyses.base import Analysis, AnalysisContext
-from harness.inputs.batches import AttentionBatch, EncodedBatch
 from harness.config import SHARED_DATA, AnalysisConfig
+from harness.inputs.batches import AttentionBatch, EncodedBatch
 from harness.inputs.encoding import batched
-from harness.run.engine import GradientTargets, run_checkpoints
 from harness.model.forward import use_harness_attention
 from harness.model.loading import Checkpoint
 from harness.results.checkpoints import FINETUNED, PRETRAINED
+from harness.run.engine import GradientTargets, run_checkpoints
 from tasks.examples import Example
 from tasks.registry import GlueTask
 

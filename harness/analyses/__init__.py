@@ -4,8 +4,23 @@ Adding one: subclass `Analysis` (see `harness.analyses.base`), decorate it with
 `register_analysis`, and import its module here.
 """
 
-from harness.analyses import (ablation, clustering, coreference, cosine, cosine_padded, dependency, evaluation,
-                              examples, features, features_task, gradients, patterns, probes, sinks, surface)
+from harness.analyses import (
+                              ablation,
+                              clustering,
+                              coreference,
+                              cosine,
+                              cosine_padded,
+                              dependency,
+                              evaluation,
+                              examples,
+                              features,
+                              features_task,
+                              gradients,
+                              patterns,
+                              probes,
+                              sinks,
+                              surface,
+)
 from harness.analyses.base import ANALYSES, Analysis, AnalysisContext, register_analysis
 
 __all__ = ["ANALYSES", "ablation", "Analysis", "AnalysisContext", "clustering", "coreference", "cosine", "cosine_padded",

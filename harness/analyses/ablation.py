@@ -33,8 +33,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from harness.analyses.ablation_masks import (PRUNING_FRACTIONS, pruned_counts, pruning_masks, pruning_orders,
-                                            single_variants)
+from harness.analyses.ablation_masks import (
+    PRUNING_FRACTIONS,
+    pruned_counts,
+    pruning_masks,
+    pruning_orders,
+    single_variants,
+)
 from harness.analyses.ablation_statistics import family, spearman, within_one_point
 from harness.analyses.base import GATE_GRADIENTS, INTERVENES, LOGITS, Analysis, AnalysisContext, register_analysis
 from harness.analyses.significance import metric_rows, paired_differences

@@ -31,8 +31,8 @@ from typing import Any, ClassVar
 import torch
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
-from harness.inputs.batches import AttentionBatch
 from harness.config import AnalysisConfig
+from harness.inputs.batches import AttentionBatch
 from harness.model.forward import Interventions
 from harness.registry import registrar
 from harness.results.store import FileHashes

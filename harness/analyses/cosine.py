@@ -13,8 +13,8 @@ from typing import Any
 import torch
 
 from harness.analyses.base import Analysis, AnalysisContext, register_analysis
-from harness.views.base import pair_name
 from harness.inputs.batches import AttentionBatch, real_tokens
+from harness.views.base import pair_name
 from harness.views.cosine import CosineView
 
 

@@ -28,8 +28,16 @@ from harness.analyses.word_level import WordLevelAnalysis
 from harness.inputs.batches import AttentionBatch
 from harness.inputs.words import word_maps
 from harness.views.base import pair_name
-from harness.views.dependency import (ALL, ALL_CLARK, DIRECTIONS, PAPER_MODEL, PAPER_TABLE1, UD_TO_SD,
-                                      DependencyView, paper_row)
+from harness.views.dependency import (
+    ALL,
+    ALL_CLARK,
+    DIRECTIONS,
+    PAPER_MODEL,
+    PAPER_TABLE1,
+    UD_TO_SD,
+    DependencyView,
+    paper_row,
+)
 from tasks.treebank import PUNCT_RELATIONS, Sentence
 
 OFFSETS = (-3, -2, -1, 1, 2, 3)

@@ -23,8 +23,14 @@ from typing import Any
 import torch
 
 from harness.analyses.base import Analysis, AnalysisContext, register_analysis
-from harness.analyses.features import (NAMES, NEGATION_WORDS, OBJECT_RELATIONS, SUBJECT_RELATIONS, feature_changes,
-                                       feature_statistics)
+from harness.analyses.features import (
+    NAMES,
+    NEGATION_WORDS,
+    OBJECT_RELATIONS,
+    SUBJECT_RELATIONS,
+    feature_changes,
+    feature_statistics,
+)
 from harness.config import AnalysisConfig
 from harness.inputs.batches import AttentionBatch, real_tokens
 from harness.inputs.encoding import token_spans

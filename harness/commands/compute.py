@@ -6,14 +6,15 @@ import time
 from dataclasses import asdict, replace
 
 from harness.analyses.ablation import Ablation
+from harness.commands.stored import figures as redraw_folder
 from harness.config import AnnotationConfig, FiguresConfig, FineTuneConfig, RunConfig, StudyConfig, describe_recipe
 from harness.model.finetune import finetune as finetune_task
 from harness.model.finetune import is_main_process, leave_process_group, stored_result
-from harness.commands.stored import figures as redraw_folder
 from harness.results.summary import SUMMARY
 from harness.run.annotation import annotate as annotate_pool
-from harness.run.pipeline import dev_evaluation, find_run, plan_run, run_planned, train_baselines
+from harness.run.pipeline import dev_evaluation, run_planned, train_baselines
 from harness.run.pipeline import run as run_pipeline
+from harness.run.plan import find_run, plan_run
 from harness.study.runner import plan_study
 from harness.study.runner import study as run_study
 from harness.views.evaluation import EvaluationView
@@ -27,6 +28,7 @@ def recipe_line(settings: FineTuneConfig) -> str:
 
 
 def run(config: RunConfig) -> None:
+    """``harness run``: the whole run, then what each analysis says, the MLflow page and the wall time."""
     start = time.perf_counter()
     print(recipe_line(config.finetune))
     finished = run_pipeline(config)
@@ -65,10 +67,12 @@ def study(settings: StudyConfig, configs: list[RunConfig]) -> bool:
 
 
 def print_mlflow_page(tracking_uri: str, page: str) -> None:
+    """Where the MLflow UI shows the run (or study) just made."""
     print(f"  MLflow: http://127.0.0.1:5000/{page} while `mlflow ui --backend-store-uri {tracking_uri}` serves it")
 
 
 def print_wall_time(phases: dict[str, float], start: float) -> None:
+    """The seconds of each phase and of the whole command since ``start``."""
     print("  wall time: " + ", ".join(f"{phase} {seconds:.1f} s" for phase, seconds in phases.items())
           + f"; total {time.perf_counter() - start:.1f} s")
 
@@ -91,6 +95,8 @@ def ablate(config: RunConfig) -> None:
 
 
 def finetune(config: RunConfig) -> None:
+    """``harness finetune``: the checkpoint (and baselines) only, then their dev scores; under several
+    processes every rank trains and the main one alone prints."""
     if is_main_process():
         print(recipe_line(config.finetune))
     plan = plan_run(config)
@@ -114,5 +120,6 @@ def figures(config: RunConfig, settings: FiguresConfig) -> None:
 
 
 def annotate(config: RunConfig, annotation: AnnotationConfig) -> None:
+    """``harness annotate``: a labelling pool of attention maps, or its labels recorded."""
     print(annotate_pool(config, annotation))
 

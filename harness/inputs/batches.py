@@ -16,6 +16,7 @@ import torch
 
 from classifier.features import NO_SECOND_SEGMENT
 
+
 def real_tokens(lengths: torch.Tensor, seq_len: int) -> torch.Tensor:
     """(batch, seq) bool mask, True on each row's first ``lengths[b]`` (real, non-padding) tokens."""
     return torch.arange(seq_len, device=lengths.device)[None, :] < lengths[:, None]

@@ -22,8 +22,8 @@ from typing import Any
 import torch
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
-from harness.inputs.batches import AttentionBatch, EncodedBatch
 from harness.config import WORD_ATTENTION_FROM
+from harness.inputs.batches import AttentionBatch, EncodedBatch
 from tasks.errors import InputError
 
 

@@ -31,16 +31,16 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 from transformers import DataCollatorWithPadding, PreTrainedModel, Trainer, TrainerCallback, TrainingArguments
-from transformers.trainer_callback import ExportableState, PrinterCallback, ProgressCallback
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
+from transformers.trainer_callback import ExportableState, PrinterCallback, ProgressCallback
 
-from harness.inputs.sampling import sample
 from harness.config import FineTuneConfig, RunConfig
+from harness.inputs.sampling import sample
 from harness.model.dropout import use_fast_dropout
 from harness.model.forward import use_harness_attention
-from harness.results.locking import exclusive
 from harness.model.loading import load_sequence_classifier, load_tokenizer
 from harness.results.checkpoints import FINETUNED, FROZEN_ENCODER, RANDOM_INIT
+from harness.results.locking import exclusive
 from harness.results.store import key_of, read_json, write_json
 from tasks.errors import InputError
 from tasks.examples import Example
@@ -152,6 +152,7 @@ def cache_key(config: RunConfig, data: TaskData, variant: str = FINETUNED) -> st
 
 
 def checkpoint_root(config: RunConfig, key: str, variant: str = FINETUNED) -> Path:
+    """The cache folder of the checkpoint of ``key`` (a baseline ``variant``'s name in front)."""
     prefix = "" if variant == FINETUNED else f"{variant}-"
     return config.environment.cache_dir / f"{prefix}{config.task.task}-{config.model_name}-{key}"
 
@@ -193,6 +194,7 @@ def trains_on_cpu(config: RunConfig) -> bool:
 
 
 def training_arguments(config: RunConfig, output_dir: Path, layout: Layout) -> TrainingArguments:
+    """The Trainer's arguments for the run's recipe, precision and process layout."""
     settings = config.finetune
     precision = config.environment.precision
     return TrainingArguments(
@@ -288,6 +290,7 @@ class TrainingClock(TrainerCallback, ExportableState):
 
     @property
     def seconds(self) -> float:
+        """Training seconds so far, those of earlier (interrupted) sessions included."""
         return self.earlier_seconds + (time.perf_counter() - self.started if self.started is not None else 0.0)
 
     def state(self) -> dict[str, Any]:

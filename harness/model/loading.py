@@ -20,8 +20,13 @@ from urllib.parse import urlparse
 import torch
 import transformers
 from huggingface_hub import constants as hub_constants
-from transformers import (AutoConfig, AutoModelForMaskedLM, AutoModelForSequenceClassification, AutoTokenizer,
-                          PreTrainedModel)
+from transformers import (
+    AutoConfig,
+    AutoModelForMaskedLM,
+    AutoModelForSequenceClassification,
+    AutoTokenizer,
+    PreTrainedModel,
+)
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 from transformers.utils import cached_file
 

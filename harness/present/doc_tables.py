@@ -24,10 +24,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from harness.results.store import key_of, read_json, write_json
 from harness.views import VIEWS
 from harness.views.base import current_entries
 from harness.views.style import markdown_table
-from harness.results.store import key_of, read_json, write_json
 from tasks.errors import InputError
 from tasks.files import atomic_write_text
 

@@ -20,11 +20,20 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from classifier import CLASSES
+from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.views.evaluation import KOVALEVA_TABLE_1, PAPER_MODEL
 from harness.views.patterns import CLASS_COLOURS, share_metric
-from harness.views.style import (CHECKPOINT_COLOURS, OKABE_ITO, checkpoint_title, markdown_table, model_title, panels_for,
-                             save, style_head_axes, suptitle)
-from harness.results.checkpoints import FINETUNED, PRETRAINED
+from harness.views.style import (
+    CHECKPOINT_COLOURS,
+    OKABE_ITO,
+    checkpoint_title,
+    markdown_table,
+    model_title,
+    panels_for,
+    save,
+    style_head_axes,
+    suptitle,
+)
 from tasks.files import atomic_write_text
 
 CHECKPOINTS = (PRETRAINED, FINETUNED)

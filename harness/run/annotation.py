@@ -22,7 +22,7 @@ from harness.model.finetune import finetune
 from harness.model.forward import Capture, forward
 from harness.model.loading import load_finetuned, load_sequence_classifier, load_tokenizer, prepare
 from harness.results.checkpoints import FINETUNED
-from harness.run.pipeline import run_device, plan_run
+from harness.run.plan import plan_run, run_device
 from tasks.loading import load_examples
 from tasks.registry import get_task
 

@@ -19,15 +19,31 @@ import torch
 from tqdm.auto import tqdm
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
-from harness.analyses.base import (ATTENTION, GATE_GRADIENTS, GRADIENTS, INTERVENES, VALUE_NORMS, Analysis,
-                                   AnalysisContext)
-from harness.views.base import pair_name
+from harness.analyses.base import (
+    ATTENTION,
+    GATE_GRADIENTS,
+    GRADIENTS,
+    INTERVENES,
+    VALUE_NORMS,
+    Analysis,
+    AnalysisContext,
+)
 from harness.inputs.batches import AttentionBatch, EncodedBatch, Gradients
-from harness.model.forward import (MASKED_LM_LOSS, TASK_LOSS, UNTRAINED_TASK_LOSS, Capture, ForwardOutput, Interventions,
-                             forward, forward_variants, variant_count)
-from harness.model.loading import Checkpoint, checkpoint_device
 from harness.inputs.sources import SOURCES, Source, SourceContext
+from harness.model.forward import (
+    MASKED_LM_LOSS,
+    TASK_LOSS,
+    UNTRAINED_TASK_LOSS,
+    Capture,
+    ForwardOutput,
+    Interventions,
+    forward,
+    forward_variants,
+    variant_count,
+)
+from harness.model.loading import Checkpoint, checkpoint_device
 from harness.results.store import ResultIdentity, ResultStore, plain, read_json, write_json
+from harness.views.base import pair_name
 from tasks.errors import InputError
 
 JOINT = "joint"
@@ -52,6 +68,7 @@ class AnalysisWork:
         return tuple(name for name in self.identities if name not in self.stored)
 
     def to_measure(self, checkpoints: list[Checkpoint]) -> tuple[str, ...]:
+        """The checkpoints to run the analysis on: none when all is stored, every one for a joint result."""
         if not self.missing:
             return ()
         return tuple(c.name for c in checkpoints) if self.analysis.joint else self.missing

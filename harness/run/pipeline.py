@@ -1,11 +1,8 @@
 """``harness run``: config -> fine-tune -> checkpoints -> sources -> forward -> analyses ->
 results store -> summary -> MLflow -> figures.
 
-`plan_run` does everything cheap first (data read, checked and hashed; analyses chosen;
-default data located; the run key), so bad input fails before any model work. The run
-folder ``<output_dir>/<task>-<model>-seed<seed>-<key>/`` is named by a key of everything
-that changes results, so runs with other settings never overwrite each other; its
-``summary.json`` gathers every analysis computed under that key (an earlier, fuller run is
+`harness.run.plan` does everything cheap first, so bad input fails before any model work;
+the run folder's ``summary.json`` gathers every analysis computed under that key (an earlier, fuller run is
 kept when a later one asks for fewer analyses), and the figures are drawn from it alone.
 Results live in the shared store ``<output_dir>/store/`` (see `harness.results.store`), so an
 interrupted run resumes with only the missing work, and results that do not depend on the
@@ -14,170 +11,66 @@ task (the pre-trained model on the treebank) are computed once per model.
 
 from __future__ import annotations
 
-import logging
 import os
 import time
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 import torch
 from transformers import PreTrainedTokenizerBase
 
-from harness.analyses import ANALYSES, Analysis
-from harness.analyses.ablation import Ablation
+from harness.analyses import ANALYSES
 from harness.analyses.evaluation import Evaluation
-from harness.config import AnalysisConfig, RunConfig
-from harness.run.engine import analyse
-from harness.model.finetune import FineTuneResult, TaskData, cache_key, finetune
+from harness.config import RunConfig
 from harness.inputs.sampling import sample
-from harness.results.locking import exclusive
-from harness.model.loading import (Checkpoint, check_model, load_finetuned, load_sequence_classifier, load_tokenizer,
-                                   prepare, pretrained_identity)
-from harness.results.checkpoints import BASELINE_PAIRS, BASELINES, FINETUNED, PAIRS, PRETRAINED
-from harness.run.provenance import code_version, model_provenance
+from harness.inputs.sources import SourceContext
+from harness.model.finetune import FineTuneResult, finetune
+from harness.model.loading import (
+    Checkpoint,
+    load_finetuned,
+    load_sequence_classifier,
+    load_tokenizer,
+    prepare,
+    pretrained_identity,
+)
 from harness.present.redraw import redraw
-from harness.inputs.sources import SOURCES, SourceContext
-from harness.inputs.sources.coreference import DEFAULT_COREF_DATA
-from harness.inputs.sources.task import KOVALEVA_PADDED_LENGTH, PaddedTaskSource
-from harness.inputs.sources.treebank import DEFAULT_TREEBANK, train_sibling
-from harness.results.store import FileHashes, ResultStore, ensure_writable, key_of, write_json
+from harness.results.checkpoints import BASELINE_PAIRS, BASELINES, FINETUNED, PAIRS, PRETRAINED
+from harness.results.locking import exclusive
+from harness.results.store import ResultStore, write_json
+from harness.results.summary import flatten, stored_summary
+from harness.run.engine import analyse
+from harness.run.plan import RunPlan, plan_run, run_device
+from harness.run.provenance import code_version, model_provenance
 from harness.run.tracking import Tracker, training_curve
-from harness.results.summary import SUMMARY, flatten, stored_summary
 from harness.views.summary import headline_names, summary_metrics
 from tasks.errors import InputError
-from tasks.glue_tsv import split_path
-from tasks.hub import HUB_DATASET
-from tasks.loading import load_examples
-from tasks.registry import get_task
 
-log = logging.getLogger(__name__)
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
-SELECTION = ("analyses", "ablation")  # which analyses run: not part of any result's key
 CHECKPOINT_ARTIFACT = "checkpoint"  # the fine-tuned model in MLflow (weights, config with label names, tokenizer)
 HEADLINE = "headline"  # MLflow's charts group metrics by the prefix before "/": the short list is one section
 
 
-@dataclass
-class RunPlan:
-    """A validated run: its settings (default data filled in), data, analyses and key."""
-
-    config: RunConfig
-    data: TaskData
-    analyses: list[type[Analysis]]
-    hashes: FileHashes
-    finetune_key: str
-    key: str
-
-    @property
-    def run_dir(self) -> Path:
-        config = self.config
-        name = f"{config.task.task}-{config.model_name}-seed{config.finetune.seed}-{self.key[:8]}"
-        return config.environment.output_dir / name
 
 
-def select_analyses(names: list[str] | None, ablation: bool = False) -> list[type[Analysis]]:
-    """The analyses asked for (by default all but those that run only when named: the
-    compatibility protocols, and the ablation unless ``ablation``), always with the dev
-    evaluation: no change of attention is read without knowing whether the fine-tuned model
-    learned the task."""
-    unknown = [name for name in names or [] if name not in ANALYSES]
-    if unknown:
-        raise InputError(f"--analyses: unknown analysis {', '.join(unknown)}; valid: {', '.join(ANALYSES)}")
-    chosen = [name for name, analysis in ANALYSES.items() if analysis.on_by_default] if names is None else names
-    return [ANALYSES[name] for name in dict.fromkeys([Evaluation.name, *chosen, *([Ablation.name] * ablation)])]
 
 
-def ablation_wanted(config: RunConfig) -> bool:
-    """``--ablation``: on, off, or (auto) on when the model runs on a GPU, where its hundreds of
-    dev passes take seconds; on the CPU they take minutes (`harness ablate` runs them then)."""
-    if config.analysis.ablation == "auto":
-        return run_device(config).type == "cuda"
-    return config.analysis.ablation == "on"
 
 
-def with_default_data(settings: AnalysisConfig) -> AnalysisConfig:
-    """The settings with the default treebank and coreference data (../shared/data) filled in
-    where they exist, so what a run used is recorded, hashed and shown, never left as None."""
-    syntax = settings.syntax_data or (DEFAULT_TREEBANK if DEFAULT_TREEBANK.is_file() else None)
-    train = settings.syntax_train_data
-    if train is None and syntax is not None and train_sibling(Path(syntax)).is_file():
-        train = train_sibling(Path(syntax))
-    coref = settings.coref_data or (DEFAULT_COREF_DATA if DEFAULT_COREF_DATA.is_dir() else None)
-    return replace(settings, syntax_data=syntax, syntax_train_data=train, coref_data=coref)
 
 
-def load_task_data(config: RunConfig, hashes: FileHashes) -> TaskData:
-    """Train and dev examples of the task, read (and so checked) now, with their identity."""
-    task = get_task(config.task.task)
-    data_dir = config.task.data_dir
-    splits = ("train", *task.eval_splits)
-    examples = {split: load_examples(task, split, data_dir) for split in splits}
-    if data_dir is None:
-        identity: dict[str, Any] = {"hub": HUB_DATASET, "config": task.hub_config}
-    else:
-        identity = {split: hashes.describe(split_path(data_dir, task, split)) for split in splits}
-    return TaskData(task, examples["train"], {split: examples[split] for split in task.eval_splits}, identity)
 
 
-def settings_identity(settings: AnalysisConfig, hashes: FileHashes) -> dict[str, Any]:
-    """Every analysis setting but the selection, with files and folders replaced by their content hashes."""
-    values = {name: value for name, value in asdict(settings).items() if name not in SELECTION}
-    return {name: hashes.describe(value) if isinstance(value, Path) else value for name, value in values.items()}
 
 
-def check_inputs(config: RunConfig, analyses: list[type[Analysis]]) -> None:
-    """The folders the run writes and every file the chosen analyses read, checked before any model work."""
-    ensure_writable(config.environment.output_dir, "--output-dir")
-    ensure_writable(config.environment.cache_dir, "--cache-dir")
-    context = SourceContext(None, config.analysis)
-    for source in dict.fromkeys(analysis.source for analysis in analyses):
-        SOURCES[source](context).check()
 
 
-def plan_run(config: RunConfig) -> RunPlan:
-    """Validate and describe a run without touching a model: data read and hashed, analyses
-    chosen, default data located, the run key computed."""
-    analyses = select_analyses(config.analysis.analyses, ablation_wanted(config))
-    positions = check_model(config.task.model, {"--max-length": config.task.max_length,
-                                                "--max-tokens": config.analysis.max_tokens})
-    padded = [analysis.name for analysis in analyses if analysis.source == PaddedTaskSource.name]
-    if padded and positions < KOVALEVA_PADDED_LENGTH:
-        raise InputError(f"--analyses {padded[0]}: pads inputs to {KOVALEVA_PADDED_LENGTH} tokens as Kovaleva et al.'s "
-                         f"code, but {config.task.model} has {positions} position embeddings; leave it out")
-    config = resolve_precision(replace(config, analysis=with_default_data(config.analysis)))
-    check_inputs(config, analyses)
-    hashes = FileHashes()
-    data = load_task_data(config, hashes)
-    finetune_key = cache_key(config, data)
-    identity = {"finetune": finetune_key, "analysis": settings_identity(config.analysis, hashes)}
-    key = key_of({**identity, "baselines": True} if config.finetune.baselines else identity)
-    return RunPlan(config, data, analyses, hashes, finetune_key, key)
 
 
-def run_device(config: RunConfig) -> torch.device:
-    if config.environment.device:
-        return torch.device(config.environment.device)
-    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
-def native_bf16(device: torch.device) -> bool:
-    """Whether ``device`` computes in bf16 natively (else bf16 autocast is emulated, and slower)."""
-    if device.type == "cuda":
-        return torch.cuda.is_bf16_supported()
-    return torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported()
 
 
-def resolve_precision(config: RunConfig) -> RunConfig:
-    """The run with ``--precision auto`` made concrete for its device (it is part of the
-    fine-tune key, so checkpoints trained in different precisions are never mixed)."""
-    device = run_device(config)
-    precision = config.environment.precision
-    if precision == "auto":
-        precision = "bf16" if native_bf16(device) else "fp32"
-    if precision == "fp16" and device.type != "cuda":
-        raise InputError("--precision fp16 needs a GPU (the CPU has no fp16 training); use bf16 or fp32")
-    return replace(config, environment=replace(config.environment, precision=precision))
 
 
 def load_checkpoints(plan: RunPlan, tuned: FineTuneResult,
@@ -354,6 +247,7 @@ def source_context(plan: RunPlan, tokenizer: PreTrainedTokenizerBase) -> SourceC
 
 
 def results_store(config: RunConfig) -> ResultStore:
+    """The results store shared by every run under the output folder."""
     return ResultStore(config.environment.output_dir / "store")
 
 
@@ -368,6 +262,8 @@ def dev_evaluation(plan: RunPlan, tuned: FineTuneResult, baselines: dict[str, Fi
 
 def log_run(tracker: Tracker, plan: RunPlan, tuned: FineTuneResult, summary: dict[str, Any], summary_path: Path,
             figures: list[Path], timings: dict[str, float]) -> None:
+    """The run's MLflow record: params (flags, data, code and model provenance), the training curve,
+    every metric of the summary and its headline, and the summary, figures and checkpoint as artifacts."""
     described = summary["run"]
     tracker.log_params({**flatten("", plan.config), **flatten("data", plan.data.identity), **code_version(),
                         **model_provenance(plan.config.task.model),
@@ -391,14 +287,3 @@ def log_run(tracker: Tracker, plan: RunPlan, tuned: FineTuneResult, summary: dic
 
 
 
-
-def find_run(config: RunConfig) -> Path:
-    """The folder of the finished run of ``config`` (for ``harness figures``), or a clear error
-    listing the runs with other settings there are."""
-    plan = plan_run(config)
-    if not (plan.run_dir / SUMMARY).is_file():
-        pattern = f"{config.task.task}-{config.model_name}-seed{config.finetune.seed}-*"
-        others = sorted(p.name for p in config.environment.output_dir.glob(pattern))
-        hint = f"; runs with other settings: {', '.join(others)} (pass the flags they were run with)" if others else ""
-        raise InputError(f"{plan.run_dir / SUMMARY} not found: run `python -m harness run` with these flags first{hint}")
-    return plan.run_dir

@@ -28,6 +28,7 @@ def git_commit(root: Path = SOURCE_ROOT) -> str:
 
 
 def code_version() -> dict[str, str]:
+    """The harness's installed version and git commit, as MLflow params."""
     return {"harness.version": importlib.metadata.version(PACKAGE), "harness.git_commit": git_commit()}
 
 

@@ -119,6 +119,7 @@ class Tracker:
                     retrying(lambda: self.client.set_tag(self.run_id, name, value))
 
     def log_params(self, params: dict[str, str]) -> None:
+        """Log the params the run does not have yet (MLflow's params cannot change), 6000 characters each at most."""
         logged = retrying(lambda: self.client.get_run(self.run_id)).data.params
         fresh = [Param(key, value[:6000]) for key, value in params.items() if key not in logged]
         for start in range(0, len(fresh), 100):  # MLflow's batch limit
@@ -135,6 +136,7 @@ class Tracker:
             retrying(lambda: self.client.log_batch(self.run_id, metrics=batch))
 
     def log_artifact(self, path: Path, folder: str | None = None) -> None:
+        """Copy a file into the run's artifacts (under ``folder``)."""
         retrying(lambda: self.client.log_artifact(self.run_id, str(path), folder))
 
     def log_folder_once(self, folder: Path, name: str) -> None:

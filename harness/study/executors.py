@@ -47,6 +47,7 @@ class Job:
 
 
 def one_line(error: BaseException) -> str:
+    """An error as the study reports a failed run: its type and the first line of its message."""
     return f"{type(error).__name__}: {error}".splitlines()[0]
 
 

@@ -26,7 +26,7 @@ from harness.present.study_figures import draw_study
 from harness.results.locking import exclusive
 from harness.results.store import key_of, write_json
 from harness.results.summary import STUDIES, SUMMARY, flatten, stored_summary
-from harness.run.pipeline import RunPlan, plan_run
+from harness.run.plan import RunPlan, plan_run
 from harness.run.tracking import Tracker, is_finished
 from harness.study.aggregate import findings, task_aggregate
 from harness.study.executors import Job, run_inline, run_on_ray
@@ -51,10 +51,12 @@ class StudyPlan:
 
     @property
     def folder(self) -> Path:
+        """``<output_dir>/studies/<name>``: study.json and the cross-task figures."""
         return self.runs[0].config.environment.output_dir / STUDIES / self.name
 
     @property
     def model(self) -> str:
+        """The model every run of the study fine-tunes."""
         return self.runs[0].config.task.model
 
 

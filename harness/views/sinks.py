@@ -16,8 +16,18 @@ from typing import Any
 from matplotlib.axes import Axes
 
 from harness.views.base import Entry, View, per_checkpoint_results, per_pair_results, register_view
-from harness.views.style import (OKABE_ITO, checkpoint_colour, checkpoint_title, draw_grid_rows, panel_grid,
-                                 panels_for, run_title, save, scatter_by_layer, titled_pairs)
+from harness.views.style import (
+    OKABE_ITO,
+    checkpoint_colour,
+    checkpoint_title,
+    draw_grid_rows,
+    panel_grid,
+    panels_for,
+    run_title,
+    save,
+    scatter_by_layer,
+    titled_pairs,
+)
 
 EPSILON = 0.3  # Gu et al.'s sink threshold on a token's mean received attention
 

@@ -23,7 +23,6 @@ matplotlib.use("Agg")  # headless: figures go to files
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 from cycler import cycler  # noqa: E402
-from PIL import Image  # noqa: E402
 from matplotlib.collections import Collection  # noqa: E402
 from matplotlib.colors import Colormap, ListedColormap, to_rgb, to_rgba  # noqa: E402
 from matplotlib.image import AxesImage  # noqa: E402
@@ -31,6 +30,7 @@ from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
 from matplotlib.ticker import ScalarFormatter  # noqa: E402
+from PIL import Image  # noqa: E402
 
 from harness.views.font import use_lean_font  # noqa: E402
 from tasks.files import atomic_path  # noqa: E402

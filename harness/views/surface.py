@@ -16,8 +16,17 @@ from typing import Any
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.views.base import Entry, Row, View, per_checkpoint_results, per_pair_results, register_view
 from harness.views.seeds import elementwise
-from harness.views.style import (checkpoint_colour, checkpoint_title, draw_side_by_side_grids, panels_for, run_title,
-                                 save, scatter_by_layer, suptitle, titled_pairs)
+from harness.views.style import (
+    checkpoint_colour,
+    checkpoint_title,
+    draw_side_by_side_grids,
+    panels_for,
+    run_title,
+    save,
+    scatter_by_layer,
+    suptitle,
+    titled_pairs,
+)
 
 # Statistic name -> how it is shown in tables and figures.
 STATISTICS = {

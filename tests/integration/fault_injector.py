@@ -20,8 +20,8 @@ from typing import Any
 import transformers
 from mlflow.tracking import MlflowClient
 
-import harness.run.engine
 import harness.results.store
+import harness.run.engine
 import harness.study.executors
 from harness.cli import main
 from tasks.files import atomic_path

@@ -9,8 +9,8 @@ import pytest
 from transformers import AutoModelForSequenceClassification
 
 from harness.analyses.coreference import Coreference
-from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.inputs.sources.coreference import encoded_documents
+from harness.results.checkpoints import FINETUNED, PRETRAINED
 from tasks.coreference import read_coreference
 from tests.conftest import SHARED_DATA
 from tests.integration.conftest import run_on

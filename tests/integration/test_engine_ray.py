@@ -14,8 +14,8 @@ import requests
 from mlflow.tracking import MlflowClient
 
 from harness.run.tracking import EXPERIMENT
-from tests.integration.warm_harness import REPOSITORY
 from tests.integration.test_study_processes import study_argv
+from tests.integration.warm_harness import REPOSITORY
 
 pytestmark = pytest.mark.slow
 

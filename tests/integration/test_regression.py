@@ -29,9 +29,9 @@ from typing import Any
 import numpy as np
 import pytest
 
-from harness.views.evaluation import dev_metrics
 from harness.cli import main
 from harness.results.store import read_json
+from harness.views.evaluation import dev_metrics
 from tests.conftest import GLUE_DIR, SHARED_DATA
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not (SHARED_DATA / "litbank").is_dir() or not GLUE_DIR.is_dir(),

@@ -5,13 +5,13 @@ import torch
 from mlflow.tracking import MlflowClient
 
 from harness.analyses.cosine import CosineSimilarity
-from harness.views.evaluation import dev_metrics
 from harness.cli import main
 from harness.inputs.encoding import encode_examples
+from harness.inputs.sampling import sample
 from harness.model.forward import forward
 from harness.model.loading import load_finetuned, load_tokenizer, prepare
-from harness.inputs.sampling import sample
 from harness.results.store import read_json
+from harness.views.evaluation import dev_metrics
 from tasks.loading import load_examples
 from tasks.registry import get_task
 from tests.conftest import GLUE_DIR, snapshot

@@ -13,12 +13,12 @@ import numpy as np
 import pytest
 import torch
 
-from harness.views.evaluation import dev_metrics
 from harness.cli import main
 from harness.inputs.encoding import batched
 from harness.model.loading import load_sequence_classifier, load_tokenizer
-from harness.run.pipeline import native_bf16
 from harness.results.store import read_json
+from harness.run.plan import native_bf16
+from harness.views.evaluation import dev_metrics
 from tasks.loading import load_examples
 from tasks.registry import get_task
 from tests.conftest import GLUE_DIR

@@ -13,8 +13,8 @@ from harness.analyses.clustering import Clustering
 from harness.analyses.gradients import GradientImportance
 from harness.analyses.surface import Surface
 from harness.config import AnalysisConfig
-from harness.model.forward import UNTRAINED_TASK_LOSS
 from harness.inputs.sources import SOURCES, SourceContext
+from harness.model.forward import UNTRAINED_TASK_LOSS
 from tasks.loading import load_examples
 from tasks.registry import get_task
 from tests.conftest import GLUE_DIR, stream

@@ -11,11 +11,11 @@ import pytest
 from transformers import AutoModelForSequenceClassification
 
 from harness.analyses.dependency import DependencyHeads
-from harness.views.dependency import ALL_CLARK
 from harness.analyses.features import LinguisticFeatures, feature_positions
 from harness.analyses.probes import Probes
-from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.inputs.sources.treebank import DEV, TRAIN, sentence_batches
+from harness.results.checkpoints import FINETUNED, PRETRAINED
+from harness.views.dependency import ALL_CLARK
 from tasks.treebank import read_treebank
 from tests.conftest import SHARED_DATA
 from tests.integration.conftest import run_on

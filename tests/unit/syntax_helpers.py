@@ -8,8 +8,8 @@ import torch
 
 from harness.analyses.base import AnalysisContext
 from harness.inputs.batches import AttentionBatch, EncodedBatch
-from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.inputs.words import WordAlignedItem
+from harness.results.checkpoints import FINETUNED, PRETRAINED
 from tasks.treebank import Sentence
 from tests.conftest import analysis_context
 

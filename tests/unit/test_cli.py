@@ -5,9 +5,9 @@ from dataclasses import fields
 import pytest
 from huggingface_hub import constants as hub_constants
 
-from harness.model import loading as models
 from harness.cli import GROUPS, LEFT_OUT, build_parser, configs_from, main
 from harness.config import flag_of
+from harness.model import loading as models
 
 
 def run_cli(capsys, *argv):

@@ -17,8 +17,8 @@ from typing import Any, ClassVar
 
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
-from harness.inputs.batches import EncodedBatch
 from harness.config import AnalysisConfig
+from harness.inputs.batches import EncodedBatch
 from harness.registry import registrar
 from harness.results.store import FileHashes
 from tasks.examples import Example

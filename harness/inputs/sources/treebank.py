@@ -15,8 +15,8 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
-from harness.inputs.batches import EncodedBatch
 from harness.config import SHARED_DATA, AnalysisConfig
+from harness.inputs.batches import EncodedBatch
 from harness.inputs.sampling import sample
 from harness.inputs.sources.base import Source, SourceStream, register_source
 from harness.inputs.words import encode_words

@@ -7,8 +7,13 @@ import pytest
 import torch
 
 from harness.analyses.ablation import Ablation
-from harness.analyses.ablation_masks import (PRUNING_FRACTIONS, pruned_counts, pruning_masks, pruning_orders,
-                                             single_variants)
+from harness.analyses.ablation_masks import (
+    PRUNING_FRACTIONS,
+    pruned_counts,
+    pruning_masks,
+    pruning_orders,
+    single_variants,
+)
 from harness.analyses.ablation_statistics import within_one_point
 from harness.analyses.significance import holm, mcnemar_p_values, metric_rows, paired_differences
 from harness.config import AnalysisConfig

@@ -4,11 +4,16 @@ import pytest
 import torch
 
 from harness.analyses.coreference import Coreference, attention_hits, coreference_targets, nearest_other_head
-from harness.inputs.batches import AttentionBatch
 from harness.config import AnalysisConfig
-from harness.results.checkpoints import FINETUNED, PRETRAINED
+from harness.inputs.batches import AttentionBatch
 from harness.inputs.sources import SourceContext
-from harness.inputs.sources.coreference import CoreferenceSource, document_windows, encoded_documents, split_into_windows
+from harness.inputs.sources.coreference import (
+    CoreferenceSource,
+    document_windows,
+    encoded_documents,
+    split_into_windows,
+)
+from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.views.coreference import CoreferenceView
 from tasks.coreference import Document, Mention, mention_head, mention_type
 from tasks.errors import InputError

@@ -9,15 +9,15 @@ import torch
 
 from harness.analyses.cosine import CosineSimilarity
 from harness.analyses.cosine_padded import PaddedCosineSimilarity
-from harness.inputs.batches import AttentionBatch, EncodedBatch
 from harness.cli import main
 from harness.config import AnalysisConfig
-from harness.run.engine import analyse
-from harness.results.checkpoints import FINETUNED, PRETRAINED
-from harness.run.pipeline import select_analyses
+from harness.inputs.batches import AttentionBatch, EncodedBatch
 from harness.inputs.sources import SourceContext
 from harness.inputs.sources.task import KOVALEVA_PADDED_LENGTH
+from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.results.store import ResultStore
+from harness.run.engine import analyse
+from harness.run.plan import select_analyses
 from harness.views.cosine_padded import PaddedCosineView
 from tasks.loading import load_examples
 from tasks.registry import get_task

@@ -3,9 +3,9 @@ import torch
 
 from harness.analyses.dependency import ROOT_GOLD, DependencyHeads, head_predictions, offset_predictions
 from harness.config import AnalysisConfig
-from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.inputs.sources import SourceContext
 from harness.inputs.sources.treebank import SyntaxSource
+from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.views.dependency import ALL_CLARK, DependencyView
 from tests.conftest import finish, stream
 from tests.unit.syntax_helpers import context, hand_made_batch, pointing_maps, sentence

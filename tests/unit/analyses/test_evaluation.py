@@ -12,10 +12,10 @@ import torch
 from harness.analyses.evaluation import Evaluation, majority_scores, paired_difference
 from harness.config import AnalysisConfig
 from harness.inputs.encoding import encode_examples
-from harness.run.engine import analyse
-from harness.run.pipeline import select_analyses
 from harness.inputs.sources import SOURCES, SourceContext
 from harness.results.store import ResultStore
+from harness.run.engine import analyse
+from harness.run.plan import select_analyses
 from harness.views.evaluation import dev_metrics, learning_warning
 from tasks.loading import load_examples
 from tasks.metrics import compute_metrics

@@ -7,8 +7,8 @@ import torch
 from classifier import CLASSES
 from classifier.model import load_classifier
 from harness.analyses.patterns import AttentionPatterns
-from harness.inputs.batches import AttentionBatch, EncodedBatch
 from harness.config import AnalysisConfig
+from harness.inputs.batches import AttentionBatch, EncodedBatch
 from harness.inputs.encoding import batched
 from harness.results.store import FileHashes
 from harness.views.patterns import PatternsView

@@ -7,9 +7,9 @@ import torch
 
 from harness.analyses.probes import Probes, distance_features, pair_vectors, right_branching
 from harness.config import QUICK, AnalysisConfig
-from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.inputs.sources import SourceContext
 from harness.inputs.sources.treebank import DEV, TRAIN, ProbeSource
+from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.results.store import FileHashes
 from harness.views.probes import ProbesView
 from tasks.errors import InputError

@@ -11,11 +11,11 @@ import torch
 from mlflow.tracking import MlflowClient
 
 from classifier import CLASSES
-from classifier.model import load_classifier
 from classifier.annotate import parse_label_lines
 from classifier.data import LABELS_FILE, MAPS_FILE, read_labels, read_maps
 from classifier.features import NO_SECOND_SEGMENT, map_features
 from classifier.guideline import LINES, Line, draw_examples, misplaced, relabel, settled
+from classifier.model import load_classifier
 from classifier.resize import CHANNELS, INPUT_SIZE, normalise_list, normalise_padded
 from classifier.synthetic import synthetic_map, synthetic_set
 from classifier.train import KINDS, TrainConfig, run, train

@@ -8,8 +8,17 @@ import numpy as np
 import pytest
 
 from classifier import CLASSES
-from classifier.crossval import (CANDIDATES, GROUPINGS, FoldTrainer, folds, input_groups, load_report, out_of_fold,
-                                 report_table, score)
+from classifier.crossval import (
+    CANDIDATES,
+    GROUPINGS,
+    FoldTrainer,
+    folds,
+    input_groups,
+    load_report,
+    out_of_fold,
+    report_table,
+    score,
+)
 from classifier.data import LabelledMap, read_labels, write_maps, write_rows
 from classifier.features import NO_SECOND_SEGMENT
 from classifier.train import TrainConfig

@@ -14,8 +14,8 @@ from harness.config import EnvironmentConfig, FineTuneConfig, RunConfig, TaskCon
 from harness.model.finetune import cache_key, training_model
 from harness.model.loading import load_sequence_classifier
 from harness.results.checkpoints import FINETUNED, FROZEN_ENCODER, PRETRAINED, RANDOM_INIT
-from harness.run.pipeline import load_task_data
 from harness.results.store import FileHashes, read_json
+from harness.run.plan import load_task_data
 from harness.views.evaluation import EvaluationView, learning_warning, table_1_markdown
 from tasks.registry import get_task
 from tests.conftest import snapshot, tiny_run_arguments

@@ -14,11 +14,17 @@ from transformers.trainer_callback import TrainerControl, TrainerState
 from harness.cli import main
 from harness.config import EnvironmentConfig, FineTuneConfig, RunConfig, TaskConfig
 from harness.model.dropout import FastDropout
-from harness.model.finetune import (Layout, QuietProgress, cache_key, checkpoint_complete, last_checkpoint,
-                                    training_model)
+from harness.model.finetune import (
+    Layout,
+    QuietProgress,
+    cache_key,
+    checkpoint_complete,
+    last_checkpoint,
+    training_model,
+)
 from harness.model.forward import IMPLEMENTATION
-from harness.run.pipeline import load_task_data
 from harness.results.store import FileHashes
+from harness.run.plan import load_task_data
 from tasks.errors import InputError
 from tasks.registry import get_task
 from tests.conftest import snapshot

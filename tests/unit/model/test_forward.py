@@ -4,13 +4,24 @@ import copy
 
 import pytest
 import torch
-from transformers import (BertConfig, BertForSequenceClassification, DistilBertConfig,
-                          DistilBertForSequenceClassification)
+from transformers import (
+    BertConfig,
+    BertForSequenceClassification,
+    DistilBertConfig,
+    DistilBertForSequenceClassification,
+)
 
 from harness.inputs.batches import EncodedBatch
 from harness.inputs.encoding import batched, encode_examples
-from harness.model.forward import (Capture, Interventions, Prefix, encoder_layers, first_intervened_layers, forward,
-                             use_harness_attention)
+from harness.model.forward import (
+    Capture,
+    Interventions,
+    Prefix,
+    encoder_layers,
+    first_intervened_layers,
+    forward,
+    use_harness_attention,
+)
 from tasks.errors import InputError
 from tasks.examples import Example
 from tests.conftest import stream, tiny_bert

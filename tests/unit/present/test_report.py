@@ -13,9 +13,9 @@ import pytest
 
 from harness.cli import main
 from harness.config import describe_recipe
-from harness.results.store import read_json
 from harness.present.report import inline_json
 from harness.present.study_figures import mean_sd
+from harness.results.store import read_json
 from tests.conftest import tiny_run_arguments
 
 ANALYSES = ("--analyses", "cosine", "surface", "examples")

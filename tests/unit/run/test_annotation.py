@@ -7,11 +7,11 @@ import torch
 
 from classifier.data import LENGTH_BANDS, band_name, length_band, read_maps, read_sources
 from classifier.features import NO_SECOND_SEGMENT
-from harness.run.annotation import spread_over_lengths
-from harness.inputs.batches import EncodedBatch
 from harness.cli import main
+from harness.inputs.batches import EncodedBatch
 from harness.inputs.encoding import encode_examples
 from harness.model.loading import load_tokenizer
+from harness.run.annotation import spread_over_lengths
 from tasks.loading import load_examples
 from tasks.registry import get_task
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import build_parser, configs_from, main
-from harness.run.pipeline import plan_run
+from harness.run.plan import plan_run
 
 CONLLU = "1\tthe\t_\tDET\tDT\t_\t2\tdet\t_\t_\n2\tcat\t_\tNOUN\tNN\t_\t{head}\t{rel}\t_\t_\n"
 

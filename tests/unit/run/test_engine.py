@@ -8,14 +8,14 @@ import pytest
 
 from harness.analyses import ANALYSES
 from harness.analyses.base import Analysis, register_analysis
-from harness.views.base import per_checkpoint_results
-from harness.inputs.batches import AttentionBatch
 from harness.config import AnalysisConfig
+from harness.inputs.batches import AttentionBatch
 from harness.inputs.encoding import batched
-from harness.run.engine import analyse
-from harness.present.redraw import redraw
 from harness.inputs.sources import SOURCES, Source, SourceContext, SourceStream, register_source
+from harness.present.redraw import redraw
 from harness.results.store import ResultStore
+from harness.run.engine import analyse
+from harness.views.base import per_checkpoint_results
 from tasks.errors import InputError
 from tasks.loading import load_examples
 from tasks.registry import get_task

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from harness.cli import build_parser, configs_from
-from harness.study.executors import Job, execute
 from harness.results.store import read_json
+from harness.study.executors import Job, execute
 from tests.conftest import tiny_run_arguments
 
 REPOSITORY = Path(__file__).resolve().parents[3]

@@ -9,14 +9,14 @@ import pytest
 
 from harness.cli import build_parser, configs_from, main
 from harness.config import StudyConfig
-from harness.study.executors import finetune_argv
+from harness.present.study_figures import draw_study
 from harness.results.checkpoints import MAIN_PAIR
 from harness.study.aggregate import change_findings, support
-from harness.views.base import View
+from harness.study.executors import finetune_argv
 from harness.study.runner import missing_data, plan_study
+from harness.views.base import View
 from harness.views.cosine import last_layers_change_most
 from harness.views.seeds import elementwise, spread
-from harness.present.study_figures import draw_study
 from tasks.errors import InputError
 
 

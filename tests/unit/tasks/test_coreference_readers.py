@@ -2,8 +2,8 @@ import json
 
 import pytest
 
-from tasks.errors import InputError
 from tasks.coreference import Mention, coreference_format, read_coreference
+from tasks.errors import InputError
 from tests.conftest import SHARED_DATA
 
 LITBANK = SHARED_DATA / "litbank" / "conll"

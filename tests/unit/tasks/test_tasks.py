@@ -1,10 +1,10 @@
 import numpy as np
 import pytest
 
-from tasks.errors import InputError
 from tasks import TASKS, get_task
-from tasks.loading import load_examples
+from tasks.errors import InputError
 from tasks.hub import hub_split_name
+from tasks.loading import load_examples
 from tasks.metrics import compute_metrics
 
 

@@ -7,8 +7,16 @@ import logging
 import numpy as np
 import pytest
 
-from harness.views.style import (OKABE_ITO, colour_problems, draw_side_by_side_grids, figure_problems, layout_problems,
-                             plt, titled_pairs, wording_problems)
+from harness.views.style import (
+    OKABE_ITO,
+    colour_problems,
+    draw_side_by_side_grids,
+    figure_problems,
+    layout_problems,
+    plt,
+    titled_pairs,
+    wording_problems,
+)
 
 
 def drawn(figure: plt.Figure) -> plt.Figure:

@@ -1,0 +1,170 @@
+"""Planning a run, before any model work: the data read, checked and hashed, the analyses
+chosen, the default data located, the device and precision resolved, and the run key that
+names the run folder ``<output_dir>/<task>-<model>-seed<seed>-<key>/`` (runs with other
+settings never overwrite each other). Bad input fails here, in one line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from harness.analyses import ANALYSES, Analysis
+from harness.analyses.ablation import Ablation
+from harness.analyses.evaluation import Evaluation
+from harness.config import AnalysisConfig, RunConfig
+from harness.inputs.sources import SOURCES, SourceContext
+from harness.inputs.sources.coreference import DEFAULT_COREF_DATA
+from harness.inputs.sources.task import KOVALEVA_PADDED_LENGTH, PaddedTaskSource
+from harness.inputs.sources.treebank import DEFAULT_TREEBANK, train_sibling
+from harness.model.finetune import TaskData, cache_key
+from harness.model.loading import check_model
+from harness.results.store import FileHashes, ensure_writable, key_of
+from harness.results.summary import SUMMARY
+from tasks.errors import InputError
+from tasks.glue_tsv import split_path
+from tasks.hub import HUB_DATASET
+from tasks.loading import load_examples
+from tasks.registry import get_task
+
+SELECTION = ("analyses", "ablation")  # which analyses run: not part of any result's key
+
+
+@dataclass
+class RunPlan:
+    """A validated run: its settings (default data filled in), data, analyses and key."""
+
+    config: RunConfig
+    data: TaskData
+    analyses: list[type[Analysis]]
+    hashes: FileHashes
+    finetune_key: str
+    key: str
+
+    @property
+    def run_dir(self) -> Path:
+        """``<output_dir>/<task>-<model>-seed<seed>-<key8>``: the run's folder."""
+        config = self.config
+        name = f"{config.task.task}-{config.model_name}-seed{config.finetune.seed}-{self.key[:8]}"
+        return config.environment.output_dir / name
+
+
+def select_analyses(names: list[str] | None, ablation: bool = False) -> list[type[Analysis]]:
+    """The analyses asked for (by default all but those that run only when named: the
+    compatibility protocols, and the ablation unless ``ablation``), always with the dev
+    evaluation: no change of attention is read without knowing whether the fine-tuned model
+    learned the task."""
+    unknown = [name for name in names or [] if name not in ANALYSES]
+    if unknown:
+        raise InputError(f"--analyses: unknown analysis {', '.join(unknown)}; valid: {', '.join(ANALYSES)}")
+    chosen = [name for name, analysis in ANALYSES.items() if analysis.on_by_default] if names is None else names
+    return [ANALYSES[name] for name in dict.fromkeys([Evaluation.name, *chosen, *([Ablation.name] * ablation)])]
+
+
+def ablation_wanted(config: RunConfig) -> bool:
+    """``--ablation``: on, off, or (auto) on when the model runs on a GPU, where its hundreds of
+    dev passes take seconds; on the CPU they take minutes (`harness ablate` runs them then)."""
+    if config.analysis.ablation == "auto":
+        return run_device(config).type == "cuda"
+    return config.analysis.ablation == "on"
+
+
+def with_default_data(settings: AnalysisConfig) -> AnalysisConfig:
+    """The settings with the default treebank and coreference data (../shared/data) filled in
+    where they exist, so what a run used is recorded, hashed and shown, never left as None."""
+    syntax = settings.syntax_data or (DEFAULT_TREEBANK if DEFAULT_TREEBANK.is_file() else None)
+    train = settings.syntax_train_data
+    if train is None and syntax is not None and train_sibling(Path(syntax)).is_file():
+        train = train_sibling(Path(syntax))
+    coref = settings.coref_data or (DEFAULT_COREF_DATA if DEFAULT_COREF_DATA.is_dir() else None)
+    return replace(settings, syntax_data=syntax, syntax_train_data=train, coref_data=coref)
+
+
+def load_task_data(config: RunConfig, hashes: FileHashes) -> TaskData:
+    """Train and dev examples of the task, read (and so checked) now, with their identity."""
+    task = get_task(config.task.task)
+    data_dir = config.task.data_dir
+    splits = ("train", *task.eval_splits)
+    examples = {split: load_examples(task, split, data_dir) for split in splits}
+    if data_dir is None:
+        identity: dict[str, Any] = {"hub": HUB_DATASET, "config": task.hub_config}
+    else:
+        identity = {split: hashes.describe(split_path(data_dir, task, split)) for split in splits}
+    return TaskData(task, examples["train"], {split: examples[split] for split in task.eval_splits}, identity)
+
+
+def settings_identity(settings: AnalysisConfig, hashes: FileHashes) -> dict[str, Any]:
+    """Every analysis setting but the selection, with files and folders replaced by their content hashes."""
+    values = {name: value for name, value in asdict(settings).items() if name not in SELECTION}
+    return {name: hashes.describe(value) if isinstance(value, Path) else value for name, value in values.items()}
+
+
+def check_inputs(config: RunConfig, analyses: list[type[Analysis]]) -> None:
+    """The folders the run writes and every file the chosen analyses read, checked before any model work."""
+    ensure_writable(config.environment.output_dir, "--output-dir")
+    ensure_writable(config.environment.cache_dir, "--cache-dir")
+    context = SourceContext(None, config.analysis)
+    for source in dict.fromkeys(analysis.source for analysis in analyses):
+        SOURCES[source](context).check()
+
+
+def plan_run(config: RunConfig) -> RunPlan:
+    """Validate and describe a run without touching a model: data read and hashed, analyses
+    chosen, default data located, the run key computed."""
+    analyses = select_analyses(config.analysis.analyses, ablation_wanted(config))
+    positions = check_model(config.task.model, {"--max-length": config.task.max_length,
+                                                "--max-tokens": config.analysis.max_tokens})
+    padded = [analysis.name for analysis in analyses if analysis.source == PaddedTaskSource.name]
+    if padded and positions < KOVALEVA_PADDED_LENGTH:
+        raise InputError(f"--analyses {padded[0]}: pads inputs to {KOVALEVA_PADDED_LENGTH} tokens as Kovaleva et al.'s "
+                         f"code, but {config.task.model} has {positions} position embeddings; leave it out")
+    config = resolve_precision(replace(config, analysis=with_default_data(config.analysis)))
+    check_inputs(config, analyses)
+    hashes = FileHashes()
+    data = load_task_data(config, hashes)
+    finetune_key = cache_key(config, data)
+    identity = {"finetune": finetune_key, "analysis": settings_identity(config.analysis, hashes)}
+    key = key_of({**identity, "baselines": True} if config.finetune.baselines else identity)
+    return RunPlan(config, data, analyses, hashes, finetune_key, key)
+
+
+def run_device(config: RunConfig) -> torch.device:
+    """``--device``, else a GPU when there is one, else the CPU."""
+    if config.environment.device:
+        return torch.device(config.environment.device)
+    return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def native_bf16(device: torch.device) -> bool:
+    """Whether ``device`` computes in bf16 natively (else bf16 autocast is emulated, and slower)."""
+    if device.type == "cuda":
+        return torch.cuda.is_bf16_supported()
+    return torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported()
+
+
+def resolve_precision(config: RunConfig) -> RunConfig:
+    """The run with ``--precision auto`` made concrete for its device (it is part of the
+    fine-tune key, so checkpoints trained in different precisions are never mixed)."""
+    device = run_device(config)
+    precision = config.environment.precision
+    if precision == "auto":
+        precision = "bf16" if native_bf16(device) else "fp32"
+    if precision == "fp16" and device.type != "cuda":
+        raise InputError("--precision fp16 needs a GPU (the CPU has no fp16 training); use bf16 or fp32")
+    return replace(config, environment=replace(config.environment, precision=precision))
+
+
+def find_run(config: RunConfig) -> Path:
+    """The folder of the finished run of ``config`` (for ``harness figures``), or a clear error
+    listing the runs with other settings there are."""
+    plan = plan_run(config)
+    if not (plan.run_dir / SUMMARY).is_file():
+        pattern = f"{config.task.task}-{config.model_name}-seed{config.finetune.seed}-*"
+        others = sorted(p.name for p in config.environment.output_dir.glob(pattern))
+        hint = f"; runs with other settings: {', '.join(others)} (pass the flags they were run with)" if others else ""
+        raise InputError(f"{plan.run_dir / SUMMARY} not found: run `python -m harness run` with these flags first{hint}")
+    return plan.run_dir
+
