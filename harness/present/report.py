@@ -39,11 +39,11 @@ from markupsafe import Markup
 
 from harness.config import EnvironmentConfig, ReportConfig, describe_recipe
 from harness.present.redraw import drawn_files
-from harness.present.study_figures import mean_sd
 from harness.results.checkpoints import PAIRS
 from harness.results.store import ensure_writable, read_json
 from harness.results.summary import STUDIES, SUMMARY, flatten, stored_summary
 from harness.views import VIEWS
+from harness.views.across_tasks import mean_sd
 from harness.views.examples import ExamplesView
 from harness.views.style import checkpoint_title, model_title
 from harness.views.summary import headline_names, summary_metrics

@@ -19,6 +19,8 @@ import numpy as np
 from matplotlib.colors import TwoSlopeNorm
 from matplotlib.ticker import MaxNLocator
 
+from harness.results.checkpoints import FINETUNED
+from harness.views.across_tasks import metric_table
 from harness.views.base import Entry, View, pair_name, per_checkpoint_results, register_view
 from harness.views.style import GREY, OKABE_ITO, checkpoint_title, plt, run_title, save, style_head_axes, suptitle
 
@@ -136,6 +138,15 @@ class AblationView(View):
                 lines.append(f"  {mode}, single {scope[:-1]}: " + "; ".join(parts))
             lines.append(f"  pruning: {pruning_sentence(result['pruning'])}")
         return lines
+
+    @classmethod
+    def study_tables(cls, study: dict[str, Any]) -> dict[str, str]:
+        """The fine-tuned model's ablation metrics per task (whole-model ones, not per layer or head), when it ran."""
+        names = sorted({name for entry in study["tasks"].values() for name in entry["metrics"]
+                        if name.startswith("ablation_") and name.endswith(FINETUNED) and "_layer_" not in name
+                        and "_head_" not in name})
+        return {"ablation_by_task": metric_table(study, names)} if names else {}
+
 
 
 def draw_head_deltas(result: dict[str, Any], run: dict[str, Any], checkpoint: str, path: Path) -> Path:

@@ -112,6 +112,17 @@ class View:
         return []
 
     @classmethod
+    def draw_study(cls, study: dict[str, Any], out_dir: Path) -> list[Path]:
+        """A study's cross-task figures of this analysis (PNG, each with a PDF beside it), from
+        ``study.json`` (what `across_seeds` and the metrics' spreads kept); the PNGs written."""
+        return []
+
+    @classmethod
+    def study_tables(cls, study: dict[str, Any]) -> dict[str, str]:
+        """A study's cross-task Markdown tables of this analysis, by file stem."""
+        return {}
+
+    @classmethod
     def across_seeds(cls, entries: list[Entry]) -> dict[str, Any]:
         """What a study keeps of this analysis over one task's seeds (one entry per seed),
         besides the spread of every metric: ``{key in the task's aggregate: value}``."""

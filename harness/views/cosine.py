@@ -14,9 +14,20 @@ from typing import Any
 import numpy as np
 
 from harness.results.checkpoints import MAIN_PAIR
+from harness.views.across_tasks import study_title, task_colour
 from harness.views.base import Claim, Entry, Row, View, per_pair_results, register_view
 from harness.views.seeds import elementwise
-from harness.views.style import checkpoint_title, draw_head_grid, draw_layer_lines, run_title
+from harness.views.style import (
+    checkpoint_title,
+    draw_head_grid,
+    draw_layer_lines,
+    panels_for,
+    plt,
+    run_title,
+    save,
+    style_head_axes,
+    suptitle,
+)
 
 LAST_LAYERS = 2  # Kovaleva et al.: "the last two layers change most"
 
@@ -34,6 +45,39 @@ def last_layers_change_most(entry: Entry) -> bool:
     per_layer = per_pair_results(entry)[MAIN_PAIR]["per_layer"]
     lowest = sorted(range(len(per_layer)), key=per_layer.__getitem__)[:LAST_LAYERS]
     return set(lowest) == set(range(len(per_layer) - LAST_LAYERS, len(per_layer)))
+
+
+def draw_cosine_heads(study: dict[str, Any], path: Path) -> Path:
+    """Per-head cosine grids (mean over seeds), a panel per task on one colour scale, saved at ``path``
+    (PNG, with a PDF beside it); returns ``path``."""
+    tasks = study["tasks"]
+    grids = {task: np.asarray(entry["cosine"]["per_head"]["mean"]) for task, entry in tasks.items()}
+    low, high = min(g.min() for g in grids.values()), max(g.max() for g in grids.values())
+    figure, panels = panels_for(len(grids), columns=3, layout="constrained")
+    for axes, (task, grid) in zip(panels, grids.items()):
+        image = axes.imshow(grid, aspect="auto", vmin=low, vmax=high, cmap="viridis")
+        style_head_axes(axes, *grid.shape, task, tick_size=6)
+    figure.colorbar(image, ax=panels, label="cosine, pre-trained vs fine-tuned")
+    suptitle(figure, study_title(study, "Per-head cosine similarity of the attention maps per task"))
+    return save(figure, path)
+
+
+def draw_cosine_layers(study: dict[str, Any], path: Path) -> Path:
+    """Per-layer cosine, a line per task with a band of ±1 s.d. over seeds, saved at ``path`` (PNG, with a PDF
+    beside it); returns ``path``."""
+    figure, axes = plt.subplots(figsize=(5.4, 3.6), layout="constrained")
+    for index, (task, entry) in enumerate(study["tasks"].items()):
+        mean, std = (np.asarray(entry["cosine"]["per_layer"][k]) for k in ("mean", "std"))
+        layers = np.arange(1, len(mean) + 1)
+        axes.plot(layers, mean, marker="o", color=task_colour(index), label=task)
+        axes.fill_between(layers, mean - std, mean + std, color=task_colour(index), alpha=0.2, linewidth=0)
+        axes.set_xticks(layers)
+    axes.set_xlabel("layer")
+    axes.set_ylabel("cosine (band: ±1 s.d. over seeds)")
+    axes.grid(alpha=0.3)
+    axes.legend(fontsize=8, ncols=2)
+    suptitle(figure, study_title(study, "Cosine similarity per layer and task"))
+    return save(figure, path)
 
 
 @register_view
@@ -102,3 +146,13 @@ class CosineView(View):
         pair = [per_pair_results(entry)[MAIN_PAIR] for entry in entries]
         return {"cosine": {"per_layer": elementwise([p["per_layer"] for p in pair]),
                            "per_head": elementwise([p["per_head"] for p in pair])}}
+
+    @classmethod
+    def draw_study(cls, study: dict[str, Any], out_dir: Path) -> list[Path]:
+        """Kovaleva et al.'s Figure 5 per task: the per-head cosine grids, and the per-layer lines."""
+        tasks = study["tasks"].values()
+        if not tasks or not all("cosine" in entry for entry in tasks):
+            return []
+        return [draw_cosine_heads(study, out_dir / "cosine_per_head_by_task.png"),
+                draw_cosine_layers(study, out_dir / "cosine_per_layer_by_task.png")]
+

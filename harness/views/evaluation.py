@@ -15,8 +15,9 @@ from typing import Any
 
 from harness.config import describe_recipe
 from harness.results.checkpoints import FINETUNED, FROZEN_ENCODER, MAIN_PAIR, PRETRAINED, RANDOM_INIT
+from harness.views.across_tasks import mean_sd
 from harness.views.base import Claim, Entry, Row, View, per_checkpoint_results, per_pair_results, register_view
-from harness.views.style import checkpoint_title
+from harness.views.style import checkpoint_title, markdown_table
 from tasks.registry import GlueTask, get_task
 
 PAPER_MODEL = "bert-base-uncased"
@@ -39,6 +40,25 @@ def beats_majority(entry: Entry) -> bool:
     """Whether the fine-tuned model is clearly above the majority class on dev (the ``learned``
     of the pre-trained vs fine-tuned comparison)."""
     return per_pair_results(entry)[MAIN_PAIR]["learned"]
+
+
+def dev_table(study: dict[str, Any]) -> str:
+    """Table 1: the fine-tuned model's main dev metric per task beside the pre-trained model
+    (untrained head), the majority class and how many seeds beat it; with bert-base-uncased,
+    Kovaleva et al.'s fine-tuned score (their metric, in percent) beside it."""
+    with_paper = study["model"] == PAPER_MODEL
+    header = ["task", "metric", "pre-trained", "fine-tuned", "majority class", "seeds above majority"]
+    beats = study["findings"].get("beats_majority", {}).get("per_task", {})
+    rows = []
+    for task, entry in study["tasks"].items():
+        stem, metrics = entry["main_metric"], entry["metrics"]
+        counts = beats.get(task)
+        row = [task, stem.removeprefix("dev_"), mean_sd(metrics[f"{stem}_{PRETRAINED}"]),
+               mean_sd(metrics[f"{stem}_{FINETUNED}"]),
+               mean_sd(metrics[f"{stem}_majority"]) if f"{stem}_majority" in metrics else "-",
+               f"{counts['holds']}/{counts['seeds']}" if counts else "-"]
+        rows.append(row + ([KOVALEVA_TABLE_1.get(task, {}).get("finetuned", "-")] if with_paper else []))
+    return markdown_table(header + (["Kovaleva et al. (fine-tuned)"] if with_paper else []), rows)
 
 
 @register_view
@@ -96,6 +116,11 @@ class EvaluationView(View):
     def main_metric(cls, entry: Entry) -> str:
         """The task's main dev metric as a metric-name stem (``dev_accuracy``)."""
         return per_pair_results(entry)[MAIN_PAIR]["main_metric"].replace("/", "_")
+
+    @classmethod
+    def study_tables(cls, study: dict[str, Any]) -> dict[str, str]:
+        return {"dev_scores_by_task": dev_table(study)} if study["tasks"] else {}
+
 
 
 def learning_warning(entry: Entry) -> str | None:

@@ -20,8 +20,9 @@ from matplotlib.patches import Patch, Rectangle
 
 from classifier import CLASSES
 from harness.results.checkpoints import FINETUNED, PRETRAINED
+from harness.views.across_tasks import CHECKPOINTS, study_title
 from harness.views.base import Entry, Row, View, per_checkpoint_results, per_pair_results, register_view
-from harness.views.style import GREY, OKABE_ITO, checkpoint_title, plt, run_title, save
+from harness.views.style import GREY, OKABE_ITO, checkpoint_title, plt, run_title, save, suptitle
 
 CLASS_COLOURS = {"vertical": OKABE_ITO["blue"], "diagonal": OKABE_ITO["orange"],
                  "vertical+diagonal": OKABE_ITO["green"], "block": OKABE_ITO["vermillion"], "heterogeneous": GREY}
@@ -30,6 +31,28 @@ CLASS_COLOURS = {"vertical": OKABE_ITO["blue"], "diagonal": OKABE_ITO["orange"],
 def share_metric(checkpoint: str, name: str) -> str:
     """The metric name of a checkpoint's share of class ``name``: ``pattern_finetuned_vertical_diagonal``."""
     return f"pattern_{checkpoint}_{name.replace('+', '_')}"
+
+
+def draw_pattern_shares(study: dict[str, Any], path: Path) -> Path:
+    """Stacked shares of each attention pattern per task, pre-trained and fine-tuned bars side by side (mean over
+    seeds), saved at ``path`` (PNG, with a PDF beside it); returns ``path``."""
+    tasks = list(study["tasks"])
+    figure, axes = plt.subplots(figsize=(max(4.5, 1.3 * len(tasks) + 1.5), 3.8), layout="constrained")
+    width = 0.38
+    for offset, checkpoint in zip((-width / 2 - 0.01, width / 2 + 0.01), CHECKPOINTS):
+        bottom = np.zeros(len(tasks))
+        for name in CLASSES:
+            shares = np.array([study["tasks"][task]["metrics"][share_metric(checkpoint, name)]["mean"]
+                               for task in tasks])
+            axes.bar(np.arange(len(tasks)) + offset, shares, width, bottom=bottom, color=CLASS_COLOURS[name],
+                     edgecolor="black", linewidth=0.4, label=name if checkpoint == PRETRAINED else None)
+            bottom += shares
+    axes.set_xticks(np.arange(len(tasks)), [f"{task}\npre / fine" for task in tasks], fontsize=8)
+    axes.set_ylabel("share of attention maps")
+    axes.set_ylim(0, 1)
+    axes.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    suptitle(figure, study_title(study, "Attention patterns per task, pre-trained (left) and fine-tuned (right)"))
+    return save(figure, path)
 
 
 @register_view
@@ -80,6 +103,15 @@ class PatternsView(View):
                   for name, stats in per_checkpoint_results(entries[cls.name]).items()}
         return [("pattern shares (vert / diag / vert+diag / block / het, %)", shares[PRETRAINED], shares[FINETUNED],
                  "heterogeneous 32-61%")]
+
+    @classmethod
+    def draw_study(cls, study: dict[str, Any], out_dir: Path) -> list[Path]:
+        """Kovaleva et al.'s Figure 2 per task: each pattern's share, pre-trained beside fine-tuned."""
+        tasks = study["tasks"].values()
+        if not tasks or not all(share_metric(PRETRAINED, CLASSES[0]) in entry["metrics"] for entry in tasks):
+            return []
+        return [draw_pattern_shares(study, out_dir / "pattern_shares_by_task.png")]
+
 
 
 def draw_proportions(proportions: dict[str, dict[str, float]], corrected: dict[str, dict[str, list[float]]],

@@ -13,7 +13,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from harness.results.checkpoints import FINETUNED, PRETRAINED
+from harness.views.across_tasks import CHECKPOINT_STYLES, CHECKPOINTS, study_title, task_colour
 from harness.views.base import Entry, Row, View, per_checkpoint_results, per_pair_results, register_view
 from harness.views.seeds import elementwise
 from harness.views.style import (
@@ -41,6 +44,30 @@ SERIES_STYLES = (("-", "o"), ("--", "s"))  # line style and marker of the first 
 SPECIAL_TOKENS = ("cls", "sep")  # the statistics a study keeps per layer over seeds
 # Clark behaviour label -> how the overview table names it.
 OVERVIEW_LABELS = {"previous": "previous", "next": "next", "cls": "[CLS]", "broad": "broad"}
+
+
+TOKEN_TITLES = {"cls": "[CLS]", "sep": "[SEP]"}
+
+
+def draw_special_tokens(study: dict[str, Any], path: Path) -> Path:
+    """Mean attention to [CLS] and to [SEP] per layer, a line per task and checkpoint, a panel per token, saved at
+    ``path`` (PNG, with a PDF beside it); returns ``path``."""
+    figure, panels = panels_for(len(TOKEN_TITLES), columns=2)
+    for axes, (token, title) in zip(panels, TOKEN_TITLES.items()):
+        for index, (task, entry) in enumerate(study["tasks"].items()):
+            for checkpoint in CHECKPOINTS:
+                mean = np.asarray(entry["special_tokens"][checkpoint][token]["mean"])
+                layers = np.arange(1, len(mean) + 1)
+                axes.plot(layers, mean, color=task_colour(index), linestyle=CHECKPOINT_STYLES[checkpoint],
+                          marker="o", markersize=3, label=f"{task}, {checkpoint_title(checkpoint)}")
+                axes.set_xticks(layers)
+        axes.set_title(f"attention to {title}", fontsize=9)
+        axes.set_xlabel("layer")
+        axes.set_ylabel("mean attention")
+        axes.grid(alpha=0.3)
+    panels[-1].legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    suptitle(figure, study_title(study, "Attention to [CLS] and [SEP] per layer: pre-trained dashed, fine-tuned solid"))
+    return save(figure, path)
 
 
 @register_view
@@ -81,6 +108,15 @@ class SurfaceView(View):
             checkpoint: {token: elementwise([per_checkpoint_results(entry)[checkpoint]["per_layer"][token]
                                              for entry in entries]) for token in SPECIAL_TOKENS}
             for checkpoint in (PRETRAINED, FINETUNED)}}
+
+    @classmethod
+    def draw_study(cls, study: dict[str, Any], out_dir: Path) -> list[Path]:
+        """Attention to [CLS] and [SEP] per layer and task (Kovaleva et al.'s Figure 6, Clark et al.'s Figure 2)."""
+        tasks = study["tasks"].values()
+        if not tasks or not all("special_tokens" in entry for entry in tasks):
+            return []
+        return [draw_special_tokens(study, out_dir / "special_tokens_by_task.png")]
+
 
 
 def head_list(names: list[tuple[int, int]]) -> str:

@@ -1,4 +1,4 @@
-"""Every command block of the README, run as written from the repository root (issue 14).
+"""Every command block of the README, run as written from the repository root.
 
 The "Using it" block runs line by line through the environment's own executables
 (``.venv/bin/...``, as the README names them), each `harness` command with tiny sizes and

@@ -1,22 +1,11 @@
-"""The redesign of issue 8 keeps the numbers: a small fixed run (real MiniLM, 128 RTE training
-examples, 24 dev examples, the first 80/150 UD EWT sentences, 3 LitBank files) gives, for every
-analysis, what the harness gave before it (commit 55c2842, stored compactly in
-``tests/data/regression_rte_minilm.json``). Fine-tuned once more when issue 10 dropped the
-Trainer's dev evaluation before training: its DataLoader drew once from torch's global RNG,
-and with that one draw added back the code reproduced 55c2842's numbers before re-pinning.
+"""The numbers stay: a small fixed run (real MiniLM, 128 RTE training examples, 24 dev examples,
+the first 80/150 UD EWT sentences, 3 LitBank files) gives, for every analysis, the numbers
+stored in ``tests/data/regression_rte_minilm.json``. They were first taken from the harness
+before its redesign (commit 55c2842); the pattern entries follow the shipped pattern
+classifier and are pinned again whenever it is retrained (git log of the data file says when).
 
-The pattern entries were re-pinned twice since: the pattern classifier was retrained after the
-labelling guideline's diagonal / vertical+diagonal line moved 41 of its labels, and again when
-it was given the input's segments and the guideline's measurements and retrained on 1,125
-labels from all seven tasks (issue 13), and again when 200 more RTE and STS-B labels came and
-the recipe became the one the leave-one-task-out choice picks, and again when the guideline's
-within-segment measure became per token (fair to unequal sentences; 1,405 labels), and again
-when the guideline drew its diagonal / heterogeneous line on the band against chance (depth-2
-trees).
-
-Not compared: the pre-trained checkpoint's attention gradients. They depend on its untrained
-classifier head, which the old code drew from the random state left after fine-tuning (a
-bug); it is now drawn from the fine-tuning seed, as the head evaluated before training.
+Not compared: the pre-trained checkpoint's attention gradients, which depend on its untrained
+classifier head (drawn from the fine-tuning seed, as the head evaluated before training).
 """
 
 from __future__ import annotations
@@ -86,7 +75,7 @@ def view(summary: dict[str, Any]) -> dict[str, Any]:
             out[f"clustering.{c}.{block}"] = value
     for kind in ("right_branching", "distances_glove"):
         out[f"probes.{kind}"] = probes[kind]
-    for name in ("nearest_preceding", "head_match"):  # issue 11 renamed the old "nearest" (the paper's differs)
+    for name in ("nearest_preceding", "head_match"):  # stored as "nearest" before; the paper's Nearest differs
         out[f"coreference.{name}"] = coreference["baselines"][name]["all"]
     for category, grid in analyses["gradients"]["per_checkpoint"]["finetuned"]["per_head"].items():
         out[f"gradients.finetuned.{category}"] = grid

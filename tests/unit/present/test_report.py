@@ -14,8 +14,8 @@ import pytest
 from harness.cli import main
 from harness.config import describe_recipe
 from harness.present.report import inline_json
-from harness.present.study_figures import mean_sd
 from harness.results.store import read_json
+from harness.views.across_tasks import mean_sd
 from tests.conftest import tiny_run_arguments
 
 ANALYSES = ("--analyses", "cosine", "surface", "examples")

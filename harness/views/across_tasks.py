@@ -1,0 +1,40 @@
+"""What every cross-task figure and table of a study shares: the checkpoints' line styles,
+the tasks' colours, titles that say over how many seeds a mean is, and mean ± s.d. cells."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from harness.results.checkpoints import FINETUNED, PRETRAINED
+from harness.views.style import CHECKPOINT_COLOURS, OKABE_ITO, markdown_table, model_title
+
+CHECKPOINTS = (PRETRAINED, FINETUNED)
+CHECKPOINT_STYLES = {PRETRAINED: "--", FINETUNED: "-"}
+# Tasks take the palette's colours other than the checkpoints' (blue and vermillion mean
+# pre-trained and fine-tuned in every figure of the harness).
+TASK_COLOURS = [colour for colour in OKABE_ITO.values() if colour not in CHECKPOINT_COLOURS.values()]
+
+
+def task_colour(index: int) -> str:
+    """The colour of the task at ``index``, cycling through `TASK_COLOURS`."""
+    return TASK_COLOURS[index % len(TASK_COLOURS)]
+
+
+def study_title(study: dict[str, Any], what: str) -> str:
+    """A figure title: ``what``, the model and how many seeds the means are over."""
+    seeds = sorted({len(entry["seeds"]) for entry in study["tasks"].values()})
+    seed_words = f"{seeds[0]} seeds" if len(seeds) == 1 else f"{seeds[0]}-{seeds[-1]} seeds"
+    return f"{what} ({model_title(study['model'])}, mean over {seed_words})"
+
+
+def mean_sd(values: dict[str, Any], digits: int = 3) -> str:
+    """``values``' ``mean`` and ``std`` as "mean ± sd", to ``digits`` decimals."""
+    return f"{values['mean']:.{digits}f} ± {values['std']:.{digits}f}"
+
+
+def metric_table(study: dict[str, Any], names: list[str]) -> str:
+    """Mean ± s.d. over seeds of ``names`` (rows) per task (columns); '-' where a task lacks one."""
+    tasks = list(study["tasks"])
+    rows = [[name] + [mean_sd(study["tasks"][task]["metrics"][name]) if name in study["tasks"][task]["metrics"]
+                      else "-" for task in tasks] for name in names]
+    return markdown_table(["metric", *tasks], rows)
