@@ -53,7 +53,8 @@ def add_arguments(parser: argparse.ArgumentParser, cls: type, title: str | None 
         if scalar not in SCALARS:
             raise TypeError(f"{cls.__name__}.{item.name}: no command-line form for {scalar}")
         if item.metadata.get("positional"):
-            group.add_argument(item.name, type=scalar, nargs="?", default=default, help=help_text, metavar=flag)
+            group.add_argument(item.name, type=scalar, nargs="*" if is_list else "?", default=default,
+                               choices=item.metadata.get("choices"), help=help_text, metavar=flag)
             continue
         group.add_argument(flag, dest=item.name, type=scalar, nargs="+" if is_list else None,
                            choices=item.metadata.get("choices"), default=default, help=help_text,

@@ -1,4 +1,5 @@
-"""``python -m harness`` (or ``harness``): subcommands ``run``, ``study``, ``finetune``, ``ablate``, ``figures``, ``annotate``, ``docs``, ``report``.
+"""``python -m harness`` (or ``harness``): subcommands ``run``, ``study``, ``finetune``, ``ablate``, ``figures``,
+``annotate``, ``docs``, ``report``, ``data``.
 
 The flags are generated from the configuration dataclasses and validated before anything
 heavy is imported, so a bad flag is reported in a fraction of a second; then only the module
@@ -24,6 +25,7 @@ from harness.arguments import add_arguments, build
 from harness.config import (
     AnalysisConfig,
     AnnotationConfig,
+    DataConfig,
     DocsConfig,
     EnvironmentConfig,
     FiguresConfig,
@@ -36,9 +38,9 @@ from harness.config import (
 from tasks.errors import InputError
 
 # Imported once the flags are valid: torch and transformers take seconds to load.
-COMPUTE, STORED = "harness.commands.compute", "harness.commands.stored"
+COMPUTE, STORED, DATA = "harness.commands.compute", "harness.commands.stored", "harness.commands.data"
 COMMAND_MODULES = {"run": COMPUTE, "study": COMPUTE, "finetune": COMPUTE, "ablate": COMPUTE, "figures": COMPUTE,
-                   "annotate": COMPUTE, "docs": STORED, "report": STORED}
+                   "annotate": COMPUTE, "docs": STORED, "report": STORED, "data": DATA}
 DESCRIPTIONS = {
     "run": "fine-tune (or reuse the cached checkpoint), compare the attention of both checkpoints, track in MLflow",
     "study": "every task and seed as its own run under one MLflow parent run, then what holds across seeds and "
@@ -53,6 +55,8 @@ DESCRIPTIONS = {
     "docs": "rebuild the results tables in the README and docs from stored runs (never typed by hand)",
     "report": "one static HTML page of stored results (a study's findings and figures, then each run's analyses "
               "and parameters, and each example's attention before and after fine-tuning), no recompute",
+    "data": "the pinned default corpora (UD English EWT, LitBank): `harness data list` says which are present, "
+            "where, their version and licence; `harness data download [NAME ...]` fetches them into the data cache",
 }
 GROUPS = {"run": (TaskConfig, FineTuneConfig, AnalysisConfig, EnvironmentConfig),
           "study": (StudyConfig, TaskConfig, FineTuneConfig, AnalysisConfig, EnvironmentConfig),
@@ -61,7 +65,8 @@ GROUPS = {"run": (TaskConfig, FineTuneConfig, AnalysisConfig, EnvironmentConfig)
           "figures": (FiguresConfig, TaskConfig, FineTuneConfig, AnalysisConfig, EnvironmentConfig),
           "annotate": (AnnotationConfig, TaskConfig, FineTuneConfig, EnvironmentConfig),
           "docs": (DocsConfig,),
-          "report": (ReportConfig, EnvironmentConfig)}
+          "report": (ReportConfig, EnvironmentConfig),
+          "data": (DataConfig,)}
 RUN_PARTS = {TaskConfig: "task", FineTuneConfig: "finetune", AnalysisConfig: "analysis",
              EnvironmentConfig: "environment"}
 # `harness figures RUN_FOLDER` needs no --task: the folder names the run.

@@ -18,12 +18,14 @@ from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
+from tasks.corpora import CORPORA, Corpus, Location, find, get_corpus
 from tasks.errors import InputError
 from tasks.registry import get_task
 
 DEFAULT_MODEL = "bert-base-uncased"
 DEFAULT_TRACKING_URI = "sqlite:///mlruns/mlflow.db"
-# The real data beside a checkout (../shared/data): default treebank and coreference corpus.
+# The development copy of the default corpora beside a checkout (../shared/data): looked up after
+# the data cache and before a download (`default_corpus_path`).
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 # --quick: dev examples compared and corpus segments, treebank sentences and coreference
 # documents, probe training sentences, the relation count a dependency needs to be scored,
@@ -64,6 +66,18 @@ RECIPES = {"papers": Recipe(2e-5, 3.0), "minilm": Recipe(5e-5, 3.0, {"rte": 6.0}
 AUTO_RECIPE = "auto"
 MODEL_RECIPES = {"minilm": "minilm"}  # --recipe auto: the model's own preset, else the papers'
 RECIPES_HELP = "; ".join(f"{name} = {recipe}" for name, recipe in RECIPES.items())
+
+
+def corpus_location(corpus: Corpus) -> Location | None:
+    """Where ``corpus`` is found without a flag: the data cache, else ../shared/data (`SHARED_DATA`);
+    None when neither holds it (nothing is downloaded here)."""
+    return find(corpus, SHARED_DATA)
+
+
+def default_corpus_path(corpus: Corpus) -> Path | None:
+    """What the readers take of ``corpus`` when no flag names other data (`corpus_location`), or None."""
+    location = corpus_location(corpus)
+    return location.entry if location else None
 
 
 def option(default: Any = None, help: str = "", *, flag: str | None = None,
@@ -187,7 +201,8 @@ class AnalysisConfig:
                                     "kept apart from the fine-tuning seed so seeds compare on the same inputs")
     corpus: Path | None = option(None, "plain text (one paragraph a line) for Clark's surface analyses "
                                        "(default: the task's dev sample)")
-    syntax_data: Path | None = option(None, "treebank, .conllu or .conllx (default: UD English EWT dev in ../shared/data)")
+    syntax_data: Path | None = option(None, "treebank, .conllu or .conllx (default: UD English EWT dev, from the data "
+                                            "cache, ../shared/data or downloaded: see `harness data`)")
     syntax_train_data: Path | None = option(None, "probe training treebank (default: the --syntax-data file with "
                                                    "'train' for 'dev')")
     syntax_min_count: int = option(100, "drop dependency relations with fewer scored dependents (Clark et al.: 100)")
@@ -198,7 +213,8 @@ class AnalysisConfig:
                                       "code (TensorFlow's default): every weight Glorot-uniform, biases 0",
                              choices=PROBE_INITS)
     coref_data: Path | None = option(None, "coreference data: *_conll, .jsonlines or a LitBank conll/ folder "
-                                           "(default: LitBank in ../shared/data)")
+                                           "(default: LitBank, from the data cache, ../shared/data or downloaded: "
+                                           "see `harness data`)")
     coref_windows: bool = option(False, "score coreference over whole documents cut into sentence windows, instead "
                                         "of only their first --max-tokens tokens (Clark et al.)")
     max_tokens: int = option(128, "truncation of word-level inputs and corpus segments (Clark et al.: 128)")
@@ -418,3 +434,30 @@ class ReportConfig:
         _require(self.out.suffix in (".html", ".htm"), ReportConfig, "out", self.out, "must end in .html")
         _require(self.study is None or self.study.strip() != "", ReportConfig, "study", self.study,
                  "must name a study or its folder")
+
+
+DATA_ACTIONS = ("list", "download")
+
+
+@dataclass
+class DataConfig:
+    """The pinned default corpora of the syntax, probe and coreference analyses (``harness data``)."""
+
+    action: str = option("list", "list: each corpus's version, licence and where it is (the data cache, "
+                                 "../shared/data) or that it is absent; download: fetch those not present into the "
+                                 "data cache ($HARNESS_DATA, else attention-shift-harness under $XDG_CACHE_HOME "
+                                 "or ~/.cache), verified against their pinned SHA-256", flag="ACTION", positional=True,
+                         choices=DATA_ACTIONS)
+    names: list[str] = option([], f"the corpora to list or download (default: all): {', '.join(CORPORA)}",
+                              flag="NAME", positional=True)
+
+    def __post_init__(self) -> None:
+        _require(self.action in DATA_ACTIONS, DataConfig, "action", self.action,
+                 f"must be one of {', '.join(DATA_ACTIONS)}")
+        for name in self.names:
+            get_corpus(name)
+
+    @property
+    def corpora(self) -> list[Corpus]:
+        """The corpora named, or every pinned corpus."""
+        return [CORPORA[name] for name in dict.fromkeys(self.names or CORPORA)]

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
+from functools import partial
+from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +24,7 @@ from harness.model.forward import use_harness_attention
 from harness.model.loading import Checkpoint
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.run.engine import GradientTargets, run_checkpoints
+from tasks.corpora import CORPORA
 from tasks.examples import Example
 from tasks.registry import GlueTask
 
@@ -223,3 +227,50 @@ def run_analysis(analysis_cls: type[Analysis], models: dict[str, PreTrainedModel
     for batch in stream(models, batched(tokenizer, examples, batch_size, 32, pair=True), tokenizer, analysis_cls.needs):
         analysis.update(batch)
     return finish(analysis)
+
+
+class MirrorHandler(SimpleHTTPRequestHandler):
+    """The files of the server's folder; each request's path is recorded in ``server.requests``,
+    and a path in ``server.cut_short`` is answered once with its whole Content-Length but half
+    its bytes, then the connection is closed."""
+
+    def do_GET(self) -> None:
+        self.server.requests.append(self.path)
+        if self.path in self.server.cut_short:
+            self.server.cut_short.remove(self.path)
+            body = (Path(self.directory) / self.path.lstrip("/")).read_bytes()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body[:len(body) // 2])
+            self.close_connection = True
+            return
+        super().do_GET()
+
+    def log_message(self, format: str, *args: object) -> None:  # no request lines in the test output
+        pass
+
+
+@pytest.fixture
+def mirror(tmp_path: Path) -> Iterator[tuple[ThreadingHTTPServer, Path, str]]:
+    """A real HTTP server on 127.0.0.1 serving an empty folder (to lay out like the upstream URLs):
+    the server, the folder and the server's base URL."""
+    root = tmp_path / "mirror"
+    root.mkdir()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), partial(MirrorHandler, directory=str(root)))
+    server.requests, server.cut_short = [], set()
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
+    thread.start()
+    yield server, root, f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+    thread.join()
+
+
+def mirror_shared_corpora(root: Path) -> None:
+    """Every pinned corpus file of ../shared/data linked into ``root`` where its upstream URL puts it."""
+    for corpus in CORPORA.values():
+        for file in corpus.files:
+            target = root / corpus.url / file.path
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.symlink_to(SHARED_DATA / corpus.shared / file.path)

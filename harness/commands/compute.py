@@ -13,8 +13,7 @@ from harness.model.finetune import is_main_process, leave_process_group, stored_
 from harness.results.summary import SUMMARY
 from harness.run.annotation import annotate as annotate_pool
 from harness.run.pipeline import dev_evaluation, run_planned, train_baselines
-from harness.run.pipeline import run as run_pipeline
-from harness.run.plan import find_run, plan_run
+from harness.run.plan import find_run, plan_run, skipped_line
 from harness.study.runner import plan_study
 from harness.study.runner import study as run_study
 from harness.views.evaluation import EvaluationView
@@ -31,7 +30,9 @@ def run(config: RunConfig) -> None:
     """``harness run``: the whole run, then what each analysis says, the MLflow page and the wall time."""
     start = time.perf_counter()
     print(recipe_line(config.finetune))
-    finished = run_pipeline(config)
+    plan = plan_run(config)
+    print_skipped(plan.skipped)
+    finished = run_planned(plan)
     print(f"done: {finished.run_dir / SUMMARY}")
     print_lines(finished.summary)
     if Ablation.name not in finished.summary["analyses"] and config.analysis.ablation == "auto":
@@ -39,6 +40,13 @@ def run(config: RunConfig) -> None:
               "the same flags runs it on the stored checkpoint (minutes), or pass --ablation on")
     print_mlflow_page(config.environment.tracking_uri, finished.page)
     print_wall_time(finished.phases, start)
+
+
+def print_skipped(skipped: dict[str, str]) -> None:
+    """The one line naming the analyses left out for want of their data, when there are any."""
+    line = skipped_line(skipped)
+    if line:
+        print(line)
 
 
 def print_lines(summary: dict) -> None:
@@ -53,6 +61,9 @@ def study(settings: StudyConfig, configs: list[RunConfig]) -> bool:
     plan = plan_study(settings, configs)
     for task, why in plan.skipped.items():
         print(f"skipped {task}: no data ({why})")
+    for line in dict.fromkeys(skipped_line(run.skipped) for run in plan.runs):  # each run's settings are the same
+        if line:
+            print(line)
     tasks = list(dict.fromkeys(run.config.task.task for run in plan.runs))
     print(f"study {plan.name}: {len(plan.runs)} runs ({', '.join(tasks)}; {settings.seeds} seeds each)")
     aggregated, files, page = run_study(plan)
@@ -99,7 +110,7 @@ def finetune(config: RunConfig) -> None:
     processes every rank trains and the main one alone prints."""
     if is_main_process():
         print(recipe_line(config.finetune))
-    plan = plan_run(config)
+    plan = plan_run(config, download=False)  # fine-tuning reads no corpus
     result = finetune_task(plan.config, plan.data)
     baselines = train_baselines(plan)
     leave_process_group()

@@ -52,7 +52,7 @@ def sample_pool(config: RunConfig, annotation: AnnotationConfig) -> list[Path]:
     tokenizer = load_tokenizer(config.task.model)
     finetune_key = "-"
     if annotation.checkpoint == FINETUNED:
-        plan = plan_run(config)
+        plan = plan_run(config, download=False)  # only the task's data and the fine-tune are used
         examples = plan.data.dev[task.main_eval_split]
         tuned = finetune(plan.config, plan.data)
         model, finetune_key = load_finetuned(tuned.checkpoint_dir), tuned.key

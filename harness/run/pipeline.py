@@ -116,7 +116,7 @@ def evaluation_entry(plan: RunPlan, checkpoints: list[Checkpoint], sources: Sour
 def run_description(plan: RunPlan, tuned: FineTuneResult, checkpoints: list[Checkpoint],
                     dev_sample: list) -> dict[str, Any]:
     """The ``run`` part of summary.json: what was fine-tuned and compared (the dev scores are
-    the ``evaluation`` analysis's entry)."""
+    the ``evaluation`` analysis's entry), and the analyses left out for want of their data (``skipped``)."""
     config = plan.config
     model_config = checkpoints[0].model.config
     return {
@@ -127,6 +127,7 @@ def run_description(plan: RunPlan, tuned: FineTuneResult, checkpoints: list[Chec
         "recipe": asdict(config.finetune), "precision": config.environment.precision,
         "checkpoints": {c.name: c.identity for c in checkpoints},
         "pairs": [list(pair) for pair in PAIRS],
+        "skipped": plan.skipped,
     }
 
 

@@ -2,28 +2,35 @@
 chosen, the default data located, the device and precision resolved, and the run key that
 names the run folder ``<output_dir>/<task>-<model>-seed<seed>-<key>/`` (runs with other
 settings never overwrite each other). Bad input fails here, in one line.
+
+The default corpora (`tasks.corpora`) are looked up in the order: the analysis's flag, the
+data cache, ../shared/data, a download (said on stderr, with a progress bar). Without them
+(offline, or the download failed) a default run leaves out the analyses that read them and
+records why (`RunPlan.skipped`); an analysis named in ``--analyses`` is a one-line error.
 """
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 import torch
+from huggingface_hub import constants as hub_constants
 
 from harness.analyses import ANALYSES, Analysis
 from harness.analyses.ablation import Ablation
 from harness.analyses.evaluation import Evaluation
-from harness.config import AnalysisConfig, RunConfig
+from harness.config import AnalysisConfig, RunConfig, default_corpus_path, flag_of
 from harness.inputs.sources import SOURCES, SourceContext
-from harness.inputs.sources.coreference import DEFAULT_COREF_DATA
 from harness.inputs.sources.task import KOVALEVA_PADDED_LENGTH, PaddedTaskSource
-from harness.inputs.sources.treebank import DEFAULT_TREEBANK, train_sibling
+from harness.inputs.sources.treebank import train_sibling
 from harness.model.finetune import TaskData, cache_key
 from harness.model.loading import check_model
 from harness.results.store import FileHashes, ensure_writable, key_of
 from harness.results.summary import SUMMARY
+from tasks.corpora import DOWNLOAD_COMMAND, LITBANK, UD_ENGLISH_EWT, Corpus
+from tasks.download import download_corpus
 from tasks.errors import InputError
 from tasks.glue_tsv import split_path
 from tasks.hub import HUB_DATASET
@@ -35,7 +42,8 @@ SELECTION = ("analyses", "ablation")  # which analyses run: not part of any resu
 
 @dataclass
 class RunPlan:
-    """A validated run: its settings (default data filled in), data, analyses and key."""
+    """A validated run: its settings (default data filled in), data, analyses and key, and the
+    analyses left out because their default corpus is absent (``{analysis: why}``)."""
 
     config: RunConfig
     data: TaskData
@@ -43,6 +51,7 @@ class RunPlan:
     hashes: FileHashes
     finetune_key: str
     key: str
+    skipped: dict[str, str] = field(default_factory=dict)
 
     @property
     def run_dir(self) -> Path:
@@ -73,14 +82,74 @@ def ablation_wanted(config: RunConfig) -> bool:
 
 
 def with_default_data(settings: AnalysisConfig) -> AnalysisConfig:
-    """The settings with the default treebank and coreference data (../shared/data) filled in
-    where they exist, so what a run used is recorded, hashed and shown, never left as None."""
-    syntax = settings.syntax_data or (DEFAULT_TREEBANK if DEFAULT_TREEBANK.is_file() else None)
+    """The settings with the default treebank and coreference data (data cache, else ../shared/data)
+    filled in where they exist, so what a run used is recorded, hashed and shown, never left as None."""
+    syntax = settings.syntax_data or default_corpus_path(UD_ENGLISH_EWT)
     train = settings.syntax_train_data
     if train is None and syntax is not None and train_sibling(Path(syntax)).is_file():
         train = train_sibling(Path(syntax))
-    coref = settings.coref_data or (DEFAULT_COREF_DATA if DEFAULT_COREF_DATA.is_dir() else None)
+    coref = settings.coref_data or default_corpus_path(LITBANK)
     return replace(settings, syntax_data=syntax, syntax_train_data=train, coref_data=coref)
+
+
+def corpora_wanted(settings: AnalysisConfig, analyses: list[type[Analysis]]) -> dict[Corpus, list[type[Analysis]]]:
+    """The default corpora that the chosen analyses read (their data flag not given) and that
+    neither the data cache nor ../shared/data holds, with the analyses that read each."""
+    wanted: dict[Corpus, list[type[Analysis]]] = {}
+    for analysis in analyses:
+        source = SOURCES[analysis.source]
+        if source.corpus is not None and getattr(settings, source.data_flag) is None:
+            if default_corpus_path(source.corpus) is None:
+                wanted.setdefault(source.corpus, []).append(analysis)
+    return wanted
+
+
+def fetch_corpora(wanted: list[Corpus], download: bool) -> dict[Corpus, str]:
+    """Download each corpus of ``wanted`` into the data cache; returns why each one that could not
+    be is absent. Nothing is tried offline (``HF_HUB_OFFLINE``, set by the user or by the model's
+    loading when the hub is unreachable), without ``download``, or after a first failure."""
+    why = None if download else "this command downloads nothing"
+    if why is None and hub_constants.is_offline_mode():
+        why = "nothing is downloaded offline (HF_HUB_OFFLINE is set)"
+    absent = {}
+    for corpus in wanted:
+        if why is not None:
+            absent[corpus] = why
+            continue
+        try:
+            download_corpus(corpus)
+        except InputError as error:  # its first clause: what failed, without the advice
+            absent[corpus] = f"the download failed ({str(error).split('; ')[0]})"
+            why = f"no download was tried after that of {corpus.title} failed"
+    return absent
+
+
+def leave_out(settings: AnalysisConfig, analyses: list[type[Analysis]], download: bool) -> dict[str, str]:
+    """The analyses to leave out for want of their default corpus, ``{analysis: why}``, after
+    fetching what is missing; an analysis named in ``--analyses`` that cannot run is an `InputError`."""
+    wanted = corpora_wanted(settings, analyses)
+    skipped = {}
+    for corpus, why in fetch_corpora(list(wanted), download).items():
+        absent = f"no {corpus.title} {corpus.version} in the data cache or ../shared/data, and {why}"
+        readers = wanted[corpus]
+        named = [analysis.name for analysis in readers if analysis.name in (settings.analyses or [])]
+        if named:
+            flag = flag_of(AnalysisConfig, SOURCES[readers[0].source].data_flag)
+            raise InputError(f"--analyses {named[0]}: {absent}; run `{DOWNLOAD_COMMAND} {corpus.name}` where the "
+                             f"network is reachable, or pass {flag}")
+        skipped.update(dict.fromkeys([analysis.name for analysis in readers],
+                                     f"{absent}; `{DOWNLOAD_COMMAND} {corpus.name}` fetches it"))
+    return skipped
+
+
+def skipped_line(skipped: dict[str, str]) -> str | None:
+    """One line naming the analyses a run left out, why, and the command that fetches their data."""
+    if not skipped:
+        return None
+    by_reason: dict[str, list[str]] = {}
+    for name, why in skipped.items():
+        by_reason.setdefault(why, []).append(name)
+    return "skipped " + "; ".join(f"{', '.join(names)}: {why}" for why, names in by_reason.items())
 
 
 def load_task_data(config: RunConfig, hashes: FileHashes) -> TaskData:
@@ -111,9 +180,10 @@ def check_inputs(config: RunConfig, analyses: list[type[Analysis]]) -> None:
         SOURCES[source](context).check()
 
 
-def plan_run(config: RunConfig) -> RunPlan:
+def plan_run(config: RunConfig, download: bool = True) -> RunPlan:
     """Validate and describe a run without touching a model: data read and hashed, analyses
-    chosen, default data located, the run key computed."""
+    chosen, default data located (missing corpora downloaded when ``download``, saying so, or
+    the analyses that read them left out), the run key computed."""
     analyses = select_analyses(config.analysis.analyses, ablation_wanted(config))
     positions = check_model(config.task.model, {"--max-length": config.task.max_length,
                                                 "--max-tokens": config.analysis.max_tokens})
@@ -121,6 +191,8 @@ def plan_run(config: RunConfig) -> RunPlan:
     if padded and positions < KOVALEVA_PADDED_LENGTH:
         raise InputError(f"--analyses {padded[0]}: pads inputs to {KOVALEVA_PADDED_LENGTH} tokens as Kovaleva et al.'s "
                          f"code, but {config.task.model} has {positions} position embeddings; leave it out")
+    skipped = leave_out(config.analysis, analyses, download)
+    analyses = [analysis for analysis in analyses if analysis.name not in skipped]
     config = resolve_precision(replace(config, analysis=with_default_data(config.analysis)))
     check_inputs(config, analyses)
     hashes = FileHashes()
@@ -128,7 +200,7 @@ def plan_run(config: RunConfig) -> RunPlan:
     finetune_key = cache_key(config, data)
     identity = {"finetune": finetune_key, "analysis": settings_identity(config.analysis, hashes)}
     key = key_of({**identity, "baselines": True} if config.finetune.baselines else identity)
-    return RunPlan(config, data, analyses, hashes, finetune_key, key)
+    return RunPlan(config, data, analyses, hashes, finetune_key, key, skipped)
 
 
 def run_device(config: RunConfig) -> torch.device:
@@ -159,12 +231,12 @@ def resolve_precision(config: RunConfig) -> RunConfig:
 
 def find_run(config: RunConfig) -> Path:
     """The folder of the finished run of ``config`` (for ``harness figures``), or a clear error
-    listing the runs with other settings there are."""
-    plan = plan_run(config)
+    listing the runs with other settings there are; nothing is downloaded to find it."""
+    plan = plan_run(config, download=False)
     if not (plan.run_dir / SUMMARY).is_file():
         pattern = f"{config.task.task}-{config.model_name}-seed{config.finetune.seed}-*"
         others = sorted(p.name for p in config.environment.output_dir.glob(pattern))
         hint = f"; runs with other settings: {', '.join(others)} (pass the flags they were run with)" if others else ""
-        raise InputError(f"{plan.run_dir / SUMMARY} not found: run `python -m harness run` with these flags first{hint}")
+        raise InputError(f"{plan.run_dir / SUMMARY} not found: run `harness run` with these flags first{hint}")
     return plan.run_dir
 

@@ -22,7 +22,17 @@ from matplotlib.ticker import MaxNLocator
 from harness.results.checkpoints import FINETUNED
 from harness.views.across_tasks import metric_table
 from harness.views.base import Entry, View, pair_name, per_checkpoint_results, register_view
-from harness.views.style import GREY, OKABE_ITO, checkpoint_title, plt, run_title, save, style_head_axes, suptitle
+from harness.views.style import (
+    GREY,
+    OKABE_ITO,
+    axes_title,
+    checkpoint_title,
+    plt,
+    run_title,
+    save,
+    style_head_axes,
+    suptitle,
+)
 
 MODES = ("uniform", "zero")
 MODE_TITLES = {"uniform": "attention replaced by 1/L (Kovaleva et al.)",
@@ -184,8 +194,8 @@ def draw_layer_deltas(result: dict[str, Any], run: dict[str, Any], checkpoint: s
     axes.set_xticks(layers)
     axes.set_xlabel("layer disabled")
     axes.set_ylabel(f"change of dev {result['metric']} (points)")
-    axes.set_title(f"Disabling one layer: {run_title(run)}, {checkpoint_title(checkpoint)}\n"
-                   f"intact {100 * result['intact']:.1f}; 95% paired bootstrap intervals", fontsize=9)
+    axes_title(axes, f"Disabling one layer: {run_title(run)}, {checkpoint_title(checkpoint)}\n"
+                     f"intact {100 * result['intact']:.1f}; 95% paired bootstrap intervals")
     axes.legend(fontsize=7)
     axes.grid(axis="y", alpha=0.3)
     return save(figure, path)
@@ -208,7 +218,7 @@ def draw_pruning(result: dict[str, Any], run: dict[str, Any], checkpoint: str, p
     axes.axhline(100 * result["intact"], color="black", lw=0.8, ls="--", label="intact")
     axes.set_xlabel("heads pruned (%)")
     axes.set_ylabel(f"dev {result['metric']} (%)")
-    axes.set_title(f"Pruning heads (no retraining): {run_title(run)}, {checkpoint_title(checkpoint)}", fontsize=9)
+    axes_title(axes, f"Pruning heads (no retraining): {run_title(run)}, {checkpoint_title(checkpoint)}")
     axes.legend(fontsize=7)
     axes.grid(alpha=0.3)
     return save(figure, path)

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from harness.views.base import Entry, View, per_pair_results, register_view
-from harness.views.style import checkpoint_title, draw_side_by_side_grids, plt, run_title, save
+from harness.views.style import axes_title, checkpoint_title, draw_side_by_side_grids, plt, run_title, save
 
 
 @register_view
@@ -57,8 +57,8 @@ def draw_clustering(entry: dict[str, Any], run: dict[str, Any], out_dir: Path) -
     axes.legend(fontsize=8, title=f"line: {pair_titles}" if pair_titles else None, title_fontsize=7)
     axes.set_xlabel("MDS dimension 1")
     axes.set_ylabel("MDS dimension 2")
-    axes.set_title(f"Heads embedded by Jensen-Shannon divergence (Clark Fig. 6):\n{run_title(run)}, "
-                   f"{clustering['tokens_used']} tokens", fontsize=9)
+    axes_title(axes, f"Heads embedded by Jensen-Shannon divergence (Clark Fig. 6):\n{run_title(run)}, "
+                     f"{clustering['tokens_used']} tokens")
     written = [save(figure, out_dir / "clustering_mds.png")]
     for index, ((before, after), stats) in enumerate(zip(entry["pairs"], per_pair_results(entry).values())):
         suffix = "" if index == 0 else f"_{before}_{after}"

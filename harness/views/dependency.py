@@ -17,7 +17,15 @@ import numpy as np
 
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.views.base import Entry, Row, View, per_checkpoint_results, per_pair_results, register_view
-from harness.views.style import checkpoint_title, draw_side_by_side_grids, plt, run_title, save, titled_pairs
+from harness.views.style import (
+    axes_title,
+    checkpoint_title,
+    draw_side_by_side_grids,
+    plt,
+    run_title,
+    save,
+    titled_pairs,
+)
 
 DIRECTIONS = ("dependent->head", "head->dependent")
 ALL = "all"
@@ -181,7 +189,7 @@ def draw_relation_bars(entry: dict[str, Any], path: Path, *, title: str, limit: 
     axes.invert_yaxis()
     axes.set_xlim(0, 100)
     axes.set_xlabel("accuracy of the best single head (%)")
-    axes.set_title(f"{title}: dependency relations tracked by single heads", fontsize=9)
+    axes_title(axes, f"{title}: dependency relations tracked by single heads")
     axes.grid(axis="x", alpha=0.3)
     axes.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.12 - 0.3 / len(rows)), ncol=2)
     return save(figure, path)

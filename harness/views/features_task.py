@@ -15,7 +15,7 @@ import numpy as np
 
 from harness.views.base import Entry, View, per_checkpoint_results, register_view
 from harness.views.features import draw_feature_panels, feature_names, slug
-from harness.views.style import checkpoint_title, plt, run_title, save
+from harness.views.style import axes_title, checkpoint_title, plt, run_title, save
 
 
 @register_view
@@ -58,7 +58,7 @@ def draw_cls_focus(entry: dict[str, Any], path: Path, *, title: str) -> Path:
         axes.bar(positions + offset * width, mean, width, yerr=spread, capsize=2, label=checkpoint_title(checkpoint))
     axes.set_xticks(positions + width * (len(results) - 1) / 2, names, rotation=20)
     axes.set_ylabel("attention from [CLS], last layer\n(mean over heads; bars: range)")
-    axes.set_title(f"{title}: where [CLS] looks in the last layer (Kovaleva §5)", fontsize=9)
+    axes_title(axes, f"{title}: where [CLS] looks in the last layer (Kovaleva §5)")
     axes.legend(fontsize=8)
     axes.grid(alpha=0.3, axis="y")
     return save(figure, path)

@@ -22,7 +22,7 @@ from classifier import CLASSES
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.views.across_tasks import CHECKPOINTS, study_title
 from harness.views.base import Entry, Row, View, per_checkpoint_results, per_pair_results, register_view
-from harness.views.style import GREY, OKABE_ITO, checkpoint_title, plt, run_title, save, suptitle
+from harness.views.style import GREY, OKABE_ITO, axes_title, checkpoint_title, plt, run_title, save, suptitle
 
 CLASS_COLOURS = {"vertical": OKABE_ITO["blue"], "diagonal": OKABE_ITO["orange"],
                  "vertical+diagonal": OKABE_ITO["green"], "block": OKABE_ITO["vermillion"], "heterogeneous": GREY}
@@ -136,7 +136,7 @@ def draw_proportions(proportions: dict[str, dict[str, float]], corrected: dict[s
     axes.set_xticks(positions, CLASSES, fontsize=8)
     axes.set_xlabel("attention pattern")
     axes.set_ylabel("share of attention maps (%)")
-    axes.set_title(title, fontsize=9)
+    axes_title(axes, title)
     axes.legend(fontsize=8)
     return save(figure, path)
 

@@ -15,7 +15,15 @@ import numpy as np
 
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.views.base import Entry, Row, View, per_checkpoint_results, per_pair_results, register_view
-from harness.views.style import checkpoint_title, draw_side_by_side_grids, plt, run_title, save, titled_pairs
+from harness.views.style import (
+    axes_title,
+    checkpoint_title,
+    draw_side_by_side_grids,
+    plt,
+    run_title,
+    save,
+    titled_pairs,
+)
 
 LEARNING_RATE = 0.002
 PAPER_TABLE3 = {"right_branching": 26.0, "distances_glove": 58.0, "random_init_attn_glove": 30.0,
@@ -110,7 +118,7 @@ def draw_uas_bars(checkpoints: dict[str, Any], path: Path, *, title: str) -> Pat
     axes.set_xticks(positions, [LABELS[k] for k in kinds])
     axes.set_ylabel("dev UAS without punctuation (%)")
     axes.set_ylim(0, 100)
-    axes.set_title(f"{title}: dependency probes", fontsize=9)
+    axes_title(axes, f"{title}: dependency probes")
     axes.grid(axis="y", alpha=0.3)
     axes.legend(fontsize=7, loc="upper left")
     return save(figure, path)

@@ -84,6 +84,13 @@ def wrapped(title: str, width_inches: float, fontsize: float = 9) -> str:
     return "\n".join(textwrap.fill(line, width) for line in title.split("\n"))
 
 
+def axes_title(axes: plt.Axes, title: str, fontsize: float = 9) -> None:
+    """A panel's title, broken into lines that fit the panel's width (a long model name or hub id
+    must not push it off the canvas)."""
+    width = axes.get_position().width * axes.figure.get_figwidth()
+    axes.set_title(wrapped(title, width, fontsize), fontsize=fontsize)
+
+
 def suptitle(figure: plt.Figure, title: str, fontsize: float = 10) -> None:
     """The figure's title, broken into lines that fit its width."""
     figure.suptitle(wrapped(title, figure.get_figwidth() - 0.5, fontsize), fontsize=fontsize)

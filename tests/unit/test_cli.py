@@ -88,7 +88,7 @@ def test_a_misspelled_required_flag_gets_a_suggestion(capsys):
 def test_figures_without_a_run(capsys, tmp_path, tiny_model_dir, tiny_data):
     code, err = run_cli(capsys, "figures", "--task", "rte", "--model", str(tiny_model_dir),
                         "--data-dir", str(tiny_data / "glue"), "--output-dir", str(tmp_path))
-    assert code == 2 and "summary.json not found: run `python -m harness run` with these flags first" in err
+    assert code == 2 and "summary.json not found: run `harness run` with these flags first" in err
 
 
 def test_figures_of_a_folder_without_a_run(capsys, tmp_path):

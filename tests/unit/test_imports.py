@@ -22,7 +22,7 @@ HARNESS_LAYERS = (("harness.config", "harness.registry", "harness.arguments"), (
                   ("harness.analyses",), ("harness.run",), ("harness.study",),
                   ("harness.commands", "harness.cli", "harness.__main__", "harness"))
 TORCH_FREE = ("harness.config", "harness.registry", "harness.arguments", "harness.results", "harness.views",
-              "harness.present", "harness.commands.stored", "harness.cli")
+              "harness.present", "harness.commands.stored", "harness.commands.data", "harness.cli")
 
 
 def module_name(path: Path) -> str:

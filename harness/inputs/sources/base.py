@@ -21,6 +21,7 @@ from harness.config import AnalysisConfig
 from harness.inputs.batches import EncodedBatch
 from harness.registry import registrar
 from harness.results.store import FileHashes
+from tasks.corpora import Corpus
 from tasks.examples import Example
 from tasks.registry import GlueTask
 
@@ -67,6 +68,8 @@ class Source(ABC):
     """One kind of input text; `identity` is cheap (no tokenising), `stream` does the work."""
 
     name: ClassVar[str]
+    corpus: ClassVar[Corpus | None] = None  # the pinned corpus read by default (`harness.run.plan` finds or fetches it)
+    data_flag: ClassVar[str | None] = None  # the `AnalysisConfig` field that names other data instead
 
     def __init__(self, context: SourceContext) -> None:
         self.context = context

@@ -1,7 +1,7 @@
 """The ``"coreference"`` source: documents of a coreference corpus (``--coref-data``,
-default LitBank in ../shared/data), one document per row, cut to ``--max-tokens`` word
-pieces (Clark et al. used 128) or, with ``--coref-windows``, split into consecutive windows
-of whole sentences that fit."""
+default LitBank from the data cache or ../shared/data: `tasks.corpora`), one document per
+row, cut to ``--max-tokens`` word pieces (Clark et al. used 128) or, with ``--coref-windows``,
+split into consecutive windows of whole sentences that fit."""
 
 from __future__ import annotations
 
@@ -9,26 +9,28 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from harness.config import SHARED_DATA
+from harness.config import default_corpus_path
 from harness.inputs.batches import EncodedBatch
 from harness.inputs.sampling import sample
 from harness.inputs.sources.base import Source, SourceStream, register_source
 from harness.inputs.words import encode_words
 from tasks.coreference import Document, read_coreference
+from tasks.corpora import DOWNLOAD_COMMAND, LITBANK, cache_folder
 from tasks.errors import InputError
-
-DEFAULT_COREF_DATA = SHARED_DATA / "litbank" / "conll"
 
 
 def coref_data_path(value: str | Path | None) -> Path:
-    """``--coref-data`` if given, else the shared LitBank folder, else a clear error."""
+    """``--coref-data`` if given, else LitBank's conll/ folder from the data cache or ../shared/data,
+    else a clear error."""
     if value:
         return Path(value)
-    if not DEFAULT_COREF_DATA.is_dir():
-        raise InputError(f"no --coref-data given and the default LitBank folder {DEFAULT_COREF_DATA} is absent; "
-                           "pass --coref-data with a CoNLL-2012 *_gold_conll file, a .jsonlines file or a "
-                           "LitBank conll/ folder")
-    return DEFAULT_COREF_DATA
+    default = default_corpus_path(LITBANK)
+    if default is None:
+        raise InputError(f"no --coref-data given and {LITBANK.title} {LITBANK.version} is neither in the data cache "
+                         f"({cache_folder(LITBANK)}) nor in ../shared/data; run `{DOWNLOAD_COMMAND} {LITBANK.name}`, "
+                         "or pass --coref-data with a CoNLL-2012 *_gold_conll file, a .jsonlines file or a LitBank "
+                         "conll/ folder")
+    return default
 
 
 def document_windows(document: Document, sentence_tokens: list[int], budget: int) -> Iterator[Document]:
@@ -71,6 +73,7 @@ class CoreferenceSource(Source):
     """The coreference corpus, one document (or sentence window) per row."""
 
     name = "coreference"
+    corpus, data_flag = LITBANK, "coref_data"
 
     def identity(self) -> dict[str, Any]:
         settings = self.context.settings

@@ -1,9 +1,10 @@
 """Treebank text sources for the syntax analyses (dependency heads, probes, linguistic features).
 
 ``"syntax"`` streams the treebank's dev sentences (``--syntax-data``, default UD English EWT
-dev). ``"syntax-probe"`` streams a seeded sample of its training sentences, in shuffled
-order, followed by all dev sentences: the probe learns online from the first part (one
-update per sentence, as Clark et al.) and is scored on the second, so nothing is stored.
+dev from the data cache or ../shared/data: `tasks.corpora`). ``"syntax-probe"`` streams a
+seeded sample of its training sentences, in shuffled order, followed by all dev sentences:
+the probe learns online from the first part (one update per sentence, as Clark et al.) and
+is scored on the second, so nothing is stored.
 Sentences are cut to ``--max-tokens`` at word boundaries; the notes count what was cut.
 """
 
@@ -15,15 +16,15 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
-from harness.config import SHARED_DATA, AnalysisConfig
+from harness.config import AnalysisConfig, default_corpus_path
 from harness.inputs.batches import EncodedBatch
 from harness.inputs.sampling import sample
 from harness.inputs.sources.base import Source, SourceStream, register_source
 from harness.inputs.words import encode_words
+from tasks.corpora import DOWNLOAD_COMMAND, UD_ENGLISH_EWT, cache_folder
 from tasks.errors import InputError
 from tasks.treebank import Sentence, read_treebank
 
-DEFAULT_TREEBANK = SHARED_DATA / "ud-english-ewt" / "en_ewt-ud-dev.conllu"
 TRAIN, DEV = "train", "dev"
 # Shuffled sentences are grouped into windows this many batches long and sorted by length
 # inside each window: order stays random at the scale of the probe's learning, padding small.
@@ -37,11 +38,14 @@ def train_sibling(dev: Path) -> Path:
 
 
 def treebank_path(settings: AnalysisConfig) -> Path:
-    """The dev treebank: ``--syntax-data`` if given, else UD English EWT dev in ../shared/data."""
-    path = Path(settings.syntax_data) if settings.syntax_data else DEFAULT_TREEBANK
+    """The dev treebank: ``--syntax-data`` if given, else UD English EWT dev from the data cache or ../shared/data."""
+    path = Path(settings.syntax_data) if settings.syntax_data else default_corpus_path(UD_ENGLISH_EWT)
+    if path is None:
+        raise InputError(f"no --syntax-data given and {UD_ENGLISH_EWT.title} {UD_ENGLISH_EWT.version} is neither in "
+                         f"the data cache ({cache_folder(UD_ENGLISH_EWT)}) nor in ../shared/data; run "
+                         f"`{DOWNLOAD_COMMAND} {UD_ENGLISH_EWT.name}`, or pass a .conllu or .conllx dev file")
     if not path.is_file():
-        raise InputError(f"treebank {path} not found; pass a .conllu or .conllx dev file with --syntax-data "
-                         "(UD English EWT dev is the default: place it under ../shared/data/ud-english-ewt/)")
+        raise InputError(f"treebank {path} not found; pass a .conllu or .conllx dev file with --syntax-data")
     return path
 
 
@@ -97,6 +101,7 @@ class SyntaxSource(Source):
     """Dev sentences of the treebank, length-grouped; items are `Sentence`s."""
 
     name = "syntax"
+    corpus, data_flag = UD_ENGLISH_EWT, "syntax_data"
 
     def identity(self) -> dict[str, Any]:
         settings = self.context.settings
@@ -122,6 +127,7 @@ class ProbeSource(Source):
     ``(split, Sentence)`` with split "train" or "dev"."""
 
     name = "syntax-probe"
+    corpus, data_flag = UD_ENGLISH_EWT, "syntax_data"
 
     def identity(self) -> dict[str, Any]:
         settings = self.context.settings

@@ -1,0 +1,39 @@
+"""``harness data``: the pinned default corpora, listed (where each is found, or absent) or downloaded. No torch."""
+
+from __future__ import annotations
+
+from harness.config import DataConfig, corpus_location
+from tasks.corpora import CACHE, DATA_VARIABLE, DOWNLOAD_COMMAND, SHARED, Corpus, cache_folder, data_home, missing_files
+from tasks.download import download_corpus
+
+PLACE_NAMES = {CACHE: "in the data cache", SHARED: "in ../shared/data (the development copy)"}
+
+
+def data(settings: DataConfig) -> None:
+    """``harness data list`` or ``harness data download``, for the corpora named (default: all)."""
+    if settings.action == "download":
+        for corpus in settings.corpora:
+            print(fetched(corpus))
+        return
+    for corpus in settings.corpora:
+        print(listed(corpus))
+    print(f"data cache: {data_home()} (${DATA_VARIABLE} moves it); lookup order: the analysis's flag, the data "
+          f"cache, ../shared/data, a download")
+
+
+def fetched(corpus: Corpus) -> str:
+    """``corpus`` downloaded into the data cache where it is not there yet; one line saying where it is."""
+    folder = cache_folder(corpus)
+    if not missing_files(corpus, folder):
+        return f"{corpus.name} {corpus.version}: already in the data cache, {folder}"
+    return f"{corpus.name} {corpus.version}: downloaded and verified, {download_corpus(corpus, folder)}"
+
+
+def listed(corpus: Corpus) -> str:
+    """Two lines: the corpus, its version, licence and size, and where it is found (or how to fetch
+    it); then what reads it and where it comes from."""
+    location = corpus_location(corpus)
+    where = (f"absent; `{DOWNLOAD_COMMAND} {corpus.name}` puts it in {cache_folder(corpus)}" if location is None
+             else f"present {PLACE_NAMES[location.place]}: {location.folder}")
+    return (f"{corpus.name} {corpus.version} ({corpus.licence}, {corpus.size / 1e6:.1f} MB): {where}\n"
+            f"  {corpus.title}, for {corpus.purpose}; from {corpus.homepage}")

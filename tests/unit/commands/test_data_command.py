@@ -1,0 +1,78 @@
+"""``harness data list`` and ``harness data download``: where each corpus is, fetching it from a
+real HTTP server on 127.0.0.1 (``$HARNESS_DATA_MIRROR``), and one-line errors."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import harness.config
+from harness.cli import main
+from tests.conftest import SHARED_DATA, mirror_shared_corpora
+
+needs_shared = pytest.mark.skipif(not all((SHARED_DATA / name).is_dir() for name in ("litbank", "ud-english-ewt")),
+                                  reason="needs the corpora in ../shared/data")
+
+
+@pytest.fixture
+def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("HARNESS_DATA", str(tmp_path / "cache"))
+    return tmp_path / "cache"
+
+
+def data(capsys: pytest.CaptureFixture, *argv: str) -> tuple[int, list[str], str]:
+    code = main(["data", *argv])
+    captured = capsys.readouterr()
+    return code, captured.out.splitlines(), captured.err
+
+
+@needs_shared
+def test_list_says_the_version_licence_and_place_of_each_corpus(cache, capsys):
+    code, lines, _ = data(capsys)
+    assert code == 0
+    assert lines[0] == (f"ud-english-ewt r2.16 (CC BY-SA 4.0, 16.0 MB): present in ../shared/data (the development "
+                        f"copy): {SHARED_DATA / 'ud-english-ewt'}")
+    assert lines[2].startswith("litbank 3e50db0 (CC BY 4.0, 13.0 MB): present in ../shared/data")
+    assert lines[-1].startswith(f"data cache: {cache} ($HARNESS_DATA moves it)")
+
+
+def test_list_names_the_command_that_fetches_an_absent_corpus(cache, capsys, monkeypatch, tmp_path):
+    monkeypatch.setattr(harness.config, "SHARED_DATA", tmp_path / "no-shared-data")
+    code, lines, _ = data(capsys, "list", "litbank")
+    assert code == 0 and len(lines) == 3
+    assert lines[0] == (f"litbank 3e50db0 (CC BY 4.0, 13.0 MB): absent; `harness data download litbank` puts it in "
+                        f"{cache / 'litbank-3e50db0'}")
+    assert lines[1] == ("  LitBank coreference, for the coreference analysis; from https://github.com/dbamman/litbank")
+
+
+@needs_shared
+def test_download_fills_the_cache_from_the_mirror_then_list_finds_it_there(cache, capsys, mirror, monkeypatch):
+    _, root, host = mirror
+    mirror_shared_corpora(root)
+    monkeypatch.setenv("HARNESS_DATA_MIRROR", host)
+    code, lines, err = data(capsys, "download", "ud-english-ewt")
+    folder = cache / "ud-english-ewt-r2.16"
+    assert code == 0 and lines == [f"ud-english-ewt r2.16: downloaded and verified, {folder}"]
+    assert f"downloading UD English EWT r2.16 (CC BY-SA 4.0, 3 files, 16.0 MB) from {host} into {folder}" in err
+    assert sorted(path.name for path in folder.iterdir()) == ["LICENSE.txt", "en_ewt-ud-dev.conllu",
+                                                              "en_ewt-ud-train.conllu"]
+    again = data(capsys, "download", "ud-english-ewt")[1]
+    assert again == [f"ud-english-ewt r2.16: already in the data cache, {folder}"]
+    assert data(capsys, "list", "ud-english-ewt")[1][0].endswith(f"present in the data cache: {folder}")
+
+
+def test_a_failed_download_is_one_line_and_leaves_the_cache_empty(cache, capsys, mirror, monkeypatch):
+    _, _, host = mirror  # serves nothing: every file is a 404
+    monkeypatch.setenv("HARNESS_DATA_MIRROR", host)
+    code, lines, err = data(capsys, "download", "litbank")
+    assert code == 2 and lines == []
+    last = err.strip().splitlines()[-1]
+    assert last.startswith(f"error: {host}/dbamman/litbank/3e50db0ffc033d7ccbb94f4d88f6b99210328ed8/coref/conll/")
+    assert "HTTP 404" in last and "Traceback" not in err
+    assert not cache.exists() or not any(path.is_file() for path in cache.rglob("*"))
+
+
+def test_an_unknown_corpus_is_one_line(cache, capsys):
+    code, _, err = data(capsys, "download", "penn-treebank")
+    assert code == 2 and err.strip() == "error: unknown corpus 'penn-treebank'; valid: ud-english-ewt, litbank"
