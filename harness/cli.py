@@ -17,6 +17,7 @@ import os
 import signal
 import sys
 from dataclasses import fields
+from pathlib import Path
 from typing import Any, NoReturn
 
 from tqdm import tqdm
@@ -36,6 +37,7 @@ from harness.config import (
     TaskConfig,
 )
 from tasks.errors import InputError
+from tasks.files import disk_full_message, is_disk_full
 
 # Imported once the flags are valid: torch and transformers take seconds to load.
 COMPUTE, STORED, DATA = "harness.commands.compute", "harness.commands.stored", "harness.commands.data"
@@ -168,8 +170,8 @@ def configs_from(args: argparse.Namespace) -> list[Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Run one subcommand; the exit status: 0, 1 (a check found differences), 2 (bad input, one line on
-    stderr), or 128 + the signal that stopped it."""
+    """Run one subcommand; the exit status: 0, 1 (a check found differences), 2 (bad input or a full
+    disk, one line on stderr), or 128 + the signal that stopped it."""
     args = build_parser().parse_args(argv)
     previous = signal.signal(signal.SIGTERM, raise_terminated)
     try:
@@ -178,10 +180,17 @@ def main(argv: list[str] | None = None) -> int:
         commands = importlib.import_module(command_module(args))
         if getattr(commands, args.command)(*configs) is False:  # a check that found differences
             return 1
-    except InputError as error:
+    except InputError as error:  # a full disk at a known write is one too (`tasks.files.DiskFull`)
         if args.debug:
             raise
         print(f"error: {error}", file=sys.stderr)
+        return 2
+    except Exception as error:  # a full disk where no `writing` names the folder: the file's folder, if said
+        if args.debug or not is_disk_full(error):
+            raise
+        filename = getattr(error, "filename", None)
+        folder = Path(filename).parent if filename else Path.cwd()
+        print(f"error: {disk_full_message(folder, 'a file')}", file=sys.stderr)
         return 2
     except KeyboardInterrupt as stop:
         for bar in list(tqdm._instances):  # bars cut short are drawn on close: before the hint, not after

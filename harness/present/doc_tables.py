@@ -37,7 +37,11 @@ BLOCK = re.compile(r"(<!-- table:(?P<name>[\w-]+) run:(?P<run>[\w.-]+) -->\n)(?P
 
 
 def documents(root: Path = ROOT) -> list[Path]:
-    """The Markdown files whose table blocks are generated: the README and every doc."""
+    """The Markdown files whose table blocks are generated: the README and every doc (of a
+    checkout: an installed package has none)."""
+    if not (root / "README.md").is_file():
+        raise InputError(f"{root}: no README.md; `harness docs` rebuilds the tables of a checkout of the harness, "
+                         "run it from one (`pip install -e .`)")
     return [root / "README.md", *sorted((root / "docs").glob("*.md"))]
 
 

@@ -21,7 +21,7 @@ from harness.results.store import key_of, read_json, write_json
 from harness.views import VIEWS_FOLDER
 from harness.views.base import current_entries
 from harness.views.style import pdf_sibling
-from tasks.files import atomic_write_text
+from tasks.files import atomic_write_text, writing
 
 DRAWN = ".drawn.json"
 
@@ -36,7 +36,15 @@ def drawing_code_hash() -> str:
 
 def redraw(summary: dict[str, Any], out_dir: Path, force: bool = False) -> list[Path]:
     """Every figure and table of every analysis entry in ``summary`` whose version is the current
-    one: those recorded as drawn from the same entry, run and code are kept, the rest drawn."""
+    one: those recorded as drawn from the same entry, run and code are kept, the rest drawn.
+    A full disk is one `DiskFull` line naming ``out_dir`` (each file is written atomically:
+    none is left half drawn, and the rerun draws those missing)."""
+    with writing(out_dir, "the figures and tables"):
+        return draw_missing(summary, out_dir, force)
+
+
+def draw_missing(summary: dict[str, Any], out_dir: Path, force: bool) -> list[Path]:
+    """`redraw`'s drawing, without its translation of a full disk."""
     code = drawing_code_hash()
     recorded = read_json(out_dir / DRAWN, note_damage=False)
     recorded = recorded if isinstance(recorded, dict) else {}

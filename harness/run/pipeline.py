@@ -35,7 +35,13 @@ from harness.model.loading import (
     pretrained_identity,
 )
 from harness.present.redraw import redraw
-from harness.results.checkpoints import BASELINE_PAIRS, BASELINES, FINETUNED, PAIRS, PRETRAINED
+from harness.results.checkpoints import (
+    BASELINE_PAIRS,
+    BASELINES,
+    FINETUNED,
+    PAIRS,
+    PRETRAINED,
+)
 from harness.results.locking import exclusive
 from harness.results.store import ResultStore, write_json
 from harness.results.summary import flatten, stored_summary
@@ -45,6 +51,7 @@ from harness.run.provenance import code_version, model_provenance
 from harness.run.tracking import Tracker, training_curve
 from harness.views.summary import headline_names, summary_metrics
 from tasks.errors import InputError
+from tasks.files import DiskFull
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 CHECKPOINT_ARTIFACT = "checkpoint"  # the fine-tuned model in MLflow (weights, config with label names, tokenizer)
@@ -116,11 +123,13 @@ def evaluation_entry(plan: RunPlan, checkpoints: list[Checkpoint], sources: Sour
 def run_description(plan: RunPlan, tuned: FineTuneResult, checkpoints: list[Checkpoint],
                     dev_sample: list) -> dict[str, Any]:
     """The ``run`` part of summary.json: what was fine-tuned and compared (the dev scores are
-    the ``evaluation`` analysis's entry), and the analyses left out for want of their data (``skipped``)."""
+    the ``evaluation`` analysis's entry), the model's id and revision (``provenance``), and the
+    analyses left out for want of their data (``skipped``)."""
     config = plan.config
     model_config = checkpoints[0].model.config
     return {
-        "task": config.task.task, "model": config.task.model, "seed": config.finetune.seed, "key": plan.key,
+        "task": config.task.task, "model": config.task.model, "provenance": model_provenance(config.task.model),
+        "seed": config.finetune.seed, "key": plan.key,
         "finetune_key": plan.finetune_key, "num_layers": model_config.num_hidden_layers,
         "num_heads": model_config.num_attention_heads, "eval_split": plan.data.task.main_eval_split,
         "num_eval_examples": len(dev_sample), "train_examples": tuned.train_examples,
@@ -129,8 +138,6 @@ def run_description(plan: RunPlan, tuned: FineTuneResult, checkpoints: list[Chec
         "pairs": [list(pair) for pair in PAIRS],
         "skipped": plan.skipped,
     }
-
-
 
 
 def merged_analyses(previous: dict[str, Any] | None, entries: dict[str, Any]) -> dict[str, Any]:
@@ -196,13 +203,22 @@ def run_planned(plan: RunPlan, tags: dict[str, str] | None = None) -> Finished:
         try:
             summary, phases = analyse_and_log(plan, tokenizer, tracker)
         except KeyboardInterrupt:
-            tracker.finish("KILLED")
+            end_run(tracker, "KILLED")
             raise
         except BaseException:
-            tracker.finish("FAILED")
+            end_run(tracker, "FAILED")
             raise
         tracker.finish()
     return Finished(plan.run_dir, summary, phases, tracker.page())
+
+
+def end_run(tracker: Tracker, status: str) -> None:
+    """End the MLflow run of a run that stopped; when the store's own disk is full the run stays
+    RUNNING (the rerun reopens it) and the error that stopped the run is the one reported."""
+    try:
+        tracker.finish(status)
+    except DiskFull:
+        pass
 
 
 def analyse_and_log(plan: RunPlan, tokenizer: PreTrainedTokenizerBase,

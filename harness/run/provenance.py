@@ -19,6 +19,8 @@ def git_commit(root: Path = SOURCE_ROOT) -> str:
     def git(*args: str) -> str:
         return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=True,
                               timeout=10).stdout.strip()
+    if not (root / ".git").exists():  # installed: git would name the commit of any checkout holding site-packages
+        return "unknown"
     try:
         commit = git("rev-parse", "HEAD")
         dirty = git("status", "--porcelain", "--untracked-files=no")

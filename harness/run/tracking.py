@@ -18,6 +18,7 @@ from mlflow.tracking import MlflowClient
 
 from harness.results.locking import exclusive
 from tasks.errors import InputError
+from tasks.files import DiskFull, is_disk_full, writing
 
 EXPERIMENT = "attention-shift"
 # The MLflow 3 UI opens an experiment without this tag in its GenAI mode (traces, "evaluation runs");
@@ -32,6 +33,13 @@ Result = TypeVar("Result")
 
 def _database(uri: str) -> Path | None:
     return Path(uri.removeprefix("sqlite:///")) if uri.startswith("sqlite:///") else None
+
+
+def store_folder(uri: str) -> Path:
+    """The folder an MLflow store writes to: a SQLite file's folder (its artifacts are beside it),
+    a file store's folder, or the URI itself for a remote server."""
+    database = _database(uri)
+    return database.parent if database is not None else Path(uri.removeprefix("file://"))
 
 
 def retrying(call: Callable[[], Result]) -> Result:
@@ -56,9 +64,15 @@ def open_experiment(uri: str) -> tuple[MlflowClient, str]:
         client = MlflowClient(tracking_uri=uri)
         return client, retrying(lambda: _experiment_id(client, None))
     with exclusive(database.with_name(database.name + ".lock"), f"creating the MLflow store {database}"):
-        client = MlflowClient(tracking_uri=uri)
-        artifacts = (database.parent / "artifacts").resolve().as_uri()  # mlruns/artifacts by default
-        return client, retrying(lambda: _experiment_id(client, artifacts))
+        new = not database.exists()
+        try:
+            client = MlflowClient(tracking_uri=uri)
+            artifacts = (database.parent / "artifacts").resolve().as_uri()  # mlruns/artifacts by default
+            return client, retrying(lambda: _experiment_id(client, artifacts))
+        except Exception as error:
+            if new and is_disk_full(error):  # half-made tables cannot be migrated again: the rerun starts afresh
+                database.unlink(missing_ok=True)
+            raise
 
 
 def _experiment_id(client: MlflowClient, artifacts: str | None) -> str:
@@ -76,8 +90,11 @@ def runs_of(uri: str, run_key: str) -> tuple[MlflowClient, str, list[Run]]:
     """The store's client, the experiment and the MLflow runs of ``run_key`` (a retried or
     stopped attempt is a run of its own), or one clear line when the store cannot be opened."""
     try:
-        client, experiment_id = open_experiment(uri)
-        runs = retrying(lambda: client.search_runs([experiment_id], f"tags.`{RUN_KEY_TAG}` = '{run_key}'"))
+        with writing(store_folder(uri), "the MLflow store"):  # a new store's tables
+            client, experiment_id = open_experiment(uri)
+            runs = retrying(lambda: client.search_runs([experiment_id], f"tags.`{RUN_KEY_TAG}` = '{run_key}'"))
+    except DiskFull:
+        raise
     except Exception as error:  # MLflow raises many types for bad URIs/stores
         raise InputError(f"cannot open the MLflow store {uri!r} ({str(error).splitlines()[0]}); "
                          "check --tracking-uri / MLFLOW_TRACKING_URI") from error
@@ -97,9 +114,18 @@ class Tracker:
     metric. A FINISHED run stays FINISHED: a later attempt adds what it computes to it, and if
     that attempt fails or is stopped, it is recorded as a run of its own, tagged with the key
     under ``harness.retry_of``, rather than turning the finished run into a failed one.
+
+    Every write is in `writing`: a full disk under the store is one `DiskFull` line naming its
+    folder; what was logged stays, and the rerun logs only the rest into the same run.
     """
 
     def __init__(self, uri: str, run_key: str, run_name: str, tags: dict[str, str]) -> None:
+        self.folder = store_folder(uri)
+        with writing(self.folder, "the MLflow run"):
+            self.open(uri, run_key, run_name, tags)
+
+    def open(self, uri: str, run_key: str, run_name: str, tags: dict[str, str]) -> None:
+        """Find the run of ``run_key`` (or create it) and give it ``tags``."""
         self.client, self.experiment_id, runs = runs_of(uri, run_key)
         finished = [run for run in runs if run.info.status == "FINISHED"]
         self.run_key, self.run_name, self.tags = run_key, run_name, tags
@@ -122,8 +148,9 @@ class Tracker:
         """Log the params the run does not have yet (MLflow's params cannot change), 6000 characters each at most."""
         logged = retrying(lambda: self.client.get_run(self.run_id)).data.params
         fresh = [Param(key, value[:6000]) for key, value in params.items() if key not in logged]
-        for start in range(0, len(fresh), 100):  # MLflow's batch limit
-            retrying(lambda: self.client.log_batch(self.run_id, params=fresh[start:start + 100]))
+        with writing(self.folder, "the MLflow run's params"):
+            for start in range(0, len(fresh), 100):  # MLflow's batch limit
+                retrying(lambda: self.client.log_batch(self.run_id, params=fresh[start:start + 100]))
 
     def log_metrics(self, metrics: Iterable[tuple[str, float, int]]) -> None:
         """(name, value, step) triples, e.g. a training curve; names already on the run are skipped."""
@@ -132,18 +159,24 @@ class Tracker:
         for name, value, step in metrics:
             if name not in logged:
                 by_name.setdefault(name, []).append(Metric(name, float(value), 0, step))
-        for batch in metric_batches(by_name.values()):
-            retrying(lambda: self.client.log_batch(self.run_id, metrics=batch))
+        with writing(self.folder, "the MLflow run's metrics"):
+            for batch in metric_batches(by_name.values()):
+                retrying(lambda: self.client.log_batch(self.run_id, metrics=batch))
 
     def log_artifact(self, path: Path, folder: str | None = None) -> None:
         """Copy a file into the run's artifacts (under ``folder``)."""
-        retrying(lambda: self.client.log_artifact(self.run_id, str(path), folder))
+        with writing(self.folder, f"the MLflow artifact {path.name}", path.stat().st_size):
+            retrying(lambda: self.client.log_artifact(self.run_id, str(path), folder))
 
     def log_folder_once(self, folder: Path, name: str) -> None:
-        """The files of ``folder`` as the run's artifact folder ``name``, unless the run has it
-        already (a re-run does not copy a model again)."""
-        if not retrying(lambda: self.client.list_artifacts(self.run_id, name)):
-            retrying(lambda: self.client.log_artifacts(self.run_id, str(folder), name))
+        """The files of ``folder`` (a flat folder) as the run's artifact folder ``name``, unless the
+        run has each of them already, whole (a re-run does not copy a model again; one cut short by
+        a full disk copies it anew)."""
+        logged = {info.path: info.file_size for info in retrying(lambda: self.client.list_artifacts(self.run_id, name))}
+        files = {f"{name}/{path.name}": path.stat().st_size for path in folder.iterdir() if path.is_file()}
+        if any(logged.get(path) != size for path, size in files.items()):  # absent, or cut short by a full disk
+            with writing(self.folder, f"the MLflow artifact folder {name}", sum(files.values())):
+                retrying(lambda: self.client.log_artifacts(self.run_id, str(folder), name))
 
     def page(self) -> str:
         """The run's page under ``mlflow ui``'s address, in the UI's model-training view: MLflow
@@ -153,6 +186,11 @@ class Tracker:
 
     def finish(self, status: str = "FINISHED") -> None:
         """End the run as ``status`` (FINISHED, FAILED or KILLED), keeping a finished run finished."""
+        with writing(self.folder, f"the MLflow run's end ({status})"):
+            self.record_end(status)
+
+    def record_end(self, status: str) -> None:
+        """`finish` without its translation of a full disk."""
         if not self.was_finished:
             retrying(lambda: self.client.set_terminated(self.run_id, status=status))
         elif status != "FINISHED":

@@ -15,6 +15,11 @@ TABLES = ("overview", "evaluation_table", "coreference_table", "syntax_table1", 
           "surface_label_changes")
 
 
+def test_outside_a_checkout_docs_is_one_line(tmp_path):
+    with pytest.raises(InputError, match="no README.md; `harness docs` rebuilds the tables of a checkout"):
+        documents(tmp_path)
+
+
 def test_every_table_in_the_readme_and_docs_is_what_its_stored_results_give(capsys):
     assert rebuild(documents(), check=True) == []
     assert main(["docs", "--check"]) == 0 and "every table agrees" in capsys.readouterr().out
