@@ -175,7 +175,8 @@ def test_the_installed_wheel_runs_redraws_and_reports_from_a_users_project(dist,
     git_checkout(project)
     python = fresh_venv(project / ".venv", shared_site)
     cache = tmp_path / "data-cache"
-    env = user_env(project / ".venv", GLUE_DIR=str(GLUE_DIR), HARNESS_DATA=str(cache), HARNESS_DATA_MIRROR=host)
+    env = user_env(project / ".venv", GLUE_DIR=str(GLUE_DIR.resolve()), HARNESS_DATA=str(cache),
+                   HARNESS_DATA_MIRROR=host)  # GLUE_DIR made absolute: the harness runs from another folder
     site = install(python, dist["wheel"], env)
     harness = str(project / ".venv" / "bin" / "harness")
 
