@@ -24,9 +24,18 @@ from tasks.registry import get_task
 
 DEFAULT_MODEL = "bert-base-uncased"
 DEFAULT_TRACKING_URI = "sqlite:///mlruns/mlflow.db"
-# The development copy of the default corpora beside a checkout (../shared/data): looked up after
-# the data cache and before a download (`default_corpus_path`).
-SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
+
+
+def development_data() -> Path | None:
+    """The development copy of the default corpora, ``../shared/data`` beside a checkout of the
+    harness (a folder with ``pyproject.toml`` and ``harness/``), looked up after the data cache
+    and before a download (`default_corpus_path`); None for an installed package, which never
+    looks beside its site-packages."""
+    checkout = Path(__file__).resolve().parents[1]
+    return checkout.parent / "shared" / "data" if (checkout / "pyproject.toml").is_file() else None
+
+
+SHARED_DATA = development_data()
 # --quick: dev examples compared and corpus segments, treebank sentences and coreference
 # documents, probe training sentences, the relation count a dependency needs to be scored,
 # the dev examples the ablation scores, and those of each split the dev metrics score.
@@ -69,9 +78,14 @@ RECIPES_HELP = "; ".join(f"{name} = {recipe}" for name, recipe in RECIPES.items(
 
 
 def corpus_location(corpus: Corpus) -> Location | None:
-    """Where ``corpus`` is found without a flag: the data cache, else ../shared/data (`SHARED_DATA`);
-    None when neither holds it (nothing is downloaded here)."""
+    """Where ``corpus`` is found without a flag: the data cache, else ../shared/data (`SHARED_DATA`,
+    beside a checkout); None when neither holds it (nothing is downloaded here)."""
     return find(corpus, SHARED_DATA)
+
+
+def looked_in() -> str:
+    """Where a corpus is looked for without a flag, in words: ``in the data cache or ../shared/data``."""
+    return "in the data cache" + (" or ../shared/data" if SHARED_DATA is not None else "")
 
 
 def default_corpus_path(corpus: Corpus) -> Path | None:

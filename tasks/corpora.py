@@ -134,12 +134,14 @@ def missing_files(corpus: Corpus, folder: Path) -> list[CorpusFile]:
     return missing
 
 
-def places(corpus: Corpus, shared_data: Path) -> list[tuple[str, Path]]:
-    """Where ``corpus`` is looked for, in order: the cache, then the development copy under ``shared_data``."""
-    return [(CACHE, cache_folder(corpus)), (SHARED, shared_data / corpus.shared)]
+def places(corpus: Corpus, shared_data: Path | None) -> list[tuple[str, Path]]:
+    """Where ``corpus`` is looked for, in order: the cache, then the development copy under
+    ``shared_data`` (None: there is none, as for an installed package)."""
+    development = [(SHARED, shared_data / corpus.shared)] if shared_data is not None else []
+    return [(CACHE, cache_folder(corpus)), *development]
 
 
-def find(corpus: Corpus, shared_data: Path) -> Location | None:
+def find(corpus: Corpus, shared_data: Path | None) -> Location | None:
     """The first place of `places` that holds every file of ``corpus``, or None."""
     for place, folder in places(corpus, shared_data):
         if not missing_files(corpus, folder):

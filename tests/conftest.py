@@ -17,7 +17,7 @@ from filelock import FileLock
 from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast, PreTrainedModel
 
 from harness.analyses.base import Analysis, AnalysisContext
-from harness.config import SHARED_DATA, AnalysisConfig
+from harness.config import AnalysisConfig
 from harness.inputs.batches import AttentionBatch, EncodedBatch
 from harness.inputs.encoding import batched
 from harness.model.forward import use_harness_attention
@@ -28,6 +28,7 @@ from tasks.corpora import CORPORA
 from tasks.examples import Example
 from tasks.registry import GlueTask
 
+SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"  # beside this checkout
 GLUE_DIR = Path(os.environ.get("GLUE_DIR", SHARED_DATA / "glue"))
 PAIRS = ((PRETRAINED, FINETUNED),)
 

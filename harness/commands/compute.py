@@ -13,7 +13,7 @@ from harness.model.finetune import is_main_process, leave_process_group, stored_
 from harness.results.summary import SUMMARY
 from harness.run.annotation import annotate as annotate_pool
 from harness.run.pipeline import dev_evaluation, run_planned, train_baselines
-from harness.run.plan import find_run, plan_run, skipped_line
+from harness.run.plan import Downloads, find_run, plan_run, skipped_line
 from harness.study.runner import plan_study
 from harness.study.runner import study as run_study
 from harness.views.evaluation import EvaluationView
@@ -110,7 +110,7 @@ def finetune(config: RunConfig) -> None:
     processes every rank trains and the main one alone prints."""
     if is_main_process():
         print(recipe_line(config.finetune))
-    plan = plan_run(config, download=False)  # fine-tuning reads no corpus
+    plan = plan_run(config, Downloads(allowed=False))  # fine-tuning reads no corpus
     result = finetune_task(plan.config, plan.data)
     baselines = train_baselines(plan)
     leave_process_group()

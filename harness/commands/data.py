@@ -18,7 +18,7 @@ def data(settings: DataConfig) -> None:
     for corpus in settings.corpora:
         print(listed(corpus))
     print(f"data cache: {data_home()} (${DATA_VARIABLE} moves it); lookup order: the analysis's flag, the data "
-          f"cache, ../shared/data, a download")
+          f"cache, ../shared/data beside a checkout, a download")
 
 
 def fetched(corpus: Corpus) -> str:

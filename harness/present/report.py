@@ -236,7 +236,8 @@ def key_values(values: dict[str, Any]) -> str:
 
 
 def run_parameters(summary: dict[str, Any]) -> list[tuple[str, str]]:
-    """The ``run`` section as name-value rows: model, seed, recipe, keys, examples, checkpoints."""
+    """The ``run`` section as name-value rows: model, seed, recipe, keys, examples, checkpoints,
+    the model's id and revision, and the analyses left out for want of their data."""
     run = summary["run"]
     rows = [("task", run["task"]), ("model", model_title(run["model"])), ("seed", str(run["seed"])),
             ("fine-tuning recipe", describe_recipe(run["recipe"])),
@@ -246,7 +247,9 @@ def run_parameters(summary: dict[str, Any]) -> list[tuple[str, str]]:
             ("layers x heads", f"{run['num_layers']} x {run['num_heads']}"), ("precision", str(run.get("precision")))]
     rows += [(f"{checkpoint_title(name)} checkpoint", key_values(identity))
              for name, identity in run.get("checkpoints", {}).items()]
-    rows += [("every recipe setting", key_values(run["recipe"]))]
+    rows += [("every recipe setting", key_values(run["recipe"])),
+             ("model provenance", key_values(run.get("provenance", {}))),
+             ("analyses skipped (no data)", key_values(run.get("skipped", {})))]
     return rows
 
 
@@ -275,6 +278,7 @@ def study_settings(study: dict[str, Any]) -> list[tuple[str, str]]:
     rows = [("model", model_title(study["model"])), ("tasks asked", ", ".join(study["tasks_asked"])),
             ("seeds per task", str(study["seeds_asked"])), ("study key", study["key"]),
             ("tasks skipped (no data)", key_values(study["skipped"])),
+            ("analyses skipped (no data)", key_values(study.get("analyses_skipped", {}))),
             ("runs that failed", key_values(study["failed"]))]
     rows += [(f"{task} recipe", describe_recipe({**recipe, "seed": "per run"}))
              for task, recipe in study["recipes"].items()]

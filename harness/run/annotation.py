@@ -22,7 +22,7 @@ from harness.model.finetune import finetune
 from harness.model.forward import Capture, forward
 from harness.model.loading import load_finetuned, load_sequence_classifier, load_tokenizer, prepare
 from harness.results.checkpoints import FINETUNED
-from harness.run.plan import plan_run, run_device
+from harness.run.plan import Downloads, plan_run, run_device
 from tasks.loading import load_examples
 from tasks.registry import get_task
 
@@ -52,7 +52,7 @@ def sample_pool(config: RunConfig, annotation: AnnotationConfig) -> list[Path]:
     tokenizer = load_tokenizer(config.task.model)
     finetune_key = "-"
     if annotation.checkpoint == FINETUNED:
-        plan = plan_run(config, download=False)  # only the task's data and the fine-tune are used
+        plan = plan_run(config, Downloads(allowed=False))  # only the task's data and the fine-tune are used
         examples = plan.data.dev[task.main_eval_split]
         tuned = finetune(plan.config, plan.data)
         model, finetune_key = load_finetuned(tuned.checkpoint_dir), tuned.key

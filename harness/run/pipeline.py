@@ -48,7 +48,7 @@ from harness.results.summary import flatten, stored_summary
 from harness.run.engine import analyse
 from harness.run.plan import RunPlan, plan_run, run_device
 from harness.run.provenance import code_version, model_provenance
-from harness.run.tracking import Tracker, training_curve
+from harness.run.tracking import SKIPPED_TAG, Tracker, training_curve
 from harness.views.summary import headline_names, summary_metrics
 from tasks.errors import InputError
 from tasks.files import DiskFull
@@ -287,6 +287,8 @@ def log_run(tracker: Tracker, plan: RunPlan, tuned: FineTuneResult, summary: dic
                         "model.weights_sha256": described["checkpoints"][PRETRAINED]["weights_sha256"],
                         "examples.compared": str(described["num_eval_examples"]),
                         "examples.trained": str(described["train_examples"])})
+    # a tag, not a param: the rerun with the corpora present adds their analyses under the same key
+    tracker.set_tags({SKIPPED_TAG: ", ".join(plan.skipped) or "none"})
     timing_metrics = [(f"seconds_{source}", seconds, 0) for source, seconds in timings.items()]
     analysis_metrics = summary_metrics(summary)
     headline = [(f"{HEADLINE}/{name}", analysis_metrics[name]) for name in headline_names(summary, analysis_metrics)]

@@ -21,7 +21,7 @@ from huggingface_hub import constants as hub_constants
 from harness.analyses import ANALYSES, Analysis
 from harness.analyses.ablation import Ablation
 from harness.analyses.evaluation import Evaluation
-from harness.config import AnalysisConfig, RunConfig, default_corpus_path, flag_of
+from harness.config import AnalysisConfig, RunConfig, default_corpus_path, flag_of, looked_in
 from harness.inputs.sources import SOURCES, SourceContext
 from harness.inputs.sources.task import KOVALEVA_PADDED_LENGTH, PaddedTaskSource
 from harness.inputs.sources.treebank import train_sibling
@@ -29,7 +29,7 @@ from harness.model.finetune import TaskData, cache_key
 from harness.model.loading import check_model
 from harness.results.store import FileHashes, ensure_writable, key_of
 from harness.results.summary import SUMMARY
-from tasks.corpora import DOWNLOAD_COMMAND, LITBANK, UD_ENGLISH_EWT, Corpus
+from tasks.corpora import DOWNLOAD_COMMAND, LITBANK, UD_ENGLISH_EWT, Corpus, get_corpus
 from tasks.download import download_corpus
 from tasks.errors import InputError
 from tasks.glue_tsv import split_path
@@ -94,7 +94,7 @@ def with_default_data(settings: AnalysisConfig) -> AnalysisConfig:
 
 def corpora_wanted(settings: AnalysisConfig, analyses: list[type[Analysis]]) -> dict[Corpus, list[type[Analysis]]]:
     """The default corpora that the chosen analyses read (their data flag not given) and that
-    neither the data cache nor ../shared/data holds, with the analyses that read each."""
+    are not found (`default_corpus_path`), with the analyses that read each."""
     wanted: dict[Corpus, list[type[Analysis]]] = {}
     for analysis in analyses:
         source = SOURCES[analysis.source]
@@ -104,33 +104,49 @@ def corpora_wanted(settings: AnalysisConfig, analyses: list[type[Analysis]]) -> 
     return wanted
 
 
-def fetch_corpora(wanted: list[Corpus], download: bool) -> dict[Corpus, str]:
-    """Download each corpus of ``wanted`` into the data cache; returns why each one that could not
-    be is absent. Nothing is tried offline (``HF_HUB_OFFLINE``, set by the user or by the model's
-    loading when the hub is unreachable), without ``download``, or after a first failure."""
-    why = None if download else "this command downloads nothing"
-    if why is None and hub_constants.is_offline_mode():
-        why = "nothing is downloaded offline (HF_HUB_OFFLINE is set)"
-    absent = {}
-    for corpus in wanted:
-        if why is not None:
+@dataclass
+class Downloads:
+    """Whether planning may download a missing default corpus, and why each corpus tried could not
+    be downloaded: a study plans every (task, seed) with one `Downloads`, so a corpus whose server
+    is unreachable is tried once, not once per run."""
+
+    allowed: bool = True
+    failed: dict[str, str] = field(default_factory=dict)  # {corpus name: why it is absent}
+
+    def refusal(self) -> str | None:
+        """Why nothing more is tried (offline: ``HF_HUB_OFFLINE``, set by the user or by the
+        model's loading when the hub is unreachable; not allowed; a download failed), else None."""
+        if not self.allowed:
+            return "this command downloads nothing"
+        if hub_constants.is_offline_mode():
+            return "nothing is downloaded offline (HF_HUB_OFFLINE is set)"
+        if self.failed:
+            return f"no download was tried after that of {get_corpus(next(iter(self.failed))).title} failed"
+        return None
+
+    def fetch(self, wanted: list[Corpus]) -> dict[Corpus, str]:
+        """Each corpus of ``wanted`` downloaded into the data cache; returns why each one that
+        could not be is absent."""
+        absent = {}
+        for corpus in wanted:
+            why = self.failed.get(corpus.name) or self.refusal()
+            if why is None:
+                try:
+                    download_corpus(corpus)
+                    continue
+                except InputError as error:  # its first clause: what failed, without the advice
+                    why = self.failed[corpus.name] = f"the download failed ({str(error).split('; ')[0]})"
             absent[corpus] = why
-            continue
-        try:
-            download_corpus(corpus)
-        except InputError as error:  # its first clause: what failed, without the advice
-            absent[corpus] = f"the download failed ({str(error).split('; ')[0]})"
-            why = f"no download was tried after that of {corpus.title} failed"
-    return absent
+        return absent
 
 
-def leave_out(settings: AnalysisConfig, analyses: list[type[Analysis]], download: bool) -> dict[str, str]:
+def leave_out(settings: AnalysisConfig, analyses: list[type[Analysis]], downloads: Downloads) -> dict[str, str]:
     """The analyses to leave out for want of their default corpus, ``{analysis: why}``, after
     fetching what is missing; an analysis named in ``--analyses`` that cannot run is an `InputError`."""
     wanted = corpora_wanted(settings, analyses)
     skipped = {}
-    for corpus, why in fetch_corpora(list(wanted), download).items():
-        absent = f"no {corpus.title} {corpus.version} in the data cache or ../shared/data, and {why}"
+    for corpus, why in downloads.fetch(list(wanted)).items():
+        absent = f"no {corpus.title} {corpus.version} {looked_in()}, and {why}"
         readers = wanted[corpus]
         named = [analysis.name for analysis in readers if analysis.name in (settings.analyses or [])]
         if named:
@@ -180,10 +196,10 @@ def check_inputs(config: RunConfig, analyses: list[type[Analysis]]) -> None:
         SOURCES[source](context).check()
 
 
-def plan_run(config: RunConfig, download: bool = True) -> RunPlan:
+def plan_run(config: RunConfig, downloads: Downloads | None = None) -> RunPlan:
     """Validate and describe a run without touching a model: data read and hashed, analyses
-    chosen, default data located (missing corpora downloaded when ``download``, saying so, or
-    the analyses that read them left out), the run key computed."""
+    chosen, default data located (missing corpora downloaded as ``downloads`` allows, by
+    default, saying so, or the analyses that read them left out), the run key computed."""
     analyses = select_analyses(config.analysis.analyses, ablation_wanted(config))
     positions = check_model(config.task.model, {"--max-length": config.task.max_length,
                                                 "--max-tokens": config.analysis.max_tokens})
@@ -191,7 +207,7 @@ def plan_run(config: RunConfig, download: bool = True) -> RunPlan:
     if padded and positions < KOVALEVA_PADDED_LENGTH:
         raise InputError(f"--analyses {padded[0]}: pads inputs to {KOVALEVA_PADDED_LENGTH} tokens as Kovaleva et al.'s "
                          f"code, but {config.task.model} has {positions} position embeddings; leave it out")
-    skipped = leave_out(config.analysis, analyses, download)
+    skipped = leave_out(config.analysis, analyses, downloads or Downloads())
     analyses = [analysis for analysis in analyses if analysis.name not in skipped]
     config = resolve_precision(replace(config, analysis=with_default_data(config.analysis)))
     check_inputs(config, analyses)
@@ -232,7 +248,7 @@ def resolve_precision(config: RunConfig) -> RunConfig:
 def find_run(config: RunConfig) -> Path:
     """The folder of the finished run of ``config`` (for ``harness figures``), or a clear error
     listing the runs with other settings there are; nothing is downloaded to find it."""
-    plan = plan_run(config, download=False)
+    plan = plan_run(config, Downloads(allowed=False))
     if not (plan.run_dir / SUMMARY).is_file():
         pattern = f"{config.task.task}-{config.model_name}-seed{config.finetune.seed}-*"
         others = sorted(p.name for p in config.environment.output_dir.glob(pattern))

@@ -26,6 +26,7 @@ EXPERIMENT = "attention-shift"
 EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
 RUN_KEY_TAG = "harness.run_key"
 RETRY_TAG = "harness.retry_of"
+SKIPPED_TAG = "harness.analyses_skipped"  # the analyses the last invocation left out for want of data
 BATCH_METRICS = 1000  # MLflow's limit per log_batch
 RETRY_PAUSES = (0.5, 1, 2, 4, 8, 15, 30, None)
 Result = TypeVar("Result")
@@ -143,6 +144,12 @@ class Tracker:
             for name, value in tags.items():
                 if name not in present:
                     retrying(lambda: self.client.set_tag(self.run_id, name, value))
+
+    def set_tags(self, tags: dict[str, str]) -> None:
+        """Set ``tags`` on the run, replacing their earlier values (what a tag says may change, unlike a param)."""
+        with writing(self.folder, "the MLflow run's tags"):
+            for name, value in tags.items():
+                retrying(lambda: self.client.set_tag(self.run_id, name, value))
 
     def log_params(self, params: dict[str, str]) -> None:
         """Log the params the run does not have yet (MLflow's params cannot change), 6000 characters each at most."""

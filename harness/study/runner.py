@@ -26,7 +26,7 @@ from harness.present.study_figures import draw_study
 from harness.results.locking import exclusive
 from harness.results.store import key_of, write_json
 from harness.results.summary import STUDIES, SUMMARY, flatten, stored_summary
-from harness.run.plan import RunPlan, plan_run
+from harness.run.plan import Downloads, RunPlan, plan_run
 from harness.run.tracking import Tracker, is_finished
 from harness.study.aggregate import findings, task_aggregate
 from harness.study.executors import Job, run_inline, run_on_ray
@@ -84,12 +84,12 @@ def plan_study(settings: StudyConfig, configs: list[RunConfig]) -> StudyPlan:
     aside; the study's key is made of its tasks, seeds and shared flags: the same command is
     the same study (its parent MLflow run is found again), other settings another."""
     skipped = {config.task.task: why for config in configs if (why := missing_data(config))}
-    plans, failed = [], {}
+    plans, failed, downloads = [], {}, Downloads()  # one Downloads: an unreachable corpus is tried once
     for config in configs:
         if config.task.task in skipped:
             continue
         try:
-            plans.append(plan_run(config))
+            plans.append(plan_run(config, downloads))
         except InputError as error:  # a malformed file of one task: its runs fail, the others go on
             failed[run_label(config)] = str(error)
     if not plans:
@@ -157,14 +157,6 @@ def study(plan: StudyPlan) -> tuple[dict[str, Any], list[Path], str]:
     return aggregated, files, parent.page()
 
 
-
-
-
-
-
-
-
-
 def aggregate(plan: StudyPlan, failures: dict[str, str]) -> dict[str, Any]:
     """The study from its runs' stored summaries (finished runs only)."""
     by_task: dict[str, dict[int, dict[str, Any]]] = {}
@@ -179,16 +171,12 @@ def aggregate(plan: StudyPlan, failures: dict[str, str]) -> dict[str, Any]:
         "recipes": {run.config.task.task: {k: v for k, v in asdict(run.config.finetune).items() if k != "seed"}
                     for run in plan.runs},
         "skipped": plan.skipped, "failed": failures,
+        "analyses_skipped": {name: why for run in plan.runs for name, why in run.skipped.items()},
         "runs": [{"task": r.config.task.task, "seed": r.config.finetune.seed, "key": r.key,
                   "folder": r.run_dir.name} for r in plan.runs],
         "tasks": tasks,
         "findings": findings(by_task, tasks),
     }
-
-
-
-
-
 
 
 def log_study(parent: Tracker, plan: StudyPlan, aggregated: dict[str, Any], files: list[Path]) -> None:

@@ -180,6 +180,9 @@ def test_the_installed_wheel_runs_redraws_and_reports_from_a_users_project(dist,
     site = install(python, dist["wheel"], env)
     harness = str(project / ".venv" / "bin" / "harness")
 
+    listed = run([harness, "data", "list"], project, env).stdout  # an installed package has no ../shared/data
+    assert listed.count("absent; `harness data download") == len(CORPORA) and "shared" not in listed.split("lookup")[0]
+
     ran = run([harness, "run", "--task", "rte", "--model", "minilm", *TINY_RUN], project, env)
     assert "downloading LitBank" in ran.stderr and "downloading UD English EWT" in ran.stderr and server.requests
     assert {corpus.folder_name for corpus in CORPORA.values()} <= {path.name for path in cache.iterdir()}

@@ -5,18 +5,21 @@ one-line error before any model work."""
 
 from __future__ import annotations
 
+import html
 import json
 import socket
+import sqlite3
 from pathlib import Path
 
 import pytest
 from huggingface_hub import constants as hub_constants
 
 import harness.config
-from harness.cli import main
+from harness.cli import build_parser, configs_from, main
 from harness.config import AnalysisConfig
 from harness.results.store import FileHashes
-from harness.run.plan import leave_out, select_analyses, settings_identity, with_default_data
+from harness.study.runner import aggregate, plan_study
+from harness.run.plan import Downloads, leave_out, select_analyses, settings_identity, with_default_data
 from tests.conftest import SHARED_DATA, mirror_shared_corpora, tiny_run_arguments
 
 UD_READERS, LITBANK_READERS = ("syntax", "features", "probes"), ("coreference",)
@@ -79,7 +82,7 @@ def test_the_absent_corpora_are_downloaded_on_first_use_and_hash_as_the_shared_c
     mirror_shared_corpora(root)
     monkeypatch.setattr(hub_constants, "HF_HUB_OFFLINE", False)
     monkeypatch.setenv("HARNESS_DATA_MIRROR", host)
-    assert leave_out(AnalysisConfig(), select_analyses(None), download=True) == {}
+    assert leave_out(AnalysisConfig(), select_analyses(None), Downloads()) == {}
     err = capsys.readouterr().err
     assert f"downloading LitBank coreference 3e50db0 (CC BY 4.0, 100 files, 13.0 MB) from {host} into " \
            f"{no_corpora / 'litbank-3e50db0'}" in err
@@ -99,10 +102,26 @@ def test_the_absent_corpora_are_downloaded_on_first_use_and_hash_as_the_shared_c
 def test_a_command_that_downloads_nothing_leaves_the_analyses_out_silently(no_corpora, mirror, monkeypatch):
     server, _, host = mirror
     monkeypatch.setenv("HARNESS_DATA_MIRROR", host)
-    skipped = leave_out(AnalysisConfig(), select_analyses(None), download=False)
+    skipped = leave_out(AnalysisConfig(), select_analyses(None), Downloads(allowed=False))
     assert set(skipped) == {*UD_READERS, *LITBANK_READERS} and server.requests == []
     assert skipped["coreference"] == ("no LitBank coreference 3e50db0 in the data cache or ../shared/data, and this "
                                       "command downloads nothing; `harness data download litbank` fetches it")
+
+
+def test_a_study_tries_each_absent_corpus_once_not_once_per_run(no_corpora, mirror, tiny_model_dir, tiny_data,
+                                                                tmp_path, monkeypatch):
+    server, _, host = mirror  # serves nothing: every file is a 404
+    monkeypatch.setattr(hub_constants, "HF_HUB_OFFLINE", False)
+    monkeypatch.setenv("HARNESS_DATA_MIRROR", host)
+    argv = without_data_flags(tiny_run_arguments(tiny_model_dir, tiny_data, tmp_path))
+    settings, configs = configs_from(build_parser().parse_args(["study", *argv[1:], "--seeds", "3"]))
+    plan = plan_study(settings, configs)
+    assert len(plan.runs) == 3 and len(server.requests) == 1  # LitBank's first file; UD then not tried
+    assert all(run.skipped == plan.runs[0].skipped for run in plan.runs)
+    assert plan.runs[2].skipped["coreference"].startswith(
+        "no LitBank coreference 3e50db0 in the data cache or ../shared/data, and the download failed (")
+    assert "no download was tried after that of LitBank coreference failed" in plan.runs[2].skipped["syntax"]
+    assert aggregate(plan, {})["analyses_skipped"] == plan.runs[0].skipped  # study.json says what every run left out
 
 
 @pytest.mark.slow  # a whole tiny run
@@ -126,3 +145,10 @@ def test_a_default_run_without_its_corpora_and_offline_skips_their_analyses_says
     assert summary["run"]["skipped"]["probes"].endswith("`harness data download ud-english-ewt` fetches it")
     assert not set(summary["analyses"]) & {*UD_READERS, *LITBANK_READERS}
     assert {"evaluation", "cosine"} <= set(summary["analyses"])
+    with sqlite3.connect(tmp_path / "mlflow.db") as database:
+        (tag,) = database.execute("SELECT value FROM tags WHERE key = 'harness.analyses_skipped'").fetchone()
+    assert tag == "coreference, syntax, features, probes"
+    page = tmp_path / "report" / "index.html"
+    assert main(["report", "--output-dir", str(tmp_path / "out"), "--out", str(page)]) == 0
+    text = html.unescape(page.read_text())
+    assert "analyses skipped (no data)" in text and "probes = no UD English EWT r2.16 in the data cache" in text
