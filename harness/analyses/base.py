@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import torch
+from transformers import PretrainedConfig
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
 from harness.config import AnalysisConfig
@@ -121,6 +122,12 @@ class Analysis(ABC):
     @abstractmethod
     def result(self) -> dict[str, Any]:
         """Per-checkpoint: ``{checkpoint: statistics}``; joint: the statistics (lists, numbers, strings)."""
+
+    @classmethod
+    def cannot_run_on(cls, model: PretrainedConfig) -> str | None:
+        """Why the analysis cannot run on the model whose config is ``model``, or None. A default
+        run leaves it out, says why and records it; naming it in ``--analyses`` is an error."""
+        return None
 
     @classmethod
     def compare(cls, per_checkpoint: dict[str, Any], pairs: list[tuple[str, str]]) -> dict[str, Any]:

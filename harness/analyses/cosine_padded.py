@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 from scipy.stats import spearmanr
+from transformers import PretrainedConfig
 
 from harness.analyses.base import Analysis, AnalysisContext, register_analysis
 from harness.analyses.cosine import CosineSums, cosine_per_example
@@ -39,6 +40,14 @@ class PaddedCosineSimilarity(Analysis):
     reference = {"kovaleva": "inputs padded to 200 tokens, padding rows kept in the flattened maps; "
                              "the last two layers change most (all tasks but QQP)",
                  "padded_to": KOVALEVA_PADDED_LENGTH}
+
+    @classmethod
+    def cannot_run_on(cls, model: PretrainedConfig) -> str | None:
+        positions = model.max_position_embeddings
+        if positions >= KOVALEVA_PADDED_LENGTH:
+            return None
+        return (f"pads inputs to {KOVALEVA_PADDED_LENGTH} tokens as Kovaleva et al.'s code, but the model has "
+                f"{positions} position embeddings")
 
     def __init__(self, context: AnalysisContext) -> None:
         super().__init__(context)

@@ -28,12 +28,16 @@ class EncodedBatch:
 
     Shapes: ``input_ids``, ``attention_mask`` and ``token_type_ids`` are (batch, seq) CPU
     tensors; ``attention_mask`` is 1 on real tokens and 0 on padding (right padding).
+    ``second_text``: (batch, seq), 1 on the tokens of a pair's second text, as the tokenizer
+    placed them (`harness.inputs.encoding.second_text_tokens`), for every tokenizer, with or
+    without token types; None for inputs that are not pairs, or where the token types say it.
     """
 
     input_ids: torch.Tensor
     attention_mask: torch.Tensor
     token_type_ids: torch.Tensor | None
     items: list[Any]
+    second_text: torch.Tensor | None = None
 
     @property
     def lengths(self) -> torch.Tensor:
@@ -42,11 +46,12 @@ class EncodedBatch:
 
     @property
     def second_segments(self) -> torch.Tensor:
-        """(batch,) first token of each row's second segment (token type 1), `NO_SECOND_SEGMENT`
-        for single-segment rows and for tokenizers without token types."""
-        if self.token_type_ids is None:
+        """(batch,) first token of each row's second segment (`second_text`, else token type 1),
+        `NO_SECOND_SEGMENT` for single-segment rows and where neither is known."""
+        marked = self.second_text if self.second_text is not None else self.token_type_ids
+        if marked is None:
             return torch.full((len(self.input_ids),), NO_SECOND_SEGMENT)
-        second = self.token_type_ids.bool()
+        second = marked.bool()
         return torch.where(second.any(dim=1), second.long().argmax(dim=1), NO_SECOND_SEGMENT)
 
     def model_inputs(self, device: torch.device | str) -> dict[str, torch.Tensor]:
@@ -59,9 +64,11 @@ class EncodedBatch:
     def repeated(self, times: int) -> EncodedBatch:
         """The batch stacked ``times`` times along the batch dimension (rows b, b + B, ... are
         the same example), for evaluating several interventions in one pass."""
-        token_types = self.token_type_ids.repeat(times, 1) if self.token_type_ids is not None else None
+        def stacked(tensor: torch.Tensor | None) -> torch.Tensor | None:
+            return tensor.repeat(times, 1) if tensor is not None else None
+
         return EncodedBatch(self.input_ids.repeat(times, 1), self.attention_mask.repeat(times, 1),
-                            token_types, self.items * times)
+                            stacked(self.token_type_ids), self.items * times, stacked(self.second_text))
 
 
 @dataclass

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import torch
-from transformers.tokenization_utils_base import PreTrainedTokenizerBase
+from transformers.tokenization_utils_base import BatchEncoding, PreTrainedTokenizerBase
 
 from harness.config import WORD_ATTENTION_FROM
 from harness.inputs.batches import AttentionBatch, EncodedBatch
@@ -52,16 +52,43 @@ def _kept_words(token_counts: Sequence[int], budget: int) -> int:
     return len(token_counts)
 
 
+def joined(words: Sequence[str]) -> tuple[str, list[int]]:
+    """The words joined by single spaces, as a sentence is written, and the word each character
+    belongs to (a space belongs to the word after it, as a ``Ġ``- or ``▁``-prefixed piece does)."""
+    owner: list[int] = []
+    for index, word in enumerate(words):
+        owner.extend([index] * (len(word) + bool(index)))
+    return " ".join(words), owner
+
+
+def tokenized_words(tokenizer: PreTrainedTokenizerBase, word_lists: Sequence[Sequence[str]],
+                    **options: Any) -> tuple[BatchEncoding, list[list[int | None]]]:
+    """Each list of words tokenised as the sentence it writes (`joined`), and the word of every
+    token (None for special tokens and padding), read from the tokenizer's character offsets.
+
+    Not ``is_split_into_words``: a byte-level BPE tokenizer (RoBERTa's) refuses pre-split words
+    unless loaded with ``add_prefix_space``, and with it encodes the first word as no sentence
+    does; through offsets every fast tokenizer, WordPiece ``##``, BPE ``Ġ`` or SentencePiece
+    ``▁``, gives the pieces the model sees in running text."""
+    texts = [joined(words) for words in word_lists]
+    encoded = tokenizer([text for text, _ in texts], return_offsets_mapping=True, **options)
+    offsets = encoded.pop("offset_mapping")
+    word_ids = [[owner[end - 1] if end > start else None for start, end in map(tuple, row_offsets)]
+                for row_offsets, (_, owner) in zip(offsets.tolist() if torch.is_tensor(offsets) else offsets, texts)]
+    return encoded, word_ids
+
+
 def _token_counts(tokenizer: PreTrainedTokenizerBase, word_lists: list[list[str]]) -> list[list[int]]:
     """Number of sub-tokens of every word (without special tokens), one tokenizer call per batch."""
     if not any(word_lists):
         return [[] for _ in word_lists]
-    pieces = tokenizer(word_lists, add_special_tokens=False, is_split_into_words=True)
+    _, word_ids = tokenized_words(tokenizer, word_lists, add_special_tokens=False)
     counts = []
-    for row, words in enumerate(word_lists):
+    for words, row in zip(word_lists, word_ids):
         per_word = [0] * len(words)
-        for word in pieces.word_ids(row):
-            per_word[word] += 1
+        for word in row:
+            if word is not None:
+                per_word[word] += 1
         counts.append(per_word)
     return counts
 
@@ -71,7 +98,7 @@ def encode_words(
 ) -> tuple[EncodedBatch, list[int]]:
     """Encode pre-split words as ``[CLS] w1 ... wk [SEP]``, at most ``max_tokens`` tokens each.
 
-    Needs a fast tokenizer (for word ids). Returns the padded batch, whose ``items`` are
+    Needs a fast tokenizer (for character offsets). Returns the padded batch, whose ``items`` are
     `WordAlignedItem`s wrapping ``items``, and the number of words cut from each row.
     """
     if not tokenizer.is_fast:
@@ -87,13 +114,13 @@ def encode_words(
         # token, so every word keeps a position and attention to it is defined.
         visible = [word if count else tokenizer.unk_token for word, count in zip(words, counts)]
         kept_words.append(visible[:_kept_words([max(count, 1) for count in counts], max_tokens - special)])
-    encoded = tokenizer(kept_words, is_split_into_words=True, padding="longest", padding_side="right",
-                        return_tensors="pt")
+    encoded, all_word_ids = tokenized_words(tokenizer, kept_words, padding="longest", padding_side="right",
+                                            return_tensors="pt")
     aligned: list[WordAlignedItem] = []
     cut: list[int] = []
     for row, (words, kept) in enumerate(zip(word_lists, kept_words)):
         length = int(encoded["attention_mask"][row].sum())
-        word_ids = encoded.word_ids(row)[:length]
+        word_ids = all_word_ids[row][:length]
         cut.append(len(words) - len(kept))
         aligned.append(WordAlignedItem(items[row], word_ids, len(kept), cut[-1]))
     batch = EncodedBatch(

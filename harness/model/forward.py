@@ -19,7 +19,7 @@ holding what was asked for in `Capture`:
 - the norm of every token's transformed vector per head, ||f_h(x_j)|| with
   f_h(x_j) = (x_j W_V + b_V)_h W_O^h (Kobayashi et al. 2020: what token j adds to a row's
   output through head h is alpha_ij f_h(x_j)), W_O^h being head h's column block of the
-  attention output projection (BERT-family encoders only: `output_projections`).
+  attention output projection (found for any architecture by `harness.model.projections`).
 
 Interventions, per example and head, so many variants of a model can share one forward
 pass by stacking them along the batch:
@@ -27,7 +27,8 @@ pass by stacking them along the batch:
 - ``head_gates``: each head's output (attention times values, before the output
   projection) is multiplied by xi_h (1 = intact, 0 = the head is masked, Michel et al.);
 - ``uniform_heads``: the head's post-softmax attention is replaced by 1/L over the L real
-  tokens of the input, 0 on padding (Kovaleva et al.'s "disabling").
+  tokens of the input, 0 on padding (Kovaleva et al.'s "disabling"); in a layer that sees a
+  window (ModernBERT's local layers), uniform over the real tokens in the window.
 
 Without a `forward` call in progress the function computes plain eager attention, so a
 model switched to it behaves exactly as before (`use_harness_attention`).
@@ -35,8 +36,9 @@ model switched to it behaves exactly as before (`use_harness_attention`).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+import weakref
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
@@ -44,12 +46,17 @@ import torch
 import torch.nn.functional as F
 from transformers import AttentionInterface, PreTrainedModel
 from transformers.masking_utils import AttentionMaskInterface, eager_mask
+from transformers.models.deberta_v2.modeling_deberta_v2 import DisentangledSelfAttention
 
 from harness.inputs.batches import EncodedBatch
 from harness.model.dropout import fast_dropout
+from harness.model.projections import AttentionCall, HeadProjections, LinearCall, resolve, split_heads, tracing_linears
 from tasks.errors import InputError
 
 IMPLEMENTATION = "harness"
+# Architectures that compute their attention inside their own modules: the module's class and
+# its attribute holding the dropout that the post-softmax probabilities, and only they, pass through.
+PROBABILITY_SITES = {"deberta-v2": (DisentangledSelfAttention, "dropout")}
 
 # Loss kinds a forward pass can differentiate.
 TASK_LOSS = "task"
@@ -118,18 +125,24 @@ class ForwardOutput:
 class _Session:
     """State of one forward pass, read by `attention_forward` layer by layer.
 
-    ``projections``: each self-attention module -> its output projection, when value norms
-    are captured (None otherwise).
+    ``projections``: each attention module -> its `HeadProjections`, when value norms are
+    captured (None otherwise); ``key_mask``: (batch, seq) bool, the real tokens, for uniform
+    heads where the attention mask is not at hand (a probability hook); ``values``: the latest
+    value vectors of each attention module whose values come from its value projection;
+    ``trace``: every attention call, while `head_projections` traces a pass.
     """
 
     num_layers: int
     interventions: Interventions
     keep_attention: bool
     gates: torch.Tensor | None
-    projections: dict[torch.nn.Module, torch.nn.Linear] | None = None
+    projections: dict[torch.nn.Module, HeadProjections] | None = None
+    key_mask: torch.Tensor | None = None
     layer: int = 0
     attentions: list[torch.Tensor] = field(default_factory=list)
     value_norms: list[torch.Tensor] = field(default_factory=list)
+    values: dict[torch.nn.Module, torch.Tensor] = field(default_factory=dict)
+    trace: list[LinearCall | AttentionCall] | None = None
 
     def next_layer(self) -> int:
         """The 0-based index of the layer calling attention now, advancing to the next; raises `InputError` when
@@ -140,6 +153,26 @@ class _Session:
                                "pass; only encoders with one self-attention per layer are supported")
         self.layer += 1
         return layer
+
+    def attend(self, module: torch.nn.Module, weights: torch.Tensor, value: torch.Tensor | None,
+               uniform: Callable[[], torch.Tensor]) -> tuple[torch.Tensor, int]:
+        """The layer's weights with the uniform heads replaced (by ``uniform()``), captured, their
+        value norms measured (``value``: (batch, heads, seq, head_dim), or None where the values
+        come from the module's value projection); and the layer's index."""
+        layer = self.next_layer()
+        if self.interventions.uniform_heads is not None:
+            replaced = self.interventions.uniform_heads[:, layer].to(weights.device)[:, :, None, None]
+            weights = torch.where(replaced, uniform(), weights)
+        if self.keep_attention:
+            self.attentions.append(weights)
+        if self.projections is not None:
+            projections = self.projections[module]
+            if value is None:
+                value = split_heads(self.values[module], weights.shape[1])
+            self.value_norms.append(transformed_norms(value, projections.output))
+        if self.trace is not None:
+            self.trace.append(AttentionCall(module, weights.detach(), None if value is None else value.detach()))
+        return weights, layer
 
 
 _ACTIVE: ContextVar[_Session | None] = ContextVar("harness_forward", default=None)
@@ -156,24 +189,12 @@ def _uniform_over_real_tokens(weights: torch.Tensor, attention_mask: torch.Tenso
     return F.softmax(attention_mask.to(weights.dtype), dim=-1).expand_as(weights)
 
 
-def output_projections(model: torch.nn.Module) -> dict[torch.nn.Module, torch.nn.Linear]:
-    """Each self-attention module of ``model`` -> the linear layer projecting its concatenated heads (W_O, b_O).
-
-    BERT-family encoders (BERT, RoBERTa, ELECTRA, MiniLM, XLM-R, ...) hold the two as siblings:
-    ``attention.self`` calls the attention function, ``attention.output.dense`` projects its output.
-    An architecture without that structure (DistilBERT, ALBERT, ...) is one clear `InputError`.
-    """
-    found = {}
-    for parent in model.modules():
-        children = dict(parent.named_children())
-        dense = getattr(children.get("output"), "dense", None)
-        if "self" in children and isinstance(dense, torch.nn.Linear):
-            found[children["self"]] = dense
-    if not found:
-        raise InputError(f"{type(model).__name__} has no BERT-style attention output projection (attention.self "
-                           "beside attention.output.dense), so the norms of its transformed value vectors cannot "
-                           "be measured; leave out the analyses that need them (sinks)")
-    return found
+def _uniform_over_keys(weights: torch.Tensor, key_mask: torch.Tensor | None) -> torch.Tensor:
+    """(batch, heads, q, k): 1/L over the L real key tokens of each row (``key_mask`` (batch, k) bool)."""
+    if key_mask is None:
+        return torch.full_like(weights, 1.0 / weights.shape[-1])
+    real = key_mask.to(device=weights.device, dtype=weights.dtype)
+    return (real / real.sum(dim=-1, keepdim=True))[:, None, None, :].expand_as(weights)
 
 
 def transformed_norms(value: torch.Tensor, projection: torch.nn.Linear) -> torch.Tensor:
@@ -194,14 +215,6 @@ def transformed_norms(value: torch.Tensor, projection: torch.nn.Linear) -> torch
         vectors = value.detach().float()
         squared = ((vectors @ gram[None]) * vectors).sum(dim=-1)
     return squared.clamp_(min=0.0).sqrt_()  # rounding can leave a zero norm's square a hair below 0
-
-
-def _projection_of(session: _Session, module: torch.nn.Module) -> torch.nn.Linear:
-    projection = session.projections.get(module)
-    if projection is None:
-        raise InputError(f"{type(module).__name__} calls the attention function but has no sibling "
-                           "attention.output.dense; value norms are measured for BERT-family encoders only")
-    return projection
 
 
 def attention_forward(
@@ -228,42 +241,72 @@ def attention_forward(
         scores = scores + attention_mask
     weights = F.softmax(scores, dim=-1)
     weights = fast_dropout(weights, dropout, module.training)  # only while training
-    layer = session.next_layer() if session is not None else None
-    if session is not None and session.interventions.uniform_heads is not None:
-        replaced = session.interventions.uniform_heads[:, layer].to(weights.device)[:, :, None, None]
-        weights = torch.where(replaced, _uniform_over_real_tokens(weights, attention_mask), weights)
-    if session is not None and session.keep_attention:
-        session.attentions.append(weights)
-    if session is not None and session.projections is not None:
-        session.value_norms.append(transformed_norms(value, _projection_of(session, module)))
+    if session is None:
+        return torch.matmul(weights, value).transpose(1, 2).contiguous(), weights
+    weights, layer = session.attend(module, weights, value, lambda: _uniform_over_real_tokens(weights, attention_mask))
     output = torch.matmul(weights, value)
-    if session is not None and session.gates is not None:
+    if session.gates is not None:
         output = output * session.gates[:, layer, :, None, None].to(output.dtype)
     return output.transpose(1, 2).contiguous(), weights
+
+
+def _probabilities_hook(attention: torch.nn.Module) -> Callable[..., torch.Tensor | None]:
+    """A forward hook for the dropout that ``attention``'s probabilities pass through: within a
+    `forward` call it returns them as `attention_forward` would leave them (uniform heads
+    replaced, captured, gated); otherwise it leaves them alone."""
+    def hook(dropout: torch.nn.Module, args: tuple, probabilities: torch.Tensor) -> torch.Tensor | None:
+        session = _ACTIVE.get()
+        if session is None:
+            return None
+        weights, layer = session.attend(attention, probabilities, None,
+                                        lambda: _uniform_over_keys(probabilities, session.key_mask))
+        if session.gates is not None:
+            weights = weights * session.gates[:, layer, :, None, None].to(weights.dtype)
+        return weights
+
+    return hook
 
 
 AttentionInterface.register(IMPLEMENTATION, attention_forward)
 AttentionMaskInterface.register(IMPLEMENTATION, eager_mask)
 
 
+HOOKED = "_harness_probability_hooks"  # the attribute holding a hooked model's hook handles
+
+
 def use_harness_attention(model: PreTrainedModel) -> PreTrainedModel:
-    """Switch ``model`` to the harness attention function (in place); a clear error for
-    models whose attention does not go through transformers' `AttentionInterface`."""
-    name = model.config.name_or_path or type(model).__name__
-    if not model._can_set_attn_implementation():
+    """Route ``model``'s attention through the harness (in place): its attention implementation
+    switched to `attention_forward`, or, for an architecture of `PROBABILITY_SITES`, hooks on
+    its probabilities; a clear error for any other model."""
+    if model._can_set_attn_implementation():
+        model.set_attn_implementation(IMPLEMENTATION)
+        return model
+    site = PROBABILITY_SITES.get(model.config.model_type)
+    if site is None:
+        name = model.config.name_or_path or type(model).__name__
         raise InputError(f"{name} ({type(model).__name__}) does not route its attention through transformers' "
-                           "AttentionInterface, so its attention weights cannot be captured; use a BERT-family "
-                           "encoder such as bert-base-uncased, roberta-base or --model minilm")
-    model.set_attn_implementation(IMPLEMENTATION)
+                         "AttentionInterface, so its attention weights cannot be captured; use an encoder such "
+                         "as bert-base-uncased, roberta-base, microsoft/deberta-v3-base or --model minilm")
+    if not hasattr(model, HOOKED):
+        module_class, dropout = site
+        setattr(model, HOOKED, [getattr(module, dropout).register_forward_hook(_probabilities_hook(module))
+                                for module in model.modules() if isinstance(module, module_class)])
     return model
 
 
+def harness_attention(model: PreTrainedModel) -> bool:
+    """Whether ``model``'s attention runs through the harness (`use_harness_attention`)."""
+    return model.config._attn_implementation == IMPLEMENTATION or hasattr(model, HOOKED)
+
+
 def encoder_layers(model: torch.nn.Module) -> list[torch.nn.Module]:
-    """The model's encoder layers in order (a ``layer`` list of one module per hidden layer, as
-    in BERT, RoBERTa, ELECTRA, XLM-R, DistilBERT), or [] where it has no such single list."""
+    """The model's encoder layers in order (a ``layer`` or ``layers`` list of one module per
+    hidden layer, as in BERT, RoBERTa, ELECTRA, XLM-R, DistilBERT, DeBERTa, ModernBERT), or []
+    where it has no such single list (ALBERT runs one shared layer again and again)."""
     count = model.config.num_hidden_layers
     found = [list(module) for name, module in model.named_modules()
-             if isinstance(module, torch.nn.ModuleList) and name.rsplit(".", 1)[-1] == "layer" and len(module) == count]
+             if isinstance(module, torch.nn.ModuleList) and name.rsplit(".", 1)[-1] in ("layer", "layers")
+             and len(module) == count]
     return found[0] if len(found) == 1 else []
 
 
@@ -278,6 +321,36 @@ def _skipping(model: torch.nn.Module, prefix: Prefix | None) -> Iterator[None]:
     finally:
         for layer in skipped:
             del layer.forward
+
+
+_PROJECTIONS: weakref.WeakKeyDictionary[torch.nn.Module, dict[torch.nn.Module, HeadProjections]] = \
+    weakref.WeakKeyDictionary()
+
+
+def head_projections(model: PreTrainedModel, encoded: EncodedBatch) -> dict[torch.nn.Module, HeadProjections]:
+    """Each attention module of ``model`` -> its value and output projections, found once per
+    model from a pass over ``encoded`` traced by `harness.model.projections`."""
+    if model not in _PROJECTIONS:
+        trace: list[LinearCall | AttentionCall] = []
+        session = _Session(model.config.num_hidden_layers, Interventions(), False, None, trace=trace)
+        with torch.inference_mode(), _session(session), tracing_linears(model, trace):
+            model(**encoded.model_inputs(device_of(model)))
+        _PROJECTIONS[model] = resolve(trace)
+    return _PROJECTIONS[model]
+
+
+@contextmanager
+def _keeping_values(session: _Session) -> Iterator[None]:
+    """Within the block each value projection that `head_projections` found (where the attention
+    function is not handed the values) leaves its output in ``session.values``."""
+    def keep(attention: torch.nn.Module) -> Callable[..., None]:
+        return lambda module, args, output: session.values.__setitem__(attention, output)
+
+    with ExitStack() as stack:
+        for attention, found in (session.projections or {}).items():
+            if found.value is not None:
+                stack.callback(found.value.register_forward_hook(keep(attention)).remove)
+        yield
 
 
 def device_of(model: torch.nn.Module) -> torch.device:
@@ -329,9 +402,9 @@ def forward(
     With ``prefix`` the layers below ``prefix.start`` are not run (`Prefix`); ``interventions``
     must leave them intact, and attention and gradients are those of the layers that ran.
     """
-    if model.config._attn_implementation != IMPLEMENTATION:
+    if not harness_attention(model):
         raise InputError(f"{type(model).__name__} runs '{model.config._attn_implementation}' attention; "
-                           "switch it with harness.model.forward.use_harness_attention before calling forward")
+                         "switch it with harness.model.forward.use_harness_attention before calling forward")
     if capture.needs_grad and targets is None:
         raise ValueError("gradients need targets for the loss")
     device = device_of(model)
@@ -343,11 +416,11 @@ def forward(
         gates = base.to(device=device, dtype=torch.float32).detach().requires_grad_(True)
     elif gates is not None:
         gates = gates.to(device)
-    projections = output_projections(model) if capture.value_norms else None
+    projections = head_projections(model, encoded) if capture.value_norms else None
     session = _Session(num_layers, interventions, capture.attention or capture.attention_grad, gates, projections,
-                       layer=prefix.start if prefix is not None else 0)
+                       key_mask=encoded.attention_mask.to(device).bool(), layer=prefix.start if prefix is not None else 0)
     grad_mode = torch.enable_grad() if capture.needs_grad else torch.inference_mode()
-    with grad_mode, _session(session), _skipping(model, prefix):
+    with grad_mode, _session(session), _skipping(model, prefix), _keeping_values(session):
         logits = model(**encoded.model_inputs(device)).logits
         loss = summed_loss(logits, targets.to(device), loss_kind) if targets is not None else None
         if session.layer != num_layers:

@@ -26,7 +26,12 @@ from transformers import (
     AutoModelForMaskedLM,
     AutoModelForSequenceClassification,
     AutoTokenizer,
+    PretrainedConfig,
     PreTrainedModel,
+)
+from transformers.models.auto.modeling_auto import (
+    MODEL_FOR_MASKED_LM_MAPPING_NAMES,
+    MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING,
 )
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 from transformers.utils import cached_file
@@ -121,20 +126,42 @@ def check_model_folder(source: str) -> None:
                          "with save_pretrained, or point --model at the folder that has them")
 
 
-def check_model(name: str, lengths: dict[str, int]) -> int:
-    """The model can be found and a length flag (``{"--max-length": 128}``) fits its position
-    embeddings (returned); reads only the model's folder and config."""
+def check_model(name: str, lengths: dict[str, int]) -> PretrainedConfig:
+    """The model can be found, is an encoder, and a length flag (``{"--max-length": 128}``) fits
+    its position embeddings; returns its config (reads only the model's folder and config)."""
     source = resolve_model(name)
     check_model_folder(source)
     read_cache_only_if_offline(source)
     try:
-        positions = AutoConfig.from_pretrained(source).max_position_embeddings
+        config = AutoConfig.from_pretrained(source)
     except Exception as error:  # hub/IO errors come in many types
         raise _load_error(source, error) from error
+    check_encoder(name, config)
+    positions = config.max_position_embeddings
     for flag, value in lengths.items():
         if value > positions:
             raise InputError(f"{flag} {value}: {name} has {positions} position embeddings; use at most {positions}")
-    return positions
+    return config
+
+
+def check_encoder(name: str, config: PretrainedConfig) -> None:
+    """The model must be a bidirectional encoder (one with a masked-LM form, not a decoder or an
+    encoder-decoder): the analyses read every token's attention to every other token."""
+    kind = config.model_type
+    decoder, both = getattr(config, "is_decoder", False), getattr(config, "is_encoder_decoder", False)
+    if decoder or both or kind not in MODEL_FOR_MASKED_LM_MAPPING_NAMES:
+        shape = "an encoder-decoder" if both else "a decoder-only model"
+        raise InputError(f"--model {name}: a {kind} model is {shape}; the harness analyses bidirectional encoders "
+                         "(BERT, RoBERTa, XLM-R, DistilBERT, ALBERT, ELECTRA, DeBERTa, ModernBERT, ...), see "
+                         "docs/models.md")
+
+
+def training_attention(source: str, wanted: str) -> str:
+    """``wanted`` ("sdpa" or "eager"), or "eager" where the architecture has no SDPA attention (DeBERTa)."""
+    if wanted != "sdpa":
+        return wanted
+    config = AutoConfig.from_pretrained(source)
+    return "sdpa" if MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING[type(config)]._supports_sdpa else "eager"
 
 
 def load_tokenizer(name: str) -> PreTrainedTokenizerBase:
@@ -164,6 +191,7 @@ def load_sequence_classifier(name: str, task: GlueTask, head_seed: int, attentio
         labels |= {"id2label": dict(enumerate(task.label_names)),
                    "label2id": {label: index for index, label in enumerate(task.label_names)}}
     try:
+        attention = training_attention(source, attention)
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(head_seed)
             if random_init:

@@ -20,7 +20,7 @@ from typing import Any
 from harness.results.store import key_of, read_json, write_json
 from harness.views import VIEWS_FOLDER
 from harness.views.base import current_entries
-from harness.views.style import pdf_sibling
+from harness.views.style import model_tokens, own_tokens, pdf_sibling
 from tasks.files import atomic_write_text, writing
 
 DRAWN = ".drawn.json"
@@ -39,7 +39,7 @@ def redraw(summary: dict[str, Any], out_dir: Path, force: bool = False) -> list[
     one: those recorded as drawn from the same entry, run and code are kept, the rest drawn.
     A full disk is one `DiskFull` line naming ``out_dir`` (each file is written atomically:
     none is left half drawn, and the rerun draws those missing)."""
-    with writing(out_dir, "the figures and tables"):
+    with writing(out_dir, "the figures and tables"), model_tokens(summary["run"].get("special_tokens")):
         return draw_missing(summary, out_dir, force)
 
 
@@ -57,7 +57,7 @@ def draw_missing(summary: dict[str, Any], out_dir: Path, force: bool) -> list[Pa
             by_analysis[name] = kept
             continue
         figures = view.draw(entry, summary["run"], out_dir)
-        tables = [atomic_write_text(out_dir / f"{stem}.md", text)
+        tables = [atomic_write_text(out_dir / f"{stem}.md", own_tokens(text, markdown=True))
                   for stem, text in view.tables(entry, summary["run"]).items()]
         pdfs = [pdf_sibling(path) for path in figures if pdf_sibling(path).is_file()]
         by_analysis[name] = figures + pdfs + tables

@@ -12,16 +12,18 @@ from typing import Any
 
 from harness.views import VIEWS
 from harness.views.across_tasks import metric_table
+from harness.views.style import model_tokens, own_tokens
 from tasks.files import atomic_write_text
 
 
 def draw_study(study: dict[str, Any], out_dir: Path) -> list[Path]:
     """Every figure (PNG and PDF) and table of the study; the files written."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    figures = [path for view in VIEWS.values() for path in view.draw_study(study, out_dir)]
-    written = [*figures, *(path.with_suffix(".pdf") for path in figures)]
-    for stem, text in study_tables(study).items():
-        written.append(atomic_write_text(out_dir / f"{stem}.md", text))
+    with model_tokens(study.get("special_tokens")):
+        figures = [path for view in VIEWS.values() for path in view.draw_study(study, out_dir)]
+        written = [*figures, *(path.with_suffix(".pdf") for path in figures)]
+        for stem, text in study_tables(study).items():
+            written.append(atomic_write_text(out_dir / f"{stem}.md", own_tokens(text, markdown=True)))
     return written
 
 

@@ -106,14 +106,14 @@ class GradientTargets:
     def masked(self, encoded: EncodedBatch) -> tuple[EncodedBatch, torch.Tensor]:
         """The batch with ordinary tokens masked, and the (batch, seq) targets (-100 where not masked)."""
         ids = encoded.input_ids
-        special = torch.isin(ids, torch.tensor([self.tokenizer.cls_token_id, self.tokenizer.sep_token_id]))
+        special = torch.isin(ids, torch.tensor(self.tokenizer.all_special_ids))  # whatever the model calls them
         eligible = ~special & encoded.attention_mask.bool()
         draws = torch.rand(ids.shape, generator=self.generator)
         masked = (draws < MASK_PROBABILITY) & eligible
         fallback = torch.where(eligible, draws, -1.0).argmax(dim=1)  # one token for inputs that drew none
         masked[torch.arange(len(masked)), fallback] |= ~masked.any(dim=1) & eligible.any(dim=1)
         masked_ids = ids.masked_fill(masked, self.tokenizer.mask_token_id)
-        return (EncodedBatch(masked_ids, encoded.attention_mask, encoded.token_type_ids, encoded.items),
+        return (replace(encoded, input_ids=masked_ids),
                 ids.masked_fill(~masked, -100))
 
 

@@ -121,10 +121,11 @@ def evaluation_entry(plan: RunPlan, checkpoints: list[Checkpoint], sources: Sour
 
 
 def run_description(plan: RunPlan, tuned: FineTuneResult, checkpoints: list[Checkpoint],
-                    dev_sample: list) -> dict[str, Any]:
+                    dev_sample: list, tokenizer: PreTrainedTokenizerBase) -> dict[str, Any]:
     """The ``run`` part of summary.json: what was fine-tuned and compared (the dev scores are
-    the ``evaluation`` analysis's entry), the model's id and revision (``provenance``), and the
-    analyses left out for want of their data (``skipped``)."""
+    the ``evaluation`` analysis's entry), the model's id and revision (``provenance``), its own
+    special tokens by role (``special_tokens``, which the figures and tables name), and the
+    analyses left out (``skipped``)."""
     config = plan.config
     model_config = checkpoints[0].model.config
     return {
@@ -136,6 +137,7 @@ def run_description(plan: RunPlan, tuned: FineTuneResult, checkpoints: list[Chec
         "recipe": asdict(config.finetune), "precision": config.environment.precision,
         "checkpoints": {c.name: c.identity for c in checkpoints},
         "pairs": [list(pair) for pair in PAIRS],
+        "special_tokens": {"[CLS]": tokenizer.cls_token, "[SEP]": tokenizer.sep_token},
         "skipped": plan.skipped,
     }
 
@@ -242,7 +244,7 @@ def analyse_and_log(plan: RunPlan, tokenizer: PreTrainedTokenizerBase,
     if baselines:
         entries = {Evaluation.name: evaluation_entry(plan, checkpoints, sources, store), **entries}
     summary_path = plan.run_dir / "summary.json"
-    summary = {"schema": 2, "run": run_description(plan, tuned, checkpoints, sources.task_examples),
+    summary = {"schema": 2, "run": run_description(plan, tuned, checkpoints, sources.task_examples, tokenizer),
                "analyses": merged_analyses(stored_summary(summary_path), entries)}
     write_json(summary_path, summary)
     start = time.perf_counter()

@@ -17,13 +17,13 @@ from typing import Any
 
 import torch
 from huggingface_hub import constants as hub_constants
+from transformers import PretrainedConfig
 
 from harness.analyses import ANALYSES, Analysis
 from harness.analyses.ablation import Ablation
 from harness.analyses.evaluation import Evaluation
 from harness.config import AnalysisConfig, RunConfig, default_corpus_path, flag_of, looked_in
 from harness.inputs.sources import SOURCES, SourceContext
-from harness.inputs.sources.task import KOVALEVA_PADDED_LENGTH, PaddedTaskSource
 from harness.inputs.sources.treebank import train_sibling
 from harness.model.finetune import TaskData, cache_key
 from harness.model.loading import check_model
@@ -158,6 +158,17 @@ def leave_out(settings: AnalysisConfig, analyses: list[type[Analysis]], download
     return skipped
 
 
+def unsupported(config: RunConfig, model: PretrainedConfig, analyses: list[type[Analysis]]) -> dict[str, str]:
+    """The analyses that cannot run on the model (`Analysis.cannot_run_on`), ``{analysis: why}``;
+    one named in ``--analyses`` is an `InputError`."""
+    found = {analysis.name: f"{config.task.model}: {why}" for analysis in analyses
+             if (why := analysis.cannot_run_on(model)) is not None}
+    named = [name for name in found if name in (config.analysis.analyses or [])]
+    if named:
+        raise InputError(f"--analyses {named[0]}: {found[named[0]]}; leave it out")
+    return found
+
+
 def skipped_line(skipped: dict[str, str]) -> str | None:
     """One line naming the analyses a run left out, why, and the command that fetches their data."""
     if not skipped:
@@ -201,13 +212,9 @@ def plan_run(config: RunConfig, downloads: Downloads | None = None) -> RunPlan:
     chosen, default data located (missing corpora downloaded as ``downloads`` allows, by
     default, saying so, or the analyses that read them left out), the run key computed."""
     analyses = select_analyses(config.analysis.analyses, ablation_wanted(config))
-    positions = check_model(config.task.model, {"--max-length": config.task.max_length,
-                                                "--max-tokens": config.analysis.max_tokens})
-    padded = [analysis.name for analysis in analyses if analysis.source == PaddedTaskSource.name]
-    if padded and positions < KOVALEVA_PADDED_LENGTH:
-        raise InputError(f"--analyses {padded[0]}: pads inputs to {KOVALEVA_PADDED_LENGTH} tokens as Kovaleva et al.'s "
-                         f"code, but {config.task.model} has {positions} position embeddings; leave it out")
-    skipped = leave_out(config.analysis, analyses, downloads or Downloads())
+    model = check_model(config.task.model, {"--max-length": config.task.max_length,
+                                            "--max-tokens": config.analysis.max_tokens})
+    skipped = {**unsupported(config, model, analyses), **leave_out(config.analysis, analyses, downloads or Downloads())}
     analyses = [analysis for analysis in analyses if analysis.name not in skipped]
     config = resolve_precision(replace(config, analysis=with_default_data(config.analysis)))
     check_inputs(config, analyses)

@@ -172,6 +172,8 @@ def aggregate(plan: StudyPlan, failures: dict[str, str]) -> dict[str, Any]:
                     for run in plan.runs},
         "skipped": plan.skipped, "failed": failures,
         "analyses_skipped": {name: why for run in plan.runs for name, why in run.skipped.items()},
+        "special_tokens": next((summary["run"].get("special_tokens") for seeds in by_task.values()
+                                for summary in seeds.values()), None),
         "runs": [{"task": r.config.task.task, "seed": r.config.finetune.seed, "key": r.key,
                   "folder": r.run_dir.name} for r in plan.runs],
         "tasks": tasks,

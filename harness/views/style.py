@@ -13,7 +13,9 @@ from __future__ import annotations
 import logging
 import re
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +31,7 @@ from matplotlib.image import AxesImage  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
-from matplotlib.ticker import ScalarFormatter  # noqa: E402
+from matplotlib.ticker import FuncFormatter, ScalarFormatter  # noqa: E402
 from PIL import Image  # noqa: E402
 
 from harness.views.font import use_lean_font  # noqa: E402
@@ -39,6 +41,9 @@ DPI = 200
 matplotlib.rcParams["pdf.fonttype"] = 42  # TrueType (Type 42) fonts, not Type 3: editable text, as journals ask
 use_lean_font()
 log = logging.getLogger(__name__)
+# The figures and tables name special tokens by role, as BERT calls them; while a run's are drawn
+# (`model_tokens`) each role is written as the model calls it ({"[CLS]": "<s>", "[SEP]": "</s>"}).
+_TOKEN_NAMES: ContextVar[dict[str, str]] = ContextVar("token_names", default={})
 CHECKPOINT_TITLES = {"pretrained": "pre-trained", "finetuned": "fine-tuned"}
 # Okabe & Ito's palette: told apart with every common colour-vision deficiency and in greyscale
 # print by lightness. Lines and bars take these (and greys); images take the colour maps below.
@@ -96,6 +101,43 @@ def suptitle(figure: plt.Figure, title: str, fontsize: float = 10) -> None:
     figure.suptitle(wrapped(title, figure.get_figwidth() - 0.5, fontsize), fontsize=fontsize)
 
 
+@contextmanager
+def model_tokens(names: dict[str, str] | None) -> Iterator[None]:
+    """Within the block figures (`save`) and tables (`own_tokens`) name the special tokens as
+    ``names`` does (role -> the model's token; the run's ``special_tokens``)."""
+    token = _TOKEN_NAMES.set(dict(names or {}))
+    try:
+        yield
+    finally:
+        _TOKEN_NAMES.reset(token)
+
+
+def own_tokens(text: str, markdown: bool = False, names: dict[str, str] | None = None) -> str:
+    """``text`` with each special token's role name replaced by the model's own token (``names``,
+    default those of `model_tokens`); in ``markdown`` as code, so RoBERTa's ``<s>`` is no tag."""
+    for role, name in (_TOKEN_NAMES.get() if names is None else names).items():
+        if name != role:
+            text = text.replace(role, f"`{name}`" if markdown else name)
+    return text
+
+
+def rename_tokens(figure: plt.Figure) -> None:
+    """Every text of ``figure`` (titles, labels, ticks, legends) with the model's own token names."""
+    names = _TOKEN_NAMES.get()
+    if not names:
+        return
+    for axes in figure.axes:  # tick labels are made again from their formatter at each drawing
+        for axis in (axes.xaxis, axes.yaxis):
+            if any(own_tokens(label.get_text()) != label.get_text() for label in axis.get_ticklabels()):
+                formatter = axis.get_major_formatter()
+                axis.set_major_formatter(FuncFormatter(lambda value, position, named=formatter:
+                                                       own_tokens(named(value, position), names=names)))
+    for text in figure.findobj(Text):
+        renamed = own_tokens(text.get_text())
+        if renamed != text.get_text():
+            text.set_text(renamed)
+
+
 def save(figure: plt.Figure, path: Path) -> Path:
     """Write a figure as PNG (``path``) and PDF beside it, check it, close it (figures are many;
     keep memory flat). Figures with colour bars use constrained layout (tight layout clashes with
@@ -103,6 +145,7 @@ def save(figure: plt.Figure, path: Path) -> Path:
     saved (cropping draws a figure twice; the check finds any text that cropping would rescue),
     and the one raster drawing is both checked and written as the PNG."""
     figure.set_dpi(DPI)
+    rename_tokens(figure)
     if figure.get_layout_engine() is None:
         figure.tight_layout()
     figure.canvas.draw()

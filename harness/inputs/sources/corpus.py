@@ -1,8 +1,9 @@
 """The ``"corpus"`` text source of Clark et al.'s surface analyses.
 
 With ``--corpus FILE`` (plain text, one paragraph per line, blank lines between documents)
-consecutive paragraphs of a document are packed into ``[CLS] p1 [SEP] p2 [SEP]`` segments of
-at most ``max_tokens`` tokens, as Clark et al.'s ``preprocess_unlabeled.py`` did: paragraphs
+consecutive paragraphs of a document are packed into ``[CLS] p1 [SEP] p2 [SEP]`` segments (the
+tokenizer's own pair template: `PairTemplate`) of at most ``max_tokens`` tokens, as Clark et
+al.'s ``preprocess_unlabeled.py`` did: paragraphs
 are gathered until the segment is full, split into parts A and B at a seeded random paragraph
 boundary, and the longer part is trimmed token by token (front or back at random) until the
 pair fits. Without a corpus its analyses read the task's dev sample: the run streams the
@@ -21,24 +22,24 @@ import torch
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
 from harness.inputs.batches import EncodedBatch
+from harness.inputs.encoding import PairTemplate
 from harness.inputs.sources.base import Source, SourceStream, register_source
 from harness.inputs.sources.task import TaskSource
 from tasks.errors import InputError
 from tasks.files import text_lines
 
-SPECIAL_TOKENS_PER_SEGMENT = 3  # [CLS], [SEP], [SEP]
-
-
 @dataclass(frozen=True)
 class Segment:
-    """One packed input: WordPiece tokens of parts A and B, and the file line it starts on."""
+    """One packed input: the tokens of parts A and B, the file line it starts on, and the
+    special tokens the tokenizer's pair template adds."""
 
     line: int
     tokens_a: tuple[str, ...]
     tokens_b: tuple[str, ...]
+    specials: int
 
     def __len__(self) -> int:
-        return len(self.tokens_a) + len(self.tokens_b) + SPECIAL_TOKENS_PER_SEGMENT
+        return len(self.tokens_a) + len(self.tokens_b) + self.specials
 
 
 @dataclass
@@ -77,10 +78,12 @@ def trim_pair(tokens_a: list[str], tokens_b: list[str], budget: int, rng: random
 
 
 def pack_document(
-    paragraphs: Sequence[tuple[int, list[str]]], max_tokens: int, rng: random.Random, counts: PackingCounts
+    paragraphs: Sequence[tuple[int, list[str]]], max_tokens: int, specials: int, rng: random.Random,
+    counts: PackingCounts
 ) -> Iterator[Segment]:
-    """Segments of one document: chunks of at least two paragraphs, filled up to ``max_tokens``."""
-    budget = max_tokens - SPECIAL_TOKENS_PER_SEGMENT
+    """Segments of one document: chunks of at least two paragraphs, filled up to ``max_tokens``
+    with the ``specials`` special tokens."""
+    budget = max_tokens - specials
     chunk: list[tuple[int, list[str]]] = []
     for index, paragraph in enumerate(paragraphs):
         chunk.append(paragraph)
@@ -95,7 +98,7 @@ def pack_document(
             tokens_b = [token for _, tokens in chunk[split:] for token in tokens]
             counts.truncated_segments += trim_pair(tokens_a, tokens_b, budget, rng)
             counts.segments += 1
-            yield Segment(chunk[0][0], tuple(tokens_a), tuple(tokens_b))
+            yield Segment(chunk[0][0], tuple(tokens_a), tuple(tokens_b), specials)
         chunk = []
 
 
@@ -105,10 +108,11 @@ def pack_corpus(
     """The first ``max_segments`` segments of the file (Clark et al. used 1000 of 128 tokens)."""
     rng = random.Random(seed)
     counts = PackingCounts()
+    specials = PairTemplate.of(tokenizer).count
     segments: list[Segment] = []
     for document in read_documents(path):
         paragraphs = [(line, tokens) for line, text in document if (tokens := tokenizer.tokenize(text))]
-        for segment in pack_document(paragraphs, max_tokens, rng, counts):
+        for segment in pack_document(paragraphs, max_tokens, specials, rng, counts):
             segments.append(segment)
             if len(segments) >= max_segments:
                 return segments, counts
@@ -121,17 +125,25 @@ def pack_corpus(
 
 
 def encode_segments(tokenizer: PreTrainedTokenizerBase, segments: Sequence[Segment]) -> EncodedBatch:
-    """``[CLS] a [SEP] b [SEP]`` ids with token types 0/1, right-padded to the longest segment."""
+    """``[CLS] a [SEP] b [SEP]`` ids in the tokenizer's own pair template, with its token types
+    where it has them, right-padded to the longest segment."""
+    template = PairTemplate.of(tokenizer)
     seq_len = max(len(segment) for segment in segments)
     input_ids = torch.full((len(segments), seq_len), tokenizer.pad_token_id, dtype=torch.long)
     token_type_ids = torch.zeros((len(segments), seq_len), dtype=torch.long)
+    second_text = torch.zeros((len(segments), seq_len), dtype=torch.long)
     attention_mask = torch.zeros((len(segments), seq_len), dtype=torch.long)
     for row, segment in enumerate(segments):
-        tokens = [tokenizer.cls_token, *segment.tokens_a, tokenizer.sep_token, *segment.tokens_b, tokenizer.sep_token]
-        input_ids[row, :len(tokens)] = torch.tensor(tokenizer.convert_tokens_to_ids(tokens))
-        token_type_ids[row, len(segment.tokens_a) + 2:len(tokens)] = 1
-        attention_mask[row, :len(tokens)] = 1
-    return EncodedBatch(input_ids, attention_mask, token_type_ids, list(segments))
+        ids_a, ids_b = (tokenizer.convert_tokens_to_ids(list(part)) for part in (segment.tokens_a, segment.tokens_b))
+        ids, types = template.assemble(ids_a, ids_b)
+        input_ids[row, :len(ids)] = torch.tensor(ids)
+        if types is not None:
+            token_type_ids[row, :len(ids)] = torch.tensor(types)
+        start = template.second_start(ids_a)
+        second_text[row, start:start + len(ids_b)] = 1
+        attention_mask[row, :len(ids)] = 1
+    return EncodedBatch(input_ids, attention_mask, token_type_ids if template.token_types is not None else None,
+                        list(segments), second_text)
 
 
 def segment_batches(

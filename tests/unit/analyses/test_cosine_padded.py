@@ -4,21 +4,25 @@ short for the padding."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import torch
+from transformers import BertConfig
 
 from harness.analyses.cosine import CosineSimilarity
 from harness.analyses.cosine_padded import PaddedCosineSimilarity
 from harness.cli import main
-from harness.config import AnalysisConfig
+from harness.config import AnalysisConfig, RunConfig, TaskConfig
 from harness.inputs.batches import AttentionBatch, EncodedBatch
 from harness.inputs.sources import SourceContext
 from harness.inputs.sources.task import KOVALEVA_PADDED_LENGTH
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.results.store import ResultStore
 from harness.run.engine import analyse
-from harness.run.plan import select_analyses
+from harness.run.plan import select_analyses, unsupported
 from harness.views.cosine_padded import PaddedCosineView
+from tasks.errors import InputError
 from tasks.loading import load_examples
 from tasks.registry import get_task
 from tests.conftest import analysis_context, as_checkpoints, tiny_bert, tiny_run_arguments
@@ -74,3 +78,16 @@ def test_the_padded_protocol_runs_only_when_named_and_needs_the_position_embeddi
     assert PaddedCosineSimilarity in select_analyses(["cosine_padded"])
     assert main(tiny_run_arguments(tiny_model_dir, tiny_data, tmp_path, "--analyses", "cosine_padded")) == 2
     assert "pads inputs to 200 tokens" in capsys.readouterr().err  # the tiny model has 128 positions
+
+
+def test_an_analysis_the_model_cannot_run_is_left_out_of_a_default_run_and_an_error_when_named():
+    short, long = BertConfig(max_position_embeddings=128), BertConfig(max_position_embeddings=512)
+    chosen = [CosineSimilarity, PaddedCosineSimilarity]
+    default = RunConfig(TaskConfig(task="rte", model="tiny"))
+    assert unsupported(default, long, chosen) == {}
+    assert unsupported(default, short, chosen) == {
+        "cosine_padded": "tiny: pads inputs to 200 tokens as Kovaleva et al.'s code, but the model has 128 position "
+                         "embeddings"}
+    named = replace(default, analysis=AnalysisConfig(analyses=["cosine", "cosine_padded"]))
+    with pytest.raises(InputError, match="^--analyses cosine_padded: tiny: pads inputs to 200 tokens .*; leave it out$"):
+        unsupported(named, short, chosen)

@@ -52,7 +52,7 @@ def test_trim_pair_cuts_the_longer_part():
     a, b = list("abcdef"), list("xy")
     assert trim_pair(a, b, 5, random.Random(0)) and len(a) == 3 and b == ["x", "y"]
     assert not trim_pair(a, b, 5, random.Random(0))
-    assert len(Segment(1, ("a",), ("b",))) == 5
+    assert len(Segment(1, ("a",), ("b",), 3)) == 5
 
 
 def test_missing_or_useless_corpus_is_one_clear_error(tiny_tokenizer, tmp_path):

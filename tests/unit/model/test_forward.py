@@ -20,8 +20,10 @@ from harness.model.forward import (
     encoder_layers,
     first_intervened_layers,
     forward,
+    head_projections,
     use_harness_attention,
 )
+from harness.model.projections import HeadProjections
 from tasks.errors import InputError
 from tasks.examples import Example
 from tests.conftest import stream, tiny_bert
@@ -232,9 +234,13 @@ def test_value_norms_ride_on_a_gradient_pass_without_entering_its_graph(model, t
     assert torch.allclose(out.value_norms, direct_value_norms(model, encoded), rtol=1e-4, atol=1e-5)
 
 
-def test_value_norms_of_an_architecture_without_a_bert_output_projection_are_a_clear_error(tiny_tokenizer):
+def test_the_projections_are_found_by_what_they_do_whatever_their_names(tiny_tokenizer):
     model = use_harness_attention(DistilBertForSequenceClassification(
-        DistilBertConfig(vocab_size=30, n_layers=1, n_heads=2, dim=16, hidden_dim=16)).eval())
+        DistilBertConfig(vocab_size=30, n_layers=2, n_heads=2, dim=16, hidden_dim=16)).eval())
     encoded = encode_examples(tiny_tokenizer, PAIRS, max_length=32, pair=True)
-    with pytest.raises(InputError, match="DistilBertForSequenceClassification has no BERT-style attention output"):
-        forward(model, encoded, capture=Capture(value_norms=True))
+    found = head_projections(model, encoded)
+    layers = model.distilbert.transformer.layer
+    assert found == {layer.attention: HeadProjections(layer.attention.out_lin) for layer in layers}
+    bert = use_harness_attention(tiny_bert(0))
+    assert head_projections(bert, encoded) == {layer.attention.self: HeadProjections(layer.attention.output.dense)
+                                               for layer in bert.bert.encoder.layer}

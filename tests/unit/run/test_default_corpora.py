@@ -18,8 +18,8 @@ import harness.config
 from harness.cli import build_parser, configs_from, main
 from harness.config import AnalysisConfig
 from harness.results.store import FileHashes
-from harness.study.runner import aggregate, plan_study
 from harness.run.plan import Downloads, leave_out, select_analyses, settings_identity, with_default_data
+from harness.study.runner import aggregate, plan_study
 from tests.conftest import SHARED_DATA, mirror_shared_corpora, tiny_run_arguments
 
 UD_READERS, LITBANK_READERS = ("syntax", "features", "probes"), ("coreference",)

@@ -13,7 +13,10 @@ from harness.views.style import (
     draw_side_by_side_grids,
     figure_problems,
     layout_problems,
+    model_tokens,
+    own_tokens,
     plt,
+    save,
     titled_pairs,
     wording_problems,
 )
@@ -81,3 +84,17 @@ def test_head_grids_get_a_centred_difference_panel(tmp_path, caplog, monkeypatch
     assert images[2].norm.vmin == pytest.approx(-0.01) and images[2].norm.vmax == pytest.approx(0.01)
     assert (tmp_path / "grid.pdf").is_file() and caplog.records == []
     plt.close(figure)
+
+
+def test_figures_and_tables_name_the_models_own_special_tokens(tmp_path):
+    figure, axes = plt.subplots()
+    axes.set_title("attention to [CLS] and [SEP]")
+    axes.set_xticks([0, 1], ["[CLS]", "[SEP]"])
+    with model_tokens({"[CLS]": "<s>", "[SEP]": "</s>"}):
+        assert own_tokens("| [SEP] | 0.5 |", markdown=True) == "| `</s>` | 0.5 |"
+        save(figure, tmp_path / "tokens.png")
+    assert axes.get_title() == "attention to <s> and </s>"
+    assert [label.get_text() for label in axes.get_xticklabels()] == ["<s>", "</s>"]
+    assert own_tokens("[CLS]") == "[CLS]"  # outside a run's drawing: the role names
+    with model_tokens({"[CLS]": "[CLS]", "[SEP]": "[SEP]"}):
+        assert own_tokens("| [SEP] |", markdown=True) == "| [SEP] |"  # BERT's own: unchanged

@@ -1,0 +1,37 @@
+"""A default ``harness run`` on every encoder architecture (tiny random checkpoints, tokenizers
+built offline): every default analysis runs, nothing is skipped, and the figures and tables
+name the model's own special tokens."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from harness.cli import main
+from harness.run.plan import select_analyses
+from tests.conftest import tiny_run_arguments
+from tests.unit.model.architectures import (  # noqa: F401 (architecture, architecture_dir: fixtures)
+    architecture,
+    architecture_dir,
+)
+
+pytestmark = pytest.mark.slow  # a whole tiny run per architecture
+
+
+def test_a_default_run_analyses_and_draws_every_architecture(architecture_dir, tiny_data, tmp_path, capsys):
+    assert main(tiny_run_arguments(architecture_dir, tiny_data, tmp_path, "--ablation", "on")) == 0
+    out = capsys.readouterr().out
+    assert not [line for line in out.splitlines() if line.startswith("skipped ")]
+    (summary_path,) = (tmp_path / "out").glob("*/summary.json")
+    summary = json.loads(summary_path.read_text())
+    assert set(summary["analyses"]) == {analysis.name for analysis in select_analyses(None, ablation=True)}
+    assert summary["run"]["skipped"] == {}
+    figures = summary_path.parent / "figures"
+    assert len(list(figures.glob("*.png"))) > 10
+    cls, sep = summary["run"]["special_tokens"]["[CLS]"], summary["run"]["special_tokens"]["[SEP]"]
+    shown = {token: token if token.startswith("[") else f"`{token}`" for token in (cls, sep)}  # <s> as code
+    sinks = (figures / "sinks_by_layer.md").read_text()
+    assert f"| {shown[cls]} |" in sinks and f"| {shown[sep]} |" in sinks
+    tables = "".join(path.read_text() for path in figures.glob("*.md"))
+    assert cls == "[CLS]" or ("[CLS]" not in tables and "[SEP]" not in tables)
