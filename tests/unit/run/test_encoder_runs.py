@@ -1,6 +1,6 @@
 """A default ``harness run`` on every encoder architecture (tiny random checkpoints, tokenizers
-built offline): every default analysis runs, nothing is skipped, and the figures and tables
-name the model's own special tokens."""
+built offline): every default analysis runs (the ablation too), nothing is skipped, the figures
+and tables name the model's own special tokens, and ``harness report`` shows the run."""
 
 from __future__ import annotations
 
@@ -35,3 +35,6 @@ def test_a_default_run_analyses_and_draws_every_architecture(architecture_dir, t
     assert f"| {shown[cls]} |" in sinks and f"| {shown[sep]} |" in sinks
     tables = "".join(path.read_text() for path in figures.glob("*.md"))
     assert cls == "[CLS]" or ("[CLS]" not in tables and "[SEP]" not in tables)
+    page = tmp_path / "report" / "index.html"
+    assert main(["report", "--output-dir", str(tmp_path / "out"), "--out", str(page)]) == 0
+    assert f"{summary['run']['num_layers']} x {summary['run']['num_heads']}" in page.read_text()
