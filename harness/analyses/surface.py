@@ -49,31 +49,37 @@ CLARK_BERT_BASE = {
 }
 
 
+def spellings(tokenizer: PreTrainedTokenizerBase, mark: str) -> tuple[int, ...]:
+    """The ids of every token that is ``mark`` alone, however the tokenizer writes it: attached to
+    a word (``.``) or after a space (RoBERTa's ``Ġ.``); none where it is unknown."""
+    found = {token_id for text in (mark, f"a {mark}", f"a{mark}")
+             for token_id in tokenizer(text, add_special_tokens=False)["input_ids"]
+             if token_id != tokenizer.unk_token_id and tokenizer.decode([token_id]).strip() == mark}
+    return tuple(sorted(found))
+
+
 @dataclass(frozen=True)
 class SpecialIds:
-    """Vocabulary ids of the tokens Clark tracks; None when the vocabulary lacks one."""
+    """Vocabulary ids of the tokens Clark tracks, by role: the tokenizer's own [CLS] and [SEP]
+    (RoBERTa's ``<s>``, ``</s>``), and every spelling of ``"."`` and ``","`` (none when unknown)."""
 
     cls: int | None
     sep: int | None
-    period: int | None
-    comma: int | None
+    period: tuple[int, ...]
+    comma: tuple[int, ...]
 
     @classmethod
     def of(cls, tokenizer: PreTrainedTokenizerBase) -> SpecialIds:
-        """The ids in ``tokenizer``'s vocabulary; ``"."`` and ``","`` are None when they map to the unknown token."""
-        def known(token: str) -> int | None:
-            token_id = tokenizer.convert_tokens_to_ids(token)
-            return None if token_id == tokenizer.unk_token_id else token_id
-
-        return cls(tokenizer.cls_token_id, tokenizer.sep_token_id, known("."), known(","))
+        return cls(tokenizer.cls_token_id, tokenizer.sep_token_id, spellings(tokenizer, "."), spellings(tokenizer, ","))
 
 
 def token_masks(input_ids: torch.Tensor, lengths: torch.Tensor, ids: SpecialIds) -> dict[str, torch.Tensor]:
     """Float masks (batch, seq): real tokens, and each tracked token type among them."""
     real = real_tokens(lengths, input_ids.shape[1])
 
-    def where(token_id: int | None) -> torch.Tensor:
-        return (input_ids == token_id) & real if token_id is not None else torch.zeros_like(real)
+    def where(token_ids: int | tuple[int, ...] | None) -> torch.Tensor:
+        wanted = (token_ids,) if isinstance(token_ids, int) else token_ids or ()
+        return torch.isin(input_ids, torch.tensor(wanted, dtype=input_ids.dtype, device=input_ids.device)) & real
 
     masks = {"real": real, "cls": where(ids.cls), "sep": where(ids.sep),
              "period": where(ids.period), "comma": where(ids.comma)}

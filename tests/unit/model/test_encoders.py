@@ -9,12 +9,23 @@ import copy
 
 import pytest
 import torch
+from transformers import GPT2Config, GPT2LMHeadModel, T5Config
 
+from harness.analyses.surface import SpecialIds, token_masks
+from harness.cli import main
 from harness.inputs.encoding import encode_examples
 from harness.model.forward import Capture, Interventions, forward, forward_variants, head_projections
-from harness.model.loading import load_sequence_classifier, load_tokenizer, prepare
+from harness.model.loading import (
+    check_encoder,
+    load_sequence_classifier,
+    load_tokenizer,
+    prepare,
+    training_attention,
+)
+from tasks.errors import InputError
 from tasks.examples import Example
 from tasks.registry import get_task
+from tests.conftest import tiny_run_arguments
 from tests.unit.model.architectures import (  # noqa: F401 (architecture, architecture_dir: fixtures)
     architecture,
     architecture_dir,
@@ -143,3 +154,38 @@ def test_attention_gradients_flow_through_the_hook_and_the_shared_layer(loaded):
     assert out.attention_grads.shape == out.attentions.shape and out.attention_grads.abs().sum() > 0
     assert out.gate_grads.shape == (3, model.config.num_hidden_layers, model.config.num_attention_heads)
     assert (out.gate_grads != 0).any(dim=-1).all()  # every layer's gates, the shared ALBERT layer's too
+
+
+def test_special_tokens_and_punctuation_are_found_by_role_however_the_tokenizer_spells_them(loaded):
+    _, _, tokenizer = loaded
+    ids = SpecialIds.of(tokenizer)
+    encoded = encode_examples(tokenizer, [Example("1", "the cat sat , the dog ran .", "he sat .", 0)],
+                              max_length=64, pair=True)
+    masks = token_masks(encoded.input_ids, encoded.lengths, ids)
+    tokens = tokenizer.convert_ids_to_tokens(encoded.input_ids[0].tolist())
+    assert masks["cls"][0].nonzero().flatten().tolist() == [0] and tokens[0] == tokenizer.cls_token
+    assert tokens[int(masks["sep"][0].nonzero()[-1])] == tokenizer.sep_token
+    assert masks["period"][0].sum() == 2 and masks["comma"][0].sum() == 1  # "Ġ." and "." alike
+
+
+def test_sdpa_training_falls_back_to_eager_only_where_the_family_has_no_sdpa(architecture, architecture_dir):
+    expected = "eager" if architecture == "deberta-v2" else "sdpa"
+    assert training_attention(str(architecture_dir), "sdpa") == expected
+    assert training_attention(str(architecture_dir), "eager") == "eager"
+
+
+@pytest.mark.parametrize("config", [GPT2Config(), T5Config()], ids=["decoder-only", "encoder-decoder"])
+def test_a_model_that_is_not_an_encoder_is_one_line(config):
+    with pytest.raises(InputError, match=f"^--model m: a {config.model_type} model is an? (decoder-only model|"
+                                         "encoder-decoder); the harness analyses bidirectional encoders"):
+        check_encoder("m", config)
+
+
+def test_a_decoder_only_model_is_refused_in_one_line_before_any_work(tiny_data, tmp_path, capsys):
+    folder = tmp_path / "gpt2"
+    GPT2LMHeadModel(GPT2Config(n_layer=1, n_head=2, n_embd=8, vocab_size=30)).save_pretrained(folder)
+    capsys.readouterr()  # the saving's progress bar
+    assert main(tiny_run_arguments(folder, tiny_data, tmp_path)) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: --model {folder}: a gpt2 model is a decoder-only model")
+    assert not (tmp_path / "cache").exists() and not (tmp_path / "out").exists()
