@@ -20,9 +20,10 @@ from harness.analyses import (
                               probes,
                               sinks,
                               surface,
+                              vig,
 )
 from harness.analyses.base import ANALYSES, Analysis, AnalysisContext, register_analysis
 
 __all__ = ["ANALYSES", "ablation", "Analysis", "AnalysisContext", "clustering", "coreference", "cosine", "cosine_padded",
            "dependency", "evaluation", "examples", "features", "features_task", "gradients", "patterns",
-           "probes", "register_analysis", "sinks", "surface"]
+           "probes", "register_analysis", "sinks", "surface", "vig"]

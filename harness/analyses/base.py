@@ -164,4 +164,3 @@ def best_head(grid: torch.Tensor) -> dict[str, Any]:
     flat = int(grid.argmax())
     *leading, layer, head = (int(p) for p in torch.unravel_index(torch.tensor(flat), grid.shape))
     return {"layer": layer + 1, "head": head + 1, "value": float(grid.flatten()[flat]), "leading": leading}
-

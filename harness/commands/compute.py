@@ -39,6 +39,7 @@ def run(config: RunConfig) -> None:
         print("  ablation (head disabling, importance, pruning) is off on the CPU: `harness ablate` with "
               "the same flags runs it on the stored checkpoint (minutes), or pass --ablation on")
     print_mlflow_page(config.environment.tracking_uri, finished.page)
+    print(f"  MLflow, pre-trained and fine-tuned side by side: http://127.0.0.1:5000/{finished.compare}")
     print_wall_time(finished.phases, start)
 
 
@@ -66,13 +67,14 @@ def study(settings: StudyConfig, configs: list[RunConfig]) -> bool:
             print(line)
     tasks = list(dict.fromkeys(run.config.task.task for run in plan.runs))
     print(f"study {plan.name}: {len(plan.runs)} runs ({', '.join(tasks)}; {settings.seeds} seeds each)")
-    aggregated, files, page = run_study(plan)
+    aggregated, files, page, compare = run_study(plan)
     print(f"done: {plan.folder / 'study.json'} ({len(files)} figures and tables in {plan.folder / 'figures'})")
     for finding in aggregated["findings"].values():
         print(f"  {finding['text']}")
     for label, error in aggregated["failed"].items():
         print(f"  failed: {label}: {error} (the same command again retries it)")
     print_mlflow_page(configs[0].environment.tracking_uri, page)
+    print(f"  MLflow, every (task, seed) side by side: http://127.0.0.1:5000/{compare}")
     print(f"  wall time: {time.perf_counter() - start:.1f} s")
     return not aggregated["failed"]
 
@@ -86,8 +88,6 @@ def print_wall_time(phases: dict[str, float], start: float) -> None:
     """The seconds of each phase and of the whole command since ``start``."""
     print("  wall time: " + ", ".join(f"{phase} {seconds:.1f} s" for phase, seconds in phases.items())
           + f"; total {time.perf_counter() - start:.1f} s")
-
-
 
 
 def ablate(config: RunConfig) -> None:
@@ -123,8 +123,6 @@ def finetune(config: RunConfig) -> None:
         print(f"  {line}")
 
 
-
-
 def figures(config: RunConfig, settings: FiguresConfig) -> None:
     """The figures of the run these flags name (found by planning it), drawn again."""
     redraw_folder(replace(settings, run_folder=find_run(config)))
@@ -133,4 +131,3 @@ def figures(config: RunConfig, settings: FiguresConfig) -> None:
 def annotate(config: RunConfig, annotation: AnnotationConfig) -> None:
     """``harness annotate``: a labelling pool of attention maps, or its labels recorded."""
     print(annotate_pool(config, annotation))
-

@@ -34,4 +34,3 @@ def report(settings: ReportConfig, environment: EnvironmentConfig) -> None:
     """One static HTML page of the stored study (or runs), with its figures copied beside it."""
     page, figures = build_report(settings, environment)
     print(f"report: {page} ({figures} figures in {page.parent / 'figures'}; open it in a browser, no server needed)")
-

@@ -286,18 +286,19 @@ def study_settings(study: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def findings(found: dict[str, Any]) -> dict[str, Any] | None:
-    """Each finding's sentence, then on how many seeds of each task it holds (None when there is none)."""
+    """Each finding once, as a row: the claim, on how many tasks it holds on every seed, and on how
+    many seeds of each task it holds (None when there is none)."""
     if not found:
         return None
     tasks = list(dict.fromkeys(task for finding in found.values() for task in finding["per_task"]))
-    rows = [(finding["claim"], [support(finding["per_task"].get(task)) for task in tasks])
-            for finding in found.values()]
-    return {"texts": [finding["text"] for finding in found.values()], "tasks": tasks, "rows": rows}
+    rows = [(finding["claim"], f"{finding['tasks_every_seed']} of {finding['tasks']}",
+             [support(finding["per_task"].get(task)) for task in tasks]) for finding in found.values()]
+    return {"tasks": tasks, "rows": rows}
 
 
 def support(cell: dict[str, Any] | None) -> str:
-    """On how many of a task's seeds a finding holds: ``holds/seeds``, or ``-``."""
-    return f"{cell['holds']}/{cell['seeds']}" if cell else "-"
+    """On how many of a task's seeds a finding holds: ``holds of seeds``, or ``-``."""
+    return f"{cell['holds']} of {cell['seeds']}" if cell else "-"
 
 
 def markdown_files(paths: list[Path], titled: bool) -> list[dict[str, Any]]:

@@ -48,7 +48,8 @@ from harness.results.summary import flatten, stored_summary
 from harness.run.engine import analyse
 from harness.run.plan import RunPlan, plan_run, run_device
 from harness.run.provenance import code_version, model_provenance
-from harness.run.tracking import SKIPPED_TAG, Tracker, training_curve
+from harness.run.tracking import CHECKPOINT_TAG, PARENT_TAG, SKIPPED_TAG, Tracker, training_curve
+from harness.views.style import checkpoint_title
 from harness.views.summary import headline_names, summary_metrics
 from tasks.errors import InputError
 from tasks.files import DiskFull
@@ -56,28 +57,6 @@ from tasks.files import DiskFull
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 CHECKPOINT_ARTIFACT = "checkpoint"  # the fine-tuned model in MLflow (weights, config with label names, tokenizer)
 HEADLINE = "headline"  # MLflow's charts group metrics by the prefix before "/": the short list is one section
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
-
 
 
 def load_checkpoints(plan: RunPlan, tuned: FineTuneResult,
@@ -172,12 +151,14 @@ def task_identity(plan: RunPlan, dev_sample: list) -> dict[str, Any]:
 @dataclass
 class Finished:
     """A finished run: its folder, the summary written there, the wall seconds of each phase
-    (fine-tuning, each source streamed, the rest) and the MLflow run's page (`Tracker.page`)."""
+    (fine-tuning, each source streamed, the rest), the MLflow run's page (`Tracker.page`) and the
+    compare view of its checkpoints' child runs (`Tracker.compare_page`)."""
 
     run_dir: Path
     summary: dict[str, Any]
     phases: dict[str, float]
     page: str
+    compare: str
 
 
 def run(config: RunConfig, tags: dict[str, str] | None = None) -> Finished:
@@ -203,7 +184,7 @@ def run_planned(plan: RunPlan, tags: dict[str, str] | None = None) -> Finished:
                           {"task": config.task.task, "model": config.task.model, "seed": str(config.finetune.seed),
                            **(tags or {})})
         try:
-            summary, phases = analyse_and_log(plan, tokenizer, tracker)
+            summary, phases, children = analyse_and_log(plan, tokenizer, tracker)
         except KeyboardInterrupt:
             end_run(tracker, "KILLED")
             raise
@@ -211,7 +192,7 @@ def run_planned(plan: RunPlan, tags: dict[str, str] | None = None) -> Finished:
             end_run(tracker, "FAILED")
             raise
         tracker.finish()
-    return Finished(plan.run_dir, summary, phases, tracker.page())
+    return Finished(plan.run_dir, summary, phases, tracker.page(), tracker.compare_page(children))
 
 
 def end_run(tracker: Tracker, status: str) -> None:
@@ -224,9 +205,10 @@ def end_run(tracker: Tracker, status: str) -> None:
 
 
 def analyse_and_log(plan: RunPlan, tokenizer: PreTrainedTokenizerBase,
-                    tracker: Tracker) -> tuple[dict[str, Any], dict[str, float]]:
+                    tracker: Tracker) -> tuple[dict[str, Any], dict[str, float], list[str]]:
     """Fine-tune (or reuse), analyse both checkpoints, write summary.json and figures, log to
-    MLflow; returns the summary and the seconds of each phase."""
+    MLflow (the run, and a child run per checkpoint); returns the summary, the seconds of each
+    phase and the checkpoints' child run ids."""
     config = plan.config
     start = time.perf_counter()
     tuned = finetune(config, plan.data)
@@ -250,7 +232,8 @@ def analyse_and_log(plan: RunPlan, tokenizer: PreTrainedTokenizerBase,
     start = time.perf_counter()
     figures = redraw(summary, plan.run_dir / "figures")
     log_run(tracker, plan, tuned, summary, summary_path, figures, timings)
-    return summary, {**phases, **timings, "figures and MLflow": time.perf_counter() - start}
+    children = log_checkpoint_runs(tracker, plan, summary)
+    return summary, {**phases, **timings, "figures and MLflow": time.perf_counter() - start}, children
 
 
 def source_context(plan: RunPlan, tokenizer: PreTrainedTokenizerBase) -> SourceContext:
@@ -282,7 +265,8 @@ def dev_evaluation(plan: RunPlan, tuned: FineTuneResult, baselines: dict[str, Fi
 def log_run(tracker: Tracker, plan: RunPlan, tuned: FineTuneResult, summary: dict[str, Any], summary_path: Path,
             figures: list[Path], timings: dict[str, float]) -> None:
     """The run's MLflow record: params (flags, data, code and model provenance), the training curve,
-    every metric of the summary and its headline, and the summary, figures and checkpoint as artifacts."""
+    every metric of the summary and its headline, and the summary and figures as artifacts (the
+    fine-tuned checkpoint too with ``--log-checkpoint``: it is in the checkpoint cache anyway)."""
     described = summary["run"]
     tracker.log_params({**flatten("", plan.config), **flatten("data", plan.data.identity), **code_version(),
                         **model_provenance(plan.config.task.model),
@@ -300,11 +284,43 @@ def log_run(tracker: Tracker, plan: RunPlan, tuned: FineTuneResult, summary: dic
     tracker.log_artifact(summary_path)
     for figure in figures:
         tracker.log_artifact(figure, "figures")
-    tracker.log_folder_once(tuned.checkpoint_dir, CHECKPOINT_ARTIFACT)
+    if plan.config.environment.log_checkpoint:
+        tracker.log_folder_once(tuned.checkpoint_dir, CHECKPOINT_ARTIFACT)
 
 
+def checkpoint_metrics(metrics: dict[str, float], checkpoint: str, checkpoints: list[str]) -> dict[str, float]:
+    """One checkpoint's metrics under names without it (``dev_accuracy_pretrained`` ->
+    ``dev_accuracy``): the same names for every checkpoint and every task, so MLflow's compare
+    view sets them side by side. A metric naming another of ``checkpoints`` too is a pair's."""
+    found = {}
+    for name, value in metrics.items():
+        parts = name.split("_")
+        if checkpoint in parts and not set(parts) & (set(checkpoints) - {checkpoint}):
+            parts.remove(checkpoint)
+            found["_".join(parts)] = value
+    return found
 
 
-
-
-
+def log_checkpoint_runs(tracker: Tracker, plan: RunPlan, summary: dict[str, Any]) -> list[str]:
+    """A child run per compared checkpoint under the run's MLflow run, with that checkpoint's
+    metrics (`checkpoint_metrics`, its headline ones under ``headline/`` too) and identity;
+    returns their run ids, pre-trained first."""
+    metrics = summary_metrics(summary)
+    headline = set(headline_names(summary, metrics))
+    described, config = summary["run"], plan.config
+    ids = []
+    for checkpoint in (PRETRAINED, FINETUNED):
+        child = Tracker(config.environment.tracking_uri, f"{plan.key}-{checkpoint}",
+                        f"{plan.run_dir.name} {checkpoint_title(checkpoint)}",
+                        {PARENT_TAG: tracker.run_id, CHECKPOINT_TAG: checkpoint, "task": config.task.task,
+                         "model": config.task.model, "seed": str(config.finetune.seed)})
+        own = checkpoint_metrics(metrics, checkpoint, list(described["checkpoints"]))
+        own_headline = {name: own[name] for name in checkpoint_metrics(dict.fromkeys(headline, 0.0), checkpoint,
+                                                                        list(described["checkpoints"]))}
+        child.log_params({"checkpoint": checkpoint, "task": config.task.task, "model": config.task.model,
+                          **flatten("identity", described["checkpoints"][checkpoint])})
+        child.log_metrics([(name, value, 0) for name, value in own.items()]
+                          + [(f"{HEADLINE}/{name}", value, 0) for name, value in own_headline.items()])
+        child.finish()
+        ids.append(child.run_id)
+    return ids

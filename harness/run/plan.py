@@ -262,4 +262,3 @@ def find_run(config: RunConfig) -> Path:
         hint = f"; runs with other settings: {', '.join(others)} (pass the flags they were run with)" if others else ""
         raise InputError(f"{plan.run_dir / SUMMARY} not found: run `harness run` with these flags first{hint}")
     return plan.run_dir
-

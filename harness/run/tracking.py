@@ -8,10 +8,12 @@ The default store is ``sqlite:///mlruns/mlflow.db`` with artifacts under ``mlrun
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
+from urllib.parse import quote
 
 from mlflow.entities import Metric, Param, Run
 from mlflow.tracking import MlflowClient
@@ -27,6 +29,9 @@ EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
 RUN_KEY_TAG = "harness.run_key"
 RETRY_TAG = "harness.retry_of"
 SKIPPED_TAG = "harness.analyses_skipped"  # the analyses the last invocation left out for want of data
+PARENT_TAG = "mlflow.parentRunId"  # MLflow's UI nests a run under the run this tag names
+CHECKPOINT_TAG = "harness.checkpoint"  # a checkpoint's child run under its harness run
+HARNESS_RUNS = f"tags.`{CHECKPOINT_TAG}` IS NULL"  # a search filter: runs and studies, not their checkpoints
 BATCH_METRICS = 1000  # MLflow's limit per log_batch
 RETRY_PAUSES = (0.5, 1, 2, 4, 8, 15, 30, None)
 Result = TypeVar("Result")
@@ -83,8 +88,6 @@ def _experiment_id(client: MlflowClient, artifacts: str | None) -> str:
     if experiment.tags.get(EXPERIMENT_KIND[0]) != EXPERIMENT_KIND[1]:  # a store made by an earlier version
         client.set_experiment_tag(experiment.experiment_id, *EXPERIMENT_KIND)
     return experiment.experiment_id
-
-
 
 
 def runs_of(uri: str, run_key: str) -> tuple[MlflowClient, str, list[Run]]:
@@ -190,6 +193,19 @@ class Tracker:
         3's UI opens an experiment in its GenAI view (traces, "Evaluation runs") by default,
         whatever the experiment's kind says."""
         return f"#/experiments/{self.experiment_id}/runs/{self.run_id}?workflowType=machine_learning"
+
+    def children(self) -> list[str]:
+        """The ids of the finished runs nested under this one (a study's (task, seed) runs), oldest first."""
+        runs = retrying(lambda: self.client.search_runs(
+            [self.experiment_id], f"tags.`{PARENT_TAG}` = '{self.run_id}' and attributes.status = 'FINISHED'",
+            order_by=["attributes.start_time ASC"]))
+        return [run.info.run_id for run in runs]
+
+    def compare_page(self, run_ids: list[str]) -> str:
+        """The UI's compare view of ``run_ids`` of this experiment (params and metrics side by
+        side, charts of each metric over the runs), in the model-training view."""
+        runs, experiments = (quote(json.dumps(ids, separators=(",", ":"))) for ids in (run_ids, [self.experiment_id]))
+        return f"#/compare-runs?runs={runs}&experiments={experiments}&workflowType=machine_learning"
 
     def finish(self, status: str = "FINISHED") -> None:
         """End the run as ``status`` (FINISHED, FAILED or KILLED), keeping a finished run finished."""

@@ -53,11 +53,10 @@ def support(claim: str, holds: dict[str, list[bool]]) -> dict[str, Any]:
     """A finding with the seeds it holds for on each task: ``{task: [holds per seed]}``."""
     per_task = {task: {"holds": sum(map(bool, values)), "seeds": len(values)} for task, values in holds.items()}
     everywhere = [task for task, counts in per_task.items() if counts["holds"] == counts["seeds"]]
-    seed_counts = {counts["seeds"] for counts in per_task.values()}
-    seed_words = f"{max(seed_counts)}/{max(seed_counts)} seeds" if len(seed_counts) == 1 else "every seed"
-    detail = ", ".join(f"{task} {c['holds']}/{c['seeds']}" for task, c in per_task.items())
+    detail = ", ".join(f"{task} {c['holds']} of {c['seeds']}" for task, c in per_task.items())
     return {"claim": claim, "per_task": per_task, "tasks_every_seed": len(everywhere), "tasks": len(per_task),
-            "text": f"{claim}: {seed_words} on {len(everywhere)}/{len(per_task)} tasks (per task: {detail})"}
+            "text": f"{claim}: holds on every seed of {len(everywhere)} of {len(per_task)} tasks "
+                    f"(seeds where it holds: {detail})"}
 
 
 def claim_findings(view: type[View], by_task: Summaries) -> dict[str, Any]:

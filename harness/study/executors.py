@@ -132,4 +132,3 @@ def run_on_ray(jobs: list[Job], settings: StudyConfig, bar: tqdm) -> dict[str, s
     finally:
         ray.shutdown()
     return failures
-

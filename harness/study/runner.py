@@ -27,14 +27,12 @@ from harness.results.locking import exclusive
 from harness.results.store import key_of, write_json
 from harness.results.summary import STUDIES, SUMMARY, flatten, stored_summary
 from harness.run.plan import Downloads, RunPlan, plan_run
-from harness.run.tracking import Tracker, is_finished
+from harness.run.tracking import PARENT_TAG, Tracker, is_finished
 from harness.study.aggregate import findings, task_aggregate
 from harness.study.executors import Job, run_inline, run_on_ray
 from tasks.errors import InputError
 from tasks.glue_tsv import split_path
 from tasks.registry import get_task
-
-PARENT_TAG = "mlflow.parentRunId"  # MLflow's UI nests a run under the run this tag names
 
 
 @dataclass
@@ -129,9 +127,10 @@ def run_all(plan: StudyPlan, child_tags: dict[str, str]) -> dict[str, str]:
     return {**plan.failed, **ran}
 
 
-def study(plan: StudyPlan) -> tuple[dict[str, Any], list[Path], str]:
+def study(plan: StudyPlan) -> tuple[dict[str, Any], list[Path], str, str]:
     """Run the study (see the module's docstring); returns the aggregate written to
-    ``study.json``, the figure and table files and the parent MLflow run's page.
+    ``study.json``, the figure and table files, the parent MLflow run's page and the compare
+    view of its (task, seed) runs.
 
     A second identical study started meanwhile waits on the study's lock and then finds every
     run done; the parent run ends KILLED on Ctrl-C or SIGTERM, FAILED when a (task, seed)
@@ -154,7 +153,7 @@ def study(plan: StudyPlan) -> tuple[dict[str, Any], list[Path], str]:
             parent.finish("FAILED")
             raise
         parent.finish("FAILED" if failures else "FINISHED")
-    return aggregated, files, parent.page()
+    return aggregated, files, parent.page(), parent.compare_page(parent.children())
 
 
 def aggregate(plan: StudyPlan, failures: dict[str, str]) -> dict[str, Any]:

@@ -158,7 +158,6 @@ class AblationView(View):
         return {"ablation_by_task": metric_table(study, names)} if names else {}
 
 
-
 def draw_head_deltas(result: dict[str, Any], run: dict[str, Any], checkpoint: str, path: Path) -> Path:
     """Layers x heads heatmaps of the single-head deltas (percentage points) per mode, on one
     diverging scale centred on 0; heads significant after Holm's correction are boxed."""

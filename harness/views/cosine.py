@@ -155,4 +155,3 @@ class CosineView(View):
             return []
         return [draw_cosine_heads(study, out_dir / "cosine_per_head_by_task.png"),
                 draw_cosine_layers(study, out_dir / "cosine_per_layer_by_task.png")]
-

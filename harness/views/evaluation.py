@@ -122,7 +122,6 @@ class EvaluationView(View):
         return {"dev_scores_by_task": dev_table(study)} if study["tasks"] else {}
 
 
-
 def learning_warning(entry: Entry) -> str | None:
     """One line when a compared checkpoint is not clearly above the majority class (or the
     frozen-encoder baseline), else None."""

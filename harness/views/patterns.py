@@ -113,7 +113,6 @@ class PatternsView(View):
         return [draw_pattern_shares(study, out_dir / "pattern_shares_by_task.png")]
 
 
-
 def draw_proportions(proportions: dict[str, dict[str, float]], corrected: dict[str, dict[str, list[float]]],
                      path: Path, *, title: str) -> Path:
     """Grouped bars: per class, the share of maps of each checkpoint (like the paper's Figure 2);

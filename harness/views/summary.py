@@ -35,4 +35,3 @@ def changes(metrics: list[tuple[str, float]]) -> list[tuple[str, float]]:
 def printed_lines(summary: dict[str, Any]) -> list[str]:
     """What each analysis of the run says in the terminal (`View.printed`), in analysis order."""
     return [line for view, entry in current_entries(summary).values() for line in view.printed(entry)]
-

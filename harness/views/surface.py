@@ -118,7 +118,6 @@ class SurfaceView(View):
         return [draw_special_tokens(study, out_dir / "special_tokens_by_task.png")]
 
 
-
 def head_list(names: list[tuple[int, int]]) -> str:
     """``3-1, 4-2``: 1-indexed (layer, head) pairs, or ``none``."""
     return ", ".join(f"{layer}-{head}" for layer, head in names) or "none"

@@ -13,7 +13,7 @@ import pytest
 import requests
 from mlflow.tracking import MlflowClient
 
-from harness.run.tracking import EXPERIMENT
+from harness.run.tracking import EXPERIMENT, HARNESS_RUNS
 from tests.integration.test_study_processes import study_argv
 from tests.integration.warm_harness import REPOSITORY
 
@@ -60,7 +60,7 @@ def test_a_study_on_ray_logs_every_run_to_the_tracking_server(mlflow_server, tin
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     client = MlflowClient(tracking_uri=mlflow_server)
     experiment = client.get_experiment_by_name(EXPERIMENT)
-    runs = client.search_runs([experiment.experiment_id])
+    runs = client.search_runs([experiment.experiment_id], HARNESS_RUNS)
     (parent,) = [run for run in runs if run.data.tags.get("harness.kind") == "study"]
     children = [run for run in runs if run is not parent]
     assert parent.info.status == "FINISHED" and "rte/dev_accuracy_finetuned" in parent.data.metrics

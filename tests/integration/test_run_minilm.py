@@ -11,6 +11,7 @@ from harness.inputs.sampling import sample
 from harness.model.forward import forward
 from harness.model.loading import load_finetuned, load_tokenizer, prepare
 from harness.results.store import read_json
+from harness.run.tracking import HARNESS_RUNS
 from harness.views.evaluation import dev_metrics
 from tasks.loading import load_examples
 from tasks.registry import get_task
@@ -57,7 +58,7 @@ def test_mlflow_parent_run_holds_params_curves_metrics_and_artifacts(finished_ru
     root, _, run_dir = finished_run
     client = MlflowClient(tracking_uri=f"sqlite:///{root}/mlflow.db")
     experiment = client.get_experiment_by_name("attention-shift")
-    (run,) = client.search_runs([experiment.experiment_id])
+    (run,) = client.search_runs([experiment.experiment_id], HARNESS_RUNS)
     assert run.info.run_name == run_dir.name and run.info.status == "FINISHED"
     assert run.data.params["finetune.max_train_examples"] == "96"
     # the minilm preset named, its epochs and learning rate overridden by the flags
@@ -80,7 +81,7 @@ def test_second_run_reuses_checkpoint_and_results_and_rewrites_nothing_stored(fi
     assert read_json(run_dir / "summary.json") == before
     client = MlflowClient(tracking_uri=f"sqlite:///{root}/mlflow.db")
     experiment = client.get_experiment_by_name("attention-shift")
-    assert len(client.search_runs([experiment.experiment_id])) == 1
+    assert len(client.search_runs([experiment.experiment_id], HARNESS_RUNS)) == 1
 
 
 def test_figures_command_redraws_from_the_stored_summary(finished_run):

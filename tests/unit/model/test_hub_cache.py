@@ -23,6 +23,7 @@ from mlflow.tracking import MlflowClient
 from transformers import AutoModel, AutoTokenizer
 
 from harness.results.store import key_of, read_json
+from harness.run.tracking import HARNESS_RUNS
 from tasks.hub import HUB_DATASET
 from tests.conftest import TINY_VOCAB, snapshot, tiny_bert, tiny_run_arguments
 from tests.unit.hub_cache_helpers import folder_files, glue_hub_files, hub_environment, write_hub_snapshot
@@ -73,7 +74,7 @@ def hub_run_arguments(tiny_data: Path, root: Path, *extra: str, data_dir: bool =
 
 def mlflow_params(root: Path) -> dict[str, str]:
     client = MlflowClient(tracking_uri=f"sqlite:///{root}/mlflow.db")
-    (run,) = client.search_runs([client.get_experiment_by_name("attention-shift").experiment_id])
+    (run,) = client.search_runs([client.get_experiment_by_name("attention-shift").experiment_id], HARNESS_RUNS)
     return run.data.params
 
 

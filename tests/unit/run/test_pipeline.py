@@ -8,6 +8,7 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 from mlflow.tracking import MlflowClient
@@ -17,6 +18,7 @@ from harness.analyses import ANALYSES
 from harness.cli import main
 from harness.present.redraw import redraw
 from harness.results.store import read_json
+from harness.run.tracking import CHECKPOINT_TAG, HARNESS_RUNS, PARENT_TAG
 from harness.views import VIEWS
 from harness.views.summary import summary_metrics
 from tests.conftest import snapshot, tiny_run_arguments
@@ -34,7 +36,7 @@ def summaries(root: Path) -> dict[str, dict]:
 @pytest.fixture(scope="module")
 def finished(tiny_model_dir, tiny_data, tmp_path_factory):
     root = tmp_path_factory.mktemp("pipeline")
-    argv = tiny_run_arguments(tiny_model_dir, tiny_data, root)
+    argv = tiny_run_arguments(tiny_model_dir, tiny_data, root, "--log-checkpoint")
     assert main(argv) == 0
     return root, argv
 
@@ -84,10 +86,11 @@ def test_one_mlflow_run_per_key_and_no_metric_logged_twice(finished, capsys):
     assert main(argv) == 0
     client = MlflowClient(tracking_uri=f"sqlite:///{root}/mlflow.db")
     experiment = client.get_experiment_by_name("attention-shift")
-    (run,) = client.search_runs([experiment.experiment_id])
+    (run,) = client.search_runs([experiment.experiment_id], HARNESS_RUNS)
     # the printed link opens this run in the UI's model-training view
+    out = capsys.readouterr().out
     assert (f"MLflow: http://127.0.0.1:5000/#/experiments/{experiment.experiment_id}/runs/{run.info.run_id}"
-            "?workflowType=machine_learning") in capsys.readouterr().out
+            "?workflowType=machine_learning") in out
     assert run.info.status == "FINISHED" and run.info.run_name == next(iter(summaries(root)))
     assert len(client.get_metric_history(run.info.run_id, "cosine_layer_2")) == 1
     metrics = run.data.metrics
@@ -101,6 +104,7 @@ def test_one_mlflow_run_per_key_and_no_metric_logged_twice(finished, capsys):
                                                                      "block", "heterogeneous"))}
     assert all(value == metrics[name] for name, value in headline.items())
     assert {a.path for a in client.list_artifacts(run.info.run_id)} >= {"summary.json", "figures", "checkpoint"}
+    # with --log-checkpoint: the fine-tuned model, label names included
     config = json.loads((Path(client.download_artifacts(run.info.run_id, "checkpoint/config.json", str(root)))
                          ).read_text())
     assert config["id2label"] == {"0": "entailment", "1": "not_entailment"}
@@ -109,6 +113,39 @@ def test_one_mlflow_run_per_key_and_no_metric_logged_twice(finished, capsys):
     assert params["examples.compared"] == str(summary["run"]["num_eval_examples"])
     assert params["harness.version"] and params["harness.git_commit"] and params["model.revision"] == "local folder"
     assert len(params["model.weights_sha256"]) == 64 and "/" not in params["model.id"]
+
+
+def test_each_checkpoint_has_a_child_run_with_the_same_metric_names_and_a_compare_link(finished, capsys):
+    root, argv = finished
+    assert main(argv) == 0  # a rerun logs nothing twice and makes no child run twice
+    out = capsys.readouterr().out
+    client = MlflowClient(tracking_uri=f"sqlite:///{root}/mlflow.db")
+    experiment = client.get_experiment_by_name("attention-shift")
+    (parent,) = client.search_runs([experiment.experiment_id], HARNESS_RUNS)
+    children = {run.data.tags[CHECKPOINT_TAG]: run for run in client.search_runs(
+        [experiment.experiment_id], f"tags.`{PARENT_TAG}` = '{parent.info.run_id}'")}
+    assert set(children) == {"pretrained", "finetuned"}
+    before, after = children["pretrained"].data.metrics, children["finetuned"].data.metrics
+    assert {"dev_accuracy", "dev_loss", "surface_previous_heads", "pattern_vertical"} <= set(before) & set(after)
+    assert "headline/dev_accuracy" in after
+    assert not {name for name in (*before, *after) if "change" in name or "cosine" in name}  # pairs': neither's
+    for name, run in children.items():
+        assert run.info.status == "FINISHED" and run.data.params["checkpoint"] == name
+        assert run.data.metrics["dev_accuracy"] == parent.data.metrics[f"dev_accuracy_{name}"]
+        assert run.data.metrics["surface_previous_heads"] == parent.data.metrics[f"surface_{name}_previous_heads"]
+    runs = quote(json.dumps([children["pretrained"].info.run_id, children["finetuned"].info.run_id],
+                            separators=(",", ":")))
+    assert (f"side by side: http://127.0.0.1:5000/#/compare-runs?runs={runs}&experiments="
+            f"{quote(json.dumps([experiment.experiment_id]))}&workflowType=machine_learning") in out
+
+
+def test_the_checkpoint_is_not_copied_to_mlflow_unless_asked(tiny_model_dir, tiny_data, tmp_path):
+    assert main(tiny_run_arguments(tiny_model_dir, tiny_data, tmp_path, "--analyses", "cosine")) == 0
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path}/mlflow.db")
+    experiment = client.get_experiment_by_name("attention-shift")
+    (run,) = client.search_runs([experiment.experiment_id], HARNESS_RUNS)
+    artifacts = {artifact.path for artifact in client.list_artifacts(run.info.run_id)}
+    assert "summary.json" in artifacts and "checkpoint" not in artifacts
 
 
 def test_a_lost_result_is_recomputed_and_nothing_else(finished):
@@ -301,7 +338,7 @@ def test_ablate_adds_the_ablation_to_the_run_and_recomputes_nothing_else(tiny_mo
     assert {"ablation_heads_finetuned.png", "ablation_layers_finetuned.png", "ablation_pruning_finetuned.png",
             "ablation_importance.png", "ablation_table.md"} <= {path.name for path in figures.iterdir()}
     client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path}/mlflow.db")
-    (run,) = client.search_runs([client.get_experiment_by_name("attention-shift").experiment_id])
+    (run,) = client.search_runs([client.get_experiment_by_name("attention-shift").experiment_id], HARNESS_RUNS)
     assert {"ablation_intact_finetuned", "ablation_best_head_uniform_delta_finetuned",
             "ablation_worst_layer_zero_layer_finetuned"} <= set(run.data.metrics)
 

@@ -84,9 +84,10 @@ def test_last_two_layers_change_most_only_when_both_are_the_lowest():
 def test_a_finding_says_on_how_many_seeds_of_how_many_tasks_it_holds():
     finding = support("the claim", {"rte": [True, True, True], "mrpc": [True, False, True]})
     assert finding["per_task"] == {"rte": {"holds": 3, "seeds": 3}, "mrpc": {"holds": 2, "seeds": 3}}
-    assert finding["text"] == "the claim: 3/3 seeds on 1/2 tasks (per task: rte 3/3, mrpc 2/3)"
+    assert finding["text"] == ("the claim: holds on every seed of 1 of 2 tasks (seeds where it holds: rte 3 of 3, "
+                               "mrpc 2 of 3)")
     uneven = support("x", {"rte": [True, True], "mrpc": [True]})
-    assert uneven["text"].startswith("x: every seed on 2/2 tasks")
+    assert uneven["text"].startswith("x: holds on every seed of 2 of 2 tasks")
 
 
 def study_of(tasks: list[str], layers: int = 2, heads: int = 3) -> dict:

@@ -1,0 +1,248 @@
+"""Vig's head behaviours, for both checkpoints side by side: how much each head attends to
+identical words in the same and in the other sentence, to the other pieces of the same word,
+to the next and the previous token and to the delimiters, each beside its chance level.
+
+Vig ("Deconstructing BERT", 2019; "A Multiscale Visualization of Attention in the Transformer
+Model", ACL 2019 demo) named these behaviours from visualisations of BERT-base without counting
+them. Figures: each behaviour per head and layer with its chance level (the share a uniform row
+would give), and per-head grids of each behaviour side by side with their differences; tables:
+per behaviour, its labelled and strongest heads in every checkpoint with each declared pair's
+change, and the heads whose behaviour labels changed; metrics: per checkpoint the strongest
+head and the mean over heads of each behaviour, how many heads carry each label, and the
+chance levels; the overview counts the labelled heads and names the strongest head linking the
+two sentences through identical words. A study keeps the identical-word behaviours per layer
+over seeds and reports whether the attention to identical words in the other sentence rises or
+falls with fine-tuning.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from harness.results.checkpoints import FINETUNED, PRETRAINED
+from harness.views.across_tasks import CHECKPOINT_STYLES, CHECKPOINTS, metric_table, study_title, task_colour
+from harness.views.base import Entry, Row, View, per_checkpoint_results, per_pair_results, register_view
+from harness.views.seeds import elementwise
+from harness.views.style import (
+    axes_title,
+    checkpoint_colour,
+    checkpoint_title,
+    difference_title,
+    draw_side_by_side_grids,
+    markdown_table,
+    panels_for,
+    run_title,
+    save,
+    scatter_by_layer,
+    suptitle,
+    titled_pairs,
+)
+from harness.views.surface import label_change_table
+
+# Statistic name -> how it is shown; each behaviour's label is named as its statistic.
+STATISTICS = {
+    "same_segment_identical": "identical words, same sentence",
+    "other_segment_identical": "identical words, other sentence",
+    "same_word_pieces": "other pieces of the same word",
+    "next": "next token",
+    "previous": "previous token",
+    "delimiters": "delimiters ([CLS], [SEP])",
+}
+CROSS = "other_segment_identical"  # the issue's question: heads that link the two sentences through identical words
+IDENTICAL = ("same_segment_identical", "other_segment_identical")  # kept per layer over seeds
+TABLE_HEADS = 5  # a behaviour's table lists its labelled heads and this many strongest heads of each checkpoint
+VIG_2019 = "named, not counted (Vig 2019)"
+
+
+def metric(checkpoint: str, what: str) -> str:
+    """``vig_finetuned_next_max``: a checkpoint's metric (``change`` for fine-tuned minus pre-trained)."""
+    return f"vig_{checkpoint}_{what}"
+
+
+def strongest_cell(stats: dict[str, Any], statistic: str) -> str:
+    """``5-3: 0.421 (chance 0.031)``: a checkpoint's strongest head of ``statistic``, or why there is none."""
+    if not stats["examples"][statistic]:
+        return "no example has such rows"
+    best = stats["strongest"][statistic]
+    return f"{best['layer']}-{best['head']}: {best['value']:.3f} (chance {stats['chance'][statistic]:.3f})"
+
+
+def label_counts_cell(stats: dict[str, Any]) -> str:
+    """``0 / 1 / 2 / 3 / 4 / 30``: how many heads carry each label, in `STATISTICS` order."""
+    return " / ".join(str(stats["label_counts"][label]) for label in STATISTICS)
+
+
+@register_view
+class VigView(View):
+    name = "vig"
+    version = 1
+    signed_changes = {
+        metric("change", f"{CROSS}_max"): "the strongest head's share of attention to identical words in the "
+                                          "other sentence",
+        metric("change", f"{CROSS}_mean"): "the mean share over heads of attention to identical words in the "
+                                           "other sentence",
+    }
+
+    @classmethod
+    def metrics(cls, entry: Entry) -> list[tuple[str, float]]:
+        """Per checkpoint and behaviour: the strongest head's share (``_max``), the mean over heads
+        (``_mean``; both 0 where no example has rows with such targets: single sentences have no
+        other sentence), how many heads carry its label (``_heads``); and each chance level."""
+        results = per_checkpoint_results(entry)
+        out = [(metric(checkpoint, f"{statistic}_{what}"), value)
+               for checkpoint, stats in results.items() for statistic in STATISTICS
+               for what, value in (("max", stats["strongest"][statistic]["value"]),
+                                   ("mean", float(np.mean(stats["per_head"][statistic]))),
+                                   ("heads", stats["label_counts"][statistic]))]
+        chance = next(iter(results.values()))["chance"]
+        return out + [(metric("chance", statistic), chance[statistic]) for statistic in STATISTICS]
+
+    @classmethod
+    def headline(cls, metrics: dict[str, float]) -> list[str]:
+        """The strongest head on identical words in the other sentence, per checkpoint and its
+        change; how many heads carry each label, per checkpoint."""
+        names = [metric(checkpoint, f"{CROSS}_max") for checkpoint in (*CHECKPOINTS, "change")]
+        names += [metric(checkpoint, f"{label}_heads") for checkpoint in CHECKPOINTS for label in STATISTICS]
+        return [name for name in names if name in metrics]
+
+    @classmethod
+    def draw(cls, entry: Entry, run: dict[str, Any], out_dir: Path) -> list[Path]:
+        return [draw_by_layer(entry, run, out_dir / "vig_by_layer.png"),
+                *(draw_heads(entry, run, statistic, out_dir / f"vig_heads_{statistic}.png")
+                  for statistic in STATISTICS)]
+
+    @classmethod
+    def tables(cls, entry: Entry, run: dict[str, Any]) -> dict[str, str]:
+        tables = {"vig_label_changes": f"# Heads whose Vig behaviour label changed: {run_title(run)}\n\n"
+                                       f"{label_change_table(entry)}"}
+        tables.update({f"vig_heads_{statistic}": f"# Attention to {title} per head (its labelled heads and the "
+                                                 f"{TABLE_HEADS} strongest of each checkpoint): {run_title(run)}\n\n"
+                                                 f"{head_table(entry, statistic)}"
+                       for statistic, title in STATISTICS.items()})
+        return tables
+
+    @classmethod
+    def overview_rows(cls, entries: dict[str, Entry], run: dict[str, Any]) -> list[Row]:
+        """How many heads carry each Vig label, and the strongest head on identical words in the other sentence."""
+        results = per_checkpoint_results(entries[cls.name])
+        return [(f"Vig heads: {' / '.join(STATISTICS.values())}",
+                 label_counts_cell(results[PRETRAINED]), label_counts_cell(results[FINETUNED]), VIG_2019),
+                (f"Vig: strongest head on {STATISTICS[CROSS]}", strongest_cell(results[PRETRAINED], CROSS),
+                 strongest_cell(results[FINETUNED], CROSS), VIG_2019)]
+
+    @classmethod
+    def printed(cls, entry: Entry) -> list[str]:
+        """Per checkpoint the heads per label and the strongest head linking the sentences; per
+        pair how many heads changed label."""
+        lines = [f"vig ({checkpoint}): heads " + ", ".join(f"{label} {count}" for label, count
+                                                           in stats["label_counts"].items())
+                 + f"; strongest on {STATISTICS[CROSS]} {strongest_cell(stats, CROSS)}"
+                 for checkpoint, stats in per_checkpoint_results(entry).items()]
+        return lines + [f"vig ({pair}): {len(comparison['label_changes'])} heads changed behaviour label"
+                        for pair, comparison in per_pair_results(entry).items()]
+
+    @classmethod
+    def across_seeds(cls, entries: list[Entry]) -> dict[str, Any]:
+        """Attention to identical words per layer, pre-trained and fine-tuned, mean and spread over seeds."""
+        return {"vig_identical": {
+            checkpoint: {statistic: elementwise([per_checkpoint_results(entry)[checkpoint]["per_layer"][statistic]
+                                                 for entry in entries]) for statistic in IDENTICAL}
+            for checkpoint in CHECKPOINTS}}
+
+    @classmethod
+    def draw_study(cls, study: dict[str, Any], out_dir: Path) -> list[Path]:
+        """Attention to identical words in the same and in the other sentence per layer and task."""
+        tasks = study["tasks"].values()
+        if not tasks or not all("vig_identical" in entry for entry in tasks):
+            return []
+        return [draw_identical_by_task(study, out_dir / "vig_identical_by_task.png")]
+
+    @classmethod
+    def study_tables(cls, study: dict[str, Any]) -> dict[str, str]:
+        """Heads per label and the strongest head linking the sentences per task, mean ± s.d. over seeds."""
+        present = {name for entry in study["tasks"].values() for name in entry["metrics"]}
+        names = [metric(checkpoint, f"{label}_heads") for label in STATISTICS for checkpoint in CHECKPOINTS]
+        names += [metric(checkpoint, f"{CROSS}_max") for checkpoint in (*CHECKPOINTS, "change")]
+        names = [name for name in names if name in present]
+        return {"vig_by_task": metric_table(study, names)} if names else {}
+
+
+def draw_by_layer(entry: Entry, run: dict[str, Any], path: Path) -> Path:
+    """One panel per behaviour: each checkpoint's share per head (dots) and per layer (line)
+    overlaid in its colour, and the chance level (dotted)."""
+    checkpoints = per_checkpoint_results(entry)
+    chance = next(iter(checkpoints.values()))["chance"]
+    figure, panels = panels_for(len(STATISTICS))
+    for panel, (statistic, title) in zip(panels, STATISTICS.items()):
+        for index, (checkpoint, stats) in enumerate(checkpoints.items()):
+            scatter_by_layer(panel, stats["per_head"][statistic], checkpoint_colour(checkpoint, index),
+                             checkpoint_title(checkpoint), band=(index, len(checkpoints)))
+        panel.axhline(chance[statistic], color="black", linestyle=":", linewidth=1, label="chance (uniform row)")
+        axes_title(panel, title)
+        panel.set_ylabel("share of attention")
+        panel.set_xlabel("layer")
+        panel.legend(fontsize=7)
+    suptitle(figure, f"Vig's head behaviours per layer: {run_title(run)}")
+    return save(figure, path)
+
+
+def draw_heads(entry: Entry, run: dict[str, Any], statistic: str, path: Path) -> Path:
+    """A per-head grid of ``statistic`` for every checkpoint, side by side with each pair's difference."""
+    checkpoints = per_checkpoint_results(entry)
+    chance = next(iter(checkpoints.values()))["chance"][statistic]
+    grids = {checkpoint_title(checkpoint): stats["per_head"][statistic] for checkpoint, stats in checkpoints.items()}
+    return draw_side_by_side_grids(
+        grids, path, differences=titled_pairs(entry["pairs"]), colorbar_label="share of attention",
+        title=f"Attention to {STATISTICS[statistic]} per head (chance {chance:.3f}): {run_title(run)}")
+
+
+def table_heads(entry: Entry, statistic: str) -> list[tuple[int, int]]:
+    """0-indexed (layer, head) of the heads carrying ``statistic``'s label in any checkpoint and
+    the `TABLE_HEADS` strongest of each checkpoint, strongest (over checkpoints) first."""
+    grids = [np.asarray(stats["per_head"][statistic]) for stats in per_checkpoint_results(entry).values()]
+    labelled = {(layer, head) for stats in per_checkpoint_results(entry).values()
+                for layer, row in enumerate(stats["labels"]) for head, labels in enumerate(row) if statistic in labels}
+    strongest = {tuple(int(i) for i in np.unravel_index(flat, grid.shape))
+                 for grid in grids for flat in np.argsort(-grid, axis=None, kind="stable")[:TABLE_HEADS]}
+    return sorted(labelled | strongest, key=lambda cell: (-max(grid[cell] for grid in grids), cell))
+
+
+def head_table(entry: Entry, statistic: str) -> str:
+    """Markdown: per head of `table_heads`, each checkpoint's share, each declared pair's change,
+    the chance level and the labels it carries."""
+    checkpoints = per_checkpoint_results(entry)
+    changes = [np.asarray(comparison["per_head"][statistic]) for comparison in per_pair_results(entry).values()]
+    chance = next(iter(checkpoints.values()))["chance"][statistic]
+    header = ["head", *map(checkpoint_title, checkpoints), *(difference_title(*pair) for pair in entry["pairs"]),
+              "chance", "labelled in"]
+    rows = [[f"{layer + 1}-{head + 1}",
+             *(f"{stats['per_head'][statistic][layer][head]:.3f}" for stats in checkpoints.values()),
+             *(f"{change[layer, head]:+.3f}" for change in changes), f"{chance:.3f}",
+             ", ".join(checkpoint_title(c) for c, stats in checkpoints.items()
+                       if statistic in stats["labels"][layer][head]) or "-"]
+            for layer, head in table_heads(entry, statistic)]
+    return markdown_table(header, rows)
+
+
+def draw_identical_by_task(study: dict[str, Any], path: Path) -> Path:
+    """Attention to identical words in the same and in the other sentence per layer, a line per
+    task and checkpoint, a panel per behaviour, saved at ``path`` (PNG, with a PDF beside it)."""
+    figure, panels = panels_for(len(IDENTICAL), columns=2)
+    for axes, statistic in zip(panels, IDENTICAL):
+        for index, (task, entry) in enumerate(study["tasks"].items()):
+            for checkpoint in CHECKPOINTS:
+                mean = np.asarray(entry["vig_identical"][checkpoint][statistic]["mean"])
+                layers = np.arange(1, len(mean) + 1)
+                axes.plot(layers, mean, color=task_colour(index), linestyle=CHECKPOINT_STYLES[checkpoint],
+                          marker="o", markersize=3, label=f"{task}, {checkpoint_title(checkpoint)}")
+                axes.set_xticks(layers)
+        axes_title(axes, STATISTICS[statistic])
+        axes.set_xlabel("layer")
+        axes.set_ylabel("share of attention")
+        axes.grid(alpha=0.3)
+    panels[-1].legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    suptitle(figure, study_title(study, "Attention to identical words per layer: pre-trained dashed, fine-tuned solid"))
+    return save(figure, path)
