@@ -441,7 +441,10 @@ class ReportConfig:
     """One static HTML page of stored results (``harness report``)."""
 
     study: str | None = option(None, "the study to show, by name (a folder under --output-dir/studies) or by its "
-                                      "folder (default: the latest study, else every run folder under --output-dir)")
+                                      "folder, with its runs only (default: the latest study's section, if any, "
+                                      "and every run folder under --output-dir)")
+    runs: list[str] = option([], "the run folders to show (paths, or names under --output-dir; shell globs work), "
+                                 "instead of every run; with --study, beside its section")
     out: Path = option(Path("outputs/report/index.html"), "the page; its figures are copied into figures/ beside it, "
                                                           "so the folder works when moved")
 

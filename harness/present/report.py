@@ -103,20 +103,50 @@ def find_study(settings: ReportConfig, output_dir: Path) -> Path | None:
 
 
 def gather(settings: ReportConfig, environment: EnvironmentConfig) -> Stored:
-    """The study and runs to show, or one clear line when nothing is stored."""
+    """The study and runs to show, or one clear line when nothing is stored: ``--runs`` (beside
+    ``--study``'s section when both are given), else ``--study`` with its own runs, else the
+    latest study's section and every run under the output folder."""
     output_dir = environment.output_dir
-    folder = find_study(settings, output_dir)
-    if folder is not None:
-        study = read_json(folder / "study.json", note_damage=False)
-        if not isinstance(study, dict) or "runs" not in study:
-            raise InputError(f"{folder / 'study.json'}: damaged; run the same `harness study` again to rewrite it")
-        runs_dir = folder.parent.parent  # <output_dir>/studies/<name>: the runs sit in <output_dir>
-        return Stored(folder, study, [load_run(runs_dir / run["folder"]) for run in study["runs"]])
-    runs = [load_run(path.parent) for path in sorted(output_dir.glob("*/summary.json"))]
-    runs = [run for run in runs if run.summary is not None]
+    folder = find_study(settings, output_dir) if settings.study or not settings.runs else None
+    study = read_study(folder) if folder is not None else None
+    if settings.runs:
+        runs = [named_run(name, output_dir) for name in settings.runs]
+    elif settings.study:
+        runs = [load_run(folder.parent.parent / run["folder"]) for run in study["runs"]]  # <output>/studies/<name>
+    else:
+        failed = [load_run(folder.parent.parent / run["folder"]) for run in study["runs"]] if study else []
+        runs = [*(load_run(path.parent) for path in sorted(output_dir.glob(f"*/{SUMMARY}"))),
+                *(run for run in failed if run.summary is None)]
     if not runs:
         raise InputError(f"nothing stored under {output_dir}: run `harness run` or `harness study` first")
-    return Stored(None, None, sorted(runs, key=lambda run: (run.task, run.summary["run"]["seed"], run.folder.name)))
+    tasks = (study or {}).get("tasks_asked", [])  # a study's tasks in its order, then any others by name
+
+    def order(run: Run) -> tuple:
+        seed = run.summary["run"]["seed"] if run.summary else -1
+        return (tasks.index(run.task) if run.task in tasks else len(tasks), run.task, seed, run.folder.name)
+
+    return Stored(folder, study, sorted(runs, key=order))
+
+
+def read_study(folder: Path) -> dict[str, Any]:
+    """A study's study.json, or one clear line when it is damaged."""
+    study = read_json(folder / "study.json", note_damage=False)
+    if not isinstance(study, dict) or "runs" not in study:
+        raise InputError(f"{folder / 'study.json'}: damaged; run the same `harness study` again to rewrite it")
+    return study
+
+
+def named_run(name: str, output_dir: Path) -> Run:
+    """The run ``--runs`` names: a folder, or a folder's name under the output folder; one clear
+    line when it holds no whole summary."""
+    for folder in (Path(name), output_dir / name):
+        if (folder / SUMMARY).is_file():
+            run = load_run(folder)
+            if run.summary is not None:
+                return run
+    known = ", ".join(sorted(path.parent.name for path in output_dir.glob(f"*/{SUMMARY}"))) or "none"
+    raise InputError(f"--runs {name}: no whole {SUMMARY} there nor in {output_dir / name} (runs under "
+                     f"{output_dir}: {known})")
 
 
 def load_run(folder: Path) -> Run:
@@ -132,7 +162,9 @@ def build_report(settings: ReportConfig, environment: EnvironmentConfig) -> tupl
     study = page.study_section(stored.study, stored.study_folder) if stored.study is not None else None
     title = f"Study {stored.study['name']}" if stored.study else f"Runs under {environment.output_dir.name}"
     text = render(title, study, page.tasks_section(stored), example_data(stored))
-    return atomic_write_text(settings.out, text), page.figures
+    written = atomic_write_text(settings.out, text)
+    page.remove_unshown()
+    return written, page.figures
 
 
 def render(title: str, study: dict[str, Any] | None, tasks: list[dict[str, Any]], data: dict[str, Any]) -> str:
@@ -158,6 +190,7 @@ class Page:
     def __init__(self, assets: Path) -> None:
         self.assets = assets
         self.figures = 0
+        self.copied: set[Path] = set()
 
     def figure_list(self, paths: list[Path], group: str) -> list[dict[str, str]]:
         """The PNG figures among ``paths``, copied to ``assets/group``: each one's link from the page and name."""
@@ -166,9 +199,19 @@ class Page:
             target = self.assets / group / path.name
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(path, target)
+            self.copied.add(target)
             self.figures += 1
             shown.append({"source": f"{ASSETS}/{group}/{path.name}", "name": path.name, "stem": path.stem})
         return shown
+
+    def remove_unshown(self) -> None:
+        """Delete the figure copies an earlier page left in ``assets`` that this page does not show
+        (the folder holds only what the page links, so it stays as small as the page)."""
+        for path in sorted(self.assets.rglob("*"), reverse=True):  # files before their folders
+            if path.is_file() and path not in self.copied:
+                path.unlink()
+            elif path.is_dir() and not any(path.iterdir()):
+                path.rmdir()
 
     def study_section(self, study: dict[str, Any], folder: Path) -> dict[str, Any]:
         """The study's settings, findings, figures and tables."""

@@ -44,17 +44,18 @@ from harness.views.surface import label_change_table
 
 # Statistic name -> how it is shown; each behaviour's label is named as its statistic.
 STATISTICS = {
-    "same_segment_identical": "identical words, same sentence",
-    "other_segment_identical": "identical words, other sentence",
+    "same_segment_identical": "identical words in the same sentence",
+    "other_segment_identical": "identical words in the other sentence",
     "same_word_pieces": "other pieces of the same word",
-    "next": "next token",
-    "previous": "previous token",
-    "delimiters": "delimiters ([CLS], [SEP])",
+    "next": "the next token",
+    "previous": "the previous token",
+    "delimiters": "the delimiters ([CLS], [SEP])",
 }
 CROSS = "other_segment_identical"  # the issue's question: heads that link the two sentences through identical words
 IDENTICAL = ("same_segment_identical", "other_segment_identical")  # kept per layer over seeds
 TABLE_HEADS = 5  # a behaviour's table lists its labelled heads and this many strongest heads of each checkpoint
 VIG_2019 = "named, not counted (Vig 2019)"
+COUNTS_ROW = "Vig heads: identical words in the same / other sentence, word pieces, next, previous, delimiters"
 
 
 def metric(checkpoint: str, what: str) -> str:
@@ -128,8 +129,7 @@ class VigView(View):
     def overview_rows(cls, entries: dict[str, Entry], run: dict[str, Any]) -> list[Row]:
         """How many heads carry each Vig label, and the strongest head on identical words in the other sentence."""
         results = per_checkpoint_results(entries[cls.name])
-        return [(f"Vig heads: {' / '.join(STATISTICS.values())}",
-                 label_counts_cell(results[PRETRAINED]), label_counts_cell(results[FINETUNED]), VIG_2019),
+        return [(COUNTS_ROW, label_counts_cell(results[PRETRAINED]), label_counts_cell(results[FINETUNED]), VIG_2019),
                 (f"Vig: strongest head on {STATISTICS[CROSS]}", strongest_cell(results[PRETRAINED], CROSS),
                  strongest_cell(results[FINETUNED], CROSS), VIG_2019)]
 

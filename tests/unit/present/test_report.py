@@ -204,3 +204,25 @@ def test_the_inline_data_cannot_end_its_script_element():
     data = {"text": f"<!--{MARKUP}</SCRIPT>"}
     text = str(inline_json(data))
     assert "<" not in text and json.loads(text) == data
+
+
+def test_every_run_is_shown_by_default_and_runs_or_study_choose(stored_study, capsys, tmp_path):
+    out = stored_study / "out"
+    (study_run, *_) = sorted(out.glob("rte-*"))
+    outside = out / "rte-outside-the-study"  # a run folder no study lists
+    shutil.copytree(study_run, outside)
+    page = tmp_path / "page" / "index.html"
+
+    def shown(*argv: str) -> set[str]:
+        assert report(capsys, "--output-dir", str(out), "--out", str(page), *argv)[0] == 0
+        figures = {path.parent.name for path in (page.parent / "figures").rglob("*.png")}
+        return figures | ({"study"} if 'id="study"' in page.read_text() else set())
+
+    everything = shown()
+    assert {"study", outside.name, study_run.name} <= everything
+    assert outside.name not in shown("--study", "tiny")
+    assert shown("--runs", outside.name) == {outside.name}  # and the copies of the others are gone
+    assert shown("--runs", str(study_run), "--study", "tiny") == {study_run.name, "study-tiny", "study"}
+    code, err = report(capsys, "--output-dir", str(out), "--runs", "nope", "--out", str(page))
+    assert code == 2 and err.startswith("error: --runs nope: no whole summary.json there") and len(err.splitlines()) == 1
+    shutil.rmtree(outside)
