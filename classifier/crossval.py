@@ -30,13 +30,13 @@ from typing import Any
 import numpy as np
 from sklearn.metrics import confusion_matrix, f1_score
 from sklearn.model_selection import StratifiedGroupKFold
-from tqdm import tqdm
 
 from classifier.data import CLASSES, LENGTH_BANDS, LabelledMap, band_name, length_band, read_labels, read_maps
 from classifier.model import PatternClassifier, possible_classes
 from classifier.resize import MapInputs
 from classifier.train import TrainConfig, fit, real_inputs, recipe_description, synthetic_inputs
 from tasks.files import atomic_path
+from tasks.progress import progress_bar
 
 GROUPINGS = ("task", "input", "task-nested")
 # The tree recipes compared by hand to choose the shipped one (docs/classifier.md), as
@@ -143,8 +143,8 @@ def out_of_fold(config: TrainConfig, grouping: str, candidates: tuple[dict[str, 
     and (``task-nested``) the recipe each fold chose among ``candidates`` with its inner score."""
     trainer = FoldTrainer(config)
     predicted, chosen = np.full(len(trainer.rows), -1), {}
-    for name, held_out in tqdm(folds(trainer.rows, trainer.labels, grouping, config.seed),
-                               desc=f"folds by {grouping}", unit="fold"):
+    for name, held_out in progress_bar(iterable=folds(trainer.rows, trainer.labels, grouping, config.seed),
+                                       desc=f"folds by {grouping}", unit="fold"):
         trained = np.setdiff1d(np.arange(len(trainer.rows)), held_out)
         changes: dict[str, int] = {}
         if grouping == "task-nested":

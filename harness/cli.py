@@ -23,6 +23,7 @@ from typing import Any, NoReturn
 from tqdm import tqdm
 
 from harness.arguments import add_arguments, build
+from harness.config_files import CONFIG_FLAG, expanded
 from harness.config import (
     AnalysisConfig,
     AnnotationConfig,
@@ -100,18 +101,22 @@ class SubcommandParser(argparse.ArgumentParser):
         return parsed, unknown
 
     def error(self, message: str) -> NoReturn:
-        """argparse's error, with a suggestion also when a required flag is missing because it
-        was misspelled (``--tsk rte``: argparse reports the missing ``--task`` first)."""
+        """One line, not argparse's usage block: the problem, a suggestion also when a required
+        flag is missing because it was misspelled (``--tsk rte``: argparse reports the missing
+        ``--task`` first), and where the flags are listed; exit 2."""
         if message.startswith("the following arguments are required"):
             message += self.suggestion(getattr(self, "given", []))
-        super().error(message)
+        self.exit(2, f"{self.prog}: error: {message}; `{self.prog} --help` lists its flags\n")
 
     def suggestion(self, words: list[str]) -> str:
-        """`` (did you mean --model for --modle?)`` for the misspelled flags among ``words``, or an empty string."""
-        flags = [option for action in self._actions for option in action.option_strings]
-        guesses = {flag: difflib.get_close_matches(flag.split("=")[0], flags, n=1, cutoff=0.6)
-                   for flag in words if flag.startswith("-") and flag.split("=")[0] not in flags}
-        hints = [f"{guess[0]} for {flag}" for flag, guess in guesses.items() if guess]
+        """`` (did you mean --model for --modle?)`` for the misspelled flags among ``words``, or an
+        empty string. Flags are compared without their dashes, which every flag shares: with
+        them ``--bogus`` looked like ``--corpus``."""
+        flags = {option.lstrip("-"): option for action in self._actions for option in action.option_strings}
+        typed = [word for word in words if word.startswith("-") and word.split("=")[0] not in flags.values()]
+        guesses = {word: difflib.get_close_matches(word.split("=")[0].lstrip("-"), flags, n=1, cutoff=SIMILAR)
+                   for word in typed}
+        hints = [f"{flags[guess[0]]} for {word}" for word, guess in guesses.items() if guess]
         return f" (did you mean {', '.join(hints)}?)" if hints else ""
 
 
@@ -120,6 +125,9 @@ def command_module(args: argparse.Namespace) -> str:
     if args.command == "figures" and args.run_folder is not None:
         return STORED
     return COMMAND_MODULES[args.command]
+
+
+SIMILAR = 0.7  # difflib's similarity from which a flag is suggested for a misspelled one
 
 
 def quiet_libraries(debug: bool) -> None:
@@ -131,6 +139,7 @@ def quiet_libraries(debug: bool) -> None:
         return
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")  # MLflow sets its loggers' level when it loads
     logging.getLogger("mlflow").setLevel(logging.WARNING)
     transformers = sys.modules.get("transformers")
     if transformers is not None:
@@ -149,7 +158,14 @@ def build_parser() -> argparse.ArgumentParser:
             left_out = LEFT_OUT.get((name, group), ())
             add_arguments(command, group, only=tuple(f.name for f in fields(group) if f.name not in left_out),
                           optional=(name, group) in FLAGS_OPTIONAL)
+        command.add_argument(CONFIG_FLAG, metavar="FILE", help="a JSON or YAML file of settings (by field or flag "
+                             "name); flags given here win; each run writes its own as config.json in its folder")
     return parser
+
+
+def subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    """Each subcommand's parser by name."""
+    return next(action for action in parser._actions if isinstance(action, argparse._SubParsersAction)).choices
 
 
 def configs_from(args: argparse.Namespace) -> list[Any]:
@@ -172,7 +188,13 @@ def configs_from(args: argparse.Namespace) -> list[Any]:
 def main(argv: list[str] | None = None) -> int:
     """Run one subcommand; the exit status: 0, 1 (a check found differences), 2 (bad input or a full
     disk, one line on stderr), or 128 + the signal that stopped it."""
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    try:
+        argv = expanded(list(sys.argv[1:] if argv is None else argv), subcommands(parser))
+    except InputError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    args = parser.parse_args(argv)
     previous = signal.signal(signal.SIGTERM, raise_terminated)
     try:
         configs = configs_from(args)

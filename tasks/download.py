@@ -30,6 +30,7 @@ from tasks.corpora import (
 )
 from tasks.errors import InputError
 from tasks.files import atomic_path, writing
+from tasks.progress import progress_bar
 
 CHUNK = 1 << 16
 TIMEOUT_SECONDS = 30  # per connection attempt and per read: an offline machine fails at once, a stalled one here
@@ -48,7 +49,7 @@ def download_corpus(corpus: Corpus, folder: Path | None = None, host: str | None
           f"from {host} into {folder}", file=sys.stderr)
     try:
         with (writing(folder, f"{corpus.title} {corpus.version} ({len(missing)} files)", total),
-              tqdm(total=total, desc=corpus.name, unit="B", unit_scale=True) as bar):
+              progress_bar(total=total, desc=corpus.name, unit="B", unit_scale=True) as bar):
             for file in missing:
                 download_file(corpus.file_url(file, host), folder / file.path, file, bar)
     finally:

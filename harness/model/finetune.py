@@ -29,7 +29,6 @@ from typing import Any
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
 from transformers import (
     DataCollatorWithPadding,
     PreTrainedModel,
@@ -42,6 +41,7 @@ from transformers.trainer_callback import (
     ExportableState,
     PrinterCallback,
     ProgressCallback,
+    TrainerState,
 )
 
 from harness.config import FineTuneConfig, RunConfig
@@ -55,6 +55,7 @@ from harness.results.store import key_of, read_json, write_json
 from tasks.errors import InputError
 from tasks.examples import Example
 from tasks.files import DiskFull, writing
+from tasks.progress import progress_bar
 from tasks.registry import GlueTask
 
 RESULT_FILE = "result.json"
@@ -113,22 +114,33 @@ class QuietProgress(ProgressCallback):
     and the time left), with the latest loss on it instead of a printed log dictionary per
     logging step (the whole curve goes to MLflow)."""
 
-    def on_train_begin(self, args, state, control, **kwargs) -> None:
+    def on_train_begin(self, args, state, control, train_dataloader=None, **kwargs) -> None:
         self.examples_per_step = (args.per_device_train_batch_size * args.gradient_accumulation_steps
                                   * args.world_size)
         if state.is_world_process_zero:
-            self.training_bar = tqdm(total=state.max_steps * self.examples_per_step, unit="ex", desc="fine-tuning",
-                                     dynamic_ncols=True)
+            self.training_bar = progress_bar(total=trained_examples(args, state, train_dataloader), unit="ex",
+                                             desc="fine-tuning", dynamic_ncols=True)
         self.current_step = 0
 
     def on_step_end(self, args, state, control, **kwargs) -> None:
-        if state.is_world_process_zero:
-            self.training_bar.update((state.global_step - self.current_step) * self.examples_per_step)
+        if state.is_world_process_zero:  # an epoch's last batch may be short: the count stops at the total
+            done = (state.global_step - self.current_step) * self.examples_per_step
+            self.training_bar.update(min(done, self.training_bar.total - self.training_bar.n))
             self.current_step = state.global_step
 
     def on_log(self, args, state, control, logs=None, **kwargs) -> None:
         if self.training_bar is not None and logs and "loss" in logs:
             self.training_bar.set_postfix(loss=f"{logs['loss']:.4f}", refresh=False)
+
+
+def trained_examples(args: TrainingArguments, state: TrainerState, loader: torch.utils.data.DataLoader | None) -> int:
+    """How many examples the training passes over: the training set's size times the epochs (an
+    epoch's last batch is short, so steps times the batch size would overcount), or the steps'
+    batches where ``max_steps`` bounds the training."""
+    by_steps = state.max_steps * args.per_device_train_batch_size * args.gradient_accumulation_steps * args.world_size
+    if loader is None or args.max_steps > 0:
+        return by_steps
+    return min(by_steps, round(len(loader.dataset) * args.num_train_epochs))
 
 
 class EncodedExamples(torch.utils.data.Dataset):

@@ -126,7 +126,7 @@ def stored_results(label: str, results_dir: Path = RESULTS) -> dict[str, Any]:
     results = read_json(path)
     if not isinstance(results, dict):
         raise InputError(f"{path}: no stored results of run {label!r}; take a finished run's with "
-                         f"`python -m harness docs --run {label}=outputs/<run folder>` (a sweep's points: "
+                         f"`harness docs --run {label}=outputs/<run folder>` (a sweep's points: "
                          f"`python -m benchmarks.sweep_recipe --table --out POINTS.jsonl --keep-as {label}`)")
     return results
 
@@ -135,7 +135,7 @@ def take_run(label: str, run_folder: Path, results_dir: Path = RESULTS) -> Path:
     """Store a finished run's results as LABEL's (``docs/results/LABEL.json``)."""
     summary = read_json(run_folder / "summary.json")
     if not isinstance(summary, dict) or "analyses" not in summary:
-        raise InputError(f"{run_folder / 'summary.json'}: not a whole summary; run `python -m harness run` with the "
+        raise InputError(f"{run_folder / 'summary.json'}: not a whole summary; run `harness run` with the "
                          "flags of that run again to rewrite it")
     path = results_dir / f"{label}.json"
     write_json(path, snapshot(summary, run_folder))

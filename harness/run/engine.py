@@ -16,7 +16,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import torch
-from tqdm.auto import tqdm
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
 from harness.analyses.base import (
@@ -45,6 +44,7 @@ from harness.model.loading import Checkpoint, checkpoint_device
 from harness.results.store import ResultIdentity, ResultStore, plain, read_json, write_json
 from harness.views.base import pair_name
 from tasks.errors import InputError
+from tasks.progress import progress_bar
 
 JOINT = "joint"
 MASK_PROBABILITY = 0.15
@@ -168,8 +168,8 @@ def variant_scorer(source: Source, checkpoints: list[Checkpoint]) -> Callable[[s
         stream = source.stream()
         count = variant_count(variants)
         parts = []
-        with tqdm(total=stream.num_items * count, desc=f"{source.name}: {checkpoint}, {count} variants",
-                  unit="ex") as progress:
+        with progress_bar(total=stream.num_items * count, desc=f"{source.name}: {checkpoint}, {count} variants",
+                          unit="ex") as progress:
             for encoded in stream.batches:
                 parts.append(forward_variants(models[checkpoint], encoded, variants).cpu())
                 progress.update(len(encoded.items) * count)
@@ -195,8 +195,9 @@ def stream_source(source: Source, works: list[AnalysisWork], checkpoints: list[C
         for name in measured:
             needs[name] = needs.get(name, frozenset()) | item.analysis.needs
     targets = GradientTargets(shared.tokenizer, shared.settings.analysis_seed)
-    names = ", ".join(item.analysis.name for item, _ in instances)
-    with tqdm(total=stream.num_items, desc=f"{source.name}: {names}", unit="ex") as progress:
+    names = [item.analysis.name for item, _ in instances]
+    label = source.name if names == [source.name] else f"{source.name}: {', '.join(names)}"  # not "coreference: coreference"
+    with progress_bar(total=stream.num_items, desc=label, unit="ex") as progress:
         for encoded in stream.batches:
             batch = run_checkpoints(encoded, checkpoints, needs, targets)
             for _, instance in instances:

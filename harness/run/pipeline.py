@@ -23,6 +23,7 @@ from transformers import PreTrainedTokenizerBase
 from harness.analyses import ANALYSES
 from harness.analyses.evaluation import Evaluation
 from harness.config import RunConfig
+from harness.config_files import settings_file
 from harness.inputs.sampling import sample
 from harness.inputs.sources import SourceContext
 from harness.model.finetune import FineTuneResult, finetune
@@ -56,6 +57,7 @@ from tasks.files import DiskFull
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 CHECKPOINT_ARTIFACT = "checkpoint"  # the fine-tuned model in MLflow (weights, config with label names, tokenizer)
+RUN_SETTINGS = "config.json"  # the run's settings, as `--config` reads them
 HEADLINE = "headline"  # MLflow's charts group metrics by the prefix before "/": the short list is one section
 
 
@@ -225,6 +227,7 @@ def analyse_and_log(plan: RunPlan, tokenizer: PreTrainedTokenizerBase,
     entries = analyse(analyses, compared, PAIRS, sources, store, timings.__setitem__)
     if baselines:
         entries = {Evaluation.name: evaluation_entry(plan, checkpoints, sources, store), **entries}
+    write_json(plan.run_dir / RUN_SETTINGS, settings_file(config))  # `harness run --config` takes it back
     summary_path = plan.run_dir / "summary.json"
     summary = {"schema": 2, "run": run_description(plan, tuned, checkpoints, sources.task_examples, tokenizer),
                "analyses": merged_analyses(stored_summary(summary_path), entries)}

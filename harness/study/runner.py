@@ -19,7 +19,6 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from tqdm import tqdm
 
 from harness.config import RunConfig, StudyConfig
 from harness.present.study_figures import draw_study
@@ -33,6 +32,7 @@ from harness.study.executors import Job, run_inline, run_on_ray
 from tasks.errors import InputError
 from tasks.glue_tsv import split_path
 from tasks.registry import get_task
+from tasks.progress import progress_bar
 
 
 @dataclass
@@ -119,7 +119,7 @@ def run_all(plan: StudyPlan, child_tags: dict[str, str]) -> dict[str, str]:
     """Every unfinished (task, seed) of the study on its engine, under one progress bar;
     returns ``{run label: error}`` of those that failed (the rest went on)."""
     jobs = [Job(run_label(run.config), run.config, child_tags) for run in plan.runs if not is_done(run)]
-    with tqdm(total=len(plan.runs), initial=len(plan.runs) - len(jobs), desc=f"study {plan.name}", unit="run",
+    with progress_bar(total=len(plan.runs), initial=len(plan.runs) - len(jobs), desc=f"study {plan.name}", unit="run",
               position=0) as bar:
         if not jobs:
             return dict(plan.failed)

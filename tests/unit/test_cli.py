@@ -68,13 +68,16 @@ def test_an_unreachable_hub_is_detected_not_retried(capsys, tmp_path, monkeypatc
     assert hub_constants.is_offline_mode()
 
 
-@pytest.mark.parametrize(("typed", "meant"), [("--modle", "--model"), ("--max-train-exmaples", "--max-train-examples")])
-def test_a_misspelled_flag_gets_the_subcommands_usage_and_a_suggestion(capsys, typed, meant):
+@pytest.mark.parametrize(("typed", "meant"), [("--modle", "--model"), ("--max-train-exmaples", "--max-train-examples"),
+                                              ("--bogus", None)])
+def test_a_misspelled_flag_is_one_line_with_a_suggestion_where_one_is_close(capsys, typed, meant):
     with pytest.raises(SystemExit) as stopped:
         main(["run", "--task", "rte", typed, "1"])
     err = capsys.readouterr().err
-    assert stopped.value.code == 2
-    assert err.startswith("usage: harness run ") and f"(did you mean {meant} for {typed}?)" in err
+    assert stopped.value.code == 2 and len(err.strip().splitlines()) == 1
+    assert err.startswith(f"harness run: error: unrecognized arguments: {typed} 1")
+    assert err.strip().endswith("`harness run --help` lists its flags")
+    assert (f"(did you mean {meant} for {typed}?)" in err) if meant else "did you mean" not in err
 
 
 def test_a_misspelled_required_flag_gets_a_suggestion(capsys):

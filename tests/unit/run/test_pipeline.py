@@ -101,7 +101,9 @@ def test_one_mlflow_run_per_key_and_no_metric_logged_twice(finished, capsys):
     assert set(headline) == {"dev_accuracy_finetuned", "dev_accuracy_majority", "dev_accuracy_change",
                              "cosine_mean", "cosine_last_two_layers", "coref_all_change", "probes_uas_change_attn",
                              *(f"pattern_change_{name}" for name in ("vertical", "diagonal", "vertical_diagonal",
-                                                                     "block", "heterogeneous"))}
+                                                                     "block", "heterogeneous")),
+                             *(f"vig_{checkpoint}_other_segment_identical_{what}" for what in ("max", "heads")
+                               for checkpoint in ("pretrained", "finetuned", "change"))}
     assert all(value == metrics[name] for name, value in headline.items())
     assert {a.path for a in client.list_artifacts(run.info.run_id)} >= {"summary.json", "figures", "checkpoint"}
     # with --log-checkpoint: the fine-tuned model, label names included
@@ -137,6 +139,14 @@ def test_each_checkpoint_has_a_child_run_with_the_same_metric_names_and_a_compar
                             separators=(",", ":")))
     assert (f"side by side: http://127.0.0.1:5000/#/compare-runs?runs={runs}&experiments="
             f"{quote(json.dumps([experiment.experiment_id]))}&workflowType=machine_learning") in out
+
+
+def test_the_run_folder_holds_its_settings_and_they_rerun_the_same_run(finished):
+    root, _ = finished
+    (settings,) = (root / "out").glob("*/config.json")
+    before = summaries(root)
+    assert main(["run", "--config", str(settings)]) == 0
+    assert summaries(root) == before  # the same key: the same folder, everything reused
 
 
 def test_the_checkpoint_is_not_copied_to_mlflow_unless_asked(tiny_model_dir, tiny_data, tmp_path):
