@@ -103,10 +103,12 @@ class VigView(View):
 
     @classmethod
     def headline(cls, metrics: dict[str, float]) -> list[str]:
-        """The strongest head on identical words in the other sentence, per checkpoint and its
-        change; how many heads carry each label, per checkpoint."""
-        names = [metric(checkpoint, f"{CROSS}_max") for checkpoint in (*CHECKPOINTS, "change")]
-        names += [metric(checkpoint, f"{label}_heads") for checkpoint in CHECKPOINTS for label in STATISTICS]
+        """The issue's question, does fine-tuning build or remove heads that link the two sentences
+        through identical words: the strongest such head's share and how many heads carry the
+        label, per checkpoint and their changes (the other labels' counts are metrics and a
+        study table)."""
+        names = [metric(checkpoint, f"{CROSS}_{what}") for what in ("max", "heads")
+                 for checkpoint in (*CHECKPOINTS, "change")]
         return [name for name in names if name in metrics]
 
     @classmethod

@@ -81,7 +81,7 @@ def test_every_default_analysis_runs_on_twelve_layers_of_twelve_heads(bert_base_
     assert (summary["run"]["num_layers"], summary["run"]["num_heads"]) == (LAYERS, HEADS)
     cosine = summary["analyses"]["cosine"]["result"]["per_pair"]["pretrained->finetuned"]
     assert len(cosine["per_layer"]) == LAYERS and all(len(row) == HEADS for row in cosine["per_head"])
-    for name in ("surface", "patterns", "syntax", "sinks", "coreference"):
+    for name in ("surface", "patterns", "syntax", "sinks", "vig", "coreference"):
         for checkpoint, statistics in summary["analyses"][name]["result"]["per_checkpoint"].items():
             assert has_layer_axis(statistics), (name, checkpoint)
 
@@ -90,6 +90,6 @@ def test_every_figure_of_144_heads_is_drawn_and_passes_the_layout_check(bert_bas
     folder, summary, warnings = bert_base_run
     drawn = read_json(folder / "figures" / ".drawn.json")["analyses"]
     assert {name for name, files in drawn.items() if files} >= {"cosine", "surface", "patterns", "syntax",
-                                                                  "coreference", "probes", "sinks", "clustering"}
+                                                                  "coreference", "probes", "sinks", "vig", "clustering"}
     assert all((folder / "figures" / file).is_file() for files in drawn.values() for file in files)
     assert warnings == []

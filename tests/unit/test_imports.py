@@ -17,11 +17,12 @@ PACKAGES = ("tasks", "classifier", "harness")
 LAYER = {package: index for index, package in enumerate(PACKAGES)}
 CHECKED = (*PACKAGES, "benchmarks")
 # Bottom up; a module may import its own layer and those below. The first four import no torch.
-HARNESS_LAYERS = (("harness.config", "harness.registry", "harness.arguments"), ("harness.results",),
+HARNESS_LAYERS = (("harness.config", "harness.config_files", "harness.registry", "harness.arguments"), ("harness.results",),
                   ("harness.views",), ("harness.present",), ("harness.inputs",), ("harness.model",),
                   ("harness.analyses",), ("harness.run",), ("harness.study",),
                   ("harness.commands", "harness.cli", "harness.__main__", "harness"))
-TORCH_FREE = ("harness.config", "harness.registry", "harness.arguments", "harness.results", "harness.views",
+TORCH_FREE = ("harness.config", "harness.config_files", "harness.registry", "harness.arguments", "harness.results",
+              "harness.views",
               "harness.present", "harness.commands.stored", "harness.commands.data", "harness.cli")
 
 

@@ -15,7 +15,7 @@ from harness.analyses.vig import (
     behaviour_targets,
     token_roles,
 )
-from harness.inputs.batches import AttentionBatch
+from harness.inputs.batches import AttentionBatch, real_tokens
 from harness.inputs.encoding import encode_examples
 from harness.model.loading import load_tokenizer
 from harness.results.checkpoints import FINETUNED, PRETRAINED
@@ -73,11 +73,9 @@ def measure(tokenizer, batches: list[tuple[list[Example], bool, torch.Tensor | N
     analysis = VigBehaviours(analysis_context([PRETRAINED], layers=1, heads=len(HEADS), tokenizer=tokenizer))
     for examples, pair, maps in batches:
         encoded = encode_examples(tokenizer, examples, 32, pair, pad_to=PADDED)
-        if maps is None:
-            lengths = encoded.lengths
-            maps = (torch.arange(PADDED)[None, :] < lengths[:, None]).float()[:, None, None, None, :] / lengths[
-                :, None, None, None, None]
-            maps = maps.expand(-1, 1, len(HEADS), PADDED, -1)
+        if maps is None:  # every row uniform over the real tokens
+            rows = real_tokens(encoded.lengths, PADDED) / encoded.lengths[:, None]
+            maps = rows[:, None, None, None, :].expand(-1, 1, len(HEADS), PADDED, -1)
         analysis.update(AttentionBatch(encoded, {PRETRAINED: maps}))
     return analysis.result()[PRETRAINED]
 
@@ -158,7 +156,7 @@ def expected_targets(tokenizer, example: Example) -> torch.Tensor:
 REAL = Example("1", "the catdogs sat on the mat.", "the cats sat, the catdogs ran.", 0)
 
 
-def test_words_pieces_and_identical_words_through_every_tokenizer(architecture_dir, architecture):
+def test_words_pieces_and_identical_words_through_every_tokenizer(architecture_dir):
     tokenizer = load_tokenizer(str(architecture_dir))
     encoded = encode_examples(tokenizer, [REAL], 64, True)
     roles = token_roles(tokenizer, encoded, 64)
@@ -240,8 +238,8 @@ def test_view_metrics_headline_printed_and_overview(entry):
     assert values["vig_chance_delimiters"] == pretrained["chance"]["delimiters"]
     assert set(VigView.signed_changes) <= values.keys()
     headline = VigView.headline(values)
-    assert headline[:3] == ["vig_pretrained_other_segment_identical_max", "vig_finetuned_other_segment_identical_max",
-                            "vig_change_other_segment_identical_max"] and len(headline) == 3 + 2 * 6
+    assert headline == [f"vig_{checkpoint}_other_segment_identical_{what}" for what in ("max", "heads")
+                        for checkpoint in (PRETRAINED, FINETUNED, "change")]
     printed = VigView.printed(entry)
     assert len(printed) == 3 and printed[-1].startswith(f"vig ({PRETRAINED}->{FINETUNED}): ")
     counts, strongest = VigView.overview_rows({"vig": entry}, {"model": "tiny", "task": "test"})
@@ -263,11 +261,10 @@ def test_view_figures_and_tables_from_a_stored_entry(entry, tmp_path):
     pretrained, finetuned = (entry["result"]["per_checkpoint"][c]["per_head"]["next"] for c in (PRETRAINED, FINETUNED))
     best = max(((layer, head) for layer in range(2) for head in range(4)),
                key=lambda cell: max(pretrained[cell[0]][cell[1]], finetuned[cell[0]][cell[1]]))
-    first_row = table.splitlines()[4]
     layer, head = best
-    assert first_row.startswith(f"| {layer + 1}-{head + 1} | {pretrained[layer][head]:.3f} | "
-                                f"{finetuned[layer][head]:.3f} | {finetuned[layer][head] - pretrained[layer][head]:+.3f} |")
-    assert len(table.splitlines()) - 4 <= 8  # at most every head of the tiny model
+    before, after = pretrained[layer][head], finetuned[layer][head]
+    assert table.splitlines()[4].startswith(f"| {layer + 1}-{head + 1} | {before:.3f} | {after:.3f} | "
+                                            f"{after - before:+.3f} |")  # the strongest head first
 
 
 def test_study_keeps_identical_words_per_layer_and_draws_them(entry, tmp_path):
