@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from harness.config import DocsConfig, EnvironmentConfig, FiguresConfig, ReportConfig
 from harness.present.doc_tables import documents, rebuild, take_run
-from harness.present.redraw import redraw
+from harness.present.redraw import drawn_files, redraw
 from harness.present.report import build_report
 from harness.results.summary import whole_summary
 
@@ -12,8 +12,12 @@ from harness.results.summary import whole_summary
 def figures(settings: FiguresConfig) -> None:
     """Every figure and table of the run in ``settings.run_folder``, drawn again from its summary."""
     summary = whole_summary(settings.run_folder)
-    for figure in redraw(summary, settings.run_folder / "figures", force=True):
-        print(figure)
+    folder = settings.run_folder / "figures"
+    written = redraw(summary, folder, force=True)
+    figures = [path for path in written if path.suffix == ".png"]
+    tables = [path for path in written if path.suffix == ".md"]
+    print(f"redrew {len(figures)} figures (PNG and PDF) and {len(tables)} tables of "
+          f"{len(drawn_files(folder))} analyses in {folder}")
 
 
 def docs(settings: DocsConfig) -> bool:
