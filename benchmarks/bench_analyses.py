@@ -32,7 +32,7 @@ from harness.results.checkpoints import PAIRS
 from harness.results.store import ResultStore
 from harness.run.engine import analyse
 
-TASK_SOURCE_ANALYSES = ["cosine", "patterns", "surface", "gradients", "clustering"]
+TASK_SOURCE_ANALYSES = ["cosine", "patterns", "surface", "gradients", "clustering", "vig"]
 
 
 def measure(task: str, model: str, examples: int, finetuned: str | None, analyses: list[str]) -> dict[str, object]:

@@ -1,5 +1,5 @@
 """``python -m harness`` (or ``harness``): subcommands ``run``, ``study``, ``finetune``, ``ablate``, ``figures``,
-``annotate``, ``docs``, ``report``, ``data``.
+``annotate``, ``docs``, ``report``, ``export``, ``data``.
 
 The flags are generated from the configuration dataclasses and validated before anything
 heavy is imported, so a bad flag is reported in a fraction of a second; then only the module
@@ -30,6 +30,7 @@ from harness.config import (
     DataConfig,
     DocsConfig,
     EnvironmentConfig,
+    ExportConfig,
     FiguresConfig,
     FineTuneConfig,
     ReportConfig,
@@ -43,7 +44,8 @@ from tasks.files import disk_full_message, is_disk_full
 # Imported once the flags are valid: torch and transformers take seconds to load.
 COMPUTE, STORED, DATA = "harness.commands.compute", "harness.commands.stored", "harness.commands.data"
 COMMAND_MODULES = {"run": COMPUTE, "study": COMPUTE, "finetune": COMPUTE, "ablate": COMPUTE, "figures": COMPUTE,
-                   "annotate": COMPUTE, "docs": STORED, "report": STORED, "data": DATA}
+                   "annotate": COMPUTE, "docs": STORED, "report": STORED, "export": STORED,
+                   "data": DATA}
 DESCRIPTIONS = {
     "run": "fine-tune (or reuse the cached checkpoint), compare the attention of both checkpoints, track in MLflow",
     "study": "every task and seed as its own run under one MLflow parent run, then what holds across seeds and "
@@ -58,6 +60,8 @@ DESCRIPTIONS = {
     "docs": "rebuild the results tables in the README and docs from stored runs (never typed by hand)",
     "report": "one static HTML page of stored results (a study's findings and figures, then each run's analyses "
               "and parameters, and each example's attention before and after fine-tuning), no recompute",
+    "export": "stored results as tidy tables for notebooks (Parquet and CSV): every run's metrics and per-layer and "
+              "per-head values, one per row, and a study's metrics over seeds and findings (harness.present.frames)",
     "data": "the pinned default corpora (UD English EWT, LitBank): `harness data list` says which are present, "
             "where, their version and licence; `harness data download [NAME ...]` fetches them into the data cache",
 }
@@ -69,6 +73,7 @@ GROUPS = {"run": (TaskConfig, FineTuneConfig, AnalysisConfig, EnvironmentConfig)
           "annotate": (AnnotationConfig, TaskConfig, FineTuneConfig, EnvironmentConfig),
           "docs": (DocsConfig,),
           "report": (ReportConfig, EnvironmentConfig),
+          "export": (ExportConfig, EnvironmentConfig),
           "data": (DataConfig,)}
 RUN_PARTS = {TaskConfig: "task", FineTuneConfig: "finetune", AnalysisConfig: "analysis",
              EnvironmentConfig: "environment"}
@@ -76,7 +81,8 @@ RUN_PARTS = {TaskConfig: "task", FineTuneConfig: "finetune", AnalysisConfig: "an
 FLAGS_OPTIONAL = {("figures", TaskConfig)}
 # A study sets each run's task from --tasks (and its seeds from --seed on): no --task flag.
 LEFT_OUT = {("study", TaskConfig): ("task",),
-            ("report", EnvironmentConfig): ("device", "precision", "cache_dir", "tracking_uri")}  # only --output-dir
+            ("report", EnvironmentConfig): ("device", "precision", "cache_dir", "tracking_uri"),  # only --output-dir
+            ("export", EnvironmentConfig): ("device", "precision", "cache_dir", "tracking_uri", "log_checkpoint")}
 
 
 class Terminated(KeyboardInterrupt):
@@ -175,8 +181,8 @@ def configs_from(args: argparse.Namespace) -> list[Any]:
         study = build(StudyConfig, args)
         args.task = study.tasks[0]  # validates the task flags once; each run then takes its own task
         return [study, study.runs(**{part: build(cls, args) for cls, part in RUN_PARTS.items()})]
-    if args.command == "report":  # reads stored results: no run to configure, the environment says where they are
-        return [build(cls, args) for cls in GROUPS["report"]]
+    if args.command in ("report", "export"):  # stored results: no run to configure, the environment says where
+        return [build(cls, args) for cls in GROUPS[args.command]]
     if args.command == "figures" and args.run_folder is not None:  # the folder is the whole configuration
         return [build(FiguresConfig, args)]
     built = {cls: build(cls, args) for cls in GROUPS[args.command]}

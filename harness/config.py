@@ -437,22 +437,43 @@ class FiguresConfig:
 
 
 @dataclass
-class ReportConfig:
-    """One static HTML page of stored results (``harness report``)."""
+class StoredSelection:
+    """Which stored study and runs a command reads (``harness report``, ``harness export``)."""
 
-    study: str | None = option(None, "the study to show, by name (a folder under --output-dir/studies) or by its "
-                                      "folder, with its runs only (default: the latest study's section, if any, "
-                                      "and every run folder under --output-dir)")
-    runs: list[str] = option([], "the run folders to show (paths, or names under --output-dir; shell globs work), "
-                                 "instead of every run; with --study, beside its section")
+    study: str | None = option(None, "a study, by name (a folder under --output-dir/studies) or by its folder: its "
+                                      "section or tables, with its own runs unless --runs names others")
+    runs: list[str] = option([], "run folders (paths, or names under --output-dir; shell globs work) instead of "
+                                 "every run under --output-dir")
+
+    def __post_init__(self) -> None:
+        _require(self.study is None or self.study.strip() != "", type(self), "study", self.study,
+                 "must name a study or its folder")
+
+
+@dataclass
+class ReportConfig(StoredSelection):
+    """One static HTML page of stored results (``harness report``): by default the latest study and every run."""
+
     out: Path = option(Path("outputs/report/index.html"), "the page; its figures are copied into figures/ beside it, "
                                                           "so the folder works when moved")
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         self.out = Path(self.out)
         _require(self.out.suffix in (".html", ".htm"), ReportConfig, "out", self.out, "must end in .html")
-        _require(self.study is None or self.study.strip() != "", ReportConfig, "study", self.study,
-                 "must name a study or its folder")
+
+
+@dataclass
+class ExportConfig(StoredSelection):
+    """Stored results as tables for notebooks and other tools (``harness export``)."""
+
+    out: Path = option(Path("outputs/export"), "the folder of the tables: runs.parquet and runs.csv (one row per "
+                                               "task, seed, checkpoint or pair, metric, layer and head), and with "
+                                               "--study the study's metrics over seeds and its findings")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.out = Path(self.out)
 
 
 DATA_ACTIONS = ("list", "download")

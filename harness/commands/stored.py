@@ -1,9 +1,10 @@
-"""The commands that read stored results only (figures from a run folder, report, docs): no torch, no model."""
+"""The commands that read stored results only (figures from a run folder, report, docs, export): no torch, no model."""
 
 from __future__ import annotations
 
-from harness.config import DocsConfig, EnvironmentConfig, FiguresConfig, ReportConfig
+from harness.config import DocsConfig, EnvironmentConfig, ExportConfig, FiguresConfig, ReportConfig
 from harness.present.doc_tables import documents, rebuild, take_run
+from harness.present.frames import export_tables
 from harness.present.redraw import drawn_files, redraw
 from harness.present.report import build_report
 from harness.results.summary import whole_summary
@@ -38,3 +39,9 @@ def report(settings: ReportConfig, environment: EnvironmentConfig) -> None:
     """One static HTML page of the stored study (or runs), with its figures copied beside it."""
     page, figures = build_report(settings, environment)
     print(f"report: {page} ({figures} figures in {page.parent / 'figures'}; open it in a browser, no server needed)")
+
+
+def export(settings: ExportConfig, environment: EnvironmentConfig) -> None:
+    """The stored runs (and a study) as tidy Parquet and CSV tables, for notebooks and other tools."""
+    for path in export_tables(settings, environment.output_dir):
+        print(path)

@@ -38,7 +38,9 @@ def task_aggregate(summaries: dict[int, dict[str, Any]]) -> dict[str, Any]:
         "seeds": sorted(summaries),
         "run_keys": {str(seed): summary["run"]["key"] for seed, summary in summaries.items()},
         "metrics": {name: spread([metrics[seed][name] for seed in summaries]) for name in names},
-        "headline": headline_names(first, metrics[next(iter(summaries))]),
+        # a seed's run that holds more analyses than the others (an earlier run under its key) has
+        # headline metrics the others lack: only those every seed has are the task's headline
+        "headline": [name for name in headline_names(first, metrics[next(iter(summaries))]) if name in names],
         "main_metric": EvaluationView.main_metric(first["analyses"][EvaluationView.name]),
         "num_layers": first["run"]["num_layers"], "num_heads": first["run"]["num_heads"],
     }

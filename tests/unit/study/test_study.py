@@ -3,6 +3,8 @@ cross-task figures (drawn from a study.json built here)."""
 
 from __future__ import annotations
 
+import copy
+import json
 import logging
 
 import pytest
@@ -11,13 +13,15 @@ from harness.cli import build_parser, configs_from, main
 from harness.config import StudyConfig
 from harness.present.study_figures import draw_study
 from harness.results.checkpoints import MAIN_PAIR
-from harness.study.aggregate import change_findings, support
+from harness.study.aggregate import change_findings, support, task_aggregate
 from harness.study.executors import finetune_argv
 from harness.study.runner import missing_data, plan_study
 from harness.views.base import View
 from harness.views.cosine import last_layers_change_most
 from harness.views.seeds import elementwise, spread
+from harness.views.summary import headline_names, summary_metrics
 from tasks.errors import InputError
+from tests.conftest import tiny_run_arguments
 
 
 def parse(*argv: str):
@@ -160,3 +164,17 @@ def test_a_signed_change_no_run_gives_is_an_error_not_a_skipped_finding():
     with pytest.raises(KeyError, match="renamed_change_old_name"):
         change_findings(Renamed, by_task, tasks)
     assert change_findings(Renamed, {"rte": {42: {"analyses": {}}}}, tasks) == {}  # the analysis did not run
+
+
+@pytest.mark.slow  # a tiny run
+def test_a_seed_whose_run_holds_more_analyses_leaves_the_headline_to_what_every_seed_has(tiny_model_dir, tiny_data,
+                                                                                          tmp_path):
+    assert main(tiny_run_arguments(tiny_model_dir, tiny_data, tmp_path, "--analyses", "cosine", "patterns")) == 0
+    (path,) = (tmp_path / "out").glob("*/summary.json")
+    full = json.loads(path.read_text())
+    fewer = copy.deepcopy(full)
+    del fewer["analyses"]["patterns"]
+    entry = task_aggregate({42: full, 43: fewer})  # an earlier run with more analyses under seed 42's key
+    assert "pattern_change_vertical" in headline_names(full, summary_metrics(full))
+    assert "cosine_mean" in entry["headline"] and not [name for name in entry["headline"] if name.startswith("pattern")]
+    assert set(entry["headline"]) <= set(entry["metrics"])

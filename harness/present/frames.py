@@ -1,0 +1,300 @@
+"""Stored results as tidy pandas DataFrames, for notebooks and any tool that reads Parquet or CSV.
+
+Every result of the harness sits in nested JSON (each run's ``summary.json``, each study's
+``study.json``); these functions read it back, never recomputing or loading a model, as long
+tables with one value per row, so that a groupby or a pivot answers a question across
+tasks, seeds, checkpoints, layers and heads::
+
+    from harness.present.frames import load_runs, load_study, load_findings
+
+    runs = load_runs("outputs")  # every run folder under outputs/ (or a run folder, or a list of them)
+    cosine = runs[(runs.metric == "cosine") & runs.layer.notna() & runs["head"].isna()]
+    cosine.pivot_table(index="layer", columns="task", values="value")  # mean over seeds
+    study = load_study("tiny", "outputs")  # outputs/studies/tiny/study.json: mean, std, min, max, n
+    findings = load_findings("tiny", "outputs")  # one row per finding and task: holds on how many seeds
+
+`load_runs` gives the columns of `RUN_COLUMNS`: ``task``, ``model`` (a local folder by its
+name), ``seed``, ``run`` (the run's key: its folder is ``<task>-<model>-seed<seed>-<key[:8]>``),
+``analysis``, ``checkpoint`` (``pretrained``, ``finetuned``, a baseline) or ``pair``
+(``pretrained->finetuned``: a comparison; one of the two is always missing), ``metric``,
+``layer`` and ``head`` (1-based, missing where the value is not per layer or per head; write
+``runs["head"]``, as ``runs.head`` is the DataFrame's method) and ``value``. Two kinds of rows:
+
+- every scalar metric of the run, named as MLflow and a study name it (``cosine_mean``,
+  ``pattern_finetuned_vertical``, ``dev_accuracy_change``), with the checkpoint or pair its name
+  says (a fine-tuned minus pre-trained ``change`` is the pair ``pretrained->finetuned``);
+- every per-layer and per-head array an analysis stored per checkpoint or per pair (the
+  cosine per layer and head, surface statistics, sinks, vig, features, gradients, coreference
+  and probe heads, the ablation's deltas, intervals, p-values and importance): ``metric`` is
+  the array's path in the stored result without ``per_head``/``per_layer`` (``entropy``,
+  ``sink_share.cls``, ``zero.delta``; the analysis's name where nothing is left, as the
+  cosine's), so that a statistic's per-head and per-layer rows share one name; the pattern
+  classifier's maps per head and class are ``counts.<class>``. Nulls in the store (a head
+  with no mention of a type) are left out, as MLflow's metrics leave them out. Not in the
+  table: arrays of another shape (the syntax heads per direction and relation, the
+  clustering's JS divergences and MDS, the examples' maps, pruning curves) and labels.
+
+`load_study` gives `STUDY_COLUMNS`: per study task and metric, the mean, standard deviation,
+minimum, maximum and number of seeds the study stored; `load_findings` gives
+`FINDING_COLUMNS`: per finding and task, on how many of its seeds it holds. ``harness
+export`` writes all three as Parquet and CSV (`export_tables`); read a CSV back with the
+same types with ``pd.read_csv(path, dtype=RUN_COLUMNS)``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Iterator
+from os import PathLike
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from classifier import CLASSES
+from harness.config import ExportConfig
+from harness.present.report import read_study
+from harness.results.checkpoints import BASELINES, FINETUNED, MAIN_PAIR, PRETRAINED
+from harness.results.store import ensure_writable
+from harness.results.summary import STUDIES, SUMMARY, stored_summary, whole_summary
+from harness.views.base import current_entries, pair_name
+from harness.views.style import model_title
+from harness.views.summary import changes
+from tasks.errors import InputError
+from tasks.files import atomic_path, atomic_write_text
+
+Where = str | PathLike[str]
+# Each table's columns and their pandas types: strings and whole numbers that can be missing.
+RUN_COLUMNS = {"task": "string", "model": "string", "seed": "Int64", "run": "string", "analysis": "string",
+               "checkpoint": "string", "pair": "string", "metric": "string", "layer": "Int64", "head": "Int64",
+               "value": "float64"}
+STUDY_COLUMNS = {"study": "string", "model": "string", "task": "string", "analysis": "string",
+                 "checkpoint": "string", "pair": "string", "metric": "string", "mean": "float64", "std": "float64",
+                 "min": "float64", "max": "float64", "n": "Int64"}
+FINDING_COLUMNS = {"study": "string", "finding": "string", "claim": "string", "task": "string", "holds": "Int64",
+                   "seeds": "Int64"}
+CHECKPOINTS = (PRETRAINED, FINETUNED, *BASELINES)  # the names a metric's name may embed
+CHECKPOINT_NAME = "|".join(map(re.escape, CHECKPOINTS))
+PAIR_IN_NAME = re.compile(rf"(?:^|_)({CHECKPOINT_NAME})_to_({CHECKPOINT_NAME})(?:_|$)")  # x_pretrained_to_finetuned_y
+LEVEL_KEYS = {"per_head", "per_layer", "heads", "layers"}  # keys that only say the level, dropped from names
+LEVEL_IN_KEY = re.compile(r"(?:^|_)per_(?:head|layer)(?=_|$)")  # accuracy_per_head, per_head_std, per_layer_change
+PATTERN_COUNTS = ("patterns", "counts_per_head")  # (analysis, key): maps of each class per head, in CLASSES' order
+
+
+def load_runs(where: Where | Iterable[Where] = "outputs") -> pd.DataFrame:
+    """The runs at ``where`` as one tidy table (`RUN_COLUMNS`): a run folder, a folder of run
+    folders (every one whose summary.json is whole: failed runs are passed over), or a list of
+    either. One line (`InputError`) when a folder is missing or nothing is stored."""
+    places = [where] if isinstance(where, (str, PathLike)) else list(where)
+    summaries = [summary for place in places for summary in run_summaries(Path(place))]
+    if not summaries:
+        raise InputError(f"nothing stored in {', '.join(map(str, places)) or 'no folder'}: "
+                         "run `harness run` or `harness study` first")
+    return table([row for summary in summaries for row in run_rows(summary)], RUN_COLUMNS)
+
+
+def load_study(study: Where, output_dir: Where = "outputs") -> pd.DataFrame:
+    """A study's metrics over seeds (`STUDY_COLUMNS`), one row per task and metric; ``study``
+    is its folder or its name under ``<output_dir>/studies``. The analysis of each metric is
+    read from one stored run of its task (missing when none of the study's runs is there)."""
+    folder = study_folder(study, Path(output_dir))
+    stored = read_study(folder)
+    analyses = metric_analyses(folder, stored)
+    return table([(stored["name"], model_title(stored["model"]), task, analyses.get(metric), *placement(metric),
+                   metric, spread["mean"], spread["std"], spread["min"], spread["max"], spread["n"])
+                  for task, aggregate in stored["tasks"].items() for metric, spread in aggregate["metrics"].items()],
+                 STUDY_COLUMNS)
+
+
+def load_findings(study: Where, output_dir: Where = "outputs") -> pd.DataFrame:
+    """A study's findings (`FINDING_COLUMNS`): per finding and task, on how many seeds it holds."""
+    stored = read_study(study_folder(study, Path(output_dir)))
+    return table([(stored["name"], finding, found["claim"], task, cell["holds"], cell["seeds"])
+                  for finding, found in stored.get("findings", {}).items()
+                  for task, cell in found["per_task"].items()], FINDING_COLUMNS)
+
+
+def table(rows: list[tuple[Any, ...]], columns: dict[str, str]) -> pd.DataFrame:
+    """``rows`` as a DataFrame with ``columns``' names and types (None becomes missing)."""
+    return pd.DataFrame(rows, columns=list(columns), dtype=object).astype(columns)
+
+
+def run_summaries(place: Path) -> list[dict[str, Any]]:
+    """The whole summary of the run folder ``place``, or those of the run folders in it."""
+    if (place / SUMMARY).is_file():
+        return [whole_summary(place)]
+    if not place.is_dir():
+        raise InputError(f"{place}: no such folder; give a run folder or the folder of runs (--output-dir)")
+    found = (stored_summary(path) for path in sorted(place.glob(f"*/{SUMMARY}")))
+    return [summary for summary in found if summary is not None]
+
+
+def run_rows(summary: dict[str, Any]) -> Iterator[tuple[Any, ...]]:
+    """The rows of one run: its identity, then each analysis's scalar metrics and arrays."""
+    run = summary["run"]
+    identity = (run["task"], model_title(run["model"]), run["seed"], run["key"])
+    shape = (run["num_layers"], run["num_heads"])
+    for analysis, name, value in scalar_metrics(summary):
+        yield *identity, analysis, *placement(name), name, None, None, value
+    for analysis, (_, entry) in current_entries(summary).items():
+        for checkpoint, pair, metric, layer, head, value in entry_arrays(analysis, entry, shape):
+            yield *identity, analysis, checkpoint, pair, metric, layer, head, value
+
+
+def scalar_metrics(summary: dict[str, Any]) -> Iterator[tuple[str, str, float]]:
+    """(analysis, metric, value) of every scalar of a summary: what `summary_metrics` gives
+    MLflow, each with the analysis whose view names it."""
+    for analysis, (view, entry) in current_entries(summary).items():
+        metrics = [(name, value) for name, value in view.metrics(entry) if value is not None]
+        yield from ((analysis, name, value) for name, value in metrics + changes(metrics))
+
+
+def placement(metric: str) -> tuple[str | None, str | None]:
+    """(checkpoint, pair) a scalar metric's name says: ``sinks_pretrained_to_finetuned_...`` the
+    pair, a ``change`` (fine-tuned minus pre-trained) the main pair, else the one checkpoint it
+    names; None where it names none (``cosine_mean`` is a pair's, but its name does not say so)."""
+    compared = PAIR_IN_NAME.search(metric)
+    if compared:
+        return None, pair_name(compared.groups())
+    words = metric.split("_")
+    if "change" in words:
+        return None, MAIN_PAIR
+    named = [checkpoint for checkpoint in CHECKPOINTS if checkpoint in words]
+    return (named[0] if len(named) == 1 else None), None
+
+
+def entry_arrays(analysis: str, entry: dict[str, Any], shape: tuple[int, int]) -> Iterator[tuple[Any, ...]]:
+    """(checkpoint, pair, metric, layer, head, value) of every per-layer and per-head value an
+    analysis stored per checkpoint and per pair."""
+    result = entry["result"]
+    for checkpoint, stored in result.get("per_checkpoint", {}).items():
+        for metric, layer, head, value in arrays(analysis, stored, shape):
+            yield checkpoint, None, metric, layer, head, value
+    for pair, stored in result.get("per_pair", {}).items():
+        for metric, layer, head, value in arrays(analysis, stored, shape):
+            yield None, pair, metric, layer, head, value
+
+
+def arrays(analysis: str, stored: dict[str, Any], shape: tuple[int, int]) -> Iterator[tuple[str, int, Any, float]]:
+    """(metric, layer, head, value) of a checkpoint's or pair's result: each layers x heads grid
+    of numbers anywhere in it, each list of one number per layer under a per-layer key, and the
+    pattern classifier's maps per head and class."""
+    for path, node in leaves(stored, ()):
+        metric = array_metric(path, analysis)
+        if is_grid(node, shape):
+            yield from ((metric, layer, head, value) for layer, head, value in cells(node) if value is not None)
+        elif is_per_layer(path) and is_numbers(node, shape[0]):
+            yield from ((metric, layer, None, value) for layer, value in enumerate(node, 1) if value is not None)
+        elif (analysis, path[-1]) == PATTERN_COUNTS:
+            yield from ((f"counts.{CLASSES[index]}", layer, head, count) for layer, head, counts in cells(node)
+                        for index, count in enumerate(counts))
+
+
+def leaves(node: Any, path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], Any]]:
+    """Every value under nested dicts that is not itself a dict, with the keys leading to it."""
+    if isinstance(node, dict):
+        for key, inner in node.items():
+            yield from leaves(inner, (*path, str(key)))
+    elif path:
+        yield path, node
+
+
+def cells(grid: list[list[Any]]) -> Iterator[tuple[int, int, Any]]:
+    """(layer, head, value) of a layers x heads grid, 1-based."""
+    return ((layer, head, value) for layer, row in enumerate(grid, 1) for head, value in enumerate(row, 1))
+
+
+def is_numbers(node: Any, length: int) -> bool:
+    """Whether ``node`` is a list of ``length`` numbers (None allowed, booleans not)."""
+    return (isinstance(node, list) and len(node) == length
+            and all(value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
+                    for value in node))
+
+
+def is_grid(node: Any, shape: tuple[int, int]) -> bool:
+    """Whether ``node`` is a layers x heads grid of numbers."""
+    return isinstance(node, list) and len(node) == shape[0] and all(is_numbers(row, shape[1]) for row in node)
+
+
+def is_per_layer(path: tuple[str, ...]) -> bool:
+    """Whether the keys leading to a list say it holds one value per layer."""
+    return any(key == "layers" or "per_layer" in key for key in path)
+
+
+def array_metric(path: tuple[str, ...], analysis: str) -> str:
+    """An array's metric name: its path without the keys that only say per head or per layer
+    (``per_head.sink_share.cls`` -> ``sink_share.cls``, ``accuracy_per_head.all`` ->
+    ``accuracy.all``, ``heads.zero.delta`` -> ``zero.delta``); the analysis's name where
+    nothing is left (the cosine's ``per_head``)."""
+    parts = [LEVEL_IN_KEY.sub("", key).strip("_") for key in path if key not in LEVEL_KEYS]
+    return ".".join(part for part in parts if part) or analysis
+
+
+def study_folder(study: Where, output_dir: Path) -> Path:
+    """The folder of the study ``study`` names: a folder, or a name under ``<output_dir>/studies``."""
+    studies = output_dir / STUDIES
+    for folder in (Path(study), studies / study):
+        if (folder / "study.json").is_file():
+            return folder
+    known = ", ".join(sorted(path.parent.name for path in studies.glob("*/study.json"))) or "none"
+    raise InputError(f"study {study}: no study.json there nor in {studies / study} (studies under {studies}: {known})")
+
+
+def study_run_folders(folder: Path, stored: dict[str, Any]) -> list[Path]:
+    """The folders of a study's runs (under the output folder that holds ``studies/<name>``)."""
+    return [folder.parent.parent / run["folder"] for run in stored["runs"]]
+
+
+def metric_analyses(folder: Path, stored: dict[str, Any]) -> dict[str, str]:
+    """``{metric: analysis}`` from the first whole summary of each task among the study's runs."""
+    found: dict[str, str] = {}
+    for task in stored["tasks"]:
+        summaries = (stored_summary(run / SUMMARY) for run in study_run_folders(folder, stored)
+                     if run.name.startswith(f"{task}-"))
+        summary = next((summary for summary in summaries if summary is not None), None)
+        if summary is not None:
+            found |= {name: analysis for analysis, name, _ in scalar_metrics(summary)}
+    return found
+
+
+def export_tables(settings: ExportConfig, output_dir: Path) -> list[Path]:
+    """Write the runs (and with ``--study`` the study's metrics and findings) as Parquet and CSV
+    into ``settings.out``; the files written. The runs are ``--runs``, else the study's runs,
+    else every run under ``output_dir``."""
+    if not output_dir.is_dir():
+        raise InputError(f"--output-dir {output_dir}: no such folder; run `harness run` or `harness study` first, "
+                         "or give the folder they wrote")
+    study = study_folder(settings.study, output_dir) if settings.study else None
+    tables = {"runs": load_runs(exported_runs(settings, study, output_dir))}
+    if study is not None:
+        tables |= {"study": load_study(study), "findings": load_findings(study)}
+    ensure_writable(settings.out, "--out")
+    return [path for stem, frame in tables.items() for path in write_table(frame, settings.out / stem)]
+
+
+def exported_runs(settings: ExportConfig, study: Path | None, output_dir: Path) -> list[Path]:
+    """What ``harness export`` reads runs from: ``--runs``, else the study's runs that finished,
+    else the output folder (every run in it)."""
+    if settings.runs:
+        return [run_folder(name, output_dir) for name in settings.runs]
+    if study is not None:
+        return [path for path in study_run_folders(study, read_study(study)) if (path / SUMMARY).is_file()]
+    return [output_dir]
+
+
+def run_folder(name: str, output_dir: Path) -> Path:
+    """The run folder ``--runs`` names: a folder, or a folder's name under the output folder."""
+    for folder in (Path(name), output_dir / name):
+        if (folder / SUMMARY).is_file():
+            return folder
+    known = ", ".join(sorted(path.parent.name for path in output_dir.glob(f"*/{SUMMARY}"))) or "none"
+    raise InputError(f"--runs {name}: no {SUMMARY} there nor in {output_dir / name} (runs under {output_dir}: {known})")
+
+
+def write_table(frame: pd.DataFrame, stem: Path) -> list[Path]:
+    """``frame`` as ``<stem>.parquet`` and ``<stem>.csv``, each written whole or not at all."""
+    parquet, csv = stem.with_suffix(".parquet"), stem.with_suffix(".csv")
+    with atomic_path(parquet) as temporary:
+        frame.to_parquet(temporary, index=False)
+    atomic_write_text(csv, frame.to_csv(index=False))
+    return [parquet, csv]
