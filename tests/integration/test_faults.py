@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from harness.results.store import read_json
+from harness.run.tracking import CHECKPOINT_TAG
 from tests.conftest import made_once, tiny_run_arguments
 from tests.integration.warm_harness import HarnessProcess, completed
 
@@ -58,11 +59,14 @@ def the_weights(root: Path) -> bytes:
 
 
 def run_states(root: Path) -> list[tuple[str, str | None]]:
-    """(status, run key tag) of every MLflow run, read straight from the SQLite store."""
+    """(status, run key tag) of every MLflow run, read straight from the SQLite store (the runs,
+    not their checkpoints' child runs)."""
     with sqlite3.connect(root / "mlflow.db") as database:
         return database.execute(
             "SELECT r.status, t.value FROM runs r LEFT JOIN tags t "
-            "ON t.run_uuid = r.run_uuid AND t.key = 'harness.run_key' ORDER BY r.start_time").fetchall()
+            "ON t.run_uuid = r.run_uuid AND t.key = 'harness.run_key' "
+            f"WHERE r.run_uuid NOT IN (SELECT run_uuid FROM tags WHERE key = '{CHECKPOINT_TAG}') "
+            "ORDER BY r.start_time").fetchall()
 
 
 def metric_counts(root: Path) -> Counter:

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness.results.store import read_json
+from harness.run.tracking import CHECKPOINT_TAG
 from tests.conftest import made_once, snapshot, tiny_run_arguments
 from tests.integration.test_faults import harness, metric_counts, start
 
@@ -26,12 +27,13 @@ def study_argv(tiny_model_dir: Path, data: Path, root: Path, tasks: str = "rte,m
 
 
 def runs(root: Path) -> list[dict[str, str]]:
-    """Every MLflow run of the store: status and tags."""
+    """Every MLflow run of the store, its checkpoints' child runs aside: status and tags."""
     with sqlite3.connect(root / "mlflow.db") as database:
         rows = database.execute("SELECT run_uuid, status FROM runs ORDER BY start_time").fetchall()
         tags = database.execute("SELECT run_uuid, key, value FROM tags").fetchall()
-    return [{"id": run_id, "status": status, **{key: value for owner, key, value in tags if owner == run_id}}
-            for run_id, status in rows]
+    found = [{"id": run_id, "status": status, **{key: value for owner, key, value in tags if owner == run_id}}
+             for run_id, status in rows]
+    return [run for run in found if CHECKPOINT_TAG not in run]
 
 
 def parent_and_children(root: Path) -> tuple[dict[str, str], list[dict[str, str]]]:
