@@ -3,10 +3,24 @@ the tasks' colours, titles that say over how many seeds a mean is, and mean ± s
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from harness.results.checkpoints import FINETUNED, PRETRAINED
-from harness.views.style import CHECKPOINT_COLOURS, OKABE_ITO, markdown_table, model_title
+from harness.views.style import (
+    CHECKPOINT_COLOURS,
+    OKABE_ITO,
+    axes_title,
+    checkpoint_title,
+    markdown_table,
+    model_title,
+    panels_for,
+    save,
+    suptitle,
+)
 
 CHECKPOINTS = (PRETRAINED, FINETUNED)
 CHECKPOINT_STYLES = {PRETRAINED: "--", FINETUNED: "-"}
@@ -38,3 +52,26 @@ def metric_table(study: dict[str, Any], names: list[str]) -> str:
     rows = [[name] + [mean_sd(study["tasks"][task]["metrics"][name]) if name in study["tasks"][task]["metrics"]
                       else "-" for task in tasks] for name in names]
     return markdown_table(["metric", *tasks], rows)
+
+
+def draw_per_layer_by_task(study: dict[str, Any], panels: dict[str, Callable[[dict[str, Any], str], list[float]]],
+                           ylabel: str, title: str, path: Path) -> Path:
+    """Per layer, a line per task and checkpoint (pre-trained dashed, fine-tuned solid), a panel per
+    entry of ``panels`` (its title -> the series of a task's entry and a checkpoint), saved at
+    ``path`` (PNG, with a PDF beside it); returns ``path``."""
+    figure, axes_list = panels_for(len(panels), columns=2)
+    for axes, (panel, series) in zip(axes_list, panels.items()):
+        for index, (task, entry) in enumerate(study["tasks"].items()):
+            for checkpoint in CHECKPOINTS:
+                mean = np.asarray(series(entry, checkpoint))
+                layers = np.arange(1, len(mean) + 1)
+                axes.plot(layers, mean, color=task_colour(index), linestyle=CHECKPOINT_STYLES[checkpoint],
+                          marker="o", markersize=3, label=f"{task}, {checkpoint_title(checkpoint)}")
+                axes.set_xticks(layers)
+        axes_title(axes, panel)
+        axes.set_xlabel("layer")
+        axes.set_ylabel(ylabel)
+        axes.grid(alpha=0.3)
+    axes_list[-1].legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+    suptitle(figure, study_title(study, f"{title}: pre-trained dashed, fine-tuned solid"))
+    return save(figure, path)

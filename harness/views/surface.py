@@ -13,10 +13,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from harness.results.checkpoints import FINETUNED, PRETRAINED
-from harness.views.across_tasks import CHECKPOINT_STYLES, CHECKPOINTS, study_title, task_colour
+from harness.views.across_tasks import draw_per_layer_by_task
 from harness.views.base import Entry, Row, View, per_checkpoint_results, per_pair_results, register_view
 from harness.views.seeds import elementwise
 from harness.views.style import (
@@ -52,22 +50,9 @@ TOKEN_TITLES = {"cls": "[CLS]", "sep": "[SEP]"}
 def draw_special_tokens(study: dict[str, Any], path: Path) -> Path:
     """Mean attention to [CLS] and to [SEP] per layer, a line per task and checkpoint, a panel per token, saved at
     ``path`` (PNG, with a PDF beside it); returns ``path``."""
-    figure, panels = panels_for(len(TOKEN_TITLES), columns=2)
-    for axes, (token, title) in zip(panels, TOKEN_TITLES.items()):
-        for index, (task, entry) in enumerate(study["tasks"].items()):
-            for checkpoint in CHECKPOINTS:
-                mean = np.asarray(entry["special_tokens"][checkpoint][token]["mean"])
-                layers = np.arange(1, len(mean) + 1)
-                axes.plot(layers, mean, color=task_colour(index), linestyle=CHECKPOINT_STYLES[checkpoint],
-                          marker="o", markersize=3, label=f"{task}, {checkpoint_title(checkpoint)}")
-                axes.set_xticks(layers)
-        axes.set_title(f"attention to {title}", fontsize=9)
-        axes.set_xlabel("layer")
-        axes.set_ylabel("mean attention")
-        axes.grid(alpha=0.3)
-    panels[-1].legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    suptitle(figure, study_title(study, "Attention to [CLS] and [SEP] per layer: pre-trained dashed, fine-tuned solid"))
-    return save(figure, path)
+    panels = {f"attention to {title}": lambda entry, checkpoint, token=token:
+              entry["special_tokens"][checkpoint][token]["mean"] for token, title in TOKEN_TITLES.items()}
+    return draw_per_layer_by_task(study, panels, "mean attention", "Attention to [CLS] and [SEP] per layer", path)
 
 
 @register_view

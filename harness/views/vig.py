@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 
 from harness.results.checkpoints import FINETUNED, PRETRAINED
-from harness.views.across_tasks import CHECKPOINT_STYLES, CHECKPOINTS, metric_table, study_title, task_colour
+from harness.views.across_tasks import CHECKPOINTS, draw_per_layer_by_task, metric_table
 from harness.views.base import Entry, Row, View, per_checkpoint_results, per_pair_results, register_view
 from harness.views.seeds import elementwise
 from harness.views.style import (
@@ -232,19 +232,6 @@ def head_table(entry: Entry, statistic: str) -> str:
 def draw_identical_by_task(study: dict[str, Any], path: Path) -> Path:
     """Attention to identical words in the same and in the other sentence per layer, a line per
     task and checkpoint, a panel per behaviour, saved at ``path`` (PNG, with a PDF beside it)."""
-    figure, panels = panels_for(len(IDENTICAL), columns=2)
-    for axes, statistic in zip(panels, IDENTICAL):
-        for index, (task, entry) in enumerate(study["tasks"].items()):
-            for checkpoint in CHECKPOINTS:
-                mean = np.asarray(entry["vig_identical"][checkpoint][statistic]["mean"])
-                layers = np.arange(1, len(mean) + 1)
-                axes.plot(layers, mean, color=task_colour(index), linestyle=CHECKPOINT_STYLES[checkpoint],
-                          marker="o", markersize=3, label=f"{task}, {checkpoint_title(checkpoint)}")
-                axes.set_xticks(layers)
-        axes_title(axes, STATISTICS[statistic])
-        axes.set_xlabel("layer")
-        axes.set_ylabel("share of attention")
-        axes.grid(alpha=0.3)
-    panels[-1].legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.0, 1.0))
-    suptitle(figure, study_title(study, "Attention to identical words per layer: pre-trained dashed, fine-tuned solid"))
-    return save(figure, path)
+    panels = {STATISTICS[statistic]: lambda entry, checkpoint, statistic=statistic:
+              entry["vig_identical"][checkpoint][statistic]["mean"] for statistic in IDENTICAL}
+    return draw_per_layer_by_task(study, panels, "share of attention", "Attention to identical words per layer", path)
