@@ -174,6 +174,14 @@ class _Session:
             self.trace.append(AttentionCall(module, weights.detach(), None if value is None else value.detach()))
         return weights, layer
 
+    def gated(self, heads: torch.Tensor, layer: int) -> torch.Tensor:
+        """``heads`` (batch, heads, ...: each head's output, or its probabilities, which is the same
+        gate) multiplied by the layer's head gates; as they are without gates."""
+        if self.gates is None:
+            return heads
+        gates = self.gates[:, layer].to(heads.dtype)
+        return heads * gates.view(*gates.shape, *([1] * (heads.dim() - 2)))
+
 
 _ACTIVE: ContextVar[_Session | None] = ContextVar("harness_forward", default=None)
 
@@ -245,8 +253,7 @@ def attention_forward(
         return torch.matmul(weights, value).transpose(1, 2).contiguous(), weights
     weights, layer = session.attend(module, weights, value, lambda: _uniform_over_real_tokens(weights, attention_mask))
     output = torch.matmul(weights, value)
-    if session.gates is not None:
-        output = output * session.gates[:, layer, :, None, None].to(output.dtype)
+    output = session.gated(output, layer)
     return output.transpose(1, 2).contiguous(), weights
 
 
@@ -260,9 +267,7 @@ def _probabilities_hook(attention: torch.nn.Module) -> Callable[..., torch.Tenso
             return None
         weights, layer = session.attend(attention, probabilities, None,
                                         lambda: _uniform_over_keys(probabilities, session.key_mask))
-        if session.gates is not None:
-            weights = weights * session.gates[:, layer, :, None, None].to(weights.dtype)
-        return weights
+        return session.gated(weights, layer)
 
     return hook
 

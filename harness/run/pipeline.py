@@ -234,8 +234,7 @@ def analyse_and_log(plan: RunPlan, tokenizer: PreTrainedTokenizerBase,
     write_json(summary_path, summary)
     start = time.perf_counter()
     figures = redraw(summary, plan.run_dir / "figures")
-    log_run(tracker, plan, tuned, summary, summary_path, figures, timings)
-    children = log_checkpoint_runs(tracker, plan, summary)
+    children = log_run(tracker, plan, tuned, summary, summary_path, figures, timings)
     return summary, {**phases, **timings, "figures and MLflow": time.perf_counter() - start}, children
 
 
@@ -266,10 +265,11 @@ def dev_evaluation(plan: RunPlan, tuned: FineTuneResult, baselines: dict[str, Fi
 
 
 def log_run(tracker: Tracker, plan: RunPlan, tuned: FineTuneResult, summary: dict[str, Any], summary_path: Path,
-            figures: list[Path], timings: dict[str, float]) -> None:
+            figures: list[Path], timings: dict[str, float]) -> list[str]:
     """The run's MLflow record: params (flags, data, code and model provenance), the training curve,
     every metric of the summary and its headline, and the summary and figures as artifacts (the
-    fine-tuned checkpoint too with ``--log-checkpoint``: it is in the checkpoint cache anyway)."""
+    fine-tuned checkpoint too with ``--log-checkpoint``: it is in the checkpoint cache anyway);
+    then its checkpoints' child runs (`log_checkpoint_runs`), whose ids it returns."""
     described = summary["run"]
     tracker.log_params({**flatten("", plan.config), **flatten("data", plan.data.identity), **code_version(),
                         **model_provenance(plan.config.task.model),
@@ -280,7 +280,8 @@ def log_run(tracker: Tracker, plan: RunPlan, tuned: FineTuneResult, summary: dic
     tracker.set_tags({SKIPPED_TAG: ", ".join(plan.skipped) or "none"})
     timing_metrics = [(f"seconds_{source}", seconds, 0) for source, seconds in timings.items()]
     analysis_metrics = summary_metrics(summary)
-    headline = [(f"{HEADLINE}/{name}", analysis_metrics[name]) for name in headline_names(summary, analysis_metrics)]
+    headline_metrics = {name: analysis_metrics[name] for name in headline_names(summary, analysis_metrics)}
+    headline = [(f"{HEADLINE}/{name}", value) for name, value in headline_metrics.items()]
     tracker.log_metrics(training_curve(tuned.log_history) + timing_metrics
                         + [(name, value, 0) for name, value in [*analysis_metrics.items(), *headline]]
                         + [("train_seconds", tuned.train_seconds, 0)])
@@ -289,6 +290,7 @@ def log_run(tracker: Tracker, plan: RunPlan, tuned: FineTuneResult, summary: dic
         tracker.log_artifact(figure, "figures")
     if plan.config.environment.log_checkpoint:
         tracker.log_folder_once(tuned.checkpoint_dir, CHECKPOINT_ARTIFACT)
+    return log_checkpoint_runs(tracker, plan, described["checkpoints"], analysis_metrics, headline_metrics)
 
 
 def checkpoint_metrics(metrics: dict[str, float], checkpoint: str, checkpoints: list[str]) -> dict[str, float]:
@@ -304,24 +306,23 @@ def checkpoint_metrics(metrics: dict[str, float], checkpoint: str, checkpoints: 
     return found
 
 
-def log_checkpoint_runs(tracker: Tracker, plan: RunPlan, summary: dict[str, Any]) -> list[str]:
+def log_checkpoint_runs(tracker: Tracker, plan: RunPlan, identities: dict[str, dict[str, Any]],
+                        metrics: dict[str, float], headline: dict[str, float]) -> list[str]:
     """A child run per compared checkpoint under the run's MLflow run, with that checkpoint's
-    metrics (`checkpoint_metrics`, its headline ones under ``headline/`` too) and identity;
-    returns their run ids, pre-trained first."""
-    metrics = summary_metrics(summary)
-    headline = set(headline_names(summary, metrics))
-    described, config = summary["run"], plan.config
+    ``metrics`` and ``headline`` metrics (`checkpoint_metrics`, the headline's under ``headline/``)
+    and its identity (``identities``: the summary's, by checkpoint); returns their run ids,
+    pre-trained first."""
+    config = plan.config
     ids = []
     for checkpoint in (PRETRAINED, FINETUNED):
         child = Tracker(config.environment.tracking_uri, f"{plan.key}-{checkpoint}",
                         f"{plan.run_dir.name} {checkpoint_title(checkpoint)}",
                         {PARENT_TAG: tracker.run_id, CHECKPOINT_TAG: checkpoint, "task": config.task.task,
                          "model": config.task.model, "seed": str(config.finetune.seed)})
-        own = checkpoint_metrics(metrics, checkpoint, list(described["checkpoints"]))
-        own_headline = {name: own[name] for name in checkpoint_metrics(dict.fromkeys(headline, 0.0), checkpoint,
-                                                                        list(described["checkpoints"]))}
         child.log_params({"checkpoint": checkpoint, "task": config.task.task, "model": config.task.model,
-                          **flatten("identity", described["checkpoints"][checkpoint])})
+                          **flatten("identity", identities[checkpoint])})
+        own = checkpoint_metrics(metrics, checkpoint, list(identities))
+        own_headline = checkpoint_metrics(headline, checkpoint, list(identities))
         child.log_metrics([(name, value, 0) for name, value in own.items()]
                           + [(f"{HEADLINE}/{name}", value, 0) for name, value in own_headline.items()])
         child.finish()
