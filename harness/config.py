@@ -358,6 +358,7 @@ class RunConfig:
 # several times (QQP and MNLI take hours a seed on a GPU; name them to include them).
 STUDY_TASKS = ("rte", "mrpc", "stsb", "sst2", "cola", "qnli")
 ENGINES = ("inline", "ray")
+FINDINGS_FROM = ("learned", "all")  # the tasks a study judges its findings on
 
 
 @dataclass
@@ -380,6 +381,10 @@ class StudyConfig:
                                        "torch.distributed.run; the effective batch is kept)")
     ray_address: str | None = option(None, "--engine ray: address of a running Ray cluster (`auto`, or "
                                            "ray://HEAD:10001); default: start a Ray instance on this machine")
+    findings_from: str = option("learned", "the tasks the findings are judged on: learned = those whose fine-tuned "
+                                           "model is clearly above the majority class on every seed (the others are "
+                                           "named, not judged); all = every task, learned or not (exploratory)",
+                                choices=FINDINGS_FROM)
 
     def __post_init__(self) -> None:
         names = [part for item in self.tasks for part in item.split(",") if part]
@@ -388,6 +393,8 @@ class StudyConfig:
         _require(self.seeds >= 1, StudyConfig, "seeds", self.seeds, "must be at least 1")
         _require(self.name is None or (self.name.strip() != "" and "/" not in self.name), StudyConfig, "name",
                  self.name, "must be a non-empty name without '/'")
+        _require(self.findings_from in FINDINGS_FROM, StudyConfig, "findings_from", self.findings_from,
+                 f"must be one of {', '.join(FINDINGS_FROM)}")
         _require(self.engine in ENGINES, StudyConfig, "engine", self.engine, f"must be one of {', '.join(ENGINES)}")
         _require(self.workers >= 1, StudyConfig, "workers", self.workers, "must be at least 1")
         _require(self.processes_per_run >= 1, StudyConfig, "processes_per_run", self.processes_per_run,

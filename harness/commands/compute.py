@@ -17,6 +17,7 @@ from harness.run.plan import Downloads, find_run, plan_run, skipped_line
 from harness.study.runner import plan_study
 from harness.study.runner import study as run_study
 from harness.views.evaluation import EvaluationView
+from harness.views.papers import paper_line
 from harness.views.summary import printed_lines
 from tasks.errors import InputError
 
@@ -70,7 +71,9 @@ def study(settings: StudyConfig, configs: list[RunConfig]) -> bool:
     aggregated, files, page, compare = run_study(plan)
     print(f"done: {plan.folder / 'study.json'} ({len(files)} figures and tables in {plan.folder / 'figures'})")
     for finding in aggregated["findings"].values():
-        print(f"  {finding['text']}")
+        print(f"  {finding['text']}" + (f"; {paper_line(finding['paper'])}" if "paper" in finding else ""))
+    for task, why in aggregated["kept_out_of_findings"].items():
+        print(f"  not in the findings: {task}: {why}")
     for label, error in aggregated["failed"].items():
         print(f"  failed: {label}: {error} (the same command again retries it)")
     print_mlflow_page(configs[0].environment.tracking_uri, page)

@@ -36,7 +36,8 @@ name), ``seed``, ``run`` (the run's key: its folder is ``<task>-<model>-seed<see
 
 `load_study` gives `STUDY_COLUMNS`: per study task and metric, the mean, standard deviation,
 minimum, maximum and number of seeds the study stored; `load_findings` gives
-`FINDING_COLUMNS`: per finding and task, on how many of its seeds it holds. ``harness
+`FINDING_COLUMNS`: per finding and task, on how many of its seeds it holds, and the paper beside it
+(``paper``, ``paper_says``, ``paper_verdict``). ``harness
 export`` writes all three as Parquet and CSV (`export_tables`); read a CSV back with the
 same types with ``pd.read_csv(path, dtype=RUN_COLUMNS)``.
 """
@@ -72,7 +73,7 @@ STUDY_COLUMNS = {"study": "string", "model": "string", "task": "string", "analys
                  "checkpoint": "string", "pair": "string", "metric": "string", "mean": "float64", "std": "float64",
                  "min": "float64", "max": "float64", "n": "Int64"}
 FINDING_COLUMNS = {"study": "string", "finding": "string", "claim": "string", "task": "string", "holds": "Int64",
-                   "seeds": "Int64"}
+                   "seeds": "Int64", "paper": "string", "paper_says": "string", "paper_verdict": "string"}
 CHECKPOINTS = (PRETRAINED, FINETUNED, *BASELINES)  # the names a metric's name may embed
 CHECKPOINT_NAME = "|".join(map(re.escape, CHECKPOINTS))
 PAIR_IN_NAME = re.compile(rf"(?:^|_)({CHECKPOINT_NAME})_to_({CHECKPOINT_NAME})(?:_|$)")  # x_pretrained_to_finetuned_y
@@ -107,9 +108,13 @@ def load_study(study: Where, output_dir: Where = "outputs") -> pd.DataFrame:
 
 
 def load_findings(study: Where, output_dir: Where = "outputs") -> pd.DataFrame:
-    """A study's findings (`FINDING_COLUMNS`): per finding and task, on how many seeds it holds."""
+    """A study's findings (`FINDING_COLUMNS`): per finding and task, on how many seeds it holds,
+    and the paper beside it (its source, what it found, the study's verdict; missing where no
+    paper measured it)."""
     stored = read_study(study_folder(study, Path(output_dir)))
-    return table([(stored["name"], finding, found["claim"], task, cell["holds"], cell["seeds"])
+    return table([(stored["name"], finding, found["claim"], task, cell["holds"], cell["seeds"],
+                   *((paper["source"], paper["says"], paper["verdict"]) if (paper := found.get("paper")) else
+                     (None, None, None)))
                   for finding, found in stored.get("findings", {}).items()
                   for task, cell in found["per_task"].items()], FINDING_COLUMNS)
 

@@ -45,6 +45,7 @@ from harness.results.summary import STUDIES, SUMMARY, flatten, stored_summary
 from harness.views import VIEWS
 from harness.views.across_tasks import mean_sd
 from harness.views.examples import ExamplesView
+from harness.views.papers import paper_cells
 from harness.views.style import checkpoint_title, model_title
 from harness.views.summary import headline_names, summary_metrics
 from tasks.errors import InputError
@@ -218,6 +219,7 @@ class Page:
         figures = folder / "figures"
         tables = [path for path in sorted(figures.glob("*.md")) if path.name != STUDY_FINDINGS]
         return {"name": study["name"], "settings": study_settings(study), "findings": findings(study["findings"]),
+                "kept_out": list(study.get("kept_out_of_findings", {}).items()),
                 "figures": self.figure_list(sorted(figures.glob("*.png")), "study-" + folder.name),
                 "tables": markdown_files(tables, titled=True)}
 
@@ -329,14 +331,16 @@ def study_settings(study: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def findings(found: dict[str, Any]) -> dict[str, Any] | None:
-    """Each finding once, as a row: the claim, on how many tasks it holds on every seed, and on how
-    many seeds of each task it holds (None when there is none)."""
+    """Each finding once, as a row: the claim, on how many tasks it holds on every seed, on how
+    many seeds of each task it holds, and the papers beside it (None when there is none)."""
     if not found:
         return None
     tasks = list(dict.fromkeys(task for finding in found.values() for task in finding["per_task"]))
     rows = [(finding["claim"], f"{finding['tasks_every_seed']} of {finding['tasks']}",
-             [support(finding["per_task"].get(task)) for task in tasks]) for finding in found.values()]
+             [support(finding["per_task"].get(task)) for task in tasks], *paper_cells(finding.get("paper")))
+            for finding in found.values()]
     return {"tasks": tasks, "rows": rows}
+
 
 
 def support(cell: dict[str, Any] | None) -> str:

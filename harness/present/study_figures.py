@@ -12,7 +12,8 @@ from typing import Any
 
 from harness.views import VIEWS
 from harness.views.across_tasks import metric_table
-from harness.views.style import model_tokens, own_tokens
+from harness.views.papers import paper_cells
+from harness.views.style import markdown_table, model_tokens, own_tokens
 from tasks.files import atomic_write_text
 
 
@@ -27,10 +28,26 @@ def draw_study(study: dict[str, Any], out_dir: Path) -> list[Path]:
     return written
 
 
+def findings_table(study: dict[str, Any]) -> str:
+    """The findings beside the papers: each with the tasks it holds on every seed of, its seeds
+    per task, what the paper found and whether the study agrees; then the tasks kept out of
+    the findings (not learned), and why."""
+    rows = []
+    for finding in study["findings"].values():
+        seeds = ", ".join(f"{task} {cell['holds']}/{cell['seeds']}" for task, cell in finding["per_task"].items())
+        rows.append([finding["claim"], f"{finding['tasks_every_seed']} of {finding['tasks']}", seeds,
+                     *paper_cells(finding.get("paper"))])
+    table = markdown_table(["finding", "tasks, every seed", "seeds where it holds", "what the papers found",
+                            "beside the paper"], rows) if rows else "No finding could be judged.\n"
+    kept_out = "".join(f"\nNot in the findings: {task}: {why}.\n"
+                       for task, why in study.get("kept_out_of_findings", {}).items())
+    return table + kept_out
+
+
 def study_tables(study: dict[str, Any]) -> dict[str, str]:
     """The study's Markdown tables by file stem: ``findings`` always; with tasks, each view's
     tables and ``headline_by_task``."""
-    tables = {"findings": "".join(f"- {finding['text']}\n" for finding in study["findings"].values())}
+    tables = {"findings": findings_table(study)}
     if not study["tasks"]:
         return tables
     for view in VIEWS.values():

@@ -1,8 +1,11 @@
 """What a study says, from its runs' stored summaries only: every scalar metric as mean and
 spread over the seeds of each task, the series each analysis's view keeps over seeds (cosine
-per layer and head, [CLS]/[SEP] attention per layer), and the findings: each view's claims
-judged on every run, and the direction of each signed change it declares, with the seeds
-and tasks they hold for. Nothing here imports torch.
+per layer and head, [CLS]/[SEP] attention per layer), which tasks the fine-tuned models
+learned, and the findings: each view's claims judged on every run of the tasks learned, and
+the direction of each signed change it declares, with the seeds and tasks they hold for and
+what the papers found on the same point beside them. An analysis that ran on some seeds only
+(the ablation on a CPU: one seed per task) is aggregated and judged over those seeds, and
+says how many. Nothing here imports torch.
 """
 
 from __future__ import annotations
@@ -12,43 +15,67 @@ from typing import Any
 import numpy as np
 
 from harness.views import VIEWS
-from harness.views.base import View
+from harness.views.base import PaperPoint, View
 from harness.views.evaluation import EvaluationView
 from harness.views.seeds import spread
 from harness.views.summary import headline_names, summary_metrics
 
 Summaries = dict[str, dict[int, dict[str, Any]]]  # {task: {seed: summary}}
+LEARNED = "beats_majority"  # the evaluation's claim that decides whether a task's findings are judged
 
 
-def entries_of(view: type[View], summaries: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
-    """The view's analysis entry of every summary (current version), or None when a run lacks it."""
+def entries_of(view: type[View], summaries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The view's analysis entry (current version) of every summary that has one; the ablation,
+    run on one seed of a CPU study, has fewer entries than seeds."""
     entries = [summary["analyses"].get(view.name) for summary in summaries]
-    if any(entry is None or entry.get("version") != view.version for entry in entries):
-        return None
-    return entries
+    return [entry for entry in entries if entry is not None and entry.get("version") == view.version]
 
 
 def task_aggregate(summaries: dict[int, dict[str, Any]]) -> dict[str, Any]:
-    """One task over its seeds (``{seed: summary}``): every metric's spread, the headline
-    names, each view's series over seeds (`View.across_seeds`), the main dev metric."""
+    """One task over its seeds (``{seed: summary}``): every metric's spread over the seeds that
+    have it (its ``n``), the headline names, each view's series over the seeds it ran on
+    (`View.across_seeds`), the main dev metric."""
     metrics = {seed: summary_metrics(summary) for seed, summary in summaries.items()}
-    names = sorted(set.intersection(*(set(values) for values in metrics.values())))
+    names = sorted(set().union(*metrics.values()))
     first = next(iter(summaries.values()))
     entry: dict[str, Any] = {
         "seeds": sorted(summaries),
         "run_keys": {str(seed): summary["run"]["key"] for seed, summary in summaries.items()},
-        "metrics": {name: spread([metrics[seed][name] for seed in summaries]) for name in names},
-        # a seed's run that holds more analyses than the others (an earlier run under its key) has
-        # headline metrics the others lack: only those every seed has are the task's headline
-        "headline": [name for name in headline_names(first, metrics[next(iter(summaries))]) if name in names],
+        "metrics": {name: spread([values[name] for values in metrics.values() if name in values]) for name in names},
+        "headline": headline_names(first, metrics[next(iter(summaries))]),
         "main_metric": EvaluationView.main_metric(first["analyses"][EvaluationView.name]),
         "num_layers": first["run"]["num_layers"], "num_heads": first["run"]["num_heads"],
     }
     for view in VIEWS.values():
         entries = entries_of(view, list(summaries.values()))
-        if entries is not None:
+        if entries:
             entry.update(view.across_seeds(entries))
     return entry
+
+
+def learning(by_task: Summaries) -> dict[str, dict[str, Any]]:
+    """Per task, the harness's learning check on each seed: whether its fine-tuned model is
+    clearly above the majority class on dev (a seed without a dev evaluation did not show it)."""
+    judge = EvaluationView.claims[LEARNED].judge
+    checked = {}
+    for task, summaries in by_task.items():
+        seeds = {}
+        for seed, summary in summaries.items():
+            entries = entries_of(EvaluationView, [summary])
+            seeds[str(seed)] = bool(entries and judge(entries[0]))
+        checked[task] = {"seeds": seeds, "learned": sum(seeds.values()), "of": len(seeds),
+                         "every_seed": all(seeds.values())}
+    return checked
+
+
+def judged_tasks(checked: dict[str, dict[str, Any]], findings_from: str) -> tuple[list[str], dict[str, str]]:
+    """The tasks the findings are judged on, and, in the study's words, why each other task is not."""
+    if findings_from == "all":
+        return list(checked), {}
+    kept_out = {task: f"its fine-tuned model is clearly above the majority class on {c['learned']} of {c['of']} "
+                      "seeds: its attention changes are not what learning the task does, so no finding counts it"
+                for task, c in checked.items() if not c["every_seed"]}
+    return [task for task in checked if task not in kept_out], kept_out
 
 
 def support(claim: str, holds: dict[str, list[bool]]) -> dict[str, Any]:
@@ -61,43 +88,70 @@ def support(claim: str, holds: dict[str, list[bool]]) -> dict[str, Any]:
                     f"(seeds where it holds: {detail})"}
 
 
+def beside_paper(paper: PaperPoint, agrees: dict[str, list[bool]]) -> dict[str, Any]:
+    """What the paper found, and whether the study agrees: ``agrees`` holds, per task the paper
+    has an expectation for, whether each seed went the paper's way. ``agrees`` on every seed of
+    every such task; ``disagrees`` where under half of their seeds do; ``partly`` between; ``not
+    compared`` where the paper measured no such thing (or none of its tasks ran)."""
+    verdict, detail = "not compared", ""
+    seeds = [value for values in agrees.values() for value in values]
+    if seeds:
+        every = [task for task, values in agrees.items() if all(values)]
+        verdict = ("agrees" if len(every) == len(agrees) else
+                   "disagrees" if sum(seeds) < len(seeds) / 2 else "partly")
+        detail = f"the paper's way on every seed of {len(every)} of {len(agrees)} tasks"
+    return {"source": paper.source, "says": paper.says, "verdict": verdict, "detail": detail}
+
+
 def claim_findings(view: type[View], by_task: Summaries) -> dict[str, Any]:
-    """The view's claims, each judged on every run of every task (only when every run has the analysis)."""
-    entries = {task: entries_of(view, list(summaries.values())) for task, summaries in by_task.items()}
-    if not entries or any(found is None for found in entries.values()):
-        return {}
+    """The view's claims, each judged on every run of every task that has the analysis."""
+    entries = {task: found for task, summaries in by_task.items()
+               if (found := entries_of(view, list(summaries.values())))}
     found = {}
     for name, claim in view.claims.items():
         verdicts = {task: [claim.judge(entry) for entry in task_entries] for task, task_entries in entries.items()}
-        if all(verdict is not None for values in verdicts.values() for verdict in values):
+        if entries and all(verdict is not None for values in verdicts.values() for verdict in values):
             found[name] = support(claim.text, verdicts)
+            if name in view.papers:
+                paper = view.papers[name]
+                found[name]["paper"] = beside_paper(paper, {task: values for task, values in verdicts.items()
+                                                            if paper.expectation(task) == "holds"})
     return found
 
 
 def change_findings(view: type[View], by_task: Summaries, tasks: dict[str, Any]) -> dict[str, Any]:
-    """The direction of each signed change the view declares, over every run (only when every
-    run has the analysis; then a declared metric that no run gives is an error, not a skip)."""
-    if not by_task or any(entries_of(view, list(summaries.values())) is None for summaries in by_task.values()):
+    """The direction of each signed change the view declares, over every run that has the
+    analysis (then a declared metric that no such run gives is an error, not a skip)."""
+    ran = [task for task, summaries in by_task.items() if entries_of(view, list(summaries.values()))]
+    if not ran:
         return {}
     found = {}
     for name, what in view.signed_changes.items():
-        missing = [task for task, entry in tasks.items() if name not in entry["metrics"]]
+        missing = [task for task in ran if name not in tasks[task]["metrics"]]
         if missing:
             raise KeyError(f"the {view.name} view declares the signed change {name!r}, but the runs of "
                            f"{', '.join(missing)} have no such metric: rename it where the view declares it")
-        values = {task: entry["metrics"][name]["values"] for task, entry in tasks.items()}
+        values = {task: tasks[task]["metrics"][name]["values"] for task in ran}
         rises = bool(np.mean([v for runs in values.values() for v in runs]) > 0)
         verdicts = {task: [(v > 0) == rises and v != 0 for v in runs] for task, runs in values.items()}
         found[name] = support(f"{what} {'rises' if rises else 'falls'} with fine-tuning", verdicts)
+        if name in view.papers:
+            paper = view.papers[name]
+            expected = {task: paper.expectation(task) for task in ran}
+            found[name]["paper"] = beside_paper(paper, {
+                task: [(v > 0) == (expected[task] == "rises") and v != 0 for v in runs]
+                for task, runs in values.items() if expected[task] in ("rises", "falls")})
     return found
 
 
-def findings(by_task: Summaries, tasks: dict[str, Any]) -> dict[str, Any]:
-    """Every view's claims, then its signed changes, with their support over seeds and tasks,
+def findings(by_task: Summaries, tasks: dict[str, Any], judged: list[str]) -> dict[str, Any]:
+    """The learning check over every task, then every view's claims and signed changes over
+    the ``judged`` tasks, with their support over seeds and tasks and the papers beside them,
     from the runs' summaries and their per-task aggregates (`task_aggregate`)."""
-    found: dict[str, Any] = {}
+    found = {name: finding for name, finding in claim_findings(EvaluationView, by_task).items() if name == LEARNED}
+    kept = {task: by_task[task] for task in judged}
     for view in VIEWS.values():
-        found.update(claim_findings(view, by_task))
+        found.update({name: finding for name, finding in claim_findings(view, kept).items() if name != LEARNED})
     for view in VIEWS.values():
-        found.update(change_findings(view, by_task, tasks))
+        found.update(change_findings(view, kept, tasks))
     return found

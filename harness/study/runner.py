@@ -27,7 +27,7 @@ from harness.results.store import key_of, write_json
 from harness.results.summary import STUDIES, SUMMARY, flatten, stored_summary
 from harness.run.plan import Downloads, RunPlan, plan_run
 from harness.run.tracking import PARENT_TAG, Tracker, is_finished
-from harness.study.aggregate import findings, task_aggregate
+from harness.study.aggregate import findings, judged_tasks, learning, task_aggregate
 from harness.study.executors import Job, run_inline, run_on_ray
 from tasks.errors import InputError
 from tasks.glue_tsv import split_path
@@ -164,8 +164,10 @@ def aggregate(plan: StudyPlan, failures: dict[str, str]) -> dict[str, Any]:
         if summary is not None and run_label(run_plan.config) not in failures:
             by_task.setdefault(run_plan.config.task.task, {})[run_plan.config.finetune.seed] = summary
     tasks = {task: task_aggregate(summaries) for task, summaries in by_task.items()}
+    checked = learning(by_task)
+    judged, kept_out = judged_tasks(checked, plan.settings.findings_from)
     return {
-        "schema": 1, "name": plan.name, "key": plan.key, "model": plan.model,
+        "schema": 2, "name": plan.name, "key": plan.key, "model": plan.model,
         "tasks_asked": plan.settings.tasks, "seeds_asked": plan.settings.seeds,
         "recipes": {run.config.task.task: {k: v for k, v in asdict(run.config.finetune).items() if k != "seed"}
                     for run in plan.runs},
@@ -176,7 +178,9 @@ def aggregate(plan: StudyPlan, failures: dict[str, str]) -> dict[str, Any]:
         "runs": [{"task": r.config.task.task, "seed": r.config.finetune.seed, "key": r.key,
                   "folder": r.run_dir.name} for r in plan.runs],
         "tasks": tasks,
-        "findings": findings(by_task, tasks),
+        "learning": checked, "findings_from": plan.settings.findings_from, "judged_tasks": judged,
+        "kept_out_of_findings": kept_out,
+        "findings": findings(by_task, tasks, judged),
     }
 
 

@@ -12,7 +12,7 @@ them. Nothing here imports torch: the commands that only draw or report load no 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -47,13 +47,33 @@ class Claim:
     judge: Callable[[Entry], bool | None]
 
 
+@dataclass(frozen=True)
+class PaperPoint:
+    """What a paper found on the point a study finding checks: ``source`` (paper and figure),
+    ``says`` (its finding, with its numbers), ``expects``: ``"holds"`` for a claim the paper
+    found true, ``"rises"`` or ``"falls"`` for the direction of a change it found, either per
+    task where the paper's tasks differ (``{"rte": "falls"}``; a task it lacks is not compared),
+    None where the paper measured no such thing (the finding is shown beside it, not judged)."""
+
+    source: str
+    says: str
+    expects: str | Mapping[str, str] | None = None
+
+    def expectation(self, task: str) -> str | None:
+        """What the paper expects on ``task``: holds, rises, falls, or None (not compared)."""
+        if isinstance(self.expects, Mapping):
+            return self.expects.get(task)
+        return self.expects
+
+
 class View:
     """The outputs of one analysis, read from its stored summary entry.
 
     Class attributes: ``name`` and ``version`` (the analysis's: an entry of another version
     is not shown), ``claims`` (`Claim`s judged per run, by name), ``signed_changes``
     (``{metric: what it measures}``: metrics whose direction over every run is a finding, each
-    one a name `metrics` gives), ``left_out`` (heavy result keys no table reads, dropped
+    one a name `metrics` gives), ``papers`` (``{claim or signed change: PaperPoint}``: what
+    the papers found on it, set beside the study's finding), ``left_out`` (heavy result keys no table reads, dropped
     from the results the docs keep), ``overview_reads`` (other analyses whose entries its
     `overview_rows` read).
     """
@@ -62,6 +82,7 @@ class View:
     version: ClassVar[int] = 1
     claims: ClassVar[dict[str, Claim]] = {}
     signed_changes: ClassVar[dict[str, str]] = {}
+    papers: ClassVar[dict[str, PaperPoint]] = {}
     left_out: ClassVar[tuple[str, ...]] = ()
     overview_reads: ClassVar[tuple[str, ...]] = ()
 

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from harness.results.checkpoints import FINETUNED, PRETRAINED
-from harness.views.base import Entry, Row, View, per_checkpoint_results, per_pair_results, register_view
+from harness.views.base import Entry, PaperPoint, Row, View, per_checkpoint_results, per_pair_results, register_view
 from harness.views.style import GREY, checkpoint_title, draw_side_by_side_grids, plt, run_title, save, titled_pairs
 from tasks.coreference import MENTION_TYPES
 
@@ -40,6 +40,10 @@ class CoreferenceView(View):
     name = "coreference"
     version = 3
     signed_changes = {"coref_all_change": "the best head's coreference antecedent accuracy"}
+    papers = {"coref_all_change": PaperPoint(
+        "Clark et al. 2019, Table 2",
+        "pre-trained BERT-base only: head 5-4 finds an antecedent for 65% of mentions "
+        "(CoNLL-2012), head match 52%, nearest 27%")}
     left_out = ("accuracy_per_head",)
 
     @classmethod

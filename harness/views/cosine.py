@@ -15,7 +15,8 @@ import numpy as np
 
 from harness.results.checkpoints import MAIN_PAIR
 from harness.views.across_tasks import study_title, task_colour
-from harness.views.base import Claim, Entry, Row, View, per_pair_results, register_view
+from harness.views.base import Claim, Entry, PaperPoint, Row, View, per_pair_results, register_view
+from harness.views.papers import KOVALEVA_TASKS, expected_for
 from harness.views.seeds import elementwise
 from harness.views.style import (
     checkpoint_title,
@@ -86,6 +87,10 @@ class CosineView(View):
     version = 2
     claims = {"last_layers_change_most": Claim("the last two layers change most (the two lowest per-layer cosines)",
                                                 last_layers_change_most)}
+    papers = {"last_layers_change_most": PaperPoint(
+        "Kovaleva et al. 2019, Fig. 5", "the last two layers of bert-base-uncased change most on every task but QQP "
+        "(a study without QQP cannot check that exception)",
+        expected_for(tuple(task for task in KOVALEVA_TASKS if task != "qqp")))}
     overview_reads = ("clustering",)
 
     @classmethod

@@ -16,7 +16,7 @@ from typing import Any
 import numpy as np
 
 from harness.results.checkpoints import FINETUNED, PRETRAINED
-from harness.views.base import Entry, Row, View, per_checkpoint_results, per_pair_results, register_view
+from harness.views.base import Entry, PaperPoint, Row, View, per_checkpoint_results, per_pair_results, register_view
 from harness.views.style import (
     axes_title,
     checkpoint_title,
@@ -65,6 +65,10 @@ class DependencyView(View):
     name = "syntax"
     version = 3
     signed_changes = {"syntax_change_all": "the best heads' dependency accuracy"}
+    papers = {"syntax_change_all": PaperPoint(
+        "Clark et al. 2019, Table 1",
+        "pre-trained BERT-base only: the best head (7-6) finds 34.5% of all dependency heads "
+        "against 26.3% for the best offset (PTB)")}
     left_out = ("per_head",)
 
     @classmethod

@@ -16,7 +16,17 @@ from typing import Any
 from harness.config import describe_recipe
 from harness.results.checkpoints import FINETUNED, FROZEN_ENCODER, MAIN_PAIR, PRETRAINED, RANDOM_INIT
 from harness.views.across_tasks import mean_sd
-from harness.views.base import Claim, Entry, Row, View, per_checkpoint_results, per_pair_results, register_view
+from harness.views.base import (
+    Claim,
+    Entry,
+    PaperPoint,
+    Row,
+    View,
+    per_checkpoint_results,
+    per_pair_results,
+    register_view,
+)
+from harness.views.papers import KOVALEVA_TASKS, expected_for
 from harness.views.style import checkpoint_title, markdown_table
 from tasks.registry import GlueTask, get_task
 
@@ -66,6 +76,9 @@ class EvaluationView(View):
     name = "evaluation"
     version = 2
     claims = {"beats_majority": Claim("the fine-tuned model beats the majority class on dev", beats_majority)}
+    papers = {"beats_majority": PaperPoint(
+        "Kovaleva et al. 2019, Table 1", "fine-tuned bert-base-uncased on dev: MRPC 87.9/82.3 (F1/acc.), STS-B 82.7, "
+        "SST-2 92.0, RTE 64.6 (majority class 52.7), QNLI 84.4", expected_for(KOVALEVA_TASKS))}
 
     @classmethod
     def metrics(cls, entry: Entry) -> list[tuple[str, float]]:

@@ -21,8 +21,19 @@ from matplotlib.patches import Patch, Rectangle
 from classifier import CLASSES
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.views.across_tasks import CHECKPOINTS, study_title
-from harness.views.base import Entry, Row, View, per_checkpoint_results, per_pair_results, register_view
-from harness.views.style import GREY, OKABE_ITO, axes_title, checkpoint_title, plt, run_title, save, suptitle
+from harness.views.base import Entry, PaperPoint, Row, View, per_checkpoint_results, per_pair_results, register_view
+from harness.views.papers import PRASANNA_HETEROGENEOUS, directions
+from harness.views.style import (
+    GREY,
+    OKABE_ITO,
+    axes_title,
+    checkpoint_title,
+    markdown_table,
+    plt,
+    run_title,
+    save,
+    suptitle,
+)
 
 CLASS_COLOURS = {"vertical": OKABE_ITO["blue"], "diagonal": OKABE_ITO["orange"],
                  "vertical+diagonal": OKABE_ITO["green"], "block": OKABE_ITO["vermillion"], "heterogeneous": GREY}
@@ -68,6 +79,11 @@ class PatternsView(View):
                       "pattern_change_vertical_diagonal": "the share of vertical+diagonal attention maps",
                       "pattern_change_block": "the share of block attention maps",
                       "pattern_change_heterogeneous": "the share of heterogeneous attention maps"}
+    papers = {"pattern_change_heterogeneous": PaperPoint(
+        "Prasanna et al. 2020 (Kovaleva et al.'s classes, Fig. 2)", "heterogeneous share of bert-base-uncased, "
+        "pre-trained to fine-tuned: " + ", ".join(f"{task} {before:.1f} to {after:.1f}"
+                                                   for task, (before, after) in PRASANNA_HETEROGENEOUS.items()),
+        directions(PRASANNA_HETEROGENEOUS))}
 
     @classmethod
     def metrics(cls, entry: Entry) -> list[tuple[str, float]]:
@@ -105,12 +121,48 @@ class PatternsView(View):
                  "heterogeneous 32-61%")]
 
     @classmethod
+    def across_seeds(cls, entries: list[Entry]) -> dict[str, Any]:
+        """Per checkpoint and class, the envelope of the seeds' 95% intervals of the share
+        corrected for the classifier's errors (lowest low, highest high)."""
+        intervals = [{c: r["corrected_interval"] for c, r in per_checkpoint_results(entry).items()
+                      if "corrected_interval" in r} for entry in entries]
+        checkpoints = set.intersection(*(set(found) for found in intervals))
+        return {"pattern_intervals": {c: {name: [min(i[c][name][0] for i in intervals),
+                                                 max(i[c][name][1] for i in intervals)] for name in CLASSES}
+                                      for c in sorted(checkpoints)}} if checkpoints else {}
+
+    @classmethod
+    def study_tables(cls, study: dict[str, Any]) -> dict[str, str]:
+        """Each class's share per task and checkpoint beside Prasanna et al.'s heterogeneous share."""
+        tasks = study["tasks"]
+        if not tasks or not all(share_metric(PRETRAINED, CLASSES[0]) in entry["metrics"] for entry in tasks.values()):
+            return {}
+        return {"pattern_shares_by_task": pattern_shares_table(tasks)}
+
+    @classmethod
     def draw_study(cls, study: dict[str, Any], out_dir: Path) -> list[Path]:
         """Kovaleva et al.'s Figure 2 per task: each pattern's share, pre-trained beside fine-tuned."""
         tasks = study["tasks"].values()
         if not tasks or not all(share_metric(PRETRAINED, CLASSES[0]) in entry["metrics"] for entry in tasks):
             return []
         return [draw_pattern_shares(study, out_dir / "pattern_shares_by_task.png")]
+
+
+def pattern_shares_table(tasks: dict[str, Any]) -> str:
+    """Rows of task and checkpoint: each class's share in percent, mean over seeds, with the
+    envelope of the seeds' intervals corrected for the classifier's errors; Prasanna et al.'s
+    heterogeneous share (bert-base-uncased) beside it."""
+    rows = []
+    for task, entry in tasks.items():
+        for index, checkpoint in enumerate(CHECKPOINTS):
+            interval = entry.get("pattern_intervals", {}).get(checkpoint, {})
+            cells = [f"{100 * entry['metrics'][share_metric(checkpoint, name)]['mean']:.1f}"
+                     + (f" [{100 * interval[name][0]:.0f}, {100 * interval[name][1]:.0f}]" if name in interval else "")
+                     for name in CLASSES]
+            paper = PRASANNA_HETEROGENEOUS.get(task)
+            rows.append([task, checkpoint_title(checkpoint), *cells, f"{paper[index]:.1f}" if paper else "-"])
+    return markdown_table(["task", "checkpoint", *(f"{name} %" for name in CLASSES),
+                           "heterogeneous %, Prasanna et al. (BERT-base)"], rows)
 
 
 def draw_proportions(proportions: dict[str, dict[str, float]], corrected: dict[str, dict[str, list[float]]],

@@ -15,7 +15,7 @@ from typing import Any
 
 from matplotlib.axes import Axes
 
-from harness.views.base import Entry, View, per_checkpoint_results, per_pair_results, register_view
+from harness.views.base import Entry, PaperPoint, View, per_checkpoint_results, per_pair_results, register_view
 from harness.views.style import (
     OKABE_ITO,
     checkpoint_colour,
@@ -55,6 +55,9 @@ class SinksView(View):
     version = 1
     signed_changes = {"sinks_change_raw_share_cls": "the share of attention on [CLS]",
                       "sinks_change_raw_share_sep": "the share of attention on [SEP]"}
+    papers = dict.fromkeys(signed_changes, PaperPoint(
+        "Kovaleva et al. 2019, Fig. 6", "fine-tuned bert-base-uncased only: [SEP] takes the most attention in the "
+        "middle layers, [CLS] in the early ones; no pre-trained comparison"))
     left_out = ("per_head",)
 
     @classmethod

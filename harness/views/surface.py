@@ -15,7 +15,16 @@ from typing import Any
 
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.views.across_tasks import draw_per_layer_by_task
-from harness.views.base import Entry, Row, View, per_checkpoint_results, per_pair_results, register_view
+from harness.views.base import (
+    Claim,
+    Entry,
+    PaperPoint,
+    Row,
+    View,
+    per_checkpoint_results,
+    per_pair_results,
+    register_view,
+)
 from harness.views.seeds import elementwise
 from harness.views.style import (
     checkpoint_colour,
@@ -55,9 +64,32 @@ def draw_special_tokens(study: dict[str, Any], path: Path) -> Path:
     return draw_per_layer_by_task(study, panels, "mean attention", "Attention to [CLS] and [SEP] per layer", path)
 
 
+def cls_peaks_before_sep(entry: Entry) -> bool:
+    """Whether, in every checkpoint, attention to [CLS] peaks in an earlier layer than attention to [SEP]."""
+    peaks = [[max(range(len(series)), key=series.__getitem__) for series in (stats["per_layer"]["cls"],
+                                                                              stats["per_layer"]["sep"])]
+             for stats in per_checkpoint_results(entry).values()]
+    return all(cls_layer < sep_layer for cls_layer, sep_layer in peaks)
+
+
+def sep_takes_half_a_layer(entry: Entry) -> bool:
+    """Whether, in the pre-trained model, over half of some layer's attention goes to [SEP]."""
+    return max(per_checkpoint_results(entry)[PRETRAINED]["per_layer"]["sep"]) > 0.5
+
+
 @register_view
 class SurfaceView(View):
     name = "surface"
+    claims = {"cls_peaks_before_sep": Claim("attention to [CLS] peaks in an earlier layer than attention to [SEP], "
+                                            "pre-trained and fine-tuned", cls_peaks_before_sep),
+              "sep_takes_half_a_layer": Claim("over half of some layer's attention goes to [SEP] in the pre-trained "
+                                              "model", sep_takes_half_a_layer)}
+    papers = {"cls_peaks_before_sep": PaperPoint(
+                  "Kovaleva et al. 2019, Fig. 6; Clark et al. 2019, Fig. 2", "early layers attend to [CLS], later ones "
+                  "to [SEP] (fine-tuned bert-base per task; pre-trained BERT-base)", "holds"),
+              "sep_takes_half_a_layer": PaperPoint(
+                  "Clark et al. 2019, Fig. 2", "over half of the attention of layers 6-10 of BERT-base (12 layers) "
+                  "goes to [SEP]", "holds")}
     version = 2
     left_out = ("per_head",)
 

@@ -24,7 +24,7 @@ import numpy as np
 
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.views.across_tasks import CHECKPOINTS, draw_per_layer_by_task, metric_table
-from harness.views.base import Entry, Row, View, per_checkpoint_results, per_pair_results, register_view
+from harness.views.base import Entry, PaperPoint, Row, View, per_checkpoint_results, per_pair_results, register_view
 from harness.views.seeds import elementwise
 from harness.views.style import (
     axes_title,
@@ -86,6 +86,9 @@ class VigView(View):
         metric("change", f"{CROSS}_mean"): "the mean share over heads of attention to identical words in the "
                                            "other sentence",
     }
+    papers = dict.fromkeys(signed_changes, PaperPoint(
+        "Vig 2019", "pre-trained BERT and GPT-2 only: some heads attend to identical words, "
+        "in the same and in the other sentence; no fine-tuned model measured"))
 
     @classmethod
     def metrics(cls, entry: Entry) -> list[tuple[str, float]]:

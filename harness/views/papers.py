@@ -1,0 +1,41 @@
+"""What the papers found, as the study's findings are set beside it (`harness.views.base.PaperPoint`):
+the tasks each paper fine-tuned on, and the directions of change it reports per task."""
+
+from __future__ import annotations
+
+from typing import Any
+
+# Kovaleva et al. 2019 fine-tuned bert-base-uncased on these GLUE tasks (CoLA and WNLI excluded).
+KOVALEVA_TASKS = ("mrpc", "stsb", "sst2", "qqp", "rte", "qnli", "mnli")
+
+# Prasanna et al. 2020: the share of heterogeneous maps per task, pre-trained and fine-tuned
+# bert-base-uncased (percent, 100 dev examples x 5 seeds x 144 heads, Kovaleva et al.'s classes).
+PRASANNA_HETEROGENEOUS = {"cola": (41.0, 42.1), "sst2": (22.5, 22.8), "mrpc": (25.6, 23.3), "stsb": (53.4, 49.8),
+                          "qqp": (55.9, 50.8), "mnli": (28.3, 25.2), "qnli": (57.0, 49.7), "rte": (15.9, 15.7)}
+
+
+def expected_for(tasks: tuple[str, ...], expectation: str = "holds") -> dict[str, str]:
+    """The same expectation on each of a paper's tasks (the others are not compared)."""
+    return dict.fromkeys(tasks, expectation)
+
+
+def directions(shares: dict[str, tuple[float, float]]) -> dict[str, str]:
+    """``rises`` or ``falls`` per task, from a paper's (pre-trained, fine-tuned) values."""
+    return {task: "rises" if after > before else "falls" for task, (before, after) in shares.items()}
+
+
+def verdict_text(paper: dict[str, Any]) -> str:
+    """How a study's finding stands beside its paper: ``partly (the paper's way on every seed of 2 of 4 tasks)``."""
+    return paper["verdict"] + (f" ({paper['detail']})" if paper["detail"] else "")
+
+
+def paper_line(paper: dict[str, Any]) -> str:
+    """A finding's paper in one phrase: ``Kovaleva et al. 2019, Fig. 5: agrees (...)``."""
+    return f"{paper['source']}: {verdict_text(paper)}"
+
+
+def paper_cells(paper: dict[str, Any] | None) -> tuple[str, str]:
+    """Table cells of a finding's paper: what it found (source: finding), and the verdict."""
+    if paper is None:
+        return "not measured by the papers", "-"
+    return f"{paper['source']}: {paper['says']}", verdict_text(paper)
