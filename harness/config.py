@@ -413,22 +413,36 @@ class StudyConfig:
 
 @dataclass
 class DocsConfig:
-    """Results tables in the README and docs, generated from stored runs (``harness docs``)."""
+    """Results tables in the README and docs, generated from stored runs and studies (``harness docs``)."""
 
     run: list[str] = option([], "LABEL=RUN_FOLDER: take the named run's stored results (its summary.json) as the "
                                 "results of LABEL (snapshot in docs/results/LABEL.json) before rebuilding the tables")
+    study: list[str] = option([], "LABEL=STUDY_FOLDER: take the named study's study.json as the results of LABEL "
+                                  "(docs/results/LABEL.json) and its figures and tables (docs/results/LABEL/figures) "
+                                  "before rebuilding the tables")
     check: bool = option(False, "rewrite nothing: exit 1 naming every table that differs from its stored results")
 
     def __post_init__(self) -> None:
-        for item in self.run:
-            label, _, folder = item.partition("=")
-            _require(bool(label) and bool(folder), DocsConfig, "run", item, "must be LABEL=RUN_FOLDER")
-            _existing(DocsConfig, "run", Path(folder) / "summary.json")
+        for name, stored in (("run", "summary.json"), ("study", "study.json")):
+            for item in getattr(self, name):
+                label, _, folder = item.partition("=")
+                _require(bool(label) and bool(folder), DocsConfig, name, item, f"must be LABEL={name.upper()}_FOLDER")
+                _existing(DocsConfig, name, Path(folder) / stored)
 
     @property
     def runs(self) -> dict[str, Path]:
         """``{label: run folder}`` of ``--run``."""
-        return {label: Path(folder) for label, _, folder in (item.partition("=") for item in self.run)}
+        return labelled(self.run)
+
+    @property
+    def studies(self) -> dict[str, Path]:
+        """``{label: study folder}`` of ``--study``."""
+        return labelled(self.study)
+
+
+def labelled(items: list[str]) -> dict[str, Path]:
+    """``{label: folder}`` of ``LABEL=FOLDER`` items."""
+    return {label: Path(folder) for label, _, folder in (item.partition("=") for item in items)}
 
 
 @dataclass

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from harness.config import DocsConfig, EnvironmentConfig, ExportConfig, FiguresConfig, ReportConfig
-from harness.present.doc_tables import documents, rebuild, take_run
+from harness.present.doc_tables import documents, rebuild, take_run, take_study
 from harness.present.frames import export_tables
 from harness.present.redraw import drawn_files, redraw
 from harness.present.report import build_report
@@ -22,10 +22,12 @@ def figures(settings: FiguresConfig) -> None:
 
 
 def docs(settings: DocsConfig) -> bool:
-    """Store the named runs' results (``--run``), then rebuild (or ``--check``) every table
+    """Store the named runs' and studies' results (``--run``, ``--study``), then rebuild (or ``--check``) every table
     block of the README and docs; False when a check found differences."""
     for label, folder in settings.runs.items():
         print(f"stored {label}: {take_run(label, folder)}")
+    for label, folder in settings.studies.items():
+        print(f"stored {label}: {take_study(label, folder)}")
     differing = rebuild(documents(), check=settings.check)
     verb = "differs from its stored results" if settings.check else "rebuilt"
     for block in differing:

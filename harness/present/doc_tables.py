@@ -1,4 +1,5 @@
-"""Results tables in the README and docs, generated from stored runs, never typed (``harness docs``).
+"""Results tables in the README and docs, generated from stored runs and studies, never typed
+(``harness docs``).
 
 A table in a Markdown file is a block
 
@@ -13,12 +14,16 @@ entries as ``summary.json`` holds them (only the clustering's full distance matr
 table reads, is left out). ``harness docs --run LABEL=RUN_FOLDER`` takes a finished run's
 stored results as LABEL's; ``harness docs`` rebuilds every block from them, so the README
 and every doc quote one run wherever they name the same LABEL; ``--check`` (and the test
-suite) fails when a block differs from what its stored results give.
+suite) fails when a block differs from what its stored results give. LABEL may name a stored
+study instead (``harness docs --study LABEL=STUDY_FOLDER``: its study.json, with its figures
+and tables beside it in ``docs/results/LABEL/figures``); NAME is then one of the study's
+tables (``findings``, ``dev_scores_by_task``, ``pattern_shares_by_task``, ...).
 """
 
 from __future__ import annotations
 
 import re
+import shutil
 import statistics
 from collections.abc import Callable
 from pathlib import Path
@@ -27,7 +32,8 @@ from typing import Any
 from harness.results.store import key_of, read_json, write_json
 from harness.views import VIEWS
 from harness.views.base import current_entries
-from harness.views.style import markdown_table
+from harness.present.study_figures import study_tables
+from harness.views.style import markdown_table, model_tokens, own_tokens
 from tasks.errors import InputError
 from tasks.files import atomic_write_text
 
@@ -107,8 +113,19 @@ def without_title(text: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def is_study(results: dict[str, Any]) -> bool:
+    """Whether stored results are a study's (its study.json) rather than a run's."""
+    return "findings" in results and "tasks" in results
+
+
 def render(name: str, results: dict[str, Any]) -> str:
-    """Table NAME from a run's stored results."""
+    """Table NAME from a run's or a study's stored results."""
+    if is_study(results):
+        tables = study_tables(results)
+        if name not in tables:
+            raise InputError(f"table {name!r}: the stored study gives no such table; its tables: {', '.join(tables)}")
+        with model_tokens(results.get("special_tokens")):
+            return own_tokens(tables[name], markdown=True)
     if name in OVERVIEWS:
         return OVERVIEWS[name](results)
     for view, entry in current_entries(results).values():
@@ -139,6 +156,25 @@ def take_run(label: str, run_folder: Path, results_dir: Path = RESULTS) -> Path:
                          "flags of that run again to rewrite it")
     path = results_dir / f"{label}.json"
     write_json(path, snapshot(summary, run_folder))
+    return path
+
+
+def take_study(label: str, study_folder: Path, results_dir: Path = RESULTS) -> Path:
+    """Store a study's results as LABEL's: its study.json as ``docs/results/LABEL.json``, its
+    figures (PNG) and tables as ``docs/results/LABEL/figures`` (replacing what was there)."""
+    study = read_json(study_folder / "study.json")
+    if not isinstance(study, dict) or not is_study(study):
+        raise InputError(f"{study_folder / 'study.json'}: not a whole study; run the `harness study` command "
+                         "that made it again to rewrite it")
+    figures = results_dir / label / "figures"
+    if figures.is_dir():
+        shutil.rmtree(figures)
+    figures.mkdir(parents=True)
+    for path in sorted((study_folder / "figures").glob("*")):
+        if path.suffix in (".png", ".md"):
+            shutil.copyfile(path, figures / path.name)
+    path = results_dir / f"{label}.json"
+    write_json(path, study)
     return path
 
 

@@ -1,4 +1,4 @@
-"""Results tables in the README and docs are generated from stored runs, never typed."""
+"""Results tables in the README and docs are generated from stored runs and studies, never typed."""
 
 from __future__ import annotations
 
@@ -7,9 +7,12 @@ import json
 import pytest
 
 from harness.cli import main
-from harness.present.doc_tables import documents, rebuild, render, stored_results, sweep_table, take_run
+from harness.present.doc_tables import documents, rebuild, render, stored_results, sweep_table, take_run, take_study
+from harness.present.study_figures import draw_study
+from harness.results.store import write_json
 from tasks.errors import InputError
 from tests.conftest import tiny_run_arguments
+from tests.unit.study.test_study import study_of
 
 TABLES = ("overview", "evaluation_table", "coreference_table", "syntax_table1", "probes_table3",
           "surface_label_changes")
@@ -78,3 +81,23 @@ def test_a_sweep_table_gives_each_settings_mean_spread_and_seeds_that_learned():
                                     point(42, 0.55, False, 2e-5)]}).splitlines()
     assert lines[2] == "| rte | 2e-05 | 6 | 2490 | dev/accuracy | 1 | 55.0 | 52.7 | 0 | 400 |"
     assert lines[3] == "| rte | 5e-05 | 6 | 2490 | dev/accuracy | 3 | 60.0 ± 2.0 | 52.7 | 2 | 400 |"
+
+
+def test_a_stored_study_gives_its_tables_and_keeps_its_figures_beside_them(tmp_path):
+    folder = tmp_path / "studies" / "glue"
+    study = study_of(["rte", "mrpc"]) | {"kept_out_of_findings": {"wnli": "not learned"}}
+    write_json(folder / "study.json", study)
+    draw_study(study, folder / "figures")
+    (folder / "figures" / "stale.txt").write_text("not a figure")
+    path = take_study("glue", folder, tmp_path / "results")
+    assert json.loads(path.read_text()) == study
+    kept = {p.name for p in (tmp_path / "results" / "glue" / "figures").iterdir()}
+    assert {"cosine_per_layer_by_task.png", "findings.md", "dev_scores_by_task.md"} <= kept
+    assert not any(name.endswith((".pdf", ".txt")) for name in kept)  # PNGs and tables only
+    results = stored_results("glue", tmp_path / "results")
+    assert render("dev_scores_by_task", results).startswith("| task | metric |")
+    assert "Not in the findings: wnli: not learned." in render("findings", results)
+    with pytest.raises(InputError, match="table 'overview': the stored study gives no such table; its tables: findings"):
+        render("overview", results)
+    with pytest.raises(InputError, match="not a whole study"):
+        take_study("bad", tmp_path, tmp_path / "results")
