@@ -44,6 +44,20 @@ def findings_table(study: dict[str, Any]) -> str:
     return table + kept_out
 
 
+def time_table(seconds: dict[str, dict[str, Any]]) -> str:
+    """Minutes per seed of fine-tuning and of the analyses per task (mean over its seeds), each
+    task's total, and the study's."""
+    rows, total = [], 0.0
+    for task, phases in seconds.items():
+        spent = sum(sum(phase["values"]) for phase in phases.values())
+        total += spent
+        rows.append([task, str(phases["fine-tuning"]["n"]), f"{phases['fine-tuning']['mean'] / 60:.1f}",
+                     f"{phases['analyses']['mean'] / 60:.1f}", f"{spent / 60:.0f}"])
+    rows.append(["all tasks", "", "", "", f"{total / 60:.0f}"])
+    return markdown_table(["task", "seeds", "fine-tuning, min per seed", "analyses, min per seed",
+                           "task total, min"], rows)
+
+
 def study_tables(study: dict[str, Any]) -> dict[str, str]:
     """The study's Markdown tables by file stem: ``findings`` always; with tasks, each view's
     tables and ``headline_by_task``."""
@@ -52,6 +66,8 @@ def study_tables(study: dict[str, Any]) -> dict[str, str]:
         return tables
     for view in VIEWS.values():
         tables.update(view.study_tables(study))
+    if study.get("seconds"):
+        tables["time_by_task"] = time_table(study["seconds"])
     headline = list(dict.fromkeys(name for entry in study["tasks"].values() for name in entry["headline"]))
     tables["headline_by_task"] = metric_table(study, headline)
     return tables

@@ -201,6 +201,16 @@ class Tracker:
             order_by=["attributes.start_time ASC"]))
         return [run.info.run_id for run in runs]
 
+    def children_seconds(self) -> dict[str, dict[str, float]]:
+        """Per finished child run (by its run key), the seconds it logged: ``train_seconds`` (the
+        checkpoint's training, kept with a reused checkpoint) and ``seconds_<source>`` (each
+        source's analyses; a later ``harness ablate`` adds its own)."""
+        runs = retrying(lambda: self.client.search_runs(
+            [self.experiment_id], f"tags.`{PARENT_TAG}` = '{self.run_id}' and attributes.status = 'FINISHED'"))
+        return {run.data.tags[RUN_KEY_TAG]: {name: value for name, value in run.data.metrics.items()
+                                             if name == "train_seconds" or name.startswith("seconds_")}
+                for run in runs if RUN_KEY_TAG in run.data.tags}
+
     def compare_page(self, run_ids: list[str]) -> str:
         """The UI's compare view of ``run_ids`` of this experiment (params and metrics side by
         side, charts of each metric over the runs), in the model-training view."""

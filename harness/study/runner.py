@@ -8,7 +8,7 @@ missing; one that fails is reported at the end while the others go on; a task wi
 data is named and skipped before any work.
 
 What the study says is computed from the runs' stored summaries only (`aggregate`, with
-`harness.study.aggregate`). It is written to ``<output_dir>/studies/<name>/study.json``; the cross-task figures and
+`harness.study.aggregate`), and the seconds each run spent from its MLflow record. It is written to ``<output_dir>/studies/<name>/study.json``; the cross-task figures and
 tables (`harness.present.study_figures`) are drawn from that file, and the parent MLflow run gets
 its headline means once every (task, seed) has finished.
 """
@@ -29,6 +29,7 @@ from harness.run.plan import Downloads, RunPlan, plan_run
 from harness.run.tracking import PARENT_TAG, Tracker, is_finished
 from harness.study.aggregate import findings, judged_tasks, learning, task_aggregate
 from harness.study.executors import Job, run_inline, run_on_ray
+from harness.views.seeds import spread
 from tasks.errors import InputError
 from tasks.glue_tsv import split_path
 from tasks.registry import get_task
@@ -142,7 +143,7 @@ def study(plan: StudyPlan) -> tuple[dict[str, Any], list[Path], str, str]:
                          {"study": plan.name, "model": plan.model, "harness.kind": "study"})
         try:
             failures = run_all(plan, {"study": plan.name, PARENT_TAG: parent.run_id})
-            aggregated = aggregate(plan, failures)
+            aggregated = aggregate(plan, failures, parent.children_seconds())
             write_json(plan.folder / "study.json", aggregated)
             files = draw_study(aggregated, plan.folder / "figures")
             log_study(parent, plan, aggregated, files)
@@ -156,8 +157,9 @@ def study(plan: StudyPlan) -> tuple[dict[str, Any], list[Path], str, str]:
     return aggregated, files, parent.page(), parent.compare_page(parent.children())
 
 
-def aggregate(plan: StudyPlan, failures: dict[str, str]) -> dict[str, Any]:
-    """The study from its runs' stored summaries (finished runs only)."""
+def aggregate(plan: StudyPlan, failures: dict[str, str], seconds: dict[str, dict[str, float]]) -> dict[str, Any]:
+    """The study from its runs' stored summaries (finished runs only), with the seconds each
+    run's MLflow record logged (``{run key: {metric: seconds}}``)."""
     by_task: dict[str, dict[int, dict[str, Any]]] = {}
     for run_plan in plan.runs:
         summary = stored_summary(run_plan.run_dir / SUMMARY)
@@ -180,8 +182,24 @@ def aggregate(plan: StudyPlan, failures: dict[str, str]) -> dict[str, Any]:
         "tasks": tasks,
         "learning": checked, "findings_from": plan.settings.findings_from, "judged_tasks": judged,
         "kept_out_of_findings": kept_out,
+        "seconds": task_seconds(plan, by_task, seconds),
         "findings": findings(by_task, tasks, judged),
     }
+
+
+def task_seconds(plan: StudyPlan, by_task: dict[str, dict[int, dict[str, Any]]],
+                 seconds: dict[str, dict[str, float]]) -> dict[str, dict[str, Any]]:
+    """Per task, over its finished seeds: the seconds of fine-tuning and of the analyses (every
+    source, the ablation included where it ran), each as a spread over seeds."""
+    per_task: dict[str, dict[str, list[float]]] = {}
+    for run in plan.runs:
+        logged = seconds.get(run.key)
+        if logged is None or run.config.finetune.seed not in by_task.get(run.config.task.task, {}):
+            continue
+        spent = per_task.setdefault(run.config.task.task, {"fine-tuning": [], "analyses": []})
+        spent["fine-tuning"].append(logged.get("train_seconds", 0.0))
+        spent["analyses"].append(sum(value for name, value in logged.items() if name.startswith("seconds_")))
+    return {task: {phase: spread(values) for phase, values in spent.items()} for task, spent in per_task.items()}
 
 
 def log_study(parent: Tracker, plan: StudyPlan, aggregated: dict[str, Any], files: list[Path]) -> None:

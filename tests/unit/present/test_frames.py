@@ -139,6 +139,10 @@ def test_a_study_gives_its_spreads_over_seeds_and_its_findings(stored):
     findings = load_findings("tiny", stored)
     assert {column: str(kind) for column, kind in findings.dtypes.items()} == FINDING_COLUMNS
     assert len(findings) == 2 * len(stored_study["findings"])
+    for task in ("rte", "mrpc"):  # the seconds each run logged to MLflow: fine-tuning, and the analyses
+        assert {phase: spread["n"] for phase, spread in stored_study["seconds"][task].items()} == {
+            "fine-tuning": 2, "analyses": 2}
+        assert stored_study["seconds"][task]["fine-tuning"]["min"] > 0
     (cell,) = rows(findings, finding="last_layers_change_most", task="rte").itertuples()
     assert (cell.holds, cell.seeds) == tuple(stored_study["findings"]["last_layers_change_most"]["per_task"]["rte"]
                                              .values())

@@ -7,7 +7,7 @@ import pytest
 
 from harness.cli import main
 from harness.config import StudyConfig
-from harness.present.study_figures import findings_table
+from harness.present.study_figures import findings_table, time_table
 from harness.results.checkpoints import FINETUNED, MAIN_PAIR, PRETRAINED
 from harness.study.aggregate import beside_paper, claim_findings, change_findings, findings, judged_tasks, learning
 from harness.views.ablation import AblationView, importance_beats_random
@@ -137,6 +137,15 @@ def test_pattern_shares_stand_beside_prasanna_et_al_per_task_with_the_corrected_
     assert "| 23.3 |" in table.splitlines()[3]  # fine-tuned MRPC: Prasanna et al.'s 23.3
     assert table.splitlines()[-1].startswith("| wnli | fine-tuned | 20.0 |")  # no intervals stored, no paper
     assert table.splitlines()[-1].endswith("| 20.0 | - |")
+
+
+def test_the_time_table_gives_minutes_per_seed_and_the_totals():
+    def seconds(values: list[float]) -> dict:
+        return {"mean": sum(values) / len(values), "n": len(values), "values": values}
+    table = time_table({"rte": {"fine-tuning": seconds([300.0, 420.0]), "analyses": seconds([60.0, 60.0])},
+                        "wnli": {"fine-tuning": seconds([30.0]), "analyses": seconds([30.0])}})
+    assert "| rte | 2 | 6.0 | 1.0 | 14 |" in table and "| wnli | 1 | 0.5 | 0.5 | 1 |" in table
+    assert table.splitlines()[-1] == "| all tasks |  |  |  | 15 |"
 
 
 def test_the_findings_table_says_each_papers_point_and_the_tasks_kept_out():
