@@ -22,6 +22,7 @@ from harness.views.style import (
     checkpoint_title,
     draw_head_grid,
     draw_layer_lines,
+    markdown_table,
     panels_for,
     plt,
     run_title,
@@ -151,6 +152,19 @@ class CosineView(View):
         pair = [per_pair_results(entry)[MAIN_PAIR] for entry in entries]
         return {"cosine": {"per_layer": elementwise([p["per_layer"] for p in pair]),
                            "per_head": elementwise([p["per_head"] for p in pair])}}
+
+    @classmethod
+    def study_tables(cls, study: dict[str, Any]) -> dict[str, str]:
+        """The cosine per layer and task, mean ± s.d. over seeds (Kovaleva et al.'s Figure 5 as numbers)."""
+        tasks = study["tasks"]
+        if not tasks or not all("cosine" in entry for entry in tasks.values()):
+            return {}
+        layers = max(len(entry["cosine"]["per_layer"]["mean"]) for entry in tasks.values())
+        rows = [[task, *(f"{mean:.3f} ± {std:.3f}" for mean, std in zip(entry["cosine"]["per_layer"]["mean"],
+                                                                         entry["cosine"]["per_layer"]["std"]))]
+                for task, entry in tasks.items()]
+        return {"cosine_per_layer_by_task": markdown_table(["task", *(f"layer {n}" for n in range(1, layers + 1))],
+                                                           [row + ["-"] * (layers + 1 - len(row)) for row in rows])}
 
     @classmethod
     def draw_study(cls, study: dict[str, Any], out_dir: Path) -> list[Path]:

@@ -30,6 +30,7 @@ from harness.views.style import (
     checkpoint_colour,
     checkpoint_title,
     draw_side_by_side_grids,
+    markdown_table,
     panels_for,
     run_title,
     save,
@@ -125,6 +126,23 @@ class SurfaceView(View):
             checkpoint: {token: elementwise([per_checkpoint_results(entry)[checkpoint]["per_layer"][token]
                                              for entry in entries]) for token in SPECIAL_TOKENS}
             for checkpoint in (PRETRAINED, FINETUNED)}}
+
+    @classmethod
+    def study_tables(cls, study: dict[str, Any]) -> dict[str, str]:
+        """Attention to [CLS] and to [SEP] per layer, task and checkpoint, mean over seeds."""
+        tasks = study["tasks"]
+        if not tasks or not all("special_tokens" in entry for entry in tasks.values()):
+            return {}
+        layers = max(len(entry["special_tokens"][PRETRAINED]["cls"]["mean"]) for entry in tasks.values())
+        rows = []
+        for task, entry in tasks.items():
+            for checkpoint in (PRETRAINED, FINETUNED):
+                series = entry["special_tokens"][checkpoint]
+                cells = [f"{cls_share:.2f} / {sep_share:.2f}"
+                         for cls_share, sep_share in zip(series["cls"]["mean"], series["sep"]["mean"])]
+                rows.append([task, checkpoint_title(checkpoint), *cells, *["-"] * (layers - len(cells))])
+        return {"special_tokens_per_layer_by_task": markdown_table(
+            ["task", "checkpoint", *(f"layer {n}: [CLS] / [SEP]" for n in range(1, layers + 1))], rows)}
 
     @classmethod
     def draw_study(cls, study: dict[str, Any], out_dir: Path) -> list[Path]:

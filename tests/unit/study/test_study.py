@@ -123,6 +123,9 @@ def test_cross_task_figures_and_tables_are_drawn_from_the_study_alone(tmp_path, 
     table = (tmp_path / "dev_scores_by_task.md").read_text()
     assert "| rte | accuracy | 0.500 ± 0.010 | 0.700 ± 0.010 | 0.520 ± 0.010 | 2/2 | 64.6 |" in table
     assert "Kovaleva et al. (fine-tuned)" in table  # the paper's numbers beside ours: same model
+    assert "| rte | 0.950 ± 0.010 | 0.800 ± 0.020 |" in (tmp_path / "cosine_per_layer_by_task.md").read_text()
+    assert "| mrpc | fine-tuned | 0.30 / 0.30 | 0.30 / 0.30 |" in (
+        tmp_path / "special_tokens_per_layer_by_task.md").read_text()
 
 
 def test_a_study_of_another_model_has_no_paper_column(tmp_path):
