@@ -143,7 +143,8 @@ def stored_results(label: str, results_dir: Path = RESULTS) -> dict[str, Any]:
     results = read_json(path)
     if not isinstance(results, dict):
         raise InputError(f"{path}: no stored results of run {label!r}; take a finished run's with "
-                         f"`harness docs --run {label}=outputs/<run folder>` (a sweep's points: "
+                         f"`harness docs --run {label}=outputs/<run folder>` (a study's: `harness docs --study "
+                         f"{label}=outputs/studies/<name>`; a sweep's points: "
                          f"`python -m benchmarks.sweep_recipe --table --out POINTS.jsonl --keep-as {label}`)")
     return results
 
