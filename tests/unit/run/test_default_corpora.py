@@ -121,7 +121,7 @@ def test_a_study_tries_each_absent_corpus_once_not_once_per_run(no_corpora, mirr
     assert plan.runs[2].skipped["coreference"].startswith(
         "no LitBank coreference 3e50db0 in the data cache or ../shared/data, and the download failed (")
     assert "no download was tried after that of LitBank coreference failed" in plan.runs[2].skipped["syntax"]
-    assert aggregate(plan, {}, {})["analyses_skipped"] == plan.runs[0].skipped  # study.json says what every run left out
+    assert aggregate(plan, {}, {})["analyses_skipped"] == plan.runs[0].skipped  # what every run left out
 
 
 @pytest.mark.slow  # a whole tiny run
