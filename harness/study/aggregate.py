@@ -120,18 +120,19 @@ def claim_findings(view: type[View], by_task: Summaries) -> dict[str, Any]:
 
 
 def change_findings(view: type[View], by_task: Summaries, tasks: dict[str, Any]) -> dict[str, Any]:
-    """The direction of each signed change the view declares, over every run that has the
-    analysis (then a declared metric that no such run gives is an error, not a skip)."""
+    """The direction of each signed change the view declares, over every task whose runs have
+    the analysis and give the metric (a task where it is undefined, such as a cross-sentence
+    share of a single-sentence task, is not judged; a declared metric that no such run gives
+    is an error, not a skip)."""
     ran = [task for task, summaries in by_task.items() if entries_of(view, list(summaries.values()))]
     if not ran:
         return {}
     found = {}
     for name, what in view.signed_changes.items():
-        missing = [task for task in ran if name not in tasks[task]["metrics"]]
-        if missing:
+        values = {task: tasks[task]["metrics"][name]["values"] for task in ran if name in tasks[task]["metrics"]}
+        if not values:
             raise KeyError(f"the {view.name} view declares the signed change {name!r}, but the runs of "
-                           f"{', '.join(missing)} have no such metric: rename it where the view declares it")
-        values = {task: tasks[task]["metrics"][name]["values"] for task in ran}
+                           f"{', '.join(ran)} have no such metric: rename it where the view declares it")
         rises = bool(np.mean([v for runs in values.values() for v in runs]) > 0)
         verdicts = {task: [(v > 0) == rises and v != 0 for v in runs] for task, runs in values.items()}
         found[name] = support(f"{what} {'rises' if rises else 'falls'} with fine-tuning", verdicts)

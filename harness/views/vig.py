@@ -93,16 +93,19 @@ class VigView(View):
     @classmethod
     def metrics(cls, entry: Entry) -> list[tuple[str, float]]:
         """Per checkpoint and behaviour: the strongest head's share (``_max``), the mean over heads
-        (``_mean``; both 0 where no example has rows with such targets: single sentences have no
-        other sentence), how many heads carry its label (``_heads``); and each chance level."""
+        (``_mean``), how many heads carry its label (``_heads``); and each chance level. A
+        behaviour no example has rows for (single sentences have no other sentence) has only its
+        head count, 0: its shares are not 0 but undefined, and a study does not judge them."""
         results = per_checkpoint_results(entry)
+        first = next(iter(results.values()))
+        measured = [statistic for statistic in STATISTICS if first["examples"][statistic]]
         out = [(metric(checkpoint, f"{statistic}_{what}"), value)
-               for checkpoint, stats in results.items() for statistic in STATISTICS
+               for checkpoint, stats in results.items() for statistic in measured
                for what, value in (("max", stats["strongest"][statistic]["value"]),
-                                   ("mean", float(np.mean(stats["per_head"][statistic]))),
-                                   ("heads", stats["label_counts"][statistic]))]
-        chance = next(iter(results.values()))["chance"]
-        return out + [(metric("chance", statistic), chance[statistic]) for statistic in STATISTICS]
+                                   ("mean", float(np.mean(stats["per_head"][statistic]))))]
+        out += [(metric(checkpoint, f"{statistic}_heads"), stats["label_counts"][statistic])
+                for checkpoint, stats in results.items() for statistic in STATISTICS]
+        return out + [(metric("chance", statistic), first["chance"][statistic]) for statistic in measured]
 
     @classmethod
     def headline(cls, metrics: dict[str, float]) -> list[str]:

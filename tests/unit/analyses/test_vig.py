@@ -3,6 +3,7 @@ found through the real tokenizers of every architecture, and the view from a sto
 
 from __future__ import annotations
 
+import copy
 import re
 
 import pytest
@@ -246,6 +247,15 @@ def test_view_metrics_headline_printed_and_overview(entry):
     assert counts[1] == " / ".join(str(pretrained["label_counts"][label]) for label in STATISTICS)
     best = pretrained["strongest"]["other_segment_identical"]
     assert strongest[1].startswith(f"{best['layer']}-{best['head']}: {best['value']:.3f} (chance ")
+
+
+def test_a_behaviour_no_example_has_rows_for_has_no_shares_only_its_head_count(entry):
+    single = copy.deepcopy(entry)  # as a single-sentence task stores it: no row has the other sentence
+    for stats in single["result"]["per_checkpoint"].values():
+        stats["examples"]["other_segment_identical"] = 0
+    names = dict(VigView.metrics(single))
+    assert not [name for name in names if "other_segment_identical" in name and not name.endswith("_heads")]
+    assert f"vig_{FINETUNED}_other_segment_identical_heads" in names and f"vig_{FINETUNED}_next_max" in names
 
 
 def test_view_figures_and_tables_from_a_stored_entry(entry, tmp_path):

@@ -84,6 +84,10 @@ def test_a_paper_compares_only_the_tasks_it_ran_and_the_direction_it_found_per_t
     assert (finding["paper"]["verdict"], finding["paper"]["detail"]) == (
         "partly", "the paper's way on every seed of 1 of 2 tasks")  # rte falls as the paper's; cola does not; wnli: none
 
+    del tasks["cola"]["metrics"]["share_change"]  # undefined there (a single-sentence task's cross-sentence share)
+    (finding,) = change_findings(Shares, by_task, tasks).values()
+    assert set(finding["per_task"]) == {"rte", "wnli"}
+
     claims = claim_findings(CosineView, {"wnli": {42: summary(True, LAST_CHANGE_MOST)}})
     assert claims["last_layers_change_most"]["paper"]["verdict"] == "not compared"  # Kovaleva et al. had no WNLI
 
