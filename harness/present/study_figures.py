@@ -45,17 +45,19 @@ def findings_table(study: dict[str, Any]) -> str:
 
 
 def time_table(seconds: dict[str, dict[str, Any]]) -> str:
-    """Minutes per seed of fine-tuning and of the analyses per task (mean over its seeds), each
-    task's total, and the study's."""
+    """Minutes per seed of fine-tuning, of the analyses and of the ablation (over the seeds it
+    ran on) per task, each task's total, and the study's."""
     rows, total = [], 0.0
     for task, phases in seconds.items():
         spent = sum(sum(phase["values"]) for phase in phases.values())
         total += spent
+        ablation = phases.get("ablation")
         rows.append([task, str(phases["fine-tuning"]["n"]), f"{phases['fine-tuning']['mean'] / 60:.1f}",
-                     f"{phases['analyses']['mean'] / 60:.1f}", f"{spent / 60:.0f}"])
-    rows.append(["all tasks", "", "", "", f"{total / 60:.0f}"])
+                     f"{phases['analyses']['mean'] / 60:.1f}",
+                     f"{ablation['mean'] / 60:.1f} ({ablation['n']})" if ablation else "-", f"{spent / 60:.0f}"])
+    rows.append(["all tasks", "", "", "", "", f"{total / 60:.0f}"])
     return markdown_table(["task", "seeds", "fine-tuning, min per seed", "analyses, min per seed",
-                           "task total, min"], rows)
+                           "ablation, min per seed (seeds)", "task total, min"], rows)
 
 
 def study_tables(study: dict[str, Any]) -> dict[str, str]:

@@ -187,19 +187,27 @@ def aggregate(plan: StudyPlan, failures: dict[str, str], seconds: dict[str, dict
     }
 
 
+ABLATION_SECONDS = "seconds_ablation"  # what `harness ablate` logs to the run it completes
+
+
 def task_seconds(plan: StudyPlan, by_task: dict[str, dict[int, dict[str, Any]]],
                  seconds: dict[str, dict[str, float]]) -> dict[str, dict[str, Any]]:
-    """Per task, over its finished seeds: the seconds of fine-tuning and of the analyses (every
-    source, the ablation included where it ran), each as a spread over seeds."""
+    """Per task, over its finished seeds: the seconds of fine-tuning, of the analyses, and of the
+    ablation over the seeds it ran on (a CPU study's ``harness ablate`` on one seed), each as a
+    spread over those seeds."""
     per_task: dict[str, dict[str, list[float]]] = {}
     for run in plan.runs:
         logged = seconds.get(run.key)
         if logged is None or run.config.finetune.seed not in by_task.get(run.config.task.task, {}):
             continue
-        spent = per_task.setdefault(run.config.task.task, {"fine-tuning": [], "analyses": []})
+        spent = per_task.setdefault(run.config.task.task, {"fine-tuning": [], "analyses": [], "ablation": []})
         spent["fine-tuning"].append(logged.get("train_seconds", 0.0))
-        spent["analyses"].append(sum(value for name, value in logged.items() if name.startswith("seconds_")))
-    return {task: {phase: spread(values) for phase, values in spent.items()} for task, spent in per_task.items()}
+        spent["analyses"].append(sum(value for name, value in logged.items()
+                                     if name.startswith("seconds_") and name != ABLATION_SECONDS))
+        if ABLATION_SECONDS in logged:
+            spent["ablation"].append(logged[ABLATION_SECONDS])
+    return {task: {phase: spread(values) for phase, values in spent.items() if values}
+            for task, spent in per_task.items()}
 
 
 def log_study(parent: Tracker, plan: StudyPlan, aggregated: dict[str, Any], files: list[Path]) -> None:

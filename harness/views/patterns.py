@@ -122,13 +122,15 @@ class PatternsView(View):
 
     @classmethod
     def across_seeds(cls, entries: list[Entry]) -> dict[str, Any]:
-        """Per checkpoint and class, the envelope of the seeds' 95% intervals of the share
-        corrected for the classifier's errors (lowest low, highest high)."""
-        intervals = [{c: r["corrected_interval"] for c, r in per_checkpoint_results(entry).items()
-                      if "corrected_interval" in r} for entry in entries]
-        checkpoints = set.intersection(*(set(found) for found in intervals))
-        return {"pattern_intervals": {c: {name: [min(i[c][name][0] for i in intervals),
-                                                 max(i[c][name][1] for i in intervals)] for name in CLASSES}
+        """Per checkpoint and class, the share corrected for the classifier's errors: its mean
+        over seeds and the envelope of the seeds' 95% intervals (lowest low, highest high)."""
+        results = [{c: r for c, r in per_checkpoint_results(entry).items() if "corrected_interval" in r}
+                   for entry in entries]
+        checkpoints = set.intersection(*(set(found) for found in results))
+        return {"pattern_corrected": {c: {name: {"mean": float(np.mean([r[c]["corrected"][name] for r in results])),
+                                                 "interval": [min(r[c]["corrected_interval"][name][0] for r in results),
+                                                              max(r[c]["corrected_interval"][name][1] for r in results)]}
+                                          for name in CLASSES}
                                       for c in sorted(checkpoints)}} if checkpoints else {}
 
     @classmethod
@@ -149,19 +151,21 @@ class PatternsView(View):
 
 
 def pattern_shares_table(tasks: dict[str, Any]) -> str:
-    """Rows of task and checkpoint: each class's share in percent, mean over seeds, with the
-    envelope of the seeds' intervals corrected for the classifier's errors; Prasanna et al.'s
-    heterogeneous share (bert-base-uncased) beside it."""
+    """Rows of task and checkpoint: each class's share in percent, mean over seeds, as the
+    classifier labels the maps and, where stored, corrected for its errors with the envelope
+    of the seeds' 95% intervals; Prasanna et al.'s heterogeneous share (bert-base-uncased)
+    beside it."""
     rows = []
     for task, entry in tasks.items():
         for index, checkpoint in enumerate(CHECKPOINTS):
-            interval = entry.get("pattern_intervals", {}).get(checkpoint, {})
+            corrected = entry.get("pattern_corrected", {}).get(checkpoint, {})
             cells = [f"{100 * entry['metrics'][share_metric(checkpoint, name)]['mean']:.1f}"
-                     + (f" [{100 * interval[name][0]:.0f}, {100 * interval[name][1]:.0f}]" if name in interval else "")
+                     + (f"; {100 * corrected[name]['mean']:.1f} [{100 * corrected[name]['interval'][0]:.0f}, "
+                        f"{100 * corrected[name]['interval'][1]:.0f}]" if name in corrected else "")
                      for name in CLASSES]
             paper = PRASANNA_HETEROGENEOUS.get(task)
             rows.append([task, checkpoint_title(checkpoint), *cells, f"{paper[index]:.1f}" if paper else "-"])
-    return markdown_table(["task", "checkpoint", *(f"{name} %" for name in CLASSES),
+    return markdown_table(["task", "checkpoint", *(f"{name} %: labelled; corrected [95%]" for name in CLASSES),
                            "heterogeneous %, Prasanna et al. (BERT-base)"], rows)
 
 

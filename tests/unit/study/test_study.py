@@ -183,4 +183,4 @@ def test_an_analysis_on_some_seeds_only_is_aggregated_over_those_seeds(tiny_mode
     assert entry["metrics"]["pattern_change_vertical"]["n"] == 1
     assert entry["metrics"]["pattern_change_vertical"]["values"] == [summary_metrics(full)["pattern_change_vertical"]]
     assert "pattern_change_vertical" in entry["headline"] and set(entry["headline"]) <= set(entry["metrics"])
-    assert len(entry["pattern_intervals"]["finetuned"]["vertical"]) == 2  # from the one seed with the analysis
+    assert len(entry["pattern_corrected"]["finetuned"]["vertical"]["interval"]) == 2  # the one seed with patterns
