@@ -20,7 +20,6 @@ from matplotlib.colors import TwoSlopeNorm
 from matplotlib.ticker import MaxNLocator
 
 from harness.results.checkpoints import FINETUNED
-from harness.views.across_tasks import metric_table
 from harness.views.base import Claim, Entry, PaperPoint, View, pair_name, per_checkpoint_results, register_view
 from harness.views.papers import KOVALEVA_TASKS, expected_for
 from harness.views.style import (
@@ -28,6 +27,7 @@ from harness.views.style import (
     OKABE_ITO,
     axes_title,
     checkpoint_title,
+    markdown_table,
     plt,
     run_title,
     save,
@@ -47,6 +47,17 @@ def families(result: dict[str, Any]) -> Iterator[tuple[str, str, dict[str, Any]]
     for mode in MODES:
         for scope in SCOPES:
             yield mode, scope, result[scope][mode]
+
+
+def extreme_cell(metrics: dict[str, Any], prefix: str) -> str:
+    """``3-10: -20.5``: a study task's best or worst single head (or layer) and its change in
+    points, mean over seeds; the position only where every seed found the same one."""
+    delta = f"{100 * metrics[f'{prefix}_delta_{FINETUNED}']['mean']:+.1f}"
+    places = [metrics[name]["values"] for name in (f"{prefix}_layer_{FINETUNED}", f"{prefix}_head_{FINETUNED}")
+              if name in metrics]
+    if any(len(set(values)) > 1 for values in places):
+        return delta
+    return "-".join(str(int(values[0])) for values in places) + f": {delta}"
 
 
 def best_and_worst(family: dict[str, Any]) -> list[tuple[str, tuple[int, ...]]]:
@@ -187,11 +198,26 @@ class AblationView(View):
 
     @classmethod
     def study_tables(cls, study: dict[str, Any]) -> dict[str, str]:
-        """The fine-tuned model's ablation metrics per task (whole-model ones, not per layer or head), when it ran."""
-        names = sorted({name for entry in study["tasks"].values() for name in entry["metrics"]
-                        if name.startswith("ablation_") and name.endswith(FINETUNED) and "_layer_" not in name
-                        and "_head_" not in name})
-        return {"ablation_by_task": metric_table(study, names)} if names else {}
+        """Per task where it ran, the fine-tuned model's single head and layer whose disabling helps
+        and hurts most (Kovaleva et al. section 6), the heads and layers significant after Holm, and
+        the heads each pruning order removes within a point (Michel et al.), over its seeds."""
+        tasks = {task: entry["metrics"] for task, entry in study["tasks"].items()
+                 if f"ablation_intact_{FINETUNED}" in entry["metrics"]}
+        if not tasks:
+            return {}
+        rows = [[task, str(metrics[f"ablation_intact_{FINETUNED}"]["n"]),
+                 f"{100 * metrics[f'ablation_intact_{FINETUNED}']['mean']:.1f}",
+                 *(extreme_cell(metrics, f"ablation_{extreme}_{scope}_uniform")
+                   for scope in ("head", "layer") for extreme in ("best", "worst")),
+                 " / ".join(f"{metrics[f'ablation_significant_{scope}_{mode}_{FINETUNED}']['mean']:.0f}"
+                            for scope in SCOPES for mode in MODES),
+                 " / ".join(f"{metrics[name]['mean']:.0f}" if (name := f"ablation_pruned_within_one_point_{order}_"
+                                                                       f"{FINETUNED}") in metrics else "-"
+                            for order in ("importance", "oracle"))] for task, metrics in tasks.items()]
+        header = ["task", "seeds", "intact score", "best head, 1/L", "worst head, 1/L", "best layer, 1/L",
+                  "worst layer, 1/L", "significant after Holm: heads 1/L / heads 0 / layers 1/L / layers 0",
+                  "heads pruned within a point: importance / oracle order"]
+        return {"ablation_by_task": markdown_table(header, rows)}
 
 
 def draw_head_deltas(result: dict[str, Any], run: dict[str, Any], checkpoint: str, path: Path) -> Path:

@@ -161,3 +161,27 @@ def test_the_findings_table_says_each_papers_point_and_the_tasks_kept_out():
             "QQP (a study without QQP cannot check that exception) | agrees (the paper's way on every seed of 1 of "
             "1 tasks) |") in table
     assert "Not in the findings: wnli: its fine-tuned model is clearly above the majority class on 0 of 1" in table
+
+
+def test_the_ablation_table_names_the_heads_and_layers_that_help_and_hurt_most_per_task():
+    def spread(*values: float) -> dict:
+        return {"mean": sum(values) / len(values), "n": len(values), "values": list(values)}
+    metrics = {"ablation_intact_finetuned": spread(0.8, 0.8),
+               "ablation_best_head_uniform_delta_finetuned": spread(0.02, 0.04),
+               "ablation_best_head_uniform_layer_finetuned": spread(1, 1),
+               "ablation_best_head_uniform_head_finetuned": spread(3, 3),
+               "ablation_worst_head_uniform_delta_finetuned": spread(-0.1, -0.2),
+               "ablation_worst_head_uniform_layer_finetuned": spread(2, 3),  # the seeds disagree: no position
+               "ablation_worst_head_uniform_head_finetuned": spread(1, 1),
+               "ablation_best_layer_uniform_delta_finetuned": spread(0.0, 0.0),
+               "ablation_best_layer_uniform_layer_finetuned": spread(5, 5),
+               "ablation_worst_layer_uniform_delta_finetuned": spread(-0.3, -0.3),
+               "ablation_worst_layer_uniform_layer_finetuned": spread(2, 2),
+               **{f"ablation_significant_{scope}_{mode}_finetuned": spread(1, 1)
+                  for scope in ("heads", "layers") for mode in ("uniform", "zero")},
+               "ablation_pruned_within_one_point_importance_finetuned": spread(22, 22)}
+    study = {"tasks": {"mrpc": {"metrics": metrics}, "rte": {"metrics": {}}}}
+    table = AblationView.study_tables(study)["ablation_by_task"]
+    assert "| mrpc | 2 | 80.0 | 1-3: +3.0 | -15.0 | 5: +0.0 | 2: -30.0 | 1 / 1 / 1 / 1 | 22 / - |" in table
+    assert "| rte |" not in table  # the ablation did not run there
+    assert AblationView.study_tables({"tasks": {"rte": {"metrics": {}}}}) == {}
