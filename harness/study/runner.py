@@ -8,9 +8,10 @@ missing; one that fails is reported at the end while the others go on; a task wi
 data is named and skipped before any work.
 
 What the study says is computed from the runs' stored summaries only (`aggregate`, with
-`harness.study.aggregate`), and the seconds each run spent from its MLflow record. It is written to ``<output_dir>/studies/<name>/study.json``; the cross-task figures and
-tables (`harness.present.study_figures`) are drawn from that file, and the parent MLflow run gets
-its headline means once every (task, seed) has finished.
+`harness.study.aggregate`), and the seconds each run spent from its MLflow record. It is
+written to ``<output_dir>/studies/<name>/study.json``; the cross-task figures and tables
+(`harness.present.study_figures`) are drawn from that file, and the parent MLflow run gets its
+headline means once every (task, seed) has finished.
 """
 
 from __future__ import annotations
@@ -34,6 +35,8 @@ from tasks.errors import InputError
 from tasks.glue_tsv import split_path
 from tasks.registry import get_task
 from tasks.progress import progress_bar
+
+ABLATION_SECONDS = "seconds_ablation"  # what `harness ablate` logs to the run it completes
 
 
 @dataclass
@@ -185,9 +188,6 @@ def aggregate(plan: StudyPlan, failures: dict[str, str], seconds: dict[str, dict
         "seconds": task_seconds(plan, by_task, seconds),
         "findings": findings(by_task, tasks, judged),
     }
-
-
-ABLATION_SECONDS = "seconds_ablation"  # what `harness ablate` logs to the run it completes
 
 
 def task_seconds(plan: StudyPlan, by_task: dict[str, dict[int, dict[str, Any]]],
