@@ -29,7 +29,8 @@ from harness.inputs.batches import AttentionBatch
 from harness.model.forward import TASK_LOSS, summed_loss
 from harness.results.checkpoints import FROZEN_ENCODER
 from harness.views.base import pair_name
-from harness.views.evaluation import KOVALEVA_TABLE_1, PAPER_MODEL, EvaluationView
+from harness.views.evaluation import PAPER_MODEL, EvaluationView
+from harness.views.papers import KOVALEVA_TABLE_1
 from tasks.metrics import predictions_from_logits, score_predictions
 from tasks.registry import GlueTask, get_task
 

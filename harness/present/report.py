@@ -342,7 +342,6 @@ def findings(found: dict[str, Any]) -> dict[str, Any] | None:
     return {"tasks": tasks, "rows": rows}
 
 
-
 def support(cell: dict[str, Any] | None) -> str:
     """On how many of a task's seeds a finding holds: ``holds of seeds``, or ``-``."""
     return f"{cell['holds']} of {cell['seeds']}" if cell else "-"

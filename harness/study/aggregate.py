@@ -119,6 +119,11 @@ def claim_findings(view: type[View], by_task: Summaries) -> dict[str, Any]:
     return found
 
 
+def went(changes: list[float], rises: bool) -> list[bool]:
+    """Per seed, whether its change went the given way (a change of exactly 0 went neither)."""
+    return [(change > 0) == rises and change != 0 for change in changes]
+
+
 def change_findings(view: type[View], by_task: Summaries, tasks: dict[str, Any]) -> dict[str, Any]:
     """The direction of each signed change the view declares, over every task whose runs have
     the analysis and give the metric (a task where it is undefined, such as a cross-sentence
@@ -134,14 +139,14 @@ def change_findings(view: type[View], by_task: Summaries, tasks: dict[str, Any])
             raise KeyError(f"the {view.name} view declares the signed change {name!r}, but the runs of "
                            f"{', '.join(ran)} have no such metric: rename it where the view declares it")
         rises = bool(np.mean([v for runs in values.values() for v in runs]) > 0)
-        verdicts = {task: [(v > 0) == rises and v != 0 for v in runs] for task, runs in values.items()}
+        verdicts = {task: went(runs, rises) for task, runs in values.items()}
         found[name] = support(f"{what} {'rises' if rises else 'falls'} with fine-tuning", verdicts)
         if name in view.papers:
             paper = view.papers[name]
             expected = {task: paper.expectation(task) for task in ran}
-            found[name]["paper"] = beside_paper(paper, {
-                task: [(v > 0) == (expected[task] == "rises") and v != 0 for v in runs]
-                for task, runs in values.items() if expected[task] in ("rises", "falls")})
+            found[name]["paper"] = beside_paper(paper, {task: went(runs, expected[task] == "rises")
+                                                        for task, runs in values.items()
+                                                        if expected[task] in ("rises", "falls")})
     return found
 
 

@@ -73,8 +73,8 @@ class View:
     is not shown), ``claims`` (`Claim`s judged per run, by name), ``signed_changes``
     (``{metric: what it measures}``: metrics whose direction over every run is a finding, each
     one a name `metrics` gives), ``papers`` (``{claim or signed change: PaperPoint}``: what
-    the papers found on it, set beside the study's finding), ``left_out`` (heavy result keys no table reads, dropped
-    from the results the docs keep), ``overview_reads`` (other analyses whose entries its
+    the papers found on it, set beside the study's finding), ``left_out`` (heavy result keys no
+    table reads, dropped from the results the docs keep), ``overview_reads`` (other analyses whose entries its
     `overview_rows` read).
     """
 

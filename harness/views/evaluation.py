@@ -26,21 +26,11 @@ from harness.views.base import (
     per_pair_results,
     register_view,
 )
-from harness.views.papers import KOVALEVA_TASKS, expected_for
+from harness.views.papers import KOVALEVA_TABLE_1, KOVALEVA_TASKS, expected_for
 from harness.views.style import checkpoint_title, markdown_table
 from tasks.registry import GlueTask, get_task
 
 PAPER_MODEL = "bert-base-uncased"
-# Kovaleva et al. 2019, Table 1 (dev; MRPC and QQP as F1/accuracy).
-KOVALEVA_TABLE_1 = {
-    "mrpc": {FROZEN_ENCODER: "0/31.6", RANDOM_INIT: "81.2/68.3", FINETUNED: "87.9/82.3"},
-    "stsb": {FROZEN_ENCODER: "33.1", RANDOM_INIT: "2.9", FINETUNED: "82.7"},
-    "sst2": {FROZEN_ENCODER: "49.1", RANDOM_INIT: "80.5", FINETUNED: "92.0"},
-    "qqp": {FROZEN_ENCODER: "0/60.9", RANDOM_INIT: "0/63.2", FINETUNED: "65.2/78.6"},
-    "rte": {FROZEN_ENCODER: "52.7", RANDOM_INIT: "52.7", FINETUNED: "64.6"},
-    "qnli": {FROZEN_ENCODER: "52.8", RANDOM_INIT: "49.5", FINETUNED: "84.4"},
-    "mnli": {FROZEN_ENCODER: "31.7", RANDOM_INIT: "61.0", FINETUNED: "78.6"},
-}
 TABLE_COLUMNS = {"majority": "majority class", PRETRAINED: "pre-trained, untrained head",
                  FROZEN_ENCODER: "pre-trained, frozen encoder", RANDOM_INIT: "random init + FT",
                  FINETUNED: "pre-trained + FT"}

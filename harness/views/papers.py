@@ -1,12 +1,25 @@
-"""What the papers found, as the study's findings are set beside it (`harness.views.base.PaperPoint`):
-the tasks each paper fine-tuned on, and the directions of change it reports per task."""
+"""What the papers found, as runs and studies set their results beside it
+(`harness.views.base.PaperPoint`): Kovaleva et al.'s Table 1 and the tasks she fine-tuned on,
+Prasanna et al.'s pattern shares and the directions of change they give per task."""
 
 from __future__ import annotations
 
 from typing import Any
 
-# Kovaleva et al. 2019 fine-tuned bert-base-uncased on these GLUE tasks (CoLA and WNLI excluded).
-KOVALEVA_TASKS = ("mrpc", "stsb", "sst2", "qqp", "rte", "qnli", "mnli")
+from harness.results.checkpoints import FINETUNED, FROZEN_ENCODER, RANDOM_INIT
+
+# Kovaleva et al. 2019, Table 1 (dev; MRPC and QQP as F1/accuracy).
+KOVALEVA_TABLE_1 = {
+    "mrpc": {FROZEN_ENCODER: "0/31.6", RANDOM_INIT: "81.2/68.3", FINETUNED: "87.9/82.3"},
+    "stsb": {FROZEN_ENCODER: "33.1", RANDOM_INIT: "2.9", FINETUNED: "82.7"},
+    "sst2": {FROZEN_ENCODER: "49.1", RANDOM_INIT: "80.5", FINETUNED: "92.0"},
+    "qqp": {FROZEN_ENCODER: "0/60.9", RANDOM_INIT: "0/63.2", FINETUNED: "65.2/78.6"},
+    "rte": {FROZEN_ENCODER: "52.7", RANDOM_INIT: "52.7", FINETUNED: "64.6"},
+    "qnli": {FROZEN_ENCODER: "52.8", RANDOM_INIT: "49.5", FINETUNED: "84.4"},
+    "mnli": {FROZEN_ENCODER: "31.7", RANDOM_INIT: "61.0", FINETUNED: "78.6"},
+}
+# The GLUE tasks she fine-tuned bert-base-uncased on (CoLA and WNLI excluded).
+KOVALEVA_TASKS = tuple(KOVALEVA_TABLE_1)
 
 # Prasanna et al. 2020: the share of heterogeneous maps per task, pre-trained and fine-tuned
 # bert-base-uncased (percent, 100 dev examples x 5 seeds x 144 heads, Kovaleva et al.'s classes).
