@@ -38,7 +38,7 @@ from harness.config import (
     StudyConfig,
     TaskConfig,
 )
-from tasks.errors import InputError
+from tasks.errors import InputError, clipped
 from tasks.files import disk_full_message, is_disk_full
 
 # Imported once the flags are valid: torch and transformers take seconds to load.
@@ -112,7 +112,7 @@ class SubcommandParser(argparse.ArgumentParser):
         ``--task`` first), and where the flags are listed; exit 2."""
         if message.startswith("the following arguments are required"):
             message += self.suggestion(getattr(self, "given", []))
-        self.exit(2, f"{self.prog}: error: {message}; `{self.prog} --help` lists its flags\n")
+        self.exit(2, f"{self.prog}: error: {clipped(message, MESSAGE_MAX)}; `{self.prog} --help` lists its flags\n")
 
     def suggestion(self, words: list[str]) -> str:
         """`` (did you mean --model for --modle?)`` for the misspelled flags among ``words``, or an
@@ -134,6 +134,7 @@ def command_module(args: argparse.Namespace) -> str:
 
 
 SIMILAR = 0.7  # difflib's similarity from which a flag is suggested for a misspelled one
+MESSAGE_MAX = 2000  # characters of an error line: the last guard for a value quoted whole
 
 
 def quiet_libraries(debug: bool) -> None:
@@ -198,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         argv = expanded(list(sys.argv[1:] if argv is None else argv), subcommands(parser))
     except InputError as error:
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {clipped(str(error), MESSAGE_MAX)}", file=sys.stderr)
         return 2
     args = parser.parse_args(argv)
     previous = signal.signal(signal.SIGTERM, raise_terminated)
@@ -211,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     except InputError as error:  # a full disk at a known write is one too (`tasks.files.DiskFull`)
         if args.debug:
             raise
-        print(f"error: {error}", file=sys.stderr)
+        print(f"error: {clipped(str(error), MESSAGE_MAX)}", file=sys.stderr)
         return 2
     except Exception as error:  # a full disk where no `writing` names the folder: the file's folder, if said
         if args.debug or not is_disk_full(error):

@@ -2,10 +2,12 @@
 
 The file is a JSON or YAML mapping of settings to values, each named by its field
 (``max_train_examples``) or its flag (``--max-train-examples``): a list for a flag that takes
-several values, true or false for a switch. `expanded` turns it into the flags it stands for,
-placed before the command line's own, so that a flag given there overrides the file (as
-``run_glue.py`` takes a JSON file). Every run writes the settings it ran with as ``config.json``
-in its folder (`settings_file`), which ``--config`` takes back: a run is rerun from its folder.
+several values, true or false for a switch. It is read only up to `MAX_BYTES`, and YAML
+anchors and aliases are refused, so a small file cannot expand to gigabytes. `expanded` turns
+it into the flags it stands for, placed before the command line's own, so that a flag given
+there overrides the file (as ``run_glue.py`` takes a JSON file). Every run writes the
+settings it ran with as ``config.json`` in its folder (`settings_file`), which ``--config``
+takes back: a run is rerun from its folder.
 """
 
 from __future__ import annotations
@@ -18,27 +20,79 @@ from typing import Any
 
 import yaml
 
-from tasks.errors import InputError
+from tasks.errors import InputError, clipped
 
 CONFIG_FLAG = "--config"
 SUFFIXES = (".json", ".yaml", ".yml")
+MAX_BYTES = 256 * 1024  # a settings file is a few hundred bytes; a larger one is the wrong file
+
+
+class AliasRefused(yaml.YAMLError):
+    """A YAML anchor or alias, at the 1-based ``line``: refused, see `SettingsLoader`."""
+
+    def __init__(self, line: int) -> None:
+        super().__init__(line)
+        self.line = line
+
+
+class SettingsLoader(yaml.SafeLoader):
+    """YAML's safe loader without anchors and aliases: a settings file needs none, and nested
+    aliases (a few hundred bytes) expand to billions of values."""
+
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+        event = self.peek_event()
+        if getattr(event, "anchor", None) is not None:  # an anchor (&name), or an alias (*name) naming one
+            raise AliasRefused(event.start_mark.line + 1)
+        return super().compose_node(parent, index)
+
+
+def settings_text(path: Path) -> str:
+    """The text of ``path``, read only up to `MAX_BYTES`, or one line saying what is wrong with it."""
+    try:
+        with path.open("rb") as handle:
+            data = handle.read(MAX_BYTES + 1)
+    except OSError as error:
+        raise InputError(f"{CONFIG_FLAG} {path}: cannot be read ({error.strerror}); check the path") from error
+    if len(data) > MAX_BYTES:
+        raise InputError(f"{CONFIG_FLAG} {path}: larger than {MAX_BYTES // 1024} KiB; a settings file is a few "
+                         "lines of flag names and values, check that this is the right file")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise InputError(f"{CONFIG_FLAG} {path}: not UTF-8 text (byte {data[error.start:error.start + 1]!r} at "
+                         f"offset {error.start}); re-save it as UTF-8") from None
 
 
 def read_settings(path: Path) -> dict[str, Any]:
     """The mapping in ``path``, or one line naming the file and what is wrong with it."""
     if path.suffix not in SUFFIXES:
         raise InputError(f"{CONFIG_FLAG} {path}: must be a .json, .yaml or .yml file")
+    text = settings_text(path)
     try:
-        text = path.read_text(encoding="utf-8")
-        settings = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
-    except OSError as error:
-        raise InputError(f"{CONFIG_FLAG} {path}: cannot be read ({error.strerror}); check the path") from error
+        settings = json.loads(text) if path.suffix == ".json" else yaml.load(text, Loader=SettingsLoader)
+    except AliasRefused as error:
+        raise InputError(f"{CONFIG_FLAG} {path}:{error.line}: YAML anchors and aliases (&name, *name) are not "
+                         "taken; write the values out") from None
+    except RecursionError:
+        raise InputError(f"{CONFIG_FLAG} {path}: nested too deeply; each setting is a value or a list of "
+                         "values") from None
     except (ValueError, yaml.YAMLError) as error:
         raise InputError(f"{CONFIG_FLAG} {path}: not valid {path.suffix[1:].upper()} "
-                         f"({str(error).splitlines()[0]})") from error
+                         f"({clipped(str(error).splitlines()[0])})") from error
     if not isinstance(settings, dict):
-        raise InputError(f"{CONFIG_FLAG} {path}: must hold a mapping of settings to values, not {type(settings).__name__}")
+        raise InputError(f"{CONFIG_FLAG} {path}: must hold a mapping of settings to values, "
+                         f"not {type(settings).__name__}")
     return settings
+
+
+def flag_words(value: Any, name: Any, path: Path) -> list[str]:
+    """The command-line words of setting ``name``'s ``value``: a value, or a list of values, as
+    text; anything else (a mapping, a list inside a list) is one line quoting it."""
+    items = value if isinstance(value, list) else [value]
+    if any(isinstance(item, (list, dict)) for item in items):
+        raise InputError(f"{CONFIG_FLAG} {path}: {clipped(repr(name))} must be a value or a list of values, "
+                         f"not {clipped(repr(value))}")
+    return [str(item) for item in items]
 
 
 def flag_tokens(parser: argparse.ArgumentParser, settings: dict[str, Any], path: Path) -> list[str]:
@@ -50,15 +104,13 @@ def flag_tokens(parser: argparse.ArgumentParser, settings: dict[str, Any], path:
     for name, value in settings.items():
         action = actions.get(str(name).lstrip("-").replace("-", "_"))
         if action is None or action.dest == "help":
-            raise InputError(f"{CONFIG_FLAG} {path}: {name!r} is not a setting of `{parser.prog}`; "
+            raise InputError(f"{CONFIG_FLAG} {path}: {clipped(repr(name))} is not a setting of `{parser.prog}`; "
                              f"`{parser.prog} --help` lists them")
         flag = action.option_strings[-1]
         if isinstance(action, argparse._StoreTrueAction):
             tokens += [flag] if value else []
-        elif isinstance(value, list):
-            tokens += [flag, *(str(item) for item in value)] if value else []
-        elif value is not None:
-            tokens += [flag, str(value)]
+        elif value is not None and value != []:
+            tokens += [flag, *flag_words(value, name, path)]
     return tokens
 
 

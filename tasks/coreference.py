@@ -10,7 +10,9 @@
   parse columns and an empty last column where there is no mention.
 * ``*.jsonlines`` / ``*.jsonl``: the e2e-coref format, one JSON object per line with
   ``doc_key``, ``sentences`` (lists of words) and ``clusters`` (lists of ``[start, end]``
-  inclusive word spans over the flattened document).
+  inclusive word spans over the flattened document), optionally ``pos_tags`` or ``pos`` (a
+  list of Penn Treebank tags per sentence). Every value's type and every span's place in its
+  document is checked as the line is read: a bad one is `InputError` ``file:line: ...``.
 
 The module also holds the two word-level decisions the coreference analysis needs and that
 depend only on the text: the head word of a mention (`mention_head`) and its type
@@ -25,10 +27,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tasks.errors import InputError
+from tasks.errors import InputError, clipped
 from tasks.files import text_lines
 
 COREF_FIX = "give --coref-data a CoNLL-2012 *_gold_conll file, an e2e-coref .jsonlines file or a LitBank conll/ folder"
+JSON_FIX = ("each line must be a JSON object with 'sentences' (lists of words) and 'clusters' (lists of [start, end] "
+            "word spans)")
+POS_KEYS = ("pos_tags", "pos")  # the public CoNLL-2012 converters' name, then the one e2e-coref files have used
 
 # Penn Treebank escapes used in CoNLL-2012 word columns, mapped back to the text BERT saw.
 PTB_ESCAPES = {"-LRB-": "(", "-RRB-": ")", "-LSB-": "[", "-RSB-": "]", "-LCB-": "{", "-RCB-": "}",
@@ -52,8 +57,8 @@ class Document:
     """One document: its words, where its sentences start, and its gold mentions.
 
     ``mentions`` are sorted by (start, end); ``pos`` holds one Penn Treebank tag per word when
-    the format has them (CoNLL-2012), else None (LitBank, JSON lines without ``pos``).
-    ``cluster_sizes`` and ``lowercase_words`` describe the whole document, also in a `window`
+    the format has them (CoNLL-2012), else None (LitBank, JSON lines without ``pos_tags`` or
+    ``pos``). ``cluster_sizes`` and ``lowercase_words`` describe the whole document, also in a `window`
     of it: how many mentions each cluster has, and which words occur in lower case.
     """
 
@@ -133,8 +138,8 @@ class _DocumentBuilder:
     def _bracket(self, part: str, index: int, line: int) -> None:
         match = BRACKET.match(part)
         if not match or not (match.group(1) or match.group(3)):
-            raise InputError(f"{self.path}:{line}: coreference cell part {part!r} is not '(N', 'N)' or '(N)'; "
-                               "the coreference brackets must be in the last column")
+            raise InputError(f"{self.path}:{line}: coreference cell part {clipped(repr(part))} is not '(N', 'N)' or "
+                               "'(N)'; the coreference brackets must be in the last column")
         opens, label, closes = match.groups()
         if opens:
             self.open_mentions.setdefault(label, []).append((index, line))
@@ -165,7 +170,7 @@ def read_conll_file(path: Path) -> Iterator[Document]:
         line = raw.rstrip("\r\n")
         if line.startswith("#begin document"):
             if builder is not None:
-                raise InputError(f"{path}:{number}: #begin document inside document {builder.name!r}; "
+                raise InputError(f"{path}:{number}: #begin document inside document {clipped(repr(builder.name))}; "
                                    "add the missing #end document line")
             match = BEGIN.match(line)
             name = f"{match.group(1)}/part {match.group(2)}" if match else line[len("#begin document"):].strip()
@@ -188,7 +193,7 @@ def read_conll_file(path: Path) -> Iterator[Document]:
                                    "(document, part, index, word, ..., coreference last)")
             builder.add_token(cells, number)
     if builder is not None:
-        raise InputError(f"{path}:{builder.line}: document {builder.name!r} has no #end document line")
+        raise InputError(f"{path}:{builder.line}: document {clipped(repr(builder.name))} has no #end document line")
 
 
 def read_jsonlines(path: Path) -> Iterator[Document]:
@@ -199,36 +204,92 @@ def read_jsonlines(path: Path) -> Iterator[Document]:
 
 
 def _json_document(path: Path, number: int, line: str) -> Document:
-    try:
-        record = json.loads(line)
-        sentences, clusters = record["sentences"], record["clusters"]
-    except (json.JSONDecodeError, KeyError, TypeError) as error:
-        raise InputError(f"{path}:{number}: not an e2e-coref record ({type(error).__name__}: {error}); "
-                           "each line must be a JSON object with 'sentences' and 'clusters'") from None
-    if not (isinstance(sentences, list) and all(isinstance(s, list) and all(isinstance(w, str) for w in s)
-                                                for s in sentences)):
-        raise InputError(f"{path}:{number}: 'sentences' must be a list of lists of words (strings)")
-    if not (isinstance(clusters, list) and all(isinstance(spans, list) for spans in clusters)):
-        raise InputError(f"{path}:{number}: 'clusters' must be a list of clusters, each a list of [start, end] spans")
+    """The document of line ``number``, each value checked (`InputError` ``file:line: ...``)."""
+    where = f"{path}:{number}"
+    record = _json_record(where, line)
+    sentences = _json_sentences(where, record["sentences"])
     words = [word for sentence in sentences for word in sentence]
     starts, position = [], 0
     for sentence in sentences:
         if sentence:
             starts.append(position)
         position += len(sentence)
+    return Document(str(record.get("doc_key", f"{path.name}:{number}")), words, starts,
+                    _json_mentions(where, record["clusters"], len(words)), _json_pos(where, record, sentences),
+                    where)
+
+
+def _json_record(where: str, line: str) -> dict:
+    """The JSON object of one line, with its ``sentences`` and ``clusters``."""
+    try:
+        record = json.loads(line)
+    except RecursionError:
+        raise InputError(f"{where}: nested too deeply; {JSON_FIX}") from None
+    except ValueError as error:  # not JSON, or an integer of thousands of digits
+        raise InputError(f"{where}: not JSON ({clipped(str(error))}); {JSON_FIX}") from None
+    if not isinstance(record, dict):
+        raise InputError(f"{where}: a JSON {type(record).__name__}, not an object; {JSON_FIX}")
+    missing = [key for key in ("sentences", "clusters") if key not in record]
+    if missing:
+        raise InputError(f"{where}: no {' or '.join(map(repr, missing))}; {JSON_FIX}")
+    return record
+
+
+def _json_sentences(where: str, sentences: object) -> list[list[str]]:
+    """``sentences`` checked: a non-empty list of lists of words (strings), with at least one word."""
+    if not isinstance(sentences, list) or not sentences:
+        raise InputError(f"{where}: 'sentences' must be a non-empty list of sentences, not "
+                         f"{clipped(repr(sentences))}; {JSON_FIX}")
+    for index, sentence in enumerate(sentences):
+        if not (isinstance(sentence, list) and all(isinstance(word, str) for word in sentence)):
+            raise InputError(f"{where}: 'sentences' must be a list of lists of words (strings); sentence {index} "
+                             f"is {clipped(repr(sentence))}")
+    if not any(sentences):
+        raise InputError(f"{where}: 'sentences' holds no words; leave out a document without text")
+    return sentences
+
+
+def _json_mentions(where: str, clusters: object, words: int) -> list[Mention]:
+    """The mentions of ``clusters`` (lists of inclusive ``[start, end]`` spans of integer word
+    indices inside the document's ``words``), sorted."""
+    if not (isinstance(clusters, list) and all(isinstance(spans, list) for spans in clusters)):
+        raise InputError(f"{where}: 'clusters' must be a list of clusters, each a list of [start, end] spans, not "
+                         f"{clipped(repr(clusters))}")
     mentions = set()
     for cluster, spans in enumerate(clusters):
         for span in spans:
-            if not (isinstance(span, list) and len(span) == 2 and 0 <= span[0] <= span[1] < len(words)):
-                raise InputError(f"{path}:{number}: cluster {cluster} has span {span!r} outside the "
-                                   f"document's {len(words)} words; spans are inclusive [start, end] word indices")
+            # type(), not isinstance: a bool is an int to Python, and true is no word index
+            if not (isinstance(span, list) and len(span) == 2 and all(type(index) is int for index in span)):
+                raise InputError(f"{where}: cluster {cluster} has span {clipped(repr(span))}; spans are [start, end] "
+                                 "pairs of integer word indices")
+            if not 0 <= span[0] <= span[1] < words:
+                raise InputError(f"{where}: cluster {cluster} has span {clipped(repr(span))} outside the document's "
+                                 f"{words} words; spans are inclusive [start, end] word indices, start <= end")
             mentions.add(Mention(span[0], span[1], cluster))
-    pos = record.get("pos")
-    flat_pos = [tag for sentence in pos for tag in sentence] if pos else None
-    if flat_pos is not None and len(flat_pos) != len(words):
-        raise InputError(f"{path}:{number}: 'pos' has {len(flat_pos)} tags for {len(words)} words")
-    return Document(str(record.get("doc_key", f"{path.name}:{number}")), words, starts,
-                    sorted(mentions), flat_pos, f"{path}:{number}")
+    return sorted(mentions)
+
+
+def _json_pos(where: str, record: dict, sentences: list[list[str]]) -> list[str] | None:
+    """The POS tags of the record's words, flattened, from `POS_KEYS` (one list of tags per
+    sentence, as long as the sentence); None when the record has none."""
+    key = next((key for key in POS_KEYS if record.get(key) is not None), None)
+    if key is None:
+        return None
+    tags = record[key]
+    if not (isinstance(tags, list) and all(isinstance(tag_list, list) for tag_list in tags)):
+        raise InputError(f"{where}: {key!r} must be one list of tags per sentence, not {clipped(repr(tags))}; "
+                         f"give each sentence's tags, or leave {key!r} out")
+    if len(tags) != len(sentences):
+        raise InputError(f"{where}: {key!r} has {len(tags)} tag lists for {len(sentences)} sentences; give one "
+                         "list of tags per sentence")
+    for index, (tag_list, sentence) in enumerate(zip(tags, sentences)):
+        if not all(isinstance(tag, str) for tag in tag_list):
+            raise InputError(f"{where}: {key!r} of sentence {index} is {clipped(repr(tag_list))}; tags are "
+                             "strings (Penn Treebank tags)")
+        if len(tag_list) != len(sentence):
+            raise InputError(f"{where}: {key!r} of sentence {index} has {len(tag_list)} tags for its "
+                             f"{len(sentence)} words; give one tag per word")
+    return [tag for tag_list in tags for tag in tag_list]
 
 
 def coreference_format(path: Path) -> str:

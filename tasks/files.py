@@ -35,7 +35,8 @@ os.umask(UMASK)  # read once: temporary files are created 0600, written files ge
 
 
 def text_lines(path: Path, encoding: str = "utf-8") -> Iterator[str]:
-    """The lines of ``path`` (newlines kept); undecodable bytes are an `InputError` naming the line.
+    """The lines of ``path`` (newlines kept); undecodable bytes, or a NUL byte (binary data, or
+    UTF-16, which decodes as UTF-8 where it is ASCII), are an `InputError` naming the line.
 
     Lines are decoded one at a time (a text-mode file decodes ahead in chunks, and its error
     would name the wrong line); no character of these encodings spans a newline byte.
@@ -43,6 +44,9 @@ def text_lines(path: Path, encoding: str = "utf-8") -> Iterator[str]:
     decoder = codecs.getincrementaldecoder(encoding)()
     with path.open("rb") as handle:
         for number, raw in enumerate(handle, start=1):
+            if b"\0" in raw:
+                raise InputError(f"{path}:{number}: not text (a NUL byte: a binary or UTF-16 file?); "
+                                 "re-save the file as UTF-8 text")
             try:
                 yield decoder.decode(raw)
             except UnicodeDecodeError as error:

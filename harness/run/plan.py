@@ -31,7 +31,7 @@ from harness.results.store import FileHashes, ensure_writable, key_of
 from harness.results.summary import SUMMARY
 from tasks.corpora import DOWNLOAD_COMMAND, LITBANK, UD_ENGLISH_EWT, Corpus, get_corpus
 from tasks.download import download_corpus
-from tasks.errors import InputError
+from tasks.errors import InputError, clipped
 from tasks.glue_tsv import split_path
 from tasks.hub import HUB_DATASET
 from tasks.loading import load_examples
@@ -68,7 +68,7 @@ def select_analyses(names: list[str] | None, ablation: bool = False) -> list[typ
     learned the task."""
     unknown = [name for name in names or [] if name not in ANALYSES]
     if unknown:
-        raise InputError(f"--analyses: unknown analysis {', '.join(unknown)}; valid: {', '.join(ANALYSES)}")
+        raise InputError(f"--analyses: unknown analysis {clipped(', '.join(unknown))}; valid: {', '.join(ANALYSES)}")
     chosen = [name for name, analysis in ANALYSES.items() if analysis.on_by_default] if names is None else names
     return [ANALYSES[name] for name in dict.fromkeys([Evaluation.name, *chosen, *([Ablation.name] * ablation)])]
 

@@ -4,6 +4,7 @@ winning; each run's own ``config.json`` reproduces its configuration; a bad file
 from __future__ import annotations
 
 import json
+import tracemalloc
 from dataclasses import asdict
 
 import pytest
@@ -61,3 +62,75 @@ def test_expanding_leaves_a_command_line_without_a_file_alone():
     assert expanded(argv, subcommands(build_parser())) == argv
     with pytest.raises(InputError, match="--config needs a file"):
         expanded(["run", "--config"], subcommands(build_parser()))
+
+
+def alias_bomb(levels: int) -> str:
+    """A YAML file whose ``analyses`` nest ``levels`` aliases nine wide: a few hundred bytes that a
+    YAML loader expands to 9 ** levels strings (4.8 million at 7)."""
+    names = "abcdefghijklmnopqrstuvwxyz"[:levels]
+    lines = ["task: rte", "analyses:", f"  - &{names[0]} [{', '.join(['x'] * 9)}]"]
+    lines += [f"  - &{name} [{', '.join([f'*{below}'] * 9)}]" for below, name in zip(names, names[1:])]
+    return "\n".join(lines) + "\n"
+
+
+def test_a_yaml_alias_bomb_is_one_short_line_in_little_memory(tmp_path, capsys):
+    path = tmp_path / "bomb.yaml"
+    path.write_text(alias_bomb(7))
+    tracemalloc.start()
+    try:
+        code = main(["run", "--config", str(path)])
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    err = capsys.readouterr().err.strip().splitlines()
+    assert code == 2 and len(err) == 1 and len(err[0]) < 1000
+    assert err[0] == (f"error: --config {path}:3: YAML anchors and aliases (&name, *name) are not taken; "
+                      "write the values out")
+    assert peak < 5 * 2 ** 20  # expanded, the aliases took 1.8 GB
+
+
+@pytest.mark.parametrize(("settings", "quoted"), [
+    ({"x" * 100_000: 1}, "'xxxx"),
+    ({"task": "rte", "model": {"name": "y" * 100_000}}, "'model' must be a value or a list of values, not {'name'"),
+    ({"task": "rte", "analyses": [["cosine"] * 10_000]}, "'analyses' must be a value or a list of values"),
+    ({"task": "rte", "analyses": ["z" * 100_000]}, "--analyses: unknown analysis zzzz")],
+    ids=["key", "mapping", "nested-list", "analysis-name"])
+def test_an_overlong_value_is_quoted_in_a_few_hundred_characters(tmp_path, capsys, settings, quoted):
+    path = tmp_path / "long.json"
+    path.write_text(json.dumps(settings))
+    assert main(["run", "--config", str(path), "--output-dir", str(tmp_path / "out"),
+                 "--cache-dir", str(tmp_path / "cache"), "--tracking-uri", f"sqlite:///{tmp_path}/mlflow.db"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and quoted in err[0] and "characters)" in err[0]
+    assert len(err[0]) - len(str(path)) < 600
+    assert not (tmp_path / "mlflow.db").exists()
+
+
+def test_a_file_too_large_for_settings_is_one_line_unread(tmp_path, capsys):
+    path = tmp_path / "huge.yaml"
+    path.write_text("task: rte\n" + "# padding\n" * 40_000)
+    assert main(["run", "--config", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"error: --config {path}: larger than 256 KiB; a settings file is a few lines of flag names and "
+                   "values, check that this is the right file"]
+
+
+@pytest.mark.parametrize(("name", "content", "says"), [
+    ("latin.yaml", "task: caf\xe9\n".encode("latin-1"), "not UTF-8 text (byte b'\\xe9' at offset 9)"),
+    ("deep.json", b"{\"task\": " + b"[" * 100_000 + b"]" * 100_000 + b"}", "nested too deeply"),
+    ("anchor.yaml", b"task: &t rte\n", ":1: YAML anchors and aliases")], ids=["latin-1", "deep", "anchor"])
+def test_a_file_that_is_no_settings_text_is_one_line(tmp_path, capsys, name, content, says):
+    path = tmp_path / name
+    path.write_bytes(content)
+    assert main(["run", "--config", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith(f"error: --config {path}") and says in err[0]
+
+
+def test_a_message_that_quotes_a_value_whole_is_cut_by_the_cli(tmp_path, capsys):
+    path = tmp_path / "task.json"
+    path.write_text(json.dumps({"task": "t" * 100_000}))  # the task's own check quotes it whole
+    assert main(["run", "--config", str(path)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("error: unknown task 'tttt")
+    assert err[0].endswith(" characters)") and len(err[0]) < 2100  # 2,000 of the message, then its length

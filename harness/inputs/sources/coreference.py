@@ -5,7 +5,9 @@ split into consecutive windows of whole sentences that fit."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -14,9 +16,11 @@ from harness.inputs.batches import EncodedBatch
 from harness.inputs.sampling import sample
 from harness.inputs.sources.base import Source, SourceStream, register_source
 from harness.inputs.words import encode_words
-from tasks.coreference import Document, read_coreference
+from tasks.coreference import Document, coreference_format, read_coreference
 from tasks.corpora import DOWNLOAD_COMMAND, LITBANK, cache_folder
 from tasks.errors import InputError
+
+log = logging.getLogger(__name__)
 
 
 def coref_data_path(value: str | Path | None) -> Path:
@@ -31,6 +35,16 @@ def coref_data_path(value: str | Path | None) -> Path:
                          "or pass --coref-data with a CoNLL-2012 *_gold_conll file, a .jsonlines file or a LitBank "
                          "conll/ folder")
     return default
+
+
+@cache  # once per file: a study checks it for each of its runs
+def say_untagged(path: Path, untagged: int, documents: int) -> None:
+    """One line when documents of the JSON-lines file ``path`` have no POS tags: their head
+    words and mention types then come from the word rules (`tasks.coreference.mention_head`)."""
+    if untagged:
+        log.warning("%s: %d of %d documents have no 'pos_tags' or 'pos'; their head words and mention types come "
+                    "from word lists and capitalisation instead of POS tags (docs/coreference.md)",
+                    path, untagged, documents)
 
 
 def document_windows(document: Document, sentence_tokens: list[int], budget: int) -> Iterator[Document]:
@@ -82,7 +96,10 @@ class CoreferenceSource(Source):
                 "max_documents": settings.max_corpus_items, "seed": self.context.seed}
 
     def check(self) -> None:
-        read_coreference(coref_data_path(self.context.settings.coref_data))
+        path = coref_data_path(self.context.settings.coref_data)
+        documents = read_coreference(path)
+        if coreference_format(path) == "jsonlines":
+            say_untagged(path, sum(document.pos is None for document in documents), len(documents))
 
     def stream(self) -> SourceStream:
         context = self.context

@@ -28,6 +28,9 @@ from harness.inputs.sources.task import TaskSource
 from tasks.errors import InputError
 from tasks.files import text_lines
 
+CORPUS_LAYOUT = "give plain text with one paragraph per line and a blank line between documents"
+
+
 @dataclass(frozen=True)
 class Segment:
     """One packed input: the tokens of parts A and B, the file line it starts on, and the
@@ -65,6 +68,17 @@ def read_documents(path: Path) -> Iterator[list[tuple[int, str]]]:
             document = []
     if document:
         yield document
+
+
+def check_corpus(path: Path) -> None:
+    """The whole file read as `pack_corpus` reads it: text, with a document of at least two
+    paragraphs to pair (the tokenizer is not needed to tell); else one line naming it."""
+    paragraphs = [len(document) for document in read_documents(path)]  # of each document
+    if not paragraphs:
+        raise InputError(f"--corpus {path}: no text (the file is empty or blank); {CORPUS_LAYOUT}")
+    if max(paragraphs) < 2:
+        raise InputError(f"--corpus {path}: none of its {len(paragraphs)} documents has two paragraphs, and each "
+                         f"segment pairs paragraphs of one document; {CORPUS_LAYOUT}")
 
 
 def trim_pair(tokens_a: list[str], tokens_b: list[str], budget: int, rng: random.Random) -> bool:
@@ -172,8 +186,7 @@ class CorpusSource(Source):
 
     def check(self) -> None:
         if self.context.settings.corpus is not None:
-            for _ in read_documents(Path(self.context.settings.corpus)):
-                pass
+            check_corpus(Path(self.context.settings.corpus))
 
     def stream(self) -> SourceStream:
         context = self.context

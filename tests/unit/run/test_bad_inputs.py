@@ -1,18 +1,21 @@
 """Bad input: one line naming the file (and line) and the fix, exit code 2, before any model work.
 
-Each case runs the real CLI on a tiny model; none may fine-tune, create an MLflow store, or
-print a traceback.
+Each case runs the real CLI on a tiny model; none may fine-tune, create an MLflow store,
+leave a lock file, or print a traceback.
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
 import pytest
+import torch
 
 from harness.cli import build_parser, configs_from, main
 from harness.run.plan import plan_run
+from tests.conftest import tiny_bert
 
 CONLLU = "1\tthe\t_\tDET\tDT\t_\t2\tdet\t_\t_\n2\tcat\t_\tNOUN\tNN\t_\t{head}\t{rel}\t_\t_\n"
 
@@ -66,6 +69,98 @@ def case_jsonlines_not_utf8(data, root):
     path = root / "dev.jsonlines"
     path.write_bytes('{"sentences": [["caf\u00e9"]], "clusters": []}\n'.encode("latin-1"))
     return ["--coref-data", str(path)], "dev.jsonlines:1: not UTF-8 text"
+
+
+def jsonlines(root: Path, record: dict) -> Path:
+    path = root / "dev.jsonlines"
+    path.write_text(json.dumps(record) + "\n")
+    return path
+
+
+def case_jsonlines_float_span(data, root):
+    path = jsonlines(root, {"sentences": [["the", "cat", "sat"], ["it"]], "clusters": [[[0.0, 0.5], [2, 2]]]})
+    return ["--coref-data", str(path)], ("dev.jsonlines:1: cluster 0 has span [0.0, 0.5]; spans are [start, end] "
+                                         "pairs of integer word indices")
+
+
+def case_jsonlines_bool_span(data, root):
+    path = jsonlines(root, {"sentences": [["the", "cat"]], "clusters": [[[True, 1]]]})
+    return ["--coref-data", str(path)], "dev.jsonlines:1: cluster 0 has span [True, 1]; spans are [start, end]"
+
+
+def case_jsonlines_span_reversed(data, root):
+    path = jsonlines(root, {"sentences": [["the", "cat"]], "clusters": [[[1, 0]]]})
+    return ["--coref-data", str(path)], "dev.jsonlines:1: cluster 0 has span [1, 0] outside the document's 2 words"
+
+
+def case_jsonlines_no_sentences(data, root):
+    path = jsonlines(root, {"sentences": [], "clusters": []})
+    return ["--coref-data", str(path)], "dev.jsonlines:1: 'sentences' must be a non-empty list of sentences, not []"
+
+
+def case_jsonlines_word_not_text(data, root):
+    path = jsonlines(root, {"sentences": [["the", 3]], "clusters": []})
+    return ["--coref-data", str(path)], ("dev.jsonlines:1: 'sentences' must be a list of lists of words (strings); "
+                                         "sentence 0 is ['the', 3]")
+
+
+def case_jsonlines_pos_not_a_list(data, root):
+    path = jsonlines(root, {"sentences": [["the", "cat"]], "clusters": [], "pos": 5})
+    return ["--coref-data", str(path)], "dev.jsonlines:1: 'pos' must be one list of tags per sentence, not 5"
+
+
+def case_jsonlines_pos_tag_not_text(data, root):
+    path = jsonlines(root, {"sentences": [["he", "sat", "it", "ran"]], "clusters": [],
+                            "pos": [["PRP", "VBD", "PRP", 7]]})
+    return ["--coref-data", str(path)], "dev.jsonlines:1: 'pos' of sentence 0 is ['PRP', 'VBD', 'PRP', 7]; tags are"
+
+
+def case_jsonlines_pos_tags_short(data, root):
+    path = jsonlines(root, {"sentences": [["the", "cat"], ["it", "ran"]], "clusters": [],
+                            "pos_tags": [["DT", "NN"], ["PRP"]]})
+    return ["--coref-data", str(path)], "dev.jsonlines:1: 'pos_tags' of sentence 1 has 1 tags for its 2 words"
+
+
+def case_conll_too_few_columns(data, root):
+    path = root / "story.conll"
+    path.write_text("#begin document (d); part 0\nd\t0\t0\tthe\t_\t(0)\nd\t0\tcat\n#end document\n")
+    return ["--coref-data", str(path)], "story.conll:3: 3 columns, expected at least 5"
+
+
+def case_conll_not_utf8(data, root):
+    path = root / "story.conll"
+    path.write_bytes(b"#begin document (d); part 0\nd\t0\t0\tc\xe4t\t_\t(0)\n#end document\n")
+    return ["--coref-data", str(path)], "story.conll:2: not UTF-8 text (byte b'\\xe4')"
+
+
+def case_conll_unterminated(data, root):
+    path = root / "story.conll"
+    path.write_text("#begin document (d); part 0\nd\t0\t0\tthe\t_\t(0)\n")
+    return ["--coref-data", str(path)], "story.conll:1: document 'd/part 0' has no #end document line"
+
+
+def case_treebank_head_not_an_ascii_number(data, root):
+    path = root / "tb.conllu"
+    path.write_text(CONLLU.format(head="\u00b2", rel="root"))
+    return ["--syntax-data", str(path)], "tb.conllu:2: head '\u00b2' is not a word index"
+
+
+def case_corpus_empty(data, root):
+    path = root / "corpus.txt"
+    path.write_text("\n  \n")
+    return ["--corpus", str(path)], "corpus.txt: no text (the file is empty or blank)"
+
+
+def case_corpus_without_two_paragraphs(data, root):
+    path = root / "corpus.txt"
+    path.write_text("one paragraph .\n\nanother document .\n")
+    return ["--corpus", str(path)], "corpus.txt: none of its 2 documents has two paragraphs"
+
+
+def case_corpus_utf16(data, root):
+    path = root / "corpus.txt"
+    path.write_bytes("one paragraph .\nanother one .\n".encode("utf-16-le"))
+    return ["--corpus", str(path)], "corpus.txt:1: not text (a NUL byte: a binary or UTF-16 file?)"
 
 
 def case_corpus_not_utf8(data, root):
@@ -125,6 +220,38 @@ def case_model_folder_without_config(data, root):
     return ["--model", str(folder)], f"{folder}: no config.json"
 
 
+def saved_model(root: Path) -> Path:
+    folder = root / "model"
+    tiny_bert(0).save_pretrained(folder)
+    return folder
+
+
+def cut_in_half(path: Path) -> None:
+    data = path.read_bytes()
+    path.write_bytes(data[:len(data) // 2])
+
+
+def case_model_safetensors_cut_short(data, root):
+    weights = saved_model(root) / "model.safetensors"
+    cut_in_half(weights)
+    return ["--model", str(weights.parent)], f"{weights}: cut short or damaged (Error while deserializing header"
+
+
+def case_model_bin_cut_short(data, root):
+    folder = saved_model(root)
+    weights = folder / "pytorch_model.bin"
+    torch.save(tiny_bert(0).state_dict(), weights)
+    (folder / "model.safetensors").unlink()
+    cut_in_half(weights)
+    return ["--model", str(folder)], f"{weights}: cut short or damaged (File is not a zip file); download the model"
+
+
+def case_model_config_not_json(data, root):
+    folder = saved_model(root)
+    (folder / "config.json").write_text('{"model_type": "bert",')
+    return ["--model", str(folder)], f"{folder / 'config.json'}: not valid JSON (Expecting property name"
+
+
 CASES = {name[len("case_"):]: function for name, function in list(globals().items()) if name.startswith("case_")}
 
 
@@ -152,6 +279,7 @@ def assert_one_line_and_no_work(code: int, message: str, root: Path, capsys: pyt
     assert message in err
     assert not (root / "mlflow.db").exists()
     assert not (root / "cache").exists() or not any((root / "cache").iterdir())
+    assert not list(root.rglob("*.lock"))
 
 
 SUMMARIES = {"empty": "", "truncated": '{"schema": 2, "run": {"task": "rte"', "incomplete": '{"schema": 2, "run": {}}'}

@@ -123,3 +123,63 @@ def test_malformed_jsonlines_names_file_and_line(tmp_path):
     path = write(tmp_path, "span.jsonlines", json.dumps({"sentences": [["a"]], "clusters": [[[0, 3]]]}))
     with pytest.raises(InputError, match="span.jsonlines:1: .*outside"):
         read_coreference(path)
+
+
+def test_jsonlines_pos_tags_are_read_under_either_name(tmp_path):
+    sentences = [["Mary", "left", "."], ["She", "was"]]
+    tags = [["NNP", "VBD", "."], ["PRP", "VBD"]]
+    for key in ("pos_tags", "pos"):
+        path = write(tmp_path, f"{key}.jsonlines", json.dumps({"sentences": sentences, "clusters": [], key: tags}))
+        (document,) = read_coreference(path)
+        assert document.pos == ["NNP", "VBD", ".", "PRP", "VBD"]
+
+
+SENTENCES = [["he", "sat"], ["it", "ran", "."]]
+
+
+@pytest.mark.parametrize("record, message", [
+    ([SENTENCES], "a JSON list, not an object"),
+    ({"sentences": "he sat", "clusters": []}, "'sentences' must be a non-empty list of sentences, not 'he sat'"),
+    ({"sentences": [[]], "clusters": []}, "'sentences' holds no words"),
+    ({"sentences": [["he", None]], "clusters": []}, "sentence 0 is ['he', None]"),
+    ({"sentences": SENTENCES, "clusters": [[[0, 0], [2.0, 2]]]}, "cluster 0 has span [2.0, 2]; spans are [start, end] "
+                                                                 "pairs of integer word indices"),
+    ({"sentences": SENTENCES, "clusters": [[[0, False]]]}, "cluster 0 has span [0, False]"),
+    ({"sentences": SENTENCES, "clusters": [[[0, 1, 2]]]}, "cluster 0 has span [0, 1, 2]"),
+    ({"sentences": SENTENCES, "clusters": [[[-1, 0]]]}, "cluster 0 has span [-1, 0] outside the document's 5 words"),
+    ({"sentences": SENTENCES, "clusters": [[[4, 5]]]}, "cluster 0 has span [4, 5] outside the document's 5 words"),
+    ({"sentences": SENTENCES, "clusters": [0, 1]}, "'clusters' must be a list of clusters, each a list of"),
+    ({"sentences": SENTENCES, "clusters": [[0, 1]]}, "cluster 0 has span 0; spans are [start, end] pairs"),
+    ({"sentences": SENTENCES, "clusters": [], "pos_tags": "PRP VBD"}, "'pos_tags' must be one list of tags per "
+                                                                      "sentence, not 'PRP VBD'"),
+    ({"sentences": SENTENCES, "clusters": [], "pos": [["PRP", "VBD"]]}, "'pos' has 1 tag lists for 2 sentences"),
+    ({"sentences": SENTENCES, "clusters": [], "pos": [["PRP", "VBD"], ["PRP", "VBD", 1.5]]},
+     "'pos' of sentence 1 is ['PRP', 'VBD', 1.5]; tags are strings"),
+    ({"sentences": SENTENCES, "clusters": [], "pos": [["PRP"], ["PRP", "VBD", "."]]},
+     "'pos' of sentence 0 has 1 tags for its 2 words; give one tag per word")])
+def test_jsonlines_values_of_the_wrong_type_or_place_are_one_line(tmp_path, record, message):
+    path = write(tmp_path, "bad.jsonlines", json.dumps(record) + "\n")
+    with pytest.raises(InputError) as raised:
+        read_coreference(path)
+    assert str(raised.value).startswith(f"{path}:1: ") and message in str(raised.value)
+    assert "\n" not in str(raised.value) and len(str(raised.value)) < 500
+
+
+def test_a_huge_value_is_quoted_in_a_few_hundred_characters(tmp_path):
+    path = write(tmp_path, "huge.jsonlines", json.dumps({"sentences": [["w"] * 100_000 + [0]], "clusters": []}))
+    with pytest.raises(InputError, match=r"sentence 0 is \['w', .*\.\.\. \(500,003 characters\)$") as raised:
+        read_coreference(path)
+    assert len(str(raised.value)) < len(str(path)) + 400
+
+
+def test_conll_that_is_not_utf8_names_file_and_line(tmp_path):
+    path = tmp_path / "latin_gold_conll"
+    path.write_bytes(b"#begin document (d); part 0\nd 0 0 John NNP * (0)\nd 0 1 caf\xe9 NN * -\n#end document\n")
+    with pytest.raises(InputError, match=r"latin_gold_conll:3: not UTF-8 text \(byte b'\\xe9'\); re-save"):
+        read_coreference(path)
+
+
+def test_a_line_that_is_no_json_value_is_one_line(tmp_path):
+    path = write(tmp_path, "bad.jsonlines", '{"sentences": [["a"]], "clusters": [[[0, 1' + "0" * 5000 + "]]]}\n")
+    with pytest.raises(InputError, match=r"bad.jsonlines:1: not JSON \(Exceeds the limit .*; each line must be"):
+        read_coreference(path)

@@ -75,3 +75,9 @@ def test_real_ud_ewt_matches_its_readme():
         assert sentence.heads.count(0) >= 1
         assert all(0 <= head <= len(sentence) for head in sentence.heads)
         assert "_" not in sentence.upos  # multi-word range lines have "_" tags and are skipped
+
+
+def test_a_head_of_digits_int_refuses_is_one_line(tmp_path):
+    superscript = "1\tThe\t_\tDT\tDT\t_\t2\tdet\t_\t_\n2\tcat\t_\tNN\tNN\t_\t\u00b2\troot\t_\t_\n"
+    with pytest.raises(InputError, match="x.conllu:2: head '\u00b2' is not a word index; every word needs a gold head"):
+        read_treebank(write(tmp_path, "x.conllu", superscript))
