@@ -1,8 +1,15 @@
+import random
+from pathlib import Path
+
+import pytest
 from mlflow.tracking import MlflowClient
 
+from harness.cli import main
 from harness.config import RunConfig, TaskConfig
 from harness.results.summary import flatten
-from harness.run.tracking import EXPERIMENT, EXPERIMENT_KIND, Tracker, training_curve
+from harness.run.tracking import EXPERIMENT, EXPERIMENT_KIND, Tracker, check_store, damage, training_curve
+from tasks.errors import InputError
+from tests.conftest import tiny_run_arguments
 
 
 def test_tracker_reopens_the_same_parent_run_and_logs_nothing_twice(tmp_path):
@@ -40,3 +47,44 @@ def test_the_experiment_opens_as_model_training_in_the_mlflow_ui(tmp_path):
     client.delete_experiment_tag(experiment.experiment_id, EXPERIMENT_KIND[0])
     Tracker(uri, "k2", "rte-minilm", {}).finish()
     assert client.get_experiment_by_name(EXPERIMENT).tags[EXPERIMENT_KIND[0]] == "custom_model_development"
+
+
+def damaged_store(tmp_path, runs: int = 20) -> Path:
+    """A store with ``runs`` finished runs, then 8 KB of random bytes written into its middle."""
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    for index in range(runs):
+        tracker = Tracker(uri, f"k{index}", f"run {index}", {"task": "rte"})
+        tracker.log_params(flatten("", RunConfig(TaskConfig(task="rte"))))
+        tracker.log_metrics([(f"metric_{m}", 0.5, 0) for m in range(50)])
+        tracker.finish()
+    database = tmp_path / "mlflow.db"
+    with database.open("r+b") as handle:
+        handle.seek(database.stat().st_size // 2)
+        handle.write(random.Random(0).randbytes(8192))
+    return database
+
+
+def test_a_damaged_store_is_one_line_and_takes_no_run(tiny_model_dir, tiny_data, tmp_path, capsys):
+    database = damaged_store(tmp_path)
+    assert damage(database) is not None
+    before = database.read_bytes()
+    capsys.readouterr()  # MLflow's notices of making the store above
+    assert main(tiny_run_arguments(tiny_model_dir, tiny_data, tmp_path)) == 2
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"error: the MLflow store {database} is damaged (SQLite: ") and "--tracking-uri" in line
+    assert database.read_bytes() == before  # nothing logged into it
+    assert not [path for path in (tmp_path / "cache").rglob("*") if path.is_file()]  # no fine-tuning, no lock
+
+
+def test_a_store_whose_header_is_damaged_is_said_to_be_so(tmp_path):
+    database = damaged_store(tmp_path, runs=1)
+    with database.open("r+b") as handle:
+        handle.write(b"not SQLite at all")
+    with pytest.raises(InputError, match="is damaged \\(SQLite: file is not a database\\)"):
+        check_store(f"sqlite:///{database}")
+
+
+def test_a_whole_store_passes_its_check(tmp_path):
+    Tracker(f"sqlite:///{tmp_path}/mlflow.db", "k1", "run", {}).finish()
+    assert damage(tmp_path / "mlflow.db") is None
+    check_store(f"sqlite:///{tmp_path}/absent.db")  # a store yet to be made is not damaged
