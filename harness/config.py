@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from tasks.corpora import CORPORA, Corpus, Location, find, get_corpus
 from tasks.errors import InputError
@@ -459,42 +459,48 @@ class FiguresConfig:
 
 @dataclass
 class StoredSelection:
-    """Which stored study and runs a command reads (``harness report``, ``harness export``)."""
+    """Which stored study and runs a command reads (``harness report``, ``harness export``), and
+    where it writes them: its ``out``, by default `default_out` under --output-dir (`out_under`)."""
 
+    default_out: ClassVar[str] = ""
     study: str | None = option(None, "a study, by name (a folder under --output-dir/studies) or by its folder: its "
                                       "section or tables, with its own runs unless --runs names others")
-    runs: list[str] = option([], "run folders (paths, or names under --output-dir; shell globs work) instead of "
-                                 "every run under --output-dir")
+    runs: list[str] = option([], "run folders (paths, or names under --output-dir; a glob pattern, quoted or not, "
+                                 "names the run folders it matches, sorted) instead of every run under --output-dir")
 
     def __post_init__(self) -> None:
         _require(self.study is None or self.study.strip() != "", type(self), "study", self.study,
                  "must name a study or its folder")
+        self.out = None if self.out is None else Path(self.out)
+
+    def out_under(self, output_dir: Path) -> Path:
+        """Where the command writes: ``--out``, else `default_out` under ``output_dir`` (--output-dir)."""
+        return self.out if self.out is not None else output_dir / self.default_out
 
 
 @dataclass
 class ReportConfig(StoredSelection):
     """One static HTML page of stored results (``harness report``): by default the latest study and every run."""
 
-    out: Path = option(Path("outputs/report/index.html"), "the page; its figures are copied into figures/ beside it, "
-                                                          "so the folder works when moved")
+    default_out: ClassVar[str] = "report/index.html"
+    out: Path | None = option(None, f"the page (default: {default_out} under --output-dir); its figures are copied "
+                                    "into figures/ beside it, so the folder works when moved")
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        self.out = Path(self.out)
-        _require(self.out.suffix in (".html", ".htm"), ReportConfig, "out", self.out, "must end in .html")
+        _require(self.out is None or self.out.suffix in (".html", ".htm"), ReportConfig, "out", self.out,
+                 "must end in .html")
 
 
 @dataclass
 class ExportConfig(StoredSelection):
     """Stored results as tables for notebooks and other tools (``harness export``)."""
 
-    out: Path = option(Path("outputs/export"), "the folder of the tables: runs.parquet and runs.csv (one row per "
-                                               "task, seed, checkpoint or pair, metric, layer and head), and with "
-                                               "--study the study's metrics over seeds and its findings")
-
-    def __post_init__(self) -> None:
-        super().__post_init__()
-        self.out = Path(self.out)
+    default_out: ClassVar[str] = "export"
+    out: Path | None = option(None, f"the folder of the tables (default: {default_out} under --output-dir): "
+                                    "runs.parquet and runs.csv (one row per task, seed, checkpoint or pair, metric, "
+                                    "layer and head), and with --study the study's metrics over seeds and its "
+                                    "findings")
 
 
 DATA_ACTIONS = ("list", "download")

@@ -37,7 +37,9 @@ punctuation heads, measured by `surface`) does not pass for an identical-word he
 Each statistic has a chance level beside it: the share a uniform row over the example's real
 tokens would give (its number of targets over the real length), averaged the same way. Heads
 are labelled by `BEHAVIOURS`, and per declared pair the change of every statistic per head
-and the heads whose labels changed are kept.
+and the heads whose labels changed are kept. ``pair_items`` counts the inputs that were pairs
+of texts: none on a single-sentence task, where the other sentence is not defined (a pair task
+whose sentences share no word has pairs, and no rows for it).
 """
 
 from __future__ import annotations
@@ -192,6 +194,7 @@ class VigBehaviours(Analysis):
         self.chance_totals = torch.zeros(len(STATISTICS), dtype=torch.float64, device=context.device)
         self.counts = torch.zeros(len(STATISTICS), dtype=torch.float64, device=context.device)
         self.num_items = 0
+        self.pair_items = 0
 
     def update(self, batch: AttentionBatch) -> None:
         roles = token_roles(self.context.tokenizer, batch.encoded, self.context.max_length)
@@ -204,6 +207,7 @@ class VigBehaviours(Analysis):
         self.chance_totals += (chance_levels(targets, rows, batch.lengths) * valid).sum(dim=0).double()
         self.counts += valid.sum(dim=0).double()
         self.num_items += len(batch.items)
+        self.pair_items += len(batch.items) if batch.encoded.second_text is not None else 0
 
     def result(self) -> dict[str, Any]:
         counts = self.counts.clamp(min=1)
@@ -223,7 +227,7 @@ class VigBehaviours(Analysis):
                 "chance": chance, "examples": examples,
                 "labels": labels,
                 "label_counts": {label: sum(label in cell for row in labels for cell in row) for label in BEHAVIOURS},
-                "num_items": self.num_items,
+                "num_items": self.num_items, "pair_items": self.pair_items,
             }
         return results
 

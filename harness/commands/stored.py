@@ -2,12 +2,20 @@
 
 from __future__ import annotations
 
-from harness.config import DocsConfig, EnvironmentConfig, ExportConfig, FiguresConfig, ReportConfig
+import glob
+from dataclasses import replace
+from pathlib import Path
+from typing import TypeVar
+
+from harness.config import DocsConfig, EnvironmentConfig, ExportConfig, FiguresConfig, ReportConfig, StoredSelection
 from harness.present.doc_tables import documents, rebuild, take_run, take_study
 from harness.present.frames import export_tables
 from harness.present.redraw import drawn_files, redraw
 from harness.present.report import build_report
-from harness.results.summary import whole_summary
+from harness.results.summary import SUMMARY, whole_summary
+from tasks.errors import InputError
+
+Selection = TypeVar("Selection", bound=StoredSelection)
 
 
 def figures(settings: FiguresConfig) -> None:
@@ -39,11 +47,32 @@ def docs(settings: DocsConfig) -> bool:
 
 def report(settings: ReportConfig, environment: EnvironmentConfig) -> None:
     """One static HTML page of the stored study (or runs), with its figures copied beside it."""
-    page, figures = build_report(settings, environment)
+    page, figures = build_report(placed(settings, environment.output_dir), environment)
     print(f"report: {page} ({figures} figures in {page.parent / 'figures'}; open it in a browser, no server needed)")
 
 
 def export(settings: ExportConfig, environment: EnvironmentConfig) -> None:
     """The stored runs (and a study) as tidy Parquet and CSV tables, for notebooks and other tools."""
-    for path in export_tables(settings, environment.output_dir):
+    for path in export_tables(placed(settings, environment.output_dir), environment.output_dir):
         print(path)
+
+
+def placed(settings: Selection, output_dir: Path) -> Selection:
+    """``settings`` as the command reads them: ``--out`` under ``output_dir`` unless given, and each
+    glob pattern of ``--runs`` replaced by the run folders it matches (`matching_runs`)."""
+    return replace(settings, out=settings.out_under(output_dir),
+                   runs=[run for name in settings.runs for run in matching_runs(name, output_dir)])
+
+
+def matching_runs(name: str, output_dir: Path) -> list[str]:
+    """What ``--runs NAME`` names: ``name`` itself, or for a glob pattern (``'outputs/*rte*'``,
+    quoted so that no shell expanded it) the run folders (those holding a summary.json) it
+    matches as a path and as a name under ``output_dir``, sorted; one clear line when it matches none."""
+    if glob.escape(name) == name:  # no wildcard in it
+        return [name]
+    found = {Path(path).resolve(): path for pattern in (name, str(output_dir / name)) for path in glob.glob(pattern)
+             if (Path(path) / SUMMARY).is_file()}
+    if not found:
+        raise InputError(f"--runs {name}: no run folder (a folder with {SUMMARY}) matches it, as a path or as a "
+                         f"name under {output_dir}; check the pattern, or leave --runs out to take every run there")
+    return sorted(found.values())

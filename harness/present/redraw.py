@@ -9,6 +9,9 @@ the files it drew. `redraw` draws again only the analyses whose hash changed or 
 are gone (``harness ablate`` adding the ablation to a run draws the ablation's figures
 alone); ``harness figures`` always draws everything. The report groups each run's files by
 the analysis that drew them from the same record.
+
+A figure drawn from a quick look's sample says so in a footnote (`sample_note`, from the sample
+sizes the entry's source recorded), whichever view drew it.
 """
 
 from __future__ import annotations
@@ -17,10 +20,11 @@ import hashlib
 from pathlib import Path
 from typing import Any
 
+from harness.config import QUICK
 from harness.results.store import key_of, read_json, write_json
 from harness.views import VIEWS_FOLDER
-from harness.views.base import current_entries
-from harness.views.style import model_tokens, own_tokens, pdf_sibling
+from harness.views.base import Entry, current_entries
+from harness.views.style import figure_note, model_tokens, own_tokens, pdf_sibling
 from tasks.files import atomic_write_text, writing
 
 DRAWN = ".drawn.json"
@@ -56,7 +60,8 @@ def draw_missing(summary: dict[str, Any], out_dir: Path, force: bool) -> list[Pa
                 and all(path.is_file() for path in kept)):
             by_analysis[name] = kept
             continue
-        figures = view.draw(entry, summary["run"], out_dir)
+        with figure_note(sample_note(entry)):
+            figures = view.draw(entry, summary["run"], out_dir)
         tables = [atomic_write_text(out_dir / f"{stem}.md", own_tokens(text, markdown=True))
                   for stem, text in view.tables(entry, summary["run"]).items()]
         pdfs = [pdf_sibling(path) for path in figures if pdf_sibling(path).is_file()]
@@ -66,6 +71,40 @@ def draw_missing(summary: dict[str, Any], out_dir: Path, force: bool) -> list[Pa
     if force or record != recorded:  # a forced drawing is recorded anew, as the figures it wrote
         write_json(out_dir / DRAWN, record)
     return [path for paths in by_analysis.values() for path in paths]
+
+
+def sample_note(entry: Entry) -> str:
+    """``"quick look: 64 dev examples"``: the footnote of an analysis's figures where its source
+    drew a sample no larger than ``--quick`` makes it (`harness.config.QUICK`, whether --quick or
+    a smaller flag capped it), read from the sizes the entry's source recorded; "" otherwise."""
+    source = entry.get("source", {})
+    small = [f"{size} {what}" for size, cap, what in samples(source.get("identity", {}), source.get("notes", {}))
+             if size is not None and size <= QUICK[cap]]
+    return f"quick look: {', '.join(small)}" if small else ""
+
+
+def samples(identity: dict[str, Any], notes: dict[str, Any]) -> list[tuple[int | None, str, str]]:
+    """The samples a source drew, from its stored identity and notes: each one's size, the
+    setting --quick caps it with, and what it counts. Data read whole (no cap recorded) is no sample."""
+    name = identity.get("source")
+    examples = f"{identity.get('split', 'dev')} examples"
+    if name in ("task", "task-padded"):  # always a seeded sample of the split
+        return [(identity.get("examples"), "max_eval_examples", examples)]
+    if name == "ablation":
+        return [(identity.get("examples"), "ablation_examples", examples)]
+    if name == "dev":  # whole splits unless --max-dev-examples asked for a sample
+        return [(count, "max_dev_examples", f"{split} examples") for split, count in notes.get("examples", {}).items()
+                if "sample" in identity]
+    if name == "corpus":
+        return [(notes.get("segments"), "max_eval_examples", "corpus segments")]
+    if name == "coreference":
+        return [(notes.get("documents"), "max_corpus_items", "documents")] if identity.get("max_documents") else []
+    if name not in ("syntax", "syntax-probe"):
+        return []
+    capped = identity.get("max_sentences") or identity.get("max_dev_sentences")
+    trained = identity.get("train_sentences")  # 0: the whole training treebank
+    return ([(notes.get("sentences"), "max_corpus_items", "treebank sentences")] if capped else []) + (
+        [(notes.get("train_sentences"), "probe_train_sentences", "probe training sentences")] if trained else [])
 
 
 def relative(paths: list[Path], folder: Path) -> list[str]:

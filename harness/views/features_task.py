@@ -36,11 +36,14 @@ class TaskFeaturesView(View):
     @classmethod
     def draw(cls, entry: Entry, run: dict[str, Any], out_dir: Path) -> list[Path]:
         first = next(iter(per_checkpoint_results(entry).values()))
-        title = f"{run_title(run)} dev ({first['examples']} inputs, spaCy tags)"
-        paths = [draw_feature_panels(entry, name, out_dir / f"features_task_{slug(name)}.png", title=title,
-                                     counts=first["inputs_with_feature"], unit="inputs")
+        inputs = first["examples"]
+        # a feature's panels say how many of the inputs have it ("3 of 64 inputs"): the count once
+        paths = [draw_feature_panels(entry, name, out_dir / f"features_task_{slug(name)}.png",
+                                     title=f"{run_title(run)} dev (spaCy tags)", counts=first["inputs_with_feature"],
+                                     unit=f"of {inputs} inputs")
                  for name in feature_names(entry)]
-        return [*paths, draw_cls_focus(entry, out_dir / "features_task_cls_last_layer.png", title=title)]
+        return [*paths, draw_cls_focus(entry, out_dir / "features_task_cls_last_layer.png",
+                                       title=f"{run_title(run)} dev ({inputs} inputs, spaCy tags)")]
 
 
 def draw_cls_focus(entry: dict[str, Any], path: Path, *, title: str) -> Path:
@@ -48,7 +51,7 @@ def draw_cls_focus(entry: dict[str, Any], path: Path, *, title: str) -> Path:
     heads as error bars), one bar per checkpoint."""
     results = per_checkpoint_results(entry)
     names = feature_names(entry)
-    figure, axes = plt.subplots(figsize=(7, 3.4))
+    figure, axes = plt.subplots(figsize=(7.8, 3.4))  # room for the legend beside the bars
     width = 0.8 / len(results)
     positions = np.arange(len(names))
     for offset, (checkpoint, stats) in enumerate(results.items()):
@@ -59,6 +62,6 @@ def draw_cls_focus(entry: dict[str, Any], path: Path, *, title: str) -> Path:
     axes.set_xticks(positions + width * (len(results) - 1) / 2, names, rotation=20)
     axes.set_ylabel("attention from [CLS], last layer\n(mean over heads; bars: range)")
     axes_title(axes, f"{title}: where [CLS] looks in the last layer (Kovaleva §5)")
-    axes.legend(fontsize=8)
+    axes.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.0, 1.0))  # beside the bars: no range hidden
     axes.grid(alpha=0.3, axis="y")
     return save(figure, path)

@@ -171,26 +171,32 @@ def pattern_shares_table(tasks: dict[str, Any]) -> str:
 
 def draw_proportions(proportions: dict[str, dict[str, float]], corrected: dict[str, dict[str, list[float]]],
                      path: Path, *, title: str) -> Path:
-    """Grouped bars: per class, the share of maps of each checkpoint (like the paper's Figure 2);
-    over each bar, where given, the 95% interval of the share corrected for the classifier's
-    cross-validated errors."""
+    """Grouped bars: per class, the share of maps of each checkpoint (like the paper's Figure 2)
+    with its value written above; over each bar, where given, the 95% interval of the share
+    corrected for the classifier's cross-validated errors, the value then written above the
+    interval's top (the interval need not hold the bar's top) so that it hides no part of it."""
     figure, axes = plt.subplots(figsize=(6.4, 3.6))
     positions = np.arange(len(CLASSES))
     width = 0.8 / len(proportions)
     for offset, (checkpoint, shares) in enumerate(proportions.items()):
-        values = [100 * shares.get(name, 0.0) for name in CLASSES]
+        values = np.array([100 * shares.get(name, 0.0) for name in CLASSES])
         centres = positions + (offset - (len(proportions) - 1) / 2) * width
-        bars = axes.bar(centres, values, width,
-                        label=checkpoint_title(checkpoint), hatch="//" if offset else None,
-                        color=[CLASS_COLOURS[name] for name in CLASSES], edgecolor="black", linewidth=0.5)
-        axes.bar_label(bars, fmt="%.0f", fontsize=7)
+        axes.bar(centres, values, width, label=checkpoint_title(checkpoint), hatch="//" if offset else None,
+                 color=[CLASS_COLOURS[name] for name in CLASSES], edgecolor="black", linewidth=0.5)
+        tops = values
         if checkpoint in corrected:
             low, high = (np.array([100 * corrected[checkpoint][name][side] for name in CLASSES]) for side in (0, 1))
-            axes.vlines(centres, low, high, color="black", linewidth=1.2,
-                        label="corrected for classifier errors (95%)" if offset == 0 else None)
+            axes.errorbar(centres, low, yerr=[np.zeros_like(low), high - low], fmt="none", ecolor="black",
+                          elinewidth=1.2, capsize=2,
+                          label="corrected for classifier errors (95%)" if offset == 0 else None)
+            tops = np.maximum(values, high)
+        for centre, top, value in zip(centres, tops, values):
+            axes.annotate(f"{value:.0f}", (centre, top), xytext=(0, 3), textcoords="offset points", ha="center",
+                          va="bottom", fontsize=7)
     axes.set_xticks(positions, CLASSES, fontsize=8)
     axes.set_xlabel("attention pattern")
     axes.set_ylabel("share of attention maps (%)")
+    axes.margins(y=0.12)  # room above the highest label
     axes_title(axes, title)
     axes.legend(fontsize=8)
     return save(figure, path)
@@ -202,7 +208,7 @@ def draw_pattern_grid(per_head: dict[str, list[list[str]]], changed: list[dict[s
     colours = ListedColormap([CLASS_COLOURS[name] for name in CLASSES])
     layers, heads = len(next(iter(per_head.values()))), len(next(iter(per_head.values()))[0])
     figure, panels = plt.subplots(1, len(per_head), figsize=(0.42 * heads * len(per_head) + 2.5, 0.42 * layers + 2.2),
-                                  squeeze=False)
+                                  squeeze=False, layout="constrained")  # lays the legend out beside the panels
     for axes, (checkpoint, names) in zip(panels[0], per_head.items()):
         grid = np.array([[CLASSES.index(name) for name in row] for row in names])
         axes.imshow(grid, cmap=colours, vmin=-0.5, vmax=len(CLASSES) - 0.5, aspect="auto")
@@ -215,7 +221,6 @@ def draw_pattern_grid(per_head: dict[str, list[list[str]]], changed: list[dict[s
         axes.set_ylabel("layer")
         axes.set_title(checkpoint_title(checkpoint), fontsize=9)
     figure.legend(handles=[Patch(color=CLASS_COLOURS[name], label=name) for name in CLASSES],
-                  loc="lower center", ncol=len(CLASSES), fontsize=7, frameon=False)
-    figure.suptitle(title, fontsize=9)
-    figure.subplots_adjust(bottom=0.25)
+                  loc="outside right center", fontsize=7, frameon=False)
+    suptitle(figure, title, fontsize=9)
     return save(figure, path)

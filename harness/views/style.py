@@ -2,10 +2,12 @@
 
 Layers and heads are shown 1-indexed, as in both papers. Figures are drawn only from
 stored results (``summary.json`` entries), never from live tensors. Each is written as PNG
-and as PDF (vector, TrueType fonts embedded; text in DejaVu Sans, `harness.views.font`), and
-checked when saved: a label that leaves the canvas, tick labels that run into each other, a
-colour outside the colour-blind-safe palette or a checkpoint's raw name ("pretrained") are
-logged as a warning naming the figure.
+and as PDF (vector, TrueType fonts embedded; text in DejaVu Sans, `harness.views.font`), with
+a footnote where its drawer says what it was drawn from (`figure_note`: a quick look's
+sample), and checked when saved: a label that leaves the canvas, tick labels that run
+into each other, text drawn over an error bar, a title that says a thing twice, a colour
+outside the colour-blind-safe palette or a checkpoint's raw name ("pretrained") are logged as
+a warning naming the figure.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from __future__ import annotations
 import logging
 import re
 import textwrap
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -27,11 +30,13 @@ import numpy as np  # noqa: E402
 from cycler import cycler  # noqa: E402
 from matplotlib.collections import Collection  # noqa: E402
 from matplotlib.colors import Colormap, ListedColormap, to_rgb, to_rgba  # noqa: E402
+from matplotlib.container import ErrorbarContainer  # noqa: E402
 from matplotlib.image import AxesImage  # noqa: E402
 from matplotlib.lines import Line2D  # noqa: E402
 from matplotlib.patches import Patch  # noqa: E402
 from matplotlib.text import Text  # noqa: E402
 from matplotlib.ticker import FuncFormatter, ScalarFormatter  # noqa: E402
+from matplotlib.transforms import Bbox  # noqa: E402
 from PIL import Image  # noqa: E402
 
 from harness.views.font import use_lean_font  # noqa: E402
@@ -44,6 +49,13 @@ log = logging.getLogger(__name__)
 # The figures and tables name special tokens by role, as BERT calls them; while a run's are drawn
 # (`model_tokens`) each role is written as the model calls it ({"[CLS]": "<s>", "[SEP]": "</s>"}).
 _TOKEN_NAMES: ContextVar[dict[str, str]] = ContextVar("token_names", default={})
+# What the figures saved within `figure_note` were drawn from, said under each (empty: nothing to say).
+_NOTE: ContextVar[str] = ContextVar("figure_note", default="")
+NOTE_SIZE = 7  # points: the footnote's font size
+NOTE_LINE = 0.14  # inches per line of the footnote, in the strip added under the figure for it
+NOTE_COLOUR = "#555555"
+FOOTNOTE = "footnote"  # the footnote's id among the figure's texts
+PARENTHESISED = re.compile(r"\(([^()]*)\)")
 CHECKPOINT_TITLES = {"pretrained": "pre-trained", "finetuned": "fine-tuned"}
 # Okabe & Ito's palette: told apart with every common colour-vision deficiency and in greyscale
 # print by lightness. Lines and bars take these (and greys); images take the colour maps below.
@@ -112,6 +124,17 @@ def model_tokens(names: dict[str, str] | None) -> Iterator[None]:
         _TOKEN_NAMES.reset(token)
 
 
+@contextmanager
+def figure_note(note: str) -> Iterator[None]:
+    """Within the block every figure `save` writes carries ``note`` as its footnote (what it was
+    drawn from, where a reader must be told: ``"quick look: 64 dev examples"``); "" adds none."""
+    token = _NOTE.set(note)
+    try:
+        yield
+    finally:
+        _NOTE.reset(token)
+
+
 def own_tokens(text: str, markdown: bool = False, names: dict[str, str] | None = None) -> str:
     """``text`` with each special token's role name replaced by the model's own token (``names``,
     default those of `model_tokens`); in ``markdown`` as code, so RoBERTa's ``<s>`` is no tag."""
@@ -143,11 +166,11 @@ def save(figure: plt.Figure, path: Path) -> Path:
     keep memory flat). Figures with colour bars use constrained layout (tight layout clashes with
     a colour bar shared by panels); the others are laid out tight here. Nothing is cropped when
     saved (cropping draws a figure twice; the check finds any text that cropping would rescue),
-    and the one raster drawing is both checked and written as the PNG."""
+    and the one raster drawing is both checked and written as the PNG. Within `figure_note` the
+    figure grows a strip at the bottom for its footnote."""
     figure.set_dpi(DPI)
     rename_tokens(figure)
-    if figure.get_layout_engine() is None:
-        figure.tight_layout()
+    lay_out(figure, add_footnote(figure, _NOTE.get()))
     figure.canvas.draw()
     for problem in figure_problems(figure):
         log.warning("figure %s: %s", path.name, problem)
@@ -162,14 +185,94 @@ def save(figure: plt.Figure, path: Path) -> Path:
     return path
 
 
+def add_footnote(figure: plt.Figure, note: str) -> float:
+    """Add ``note`` under ``figure`` as its footnote, broken into lines that fit its width, in a
+    strip the figure grows for it; the strip's share of the new height (0 without a note)."""
+    if not note:
+        return 0.0
+    text = wrapped(note, figure.get_figwidth() - 0.3, NOTE_SIZE)
+    strip = NOTE_LINE * (text.count("\n") + 1) + 0.06
+    height = figure.get_figheight() + strip
+    figure.set_figheight(height)
+    figure.text(0.01, strip / 2 / height, text, fontsize=NOTE_SIZE, color=NOTE_COLOUR, ha="left", va="center",
+                gid=FOOTNOTE)
+    return strip / height
+
+
+def lay_out(figure: plt.Figure, bottom: float) -> None:
+    """Lay ``figure`` out above the share ``bottom`` of its height (its footnote's strip): tight,
+    or by its own layout engine where it has one (see `save`)."""
+    engine = figure.get_layout_engine()
+    if engine is None:
+        figure.tight_layout(rect=(0, bottom, 1, 1))
+    elif bottom:
+        engine.set(rect=(0, bottom, 1, 1 - bottom))
+
+
 def pdf_sibling(path: Path) -> Path:
     """The PDF written beside a figure's PNG."""
     return path.with_suffix(".pdf")
 
 
 def figure_problems(figure: plt.Figure) -> list[str]:
-    """Everything `save` warns about on a drawn figure: layout, colours and wording."""
-    return layout_problems(figure) + colour_problems(figure) + wording_problems(figure)
+    """Everything `save` warns about on a drawn figure: layout, error bars, titles, colours and wording."""
+    return (layout_problems(figure) + error_bar_problems(figure) + title_problems(figure) + colour_problems(figure)
+            + wording_problems(figure))
+
+
+def error_bar_problems(figure: plt.Figure) -> list[str]:
+    """Text drawn over a line or cap of an error bar (a value label hiding the interval it sits
+    on, a legend over it), on a drawn figure."""
+    renderer = figure.canvas.get_renderer()
+    bars = [box for axes in figure.axes for box in error_bar_boxes(axes, renderer)]
+    return sorted({f"text {text.get_text()!r} overlaps an error bar" for text in drawn_texts(figure)
+                   if any(text.get_window_extent(renderer).overlaps(bar) for bar in bars)})
+
+
+def error_bar_boxes(axes: plt.Axes, renderer: Any) -> list[Bbox]:
+    """The window extents of each line and cap of the error bars of ``axes``, as wide as they are
+    drawn (each cap alone: the line of a bar's caps holds every bar's, and its extent spans them)
+    and cut to the panel, as they are drawn."""
+    pixels = axes.figure.dpi / 72  # per point
+    boxes: list[Bbox] = []
+    for container in axes.containers:
+        if not isinstance(container, ErrorbarContainer):
+            continue
+        _, caps, columns = container.lines
+        for cap in caps:  # a cap is a marker: as wide as its size, as high as its stroke
+            half_width, half_height = cap.get_markersize() * pixels / 2, cap.get_markeredgewidth() * pixels / 2
+            boxes += [Bbox.from_extents(x - half_width, y - half_height, x + half_width, y + half_height)
+                      for x, y in cap.get_transform().transform(cap.get_xydata())]
+        for column in columns:
+            widths = np.resize(column.get_linewidths(), len(column.get_segments()))
+            boxes += [Bbox(column.get_transform().transform(segment)).padded(width * pixels / 2)
+                      for segment, width in zip(column.get_segments(), widths)]
+    drawn = (Bbox.intersection(box, axes.bbox) for box in boxes)
+    return [box for box in drawn if box is not None]
+
+
+def title_problems(figure: plt.Figure) -> list[str]:
+    """A title that says a thing twice, read as a reader reads it: the figure's title, then each
+    panel's. A parenthesised phrase, or one item of one ("(64 inputs, spaCy tags) ... (64
+    inputs)"), or a clause (the parts between colons and semicolons) said twice is found."""
+    title = figure.get_suptitle()
+    panels = [": ".join(part for part in (axes.get_title(loc) for loc in ("left", "center", "right")) if part)
+              for axes in figure.axes]
+    found: dict[str, str] = {}  # each phrase said twice, with the first title that says it
+    for read in dict.fromkeys([title, *(f"{title}: {panel}" for panel in panels if panel)]):
+        for phrase in repeated_phrases(read):
+            found.setdefault(phrase, " ".join(read.split()))
+    return [f"title {read!r} says {phrase!r} twice" for phrase, read in found.items()]
+
+
+def repeated_phrases(title: str) -> list[str]:
+    """The parenthesised phrases (each item of a list in parentheses) and clauses that ``title``
+    says more than once, compared lower-cased with its line breaks as spaces."""
+    text = " ".join(title.split())
+    items = [item for group in PARENTHESISED.findall(text) for item in re.split(r"[,;]", group)]
+    clauses = re.split(r"[:;]", PARENTHESISED.sub("", text))
+    said = Counter(" ".join(part.lower().split()) for part in items + clauses)
+    return [phrase for phrase, count in said.items() if phrase and count > 1]
 
 
 def wording_problems(figure: plt.Figure) -> list[str]:
@@ -229,25 +332,38 @@ def safe_colour_map(colour_map: Colormap) -> bool:
 
 
 def layout_problems(figure: plt.Figure) -> list[str]:
-    """Text outside the canvas and tick labels of one axis that overlap, on a drawn figure.
-    Tick labels outside an axis's view are ignored: matplotlib keeps them but does not draw them."""
+    """Text outside the canvas, tick labels of one axis that overlap and text over the footnote,
+    on a drawn figure. Tick labels outside an axis's view are ignored: matplotlib keeps them but
+    does not draw them."""
     renderer = figure.canvas.get_renderer()
     canvas = figure.bbox
-    axes_ticks = [(axes, name, *drawn_tick_labels(axis)) for axes in figure.axes
-                  for name, axis in (("x", axes.xaxis), ("y", axes.yaxis))]
-    undrawn = {id(label) for *_, hidden in axes_ticks for label in hidden}
+    texts = drawn_texts(figure)
+    notes = [text.get_window_extent(renderer) for text in texts if text.get_gid() == FOOTNOTE]
     problems = []
-    for text in figure.findobj(Text):
-        if text.get_visible() and text.get_text().strip() and id(text) not in undrawn:
-            box = text.get_window_extent(renderer)
-            if (box.x0 < canvas.x0 - 1 or box.y0 < canvas.y0 - 1
-                    or box.x1 > canvas.x1 + 1 or box.y1 > canvas.y1 + 1):
-                problems.append(f"text {text.get_text()!r} leaves the canvas")
-    for axes, name, drawn, _ in axes_ticks:
-        boxes = [label.get_window_extent(renderer) for label in drawn]
+    for text in texts:
+        box = text.get_window_extent(renderer)
+        if box.x0 < canvas.x0 - 1 or box.y0 < canvas.y0 - 1 or box.x1 > canvas.x1 + 1 or box.y1 > canvas.y1 + 1:
+            problems.append(f"text {text.get_text()!r} leaves the canvas")
+        if text.get_gid() != FOOTNOTE and any(box.overlaps(note) for note in notes):
+            problems.append(f"text {text.get_text()!r} overlaps the footnote")
+    for axes, name, axis in axes_of(figure):
+        boxes = [label.get_window_extent(renderer) for label in drawn_tick_labels(axis)[0]]
         if any(first.overlaps(second) for first, second in zip(boxes, boxes[1:])):
             problems.append(f"{name} tick labels of {axes.get_title() or 'a panel'!r} overlap")
     return problems
+
+
+def axes_of(figure: plt.Figure) -> list[tuple[plt.Axes, str, matplotlib.axis.Axis]]:
+    """Each panel of ``figure`` with each of its axes and the axis's name (x, y)."""
+    return [(axes, name, axis) for axes in figure.axes for name, axis in (("x", axes.xaxis), ("y", axes.yaxis))]
+
+
+def drawn_texts(figure: plt.Figure) -> list[Text]:
+    """The texts of ``figure`` that are drawn: visible and not empty; tick labels outside their
+    axis's view are left out (matplotlib keeps them but does not draw them)."""
+    undrawn = {id(label) for _, _, axis in axes_of(figure) for label in drawn_tick_labels(axis)[1]}
+    return [text for text in figure.findobj(Text)
+            if text.get_visible() and text.get_text().strip() and id(text) not in undrawn]
 
 
 def drawn_tick_labels(axis: matplotlib.axis.Axis) -> tuple[list[Text], list[Text]]:

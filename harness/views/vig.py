@@ -12,11 +12,14 @@ head and the mean over heads of each behaviour, how many heads carry each label,
 chance levels; the overview counts the labelled heads and names the strongest head linking the
 two sentences through identical words. A study keeps the identical-word behaviours per layer
 over seeds and reports whether the attention to identical words in the other sentence rises or
-falls with fine-tuning.
+falls with fine-tuning. On a single-sentence task (CoLA, SST-2) the other sentence is not
+defined: its panel, grid and table are left out, the lines printed say nothing of it, and the
+overview says so in words.
 """
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Any
 
@@ -55,6 +58,7 @@ CROSS = "other_segment_identical"  # the issue's question: heads that link the t
 IDENTICAL = ("same_segment_identical", "other_segment_identical")  # kept per layer over seeds
 TABLE_HEADS = 5  # a behaviour's table lists its labelled heads and this many strongest heads of each checkpoint
 VIG_2019 = "named, not counted (Vig 2019)"
+NOT_DEFINED = "not defined: one sentence per example"
 COUNTS_ROW = "Vig heads: identical words in the same / other sentence, word pieces, next, previous, delimiters"
 
 
@@ -63,8 +67,24 @@ def metric(checkpoint: str, what: str) -> str:
     return f"vig_{checkpoint}_{what}"
 
 
+def defined(stats: dict[str, Any], statistic: str) -> bool:
+    """Whether ``statistic`` means anything on the inputs of a checkpoint's ``stats``: every one
+    does but attention to the other sentence, which needs pairs of sentences. Results stored
+    before the pairs were counted (no ``pair_items``) tell a single-sentence task by its having
+    no row for it."""
+    return statistic != CROSS or stats.get("pair_items", stats["examples"][CROSS]) > 0
+
+
+def defined_statistics(entry: Entry) -> list[str]:
+    """The statistics of `STATISTICS` that an entry's inputs define (`defined`)."""
+    first = next(iter(per_checkpoint_results(entry).values()))
+    return [statistic for statistic in STATISTICS if defined(first, statistic)]
+
+
 def strongest_cell(stats: dict[str, Any], statistic: str) -> str:
     """``5-3: 0.421 (chance 0.031)``: a checkpoint's strongest head of ``statistic``, or why there is none."""
+    if not defined(stats, statistic):
+        return NOT_DEFINED
     if not stats["examples"][statistic]:
         return "no example has such rows"
     best = stats["strongest"][statistic]
@@ -72,8 +92,10 @@ def strongest_cell(stats: dict[str, Any], statistic: str) -> str:
 
 
 def label_counts_cell(stats: dict[str, Any]) -> str:
-    """``0 / 1 / 2 / 3 / 4 / 30``: how many heads carry each label, in `STATISTICS` order."""
-    return " / ".join(str(stats["label_counts"][label]) for label in STATISTICS)
+    """``0 / 1 / 2 / 3 / 4 / 30``: how many heads carry each label, in `STATISTICS` order ("not
+    defined" for a label the inputs do not define)."""
+    return " / ".join(str(stats["label_counts"][label]) if defined(stats, label) else "not defined"
+                      for label in STATISTICS)
 
 
 @register_view
@@ -94,8 +116,9 @@ class VigView(View):
     def metrics(cls, entry: Entry) -> list[tuple[str, float]]:
         """Per checkpoint and behaviour: the strongest head's share (``_max``), the mean over heads
         (``_mean``), how many heads carry its label (``_heads``); and each chance level. A
-        behaviour no example has rows for (single sentences have no other sentence) has only its
-        head count, 0: its shares are not 0 but undefined, and a study does not judge them."""
+        behaviour no example has rows for (pairs whose sentences share no word) has only its head
+        count, 0: its shares are not 0 but undefined, and a study does not judge them. The other
+        sentence of a single-sentence task has no metric at all: it is not defined there."""
         results = per_checkpoint_results(entry)
         first = next(iter(results.values()))
         measured = [statistic for statistic in STATISTICS if first["examples"][statistic]]
@@ -104,7 +127,7 @@ class VigView(View):
                for what, value in (("max", stats["strongest"][statistic]["value"]),
                                    ("mean", float(np.mean(stats["per_head"][statistic]))))]
         out += [(metric(checkpoint, f"{statistic}_heads"), stats["label_counts"][statistic])
-                for checkpoint, stats in results.items() for statistic in STATISTICS]
+                for checkpoint, stats in results.items() for statistic in defined_statistics(entry)]
         return out + [(metric("chance", statistic), first["chance"][statistic]) for statistic in measured]
 
     @classmethod
@@ -121,16 +144,16 @@ class VigView(View):
     def draw(cls, entry: Entry, run: dict[str, Any], out_dir: Path) -> list[Path]:
         return [draw_by_layer(entry, run, out_dir / "vig_by_layer.png"),
                 *(draw_heads(entry, run, statistic, out_dir / f"vig_heads_{statistic}.png")
-                  for statistic in STATISTICS)]
+                  for statistic in defined_statistics(entry))]
 
     @classmethod
     def tables(cls, entry: Entry, run: dict[str, Any]) -> dict[str, str]:
         tables = {"vig_label_changes": f"# Heads whose Vig behaviour label changed: {run_title(run)}\n\n"
                                        f"{label_change_table(entry)}"}
-        tables.update({f"vig_heads_{statistic}": f"# Attention to {title} per head (its labelled heads and the "
-                                                 f"{TABLE_HEADS} strongest of each checkpoint): {run_title(run)}\n\n"
-                                                 f"{head_table(entry, statistic)}"
-                       for statistic, title in STATISTICS.items()})
+        tables.update({f"vig_heads_{statistic}": f"# Attention to {STATISTICS[statistic]} per head (its labelled "
+                                                 f"heads and the {TABLE_HEADS} strongest of each checkpoint): "
+                                                 f"{run_title(run)}\n\n{head_table(entry, statistic)}"
+                       for statistic in defined_statistics(entry)})
         return tables
 
     @classmethod
@@ -143,21 +166,23 @@ class VigView(View):
 
     @classmethod
     def printed(cls, entry: Entry) -> list[str]:
-        """Per checkpoint the heads per label and the strongest head linking the sentences; per
-        pair how many heads changed label."""
-        lines = [f"vig ({checkpoint}): heads " + ", ".join(f"{label} {count}" for label, count
-                                                           in stats["label_counts"].items())
-                 + f"; strongest on {STATISTICS[CROSS]} {strongest_cell(stats, CROSS)}"
+        """Per checkpoint the heads per label and, on pairs of sentences, the strongest head
+        linking them; per pair how many heads changed label."""
+        labels = defined_statistics(entry)
+        lines = [f"vig ({checkpoint}): heads " + ", ".join(f"{name} {stats['label_counts'][name]}" for name in labels)
+                 + (f"; strongest on {STATISTICS[CROSS]} {strongest_cell(stats, CROSS)}" if CROSS in labels else "")
                  for checkpoint, stats in per_checkpoint_results(entry).items()]
         return lines + [f"vig ({pair}): {len(comparison['label_changes'])} heads changed behaviour label"
                         for pair, comparison in per_pair_results(entry).items()]
 
     @classmethod
     def across_seeds(cls, entries: list[Entry]) -> dict[str, Any]:
-        """Attention to identical words per layer, pre-trained and fine-tuned, mean and spread over seeds."""
+        """Attention to identical words per layer, pre-trained and fine-tuned, mean and spread over
+        seeds (in the other sentence only where the task has pairs of sentences)."""
+        kept = [name for name in IDENTICAL if all(name in defined_statistics(entry) for entry in entries)]
         return {"vig_identical": {
             checkpoint: {statistic: elementwise([per_checkpoint_results(entry)[checkpoint]["per_layer"][statistic]
-                                                 for entry in entries]) for statistic in IDENTICAL}
+                                                 for entry in entries]) for statistic in kept}
             for checkpoint in CHECKPOINTS}}
 
     @classmethod
@@ -183,13 +208,14 @@ def draw_by_layer(entry: Entry, run: dict[str, Any], path: Path) -> Path:
     overlaid in its colour, and the chance level (dotted)."""
     checkpoints = per_checkpoint_results(entry)
     chance = next(iter(checkpoints.values()))["chance"]
-    figure, panels = panels_for(len(STATISTICS))
-    for panel, (statistic, title) in zip(panels, STATISTICS.items()):
+    statistics = defined_statistics(entry)
+    figure, panels = panels_for(len(statistics))
+    for panel, statistic in zip(panels, statistics):
         for index, (checkpoint, stats) in enumerate(checkpoints.items()):
             scatter_by_layer(panel, stats["per_head"][statistic], checkpoint_colour(checkpoint, index),
                              checkpoint_title(checkpoint), band=(index, len(checkpoints)))
         panel.axhline(chance[statistic], color="black", linestyle=":", linewidth=1, label="chance (uniform row)")
-        axes_title(panel, title)
+        axes_title(panel, STATISTICS[statistic])
         panel.set_ylabel("share of attention")
         panel.set_xlabel("layer")
         panel.legend(fontsize=7)
@@ -237,7 +263,18 @@ def head_table(entry: Entry, statistic: str) -> str:
 
 def draw_identical_by_task(study: dict[str, Any], path: Path) -> Path:
     """Attention to identical words in the same and in the other sentence per layer, a line per
-    task and checkpoint, a panel per behaviour, saved at ``path`` (PNG, with a PDF beside it)."""
+    task and checkpoint (none in the other sentence for a single-sentence task), a panel per
+    behaviour some task has, saved at ``path`` (PNG, with a PDF beside it)."""
+    tasks = study["tasks"].values()
+    kept = [statistic for statistic in IDENTICAL if any(statistic in entry["vig_identical"][PRETRAINED]
+                                                        for entry in tasks)]
     panels = {STATISTICS[statistic]: lambda entry, checkpoint, statistic=statistic:
-              entry["vig_identical"][checkpoint][statistic]["mean"] for statistic in IDENTICAL}
+              identical_per_layer(entry, checkpoint, statistic) for statistic in kept}
     return draw_per_layer_by_task(study, panels, "share of attention", "Attention to identical words per layer", path)
+
+
+def identical_per_layer(task: dict[str, Any], checkpoint: str, statistic: str) -> list[float]:
+    """A study task's mean over seeds of ``statistic`` per layer; NaN in every layer (no line is
+    drawn, the layers stay on the axis) where its inputs do not define it (`across_seeds`)."""
+    kept = task["vig_identical"][checkpoint]
+    return kept[statistic]["mean"] if statistic in kept else [math.nan] * len(kept[IDENTICAL[0]]["mean"])

@@ -2,7 +2,17 @@
 
 import pytest
 
-from harness.config import AnalysisConfig, EnvironmentConfig, FineTuneConfig, RunConfig, TaskConfig
+from pathlib import Path
+
+from harness.config import (
+    AnalysisConfig,
+    EnvironmentConfig,
+    ExportConfig,
+    FineTuneConfig,
+    ReportConfig,
+    RunConfig,
+    TaskConfig,
+)
 from tasks.errors import InputError
 
 
@@ -20,6 +30,7 @@ from tasks.errors import InputError
     (lambda: TaskConfig(task="rte", max_length=4), "--max-length 4"),
     (lambda: EnvironmentConfig(precision="fp8"), "--precision fp8: must be one of"),
     (lambda: EnvironmentConfig(device="tpu"), "--device tpu"),
+    (lambda: ReportConfig(out="page.txt"), "--out page.txt: must end in .html"),
 ])
 def test_bad_values_are_one_line_errors_naming_the_flag(build, message):
     with pytest.raises(InputError, match=message) as error:
@@ -52,3 +63,10 @@ def test_the_minilm_preset_fills_what_is_not_given_and_every_flag_wins():
     assert (asked.learning_rate, asked.epochs) == (2e-5, 3.0)
     with pytest.raises(InputError, match="--recipe fast: must be one of auto, papers, minilm"):
         FineTuneConfig(recipe="fast")
+
+
+def test_the_page_and_the_tables_go_under_the_output_folder_unless_out_says_where():
+    assert ReportConfig().out_under(Path("runs")) == Path("runs/report/index.html")
+    assert ExportConfig().out_under(Path("runs")) == Path("runs/export")
+    assert ReportConfig(out="elsewhere/page.html").out_under(Path("runs")) == Path("elsewhere/page.html")
+    assert ExportConfig(out="tables").out_under(Path("runs")) == Path("tables")

@@ -1,7 +1,10 @@
 """Kovaleva et al.'s feature attention on the task's own inputs (spaCy tags, token level,
-zeros kept but for negation) and her §5, on hand-built maps whose values are known exactly."""
+zeros kept but for negation) and her §5, on hand-built maps whose values are known exactly;
+the figures drawn from the stored entry."""
 
 from __future__ import annotations
+
+import logging
 
 import pytest
 import torch
@@ -10,10 +13,12 @@ from harness.analyses.features_task import TaskFeatures, feature_membership
 from harness.inputs.batches import AttentionBatch
 from harness.inputs.encoding import encode_examples
 from harness.results.checkpoints import FINETUNED, PRETRAINED
+from harness.views.features_task import TaskFeaturesView
+from harness.views.style import plt
 from tasks.examples import Example
 from tasks.registry import get_task
 from tasks.tagging import TaggedToken, tagger_identity
-from tests.conftest import analysis_context
+from tests.conftest import analysis_context, finish
 
 SST2 = get_task("sst2")
 
@@ -38,17 +43,22 @@ def uniform_maps(lengths: list[int], seq_len: int, layers: int = 2, heads: int =
     return maps
 
 
-def test_inputs_without_a_feature_count_as_zero_except_for_negation(tiny_tokenizer):
-    """Uniform attention: every real token receives 1/n. "the cat sat" (n = 5) has a noun and
-    no pronoun; "he is not happy" (n = 6) a pronoun, a negation word and no noun."""
+def uniform_features(tokenizer) -> TaskFeatures:
+    """The analysis after one batch of uniform maps (fine-tuned: half of them) over two single
+    sentences: "the cat sat" (n = 5) has a noun and no pronoun; "he is not happy" (n = 6) a
+    pronoun, a negation word and no noun."""
     examples = [Example("1", "the cat sat", None, 1), Example("2", "he is not happy", None, 0)]
-    encoded = encode_examples(tiny_tokenizer, examples, 32, pair=False)
+    encoded = encode_examples(tokenizer, examples, 32, pair=False)
     assert encoded.lengths.tolist() == [5, 6]
     maps = uniform_maps([5, 6], encoded.input_ids.shape[1])
-    context = analysis_context([PRETRAINED, FINETUNED], tokenizer=tiny_tokenizer, task=SST2)
-    analysis = TaskFeatures(context)
+    analysis = TaskFeatures(analysis_context([PRETRAINED, FINETUNED], tokenizer=tokenizer, task=SST2))
     analysis.update(AttentionBatch(encoded, {PRETRAINED: maps, FINETUNED: maps * 0.5}))
-    result = analysis.result()
+    return analysis
+
+
+def test_inputs_without_a_feature_count_as_zero_except_for_negation(tiny_tokenizer):
+    """Uniform attention: every real token receives 1/n."""
+    result = uniform_features(tiny_tokenizer).result()
     stats = result[PRETRAINED]
     expected = {"nouns": (1 / 5 + 0) / 2, "pronouns": (0 + 1 / 6) / 2, "negation": 1 / 6, "[CLS]": (1 / 5 + 1 / 6) / 2,
                 "[SEP]": (1 / 5 + 1 / 6) / 2}
@@ -63,3 +73,21 @@ def test_inputs_without_a_feature_count_as_zero_except_for_negation(tiny_tokeniz
 def test_results_are_keyed_by_the_tagger():
     assert TaskFeatures.settings_identity(analysis_context([]).settings, None) == tagger_identity()
     assert tagger_identity()["tagger"] == "en_core_web_sm"
+
+
+def test_each_figure_title_says_the_inputs_once(tiny_tokenizer, tmp_path, monkeypatch, caplog):
+    entry = {"pairs": [[PRETRAINED, FINETUNED]], "result": finish(uniform_features(tiny_tokenizer))}
+    closed = []
+    monkeypatch.setattr(plt, "close", closed.append)  # keep the figures to read their titles
+    with caplog.at_level(logging.WARNING, logger="harness.views.style"):
+        files = TaskFeaturesView.draw(entry, {"model": "tiny", "task": "sst2"}, tmp_path)
+    monkeypatch.undo()
+    titles = {path.name: " ".join(figure.get_suptitle().split()) for path, figure in zip(files, closed)}
+    on = "tiny on sst2 dev (spaCy tags): attention to"
+    assert titles["features_task_negation.png"] == f"{on} negation (1 of 2 inputs)"
+    assert titles["features_task_cls.png"] == f"{on} [CLS] (2 of 2 inputs)"
+    (focus,) = closed[-1].axes[:1]
+    assert " ".join(focus.get_title().split()).startswith("tiny on sst2 dev (2 inputs, spaCy tags): where [CLS] looks")
+    assert caplog.records == []  # no title says a thing twice, no legend over the range bars
+    for figure in closed:
+        plt.close(figure)

@@ -1,7 +1,9 @@
 """The patterns analysis: streaming per-head class counts of each checkpoint, figures from the stored entry."""
 
 import json
+import logging
 
+import pytest
 import torch
 
 from classifier import CLASSES
@@ -11,7 +13,8 @@ from harness.config import AnalysisConfig
 from harness.inputs.batches import AttentionBatch, EncodedBatch
 from harness.inputs.encoding import batched
 from harness.results.store import FileHashes
-from harness.views.patterns import PatternsView
+from harness.views.patterns import PatternsView, draw_proportions
+from harness.views.style import plt
 from tasks.examples import Example
 from tests.conftest import analysis_context, finish, run_analysis, stream
 
@@ -108,3 +111,23 @@ def test_shares_come_with_the_shipped_classifiers_cross_validation_and_corrected
     assert score["grouping"] == "task" and 0.0 < score["macro_f1_interval"][0] <= score["macro_f1"] <= 1.0
     metrics = dict(PatternsView.metrics({"result": finish(analysis), "settings": {"cross_validation": score}}))
     assert metrics["pattern_classifier_cv_macro_f1"] == score["macro_f1"]
+
+
+def test_value_labels_sit_above_the_corrected_intervals_not_on_them(tmp_path, monkeypatch, caplog):
+    shares = dict(zip(CLASSES, (0.55, 0.0, 0.1, 0.05, 0.3)))
+    proportions = {"pretrained": shares, "finetuned": {name: share / 2 for name, share in shares.items()}}
+    corrected = {checkpoint: {name: [max(0.0, share - 0.05), share + 0.15] for name, share in values.items()}
+                 for checkpoint, values in proportions.items()}  # intervals reaching well above the bars
+    closed = []
+    monkeypatch.setattr(plt, "close", closed.append)  # keep the figure to read its labels
+    with caplog.at_level(logging.WARNING, logger="harness.views.style"):
+        draw_proportions(proportions, corrected, tmp_path / "shares.png", title="tiny on test: patterns")
+    monkeypatch.undo()
+    (figure,) = closed
+    labels = figure.axes[0].texts
+    expected = [(f"{100 * share:.0f}", 100 * corrected[checkpoint][name][1])
+                for checkpoint, values in proportions.items() for name, share in values.items()]
+    assert [(label.get_text(), label.xy[1]) for label in labels] == [(text, pytest.approx(top))
+                                                                     for text, top in expected]
+    assert caplog.records == []  # no label on an interval, none off the canvas
+    plt.close(figure)

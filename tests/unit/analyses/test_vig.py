@@ -1,9 +1,11 @@
 """Vig's head behaviours: hand-built maps whose shares are known exactly, the words and pieces
-found through the real tokenizers of every architecture, and the view from a stored entry."""
+found through the real tokenizers of every architecture, and the view from a stored entry of a
+pair task and of a single-sentence task."""
 
 from __future__ import annotations
 
 import copy
+import logging
 import re
 
 import pytest
@@ -17,14 +19,15 @@ from harness.analyses.vig import (
     token_roles,
 )
 from harness.inputs.batches import AttentionBatch, real_tokens
-from harness.inputs.encoding import encode_examples
+from harness.inputs.encoding import batched, encode_examples
 from harness.model.loading import load_tokenizer
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.views.seeds import spread
 from harness.views.summary import changes
-from harness.views.vig import STATISTICS, VigView
+from harness.views.style import plt
+from harness.views.vig import NOT_DEFINED, STATISTICS, VigView
 from tasks.examples import Example
-from tests.conftest import analysis_context, run_analysis, tiny_bert
+from tests.conftest import analysis_context, finish, run_analysis, stream, tiny_bert
 from tests.unit.model.architectures import (  # noqa: F401 (architecture, architecture_dir: fixtures)
     architecture,
     architecture_dir,
@@ -250,12 +253,81 @@ def test_view_metrics_headline_printed_and_overview(entry):
 
 
 def test_a_behaviour_no_example_has_rows_for_has_no_shares_only_its_head_count(entry):
-    single = copy.deepcopy(entry)  # as a single-sentence task stores it: no row has the other sentence
-    for stats in single["result"]["per_checkpoint"].values():
+    unseen = copy.deepcopy(entry)  # pairs whose sentences share no word: no row has a target in the other sentence
+    for stats in unseen["result"]["per_checkpoint"].values():
         stats["examples"]["other_segment_identical"] = 0
-    names = dict(VigView.metrics(single))
+    names = dict(VigView.metrics(unseen))
     assert not [name for name in names if "other_segment_identical" in name and not name.endswith("_heads")]
     assert f"vig_{FINETUNED}_other_segment_identical_heads" in names and f"vig_{FINETUNED}_next_max" in names
+
+
+SINGLE = [Example("1", "the cat sat on the mat .", None, 0), Example("2", "he is not happy", None, 1),
+          Example("3", "a dog sat and the dogs ran", None, 1)]
+CROSS = "other_segment_identical"
+
+
+@pytest.fixture(scope="module")
+def single_entry(tiny_tokenizer):
+    """The entry a single-sentence task (SST-2, CoLA) stores: one text per example."""
+    models = {PRETRAINED: tiny_bert(0), FINETUNED: tiny_bert(1)}
+    analysis = VigBehaviours(analysis_context(models, tokenizer=tiny_tokenizer))
+    for batch in stream(models, batched(tiny_tokenizer, SINGLE, 2, 32, pair=False)):
+        analysis.update(batch)
+    return {"pairs": [[PRETRAINED, FINETUNED]], "result": finish(analysis), "reference": VigBehaviours.reference}
+
+
+def drawn_panels(entry, tmp_path, monkeypatch) -> tuple[list[str], dict[str, list[str]]]:
+    """The files `VigView.draw` writes for ``entry``, and the panel titles of each figure."""
+    closed = []
+    monkeypatch.setattr(plt, "close", closed.append)  # keep the figures to read their panels
+    files = VigView.draw(entry, {"model": "tiny", "task": "sst2"}, tmp_path)
+    monkeypatch.undo()
+    titles = {path.name: [" ".join(axes.get_title().split()) for axes in figure.axes if axes.get_title()]
+              for path, figure in zip(files, closed)}
+    for figure in closed:
+        plt.close(figure)
+    return [path.name for path in files], titles
+
+
+def test_a_single_sentence_task_says_nothing_of_the_other_sentence(single_entry, tmp_path, monkeypatch, caplog):
+    pretrained = single_entry["result"]["per_checkpoint"][PRETRAINED]
+    assert (pretrained["pair_items"], pretrained["num_items"], pretrained["examples"][CROSS]) == (0, 3, 0)
+    metrics = dict(VigView.metrics(single_entry))
+    assert not [name for name in metrics if CROSS in name] and f"vig_{FINETUNED}_next_heads" in metrics
+    printed = VigView.printed(single_entry)
+    assert len(printed) == 3 and not [line for line in printed if "other" in line or "such rows" in line]
+    assert printed[0] == f"vig ({PRETRAINED}): heads " + ", ".join(
+        f"{label} {pretrained['label_counts'][label]}" for label in STATISTICS if label != CROSS)
+    counts, strongest = VigView.overview_rows({"vig": single_entry}, {"model": "tiny", "task": "sst2"})
+    assert counts[1].split(" / ")[1] == "not defined" and strongest[1:3] == (NOT_DEFINED, NOT_DEFINED)
+    assert NOT_DEFINED == "not defined: one sentence per example"
+    with caplog.at_level(logging.WARNING, logger="harness.views.style"):
+        files, titles = drawn_panels(single_entry, tmp_path, monkeypatch)
+    assert caplog.records == []
+    assert files == ["vig_by_layer.png", *(f"vig_heads_{name}.png" for name in STATISTICS if name != CROSS)]
+    assert titles["vig_by_layer.png"] == [title for name, title in STATISTICS.items() if name != CROSS]
+    tables = VigView.tables(single_entry, {"model": "tiny", "task": "sst2"})
+    assert f"vig_heads_{CROSS}" not in tables and len(tables) == len(STATISTICS)
+    assert "other sentence" not in "".join(tables.values())
+
+
+def test_a_pair_task_shows_the_other_sentence_once_per_checkpoint(entry, tmp_path, monkeypatch):
+    assert entry["result"]["per_checkpoint"][PRETRAINED]["pair_items"] == 3
+    for line, checkpoint in zip(VigView.printed(entry), (PRETRAINED, FINETUNED)):
+        best = entry["result"]["per_checkpoint"][checkpoint]["strongest"][CROSS]
+        assert line.count(STATISTICS[CROSS]) == 1
+        assert line.endswith(f"; strongest on {STATISTICS[CROSS]} {best['layer']}-{best['head']}: {best['value']:.3f} "
+                             f"(chance {entry['result']['per_checkpoint'][checkpoint]['chance'][CROSS]:.3f})")
+    files, titles = drawn_panels(entry, tmp_path, monkeypatch)
+    assert f"vig_heads_{CROSS}.png" in files and titles["vig_by_layer.png"] == list(STATISTICS.values())
+    no_shared_word = copy.deepcopy(entry)  # pairs whose sentences share no word: the behaviour is defined, unseen
+    for stats in no_shared_word["result"]["per_checkpoint"].values():
+        stats["examples"][CROSS] = 0
+    assert VigView.printed(no_shared_word)[0].endswith(f"; strongest on {STATISTICS[CROSS]} no example has such rows")
+    stored_before = copy.deepcopy(no_shared_word)  # stored before the pairs were counted: read as single sentences
+    for stats in stored_before["result"]["per_checkpoint"].values():
+        del stats["pair_items"]
+    assert STATISTICS[CROSS] not in VigView.printed(stored_before)[0]
 
 
 def test_view_figures_and_tables_from_a_stored_entry(entry, tmp_path):
@@ -289,3 +361,23 @@ def test_study_keeps_identical_words_per_layer_and_draws_them(entry, tmp_path):
     assert figure.stat().st_size > 0
     table = VigView.study_tables(study)["vig_by_task"]
     assert "| vig_finetuned_next_heads |" in table and "| metric | rte | mrpc |" in table
+
+
+def test_a_study_draws_no_other_sentence_line_for_a_single_sentence_task(entry, single_entry, tmp_path, monkeypatch,
+                                                                          caplog):
+    single = VigView.across_seeds([single_entry, single_entry])["vig_identical"]
+    assert set(single[FINETUNED]) == {"same_segment_identical"}
+    tasks = {task: {"seeds": [1, 2], "metrics": {}, **VigView.across_seeds([stored, stored])}
+             for task, stored in (("rte", entry), ("sst2", single_entry))}
+    closed = []
+    monkeypatch.setattr(plt, "close", closed.append)
+    with caplog.at_level(logging.WARNING, logger="harness.views.style"):
+        VigView.draw_study({"model": "tiny", "tasks": tasks}, tmp_path)
+    monkeypatch.undo()
+    (figure,) = closed
+    same, other = (axes for axes in figure.axes if axes.get_title())
+    assert " ".join(other.get_title().split()) == STATISTICS[CROSS] and caplog.records == []
+    drawn = {line.get_label() for line in other.get_lines() if not torch.tensor(line.get_ydata()).isnan().all()}
+    assert drawn == {"rte, pre-trained", "rte, fine-tuned"}
+    assert len([line for line in same.get_lines() if line.get_label().startswith("sst2")]) == 2
+    plt.close(figure)

@@ -1,4 +1,5 @@
-"""The figure checks flag what they claim to, and the shared head-grid figure draws difference panels."""
+"""The figure checks flag what they claim to, the footnote of `figure_note` is drawn clear of the
+rest, and the shared head-grid figure draws difference panels."""
 
 from __future__ import annotations
 
@@ -11,12 +12,16 @@ from harness.views.style import (
     OKABE_ITO,
     colour_problems,
     draw_side_by_side_grids,
+    error_bar_problems,
+    figure_note,
     figure_problems,
     layout_problems,
     model_tokens,
     own_tokens,
     plt,
     save,
+    suptitle,
+    title_problems,
     titled_pairs,
     wording_problems,
 )
@@ -98,3 +103,82 @@ def test_figures_and_tables_name_the_models_own_special_tokens(tmp_path):
     assert own_tokens("[CLS]") == "[CLS]"  # outside a run's drawing: the role names
     with model_tokens({"[CLS]": "[CLS]", "[SEP]": "[SEP]"}):
         assert own_tokens("| [SEP] |", markdown=True) == "| [SEP] |"  # BERT's own: unchanged
+
+
+def bars_with_error_bars(label_offset: float) -> plt.Figure:
+    """Two bars with 95% intervals reaching above them, each value written ``label_offset`` points
+    above its bar's top."""
+    figure, axes = plt.subplots(figsize=(3, 3))
+    figure.set_dpi(200)
+    bars = axes.bar([0, 1], [50, 30], color=OKABE_ITO["blue"])
+    axes.errorbar([0, 1], [40, 20], yerr=[[0, 0], [25, 25]], fmt="none", ecolor="black", capsize=2)
+    axes.bar_label(bars, fmt="%.0f", padding=label_offset)
+    return drawn(figure)
+
+
+def test_text_on_an_error_bar_is_found_and_text_beside_it_is_not():
+    figure = bars_with_error_bars(3)  # on the interval: the label sits where the line runs
+    assert error_bar_problems(figure) == ["text '30' overlaps an error bar", "text '50' overlaps an error bar"]
+    plt.close(figure)
+    figure = bars_with_error_bars(40)  # above the interval's cap
+    assert error_bar_problems(figure) == []
+    plt.close(figure)
+
+
+def test_a_title_that_says_a_thing_twice_is_found():
+    figure, panels = plt.subplots(1, 2, figsize=(8, 3))
+    suptitle(figure, "tiny on rte dev (64 inputs, spaCy tags): attention to [CLS] (64 inputs)")
+    panels[0].set_title("pre-trained")
+    panels[1].set_title("attention to [CLS]")  # the figure's title already says it
+    problems = title_problems(drawn(figure))
+    assert any("says '64 inputs' twice" in problem for problem in problems)
+    assert any("says 'attention to [cls]' twice" in problem for problem in problems) and len(problems) == 2
+    plt.close(figure)
+    figure, panels = plt.subplots(1, 2, figsize=(8, 3))
+    suptitle(figure, "tiny on rte dev (spaCy tags): attention to [CLS] (64 of 64 inputs)")
+    panels[0].set_title("pre-trained (64 inputs)")  # panels may share words with each other, not with the title
+    panels[1].set_title("fine-tuned (64 inputs)")
+    assert title_problems(drawn(figure)) == []
+    plt.close(figure)
+
+
+def test_a_figure_note_is_a_footnote_under_the_figure(tmp_path, caplog, monkeypatch):
+    closed = []
+    monkeypatch.setattr(plt, "close", closed.append)  # keep the figures to look at them
+    for note in ("", "quick look: 64 dev examples"):
+        figure, axes = plt.subplots(figsize=(4, 3))
+        axes.plot([1, 2, 3], color=OKABE_ITO["blue"])
+        axes.set_xlabel("layer")
+        with figure_note(note), caplog.at_level(logging.WARNING, logger="harness.views.style"):
+            save(figure, tmp_path / f"note{len(note)}.png")
+    monkeypatch.undo()
+    plain, noted = closed
+    assert plain.texts == [] and noted.get_figheight() > plain.get_figheight() == 3
+    (footnote,) = noted.texts
+    renderer = drawn(noted).canvas.get_renderer()
+    box, label = footnote.get_window_extent(renderer), noted.axes[0].xaxis.label.get_window_extent(renderer)
+    assert footnote.get_text() == "quick look: 64 dev examples" and box.y1 < label.y0 and box.y0 >= 0
+    assert caplog.records == [] and figure_problems(noted) == []
+    for figure in closed:
+        plt.close(figure)
+
+
+def test_text_drawn_over_the_footnote_is_found(tmp_path, caplog):
+    figure, axes = plt.subplots(figsize=(4, 3))
+    axes.plot([1, 2], color=OKABE_ITO["blue"], label="a line")
+    figure.legend(loc="lower left", frameon=False)  # where no layout moves it: on the footnote's strip
+    with figure_note("quick look: 64 dev examples"), caplog.at_level(logging.WARNING, logger="harness.views.style"):
+        save(figure, tmp_path / "legend.png")
+    assert [record.getMessage() for record in caplog.records] == [
+        "figure legend.png: text 'a line' overlaps the footnote"]
+
+
+def test_an_error_bar_is_checked_where_it_is_drawn_inside_its_panel():
+    figure, axes = plt.subplots(figsize=(3, 3))
+    axes.errorbar([0.5], [10], yerr=[[2], [1000]], fmt="none", ecolor="black", capsize=2)
+    axes.set_xlim(0, 1)
+    axes.set_ylim(0, 20)  # the interval runs on far above the panel, through its title, but is not drawn there
+    axes.set_title("shares")
+    figure.tight_layout()
+    assert error_bar_problems(drawn(figure)) == []
+    plt.close(figure)
