@@ -88,12 +88,14 @@ def tiny_tokenizer(tmp_path_factory: pytest.TempPathFactory) -> BertTokenizerFas
     return BertTokenizerFast.from_pretrained(str(vocabulary), do_lower_case=True)
 
 
-def tiny_bert(seed: int, num_labels: int = 2, positions: int = 128) -> BertForSequenceClassification:
-    """A 2-layer, 4-head BERT, eager attention; large init so its attention is far from uniform."""
+def tiny_bert(seed: int, num_labels: int = 2, positions: int = 128, init: float = 0.5
+              ) -> BertForSequenceClassification:
+    """A 2-layer, 4-head BERT, eager attention; by default a large init so its attention is far from
+    uniform (one that saturates: it learns nothing), ``init=0.1`` for one that learns the tiny SST-2."""
     torch.manual_seed(seed)
     config = BertConfig(vocab_size=len(TINY_VOCAB), hidden_size=16, num_hidden_layers=2,
                         num_attention_heads=4, intermediate_size=32, max_position_embeddings=positions,
-                        num_labels=num_labels, initializer_range=0.5,
+                        num_labels=num_labels, initializer_range=init,
                         attn_implementation="eager")
     return BertForSequenceClassification(config).eval()
 
@@ -146,6 +148,19 @@ def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory, tiny_tokenizer: Ber
     return made_once(tmp_path_factory, "tiny_model", save)
 
 
+@pytest.fixture(scope="session")
+def tiny_learner_dir(tmp_path_factory: pytest.TempPathFactory, tiny_tokenizer: BertTokenizerFast) -> Path:
+    """A tiny BERT that learns the tiny SST-2 (`LEARNS`: every dev example right), as a local model folder."""
+    def save(folder: Path) -> None:
+        tiny_bert(0, init=0.1).save_pretrained(folder)
+        tiny_tokenizer.save_pretrained(folder)
+
+    return made_once(tmp_path_factory, "tiny_learner", save)
+
+
+LEARNS = ("--learning-rate", "3e-3", "--epochs", "10")  # the recipe with which `tiny_learner_dir` learns SST-2
+
+
 def snapshot(folder: Path) -> dict[str, tuple[int, bytes]]:
     """Every file under ``folder`` with its modification time and content (lock files aside:
     each run writes its pid into the ones it takes)."""
@@ -165,8 +180,17 @@ def tiny_run_arguments(tiny_model_dir: Path, tiny_data: Path, root: Path, *extra
 
 @pytest.fixture(scope="session")
 def tiny_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """GLUE RTE and MRPC folders, a treebank (dev and train) and a coreference file, in the tiny vocabulary."""
+    """GLUE RTE, MRPC and SST-2 folders (SST-2 one a tiny BERT learns), a treebank (dev and train) and a
+    coreference file, in the tiny vocabulary."""
     return made_once(tmp_path_factory, "tiny_data", write_tiny_data)
+
+
+def sentiment_sentences() -> list[tuple[str, int]]:
+    """A single-sentence task a tiny BERT learns in a few epochs: positive unless it says "not"."""
+    subjects = ["the cat", "the dog", "a cat", "a dog", "he", "she", "it", "the cats"]
+    endings = ["", " and ran", " on the mat", " and sat .", " ,", " and the dog ran", " on a mat", " and she sat ."]
+    return [(f"{subject} is {'' if label else 'not '}happy{ending}", label)
+            for ending in endings for subject in subjects for label in (1, 0)]
 
 
 def write_tiny_data(root: Path) -> None:
@@ -179,6 +203,11 @@ def write_tiny_data(root: Path) -> None:
             f"{i}\t{a}\t{b}\t{'entailment' if i % 2 else 'not_entailment'}\n" for i, (a, b) in enumerate(rows)))
         (mrpc / f"{split}.tsv").write_text("Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n" + "".join(
             f"{i % 2}\t{i}\t{i}\t{a}\t{b}\n" for i, (a, b) in enumerate(rows)))
+    sst2, sentiment = root / "glue" / "SST-2", sentiment_sentences()
+    sst2.mkdir()
+    dev = [row for i, row in enumerate(sentiment) if (i // 2) % 2 == 0]  # both labels of every other subject
+    for split, rows in (("train", [row for row in sentiment if row not in dev]), ("dev", dev)):
+        (sst2 / f"{split}.tsv").write_text("sentence\tlabel\n" + "".join(f"{a}\t{b}\n" for a, b in rows))
     for split, count in (("dev", 6), ("train", 10)):
         (root / f"tiny-{split}.conllu").write_text("\n".join([CONLLU_SENTENCE] * count))
     (root / "coref").mkdir()

@@ -58,7 +58,8 @@ def print_lines(summary: dict) -> None:
 
 
 def study(settings: StudyConfig, configs: list[RunConfig]) -> bool:
-    """Every (task, seed) of the study, then what holds across them; False when a run failed."""
+    """Every (task, seed) of the study, then what holds across them; False when a run failed or a part
+    of the study could not be aggregated."""
     start = time.perf_counter()
     plan = plan_study(settings, configs)
     for task, why in plan.skipped.items():
@@ -76,10 +77,12 @@ def study(settings: StudyConfig, configs: list[RunConfig]) -> bool:
         print(f"  not in the findings: {task}: {why}")
     for label, error in aggregated["failed"].items():
         print(f"  failed: {label}: {error} (the same command again retries it)")
+    for what, error in aggregated["aggregation_failed"].items():
+        print(f"  not aggregated: {what}: {error} (the runs are kept; the same command again aggregates anew)")
     print_mlflow_page(configs[0].environment.tracking_uri, page)
     print(f"  MLflow, every (task, seed) side by side: http://127.0.0.1:5000/{compare}")
     print(f"  wall time: {time.perf_counter() - start:.1f} s")
-    return not aggregated["failed"]
+    return not aggregated["failed"] and not aggregated["aggregation_failed"]
 
 
 def print_mlflow_page(tracking_uri: str, page: str) -> None:

@@ -7,23 +7,28 @@ the findings with their seed support.
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from harness.views import VIEWS
+from harness.views.base import Failures, attempt
 from harness.views.across_tasks import metric_table
 from harness.views.papers import paper_cells
 from harness.views.style import markdown_table, model_tokens, own_tokens
 from tasks.files import atomic_write_text
 
 
-def draw_study(study: dict[str, Any], out_dir: Path) -> list[Path]:
-    """Every figure (PNG and PDF) and table of the study; the files written."""
+def draw_study(study: dict[str, Any], out_dir: Path, failures: Failures | None = None) -> list[Path]:
+    """Every figure (PNG and PDF) and table of the study; the files written. A view whose figures
+    or tables fail is named in ``failures`` and the others are drawn."""
+    failures = {} if failures is None else failures
     out_dir.mkdir(parents=True, exist_ok=True)
     with model_tokens(study.get("special_tokens")):
-        figures = [path for view in VIEWS.values() for path in view.draw_study(study, out_dir)]
+        figures = [path for view in VIEWS.values()
+                   for path in attempt(failures, f"{view.name} figures", partial(view.draw_study, study, out_dir), [])]
         written = [*figures, *(path.with_suffix(".pdf") for path in figures)]
-        for stem, text in study_tables(study).items():
+        for stem, text in study_tables(study, failures).items():
             written.append(atomic_write_text(out_dir / f"{stem}.md", own_tokens(text, markdown=True)))
     return written
 
@@ -35,8 +40,9 @@ def findings_table(study: dict[str, Any]) -> str:
     rows = []
     for finding in study["findings"].values():
         seeds = ", ".join(f"{task} {cell['holds']}/{cell['seeds']}" for task, cell in finding["per_task"].items())
-        rows.append([finding["claim"], f"{finding['tasks_every_seed']} of {finding['tasks']}", seeds,
-                     *paper_cells(finding.get("paper"))])
+        tasks = (f"not defined on {', '.join(finding['undefined_on'])}" if "undefined_on" in finding
+                 else f"{finding['tasks_every_seed']} of {finding['tasks']}")
+        rows.append([finding["claim"], tasks, seeds, *paper_cells(finding.get("paper"))])
     table = markdown_table(["finding", "tasks, every seed", "seeds where it holds", "what the papers found",
                             "beside the paper"], rows) if rows else "No finding could be judged.\n"
     kept_out = "".join(f"\nNot in the findings: {task}: {why}.\n"
@@ -60,14 +66,15 @@ def time_table(seconds: dict[str, dict[str, Any]]) -> str:
                            "ablation, min per seed (seeds)", "task total, min"], rows)
 
 
-def study_tables(study: dict[str, Any]) -> dict[str, str]:
+def study_tables(study: dict[str, Any], failures: Failures | None = None) -> dict[str, str]:
     """The study's Markdown tables by file stem: ``findings`` always; with tasks, each view's
-    tables and ``headline_by_task``."""
+    tables (one that fails is named in ``failures``) and ``headline_by_task``."""
+    failures = {} if failures is None else failures
     tables = {"findings": findings_table(study)}
     if not study["tasks"]:
         return tables
     for view in VIEWS.values():
-        tables.update(view.study_tables(study))
+        tables.update(attempt(failures, f"{view.name} tables", partial(view.study_tables, study), {}))
     if study.get("seconds"):
         tables["time_by_task"] = time_table(study["seconds"])
     headline = list(dict.fromkeys(name for entry in study["tasks"].values() for name in entry["headline"]))

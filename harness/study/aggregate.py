@@ -10,12 +10,13 @@ says how many. Nothing here imports torch.
 
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from harness.views import VIEWS
-from harness.views.base import PaperPoint, View
+from harness.views.base import Failures, PaperPoint, View, attempt
 from harness.views.evaluation import EvaluationView
 from harness.views.seeds import spread
 from harness.views.summary import headline_names, summary_metrics
@@ -31,10 +32,12 @@ def entries_of(view: type[View], summaries: list[dict[str, Any]]) -> list[dict[s
     return [entry for entry in entries if entry is not None and entry.get("version") == view.version]
 
 
-def task_aggregate(summaries: dict[int, dict[str, Any]]) -> dict[str, Any]:
+def task_aggregate(summaries: dict[int, dict[str, Any]], failures: Failures | None = None) -> dict[str, Any]:
     """One task over its seeds (``{seed: summary}``): every metric's spread over the seeds that
     have it (its ``n``), the headline names, each view's series over the seeds it ran on
-    (`View.across_seeds`), the main dev metric."""
+    (`View.across_seeds`; one that fails is recorded in ``failures`` and left out), the main dev
+    metric."""
+    failures = {} if failures is None else failures
     metrics = {seed: summary_metrics(summary) for seed, summary in summaries.items()}
     names = sorted(set().union(*metrics.values()))
     first = next(iter(summaries.values()))
@@ -49,7 +52,9 @@ def task_aggregate(summaries: dict[int, dict[str, Any]]) -> dict[str, Any]:
     for view in VIEWS.values():
         entries = entries_of(view, list(summaries.values()))
         if entries:
-            entry.update(view.across_seeds(entries))
+            task = first["run"]["task"]
+            entry.update(attempt(failures, f"{view.name} over the seeds of {task}",
+                                 partial(view.across_seeds, entries), {}))
     return entry
 
 
@@ -124,11 +129,18 @@ def went(changes: list[float], rises: bool) -> list[bool]:
     return [(change > 0) == rises and change != 0 for change in changes]
 
 
+def undefined(claim: str, tasks: list[str]) -> dict[str, Any]:
+    """A finding none of ``tasks`` defines (a cross-sentence share on single-sentence tasks only)."""
+    return {"claim": claim, "per_task": {}, "tasks_every_seed": 0, "tasks": 0, "undefined_on": tasks,
+            "text": f"{claim}: not defined on these tasks ({', '.join(tasks)})"}
+
+
 def change_findings(view: type[View], by_task: Summaries, tasks: dict[str, Any]) -> dict[str, Any]:
     """The direction of each signed change the view declares, over every task whose runs have
-    the analysis and give the metric (a task where it is undefined, such as a cross-sentence
-    share of a single-sentence task, is not judged; a declared metric that no such run gives
-    is an error, not a skip)."""
+    the analysis and give the metric. A task where it is undefined (a cross-sentence share of a
+    single-sentence task) is not judged; where no task defines it the finding says so. That
+    each declared name is one the view's metrics give is the views' tests' to check
+    (tests/unit/run/test_pipeline.py, on a run of a pair task), not a study's to find out at its end."""
     ran = [task for task, summaries in by_task.items() if entries_of(view, list(summaries.values()))]
     if not ran:
         return {}
@@ -136,8 +148,8 @@ def change_findings(view: type[View], by_task: Summaries, tasks: dict[str, Any])
     for name, what in view.signed_changes.items():
         values = {task: tasks[task]["metrics"][name]["values"] for task in ran if name in tasks[task]["metrics"]}
         if not values:
-            raise KeyError(f"the {view.name} view declares the signed change {name!r}, but the runs of "
-                           f"{', '.join(ran)} have no such metric: rename it where the view declares it")
+            found[name] = undefined(f"{what} with fine-tuning", ran)
+            continue
         rises = bool(np.mean([v for runs in values.values() for v in runs]) > 0)
         verdicts = {task: went(runs, rises) for task, runs in values.items()}
         found[name] = support(f"{what} {'rises' if rises else 'falls'} with fine-tuning", verdicts)
@@ -150,14 +162,18 @@ def change_findings(view: type[View], by_task: Summaries, tasks: dict[str, Any])
     return found
 
 
-def findings(by_task: Summaries, tasks: dict[str, Any], judged: list[str]) -> dict[str, Any]:
+def findings(by_task: Summaries, tasks: dict[str, Any], judged: list[str],
+             failures: Failures | None = None) -> dict[str, Any]:
     """The learning check over every task, then every view's claims and signed changes over
     the ``judged`` tasks, with their support over seeds and tasks and the papers beside them,
-    from the runs' summaries and their per-task aggregates (`task_aggregate`)."""
+    from the runs' summaries and their per-task aggregates (`task_aggregate`). A view whose
+    findings fail is recorded in ``failures`` and the others go on."""
+    failures = {} if failures is None else failures
     found = {name: finding for name, finding in claim_findings(EvaluationView, by_task).items() if name == LEARNED}
     kept = {task: by_task[task] for task in judged}
     for view in VIEWS.values():
-        found.update({name: finding for name, finding in claim_findings(view, kept).items() if name != LEARNED})
+        claims = attempt(failures, f"{view.name} claims", partial(claim_findings, view, kept), {})
+        found.update({name: finding for name, finding in claims.items() if name != LEARNED})
     for view in VIEWS.values():
-        found.update(change_findings(view, kept, tasks))
+        found.update(attempt(failures, f"{view.name} changes", partial(change_findings, view, kept, tasks), {}))
     return found

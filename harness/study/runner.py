@@ -17,19 +17,20 @@ headline means once every (task, seed) has finished.
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
-
 
 from harness.config import RunConfig, StudyConfig
 from harness.present.study_figures import draw_study
 from harness.results.locking import exclusive
 from harness.results.store import key_of, write_json
-from harness.results.summary import STUDIES, SUMMARY, flatten, stored_summary
+from harness.results.summary import STUDIES, STUDY, SUMMARY, flatten, seal, stored_summary
 from harness.run.plan import Downloads, RunPlan, plan_run
-from harness.run.tracking import PARENT_TAG, Tracker, is_finished
+from harness.run.tracking import PARENT_TAG, Tracker, check_store, is_finished
 from harness.study.aggregate import findings, judged_tasks, learning, task_aggregate
 from harness.study.executors import Job, run_inline, run_on_ray
+from harness.views.base import Failures, attempt
 from harness.views.seeds import spread
 from tasks.errors import InputError
 from tasks.glue_tsv import split_path
@@ -141,14 +142,17 @@ def study(plan: StudyPlan) -> tuple[dict[str, Any], list[Path], str, str]:
     failed (the same command again retries it), FINISHED otherwise.
     """
     environment = plan.runs[0].config.environment
+    check_store(environment.tracking_uri)
     with exclusive(environment.cache_dir / "locks" / f"study-{plan.key}.lock", f"the study {plan.name}"):
         parent = Tracker(environment.tracking_uri, f"study-{plan.key}", plan.name,
                          {"study": plan.name, "model": plan.model, "harness.kind": "study"})
         try:
             failures = run_all(plan, {"study": plan.name, PARENT_TAG: parent.run_id})
             aggregated = aggregate(plan, failures, parent.children_seconds())
-            write_json(plan.folder / "study.json", aggregated)
-            files = draw_study(aggregated, plan.folder / "figures")
+            write_study(plan.folder, aggregated)
+            files = draw_study(aggregated, plan.folder / "figures", aggregated["aggregation_failed"])
+            if aggregated["aggregation_failed"]:
+                write_study(plan.folder, aggregated)  # with the figures that could not be drawn
             log_study(parent, plan, aggregated, files)
         except KeyboardInterrupt:
             parent.finish("KILLED")
@@ -156,21 +160,53 @@ def study(plan: StudyPlan) -> tuple[dict[str, Any], list[Path], str, str]:
         except BaseException:
             parent.finish("FAILED")
             raise
-        parent.finish("FAILED" if failures else "FINISHED")
+        parent.finish("FAILED" if failures or aggregated["aggregation_failed"] else "FINISHED")
     return aggregated, files, parent.page(), parent.compare_page(parent.children())
+
+
+def write_study(folder: Path, aggregated: dict[str, Any]) -> None:
+    """study.json in the study's folder, and its seal in the results store."""
+    write_json(folder / STUDY, aggregated)
+    seal(folder, aggregated)
 
 
 def aggregate(plan: StudyPlan, failures: dict[str, str], seconds: dict[str, dict[str, float]]) -> dict[str, Any]:
     """The study from its runs' stored summaries (finished runs only), with the seconds each
-    run's MLflow record logged (``{run key: {metric: seconds}}``)."""
+    run's MLflow record logged (``{run key: {metric: seconds}}``). What cannot be aggregated
+    is named under ``aggregation_failed`` and the rest is kept: the study never ends without
+    its study.json, whatever one analysis's code does."""
     by_task: dict[str, dict[int, dict[str, Any]]] = {}
     for run_plan in plan.runs:
         summary = stored_summary(run_plan.run_dir / SUMMARY)
         if summary is not None and run_label(run_plan.config) not in failures:
             by_task.setdefault(run_plan.config.task.task, {})[run_plan.config.finetune.seed] = summary
-    tasks = {task: task_aggregate(summaries) for task, summaries in by_task.items()}
+    lost: Failures = {}
+    nothing = {"tasks": {}, "special_tokens": None, "learning": {}, "findings_from": plan.settings.findings_from,
+               "judged_tasks": [], "kept_out_of_findings": {}, "seconds": {}, "findings": {}}
+    said = attempt(lost, "the study's aggregation", partial(across_runs, plan, by_task, seconds, lost), nothing)
+    return {**described_study(plan, failures), **said, "aggregation_failed": lost}
+
+
+def across_runs(plan: StudyPlan, by_task: dict[str, dict[int, dict[str, Any]]], seconds: dict[str, dict[str, float]],
+             lost: Failures) -> dict[str, Any]:
+    """What the runs' summaries say across seeds and tasks (`aggregate`); a view that fails is named in ``lost``."""
+    tasks = {task: task_aggregate(summaries, lost) for task, summaries in by_task.items()}
     checked = learning(by_task)
     judged, kept_out = judged_tasks(checked, plan.settings.findings_from)
+    return {
+        "tasks": tasks,
+        "special_tokens": next((summary["run"].get("special_tokens") for seeds in by_task.values()
+                                for summary in seeds.values()), None),
+        "learning": checked, "findings_from": plan.settings.findings_from, "judged_tasks": judged,
+        "kept_out_of_findings": kept_out,
+        "seconds": attempt(lost, "seconds per task", partial(task_seconds, plan, by_task, seconds), {}),
+        "findings": findings(by_task, tasks, judged, lost),
+    }
+
+
+def described_study(plan: StudyPlan, failures: dict[str, str]) -> dict[str, Any]:
+    """What the study is, whatever its runs hold: model, tasks and seeds asked, recipes, what was skipped or
+    failed, its runs."""
     return {
         "schema": 2, "name": plan.name, "key": plan.key, "model": plan.model,
         "tasks_asked": plan.settings.tasks, "seeds_asked": plan.settings.seeds,
@@ -178,15 +214,8 @@ def aggregate(plan: StudyPlan, failures: dict[str, str], seconds: dict[str, dict
                     for run in plan.runs},
         "skipped": plan.skipped, "failed": failures,
         "analyses_skipped": {name: why for run in plan.runs for name, why in run.skipped.items()},
-        "special_tokens": next((summary["run"].get("special_tokens") for seeds in by_task.values()
-                                for summary in seeds.values()), None),
         "runs": [{"task": r.config.task.task, "seed": r.config.finetune.seed, "key": r.key,
                   "folder": r.run_dir.name} for r in plan.runs],
-        "tasks": tasks,
-        "learning": checked, "findings_from": plan.settings.findings_from, "judged_tasks": judged,
-        "kept_out_of_findings": kept_out,
-        "seconds": task_seconds(plan, by_task, seconds),
-        "findings": findings(by_task, tasks, judged),
     }
 
 

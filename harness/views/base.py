@@ -15,12 +15,25 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from harness.registry import registrar
 
 Entry = dict[str, Any]  # one analysis's entry of summary.json: version, identity, pairs, reference, result
 Row = tuple[str, ...]  # a row of the overview table: what, pre-trained, fine-tuned, the paper's number
+Failures = dict[str, str]  # {what a study could not aggregate or draw: the error}, written to its study.json
+Value = TypeVar("Value")
+
+
+def attempt(failures: Failures, what: str, compute: Callable[[], Value], otherwise: Value) -> Value:
+    """``compute()``, or ``otherwise`` with the error recorded under ``what``: one view whose code
+    fails on a study (a bug, a summary of an unexpected shape) must not cost the study the other
+    views' results, nor its runs' work."""
+    try:
+        return compute()
+    except Exception as error:  # whatever one view's code raises: named in study.json and printed
+        failures[what] = f"{type(error).__name__}: {str(error)[:500]}"
+        return otherwise
 
 
 def pair_name(pair: tuple[str, str]) -> str:

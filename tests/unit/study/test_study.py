@@ -6,6 +6,8 @@ from __future__ import annotations
 import copy
 import json
 import logging
+import shutil
+from pathlib import Path
 
 import pytest
 
@@ -13,15 +15,16 @@ from harness.cli import build_parser, configs_from, main
 from harness.config import StudyConfig
 from harness.present.study_figures import draw_study
 from harness.results.checkpoints import MAIN_PAIR
+from harness.results.summary import checked_study
 from harness.study.aggregate import change_findings, support, task_aggregate
 from harness.study.executors import finetune_argv
 from harness.study.runner import missing_data, plan_study
-from harness.views.base import View
+from harness.views.base import VIEWS, View
 from harness.views.cosine import last_layers_change_most
 from harness.views.seeds import elementwise, spread
 from harness.views.summary import summary_metrics
 from tasks.errors import InputError
-from tests.conftest import tiny_run_arguments
+from tests.conftest import LEARNS, made_once, tiny_run_arguments
 
 
 def parse(*argv: str):
@@ -157,16 +160,91 @@ def test_a_jobs_fine_tuning_command_has_the_runs_flags(tmp_path):
         assert (again.task, again.finetune, again.environment) == (config.task, config.finetune, config.environment)
 
 
-def test_a_signed_change_no_run_gives_is_an_error_not_a_skipped_finding():
-    class Renamed(View):
-        name = "renamed"
-        signed_changes = {"renamed_change_old_name": "what it measured"}
+def test_a_signed_change_no_task_defines_is_said_to_be_undefined_not_an_error():
+    """A cross-sentence share on single-sentence tasks only: the finding says it is not defined
+    there (a misspelt declaration is caught by tests/unit/views/test_declared_metrics.py)."""
+    class PairOnly(View):
+        name = "pair-only"
+        signed_changes = {"pair_only_change": "the other sentence's share"}
 
-    by_task = {"rte": {42: {"analyses": {"renamed": {"version": 1}}}}}
-    tasks = {"rte": {"metrics": {"renamed_change_new_name": {"values": [0.1]}}}}
-    with pytest.raises(KeyError, match="renamed_change_old_name"):
-        change_findings(Renamed, by_task, tasks)
-    assert change_findings(Renamed, {"rte": {42: {"analyses": {}}}}, tasks) == {}  # the analysis did not run
+    by_task = {task: {42: {"analyses": {"pair-only": {"version": 1}}}} for task in ("sst2", "cola")}
+    tasks = {task: {"metrics": {"something_else": {"values": [0.1]}}} for task in ("sst2", "cola")}
+    (finding,) = change_findings(PairOnly, by_task, tasks).values()
+    assert finding["text"] == "the other sentence's share with fine-tuning: not defined on these tasks (sst2, cola)"
+    assert finding["per_task"] == {} and finding["undefined_on"] == ["sst2", "cola"]
+    assert change_findings(PairOnly, {"rte": {42: {"analyses": {}}}}, tasks) == {}  # the analysis did not run
+
+
+def study_arguments(model: Path, data: Path, root: Path, tasks: str, *extra: str) -> list[str]:
+    """A one-seed study of ``tasks`` with the tiny model that learns SST-2, every default analysis."""
+    run_flags = tiny_run_arguments(model, data, root, *LEARNS)[3:]
+    return ["study", "--tasks", tasks, "--seeds", "1", *run_flags, *extra]
+
+
+@pytest.fixture(scope="session")
+def mixed_study(tiny_learner_dir, tiny_data, tmp_path_factory) -> Path:
+    """SST-2 (one sentence, learned) and RTE (two, not learned), every default analysis, once for the
+    session: the study whose findings are judged on single-sentence tasks alone."""
+    def make(root: Path) -> None:
+        assert main(study_arguments(tiny_learner_dir, tiny_data, root, "sst2,rte")) == 0
+
+    return made_once(tmp_path_factory, "mixed_study", make)
+
+
+def study_json(root: Path, name: str) -> dict:
+    (folder,) = [path.parent for path in (root / "out" / "studies").glob("*/study.json") if name in path.parent.name]
+    return checked_study(folder)
+
+
+@pytest.mark.slow  # two tiny runs with every analysis, made once for the session
+def test_a_study_judged_on_single_sentence_tasks_ends_with_its_study_json(mixed_study, capsys):
+    """The study that crashed at its end (a cross-sentence Vig change no judged task defines)."""
+    study = study_json(mixed_study, "study-")
+    assert study["judged_tasks"] == ["sst2"] and set(study["kept_out_of_findings"]) == {"rte"}
+    assert study["aggregation_failed"] == {}
+    other_sentence = study["findings"]["vig_change_other_segment_identical_max"]
+    assert other_sentence["undefined_on"] == ["sst2"] and other_sentence["text"].endswith(
+        "not defined on these tasks (sst2)")
+    assert study["findings"]["last_layers_change_most"]["per_task"] == {"sst2": {"holds": 1, "seeds": 1}}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("tasks, extra, judged", [("sst2", (), ["sst2"]), ("rte", ("--findings-from", "all"), ["rte"])])
+def test_single_sentence_only_and_pair_only_studies_end_with_their_study_json(mixed_study, tiny_learner_dir,
+                                                                              tiny_data, tmp_path, tasks, extra,
+                                                                              judged):
+    root = tmp_path / "copy"
+    shutil.copytree(mixed_study, root)  # the runs are reused: only the study is new
+    name = f"only-{tasks}"
+    assert main(study_arguments(tiny_learner_dir, tiny_data, root, tasks, "--name", name, *extra)) == 0
+    study = study_json(root, name)
+    assert study["judged_tasks"] == judged and study["aggregation_failed"] == {}
+    defined = "undefined_on" not in study["findings"]["vig_change_other_segment_identical_max"]
+    assert defined == (tasks == "rte")
+
+
+@pytest.mark.slow
+def test_a_view_that_fails_costs_the_study_nothing_else(mixed_study, tiny_learner_dir, tiny_data, tmp_path,
+                                                         monkeypatch, capsys):
+    """A bug in one view's aggregation is named in study.json and printed; the other views' findings,
+    figures and tables are there, and the command says it did not all go well."""
+    class Broken(View):
+        name = "cosine"
+        version = VIEWS["cosine"].version
+
+        @classmethod
+        def across_seeds(cls, entries):
+            raise ValueError("a bug in the cosine view")
+
+    monkeypatch.setitem(VIEWS, "cosine", Broken)
+    root = tmp_path / "copy"
+    shutil.copytree(mixed_study, root)
+    assert main(study_arguments(tiny_learner_dir, tiny_data, root, "sst2,rte", "--name", "broken")) == 1
+    study = study_json(root, "broken")
+    assert study["aggregation_failed"] == {"cosine over the seeds of sst2": "ValueError: a bug in the cosine view",
+                                           "cosine over the seeds of rte": "ValueError: a bug in the cosine view"}
+    assert "vig_change_other_segment_identical_max" in study["findings"] and study["tasks"]["sst2"]["metrics"]
+    assert "not aggregated: cosine over the seeds of sst2: ValueError: a bug in the cosine view" in capsys.readouterr().out
 
 
 @pytest.mark.slow  # a tiny run
