@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.results.store import key_of, read_json, write_json
+from harness.results.summary import checked_study, whole_summary
 from harness.views import VIEWS
 from harness.views.base import current_entries
 from harness.present.study_figures import study_tables
@@ -151,10 +152,7 @@ def stored_results(label: str, results_dir: Path = RESULTS) -> dict[str, Any]:
 
 def take_run(label: str, run_folder: Path, results_dir: Path = RESULTS) -> Path:
     """Store a finished run's results as LABEL's (``docs/results/LABEL.json``)."""
-    summary = read_json(run_folder / "summary.json")
-    if not isinstance(summary, dict) or "analyses" not in summary:
-        raise InputError(f"{run_folder / 'summary.json'}: not a whole summary; run `harness run` with the "
-                         "flags of that run again to rewrite it")
+    summary = whole_summary(run_folder)
     path = results_dir / f"{label}.json"
     write_json(path, snapshot(summary, run_folder))
     return path
@@ -163,10 +161,7 @@ def take_run(label: str, run_folder: Path, results_dir: Path = RESULTS) -> Path:
 def take_study(label: str, study_folder: Path, results_dir: Path = RESULTS) -> Path:
     """Store a study's results as LABEL's: its study.json as ``docs/results/LABEL.json``, its
     figures (PNG) and tables as ``docs/results/LABEL/figures`` (replacing what was there)."""
-    study = read_json(study_folder / "study.json")
-    if not isinstance(study, dict) or not is_study(study):
-        raise InputError(f"{study_folder / 'study.json'}: not a whole study; run the `harness study` command "
-                         "that made it again to rewrite it")
+    study = checked_study(study_folder)
     figures = results_dir / label / "figures"
     if figures.is_dir():
         shutil.rmtree(figures)

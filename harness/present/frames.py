@@ -54,10 +54,9 @@ import pandas as pd
 
 from classifier import CLASSES
 from harness.config import ExportConfig
-from harness.present.report import read_study
 from harness.results.checkpoints import BASELINES, FINETUNED, MAIN_PAIR, PRETRAINED
 from harness.results.store import ensure_writable
-from harness.results.summary import STUDIES, SUMMARY, stored_summary, whole_summary
+from harness.results.summary import STUDIES, SUMMARY, checked_study, checked_summary, whole_summary
 from harness.views.base import current_entries, pair_name
 from harness.views.style import model_title
 from harness.views.summary import changes
@@ -99,7 +98,7 @@ def load_study(study: Where, output_dir: Where = "outputs") -> pd.DataFrame:
     is its folder or its name under ``<output_dir>/studies``. The analysis of each metric is
     read from one stored run of its task (missing when none of the study's runs is there)."""
     folder = study_folder(study, Path(output_dir))
-    stored = read_study(folder)
+    stored = checked_study(folder)
     analyses = metric_analyses(folder, stored)
     return table([(stored["name"], model_title(stored["model"]), task, analyses.get(metric), *placement(metric),
                    metric, spread["mean"], spread["std"], spread["min"], spread["max"], spread["n"])
@@ -111,7 +110,7 @@ def load_findings(study: Where, output_dir: Where = "outputs") -> pd.DataFrame:
     """A study's findings (`FINDING_COLUMNS`): per finding and task, on how many seeds it holds,
     and the paper beside it (its source, what it found, the study's verdict; missing where no
     paper measured it)."""
-    stored = read_study(study_folder(study, Path(output_dir)))
+    stored = checked_study(study_folder(study, Path(output_dir)))
     return table([(stored["name"], finding, found["claim"], task, cell["holds"], cell["seeds"],
                    *((paper["source"], paper["says"], paper["verdict"]) if (paper := found.get("paper")) else
                      (None, None, None)))
@@ -130,7 +129,7 @@ def run_summaries(place: Path) -> list[dict[str, Any]]:
         return [whole_summary(place)]
     if not place.is_dir():
         raise InputError(f"{place}: no such folder; give a run folder or the folder of runs (--output-dir)")
-    found = (stored_summary(path) for path in sorted(place.glob(f"*/{SUMMARY}")))
+    found = (checked_summary(path) for path in sorted(place.glob(f"*/{SUMMARY}")))
     return [summary for summary in found if summary is not None]
 
 
@@ -254,7 +253,7 @@ def metric_analyses(folder: Path, stored: dict[str, Any]) -> dict[str, str]:
     """``{metric: analysis}`` from the first whole summary of each task among the study's runs."""
     found: dict[str, str] = {}
     for task in stored["tasks"]:
-        summaries = (stored_summary(run / SUMMARY) for run in study_run_folders(folder, stored)
+        summaries = (checked_summary(run / SUMMARY) for run in study_run_folders(folder, stored)
                      if run.name.startswith(f"{task}-"))
         summary = next((summary for summary in summaries if summary is not None), None)
         if summary is not None:
@@ -283,7 +282,7 @@ def exported_runs(settings: ExportConfig, study: Path | None, output_dir: Path) 
     if settings.runs:
         return [run_folder(name, output_dir) for name in settings.runs]
     if study is not None:
-        return [path for path in study_run_folders(study, read_study(study)) if (path / SUMMARY).is_file()]
+        return [path for path in study_run_folders(study, checked_study(study)) if (path / SUMMARY).is_file()]
     return [output_dir]
 
 

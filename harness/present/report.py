@@ -40,8 +40,8 @@ from markupsafe import Markup
 from harness.config import EnvironmentConfig, ReportConfig, describe_recipe
 from harness.present.redraw import drawn_files
 from harness.results.checkpoints import PAIRS
-from harness.results.store import ensure_writable, read_json
-from harness.results.summary import STUDIES, SUMMARY, flatten, stored_summary
+from harness.results.store import ensure_writable
+from harness.results.summary import STUDIES, SUMMARY, checked_study, checked_summary, flatten
 from harness.views import VIEWS
 from harness.views.across_tasks import mean_sd
 from harness.views.examples import ExamplesView
@@ -109,7 +109,7 @@ def gather(settings: ReportConfig, environment: EnvironmentConfig) -> Stored:
     latest study's section and every run under the output folder."""
     output_dir = environment.output_dir
     folder = find_study(settings, output_dir) if settings.study or not settings.runs else None
-    study = read_study(folder) if folder is not None else None
+    study = checked_study(folder) if folder is not None else None
     if settings.runs:
         runs = [named_run(name, output_dir) for name in settings.runs]
     elif settings.study:
@@ -129,14 +129,6 @@ def gather(settings: ReportConfig, environment: EnvironmentConfig) -> Stored:
     return Stored(folder, study, sorted(runs, key=order))
 
 
-def read_study(folder: Path) -> dict[str, Any]:
-    """A study's study.json, or one clear line when it is damaged."""
-    study = read_json(folder / "study.json", note_damage=False)
-    if not isinstance(study, dict) or "runs" not in study:
-        raise InputError(f"{folder / 'study.json'}: damaged; run the same `harness study` again to rewrite it")
-    return study
-
-
 def named_run(name: str, output_dir: Path) -> Run:
     """The run ``--runs`` names: a folder, or a folder's name under the output folder; one clear
     line when it holds no whole summary."""
@@ -151,8 +143,8 @@ def named_run(name: str, output_dir: Path) -> Run:
 
 
 def load_run(folder: Path) -> Run:
-    """The run in ``folder`` with its summary, if it has a whole one."""
-    return Run(folder, stored_summary(folder / SUMMARY))
+    """The run in ``folder`` with its summary, if it has a whole one (one line if it differs from its seal)."""
+    return Run(folder, checked_summary(folder / SUMMARY))
 
 
 def build_report(settings: ReportConfig, environment: EnvironmentConfig) -> tuple[Path, int]:

@@ -45,11 +45,11 @@ from harness.results.checkpoints import (
 )
 from harness.results.locking import exclusive
 from harness.results.store import ResultStore, write_json
-from harness.results.summary import flatten, stored_summary
+from harness.results.summary import SUMMARY, flatten, seal, stored_summary
 from harness.run.engine import analyse
 from harness.run.plan import RunPlan, plan_run, run_device
 from harness.run.provenance import code_version, model_provenance
-from harness.run.tracking import CHECKPOINT_TAG, PARENT_TAG, SKIPPED_TAG, Tracker, training_curve
+from harness.run.tracking import CHECKPOINT_TAG, PARENT_TAG, SKIPPED_TAG, Tracker, check_store, training_curve
 from harness.views.style import checkpoint_title
 from harness.views.summary import headline_names, summary_metrics
 from tasks.errors import InputError
@@ -181,6 +181,7 @@ def run_planned(plan: RunPlan, tags: dict[str, str] | None = None) -> Finished:
                          "(or accelerate launch), then run `harness run` with the same flags to analyse")
     config = plan.config
     tokenizer = load_tokenizer(config.task.model)  # an unreachable model fails here, before any work
+    check_store(config.environment.tracking_uri)
     with exclusive(config.environment.cache_dir / "locks" / f"run-{plan.key}.lock", f"the run {plan.run_dir.name}"):
         tracker = Tracker(config.environment.tracking_uri, plan.key, plan.run_dir.name,
                           {"task": config.task.task, "model": config.task.model, "seed": str(config.finetune.seed),
@@ -228,10 +229,11 @@ def analyse_and_log(plan: RunPlan, tokenizer: PreTrainedTokenizerBase,
     if baselines:
         entries = {Evaluation.name: evaluation_entry(plan, checkpoints, sources, store), **entries}
     write_json(plan.run_dir / RUN_SETTINGS, settings_file(config))  # `harness run --config` takes it back
-    summary_path = plan.run_dir / "summary.json"
+    summary_path = plan.run_dir / SUMMARY
     summary = {"schema": 2, "run": run_description(plan, tuned, checkpoints, sources.task_examples, tokenizer),
                "analyses": merged_analyses(stored_summary(summary_path), entries)}
     write_json(summary_path, summary)
+    seal(plan.run_dir, summary)
     start = time.perf_counter()
     figures = redraw(summary, plan.run_dir / "figures")
     children = log_run(tracker, plan, tuned, summary, summary_path, figures, timings)

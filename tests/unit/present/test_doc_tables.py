@@ -10,6 +10,7 @@ from harness.cli import main
 from harness.present.doc_tables import documents, rebuild, render, stored_results, sweep_table, take_run, take_study
 from harness.present.study_figures import draw_study
 from harness.results.store import write_json
+from harness.results.summary import seal
 from tasks.errors import InputError
 from tests.conftest import tiny_run_arguments
 from tests.unit.study.test_study import study_of
@@ -87,6 +88,7 @@ def test_a_stored_study_gives_its_tables_and_keeps_its_figures_beside_them(tmp_p
     folder = tmp_path / "studies" / "glue"
     study = study_of(["rte", "mrpc"]) | {"kept_out_of_findings": {"wnli": "not learned"}}
     write_json(folder / "study.json", study)
+    seal(folder, study)
     draw_study(study, folder / "figures")
     (folder / "figures" / "stale.txt").write_text("not a figure")
     path = take_study("glue", folder, tmp_path / "results")
@@ -99,5 +101,5 @@ def test_a_stored_study_gives_its_tables_and_keeps_its_figures_beside_them(tmp_p
     assert "Not in the findings: wnli: not learned." in render("findings", results)
     with pytest.raises(InputError, match="table 'overview': the stored study gives no such table; its tables: findings"):
         render("overview", results)
-    with pytest.raises(InputError, match="not a whole study"):
+    with pytest.raises(InputError, match="study.json: damaged"):
         take_study("bad", tmp_path, tmp_path / "results")

@@ -1,5 +1,6 @@
 """``harness report``: one page from stored results only (a tiny run, a tiny study), every figure
-it shows beside it, the parameters and the per-example maps in it, no path of this machine."""
+it shows beside it, the parameters and the per-example maps in it, no path of this machine; where
+it and ``harness export`` write by default, and the runs a glob pattern names."""
 
 from __future__ import annotations
 
@@ -12,9 +13,11 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
+from harness.commands.stored import matching_runs
 from harness.config import describe_recipe
 from harness.present.report import inline_json
 from harness.results.store import read_json
+from harness.results.summary import SUMMARY, seal
 from harness.views.across_tasks import mean_sd
 from tests.conftest import tiny_run_arguments
 
@@ -190,6 +193,8 @@ def test_names_with_markup_or_ampersands_are_shown_as_text(stored_study, capsys,
     shutil.copytree(stored_study / "out" / first["folder"], out / run_name)
     study.update(name=f"{MARKUP} & co", runs=[{**first, "folder": run_name}])
     (out / "studies" / "odd" / "study.json").write_text(json.dumps(study))
+    seal(out / "studies" / "odd", study)  # as the harness would have written them, names and all
+    seal(out / run_name, read_json(out / run_name / "summary.json"))
     page = tmp_path / "report" / "index.html"
     assert report(capsys, "--output-dir", str(out), "--out", str(page))[0] == 0
     text = page.read_text()
@@ -226,3 +231,34 @@ def test_every_run_is_shown_by_default_and_runs_or_study_choose(stored_study, ca
     code, err = report(capsys, "--output-dir", str(out), "--runs", "nope", "--out", str(page))
     assert code == 2 and err.startswith("error: --runs nope: no whole summary.json there") and len(err.splitlines()) == 1
     shutil.rmtree(outside)
+
+
+def test_the_page_and_the_export_go_under_the_output_folder_by_default(stored_run, capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # where ./outputs would be
+    out = stored_run / "out"
+    code, _ = report(capsys, "--output-dir", str(out))
+    assert code == 0 and (out / "report" / "index.html").is_file()
+    assert main(["export", "--output-dir", str(out)]) == 0
+    assert {path.name for path in (out / "export").iterdir()} == {"runs.parquet", "runs.csv"}
+    assert not (tmp_path / "outputs").exists()
+    shutil.rmtree(out / "report")
+    shutil.rmtree(out / "export")
+
+
+def test_runs_expands_a_quoted_glob_pattern_itself(stored_study, capsys, tmp_path, monkeypatch):
+    out = stored_study / "out"
+    runs = sorted(path.parent for path in out.glob(f"*-seed*/{SUMMARY}"))  # the study's four
+    rte = [str(path) for path in runs if path.name.startswith("rte-")]
+    assert len(rte) == 2 and matching_runs(str(out / "*-seed*"), out) == [str(path) for path in runs]
+    assert matching_runs("rte-*-seed*", out) == rte  # a name under the output folder
+    assert matching_runs("rte-nope", out) == ["rte-nope"]  # no pattern: as given
+    page = tmp_path / "page" / "index.html"
+    monkeypatch.chdir(out.parent)
+    for pattern in ("out/rte-*-seed*", "rte-*-seed*"):
+        assert report(capsys, "--output-dir", "out", "--out", str(page), "--runs", pattern)[0] == 0
+        assert {path.parent.name for path in (page.parent / "figures").rglob("*.png")} == {Path(r).name for r in rte}
+    for pattern in ("out/qqp-*", "../../*"):  # nothing, or no run folder: the pattern named, nothing written
+        code, err = report(capsys, "--output-dir", "out", "--out", str(tmp_path / "none.html"), "--runs", pattern)
+        assert code == 2 and len(err.strip().splitlines()) == 1
+        assert err.startswith(f"error: --runs {pattern}: no run folder (a folder with summary.json) matches it")
+        assert not (tmp_path / "none.html").exists()
