@@ -171,6 +171,9 @@ class FineTuneConfig:
     weight_decay: float = option(0.01, "AdamW weight decay")
     max_train_examples: int | None = option(None, "seeded subset of the training set, for quick runs")
     seed: int = option(42, "fine-tuning seed (classifier head, batch order, dropout)")
+    reinit_layers: int = option(0, "re-initialise the pooler and this many top encoder layers before fine-tuning "
+                                   "(Mosbach et al. 2021; Zhang et al. 2021), drawn from the model's own "
+                                   "initialisation with the seed; 0: keep every pre-trained weight")
     random_order: bool = option(False, "plain random batches (the papers' code) instead of random batches of "
                                        "similar length (less padding, same batch size and schedule)")
     torch_dropout: bool = option(False, "train with torch's dropout and transformers' attention kernels, as the "
@@ -192,6 +195,7 @@ class FineTuneConfig:
         _require(self.max_train_examples is None or self.max_train_examples >= 1, FineTuneConfig,
                  "max_train_examples", self.max_train_examples, "must be at least 1")
         _require(self.seed >= 0, FineTuneConfig, "seed", self.seed, "must be 0 or more")
+        _require(self.reinit_layers >= 0, FineTuneConfig, "reinit_layers", self.reinit_layers, "must be 0 or more")
 
     def resolved(self, task: TaskConfig) -> FineTuneConfig:
         """This setting for ``task``'s model and task: ``recipe`` named (auto decided) and the

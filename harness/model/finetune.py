@@ -47,7 +47,7 @@ from transformers.trainer_callback import (
 from harness.config import FineTuneConfig, RunConfig
 from harness.inputs.sampling import sample
 from harness.model.dropout import use_fast_dropout
-from harness.model.forward import use_harness_attention
+from harness.model.forward import encoder_layers, use_harness_attention
 from harness.model.loading import load_sequence_classifier, load_tokenizer
 from harness.results.checkpoints import FINETUNED, FROZEN_ENCODER, RANDOM_INIT
 from harness.results.locking import exclusive
@@ -62,6 +62,7 @@ RESULT_FILE = "result.json"
 # Settings that do not change the fine-tuned weights, so not in its cache key: which extra
 # models to train, and the recipe's name (its learning rate and epochs are in the key).
 NOT_IN_WEIGHTS = ("baselines", "recipe")
+UNSET_NOT_IN_KEY = ("reinit_layers",)  # added after checkpoints were cached: in the key only when set, so those stay
 log = logging.getLogger(__name__)
 
 
@@ -168,7 +169,8 @@ def cache_key(config: RunConfig, data: TaskData, variant: str = FINETUNED) -> st
     """Stable key of everything that changes the fine-tuned weights (the layout aside: the
     effective batch is the same whatever the number of processes); a baseline ``variant``
     (`BASELINES`) adds its name."""
-    recipe = {name: value for name, value in asdict(config.finetune).items() if name not in NOT_IN_WEIGHTS}
+    recipe = {name: value for name, value in asdict(config.finetune).items()
+              if name not in NOT_IN_WEIGHTS and not (name in UNSET_NOT_IN_KEY and not value)}
     settings = {"model": config.task.model, "task": config.task.task, "max_length": config.task.max_length,
                 "data": data.identity, "precision": config.environment.precision, **recipe}
     return key_of(settings if variant == FINETUNED else {**settings, "variant": variant})
@@ -209,7 +211,23 @@ def training_model(config: RunConfig, task: GlueTask, variant: str = FINETUNED) 
                                      random_init=variant == RANDOM_INIT)
     if variant == FROZEN_ENCODER:
         model.base_model.requires_grad_(False)
+    if config.finetune.reinit_layers:
+        reinitialise_top(model, config.finetune.reinit_layers, config.finetune.seed)
     return use_fast_dropout(use_harness_attention(model)) if fast else model
+
+
+def reinitialise_top(model: PreTrainedModel, layers: int, seed: int) -> None:
+    """The pooler (where the model has one) and the top ``layers`` encoder layers drawn afresh
+    from the model's own initialisation, seeded (Mosbach et al. 2021, Zhang et al. 2021: the
+    pre-trained top layers specialise to the pre-training objective). transformers marks loaded
+    weights as initialised and its initialisers skip those, so the marks are cleared first."""
+    modules = [*encoder_layers(model)[-layers:], *filter(None, [getattr(model.base_model, "pooler", None)])]
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        for module in modules:
+            for tensor in [*module.parameters(), *module.buffers()]:
+                tensor._is_hf_initialized = False
+            module.apply(model._init_weights)
 
 
 def trains_on_cpu(config: RunConfig) -> bool:

@@ -88,14 +88,15 @@ def sweep_table(results: dict[str, Any]) -> str:
     mean ± std over seeds, the majority class, and the seeds clearly above it."""
     groups: dict[tuple, list[dict[str, Any]]] = {}
     for point in results["points"]:
-        setting = (point["task"], point["learning_rate"], point["epochs"], point["max_train_examples"] or 0)
+        setting = (point["task"], point["learning_rate"], point["epochs"], point.get("reinit_layers", 0),
+                   point["max_train_examples"] or 0)
         groups.setdefault(setting, []).append(point)
-    lines = ["| task | lr | epochs | train examples | metric | seeds | dev mean ± std | majority | seeds learned | "
-             "train s / seed |", "|---" * 10 + "|"]
-    for (task, rate, epochs, _), group in sorted(groups.items()):
+    lines = ["| task | lr | epochs | top layers re-initialised | train examples | metric | seeds | dev mean ± std | "
+             "majority | seeds learned | train s / seed |", "|---" * 11 + "|"]
+    for (task, rate, epochs, reinit, _), group in sorted(groups.items()):
         scores = [100 * point["score"] for point in group]
         spread = f" ± {statistics.stdev(scores):.1f}" if len(scores) > 1 else ""
-        lines.append(f"| {task} | {rate:g} | {epochs:g} | {group[0]['train_examples']} | {group[0]['metric']} | "
+        lines.append(f"| {task} | {rate:g} | {epochs:g} | {reinit} | {group[0]['train_examples']} | {group[0]['metric']} | "
                      f"{len(group)} | {statistics.mean(scores):.1f}{spread} | {100 * group[0]['majority']:.1f} | "
                      f"{sum(point['learned'] for point in group)} | "
                      f"{statistics.mean(point['train_seconds'] for point in group):.0f} |")

@@ -214,6 +214,9 @@ def plan_run(config: RunConfig, downloads: Downloads | None = None) -> RunPlan:
     analyses = select_analyses(config.analysis.analyses, ablation_wanted(config))
     model = check_model(config.task.model, {"--max-length": config.task.max_length,
                                             "--max-tokens": config.analysis.max_tokens})
+    if config.finetune.reinit_layers > model.num_hidden_layers:
+        raise InputError(f"--reinit-layers {config.finetune.reinit_layers}: {config.task.model} has "
+                         f"{model.num_hidden_layers} layers; re-initialise at most that many")
     skipped = {**unsupported(config, model, analyses), **leave_out(config.analysis, analyses, downloads or Downloads())}
     analyses = [analysis for analysis in analyses if analysis.name not in skipped]
     config = resolve_precision(replace(config, analysis=with_default_data(config.analysis)))

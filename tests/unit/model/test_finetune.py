@@ -2,7 +2,7 @@ import json
 import os
 import subprocess
 import sys
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import pytest
@@ -23,7 +23,7 @@ from harness.model.finetune import (
     training_model,
 )
 from harness.model.forward import IMPLEMENTATION
-from harness.results.store import FileHashes
+from harness.results.store import FileHashes, key_of
 from harness.run.plan import load_task_data
 from tasks.errors import InputError
 from tasks.registry import get_task
@@ -36,7 +36,8 @@ def test_cache_key_changes_with_every_hyperparameter_and_the_data(tiny_data, tmp
     base = cache_key(config, data)
     assert base == cache_key(config, load_task_data(config, FileHashes()))
     for change in (dict(seed=1), dict(learning_rate=5e-5), dict(batch_size=16), dict(epochs=1.0),
-                   dict(random_order=True), dict(torch_dropout=True), dict(max_train_examples=10)):
+                   dict(random_order=True), dict(torch_dropout=True), dict(max_train_examples=10),
+                   dict(reinit_layers=1)):
         assert cache_key(replace(config, finetune=FineTuneConfig(**change)), data) != base, change
     same_numbers = FineTuneConfig(recipe="minilm", learning_rate=2e-5, epochs=3.0)  # a name, not a weight
     assert cache_key(replace(config, finetune=same_numbers), data) == base
@@ -48,6 +49,35 @@ def test_cache_key_changes_with_every_hyperparameter_and_the_data(tiny_data, tmp
         (copy / "RTE" / f"{split}.tsv").write_text(text if split == "dev" else text + "99\ta\tb\tentailment\n")
     edited = replace(config, task=TaskConfig(task="rte", data_dir=copy))
     assert cache_key(edited, load_task_data(edited, FileHashes())) != base
+
+
+def test_the_cache_key_of_a_run_without_re_initialised_layers_is_the_one_it_had_before_the_flag(tiny_data):
+    """Checkpoints cached before --reinit-layers existed keep their key: the unset flag is not in it."""
+    config = RunConfig(TaskConfig(task="rte", data_dir=tiny_data / "glue"))
+    data = load_task_data(config, FileHashes())
+    earlier = {name: value for name, value in asdict(config.finetune).items()
+               if name not in ("baselines", "recipe", "reinit_layers")}
+    assert cache_key(config, data) == key_of({"model": config.task.model, "task": "rte", "max_length": 128,
+                                              "data": data.identity, "precision": "auto", **earlier})
+
+
+def test_re_initialised_top_layers_are_drawn_afresh_and_the_rest_kept(tiny_model_dir):
+    """Mosbach et al.'s lever: the pooler and the top layer start from the model's own initialisation
+    (seeded: the same draw for the same seed), every lower weight stays pre-trained."""
+    task = TaskConfig(task="rte", model=str(tiny_model_dir))
+    environment = EnvironmentConfig(device="cpu", precision="fp32")
+
+    def weights(reinit: int, seed: int = 42) -> dict[str, torch.Tensor]:
+        config = RunConfig(task, FineTuneConfig(reinit_layers=reinit, seed=seed), environment=environment)
+        return {name: value.detach().clone() for name, value in training_model(config, get_task("rte")).named_parameters()}
+
+    kept, fresh = weights(0), weights(1)
+    changed = {name for name in kept if not torch.equal(kept[name], fresh[name])}
+    assert any(name.startswith("bert.encoder.layer.1.") for name in changed) and "bert.pooler.dense.weight" in changed
+    assert not any(name.startswith(("bert.encoder.layer.0.", "bert.embeddings.")) for name in changed)
+    again = weights(1)
+    assert all(torch.equal(fresh[name], again[name]) for name in changed)
+    assert not torch.equal(weights(1, seed=7)["bert.pooler.dense.weight"], fresh["bert.pooler.dense.weight"])
 
 
 def test_cpu_training_uses_the_fast_dropout_unless_torch_dropout_is_asked_for(tiny_model_dir):

@@ -179,6 +179,10 @@ def case_max_length_beyond_positions(data, root):
     return ["--max-length", "4096"], "--max-length 4096: "
 
 
+def case_reinit_beyond_layers(data, root):
+    return ["--reinit-layers", "9"], "--reinit-layers 9: "  # the tiny model has 2 layers
+
+
 def case_zero_eval_examples(data, root):
     return ["--max-eval-examples", "0"], "--max-eval-examples 0"
 
