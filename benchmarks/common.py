@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+from transformers import BertConfig, BertForSequenceClassification
 
 from harness.config import AnalysisConfig, EnvironmentConfig, FineTuneConfig, RunConfig, TaskConfig
 from harness.inputs.batches import EncodedBatch
@@ -79,6 +80,16 @@ def bare_model_seconds(bench: Bench, backward: bool = False) -> float:
             torch.autograd.grad(summed_loss(logits, labels.to(logits.device), TASK_LOSS), embedded)
     synchronise()
     return time.perf_counter() - start
+
+
+def random_bert_folder(folder: Path, config: BertConfig) -> Path:
+    """A BERT classifier of ``config``'s shape with seeded random weights, saved with MiniLM's
+    tokenizer (bert-base-uncased's WordPiece vocabulary) as a local model folder: any shape,
+    with no download."""
+    torch.manual_seed(0)
+    BertForSequenceClassification(config).save_pretrained(folder)
+    load_tokenizer("minilm").save_pretrained(folder)
+    return folder
 
 
 def synchronise() -> None:

@@ -1,10 +1,10 @@
 """The command line, generated from the configuration dataclasses (as ``run_glue.py`` does
 with ``HfArgumentParser``, without importing transformers before the flags are checked).
 
-`add_arguments` adds one argparse group per dataclass, a flag per field (help from the
-field's metadata; ``bool`` fields become switches; ``list`` fields take several values);
-`build` turns the parsed namespace back into the dataclass, whose ``__post_init__``
-validates the values.
+`add_arguments` adds one argparse group per dataclass, a flag per field (help, choices and
+range from the field's `harness.options.option` metadata; ``bool`` fields become switches;
+``list`` fields take several values); `build` turns the parsed namespace back into the
+dataclass, whose ``__post_init__`` checks the values against the same metadata.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from dataclasses import MISSING, fields
 from pathlib import Path
 from typing import Any, TypeVar
 
-from harness.config import flag_of
+from harness.options import Bounds, flag_of
 
 Config = TypeVar("Config")
 SCALARS = (int, float, str, Path)
@@ -32,6 +32,14 @@ def _base_type(annotation: Any) -> tuple[Any, bool]:
     return annotation, False
 
 
+def with_notes(help_text: str, bounds: Bounds | None, default: Any) -> str:
+    """``help_text`` with the range the flag takes and its default, where it has them."""
+    notes = [bounds.words] if bounds is not None else []
+    if default not in (None, False, []):
+        notes.append(f"default: {default}")
+    return f"{help_text} ({'; '.join(notes)})" if notes else help_text
+
+
 def add_arguments(parser: argparse.ArgumentParser, cls: type, title: str | None = None,
                   only: tuple[str, ...] | None = None, optional: bool = False) -> None:
     """Flags for the fields of dataclass ``cls`` (or those named in ``only``) in one group;
@@ -43,9 +51,7 @@ def add_arguments(parser: argparse.ArgumentParser, cls: type, title: str | None 
             continue
         scalar, is_list = _base_type(hints[item.name])
         default = item.default if item.default is not MISSING else item.default_factory()  # type: ignore[misc]
-        help_text = item.metadata.get("help", "")
-        if default not in (None, False, []):
-            help_text += f" (default: {default})"
+        help_text = with_notes(item.metadata.get("help", ""), item.metadata.get("bounds"), default)
         flag = flag_of(cls, item.name)
         if scalar is bool:
             group.add_argument(flag, dest=item.name, action="store_true", help=help_text)

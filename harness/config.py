@@ -1,11 +1,12 @@
 """Run configuration: dataclasses that *are* the command line.
 
-Each field carries its help text (and, where the flag is not simply the field name with
-dashes, its flag) in its metadata; `harness.arguments` turns these classes into argparse
-groups, so there is one place to add a setting. Values are validated once, in
-``__post_init__``, with one clear line per problem (`InputError`); checks that need the
-model or the registries (positions of the model, analysis names) run in
-`harness.run.pipeline.validate` before any model work.
+Each field is declared once, with `harness.options.option`: its help text, its flag where it is
+not simply the field name with dashes, and the choices or range it takes. `harness.arguments`
+turns these classes into argparse groups, and `harness.options.Flags` checks every value against
+its declaration in ``__post_init__`` (one `InputError` line per problem); the few checks that
+are not a field's choices or range (a path that must exist, a name without '/', two fields
+together) follow there. Checks that need the model or the registries (positions of the model,
+analysis names) run in `harness.run.plan.plan_run` before any model work.
 
 This module imports nothing heavy (no torch), so the CLI can reject a bad flag in well
 under a second.
@@ -14,28 +15,18 @@ under a second.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import ClassVar
 
-from tasks.corpora import CORPORA, Corpus, Location, find, get_corpus
+from harness.options import Flags, existing, option, require
+from harness.recipes import AUTO_RECIPE, RECIPES, RECIPES_HELP, recipe_name
+from tasks.corpora import CORPORA, Corpus, get_corpus
 from tasks.errors import InputError
 from tasks.registry import get_task
 
 DEFAULT_MODEL = "bert-base-uncased"
 DEFAULT_TRACKING_URI = "sqlite:///mlruns/mlflow.db"
-
-
-def development_data() -> Path | None:
-    """The development copy of the default corpora, ``../shared/data`` beside a checkout of the
-    harness (a folder with ``pyproject.toml`` and ``harness/``), looked up after the data cache
-    and before a download (`default_corpus_path`); None for an installed package, which never
-    looks beside its site-packages."""
-    checkout = Path(__file__).resolve().parents[1]
-    return checkout.parent / "shared" / "data" if (checkout / "pyproject.toml").is_file() else None
-
-
-SHARED_DATA = development_data()
 # --quick: dev examples compared and corpus segments, treebank sentences and coreference
 # documents, probe training sentences, the relation count a dependency needs to be scored,
 # the dev examples the ablation scores, and those of each split the dev metrics score.
@@ -48,113 +39,27 @@ PROBE_INITS = ("zeros", "glorot")
 ABLATION_CHOICES = ("auto", "on", "off")
 
 
-@dataclass(frozen=True)
-class Recipe:
-    """A fine-tuning learning rate and number of epochs, with the tasks that need their own epochs."""
-
-    learning_rate: float
-    epochs: float
-    task_epochs: dict[str, float] = field(default_factory=dict)
-
-    def epochs_for(self, task: str) -> float:
-        """The recipe's epochs for ``task`` (its own where the recipe sets one)."""
-        return self.task_epochs.get(task, self.epochs)
-
-    def __str__(self) -> str:
-        own = "".join(f", {task} {epochs:g}" for task, epochs in self.task_epochs.items())
-        return f"{self.learning_rate:g} x {self.epochs:g} epochs{own}"
-
-
-# The recipes that fill in --learning-rate and --epochs when they are not given. papers:
-# Kovaleva et al.'s 3 epochs at 2e-5, BERT's recommended rate (their code used 5e-5). minilm:
-# chosen by the sweep of benchmarks/sweep_recipe.py (docs/recipe.md): the offline MiniLM
-# learns MRPC, STS-B and CoLA with it on three seeds (SST-2 on the one run); on RTE no setting
-# swept (up to 10 epochs at 2e-5 and 3e-5) is clearly above the majority class on every seed,
-# and 6 epochs at 5e-5 came closest.
-RECIPES = {"papers": Recipe(2e-5, 3.0), "minilm": Recipe(5e-5, 3.0, {"rte": 6.0})}
-AUTO_RECIPE = "auto"
-MODEL_RECIPES = {"minilm": "minilm"}  # --recipe auto: the model's own preset, else the papers'
-RECIPES_HELP = "; ".join(f"{name} = {recipe}" for name, recipe in RECIPES.items())
-
-
-def corpus_location(corpus: Corpus) -> Location | None:
-    """Where ``corpus`` is found without a flag: the data cache, else ../shared/data (`SHARED_DATA`,
-    beside a checkout); None when neither holds it (nothing is downloaded here)."""
-    return find(corpus, SHARED_DATA)
-
-
-def looked_in() -> str:
-    """Where a corpus is looked for without a flag, in words: ``in the data cache or ../shared/data``."""
-    return "in the data cache" + (" or ../shared/data" if SHARED_DATA is not None else "")
-
-
-def default_corpus_path(corpus: Corpus) -> Path | None:
-    """What the readers take of ``corpus`` when no flag names other data (`corpus_location`), or None."""
-    location = corpus_location(corpus)
-    return location.entry if location else None
-
-
-def option(default: Any = None, help: str = "", *, flag: str | None = None,
-           choices: tuple[str, ...] | None = None, required: bool = False, positional: bool = False) -> Any:
-    """A dataclass field with the help text and flag metadata the CLI is generated from
-    (``positional``: an optional argument without a flag, shown as ``flag``)."""
-    metadata = {"help": help, "flag": flag, "choices": choices, "required": required, "positional": positional}
-    if isinstance(default, list):
-        return field(default_factory=lambda: list(default), metadata=metadata)
-    return field(default=default, metadata=metadata)
-
-
-def flag_of(cls: type, name: str) -> str:
-    """The command-line flag of field ``name`` of dataclass ``cls``."""
-    for item in fields(cls):
-        if item.name == name:
-            return item.metadata.get("flag") or "--" + name.replace("_", "-")
-    raise KeyError(name)
-
-
-def _require(ok: bool, cls: type, name: str, value: Any, requirement: str) -> None:
-    if not ok:  # the value as typed: 0, not 0.0
-        shown = f"{value:g}" if isinstance(value, float) else value
-        raise InputError(f"{flag_of(cls, name)} {shown}: {requirement}")
-
-
-def _existing(cls: type, name: str, value: Path | None, kind: str = "file") -> Path | None:
-    """``value`` as a Path that must exist (as a file, a folder, or either)."""
-    if value is None:
-        return None
-    path = Path(value)
-    exists = {"file": path.is_file, "folder": path.is_dir, "path": path.exists}[kind]()
-    _require(exists, cls, name, path, f"no such {kind}; check the path")
-    return path
-
-
 @dataclass
-class TaskConfig:
+class TaskConfig(Flags):
     """What is fine-tuned and compared."""
 
     task: str = option(None, "GLUE task: cola, sst2, mrpc, stsb, qqp, mnli, qnli, rte, wnli", required=True)
     model: str = option(DEFAULT_MODEL, "Hugging Face id or local path, or 'minilm' for the bundled offline model")
     data_dir: Path | None = option(None, "GLUE TSV folder (default $GLUE_DIR; without either, GLUE comes from the hub)")
-    max_length: int = option(128, "tokens per task input, for fine-tuning and the comparison (Kovaleva et al.: 128)")
+    max_length: int = option(128, "tokens per task input, for fine-tuning and the comparison (Kovaleva et al.: 128)",
+                             minimum=8, unit="tokens")
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         if self.task is None:
             raise InputError("--task is required: one of cola, sst2, mrpc, stsb, qqp, mnli, qnli, rte, wnli")
         self.task = get_task(self.task).name
         chosen = self.data_dir or os.environ.get("GLUE_DIR") or None
-        self.data_dir = _existing(TaskConfig, "data_dir", Path(chosen) if chosen else None, "folder")
-        _require(self.max_length >= 8, TaskConfig, "max_length", self.max_length, "must be at least 8 tokens")
-
-
-def describe_recipe(settings: dict[str, Any]) -> str:
-    """``"minilm, lr 5e-05, epochs 6, batch 32, seed 42"`` from a resolved `FineTuneConfig` as a
-    dict (a stored run's ``run.recipe``; runs stored before recipes had names used the papers')."""
-    return (f"{settings.get('recipe', 'papers')}, lr {settings['learning_rate']:g}, epochs {settings['epochs']:g}, "
-            f"batch {settings['batch_size']}, seed {settings['seed']}")
+        self.data_dir = existing(TaskConfig, "data_dir", Path(chosen) if chosen else None, "folder")
 
 
 @dataclass
-class FineTuneConfig:
+class FineTuneConfig(Flags):
     """Fine-tuning: batch 32, 10% warm-up and seed 42 as Kovaleva et al., learning rate and epochs by --recipe.
 
     ``learning_rate`` and ``epochs`` left as None come from ``recipe`` (`RECIPES`), resolved
@@ -164,16 +69,18 @@ class FineTuneConfig:
     recipe: str = option(AUTO_RECIPE, f"where --learning-rate and --epochs not given come from: {RECIPES_HELP}; "
                                       "auto = the model's preset (minilm for --model minilm), else papers",
                          choices=(AUTO_RECIPE, *RECIPES))
-    batch_size: int = option(32, "effective training batch, kept whatever the number of processes")
-    epochs: float | None = option(None, "training epochs (default: the recipe's)")
-    learning_rate: float | None = option(None, "peak learning rate (default: the recipe's; the papers' code: 5e-5)")
-    warmup_ratio: float = option(0.1, "share of training steps with a linear warm-up")
-    weight_decay: float = option(0.01, "AdamW weight decay")
-    max_train_examples: int | None = option(None, "seeded subset of the training set, for quick runs")
-    seed: int = option(42, "fine-tuning seed (classifier head, batch order, dropout)")
+    batch_size: int = option(32, "effective training batch, kept whatever the number of processes", minimum=1)
+    epochs: float | None = option(None, "training epochs (default: the recipe's)", above=0,
+                                  because="a run with no training would compare the pre-trained model with itself")
+    learning_rate: float | None = option(None, "peak learning rate (default: the recipe's; the papers' code: 5e-5)",
+                                         above=0)
+    warmup_ratio: float = option(0.1, "share of training steps with a linear warm-up", minimum=0, below=1)
+    weight_decay: float = option(0.01, "AdamW weight decay", minimum=0)
+    max_train_examples: int | None = option(None, "seeded subset of the training set, for quick runs", minimum=1)
+    seed: int = option(42, "fine-tuning seed (classifier head, batch order, dropout)", minimum=0)
     reinit_layers: int = option(0, "re-initialise the pooler and this many top encoder layers before fine-tuning "
                                    "(Mosbach et al. 2021; Zhang et al. 2021), drawn from the model's own "
-                                   "initialisation with the seed; 0: keep every pre-trained weight")
+                                   "initialisation with the seed; 0: keep every pre-trained weight", minimum=0)
     random_order: bool = option(False, "plain random batches (the papers' code) instead of random batches of "
                                        "similar length (less padding, same batch size and schedule)")
     torch_dropout: bool = option(False, "train with torch's dropout and transformers' attention kernels, as the "
@@ -182,25 +89,10 @@ class FineTuneConfig:
                                     "classifier head alone on the frozen pre-trained encoder; the whole model from "
                                     "random initialisation) and score them on dev beside the fine-tuned model")
 
-    def __post_init__(self) -> None:
-        _require(self.recipe in (AUTO_RECIPE, *RECIPES), FineTuneConfig, "recipe", self.recipe,
-                 f"must be one of {', '.join((AUTO_RECIPE, *RECIPES))}")
-        _require(self.batch_size >= 1, FineTuneConfig, "batch_size", self.batch_size, "must be at least 1")
-        _require(self.epochs is None or self.epochs > 0, FineTuneConfig, "epochs", self.epochs,
-                 "must be above 0 (a run with no training would compare the pre-trained model with itself)")
-        _require(self.learning_rate is None or self.learning_rate > 0, FineTuneConfig, "learning_rate",
-                 self.learning_rate, "must be above 0")
-        _require(0 <= self.warmup_ratio < 1, FineTuneConfig, "warmup_ratio", self.warmup_ratio, "must be in [0, 1)")
-        _require(self.weight_decay >= 0, FineTuneConfig, "weight_decay", self.weight_decay, "must be 0 or more")
-        _require(self.max_train_examples is None or self.max_train_examples >= 1, FineTuneConfig,
-                 "max_train_examples", self.max_train_examples, "must be at least 1")
-        _require(self.seed >= 0, FineTuneConfig, "seed", self.seed, "must be 0 or more")
-        _require(self.reinit_layers >= 0, FineTuneConfig, "reinit_layers", self.reinit_layers, "must be 0 or more")
-
     def resolved(self, task: TaskConfig) -> FineTuneConfig:
         """This setting for ``task``'s model and task: ``recipe`` named (auto decided) and the
         learning rate and epochs not given taken from it."""
-        name = MODEL_RECIPES.get(task.model, "papers") if self.recipe == AUTO_RECIPE else self.recipe
+        name = recipe_name(self.recipe, task.model)
         recipe = RECIPES[name]
         return replace(self, recipe=name,
                        learning_rate=recipe.learning_rate if self.learning_rate is None else self.learning_rate,
@@ -208,24 +100,29 @@ class FineTuneConfig:
 
 
 @dataclass
-class AnalysisConfig:
+class AnalysisConfig(Flags):
     """Which analyses run, on how much data, and where their extra inputs come from."""
 
     analyses: list[str] | None = option(None, "analyses to run (default: all registered but cosine_padded, "
                                                       "Kovaleva's padded-map protocol, which runs only when named)")
-    max_eval_examples: int = option(1000, "seeded sample of the dev set to compare (Kovaleva et al.: 1000)")
-    eval_batch_size: int = option(16, "batch size of the comparison's forward passes")
+    max_eval_examples: int = option(1000, "seeded sample of the dev set to compare (Kovaleva et al.: 1000)", minimum=1)
+    eval_batch_size: int = option(16, "batch size of the comparison's forward passes", minimum=1)
     analysis_seed: int = option(42, "seed of every analysis sample (dev sample, token samples, probes), "
-                                    "kept apart from the fine-tuning seed so seeds compare on the same inputs")
-    corpus: Path | None = option(None, "plain text (one paragraph a line) for Clark's surface analyses "
-                                       "(default: the task's dev sample)")
+                                    "kept apart from the fine-tuning seed so seeds compare on the same inputs",
+                                minimum=0)
+    corpus: Path | None = option(None, "plain text (one paragraph a line, a blank line between documents) for "
+                                       "the analyses of running text: Clark's surface statistics (default: UD "
+                                       "English EWT's paragraphs), the clustering and the gradients (default: the "
+                                       "task's dev sample)")
     syntax_data: Path | None = option(None, "treebank, .conllu or .conllx (default: UD English EWT dev, from the data "
                                             "cache, ../shared/data or downloaded: see `harness data`)")
     syntax_train_data: Path | None = option(None, "probe training treebank (default: the --syntax-data file with "
                                                    "'train' for 'dev')")
-    syntax_min_count: int = option(100, "drop dependency relations with fewer scored dependents (Clark et al.: 100)")
+    syntax_min_count: int = option(100, "drop dependency relations with fewer scored dependents (Clark et al.: 100)",
+                                   minimum=1)
     probe_train_sentences: int = option(2000, "seeded sample of training sentences for the attention probes "
-                                              "(0: the whole training treebank, as Clark et al.)")
+                                              "(0: the whole training treebank, as Clark et al.)",
+                                        minimum=0, because="0: the whole training treebank")
     probe_init: str = option("zeros", "probe initialisation: zeros = every head's weight 0 and the ROOT mix 1 (all "
                                       "heads start equal), linear maps at PyTorch's defaults; glorot = Clark et al.'s "
                                       "code (TensorFlow's default): every weight Glorot-uniform, biases 0",
@@ -235,61 +132,46 @@ class AnalysisConfig:
                                            "see `harness data`)")
     coref_windows: bool = option(False, "score coreference over whole documents cut into sentence windows, instead "
                                         "of only their first --max-tokens tokens (Clark et al.)")
-    max_tokens: int = option(128, "truncation of word-level inputs and corpus segments (Clark et al.: 128)")
+    max_tokens: int = option(128, "truncation of word-level inputs and corpus segments (Clark et al.: 128)",
+                             minimum=5, unit="tokens", because="three special tokens and two words")
     word_attention_from: str = option("mean", "attention from a split word: mean of its sub-tokens, or the first "
                                               "(Clark et al.'s code)", choices=WORD_ATTENTION_FROM)
-    pattern_weights: Path | None = option(None, "attention-pattern classifier weights from `python -m classifier train` "
-                                                "(default: the shipped weights)")
+    pattern_weights: Path | None = option(None, "attention-pattern classifier weights from `python -m classifier "
+                                                "train` (default: the shipped weights)")
     clustering_tokens_per_example: int = option(2, "tokens sampled per example for the Jensen-Shannon head "
-                                                   "distances", flag="--clustering-tokens")
+                                                   "distances", flag="--clustering-tokens", minimum=1)
     max_corpus_items: int | None = option(None, "seeded sample of at most N treebank sentences (syntax and probe "
-                                                "dev) and coreference documents (default: all, as the papers)")
+                                                "dev) and coreference documents (default: all, as the papers)",
+                                          minimum=1)
     ablation: str = option("auto", "head disabling, importance and pruning (Kovaleva et al. section 6, Michel et al. "
                                    "2019): hundreds of passes over the dev split; auto = on when the model runs on a "
                                    "GPU, off on the CPU (then `harness ablate` runs it on the stored checkpoint)",
                            choices=ABLATION_CHOICES)
     ablation_examples: int | None = option(None, "seeded sample of the main dev split that the ablation scores "
-                                                 "(default: all of it)")
+                                                 "(default: all of it)", minimum=2)
     max_dev_examples: int | None = option(None, "seeded sample of at most N examples of each evaluation split that "
-                                                "the dev metrics score (default: all, as the papers)")
+                                                "the dev metrics score (default: all, as the papers)", minimum=1)
     quick: bool = option(False, f"a quick look: caps every source ({QUICK_SIZES}) so that every analysis runs "
                                 "in minutes; the sizes used are recorded with the results")
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         cls = AnalysisConfig
         if self.quick:  # caps, so a smaller size given with --quick is kept
             for name, cap in QUICK.items():
                 value = getattr(self, name)
                 unbounded = value is None or (name == "probe_train_sentences" and value == 0)
                 setattr(self, name, cap if unbounded else min(value, cap))
-        _require(self.ablation_examples is None or self.ablation_examples >= 2, cls, "ablation_examples",
-                 self.ablation_examples, "must be at least 2")
-        _require(self.ablation in ABLATION_CHOICES, cls, "ablation", self.ablation,
-                 f"must be one of {', '.join(ABLATION_CHOICES)}")
-        for name in ("max_eval_examples", "eval_batch_size", "syntax_min_count", "clustering_tokens_per_example"):
-            _require(getattr(self, name) >= 1, cls, name, getattr(self, name), "must be at least 1")
-        _require(self.probe_train_sentences >= 0, cls, "probe_train_sentences", self.probe_train_sentences,
-                 "must be 0 (all) or more")
-        for name in ("max_corpus_items", "max_dev_examples"):
-            _require(getattr(self, name) is None or getattr(self, name) >= 1, cls, name, getattr(self, name),
-                     "must be at least 1")
-        _require(self.analysis_seed >= 0, cls, "analysis_seed", self.analysis_seed, "must be 0 or more")
-        _require(self.max_tokens >= 5, cls, "max_tokens", self.max_tokens,
-                 "must be at least 5 tokens (three special tokens and two words)")
-        _require(self.word_attention_from in WORD_ATTENTION_FROM, cls, "word_attention_from",
-                 self.word_attention_from, f"must be one of {', '.join(WORD_ATTENTION_FROM)}")
-        _require(self.probe_init in PROBE_INITS, cls, "probe_init", self.probe_init,
-                 f"must be one of {', '.join(PROBE_INITS)}")
-        _require(self.analyses is None or len(self.analyses) > 0, cls, "analyses", "", "names no analysis")
-        self.corpus = _existing(cls, "corpus", self.corpus)
-        self.syntax_data = _existing(cls, "syntax_data", self.syntax_data)
-        self.syntax_train_data = _existing(cls, "syntax_train_data", self.syntax_train_data)
-        self.coref_data = _existing(cls, "coref_data", self.coref_data, "path")
-        self.pattern_weights = _existing(cls, "pattern_weights", self.pattern_weights)
+        require(self.analyses is None or len(self.analyses) > 0, cls, "analyses", "", "names no analysis")
+        self.corpus = existing(cls, "corpus", self.corpus)
+        self.syntax_data = existing(cls, "syntax_data", self.syntax_data)
+        self.syntax_train_data = existing(cls, "syntax_train_data", self.syntax_train_data)
+        self.coref_data = existing(cls, "coref_data", self.coref_data, "path")
+        self.pattern_weights = existing(cls, "pattern_weights", self.pattern_weights)
 
 
 @dataclass
-class EnvironmentConfig:
+class EnvironmentConfig(Flags):
     """Where the work runs and where its results go."""
 
     device: str | None = option(None, "cpu, cuda, cuda:1 ... (default: cuda if available)")
@@ -298,22 +180,22 @@ class EnvironmentConfig:
                                     "on GPU the analyses run in it too", choices=PRECISIONS)
     output_dir: Path = option(Path("outputs"), "run folders and the shared results store")
     cache_dir: Path = option(Path(".cache/checkpoints"), "fine-tuned checkpoint cache")
-    tracking_uri: str | None = option(None, f"MLflow tracking URI (default $MLFLOW_TRACKING_URI or {DEFAULT_TRACKING_URI})")
+    tracking_uri: str | None = option(None, "MLflow tracking URI (default $MLFLOW_TRACKING_URI or "
+                                            f"{DEFAULT_TRACKING_URI})")
     log_checkpoint: bool = option(False, "also copy the fine-tuned checkpoint into the MLflow run's artifacts "
                                          "(it is in --cache-dir in any case; bert-base's is 440 MB)")
 
     def __post_init__(self) -> None:
-        _require(self.precision in PRECISIONS, EnvironmentConfig, "precision", self.precision,
-                 f"must be one of {', '.join(PRECISIONS)}")
-        _require(self.device is None or self.device == "cpu" or self.device.startswith("cuda"),
-                 EnvironmentConfig, "device", self.device, "must be cpu, cuda or cuda:N")
+        super().__post_init__()
+        require(self.device is None or self.device == "cpu" or self.device.startswith("cuda"),
+                EnvironmentConfig, "device", self.device, "must be cpu, cuda or cuda:N")
         self.output_dir = Path(self.output_dir)
         self.cache_dir = Path(self.cache_dir)
         self.tracking_uri = self.tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_TRACKING_URI
 
 
 @dataclass
-class AnnotationConfig:
+class AnnotationConfig(Flags):
     """Sampling attention maps into a labelling pool for the pattern classifier (``harness annotate``)."""
 
     out: Path = option(None, "candidate pool folder (candidates.tsv, candidates.npz, contact sheets)", required=True)
@@ -323,7 +205,7 @@ class AnnotationConfig:
                                            "fine-tuning flags, or reused from the cache)",
                              choices=("pretrained", "finetuned"))
     count: int = option(50, "maps to sample, one random (dev example, layer, head) each, the examples spread "
-                                     "evenly over input lengths (up to 16, 32, 64 tokens, longer)")
+                            "evenly over input lengths (up to 16, 32, 64 tokens, longer)", minimum=1)
     sample_seed: int = option(0, "seed of the sample")
     prefix: str = option("m", "id prefix, unique per pool")
     layers: list[int] | None = option(None, "1-indexed layers to draw from (default all)")
@@ -331,13 +213,13 @@ class AnnotationConfig:
     interactive: bool = option(False, "ask for the labels at the terminal")
 
     def __post_init__(self) -> None:
-        _require(self.count >= 1, AnnotationConfig, "count", self.count, "must be at least 1")
+        super().__post_init__()
         self.out = Path(self.out)
-        self.labels = _existing(AnnotationConfig, "labels", self.labels)
+        self.labels = existing(AnnotationConfig, "labels", self.labels)
         for pair in self.heads or []:
             layer, _, head = pair.partition(":")
-            _require(layer.isdigit() and head.isdigit() and int(layer) >= 1 and int(head) >= 1,
-                     AnnotationConfig, "heads", pair, "must be LAYER:HEAD, both from 1")
+            require(layer.isdigit() and head.isdigit() and int(layer) >= 1 and int(head) >= 1,
+                    AnnotationConfig, "heads", pair, "must be LAYER:HEAD, both from 1")
 
 
 @dataclass
@@ -366,23 +248,23 @@ FINDINGS_FROM = ("learned", "all")  # the tasks a study judges its findings on
 
 
 @dataclass
-class StudyConfig:
+class StudyConfig(Flags):
     """A study: the same run for every task and seed (``harness study``)."""
 
     tasks: list[str] = option(list(STUDY_TASKS), "GLUE tasks, space- or comma-separated (rte mrpc or rte,mrpc); "
                                                  "tasks without data are named and skipped")
     seeds: int = option(3, "fine-tuning seeds per task: --seed, --seed + 1, ... (Kovaleva et al.'s small tasks "
-                           "vary with the seed)")
+                           "vary with the seed)", minimum=1)
     name: str | None = option(None, "the study's name in MLflow and its folder under --output-dir/studies "
                                     "(default: the model and a key of the study's settings)")
     engine: str = option("inline", "where the (task, seed) runs execute: inline = one after the other in this "
                                    "process; ray = as Ray tasks, --workers at once on this machine, or on the "
                                    "Ray cluster at --ray-address", choices=ENGINES)
     workers: int = option(1, "runs at once with --engine ray on this machine (each run gets this machine's cores "
-                             "divided by it, and --processes-per-run GPUs where there are GPUs)")
+                             "divided by it, and --processes-per-run GPUs where there are GPUs)", minimum=1)
     processes_per_run: int = option(1, "--engine ray: processes (GPUs) that fine-tune each run together, under "
                                        "`accelerate launch --multi_gpu ... -m harness finetune` (on CPUs "
-                                       "torch.distributed.run; the effective batch is kept)")
+                                       "torch.distributed.run; the effective batch is kept)", minimum=1)
     ray_address: str | None = option(None, "--engine ray: address of a running Ray cluster (`auto`, or "
                                            "ray://HEAD:10001); default: start a Ray instance on this machine")
     findings_from: str = option("learned", "the tasks the findings are judged on: learned = those whose fine-tuned "
@@ -391,21 +273,15 @@ class StudyConfig:
                                 choices=FINDINGS_FROM)
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         names = [part for item in self.tasks for part in item.split(",") if part]
-        _require(bool(names), StudyConfig, "tasks", "", "names no task")
+        require(bool(names), StudyConfig, "tasks", "", "names no task")
         self.tasks = list(dict.fromkeys(get_task(name).name for name in names))
-        _require(self.seeds >= 1, StudyConfig, "seeds", self.seeds, "must be at least 1")
-        _require(self.name is None or (self.name.strip() != "" and "/" not in self.name), StudyConfig, "name",
-                 self.name, "must be a non-empty name without '/'")
-        _require(self.findings_from in FINDINGS_FROM, StudyConfig, "findings_from", self.findings_from,
-                 f"must be one of {', '.join(FINDINGS_FROM)}")
-        _require(self.engine in ENGINES, StudyConfig, "engine", self.engine, f"must be one of {', '.join(ENGINES)}")
-        _require(self.workers >= 1, StudyConfig, "workers", self.workers, "must be at least 1")
-        _require(self.processes_per_run >= 1, StudyConfig, "processes_per_run", self.processes_per_run,
-                 "must be at least 1")
-        _require(self.engine == "ray" or (self.workers == 1 and self.processes_per_run == 1 and not self.ray_address),
-                 StudyConfig, "engine", self.engine, "runs one run at a time in one process: --workers, "
-                 "--processes-per-run and --ray-address need --engine ray")
+        require(self.name is None or (self.name.strip() != "" and "/" not in self.name), StudyConfig, "name",
+                self.name, "must be a non-empty name without '/'")
+        require(self.engine == "ray" or (self.workers == 1 and self.processes_per_run == 1 and not self.ray_address),
+                StudyConfig, "engine", self.engine, "runs one run at a time in one process: --workers, "
+                "--processes-per-run and --ray-address need --engine ray")
 
     def runs(self, task: TaskConfig, finetune: FineTuneConfig, analysis: AnalysisConfig,
              environment: EnvironmentConfig) -> list[RunConfig]:
@@ -416,7 +292,7 @@ class StudyConfig:
 
 
 @dataclass
-class DocsConfig:
+class DocsConfig(Flags):
     """Results tables in the README and docs, generated from stored runs and studies (``harness docs``)."""
 
     run: list[str] = option([], "LABEL=RUN_FOLDER: take the named run's stored results (its summary.json) as the "
@@ -427,11 +303,12 @@ class DocsConfig:
     check: bool = option(False, "rewrite nothing: exit 1 naming every table that differs from its stored results")
 
     def __post_init__(self) -> None:
+        super().__post_init__()
         for name, stored in (("run", "summary.json"), ("study", "study.json")):
             for item in getattr(self, name):
                 label, _, folder = item.partition("=")
-                _require(bool(label) and bool(folder), DocsConfig, name, item, f"must be LABEL={name.upper()}_FOLDER")
-                _existing(DocsConfig, name, Path(folder) / stored)
+                require(bool(label) and bool(folder), DocsConfig, name, item, f"must be LABEL={name.upper()}_FOLDER")
+                existing(DocsConfig, name, Path(folder) / stored)
 
     @property
     def runs(self) -> dict[str, Path]:
@@ -450,7 +327,7 @@ def labelled(items: list[str]) -> dict[str, Path]:
 
 
 @dataclass
-class FiguresConfig:
+class FiguresConfig(Flags):
     """Which run's figures to redraw (``harness figures``)."""
 
     run_folder: Path | None = option(None, "the run's folder (<output-dir>/<task>-<model>-seed<seed>-<key>): redraw "
@@ -458,11 +335,12 @@ class FiguresConfig:
                                      flag="RUN_FOLDER", positional=True)
 
     def __post_init__(self) -> None:
-        self.run_folder = _existing(FiguresConfig, "run_folder", self.run_folder, "folder")
+        super().__post_init__()
+        self.run_folder = existing(FiguresConfig, "run_folder", self.run_folder, "folder")
 
 
 @dataclass
-class StoredSelection:
+class StoredSelection(Flags):
     """Which stored study and runs a command reads (``harness report``, ``harness export``), and
     where it writes them: its ``out``, by default `default_out` under --output-dir (`out_under`)."""
 
@@ -473,8 +351,9 @@ class StoredSelection:
                                  "names the run folders it matches, sorted) instead of every run under --output-dir")
 
     def __post_init__(self) -> None:
-        _require(self.study is None or self.study.strip() != "", type(self), "study", self.study,
-                 "must name a study or its folder")
+        super().__post_init__()
+        require(self.study is None or self.study.strip() != "", type(self), "study", self.study,
+                "must name a study or its folder")
         self.out = None if self.out is None else Path(self.out)
 
     def out_under(self, output_dir: Path) -> Path:
@@ -492,8 +371,8 @@ class ReportConfig(StoredSelection):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        _require(self.out is None or self.out.suffix in (".html", ".htm"), ReportConfig, "out", self.out,
-                 "must end in .html")
+        require(self.out is None or self.out.suffix in (".html", ".htm"), ReportConfig, "out", self.out,
+                "must end in .html")
 
 
 @dataclass
@@ -511,7 +390,7 @@ DATA_ACTIONS = ("list", "download")
 
 
 @dataclass
-class DataConfig:
+class DataConfig(Flags):
     """The pinned default corpora of the syntax, probe and coreference analyses (``harness data``)."""
 
     action: str = option("list", "list: each corpus's version, licence and where it is (the data cache, "
@@ -523,8 +402,7 @@ class DataConfig:
                               flag="NAME", positional=True)
 
     def __post_init__(self) -> None:
-        _require(self.action in DATA_ACTIONS, DataConfig, "action", self.action,
-                 f"must be one of {', '.join(DATA_ACTIONS)}")
+        super().__post_init__()
         for name in self.names:
             get_corpus(name)
 

@@ -5,6 +5,14 @@ against its pinned size and SHA-256, fsynced and renamed into place (`tasks.file
 so the cache never holds a partial or unverified file: a failure (an HTTP error, a dropped
 connection, a checksum mismatch) removes what it was writing and is one `InputError` line
 naming the file, its URL and the fix; a rerun fetches only the files still missing.
+
+It stays on the standard library rather than a library's download helper. huggingface_hub's
+``http_get`` checks a size, not a SHA-256, and retries a failed connection five times a second
+apart with a multi-line warning each (an offline machine would wait and print where it should fail
+at once in one line); pooch, a new dependency on requests, checks the SHA-256 but moves the file in
+without an fsync, draws a bar per file (LitBank has 100) and raises requests' exceptions. Neither
+turns a full disk into `tasks.files.writing`'s line, and the harness needs no retry loop: a rerun
+fetches only what is missing.
 """
 
 from __future__ import annotations

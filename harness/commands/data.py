@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from harness.config import DataConfig, corpus_location
+from harness.config import DataConfig
+from harness.corpus_lookup import corpus_location
 from tasks.corpora import CACHE, DATA_VARIABLE, DOWNLOAD_COMMAND, SHARED, Corpus, cache_folder, data_home, missing_files
 from tasks.download import download_corpus
 

@@ -6,8 +6,8 @@ import pytest
 from huggingface_hub import constants as hub_constants
 
 from harness.cli import GROUPS, LEFT_OUT, build_parser, configs_from, main
-from harness.config import flag_of
 from harness.model import loading as models
+from harness.options import flag_of
 
 
 def run_cli(capsys, *argv):
@@ -86,6 +86,13 @@ def test_a_misspelled_required_flag_gets_a_suggestion(capsys):
     err = capsys.readouterr().err
     assert stopped.value.code == 2
     assert "required: --task (did you mean --task for --tsk?)" in err and "--model for" not in err
+
+
+def test_a_path_flag_too_long_for_the_system_is_one_line(capsys, tmp_path):
+    code, err = run_cli(capsys, "run", "--task", "rte", "--model", "minilm", "--data-dir", str(tmp_path),
+                        "--corpus", "a" * 100_000)
+    assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert err.startswith("error: --corpus aaa") and "(100,000 characters): cannot be looked up" in err
 
 
 def test_figures_without_a_run(capsys, tmp_path, tiny_model_dir, tiny_data):

@@ -1,19 +1,32 @@
 """The configuration dataclasses: validated once, each bad value a one-line error naming its flag."""
 
-import pytest
-
+import argparse
+from dataclasses import fields
 from pathlib import Path
 
+import pytest
+
+from harness.arguments import add_arguments
 from harness.config import (
     AnalysisConfig,
+    AnnotationConfig,
+    DataConfig,
+    DocsConfig,
     EnvironmentConfig,
     ExportConfig,
+    FiguresConfig,
     FineTuneConfig,
     ReportConfig,
     RunConfig,
+    StudyConfig,
     TaskConfig,
 )
+from harness.options import flag_of
 from tasks.errors import InputError
+
+FLAGS = (TaskConfig, FineTuneConfig, AnalysisConfig, EnvironmentConfig, AnnotationConfig, StudyConfig, DocsConfig,
+         FiguresConfig, ReportConfig, ExportConfig, DataConfig)
+REQUIRED = {TaskConfig: {"task": "rte"}, AnnotationConfig: {"out": "pool"}}
 
 
 @pytest.mark.parametrize("build, message", [
@@ -24,7 +37,10 @@ from tasks.errors import InputError
     (lambda: AnalysisConfig(eval_batch_size=0), "--eval-batch-size 0"),
     (lambda: AnalysisConfig(word_attention_from="last"), "--word-attention-from last: must be one of mean, first"),
     (lambda: AnalysisConfig(max_tokens=2), "--max-tokens 2: must be at least 5"),
-    (lambda: AnalysisConfig(probe_train_sentences=-1), "--probe-train-sentences -1: must be 0 \\(all\\) or more"),
+    (lambda: AnalysisConfig(probe_train_sentences=-1),
+     "--probe-train-sentences -1: must be 0 or more \\(0: the whole training treebank\\)"),
+    (lambda: FineTuneConfig(warmup_ratio=1.0), "--warmup-ratio 1: must be in \\[0, 1\\)"),
+    (lambda: AnnotationConfig(out="pool", checkpoint="midway"), "--checkpoint midway: must be one of pretrained, "),
     (lambda: TaskConfig(task="nope"), "unknown task 'nope'"),
     (lambda: TaskConfig(task=None), "--task is required"),
     (lambda: TaskConfig(task="rte", max_length=4), "--max-length 4"),
@@ -70,3 +86,49 @@ def test_the_page_and_the_tables_go_under_the_output_folder_unless_out_says_wher
     assert ExportConfig().out_under(Path("runs")) == Path("runs/export")
     assert ReportConfig(out="elsewhere/page.html").out_under(Path("runs")) == Path("elsewhere/page.html")
     assert ExportConfig(out="tables").out_under(Path("runs")) == Path("tables")
+
+
+def declaring(kind: str) -> list:
+    """A pytest parameter per field of the configuration classes that declares ``kind`` (bounds, choices)."""
+    return [pytest.param(cls, item, id=f"{cls.__name__}.{item.name}")
+            for cls in FLAGS for item in fields(cls) if item.metadata.get(kind) is not None]
+
+
+def help_of(cls: type) -> str:
+    """The help of ``cls``'s flags as generated for the CLI, on one line."""
+    parser = argparse.ArgumentParser()
+    add_arguments(parser, cls)
+    return " ".join(parser.format_help().split())
+
+
+@pytest.mark.parametrize("cls, item", declaring("bounds"))
+def test_each_declared_range_is_checked_and_shown_in_the_help(cls, item):
+    bounds, flag = item.metadata["bounds"], flag_of(cls, item.name)
+    outside = [bounds.above if bounds.above is not None else bounds.minimum - 1]
+    outside += [bounds.below] if bounds.below is not None else []
+    for value in outside:
+        with pytest.raises(InputError) as error:
+            cls(**REQUIRED.get(cls, {}), **{item.name: value})
+        assert str(error.value) == f"{flag} {value:g}: {bounds.requirement}"
+    if bounds.minimum is not None:
+        assert getattr(cls(**REQUIRED.get(cls, {}), **{item.name: bounds.minimum}), item.name) == bounds.minimum
+    assert f"({bounds.words}" in help_of(cls)
+
+
+@pytest.mark.parametrize("cls, item", declaring("choices"))
+def test_each_declared_choice_list_is_checked_by_the_dataclass_too(cls, item):
+    choices, flag = item.metadata["choices"], flag_of(cls, item.name)
+    with pytest.raises(InputError) as error:
+        cls(**REQUIRED.get(cls, {}), **{item.name: "none-of-these"})
+    assert str(error.value) == f"{flag} none-of-these: must be one of {', '.join(choices)}"
+    assert all(getattr(cls(**REQUIRED.get(cls, {}), **{item.name: choice}), item.name) == choice for choice in choices)
+
+
+@pytest.mark.parametrize("flag", ["corpus", "syntax_data", "coref_data", "pattern_weights"])
+def test_a_path_too_long_for_the_system_is_one_line_naming_the_flag(flag):
+    with pytest.raises(InputError) as error:
+        AnalysisConfig(**{flag: "a" * 100_000})
+    message = str(error.value)
+    assert message.startswith(f"{flag_of(AnalysisConfig, flag)} {'a' * 200}... (100,000 characters): "
+                              "cannot be looked up (file name too long)")
+    assert message.endswith("check the path") and len(message) < 400

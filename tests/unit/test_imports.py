@@ -16,13 +16,14 @@ ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("tasks", "classifier", "harness")
 LAYER = {package: index for index, package in enumerate(PACKAGES)}
 CHECKED = (*PACKAGES, "benchmarks")
-# Bottom up; a module may import its own layer and those below. The first four import no torch.
-HARNESS_LAYERS = (("harness.config", "harness.config_files", "harness.registry", "harness.arguments"), ("harness.results",),
+# Bottom up; a module may import its own layer and those below. The configuration layer imports no torch.
+CONFIGURATION = ("harness.config", "harness.options", "harness.recipes", "harness.corpus_lookup",
+                 "harness.config_files", "harness.registry", "harness.arguments")
+HARNESS_LAYERS = (CONFIGURATION, ("harness.results",),
                   ("harness.views",), ("harness.present",), ("harness.inputs",), ("harness.model",),
                   ("harness.analyses",), ("harness.run",), ("harness.study",),
                   ("harness.commands", "harness.cli", "harness.__main__", "harness"))
-TORCH_FREE = ("harness.config", "harness.config_files", "harness.registry", "harness.arguments", "harness.results",
-              "harness.views",
+TORCH_FREE = (*CONFIGURATION, "harness.results", "harness.views",
               "harness.present", "harness.commands.stored", "harness.commands.data", "harness.cli")
 
 

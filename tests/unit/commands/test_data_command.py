@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-import harness.config
+import harness.corpus_lookup
 from harness.cli import main
 from tests.conftest import SHARED_DATA, mirror_shared_corpora
 
@@ -38,7 +38,7 @@ def test_list_says_the_version_licence_and_place_of_each_corpus(cache, capsys):
 
 
 def test_list_names_the_command_that_fetches_an_absent_corpus(cache, capsys, monkeypatch, tmp_path):
-    monkeypatch.setattr(harness.config, "SHARED_DATA", tmp_path / "no-shared-data")
+    monkeypatch.setattr(harness.corpus_lookup, "SHARED_DATA", tmp_path / "no-shared-data")
     code, lines, _ = data(capsys, "list", "litbank")
     assert code == 0 and len(lines) == 3
     assert lines[0] == (f"litbank 3e50db0 (CC BY 4.0, 13.0 MB): absent; `harness data download litbank` puts it in "

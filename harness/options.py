@@ -1,0 +1,134 @@
+"""Flags declared beside their fields: the help text, flag, choices and range of each field of a
+configuration dataclass, in its metadata (`option`).
+
+`harness.arguments` reads the metadata into argparse (flags, choices, help with the range);
+`Flags.__post_init__` checks every value against the same declaration, so a bound is written
+once. A bad value is one `InputError` line: the flag, the value as typed (a long one clipped)
+and what it must be. Checks that are not a field's choices or range (a path that must exist, a
+name without '/', two fields together) are the dataclass's own, with `require` and `existing`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import Field, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from tasks.errors import InputError, clipped
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """The numbers a flag takes: at least ``minimum`` or above ``above``, and below ``below`` where
+    given; ``unit`` and ``because`` complete what the help and the error say."""
+
+    minimum: float | None = None
+    above: float | None = None
+    below: float | None = None
+    unit: str = ""
+    because: str = ""
+
+    def __post_init__(self) -> None:
+        if (self.minimum is None) == (self.above is None):
+            raise TypeError("a range starts either at a minimum or above a value")
+
+    def hold(self, value: float) -> bool:
+        """Whether ``value`` is in the range."""
+        lowest = value >= self.minimum if self.minimum is not None else value > self.above
+        return lowest and (self.below is None or value < self.below)
+
+    @property
+    def words(self) -> str:
+        """The range as the help says it: ``at least 8 tokens``, ``0 or more``, ``above 0``, ``in [0, 1)``."""
+        if self.below is not None:
+            lowest = f"[{self.minimum:g}" if self.minimum is not None else f"({self.above:g}"
+            said = f"in {lowest}, {self.below:g})"
+        elif self.above is not None:
+            said = f"above {self.above:g}"
+        else:
+            said = "0 or more" if self.minimum == 0 else f"at least {self.minimum:g}"
+        return f"{said} {self.unit}".rstrip()
+
+    @property
+    def requirement(self) -> str:
+        """What an error says of a value out of range: ``must be`` the range, and why where declared."""
+        return f"must be {self.words}" + (f" ({self.because})" if self.because else "")
+
+
+def option(default: Any = None, help: str = "", *, flag: str | None = None, choices: tuple[str, ...] | None = None,
+           minimum: float | None = None, above: float | None = None, below: float | None = None, unit: str = "",
+           because: str = "", required: bool = False, positional: bool = False) -> Any:
+    """A dataclass field with the metadata the CLI and the checks are generated from: its help,
+    its flag (``positional``: an optional argument without a flag, shown as ``flag``), the
+    ``choices`` it takes, or its range (`Bounds`: ``minimum``, ``above``, ``below``, with the
+    ``unit`` and the reason, ``because``, that the error adds). None, a value not given, is not checked."""
+    given = (minimum, above, below) != (None, None, None)
+    bounds = Bounds(minimum, above, below, unit, because) if given else None
+    metadata = {"help": help, "flag": flag, "choices": choices, "bounds": bounds, "required": required,
+                "positional": positional}
+    if isinstance(default, list):
+        return field(default_factory=lambda: list(default), metadata=metadata)
+    return field(default=default, metadata=metadata)
+
+
+def flag_of(cls: type, name: str) -> str:
+    """The command-line flag of field ``name`` of dataclass ``cls``."""
+    for item in fields(cls):
+        if item.name == name:
+            return item.metadata.get("flag") or "--" + name.replace("_", "-")
+    raise KeyError(name)
+
+
+def shown(value: Any) -> str:
+    """``value`` as the user typed it (0, not 0.0), clipped to a short line."""
+    return f"{value:g}" if isinstance(value, float) else clipped(str(value))
+
+
+def flag_error(cls: type, name: str, value: Any, requirement: str) -> InputError:
+    """The one line of a bad value: field ``name``'s flag, ``value`` as typed and what it must be."""
+    return InputError(f"{flag_of(cls, name)} {shown(value)}: {requirement}")
+
+
+def require(ok: bool, cls: type, name: str, value: Any, requirement: str) -> None:
+    """Unless ``ok``, `flag_error`."""
+    if not ok:
+        raise flag_error(cls, name, value, requirement)
+
+
+def existing(cls: type, name: str, value: Path | str | None, kind: str = "file") -> Path | None:
+    """``value`` as a Path that must exist (as a ``file``, a ``folder``, or either: ``path``); a name
+    the system refuses to look up (too long, for one) is the same one line, with its reason."""
+    if value is None:
+        return None
+    path = Path(value)
+    try:
+        exists = {"file": path.is_file, "folder": path.is_dir, "path": path.exists}[kind]()
+    except OSError as error:  # ENAMETOOLONG, ELOOP...: the path cannot be the file meant
+        reason = (error.strerror or str(error)).lower()
+        raise flag_error(cls, name, path, f"cannot be looked up ({reason}); check the path") from None
+    require(exists, cls, name, path, f"no such {kind}; check the path")
+    return path
+
+
+def declared_requirement(item: Field, value: Any) -> str | None:
+    """What ``value`` must be and is not, by the choices or range ``item`` declares; None if it is fine."""
+    choices, bounds = item.metadata.get("choices"), item.metadata.get("bounds")
+    if value is None:
+        return None
+    if choices is not None and value not in choices:
+        return f"must be one of {', '.join(choices)}"
+    if bounds is not None and not bounds.hold(value):
+        return bounds.requirement
+    return None
+
+
+class Flags:
+    """A configuration dataclass whose ``__post_init__`` checks every field against its declared
+    choices and range; a subclass with checks of its own calls it first."""
+
+    def __post_init__(self) -> None:
+        for item in fields(self):  # type: ignore[arg-type]
+            value = getattr(self, item.name)
+            requirement = declared_requirement(item, value)
+            if requirement is not None:
+                raise flag_error(type(self), item.name, value, requirement)
