@@ -5,7 +5,10 @@ Both give `Sentence`s of syntactic words with gold tags, heads (1-based, 0 = roo
 relations. CoNLL-U multi-word token ranges (``1-2 didn't``) are skipped, because the
 syntactic words ``did`` and ``n't`` follow on their own lines, and empty nodes (``8.1``,
 enhanced dependencies only) are skipped, because they are not part of the basic tree.
-`read_treebank` picks the format from the file name.
+CoNLL-U's comments give each sentence its id (``# sent_id``), its text (``# text``) and
+whether it opens a document (``# newdoc``) or a paragraph (``# newpar``): the running text
+of the treebank, in its documents and paragraphs. `read_treebank` picks the format from the
+file name.
 """
 
 from __future__ import annotations
@@ -31,7 +34,9 @@ class Sentence:
 
     ``heads[i]`` is the 1-based index of word i's head (0 for the root); ``upos`` holds the
     coarse tag (UPOS in CoNLL-U, CPOSTAG in CoNLL-X) and ``xpos`` the fine one (Penn tags in
-    UD English EWT and PTB conversions).
+    UD English EWT and PTB conversions). ``text``: the sentence as written (its ``# text``,
+    else its words joined as their ``SpaceAfter=No`` marks say); ``new_document`` and
+    ``new_paragraph``: whether a ``# newdoc`` or ``# newpar`` comment opens it.
     """
 
     words: list[str]
@@ -41,6 +46,9 @@ class Sentence:
     relations: list[str]
     sent_id: str = ""
     lemmas: list[str] = field(default_factory=list)
+    text: str = ""
+    new_document: bool = False
+    new_paragraph: bool = False
 
     def __len__(self) -> int:
         return len(self.words)
@@ -58,20 +66,27 @@ def _fields(line: str, path: Path, number: int, format_name: str) -> list[str]:
     return columns
 
 
+def _comment(line: str) -> tuple[str, str]:
+    """A comment line's name and value: ``# newdoc id = a`` is ("newdoc", "a"), ``# newpar`` ("newpar", "")."""
+    name, _, value = line.lstrip("#").partition("=")
+    words = name.split()
+    return (words[0] if words else ""), value.strip()
+
+
 def _parse(path: Path, format_name: str) -> Iterator[Sentence]:
     rows: list[list[str]] = []
-    sent_id = ""
+    comments: dict[str, str] = {}
     start = 1
     for number, raw in enumerate(text_lines(path), start=1):
         line = raw.rstrip("\n").rstrip("\r")
         if not line.strip():
             if rows:
-                yield _sentence(rows, sent_id, path, start)
-            rows, sent_id = [], ""
+                yield _sentence(rows, comments, path, start)
+            rows, comments = [], {}
             continue
         if line.startswith("#"):
-            if line.startswith("# sent_id"):
-                sent_id = line.split("=", 1)[-1].strip()
+            name, value = _comment(line)
+            comments.setdefault(name, value)
             continue
         columns = _fields(line, path, number, format_name)
         if _RANGE.match(columns[0]) or _EMPTY_NODE.match(columns[0]):
@@ -80,10 +95,16 @@ def _parse(path: Path, format_name: str) -> Iterator[Sentence]:
             start = number
         rows.append(columns + [str(number)])
     if rows:
-        yield _sentence(rows, sent_id, path, start)
+        yield _sentence(rows, comments, path, start)
 
 
-def _sentence(rows: list[list[str]], sent_id: str, path: Path, start: int) -> Sentence:
+def _written(words: list[str], misc: list[str]) -> str:
+    """The words as written: a space after each but those whose MISC column says ``SpaceAfter=No``."""
+    spaces = ["" if "SpaceAfter=No" in extra.split("|") else " " for extra in misc]
+    return "".join(word + space for word, space in zip(words, spaces)).strip()
+
+
+def _sentence(rows: list[list[str]], comments: dict[str, str], path: Path, start: int) -> Sentence:
     words, upos, xpos, heads, relations, lemmas = [], [], [], [], [], []
     for position, columns in enumerate(rows, start=1):
         line = columns[COLUMNS]
@@ -103,11 +124,14 @@ def _sentence(rows: list[list[str]], sent_id: str, path: Path, start: int) -> Se
         xpos.append(columns[4])
         heads.append(head)
         relations.append(columns[7])
+    sent_id = comments.get("sent_id", "")
     problem = tree_problem(heads)
     if problem:
         raise InputError(f"{path}:{start}: the heads of sentence {sent_id or start} do not form a tree ({problem}); "
                          "fix the head column (7) so that one word has head 0 and every word leads to it")
-    return Sentence(words, upos, xpos, heads, relations, sent_id or f"{path.name}:{start}", lemmas)
+    return Sentence(words, upos, xpos, heads, relations, sent_id or f"{path.name}:{start}", lemmas,
+                    comments.get("text") or _written(words, [columns[9] for columns in rows]),
+                    "newdoc" in comments, "newpar" in comments)
 
 
 def tree_problem(heads: list[int]) -> str | None:

@@ -173,15 +173,16 @@ def tiny_run_arguments(tiny_model_dir: Path, tiny_data: Path, root: Path, *extra
     return ["run", "--task", task, "--model", str(tiny_model_dir), "--data-dir", str(tiny_data / "glue"),
             "--epochs", "1", "--batch-size", "8", "--learning-rate", "1e-3", "--eval-batch-size", "4",
             "--syntax-data", str(tiny_data / "tiny-dev.conllu"), "--probe-train-sentences", "5",
-            "--syntax-min-count", "1", "--coref-data", str(tiny_data / "coref"), "--clustering-tokens", "2",
+            "--syntax-min-count", "1", "--coref-data", str(tiny_data / "coref"),
+            "--corpus", str(tiny_data / "tiny-corpus.txt"), "--clustering-tokens", "2",
             "--output-dir", str(root / "out"), "--cache-dir", str(root / "cache"),
             "--tracking-uri", f"sqlite:///{root}/mlflow.db", *extra]
 
 
 @pytest.fixture(scope="session")
 def tiny_data(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """GLUE RTE, MRPC and SST-2 folders (SST-2 one a tiny BERT learns), a treebank (dev and train) and a
-    coreference file, in the tiny vocabulary."""
+    """GLUE RTE, MRPC and SST-2 folders (SST-2 one a tiny BERT learns), a treebank (dev and train), a
+    coreference file and a corpus of running text, in the tiny vocabulary."""
     return made_once(tmp_path_factory, "tiny_data", write_tiny_data)
 
 
@@ -210,6 +211,8 @@ def write_tiny_data(root: Path) -> None:
         (sst2 / f"{split}.tsv").write_text("sentence\tlabel\n" + "".join(f"{a}\t{b}\n" for a, b in rows))
     for split, count in (("dev", 6), ("train", 10)):
         (root / f"tiny-{split}.conllu").write_text("\n".join([CONLLU_SENTENCE] * count))
+    documents = [SENTENCES[:3], SENTENCES[3:6], SENTENCES[5:]]  # one paragraph a line, a blank line between
+    (root / "tiny-corpus.txt").write_text("\n\n".join("\n".join(document) for document in documents) + "\n")
     (root / "coref").mkdir()
     (root / "coref" / "story.conll").write_text(CONLL_DOCUMENT)
 

@@ -20,10 +20,11 @@ from harness.analyses import (
                               probes,
                               sinks,
                               surface,
+                              surface_text,
                               vig,
 )
 from harness.analyses.base import ANALYSES, Analysis, AnalysisContext, register_analysis
 
 __all__ = ["ANALYSES", "ablation", "Analysis", "AnalysisContext", "clustering", "coreference", "cosine", "cosine_padded",
            "dependency", "evaluation", "examples", "features", "features_task", "gradients", "patterns",
-           "probes", "register_analysis", "sinks", "surface", "vig"]
+           "probes", "register_analysis", "sinks", "surface", "surface_text", "vig"]

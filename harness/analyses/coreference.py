@@ -8,14 +8,20 @@ Accuracy is counted per head and per mention type (pronoun, proper, nominal), be
 baselines that do not look at attention. Each baseline picks one word, the head word of a
 mention, and is scored exactly like a head (right when that word is an antecedent's head):
 
-- ``nearest`` (Clark's "Nearest", "picking the nearest other mention"): the other mention
-  whose head word is closest to the mention's head word, on either side, as an attention
-  head may look either way; mentions sharing the mention's own head word are not candidates
-  (a head's own word is excluded from its argmax too); a tie goes to the earlier one;
-- ``head_match`` (Clark's "Head match"): the closest earlier, non-overlapping mention with
-  the same head word (case-insensitive); a mention with none is counted wrong;
-- ``nearest_preceding`` (ours, no paper number): the closest earlier, non-overlapping
-  mention, a recency baseline that only looks back.
+- ``nearest`` (Clark's "Nearest", "picking the nearest other mention"): the closest earlier,
+  non-overlapping mention, as an antecedent precedes its mention;
+- ``head_match`` (Clark's "Head match", "the nearest other mention with the same head
+  word"): the closest earlier, non-overlapping mention with the same head word
+  (case-insensitive); a mention with none is counted wrong;
+- ``nearest_either_side`` (ours, no paper number): the other mention whose head word is
+  closest to the mention's head word on either side, the candidates of an attention head,
+  which may look either way; mentions sharing the mention's own head word are not candidates
+  (a head's own word is excluded from its argmax too); a tie goes to the earlier one.
+
+Each checkpoint also keeps, per document, every head's hits on all mentions and the
+document's scored mentions (``units``): the sample a change is resampled over
+(`harness.views.evidence`), documents and not mentions, as the mentions of one document are
+not independent.
 
 "Mention" means a gold mention of a cluster with at least two mentions in the whole document
 (CoNLL-2012 annotates no singletons; LitBank does, and they are left out so the candidates
@@ -38,7 +44,8 @@ from harness.analyses.word_level import WordLevelAnalysis
 from harness.inputs.batches import AttentionBatch
 from harness.inputs.words import word_maps
 from harness.views.base import pair_name
-from harness.views.coreference import BASELINES, CLARK_TABLE_2, GROUPS, CoreferenceView
+from harness.views.coreference import BASELINES, CHANGE, CLARK_TABLE_2, GROUPS, UNIT, CoreferenceView
+from harness.views.evidence import UnitSums, paired_change
 from tasks.coreference import MENTION_TYPES, Document, Mention, mention_head, mention_type
 
 
@@ -60,8 +67,8 @@ class CorefTargets:
 
 
 def nearest_other_head(heads: list[int], own: int) -> int | None:
-    """Clark's Nearest: of the mention head words ``heads``, the closest to ``own`` on either
-    side (a tie goes to the earlier word), ``own`` itself excluded; None if there is none."""
+    """Nearest either side (ours): of the mention head words ``heads``, the closest to ``own``
+    on either side (a tie goes to the earlier word), ``own`` itself excluded; None if there is none."""
     return min((h for h in heads if h != own), key=lambda h: (abs(h - own), h > own), default=None)
 
 
@@ -71,9 +78,9 @@ def baseline_picks(kept: list[Mention], heads: list[int], head_words: list[str],
     # Earlier in (start, end) order and not overlapping: the mentions it may refer back to.
     preceding = [j for j in range(index) if kept[j].end < mention.start]
     same_head = [j for j in preceding if head_words[j] == head_words[index]]
-    return {"nearest": nearest_other_head(heads, heads[index]),
+    return {"nearest": heads[preceding[-1]] if preceding else None,
             "head_match": heads[same_head[-1]] if same_head else None,
-            "nearest_preceding": heads[preceding[-1]] if preceding else None}
+            "nearest_either_side": nearest_other_head(heads, heads[index])}
 
 
 def coreference_targets(document: Document, num_words: int) -> CorefTargets:
@@ -156,6 +163,9 @@ class Coreference(WordLevelAnalysis):
         self.baseline_hits = {name: torch.zeros(len(GROUPS), dtype=torch.long) for name in BASELINES}
         self.mentions = torch.zeros(len(GROUPS), dtype=torch.long)
         self.documents = self.documents_cut = self.words_cut = self.mentions_cut = 0
+        # per checkpoint, per document: every head's hits on all its mentions (the units of a change)
+        self.document_hits: list[list[torch.Tensor]] = [[] for _ in context.checkpoints]
+        self.document_mentions: list[int] = []
 
     def update_words(self, batch: AttentionBatch) -> None:
         targets = [coreference_targets(aligned.item, aligned.num_words) for aligned in batch.items]
@@ -165,14 +175,18 @@ class Coreference(WordLevelAnalysis):
             self.words_cut += aligned.words_cut
             self.mentions_cut += target.mentions_cut
             self.mentions += per_group(torch.ones_like(target.types), target.types)
+            self.document_mentions.append(len(target.heads))
             for name, right in target.baselines.items():
                 self.baseline_hits[name] += per_group(right, target.types)
         device = self.context.device
         for index, checkpoint in enumerate(self.context.checkpoints):
             for (_, maps), target in zip(word_maps(batch, checkpoint, self.from_mode), targets):
+                grouped = torch.zeros_like(self.hits[index])
                 if len(target.heads):
                     hits = attention_hits(maps, target.heads.to(device), target.antecedent_heads.to(device))
-                    self.hits[index] += per_group(hits, target.types.to(device))
+                    grouped = per_group(hits, target.types.to(device))
+                self.hits[index] += grouped
+                self.document_hits[index].append(grouped[0].flatten())
 
     def result(self) -> dict[str, Any]:
         mentions = self.mentions.tolist()
@@ -185,20 +199,32 @@ class Coreference(WordLevelAnalysis):
             "mentions_cut": self.mentions_cut, "mentions": dict(zip(GROUPS, mentions)), "baselines": baselines,
             "accuracy_per_head": {group: grid.tolist() for group, grid in zip(GROUPS, accuracy[index])},
             "best_head": best_heads(accuracy[index], mentions),
+            "units": self.units(index).stored(),
         } for index, checkpoint in enumerate(self.context.checkpoints)}
+
+    def units(self, index: int) -> UnitSums:
+        """Checkpoint ``index``'s hits of every head on all mentions (documents, layers * heads), over each
+        document's scored mentions."""
+        rows, heads = self.document_hits[index], self.context.num_layers * self.context.num_heads
+        hits = torch.stack(rows).cpu().numpy() if rows else np.zeros((0, heads))
+        return UnitSums.of(hits, self.document_mentions, UNIT)
 
     @classmethod
     def compare(cls, per_checkpoint: dict[str, Any], pairs: list[tuple[str, str]]) -> dict[str, Any]:
         """After minus before, by group: best head vs best head, and at the before model's best
-        head overall (does the head that tracked coreference keep it?)."""
+        head overall (does the head that tracked coreference keep it?); and the evidence of the
+        best head's change on all mentions, the best head chosen again in every resample of the
+        documents."""
         def changed(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
             mentions = [before["mentions"][group] for group in GROUPS]
             grids = [np.asarray([stats["accuracy_per_head"][group] for group in GROUPS]) for stats in (before, after)]
             layer, head = before["best_head"]["all"]["layer"] - 1, before["best_head"]["all"]["head"] - 1
             best_change = grids[1].reshape(len(GROUPS), -1).max(axis=1) - grids[0].reshape(len(GROUPS), -1).max(axis=1)
+            evidence = paired_change(UnitSums.read(before["units"]), UnitSums.read(after["units"]), reduce="max")
             return {"best_head": by_group(best_change.tolist(), mentions),
                     "at_before_best_head": {"layer": layer + 1, "head": head + 1,
                                             **by_group((grids[1][:, layer, head] - grids[0][:, layer, head]).tolist(),
-                                                       mentions)}}
+                                                       mentions)},
+                    "evidence": {CHANGE: evidence}}
 
         return {pair_name((a, b)): changed(per_checkpoint[a], per_checkpoint[b]) for a, b in pairs}

@@ -2,20 +2,23 @@
 
 For each example, declared pair of checkpoints and head, both maps are cropped to the real
 (non-padding) tokens, flattened, and compared by cosine similarity; mean and standard
-deviation over examples come from running sums on the attention's device, so memory does
-not depend on the number of examples.
+deviation over examples come from running sums on the attention's device. Each pair also
+keeps each example's mean cosine per layer (examples x layers numbers, never maps), the units
+the claim on the layers is resampled over (`harness.views.evidence`).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import torch
 
 from harness.analyses.base import Analysis, AnalysisContext, register_analysis
 from harness.inputs.batches import AttentionBatch, real_tokens
 from harness.views.base import pair_name
-from harness.views.cosine import CosineView
+from harness.views.cosine import UNIT, CosineView
+from harness.views.evidence import UnitSums
 
 
 def cosine_per_example(first: torch.Tensor, second: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
@@ -67,7 +70,8 @@ class CosineSums:
 
 @register_analysis
 class CosineSimilarity(Analysis):
-    """Per declared pair: mean and std over examples of the per-head cosine, and the per-layer mean."""
+    """Per declared pair: mean and std over examples of the per-head cosine, the per-layer mean,
+    and each example's mean cosine per layer (``units``)."""
 
     view = CosineView
     joint = True
@@ -75,10 +79,20 @@ class CosineSimilarity(Analysis):
     def __init__(self, context: AnalysisContext) -> None:
         super().__init__(context)
         self.sums = CosineSums(context)
+        self.per_example_layers: list[list[torch.Tensor]] = [[] for _ in context.pairs]
 
     def update(self, batch: AttentionBatch) -> None:
         for index, (before, after) in enumerate(self.context.pairs):
-            self.sums.add(index, cosine_per_example(batch.attentions[before], batch.attentions[after], batch.lengths))
+            cosine = cosine_per_example(batch.attentions[before], batch.attentions[after], batch.lengths)
+            self.sums.add(index, cosine)
+            self.per_example_layers[index].append(cosine.mean(dim=-1))
 
     def result(self) -> dict[str, Any]:
-        return {"per_pair": {pair_name(pair): self.sums.stats(index) for index, pair in enumerate(self.context.pairs)}}
+        return {"per_pair": {pair_name(pair): {**self.sums.stats(index), "units": self.units(index).stored()}
+                             for index, pair in enumerate(self.context.pairs)}}
+
+    def units(self, index: int) -> UnitSums:
+        """Pair ``index``'s mean cosine over heads per example and layer, each example weighing one."""
+        batches = self.per_example_layers[index]
+        per_layer = torch.cat(batches).cpu().numpy() if batches else np.zeros((0, self.context.num_layers))
+        return UnitSums.of(per_layer, np.ones(len(per_layer)), UNIT)

@@ -6,8 +6,12 @@ row, "head->dependent" the dependent's column (which word attends most to it). A
 accuracy is the share of its dependents whose gold head is predicted. For every relation
 with at least ``syntax_min_count`` (100) scored dependents (punctuation and root excluded, as in the
 paper) the best (head, direction) is reported per checkpoint, beside the best fixed-offset
-baseline (the same for every checkpoint, stored with each). Counts are running sums on the
-model's device, so memory does not grow with the treebank.
+baseline (the same for every checkpoint, stored with each), over the offsets Clark et al.'s
+code tried, -3..+2 (their 0, the word itself, is never right and left out). Counts are running
+sums on the model's device. Each checkpoint also keeps, per treebank sentence, every (head,
+direction)'s correct predictions on ours ``all`` and the sentence's scored words (``units``):
+the sample a change is resampled over (`harness.views.evidence`), sentences and not words, as
+the words of one sentence are not independent.
 
 Two protocols for "all relations", from the same counts: ``all`` (ours) scores the dependents
 the relation rows score, punctuation and roots left out; ``all_clark`` counts every word, as
@@ -19,8 +23,10 @@ The paper's ``all`` (34.5, baseline 26.3) is shown only beside ``all_clark``.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
+import numpy as np
 import torch
 
 from harness.analyses.base import AnalysisContext, best_head, register_analysis
@@ -31,16 +37,19 @@ from harness.views.base import pair_name
 from harness.views.dependency import (
     ALL,
     ALL_CLARK,
+    CHANGE,
     DIRECTIONS,
     PAPER_MODEL,
     PAPER_TABLE1,
     UD_TO_SD,
+    UNIT,
     DependencyView,
     paper_row,
 )
+from harness.views.evidence import UnitSums, paired_change
 from tasks.treebank import PUNCT_RELATIONS, Sentence
 
-OFFSETS = (-3, -2, -1, 1, 2, 3)
+OFFSETS = (-3, -2, -1, 1, 2)  # Clark et al.'s code: range(-3, 3), less 0 (a word is never its own head)
 ROOT = "root"  # the key of every word attached to the root, whatever its label says
 UNSCORED = PUNCT_RELATIONS | {ROOT}  # out of our `all` and of the relation rows (the paper's rows skip them too)
 ROOT_GOLD = -1  # gold "position" of the root: below every word, so attention never predicts it
@@ -145,6 +154,10 @@ class DependencyHeads(WordLevelAnalysis):
         self.baseline = RelationCounts((2, len(OFFSETS)), torch.device("cpu"))  # (OURS/CLARK, offsets)
         self.totals = RelationCounts((), torch.device("cpu"))
         self.sentences = self.words = self.words_cut = self.arcs_cut = 0
+        # per sentence: each checkpoint's correct predictions on ours `all` per (direction, layer, head), and
+        # how many words `all` scores there (the units of a change)
+        self.sentence_correct: list[torch.Tensor] = []
+        self.sentence_scored: list[int] = []
 
     def update_words(self, batch: AttentionBatch) -> None:
         rows = [word_maps(batch, checkpoint, self.from_mode) for checkpoint in self.context.checkpoints]
@@ -152,12 +165,16 @@ class DependencyHeads(WordLevelAnalysis):
             aligned = per_checkpoint[0][0]
             sentence: Sentence = aligned.item
             read_at, gold, relations = counted_words(sentence, aligned.num_words)
-            self._count_sentence(sentence, aligned.words_cut, sum(r not in UNSCORED for r in relations))
+            scored = torch.tensor([r not in UNSCORED for r in relations], dtype=torch.bool)
+            self._count_sentence(sentence, aligned.words_cut, int(scored.sum()))
             if not relations:
+                self.sentence_correct.append(torch.zeros(self.heads.shape, dtype=torch.float64,
+                                                         device=self.context.device).flatten(1))
                 continue
             on_device = read_at.to(self.context.device), gold.to(self.context.device)
             hits = torch.stack([head_predictions(maps)[..., on_device[0]] == on_device[1]
                                 for _, maps in per_checkpoint])
+            self.sentence_correct.append((hits & scored.to(hits.device)).sum(dim=-1).flatten(1).double())
             # every word is counted; the protocols choose which relation columns they sum
             self.heads.add(hits, relations)
             self.baseline.add(offset_predictions(read_at, aligned.num_words) == gold, relations)
@@ -165,6 +182,7 @@ class DependencyHeads(WordLevelAnalysis):
 
     def _count_sentence(self, sentence: Sentence, cut: int, scored: int) -> None:
         self.sentences += 1
+        self.sentence_scored.append(scored)
         self.words += len(sentence)
         self.words_cut += cut
         scorable = sum(1 for h, r in zip(sentence.heads, sentence.relations) if r not in PUNCT_RELATIONS and h)
@@ -201,12 +219,23 @@ class DependencyHeads(WordLevelAnalysis):
             "min_count": self.min_count, "offsets": list(OFFSETS), "directions": list(DIRECTIONS),
             "word_attention_from": self.from_mode, "num_sentences": self.sentences, "num_words": self.words,
             "num_scored": sum(counts.values()), "words_cut": self.words_cut, "arcs_cut": self.arcs_cut,
+            "units": self.units(index).stored(),
         } for index, checkpoint in enumerate(self.context.checkpoints)}
+
+    def units(self, index: int) -> UnitSums:
+        """Checkpoint ``index``'s correct predictions on ours `all` (sentences, directions * layers * heads),
+        over each sentence's scored words."""
+        width = len(DIRECTIONS) * self.context.num_layers * self.context.num_heads
+        rows = [correct[index] for correct in self.sentence_correct]
+        correct = torch.stack(rows).cpu().numpy() if rows else np.zeros((0, width))
+        return UnitSums.of(correct, self.sentence_scored, UNIT)
 
     @classmethod
     def compare(cls, per_checkpoint: dict[str, Any], pairs: list[tuple[str, str]]) -> dict[str, Any]:
         """Per relation: best head before and after, the change, and the after model's accuracy
-        at the before model's best head (does the head that tracked the relation keep it?)."""
+        at the before model's best head (does the head that tracked the relation keep it?); and
+        the evidence of the best head's change on ours `all` (in points), the best (head,
+        direction) chosen again in every resample of the sentences."""
         def changed(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
             head = before["best"]
             same_head = after["per_head"][DIRECTIONS.index(head["direction"])][head["layer"] - 1][head["head"] - 1]
@@ -215,7 +244,9 @@ class DependencyHeads(WordLevelAnalysis):
 
         def compared(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
             clark = changed(before[ALL_CLARK], after[ALL_CLARK]) if before[ALL_CLARK] else None
+            units = [UnitSums.read(stats["units"]) for stats in (before, after)]
+            in_points = [replace(sums, numerators=100 * sums.numerators) for sums in units]  # as the rows give it
             return {"relations": [changed(b, a) for b, a in zip(before["relations"], after["relations"])],
-                    ALL_CLARK: clark}
+                    ALL_CLARK: clark, "evidence": {CHANGE: paired_change(*in_points, reduce="max")}}
 
         return {pair_name((a, b)): compared(per_checkpoint[a], per_checkpoint[b]) for a, b in pairs}

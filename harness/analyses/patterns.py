@@ -3,11 +3,12 @@ vertical+diagonal, block or heterogeneous, before and after fine-tuning.
 
 Every map of both checkpoints on the task's dev examples is classified by the shipped classifier
 (`classifier`: boosted trees on the map's measurements), all heads of a batch in one call
-(`block` only for sentence pairs, the one input where two segments exist); only per-head
-class counts are kept, so
-memory does not grow with the number of examples. The result is the share of each class over
-all maps (the paper's Figure 2, per checkpoint), the majority class of each head, and the
-heads whose majority class changed with fine-tuning.
+(`block` only for sentence pairs, the one input where two segments exist); only class counts
+are kept, per head and per example (examples x classes numbers, never maps). The result is
+the share of each class over all maps (the paper's Figure 2, per checkpoint), corrected for
+the classifier's errors with an interval over both the dev examples and the classifier's
+confusion, the majority class of each head, the heads whose majority class changed with
+fine-tuning, and each share's change with its paired interval over the dev examples.
 """
 
 from __future__ import annotations
@@ -26,12 +27,13 @@ from harness.config import AnalysisConfig
 from harness.inputs.batches import AttentionBatch
 from harness.results.store import FileHashes
 from harness.views.base import pair_name
-from harness.views.patterns import PatternsView
+from harness.views.evidence import Evidence, UnitSums, paired_change, resample_weights
+from harness.views.patterns import UNIT, PatternsView, share_metric
 
 
 @register_analysis
 class AttentionPatterns(Analysis):
-    """Per-head counts of the classifier's class over examples, for each checkpoint."""
+    """Per-head and per-example counts of the classifier's class, for each checkpoint."""
 
     view = PatternsView
     settings_used = ("pattern_weights",)
@@ -44,6 +46,7 @@ class AttentionPatterns(Analysis):
         self.cross_validation = shipped_cross_validation(context.settings)
         shape = (len(context.checkpoints), context.num_layers, context.num_heads, len(CLASSES))
         self.counts = torch.zeros(shape, dtype=torch.int64, device=context.device)
+        self.per_example_counts: list[torch.Tensor] = []  # per batch: (checkpoints, batch, classes)
         self.count = 0
         self.pair_inputs = 0
 
@@ -60,40 +63,64 @@ class AttentionPatterns(Analysis):
         attentions = [batch.attentions[name] for name in self.context.checkpoints]
         predicted = self.classifier.predict_batch(attentions, batch.lengths, batch.second_segments,
                                                   [batch.row_entropy(name) for name in self.context.checkpoints])
-        # (checkpoints, batch, layers, heads) -> per-head class counts summed over the batch
-        self.counts += torch.nn.functional.one_hot(predicted, len(CLASSES)).sum(dim=1)
+        # (checkpoints, batch, layers, heads) -> class counts per head over the batch, and per example over the heads
+        classes = torch.nn.functional.one_hot(predicted, len(CLASSES))
+        self.counts += classes.sum(dim=1)
+        self.per_example_counts.append(classes.sum(dim=(2, 3)))
         self.count += predicted.shape[1]
         self.pair_inputs += int(batch.two_segments.sum())
 
     def result(self) -> dict[str, Any]:
-        counts = self.counts.cpu()
-        totals = counts.sum(dim=(1, 2)).double()  # (checkpoints, classes)
-        shares = totals / totals.sum(dim=1, keepdim=True).clamp(min=1)
-        majority = counts.argmax(dim=-1)  # (checkpoints, layers, heads); ties -> first class
-        return {name: {"proportions": dict(zip(CLASSES, shares[c].tolist())),
-                       **self.corrected(shares[c].numpy()),
-                       "per_head": [[CLASSES[index] for index in row] for row in majority[c].tolist()],
-                       "counts_per_head": counts[c].tolist(),
-                       "num_examples": self.count}
-                for c, name in enumerate(self.context.checkpoints)}
+        majority = self.counts.cpu().argmax(dim=-1)  # (checkpoints, layers, heads); ties -> first class
+        results = {}
+        for c, (name, units) in enumerate(zip(self.context.checkpoints, self.units())):
+            shares = units.ratios(np.ones((1, units.count)))[0]
+            correction = ({} if self.cross_validation is None else
+                          corrected(units, self.cross_validation, self.pair_inputs > 0, self.context.seed))
+            results[name] = {"proportions": dict(zip(CLASSES, shares.tolist())), **correction,
+                             "per_head": [[CLASSES[index] for index in row] for row in majority[c].tolist()],
+                             "counts_per_head": self.counts[c].cpu().tolist(),
+                             "num_examples": self.count, "pair_inputs": self.pair_inputs, "units": units.stored()}
+        return results
 
-    def corrected(self, observed: np.ndarray) -> dict[str, Any]:
-        """The shares corrected for the classifier's cross-validated errors, with 95% intervals
-        (`classifier.correction`); nothing without a cross-validation of these weights."""
-        if self.cross_validation is None:
-            return {}
-        possible = np.ones(len(CLASSES), dtype=bool)
-        possible[BLOCK] = self.pair_inputs > 0
-        shares, intervals = corrected_shares(observed, np.asarray(self.cross_validation["confusion"]), possible,
-                                             seed=self.context.seed)
-        return {"corrected": dict(zip(CLASSES, shares.tolist())),
-                "corrected_interval": dict(zip(CLASSES, intervals.tolist()))}
+    def units(self) -> list[UnitSums]:
+        """Per checkpoint, each example's count of heads of each class over the number of heads:
+        the shares of the classes are the ratios of their sums over the examples."""
+        checkpoints, heads = len(self.context.checkpoints), self.context.num_layers * self.context.num_heads
+        counts = (torch.cat(self.per_example_counts, dim=1).cpu().numpy() if self.per_example_counts
+                  else np.zeros((checkpoints, 0, len(CLASSES))))
+        return [UnitSums.of(counts[c], np.full(counts.shape[1], heads), UNIT) for c in range(checkpoints)]
 
     @classmethod
     def compare(cls, per_checkpoint: dict[str, Any], pairs: list[tuple[str, str]]) -> dict[str, Any]:
         return {pair_name((a, b)): {"changed_heads": changed_heads(per_checkpoint[a]["per_head"],
-                                                                   per_checkpoint[b]["per_head"])}
+                                                                   per_checkpoint[b]["per_head"]),
+                                    "evidence": share_changes(per_checkpoint[a], per_checkpoint[b])}
                 for a, b in pairs}
+
+
+def corrected(units: UnitSums, cross_validation: dict[str, Any], pairs_seen: bool, seed: int) -> dict[str, Any]:
+    """The shares corrected for the classifier's cross-validated errors, with 95% intervals over
+    bootstrap resamples of the dev examples, each corrected with its own draw of the classifier's
+    confusion matrix (`classifier.correction`); ``block`` is possible only where pairs were seen."""
+    possible = np.ones(len(CLASSES), dtype=bool)
+    possible[BLOCK] = pairs_seen
+    observed = units.ratios(np.ones((1, units.count)))[0]
+    shares, intervals = corrected_shares(observed, units.ratios(resample_weights(units.count)),
+                                         np.asarray(cross_validation["confusion"]), possible, seed=seed)
+    return {"corrected": dict(zip(CLASSES, shares.tolist())),
+            "corrected_interval": dict(zip(CLASSES, intervals.tolist()))}
+
+
+def share_changes(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Evidence]:
+    """Each class's change of share from ``before``'s stored result to ``after``'s, with its paired
+    interval over the dev examples, by the signed change's metric name (``pattern_change_vertical``);
+    ``block`` only where either checkpoint saw a sentence pair (it cannot occur otherwise)."""
+    change = paired_change(UnitSums.read(before["units"]), UnitSums.read(after["units"]), reduce=None)
+    pairs_seen = before["pair_inputs"] > 0 or after["pair_inputs"] > 0
+    return {share_metric("change", name): {**change, "value": change["value"][k], "interval": change["interval"][k],
+                                           "direction": change["direction"][k]}
+            for k, name in enumerate(CLASSES) if k != BLOCK or pairs_seen}
 
 
 def shipped_cross_validation(settings: AnalysisConfig) -> dict[str, Any] | None:

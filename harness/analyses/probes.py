@@ -12,7 +12,10 @@ Clark et al.'s code:
 
 The ``"syntax-probe"`` source streams a sample of treebank training sentences (learned from
 online as they pass, nothing is stored) and then the dev sentences, where UAS is counted
-without punctuation. A separate attention probe is trained per checkpoint.
+without punctuation. A separate attention probe is trained per checkpoint. Each checkpoint
+keeps, per dev sentence, the Attn probe's correct attachments and the sentence's scored words
+(``units``): the sample its change is resampled over (`harness.views.evidence`; the probes'
+training is not resampled).
 
 Unlike Clark et al.'s code, candidate j is paired with word j's own GloVe vector: their code
 appended the ROOT column after the words instead of before them, so each candidate got the
@@ -22,6 +25,7 @@ next word's vector. ``probe_init`` chooses our start (all heads equal) or theirs
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +40,16 @@ from harness.inputs.batches import AttentionBatch
 from harness.inputs.sources.treebank import TRAIN
 from harness.inputs.words import word_maps
 from harness.views.base import pair_name
-from harness.views.probes import ATTENTION_PROBES, LEARNING_RATE, PAPER_SETTING, PAPER_TABLE3, ProbesView
+from harness.views.evidence import UnitSums, paired_change
+from harness.views.probes import (
+    ATTENTION_PROBES,
+    CHANGE,
+    LEARNING_RATE,
+    PAPER_SETTING,
+    PAPER_TABLE3,
+    UNIT,
+    ProbesView,
+)
 from tasks.errors import InputError
 from tasks.treebank import PUNCT_RELATIONS, Sentence
 
@@ -203,10 +216,12 @@ class Trainer:
         self.loss_total += float(loss.detach()) / max(int(trainable.sum()), 1)
         self.steps += 1
 
-    def score(self, logits: torch.Tensor, heads: torch.Tensor, scored: torch.Tensor) -> None:
-        """Count the ``scored`` words whose highest logit is their gold head as correct; callers run it without
-        gradients."""
-        self.correct += int((logits.argmax(dim=-1) == heads)[scored].sum())
+    def score(self, logits: torch.Tensor, heads: torch.Tensor, scored: torch.Tensor) -> int:
+        """Count the ``scored`` words whose highest logit is their gold head as correct, and return
+        how many they are in this sentence; callers run it without gradients."""
+        correct = int((logits.argmax(dim=-1) == heads)[scored].sum())
+        self.correct += correct
+        return correct
 
 
 @register_analysis
@@ -228,6 +243,9 @@ class Probes(WordLevelAnalysis):
                        for c in context.checkpoints for kind in ATTENTION_PROBES}
         self.distance = self._trainer(DistanceProbe, self.glove.dim)
         self.right_correct = 0
+        # per dev sentence: each checkpoint's Attn probe's correct attachments, and the words scored (the units)
+        self.sentence_correct: dict[str, list[int]] = {c: [] for c in context.checkpoints}
+        self.sentence_scored: list[int] = []
         self.counts = {"train_sentences": 0, "train_words": 0, "dev_sentences": 0, "dev_scored": 0,
                        "words_cut": 0, "arcs_cut": 0}
 
@@ -272,9 +290,12 @@ class Probes(WordLevelAnalysis):
         self.counts["dev_scored"] += int(scored.sum())
         self.counts["words_cut"] += cut
         self.counts["arcs_cut"] += sum(1 for r in sentence.relations if r not in PUNCT_RELATIONS) - int(scored.sum())
+        self.sentence_scored.append(int(scored.sum()))
         with torch.no_grad():
-            for key, trainer in self.probes.items():
-                trainer.score(self._logits(key, maps, pairs), heads, scored)
+            for (checkpoint, kind), trainer in self.probes.items():
+                correct = trainer.score(self._logits((checkpoint, kind), maps, pairs), heads, scored)
+                if kind == "attn":
+                    self.sentence_correct[checkpoint].append(correct)
             self.distance.score(self.distance.module(pairs), heads, scored)
         self.right_correct += int((right_branching(n).to(heads.device) == heads)[scored].sum())
 
@@ -292,6 +313,7 @@ class Probes(WordLevelAnalysis):
                                     "distances_glove": distance_loss},
                 "attn_head_weights": self._head_weights(checkpoint),
                 "word_attention_from": self.from_mode, "probe_init": self.init, **self.counts,
+                "units": UnitSums.of(self.sentence_correct[checkpoint], self.sentence_scored, UNIT).stored(),
             }
         return results
 
@@ -303,5 +325,13 @@ class Probes(WordLevelAnalysis):
 
     @classmethod
     def compare(cls, per_checkpoint: dict[str, Any], pairs: list[tuple[str, str]]) -> dict[str, Any]:
+        """Per pair: each attention probe's UAS change, and the evidence of the Attn probe's (in
+        points) over the dev sentences both probes were scored on."""
+        def evidence(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+            units = [UnitSums.read(stats["units"]) for stats in (before, after)]
+            return paired_change(*(replace(sums, numerators=100 * sums.numerators) for sums in units))
+
         return {pair_name((a, b)): {"uas_change": {kind: per_checkpoint[b]["uas"][kind] - per_checkpoint[a]["uas"][kind]
-                                                   for kind in ATTENTION_PROBES}} for a, b in pairs}
+                                                   for kind in ATTENTION_PROBES},
+                                    "evidence": {CHANGE: evidence(per_checkpoint[a], per_checkpoint[b])}}
+                for a, b in pairs}

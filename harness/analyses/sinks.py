@@ -17,22 +17,29 @@ reading, per token kind ([CLS], [SEP], "." or ",", every other real token):
   large attention to [SEP] and punctuation comes with small ||f(x)||: the norm-weighted share
   shrinks sharply.
 
-A kind that never occurs has 0 everywhere (``num_tokens`` says so). `compare` gives, per declared
-pair (a, b), b minus a of every per-layer and overall value. The norms come from the one forward
-path (`Capture(value_norms=True)`, asked for with the `VALUE_NORMS` need).
+A kind that never occurs has 0 everywhere (``num_tokens`` says so). Each example's raw share of
+[CLS] and of [SEP], summed over its heads, is kept too (``units``: examples x 2 numbers). `compare`
+gives, per declared pair (a, b), b minus a of every per-layer and overall value, and the change
+of the overall raw share of [CLS] and [SEP] with its paired interval over the dev examples. The
+norms come from the one forward path (`Capture(value_norms=True)`, asked for with the
+`VALUE_NORMS` need).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import torch
 
 from harness.analyses.base import ATTENTION, VALUE_NORMS, Analysis, AnalysisContext, register_analysis
 from harness.analyses.surface import SpecialIds, token_masks
 from harness.inputs.batches import AttentionBatch
 from harness.views.base import pair_name
-from harness.views.sinks import EPSILON, KINDS, STATISTICS, SinksView
+from harness.views.evidence import UnitSums, paired_change
+from harness.views.sinks import EPSILON, JUDGED_KINDS, KINDS, STATISTICS, UNIT, SinksView, raw_share_change
+
+JUDGED = [list(KINDS).index(kind) for kind in JUDGED_KINDS]  # their positions along the kinds axis
 
 
 def kind_members(input_ids: torch.Tensor, lengths: torch.Tensor, ids: SpecialIds) -> tuple[torch.Tensor, torch.Tensor]:
@@ -111,6 +118,9 @@ class AttentionSinks(Analysis):
         self.counts = torch.zeros(shape, dtype=torch.float64, device=context.device)
         self.tokens = torch.zeros(len(KINDS), dtype=torch.float64, device=context.device)
         self.num_items = 0
+        # per checkpoint, per batch: each example's raw share of the judged kinds summed over heads, and the
+        # number of heads that define it, (batch, judged kinds) each
+        self.raw_sums: list[list[tuple[torch.Tensor, torch.Tensor]]] = [[] for _ in context.checkpoints]
 
     def update(self, batch: AttentionBatch) -> None:
         for index, checkpoint in enumerate(self.context.checkpoints):
@@ -121,6 +131,9 @@ class AttentionSinks(Analysis):
                 weights = weights.expand_as(values)
                 self.totals[index, position] += (values * weights).sum(dim=0).double()
                 self.counts[index, position] += weights.sum(dim=0).double()
+            values, weights = stats["raw_share"]
+            weights = weights.expand_as(values)[..., JUDGED]
+            self.raw_sums[index].append(((values[..., JUDGED] * weights).sum(dim=(1, 2)), weights.sum(dim=(1, 2))))
         self.tokens += kind_members(batch.input_ids, batch.lengths, self.ids)[1].sum(dim=(0, 1)).double()
         self.num_items += len(batch.items)
 
@@ -136,16 +149,33 @@ class AttentionSinks(Analysis):
                 "per_layer": {name: layer_means(grids) for name, grids in per_head.items()},
                 "overall": {name: overall_means(grids) for name, grids in per_head.items()},
                 "num_tokens": tokens, "num_items": self.num_items,
+                "units": {kind: units.stored() for kind, units in self.units(index).items()},
             }
         return results
 
+    def units(self, index: int) -> dict[str, UnitSums]:
+        """Checkpoint number ``index``'s raw share of each judged kind per example: the sum over its
+        heads over the number of heads, so that the ratio of sums over examples is the overall share."""
+        if not self.raw_sums[index]:
+            return {kind: UnitSums.of(np.zeros(0), np.zeros(0), UNIT) for kind in JUDGED_KINDS}
+        shares, heads = (torch.cat(parts).double().cpu().numpy() for parts in zip(*self.raw_sums[index]))
+        return {kind: UnitSums.of(shares[:, k], heads[:, k], UNIT) for k, kind in enumerate(JUDGED_KINDS)}
+
     @classmethod
     def compare(cls, per_checkpoint: dict[str, Any], pairs: list[tuple[str, str]]) -> dict[str, Any]:
-        """Per pair (a, b): b minus a of every per-layer and overall value."""
+        """Per pair (a, b): b minus a of every per-layer and overall value, and the change of the
+        raw share of each judged kind with its paired interval over the dev examples (``evidence``,
+        by the signed change's metric name)."""
         def change(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
             return {stat: {kind: ([b - a for a, b in zip(values, after[stat][kind])] if isinstance(values, list)
                                   else after[stat][kind] - values) for kind, values in kinds.items()}
                     for stat, kinds in before.items()}
 
-        return {pair_name((a, b)): {part: change(per_checkpoint[a][part], per_checkpoint[b][part])
-                                    for part in ("per_layer", "overall")} for a, b in pairs}
+        def evidence(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+            return {raw_share_change(kind): paired_change(UnitSums.read(before[kind]), UnitSums.read(after[kind]))
+                    for kind in JUDGED_KINDS}
+
+        return {pair_name((a, b)): {**{part: change(per_checkpoint[a][part], per_checkpoint[b][part])
+                                       for part in ("per_layer", "overall")},
+                                    "evidence": evidence(per_checkpoint[a]["units"], per_checkpoint[b]["units"])}
+                for a, b in pairs}

@@ -1,4 +1,4 @@
-"""Clark et al.'s surface analyses per head, for both checkpoints side by side.
+"""Clark et al.'s surface analyses per head on the task's own dev inputs, for both checkpoints side by side.
 
 Per example, every head's attention is reduced to Clark's token-level statistics, then
 averaged over examples (their code: per document over rows, then over documents):
@@ -15,7 +15,9 @@ averaged over examples (their code: per document over rows, then over documents)
   at most ~0.001 nats.
 
 Heads are then labelled with Clark's thresholds and the heads whose labels changed under
-fine-tuning are listed.
+fine-tuning are listed. Each example's attention to [CLS] and to [SEP] per layer is kept as
+well (`UnitSums` of the examples: the claims on them are judged on resamples of the
+examples). `harness.analyses.surface_text` measures the same on Clark's kind of input.
 """
 
 from __future__ import annotations
@@ -23,13 +25,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
 from harness.analyses.base import Analysis, AnalysisContext, changed_heads, register_analysis
 from harness.inputs.batches import AttentionBatch, real_tokens
 from harness.views.base import pair_name
-from harness.views.surface import STATISTICS, SurfaceView
+from harness.views.evidence import UnitSums
+from harness.views.surface import SPECIAL_TOKENS, STATISTICS, SurfaceView
 
 TOKEN_TYPES = ("cls", "sep", "period", "comma", "punct")
 
@@ -136,15 +140,18 @@ def behaviour_labels(per_head: dict[str, list[list[float]]]) -> list[list[list[s
              for head in range(heads)] for layer in range(layers)]
 
 
+THRESHOLDS = {"thresholds": {label: {"statistic": stat, "above": bound} for label, (stat, bound) in BEHAVIOURS.items()}}
+
+
 @register_analysis
 class Surface(Analysis):
-    """Relative position, special tokens, entropy and behaviour labels per head, per checkpoint."""
+    """Relative position, special tokens, entropy and behaviour labels per head, per checkpoint,
+    on the task's dev sample; ``unit`` names the inputs the per-unit sums are kept over."""
 
     view = SurfaceView
-    source = "corpus"
-    reference = {"thresholds": {label: {"statistic": stat, "above": bound}
-                                for label, (stat, bound) in BEHAVIOURS.items()},
-                 "clark_bert_base": CLARK_BERT_BASE}
+    source = "task"
+    unit = "dev examples"
+    reference = THRESHOLDS
 
     def __init__(self, context: AnalysisContext) -> None:
         super().__init__(context)
@@ -152,6 +159,10 @@ class Surface(Analysis):
         shape = (len(context.checkpoints), len(STATISTICS), context.num_layers, context.num_heads)
         self.totals = torch.zeros(shape, dtype=torch.float64, device=context.device)
         self.counts = torch.zeros(shape[:2], dtype=torch.float64, device=context.device)
+        # per checkpoint: each input's attention to each special token per layer (mean over heads), batch by batch
+        self.units: dict[str, dict[str, list[torch.Tensor]]] = {
+            checkpoint: {token: [] for token in SPECIAL_TOKENS} for checkpoint in context.checkpoints}
+        self.counted: dict[str, list[torch.Tensor]] = {checkpoint: [] for checkpoint in context.checkpoints}
         self.uniform_entropy_total = 0.0
         self.num_items = 0
 
@@ -163,8 +174,26 @@ class Surface(Analysis):
                 values, valid = stats[name]
                 self.totals[index, position] += values[valid].double().sum(dim=0)
                 self.counts[index, position] += valid.sum()
+            self.keep_units(checkpoint, stats)
         self.uniform_entropy_total += float(batch.lengths.double().log().sum())
         self.num_items += len(batch.items)
+
+    def keep_units(self, checkpoint: str, stats: dict[str, tuple[torch.Tensor, torch.Tensor]]) -> None:
+        """Each input's attention to [CLS] and to [SEP] per layer (mean over its heads) and whether
+        it counts (it has real rows: the same for both tokens), on the device."""
+        for token in SPECIAL_TOKENS:
+            values, valid = stats[token]
+            self.units[checkpoint][token].append(values.double().mean(dim=-1) * valid[:, None])
+        self.counted[checkpoint].append(valid.double())
+
+    def unit_sums(self, checkpoint: str) -> dict[str, dict[str, Any]]:
+        """The kept per-input sums of ``checkpoint`` as stored `UnitSums`, by special token."""
+        def joined(parts: list[torch.Tensor], shape: tuple[int, ...]) -> np.ndarray:
+            return torch.cat(parts).cpu().numpy() if parts else np.zeros(shape)
+
+        counted = joined(self.counted[checkpoint], (0,))
+        return {token: UnitSums.of(joined(parts, (0, self.context.num_layers)), counted, self.unit).stored()
+                for token, parts in self.units[checkpoint].items()}
 
     def result(self) -> dict[str, Any]:
         means = (self.totals / self.counts.clamp(min=1)[:, :, None, None]).cpu()
@@ -180,6 +209,7 @@ class Surface(Analysis):
                 "label_counts": {label: sum(label in cell for row in labels for cell in row) for label in BEHAVIOURS},
                 "uniform_entropy": self.uniform_entropy_total / max(self.num_items, 1),
                 "num_items": self.num_items,
+                "units": self.unit_sums(checkpoint),
             }
         return results
 

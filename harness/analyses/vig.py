@@ -40,6 +40,11 @@ are labelled by `BEHAVIOURS`, and per declared pair the change of every statisti
 and the heads whose labels changed are kept. ``pair_items`` counts the inputs that were pairs
 of texts: none on a single-sentence task, where the other sentence is not defined (a pair task
 whose sentences share no word has pairs, and no rows for it).
+
+Each checkpoint also keeps, per dev example and head, its share of attention to identical
+words in the other sentence and whether it has such rows (``units``, the share's numerator and
+denominator): the sample the changes of the strongest head and of the mean over heads are
+resampled over (`harness.views.evidence`), on a task of pairs whose sentences share words.
 """
 
 from __future__ import annotations
@@ -49,6 +54,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import torch
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
@@ -56,7 +62,8 @@ from harness.analyses.base import Analysis, AnalysisContext, best_head, changed_
 from harness.inputs.batches import AttentionBatch, EncodedBatch, real_tokens
 from harness.inputs.encoding import token_spans
 from harness.views.base import pair_name
-from harness.views.vig import STATISTICS, VigView
+from harness.views.evidence import UnitSums, paired_change
+from harness.views.vig import CROSS, STATISTICS, UNIT, VigView, metric
 
 WORD = re.compile(r"\w+")
 NO_ROLE = -1  # a token's segment, word or spelling where it has none (delimiters, punctuation, padding)
@@ -195,15 +202,22 @@ class VigBehaviours(Analysis):
         self.counts = torch.zeros(len(STATISTICS), dtype=torch.float64, device=context.device)
         self.num_items = 0
         self.pair_items = 0
+        # per batch: each checkpoint's (examples, layers * heads) shares to identical words in the other
+        # sentence where an example has such rows, and whether it has (the units of a change)
+        self.cross_shares: list[list[torch.Tensor]] = [[] for _ in context.checkpoints]
+        self.cross_examples: list[torch.Tensor] = []
 
     def update(self, batch: AttentionBatch) -> None:
         roles = token_roles(self.context.tokenizer, batch.encoded, self.context.max_length)
         targets = behaviour_targets(roles).to(batch.device, torch.float32)
         rows = target_rows(targets)
         valid = (rows > 0).float()  # (batch, statistics): the examples that have rows with such targets
+        cross = list(STATISTICS).index(CROSS)
         for index, checkpoint in enumerate(self.context.checkpoints):
-            shares = behaviour_shares(batch.attentions[checkpoint].float(), targets, rows)
-            self.totals[index] += (shares * valid[:, None, None, :]).sum(dim=0).permute(2, 0, 1).double()
+            shares = behaviour_shares(batch.attentions[checkpoint].float(), targets, rows) * valid[:, None, None, :]
+            self.totals[index] += shares.sum(dim=0).permute(2, 0, 1).double()
+            self.cross_shares[index].append(shares[..., cross].flatten(1))
+        self.cross_examples.append(valid[:, cross])
         self.chance_totals += (chance_levels(targets, rows, batch.lengths) * valid).sum(dim=0).double()
         self.counts += valid.sum(dim=0).double()
         self.num_items += len(batch.items)
@@ -228,17 +242,37 @@ class VigBehaviours(Analysis):
                 "labels": labels,
                 "label_counts": {label: sum(label in cell for row in labels for cell in row) for label in BEHAVIOURS},
                 "num_items": self.num_items, "pair_items": self.pair_items,
+                "units": self.units(index).stored(),
             }
         return results
 
+    def units(self, index: int) -> UnitSums:
+        """Checkpoint ``index``'s share of attention to identical words in the other sentence per example and
+        head (examples, layers * heads), over whether the example has rows for it (1 or 0)."""
+        heads = self.context.num_layers * self.context.num_heads
+        shares = torch.cat(self.cross_shares[index]).cpu().numpy() if self.num_items else np.zeros((0, heads))
+        examples = torch.cat(self.cross_examples).cpu().numpy() if self.num_items else np.zeros(0)
+        return UnitSums.of(shares, examples, UNIT)
+
     @classmethod
     def compare(cls, per_checkpoint: dict[str, Any], pairs: list[tuple[str, str]]) -> dict[str, Any]:
-        """Per pair (a, b): b minus a of every statistic per head, and the heads whose labels changed."""
+        """Per pair (a, b): b minus a of every statistic per head, the heads whose labels changed,
+        and the evidence of the changes of the strongest head's and of the mean share of attention
+        to identical words in the other sentence, over the examples; none where no example has
+        such rows (a single-sentence task, or pairs whose sentences share no word)."""
         def change(before: list[list[float]], after: list[list[float]]) -> list[list[float]]:
             return [[b - a for a, b in zip(old, new)] for old, new in zip(before, after)]
+
+        def evidence(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+            if not before["examples"][CROSS]:
+                return {}
+            units = [UnitSums.read(stats["units"]) for stats in (before, after)]
+            return {metric("change", f"{CROSS}_{reduce}"): paired_change(*units, reduce=reduce)
+                    for reduce in ("max", "mean")}
 
         return {pair_name((a, b)): {
             "per_head": {name: change(per_checkpoint[a]["per_head"][name], per_checkpoint[b]["per_head"][name])
                          for name in STATISTICS},
             "label_changes": changed_heads(per_checkpoint[a]["labels"], per_checkpoint[b]["labels"]),
+            "evidence": evidence(per_checkpoint[a], per_checkpoint[b]),
         } for a, b in pairs}

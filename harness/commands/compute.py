@@ -7,9 +7,10 @@ from dataclasses import asdict, replace
 
 from harness.analyses.ablation import Ablation
 from harness.commands.stored import figures as redraw_folder
-from harness.config import AnnotationConfig, FiguresConfig, FineTuneConfig, RunConfig, StudyConfig, describe_recipe
+from harness.config import AnnotationConfig, FiguresConfig, FineTuneConfig, RunConfig, StudyConfig
 from harness.model.finetune import finetune as finetune_task
 from harness.model.finetune import is_main_process, leave_process_group, stored_result
+from harness.recipes import describe_recipe
 from harness.results.summary import SUMMARY
 from harness.run.annotation import annotate as annotate_pool
 from harness.run.pipeline import dev_evaluation, run_planned, train_baselines

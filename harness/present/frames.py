@@ -36,8 +36,9 @@ name), ``seed``, ``run`` (the run's key: its folder is ``<task>-<model>-seed<see
 
 `load_study` gives `STUDY_COLUMNS`: per study task and metric, the mean, standard deviation,
 minimum, maximum and number of seeds the study stored; `load_findings` gives
-`FINDING_COLUMNS`: per finding and task, on how many of its seeds it holds, and the paper beside it
-(``paper``, ``paper_says``, ``paper_verdict``). ``harness
+`FINDING_COLUMNS`: per finding, task and seed, its state and evidence (the change and its 95%
+interval over the sampled units, or a claim's share of resamples), on how many of the task's
+seeds it is clear, and the paper beside it (``paper``, ``paper_says``, ``paper_verdict``). ``harness
 export`` writes all three as Parquet and CSV (`export_tables`); read a CSV back with the
 same types with ``pd.read_csv(path, dtype=RUN_COLUMNS)``.
 """
@@ -71,8 +72,10 @@ RUN_COLUMNS = {"task": "string", "model": "string", "seed": "Int64", "run": "str
 STUDY_COLUMNS = {"study": "string", "model": "string", "task": "string", "analysis": "string",
                  "checkpoint": "string", "pair": "string", "metric": "string", "mean": "float64", "std": "float64",
                  "min": "float64", "max": "float64", "n": "Int64"}
-FINDING_COLUMNS = {"study": "string", "finding": "string", "claim": "string", "task": "string", "holds": "Int64",
-                   "seeds": "Int64", "paper": "string", "paper_says": "string", "paper_verdict": "string"}
+FINDING_COLUMNS = {"study": "string", "finding": "string", "claim": "string", "task": "string", "seed": "Int64",
+                   "state": "string", "clear": "boolean", "value": "Float64", "low": "Float64", "high": "Float64",
+                   "support": "Float64", "unit": "string", "n": "Int64", "holds": "Int64", "seeds": "Int64",
+                   "paper": "string", "paper_says": "string", "paper_verdict": "string"}
 CHECKPOINTS = (PRETRAINED, FINETUNED, *BASELINES)  # the names a metric's name may embed
 CHECKPOINT_NAME = "|".join(map(re.escape, CHECKPOINTS))
 PAIR_IN_NAME = re.compile(rf"(?:^|_)({CHECKPOINT_NAME})_to_({CHECKPOINT_NAME})(?:_|$)")  # x_pretrained_to_finetuned_y
@@ -107,15 +110,21 @@ def load_study(study: Where, output_dir: Where = "outputs") -> pd.DataFrame:
 
 
 def load_findings(study: Where, output_dir: Where = "outputs") -> pd.DataFrame:
-    """A study's findings (`FINDING_COLUMNS`): per finding and task, on how many seeds it holds,
-    and the paper beside it (its source, what it found, the study's verdict; missing where no
-    paper measured it)."""
+    """A study's findings (`FINDING_COLUMNS`), one row per finding, task and seed: the seed's
+    state (holds, fails, unclear; or rises, falls, no clear change), whether it is clearly the
+    finding's way, its evidence (the change and its 95% interval over ``n`` sampled ``unit``s,
+    or the share of resamples a claim held on), on how many of the task's seeds the finding is
+    clear, and the paper beside it (its source, what it found, the study's verdict; missing where
+    no paper measured it)."""
     stored = checked_study(study_folder(study, Path(output_dir)))
-    return table([(stored["name"], finding, found["claim"], task, cell["holds"], cell["seeds"],
+    return table([(stored["name"], finding, found["claim"], task, record["seed"], record["state"],
+                   record["state"] == found.get("holds_as", "holds"), record.get("value"),
+                   *(record.get("interval") or (None, None)), record.get("support"), record.get("unit"),
+                   record.get("n"), cell["holds"], cell["seeds"],
                    *((paper["source"], paper["says"], paper["verdict"]) if (paper := found.get("paper")) else
                      (None, None, None)))
                   for finding, found in stored.get("findings", {}).items()
-                  for task, cell in found["per_task"].items()], FINDING_COLUMNS)
+                  for task, cell in found["per_task"].items() for record in cell.get("per_seed", [])], FINDING_COLUMNS)
 
 
 def table(rows: list[tuple[Any, ...]], columns: dict[str, str]) -> pd.DataFrame:

@@ -95,8 +95,8 @@ def samples(identity: dict[str, Any], notes: dict[str, Any]) -> list[tuple[int |
     if name == "dev":  # whole splits unless --max-dev-examples asked for a sample
         return [(count, "max_dev_examples", f"{split} examples") for split, count in notes.get("examples", {}).items()
                 if "sample" in identity]
-    if name == "corpus":
-        return [(notes.get("segments"), "max_eval_examples", "corpus segments")]
+    if name in ("corpus", "running-text"):
+        return [(notes.get("segments"), "max_eval_examples", "segments of running text")]
     if name == "coreference":
         return [(notes.get("documents"), "max_corpus_items", "documents")] if identity.get("max_documents") else []
     if name not in ("syntax", "syntax-probe"):

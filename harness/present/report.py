@@ -37,8 +37,10 @@ from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescap
 from markdown_it import MarkdownIt
 from markupsafe import Markup
 
-from harness.config import EnvironmentConfig, ReportConfig, describe_recipe
+from harness.config import EnvironmentConfig, ReportConfig
 from harness.present.redraw import drawn_files
+from harness.present.study_figures import task_text, tasks_text
+from harness.recipes import describe_recipe
 from harness.results.checkpoints import PAIRS
 from harness.results.store import ensure_writable
 from harness.results.summary import STUDIES, SUMMARY, checked_study, checked_summary, flatten
@@ -323,20 +325,17 @@ def study_settings(study: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def findings(found: dict[str, Any]) -> dict[str, Any] | None:
-    """Each finding once, as a row: the claim, on how many tasks it holds on every seed, on how
-    many seeds of each task it holds, and the papers beside it (None when there is none)."""
+    """Each finding once, as a row: the claim, on how many tasks it is clear on every seed, per
+    task its seeds and each seed's evidence (`task_text`), and the papers beside it (None when
+    there is none)."""
     if not found:
         return None
     tasks = list(dict.fromkeys(task for finding in found.values() for task in finding["per_task"]))
-    rows = [(finding["claim"], f"{finding['tasks_every_seed']} of {finding['tasks']}",
-             [support(finding["per_task"].get(task)) for task in tasks], *paper_cells(finding.get("paper")))
+    rows = [(finding["claim"], tasks_text(finding),
+             [task_text(cell, finding.get("holds_as", "holds")) if (cell := finding["per_task"].get(task)) else "-"
+              for task in tasks], *paper_cells(finding.get("paper")))
             for finding in found.values()]
     return {"tasks": tasks, "rows": rows}
-
-
-def support(cell: dict[str, Any] | None) -> str:
-    """On how many of a task's seeds a finding holds: ``holds of seeds``, or ``-``."""
-    return f"{cell['holds']} of {cell['seeds']}" if cell else "-"
 
 
 def markdown_files(paths: list[Path], titled: bool) -> list[dict[str, Any]]:

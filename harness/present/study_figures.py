@@ -33,18 +33,47 @@ def draw_study(study: dict[str, Any], out_dir: Path, failures: Failures | None =
     return written
 
 
+def seed_text(record: dict[str, Any]) -> str:
+    """One seed's evidence in a cell: ``+0.031 [+0.012, +0.050]``, ``holds (99%)`` or ``[+0.02, +0.09]``."""
+    if "value" in record:
+        low, high = record["interval"]
+        return f"{record['value']:+.3f} [{low:+.3f}, {high:+.3f}]"
+    if "support" in record:
+        return f"{record['state']} ({100 * record['support']:.0f}%)"
+    if "interval" in record:
+        low, high = record["interval"]
+        return f"{record['state']} [{low:+.3f}, {high:+.3f}]"
+    return record["state"]
+
+
+def task_text(cell: dict[str, Any], holds: str) -> str:
+    """A task's cell of a finding: on how many seeds it is clear, how the others went, and each
+    seed's evidence: ``2 of 3 (1 no clear change): +0.031 [+0.012, +0.050]; ...``."""
+    others = ", ".join(f"{count} {state}" for state, count in cell.get("states", {}).items() if state != holds)
+    seeds = "; ".join(seed_text(record) for record in cell.get("per_seed", []))
+    return f"{cell['holds']} of {cell['seeds']}" + (f" ({others})" if others else "") + (f": {seeds}" if seeds else "")
+
+
+def tasks_text(finding: dict[str, Any]) -> str:
+    """On how many tasks a finding is clear on every seed, or where it is not defined."""
+    if "undefined_on" in finding:
+        return f"not defined on {', '.join(finding['undefined_on'])}"
+    return f"{finding['tasks_every_seed']} of {finding['tasks']}"
+
+
 def findings_table(study: dict[str, Any]) -> str:
-    """The findings beside the papers: each with the tasks it holds on every seed of, its seeds
-    per task, what the paper found and whether the study agrees; then the tasks kept out of
-    the findings (not learned), and why."""
+    """The findings beside the papers: each with the tasks it is clear on every seed of, per
+    task its seeds and each seed's evidence (interval or share of resamples), what the paper
+    found and whether the study agrees; then the tasks kept out of the findings (not learned),
+    and why."""
     rows = []
     for finding in study["findings"].values():
-        seeds = ", ".join(f"{task} {cell['holds']}/{cell['seeds']}" for task, cell in finding["per_task"].items())
-        tasks = (f"not defined on {', '.join(finding['undefined_on'])}" if "undefined_on" in finding
-                 else f"{finding['tasks_every_seed']} of {finding['tasks']}")
-        rows.append([finding["claim"], tasks, seeds, *paper_cells(finding.get("paper"))])
-    table = markdown_table(["finding", "tasks, every seed", "seeds where it holds", "what the papers found",
-                            "beside the paper"], rows) if rows else "No finding could be judged.\n"
+        holds = finding.get("holds_as", "holds")
+        seeds = "<br>".join(f"{task} {task_text(cell, holds)}" for task, cell in finding["per_task"].items())
+        rows.append([finding["claim"], tasks_text(finding), seeds, *paper_cells(finding.get("paper"))])
+    table = markdown_table(["finding", "tasks clear on every seed", "per task: seeds clear, each seed's evidence",
+                            "what the papers found", "beside the paper"], rows) if rows \
+        else "No finding could be judged.\n"
     kept_out = "".join(f"\nNot in the findings: {task}: {why}.\n"
                        for task, why in study.get("kept_out_of_findings", {}).items())
     return table + kept_out

@@ -61,28 +61,33 @@ RUN_SETTINGS = "config.json"  # the run's settings, as `--config` reads them
 HEADLINE = "headline"  # MLflow's charts group metrics by the prefix before "/": the short list is one section
 
 
+def run_dtype(config: RunConfig) -> torch.dtype:
+    """The precision a run's checkpoints are analysed in: the run's on a GPU, fp32 on a CPU."""
+    return DTYPES[config.environment.precision] if run_device(config).type == "cuda" else torch.float32
+
+
+def trained_checkpoint(config: RunConfig, name: str, result: FineTuneResult) -> Checkpoint:
+    """A trained checkpoint of ``config``'s model (``result``: the fine-tune or a baseline) under
+    ``name``, on the run's device and precision, identified by its fine-tune key."""
+    return Checkpoint(name, prepare(load_finetuned(result.checkpoint_dir), run_device(config), run_dtype(config)),
+                      {"model": config.task.model, "finetune_key": result.key, "layout": result.layout},
+                      {"trained": True})
+
+
 def load_checkpoints(plan: RunPlan, tuned: FineTuneResult,
                      baselines: dict[str, FineTuneResult] | None = None) -> list[Checkpoint]:
     """The pre-trained encoder (with the seeded, untrained head that was evaluated before
     fine-tuning), the fine-tuned checkpoint and any trained ``baselines`` ({name: result}),
     named, on the run's device and precision."""
     config = plan.config
-    device = run_device(config)
-    dtype = DTYPES[config.environment.precision] if device.type == "cuda" else torch.float32
     seed = config.finetune.seed
     pretrained = load_sequence_classifier(config.task.model, plan.data.task, head_seed=seed)
-
-    def trained(name: str, result: FineTuneResult) -> Checkpoint:
-        return Checkpoint(name, prepare(load_finetuned(result.checkpoint_dir), device, dtype),
-                          {"model": config.task.model, "finetune_key": result.key, "layout": result.layout},
-                          {"trained": True})
-
     return [
-        Checkpoint(PRETRAINED, prepare(pretrained, device, dtype),
+        Checkpoint(PRETRAINED, prepare(pretrained, run_device(config), run_dtype(config)),
                    pretrained_identity(config.task.model, plan.hashes),
                    {"trained": False, "seed": seed, "labels": plan.data.task.num_labels}),
-        trained(FINETUNED, tuned),
-        *(trained(name, result) for name, result in (baselines or {}).items()),
+        trained_checkpoint(config, FINETUNED, tuned),
+        *(trained_checkpoint(config, name, result) for name, result in (baselines or {}).items()),
     ]
 
 

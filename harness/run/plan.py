@@ -22,11 +22,13 @@ from transformers import PretrainedConfig
 from harness.analyses import ANALYSES, Analysis
 from harness.analyses.ablation import Ablation
 from harness.analyses.evaluation import Evaluation
-from harness.config import AnalysisConfig, RunConfig, default_corpus_path, flag_of, looked_in
+from harness.config import AnalysisConfig, RunConfig
+from harness.corpus_lookup import default_corpus_path, looked_in
 from harness.inputs.sources import SOURCES, SourceContext
 from harness.inputs.sources.treebank import train_sibling
 from harness.model.finetune import TaskData, cache_key
 from harness.model.loading import check_model
+from harness.options import flag_of
 from harness.results.store import FileHashes, ensure_writable, key_of
 from harness.results.summary import SUMMARY
 from tasks.corpora import DOWNLOAD_COMMAND, LITBANK, UD_ENGLISH_EWT, Corpus, get_corpus

@@ -3,9 +3,12 @@ spread over the seeds of each task, the series each analysis's view keeps over s
 per layer and head, [CLS]/[SEP] attention per layer), which tasks the fine-tuned models
 learned, and the findings: each view's claims judged on every run of the tasks learned, and
 the direction of each signed change it declares, with the seeds and tasks they hold for and
-what the papers found on the same point beside them. An analysis that ran on some seeds only
-(the ablation on a CPU: one seed per task) is aggregated and judged over those seeds, and
-says how many. Nothing here imports torch.
+what the papers found on the same point beside them. A seed counts for a finding only where
+its evidence is clear of its sampling error (`harness.views.evidence`: a change whose 95%
+interval over the units the analysis sampled excludes 0, a claim that holds on 97.5% of the
+resamples); every other seed says "no clear change" or "unclear", with its interval. An
+analysis that ran on some seeds only (the ablation on a CPU: one seed per task) is aggregated
+and judged over those seeds, and says how many. Nothing here imports torch.
 """
 
 from __future__ import annotations
@@ -16,7 +19,8 @@ from typing import Any
 import numpy as np
 
 from harness.views import VIEWS
-from harness.views.base import Failures, PaperPoint, View, attempt
+from harness.views.base import Entry, Failures, PaperPoint, View, attempt
+from harness.views.evidence import FAILS, FALLS, HOLDS, NO_CLEAR_CHANGE, RISES, UNCLEAR, Evidence, described
 from harness.views.evaluation import EvaluationView
 from harness.views.seeds import spread
 from harness.views.summary import headline_names, summary_metrics
@@ -58,6 +62,17 @@ def task_aggregate(summaries: dict[int, dict[str, Any]], failures: Failures | No
     return entry
 
 
+def seed_entries(view: type[View], summaries: dict[int, dict[str, Any]]) -> dict[int, Entry]:
+    """``{seed: the view's entry}`` of the seeds whose summary has the analysis (current version)."""
+    return {seed: entry for seed, summary in summaries.items() if (entry := current_entry(view, summary))}
+
+
+def current_entry(view: type[View], summary: dict[str, Any]) -> Entry | None:
+    """The view's analysis entry of ``summary`` if it has one of the view's version."""
+    found = entries_of(view, [summary])
+    return found[0] if found else None
+
+
 def learning(by_task: Summaries) -> dict[str, dict[str, Any]]:
     """Per task, the harness's learning check on each seed: whether its fine-tuned model is
     clearly above the majority class on dev (a seed without a dev evaluation did not show it)."""
@@ -66,8 +81,8 @@ def learning(by_task: Summaries) -> dict[str, dict[str, Any]]:
     for task, summaries in by_task.items():
         seeds = {}
         for seed, summary in summaries.items():
-            entries = entries_of(EvaluationView, [summary])
-            seeds[str(seed)] = bool(entries and judge(entries[0]))
+            entry = current_entry(EvaluationView, summary)
+            seeds[str(seed)] = entry is not None and (judge(entry) or {}).get("verdict") == HOLDS
         checked[task] = {"seeds": seeds, "learned": sum(seeds.values()), "of": len(seeds),
                          "every_seed": all(seeds.values())}
     return checked
@@ -83,50 +98,77 @@ def judged_tasks(checked: dict[str, dict[str, Any]], findings_from: str) -> tupl
     return [task for task in checked if task not in kept_out], kept_out
 
 
-def support(claim: str, holds: dict[str, list[bool]]) -> dict[str, Any]:
-    """A finding with the seeds it holds for on each task: ``{task: [holds per seed]}``."""
-    per_task = {task: {"holds": sum(map(bool, values)), "seeds": len(values)} for task, values in holds.items()}
-    everywhere = [task for task, counts in per_task.items() if counts["holds"] == counts["seeds"]]
-    detail = ", ".join(f"{task} {c['holds']} of {c['seeds']}" for task, c in per_task.items())
+def seed_record(seed: int, state: str, evidence: Evidence) -> dict[str, Any]:
+    """One seed's part of a finding: its state (holds, fails, unclear; or rises, falls, no clear
+    change) and the evidence it rests on (value and interval, or support over resamples)."""
+    kept = ("value", "interval", "support", "statistic", "unit", "n")
+    return {"seed": seed, "state": state, **{key: evidence[key] for key in kept if key in evidence},
+            "evidence": described(evidence)}
+
+
+def task_cell(records: list[dict[str, Any]], holds: str) -> dict[str, Any]:
+    """A task's part of a finding: on how many seeds it ``holds`` (its state counted), how many
+    went each other way, and each seed's record."""
+    states = [record["state"] for record in records]
+    return {"holds": states.count(holds), "seeds": len(states),
+            "states": {state: states.count(state) for state in dict.fromkeys(states)}, "per_seed": records}
+
+
+def counted(cell: dict[str, Any], holds: str) -> str:
+    """``3 of 3`` or ``1 of 3 (2 no clear change)``: a task cell in words."""
+    others = ", ".join(f"{count} {state}" for state, count in cell["states"].items() if state != holds)
+    return f"{cell['holds']} of {cell['seeds']}" + (f" ({others})" if others else "")
+
+
+def support(claim: str, per_task: dict[str, dict[str, Any]], holds: str = HOLDS) -> dict[str, Any]:
+    """A finding with, per task, the seeds where it holds clear of its sampling error
+    (``per_task``: `task_cell`s)."""
+    everywhere = [task for task, cell in per_task.items() if cell["holds"] == cell["seeds"]]
+    detail = "; ".join(f"{task} {counted(cell, holds)}" for task, cell in per_task.items())
     return {"claim": claim, "per_task": per_task, "tasks_every_seed": len(everywhere), "tasks": len(per_task),
-            "text": f"{claim}: holds on every seed of {len(everywhere)} of {len(per_task)} tasks "
-                    f"(seeds where it holds: {detail})"}
+            "holds_as": holds,
+            "text": f"{claim}: clear of its sampling error on every seed of {len(everywhere)} of {len(per_task)} "
+                    f"tasks (seeds where it is: {detail})"}
 
 
-def beside_paper(paper: PaperPoint, agrees: dict[str, list[bool]]) -> dict[str, Any]:
-    """What the paper found, and whether the study agrees: ``agrees`` holds, per task the paper
-    has an expectation for, whether each seed went the paper's way. ``agrees`` on every seed of
-    every such task; ``disagrees`` where under half of their seeds do; ``partly`` between; ``not
-    compared`` where the paper measured no such thing (or none of its tasks ran)."""
+def beside_paper(paper: PaperPoint, states: dict[str, list[str]]) -> dict[str, Any]:
+    """What the paper found, and whether the study agrees: ``states`` holds, per task the paper
+    has an expectation for, each seed's state against it (``paper``: clearly the paper's way;
+    ``other``: clearly the other way; ``unclear``). ``agrees`` when every seed of every such
+    task is clearly the paper's way; ``disagrees`` when seeds clearly the other way outnumber
+    those clearly the paper's and make half of all; ``unclear`` when no seed is clear; ``partly``
+    between; ``not compared`` where the paper measured no such thing (or none of its tasks ran)."""
     verdict, detail = "not compared", ""
-    seeds = [value for values in agrees.values() for value in values]
+    seeds = [state for values in states.values() for state in values]
     if seeds:
-        every = [task for task, values in agrees.items() if all(values)]
-        verdict = ("agrees" if len(every) == len(agrees) else
-                   "disagrees" if sum(seeds) < len(seeds) / 2 else "partly")
-        detail = f"the paper's way on every seed of {len(every)} of {len(agrees)} tasks"
+        paper_way, other, unclear = (seeds.count(state) for state in ("paper", "other", "unclear"))
+        verdict = ("agrees" if paper_way == len(seeds) else "unclear" if unclear == len(seeds) else
+                   "disagrees" if other > paper_way and 2 * other >= len(seeds) else "partly")
+        every = sum(all(state == "paper" for state in values) for values in states.values())
+        detail = (f"clearly the paper's way on {paper_way} of {len(seeds)} seeds, every seed of {every} of "
+                  f"{len(states)} tasks; clearly the other way on {other}; unclear on {unclear}")
     return {"source": paper.source, "says": paper.says, "verdict": verdict, "detail": detail}
 
 
 def claim_findings(view: type[View], by_task: Summaries) -> dict[str, Any]:
-    """The view's claims, each judged on every run of every task that has the analysis."""
-    entries = {task: found for task, summaries in by_task.items()
-               if (found := entries_of(view, list(summaries.values())))}
+    """The view's claims, each judged on every run of every task that has the analysis: per seed
+    ``holds`` or ``fails`` clear of its sampling error, or ``unclear``."""
+    entries = {task: found for task, summaries in by_task.items() if (found := seed_entries(view, summaries))}
     found = {}
     for name, claim in view.claims.items():
-        verdicts = {task: [claim.judge(entry) for entry in task_entries] for task, task_entries in entries.items()}
-        if entries and all(verdict is not None for values in verdicts.values() for verdict in values):
-            found[name] = support(claim.text, verdicts)
-            if name in view.papers:
-                paper = view.papers[name]
-                found[name]["paper"] = beside_paper(paper, {task: values for task, values in verdicts.items()
-                                                            if paper.expectation(task) == "holds"})
+        judged = {task: {seed: claim.judge(entry) for seed, entry in seeds.items()} for task, seeds in entries.items()}
+        if not entries or any(evidence is None for seeds in judged.values() for evidence in seeds.values()):
+            continue
+        per_task = {task: task_cell([seed_record(seed, evidence["verdict"], evidence)
+                                     for seed, evidence in seeds.items()], HOLDS) for task, seeds in judged.items()}
+        found[name] = support(claim.text, per_task)
+        if name in view.papers:
+            paper = view.papers[name]
+            as_paper = {HOLDS: "paper", FAILS: "other", UNCLEAR: "unclear"}
+            found[name]["paper"] = beside_paper(paper, {
+                task: [as_paper[evidence["verdict"]] for evidence in seeds.values()]
+                for task, seeds in judged.items() if paper.expectation(task) == "holds"})
     return found
-
-
-def went(changes: list[float], rises: bool) -> list[bool]:
-    """Per seed, whether its change went the given way (a change of exactly 0 went neither)."""
-    return [(change > 0) == rises and change != 0 for change in changes]
 
 
 def undefined(claim: str, tasks: list[str]) -> dict[str, Any]:
@@ -135,39 +177,88 @@ def undefined(claim: str, tasks: list[str]) -> dict[str, Any]:
             "text": f"{claim}: not defined on these tasks ({', '.join(tasks)})"}
 
 
-def change_findings(view: type[View], by_task: Summaries, tasks: dict[str, Any]) -> dict[str, Any]:
+def finding_direction(evidence: dict[str, dict[int, Evidence]]) -> str:
+    """Which way a change went over every seed: the way most of its clear seeds went (by the
+    mean change where as many went each way, or none is clear)."""
+    directions = [e["direction"] for seeds in evidence.values() for e in seeds.values()]
+    if directions.count(RISES) != directions.count(FALLS):
+        return RISES if directions.count(RISES) > directions.count(FALLS) else FALLS
+    return RISES if np.mean([e["value"] for seeds in evidence.values() for e in seeds.values()]) > 0 else FALLS
+
+
+def change_findings(view: type[View], by_task: Summaries) -> dict[str, Any]:
     """The direction of each signed change the view declares, over every task whose runs have
-    the analysis and give the metric. A task where it is undefined (a cross-sentence share of a
-    single-sentence task) is not judged; where no task defines it the finding says so. That
-    each declared name is one the view's metrics give is the views' tests' to check
-    (tests/unit/run/test_pipeline.py, on a run of a pair task), not a study's to find out at its end."""
-    ran = [task for task, summaries in by_task.items() if entries_of(view, list(summaries.values()))]
-    if not ran:
+    the analysis and give the change's evidence: per seed ``rises`` or ``falls`` when its 95%
+    interval over the sampled units excludes 0, else ``no clear change``. A task where the
+    change is undefined (a cross-sentence share of a single-sentence task) is not judged; where
+    no task defines it the finding says so. That each declared name is one the view's metrics
+    give is the views' tests' to check (tests/unit/run/test_pipeline.py, on a run of a pair
+    task), not a study's to find out at its end."""
+    entries = {task: found for task, summaries in by_task.items() if (found := seed_entries(view, summaries))}
+    if not entries:
         return {}
     found = {}
     for name, what in view.signed_changes.items():
-        values = {task: tasks[task]["metrics"][name]["values"] for task in ran if name in tasks[task]["metrics"]}
-        if not values:
-            found[name] = undefined(f"{what} with fine-tuning", ran)
+        evidence = {task: {seed: view.change_evidence(entry).get(name) for seed, entry in seeds.items()}
+                    for task, seeds in entries.items()}
+        evidence = {task: seeds for task, seeds in evidence.items() if all(e is not None for e in seeds.values())}
+        if not evidence:
+            found[name] = undefined(f"{what} with fine-tuning", list(entries))
             continue
-        rises = bool(np.mean([v for runs in values.values() for v in runs]) > 0)
-        verdicts = {task: went(runs, rises) for task, runs in values.items()}
-        found[name] = support(f"{what} {'rises' if rises else 'falls'} with fine-tuning", verdicts)
+        way = finding_direction(evidence)
+        per_task = {task: task_cell([seed_record(seed, e["direction"], e) for seed, e in seeds.items()], way)
+                    for task, seeds in evidence.items()}
+        found[name] = support(f"{what} {way} with fine-tuning", per_task, way)
         if name in view.papers:
             paper = view.papers[name]
-            expected = {task: paper.expectation(task) for task in ran}
-            found[name]["paper"] = beside_paper(paper, {task: went(runs, expected[task] == "rises")
-                                                        for task, runs in values.items()
-                                                        if expected[task] in ("rises", "falls")})
+            found[name]["paper"] = beside_paper(paper, {
+                task: [paper_state(e["direction"], paper.expectation(task)) for e in seeds.values()]
+                for task, seeds in evidence.items() if paper.expectation(task) in (RISES, FALLS)})
     return found
 
 
-def findings(by_task: Summaries, tasks: dict[str, Any], judged: list[str],
-             failures: Failures | None = None) -> dict[str, Any]:
+def paper_state(direction: str, expected: str) -> str:
+    """A seed's change against the paper's direction: ``paper``, ``other`` or ``unclear``."""
+    return "unclear" if direction == NO_CLEAR_CHANGE else "paper" if direction == expected else "other"
+
+
+SEED_NOISE = ("the last layer changes more from pre-training than between two seeds' fine-tunings (cosine "
+              "between the seeds' maps above the pre-trained to fine-tuned cosine)")
+
+
+def last_layer(evidence: Evidence) -> Evidence:
+    """The last layer's part of a per-layer evidence (`paired_change` with ``reduce=None``)."""
+    return {**evidence, "value": evidence["value"][-1], "interval": evidence["interval"][-1],
+            "direction": evidence["direction"][-1]}
+
+
+def seed_noise_finding(between: dict[str, dict[str, Any]], judged: list[str]) -> dict[str, Any]:
+    """Whether the last layer's change from pre-training stands clear of the difference between
+    two fine-tunings of the same task (`harness.study.between_seeds`), per pair of seeds of each
+    judged task: ``holds`` where the cosine between the seeds is clearly above the first seed's
+    pre-trained to fine-tuned cosine, ``fails`` where clearly below, else ``unclear``; empty
+    where no judged task has two seeds."""
+    states = {RISES: HOLDS, FALLS: FAILS, NO_CLEAR_CHANGE: UNCLEAR}
+    per_task = {}
+    for task in judged:
+        pairs = between.get(task, {}).get("pairs", [])
+        records = []
+        for pair in pairs:
+            evidence = last_layer(pair["against_pretraining"])
+            records.append({**seed_record(pair["seeds"][0], states[evidence["direction"]], evidence),
+                            "seeds": pair["seeds"]})
+        if records:
+            per_task[task] = task_cell(records, HOLDS)
+    return {"last_layer_beyond_seed_noise": support(SEED_NOISE, per_task)} if per_task else {}
+
+
+def findings(by_task: Summaries, judged: list[str], failures: Failures | None = None,
+             between: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     """The learning check over every task, then every view's claims and signed changes over
     the ``judged`` tasks, with their support over seeds and tasks and the papers beside them,
-    from the runs' summaries and their per-task aggregates (`task_aggregate`). A view whose
-    findings fail is recorded in ``failures`` and the others go on."""
+    from the runs' summaries, and the last layer's change against the difference between seeds
+    (``between``: `harness.study.between_seeds`). A view whose findings fail is recorded in
+    ``failures`` and the others go on."""
     failures = {} if failures is None else failures
     found = {name: finding for name, finding in claim_findings(EvaluationView, by_task).items() if name == LEARNED}
     kept = {task: by_task[task] for task in judged}
@@ -175,5 +266,6 @@ def findings(by_task: Summaries, tasks: dict[str, Any], judged: list[str],
         claims = attempt(failures, f"{view.name} claims", partial(claim_findings, view, kept), {})
         found.update({name: finding for name, finding in claims.items() if name != LEARNED})
     for view in VIEWS.values():
-        found.update(attempt(failures, f"{view.name} changes", partial(change_findings, view, kept, tasks), {}))
+        found.update(attempt(failures, f"{view.name} changes", partial(change_findings, view, kept), {}))
+    found.update(attempt(failures, "between seeds", partial(seed_noise_finding, between or {}, judged), {}))
     return found

@@ -29,6 +29,7 @@ from harness.results.summary import STUDIES, STUDY, SUMMARY, flatten, seal, stor
 from harness.run.plan import Downloads, RunPlan, plan_run
 from harness.run.tracking import PARENT_TAG, Tracker, check_store, is_finished
 from harness.study.aggregate import findings, judged_tasks, learning, task_aggregate
+from harness.study.between_seeds import between_seeds
 from harness.study.executors import Job, run_inline, run_on_ray
 from harness.views.base import Failures, attempt
 from harness.views.seeds import spread
@@ -148,7 +149,10 @@ def study(plan: StudyPlan) -> tuple[dict[str, Any], list[Path], str, str]:
                          {"study": plan.name, "model": plan.model, "harness.kind": "study"})
         try:
             failures = run_all(plan, {"study": plan.name, PARENT_TAG: parent.run_id})
-            aggregated = aggregate(plan, failures, parent.children_seconds())
+            lost: Failures = {}
+            finished = [run for run in plan.runs if run_label(run.config) not in failures]
+            between = attempt(lost, "between seeds", partial(between_seeds, finished), {})
+            aggregated = aggregate(plan, failures, parent.children_seconds(), between, lost)
             write_study(plan.folder, aggregated)
             files = draw_study(aggregated, plan.folder / "figures", aggregated["aggregation_failed"])
             if aggregated["aggregation_failed"]:
@@ -170,27 +174,31 @@ def write_study(folder: Path, aggregated: dict[str, Any]) -> None:
     seal(folder, aggregated)
 
 
-def aggregate(plan: StudyPlan, failures: dict[str, str], seconds: dict[str, dict[str, float]]) -> dict[str, Any]:
+def aggregate(plan: StudyPlan, failures: dict[str, str], seconds: dict[str, dict[str, float]],
+              between: dict[str, dict[str, Any]] | None = None, lost: Failures | None = None) -> dict[str, Any]:
     """The study from its runs' stored summaries (finished runs only), with the seconds each
-    run's MLflow record logged (``{run key: {metric: seconds}}``). What cannot be aggregated
-    is named under ``aggregation_failed`` and the rest is kept: the study never ends without
-    its study.json, whatever one analysis's code does."""
+    run's MLflow record logged (``{run key: {metric: seconds}}``) and the cosine between its
+    seeds' fine-tuned models (``between``, `harness.study.between_seeds`). What cannot be
+    aggregated is named under ``aggregation_failed`` (with what ``lost`` already names) and the
+    rest is kept: the study never ends without its study.json, whatever one analysis's code does."""
     by_task: dict[str, dict[int, dict[str, Any]]] = {}
     for run_plan in plan.runs:
         summary = stored_summary(run_plan.run_dir / SUMMARY)
         if summary is not None and run_label(run_plan.config) not in failures:
             by_task.setdefault(run_plan.config.task.task, {})[run_plan.config.finetune.seed] = summary
-    lost: Failures = {}
+    lost = {} if lost is None else lost
     nothing = {"tasks": {}, "special_tokens": None, "learning": {}, "findings_from": plan.settings.findings_from,
                "judged_tasks": [], "kept_out_of_findings": {}, "seconds": {}, "findings": {}}
-    said = attempt(lost, "the study's aggregation", partial(across_runs, plan, by_task, seconds, lost), nothing)
+    said = attempt(lost, "the study's aggregation", partial(across_runs, plan, by_task, seconds, between or {}, lost),
+                   nothing)
     return {**described_study(plan, failures), **said, "aggregation_failed": lost}
 
 
 def across_runs(plan: StudyPlan, by_task: dict[str, dict[int, dict[str, Any]]], seconds: dict[str, dict[str, float]],
-             lost: Failures) -> dict[str, Any]:
+                between: dict[str, dict[str, Any]], lost: Failures) -> dict[str, Any]:
     """What the runs' summaries say across seeds and tasks (`aggregate`); a view that fails is named in ``lost``."""
-    tasks = {task: task_aggregate(summaries, lost) for task, summaries in by_task.items()}
+    tasks = {task: task_aggregate(summaries, lost) | ({"between_seeds": between[task]} if task in between else {})
+             for task, summaries in by_task.items()}
     checked = learning(by_task)
     judged, kept_out = judged_tasks(checked, plan.settings.findings_from)
     return {
@@ -200,7 +208,7 @@ def across_runs(plan: StudyPlan, by_task: dict[str, dict[int, dict[str, Any]]], 
         "learning": checked, "findings_from": plan.settings.findings_from, "judged_tasks": judged,
         "kept_out_of_findings": kept_out,
         "seconds": attempt(lost, "seconds per task", partial(task_seconds, plan, by_task, seconds), {}),
-        "findings": findings(by_task, tasks, judged, lost),
+        "findings": findings(by_task, judged, lost, between),
     }
 
 

@@ -10,7 +10,7 @@ that only draw or report start in a fraction of the time a run does.
 from pathlib import Path
 
 from harness.views import evaluation  # isort: skip (first: the overview opens with the dev scores)
-from harness.views import cosine, cosine_padded, clustering, patterns, surface, sinks, vig  # isort: skip
+from harness.views import cosine, cosine_padded, clustering, patterns, surface, surface_text, sinks, vig  # isort: skip
 from harness.views import dependency, coreference, probes, features, features_task, gradients  # isort: skip
 from harness.views import ablation, examples  # isort: skip
 from harness.views.base import VIEWS, View
@@ -19,4 +19,4 @@ VIEWS_FOLDER = Path(__file__).parent  # the code that draws: its files' hash dec
 
 __all__ = ["VIEWS", "VIEWS_FOLDER", "View", "ablation", "clustering", "coreference", "cosine", "cosine_padded",
            "dependency", "evaluation", "examples", "features", "features_task", "gradients", "patterns", "probes",
-           "sinks", "surface", "vig"]
+           "sinks", "surface", "surface_text", "vig"]

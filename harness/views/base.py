@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 from harness.registry import registrar
+from harness.results.checkpoints import MAIN_PAIR
 
 Entry = dict[str, Any]  # one analysis's entry of summary.json: version, identity, pairs, reference, result
 Row = tuple[str, ...]  # a row of the overview table: what, pre-trained, fine-tuned, the paper's number
@@ -53,11 +54,14 @@ def per_pair_results(entry: Entry) -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Claim:
-    """A yes/no statement judged on each run's summary entry of its analysis (None: this run
-    cannot judge it); a study reports on how many seeds and tasks it holds."""
+    """A yes/no statement judged on each run's summary entry of its analysis: ``judge`` returns
+    its evidence (`harness.views.evidence`: a ``verdict`` of ``holds``, ``fails`` or
+    ``unclear``, from resampling the units the analysis sampled or from an interval, and the
+    statistic it read), or None where the run cannot judge it; a study reports on how many
+    seeds and tasks it holds clearly, fails clearly, or is unclear."""
 
     text: str
-    judge: Callable[[Entry], bool | None]
+    judge: Callable[[Entry], dict[str, Any] | None]
 
 
 @dataclass(frozen=True)
@@ -98,6 +102,14 @@ class View:
     papers: ClassVar[dict[str, PaperPoint]] = {}
     left_out: ClassVar[tuple[str, ...]] = ()
     overview_reads: ClassVar[tuple[str, ...]] = ()
+
+    @classmethod
+    def change_evidence(cls, entry: Entry) -> dict[str, dict[str, Any]]:
+        """Each signed change's evidence on this run (`harness.views.evidence.paired_change`: its
+        value, 95% interval over the units sampled, and direction, ``rises``, ``falls`` or ``no
+        clear change``), by metric name; a change the run does not define is absent. What the
+        analysis's comparison stored for the main pair."""
+        return per_pair_results(entry).get(MAIN_PAIR, {}).get("evidence", {})
 
     @classmethod
     def description(cls) -> str:

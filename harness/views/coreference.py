@@ -3,8 +3,10 @@
 Shown: each head's antecedent selection accuracy on all mentions per checkpoint (with each
 pair's change), grouped bars by mention type for the baselines and each checkpoint's best
 head beside Clark et al.'s Table 2, a Markdown table in Table 2's layout with their number in
-brackets, MLflow metrics per mention type, and the overview's row: the best head on all
-mentions.
+brackets beside the rows of their protocol (Nearest, Head match, the best head) and none
+beside ours (Nearest either side), each pair's change of the best head with its interval over
+resampled documents, MLflow metrics per mention type, and the overview's row: the best head
+on all mentions.
 """
 
 from __future__ import annotations
@@ -16,11 +18,14 @@ import numpy as np
 
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.views.base import Entry, PaperPoint, Row, View, per_checkpoint_results, per_pair_results, register_view
+from harness.views.evidence import RESAMPLES, Evidence
 from harness.views.style import GREY, checkpoint_title, draw_side_by_side_grids, plt, run_title, save, titled_pairs
 from tasks.coreference import MENTION_TYPES
 
 GROUPS = ("all", *MENTION_TYPES)
-BASELINES = ("nearest", "head_match", "nearest_preceding")
+BASELINES = ("nearest", "head_match", "nearest_either_side")
+CHANGE = "coref_all_change"
+UNIT = "documents"  # what is sampled: the mentions of one document are not independent
 
 # Clark et al. 2019, Table 2 (BERT-base, CoNLL-2012 dev, documents cut to 128 tokens), as fractions.
 CLARK_TABLE_2 = {
@@ -32,19 +37,19 @@ CLARK_TABLE_2 = {
 }
 # Fixed bar colours for the rows both panels or only one panel have, so that a colour means the
 # same method on both sides (the best heads keep their place in the row order: C3, C4).
-BAR_COLORS = {"Nearest": "C0", "Head match": "C1", "Nearest preceding (ours only)": "C2", "Rule-based": GREY}
+BAR_COLORS = {"Nearest": "C0", "Head match": "C1", "Nearest either side (ours)": "C2", "Rule-based": GREY}
 
 
 @register_view
 class CoreferenceView(View):
     name = "coreference"
-    version = 3
-    signed_changes = {"coref_all_change": "the best head's coreference antecedent accuracy"}
-    papers = {"coref_all_change": PaperPoint(
+    version = 4
+    signed_changes = {CHANGE: "the best head's coreference antecedent accuracy"}
+    papers = {CHANGE: PaperPoint(
         "Clark et al. 2019, Table 2",
         "pre-trained BERT-base only: head 5-4 finds an antecedent for 65% of mentions "
         "(CoNLL-2012), head match 52%, nearest 27%")}
-    left_out = ("accuracy_per_head",)
+    left_out = ("accuracy_per_head", "units")
 
     @classmethod
     def metrics(cls, entry: Entry) -> list[tuple[str, float]]:
@@ -59,7 +64,7 @@ class CoreferenceView(View):
     @classmethod
     def headline(cls, metrics: dict[str, float]) -> list[str]:
         """How the best head's antecedent accuracy changed (all mentions)."""
-        return [name for name in ("coref_all_change",) if name in metrics]
+        return [name for name in (CHANGE,) if name in metrics]
 
     @classmethod
     def draw(cls, entry: Entry, run: dict[str, Any], out_dir: Path) -> list[Path]:
@@ -98,8 +103,8 @@ def our_rows(checkpoints: dict[str, Any]) -> list[tuple[str, dict[str, float | N
     baselines = next(iter(checkpoints.values()))["baselines"]
     rows = [("Nearest", baselines["nearest"], CLARK_TABLE_2["nearest"]),
             ("Head match", baselines["head_match"], CLARK_TABLE_2["head_match"]),
-            # Our recency baseline: Clark had none, so no number of theirs goes beside it.
-            ("Nearest preceding (ours only)", baselines["nearest_preceding"], {})]
+            # Ours, the candidates of a head that may look either way: Clark had none, so no number of theirs.
+            ("Nearest either side (ours)", baselines["nearest_either_side"], {})]
     for checkpoint, stats in checkpoints.items():
         best = stats["best_head"]
         rows.append((f"best head {best['all']['layer']}-{best['all']['head']}, {checkpoint_title(checkpoint)}",
@@ -141,6 +146,12 @@ def draw_by_type(checkpoints: dict[str, Any], data: str, out_dir: Path, title: s
     return save(figure, out_dir / "coreference_by_type.png")
 
 
+def points(evidence: Evidence) -> str:
+    """``-3.8 [-7.1, -0.4]``: a change of fractions and its 95% interval, in points."""
+    low, high = evidence["interval"]
+    return f"{100 * evidence['value']:+.1f} [{100 * low:+.1f}, {100 * high:+.1f}]"
+
+
 def table_markdown(entry: dict[str, Any], data: str) -> str:
     """Clark's Table 2 layout as Markdown: ours, with Clark's number in brackets; then each pair's change."""
     def line(label: str, ours: dict[str, float | None], theirs: dict[str, float]) -> str:
@@ -156,7 +167,8 @@ def table_markdown(entry: dict[str, Any], data: str) -> str:
     baselines, heads = ours[:len(BASELINES)], ours[len(BASELINES):]
     lines = [f"# Coreference: antecedent selection by head words ({data})", "",
              f"Antecedent selection accuracy (%) on {data}; Clark et al. 2019 "
-             "(BERT-base, CoNLL-2012, their best head 5-4) in brackets.", "",
+             "(BERT-base, CoNLL-2012, their best head 5-4) in brackets. Nearest: the nearest earlier mention, "
+             "as theirs; Nearest either side: ours, the nearest mention a head may look at (no paper number).", "",
              "| method | " + " | ".join(f"{g} (n={first['mentions'][g]})" for g in GROUPS) + " |",
              "|---" * (len(GROUPS) + 1) + "|",
              *(line(*row) for row in baselines),
@@ -164,10 +176,13 @@ def table_markdown(entry: dict[str, Any], data: str) -> str:
              *(line(*row) for row in heads)]
     for (before, after), comparison in zip(entry["pairs"], per_pair_results(entry).values()):
         at = comparison["at_before_best_head"]
+        evidence = comparison["evidence"][CHANGE]
         lines += ["", f"{checkpoint_title(after)} minus {checkpoint_title(before)} (points):", "",
                   "| change | " + " | ".join(GROUPS) + " |", "|---" * (len(GROUPS) + 1) + "|",
                   line("best head vs best head", comparison["best_head"], {}),
-                  line(f"at {checkpoint_title(before)}'s best head {at['layer']}-{at['head']}", at, {})]
+                  line(f"at {checkpoint_title(before)}'s best head {at['layer']}-{at['head']}", at, {}), "",
+                  f"The best head's change on all mentions, chosen again in each of {RESAMPLES} resamples of the "
+                  f"{evidence['n']} {evidence['unit']}: {points(evidence)} points, {evidence['direction']}."]
     lines += ["", f"Documents: {first['documents']} ({first['documents_cut']} cut to {first['max_tokens']} "
                   f"word pieces; {first['words_cut']} words and {first['mentions_cut']} coreferent mentions cut)."]
     return "\n".join(lines) + "\n"

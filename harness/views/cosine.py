@@ -2,7 +2,9 @@
 
 Figures: the per-head grid of each declared pair and the per-layer lines; metrics: the mean
 per layer, over all heads and over the last two layers (Kovaleva et al.: those change most);
-a study keeps the per-layer and per-head means over seeds and judges that claim on each run.
+a study keeps the per-layer and per-head means over seeds and judges that claim on each run,
+on bootstrap resamples of the run's dev examples (each example's mean cosine per layer is
+stored, `harness.views.evidence`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import numpy as np
 from harness.results.checkpoints import MAIN_PAIR
 from harness.views.across_tasks import study_title, task_colour
 from harness.views.base import Claim, Entry, PaperPoint, Row, View, per_pair_results, register_view
+from harness.views.evidence import Evidence, UnitSums, resampled_verdict
 from harness.views.papers import KOVALEVA_TASKS, expected_for
 from harness.views.seeds import elementwise
 from harness.views.style import (
@@ -32,6 +35,7 @@ from harness.views.style import (
 )
 
 LAST_LAYERS = 2  # Kovaleva et al.: "the last two layers change most"
+UNIT = "dev examples"  # what the cosine samples: each example's maps of both checkpoints
 
 
 def most_changed(per_head: list[list[float]]) -> dict[str, Any]:
@@ -42,11 +46,27 @@ def most_changed(per_head: list[list[float]]) -> dict[str, Any]:
     return {"layer": int(layer) + 1, "head": int(head) + 1, "value": float(grid[layer, head])}
 
 
-def last_layers_change_most(entry: Entry) -> bool:
-    """Whether the last two layers have the two lowest per-layer cosines."""
-    per_layer = per_pair_results(entry)[MAIN_PAIR]["per_layer"]
-    lowest = sorted(range(len(per_layer)), key=per_layer.__getitem__)[:LAST_LAYERS]
-    return set(lowest) == set(range(len(per_layer) - LAST_LAYERS, len(per_layer)))
+def last_layers_change_most(entry: Entry) -> Evidence | None:
+    """Whether the last two layers have the two lowest per-layer cosines, judged on bootstrap
+    resamples of the dev examples; the statistic is the margin, the smaller change (1 - cosine)
+    of the last two layers minus the largest change of the others (above 0: the claim holds).
+    None without the main pair, or for a model of no more than two layers (no other layer to
+    change less)."""
+    comparison = per_pair_results(entry).get(MAIN_PAIR)
+    if comparison is None:
+        return None
+    units = UnitSums.read(comparison["units"])
+    if units.numerators.shape[1] <= LAST_LAYERS:
+        return None
+
+    def margin(weights: np.ndarray) -> np.ndarray:
+        per_layer = units.ratios(weights)
+        return per_layer[:, :-LAST_LAYERS].min(axis=1) - per_layer[:, -LAST_LAYERS:].max(axis=1)
+
+    observed = float(margin(np.ones((1, units.count)))[0])
+    return resampled_verdict(lambda weights: margin(weights) > 0, units.count, units.unit,
+                             "the smaller change (1 - cosine) of the last two layers minus the largest of the "
+                             f"other layers: {observed:+.3g}")
 
 
 def draw_cosine_heads(study: dict[str, Any], path: Path) -> Path:
@@ -65,27 +85,38 @@ def draw_cosine_heads(study: dict[str, Any], path: Path) -> Path:
 
 
 def draw_cosine_layers(study: dict[str, Any], path: Path) -> Path:
-    """Per-layer cosine, a line per task with a band of ±1 s.d. over seeds, saved at ``path`` (PNG, with a PDF
-    beside it); returns ``path``."""
+    """Per-layer cosine, a line per task with a band of ±1 s.d. over seeds, and dashed, the cosine
+    between two seeds' fine-tuned maps (mean over pairs of seeds), the yardstick each change is
+    read against; saved at ``path`` (PNG, with a PDF beside it); returns ``path``."""
     figure, axes = plt.subplots(figsize=(5.4, 3.6), layout="constrained")
     for index, (task, entry) in enumerate(study["tasks"].items()):
         mean, std = (np.asarray(entry["cosine"]["per_layer"][k]) for k in ("mean", "std"))
         layers = np.arange(1, len(mean) + 1)
         axes.plot(layers, mean, marker="o", color=task_colour(index), label=task)
         axes.fill_between(layers, mean - std, mean + std, color=task_colour(index), alpha=0.2, linewidth=0)
+        if "between_seeds" in entry:
+            axes.plot(layers, entry["between_seeds"]["per_layer"]["mean"], linestyle="--", color=task_colour(index))
         axes.set_xticks(layers)
+    if any("between_seeds" in entry for entry in study["tasks"].values()):
+        axes.plot([], [], linestyle="--", color="grey", label="between seeds")
     axes.set_xlabel("layer")
     axes.set_ylabel("cosine (band: ±1 s.d. over seeds)")
     axes.grid(alpha=0.3)
     axes.legend(fontsize=8, ncols=2)
-    suptitle(figure, study_title(study, "Cosine similarity per layer and task"))
+    suptitle(figure, study_title(study, "Cosine per layer: pre-trained vs fine-tuned (solid), two seeds' fine-tunings "
+                                        "(dashed)"))
     return save(figure, path)
+
+
+def cells(per_layer: dict[str, Any]) -> list[str]:
+    """A spread per layer as table cells: ``0.912 ± 0.004``."""
+    return [f"{mean:.3f} ± {std:.3f}" for mean, std in zip(per_layer["mean"], per_layer["std"])]
 
 
 @register_view
 class CosineView(View):
     name = "cosine"
-    version = 2
+    version = 3
     claims = {"last_layers_change_most": Claim("the last two layers change most (the two lowest per-layer cosines)",
                                                 last_layers_change_most)}
     papers = {"last_layers_change_most": PaperPoint(
@@ -93,6 +124,7 @@ class CosineView(View):
         "(a study without QQP cannot check that exception)",
         expected_for(tuple(task for task in KOVALEVA_TASKS if task != "qqp")))}
     overview_reads = ("clustering",)
+    left_out = ("units",)
 
     @classmethod
     def metrics(cls, entry: Entry) -> list[tuple[str, float]]:
@@ -155,16 +187,22 @@ class CosineView(View):
 
     @classmethod
     def study_tables(cls, study: dict[str, Any]) -> dict[str, str]:
-        """The cosine per layer and task, mean ± s.d. over seeds (Kovaleva et al.'s Figure 5 as numbers)."""
+        """The cosine per layer and task, mean ± s.d. over seeds (Kovaleva et al.'s Figure 5 as numbers),
+        and under each task with two seeds or more, the cosine between two seeds' fine-tuned maps
+        (mean ± s.d. over pairs of seeds): what the seed alone changes."""
         tasks = study["tasks"]
         if not tasks or not all("cosine" in entry for entry in tasks.values()):
             return {}
         layers = max(len(entry["cosine"]["per_layer"]["mean"]) for entry in tasks.values())
-        rows = [[task, *(f"{mean:.3f} ± {std:.3f}" for mean, std in zip(entry["cosine"]["per_layer"]["mean"],
-                                                                         entry["cosine"]["per_layer"]["std"]))]
-                for task, entry in tasks.items()]
-        return {"cosine_per_layer_by_task": markdown_table(["task", *(f"layer {n}" for n in range(1, layers + 1))],
-                                                           [row + ["-"] * (layers + 1 - len(row)) for row in rows])}
+        rows = []
+        for task, entry in tasks.items():
+            rows.append([task, "pre-trained vs fine-tuned", *cells(entry["cosine"]["per_layer"])])
+            if "between_seeds" in entry:
+                rows.append([task, f"between seeds ({entry['between_seeds']['per_layer']['n']} pairs)",
+                             *cells(entry["between_seeds"]["per_layer"])])
+        return {"cosine_per_layer_by_task": markdown_table(
+            ["task", "compared", *(f"layer {n}" for n in range(1, layers + 1))],
+            [row + ["-"] * (layers + 2 - len(row)) for row in rows])}
 
     @classmethod
     def draw_study(cls, study: dict[str, Any], out_dir: Path) -> list[Path]:

@@ -5,7 +5,8 @@ baseline and the paper's BERT-base number (bars, and a Markdown table in Table 1
 each pair's change and the best head in each direction), each head's accuracy on all relations
 per checkpoint, MLflow metrics per relation, and two rows of the overview: ours ``all`` and
 Clark's ``all_clark`` (every word counted), the protocol the paper's ``all`` belongs to. Our
-UD relations meet the paper's Stanford Dependencies rows through `UD_TO_SD`.
+UD relations meet the paper's Stanford Dependencies rows through `UD_TO_SD`. The table gives
+each pair's change of the best head on ours ``all`` with its interval over resampled sentences.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import numpy as np
 
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.views.base import Entry, PaperPoint, Row, View, per_checkpoint_results, per_pair_results, register_view
+from harness.views.evidence import RESAMPLES
 from harness.views.style import (
     axes_title,
     checkpoint_title,
@@ -30,6 +32,8 @@ from harness.views.style import (
 DIRECTIONS = ("dependent->head", "head->dependent")
 ALL = "all"
 ALL_CLARK = "all_clark"
+CHANGE = "syntax_change_all"
+UNIT = "treebank sentences"  # what is sampled: the words of one sentence are not independent
 # UD relation -> Stanford Dependencies relation of Clark et al.'s Table 1 (BERT-base, PTB WSJ).
 # UD "case" links a preposition to its noun: the reverse arc of SD "pobj" (noun to preposition).
 UD_TO_SD = {"det": "det", "nsubj": "nsubj", "obj": "dobj", "amod": "amod", "case": "pobj",
@@ -63,13 +67,13 @@ def paper_row(relation: str) -> dict[str, Any] | None:
 @register_view
 class DependencyView(View):
     name = "syntax"
-    version = 3
-    signed_changes = {"syntax_change_all": "the best heads' dependency accuracy"}
-    papers = {"syntax_change_all": PaperPoint(
+    version = 4
+    signed_changes = {CHANGE: "the best heads' dependency accuracy"}
+    papers = {CHANGE: PaperPoint(
         "Clark et al. 2019, Table 1",
         "pre-trained BERT-base only: the best head (7-6) finds 34.5% of all dependency heads "
         "against 26.3% for the best offset (PTB)")}
-    left_out = ("per_head",)
+    left_out = ("per_head", "units")
 
     @classmethod
     def metrics(cls, entry: Entry) -> list[tuple[str, float]]:
@@ -146,7 +150,8 @@ def table_markdown(entry: dict[str, Any], *, title: str) -> str:
              f"--max-tokens). {ALL_CLARK}: every word counted, punctuation and roots included (a root is always "
              "wrong for attention), offsets clipped at the sentence's ends, as Clark et al.'s code for the paper's "
              "`all`. Head = layer-head, 1-indexed; d>h: dependent attends to head, h>d: head attends to "
-             f"dependent. Paper: {PAPER_MODEL}, a different model and treebank.", "",
+             f"dependent. Offset baseline: the best of the offsets {', '.join(f'{o:+d}' for o in first['offsets'])} "
+             f"(Clark et al.'s code). Paper: {PAPER_MODEL}, a different model and treebank.", "",
              "| " + " | ".join(header) + " |", "|---" * columns + "|"]
     for position, row in enumerate(rows_of(first)):
         cells = [row["relation"], str(row["count"])]
@@ -170,6 +175,12 @@ def table_markdown(entry: dict[str, Any], *, title: str) -> str:
                  for direction in DIRECTIONS for stats in checkpoints.values()
                  for best_entry in [rows_of(stats)[position]["by_direction"][direction]]]
         lines.append(f"| {row['relation']} | " + " | ".join(cells) + " |")
+    for (before, after), comparison in pairs:
+        evidence = comparison["evidence"][CHANGE]
+        low, high = evidence["interval"]
+        lines += ["", f"{checkpoint_title(after)} minus {checkpoint_title(before)}, the best head on `all`, chosen "
+                      f"again in each of {RESAMPLES} resamples of the {evidence['n']} {evidence['unit']}: "
+                      f"{evidence['value']:+.1f} [{low:+.1f}, {high:+.1f}] points, {evidence['direction']}."]
     return "\n".join(lines) + "\n"
 
 

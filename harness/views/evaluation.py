@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.config import describe_recipe
+from harness.recipes import describe_recipe
 from harness.results.checkpoints import FINETUNED, FROZEN_ENCODER, MAIN_PAIR, PRETRAINED, RANDOM_INIT
 from harness.views.across_tasks import mean_sd
 from harness.views.base import (
@@ -27,6 +27,7 @@ from harness.views.base import (
     register_view,
 )
 from harness.views.papers import KOVALEVA_TABLE_1, KOVALEVA_TASKS, expected_for
+from harness.views.evidence import interval_verdict
 from harness.views.style import checkpoint_title, markdown_table
 from tasks.registry import GlueTask, get_task
 
@@ -36,10 +37,14 @@ TABLE_COLUMNS = {"majority": "majority class", PRETRAINED: "pre-trained, untrain
                  FINETUNED: "pre-trained + FT"}
 
 
-def beats_majority(entry: Entry) -> bool:
-    """Whether the fine-tuned model is clearly above the majority class on dev (the ``learned``
-    of the pre-trained vs fine-tuned comparison)."""
-    return per_pair_results(entry)[MAIN_PAIR]["learned"]
+def beats_majority(entry: Entry) -> dict[str, Any]:
+    """Whether the fine-tuned model is clearly above the majority class on dev: the paired
+    bootstrap interval of its main metric minus the majority class's, over the dev examples
+    (the ``learned`` of the pre-trained vs fine-tuned comparison)."""
+    comparison = per_pair_results(entry)[MAIN_PAIR]
+    examples = next(iter(per_checkpoint_results(entry).values()))["examples"]
+    return interval_verdict(comparison["against_majority"]["interval"], "dev examples", sum(examples.values()),
+                            f"fine-tuned minus majority class on {comparison['main_metric']}")
 
 
 def dev_table(study: dict[str, Any]) -> str:
@@ -85,16 +90,23 @@ class EvaluationView(View):
                 low, high = comparison["against_before"]["interval"]
                 out += [(f"above_{before}_low_{after}", low), (f"above_{before}_high_{after}", high)]
         for after, comparisons in compared.items():
-            low, high = comparisons[0]["against_majority"]["interval"]
+            above = comparisons[0]["against_majority"]
+            low, high = above["interval"]
             out += [(f"learned_{after}", float(all(c["learned"] for c in comparisons))),
+                    (f"above_majority_{after}", above["difference"]),
                     (f"above_majority_low_{after}", low), (f"above_majority_high_{after}", high)]
         return out
 
     @classmethod
     def headline(cls, metrics: dict[str, float]) -> list[str]:
-        """The dev scores (not the loss) of the fine-tuned model, the majority class and the change."""
-        return [name for name in metrics if name.startswith("dev_") and not name.startswith("dev_loss")
-                and name.endswith((f"_{FINETUNED}", "_majority", "_change"))]
+        """The dev scores (not the loss) of the fine-tuned model and the majority class, and how far
+        the fine-tuned model is above the majority class with the low end of its interval: what a
+        fine-tuning learned is measured against the majority class, not against the pre-trained
+        encoder's untrained head (whose chance score makes any run's "change" look like learning)."""
+        scores = [name for name in metrics if name.startswith("dev_") and not name.startswith("dev_loss")
+                  and name.endswith((f"_{FINETUNED}", "_majority"))]
+        return scores + [name for name in (f"above_majority_{FINETUNED}", f"above_majority_low_{FINETUNED}")
+                         if name in metrics]
 
     @classmethod
     def tables(cls, entry: Entry, run: dict[str, Any]) -> dict[str, str]:

@@ -2,11 +2,13 @@
 vertical+diagonal, block or heterogeneous, before and after fine-tuning.
 
 Figures: the share of each class over all maps per checkpoint (the paper's Figure 2), with
-the 95% interval of the share corrected for the classifier's cross-validated errors, and the
-majority class of each head per checkpoint, the heads whose class changed outlined; metrics:
-the share of each class per checkpoint and the classifier's cross-validated macro-F1, the
-changes of the shares the headline; the overview gives the shares. A study reports whether
-the share of each class rises or falls with fine-tuning.
+the 95% interval of the share corrected for the classifier's cross-validated errors (over
+resamples of the dev examples and draws of the classifier's confusion), and the majority
+class of each head per checkpoint, the heads whose class changed outlined; metrics: the share
+of each class per checkpoint and the classifier's cross-validated macro-F1, the changes of the
+shares the headline; the overview gives the shares. A study reports whether the share of each
+class rises or falls with fine-tuning, each change judged by its paired interval over the
+dev examples (each example's count of heads per class is stored, `harness.views.evidence`).
 """
 
 from __future__ import annotations
@@ -35,12 +37,14 @@ from harness.views.style import (
     suptitle,
 )
 
+UNIT = "dev examples"  # what the shares sample: each example's maps, all heads of it together
 CLASS_COLOURS = {"vertical": OKABE_ITO["blue"], "diagonal": OKABE_ITO["orange"],
                  "vertical+diagonal": OKABE_ITO["green"], "block": OKABE_ITO["vermillion"], "heterogeneous": GREY}
 
 
 def share_metric(checkpoint: str, name: str) -> str:
-    """The metric name of a checkpoint's share of class ``name``: ``pattern_finetuned_vertical_diagonal``."""
+    """The metric name of a checkpoint's share of class ``name``: ``pattern_finetuned_vertical_diagonal``
+    (with ``change`` for the checkpoint, the signed change's: ``pattern_change_vertical_diagonal``)."""
     return f"pattern_{checkpoint}_{name.replace('+', '_')}"
 
 
@@ -72,8 +76,9 @@ class PatternsView(View):
     # 3: `block` never predicted for single sentences; 4: the CNN sees the segments and measurements;
     # 5: boosted trees on the maps' measurements; 7: retrained on 1,325 labels with pure synthetic blocks;
     # 8: the within-segment measure per token (fair to unequal segments), 1,405 labels, longer synthetic maps;
-    # 9: the band against chance (band lift) and its diagonal / heterogeneous line, depth-2 trees
-    version = 9
+    # 9: the band against chance (band lift) and its diagonal / heterogeneous line, depth-2 trees;
+    # 10: per-example class counts (`units`), the corrected intervals over the examples too
+    version = 10
     signed_changes = {"pattern_change_vertical": "the share of vertical attention maps",
                       "pattern_change_diagonal": "the share of diagonal attention maps",
                       "pattern_change_vertical_diagonal": "the share of vertical+diagonal attention maps",
@@ -84,6 +89,7 @@ class PatternsView(View):
         "pre-trained to fine-tuned: " + ", ".join(f"{task} {before:.1f} to {after:.1f}"
                                                    for task, (before, after) in PRASANNA_HETEROGENEOUS.items()),
         directions(PRASANNA_HETEROGENEOUS))}
+    left_out = ("units",)
 
     @classmethod
     def metrics(cls, entry: Entry) -> list[tuple[str, float]]:

@@ -1,9 +1,10 @@
 """Clark et al.'s Table 3: how much dependency syntax a small probe reads from all heads.
 
 Shown: the dev UAS of every probe and baseline per checkpoint beside the paper's numbers
-(bars, and a Markdown table in Table 3's layout with each pair's change), the Attn probe's
-weight per head (dependent->head) per checkpoint, MLflow metrics per probe, and the
-overview's row: Attn and Attn + GloVe.
+(bars, and a Markdown table in Table 3's layout with each pair's change, the Attn probe's with
+its interval over resampled dev sentences), the Attn probe's weight per head
+(dependent->head) per checkpoint, MLflow metrics per probe, and the overview's row: Attn and
+Attn + GloVe.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import numpy as np
 
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.views.base import Entry, PaperPoint, Row, View, per_checkpoint_results, per_pair_results, register_view
+from harness.views.evidence import RESAMPLES
 from harness.views.style import (
     axes_title,
     checkpoint_title,
@@ -33,17 +35,20 @@ ATTENTION_PROBES = ("attn", "attn_glove")
 BASELINES = ("right_branching", "distances_glove")
 LABELS = {"right_branching": "right-branching", "distances_glove": "distances + GloVe",
           "attn": "Attn", "attn_glove": "Attn + GloVe"}
+CHANGE = "probes_uas_change_attn"
+UNIT = "dev sentences"  # what is sampled: the words of one sentence are not independent
 
 
 @register_view
 class ProbesView(View):
     name = "probes"
-    version = 3
-    signed_changes = {"probes_uas_change_attn": "the attention probe's UAS"}
-    papers = {"probes_uas_change_attn": PaperPoint(
+    version = 4
+    signed_changes = {CHANGE: "the attention probe's UAS"}
+    papers = {CHANGE: PaperPoint(
         "Clark et al. 2019, Table 3",
         "pre-trained BERT-base only: the attention probe reaches 61 UAS (PTB dev), "
         "right-branching 26")}
+    left_out = ("units",)
 
     @classmethod
     def metrics(cls, entry: Entry) -> list[tuple[str, float]]:
@@ -56,7 +61,7 @@ class ProbesView(View):
     @classmethod
     def headline(cls, metrics: dict[str, float]) -> list[str]:
         """How the attention-only probe's UAS changed."""
-        return [name for name in ("probes_uas_change_attn",) if name in metrics]
+        return [name for name in (CHANGE,) if name in metrics]
 
     @classmethod
     def draw(cls, entry: Entry, run: dict[str, Any], out_dir: Path) -> list[Path]:
@@ -104,6 +109,12 @@ def probe_table_markdown(entry: dict[str, Any], *, title: str) -> str:
         cells = [LABELS[kind], *(f"{stats['uas'][kind]:.1f}" for stats in checkpoints.values()), *changes,
                  f"{PAPER_TABLE3[kind]:.0f}"]
         lines.append("| " + " | ".join(cells) + " |")
+    for (before, after), comparison in pairs:
+        evidence = comparison["evidence"][CHANGE]
+        low, high = evidence["interval"]
+        lines += ["", f"Attn, {checkpoint_title(after)} minus {checkpoint_title(before)}, over {RESAMPLES} resamples "
+                      f"of the {evidence['n']} {evidence['unit']} (the probes' training not resampled): "
+                      f"{evidence['value']:+.1f} [{low:+.1f}, {high:+.1f}] points, {evidence['direction']}."]
     return "\n".join(lines) + "\n"
 
 

@@ -5,7 +5,9 @@ beside Kobayashi's norm-based view), the sink share per kind and layer, what cha
 kind and layer for each declared pair, and per-head grids of the raw and norm-weighted
 shares of [CLS], [SEP] and punctuation; table: every statistic per kind and layer; metrics:
 each share's overall value per checkpoint and kind, and its change per pair. A study reports
-whether the share of raw attention on [CLS] and on [SEP] rises or falls with fine-tuning.
+whether the share of raw attention on [CLS] and on [SEP] rises or falls with fine-tuning,
+each change judged by its paired interval over the dev examples (each example's raw share of
+the two kinds is stored, `harness.views.evidence`).
 """
 
 from __future__ import annotations
@@ -46,19 +48,25 @@ STATISTICS = {
 KIND_STYLES = {"cls": (OKABE_ITO["vermillion"], "o"), "sep": (OKABE_ITO["blue"], "s"),
                "punct": (OKABE_ITO["purple"], "^"), "other": (OKABE_ITO["green"], "D")}
 SHARES = ("sink_share", "raw_share", "norm_share")
+JUDGED_KINDS = ("cls", "sep")  # the kinds whose raw share's change a study judges (`signed_changes`)
+UNIT = "dev examples"  # what the shares sample: each example's rows, all heads of it together
 MEASURES = {"raw_share": "raw attention", "norm_share": "norm-weighted ‖αf(x)‖"}
+
+
+def raw_share_change(kind: str) -> str:
+    """The metric name of the change of a kind's overall raw share: ``sinks_change_raw_share_cls``."""
+    return f"sinks_change_raw_share_{kind}"
 
 
 @register_view
 class SinksView(View):
     name = "sinks"
-    version = 1
-    signed_changes = {"sinks_change_raw_share_cls": "the share of attention on [CLS]",
-                      "sinks_change_raw_share_sep": "the share of attention on [SEP]"}
+    version = 2
+    signed_changes = {raw_share_change(kind): f"the share of attention on {KINDS[kind]}" for kind in JUDGED_KINDS}
     papers = dict.fromkeys(signed_changes, PaperPoint(
         "Kovaleva et al. 2019, Fig. 6", "fine-tuned bert-base-uncased only: [SEP] takes the most attention in the "
         "middle layers, [CLS] in the early ones; no pre-trained comparison"))
-    left_out = ("per_head",)
+    left_out = ("per_head", "units")
 
     @classmethod
     def metrics(cls, entry: Entry) -> list[tuple[str, float]]:

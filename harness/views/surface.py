@@ -1,17 +1,24 @@
-"""Clark et al.'s surface analyses per head, for both checkpoints side by side.
+"""Clark et al.'s surface analyses per head on the task's own dev inputs, for both checkpoints side by side.
 
-Figures: attention to [CLS], [SEP] and punctuation (Clark's Figure 2), by relative position,
-and the entropies (Clark's Figure 4), per head and layer with every checkpoint overlaid, and
-per-head grids of six statistics side by side with their differences; tables: the heads
-whose Clark label changed and every statistic per layer; metrics: how many heads carry each
-label per checkpoint; the overview names the heads of four labels. A study keeps the
+Figures: attention to [CLS], [SEP] and punctuation, by relative position, and the entropies,
+per head and layer with every checkpoint overlaid, and per-head grids of six statistics side
+by side with their differences; tables: the heads whose Clark label changed and every
+statistic per layer; metrics: how many heads carry each label per checkpoint; the overview
+names the heads of four labels. Every title names the inputs: the task's dev inputs here
+(one or two sentences, one or two [SEP]), not Clark's two paragraphs of running text, whose
+figures (`harness.views.surface_text`) are the ones set beside Clark's Figures 2 and 4. The
+claim here is Kovaleva et al.'s, made on each task's dev examples of the fine-tuned model:
+[CLS] peaks before [SEP], judged on resamples of the dev examples. A study keeps the
 attention to [CLS] and [SEP] per layer over seeds.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
+
+import numpy as np
 
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.views.across_tasks import draw_per_layer_by_task
@@ -25,6 +32,8 @@ from harness.views.base import (
     per_pair_results,
     register_view,
 )
+from harness.views.evidence import Evidence, UnitSums, resampled_verdict
+from harness.views.papers import KOVALEVA_TASKS, expected_for
 from harness.views.seeds import elementwise
 from harness.views.style import (
     checkpoint_colour,
@@ -49,80 +58,124 @@ STATISTICS = {
 
 HEATMAP_STATISTICS = ("previous", "next", "cls", "sep", "punct", "entropy")
 SERIES_STYLES = (("-", "o"), ("--", "s"))  # line style and marker of the first and second statistic in a panel
-SPECIAL_TOKENS = ("cls", "sep")  # the statistics a study keeps per layer over seeds
+SPECIAL_TOKENS = ("cls", "sep")  # kept per input and layer for the claims, and per layer over seeds by a study
 # Clark behaviour label -> how the overview table names it.
 OVERVIEW_LABELS = {"previous": "previous", "next": "next", "cls": "[CLS]", "broad": "broad"}
 
 
 TOKEN_TITLES = {"cls": "[CLS]", "sep": "[SEP]"}
+HALF = 0.5  # Clark et al.: over half of a layer's attention goes to [SEP] (layers 6-10 of BERT-base)
 
 
-def draw_special_tokens(study: dict[str, Any], path: Path) -> Path:
-    """Mean attention to [CLS] and to [SEP] per layer, a line per task and checkpoint, a panel per token, saved at
-    ``path`` (PNG, with a PDF beside it); returns ``path``."""
+def draw_special_tokens(study: dict[str, Any], key: str, inputs: str, path: Path) -> Path:
+    """Mean attention to [CLS] and to [SEP] per layer on ``inputs``, a line per task and checkpoint, a panel per
+    token, from each task's ``key`` series; saved at ``path`` (PNG, with a PDF beside it); returns ``path``."""
     panels = {f"attention to {title}": lambda entry, checkpoint, token=token:
-              entry["special_tokens"][checkpoint][token]["mean"] for token, title in TOKEN_TITLES.items()}
-    return draw_per_layer_by_task(study, panels, "mean attention", "Attention to [CLS] and [SEP] per layer", path)
+              entry[key][checkpoint][token]["mean"] for token, title in TOKEN_TITLES.items()}
+    return draw_per_layer_by_task(study, panels, "mean attention",
+                                  f"Attention to [CLS] and [SEP] per layer on {inputs}", path)
 
 
-def cls_peaks_before_sep(entry: Entry) -> bool:
-    """Whether, in every checkpoint, attention to [CLS] peaks in an earlier layer than attention to [SEP]."""
-    peaks = [[max(range(len(series)), key=series.__getitem__) for series in (stats["per_layer"]["cls"],
-                                                                              stats["per_layer"]["sep"])]
-             for stats in per_checkpoint_results(entry).values()]
-    return all(cls_layer < sep_layer for cls_layer, sep_layer in peaks)
+def special_token_units(entry: Entry, checkpoint: str) -> dict[str, UnitSums] | None:
+    """``checkpoint``'s attention to [CLS] and to [SEP] per input and layer, as the analysis kept
+    it, by token; None where the entry has no such checkpoint."""
+    stats = per_checkpoint_results(entry).get(checkpoint)
+    return None if stats is None else {token: UnitSums.read(stats["units"][token]) for token in SPECIAL_TOKENS}
 
 
-def sep_takes_half_a_layer(entry: Entry) -> bool:
-    """Whether, in the pre-trained model, over half of some layer's attention goes to [SEP]."""
-    return max(per_checkpoint_results(entry)[PRETRAINED]["per_layer"]["sep"]) > 0.5
+def peak_layers(units: UnitSums, weights: np.ndarray) -> np.ndarray:
+    """The layer with the largest mean attention on each resample (a row of ``weights``)."""
+    return units.ratios(weights).argmax(axis=-1)
+
+
+def cls_peaks_before_sep(checkpoint: str) -> Callable[[Entry], Evidence | None]:
+    """The judge of "in ``checkpoint``, attention to [CLS] peaks in an earlier layer than attention
+    to [SEP]": on each resample of the inputs, the layer of the largest mean attention to [CLS]
+    comes before the layer of the largest mean attention to [SEP]."""
+    def judge(entry: Entry) -> Evidence | None:
+        units = special_token_units(entry, checkpoint)
+        if units is None:
+            return None
+        cls_units, sep_units = units["cls"], units["sep"]
+        return resampled_verdict(lambda weights: peak_layers(cls_units, weights) < peak_layers(sep_units, weights),
+                                 cls_units.count, cls_units.unit,
+                                 f"{checkpoint_title(checkpoint)}: the layer of the largest mean attention to [CLS] "
+                                 "comes before the layer of the largest mean attention to [SEP]")
+    return judge
+
+
+def sep_takes_half_a_layer(checkpoint: str) -> Callable[[Entry], Evidence | None]:
+    """The judge of "in ``checkpoint``, over half of some layer's attention goes to [SEP]": on
+    each resample of the inputs, the largest mean attention to [SEP] of any layer is above 0.5."""
+    def judge(entry: Entry) -> Evidence | None:
+        units = special_token_units(entry, checkpoint)
+        if units is None:
+            return None
+        sep_units = units["sep"]
+        return resampled_verdict(lambda weights: sep_units.ratios(weights).max(axis=-1) > HALF, sep_units.count,
+                                 sep_units.unit, f"{checkpoint_title(checkpoint)}: the largest mean attention to "
+                                 f"[SEP] of any layer is above {HALF}")
+    return judge
 
 
 @register_view
 class SurfaceView(View):
+    """Class attributes beyond `View`'s: ``inputs`` (what was measured, as titles name it),
+    ``study_key`` (its per-layer series in a study's task aggregate), ``paper_row`` (the
+    papers' cell of its overview row) and ``heatmaps`` (the statistics drawn as per-head grids)."""
+
     name = "surface"
-    claims = {"cls_peaks_before_sep": Claim("attention to [CLS] peaks in an earlier layer than attention to [SEP], "
-                                            "pre-trained and fine-tuned", cls_peaks_before_sep),
-              "sep_takes_half_a_layer": Claim("over half of some layer's attention goes to [SEP] in the pre-trained "
-                                              "model", sep_takes_half_a_layer)}
-    papers = {"cls_peaks_before_sep": PaperPoint(
-                  "Kovaleva et al. 2019, Fig. 6; Clark et al. 2019, Fig. 2", "early layers attend to [CLS], later ones "
-                  "to [SEP] (fine-tuned bert-base per task; pre-trained BERT-base)", "holds"),
-              "sep_takes_half_a_layer": PaperPoint(
-                  "Clark et al. 2019, Fig. 2", "over half of the attention of layers 6-10 of BERT-base (12 layers) "
-                  "goes to [SEP]", "holds")}
-    version = 2
-    left_out = ("per_head",)
+    inputs: ClassVar[str] = "the task's dev inputs"
+    study_key: ClassVar[str] = "special_tokens"
+    paper_row: ClassVar[str] = ""
+    heatmaps: ClassVar[tuple[str, ...]] = HEATMAP_STATISTICS
+    claims = {"cls_peaks_before_sep_on_task_inputs": Claim(
+        "on the task's dev inputs, attention to [CLS] peaks in an earlier layer than attention to [SEP] in the "
+        "fine-tuned model", cls_peaks_before_sep(FINETUNED))}
+    papers = {"cls_peaks_before_sep_on_task_inputs": PaperPoint(
+        "Kovaleva et al. 2019, Fig. 6", "early layers attend to [CLS], later ones to [SEP] (bert-base-uncased "
+        "fine-tuned per task, on the task's dev examples; here the run's model, which may be pre-trained otherwise)",
+        expected_for(KOVALEVA_TASKS))}
+    version = 3
+    left_out = ("per_head", "units")
+
+    @classmethod
+    def input_title(cls, entry: Entry) -> str:
+        """The inputs the entry measured, as its titles name them."""
+        return cls.inputs
 
     @classmethod
     def metrics(cls, entry: Entry) -> list[tuple[str, float]]:
         """Per checkpoint: how many heads carry each of Clark's behaviour labels."""
-        return [(f"surface_{checkpoint}_{label}_heads", count)
+        return [(f"{cls.name}_{checkpoint}_{label}_heads", count)
                 for checkpoint, stats in per_checkpoint_results(entry).items()
                 for label, count in stats["label_counts"].items()]
 
     @classmethod
     def draw(cls, entry: Entry, run: dict[str, Any], out_dir: Path) -> list[Path]:
-        return draw_surface(entry, run, out_dir)
+        return draw_surface(entry, run, out_dir, cls.name, cls.input_title(entry), cls.heatmaps)
 
     @classmethod
     def tables(cls, entry: Entry, run: dict[str, Any]) -> dict[str, str]:
-        return {"surface_label_changes": f"# Heads whose Clark label changed: {run_title(run)}\n\n"
-                                         f"{label_change_table(entry)}",
-                "surface_by_layer": f"# Clark's statistics per layer: {run_title(run)}\n\n{layer_table(entry)}"}
+        inputs = cls.input_title(entry)
+        return {f"{cls.name}_label_changes": f"# Heads whose Clark label changed on {inputs}: {run_title(run)}\n\n"
+                                             f"{label_change_table(entry)}",
+                f"{cls.name}_by_layer": f"# Clark's statistics per layer on {inputs}: {run_title(run)}\n\n"
+                                        f"{layer_table(entry)}"}
 
     @classmethod
     def overview_rows(cls, entries: dict[str, Entry], run: dict[str, Any]) -> list[Row]:
-        """The heads carrying each of four Clark labels, pre-trained and fine-tuned."""
+        """The heads carrying each of four Clark labels, pre-trained and fine-tuned, on the inputs it measured."""
+        entry = entries[cls.name]
         cells = {name: " / ".join(head_list(labelled_heads(stats["labels"], label)) for label in OVERVIEW_LABELS)
-                 for name, stats in per_checkpoint_results(entries[cls.name]).items()}
-        return [(f"Clark heads: {' / '.join(OVERVIEW_LABELS.values())}", cells[PRETRAINED], cells[FINETUNED],
-                 "[SEP] dominates layers 6-10")]
+                 for name, stats in per_checkpoint_results(entry).items()}
+        return [(f"Clark heads on {cls.input_title(entry)}: {' / '.join(OVERVIEW_LABELS.values())}",
+                 cells[PRETRAINED], cells[FINETUNED], cls.paper_row)]
 
     @classmethod
     def across_seeds(cls, entries: list[Entry]) -> dict[str, Any]:
         """Attention to [CLS] and [SEP] per layer, pre-trained and fine-tuned, mean and spread over seeds."""
-        return {"special_tokens": {
+        return {cls.study_key: {
             checkpoint: {token: elementwise([per_checkpoint_results(entry)[checkpoint]["per_layer"][token]
                                              for entry in entries]) for token in SPECIAL_TOKENS}
             for checkpoint in (PRETRAINED, FINETUNED)}}
@@ -131,26 +184,26 @@ class SurfaceView(View):
     def study_tables(cls, study: dict[str, Any]) -> dict[str, str]:
         """Attention to [CLS] and to [SEP] per layer, task and checkpoint, mean over seeds."""
         tasks = study["tasks"]
-        if not tasks or not all("special_tokens" in entry for entry in tasks.values()):
+        if not tasks or not all(cls.study_key in entry for entry in tasks.values()):
             return {}
-        layers = max(len(entry["special_tokens"][PRETRAINED]["cls"]["mean"]) for entry in tasks.values())
+        layers = max(len(entry[cls.study_key][PRETRAINED]["cls"]["mean"]) for entry in tasks.values())
         rows = []
         for task, entry in tasks.items():
             for checkpoint in (PRETRAINED, FINETUNED):
-                series = entry["special_tokens"][checkpoint]
+                series = entry[cls.study_key][checkpoint]
                 cells = [f"{cls_share:.2f} / {sep_share:.2f}"
                          for cls_share, sep_share in zip(series["cls"]["mean"], series["sep"]["mean"])]
                 rows.append([task, checkpoint_title(checkpoint), *cells, *["-"] * (layers - len(cells))])
-        return {"special_tokens_per_layer_by_task": markdown_table(
+        return {f"{cls.study_key}_per_layer_by_task": markdown_table(
             ["task", "checkpoint", *(f"layer {n}: [CLS] / [SEP]" for n in range(1, layers + 1))], rows)}
 
     @classmethod
     def draw_study(cls, study: dict[str, Any], out_dir: Path) -> list[Path]:
-        """Attention to [CLS] and [SEP] per layer and task (Kovaleva et al.'s Figure 6, Clark et al.'s Figure 2)."""
+        """Attention to [CLS] and [SEP] per layer and task on the inputs it measured."""
         tasks = study["tasks"].values()
-        if not tasks or not all("special_tokens" in entry for entry in tasks):
+        if not tasks or not all(cls.study_key in entry for entry in tasks):
             return []
-        return [draw_special_tokens(study, out_dir / "special_tokens_by_task.png")]
+        return [draw_special_tokens(study, cls.study_key, cls.inputs, out_dir / f"{cls.study_key}_by_task.png")]
 
 
 def head_list(names: list[tuple[int, int]]) -> str:
@@ -211,27 +264,31 @@ def layer_table(entry: Entry) -> str:
     return "\n".join(lines) + "\n"
 
 
-def draw_surface(entry: Entry, run: dict[str, Any], out_dir: Path) -> list[Path]:
-    """The per-layer figures of special tokens, relative position and entropy, then a per-head
-    grid of each of `HEATMAP_STATISTICS`; the files written."""
+def draw_surface(entry: Entry, run: dict[str, Any], out_dir: Path, prefix: str, inputs: str,
+                 heatmaps: tuple[str, ...]) -> list[Path]:
+    """The per-layer figures of special tokens, relative position and entropy on ``inputs``, then
+    a per-head grid of each statistic of ``heatmaps``, in files named ``prefix_...``; the files written."""
     uniform = next(iter(per_checkpoint_results(entry).values()))["uniform_entropy"]
     written = [
         draw_by_layer(entry, run, {"attention to [CLS]": ("cls",), "attention to [SEP]": ("sep",),
                                    'attention to "." or ","': ("punct",),
                                    "attention to [SEP]\nby row type": ("sep_to_sep", "rest_to_sep")},
-                      out_dir / "surface_special_tokens.png", heading="Attention to special tokens (Clark Fig. 2)"),
+                      out_dir / f"{prefix}_special_tokens.png",
+                      heading=f"Attention to special tokens as Clark's Fig. 2 measures it, on {inputs}"),
         draw_by_layer(entry, run, {"previous token": ("previous",), "next token": ("next",), "itself": ("self",)},
-                      out_dir / "surface_relative_position.png", heading="Attention by relative position"),
+                      out_dir / f"{prefix}_relative_position.png",
+                      heading=f"Attention by relative position on {inputs}"),
         draw_by_layer(entry, run, {"mean row entropy\n(nats)": ("entropy",),
                                    "[CLS] row entropy\n(nats)": ("cls_entropy",)},
-                      out_dir / "surface_entropy.png", heading="Attention entropy (Clark Fig. 4)",
+                      out_dir / f"{prefix}_entropy.png",
+                      heading=f"Attention entropy as Clark's Fig. 4 measures it, on {inputs}",
                       reference={"uniform attention": uniform}),
     ]
-    for statistic in HEATMAP_STATISTICS:
+    for statistic in heatmaps:
         grids = {checkpoint_title(c): stats["per_head"][statistic]
                  for c, stats in per_checkpoint_results(entry).items()}
         written.append(draw_side_by_side_grids(
-            grids, out_dir / f"surface_heads_{statistic}.png", differences=titled_pairs(entry["pairs"]),
-            title=f"{STATISTICS[statistic]} per head: {run_title(run)}",
+            grids, out_dir / f"{prefix}_heads_{statistic}.png", differences=titled_pairs(entry["pairs"]),
+            title=f"{STATISTICS[statistic]} per head on {inputs}: {run_title(run)}",
             colorbar_label="nats" if statistic == "entropy" else "mean attention"))
     return written

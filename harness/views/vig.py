@@ -12,7 +12,8 @@ head and the mean over heads of each behaviour, how many heads carry each label,
 chance levels; the overview counts the labelled heads and names the strongest head linking the
 two sentences through identical words. A study keeps the identical-word behaviours per layer
 over seeds and reports whether the attention to identical words in the other sentence rises or
-falls with fine-tuning. On a single-sentence task (CoLA, SST-2) the other sentence is not
+falls with fine-tuning, by the changes' intervals over resampled dev examples, which that
+behaviour's table gives too. On a single-sentence task (CoLA, SST-2) the other sentence is not
 defined: its panel, grid and table are left out, the lines printed say nothing of it, and the
 overview says so in words.
 """
@@ -28,6 +29,7 @@ import numpy as np
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.views.across_tasks import CHECKPOINTS, draw_per_layer_by_task, metric_table
 from harness.views.base import Entry, PaperPoint, Row, View, per_checkpoint_results, per_pair_results, register_view
+from harness.views.evidence import RESAMPLES
 from harness.views.seeds import elementwise
 from harness.views.style import (
     axes_title,
@@ -55,6 +57,7 @@ STATISTICS = {
     "delimiters": "the delimiters ([CLS], [SEP])",
 }
 CROSS = "other_segment_identical"  # the issue's question: heads that link the two sentences through identical words
+UNIT = "dev examples"  # what the changes of `CROSS` are resampled over
 IDENTICAL = ("same_segment_identical", "other_segment_identical")  # kept per layer over seeds
 TABLE_HEADS = 5  # a behaviour's table lists its labelled heads and this many strongest heads of each checkpoint
 VIG_2019 = "named, not counted (Vig 2019)"
@@ -101,7 +104,7 @@ def label_counts_cell(stats: dict[str, Any]) -> str:
 @register_view
 class VigView(View):
     name = "vig"
-    version = 1
+    version = 2
     signed_changes = {
         metric("change", f"{CROSS}_max"): "the strongest head's share of attention to identical words in the "
                                           "other sentence",
@@ -111,6 +114,7 @@ class VigView(View):
     papers = dict.fromkeys(signed_changes, PaperPoint(
         "Vig 2019", "pre-trained BERT and GPT-2 only: some heads attend to identical words, "
         "in the same and in the other sentence; no fine-tuned model measured"))
+    left_out = ("units",)
 
     @classmethod
     def metrics(cls, entry: Entry) -> list[tuple[str, float]]:
@@ -154,6 +158,8 @@ class VigView(View):
                                                  f"heads and the {TABLE_HEADS} strongest of each checkpoint): "
                                                  f"{run_title(run)}\n\n{head_table(entry, statistic)}"
                        for statistic in defined_statistics(entry)})
+        if CROSS in defined_statistics(entry):
+            tables[f"vig_heads_{CROSS}"] += change_lines(entry)
         return tables
 
     @classmethod
@@ -259,6 +265,23 @@ def head_table(entry: Entry, statistic: str) -> str:
                        if statistic in stats["labels"][layer][head]) or "-"]
             for layer, head in table_heads(entry, statistic)]
     return markdown_table(header, rows)
+
+
+def change_lines(entry: Entry) -> str:
+    """Each pair's changes of the strongest head's and of the mean share of attention to
+    identical words in the other sentence, with their intervals over the dev examples (none
+    where no example has such rows)."""
+    lines = []
+    for (before, after), comparison in zip(entry["pairs"], per_pair_results(entry).values()):
+        for what, reduce in (("the strongest head (chosen again in each resample)", "max"),
+                             ("the mean over heads", "mean")):
+            evidence = comparison["evidence"].get(metric("change", f"{CROSS}_{reduce}"))
+            if evidence:
+                low, high = evidence["interval"]
+                lines.append(f"{difference_title(before, after)}, {what}, over {RESAMPLES} resamples of the "
+                             f"{evidence['n']} {evidence['unit']}: {evidence['value']:+.3f} [{low:+.3f}, {high:+.3f}], "
+                             f"{evidence['direction']}.")
+    return "".join(f"\n{line}\n" for line in lines)
 
 
 def draw_identical_by_task(study: dict[str, Any], path: Path) -> Path:

@@ -75,8 +75,9 @@ def view(summary: dict[str, Any]) -> dict[str, Any]:
             out[f"clustering.{c}.{block}"] = value
     for kind in ("right_branching", "distances_glove"):
         out[f"probes.{kind}"] = probes[kind]
-    for name in ("nearest_preceding", "head_match"):  # stored as "nearest" before; the paper's Nearest differs
-        out[f"coreference.{name}"] = coreference["baselines"][name]["all"]
+    # the nearest earlier mention, named "nearest_preceding" in the expectation and "nearest" since issue 44
+    out["coreference.nearest_preceding"] = coreference["baselines"]["nearest"]["all"]
+    out["coreference.head_match"] = coreference["baselines"]["head_match"]["all"]
     for category, grid in analyses["gradients"]["per_checkpoint"]["finetuned"]["per_head"].items():
         out[f"gradients.finetuned.{category}"] = grid
     return out

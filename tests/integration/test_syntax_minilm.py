@@ -15,7 +15,8 @@ from harness.analyses.features import LinguisticFeatures, feature_positions
 from harness.analyses.probes import Probes
 from harness.inputs.sources.treebank import DEV, TRAIN, sentence_batches
 from harness.results.checkpoints import FINETUNED, PRETRAINED
-from harness.views.dependency import ALL_CLARK
+from harness.views.dependency import ALL_CLARK, DependencyView
+from harness.views.probes import ProbesView
 from tasks.treebank import read_treebank
 from tests.conftest import SHARED_DATA
 from tests.integration.conftest import run_on
@@ -41,6 +42,11 @@ def test_minilm_heads_and_probes_read_syntax_that_random_attention_does_not(mini
     assert pre["all"]["best"]["accuracy"] > pre["all"]["baseline"]["accuracy"] + 5
     changes = {row["relation"]: row for row in syntax["per_pair"]["pretrained->finetuned"]["relations"]}
     assert changes["all"]["change"] < -10
+    # clear of resampling the 150 sentences, the best (head, direction) chosen again in each resample
+    evidence = DependencyView.change_evidence({"result": syntax})["syntax_change_all"]
+    assert (evidence["n"], evidence["unit"], evidence["direction"]) == (150, "treebank sentences", "falls")
+    assert evidence["value"] == pytest.approx(changes["all"]["change"])
+    assert syntax["per_checkpoint"][PRETRAINED]["offsets"] == [-3, -2, -1, 1, 2]
     # Clark's protocol counts every word: the roots (never predicted) and punctuation pull it down
     clark = syntax["per_checkpoint"][PRETRAINED][ALL_CLARK]
     assert clark["count"] == sum(map(len, dev)) > pre["all"]["count"]
@@ -60,4 +66,6 @@ def test_minilm_heads_and_probes_read_syntax_that_random_attention_does_not(mini
     probes = run_on(Probes, models, tokenizer, sentence_batches(tokenizer, train + dev, 32, 128, items), **settings)
     uas = {c: probes["per_checkpoint"][c]["uas"] for c in models}
     assert uas[PRETRAINED]["attn"] > uas[FINETUNED]["attn"] + 10
+    evidence = ProbesView.change_evidence({"result": probes})["probes_uas_change_attn"]
+    assert (evidence["n"], evidence["unit"], evidence["direction"]) == (150, "dev sentences", "falls")
     assert uas[PRETRAINED]["attn"] > uas[PRETRAINED]["right_branching"]

@@ -7,14 +7,16 @@ al.'s ``preprocess_unlabeled.py`` did: paragraphs
 are gathered until the segment is full, split into parts A and B at a seeded random paragraph
 boundary, and the longer part is trimmed token by token (front or back at random) until the
 pair fits. Without a corpus its analyses read the task's dev sample: the run streams the
-``"task"`` source once for them and the task's own analyses (`Source.streams_as`).
+``"task"`` source once for them and the task's own analyses (`Source.streams_as`). The
+``"running-text"`` source packs a treebank's paragraphs the same way (`pack_documents`).
 """
 
 from __future__ import annotations
 
 import random
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -31,12 +33,16 @@ from tasks.files import text_lines
 CORPUS_LAYOUT = "give plain text with one paragraph per line and a blank line between documents"
 
 
+Paragraphs = list[tuple[str, str]]  # one document: (where each paragraph starts, its text)
+
+
 @dataclass(frozen=True)
 class Segment:
-    """One packed input: the tokens of parts A and B, the file line it starts on, and the
-    special tokens the tokenizer's pair template adds."""
+    """One packed input: the tokens of parts A and B, where its text starts (``file:line`` of a
+    corpus, the ``sent_id`` of a treebank's sentence), and the special tokens the tokenizer's
+    pair template adds."""
 
-    line: int
+    start: str
     tokens_a: tuple[str, ...]
     tokens_b: tuple[str, ...]
     specials: int
@@ -54,15 +60,15 @@ class PackingCounts:
     unpaired_paragraphs: int = 0
 
 
-def read_documents(path: Path) -> Iterator[list[tuple[int, str]]]:
-    """Documents of a plain-text file as lists of (1-based line number, paragraph)."""
+def read_documents(path: Path) -> Iterator[Paragraphs]:
+    """Documents of a plain-text file as lists of (``file:line``, paragraph)."""
     if not path.is_file():
         raise InputError(f"--corpus {path}: no such file; give a plain-text file with one paragraph per line")
-    document: list[tuple[int, str]] = []
+    document: Paragraphs = []
     for number, line in enumerate(text_lines(path), start=1):
         text = line.strip()
         if text:
-            document.append((number, text))
+            document.append((f"{path.name}:{number}", text))
         elif document:
             yield document
             document = []
@@ -92,13 +98,13 @@ def trim_pair(tokens_a: list[str], tokens_b: list[str], budget: int, rng: random
 
 
 def pack_document(
-    paragraphs: Sequence[tuple[int, list[str]]], max_tokens: int, specials: int, rng: random.Random,
+    paragraphs: Sequence[tuple[str, list[str]]], max_tokens: int, specials: int, rng: random.Random,
     counts: PackingCounts
 ) -> Iterator[Segment]:
     """Segments of one document: chunks of at least two paragraphs, filled up to ``max_tokens``
     with the ``specials`` special tokens."""
     budget = max_tokens - specials
-    chunk: list[tuple[int, list[str]]] = []
+    chunk: list[tuple[str, list[str]]] = []
     for index, paragraph in enumerate(paragraphs):
         chunk.append(paragraph)
         full = sum(len(tokens) for _, tokens in chunk) >= budget and len(chunk) >= 2
@@ -116,20 +122,28 @@ def pack_document(
         chunk = []
 
 
+def pack_documents(
+    documents: Iterable[Paragraphs], tokenizer: PreTrainedTokenizerBase, max_tokens: int, seed: int,
+    counts: PackingCounts
+) -> Iterator[Segment]:
+    """The segments of ``documents`` in order, each document packed by `pack_document` from its
+    paragraphs in the tokenizer's tokens (a paragraph of no token left out); one seeded random
+    generator draws every split and cut."""
+    rng = random.Random(seed)
+    specials = PairTemplate.of(tokenizer).count
+    for document in documents:
+        # not verbose: a paragraph longer than the model's inputs is cut to its segment, never fed whole
+        paragraphs = [(start, tokens) for start, text in document
+                      if (tokens := tokenizer.tokenize(text, verbose=False))]
+        yield from pack_document(paragraphs, max_tokens, specials, rng, counts)
+
+
 def pack_corpus(
     path: Path, tokenizer: PreTrainedTokenizerBase, max_tokens: int, max_segments: int, seed: int
 ) -> tuple[list[Segment], PackingCounts]:
     """The first ``max_segments`` segments of the file (Clark et al. used 1000 of 128 tokens)."""
-    rng = random.Random(seed)
     counts = PackingCounts()
-    specials = PairTemplate.of(tokenizer).count
-    segments: list[Segment] = []
-    for document in read_documents(path):
-        paragraphs = [(line, tokens) for line, text in document if (tokens := tokenizer.tokenize(text))]
-        for segment in pack_document(paragraphs, max_tokens, specials, rng, counts):
-            segments.append(segment)
-            if len(segments) >= max_segments:
-                return segments, counts
+    segments = list(islice(pack_documents(read_documents(path), tokenizer, max_tokens, seed, counts), max_segments))
     if not segments:
         raise InputError(
             f"--corpus {path}: no segment could be built; the file needs documents of at least two "

@@ -16,7 +16,8 @@ from itertools import chain
 from pathlib import Path
 from typing import Any
 
-from harness.config import AnalysisConfig, default_corpus_path
+from harness.config import AnalysisConfig
+from harness.corpus_lookup import default_corpus_path
 from harness.inputs.batches import EncodedBatch
 from harness.inputs.sampling import sample
 from harness.inputs.sources.base import Source, SourceStream, register_source

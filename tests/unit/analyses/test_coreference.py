@@ -3,7 +3,13 @@ import json
 import pytest
 import torch
 
-from harness.analyses.coreference import Coreference, attention_hits, coreference_targets, nearest_other_head
+from harness.analyses.coreference import (
+    Coreference,
+    attention_hits,
+    baseline_picks,
+    coreference_targets,
+    nearest_other_head,
+)
 from harness.config import AnalysisConfig
 from harness.inputs.batches import AttentionBatch
 from harness.inputs.sources import SourceContext
@@ -15,6 +21,7 @@ from harness.inputs.sources.coreference import (
 )
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.views.coreference import CoreferenceView
+from harness.views.evidence import UnitSums, paired_change
 from tasks.coreference import Document, Mention, mention_head, mention_type
 from tasks.errors import InputError
 from tests.conftest import analysis_context, finish, stream
@@ -84,27 +91,33 @@ def test_targets_pick_coreferent_mentions_with_antecedents_and_score_baselines()
     assert targets.heads.tolist() == [2, 4, 7, 10]
     assert [row.nonzero().flatten().tolist() for row in targets.antecedent_heads] == [[0], [0, 2], [5], [0, 2, 4]]
     assert targets.types.tolist() == [0, 0, 0, 1]  # pronoun x3, proper
-    # Clark's Nearest, over the mention head words 0, 2, 4, 5, 7, 10: he -> John (tied with his
+    # Clark's Nearest, the nearest earlier mention: he -> John ok; his -> he ok; She -> "his sister"
+    # (ends before She) ok; John@10 -> She wrong.
+    assert targets.baselines["nearest"].tolist() == [True, True, True, False]
+    # Ours either side, over the mention head words 0, 2, 4, 5, 7, 10: he -> John (tied with his
     # at distance 2, the earlier wins) ok; his -> "sister" next to it (the head of "his sister",
     # which contains it) wrong; She -> sister ok; John@10 -> She wrong.
-    assert targets.baselines["nearest"].tolist() == [True, False, True, False]
-    # Looking back only: his -> he ok; She -> "his sister" (ends before She) ok; John@10 -> She wrong.
-    assert targets.baselines["nearest_preceding"].tolist() == [True, True, True, False]
+    assert targets.baselines["nearest_either_side"].tolist() == [True, False, True, False]
     # Head match: only John@10 has an earlier mention with its head word (John@0).
     assert targets.baselines["head_match"].tolist() == [False, False, False, True]
     assert targets.mentions_cut == 0
 
 
-def test_clark_nearest_may_pick_a_later_mention_where_looking_back_is_right():
+def test_the_papers_nearest_picks_the_preceding_mention_where_the_nearest_one_follows():
     #          0    1    2  3  4  5   6    7   8    9
     doc = document("John came in . | He saw Mary and Mary smiled",
                    [(0, 0, 0), (4, 4, 0), (6, 6, 1), (8, 8, 1)])
+    kept = doc.mentions
+    heads = [mention_head(doc, m) for m in kept]
+    # "He": Mary@6 (2 words on) is nearer than John (4 words back). An antecedent precedes its
+    # mention, so Clark's Nearest picks John; ours either side picks Mary.
+    picks = baseline_picks(kept, heads, [doc.words[h].lower() for h in heads], 1)
+    assert picks == {"nearest": 0, "head_match": None, "nearest_either_side": 6}
     targets = coreference_targets(doc, len(doc.words))
     assert targets.heads.tolist() == [4, 8]
-    # "He": Mary@6 (2 words on) is nearer than John (4 words back): Clark's Nearest is wrong
-    # where the nearest earlier mention is right. Mary@8: Mary@6 for every baseline.
-    assert targets.baselines["nearest"].tolist() == [False, True]
-    assert targets.baselines["nearest_preceding"].tolist() == [True, True]
+    # Mary@8: Mary@6 for every baseline.
+    assert targets.baselines["nearest"].tolist() == [True, True]
+    assert targets.baselines["nearest_either_side"].tolist() == [False, True]
     assert targets.baselines["head_match"].tolist() == [False, True]
 
 
@@ -170,16 +183,16 @@ def test_analysis_counts_hand_made_attention_exactly(tiny_tokenizer):
     assert pre["best_head"]["all"] == {"layer": 2, "head": 4, "accuracy": 1.0}
     assert fine["best_head"]["all"] == {"layer": 1, "head": 4, "accuracy": 1.0}
     assert pre["best_head"]["overall_head_by_type"] == {"all": 1.0, "pronoun": 1.0, "proper": 1.0, "nominal": None}
-    assert pre["baselines"]["nearest"]["all"] == 0.5 and fine["baselines"]["head_match"]["proper"] == 1.0
-    assert pre["baselines"]["nearest_preceding"] == {"all": 0.75, "pronoun": 1.0, "proper": 0.0, "nominal": None}
+    assert pre["baselines"]["nearest_either_side"]["all"] == 0.5 and fine["baselines"]["head_match"]["proper"] == 1.0
+    assert pre["baselines"]["nearest"] == {"all": 0.75, "pronoun": 1.0, "proper": 0.0, "nominal": None}
     # The pre-trained best head (2-4) loses everything in the flipped "fine-tuned" maps.
     change = result["per_pair"]["pretrained->finetuned"]
     assert change["at_before_best_head"]["all"] == -1.0 and change["at_before_best_head"]["nominal"] is None
     assert change["best_head"]["all"] == 0.0
     json.dumps(result, allow_nan=False)  # the summary must be strict JSON
     metrics = dict(CoreferenceView.metrics({"result": result}))
-    assert metrics["coref_all_nearest"] == 0.5 and metrics["coref_all_pretrained"] == 1.0
-    assert metrics["coref_all_nearest_preceding"] == 0.75
+    assert metrics["coref_all_nearest"] == 0.75 and metrics["coref_all_pretrained"] == 1.0
+    assert metrics["coref_all_nearest_either_side"] == 0.5
     assert "coref_nominal_pretrained" not in metrics  # no nominal mentions: no number to log
 
 
@@ -249,7 +262,78 @@ def test_figures_and_table_are_drawn_from_the_stored_entry(tmp_path, tiny_tokeni
     assert all(p.stat().st_size > 0 for p in paths)
     table = CoreferenceView.tables(entry, {"model": "tiny", "task": "rte"})["coreference_table"]
     assert table.startswith("# Coreference: antecedent selection by head words (litbank/conll)")  # no machine's path
-    assert "| Nearest | 50.0 (27) |" in table and "Rule-based (Clark only)" in table
-    # Clark had no looking-back-only baseline: no number of theirs beside ours.
-    assert "| Nearest preceding (ours only) | 75.0 | 100.0 | 0.0 | – |" in table
+    # Clark's numbers beside the nearest earlier mention, their protocol; none beside ours either side.
+    assert "| Nearest | 75.0 (27) | 100.0 (29) | 0.0 (29) | – (19) |" in table and "Rule-based (Clark only)" in table
+    assert "| Nearest either side (ours) | 50.0 | 66.7 | 0.0 | – |" in table
     assert "fine-tuned minus pre-trained" in table
+    evidence = result["per_pair"]["pretrained->finetuned"]["evidence"]["coref_all_change"]
+    assert f"resamples of the 1 documents: {100 * evidence['value']:+.1f} [" in table
+
+
+MENTIONS_AND_ANTECEDENTS = [(2, 0), (4, 2), (7, 5), (10, 4)]  # STORY's scored head words, an antecedent each
+
+
+def pointing_attention(encoded, pointed: list[list[int]], head: tuple[int, int] = (1, 3)) -> torch.Tensor:
+    """(documents, 2 layers, 4 heads, tokens, tokens) first-token attention of copies of STORY where every
+    word looks most at "fell" (wrong), except that in document d ``head`` points the scored mentions
+    numbered ``pointed[d]`` at an antecedent."""
+    aligned = encoded.items[0]
+    n_tok = len(aligned.word_ids)
+    first_token = {word: aligned.word_ids.index(word) for word in range(len(STORY.words))}
+    attention = torch.full((len(pointed), 2, 4, n_tok, n_tok), 1.0 / n_tok)
+    attention[..., first_token[13]] = 2.0 / n_tok
+    for document, mentions in enumerate(pointed):
+        for mention in mentions:
+            word, antecedent = MENTIONS_AND_ANTECEDENTS[mention]
+            attention[document, head[0], head[1], first_token[word], first_token[antecedent]] = 5.0
+    return attention
+
+
+def compared(tokenizer, pretrained: torch.Tensor, finetuned: torch.Tensor) -> dict:
+    """The summary-shaped result of the hand-made attention of copies of STORY, one per row."""
+    encoded = next(encoded_documents(tokenizer, [STORY] * len(pretrained), len(pretrained), 64))
+    analysis = Coreference(analysis_context((PRETRAINED, FINETUNED), 2, 4, tokenizer, word_attention_from="first"))
+    analysis.update(AttentionBatch(encoded, {PRETRAINED: pretrained, FINETUNED: finetuned}))
+    return finish(analysis)
+
+
+def test_a_best_head_lost_in_most_documents_is_a_clear_fall_over_resampled_documents(tiny_tokenizer):
+    encoded = next(encoded_documents(tiny_tokenizer, [STORY] * 8, 8, 64))
+    every = [0, 1, 2, 3]
+    result = compared(tiny_tokenizer, pointing_attention(encoded, [every] * 7 + [[]]),
+                      pointing_attention(encoded, [every] + [[]] * 7))
+    units = result["per_checkpoint"][PRETRAINED]["units"]
+    assert units["unit"] == "documents" and units["numerators"]["shape"] == [8, 8]  # documents x layers * heads
+    evidence = CoreferenceView.change_evidence({"result": result})["coref_all_change"]
+    assert evidence["value"] == pytest.approx(1 / 8 - 7 / 8) and evidence["n"] == 8
+    assert evidence["interval"][1] < 0 and evidence["direction"] == "falls"
+
+
+def test_a_best_head_right_in_other_documents_after_is_no_clear_change(tiny_tokenizer):
+    encoded = next(encoded_documents(tiny_tokenizer, [STORY] * 8, 8, 64))
+    every = [0, 1, 2, 3]
+    result = compared(tiny_tokenizer, pointing_attention(encoded, [every] * 4 + [[]] * 4),
+                      pointing_attention(encoded, [[]] * 4 + [every] * 4))
+    evidence = CoreferenceView.change_evidence({"result": result})["coref_all_change"]
+    low, high = evidence["interval"]
+    assert evidence["value"] == 0.0 and low < 0 < high and evidence["direction"] == "no clear change"
+
+
+def test_the_best_head_chosen_again_in_each_resample_is_less_certain_than_one_fixed_head(tiny_tokenizer):
+    """After: head 2-3 finds the antecedents of two of the four mentions of every document (0.5,
+    the same in every resample), head 2-4 of all four in half the documents (0.5 too, but not in
+    every resample). Fixing the best head claims the change exactly; choosing it again in each
+    resample shows how much "the best head" itself depends on the sample."""
+    encoded = next(encoded_documents(tiny_tokenizer, [STORY] * 8, 8, 64))
+    after = (pointing_attention(encoded, [[0, 1]] * 8, head=(1, 2))
+             + pointing_attention(encoded, [[0, 1, 2, 3]] * 4 + [[]] * 4))
+    result = compared(tiny_tokenizer, pointing_attention(encoded, [[]] * 8), after)
+    best = result["per_checkpoint"][FINETUNED]["best_head"]["all"]
+    assert (best["layer"], best["head"], best["accuracy"]) == (2, 3, 0.5)  # a tie: the first of the two
+    chosen_again = result["per_pair"]["pretrained->finetuned"]["evidence"]["coref_all_change"]
+    units = [UnitSums.read(result["per_checkpoint"][c]["units"]) for c in (PRETRAINED, FINETUNED)]
+    column = 4 * (best["layer"] - 1) + best["head"] - 1
+    fixed = paired_change(*(UnitSums(sums.numerators[:, [column]], sums.denominators, sums.unit) for sums in units))
+    assert chosen_again["value"] == fixed["value"] == 0.5
+    assert fixed["interval"] == [0.5, 0.5]
+    assert chosen_again["interval"][0] == 0.5 < chosen_again["interval"][1]  # the best of two reaches above

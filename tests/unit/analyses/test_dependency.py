@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from harness.analyses.dependency import ROOT_GOLD, DependencyHeads, head_predictions, offset_predictions
+from harness.analyses.dependency import OFFSETS, ROOT_GOLD, DependencyHeads, head_predictions, offset_predictions
 from harness.config import AnalysisConfig
 from harness.inputs.sources import SourceContext
 from harness.inputs.sources.treebank import SyntaxSource
@@ -140,10 +140,10 @@ def test_ours_leaves_punctuation_and_roots_out_and_clarks_counts_every_word():
 
 def test_clark_offsets_clip_to_root_and_last_word_and_ours_do_not():
     predicted = offset_predictions(torch.tensor([0, 2]), 3)  # words 0 and 2 of a 3-word sentence
-    assert predicted.shape == (2, 6, 2)
-    assert predicted[0, :, 0].tolist() == [-3, -2, -1, 1, 2, 3]  # ours: -1 is no word, never the root
-    assert predicted[1, :, 0].tolist() == [ROOT_GOLD] * 3 + [1, 2, 2]
-    assert predicted[1, :, 1].tolist() == [ROOT_GOLD, 0, 1, 2, 2, 2]
+    assert predicted.shape == (2, 5, 2)
+    assert predicted[0, :, 0].tolist() == [-3, -2, -1, 1, 2]  # ours: -1 is no word, never the root
+    assert predicted[1, :, 0].tolist() == [ROOT_GOLD] * 3 + [1, 2]
+    assert predicted[1, :, 1].tolist() == [ROOT_GOLD, 0, 1, 2, 2]
     go_home = sentence("go home", [0, 1], ["root", "obl"])
     row = run([go_home], {PRETRAINED: [pointing_maps([0, 0])]})["per_checkpoint"][PRETRAINED][ALL_CLARK]
     # offset -1: "go" -> ROOT (clipped, so right) and "home" -> "go"; -2 and -3 miss "home"
@@ -164,3 +164,35 @@ def test_the_papers_all_is_shown_beside_the_clark_protocol_only(tmp_path):
         rows.setdefault(line.split(" | ")[0].lstrip("| "), line)
     assert rows["all"].endswith("| 55.6 (+1) |  |  |  |  |")  # ours: no paper number
     assert rows[ALL_CLARK].endswith("| 35.7 (+1) | all | 7-6 | 34.5 | 26.3 (+1) |")
+
+
+def test_the_offset_baseline_tries_clarks_offsets_minus_3_to_plus_2():
+    assert OFFSETS == (-3, -2, -1, 1, 2)  # their code's range(-3, 3); its 0, the word itself, is never right
+    # every dependent's head three words on: only +3 would find them, and it is not tried
+    ahead = sentence("a b c d e f", [4, 5, 6, 0, 0, 0])
+    stats = run([ahead], {PRETRAINED: [pointing_maps([0] * 6)]})["per_checkpoint"][PRETRAINED]
+    assert stats["offsets"] == [-3, -2, -1, 1, 2]
+    assert rows_by_relation({"per_checkpoint": {PRETRAINED: stats}}, PRETRAINED)["all"]["baseline"]["accuracy"] == 0.0
+
+
+# Ten copies of CAT: a head that finds every head word, or uniform attention, per sentence.
+POINTING, UNIFORM = pointing_maps(CAT.heads), pointing_maps([0] * len(CAT))
+
+
+def test_the_best_head_lost_in_most_sentences_is_a_clear_fall_over_resampled_sentences():
+    result = run([CAT] * 10, {PRETRAINED: [POINTING] * 9 + [UNIFORM], FINETUNED: [POINTING] + [UNIFORM] * 9})
+    units = result["per_checkpoint"][PRETRAINED]["units"]
+    assert units["unit"] == "treebank sentences" and units["numerators"]["shape"] == [10, 4]  # 2 directions x 2 heads
+    evidence = DependencyView.change_evidence({"result": result})["syntax_change_all"]
+    after, before = (rows_by_relation(result, c)["all"]["best"]["accuracy"] for c in (FINETUNED, PRETRAINED))
+    assert evidence["value"] == pytest.approx(after - before) and evidence["n"] == 10
+    assert evidence["interval"][1] < 0 and evidence["direction"] == "falls"
+
+
+def test_the_best_head_found_in_other_sentences_after_is_no_clear_change():
+    result = run([CAT] * 10, {PRETRAINED: [POINTING] * 5 + [UNIFORM] * 5, FINETUNED: [UNIFORM] * 5 + [POINTING] * 5})
+    evidence = DependencyView.change_evidence({"result": result})["syntax_change_all"]
+    low, high = evidence["interval"]
+    assert evidence["value"] == pytest.approx(0.0) and low < 0 < high and evidence["direction"] == "no clear change"
+    table = DependencyView.tables({"result": result, "pairs": [[PRETRAINED, FINETUNED]]}, {"model": "tiny"})
+    assert f"[{low:+.1f}, {high:+.1f}] points, no clear change." in table["syntax_table1"]

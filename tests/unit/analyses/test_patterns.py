@@ -3,16 +3,20 @@
 import json
 import logging
 
+import numpy as np
 import pytest
 import torch
 
 from classifier import CLASSES
+from classifier.correction import corrected_shares
+from classifier.crossval import load_report
 from classifier.model import load_classifier
-from harness.analyses.patterns import AttentionPatterns
+from harness.analyses.patterns import AttentionPatterns, corrected
 from harness.config import AnalysisConfig
 from harness.inputs.batches import AttentionBatch, EncodedBatch
 from harness.inputs.encoding import batched
 from harness.results.store import FileHashes
+from harness.views.evidence import UnitSums
 from harness.views.patterns import PatternsView, draw_proportions
 from harness.views.style import plt
 from tasks.examples import Example
@@ -43,6 +47,10 @@ def test_counts_match_classifying_each_map_on_its_own(tiny_pair, tiny_tokenizer)
         assert result[name]["num_examples"] == 3
         assert len(result[name]["per_head"]) == 2 and len(result[name]["per_head"][0]) == 4
         assert torch.tensor(result[name]["counts_per_head"]).sum() == total
+        units = UnitSums.read(json.loads(json.dumps(result[name]["units"])))
+        assert (units.unit, units.numerators.shape) == ("dev examples", (3, len(CLASSES)))
+        assert (units.denominators == 2 * 4).all() and units.numerators.sum(axis=0).tolist() == [
+            expected[name][label] for label in CLASSES]
 
 
 def test_known_maps_give_known_proportions_and_changed_heads(tiny_tokenizer):
@@ -64,6 +72,12 @@ def test_known_maps_give_known_proportions_and_changed_heads(tiny_tokenizer):
         {"layer": 1, "head": 2, "before": "vertical", "after": "diagonal"}]
     metrics = dict(PatternsView.metrics({"result": result}))
     assert metrics["pattern_finetuned_diagonal"] == 0.5 and metrics["pattern_pretrained_vertical_diagonal"] == 0.0
+    evidence = PatternsView.change_evidence({"result": result})
+    assert set(evidence) == set(PatternsView.signed_changes) - {"pattern_change_block"}  # no pair: block cannot occur
+    assert (evidence["pattern_change_vertical"]["value"], evidence["pattern_change_vertical"]["direction"]) == (
+        -0.5, "falls")  # every example lost its vertical head 2 to diagonal
+    assert evidence["pattern_change_diagonal"]["interval"] == [0.5, 0.5]
+    assert evidence["pattern_change_heterogeneous"]["direction"] == "no clear change"
 
 
 def test_figures_are_drawn_from_the_stored_entry(tiny_pair, tiny_tokenizer, tmp_path):
@@ -131,3 +145,52 @@ def test_value_labels_sit_above_the_corrected_intervals_not_on_them(tmp_path, mo
                                                                      for text, top in expected]
     assert caplog.records == []  # no label on an interval, none off the canvas
     plt.close(figure)
+
+
+def stored_counts(per_example: np.ndarray, heads: int = 12) -> dict:
+    """A checkpoint's stored result with the given per-example class counts (examples, classes) of ``heads`` heads."""
+    return {"per_head": [["vertical"]], "pair_inputs": len(per_example),
+            "units": UnitSums.of(per_example, np.full(len(per_example), heads), "dev examples").stored()}
+
+
+def class_counts(rng: np.random.Generator, shares: list[float], examples: int, heads: int = 12) -> np.ndarray:
+    """Per example, its heads' classes drawn around ``shares`` (examples differ, as real inputs do)."""
+    return np.array([rng.multinomial(heads, rng.dirichlet(10 * np.asarray(shares))) for _ in range(examples)])
+
+
+def test_a_clear_change_of_share_rises_or_falls_and_noise_holds_zero():
+    rng = np.random.default_rng(0)
+    before = class_counts(rng, [0.6, 0.1, 0.1, 0.1, 0.1], 100)
+    after = class_counts(rng, [0.3, 0.1, 0.1, 0.1, 0.4], 100)  # vertical maps turned heterogeneous
+    changes = AttentionPatterns.compare({"pretrained": stored_counts(before), "finetuned": stored_counts(after)},
+                                        [("pretrained", "finetuned")])["pretrained->finetuned"]["evidence"]
+    assert set(changes) == set(PatternsView.signed_changes)
+    vertical, heterogeneous = changes["pattern_change_vertical"], changes["pattern_change_heterogeneous"]
+    assert (vertical["direction"], heterogeneous["direction"]) == ("falls", "rises")
+    assert vertical["interval"][1] < 0 < heterogeneous["interval"][0] and vertical["n"] == 100
+    assert vertical["value"] == pytest.approx(after[:, 0].sum() / 1200 - before[:, 0].sum() / 1200)
+    shuffled = {"pretrained": stored_counts(before), "finetuned": stored_counts(rng.permutation(before))}
+    for change in AttentionPatterns.compare(shuffled, [("pretrained", "finetuned")])[
+            "pretrained->finetuned"]["evidence"].values():  # the same maps, on other examples: only noise
+        assert change["value"] == pytest.approx(0.0, abs=1e-12) and change["direction"] == "no clear change"
+        assert change["interval"][0] < 0 < change["interval"][1]
+
+
+def test_the_corrected_interval_covers_the_examples_drawn_and_narrows_as_they_grow():
+    cross_validation = load_report("task")
+    confusion = np.asarray(cross_validation["confusion"])
+    rng = np.random.default_rng(0)
+    widths = {}
+    for examples in (20, 2000):
+        units = UnitSums.of(class_counts(rng, [0.45, 0.08, 0.2, 0.1, 0.17], examples, heads=72),
+                            np.full(examples, 72), "dev examples")
+        both = corrected(units, cross_validation, pairs_seen=True, seed=0)
+        observed = units.ratios(np.ones((1, examples)))[0]
+        _, confusion_only = corrected_shares(observed, np.tile(observed, (1000, 1)), confusion, np.ones(5, bool))
+        intervals = np.array([both["corrected_interval"][name] for name in CLASSES])
+        assert ((intervals[:, 0] <= list(both["corrected"].values())) & (
+            list(both["corrected"].values()) <= intervals[:, 1])).all()
+        widths[examples] = intervals[:, 1] - intervals[:, 0]
+        if examples == 20:
+            assert (widths[examples] > 1.5 * (confusion_only[:, 1] - confusion_only[:, 0])).all()
+    assert (widths[2000] < widths[20] / 2).all()

@@ -1,5 +1,6 @@
 import math
 import random
+from collections.abc import Callable
 from dataclasses import replace
 
 import pytest
@@ -31,15 +32,19 @@ def random_tree(rng: random.Random) -> list[int]:
     return heads
 
 
-def batches(split: str, count: int, seed: int) -> list:
+def batches(split: str, count: int, seed: int, pointing: Callable[[int], tuple[bool, bool]] = lambda _: (True, False)
+            ) -> list:
+    """``count`` one-sentence batches of random trees; ``pointing(index)`` says, per checkpoint
+    (pre-trained, fine-tuned), whether head 1 points at the gold heads of sentence ``index``
+    (else every head attends uniformly)."""
     rng = random.Random(seed)
     out = []
-    for _ in range(count):
+    for index in range(count):
         heads = random_tree(rng)
         s = sentence(" ".join(rng.choice(WORDS) for _ in heads), heads)
-        out.append(hand_made_batch([s], {PRETRAINED: [pointing_maps(heads)],  # head 1 points at the gold head
-                                         FINETUNED: [pointing_maps([0] * len(heads))]},  # all uniform
-                                   items=[(split, s)]))
+        maps = {checkpoint: [pointing_maps(heads if points else [0] * len(heads))]
+                for checkpoint, points in zip((PRETRAINED, FINETUNED), pointing(index))}
+        out.append(hand_made_batch([s], maps, items=[(split, s)]))
     return out
 
 
@@ -58,9 +63,29 @@ def test_probe_reads_a_head_that_points_at_gold_heads_and_not_uniform_attention(
     assert fine["uas"]["attn"] <= 40.0  # uniform maps carry no syntax
     change = result["per_pair"]["pretrained->finetuned"]["uas_change"]["attn"]
     assert change == fine["uas"]["attn"] - pre["uas"]["attn"]
+    evidence = ProbesView.change_evidence({"result": result})["probes_uas_change_attn"]
+    assert evidence["value"] == pytest.approx(change, abs=1e-9)
+    assert (evidence["n"], evidence["unit"]) == (40, "dev sentences")
+    assert evidence["interval"][1] < 0 and evidence["direction"] == "falls"
     assert pre["uas"]["distances_glove"] == fine["uas"]["distances_glove"]  # the baselines see no attention
     weights = torch.tensor(pre["attn_head_weights"]["dependent->head"])
     assert weights.shape == (1, 2) and weights[0, 0] > weights[0, 1]  # it learned to read head 1
+
+
+def test_probes_right_on_other_dev_sentences_after_are_no_clear_change():
+    """Both probes learn to read head 1; on dev it points at the gold heads in the even sentences
+    of the pre-trained checkpoint and in the odd ones of the fine-tuned: what differs is which
+    sentences each is scored well on, not how well."""
+    analysis = Probes(context(analysis_seed=0))
+    for batch in (batches(TRAIN, 150, seed=1, pointing=lambda _: (True, True))
+                  + batches(DEV, 40, seed=2, pointing=lambda index: (index % 2 == 0, index % 2 == 1))):
+        analysis.update(batch)
+    result = finish(analysis)
+    evidence = ProbesView.change_evidence({"result": result})["probes_uas_change_attn"]
+    low, high = evidence["interval"]
+    assert low < 0 < high and evidence["direction"] == "no clear change"
+    table = ProbesView.tables({"result": result, "pairs": [[PRETRAINED, FINETUNED]]}, {"model": "tiny"})
+    assert f"{evidence['value']:+.1f} [{low:+.1f}, {high:+.1f}] points, no clear change." in table["probes_table3"]
 
 
 def test_right_branching_baseline_scores_right_branching_trees_fully():

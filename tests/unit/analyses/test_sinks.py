@@ -1,15 +1,17 @@
 """Attention sinks and norm-weighted attention: hand-built maps and norms, and a tiny BERT whose weights fix them."""
 
+import numpy as np
 import pytest
 import torch
 
 from harness.analyses.base import ATTENTION, GRADIENTS, VALUE_NORMS
 from harness.analyses.sinks import AttentionSinks, sink_statistics
 from harness.analyses.surface import SpecialIds
+from harness.inputs.batches import AttentionBatch, EncodedBatch
 from harness.inputs.encoding import batched
 from harness.views.sinks import KINDS, STATISTICS, SinksView
 from tasks.examples import Example
-from tests.conftest import run_analysis, stream, tiny_bert
+from tests.conftest import analysis_context, finish, run_analysis, stream, tiny_bert
 
 N = 5  # real tokens: [CLS] cat . dog [SEP], then one padding position
 CLS, SEP, PUNCT, OTHER = range(4)
@@ -157,6 +159,12 @@ def test_result_layers_overall_pair_changes_metrics_and_figures(tiny_pair, tiny_
     assert change["per_layer"]["raw_share"]["cls"] == pytest.approx([b - a for a, b in zip(before, after)])
     assert pretrained["per_head"]["norm_share"] != finetuned["per_head"]["norm_share"]
     entry = {"pairs": [["pretrained", "finetuned"]], "result": result}
+    evidence = SinksView.change_evidence(entry)
+    assert set(evidence) == set(SinksView.signed_changes)
+    for kind in ("cls", "sep"):
+        assert evidence[f"sinks_change_raw_share_{kind}"]["value"] == pytest.approx(
+            change["overall"]["raw_share"][kind], abs=1e-6)  # the stored units give the overall share
+        assert evidence[f"sinks_change_raw_share_{kind}"]["n"] == 3
     metrics = dict(SinksView.metrics(entry))
     assert len(metrics) == 3 * 3 * 4 and metrics["sinks_pretrained_to_finetuned_norm_share_sep_change"] == \
         change["overall"]["norm_share"]["sep"]
@@ -167,6 +175,36 @@ def test_result_layers_overall_pair_changes_metrics_and_figures(tiny_pair, tiny_
     layer_2 = pretrained["per_layer"]["norm_share"]["sep"][1]
     assert table.startswith("# ") and "| share of norm-weighted attention | [SEP] | " in table
     assert f" | {layer_2:.3f} | " in table.split("| share of norm-weighted attention | [SEP] |")[1].splitlines()[0]
+
+
+def on_cls_and_sep(tokenizer, cls_weights: dict[str, np.ndarray]) -> dict:
+    """The entry of checkpoints whose every row, in both heads of their one layer, puts its
+    example's weight on [CLS] and the rest on [SEP], on examples "[CLS] cat . dog [SEP]"."""
+    examples = len(next(iter(cls_weights.values())))
+    input_ids = torch.tensor([tokenizer.convert_tokens_to_ids(["[CLS]", "cat", ".", "dog", "[SEP]"])] * examples)
+    encoded = EncodedBatch(input_ids, torch.ones_like(input_ids), None, list(range(examples)))
+    maps = {}
+    for checkpoint, weights in cls_weights.items():
+        maps[checkpoint] = torch.zeros(examples, 1, 2, N, N)
+        maps[checkpoint][..., 0] = torch.tensor(weights, dtype=torch.float)[:, None, None, None]
+        maps[checkpoint][..., N - 1] = 1 - maps[checkpoint][..., 0]
+    analysis = AttentionSinks(analysis_context(list(cls_weights), 1, 2, tokenizer))
+    analysis.update(AttentionBatch(encoded, maps, value_norms={c: torch.ones(examples, 1, 2, N) for c in cls_weights}))
+    return {"result": finish(analysis)}
+
+
+def test_a_clear_shift_from_cls_to_sep_falls_and_rises_and_noise_holds_zero(tiny_tokenizer):
+    before = np.random.default_rng(0).uniform(0.2, 0.8, 60)
+    shifted = before - 0.1 + np.random.default_rng(1).normal(0.0, 0.05, 60)  # each example gives [SEP] about 0.1
+    changes = SinksView.change_evidence(on_cls_and_sep(tiny_tokenizer, {"pretrained": before, "finetuned": shifted}))
+    cls, sep = changes["sinks_change_raw_share_cls"], changes["sinks_change_raw_share_sep"]
+    assert (cls["direction"], sep["direction"], cls["unit"], cls["n"]) == ("falls", "rises", "dev examples", 60)
+    assert cls["value"] == pytest.approx(float(np.mean(shifted - before)), abs=1e-6) and cls["interval"][1] < 0
+    shuffled = np.random.default_rng(2).permutation(before)  # the same weights on other examples: only noise
+    for change in SinksView.change_evidence(on_cls_and_sep(tiny_tokenizer, {"pretrained": before,
+                                                                            "finetuned": shuffled})).values():
+        assert change["value"] == pytest.approx(0.0, abs=1e-6) and change["direction"] == "no clear change"
+        assert change["interval"][0] < 0 < change["interval"][1]
 
 
 def test_the_engine_captures_value_norms_only_for_analyses_that_need_them(tiny_pair, tiny_tokenizer):

@@ -1,13 +1,21 @@
 import math
 
+import numpy as np
 import pytest
 import torch
 
 from harness.analyses.base import changed_heads
 from harness.analyses.surface import SpecialIds, Surface, behaviour_labels, surface_statistics
-from harness.views.surface import SurfaceView
+from harness.analyses.surface_text import SurfaceText
+from harness.inputs.sources.corpus import segment_batches
+from harness.inputs.sources.running_text import running_text_segments
+from harness.results.checkpoints import FINETUNED, PRETRAINED
+from harness.views.evidence import FAILS, HOLDS, UNCLEAR, UnitSums
+from harness.views.surface import SurfaceView, cls_peaks_before_sep, sep_takes_half_a_layer
+from harness.views.surface_text import SurfaceTextView
 from tasks.examples import Example
-from tests.conftest import run_analysis, tiny_bert
+from tests.conftest import analysis_context, finish, run_analysis, stream, tiny_bert
+from tests.unit.inputs.test_running_text import write_treebank
 
 N = 5  # real tokens: [CLS] cat . dog [SEP], then one padding position
 
@@ -109,3 +117,80 @@ def test_three_checkpoints_each_get_statistics_and_each_pair_its_label_changes(t
     entry = {"pairs": [list(p) for p in pairs], "result": result}
     table = SurfaceView.tables(entry, {"model": "tiny", "task": "test"})["surface_label_changes"]
     assert "**a -> b**" in table and "**b -> c**" in table
+
+
+def test_each_inputs_attention_to_cls_and_sep_is_kept_and_gives_the_per_layer_means(tiny_pair, tiny_tokenizer):
+    result = run_surface(tiny_pair, tiny_tokenizer, batch_size=2)
+    for stats in result["per_checkpoint"].values():
+        for token in ("cls", "sep"):
+            units = UnitSums.read(stats["units"][token])
+            assert units.unit == "dev examples" and units.numerators.shape == (3, 2) and units.count == 3
+            assert np.allclose(units.ratios(np.ones((1, 3)))[0], stats["per_layer"][token], atol=1e-6)
+    entry = {"result": result}
+    evidence = SurfaceView.claims["cls_peaks_before_sep_on_task_inputs"].judge(entry)
+    assert evidence["verdict"] in (HOLDS, FAILS, UNCLEAR) and evidence["n"] == 3 and evidence["unit"] == "dev examples"
+    assert evidence["statistic"].startswith("fine-tuned: ")
+
+
+def noisy_units(means: list[float], spread: float, count: int = 200, seed: int = 0) -> dict:
+    """``count`` inputs whose attention per layer is ``means`` plus Gaussian noise of sd ``spread``,
+    centred so that the sample's means are ``means`` exactly; stored."""
+    noise = np.random.default_rng(seed).normal(0, spread, (count, len(means)))
+    values = np.asarray(means) + noise - noise.mean(axis=0)
+    return UnitSums.of(values, np.ones(count), "segments").stored()
+
+
+def units_entry(cls_means: list[float], sep_means: list[float], spread: float = 0.1) -> dict:
+    units = {"cls": noisy_units(cls_means, spread, seed=1), "sep": noisy_units(sep_means, spread, seed=2)}
+    return {"result": {"per_checkpoint": {PRETRAINED: {"units": units}}}}
+
+
+@pytest.mark.parametrize("cls_means, sep_means, verdict", [
+    ([0.6, 0.3, 0.1], [0.05, 0.2, 0.7], HOLDS),
+    ([0.1, 0.2, 0.6], [0.6, 0.1, 0.1], FAILS),
+    ([0.4, 0.1, 0.4], [0.1, 0.3, 0.1], UNCLEAR),  # [CLS] peaks in layer 1 or 3, as the resample falls; [SEP] in 2
+])
+def test_cls_before_sep_is_judged_on_resamples_of_the_inputs(cls_means, sep_means, verdict):
+    evidence = cls_peaks_before_sep(PRETRAINED)(units_entry(cls_means, sep_means))
+    assert evidence["verdict"] == verdict and evidence["unit"] == "segments" and evidence["n"] == 200
+    if verdict == UNCLEAR:
+        assert 0.2 < evidence["support"] < 0.8
+
+
+@pytest.mark.parametrize("sep_means, verdict", [([0.1, 0.7, 0.2], HOLDS), ([0.1, 0.3, 0.2], FAILS),
+                                                ([0.1, 0.5, 0.2], UNCLEAR)])
+def test_sep_over_half_a_layer_is_judged_on_resamples_of_the_inputs(sep_means, verdict):
+    evidence = sep_takes_half_a_layer(PRETRAINED)(units_entry([0.5, 0.2, 0.1], sep_means))
+    assert evidence["verdict"] == verdict
+    assert evidence["statistic"] == "pre-trained: the largest mean attention to [SEP] of any layer is above 0.5"
+
+
+def test_a_claim_about_a_checkpoint_the_run_lacks_is_not_judged():
+    assert cls_peaks_before_sep(FINETUNED)(units_entry([0.6, 0.1, 0.1], [0.1, 0.1, 0.6])) is None
+
+
+def test_running_text_segments_are_the_units_and_the_figures_name_the_input(tiny_pair, tiny_tokenizer, tmp_path):
+    segments, notes = running_text_segments([write_treebank(tmp_path)], tiny_tokenizer, 9, 1000, seed=0)
+    context = analysis_context(tiny_pair, tokenizer=tiny_tokenizer)
+    analysis = SurfaceText(context)
+    for batch in stream(tiny_pair, segment_batches(tiny_tokenizer, segments, 1)):
+        analysis.update(batch)
+    result = finish(analysis)
+    units = UnitSums.read(result["per_checkpoint"][PRETRAINED]["units"]["sep"])
+    assert units.unit == "segments" and units.count == len(segments) == 2
+    entry = {"pairs": [[PRETRAINED, FINETUNED]], "result": result,
+             "source": {"notes": {"text": "UD English EWT r2.16", **notes}}}
+    for claim in SurfaceTextView.claims.values():
+        assert claim.judge(entry)["statistic"].startswith("pre-trained: ")
+    run = {"model": "tiny", "task": "rte"}
+    files = SurfaceTextView.draw(entry, run, tmp_path)
+    assert sorted(path.name for path in files) == ["surface_text_entropy.png", "surface_text_relative_position.png",
+                                                  "surface_text_special_tokens.png"]
+    tables = SurfaceTextView.tables(entry, run)
+    assert tables["surface_text_by_layer"].startswith(
+        "# Clark's statistics per layer on two-paragraph segments of UD English EWT r2.16: tiny on rte")
+    assert SurfaceView.tables(entry, run)["surface_by_layer"].startswith(
+        "# Clark's statistics per layer on the task's dev inputs: tiny on rte")
+    (row,) = SurfaceTextView.overview_rows({"surface_text": entry}, run)
+    assert row[0].startswith("Clark heads on two-paragraph segments of UD English EWT r2.16") and row[3]
+    assert SurfaceView.overview_rows({"surface": entry}, run)[0][3] == ""  # no paper beside the task's inputs

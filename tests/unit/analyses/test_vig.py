@@ -381,3 +381,50 @@ def test_a_study_draws_no_other_sentence_line_for_a_single_sentence_task(entry, 
     assert drawn == {"rte, pre-trained", "rte, fine-tuned"}
     assert len([line for line in same.get_lines() if line.get_label().startswith("sst2")]) == 2
     plt.close(figure)
+
+
+def compared_over_copies(tokenizer, built: list[tuple[bool, bool]]) -> dict:
+    """The summary-shaped result of one copy of PAIR per entry of ``built``: each checkpoint's
+    maps are the hand-built heads of `HEADS` where its flag is set, uniform rows otherwise."""
+    encoded = encode_examples(tokenizer, [PAIR] * len(built), 32, True, pad_to=PADDED)
+    uniform = (real_tokens(encoded.lengths, PADDED) / encoded.lengths[:, None])[:, None, None, None, :]
+    uniform = uniform.expand(-1, 1, len(HEADS), PADDED, -1)
+    maps = {checkpoint: torch.stack([hand_built_maps()[0] if flags[index] else uniform[row]
+                                     for row, flags in enumerate(built)])
+            for index, checkpoint in enumerate((PRETRAINED, FINETUNED))}
+    analysis = VigBehaviours(analysis_context([PRETRAINED, FINETUNED], layers=1, heads=len(HEADS),
+                                              tokenizer=tokenizer))
+    analysis.update(AttentionBatch(encoded, maps))
+    return finish(analysis)
+
+
+def test_a_head_linking_the_sentences_lost_in_most_examples_is_a_clear_fall(tiny_tokenizer):
+    result = compared_over_copies(tiny_tokenizer, [(True, False)] * 8 + [(True, True)] * 2)
+    units = result["per_checkpoint"][PRETRAINED]["units"]
+    assert units["unit"] == "dev examples" and units["numerators"]["shape"] == [10, len(HEADS)]
+    evidence = VigView.change_evidence({"result": result})
+    assert set(evidence) == set(VigView.signed_changes)
+    strongest, mean = (evidence[f"vig_change_{CROSS}_{what}"] for what in ("max", "mean"))
+    chance = CHANCE[CROSS]
+    # before, the "identical" head gives 1; after, 1 in two examples and chance in eight
+    assert strongest["value"] == pytest.approx(0.2 + 0.8 * chance - 1, abs=1e-6)
+    metrics = dict(VigView.metrics({"result": result}) + changes(VigView.metrics({"result": result})))
+    assert strongest["value"] == pytest.approx(metrics[f"vig_change_{CROSS}_max"], abs=1e-6)
+    assert mean["value"] == pytest.approx(metrics[f"vig_change_{CROSS}_mean"], abs=1e-6)
+    for change in (strongest, mean):
+        assert change["interval"][1] < 0 and change["direction"] == "falls" and change["n"] == 10
+
+
+def test_the_head_linking_the_sentences_in_other_examples_after_is_no_clear_change(tiny_tokenizer):
+    result = compared_over_copies(tiny_tokenizer, [(True, False)] * 5 + [(False, True)] * 5)
+    for change in VigView.change_evidence({"result": result}).values():
+        low, high = change["interval"]
+        assert change["value"] == pytest.approx(0.0, abs=1e-6) and low < 0 < high
+        assert change["direction"] == "no clear change"
+    entry = {"result": result, "pairs": [[PRETRAINED, FINETUNED]]}
+    table = VigView.tables(entry, {"model": "tiny", "task": "rte"})[f"vig_heads_{CROSS}"]
+    assert table.count("no clear change.") == 2 and "over 1000 resamples of the 10 dev examples" in table
+
+
+def test_a_single_sentence_task_has_no_evidence_of_a_change_in_the_other_sentence(single_entry):
+    assert VigView.change_evidence(single_entry) == {}

@@ -27,7 +27,7 @@ def test_packs_paragraph_pairs_as_cls_a_sep_b_sep(tiny_tokenizer, tmp_path):
     corpus.write_text(TEXT)
     segments, counts = pack_corpus(corpus, tiny_tokenizer, max_tokens=128, max_segments=10, seed=0)
     assert counts.segments == 2 and counts.unpaired_paragraphs == 1 and counts.truncated_segments == 0
-    assert [segment.line for segment in segments] == [1, 7]
+    assert [segment.start for segment in segments] == ["corpus.txt:1", "corpus.txt:7"]
     first = segments[0]
     assert " ".join(first.tokens_a + first.tokens_b) == "the cat sat on the mat . the dog ran . he is not happy , she is happy ."
     batch = encode_segments(tiny_tokenizer, segments)
@@ -52,7 +52,7 @@ def test_trim_pair_cuts_the_longer_part():
     a, b = list("abcdef"), list("xy")
     assert trim_pair(a, b, 5, random.Random(0)) and len(a) == 3 and b == ["x", "y"]
     assert not trim_pair(a, b, 5, random.Random(0))
-    assert len(Segment(1, ("a",), ("b",), 3)) == 5
+    assert len(Segment("corpus.txt:1", ("a",), ("b",), 3)) == 5
 
 
 def test_missing_or_useless_corpus_is_one_clear_error(tiny_tokenizer, tmp_path):

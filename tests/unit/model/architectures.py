@@ -129,13 +129,14 @@ def unigram(tokenizer_class: type[PreTrainedTokenizerFast], special_tokens: Sequ
     return tokenizer_class(vocab=vocab, unk_token=unk_token, **settings)
 
 
-def tiny_config(config_class: type[PreTrainedConfig], tokenizer: PreTrainedTokenizerFast,
+def tiny_config(config_class: type[PreTrainedConfig], tokenizer: PreTrainedTokenizerFast, positions: int = 128,
                 **settings: object) -> PreTrainedConfig:
     """``config_class`` with ``settings``, its vocabulary the tokenizer's, its special ids the
-    tokenizer's ([CLS]/<s> begins, [SEP]/</s> ends), 128 positions, large weights and eager attention."""
+    tokenizer's ([CLS]/<s> begins, [SEP]/</s> ends), ``positions`` position embeddings, large
+    weights and eager attention."""
     return config_class(vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id,
                         bos_token_id=tokenizer.cls_token_id, eos_token_id=tokenizer.sep_token_id,
-                        max_position_embeddings=128, initializer_range=INITIALIZER_RANGE,
+                        max_position_embeddings=positions, initializer_range=INITIALIZER_RANGE,
                         attn_implementation="eager", **settings)
 
 
@@ -153,9 +154,10 @@ ARCHITECTURES: dict[str, Architecture] = {
                             partial(tiny_config, ElectraConfig, embedding_size=8, **BERT_SIZES), "##"),
     "distilbert": Architecture(partial(wordpiece, DistilBertTokenizerFast), partial(
         tiny_config, DistilBertConfig, dim=16, n_layers=2, n_heads=4, hidden_dim=32), "##"),
-    "roberta": Architecture(roberta_tokenizer, partial(tiny_config, RobertaConfig, **BERT_SIZES), "Ġ"),
+    # RoBERTa's positions start after its padding id (1): 130 hold 128 tokens, as roberta-base's 514 hold 512
+    "roberta": Architecture(roberta_tokenizer, partial(tiny_config, RobertaConfig, positions=130, **BERT_SIZES), "Ġ"),
     "xlm-roberta": Architecture(partial(unigram, XLMRobertaTokenizerFast, ROBERTA_SPECIALS, "<unk>"),
-                                partial(tiny_config, XLMRobertaConfig, **BERT_SIZES), "▁"),
+                                partial(tiny_config, XLMRobertaConfig, positions=130, **BERT_SIZES), "▁"),
     "albert": Architecture(
         partial(unigram, AlbertTokenizerFast, BERT_SPECIALS, "[UNK]", pad_token="[PAD]",
                 # AlbertTokenizer leaves token types out of its inputs; ALBERT's model takes them

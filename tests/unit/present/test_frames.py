@@ -36,7 +36,7 @@ def stored(tiny_model_dir, tiny_data, tmp_path_factory) -> Path:
     """An output folder with one RTE run of the per-head analyses and a study of RTE and MRPC over two seeds."""
     root = tmp_path_factory.mktemp("frames")
     assert main(tiny_run_arguments(tiny_model_dir, tiny_data, root, *PER_HEAD_RUN)) == 0
-    flags = tiny_run_arguments(tiny_model_dir, tiny_data, root, "--analyses", "cosine")[3:]  # no --task
+    flags = tiny_run_arguments(tiny_model_dir, tiny_data, root, "--analyses", "cosine", "patterns")[3:]  # no task
     # tiny models learn nothing: the findings are judged on every task all the same
     assert main(["study", "--tasks", "rte,mrpc", "--seeds", "2", "--name", "tiny", "--findings-from", "all",
                  *flags]) == 0
@@ -45,7 +45,7 @@ def stored(tiny_model_dir, tiny_data, tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def run_folder(stored) -> Path:
-    """The folder of the run with the per-head analyses (the study's runs have the cosine only)."""
+    """The folder of the run with the per-head analyses (the study's runs have the cosine and the patterns only)."""
     (folder,) = [path.parent for path in stored.glob(f"*/{SUMMARY}")
                  if "ablation" in read_json(path)["analyses"]]
     return folder
@@ -138,14 +138,17 @@ def test_a_study_gives_its_spreads_over_seeds_and_its_findings(stored):
     pd.testing.assert_frame_equal(load_study(stored / "studies" / "tiny"), study)
     findings = load_findings("tiny", stored)
     assert {column: str(kind) for column, kind in findings.dtypes.items()} == FINDING_COLUMNS
-    assert len(findings) == 2 * len(stored_study["findings"])
+    # one row per finding, task and seed: two tasks of two seeds each
+    assert len(findings) == 4 * len(stored_study["findings"])
     for task in ("rte", "mrpc"):  # the seconds each run logged to MLflow: fine-tuning, and the analyses
         assert {phase: spread["n"] for phase, spread in stored_study["seconds"][task].items()} == {
             "fine-tuning": 2, "analyses": 2}
         assert stored_study["seconds"][task]["fine-tuning"]["min"] > 0
-    (cell,) = rows(findings, finding="last_layers_change_most", task="rte").itertuples()
-    assert (cell.holds, cell.seeds) == tuple(stored_study["findings"]["last_layers_change_most"]["per_task"]["rte"]
-                                             .values())
+    cells = list(rows(findings, finding="pattern_change_vertical", task="rte").itertuples())
+    stored_cell = stored_study["findings"]["pattern_change_vertical"]["per_task"]["rte"]
+    assert [(cell.seed, cell.state, cell.value, cell.low, cell.high) for cell in cells] == [
+        (record["seed"], record["state"], record["value"], *record["interval"]) for record in stored_cell["per_seed"]]
+    assert {(cell.holds, cell.seeds) for cell in cells} == {(stored_cell["holds"], stored_cell["seeds"])}
 
 
 @SLOW
@@ -202,4 +205,4 @@ def test_the_readmes_notebook_example_runs_on_stored_results(stored, monkeypatch
     exec(compile(example, "README.md", "exec"), {})
     printed = capsys.readouterr().out
     assert "task" in printed and "mrpc" in printed and "rte" in printed  # the per-layer cosine table
-    assert "last_layers_change_most" in printed  # a finding of the tiny study
+    assert "beats_majority" in printed  # a finding of the tiny study, seed by seed

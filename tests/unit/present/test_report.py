@@ -14,8 +14,9 @@ import pytest
 
 from harness.cli import main
 from harness.commands.stored import matching_runs
-from harness.config import describe_recipe
 from harness.present.report import inline_json
+from harness.present.study_figures import seed_text, task_text
+from harness.recipes import describe_recipe
 from harness.results.store import read_json
 from harness.results.summary import SUMMARY, seal
 from harness.views.across_tasks import mean_sd
@@ -147,8 +148,11 @@ def test_a_study_comes_first_with_its_findings_and_each_tasks_spread_over_seeds(
     assert study["findings"]
     for finding in study["findings"].values():  # once: the claim's row, not its sentence as well
         assert text.count(finding["claim"]) == 1 and finding["text"] not in text
-        cells = "".join(f"<td>{counts['holds']} of {counts['seeds']}</td>" for counts in finding["per_task"].values())
+        holds = finding.get("holds_as", "holds")
+        cells = "".join(f"<td>{task_text(cell, holds)}</td>" for cell in finding["per_task"].values())
         assert f"<th>{finding['claim']}</th><td>{finding['tasks_every_seed']} of {finding['tasks']}</td>{cells}" in text
+        for cell in finding["per_task"].values():  # each seed's evidence, or its state where it has none
+            assert all(record["state"] in text or seed_text(record) in text for record in cell["per_seed"])
     for task, entry in study["tasks"].items():
         assert f'id="task-{task}"' in text
         for name in entry["headline"]:

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from huggingface_hub import constants as hub_constants
 
-import harness.config
+import harness.corpus_lookup
 from harness.cli import build_parser, configs_from, main
 from harness.config import AnalysisConfig
 from harness.results.store import FileHashes
@@ -22,8 +22,8 @@ from harness.run.plan import Downloads, leave_out, select_analyses, settings_ide
 from harness.study.runner import aggregate, plan_study
 from tests.conftest import SHARED_DATA, mirror_shared_corpora, tiny_run_arguments
 
-UD_READERS, LITBANK_READERS = ("syntax", "features", "probes"), ("coreference",)
-DATA_FLAGS = ("--syntax-data", "--coref-data")
+UD_READERS, LITBANK_READERS = ("syntax", "features", "probes", "surface_text"), ("coreference",)
+DATA_FLAGS = ("--syntax-data", "--coref-data", "--corpus")
 
 
 def without_data_flags(argv: list[str]) -> list[str]:
@@ -45,7 +45,7 @@ def closed_port() -> int:
 def no_corpora(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """An empty data cache and no development copy: every default corpus is absent."""
     monkeypatch.setenv("HARNESS_DATA", str(tmp_path / "data-cache"))
-    monkeypatch.setattr(harness.config, "SHARED_DATA", tmp_path / "no-shared-data")
+    monkeypatch.setattr(harness.corpus_lookup, "SHARED_DATA", tmp_path / "no-shared-data")
     return tmp_path / "data-cache"
 
 
@@ -91,7 +91,7 @@ def test_the_absent_corpora_are_downloaded_on_first_use_and_hash_as_the_shared_c
     assert cached.syntax_data == no_corpora / "ud-english-ewt-r2.16" / "en_ewt-ud-dev.conllu"
     assert cached.syntax_train_data == no_corpora / "ud-english-ewt-r2.16" / "en_ewt-ud-train.conllu"
     assert cached.coref_data == no_corpora / "litbank-3e50db0" / "conll"
-    monkeypatch.setattr(harness.config, "SHARED_DATA", SHARED_DATA)
+    monkeypatch.setattr(harness.corpus_lookup, "SHARED_DATA", SHARED_DATA)
     monkeypatch.setenv("HARNESS_DATA", str(tmp_path / "another-empty-cache"))
     shared = with_default_data(AnalysisConfig())
     assert shared.coref_data == SHARED_DATA / "litbank" / "conll"
@@ -135,8 +135,9 @@ def test_a_default_run_without_its_corpora_and_offline_skips_their_analyses_says
     assert len(skipped_lines) == 1
     assert skipped_lines[0].startswith("skipped coreference: no LitBank coreference 3e50db0 in the data cache or "
                                        "../shared/data, and the download failed (http://127.0.0.1:")
-    assert skipped_lines[0].endswith("`harness data download litbank` fetches it; syntax, features, probes: no "
-                                     "UD English EWT r2.16 in the data cache or ../shared/data, and no download was "
+    assert skipped_lines[0].endswith("`harness data download litbank` fetches it; syntax, features, probes, "
+                                     "surface_text: no UD English EWT r2.16 in the data cache or ../shared/data, and "
+                                     "no download was "
                                      "tried after that of LitBank coreference failed; `harness data download "
                                      "ud-english-ewt` fetches it")
     (summary_path,) = (tmp_path / "out").glob("*/summary.json")
@@ -147,7 +148,7 @@ def test_a_default_run_without_its_corpora_and_offline_skips_their_analyses_says
     assert {"evaluation", "cosine"} <= set(summary["analyses"])
     with sqlite3.connect(tmp_path / "mlflow.db") as database:
         (tag,) = database.execute("SELECT value FROM tags WHERE key = 'harness.analyses_skipped'").fetchone()
-    assert tag == "coreference, syntax, features, probes"
+    assert tag == "coreference, syntax, features, probes, surface_text"
     page = tmp_path / "report" / "index.html"
     assert main(["report", "--output-dir", str(tmp_path / "out"), "--out", str(page)]) == 0
     text = html.unescape(page.read_text())

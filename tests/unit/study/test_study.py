@@ -16,11 +16,10 @@ from harness.config import StudyConfig
 from harness.present.study_figures import draw_study
 from harness.results.checkpoints import MAIN_PAIR
 from harness.results.summary import checked_study
-from harness.study.aggregate import change_findings, support, task_aggregate
+from harness.study.aggregate import change_findings, support, task_aggregate, task_cell
 from harness.study.executors import finetune_argv
 from harness.study.runner import missing_data, plan_study
 from harness.views.base import VIEWS, View
-from harness.views.cosine import last_layers_change_most
 from harness.views.seeds import elementwise, spread
 from harness.views.summary import summary_metrics
 from tasks.errors import InputError
@@ -78,23 +77,19 @@ def test_spread_over_seeds():
     assert grids["mean"] == [[2.0, 2.0]] and grids["std"][0][0] == pytest.approx(2 ** 0.5) and grids["std"][0][1] == 0
 
 
-def cosine_summary(per_layer: list[float]) -> dict:
-    return {"result": {"per_pair": {MAIN_PAIR: {"per_layer": per_layer}}}}
+def cells(states: dict[str, list[str]]) -> dict:
+    """Task cells of a claim's finding from each seed's state."""
+    return {task: task_cell([{"seed": 42 + i, "state": state} for i, state in enumerate(seeds)], "holds")
+            for task, seeds in states.items()}
 
 
-def test_last_two_layers_change_most_only_when_both_are_the_lowest():
-    assert last_layers_change_most(cosine_summary([0.99, 0.97, 0.95, 0.9, 0.7, 0.6]))
-    assert not last_layers_change_most(cosine_summary([0.99, 0.6, 0.95, 0.9, 0.7, 0.8]))
-    assert not last_layers_change_most(cosine_summary([0.99, 0.97, 0.95, 0.9, 0.99, 0.6]))
-
-
-def test_a_finding_says_on_how_many_seeds_of_how_many_tasks_it_holds():
-    finding = support("the claim", {"rte": [True, True, True], "mrpc": [True, False, True]})
-    assert finding["per_task"] == {"rte": {"holds": 3, "seeds": 3}, "mrpc": {"holds": 2, "seeds": 3}}
-    assert finding["text"] == ("the claim: holds on every seed of 1 of 2 tasks (seeds where it holds: rte 3 of 3, "
-                               "mrpc 2 of 3)")
-    uneven = support("x", {"rte": [True, True], "mrpc": [True]})
-    assert uneven["text"].startswith("x: holds on every seed of 2 of 2 tasks")
+def test_a_finding_says_on_how_many_seeds_of_how_many_tasks_it_is_clear():
+    finding = support("the claim", cells({"rte": ["holds"] * 3, "mrpc": ["holds", "unclear", "holds"]}))
+    assert {task: (c["holds"], c["seeds"]) for task, c in finding["per_task"].items()} == {"rte": (3, 3), "mrpc": (2, 3)}
+    assert finding["text"] == ("the claim: clear of its sampling error on every seed of 1 of 2 tasks (seeds where it "
+                               "is: rte 3 of 3; mrpc 2 of 3 (1 unclear))")
+    uneven = support("x", cells({"rte": ["holds", "holds"], "mrpc": ["holds"]}))
+    assert uneven["text"].startswith("x: clear of its sampling error on every seed of 2 of 2 tasks")
 
 
 def study_of(tasks: list[str], layers: int = 2, heads: int = 3) -> dict:
@@ -110,8 +105,9 @@ def study_of(tasks: list[str], layers: int = 2, heads: int = 3) -> dict:
     entry = {"seeds": [42, 43], "metrics": metrics, "headline": ["dev_accuracy_finetuned", "cosine_mean"],
              "main_metric": "dev_accuracy", "num_layers": layers, "num_heads": heads,
              "cosine": {"per_layer": {"mean": [0.95, 0.8], "std": [0.01, 0.02], "n": 2}, "per_head": grid},
+             "between_seeds": {"per_layer": {"mean": [0.99, 0.97], "std": [0.0, 0.0], "n": 1}},
              "special_tokens": {c: {"cls": tokens, "sep": tokens} for c in ("pretrained", "finetuned")}}
-    finding = support("the claim", {task: [True, True] for task in tasks})
+    finding = support("the claim", cells({task: ["holds", "holds"] for task in tasks}))
     return {"model": "bert-base-uncased", "tasks": {task: entry for task in tasks},
             "findings": {"beats_majority": finding}}
 
@@ -126,7 +122,9 @@ def test_cross_task_figures_and_tables_are_drawn_from_the_study_alone(tmp_path, 
     table = (tmp_path / "dev_scores_by_task.md").read_text()
     assert "| rte | accuracy | 0.500 ± 0.010 | 0.700 ± 0.010 | 0.520 ± 0.010 | 2/2 | 64.6 |" in table
     assert "Kovaleva et al. (fine-tuned)" in table  # the paper's numbers beside ours: same model
-    assert "| rte | 0.950 ± 0.010 | 0.800 ± 0.020 |" in (tmp_path / "cosine_per_layer_by_task.md").read_text()
+    cosine = (tmp_path / "cosine_per_layer_by_task.md").read_text()
+    assert "| rte | pre-trained vs fine-tuned | 0.950 ± 0.010 | 0.800 ± 0.020 |" in cosine
+    assert "| rte | between seeds (1 pairs) | 0.990 ± 0.000 | 0.970 ± 0.000 |" in cosine
     assert "| mrpc | fine-tuned | 0.30 / 0.30 | 0.30 / 0.30 |" in (
         tmp_path / "special_tokens_per_layer_by_task.md").read_text()
 
@@ -167,12 +165,11 @@ def test_a_signed_change_no_task_defines_is_said_to_be_undefined_not_an_error():
         name = "pair-only"
         signed_changes = {"pair_only_change": "the other sentence's share"}
 
-    by_task = {task: {42: {"analyses": {"pair-only": {"version": 1}}}} for task in ("sst2", "cola")}
-    tasks = {task: {"metrics": {"something_else": {"values": [0.1]}}} for task in ("sst2", "cola")}
-    (finding,) = change_findings(PairOnly, by_task, tasks).values()
+    by_task = {task: {42: {"analyses": {"pair-only": {"version": 1, "result": {}}}}} for task in ("sst2", "cola")}
+    (finding,) = change_findings(PairOnly, by_task).values()  # no run gives its evidence
     assert finding["text"] == "the other sentence's share with fine-tuning: not defined on these tasks (sst2, cola)"
     assert finding["per_task"] == {} and finding["undefined_on"] == ["sst2", "cola"]
-    assert change_findings(PairOnly, {"rte": {42: {"analyses": {}}}}, tasks) == {}  # the analysis did not run
+    assert change_findings(PairOnly, {"rte": {42: {"analyses": {}}}}) == {}  # the analysis did not run
 
 
 def study_arguments(model: Path, data: Path, root: Path, tasks: str, *extra: str) -> list[str]:
@@ -205,7 +202,8 @@ def test_a_study_judged_on_single_sentence_tasks_ends_with_its_study_json(mixed_
     other_sentence = study["findings"]["vig_change_other_segment_identical_max"]
     assert other_sentence["undefined_on"] == ["sst2"] and other_sentence["text"].endswith(
         "not defined on these tasks (sst2)")
-    assert study["findings"]["last_layers_change_most"]["per_task"] == {"sst2": {"holds": 1, "seeds": 1}}
+    shares = study["findings"]["pattern_change_vertical"]["per_task"]["sst2"]  # judged on the learned task alone
+    assert shares["seeds"] == 1 and shares["per_seed"][0]["unit"] == "dev examples"
 
 
 @pytest.mark.slow
@@ -262,3 +260,22 @@ def test_an_analysis_on_some_seeds_only_is_aggregated_over_those_seeds(tiny_mode
     assert entry["metrics"]["pattern_change_vertical"]["values"] == [summary_metrics(full)["pattern_change_vertical"]]
     assert "pattern_change_vertical" in entry["headline"] and set(entry["headline"]) <= set(entry["metrics"])
     assert len(entry["pattern_corrected"]["finetuned"]["vertical"]["interval"]) == 2  # the one seed with patterns
+
+
+@pytest.mark.slow
+def test_two_seeds_of_a_task_are_compared_with_each_other_beside_pre_training(mixed_study, tiny_learner_dir,
+                                                                              tiny_data, tmp_path):
+    """The yardstick: the cosine between two seeds' fine-tuned maps, per layer, on the dev sample the
+    runs compared, and whether the last layer moved further from pre-training than that."""
+    root = tmp_path / "copy"
+    shutil.copytree(mixed_study, root)  # seed 42 of SST-2 is reused; seed 43 is fine-tuned here
+    assert main(study_arguments(tiny_learner_dir, tiny_data, root, "sst2", "--seeds", "2", "--name", "two")) == 0
+    study = study_json(root, "two")
+    (pair,) = study["tasks"]["sst2"]["between_seeds"]["pairs"]
+    assert pair["seeds"] == [42, 43] and len(pair["per_layer"]) == 2 and all(-1 <= c <= 1 for c in pair["per_layer"])
+    evidence = pair["against_pretraining"]
+    assert evidence["n"] == 64 and evidence["unit"] == "dev examples" and len(evidence["interval"]) == 2
+    finding = study["findings"]["last_layer_beyond_seed_noise"]
+    (record,) = finding["per_task"]["sst2"]["per_seed"]
+    assert record["seeds"] == [42, 43] and record["state"] in ("holds", "fails", "unclear")
+    assert record["value"] == evidence["value"][-1]

@@ -81,3 +81,13 @@ def test_a_head_of_digits_int_refuses_is_one_line(tmp_path):
     superscript = "1\tThe\t_\tDT\tDT\t_\t2\tdet\t_\t_\n2\tcat\t_\tNN\tNN\t_\t\u00b2\troot\t_\t_\n"
     with pytest.raises(InputError, match="x.conllu:2: head '\u00b2' is not a word index; every word needs a gold head"):
         read_treebank(write(tmp_path, "x.conllu", superscript))
+
+
+def test_comments_give_each_sentence_its_text_document_and_paragraph(tmp_path):
+    first, second = read_treebank(write(tmp_path, "x.conllu", "# newdoc id = d\n# newpar\n" + CONLLU))
+    assert first.text == "They didn't go." and first.new_document and first.new_paragraph
+    assert second.text == "Hi" and not second.new_document and not second.new_paragraph  # no comment: its words
+    dev = read_treebank(EWT / "en_ewt-ud-dev.conllu")
+    # grep -c of the file: 318 "# newdoc" and 750 "# newpar" lines, and a "# text" line for every sentence
+    assert sum(s.new_document for s in dev) == 318 and sum(s.new_paragraph for s in dev) == 750
+    assert dev[0].text == "From the AP comes this story :" and all(s.text for s in dev)

@@ -1,0 +1,75 @@
+"""A yardstick for every change: how much two fine-tunings of the same task differ from each other.
+
+A cosine of 0.72 between the pre-trained and the fine-tuned maps of a layer says little alone:
+two fine-tunings that differ only in their seed (head initialisation, batch order, dropout)
+also end with different attention. For every pair of a task's finished seeds, the two
+fine-tuned checkpoints are streamed over the same dev sample the runs compared (the cosine
+analysis, one joint pass, stored and reused like any result), giving each example's cosine per
+layer between the seeds. Set beside the first seed's own pre-trained to fine-tuned cosine on
+the same examples, a paired bootstrap over the examples says, per layer, whether fine-tuning
+moved the layer further from pre-training than the seeds are from each other
+(`against_pretraining`: ``rises`` where the cosine between seeds is clearly the higher).
+"""
+
+from __future__ import annotations
+
+from itertools import combinations
+from typing import Any
+
+from harness.analyses.cosine import CosineSimilarity
+from harness.model.finetune import stored_result
+from harness.model.loading import load_tokenizer
+from harness.results.checkpoints import MAIN_PAIR
+from harness.results.summary import SUMMARY, stored_summary
+from harness.run.engine import analyse
+from harness.run.pipeline import results_store, source_context, trained_checkpoint
+from harness.run.plan import RunPlan
+from harness.views.base import pair_name, per_pair_results
+from harness.views.evidence import UnitSums, paired_change
+from harness.views.seeds import elementwise
+
+
+def seed_name(plan: RunPlan) -> str:
+    """A fine-tuned checkpoint named by its seed: ``finetuned-42``."""
+    return f"finetuned-{plan.config.finetune.seed}"
+
+
+def compared_between(first: RunPlan, second: RunPlan) -> dict[str, Any]:
+    """The cosine entry of ``first``'s and ``second``'s fine-tuned checkpoints on ``first``'s dev
+    sample (the same for every seed: it is drawn with the analysis seed), reused from the store."""
+    tokenizer = load_tokenizer(first.config.task.model)
+    checkpoints = [trained_checkpoint(plan.config, seed_name(plan), stored_result(plan.config, plan.data))
+                   for plan in (first, second)]
+    pair = (seed_name(first), seed_name(second))
+    entries = analyse([CosineSimilarity], checkpoints, [pair], source_context(first, tokenizer),
+                      results_store(first.config))
+    return per_pair_results(entries[CosineSimilarity.name])[pair_name(pair)]
+
+
+def seed_pair(first: RunPlan, second: RunPlan) -> dict[str, Any] | None:
+    """One pair of seeds: the cosine per layer between their fine-tuned models, and per layer the
+    change from ``first``'s pre-trained to fine-tuned cosine to that cosine (its interval over
+    the dev examples); None when ``first``'s summary has no cosine units to set it beside."""
+    summary = stored_summary(first.run_dir / SUMMARY)
+    own = per_pair_results(summary["analyses"]["cosine"]).get(MAIN_PAIR, {}) if summary else {}
+    if "units" not in own:
+        return None
+    between = compared_between(first, second)
+    return {"seeds": [first.config.finetune.seed, second.config.finetune.seed], "per_layer": between["per_layer"],
+            "against_pretraining": paired_change(UnitSums.read(own["units"]), UnitSums.read(between["units"]),
+                                                 reduce=None)}
+
+
+def between_seeds(runs: list[RunPlan]) -> dict[str, dict[str, Any]]:
+    """Per task with two finished seeds or more, every pair of its seeds (`seed_pair`) and the
+    per-layer cosine between seeds as mean and spread over the pairs."""
+    by_task: dict[str, list[RunPlan]] = {}
+    for plan in runs:
+        if stored_result(plan.config, plan.data) is not None:
+            by_task.setdefault(plan.config.task.task, []).append(plan)
+    found = {}
+    for task, plans in by_task.items():
+        pairs = [compared for first, second in combinations(plans, 2) if (compared := seed_pair(first, second))]
+        if pairs:
+            found[task] = {"pairs": pairs, "per_layer": elementwise([pair["per_layer"] for pair in pairs])}
+    return found
