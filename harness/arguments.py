@@ -62,7 +62,8 @@ def add_arguments(parser: argparse.ArgumentParser, cls: type, title: str | None 
             group.add_argument(item.name, type=scalar, nargs="*" if is_list else "?", default=default,
                                choices=item.metadata.get("choices"), help=help_text, metavar=flag)
             continue
-        group.add_argument(flag, dest=item.name, type=scalar, nargs="+" if is_list else None,
+        group.add_argument(flag, dest=item.name, type=scalar,
+                           nargs=("*" if item.metadata.get("values_optional") else "+") if is_list else None,
                            choices=item.metadata.get("choices"), default=default, help=help_text,
                            required=item.metadata.get("required", False) and not optional,
                            metavar=None if item.metadata.get("choices") else flag[2:].replace("-", "_").upper())

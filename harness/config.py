@@ -58,6 +58,9 @@ class TaskConfig(Flags):
         self.data_dir = existing(TaskConfig, "data_dir", Path(chosen) if chosen else None, "folder")
 
 
+DEFAULT_TRAJECTORY = (0.01, 0.05, 0.1, 0.25, 0.5)  # fractions of the training steps: early on, densely
+
+
 @dataclass
 class FineTuneConfig(Flags):
     """Fine-tuning: batch 32, 10% warm-up and seed 42 as Kovaleva et al., learning rate and epochs by --recipe.
@@ -81,6 +84,10 @@ class FineTuneConfig(Flags):
     reinit_layers: int = option(0, "re-initialise the pooler and this many top encoder layers before fine-tuning "
                                    "(Mosbach et al. 2021; Zhang et al. 2021), drawn from the model's own "
                                    "initialisation with the seed; 0: keep every pre-trained weight", minimum=0)
+    trajectory: list[float] | None = option(None, "also keep the model at these fractions of the training steps "
+                                                  f"(given alone: {' '.join(map(str, DEFAULT_TRAJECTORY))}), to see "
+                                                  "when attention changes while the model learns",
+                                            above=0, below=1, values_optional=True)
     random_order: bool = option(False, "plain random batches (the papers' code) instead of random batches of "
                                        "similar length (less padding, same batch size and schedule)")
     torch_dropout: bool = option(False, "train with torch's dropout and transformers' attention kernels, as the "
@@ -88,6 +95,13 @@ class FineTuneConfig(Flags):
     baselines: bool = option(False, "also train Kovaleva et al.'s two baselines with the same recipe (the "
                                     "classifier head alone on the frozen pre-trained encoder; the whole model from "
                                     "random initialisation) and score them on dev beside the fine-tuned model")
+
+    def __post_init__(self) -> None:
+        if self.trajectory == []:  # the flag given alone
+            self.trajectory = list(DEFAULT_TRAJECTORY)
+        super().__post_init__()
+        if self.trajectory is not None:
+            self.trajectory = sorted(set(self.trajectory))
 
     def resolved(self, task: TaskConfig) -> FineTuneConfig:
         """This setting for ``task``'s model and task: ``recipe`` named (auto decided) and the

@@ -57,15 +57,17 @@ class Bounds:
 
 def option(default: Any = None, help: str = "", *, flag: str | None = None, choices: tuple[str, ...] | None = None,
            minimum: float | None = None, above: float | None = None, below: float | None = None, unit: str = "",
-           because: str = "", required: bool = False, positional: bool = False) -> Any:
+           because: str = "", required: bool = False, positional: bool = False, values_optional: bool = False) -> Any:
     """A dataclass field with the metadata the CLI and the checks are generated from: its help,
     its flag (``positional``: an optional argument without a flag, shown as ``flag``), the
     ``choices`` it takes, or its range (`Bounds`: ``minimum``, ``above``, ``below``, with the
-    ``unit`` and the reason, ``because``, that the error adds). None, a value not given, is not checked."""
+    ``unit`` and the reason, ``because``, that the error adds; a list's range is each value's).
+    ``values_optional``: a list flag that may be given alone (an empty list: the dataclass
+    gives its defaults). None, a value not given, is not checked."""
     given = (minimum, above, below) != (None, None, None)
     bounds = Bounds(minimum, above, below, unit, because) if given else None
     metadata = {"help": help, "flag": flag, "choices": choices, "bounds": bounds, "required": required,
-                "positional": positional}
+                "positional": positional, "values_optional": values_optional}
     if isinstance(default, list):
         return field(default_factory=lambda: list(default), metadata=metadata)
     return field(default=default, metadata=metadata)
@@ -110,15 +112,15 @@ def existing(cls: type, name: str, value: Path | str | None, kind: str = "file")
     return path
 
 
-def declared_requirement(item: Field, value: Any) -> str | None:
-    """What ``value`` must be and is not, by the choices or range ``item`` declares; None if it is fine."""
+def declared_problem(item: Field, value: Any) -> tuple[Any, str] | None:
+    """The value (of a list: the first value) that is not what ``item`` declares, its choices or its
+    range, and what it must be; None if every value is fine."""
     choices, bounds = item.metadata.get("choices"), item.metadata.get("bounds")
-    if value is None:
-        return None
-    if choices is not None and value not in choices:
-        return f"must be one of {', '.join(choices)}"
-    if bounds is not None and not bounds.hold(value):
-        return bounds.requirement
+    for each in [] if value is None else value if isinstance(value, list) else [value]:
+        if choices is not None and each not in choices:
+            return each, f"must be one of {', '.join(choices)}"
+        if bounds is not None and not bounds.hold(each):
+            return each, bounds.requirement
     return None
 
 
@@ -128,7 +130,6 @@ class Flags:
 
     def __post_init__(self) -> None:
         for item in fields(self):  # type: ignore[arg-type]
-            value = getattr(self, item.name)
-            requirement = declared_requirement(item, value)
-            if requirement is not None:
-                raise flag_error(type(self), item.name, value, requirement)
+            problem = declared_problem(item, getattr(self, item.name))
+            if problem is not None:
+                raise flag_error(type(self), item.name, *problem)

@@ -23,7 +23,7 @@ import os
 import shutil
 import time
 import zipfile
-from dataclasses import asdict, dataclass, fields
+from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
@@ -62,7 +62,9 @@ RESULT_FILE = "result.json"
 # Settings that do not change the fine-tuned weights, so not in its cache key: which extra
 # models to train, and the recipe's name (its learning rate and epochs are in the key).
 NOT_IN_WEIGHTS = ("baselines", "recipe")
-UNSET_NOT_IN_KEY = ("reinit_layers",)  # added after checkpoints were cached: in the key only when set, so those stay
+# Added after checkpoints were cached: in the key only when set, so those keep theirs.
+UNSET_NOT_IN_KEY = ("reinit_layers", "trajectory")
+TRAJECTORY = "trajectory"  # <checkpoint folder>/trajectory/step-<N>: the model part-way through training
 log = logging.getLogger(__name__)
 
 
@@ -108,6 +110,11 @@ class FineTuneResult:
     train_seconds: float
     layout: dict[str, int]
     trained_now: bool = False  # False when the checkpoint came from the cache
+    trajectory: list[dict[str, Any]] = field(default_factory=list)  # `TrajectoryCheckpoints`' records, by step
+
+    def trajectory_dirs(self) -> list[Path]:
+        """The folders of the checkpoints kept part-way through training, earliest first."""
+        return [self.checkpoint_dir.parent / TRAJECTORY / point["folder"] for point in self.trajectory]
 
 
 class QuietProgress(ProgressCallback):
@@ -307,6 +314,43 @@ def last_checkpoint(root: Path) -> str | None:
     return None
 
 
+class TrajectoryCheckpoints(TrainerCallback):
+    """The model at the steps nearest the given fractions of the training steps (at least step
+    1), each written whole to ``<root>/trajectory/step-<N>`` (a temporary folder renamed into
+    place), on the first process: a resumed run replays the same steps from the same state and
+    keeps what an earlier session wrote."""
+
+    def __init__(self, root: Path, fractions: list[float]) -> None:
+        self.folder = root / TRAJECTORY
+        self.fractions = fractions
+        self.at_step: dict[int, list[float]] = {}
+
+    def on_train_begin(self, args, state, control, **kwargs) -> None:
+        self.at_step = {}
+        for fraction in self.fractions:
+            self.at_step.setdefault(max(1, round(fraction * state.max_steps)), []).append(fraction)
+
+    def on_step_end(self, args, state, control, model=None, **kwargs) -> None:
+        fractions = self.at_step.get(state.global_step)
+        target = self.folder / f"step-{state.global_step}"
+        if fractions is None or not state.is_world_process_zero or (target / RESULT_FILE).is_file():
+            return
+        partial = target.with_name(f"{target.name}.partial-{os.getpid()}")
+        shutil.rmtree(partial, ignore_errors=True)
+        model.save_pretrained(str(partial))
+        examples = state.global_step * args.per_device_train_batch_size * args.gradient_accumulation_steps \
+            * args.world_size
+        write_json(partial / RESULT_FILE, {"step": state.global_step, "fractions": fractions,
+                                           "examples_seen": examples, "of_steps": state.max_steps})
+        shutil.rmtree(target, ignore_errors=True)  # a folder without its record was cut short
+        partial.rename(target)
+
+    def records(self) -> list[dict[str, Any]]:
+        """What each kept checkpoint is (its record and folder name), by step."""
+        return [{**read_json(self.folder / f"step-{step}" / RESULT_FILE), "folder": f"step-{step}"}
+                for step in sorted(self.at_step)]
+
+
 class NoCheckpointAfterLastEpoch(TrainerCallback):
     """Epoch checkpoints exist to resume an interrupted run; after the last epoch ``final/``
     is written instead, so the Trainer's own checkpoint (weights plus optimizer state, three
@@ -373,12 +417,13 @@ def train(config: RunConfig, data: TaskData, variant: str = FINETUNED) -> FineTu
     model = training_model(config, data.task, variant)
     resume_from = last_checkpoint(root)
     clock = TrainingClock(resumed_seconds(resume_from))
+    trajectory = TrajectoryCheckpoints(root, settings.trajectory or [])
     trainer = Trainer(
         model=model,
         args=training_arguments(config, root, layout),
         train_dataset=EncodedExamples(tokenizer, data.task, train_examples, config.task.max_length),
         data_collator=DataCollatorWithPadding(tokenizer),
-        callbacks=[clock, NoCheckpointAfterLastEpoch()],
+        callbacks=[clock, NoCheckpointAfterLastEpoch(), trajectory],
     )
     for printer in (ProgressCallback, PrinterCallback):  # whichever the log level chose
         trainer.remove_callback(printer)
@@ -396,6 +441,7 @@ def train(config: RunConfig, data: TaskData, variant: str = FINETUNED) -> FineTu
         "train_examples": len(train_examples),
         "train_seconds": clock.seconds,
         "layout": asdict(layout),
+        "trajectory": trajectory.records() if trainer.is_world_process_zero() else [],
     }
     final = root / "final"
     with writing(final, "the fine-tuned checkpoint", weights):  # result.json last: a cut-short final/ is not used

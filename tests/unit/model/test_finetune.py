@@ -11,7 +11,7 @@ from safetensors.torch import save_file
 from transformers import TrainingArguments
 from transformers.trainer_callback import TrainerControl, TrainerState
 
-from harness.cli import main
+from harness.cli import build_parser, configs_from, main
 from harness.config import EnvironmentConfig, FineTuneConfig, RunConfig, TaskConfig
 from harness.model.dropout import FastDropout
 from harness.model.finetune import (
@@ -23,6 +23,7 @@ from harness.model.finetune import (
     training_model,
 )
 from harness.model.forward import IMPLEMENTATION
+from harness.model.loading import load_finetuned
 from harness.results.store import FileHashes, key_of
 from harness.run.plan import load_task_data
 from tasks.errors import InputError
@@ -162,3 +163,29 @@ def test_the_training_bar_counts_examples_and_shows_the_loss_not_log_dictionarie
     assert (bar.n, bar.total, bar.unit) == (48, 48, "ex") and bar.postfix == "loss=0.1667"
     progress.on_train_end(args, state, control)
     assert "learning_rate" not in capsys.readouterr().err
+
+
+def test_a_trajectory_keeps_the_model_at_fractions_of_the_training_steps(tiny_model_dir, tiny_data, tmp_path):
+    """--trajectory 0.25 0.5: the model after steps 1 and 2 of 3 (the nearest to a quarter and a
+    half), each loadable, each its own weights, recorded with the step and the examples seen; the
+    fractions are part of the checkpoint's key."""
+    argv = ["finetune", "--task", "rte", "--model", str(tiny_model_dir), "--data-dir", str(tiny_data / "glue"),
+            "--epochs", "1", "--batch-size", "8", "--learning-rate", "1e-3", "--output-dir", str(tmp_path / "out"),
+            "--cache-dir", str(tmp_path / "cache")]
+    assert main([*argv, "--trajectory", "0.25", "0.5"]) == 0
+    (final,) = (tmp_path / "cache").glob("*/final")
+    result = json.loads((final / "result.json").read_text())
+    assert [(point["step"], point["fractions"], point["examples_seen"], point["of_steps"])
+            for point in result["trajectory"]] == [(1, [0.25], 8, 3), (2, [0.5], 16, 3)]
+    weights = [load_finetuned(final.parent / "trajectory" / point["folder"]).state_dict()["classifier.weight"]
+               for point in result["trajectory"]] + [load_finetuned(final).state_dict()["classifier.weight"]]
+    assert not torch.equal(weights[0], weights[1]) and not torch.equal(weights[1], weights[2])
+    assert main(argv) == 0  # without the flag: another checkpoint, none kept on the way
+    assert len(list((tmp_path / "cache").glob("*/final"))) == 2
+
+
+def test_the_trajectory_flag_alone_keeps_the_default_fractions_and_bad_ones_are_one_line(capsys):
+    (config,) = configs_from(build_parser().parse_args(["finetune", "--task", "rte", "--trajectory"]))[:1]
+    assert config.finetune.trajectory == [0.01, 0.05, 0.1, 0.25, 0.5]
+    assert main(["run", "--task", "rte", "--trajectory", "0.5", "1"]) == 2
+    assert "--trajectory 1: must be in (0, 1)" in capsys.readouterr().err
