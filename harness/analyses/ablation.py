@@ -16,14 +16,20 @@ only, no retraining, on the main dev split (`harness.inputs.sources.dev.Ablation
   trained head; for the pre-trained encoder the masked-LM loss when it ships a complete
   masked-LM head, else a recorded note (an untrained classifier's loss measures nothing).
 - **Pruning** (Michel et al. §4): heads gated to 0 in increasing importance, 10% of all heads
-  at a time, no retraining; against five seeded random orders and the oracle order of the
-  disabling sweep (the heads whose removal hurt least first).
+  at a time, no retraining; against the individual oracle order of the disabling sweep (the
+  heads whose removal hurt least first; Michel et al.'s Fig. 3) and five seeded random orders
+  (ours). Cross-fitted: the examples are split in two seeded halves, the importance and the
+  oracle order are ranked on one half (from its examples' gate gradients and single-head
+  predictions, which the sweep already has) and the curve is scored on the other, and the
+  halves swapped; the two held-out halves are pooled into one curve per order. Importance
+  against random and against the oracle: the area under the curve, with a 95% paired
+  bootstrap interval over the examples.
 
-Many variants share each forward pass (`harness.model.forward.forward_variants`). The importance
-and the oracle order are both chosen on the same dev examples the pruning curve is scored
-on (as HF's bertology script); the random orders are not. The variants' masks are built in
-`harness.analyses.ablation_masks`, the tests and correlations in
-`harness.analyses.ablation_statistics`; what a stored sweep says, in `harness.views.ablation`.
+Many variants share each forward pass (`harness.model.forward.forward_variants`); every mask
+is scored on every example once, and each pruning mask's predictions are read on the half its
+order was not ranked on. The variants' masks are built in `harness.analyses.ablation_masks`,
+the tests, curves and correlations in `harness.analyses.ablation_statistics`; what a stored
+sweep says, in `harness.views.ablation`.
 """
 
 from __future__ import annotations
@@ -35,17 +41,25 @@ import torch
 
 from harness.analyses.ablation_masks import (
     PRUNING_FRACTIONS,
+    cross_fitted_orders,
+    cross_fitting_halves,
     pruned_counts,
     pruning_masks,
-    pruning_orders,
     single_variants,
 )
-from harness.analyses.ablation_statistics import family, spearman, within_one_point
+from harness.analyses.ablation_statistics import (
+    area_comparisons,
+    family,
+    held_out_predictions,
+    normalised_per_layer,
+    spearman,
+    within_one_point,
+)
 from harness.analyses.base import GATE_GRADIENTS, INTERVENES, LOGITS, Analysis, AnalysisContext, register_analysis
 from harness.analyses.significance import metric_rows, paired_differences
 from harness.inputs.batches import AttentionBatch
 from harness.model.forward import UNTRAINED_TASK_LOSS, Interventions
-from harness.views.ablation import MODES, SCOPES, AblationView
+from harness.views.ablation import MODES, RANDOM, SCOPES, AblationView
 from harness.views.base import pair_name, per_checkpoint_results, per_pair_results
 from tasks.metrics import predictions_from_logits
 
@@ -65,7 +79,7 @@ class Ablation(Analysis):
     needs = frozenset({LOGITS, GATE_GRADIENTS, INTERVENES})
     uses_head = True
     on_by_default = False  # hundreds of dev passes: `--ablation` decides (see harness.run.pipeline)
-    settings_used = ("analysis_seed",)  # the random pruning orders and the masked-LM masking
+    settings_used = ("analysis_seed",)  # the random pruning orders, the cross-fitting halves, the masked-LM masking
     reference = {
         "kovaleva_disabling": "single heads: gains of 0.1% (STS-B) to 1.2% (MRPC); layer 1 on RTE: +3.2% "
                               "(bert-base-uncased, attention replaced by 1/L)",
@@ -76,10 +90,11 @@ class Ablation(Analysis):
     def __init__(self, context: AnalysisContext) -> None:
         super().__init__(context)
         self.logits: dict[str, list[torch.Tensor]] = {name: [] for name in context.checkpoints}
-        self.gates: dict[str, torch.Tensor] = {}
+        self.gates: dict[str, list[np.ndarray]] = {}  # |dL(x)/d xi_h| per example: (batch, layers, heads) each
         self.losses: dict[str, str] = {}
         self.skipped: dict[str, str] = {}
         self.labels: list[float] = []
+        self.guids: list[str] = []  # the examples' ids, in stream order: what the stored halves name
 
     def update(self, batch: AttentionBatch) -> None:
         for name in self.context.checkpoints:
@@ -89,28 +104,27 @@ class Ablation(Analysis):
                 self.skipped[name] = batch.skipped_gradients.get(name, "no gradients captured")
                 continue
             self.losses[name] = gradients.loss
-            summed = gradients.gates.abs().double().sum(dim=0).cpu()  # |dL(x)/d xi_h| per example, summed
-            self.gates[name] = self.gates.get(name, torch.zeros_like(summed)) + summed
+            self.gates.setdefault(name, []).append(gradients.gates.abs().double().cpu().numpy())
         self.labels += [item.label for item in batch.items]
+        self.guids += [item.guid for item in batch.items]
 
     def result(self) -> dict[str, Any]:
         return {name: self.checkpoint_result(name) for name in self.context.checkpoints}
 
     def importance(self, name: str) -> dict[str, Any]:
-        """The checkpoint's head importance, raw and normalised per layer, or why there is none."""
+        """The checkpoint's head importance on all the examples, raw and normalised per layer, or
+        why there is none."""
         loss = self.losses.get(name)
         reason = self.skipped.get(name) or NO_IMPORTANCE.get(loss)
         if reason is not None or name not in self.gates:
             return {"loss": None, "skipped_because": reason or "no gradients captured"}
-        raw = self.gates[name] / len(self.labels)
-        norms = raw.norm(dim=1, keepdim=True)
-        normalised = torch.where(norms > 0, raw / norms.clamp(min=1e-30), raw)
-        return {"loss": loss, "raw": raw.tolist(), "normalised": normalised.tolist()}
+        raw = np.concatenate(self.gates[name]).mean(axis=0)
+        return {"loss": loss, "raw": raw.tolist(), "normalised": normalised_per_layer(raw).tolist()}
 
     def checkpoint_result(self, name: str) -> dict[str, Any]:
         """Checkpoint ``name``'s entry: for a trained head, the intact score, the disabling families, the
-        importance, the pruning curves and the importance-vs-delta correlations; for an untrained head, the
-        importance and a note."""
+        importance, the cross-fitted pruning curves and the importance-vs-delta correlations; for an
+        untrained head, the importance and a note."""
         importance = self.importance(name)
         if name not in self.context.trained:
             return {"trained": False, "importance": importance,
@@ -119,29 +133,31 @@ class Ablation(Analysis):
         labels = np.asarray(self.labels)
         intact = predictions_from_logits(self.context.task, torch.cat(self.logits[name]).numpy())
         score = float(metric_rows(metric, intact[None], labels)[0])
-        families, variants = self.disabling(name, intact, labels, metric)
-        zero_deltas = np.asarray(families["heads"]["zero"]["delta"])
+        described, variants = single_variants(self.context.num_layers, self.context.num_heads)
+        single = self.predictions(name, variants)
+        families = self.disabling(described, single, intact, labels, metric)
+        zero_heads = single[[i for i, v in enumerate(described) if v["mode"] == "zero" and v["head"] is not None]]
+        gates = np.concatenate(self.gates[name]) if "normalised" in importance else None
+        pruning = self.pruning(name, gates, zero_heads, intact, labels, metric)
         scores = np.asarray(importance["normalised"]) if "normalised" in importance else None
-        pruning = self.pruning(name, pruning_orders(scores, zero_deltas, self.context.seed), score, labels, metric)
         correlations = {f"importance_vs_{mode}_delta": spearman(scores, families["heads"][mode]["delta"])
                         for mode in MODES} if scores is not None else {}
         return {"trained": True, "metric": metric, "examples": len(labels), "intact": score, **families,
                 "importance": importance, "pruning": pruning, "correlations": correlations,
-                "variants": variants + pruning["variants"]}
+                "variants": len(described) + pruning["variants"]}
 
-    def disabling(self, name: str, intact: np.ndarray, labels: np.ndarray, metric: str) -> tuple[Families, int]:
-        """Each family of single-head and single-layer variants of checkpoint ``name`` against its
-        ``intact`` predictions, mode by mode, and how many variants they are."""
+    def disabling(self, described: list[dict[str, Any]], predictions: np.ndarray, intact: np.ndarray,
+                  labels: np.ndarray, metric: str) -> Families:
+        """Each family of single-head and single-layer variants (``described``, their ``predictions``)
+        against the ``intact`` predictions, mode by mode."""
         layers, heads = self.context.num_layers, self.context.num_heads
-        described, variants = single_variants(layers, heads)
-        predictions = self.predictions(name, variants)
         scopes = ["layers" if variant["head"] is None else "heads" for variant in described]
         families: Families = {scope: {} for scope in SCOPES}
         for mode in MODES:
             for scope, shape in zip(SCOPES, ((layers, heads), (layers,))):
                 rows = [i for i, variant in enumerate(described) if (variant["mode"], scopes[i]) == (mode, scope)]
                 families[scope][mode] = family(paired_differences(metric, predictions[rows], intact, labels), shape)
-        return families, len(described)
+        return families
 
     def predictions(self, name: str, variants: Interventions) -> np.ndarray:
         """(V, examples) predictions of checkpoint ``name`` under each variant, in the update order."""
@@ -150,21 +166,28 @@ class Ablation(Analysis):
             raise RuntimeError(f"the ablation source streamed {logits.shape[1]} items, not {len(self.labels)}")
         return np.stack([predictions_from_logits(self.context.task, part.numpy()) for part in logits])
 
-    def pruning(self, name: str, orders: dict[str, list[int]], intact: float, labels: np.ndarray,
-                metric: str) -> dict[str, Any]:
-        """The score after each pruning step of each order (step 0 is the intact model)."""
+    def pruning(self, name: str, gates: np.ndarray | None, zero_heads: np.ndarray, intact: np.ndarray,
+                labels: np.ndarray, metric: str) -> dict[str, Any]:
+        """The cross-fitted score after each pruning step of each order (step 0 is the intact
+        model), each order ranked on one half of the examples (from their gate gradients
+        ``gates`` and the single heads' gated-to-0 predictions ``zero_heads``, see
+        `cross_fitted_orders`) and scored on the other; the areas under the curves and the
+        importance order's against the others."""
         layers, heads = self.context.num_layers, self.context.num_heads
-        where, gates = pruning_masks(orders, layers, heads)
-        scores = metric_rows(metric, self.predictions(name, Interventions(head_gates=gates)), labels)
-        curves = {order: [intact] for order in orders}
-        for order, _, index in where:
-            curves[order].append(float(scores[index]))
-        randoms = np.asarray([curve for order, curve in curves.items() if order.startswith("random")])
+        halves = cross_fitting_halves(len(labels), self.context.seed)
+        orders = cross_fitted_orders(halves, gates, zero_heads, intact, labels, metric, self.context.seed)
+        where, masks = pruning_masks(orders, layers, heads)
+        predictions = self.predictions(name, Interventions(head_gates=masks))
+        held_out = held_out_predictions(where, predictions, halves, intact, len(PRUNING_FRACTIONS))
+        curves = {order: metric_rows(metric, rows, labels).tolist() for order, rows in held_out.items()}
+        randoms = np.asarray([curve for order, curve in curves.items() if order.startswith(RANDOM)])
         return {"fractions": list(PRUNING_FRACTIONS), "heads_pruned": pruned_counts(layers * heads),
-                "curves": curves, "random_mean": randoms.mean(axis=0).tolist(),
-                "random_std": randoms.std(axis=0).tolist(),
-                "steps_within_one_point": {order: within_one_point(curve, intact) for order, curve in curves.items()},
-                "orders": orders, "variants": len(gates)}
+                "halves": [[self.guids[index] for index in half] for half in halves], "curves": curves,
+                "random_mean": randoms.mean(axis=0).tolist(), "random_std": randoms.std(axis=0).tolist(),
+                "steps_within_one_point": {order: within_one_point(curve, curve[0])  # step 0: the intact score
+                                           for order, curve in curves.items()},
+                **area_comparisons(metric, held_out, labels, PRUNING_FRACTIONS), "orders": orders,
+                "variants": len(masks)}
 
     @classmethod
     def compare(cls, per_checkpoint: dict[str, Any], pairs: list[tuple[str, str]]) -> dict[str, Any]:

@@ -1,7 +1,10 @@
 """Which heads each variant of the ablation disables, as the stacked (V, layers, heads) masks
 `harness.model.forward.forward_variants` scores many of in one pass: every single head and
 every single layer, each mode; and the steps of each pruning order (by importance, the
-oracle, seeded random orders), 10% of all heads at a time, each distinct mask once.
+oracle, seeded random orders), 10% of all heads at a time, each distinct mask once. The
+pruning is cross-fitted: the examples are split in two seeded halves, each order is ranked
+on one half and scored on the other, so an order has one ranking per half (a random order
+the same on both).
 """
 
 from __future__ import annotations
@@ -11,8 +14,10 @@ from typing import Any
 import numpy as np
 import torch
 
+from harness.analyses.ablation_statistics import Halves, normalised_per_layer
+from harness.analyses.significance import metric_rows
 from harness.model.forward import Interventions
-from harness.views.ablation import MODES
+from harness.views.ablation import MODES, RANDOM
 
 PRUNING_FRACTIONS = tuple(step / 10 for step in range(11))  # Michel et al.: 10% of all heads at a time
 RANDOM_ORDERS = 5
@@ -43,8 +48,31 @@ def pruning_orders(importance: np.ndarray | None, zero_deltas: np.ndarray, seed:
     if importance is not None:
         orders["importance"] = np.argsort(importance.ravel(), kind="stable").tolist()
     for index in range(RANDOM_ORDERS):
-        orders[f"random{index + 1}"] = np.random.default_rng(seed + index).permutation(count).tolist()
+        orders[f"{RANDOM}{index + 1}"] = np.random.default_rng(seed + index).permutation(count).tolist()
     return orders
+
+
+def cross_fitted_orders(halves: Halves, gates: np.ndarray | None, zero_heads: np.ndarray, intact: np.ndarray,
+                        labels: np.ndarray, metric: str, seed: int) -> dict[str, list[list[int]]]:
+    """Each pruning order ranked on each half, from that half's examples only: by the importance
+    on them (``gates``: |dL(x)/d xi_h| per example, (examples, layers, heads), or None), by the
+    single heads' gated-to-0 changes on them (the oracle; ``zero_heads``: those variants'
+    (layers x heads, examples) predictions, layer-major, against the ``intact`` ones), and the
+    seeded random orders (the same on both)."""
+    rankings = []
+    for examples in halves:
+        deltas = (metric_rows(metric, zero_heads[:, examples], labels[examples])
+                  - metric_rows(metric, intact[None, examples], labels[examples])[0])
+        importance = None if gates is None else normalised_per_layer(gates[examples].mean(axis=0))
+        rankings.append(pruning_orders(importance, deltas, seed))
+    return {order: [ranked[order] for ranked in rankings] for order in rankings[0]}
+
+
+def cross_fitting_halves(count: int, seed: int) -> Halves:
+    """The ``count`` examples (indices in stream order) split in two seeded halves, each sorted:
+    the first has ``count // 2``."""
+    shuffled = np.random.default_rng(seed).permutation(count)
+    return np.sort(shuffled[:count // 2]), np.sort(shuffled[count // 2:])
 
 
 def pruned_counts(count: int) -> list[int]:
@@ -52,18 +80,20 @@ def pruned_counts(count: int) -> list[int]:
     return [round(fraction * count) for fraction in PRUNING_FRACTIONS]
 
 
-def pruning_masks(orders: dict[str, list[int]], layers: int,
-                  heads: int) -> tuple[list[tuple[str, int, int]], torch.Tensor]:
-    """The distinct (V, layers, heads) gates of every order's pruning steps past 0 heads, and
-    for each (order, step) the index of its mask among them."""
+def pruning_masks(orders: dict[str, list[list[int]]], layers: int,
+                  heads: int) -> tuple[list[tuple[str, int, int, int]], torch.Tensor]:
+    """The distinct (V, layers, heads) gates of the pruning steps past 0 heads of every order,
+    ranked on each half (``orders``: per order, its ranking on each half), and for each
+    (order, half, step) the index of its mask among them."""
     masks: dict[tuple[int, ...], int] = {}
     where = []
-    for name, order in orders.items():
-        for step, pruned in enumerate(pruned_counts(layers * heads)):
-            if pruned == 0:
-                continue
-            key = tuple(sorted(order[:pruned]))
-            where.append((name, step, masks.setdefault(key, len(masks))))
+    for name, rankings in orders.items():
+        for half, order in enumerate(rankings):
+            for step, pruned in enumerate(pruned_counts(layers * heads)):
+                if pruned == 0:
+                    continue
+                key = tuple(sorted(order[:pruned]))
+                where.append((name, half, step, masks.setdefault(key, len(masks))))
     gates = torch.ones(len(masks), layers * heads)
     for key, index in masks.items():
         gates[index, list(key)] = 0.0

@@ -1,6 +1,9 @@
 """What the scores of the ablation's variants say: one family of paired tests (all heads or
-all layers of one mode) as grids with Holm's correction, how many pruning steps stay within
-one point of the intact score, and Spearman's rho between two grids of heads.
+all layers of one mode) as grids with Holm's correction; the cross-fitted pruning curves (each
+example scored under the masks its orders ranked on the other half), their areas and the
+importance order's against the random and the oracle orders with paired bootstrap intervals;
+how many pruning steps stay within one point of the intact score; and Spearman's rho between
+two grids of heads.
 """
 
 from __future__ import annotations
@@ -11,10 +14,14 @@ from typing import Any
 import numpy as np
 from scipy.stats import ConstantInputWarning, spearmanr
 
-from harness.analyses.significance import Differences, holm
-from harness.views.ablation import ALPHA
+from harness.analyses.significance import Differences, bootstrap_metric_rows, holm, metric_rows
+from harness.views.ablation import ALPHA, RANDOM
+from harness.views.evidence import Evidence, interval_of, interval_verdict
 
 ONE_POINT = 0.01  # "a drop of 1 point": 0.01 of the metric (1 percentage point of accuracy)
+Halves = tuple[np.ndarray, np.ndarray]  # the example indices of the two halves the pruning is cross-fitted on
+AGAINST = {"random": "the mean of the seeded random orders (ours)",
+           "oracle": "the individual oracle order (single heads gated to 0, least harmful first)"}
 
 
 def within_one_point(scores: list[float], intact: float) -> int:
@@ -25,6 +32,62 @@ def within_one_point(scores: list[float], intact: float) -> int:
             break
         steps += 1
     return steps
+
+
+def normalised_per_layer(raw: np.ndarray) -> np.ndarray:
+    """Importance (layers, heads) divided by the L2 norm of its layer (Michel et al.); a layer of zeros stays 0."""
+    norms = np.linalg.norm(raw, axis=1, keepdims=True)
+    return np.divide(raw, norms, out=np.zeros_like(raw), where=norms > 0)
+
+
+def held_out_predictions(where: list[tuple[str, int, int, int]], predictions: np.ndarray, halves: Halves,
+                         intact: np.ndarray, steps: int) -> dict[str, np.ndarray]:
+    """Per pruning order, the cross-fitted (steps, examples) predictions: at step 0 the intact
+    model's; at each later step, each example's under the mask its order ranked on the other
+    half (``where``: `harness.analyses.ablation_masks.pruning_masks`' (order, half ranked on,
+    step, mask index); ``predictions``: (masks, examples))."""
+    out: dict[str, np.ndarray] = {}
+    for order, half, step, index in where:
+        rows = out.setdefault(order, np.repeat(intact[None], steps, axis=0))
+        scored = halves[1 - half]
+        rows[step, scored] = predictions[index, scored]
+    return out
+
+
+def area_under(scores: np.ndarray, fractions: tuple[float, ...]) -> np.ndarray:
+    """The area under pruning curves (score against the share of heads pruned, 0 to 1) along
+    their last axis: the mean score over the pruning range, by the trapezoid rule."""
+    return np.trapezoid(scores, np.asarray(fractions), axis=-1)
+
+
+def area_comparisons(metric: str, held_out: dict[str, np.ndarray], labels: np.ndarray,
+                     fractions: tuple[float, ...]) -> dict[str, Any]:
+    """The area under each order's cross-fitted pruning curve and, where there is an importance
+    order, its area minus the random orders' mean and minus the oracle's: each with its 95%
+    interval over paired bootstrap resamples of the examples (the same resamples for every
+    order; the orders as ranked, held fixed) and a verdict, above 0 or not."""
+    names = list(held_out)
+    stacked = np.concatenate([held_out[name] for name in names])
+    shape = (len(names), len(fractions))
+    observed = area_under(metric_rows(metric, stacked, labels).reshape(shape), fractions)
+    resampled = area_under(bootstrap_metric_rows(metric, stacked, labels).reshape(-1, *shape), fractions)
+    randoms = [index for index, name in enumerate(names) if name.startswith(RANDOM)]
+    against = {"random": (observed[randoms].mean(), resampled[:, randoms].mean(axis=1)),
+               "oracle": (observed[names.index("oracle")], resampled[:, names.index("oracle")])}
+    out: dict[str, Any] = {"areas": dict(zip(names, observed.tolist()))}
+    if "importance" in names:
+        chosen = names.index("importance")
+        for baseline, (area, samples) in against.items():
+            out[f"importance_vs_{baseline}"] = area_difference(
+                observed[chosen] - area, resampled[:, chosen] - samples, len(labels),
+                f"area under the cross-fitted pruning curve of dev {metric}, importance order minus "
+                f"{AGAINST[baseline]}")
+    return out
+
+
+def area_difference(value: float, samples: np.ndarray, count: int, statistic: str) -> Evidence:
+    """A difference of areas with its bootstrap ``samples``: its value, 95% interval and verdict."""
+    return {"value": float(value), **interval_verdict(interval_of(samples), "dev examples", count, statistic)}
 
 
 def family(differences: Differences, shape: tuple[int, ...]) -> dict[str, Any]:

@@ -7,6 +7,8 @@ and its reference predict the same examples) and vectorised over variants:
 - `metric_rows`: a GLUE metric of each variant's predictions, (variants, examples) -> (variants,);
 - `bootstrap_differences`: the difference to a reference with its 95% percentile interval over
   resampled examples (the same resamples for every variant, so intervals are comparable);
+- `bootstrap_metric_rows`: the metric of every variant on each of those resamples, for a
+  statistic that combines several variants (the area under a pruning curve);
 - `paired_p_values`: exact McNemar for accuracy (a two-sided binomial test on the examples the
   two disagree on), a paired permutation test (swap the two predictions of an example at
   random) for every other metric;
@@ -84,6 +86,15 @@ def bootstrap_differences(metric: str, predictions: np.ndarray, reference: np.nd
                           - metric_rows(metric, reference[None, chosen], labels[chosen])[0]
                           for chosen in resamples], axis=1)
     return observed, np.percentile(resampled, [2.5, 97.5], axis=1).T
+
+
+def bootstrap_metric_rows(metric: str, predictions: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """``metric`` of each row of ``predictions`` (variants, n) on each of `BOOTSTRAP_RESAMPLES`
+    resamples of the examples, the same resamples for every row (and as `bootstrap_differences`
+    draws them): (resamples, variants)."""
+    count = len(labels)
+    resamples = np.random.default_rng(BOOTSTRAP_SEED).integers(0, count, (BOOTSTRAP_RESAMPLES, count))
+    return np.stack([metric_rows(metric, predictions[:, chosen], labels[chosen]) for chosen in resamples])
 
 
 def mcnemar_p_values(predictions: np.ndarray, reference: np.ndarray, labels: np.ndarray) -> np.ndarray:

@@ -1,12 +1,15 @@
 """Heads that matter: Kovaleva et al.'s disabling (§6) and Michel et al.'s importance and pruning.
 
 What a stored sweep says, per checkpoint with a trained classification head: the single head
-and the single layer whose disabling helps and hurts most in each mode, and how many of each
-family are significant after Holm's correction (metrics, and the lines a run prints); how many
-heads each pruning order removes before the score first drops by more than one point;
-figures of the single-head and single-layer changes, the pruning curves and the importance
-(against each head's cosine similarity where the run has the cosine); and all of it as a
-Markdown table.
+and the single layer whose disabling helps and hurts most in each mode, how many of each
+family are significant after Holm's correction, and whether disabling helps at all (some gain
+significant after Holm over its family: metrics, claims, and the lines a run prints); the
+cross-fitted pruning (each order ranked on one half of the examples, scored on the other):
+how many heads each order removes before the score first drops by more than one point, and
+the area under the importance order's curve against the random orders' (ours) and the oracle
+order's, with paired bootstrap intervals; figures of the single-head and single-layer
+changes, the pruning curves and the importance (against each head's cosine similarity where
+the run has the cosine); and all of it as a Markdown table.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from matplotlib.ticker import MaxNLocator
 
 from harness.results.checkpoints import FINETUNED
 from harness.views.base import Claim, Entry, PaperPoint, View, pair_name, per_checkpoint_results, register_view
+from harness.views.evidence import FAILS, HOLDS, UNCLEAR, Evidence
 from harness.views.papers import KOVALEVA_TASKS, expected_for
 from harness.views.style import (
     GREY,
@@ -38,8 +42,13 @@ from harness.views.style import (
 MODES = ("uniform", "zero")
 MODE_TITLES = {"uniform": "attention replaced by 1/L (Kovaleva et al.)",
                "zero": "head output gated to 0 (Michel et al.)"}
+MODE_SHORT = {"uniform": "1/L", "zero": "gated to 0"}
 SCOPES = ("heads", "layers")  # what one disabling variant switches off: a single head, or a whole layer
 ALPHA = 0.05  # family-wise error rate of Holm's correction: what counts as significant
+HELPS_MODE = "uniform"  # Kovaleva et al.'s disabling (attention made uniform): what the claims judge
+RANDOM = "random"  # the seeded random pruning orders' names start so; they are ours (Michel et al. ran none)
+BASELINES = {"random": "random orders (ours)", "oracle": "oracle order"}  # what the importance order is set against
+INTERVAL_WORDS = {HOLDS: "above 0", FAILS: "below 0", UNCLEAR: "unclear"}
 
 
 def families(result: dict[str, Any]) -> Iterator[tuple[str, str, dict[str, Any]]]:
@@ -74,12 +83,45 @@ def percent(value: float) -> str:
 
 
 def pruning_sentence(pruning: dict[str, Any]) -> str:
-    """How many heads each order prunes before the score first drops by more than one point."""
+    """How many heads each order prunes before the cross-fitted score first drops by more than
+    one point below the intact score."""
     pruned = {order: pruning["heads_pruned"][steps] for order, steps in pruning["steps_within_one_point"].items()}
-    named = ", ".join(f"{order} order {count}" for order, count in pruned.items() if not order.startswith("random"))
-    randoms = [count for order, count in pruned.items() if order.startswith("random")]
-    return (f"heads pruned before the score first drops by more than one point: {named}, random orders "
-            f"{', '.join(map(str, randoms))} (of {pruning['heads_pruned'][-1]}; 10% steps, no retraining)")
+    named = ", ".join(f"{order} order {count}" for order, count in pruned.items() if not order.startswith(RANDOM))
+    randoms = [count for order, count in pruned.items() if order.startswith(RANDOM)]
+    return (f"heads pruned before the score first drops by more than one point, cross-fitted: {named}, "
+            f"{BASELINES['random']} {', '.join(map(str, randoms))} (of {pruning['heads_pruned'][-1]}; 10% steps, "
+            "no retraining)")
+
+
+def areas_sentence(pruning: dict[str, Any], examples: int) -> str:
+    """The area under each cross-fitted pruning curve, and the importance order's against the
+    random orders' mean and the oracle order's with their intervals and verdicts."""
+    areas = pruning["areas"]
+    randoms = np.mean([area for order, area in areas.items() if order.startswith(RANDOM)])
+    named = ", ".join(f"{order} {100 * areas[order]:.1f}" for order in ("importance", "oracle") if order in areas)
+    differences = [f"importance minus {BASELINES[baseline]} {percent(evidence['value'])} "
+                   f"[{percent(evidence['interval'][0])}, {percent(evidence['interval'][1])}], "
+                   f"{INTERVAL_WORDS[evidence['verdict']]}"
+                   for baseline in BASELINES if (evidence := pruning.get(f"importance_vs_{baseline}")) is not None]
+    return (f"area under the cross-fitted curve (the mean score over 0-100% of heads pruned; each order ranked "
+            f"on one half of the {examples} examples, scored on the other): {named}, {BASELINES['random']} "
+            f"{100 * randoms:.1f}" + (f"; {'; '.join(differences)}: points, 95% intervals over 1,000 paired "
+                                      "bootstrap resamples of the examples, the orders held as ranked"
+                                      if differences else ""))
+
+
+def pruning_metrics(pruning: dict[str, Any], checkpoint: str) -> list[tuple[str, float]]:
+    """The heads the importance and the oracle order prune within one point, and the importance
+    order's area minus each baseline's with its interval's bounds (all cross-fitted)."""
+    out = [(f"ablation_pruned_within_one_point_{order}_{checkpoint}",
+            float(pruning["heads_pruned"][pruning["steps_within_one_point"][order]]))
+           for order in ("importance", "oracle") if order in pruning["steps_within_one_point"]]
+    for baseline in BASELINES:
+        if (evidence := pruning.get(f"importance_vs_{baseline}")) is not None:
+            name = f"ablation_importance_minus_{baseline}_area"
+            out += [(f"{name}_{checkpoint}", evidence["value"]), (f"{name}_low_{checkpoint}", evidence["interval"][0]),
+                    (f"{name}_high_{checkpoint}", evidence["interval"][1])]
+    return out
 
 
 def related_cosine(entry: Entry) -> list[tuple[tuple[str, str], dict[str, Any]]]:
@@ -90,51 +132,100 @@ def related_cosine(entry: Entry) -> list[tuple[tuple[str, str], dict[str, Any]]]
             if pair_name((before, after)) in cosine]
 
 
-def fine_tuned_result(entry: Entry) -> dict[str, Any]:
-    """The fine-tuned checkpoint's ablation result."""
-    return per_checkpoint_results(entry)[FINETUNED]
+def fine_tuned_result(entry: Entry) -> dict[str, Any] | None:
+    """The fine-tuned checkpoint's ablation result, or None where it has no trained head."""
+    result = per_checkpoint_results(entry).get(FINETUNED)
+    return result if result and result["trained"] else None
 
 
-def disabling_helps(scope: str) -> Callable[[Entry], bool]:
-    """A judge: whether making some single head's (or layer's) attention uniform raises the fine-tuned score."""
-    return lambda entry: max(np.asarray(fine_tuned_result(entry)[scope]["uniform"]["delta"]).flat) > 0
+def significant_gains(family: dict[str, Any]) -> int:
+    """How many of one family's changes are gains significant after Holm's correction."""
+    return int(((np.asarray(family["delta"]) > 0) & (np.asarray(family["p_holm"]) < ALPHA)).sum())
 
 
-def importance_beats_random(entry: Entry) -> bool:
-    """Whether pruning in importance order stays within a point for at least as many heads as the
-    median random order."""
-    pruning = fine_tuned_result(entry)["pruning"]
-    counts = {order: pruning["heads_pruned"][steps] for order, steps in pruning["steps_within_one_point"].items()}
-    randoms = [count for order, count in counts.items() if order.startswith("random")]
-    return counts["importance"] >= float(np.median(randoms))
+def disabling_gain(result: dict[str, Any], scope: str, mode: str) -> Evidence:
+    """Whether disabling some single head (or layer) raises the score, judged over its whole
+    family (every head, or every layer, of one mode) with Holm's correction: ``holds`` when some
+    gain's Holm-adjusted p is below `ALPHA` (the largest such gain named); ``fails`` only when
+    every member's disabling clearly lowers the score, each 95% interval below 0 (each one's gain
+    rejected on its own: an intersection-union test, which needs no correction; an interval of
+    [0, 0], a member that changes no prediction of this sample, is no evidence against a small
+    gain); else ``unclear``, the largest change named."""
+    stats = {key: np.asarray(result[scope][mode][key], dtype=float) for key in ("delta", "low", "high", "p_holm")}
+    deltas, adjusted = stats["delta"].ravel(), stats["p_holm"].ravel()
+    surviving = np.flatnonzero((deltas > 0) & (adjusted < ALPHA))
+    chosen = int(surviving[deltas[surviving].argmax()]) if surviving.size else int(deltas.argmax())
+    verdict = HOLDS if surviving.size else FAILS if (stats["high"] < 0).all() else UNCLEAR
+    where = "-".join(str(int(i) + 1) for i in np.unravel_index(chosen, stats["delta"].shape))
+    low, high = float(stats["low"].ravel()[chosen]), float(stats["high"].ravel()[chosen])
+    named = (f"{'layer-head' if scope == 'heads' else 'layer'} {where}: {percent(deltas[chosen])} points "
+             f"[{percent(low)}, {percent(high)}], Holm-adjusted p {adjusted[chosen]:.2g}")
+    one, count = scope[:-1], deltas.size
+    text = {HOLDS: named,
+            FAILS: f"disabling any one of {count} {scope} lowers the score, every 95% interval below 0 (the "
+                   f"smallest loss: {named})",
+            UNCLEAR: f"no {one}'s gain is significant after Holm over {count} {scope} "
+                     f"(the largest change: {named})"}[verdict]
+    return {"verdict": verdict, "value": float(deltas[chosen]), "interval": [low, high],
+            "p_holm": float(adjusted[chosen]), "where": where, "unit": "dev examples", "n": result["examples"],
+            "statistic": f"the largest gain of disabling one of {count} {scope} ({MODE_SHORT[mode]}), "
+                         f"Holm-adjusted over them", "text": f"{text}; {result['examples']} dev examples"}
+
+
+def disabling_helps(scope: str) -> Callable[[Entry], Evidence | None]:
+    """A judge: whether making some single head's (or layer's) attention uniform raises the
+    fine-tuned score significantly after Holm's correction over all of them (`disabling_gain`)."""
+    def judge(entry: Entry) -> Evidence | None:
+        result = fine_tuned_result(entry)
+        return None if result is None else disabling_gain(result, scope, HELPS_MODE)
+    return judge
+
+
+def importance_beats(baseline: str) -> Callable[[Entry], Evidence | None]:
+    """A judge: whether the area under the importance order's cross-fitted pruning curve is above
+    the ``baseline``'s (random or oracle), by its stored paired bootstrap interval over the
+    examples; None where the fine-tuned checkpoint has no importance."""
+    def judge(entry: Entry) -> Evidence | None:
+        result = fine_tuned_result(entry)
+        return None if result is None else result["pruning"].get(f"importance_vs_{baseline}")
+    return judge
 
 
 @register_view
 class AblationView(View):
     name = "ablation"
-    version = 1
+    version = 2
+    left_out = ("halves", "orders")
     claims = {"disabling_a_head_helps": Claim("making some single head's attention uniform raises the fine-tuned "
-                                              "model's dev score", disabling_helps("heads")),
+                                              "model's dev score, significant after Holm's correction over all "
+                                              "heads", disabling_helps("heads")),
               "disabling_a_layer_helps": Claim("making some whole layer's attention uniform raises the fine-tuned "
-                                               "model's dev score", disabling_helps("layers")),
-              "importance_beats_random": Claim("pruning heads in order of importance stays within a point of the "
-                                               "intact score for at least as many heads as the median random order",
-                                               importance_beats_random)}
+                                               "model's dev score, significant after Holm's correction over all "
+                                               "layers", disabling_helps("layers")),
+              "importance_beats_random": Claim("pruning heads in order of importance keeps a higher dev score than "
+                                               "our random orders: area under the cross-fitted pruning curve",
+                                               importance_beats("random")),
+              "importance_beats_oracle": Claim("pruning heads in order of importance keeps a higher dev score than "
+                                               "the individual oracle order: area under the cross-fitted pruning "
+                                               "curve", importance_beats("oracle"))}
     papers = {"disabling_a_head_helps": PaperPoint(
                   "Kovaleva et al. 2019, Section 6", "disabling single heads of fine-tuned bert-base-uncased helps on "
                   "every task: gains of 0.1 (STS-B) to 1.2 points (MRPC)", expected_for(KOVALEVA_TASKS)),
               "disabling_a_layer_helps": PaperPoint(
                   "Kovaleva et al. 2019, Section 6", "disabling a whole layer helps on some tasks: layer 1 on RTE "
                   "+3.2 points", {"rte": "holds"}),
-              "importance_beats_random": PaperPoint(
-                  "Michel et al. 2019, Fig. 3", "pruning by importance keeps the score longer than random orders; up "
-                  "to 40% of BERT's heads pruned on MNLI-m with little loss", "holds")}
+              "importance_beats_oracle": PaperPoint(
+                  "Michel et al. 2019, Fig. 3", "bert-base on MNLI-m pruned by importance beside the individual "
+                  "oracle order (\"pruned according to I_h (solid blue) and individual oracle performance "
+                  "difference (dashed green)\"), no retraining; up to 40% of heads pruned with little loss. MNLI "
+                  "is not among these tasks, and the paper ran no random orders")}
 
     @classmethod
     def metrics(cls, entry: Entry) -> list[tuple[str, float]]:
         """Per trained checkpoint: the intact score, the best and worst single head and layer of
-        each mode (delta and 1-indexed position), the heads significant after Holm, the pruning
-        steps within one point, and the importance correlations."""
+        each mode (delta and 1-indexed position), the heads significant after Holm (and those of
+        them that are gains), the cross-fitted pruning (`pruning_metrics`), and the importance
+        correlations."""
         out = []
         for checkpoint, result in per_checkpoint_results(entry).items():
             if not result["trained"]:
@@ -148,11 +239,9 @@ class AblationView(View):
                     if scope == "heads":
                         out.append((f"{prefix}_head_{checkpoint}", float(where[1] + 1)))
                 out.append((f"ablation_significant_{scope}_{mode}_{checkpoint}", float(family["significant"])))
-            for order in ("importance", "oracle"):
-                if order in result["pruning"]["steps_within_one_point"]:
-                    steps = result["pruning"]["steps_within_one_point"][order]
-                    out.append((f"ablation_pruned_within_one_point_{order}_{checkpoint}",
-                                float(result["pruning"]["heads_pruned"][steps])))
+                out.append((f"ablation_significant_gains_{scope}_{mode}_{checkpoint}",
+                            float(significant_gains(family))))
+            out += pruning_metrics(result["pruning"], checkpoint)
             out += [(f"ablation_spearman_{name}_{checkpoint}", value)
                     for name, value in result["correlations"].items() if value is not None]
         return out
@@ -179,7 +268,8 @@ class AblationView(View):
     def printed(cls, entry: Entry) -> list[str]:
         """What ``harness run`` and ``harness ablate`` print: per trained checkpoint, the intact
         score, the single head and layer whose disabling helps and hurts most (each mode), what
-        is significant after Holm, and the pruning."""
+        is significant after Holm and whether disabling helps (`disabling_gain`), and the
+        cross-fitted pruning."""
         lines = []
         for checkpoint, result in per_checkpoint_results(entry).items():
             if not result["trained"]:
@@ -191,16 +281,20 @@ class AblationView(View):
                 parts = [f"{label} {'-'.join(str(int(i) + 1) for i in where)} {percent(stats['delta'][where])} "
                          f"[{percent(stats['low'][where])}, {percent(stats['high'][where])}]"
                          for label, where in best_and_worst(family)]
-                parts.append(f"{family['significant']} significant after Holm")
+                parts.append(f"{family['significant']} significant after Holm, {significant_gains(family)} of "
+                             f"them gains: disabling helps {disabling_gain(result, scope, mode)['verdict']}")
                 lines.append(f"  {mode}, single {scope[:-1]}: " + "; ".join(parts))
             lines.append(f"  pruning: {pruning_sentence(result['pruning'])}")
+            lines.append(f"  pruning: {areas_sentence(result['pruning'], result['examples'])}")
         return lines
 
     @classmethod
     def study_tables(cls, study: dict[str, Any]) -> dict[str, str]:
         """Per task where it ran, the fine-tuned model's single head and layer whose disabling helps
-        and hurts most (Kovaleva et al. section 6), the heads and layers significant after Holm, and
-        the heads each pruning order removes within a point (Michel et al.), over its seeds."""
+        and hurts most (Kovaleva et al. section 6), the heads and layers significant after Holm (the
+        gains among them), the heads each pruning order removes within a point and the importance
+        order's area against our random orders' and the oracle's (Michel et al.), all cross-fitted,
+        over its seeds."""
         tasks = {task: entry["metrics"] for task, entry in study["tasks"].items()
                  if f"ablation_intact_{FINETUNED}" in entry["metrics"]}
         if not tasks:
@@ -209,15 +303,37 @@ class AblationView(View):
                  f"{100 * metrics[f'ablation_intact_{FINETUNED}']['mean']:.1f}",
                  *(extreme_cell(metrics, f"ablation_{extreme}_{scope}_uniform")
                    for scope in ("head", "layer") for extreme in ("best", "worst")),
-                 " / ".join(f"{metrics[f'ablation_significant_{scope}_{mode}_{FINETUNED}']['mean']:.0f}"
-                            for scope in SCOPES for mode in MODES),
+                 " / ".join(significant_cell(metrics, scope, mode) for scope in SCOPES for mode in MODES),
                  " / ".join(f"{metrics[name]['mean']:.0f}" if (name := f"ablation_pruned_within_one_point_{order}_"
                                                                        f"{FINETUNED}") in metrics else "-"
-                            for order in ("importance", "oracle"))] for task, metrics in tasks.items()]
+                            for order in ("importance", "oracle")),
+                 *(area_cell(metrics, baseline) for baseline in BASELINES)] for task, metrics in tasks.items()]
         header = ["task", "seeds", "intact score", "best head, 1/L", "worst head, 1/L", "best layer, 1/L",
-                  "worst layer, 1/L", "significant after Holm: heads 1/L / heads 0 / layers 1/L / layers 0",
-                  "heads pruned within a point: importance / oracle order"]
+                  "worst layer, 1/L", "significant after Holm, gains of all: heads 1/L / heads 0 / layers 1/L / "
+                  "layers 0", "heads pruned within a point, cross-fitted: importance / oracle order",
+                  *(f"pruning area in points, cross-fitted: importance minus {title}" for title in BASELINES.values())]
         return {"ablation_by_task": markdown_table(header, rows)}
+
+
+def significant_cell(metrics: dict[str, Any], scope: str, mode: str) -> str:
+    """``0 of 2``: a family's changes significant after Holm that are gains, of all significant,
+    mean over seeds."""
+    name = f"{scope}_{mode}_{FINETUNED}"
+    return (f"{metrics[f'ablation_significant_gains_{name}']['mean']:.0f} of "
+            f"{metrics[f'ablation_significant_{name}']['mean']:.0f}")
+
+
+def area_cell(metrics: dict[str, Any], baseline: str) -> str:
+    """The importance order's area minus a baseline's, in points, mean over seeds: with its 95%
+    interval from one seed, else on how many seeds the interval lies above 0 and below it."""
+    name = f"ablation_importance_minus_{baseline}_area"
+    if f"{name}_{FINETUNED}" not in metrics:
+        return "-"
+    value, lows, highs = (metrics[f"{name}{part}_{FINETUNED}"] for part in ("", "_low", "_high"))
+    if value["n"] == 1:
+        return f"{percent(value['mean'])} [{percent(lows['values'][0])}, {percent(highs['values'][0])}]"
+    above, below = sum(low > 0 for low in lows["values"]), sum(high < 0 for high in highs["values"])
+    return f"{percent(value['mean'])} (above 0 on {above}, below on {below} of {value['n']} seeds)"
 
 
 def draw_head_deltas(result: dict[str, Any], run: dict[str, Any], checkpoint: str, path: Path) -> Path:
@@ -263,14 +379,15 @@ def draw_layer_deltas(result: dict[str, Any], run: dict[str, Any], checkpoint: s
 
 
 def draw_pruning(result: dict[str, Any], run: dict[str, Any], checkpoint: str, path: Path) -> Path:
-    """Score against the share of heads pruned: importance order, oracle order, and the random
-    orders' mean with their spread (one standard deviation)."""
+    """Cross-fitted score against the share of heads pruned: importance order, oracle order, and
+    our random orders' mean with their spread (one standard deviation); the importance order's
+    area against theirs, with its interval, under the title."""
     pruning = result["pruning"]
     fractions = 100 * np.asarray(pruning["fractions"])
-    randoms = sum(order.startswith("random") for order in pruning["curves"])
-    figure, axes = plt.subplots(figsize=(5.4, 3.6))
+    randoms = sum(order.startswith(RANDOM) for order in pruning["curves"])
+    figure, axes = plt.subplots(figsize=(6.4, 4.0))
     mean, std = 100 * np.asarray(pruning["random_mean"]), 100 * np.asarray(pruning["random_std"])
-    axes.plot(fractions, mean, color=GREY, marker=".", label=f"random order (mean of {randoms})")
+    axes.plot(fractions, mean, color=GREY, marker=".", label=f"random orders, ours (mean of {randoms}, 1 sd)")
     axes.fill_between(fractions, mean - std, mean + std, color=GREY, alpha=0.25)
     for order, colour in (("importance", OKABE_ITO["blue"]), ("oracle", OKABE_ITO["green"])):
         if order in pruning["curves"]:
@@ -279,7 +396,12 @@ def draw_pruning(result: dict[str, Any], run: dict[str, Any], checkpoint: str, p
     axes.axhline(100 * result["intact"], color="black", lw=0.8, ls="--", label="intact")
     axes.set_xlabel("heads pruned (%)")
     axes.set_ylabel(f"dev {result['metric']} (%)")
-    axes_title(axes, f"Pruning heads (no retraining): {run_title(run)}, {checkpoint_title(checkpoint)}")
+    differences = "; ".join(f"minus {BASELINES[baseline]}: {percent(evidence['value'])} "
+                            f"[{percent(evidence['interval'][0])}, {percent(evidence['interval'][1])}]"
+                            for baseline in BASELINES if (evidence := pruning.get(f"importance_vs_{baseline}")))
+    axes_title(axes, f"Pruning heads (no retraining): {run_title(run)}, {checkpoint_title(checkpoint)}\n"
+                     f"cross-fitted: ranked on half of the {result['examples']} examples, scored on the rest"
+                     + (f"\narea, importance {differences} (points)" if differences else ""))
     axes.legend(fontsize=7)
     axes.grid(alpha=0.3)
     return save(figure, path)
@@ -338,13 +460,26 @@ def layer_rows(result: dict[str, Any]) -> list[str]:
     return lines
 
 
+def helps_lines(result: dict[str, Any]) -> list[str]:
+    """Whether disabling helps in each family (`disabling_gain`), a list item each: its verdict and evidence."""
+    lines = []
+    for mode, scope, _ in families(result):
+        evidence = disabling_gain(result, scope, mode)
+        lines.append(f"- {scope}, {MODE_SHORT[mode]}: **{evidence['verdict']}**: {evidence['text']}.")
+    return lines
+
+
 def findings_lines(result: dict[str, Any], checkpoint: str, related: list[tuple[tuple[str, str], Any]]) -> list[str]:
-    """What is significant after Holm, the pruning, and the Spearman correlations of a trained
-    checkpoint (its importance against the changes, and against each head's cosine)."""
+    """What is significant after Holm, whether disabling helps, the cross-fitted pruning, and the
+    Spearman correlations of a trained checkpoint (its importance against the changes, and
+    against each head's cosine)."""
     lines = ["", f"Significant after Holm (alpha {ALPHA:g}): "
-             + ", ".join(f"{result[scope][mode]['significant']} {scope} ({mode})"
-                         for scope in SCOPES for mode in MODES) + ".",
-             "", f"Pruning: {pruning_sentence(result['pruning'])}."]
+             + ", ".join(f"{family['significant']} {scope} ({mode}; {significant_gains(family)} of them gains)"
+                         for mode, scope, family in families(result)) + ".",
+             "", "Disabling helps (Kovaleva et al. section 6), judged over each family with Holm's correction:",
+             "", *helps_lines(result),
+             "", f"Pruning: {pruning_sentence(result['pruning'])}; "
+                 f"{areas_sentence(result['pruning'], result['examples'])}."]
     correlations = ", ".join(f"{name.replace('_', ' ')} {value:+.2f}"
                              for name, value in result["correlations"].items() if value is not None)
     if correlations:

@@ -1,4 +1,5 @@
-"""Head disabling, importance and pruning on tiny BERTs; the paired statistics behind them."""
+"""Head disabling, importance and the cross-fitted pruning on tiny BERTs; the paired statistics behind
+them, and the verdicts they give (disabling helps after Holm; importance against random and oracle orders)."""
 
 from __future__ import annotations
 
@@ -9,21 +10,29 @@ import torch
 from harness.analyses.ablation import Ablation
 from harness.analyses.ablation_masks import (
     PRUNING_FRACTIONS,
+    cross_fitted_orders,
+    cross_fitting_halves,
     pruned_counts,
     pruning_masks,
     pruning_orders,
     single_variants,
 )
-from harness.analyses.ablation_statistics import within_one_point
+from harness.analyses.ablation_statistics import (
+    area_comparisons,
+    family,
+    held_out_predictions,
+    normalised_per_layer,
+    within_one_point,
+)
 from harness.analyses.significance import holm, mcnemar_p_values, metric_rows, paired_differences
 from harness.config import AnalysisConfig
 from harness.inputs.encoding import encode_examples
 from harness.inputs.sources import SourceContext
-from harness.model.forward import Interventions, forward, forward_variants, use_harness_attention
+from harness.model.forward import Capture, Interventions, forward, forward_variants, use_harness_attention
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.results.store import ResultStore
 from harness.run.engine import analyse
-from harness.views.ablation import MODES
+from harness.views.ablation import MODES, AblationView, disabling_gain
 from harness.views.base import per_checkpoint_results
 from tasks.examples import Example
 from tasks.loading import load_examples
@@ -49,19 +58,135 @@ def test_single_variants_disable_exactly_one_head_or_one_layer_each_way():
 
 
 def test_pruning_steps_cover_ten_percent_of_all_heads_and_share_identical_masks():
-    orders = pruning_orders(np.arange(24.0).reshape(2, 12), np.zeros((2, 12)), seed=0)
-    assert set(orders) == {"oracle", "importance", "random1", "random2", "random3", "random4", "random5"}
-    assert orders["importance"] == list(range(24)) and orders["random1"] != orders["random2"]
+    first = pruning_orders(np.arange(24.0).reshape(2, 12), np.zeros((2, 12)), seed=0)
+    second = pruning_orders(-np.arange(24.0).reshape(2, 12), np.zeros((2, 12)), seed=0)
+    assert set(first) == {"oracle", "importance", "random1", "random2", "random3", "random4", "random5"}
+    assert first["importance"] == list(range(24)) and first["random1"] != first["random2"]
+    assert second["importance"] == list(range(24))[::-1] and second["random1"] == first["random1"]
+    orders = {name: [first[name], second[name]] for name in first}  # each order ranked on each half
     where, gates = pruning_masks(orders, 2, 12)
     counts = pruned_counts(24)
     assert counts == [0, 2, 5, 7, 10, 12, 14, 17, 19, 22, 24] and len(PRUNING_FRACTIONS) == 11
-    for order, step, index in where:
+    assert len(where) == len(orders) * 2 * (len(counts) - 1)
+    for order, half, step, index in where:
         mask = gates[index].flatten()
         assert (mask == 0).sum() == counts[step] and set((mask == 0).nonzero().flatten().tolist()) == set(
-            orders[order][:counts[step]])
-    # the oracle of all-zero deltas and the importance order are the same order: their masks are shared,
-    # and every order's last step (all heads) is one mask
-    assert len(gates) == len({tuple(g.flatten().tolist()) for g in gates}) < len(where)
+            orders[order][half][:counts[step]])
+    # a random order is the same on both halves, the oracle of all-zero deltas is the first half's importance
+    # order, and every order's last step (all heads) is one mask: each distinct mask is scored once
+    assert len(gates) == len({tuple(g.flatten().tolist()) for g in gates}) == 7 * 9 + 1
+
+
+def test_the_halves_are_disjoint_seeded_and_cover_every_example():
+    first, second = cross_fitting_halves(11, seed=3)
+    assert len(first) == 5 and len(second) == 6 and not set(first) & set(second)
+    assert sorted([*first, *second]) == list(range(11)) and (np.diff(first) > 0).all()
+    again = cross_fitting_halves(11, seed=3)
+    assert all(np.array_equal(a, b) for a, b in zip(again, (first, second)))
+    assert not np.array_equal(cross_fitting_halves(11, seed=4)[0], first)
+
+
+def test_each_order_is_ranked_on_its_half_only():
+    """Half A's examples say head 0 matters least and disabling head 3 helps; half B's the opposite."""
+    halves = (np.array([0, 2, 4]), np.array([1, 3, 5]))
+    gates = np.ones((6, 1, 4))
+    gates[halves[0], 0, 0] = 0.1
+    gates[halves[1], 0, 3] = 0.1
+    labels = np.ones(6, dtype=int)
+    intact = np.array([1, 1, 0, 0, 1, 1])  # wrong on examples 2 (half A) and 3 (half B)
+    zero_heads = np.tile(intact, (4, 1))
+    zero_heads[3, 2] = 1  # disabling head 3 puts example 2 right
+    zero_heads[0, 3] = 1  # disabling head 0 puts example 3 right
+    orders = cross_fitted_orders(halves, gates, zero_heads, intact, labels, "accuracy", seed=0)
+    assert [ranked[0] for ranked in orders["importance"]] == [0, 3]
+    assert [ranked[0] for ranked in orders["oracle"]] == [3, 0]
+    assert orders["random1"][0] == orders["random1"][1]
+    assert np.allclose(np.linalg.norm(normalised_per_layer(gates[halves[0]].mean(axis=0)), axis=1), 1.0)
+
+
+def test_each_example_is_scored_under_the_masks_ranked_on_the_other_half():
+    halves = (np.array([0, 1, 4]), np.array([2, 3, 5]))
+    where = [("importance", half, step, 10 * half + step) for half in (0, 1) for step in (1, 2)]
+    predictions = np.arange(20)[:, None] * 100 + np.arange(6)  # mask index * 100 + example
+    intact = -np.ones(6, dtype=int)
+    held_out = held_out_predictions(where, predictions, halves, intact, steps=3)["importance"]
+    assert held_out[0].tolist() == [-1] * 6  # step 0: the intact model
+    for step in (1, 2):
+        scored_by_first = held_out[step, halves[1]] // 100  # half B's examples: masks ranked on half A (0)
+        scored_by_second = held_out[step, halves[0]] // 100
+        assert set(scored_by_first) == {step} and set(scored_by_second) == {10 + step}
+        assert (held_out[step] % 100 == np.arange(6)).all()
+
+
+def hand_made_curves(importance_correct: list[int], random_correct: list[int], count: int = 200) -> dict:
+    """Held-out predictions of labels all 1: at each step, the first ``k`` examples right for each order."""
+    def order(correct: list[int]) -> np.ndarray:
+        return np.stack([(np.arange(count) < k).astype(int) for k in correct])
+    return {"importance": order(importance_correct), "oracle": order(importance_correct),
+            **{f"random{i}": order(random_correct) for i in range(1, 6)}}
+
+
+def test_importance_beats_random_by_the_area_under_its_curve_with_a_paired_interval():
+    steps = len(PRUNING_FRACTIONS)
+    kept = [200 - 4 * step for step in range(steps)]  # importance loses 2 points a step
+    dropped = [200 - 16 * step for step in range(steps)]  # random orders 8 points a step
+    compared = area_comparisons("accuracy", hand_made_curves(kept, dropped), np.ones(200, dtype=int),
+                                PRUNING_FRACTIONS)
+    assert compared["areas"]["importance"] == pytest.approx(0.9) and compared["areas"]["random1"] == pytest.approx(0.6)
+    beats = compared["importance_vs_random"]
+    assert beats["value"] == pytest.approx(0.3) and beats["verdict"] == "holds"
+    assert 0 < beats["interval"][0] < 0.3 < beats["interval"][1]
+    assert (beats["unit"], beats["n"]) == ("dev examples", 200)
+    assert "random orders (ours)" in beats["statistic"]
+    tie = compared["importance_vs_oracle"]  # the same curve: a tie is a tie
+    assert (tie["value"], tie["interval"], tie["verdict"]) == (0.0, [0.0, 0.0], "unclear")
+
+
+def test_importance_no_better_than_random_on_noise_is_unclear():
+    generator = np.random.default_rng(1)
+    noisy = {name: (generator.random((len(PRUNING_FRACTIONS), 200)) < 0.7).astype(int)
+             for name in ("importance", "oracle", *(f"random{i}" for i in range(1, 6)))}
+    compared = area_comparisons("accuracy", noisy, np.ones(200, dtype=int), PRUNING_FRACTIONS)
+    low, high = compared["importance_vs_random"]["interval"]
+    assert low < 0 < high and compared["importance_vs_random"]["verdict"] == "unclear"
+
+
+def sweep(gained: list[int], lost: list[int], count: int = 200, seed: int = 0) -> dict:
+    """A fine-tuned result of 2 x 4 heads (uniform mode) whose disabling puts ``gained[h]`` wrong examples right
+    and ``lost[h]`` right ones wrong, with the real paired statistics."""
+    generator = np.random.default_rng(seed)
+    labels = generator.integers(0, 2, count)
+    intact = np.where(np.arange(count) < 0.7 * count, labels, 1 - labels)  # right on the first 70%
+    rows = []
+    for gains, losses in zip(gained, lost):
+        row = intact.copy()
+        wrong, right = np.flatnonzero(row != labels), np.flatnonzero(row == labels)
+        for chosen in (generator.choice(wrong, gains, replace=False), generator.choice(right, losses, replace=False)):
+            row[chosen] = 1 - row[chosen]
+        rows.append(row)
+    grids = family(paired_differences("accuracy", np.stack(rows), intact, labels), (2, 4))
+    return {"examples": count, "heads": {"uniform": grids}}
+
+
+def test_disabling_helps_only_where_a_gain_survives_holm_over_the_family():
+    large = sweep([40, 3, 2, 0, 1, 3, 2, 1], [0, 2, 3, 1, 1, 2, 3, 2])  # head 1-1 puts 40 wrong examples right
+    evidence = disabling_gain(large, "heads", "uniform")
+    assert evidence["verdict"] == "holds" and evidence["where"] == "1-1"
+    assert evidence["value"] == pytest.approx(0.2) and evidence["p_holm"] < 0.05 and evidence["n"] == 200
+    assert evidence["text"].startswith("layer-head 1-1: +20.0 points [") and "Holm-adjusted p" in evidence["text"]
+
+    noise = sweep([3, 2, 4, 1, 2, 3, 2, 4], [2, 3, 2, 2, 1, 2, 3, 3])
+    evidence = disabling_gain(noise, "heads", "uniform")
+    assert evidence["verdict"] == "unclear" and evidence["value"] > 0  # the best of 8 noisy changes is a gain ...
+    assert evidence["text"].startswith("no head's gain is significant after Holm over 8 heads")  # ... not a finding
+
+    hurts = sweep([0] * 8, [20] * 8)
+    evidence = disabling_gain(hurts, "heads", "uniform")
+    assert evidence["verdict"] == "fails"  # every head's disabling loses 10 points: none helps, clearly
+    assert evidence["text"].startswith("disabling any one of 8 heads lowers the score, every 95% interval below 0")
+
+    unchanged = sweep([0] * 8, [0] * 8)  # no head changes a prediction: every interval [0, 0], no evidence either way
+    assert disabling_gain(unchanged, "heads", "uniform")["verdict"] == "unclear"
 
 
 def test_a_score_counts_the_steps_before_its_first_drop_of_more_than_one_point():
@@ -131,6 +256,33 @@ def test_deltas_are_the_scores_of_the_disabled_models_scored_alone(ablated, tiny
     expected = (masked == labels).mean() - (intact == labels).mean()
     assert tuned["intact"] == pytest.approx((intact == labels).mean())
     assert tuned["heads"]["zero"]["delta"][1][2] == pytest.approx(expected)
+
+
+def test_pruning_ranks_on_one_half_and_scores_the_other_with_the_model_itself(ablated, tiny_tokenizer):
+    entry, checkpoints, _, _, examples = ablated
+    pruning = per_checkpoint_results(entry)[FINETUNED]["pruning"]
+    position = {example.guid: index for index, example in enumerate(examples)}
+    halves = [np.asarray([position[guid] for guid in half]) for half in pruning["halves"]]
+    assert not set(halves[0]) & set(halves[1]) and sorted([*halves[0], *halves[1]]) == list(range(len(examples)))
+    model = checkpoints[1].model
+    encoded = encode_examples(tiny_tokenizer, examples, max_length=64, pair=True)
+    labels = torch.tensor([example.label for example in examples])
+    gates = forward(model, encoded, capture=Capture(gate_grad=True), targets=labels).gate_grads.abs().double().numpy()
+    for half, ranked_on in enumerate(halves):
+        importance = normalised_per_layer(gates[ranked_on].mean(axis=0)).ravel()
+        ranked = np.asarray(pruning["orders"]["importance"][half])
+        assert (np.diff(importance[ranked]) >= -1e-6).all()  # increasing importance on this half's examples
+    step = 1
+    pruned = pruned_counts(2 * 4)[step]
+    masks = torch.ones(len(examples), 2 * 4)
+    for half, ranked_on in enumerate(halves):
+        scored = torch.as_tensor(halves[1 - half])
+        masks[scored[:, None], torch.as_tensor(pruning["orders"]["importance"][half][:pruned])] = 0.0
+    predictions = forward(model, encoded, interventions=Interventions(head_gates=masks.view(-1, 2, 4))).logits
+    accuracy = (predictions.argmax(-1) == labels).double().mean().item()
+    assert pruning["curves"]["importance"][step] == pytest.approx(accuracy)
+    assert pruning["importance_vs_random"]["verdict"] in ("holds", "fails", "unclear")
+    assert AblationView.claims["importance_beats_random"].judge(entry) == pruning["importance_vs_random"]
 
 
 def test_importance_is_non_negative_normalised_per_layer_and_reproducible(ablated, tmp_path):
