@@ -36,11 +36,13 @@ def numbers(text: str, kind: type) -> list:
 
 
 def point(task: str, model: str, learning_rate: float, epochs: float, seed: int, max_train: int | None,
-          output_dir: Path, reinit_layers: int = 0) -> dict[str, Any]:
-    """Fine-tune one sweep point (or reuse its cached checkpoint) and score it on dev."""
+          output_dir: Path, reinit_layers: int = 0, trajectory: list[float] | None = None) -> dict[str, Any]:
+    """Fine-tune one sweep point (or reuse its cached checkpoint) and score it on dev; with a
+    ``trajectory``, the checkpoint is the one a study with ``--trajectory`` reuses."""
     config = RunConfig(TaskConfig(task=task, model=model),
                        FineTuneConfig(learning_rate=learning_rate, epochs=epochs, seed=seed,
-                                      max_train_examples=max_train, reinit_layers=reinit_layers),
+                                      max_train_examples=max_train, reinit_layers=reinit_layers,
+                                      trajectory=trajectory),
                        AnalysisConfig(analyses=[Evaluation.name]),
                        EnvironmentConfig(output_dir=output_dir))
     plan = plan_run(config)
@@ -68,6 +70,9 @@ def main() -> None:
     parser.add_argument("--max-train-examples", type=int, default=None)
     parser.add_argument("--reinit-layers", default="0", help="top encoder layers (and the pooler) re-initialised "
                                                              "before fine-tuning, a comma-separated list (0: none)")
+    parser.add_argument("--trajectory", nargs="*", type=float, help="keep the model part-way through training, as "
+                                                                    "`harness run --trajectory` does (alone: its "
+                                                                    "default fractions), so a study reuses the points")
     parser.add_argument("--output-dir", type=Path, default=Path("outputs/sweep"))
     parser.add_argument("--out", type=Path, default=Path("outputs/sweep/points.jsonl"))
     parser.add_argument("--table", action="store_true", help="print the table of the points done, run nothing")
@@ -86,7 +91,8 @@ def main() -> None:
                 for rate, epochs, reinit in settings:
                     if (task, rate, epochs, seed, args.max_train_examples, reinit) in have:
                         continue
-                    row = point(task, args.model, rate, epochs, seed, args.max_train_examples, args.output_dir, reinit)
+                    row = point(task, args.model, rate, epochs, seed, args.max_train_examples, args.output_dir, reinit,
+                                args.trajectory)
                     done.append(row)
                     with args.out.open("a") as handle:
                         handle.write(json.dumps(row) + "\n")
