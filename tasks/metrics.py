@@ -5,7 +5,7 @@ from __future__ import annotations
 import warnings
 
 import numpy as np
-from scipy.stats import ConstantInputWarning, pearsonr, spearmanr
+from scipy.stats import ConstantInputWarning, pearsonr, rankdata, spearmanr
 from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef
 
 from tasks.registry import GlueTask
@@ -40,3 +40,39 @@ def score_predictions(task: GlueTask, predictions: np.ndarray, labels: np.ndarra
             value = float(_METRICS[name](labels, predictions))
         scores[name] = 0.0 if np.isnan(value) else value
     return scores
+
+
+def _correlation_rows(predictions: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Pearson correlation of each row of ``predictions`` (variants, n) with ``labels`` (n,); 0 for a constant row."""
+    centred = predictions - predictions.mean(axis=1, keepdims=True)
+    target = labels - labels.mean()
+    denominator = np.sqrt((centred ** 2).sum(axis=1) * (target ** 2).sum())
+    with np.errstate(invalid="ignore", divide="ignore"):
+        values = (centred @ target) / denominator
+    return np.nan_to_num(values, nan=0.0)
+
+
+def metric_rows(metric: str, predictions: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """``metric`` of each row of ``predictions`` (variants, n: class indices or scores) against
+    ``labels`` (n,), as `tasks.metrics.score_predictions` computes it for one row."""
+    predictions, labels = np.asarray(predictions), np.asarray(labels)
+    if metric == "accuracy":
+        return (predictions == labels).mean(axis=1)
+    if metric == "pearson":
+        return _correlation_rows(predictions.astype(float), labels.astype(float))
+    if metric == "spearman":
+        return _correlation_rows(rankdata(predictions, axis=1), rankdata(labels))
+    positive, truth = predictions == 1, labels == 1
+    true_pos = (positive & truth).sum(axis=1).astype(float)
+    false_pos = (positive & ~truth).sum(axis=1).astype(float)
+    false_neg = (~positive & truth).sum(axis=1).astype(float)
+    if metric == "f1":
+        denominator = 2 * true_pos + false_pos + false_neg
+        return np.divide(2 * true_pos, denominator, out=np.zeros_like(true_pos), where=denominator > 0)
+    if metric == "matthews":
+        true_neg = (~positive & ~truth).sum(axis=1).astype(float)
+        denominator = np.sqrt((true_pos + false_pos) * (true_pos + false_neg) * (true_neg + false_pos)
+                              * (true_neg + false_neg))
+        numerator = true_pos * true_neg - false_pos * false_neg
+        return np.divide(numerator, denominator, out=np.zeros_like(numerator), where=denominator > 0)
+    raise ValueError(f"no paired statistics for metric {metric!r}")

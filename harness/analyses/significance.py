@@ -4,7 +4,7 @@ The dev sets of the small GLUE tasks are a few hundred examples, so the change o
 when one head is disabled is mostly noise. Every difference here is paired (each variant
 and its reference predict the same examples) and vectorised over variants:
 
-- `metric_rows`: a GLUE metric of each variant's predictions, (variants, examples) -> (variants,);
+- `metric_rows` (`tasks.metrics`): a GLUE metric of each variant's predictions, (variants, examples) -> (variants,);
 - `bootstrap_differences`: the difference to a reference with its 95% percentile interval over
   resampled examples (the same resamples for every variant, so intervals are comparable);
 - `bootstrap_metric_rows`: the metric of every variant on each of those resamples, for a
@@ -20,47 +20,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import binomtest, rankdata
+from scipy.stats import binomtest
+
+from tasks.metrics import metric_rows
 
 BOOTSTRAP_RESAMPLES = 1000
 BOOTSTRAP_SEED = 0  # fixed, so an interval drawn again from the same stored predictions is the same
 PERMUTATIONS = 10_000  # p-values down to 1e-4: below the Holm threshold 0.05 / 144 of a 12 x 12 sweep
-
-
-def _correlation_rows(predictions: np.ndarray, labels: np.ndarray) -> np.ndarray:
-    """Pearson correlation of each row of ``predictions`` (variants, n) with ``labels`` (n,); 0 for a constant row."""
-    centred = predictions - predictions.mean(axis=1, keepdims=True)
-    target = labels - labels.mean()
-    denominator = np.sqrt((centred ** 2).sum(axis=1) * (target ** 2).sum())
-    with np.errstate(invalid="ignore", divide="ignore"):
-        values = (centred @ target) / denominator
-    return np.nan_to_num(values, nan=0.0)
-
-
-def metric_rows(metric: str, predictions: np.ndarray, labels: np.ndarray) -> np.ndarray:
-    """``metric`` of each row of ``predictions`` (variants, n: class indices or scores) against
-    ``labels`` (n,), as `tasks.metrics.score_predictions` computes it for one row."""
-    predictions, labels = np.asarray(predictions), np.asarray(labels)
-    if metric == "accuracy":
-        return (predictions == labels).mean(axis=1)
-    if metric == "pearson":
-        return _correlation_rows(predictions.astype(float), labels.astype(float))
-    if metric == "spearman":
-        return _correlation_rows(rankdata(predictions, axis=1), rankdata(labels))
-    positive, truth = predictions == 1, labels == 1
-    true_pos = (positive & truth).sum(axis=1).astype(float)
-    false_pos = (positive & ~truth).sum(axis=1).astype(float)
-    false_neg = (~positive & truth).sum(axis=1).astype(float)
-    if metric == "f1":
-        denominator = 2 * true_pos + false_pos + false_neg
-        return np.divide(2 * true_pos, denominator, out=np.zeros_like(true_pos), where=denominator > 0)
-    if metric == "matthews":
-        true_neg = (~positive & ~truth).sum(axis=1).astype(float)
-        denominator = np.sqrt((true_pos + false_pos) * (true_pos + false_neg) * (true_neg + false_pos)
-                              * (true_neg + false_neg))
-        numerator = true_pos * true_neg - false_pos * false_neg
-        return np.divide(numerator, denominator, out=np.zeros_like(numerator), where=denominator > 0)
-    raise ValueError(f"no paired statistics for metric {metric!r}")
 
 
 @dataclass

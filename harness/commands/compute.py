@@ -19,7 +19,8 @@ from harness.study.runner import plan_study
 from harness.study.runner import study as run_study
 from harness.views.evaluation import EvaluationView
 from harness.views.papers import paper_line
-from harness.views.summary import printed_lines
+from harness.views import trajectory as trajectory_view
+from harness.views.summary import printed_lines, summary_metrics
 from tasks.errors import InputError
 
 
@@ -53,8 +54,13 @@ def print_skipped(skipped: dict[str, str]) -> None:
 
 
 def print_lines(summary: dict) -> None:
-    """What each analysis says in the terminal (`harness.views.base.View.printed`)."""
-    for line in printed_lines(summary):
+    """What each analysis says in the terminal (`harness.views.base.View.printed`), then the trajectory along
+    fine-tuning, where the run kept one."""
+    lines = printed_lines(summary)
+    if trajectory_view.points_of(summary) and EvaluationView.name in summary["analyses"]:
+        lines += trajectory_view.printed(summary, summary_metrics(summary),
+                                         EvaluationView.main_metric(summary["analyses"][EvaluationView.name]))
+    for line in lines:
         print(f"  {line}")
 
 

@@ -17,17 +17,22 @@ sizes the entry's source recorded), whichever view drew it.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 from harness.config import QUICK
 from harness.results.store import key_of, read_json, write_json
 from harness.views import VIEWS_FOLDER
+from harness.views import trajectory as trajectory_view
 from harness.views.base import Entry, current_entries
+from harness.views.evaluation import EvaluationView
+from harness.views.summary import summary_metrics
 from harness.views.style import figure_note, model_tokens, own_tokens, pdf_sibling
 from tasks.files import atomic_write_text, writing
 
 DRAWN = ".drawn.json"
+TRAJECTORY = "trajectory"  # what the drawn record names the trajectory's figures by, beside the analyses
 
 
 def drawing_code_hash() -> str:
@@ -47,23 +52,42 @@ def redraw(summary: dict[str, Any], out_dir: Path, force: bool = False) -> list[
         return draw_missing(summary, out_dir, force)
 
 
+def drawings(summary: dict[str, Any]) -> Iterator[tuple[str, Any, Callable[[Path], tuple[list[Path], dict[str, str]]]]]:
+    """What a summary draws, piece by piece: each current analysis entry, then the trajectory
+    along fine-tuning where the run has one; each as its name, what its drawing depends on, and
+    a drawer of its figures and tables (by file stem) into a folder."""
+    run = summary["run"]
+    for name, (view, entry) in current_entries(summary).items():
+        def draw(out_dir: Path, view: type = view, entry: Entry = entry) -> tuple[list[Path], dict[str, str]]:
+            with figure_note(sample_note(entry)):
+                return view.draw(entry, run, out_dir), view.tables(entry, run)
+        yield name, entry, draw
+    if "trajectory" in summary and EvaluationView.name in summary["analyses"]:
+        metrics = summary_metrics(summary)
+        main = EvaluationView.main_metric(summary["analyses"][EvaluationView.name])
+
+        def draw_way(out_dir: Path) -> tuple[list[Path], dict[str, str]]:
+            return (trajectory_view.draw_run(summary, metrics, main, out_dir),
+                    {"trajectory_table": trajectory_view.run_table(summary, metrics, main)})
+        yield TRAJECTORY, {"trajectory": summary["trajectory"], "metrics": metrics}, draw_way
+
+
 def draw_missing(summary: dict[str, Any], out_dir: Path, force: bool) -> list[Path]:
     """`redraw`'s drawing, without its translation of a full disk."""
     code = drawing_code_hash()
     recorded = read_json(out_dir / DRAWN, note_damage=False)
     recorded = recorded if isinstance(recorded, dict) else {}
     fingerprints, by_analysis = {}, {}
-    for name, (view, entry) in current_entries(summary).items():
-        fingerprints[name] = key_of({"run": summary["run"], "entry": entry, "drawn_by": code}, 64)
+    for name, depends_on, draw in drawings(summary):
+        fingerprints[name] = key_of({"run": summary["run"], "entry": depends_on, "drawn_by": code}, 64)
         kept = [out_dir / file for file in recorded.get("analyses", {}).get(name, [])]
         if (not force and recorded.get("fingerprints", {}).get(name) == fingerprints[name]
                 and all(path.is_file() for path in kept)):
             by_analysis[name] = kept
             continue
-        with figure_note(sample_note(entry)):
-            figures = view.draw(entry, summary["run"], out_dir)
+        figures, texts = draw(out_dir)
         tables = [atomic_write_text(out_dir / f"{stem}.md", own_tokens(text, markdown=True))
-                  for stem, text in view.tables(entry, summary["run"]).items()]
+                  for stem, text in texts.items()]
         pdfs = [pdf_sibling(path) for path in figures if pdf_sibling(path).is_file()]
         by_analysis[name] = figures + pdfs + tables
     record = {"fingerprints": fingerprints,

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.views import VIEWS
+from harness.views import trajectory as trajectory_view
 from harness.views.base import Failures, attempt
 from harness.views.across_tasks import metric_table
 from harness.views.papers import paper_cells
@@ -27,6 +28,7 @@ def draw_study(study: dict[str, Any], out_dir: Path, failures: Failures | None =
     with model_tokens(study.get("special_tokens")):
         figures = [path for view in VIEWS.values()
                    for path in attempt(failures, f"{view.name} figures", partial(view.draw_study, study, out_dir), [])]
+        figures += attempt(failures, "trajectory figures", partial(trajectory_view.draw_study, study, out_dir), [])
         written = [*figures, *(path.with_suffix(".pdf") for path in figures)]
         for stem, text in study_tables(study, failures).items():
             written.append(atomic_write_text(out_dir / f"{stem}.md", own_tokens(text, markdown=True)))

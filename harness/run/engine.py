@@ -19,6 +19,7 @@ import torch
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
 from harness.analyses.base import (
+    ANALYSES,
     ATTENTION,
     GATE_GRADIENTS,
     GRADIENTS,
@@ -229,6 +230,25 @@ def summary_entry(item: AnalysisWork, inputs: dict[str, Any], notes: dict[str, A
         "source": {"identity": inputs, "notes": notes}, "settings": settings, "result": result,
         "reference": analysis.reference,
     }
+
+
+def renamed_entry(entry: dict[str, Any], names: dict[str, str], pairs: list[tuple[str, str]]) -> dict[str, Any]:
+    """A summary entry of checkpoints measured together, as if only ``names`` had been (``{measured
+    name: name in the new entry}``) and only ``pairs`` (in the new names) compared: a checkpoint
+    part-way through fine-tuning said as "finetuned" beside the pre-trained model, so every view
+    reads it as it reads a run. A per-checkpoint analysis compares the pairs anew (`Analysis.compare`);
+    a joint one keeps the pairs it measured under their new names."""
+    analysis = ANALYSES[entry["analysis"]]
+    back = {new: old for old, new in names.items()}
+    if analysis.joint:
+        measured = entry["result"]["per_pair"]
+        result = {**entry["result"], "per_pair": {pair_name(pair): measured[pair_name((back[pair[0]], back[pair[1]]))]
+                                                  for pair in pairs}}
+    else:
+        per_checkpoint = {new: entry["result"]["per_checkpoint"][old] for old, new in names.items()}
+        result = {"per_checkpoint": per_checkpoint, "per_pair": analysis.compare(per_checkpoint, pairs)}
+    return {**entry, "checkpoints": list(names.values()), "pairs": [list(pair) for pair in pairs],
+            "pair_names": [pair_name(pair) for pair in pairs], "result": result}
 
 
 def shared_context(checkpoints: list[Checkpoint], pairs: list[tuple[str, str]],

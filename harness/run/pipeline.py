@@ -49,9 +49,11 @@ from harness.results.summary import SUMMARY, flatten, seal, stored_summary
 from harness.run.engine import analyse
 from harness.run.plan import RunPlan, plan_run, run_device
 from harness.run.provenance import code_version, model_provenance
+from harness.run.trajectory import step_name, trajectory
 from harness.run.tracking import CHECKPOINT_TAG, PARENT_TAG, SKIPPED_TAG, Tracker, check_store, training_curve
 from harness.views.style import checkpoint_title
-from harness.views.summary import headline_names, summary_metrics
+from harness.views.metrics import Metric, values
+from harness.views.summary import headline_records, summary_records
 from tasks.errors import InputError
 from tasks.files import DiskFull
 
@@ -72,6 +74,16 @@ def trained_checkpoint(config: RunConfig, name: str, result: FineTuneResult) -> 
     return Checkpoint(name, prepare(load_finetuned(result.checkpoint_dir), run_device(config), run_dtype(config)),
                       {"model": config.task.model, "finetune_key": result.key, "layout": result.layout},
                       {"trained": True})
+
+
+def along_the_way(config: RunConfig, tuned: FineTuneResult) -> list[Checkpoint]:
+    """The checkpoints kept part-way through the fine-tuning of ``tuned`` (``--trajectory``),
+    earliest first, each named and identified by its step."""
+    return [Checkpoint(step_name(record["step"]),
+                       prepare(load_finetuned(folder), run_device(config), run_dtype(config)),
+                       {"model": config.task.model, "finetune_key": tuned.key, "layout": tuned.layout,
+                        "step": record["step"]}, {"trained": True, "step": record["step"]})
+            for record, folder in zip(tuned.trajectory, tuned.trajectory_dirs())]
 
 
 def load_checkpoints(plan: RunPlan, tuned: FineTuneResult,
@@ -233,10 +245,14 @@ def analyse_and_log(plan: RunPlan, tokenizer: PreTrainedTokenizerBase,
     entries = analyse(analyses, compared, PAIRS, sources, store, timings.__setitem__)
     if baselines:
         entries = {Evaluation.name: evaluation_entry(plan, checkpoints, sources, store), **entries}
+    way = trajectory(plan.analyses, *compared, along_the_way(config, tuned), tuned, sources, store,
+                     lambda source, seconds: timings.__setitem__(f"{source}_trajectory", seconds)) \
+        if tuned.trajectory else None
     write_json(plan.run_dir / RUN_SETTINGS, settings_file(config))  # `harness run --config` takes it back
     summary_path = plan.run_dir / SUMMARY
     summary = {"schema": 2, "run": run_description(plan, tuned, checkpoints, sources.task_examples, tokenizer),
-               "analyses": merged_analyses(stored_summary(summary_path), entries)}
+               "analyses": merged_analyses(stored_summary(summary_path), entries),
+               **({"trajectory": way} if way is not None else {})}
     write_json(summary_path, summary)
     seal(plan.run_dir, summary)
     start = time.perf_counter()
@@ -286,35 +302,29 @@ def log_run(tracker: Tracker, plan: RunPlan, tuned: FineTuneResult, summary: dic
     # a tag, not a param: the rerun with the corpora present adds their analyses under the same key
     tracker.set_tags({SKIPPED_TAG: ", ".join(plan.skipped) or "none"})
     timing_metrics = [(f"seconds_{source}", seconds, 0) for source, seconds in timings.items()]
-    analysis_metrics = summary_metrics(summary)
-    headline_metrics = {name: analysis_metrics[name] for name in headline_names(summary, analysis_metrics)}
-    headline = [(f"{HEADLINE}/{name}", value) for name, value in headline_metrics.items()]
+    records, headline = summary_records(summary), headline_records(summary)
     tracker.log_metrics(training_curve(tuned.log_history) + timing_metrics
-                        + [(name, value, 0) for name, value in [*analysis_metrics.items(), *headline]]
+                        + [(name, value, 0) for name, value in values(records).items()]
+                        + [(f"{HEADLINE}/{name}", value, 0) for name, value in values(headline).items()]
                         + [("train_seconds", tuned.train_seconds, 0)])
     tracker.log_artifact(summary_path)
     for figure in figures:
         tracker.log_artifact(figure, "figures")
     if plan.config.environment.log_checkpoint:
         tracker.log_folder_once(tuned.checkpoint_dir, CHECKPOINT_ARTIFACT)
-    return log_checkpoint_runs(tracker, plan, described["checkpoints"], analysis_metrics, headline_metrics)
+    return log_checkpoint_runs(tracker, plan, described["checkpoints"], records, headline)
 
 
-def checkpoint_metrics(metrics: dict[str, float], checkpoint: str, checkpoints: list[str]) -> dict[str, float]:
-    """One checkpoint's metrics under names without it (``dev_accuracy_pretrained`` ->
-    ``dev_accuracy``): the same names for every checkpoint and every task, so MLflow's compare
-    view sets them side by side. A metric naming another of ``checkpoints`` too is a pair's."""
-    found = {}
-    for name, value in metrics.items():
-        parts = name.split("_")
-        if checkpoint in parts and not set(parts) & (set(checkpoints) - {checkpoint}):
-            parts.remove(checkpoint)
-            found["_".join(parts)] = value
-    return found
+def checkpoint_metrics(metrics: list[Metric], checkpoint: str) -> dict[str, float]:
+    """One checkpoint's metrics (the records of that checkpoint: not a pair's, nor a reference's)
+    under names without it (``dev_accuracy_pretrained`` -> ``dev_accuracy``): the same names for
+    every checkpoint and every task, so MLflow's compare view sets them side by side."""
+    return {metric.unowned_name: metric.value for metric in metrics
+            if metric.checkpoint == checkpoint and metric.value is not None}
 
 
 def log_checkpoint_runs(tracker: Tracker, plan: RunPlan, identities: dict[str, dict[str, Any]],
-                        metrics: dict[str, float], headline: dict[str, float]) -> list[str]:
+                        metrics: list[Metric], headline: list[Metric]) -> list[str]:
     """A child run per compared checkpoint under the run's MLflow run, with that checkpoint's
     ``metrics`` and ``headline`` metrics (`checkpoint_metrics`, the headline's under ``headline/``)
     and its identity (``identities``: the summary's, by checkpoint); returns their run ids,
@@ -328,8 +338,8 @@ def log_checkpoint_runs(tracker: Tracker, plan: RunPlan, identities: dict[str, d
                          "model": config.task.model, "seed": str(config.finetune.seed)})
         child.log_params({"checkpoint": checkpoint, "task": config.task.task, "model": config.task.model,
                           **flatten("identity", identities[checkpoint])})
-        own = checkpoint_metrics(metrics, checkpoint, list(identities))
-        own_headline = checkpoint_metrics(headline, checkpoint, list(identities))
+        own = checkpoint_metrics(metrics, checkpoint)
+        own_headline = checkpoint_metrics(headline, checkpoint)
         child.log_metrics([(name, value, 0) for name, value in own.items()]
                           + [(f"{HEADLINE}/{name}", value, 0) for name, value in own_headline.items()])
         child.finish()

@@ -18,12 +18,15 @@ from typing import Any
 
 import numpy as np
 
+from harness.results.checkpoints import FINETUNED, MAIN_PAIR, PRETRAINED
 from harness.views import VIEWS
-from harness.views.base import Entry, Failures, PaperPoint, View, attempt
+from harness.views import trajectory as trajectory_view
+from harness.views.base import Entry, Failures, PaperPoint, View, attempt, per_checkpoint_results, per_pair_results
 from harness.views.evidence import FAILS, FALLS, HOLDS, NO_CLEAR_CHANGE, RISES, UNCLEAR, Evidence, described
 from harness.views.evaluation import EvaluationView
 from harness.views.seeds import spread
 from harness.views.summary import headline_names, summary_metrics
+from tasks.metrics import metric_rows
 
 Summaries = dict[str, dict[int, dict[str, Any]]]  # {task: {seed: summary}}
 LEARNED = "beats_majority"  # the evaluation's claim that decides whether a task's findings are judged
@@ -49,7 +52,7 @@ def task_aggregate(summaries: dict[int, dict[str, Any]], failures: Failures | No
         "seeds": sorted(summaries),
         "run_keys": {str(seed): summary["run"]["key"] for seed, summary in summaries.items()},
         "metrics": {name: spread([values[name] for values in metrics.values() if name in values]) for name in names},
-        "headline": headline_names(first, metrics[next(iter(summaries))]),
+        "headline": headline_names(first),
         "main_metric": EvaluationView.main_metric(first["analyses"][EvaluationView.name]),
         "num_layers": first["run"]["num_layers"], "num_heads": first["run"]["num_heads"],
     }
@@ -59,6 +62,8 @@ def task_aggregate(summaries: dict[int, dict[str, Any]], failures: Failures | No
             task = first["run"]["task"]
             entry.update(attempt(failures, f"{view.name} over the seeds of {task}",
                                  partial(view.across_seeds, entries), {}))
+    entry.update(attempt(failures, f"the trajectory over the seeds of {first['run']['task']}",
+                         partial(trajectory_aggregate, summaries), {}))
     return entry
 
 
@@ -252,6 +257,63 @@ def seed_noise_finding(between: dict[str, dict[str, Any]], judged: list[str]) ->
     return {"last_layer_beyond_seed_noise": support(SEED_NOISE, per_task)} if per_task else {}
 
 
+TIMING = {"cosine_before_dev": "the last layer's attention makes half its change before the dev score makes half its "
+                                "gain over the majority class",
+          "heterogeneous_early": f"the share of heterogeneous maps makes half its change within the first "
+                                 f"{trajectory_view.EARLY:.0%} of training"}
+
+
+def trajectory_aggregate(summaries: dict[int, dict[str, Any]]) -> dict[str, Any]:
+    """A task's series along fine-tuning over the seeds that kept a trajectory: the last layer's
+    cosine to the pre-trained maps, the dev score and the pattern shares at each fraction of
+    training (`harness.views.trajectory.study_series`); empty without a trajectory."""
+    kept = [summary for summary in summaries.values() if "trajectory" in summary]
+    if not kept or EvaluationView.name not in kept[0]["analyses"]:
+        return {}
+    main = EvaluationView.main_metric(kept[0]["analyses"][EvaluationView.name])
+    layers = trajectory_view.layer_names(summary_metrics(kept[0]))
+    named = {"dev_score": f"{main}_{FINETUNED}",
+             **({"last_layer_cosine": layers[-1]} if layers else {}),
+             **{f"pattern_{name}": f"pattern_{FINETUNED}_{name}" for name in trajectory_view.PATTERN_CLASSES}}
+    return {"trajectory": trajectory_view.study_series(kept, named)}
+
+
+def seed_timings(summary: dict[str, Any]) -> dict[str, Evidence | None]:
+    """The findings on when things change, judged on one run's trajectory (`harness.views.trajectory`)."""
+    points, analyses = trajectory_view.points_of(summary), summary["analyses"]
+    if not points or EvaluationView.name not in analyses:
+        return {}
+    evaluation = per_checkpoint_results(analyses[EvaluationView.name])[FINETUNED]
+    split, metric = per_pair_results(analyses[EvaluationView.name])[MAIN_PAIR]["main_metric"].split("/")
+    found: dict[str, Evidence | None] = {"cosine_before_dev": None, "heterogeneous_early": None}
+    if "cosine" in analyses:
+        found["cosine_before_dev"] = trajectory_view.cosine_before_dev(points, {
+            "cosine": per_pair_results(analyses["cosine"])[MAIN_PAIR]["units"],
+            "predictions": evaluation["predictions"][split], "labels": evaluation["labels"][split],
+            "majority": evaluation["majority"][f"{split}/{metric}"]}, split, metric, metric_rows)
+    if "patterns" in analyses:
+        patterns = per_checkpoint_results(analyses["patterns"])
+        early = sum(max(point["fractions"]) <= trajectory_view.EARLY for point in points)
+        found["heterogeneous_early"] = trajectory_view.share_early(points, patterns[FINETUNED]["units"],
+                                                                   patterns[PRETRAINED]["units"], "heterogeneous",
+                                                                   early)
+    return found
+
+
+def timing_findings(by_task: Summaries, judged: list[str]) -> dict[str, Any]:
+    """Each finding on when things change, over the judged tasks' seeds that kept a trajectory."""
+    judged_seeds = {task: {seed: seed_timings(summary) for seed, summary in by_task[task].items()} for task in judged}
+    found = {}
+    for name, claim in TIMING.items():
+        per_task = {task: task_cell([seed_record(seed, evidence["verdict"], evidence)
+                                     for seed, timings in seeds.items() if (evidence := timings.get(name))], HOLDS)
+                    for task, seeds in judged_seeds.items()}
+        per_task = {task: cell for task, cell in per_task.items() if cell["seeds"]}
+        if per_task:
+            found[name] = support(claim, per_task)
+    return found
+
+
 def findings(by_task: Summaries, judged: list[str], failures: Failures | None = None,
              between: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
     """The learning check over every task, then every view's claims and signed changes over
@@ -268,4 +330,5 @@ def findings(by_task: Summaries, judged: list[str], failures: Failures | None = 
     for view in VIEWS.values():
         found.update(attempt(failures, f"{view.name} changes", partial(change_findings, view, kept), {}))
     found.update(attempt(failures, "between seeds", partial(seed_noise_finding, between or {}, judged), {}))
+    found.update(attempt(failures, "trajectory", partial(timing_findings, by_task, judged), {}))
     return found

@@ -279,3 +279,26 @@ def test_two_seeds_of_a_task_are_compared_with_each_other_beside_pre_training(mi
     (record,) = finding["per_task"]["sst2"]["per_seed"]
     assert record["seeds"] == [42, 43] and record["state"] in ("holds", "fails", "unclear")
     assert record["value"] == evidence["value"][-1]
+
+
+@pytest.mark.slow
+def test_a_study_along_fine_tuning_says_when_attention_and_the_score_change(tiny_learner_dir, tiny_data, tmp_path,
+                                                                            capsys):
+    """--trajectory: every analysis on the checkpoints kept at 5, 10 and 50% of the training, the
+    task's series over the fraction of training, and the findings on when things change, judged on
+    resamples of the dev examples (the tiny model learns SST-2, so they are judged)."""
+    argv = study_arguments(tiny_learner_dir, tiny_data, tmp_path, "sst2", "--trajectory", "0.05", "0.1", "0.5",
+                           "--name", "way")
+    assert main(argv) == 0
+    study = study_json(tmp_path, "way")
+    found = study["tasks"]["sst2"]["trajectory"]
+    assert found["fractions"][0] == 0 and found["fractions"][-1] == 1 and len(found["fractions"]) == 5
+    assert len(found["series"]["dev_score"]["mean"]) == 5 and found["series"]["last_layer_cosine"]["mean"][0] == 1
+    for name in ("cosine_before_dev", "heterogeneous_early"):
+        (record,) = study["findings"][name]["per_task"]["sst2"]["per_seed"]
+        assert record["state"] in ("holds", "fails", "unclear") and 0 <= record["support"] <= 1
+    (run,) = (tmp_path / "out").glob("sst2-*")
+    assert {"trajectory_cosine_per_layer.png", "trajectory_table.md"} <= {path.name for path in
+                                                                          (run / "figures").iterdir()}
+    assert "trajectory_by_task.png" in {path.name for path in (tmp_path / "out" / "studies" / "way" / "figures")
+                                        .iterdir()}

@@ -1,0 +1,100 @@
+"""When does attention change? Every analysis on the checkpoints kept part-way through fine-tuning.
+
+A run with ``--trajectory`` keeps the model at a few fractions of its training steps
+(`harness.model.finetune.TrajectoryCheckpoints`). Here those checkpoints are streamed with the
+pre-trained and the fine-tuned model through one pass of each source (the engine's N
+checkpoints), every analysis of the run measuring each of them, each compared with the
+pre-trained model and with the final one. A point of the trajectory is then said as a run is:
+its checkpoint named "finetuned" beside the pre-trained model (`renamed_entry`), so each view
+gives its own metrics at that step, the same names as the run's, and the dev score of that
+checkpoint is among them. What a point keeps for the study's findings on *when* things change
+are the per-unit sums those findings resample (`TIMED`): the dev predictions, each example's
+cosine per layer, the pattern counts and the share of attention on [CLS] and [SEP].
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from harness.analyses.ablation import Ablation
+from harness.analyses.base import Analysis
+from harness.inputs.sources import SourceContext
+from harness.model.finetune import FineTuneResult
+from harness.model.loading import Checkpoint
+from harness.results.checkpoints import FINETUNED, MAIN_PAIR, PRETRAINED
+from harness.results.store import ResultStore
+from harness.run.engine import analyse, renamed_entry
+from harness.views.base import per_checkpoint_results, per_pair_results
+from harness.views.summary import summary_metrics
+
+TO_FINAL = "to_final"  # each point's comparison with the fine-tuned model (`TO_FINAL_ANALYSES`)
+PREFIX = "trajectory"  # MLflow's section of the metrics over the training steps
+TO_FINAL_ANALYSES = ("cosine",)  # joint comparisons that say how far a point still is from the end
+NOT_ON_THE_WAY = (Ablation.name,)  # the ablation scores one trained head under many masks: the final one only
+
+
+def step_name(step: int) -> str:
+    """How a checkpoint part-way through fine-tuning is named in the stored results: ``step-12``."""
+    return f"step-{step}"
+
+
+def timed_units(entries: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """What a point keeps for the findings on when things change, from its entries (said as a run's):
+    the fine-tuned checkpoint's dev predictions, and the per-unit sums of the cosine to the
+    pre-trained maps, the pattern counts and the [CLS]/[SEP] shares, where the run has them."""
+    kept: dict[str, Any] = {}
+    if "evaluation" in entries:
+        evaluation = per_checkpoint_results(entries["evaluation"])[FINETUNED]
+        kept["evaluation"] = {"predictions": evaluation["predictions"], "metrics": evaluation["metrics"]}
+    if "cosine" in entries:
+        kept["cosine"] = per_pair_results(entries["cosine"])[MAIN_PAIR]["units"]
+    for name in ("patterns", "sinks"):
+        if name in entries:
+            kept[name] = {checkpoint: stats["units"] for checkpoint, stats in
+                          per_checkpoint_results(entries[name]).items() if "units" in stats}
+    return kept
+
+
+def point(record: dict[str, Any], entries: dict[str, dict[str, Any]], name: str) -> dict[str, Any]:
+    """One point of the trajectory: the checkpoint ``name`` at ``record``'s step, its metrics as a
+    run's beside the pre-trained model, its distance to the final model, and `timed_units`."""
+    as_run = {analysis: renamed_entry(entry, {PRETRAINED: PRETRAINED, name: FINETUNED}, [(PRETRAINED, FINETUNED)])
+              for analysis, entry in entries.items()}
+    to_final = {analysis: renamed_entry(entries[analysis], {name: PRETRAINED, FINETUNED: FINETUNED},
+                                        [(PRETRAINED, FINETUNED)])
+                for analysis in TO_FINAL_ANALYSES if analysis in entries}
+    return {"step": record["step"], "fractions": record["fractions"], "examples_seen": record["examples_seen"],
+            "metrics": summary_metrics({"analyses": as_run}),
+            TO_FINAL: summary_metrics({"analyses": to_final}), "units": timed_units(as_run)}
+
+
+def trajectory(analyses: list[type[Analysis]], pretrained: Checkpoint, finetuned: Checkpoint,
+               along: list[Checkpoint], tuned: FineTuneResult, sources: SourceContext, store: ResultStore,
+               on_source_done: Callable[[str, float], None] | None = None) -> dict[str, Any]:
+    """Every analysis (the ablation aside) on the checkpoints ``along`` the fine-tuning of
+    ``tuned``, in one pass of each source with the pre-trained and fine-tuned models; the points
+    earliest first, and the training's total steps."""
+    names = [checkpoint.name for checkpoint in along]
+    pairs = [(PRETRAINED, FINETUNED), *((PRETRAINED, name) for name in names), *((name, FINETUNED) for name in names)]
+    measured = [analysis for analysis in analyses if analysis.name not in NOT_ON_THE_WAY]
+    entries = analyse(measured, [pretrained, *along, finetuned], pairs, sources, store, on_source_done)
+    return {"of_steps": tuned.trajectory[0]["of_steps"] if tuned.trajectory else None,
+            "points": [point(record, entries, name) for record, name in zip(tuned.trajectory, names)]}
+
+
+def trajectory_metrics(summary: dict[str, Any], headline: list[str]) -> list[tuple[str, float, int]]:
+    """The run's trajectory as MLflow metrics with their training step, under ``trajectory/`` (MLflow's
+    charts draw each over the steps): the ``headline`` metrics and the per-layer cosine to the
+    pre-trained maps at each point and, at the last step, the run's own values; the cosine to the
+    final maps under ``trajectory/to_final/``."""
+    trajectory = summary.get("trajectory")
+    if not trajectory:
+        return []
+    final = summary_metrics(summary)
+    wanted = [*headline, *(name for name in final if name.startswith("cosine_layer_") and name not in headline)]
+    logged = [(f"{PREFIX}/{name}", value, point["step"]) for point in trajectory["points"]
+              for name, value in point["metrics"].items() if name in wanted]
+    logged += [(f"{PREFIX}/{TO_FINAL}/{name}", value, point["step"]) for point in trajectory["points"]
+               for name, value in point[TO_FINAL].items() if name.startswith("cosine_layer_")]
+    return logged + [(f"{PREFIX}/{name}", final[name], trajectory["of_steps"]) for name in wanted if name in final]

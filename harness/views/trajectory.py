@@ -1,0 +1,244 @@
+"""When attention changes: a run's metrics along its fine-tuning, and the study's findings on the order.
+
+A run with ``--trajectory`` holds, under ``summary["trajectory"]``, a point per checkpoint kept
+part-way through fine-tuning (`harness.run.trajectory`): its step, the metrics every view
+gives of it beside the pre-trained model (the run's own names), its cosine to the final model,
+and the per-unit sums the findings below resample. Here they become series over the training
+steps (the pre-trained model at step 0 where a metric has a pre-trained value, the run's own
+metrics at the last step), figures (the per-layer cosine to the pre-trained maps, one line a
+layer, with the dev score on a second axis; the pattern shares), a table, printed lines, and a
+study's series over seeds, aligned by the fraction of training (the same steps for every seed
+of a task).
+
+The findings say *when*: a quantity's half-way point is the first step at which it has made
+half of its change from the pre-trained model to the end of fine-tuning. Each is judged per
+seed on bootstrap resamples of the dev examples (`harness.views.evidence.resampled_verdict`):
+the quantities are computed again on each resample, and the statement holds clearly when it
+holds on 97.5% of them (Hao et al. 2020 and Merchant et al. 2020 read such orders off single
+curves).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from matplotlib.ticker import MaxNLocator
+
+from harness.results.checkpoints import FINETUNED, PRETRAINED
+from harness.views.across_tasks import study_title, task_colour
+from harness.views.evidence import RESAMPLES, SEED, UnitSums, resample_weights, resampled_verdict
+from harness.views.style import markdown_table, plt, run_title, save, suptitle
+from harness.views.summary import summary_metrics
+
+PATTERN_CLASSES = ("vertical", "diagonal", "vertical_diagonal", "block", "heterogeneous")
+EARLY = 0.1  # "in the first 10% of training"
+COSINE_LAYER = "cosine_layer_"  # the cosine to the pre-trained maps per layer: cosine_layer_1, ...
+Series = dict[str, list[float]]  # {metric: its value at each step}
+
+
+def points_of(summary: dict[str, Any]) -> list[dict[str, Any]]:
+    """The trajectory's points of a run's summary, earliest first (none without ``--trajectory``)."""
+    return summary.get("trajectory", {}).get("points", [])
+
+
+def steps_of(summary: dict[str, Any]) -> list[int]:
+    """The training steps the series are at: 0 (the pre-trained model), each point's, the last."""
+    trajectory = summary["trajectory"]
+    return [0, *(point["step"] for point in trajectory["points"]), trajectory["of_steps"]]
+
+
+def series(summary: dict[str, Any], metrics: dict[str, float], names: list[str]) -> Series:
+    """Each of ``names`` over `steps_of`: its pre-trained value at step 0 (the name with
+    ``pretrained`` for ``finetuned``; a cosine to the pre-trained maps is 1 there; None where
+    there is none), each point's, the run's own."""
+    points = points_of(summary)
+    found = {}
+    for name in names:
+        start = 1.0 if name.startswith(COSINE_LAYER) else \
+            metrics.get(name.replace(FINETUNED, PRETRAINED)) if FINETUNED in name else None
+        found[name] = [start, *(point["metrics"].get(name) for point in points), metrics.get(name)]
+    return found
+
+
+def layer_names(metrics: dict[str, float]) -> list[str]:
+    """``cosine_layer_1`` ... of a run's metrics, in layer order."""
+    return sorted((name for name in metrics if name.startswith(COSINE_LAYER)), key=lambda name: int(name[13:]))
+
+
+def draw_run(summary: dict[str, Any], metrics: dict[str, float], main_metric: str, out_dir: Path) -> list[Path]:
+    """The run's trajectory figures: the per-layer cosine to the pre-trained maps over the training
+    steps with the dev score on a second axis, and the pattern shares over the steps."""
+    steps = steps_of(summary)
+    paths = []
+    layers = series(summary, metrics, layer_names(metrics))
+    dev = series(summary, metrics, [f"{main_metric}_{FINETUNED}"])[f"{main_metric}_{FINETUNED}"]
+    if layers:
+        figure, axes = plt.subplots(figsize=(6, 3.8))
+        for index, (name, values) in enumerate(layers.items()):
+            axes.plot(steps, values, marker="o", color=task_colour(index), label=f"layer {name[13:]}")
+        axes.set_xlabel("training step")
+        axes.xaxis.set_major_locator(MaxNLocator(integer=True))
+        axes.set_ylabel("cosine to the pre-trained maps")
+        second = axes.twinx()
+        second.plot(steps, dev, color="black", linestyle="--", marker="s", label=f"dev {main_metric[4:]}")
+        second.set_ylabel(f"dev {main_metric[4:]} (dashed)")
+        axes.legend(fontsize=7, ncols=2, loc="lower left")
+        axes.grid(alpha=0.3)
+        suptitle(figure, f"{run_title(summary['run'])}: attention per layer and dev score along fine-tuning")
+        paths.append(save(figure, out_dir / "trajectory_cosine_per_layer.png"))
+    shares = series(summary, metrics, [f"pattern_{FINETUNED}_{name}" for name in PATTERN_CLASSES])
+    if any(value is not None for values in shares.values() for value in values):
+        figure, axes = plt.subplots(figsize=(6, 3.6))
+        for index, (name, values) in enumerate(shares.items()):
+            axes.plot(steps, values, marker="o", color=task_colour(index), label=name.split("_", 2)[2])
+        axes.set_xlabel("training step")
+        axes.set_ylabel("share of attention maps")
+        axes.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        axes.grid(alpha=0.3)
+        suptitle(figure, f"{run_title(summary['run'])}: attention patterns along fine-tuning")
+        paths.append(save(figure, out_dir / "trajectory_patterns.png"))
+    return paths
+
+
+def run_table(summary: dict[str, Any], metrics: dict[str, float], main_metric: str) -> str:
+    """The dev score, the per-layer cosine to the pre-trained maps and the last layer's cosine to
+    the final model at each step."""
+    steps = steps_of(summary)
+    layers = layer_names(metrics)
+    found = series(summary, metrics, [f"{main_metric}_{FINETUNED}", *layers])
+    to_final = [None, *(point["to_final"].get(layers[-1]) for point in points_of(summary)), 1.0]
+    rows = [[str(step), f"{step / steps[-1]:.0%}", *("-" if values[index] is None else f"{values[index]:.3f}"
+                                                     for values in found.values()),
+             "-" if to_final[index] is None else f"{to_final[index]:.3f}"]
+            for index, step in enumerate(steps)]
+    return (f"# {run_title(summary['run'])}: along fine-tuning (step 0: the pre-trained model, its head untrained)\n\n"
+            + markdown_table(["step", "of training", f"dev {main_metric[4:]}",
+                              *(f"cosine, layer {n[13:]}" for n in layers), "last layer: cosine to the final maps"],
+                             rows))
+
+
+def printed(summary: dict[str, Any], metrics: dict[str, float], main_metric: str) -> list[str]:
+    """One line per point: its step, dev score and per-layer cosine to the pre-trained maps."""
+    return [f"trajectory step {point['step']} ({point['step'] / summary['trajectory']['of_steps']:.0%}): "
+            f"dev {main_metric[4:]} {point['metrics'].get(f'{main_metric}_{FINETUNED}', float('nan')):.3f}; cosine per "
+            "layer " + " ".join(f"{point['metrics'][name]:.3f}" for name in layer_names(metrics) if name in
+                                point["metrics"]) for point in points_of(summary)]
+
+
+def half_way(values: np.ndarray, start: float | np.ndarray) -> np.ndarray:
+    """Per row of ``values`` (R, points; the last point is the end), the index of the first point
+    that has made half the change from ``start`` to the end (the end's index when none before)."""
+    start = np.asarray(start, dtype=float).reshape(-1, 1) if np.ndim(start) else np.full((len(values), 1), start)
+    change = values - start
+    reached = np.abs(change) >= np.abs(change[:, -1:]) / 2
+    reached &= np.sign(change) == np.sign(change[:, -1:])
+    reached[:, -1] = True
+    return reached.argmax(axis=1)
+
+
+def cosine_series(points: list[dict[str, Any]], final_units: dict[str, Any], weights: np.ndarray) -> np.ndarray:
+    """The last layer's cosine to the pre-trained maps at each point and at the end, on each row of
+    unit ``weights``: (R, points + 1)."""
+    units = [UnitSums.read(point["units"]["cosine"]) for point in points] + [UnitSums.read(final_units)]
+    return np.stack([sums.ratios(weights)[:, -1] for sums in units], axis=1)
+
+
+def score_series(predictions: list[list[float]], labels: np.ndarray, metric: str,
+                 score: Callable[[str, np.ndarray, np.ndarray], np.ndarray]) -> np.ndarray:
+    """The dev score of each checkpoint's ``predictions`` on the same bootstrap resamples of the
+    examples (indices drawn as `resample_weights` draws counts): (R, checkpoints)."""
+    rows = np.random.default_rng(SEED + 1).integers(0, len(labels), (RESAMPLES, len(labels)))
+    everything = np.arange(len(labels))[None]
+    return np.stack([np.stack([score(metric, np.asarray(p)[None, chosen], labels[chosen])[0]
+                               for chosen in np.concatenate([everything, rows])]) for p in predictions], axis=1)
+
+
+def cosine_before_dev(points: list[dict[str, Any]], final: dict[str, Any], split: str, metric: str,
+                      score: Callable[[str, np.ndarray, np.ndarray], np.ndarray]) -> dict | None:
+    """Whether the last layer's cosine makes half its change before the dev score makes half its gain
+    over the majority class, both half-way points found again on each resample (the cosine's of
+    the task sample, the score's of the dev split's predictions); ``final``: the run's own cosine
+    units, dev predictions, labels and majority score. None when a point lacks either, or the
+    final model is not above the majority class."""
+    if not points or any("cosine" not in point["units"] or "evaluation" not in point["units"] for point in points):
+        return None
+    labels = np.asarray(final["labels"])
+    predictions = [point["units"]["evaluation"]["predictions"][split] for point in points] + [final["predictions"]]
+    scores = score_series(predictions, labels, metric, score)
+    if scores[0, -1] <= final["majority"]:
+        return None
+    count = UnitSums.read(final["cosine"]).count
+
+    def holds(weights: np.ndarray) -> np.ndarray:
+        cosine = half_way(cosine_series(points, final["cosine"], weights), 1.0)
+        dev = half_way(scores[:1] if len(weights) == 1 else scores[1:len(weights) + 1], final["majority"])
+        return cosine < dev
+
+    return resampled_verdict(holds, count, "dev examples",
+                             "the step at which the last layer's cosine to the pre-trained maps has made half its "
+                             "change, before the step at which the dev score has made half its gain over the majority "
+                             "class")
+
+
+def share_early(points: list[dict[str, Any]], final_units: dict[str, Any], pretrained_units: dict[str, Any],
+                name: str, early_points: int) -> dict | None:
+    """Whether the share of ``name`` maps has made half its change by the last point within the
+    first `EARLY` of training (``early_points`` of the points are), on each resample of the examples."""
+    if not early_points or any(FINETUNED not in point["units"].get("patterns", {}) for point in points):
+        return None
+    column = PATTERN_CLASSES.index(name)
+    start = UnitSums.read(pretrained_units)
+    units = [UnitSums.read(point["units"]["patterns"][FINETUNED]) for point in points] + [UnitSums.read(final_units)]
+
+    def holds(weights: np.ndarray) -> np.ndarray:
+        shares = np.stack([sums.ratios(weights)[:, column] for sums in units], axis=1)
+        return half_way(shares, start.ratios(weights)[:, column]) < early_points
+
+    return resampled_verdict(holds, start.count, start.unit, f"the {name} share's half-way point within the first "
+                                                             f"{EARLY:.0%} of training")
+
+
+def study_series(summaries: list[dict[str, Any]], named: dict[str, str]) -> dict[str, Any]:
+    """Over a task's seeds (their summaries, aligned by the fraction of training: the same steps for
+    every seed), each metric of ``named`` (``{key: metric name}``) at each fraction: mean and spread."""
+    fractions = [step / steps_of(summaries[0])[-1] for step in steps_of(summaries[0])]
+    found = {}
+    for key, name in named.items():
+        grid = np.array([[np.nan if value is None else value
+                          for value in series(summary, summary_metrics(summary), [name])[name]]
+                         for summary in summaries], dtype=float)
+        if not np.isnan(grid).all():
+            seeds = (~np.isnan(grid)).sum(axis=0)
+            mean = np.nansum(grid, axis=0) / np.maximum(seeds, 1)
+            spread = np.sqrt(np.nansum((grid - mean) ** 2, axis=0) / np.maximum(seeds - 1, 1))
+            found[key] = {"mean": [float(m) if n else None for m, n in zip(mean, seeds)],
+                          "std": [float(d) if n else None for d, n in zip(spread, seeds)], "n": len(grid)}
+    return {"fractions": fractions, "series": found}
+
+
+def draw_study(study: dict[str, Any], out_dir: Path) -> list[Path]:
+    """The last layer's cosine to the pre-trained maps and the dev score over the fraction of
+    training, per task (mean over seeds, band ±1 s.d.): what changes first."""
+    tasks = {task: entry["trajectory"] for task, entry in study["tasks"].items() if "trajectory" in entry}
+    if not tasks:
+        return []
+    figure, (cosine_axes, dev_axes) = plt.subplots(1, 2, figsize=(9, 3.6))
+    for index, (task, found) in enumerate(tasks.items()):
+        fractions = np.asarray(found["fractions"])
+        for axes, key in ((cosine_axes, "last_layer_cosine"), (dev_axes, "dev_score")):
+            if key in found["series"]:
+                mean, std = (np.asarray(found["series"][key][k], dtype=float) for k in ("mean", "std"))
+                axes.plot(fractions, mean, marker="o", color=task_colour(index), label=task)
+                axes.fill_between(fractions, mean - std, mean + std, color=task_colour(index), alpha=0.2, linewidth=0)
+    cosine_axes.set_ylabel("last layer: cosine to the pre-trained maps")
+    dev_axes.set_ylabel("dev score (the task's main metric)")
+    for axes in (cosine_axes, dev_axes):
+        axes.set_xlabel("fraction of training")
+        axes.set_xscale("symlog", linthresh=0.01)
+        axes.grid(alpha=0.3)
+    dev_axes.legend(fontsize=7)
+    suptitle(figure, study_title(study, "Along fine-tuning: the last layer's attention and the dev score"))
+    return [save(figure, out_dir / "trajectory_by_task.png")]
