@@ -141,7 +141,7 @@ def synthetic_set(per_class: int, seed: int = 0, min_length: int = 8,
     lines (`classifier.guideline.settled`), so a few maps move to a neighbouring class."""
     rng = np.random.default_rng(seed)
     maps, second_segments, labels = [], [], []
-    for index, label in enumerate(CLASSES):
+    for _index, label in enumerate(CLASSES):
         for _ in range(per_class):
             attention, second_segment = synthetic_map(label, int(rng.integers(min_length, max_length + 1)), rng)
             maps.append(attention)

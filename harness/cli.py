@@ -23,7 +23,6 @@ from typing import Any, NoReturn
 from tqdm import tqdm
 
 from harness.arguments import add_arguments, build
-from harness.config_files import CONFIG_FLAG, expanded
 from harness.config import (
     AnalysisConfig,
     AnnotationConfig,
@@ -38,6 +37,7 @@ from harness.config import (
     StudyConfig,
     TaskConfig,
 )
+from harness.config_files import CONFIG_FLAG, expanded
 from tasks.errors import InputError, clipped
 from tasks.files import disk_full_message, is_disk_full
 

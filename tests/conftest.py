@@ -30,6 +30,7 @@ from tasks.registry import GlueTask
 
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"  # beside this checkout
 GLUE_DIR = Path(os.environ.get("GLUE_DIR", SHARED_DATA / "glue"))
+CPU = torch.device("cpu")
 PAIRS = ((PRETRAINED, FINETUNED),)
 
 TINY_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", ",", "the", "a", "cat", "dog",
@@ -234,7 +235,7 @@ def stream(models: dict[str, PreTrainedModel], batches: Iterable[EncodedBatch], 
 
 def analysis_context(models_or_names: Sequence[str] | dict[str, Any], layers: int = 2, heads: int = 4,
                      tokenizer: Any = None, pairs: tuple[tuple[str, str], ...] = PAIRS,
-                     device: torch.device = torch.device("cpu"), task: GlueTask | None = None,
+                     device: torch.device = CPU, task: GlueTask | None = None,
                      **settings: Any) -> AnalysisContext:
     return AnalysisContext(tuple(models_or_names), layers, heads, AnalysisConfig(**settings), tokenizer=tokenizer,
                            pairs=pairs, device=device, task=task)

@@ -59,7 +59,17 @@ from harness.analyses.base import GATE_GRADIENTS, INTERVENES, LOGITS, Analysis, 
 from harness.analyses.significance import metric_rows, paired_differences
 from harness.inputs.batches import AttentionBatch
 from harness.model.forward import UNTRAINED_TASK_LOSS, Interventions
-from harness.views.ablation import MODES, RANDOM, SCOPES, AblationView
+from harness.views.ablation import (
+    MODES,
+    RANDOM,
+    SCOPES,
+    AblationResult,
+    AblationView,
+    Family,
+    Importance,
+    ImportanceAgreement,
+    Pruning,
+)
 from harness.views.base import pair_name, per_checkpoint_results, per_pair_results
 from tasks.metrics import predictions_from_logits
 
@@ -67,7 +77,7 @@ NO_IMPORTANCE = {
     UNTRAINED_TASK_LOSS: "untrained classifier head and no masked-LM head: its loss measures nothing, so no "
                          "importance is computed for this checkpoint",
 }
-Families = dict[str, dict[str, dict[str, Any]]]  # {scope: {mode: one family's grids}}
+Families = dict[str, dict[str, Family]]  # {scope: {mode: one family's grids}}
 
 
 @register_analysis
@@ -108,10 +118,10 @@ class Ablation(Analysis):
         self.labels += [item.label for item in batch.items]
         self.guids += [item.guid for item in batch.items]
 
-    def result(self) -> dict[str, Any]:
+    def result(self) -> dict[str, AblationResult]:
         return {name: self.checkpoint_result(name) for name in self.context.checkpoints}
 
-    def importance(self, name: str) -> dict[str, Any]:
+    def importance(self, name: str) -> Importance:
         """The checkpoint's head importance on all the examples, raw and normalised per layer, or
         why there is none."""
         loss = self.losses.get(name)
@@ -121,7 +131,7 @@ class Ablation(Analysis):
         raw = np.concatenate(self.gates[name]).mean(axis=0)
         return {"loss": loss, "raw": raw.tolist(), "normalised": normalised_per_layer(raw).tolist()}
 
-    def checkpoint_result(self, name: str) -> dict[str, Any]:
+    def checkpoint_result(self, name: str) -> AblationResult:
         """Checkpoint ``name``'s entry: for a trained head, the intact score, the disabling families, the
         importance, the cross-fitted pruning curves and the importance-vs-delta correlations; for an
         untrained head, the importance and a note."""
@@ -142,7 +152,8 @@ class Ablation(Analysis):
         scores = np.asarray(importance["normalised"]) if "normalised" in importance else None
         correlations = {f"importance_vs_{mode}_delta": spearman(scores, families["heads"][mode]["delta"])
                         for mode in MODES} if scores is not None else {}
-        return {"trained": True, "metric": metric, "examples": len(labels), "intact": score, **families,
+        return {"trained": True, "metric": metric, "examples": len(labels), "intact": score,
+                "heads": families["heads"], "layers": families["layers"],
                 "importance": importance, "pruning": pruning, "correlations": correlations,
                 "variants": len(described) + pruning["variants"]}
 
@@ -167,7 +178,7 @@ class Ablation(Analysis):
         return np.stack([predictions_from_logits(self.context.task, part.numpy()) for part in logits])
 
     def pruning(self, name: str, gates: np.ndarray | None, zero_heads: np.ndarray, intact: np.ndarray,
-                labels: np.ndarray, metric: str) -> dict[str, Any]:
+                labels: np.ndarray, metric: str) -> Pruning:
         """The cross-fitted score after each pruning step of each order (step 0 is the intact
         model), each order ranked on one half of the examples (from their gate gradients
         ``gates`` and the single heads' gated-to-0 predictions ``zero_heads``, see
@@ -190,9 +201,10 @@ class Ablation(Analysis):
                 "variants": len(masks)}
 
     @classmethod
-    def compare(cls, per_checkpoint: dict[str, Any], pairs: list[tuple[str, str]]) -> dict[str, Any]:
+    def compare(cls, per_checkpoint: dict[str, AblationResult],
+                pairs: list[tuple[str, str]]) -> dict[str, ImportanceAgreement]:
         """Per pair whose checkpoints both have an importance: Spearman's rho between them."""
-        out = {}
+        out: dict[str, ImportanceAgreement] = {}
         for before, after in pairs:
             first, second = per_checkpoint[before]["importance"], per_checkpoint[after]["importance"]
             if "normalised" in first and "normalised" in second:

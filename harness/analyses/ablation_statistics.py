@@ -15,7 +15,7 @@ import numpy as np
 from scipy.stats import ConstantInputWarning, spearmanr
 
 from harness.analyses.significance import Differences, bootstrap_metric_rows, holm, metric_rows
-from harness.views.ablation import ALPHA, RANDOM
+from harness.views.ablation import ALPHA, RANDOM, Areas, Family
 from harness.views.evidence import Evidence, interval_of, interval_verdict
 
 ONE_POINT = 0.01  # "a drop of 1 point": 0.01 of the metric (1 percentage point of accuracy)
@@ -61,7 +61,7 @@ def area_under(scores: np.ndarray, fractions: tuple[float, ...]) -> np.ndarray:
 
 
 def area_comparisons(metric: str, held_out: dict[str, np.ndarray], labels: np.ndarray,
-                     fractions: tuple[float, ...]) -> dict[str, Any]:
+                     fractions: tuple[float, ...]) -> Areas:
     """The area under each order's cross-fitted pruning curve and, where there is an importance
     order, its area minus the random orders' mean and minus the oracle's: each with its 95%
     interval over paired bootstrap resamples of the examples (the same resamples for every
@@ -74,14 +74,14 @@ def area_comparisons(metric: str, held_out: dict[str, np.ndarray], labels: np.nd
     randoms = [index for index, name in enumerate(names) if name.startswith(RANDOM)]
     against = {"random": (observed[randoms].mean(), resampled[:, randoms].mean(axis=1)),
                "oracle": (observed[names.index("oracle")], resampled[:, names.index("oracle")])}
-    out: dict[str, Any] = {"areas": dict(zip(names, observed.tolist()))}
+    out: Areas = {"areas": dict(zip(names, observed.tolist()))}
     if "importance" in names:
         chosen = names.index("importance")
-        for baseline, (area, samples) in against.items():
-            out[f"importance_vs_{baseline}"] = area_difference(
-                observed[chosen] - area, resampled[:, chosen] - samples, len(labels),
-                f"area under the cross-fitted pruning curve of dev {metric}, importance order minus "
-                f"{AGAINST[baseline]}")
+        differences = {baseline: area_difference(
+            observed[chosen] - area, resampled[:, chosen] - samples, len(labels),
+            f"area under the cross-fitted pruning curve of dev {metric}, importance order minus {AGAINST[baseline]}")
+            for baseline, (area, samples) in against.items()}
+        out["importance_vs_random"], out["importance_vs_oracle"] = differences["random"], differences["oracle"]
     return out
 
 
@@ -90,7 +90,7 @@ def area_difference(value: float, samples: np.ndarray, count: int, statistic: st
     return {"value": float(value), **interval_verdict(interval_of(samples), "dev examples", count, statistic)}
 
 
-def family(differences: Differences, shape: tuple[int, ...]) -> dict[str, Any]:
+def family(differences: Differences, shape: tuple[int, ...]) -> Family:
     """One family of tests (all heads or all layers of one mode) as grids: the deltas, their
     interval bounds, the p-values and the Holm-adjusted p-values."""
     adjusted = holm(differences.p_values)

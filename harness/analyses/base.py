@@ -16,14 +16,14 @@ statistics with `result`. Two kinds:
 What it stored is read back by its `view` (`harness.views`): metrics, figures, tables,
 findings; the analysis takes its name and version from the view.
 An analysis reads the source named by ``source``; the pipeline streams each source once for
-all analyses that read it. Adding one: subclass, decorate with `register_analysis`, import
-the module in ``harness/analyses/__init__.py``.
+all analyses that read it. Adding one: subclass, decorate with `register_analysis`, in a new
+module of ``harness/analyses`` (the package imports every module it holds).
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import KW_ONLY, dataclass, fields
 from pathlib import Path
 from typing import Any, ClassVar
@@ -37,7 +37,7 @@ from harness.inputs.batches import AttentionBatch
 from harness.model.forward import Interventions
 from harness.registry import registrar
 from harness.results.store import FileHashes
-from harness.views.base import View
+from harness.views.base import BestHead, ChangedHead, View
 from tasks.registry import GlueTask
 
 ATTENTION = "attention"
@@ -120,7 +120,7 @@ class Analysis(ABC):
         """Fold one batch into running statistics; keep nothing that grows with the data."""
 
     @abstractmethod
-    def result(self) -> dict[str, Any]:
+    def result(self) -> Mapping[str, Any]:
         """Per-checkpoint: ``{checkpoint: statistics}``; joint: the statistics (lists, numbers, strings)."""
 
     @classmethod
@@ -152,13 +152,13 @@ ANALYSES: dict[str, type[Analysis]] = {}
 register_analysis = registrar(ANALYSES, "analysis")  # class decorator: adds an analysis to ANALYSES under its name
 
 
-def changed_heads(before: list[list[Any]], after: list[list[Any]]) -> list[dict[str, Any]]:
+def changed_heads(before: list[list[Any]], after: list[list[Any]]) -> list[ChangedHead]:
     """Heads (1-indexed) whose value (label, class, label set) differs between two (layers x heads) grids."""
     return [{"layer": layer + 1, "head": head + 1, "before": old, "after": after[layer][head]}
             for layer, row in enumerate(before) for head, old in enumerate(row) if old != after[layer][head]]
 
 
-def best_head(grid: torch.Tensor) -> dict[str, Any]:
+def best_head(grid: torch.Tensor) -> BestHead:
     """The largest entry of a (..., layers, heads) grid: its 1-indexed ``layer`` and ``head``,
     its ``value``, and its 0-indexed positions along any leading dimensions (``leading``)."""
     flat = int(grid.argmax())

@@ -16,7 +16,6 @@ of different sizes compare; the 2-D picture is the same up to scale. Metric MDS 
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 import torch
@@ -25,7 +24,7 @@ from sklearn.manifold import MDS
 from harness.analyses.base import Analysis, AnalysisContext, register_analysis
 from harness.inputs.batches import AttentionBatch, real_tokens
 from harness.views.base import pair_name
-from harness.views.clustering import ClusteringView
+from harness.views.clustering import BetweenVersions, ClusteringResult, ClusteringView, WithinCheckpoint
 
 CHUNK_ELEMENTS = 2**22  # bounds the (heads chunk, heads, rows, seq) temporary to 16 MB (cache-sized chunks run faster)
 
@@ -73,7 +72,7 @@ def embed(distances: np.ndarray, seed: int) -> tuple[np.ndarray, float]:
     return coordinates, float(mds.stress_)
 
 
-def layer_block_means(distances: np.ndarray, layers: int, heads: int) -> dict[str, float]:
+def layer_block_means(distances: np.ndarray, layers: int, heads: int) -> WithinCheckpoint:
     """Mean divergence between heads of the same layer vs of different layers (one checkpoint)."""
     layer_of = np.repeat(np.arange(layers), heads)
     same = layer_of[:, None] == layer_of[None, :]
@@ -111,7 +110,7 @@ class Clustering(Analysis):
         self.tokens += len(positions)
         self.num_items += len(batch.items)
 
-    def result(self) -> dict[str, Any]:
+    def result(self) -> ClusteringResult:
         layers, heads = self.context.num_layers, self.context.num_heads
         checkpoints = list(self.context.checkpoints)
         mean = (self.totals / max(self.tokens, 1)).cpu().numpy()
@@ -121,7 +120,7 @@ class Clustering(Analysis):
         size = layers * heads
         blocks = {c: layer_block_means(mean[i * size:(i + 1) * size, i * size:(i + 1) * size], layers, heads)
                   for i, c in enumerate(checkpoints)}
-        per_pair = {}
+        per_pair: dict[str, BetweenVersions] = {}
         for before, after in self.context.pairs:
             i, j = checkpoints.index(before), checkpoints.index(after)
             between = np.diagonal(mean[i * size:(i + 1) * size, j * size:(j + 1) * size]).reshape(layers, heads)

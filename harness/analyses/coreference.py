@@ -44,7 +44,16 @@ from harness.analyses.word_level import WordLevelAnalysis
 from harness.inputs.batches import AttentionBatch
 from harness.inputs.words import word_maps
 from harness.views.base import pair_name
-from harness.views.coreference import BASELINES, CHANGE, CLARK_TABLE_2, GROUPS, UNIT, CoreferenceView
+from harness.views.coreference import (
+    BASELINES,
+    CHANGE,
+    CLARK_TABLE_2,
+    GROUPS,
+    UNIT,
+    CoreferenceComparison,
+    CoreferenceResult,
+    CoreferenceView,
+)
 from harness.views.evidence import UnitSums, paired_change
 from tasks.coreference import MENTION_TYPES, Document, Mention, mention_head, mention_type
 
@@ -188,7 +197,7 @@ class Coreference(WordLevelAnalysis):
                 self.hits[index] += grouped
                 self.document_hits[index].append(grouped[0].flatten())
 
-    def result(self) -> dict[str, Any]:
+    def result(self) -> dict[str, CoreferenceResult]:
         mentions = self.mentions.tolist()
         counts = self.mentions.clamp(min=1).double()
         accuracy = self.hits.cpu().double() / counts[None, :, None, None]
@@ -210,12 +219,13 @@ class Coreference(WordLevelAnalysis):
         return UnitSums.of(hits, self.document_mentions, UNIT)
 
     @classmethod
-    def compare(cls, per_checkpoint: dict[str, Any], pairs: list[tuple[str, str]]) -> dict[str, Any]:
+    def compare(cls, per_checkpoint: dict[str, CoreferenceResult],
+                pairs: list[tuple[str, str]]) -> dict[str, CoreferenceComparison]:
         """After minus before, by group: best head vs best head, and at the before model's best
         head overall (does the head that tracked coreference keep it?); and the evidence of the
         best head's change on all mentions, the best head chosen again in every resample of the
         documents."""
-        def changed(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+        def changed(before: CoreferenceResult, after: CoreferenceResult) -> CoreferenceComparison:
             mentions = [before["mentions"][group] for group in GROUPS]
             grids = [np.asarray([stats["accuracy_per_head"][group] for group in GROUPS]) for stats in (before, after)]
             layer, head = before["best_head"]["all"]["layer"] - 1, before["best_head"]["all"]["head"] - 1

@@ -9,15 +9,13 @@ the claim on the layers is resampled over (`harness.views.evidence`).
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import torch
 
 from harness.analyses.base import Analysis, AnalysisContext, register_analysis
 from harness.inputs.batches import AttentionBatch, real_tokens
 from harness.views.base import pair_name
-from harness.views.cosine import UNIT, CosineView
+from harness.views.cosine import UNIT, CosineResult, CosineStats, CosineView
 from harness.views.evidence import UnitSums
 
 
@@ -58,7 +56,7 @@ class CosineSums:
         self.total_squares[index] += (cosine**2).sum(dim=0)
         self.counts[index] += len(cosine)
 
-    def stats(self, index: int) -> dict[str, Any]:
+    def stats(self, index: int) -> CosineStats:
         """Pair ``index``'s statistics as lists: ``per_head`` mean and ``per_head_std`` (population std over
         examples), ``per_layer`` mean over heads; and its ``num_examples``."""
         count = max(self.counts[index], 1)
@@ -87,7 +85,7 @@ class CosineSimilarity(Analysis):
             self.sums.add(index, cosine)
             self.per_example_layers[index].append(cosine.mean(dim=-1))
 
-    def result(self) -> dict[str, Any]:
+    def result(self) -> CosineResult:
         return {"per_pair": {pair_name(pair): {**self.sums.stats(index), "units": self.units(index).stored()}
                              for index, pair in enumerate(self.context.pairs)}}
 

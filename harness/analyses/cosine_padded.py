@@ -13,8 +13,6 @@ computed the paper's way.
 
 from __future__ import annotations
 
-from typing import Any
-
 import torch
 from scipy.stats import spearmanr
 from transformers import PretrainedConfig
@@ -25,7 +23,7 @@ from harness.inputs.batches import AttentionBatch
 from harness.inputs.sources.task import KOVALEVA_PADDED_LENGTH
 from harness.views.base import pair_name
 from harness.views.cosine import most_changed
-from harness.views.cosine_padded import PROTOCOLS, PaddedCosineView
+from harness.views.cosine_padded import PROTOCOLS, PaddedCosineView, PaddedPair, PaddedResult
 
 
 @register_analysis
@@ -60,14 +58,15 @@ class PaddedCosineSimilarity(Analysis):
             self.sums["padded"].add(index, cosine_per_example(first, second, every_row))
             self.sums["cropped"].add(index, cosine_per_example(first, second, batch.lengths))
 
-    def result(self) -> dict[str, Any]:
-        out = {}
+    def result(self) -> PaddedResult:
+        out: dict[str, PaddedPair] = {}
         for index, pair in enumerate(self.context.pairs):
             stats = {protocol: sums.stats(index) for protocol, sums in self.sums.items()}
             heads = {protocol: most_changed(stats[protocol]["per_head"]) for protocol in PROTOCOLS}
             rho = spearmanr(torch.tensor(stats["padded"]["per_head"]).flatten(),
                             torch.tensor(stats["cropped"]["per_head"]).flatten()).statistic
             where = {protocol: (head["layer"], head["head"]) for protocol, head in heads.items()}
-            out[pair_name(pair)] = {**stats, "ranking_spearman": float(rho), "most_changed": heads,
+            out[pair_name(pair)] = {"padded": stats["padded"], "cropped": stats["cropped"],
+                                    "ranking_spearman": float(rho), "most_changed": heads,
                                     "same_most_changed": where["padded"] == where["cropped"]}
         return {"per_pair": out, "padded_to": KOVALEVA_PADDED_LENGTH}

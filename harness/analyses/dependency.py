@@ -24,7 +24,6 @@ The paper's ``all`` (34.5, baseline 26.3) is shown only beside ``all_clark``.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any
 
 import numpy as np
 import torch
@@ -44,6 +43,11 @@ from harness.views.dependency import (
     UD_TO_SD,
     UNIT,
     DependencyView,
+    DirectedHead,
+    RelationChange,
+    RelationRow,
+    SyntaxComparison,
+    SyntaxResult,
     paper_row,
 )
 from harness.views.evidence import UnitSums, paired_change
@@ -122,14 +126,14 @@ class RelationCounts:
         return self.correct[..., self.index[relation]]
 
 
-def best(accuracy: torch.Tensor) -> dict[str, Any]:
+def best(accuracy: torch.Tensor) -> DirectedHead:
     """Best (direction, layer, head) of a (directions, layers, heads) accuracy grid, 1-indexed, in %."""
     top = best_head(accuracy)
     return {"layer": top["layer"], "head": top["head"], "direction": DIRECTIONS[top["leading"][0]],
             "accuracy": 100 * top["value"]}
 
 
-def best_per_direction(accuracy: torch.Tensor) -> dict[str, dict[str, Any]]:
+def best_per_direction(accuracy: torch.Tensor) -> dict[str, DirectedHead]:
     """`best` within each direction of a (2, layers, heads) accuracy grid."""
     return {direction: {**best(accuracy[index:index + 1]), "direction": direction}
             for index, direction in enumerate(DIRECTIONS)}
@@ -197,7 +201,7 @@ class DependencyHeads(WordLevelAnalysis):
             return [column for r, column in index.items() if r not in UNSCORED]
         return [index[relation]]
 
-    def _row(self, correct: torch.Tensor, relation: str, protocol: int = OURS) -> dict[str, Any]:
+    def _row(self, correct: torch.Tensor, relation: str, protocol: int = OURS) -> RelationRow:
         """One checkpoint's row; ``correct``: its (directions, layers, heads, relations) counts on the CPU."""
         columns = self._columns(relation)
         count = int(self.totals.correct[columns].sum())
@@ -208,7 +212,7 @@ class DependencyHeads(WordLevelAnalysis):
                 "baseline": {"offset": OFFSETS[offset], "accuracy": 100 * float(baseline[offset])},
                 "per_head": (100 * grid).tolist()}
 
-    def result(self) -> dict[str, Any]:
+    def result(self) -> dict[str, SyntaxResult]:
         counts = {r: int(self.totals.of(r)) for r in self.totals.index if r not in UNSCORED}
         frequent = sorted((r for r, n in counts.items() if n >= self.min_count), key=lambda r: -counts[r])
         relations = [ALL, *frequent] if self.totals.index else []
@@ -231,19 +235,21 @@ class DependencyHeads(WordLevelAnalysis):
         return UnitSums.of(correct, self.sentence_scored, UNIT)
 
     @classmethod
-    def compare(cls, per_checkpoint: dict[str, Any], pairs: list[tuple[str, str]]) -> dict[str, Any]:
+    def compare(cls, per_checkpoint: dict[str, SyntaxResult],
+                pairs: list[tuple[str, str]]) -> dict[str, SyntaxComparison]:
         """Per relation: best head before and after, the change, and the after model's accuracy
         at the before model's best head (does the head that tracked the relation keep it?); and
         the evidence of the best head's change on ours `all` (in points), the best (head,
         direction) chosen again in every resample of the sentences."""
-        def changed(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+        def changed(before: RelationRow, after: RelationRow) -> RelationChange:
             head = before["best"]
             same_head = after["per_head"][DIRECTIONS.index(head["direction"])][head["layer"] - 1][head["head"] - 1]
             return {"relation": before["relation"], "change": after["best"]["accuracy"] - head["accuracy"],
                     "after_at_before_head": same_head}
 
-        def compared(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
-            clark = changed(before[ALL_CLARK], after[ALL_CLARK]) if before[ALL_CLARK] else None
+        def compared(before: SyntaxResult, after: SyntaxResult) -> SyntaxComparison:
+            first, second = before[ALL_CLARK], after[ALL_CLARK]
+            clark = changed(first, second) if first and second else None
             units = [UnitSums.read(stats["units"]) for stats in (before, after)]
             in_points = [replace(sums, numerators=100 * sums.numerators) for sums in units]  # as the rows give it
             return {"relations": [changed(b, a) for b, a in zip(before["relations"], after["relations"])],

@@ -18,8 +18,6 @@ numbers beside ours when the model is hers (bert-base-uncased).
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import torch
 
@@ -29,7 +27,7 @@ from harness.inputs.batches import AttentionBatch
 from harness.model.forward import TASK_LOSS, summed_loss
 from harness.results.checkpoints import FROZEN_ENCODER
 from harness.views.base import pair_name
-from harness.views.evaluation import PAPER_MODEL, EvaluationView
+from harness.views.evaluation import PAPER_MODEL, DevComparison, DevScores, EvaluationView, PairedDifference
 from harness.views.papers import KOVALEVA_TABLE_1
 from tasks.metrics import predictions_from_logits, score_predictions
 from tasks.registry import GlueTask, get_task
@@ -49,7 +47,7 @@ def majority_scores(task: GlueTask, labels: np.ndarray) -> dict[str, float]:
 
 
 def paired_difference(task: GlueTask, metric: str, predictions: np.ndarray, reference: np.ndarray,
-                      labels: np.ndarray) -> dict[str, Any]:
+                      labels: np.ndarray) -> PairedDifference:
     """``metric`` of ``predictions`` minus that of ``reference`` on the same examples, with its
     95% paired bootstrap interval (the same resampled examples scored for both; percentiles)."""
     difference, intervals = bootstrap_differences(metric, predictions[None], reference, labels)
@@ -87,11 +85,11 @@ class Evaluation(Analysis):
         self.labels += [item.label for item in batch.encoded.items]
         self.splits += [item.split for item in batch.encoded.items]
 
-    def result(self) -> dict[str, Any]:
+    def result(self) -> dict[str, DevScores]:
         task = self.context.task
         labels, splits = np.asarray(self.labels), np.asarray(self.splits)
         names = list(dict.fromkeys(self.splits))
-        out = {}
+        out: dict[str, DevScores] = {}
         for checkpoint, parts in self.logits.items():
             logits = torch.cat(parts).numpy() if parts else np.zeros((0, task.num_labels))
             predictions = predictions_from_logits(task, logits)
@@ -110,12 +108,12 @@ class Evaluation(Analysis):
         return out
 
     @classmethod
-    def compare(cls, per_checkpoint: dict[str, Any], pairs: list[tuple[str, str]]) -> dict[str, Any]:
+    def compare(cls, per_checkpoint: dict[str, DevScores], pairs: list[tuple[str, str]]) -> dict[str, DevComparison]:
         """Per pair (before, after): the change of every metric, and on the main split's first
         metric, ``after`` against ``before`` and against the majority class with paired bootstrap
         intervals; ``learned`` when the majority's interval lies wholly above 0 (and, against
         the frozen-encoder baseline, ``before``'s too)."""
-        out = {}
+        out: dict[str, DevComparison] = {}
         for before, after in pairs:
             first, second = per_checkpoint[before], per_checkpoint[after]
             task = get_task(second["task"])

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import torch
@@ -23,7 +22,7 @@ import torch
 from harness.analyses.base import Analysis, AnalysisContext, best_head, register_analysis
 from harness.inputs.batches import AttentionBatch
 from harness.views.base import pair_name
-from harness.views.examples import ExamplesView
+from harness.views.examples import ExampleChange, ExamplesComparison, ExamplesResult, ExamplesView
 from tasks.examples import Example
 
 NUM_EXAMPLES = 4
@@ -106,7 +105,7 @@ class ExampleMaps(Analysis):
             maps = {name: batch.maps(name, row).float().cpu() for name in self.context.checkpoints}
             self.kept = sorted([*self.kept, Kept(rank, item, tokens, maps)], key=lambda kept: kept.rank)[:NUM_EXAMPLES]
 
-    def result(self) -> dict[str, Any]:
+    def result(self) -> dict[str, ExamplesResult]:
         return {name: {"num_layers": self.context.num_layers, "num_heads": self.context.num_heads,
                        "max_tokens": MAX_TOKENS, "candidates": self.candidates,
                        "examples": [{"guid": kept.item.guid, "split": kept.item.split, "text_a": kept.item.text_a,
@@ -116,15 +115,16 @@ class ExampleMaps(Analysis):
                 for name in self.context.checkpoints}
 
     @classmethod
-    def compare(cls, per_checkpoint: dict[str, Any], pairs: list[tuple[str, str]]) -> dict[str, Any]:
+    def compare(cls, per_checkpoint: dict[str, ExamplesResult],
+                pairs: list[tuple[str, str]]) -> dict[str, ExamplesComparison]:
         """Per pair and example: each head's cosine between the two maps, and the head that changed most."""
-        out = {}
+        out: dict[str, ExamplesComparison] = {}
         for before, after in pairs:
             if before not in per_checkpoint or after not in per_checkpoint:
                 continue
             first, second = per_checkpoint[before], per_checkpoint[after]
             shape = (first["num_layers"], first["num_heads"])
-            examples = []
+            examples: list[ExampleChange] = []
             for a, b in zip(first["examples"], second["examples"]):
                 cosine = head_cosines(decode_maps(a["maps"], *shape), decode_maps(b["maps"], *shape))
                 lowest = best_head(-torch.from_numpy(cosine))

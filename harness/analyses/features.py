@@ -11,8 +11,8 @@ checkpoint's values are running means over sentences; `compare` gives their chan
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Literal
 
 import numpy as np
 import torch
@@ -22,7 +22,7 @@ from harness.analyses.word_level import WordLevelAnalysis
 from harness.inputs.batches import AttentionBatch
 from harness.inputs.words import word_maps
 from harness.views.base import pair_name
-from harness.views.features import SPECIAL, FeaturesView
+from harness.views.features import SPECIAL, FeatureChanges, FeaturesResult, FeatureStatistics, FeaturesView
 from tasks.treebank import Sentence
 
 # Kovaleva et al.'s spaCy labels and their UD counterparts (UD splits "don't" into "do n't").
@@ -109,7 +109,7 @@ class LinguisticFeatures(WordLevelAnalysis):
             for name in values:  # only the features this sentence has
                 self.sentences[name] += 1
 
-    def result(self) -> dict[str, Any]:
+    def result(self) -> dict[str, FeaturesResult]:
         counts = torch.tensor([max(self.sentences[name], 1) for name in NAMES], dtype=torch.float64)
         means = self.totals.cpu() / counts[None, :, None, None]
         return {checkpoint: {
@@ -119,13 +119,15 @@ class LinguisticFeatures(WordLevelAnalysis):
         } for index, checkpoint in enumerate(self.context.checkpoints)}
 
     @classmethod
-    def compare(cls, per_checkpoint: dict[str, Any], pairs: list[tuple[str, str]]) -> dict[str, Any]:
+    def compare(cls, per_checkpoint: dict[str, FeaturesResult],
+                pairs: list[tuple[str, str]]) -> dict[str, FeatureChanges]:
         return feature_changes(per_checkpoint, pairs)
 
 
-def feature_changes(per_checkpoint: dict[str, Any], pairs: list[tuple[str, str]]) -> dict[str, Any]:
+def feature_changes(per_checkpoint: Mapping[str, FeatureStatistics],
+                    pairs: list[tuple[str, str]]) -> dict[str, FeatureChanges]:
     """Per pair (a, b): b minus a of every feature's per-head and per-layer values."""
-    def change(a: str, b: str, part: str) -> dict[str, list]:
+    def change(a: str, b: str, part: Literal["per_head", "per_layer"]) -> dict[str, list]:
         return {name: (np.asarray(per_checkpoint[b][part][name]) - np.asarray(per_checkpoint[a][part][name])).tolist()
                 for name in NAMES}
 
@@ -133,7 +135,7 @@ def feature_changes(per_checkpoint: dict[str, Any], pairs: list[tuple[str, str]]
                                 "change_per_layer": change(a, b, "per_layer")} for a, b in pairs}
 
 
-def feature_statistics(means: torch.Tensor) -> dict[str, Any]:
+def feature_statistics(means: torch.Tensor) -> FeatureStatistics:
     """``means`` (features, layers, heads), features in `NAMES` order: per head, per layer and the largest head."""
     return {"names": list(NAMES),
             "per_head": {name: means[position].tolist() for position, name in enumerate(NAMES)},

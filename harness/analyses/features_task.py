@@ -35,7 +35,8 @@ from harness.config import AnalysisConfig
 from harness.inputs.batches import AttentionBatch, real_tokens
 from harness.inputs.encoding import token_spans
 from harness.results.store import FileHashes
-from harness.views.features_task import TaskFeaturesView
+from harness.views.features import FeatureChanges
+from harness.views.features_task import TaskFeaturesResult, TaskFeaturesView
 from tasks.tagging import TaggedToken, tag, tagger_identity, tagger_package
 
 TOKEN_FEATURES: dict[str, Callable[[TaggedToken], bool]] = {
@@ -128,7 +129,7 @@ class TaskFeatures(Analysis):
         self.present += membership.any(dim=-1).sum(dim=0)
         self.examples += len(batch.items)
 
-    def result(self) -> dict[str, Any]:
+    def result(self) -> dict[str, TaskFeaturesResult]:
         counts = self.counted.clamp(min=1).cpu()
         means, cls_means = self.totals.cpu() / counts[None, :, None, None], self.cls_totals.cpu() / counts[None, :, None]
         present = {name: int(value) for name, value in zip(NAMES, self.present.tolist())}
@@ -140,5 +141,6 @@ class TaskFeatures(Analysis):
         } for index, checkpoint in enumerate(self.context.checkpoints)}
 
     @classmethod
-    def compare(cls, per_checkpoint: dict[str, Any], pairs: list[tuple[str, str]]) -> dict[str, Any]:
+    def compare(cls, per_checkpoint: dict[str, TaskFeaturesResult],
+                pairs: list[tuple[str, str]]) -> dict[str, FeatureChanges]:
         return feature_changes(per_checkpoint, pairs)

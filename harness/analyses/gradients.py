@@ -13,8 +13,6 @@ unless the checkpoint has a masked-LM head.
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import torch
 
@@ -22,7 +20,7 @@ from harness.analyses.base import ATTENTION, GRADIENTS, Analysis, AnalysisContex
 from harness.analyses.surface import SpecialIds, token_masks
 from harness.inputs.batches import AttentionBatch
 from harness.views.base import pair_name
-from harness.views.gradients import CATEGORIES, GradientsView
+from harness.views.gradients import CATEGORIES, GradientsComparison, GradientsResult, GradientsView
 
 
 def category_means(grads: torch.Tensor, masks: dict[str, torch.Tensor]) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
@@ -78,9 +76,9 @@ class GradientImportance(Analysis):
                 self.counts[index, position] += valid.sum()
         self.num_items += len(batch.items)
 
-    def result(self) -> dict[str, Any]:
+    def result(self) -> dict[str, GradientsResult]:
         means = (self.totals / self.counts.clamp(min=1)[:, :, None, None]).cpu()
-        results = {}
+        results: dict[str, GradientsResult] = {}
         for index, checkpoint in enumerate(self.context.checkpoints):
             usable = checkpoint not in self.skipped
             results[checkpoint] = {
@@ -94,9 +92,10 @@ class GradientImportance(Analysis):
         return results
 
     @classmethod
-    def compare(cls, per_checkpoint: dict[str, Any], pairs: list[tuple[str, str]]) -> dict[str, Any]:
+    def compare(cls, per_checkpoint: dict[str, GradientsResult],
+                pairs: list[tuple[str, str]]) -> dict[str, GradientsComparison]:
         """Per category, the change of the per-layer means (None when either checkpoint had no gradients)."""
-        def changed(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any] | None:
+        def changed(before: GradientsResult, after: GradientsResult) -> dict[str, list[float]] | None:
             if before["loss"] is None or after["loss"] is None:
                 return None
             return {category: (np.asarray(after["per_layer"][category]) - np.asarray(before["per_layer"][category])

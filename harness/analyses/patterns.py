@@ -13,7 +13,7 @@ fine-tuning, and each share's change with its paired interval over the dev examp
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 import torch
@@ -28,7 +28,7 @@ from harness.inputs.batches import AttentionBatch
 from harness.results.store import FileHashes
 from harness.views.base import pair_name
 from harness.views.evidence import Evidence, UnitSums, paired_change, resample_weights
-from harness.views.patterns import UNIT, PatternsView, share_metric
+from harness.views.patterns import UNIT, PatternComparison, PatternResult, PatternsView, share
 
 
 @register_analysis
@@ -70,13 +70,13 @@ class AttentionPatterns(Analysis):
         self.count += predicted.shape[1]
         self.pair_inputs += int(batch.two_segments.sum())
 
-    def result(self) -> dict[str, Any]:
+    def result(self) -> dict[str, PatternResult]:
         majority = self.counts.cpu().argmax(dim=-1)  # (checkpoints, layers, heads); ties -> first class
-        results = {}
+        results: dict[str, PatternResult] = {}
         for c, (name, units) in enumerate(zip(self.context.checkpoints, self.units())):
             shares = units.ratios(np.ones((1, units.count)))[0]
-            correction = ({} if self.cross_validation is None else
-                          corrected(units, self.cross_validation, self.pair_inputs > 0, self.context.seed))
+            correction: Correction = ({} if self.cross_validation is None else
+                                      corrected(units, self.cross_validation, self.pair_inputs > 0, self.context.seed))
             results[name] = {"proportions": dict(zip(CLASSES, shares.tolist())), **correction,
                              "per_head": [[CLASSES[index] for index in row] for row in majority[c].tolist()],
                              "counts_per_head": self.counts[c].cpu().tolist(),
@@ -92,14 +92,23 @@ class AttentionPatterns(Analysis):
         return [UnitSums.of(counts[c], np.full(counts.shape[1], heads), UNIT) for c in range(checkpoints)]
 
     @classmethod
-    def compare(cls, per_checkpoint: dict[str, Any], pairs: list[tuple[str, str]]) -> dict[str, Any]:
+    def compare(cls, per_checkpoint: dict[str, PatternResult],
+                pairs: list[tuple[str, str]]) -> dict[str, PatternComparison]:
         return {pair_name((a, b)): {"changed_heads": changed_heads(per_checkpoint[a]["per_head"],
                                                                    per_checkpoint[b]["per_head"]),
                                     "evidence": share_changes(per_checkpoint[a], per_checkpoint[b])}
                 for a, b in pairs}
 
 
-def corrected(units: UnitSums, cross_validation: dict[str, Any], pairs_seen: bool, seed: int) -> dict[str, Any]:
+class Correction(TypedDict, total=False):
+    """The shares corrected for the classifier's errors, and their intervals: a result's with the
+    shipped classifier, none with other weights."""
+
+    corrected: dict[str, float]
+    corrected_interval: dict[str, list[float]]
+
+
+def corrected(units: UnitSums, cross_validation: dict[str, Any], pairs_seen: bool, seed: int) -> Correction:
     """The shares corrected for the classifier's cross-validated errors, with 95% intervals over
     bootstrap resamples of the dev examples, each corrected with its own draw of the classifier's
     confusion matrix (`classifier.correction`); ``block`` is possible only where pairs were seen."""
@@ -112,14 +121,14 @@ def corrected(units: UnitSums, cross_validation: dict[str, Any], pairs_seen: boo
             "corrected_interval": dict(zip(CLASSES, intervals.tolist()))}
 
 
-def share_changes(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Evidence]:
+def share_changes(before: PatternResult, after: PatternResult) -> dict[str, Evidence]:
     """Each class's change of share from ``before``'s stored result to ``after``'s, with its paired
     interval over the dev examples, by the signed change's metric name (``pattern_change_vertical``);
     ``block`` only where either checkpoint saw a sentence pair (it cannot occur otherwise)."""
     change = paired_change(UnitSums.read(before["units"]), UnitSums.read(after["units"]), reduce=None)
     pairs_seen = before["pair_inputs"] > 0 or after["pair_inputs"] > 0
-    return {share_metric("change", name): {**change, "value": change["value"][k], "interval": change["interval"][k],
-                                           "direction": change["direction"][k]}
+    return {share(name).changed().name: {**change, "value": change["value"][k], "interval": change["interval"][k],
+                                         "direction": change["direction"][k]}
             for k, name in enumerate(CLASSES) if k != BLOCK or pairs_seen}
 
 

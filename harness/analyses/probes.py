@@ -40,7 +40,7 @@ from harness.inputs.batches import AttentionBatch
 from harness.inputs.sources.treebank import TRAIN
 from harness.inputs.words import word_maps
 from harness.views.base import pair_name
-from harness.views.evidence import UnitSums, paired_change
+from harness.views.evidence import Evidence, UnitSums, paired_change
 from harness.views.probes import (
     ATTENTION_PROBES,
     CHANGE,
@@ -48,6 +48,9 @@ from harness.views.probes import (
     PAPER_SETTING,
     PAPER_TABLE3,
     UNIT,
+    ProbeCounts,
+    ProbesComparison,
+    ProbesResult,
     ProbesView,
 )
 from tasks.errors import InputError
@@ -246,7 +249,7 @@ class Probes(WordLevelAnalysis):
         # per dev sentence: each checkpoint's Attn probe's correct attachments, and the words scored (the units)
         self.sentence_correct: dict[str, list[int]] = {c: [] for c in context.checkpoints}
         self.sentence_scored: list[int] = []
-        self.counts = {"train_sentences": 0, "train_words": 0, "dev_sentences": 0, "dev_scored": 0,
+        self.counts: ProbeCounts = {"train_sentences": 0, "train_words": 0, "dev_sentences": 0, "dev_scored": 0,
                        "words_cut": 0, "arcs_cut": 0}
 
     def _trainer(self, factory: Any, *args: Any) -> Trainer:
@@ -299,12 +302,12 @@ class Probes(WordLevelAnalysis):
             self.distance.score(self.distance.module(pairs), heads, scored)
         self.right_correct += int((right_branching(n).to(heads.device) == heads)[scored].sum())
 
-    def result(self) -> dict[str, Any]:
+    def result(self) -> dict[str, ProbesResult]:
         total = max(self.counts["dev_scored"], 1)
         baselines = {"right_branching": 100 * self.right_correct / total,
                      "distances_glove": 100 * self.distance.correct / total}
         distance_loss = self.distance.loss_total / max(self.distance.steps, 1)
-        results = {}
+        results: dict[str, ProbesResult] = {}
         for checkpoint in self.context.checkpoints:
             trainers = {kind: self.probes[(checkpoint, kind)] for kind in ATTENTION_PROBES}
             results[checkpoint] = {
@@ -324,10 +327,11 @@ class Probes(WordLevelAnalysis):
         return {"dependent->head": per_head[0].tolist(), "head->dependent": per_head[1].tolist()}
 
     @classmethod
-    def compare(cls, per_checkpoint: dict[str, Any], pairs: list[tuple[str, str]]) -> dict[str, Any]:
+    def compare(cls, per_checkpoint: dict[str, ProbesResult],
+                pairs: list[tuple[str, str]]) -> dict[str, ProbesComparison]:
         """Per pair: each attention probe's UAS change, and the evidence of the Attn probe's (in
         points) over the dev sentences both probes were scored on."""
-        def evidence(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+        def evidence(before: ProbesResult, after: ProbesResult) -> Evidence:
             units = [UnitSums.read(stats["units"]) for stats in (before, after)]
             return paired_change(*(replace(sums, numerators=100 * sums.numerators) for sums in units))
 

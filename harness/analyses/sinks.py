@@ -36,8 +36,18 @@ from harness.analyses.base import ATTENTION, VALUE_NORMS, Analysis, AnalysisCont
 from harness.analyses.surface import SpecialIds, token_masks
 from harness.inputs.batches import AttentionBatch
 from harness.views.base import pair_name
-from harness.views.evidence import UnitSums, paired_change
-from harness.views.sinks import EPSILON, JUDGED_KINDS, KINDS, STATISTICS, UNIT, SinksView, raw_share_change
+from harness.views.evidence import Evidence, StoredUnits, UnitSums, paired_change
+from harness.views.sinks import (
+    EPSILON,
+    JUDGED_KINDS,
+    KINDS,
+    STATISTICS,
+    UNIT,
+    SinksComparison,
+    SinksResult,
+    SinksView,
+    raw_share_change,
+)
 
 JUDGED = [list(KINDS).index(kind) for kind in JUDGED_KINDS]  # their positions along the kinds axis
 
@@ -137,10 +147,10 @@ class AttentionSinks(Analysis):
         self.tokens += kind_members(batch.input_ids, batch.lengths, self.ids)[1].sum(dim=(0, 1)).double()
         self.num_items += len(batch.items)
 
-    def result(self) -> dict[str, Any]:
+    def result(self) -> dict[str, SinksResult]:
         means = (self.totals / self.counts.clamp(min=1)).cpu()
         tokens = {kind: int(count) for kind, count in zip(KINDS, self.tokens.tolist())}
-        results = {}
+        results: dict[str, SinksResult] = {}
         for index, checkpoint in enumerate(self.context.checkpoints):
             per_head = {name: {kind: means[index, position, ..., k].tolist() for k, kind in enumerate(KINDS)}
                         for position, name in enumerate(STATISTICS)}
@@ -162,7 +172,8 @@ class AttentionSinks(Analysis):
         return {kind: UnitSums.of(shares[:, k], heads[:, k], UNIT) for k, kind in enumerate(JUDGED_KINDS)}
 
     @classmethod
-    def compare(cls, per_checkpoint: dict[str, Any], pairs: list[tuple[str, str]]) -> dict[str, Any]:
+    def compare(cls, per_checkpoint: dict[str, SinksResult],
+                pairs: list[tuple[str, str]]) -> dict[str, SinksComparison]:
         """Per pair (a, b): b minus a of every per-layer and overall value, and the change of the
         raw share of each judged kind with its paired interval over the dev examples (``evidence``,
         by the signed change's metric name)."""
@@ -171,11 +182,11 @@ class AttentionSinks(Analysis):
                                   else after[stat][kind] - values) for kind, values in kinds.items()}
                     for stat, kinds in before.items()}
 
-        def evidence(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+        def evidence(before: dict[str, StoredUnits], after: dict[str, StoredUnits]) -> dict[str, Evidence]:
             return {raw_share_change(kind): paired_change(UnitSums.read(before[kind]), UnitSums.read(after[kind]))
                     for kind in JUDGED_KINDS}
 
-        return {pair_name((a, b)): {**{part: change(per_checkpoint[a][part], per_checkpoint[b][part])
-                                       for part in ("per_layer", "overall")},
+        return {pair_name((a, b)): {"per_layer": change(per_checkpoint[a]["per_layer"], per_checkpoint[b]["per_layer"]),
+                                    "overall": change(per_checkpoint[a]["overall"], per_checkpoint[b]["overall"]),
                                     "evidence": evidence(per_checkpoint[a]["units"], per_checkpoint[b]["units"])}
                 for a, b in pairs}

@@ -23,7 +23,6 @@ examples). `harness.analyses.surface_text` measures the same on Clark's kind of 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import torch
@@ -32,8 +31,8 @@ from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 from harness.analyses.base import Analysis, AnalysisContext, changed_heads, register_analysis
 from harness.inputs.batches import AttentionBatch, real_tokens
 from harness.views.base import pair_name
-from harness.views.evidence import UnitSums
-from harness.views.surface import SPECIAL_TOKENS, STATISTICS, SurfaceView
+from harness.views.evidence import StoredUnits, UnitSums
+from harness.views.surface import SPECIAL_TOKENS, STATISTICS, LabelChanges, SurfaceResult, SurfaceView
 
 TOKEN_TYPES = ("cls", "sep", "period", "comma", "punct")
 
@@ -186,7 +185,7 @@ class Surface(Analysis):
             self.units[checkpoint][token].append(values.double().mean(dim=-1) * valid[:, None])
         self.counted[checkpoint].append(valid.double())
 
-    def unit_sums(self, checkpoint: str) -> dict[str, dict[str, Any]]:
+    def unit_sums(self, checkpoint: str) -> dict[str, StoredUnits]:
         """The kept per-input sums of ``checkpoint`` as stored `UnitSums`, by special token."""
         def joined(parts: list[torch.Tensor], shape: tuple[int, ...]) -> np.ndarray:
             return torch.cat(parts).cpu().numpy() if parts else np.zeros(shape)
@@ -195,9 +194,9 @@ class Surface(Analysis):
         return {token: UnitSums.of(joined(parts, (0, self.context.num_layers)), counted, self.unit).stored()
                 for token, parts in self.units[checkpoint].items()}
 
-    def result(self) -> dict[str, Any]:
+    def result(self) -> dict[str, SurfaceResult]:
         means = (self.totals / self.counts.clamp(min=1)[:, :, None, None]).cpu()
-        results = {}
+        results: dict[str, SurfaceResult] = {}
         for index, checkpoint in enumerate(self.context.checkpoints):
             per_head = {name: means[index, position].tolist() for position, name in enumerate(STATISTICS)}
             labels = behaviour_labels(per_head)
@@ -214,7 +213,8 @@ class Surface(Analysis):
         return results
 
     @classmethod
-    def compare(cls, per_checkpoint: dict[str, Any], pairs: list[tuple[str, str]]) -> dict[str, Any]:
+    def compare(cls, per_checkpoint: dict[str, SurfaceResult],
+                pairs: list[tuple[str, str]]) -> dict[str, LabelChanges]:
         return {pair_name((a, b)): {"label_changes": changed_heads(per_checkpoint[a]["labels"],
                                                                    per_checkpoint[b]["labels"])}
                 for a, b in pairs}

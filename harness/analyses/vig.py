@@ -52,7 +52,6 @@ from __future__ import annotations
 import bisect
 import re
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import torch
@@ -61,9 +60,9 @@ from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 from harness.analyses.base import Analysis, AnalysisContext, best_head, changed_heads, register_analysis
 from harness.inputs.batches import AttentionBatch, EncodedBatch, real_tokens
 from harness.inputs.encoding import token_spans
-from harness.views.base import pair_name
-from harness.views.evidence import UnitSums, paired_change
-from harness.views.vig import CROSS, STATISTICS, UNIT, VigView, metric
+from harness.views.base import BestHead, HeadValue, pair_name
+from harness.views.evidence import Evidence, UnitSums, paired_change
+from harness.views.vig import CROSS, STATISTICS, UNIT, VigComparison, VigResult, VigView, change_of
 
 WORD = re.compile(r"\w+")
 NO_ROLE = -1  # a token's segment, word or spelling where it has none (delimiters, punctuation, padding)
@@ -176,6 +175,11 @@ def chance_levels(targets: torch.Tensor, rows: torch.Tensor, lengths: torch.Tens
     return targets.sum(dim=(-2, -1)) / lengths[:, None] / rows.clamp(min=1)
 
 
+def head_value(best: BestHead) -> HeadValue:
+    """A best head without its leading positions: a behaviour's strongest head, as stored."""
+    return {"layer": best["layer"], "head": best["head"], "value": best["value"]}
+
+
 def behaviour_labels(per_head: dict[str, list[list[float]]], chance: dict[str, float]) -> list[list[list[str]]]:
     """The labels of every head (layers x heads lists of labels) from per-head means and chance levels."""
     layers, heads = len(per_head["next"]), len(per_head["next"][0])
@@ -223,12 +227,12 @@ class VigBehaviours(Analysis):
         self.num_items += len(batch.items)
         self.pair_items += len(batch.items) if batch.encoded.second_text is not None else 0
 
-    def result(self) -> dict[str, Any]:
+    def result(self) -> dict[str, VigResult]:
         counts = self.counts.clamp(min=1)
         means = (self.totals / counts[None, :, None, None]).cpu()
         chance = dict(zip(STATISTICS, (self.chance_totals / counts).tolist()))
         examples = dict(zip(STATISTICS, map(int, self.counts.tolist())))
-        results = {}
+        results: dict[str, VigResult] = {}
         for index, checkpoint in enumerate(self.context.checkpoints):
             per_head = {name: means[index, position].tolist() for position, name in enumerate(STATISTICS)}
             labels = behaviour_labels(per_head, chance)
@@ -236,8 +240,8 @@ class VigBehaviours(Analysis):
                 "per_head": per_head,
                 "per_layer": {name: means[index, position].mean(dim=1).tolist()
                               for position, name in enumerate(STATISTICS)},
-                "strongest": {name: {key: value for key, value in best_head(means[index, position]).items()
-                                     if key != "leading"} for position, name in enumerate(STATISTICS)},
+                "strongest": {name: head_value(best_head(means[index, position]))
+                              for position, name in enumerate(STATISTICS)},
                 "chance": chance, "examples": examples,
                 "labels": labels,
                 "label_counts": {label: sum(label in cell for row in labels for cell in row) for label in BEHAVIOURS},
@@ -255,7 +259,8 @@ class VigBehaviours(Analysis):
         return UnitSums.of(shares, examples, UNIT)
 
     @classmethod
-    def compare(cls, per_checkpoint: dict[str, Any], pairs: list[tuple[str, str]]) -> dict[str, Any]:
+    def compare(cls, per_checkpoint: dict[str, VigResult],
+                pairs: list[tuple[str, str]]) -> dict[str, VigComparison]:
         """Per pair (a, b): b minus a of every statistic per head, the heads whose labels changed,
         and the evidence of the changes of the strongest head's and of the mean share of attention
         to identical words in the other sentence, over the examples; none where no example has
@@ -263,11 +268,11 @@ class VigBehaviours(Analysis):
         def change(before: list[list[float]], after: list[list[float]]) -> list[list[float]]:
             return [[b - a for a, b in zip(old, new)] for old, new in zip(before, after)]
 
-        def evidence(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+        def evidence(before: VigResult, after: VigResult) -> dict[str, Evidence]:
             if not before["examples"][CROSS]:
                 return {}
             units = [UnitSums.read(stats["units"]) for stats in (before, after)]
-            return {metric("change", f"{CROSS}_{reduce}"): paired_change(*units, reduce=reduce)
+            return {change_of(f"{CROSS}_{reduce}"): paired_change(*units, reduce=reduce)
                     for reduce in ("max", "mean")}
 
         return {pair_name((a, b)): {

@@ -17,9 +17,9 @@ from harness.run.pipeline import dev_evaluation, run_planned, train_baselines
 from harness.run.plan import Downloads, find_run, plan_run, skipped_line
 from harness.study.runner import plan_study
 from harness.study.runner import study as run_study
+from harness.views import trajectory as trajectory_view
 from harness.views.evaluation import EvaluationView
 from harness.views.papers import paper_line
-from harness.views import trajectory as trajectory_view
 from harness.views.summary import printed_lines, summary_metrics
 from tasks.errors import InputError
 

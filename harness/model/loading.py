@@ -32,7 +32,7 @@ from transformers import (
     PreTrainedModel,
 )
 from transformers.models.auto.modeling_auto import (
-    MODEL_FOR_MASKED_LM_MAPPING_NAMES,
+    MODEL_FOR_MASKED_LM_MAPPING,
     MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING,
 )
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
@@ -188,7 +188,7 @@ def check_encoder(name: str, config: PretrainedConfig) -> None:
     encoder-decoder): the analyses read every token's attention to every other token."""
     kind = config.model_type
     decoder, both = getattr(config, "is_decoder", False), getattr(config, "is_encoder_decoder", False)
-    if decoder or both or kind not in MODEL_FOR_MASKED_LM_MAPPING_NAMES:
+    if decoder or both or type(config) not in MODEL_FOR_MASKED_LM_MAPPING:  # built in, or registered (extensions)
         shape = "an encoder-decoder" if both else "a decoder-only model"
         raise InputError(f"--model {name}: a {kind} model is {shape}; the harness analyses bidirectional encoders "
                          "(BERT, RoBERTa, XLM-R, DistilBERT, ALBERT, ELECTRA, DeBERTa, ModernBERT, ...), see "

@@ -29,11 +29,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from harness.present.study_figures import study_tables
 from harness.results.store import key_of, read_json, write_json
 from harness.results.summary import checked_study, whole_summary
 from harness.views import VIEWS
 from harness.views.base import current_entries
-from harness.present.study_figures import study_tables
 from harness.views.style import markdown_table, model_tokens, own_tokens
 from tasks.errors import InputError
 from tasks.files import atomic_write_text

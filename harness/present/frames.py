@@ -21,8 +21,10 @@ name), ``seed``, ``run`` (the run's key: its folder is ``<task>-<model>-seed<see
 ``runs["head"]``, as ``runs.head`` is the DataFrame's method) and ``value``. Two kinds of rows:
 
 - every scalar metric of the run, named as MLflow and a study name it (``cosine_mean``,
-  ``pattern_finetuned_vertical``, ``dev_accuracy_change``), with the checkpoint or pair its name
-  says (a fine-tuned minus pre-trained ``change`` is the pair ``pretrained->finetuned``);
+  ``pattern_finetuned_vertical``, ``dev_accuracy_change``), with the checkpoint or pair its
+  record (`harness.views.metrics.Metric`) is of (a fine-tuned minus pre-trained ``change`` is
+  the pair ``pretrained->finetuned``; a reference such as the majority class is neither) and
+  its layer where it is one layer's (``cosine_layer_2``);
 - every per-layer and per-head array an analysis stored per checkpoint or per pair (the
   cosine per layer and head, surface statistics, sinks, vig, features, gradients, coreference
   and probe heads, the ablation's deltas, intervals, p-values and importance): ``metric`` is
@@ -35,7 +37,8 @@ name), ``seed``, ``run`` (the run's key: its folder is ``<task>-<model>-seed<see
   clustering's JS divergences and MDS, the examples' maps, pruning curves) and labels.
 
 `load_study` gives `STUDY_COLUMNS`: per study task and metric, the mean, standard deviation,
-minimum, maximum and number of seeds the study stored; `load_findings` gives
+minimum, maximum and number of seeds the study stored (its analysis, checkpoint and pair from
+its record in a stored run of the task); `load_findings` gives
 `FINDING_COLUMNS`: per finding, task and seed, its state and evidence (the change and its 95%
 interval over the sampled units, or a claim's share of resamples), on how many of the task's
 seeds it is clear, and the paper beside it (``paper``, ``paper_says``, ``paper_verdict``). ``harness
@@ -55,12 +58,12 @@ import pandas as pd
 
 from classifier import CLASSES
 from harness.config import ExportConfig
-from harness.results.checkpoints import BASELINES, FINETUNED, MAIN_PAIR, PRETRAINED
 from harness.results.store import ensure_writable
 from harness.results.summary import STUDIES, SUMMARY, checked_study, checked_summary, whole_summary
 from harness.views.base import current_entries, pair_name
+from harness.views.metrics import Metric
 from harness.views.style import model_title
-from harness.views.summary import changes
+from harness.views.summary import summary_records
 from tasks.errors import InputError
 from tasks.files import atomic_path, atomic_write_text
 
@@ -76,9 +79,6 @@ FINDING_COLUMNS = {"study": "string", "finding": "string", "claim": "string", "t
                    "state": "string", "clear": "boolean", "value": "Float64", "low": "Float64", "high": "Float64",
                    "support": "Float64", "unit": "string", "n": "Int64", "holds": "Int64", "seeds": "Int64",
                    "paper": "string", "paper_says": "string", "paper_verdict": "string"}
-CHECKPOINTS = (PRETRAINED, FINETUNED, *BASELINES)  # the names a metric's name may embed
-CHECKPOINT_NAME = "|".join(map(re.escape, CHECKPOINTS))
-PAIR_IN_NAME = re.compile(rf"(?:^|_)({CHECKPOINT_NAME})_to_({CHECKPOINT_NAME})(?:_|$)")  # x_pretrained_to_finetuned_y
 LEVEL_KEYS = {"per_head", "per_layer", "heads", "layers"}  # keys that only say the level, dropped from names
 LEVEL_IN_KEY = re.compile(r"(?:^|_)per_(?:head|layer)(?=_|$)")  # accuracy_per_head, per_head_std, per_layer_change
 PATTERN_COUNTS = ("patterns", "counts_per_head")  # (analysis, key): maps of each class per head, in CLASSES' order
@@ -98,12 +98,13 @@ def load_runs(where: Where | Iterable[Where] = "outputs") -> pd.DataFrame:
 
 def load_study(study: Where, output_dir: Where = "outputs") -> pd.DataFrame:
     """A study's metrics over seeds (`STUDY_COLUMNS`), one row per task and metric; ``study``
-    is its folder or its name under ``<output_dir>/studies``. The analysis of each metric is
-    read from one stored run of its task (missing when none of the study's runs is there)."""
+    is its folder or its name under ``<output_dir>/studies``. The analysis, checkpoint and pair
+    of each metric are its record's in one stored run of its task (missing when none of the
+    study's runs is there)."""
     folder = study_folder(study, Path(output_dir))
     stored = checked_study(folder)
-    analyses = metric_analyses(folder, stored)
-    return table([(stored["name"], model_title(stored["model"]), task, analyses.get(metric), *placement(metric),
+    records = metric_records(folder, stored)
+    return table([(stored["name"], model_title(stored["model"]), task, *study_placement(records.get(metric)),
                    metric, spread["mean"], spread["std"], spread["min"], spread["max"], spread["n"])
                   for task, aggregate in stored["tasks"].items() for metric, spread in aggregate["metrics"].items()],
                  STUDY_COLUMNS)
@@ -147,33 +148,22 @@ def run_rows(summary: dict[str, Any]) -> Iterator[tuple[Any, ...]]:
     run = summary["run"]
     identity = (run["task"], model_title(run["model"]), run["seed"], run["key"])
     shape = (run["num_layers"], run["num_heads"])
-    for analysis, name, value in scalar_metrics(summary):
-        yield *identity, analysis, *placement(name), name, None, None, value
+    for metric in summary_records(summary):
+        yield (*identity, metric.analysis, metric.checkpoint, pair_of(metric), metric.name, metric.layer, None,
+               metric.value)
     for analysis, (_, entry) in current_entries(summary).items():
         for checkpoint, pair, metric, layer, head, value in entry_arrays(analysis, entry, shape):
             yield *identity, analysis, checkpoint, pair, metric, layer, head, value
 
 
-def scalar_metrics(summary: dict[str, Any]) -> Iterator[tuple[str, str, float]]:
-    """(analysis, metric, value) of every scalar of a summary: what `summary_metrics` gives
-    MLflow, each with the analysis whose view names it."""
-    for analysis, (view, entry) in current_entries(summary).items():
-        metrics = [(name, value) for name, value in view.metrics(entry) if value is not None]
-        yield from ((analysis, name, value) for name, value in metrics + changes(metrics))
+def pair_of(metric: Metric) -> str | None:
+    """The name of the pair a metric is of (``pretrained->finetuned``), or None."""
+    return None if metric.pair is None else pair_name(metric.pair)
 
 
-def placement(metric: str) -> tuple[str | None, str | None]:
-    """(checkpoint, pair) a scalar metric's name says: ``sinks_pretrained_to_finetuned_...`` the
-    pair, a ``change`` (fine-tuned minus pre-trained) the main pair, else the one checkpoint it
-    names; None where it names none (``cosine_mean`` is a pair's, but its name does not say so)."""
-    compared = PAIR_IN_NAME.search(metric)
-    if compared:
-        return None, pair_name(compared.groups())
-    words = metric.split("_")
-    if "change" in words:
-        return None, MAIN_PAIR
-    named = [checkpoint for checkpoint in CHECKPOINTS if checkpoint in words]
-    return (named[0] if len(named) == 1 else None), None
+def study_placement(metric: Metric | None) -> tuple[str | None, str | None, str | None]:
+    """(analysis, checkpoint, pair) of a study's metric from its record, all missing without one."""
+    return (None, None, None) if metric is None else (metric.analysis, metric.checkpoint, pair_of(metric))
 
 
 def entry_arrays(analysis: str, entry: dict[str, Any], shape: tuple[int, int]) -> Iterator[tuple[Any, ...]]:
@@ -258,15 +248,15 @@ def study_run_folders(folder: Path, stored: dict[str, Any]) -> list[Path]:
     return [folder.parent.parent / run["folder"] for run in stored["runs"]]
 
 
-def metric_analyses(folder: Path, stored: dict[str, Any]) -> dict[str, str]:
-    """``{metric: analysis}`` from the first whole summary of each task among the study's runs."""
-    found: dict[str, str] = {}
+def metric_records(folder: Path, stored: dict[str, Any]) -> dict[str, Metric]:
+    """``{name: record}`` of the metrics of the first whole summary of each task among the study's runs."""
+    found: dict[str, Metric] = {}
     for task in stored["tasks"]:
         summaries = (checked_summary(run / SUMMARY) for run in study_run_folders(folder, stored)
                      if run.name.startswith(f"{task}-"))
         summary = next((summary for summary in summaries if summary is not None), None)
         if summary is not None:
-            found |= {name: analysis for analysis, name, _ in scalar_metrics(summary)}
+            found |= {metric.name: metric for metric in summary_records(summary)}
     return found
 
 

@@ -27,8 +27,8 @@ from harness.views import VIEWS_FOLDER
 from harness.views import trajectory as trajectory_view
 from harness.views.base import Entry, current_entries
 from harness.views.evaluation import EvaluationView
-from harness.views.summary import summary_metrics
 from harness.views.style import figure_note, model_tokens, own_tokens, pdf_sibling
+from harness.views.summary import summary_metrics
 from tasks.files import atomic_write_text, writing
 
 DRAWN = ".drawn.json"

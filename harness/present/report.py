@@ -295,7 +295,7 @@ def run_parameters(summary: dict[str, Any]) -> list[tuple[str, str]]:
 def run_headline(summary: dict[str, Any]) -> list[tuple[str, str]]:
     """The run's headline metrics as name-value rows."""
     metrics = summary_metrics(summary)
-    return [(name, f"{metrics[name]:.4g}") for name in headline_names(summary, metrics)]
+    return [(name, f"{metrics[name]:.4g}") for name in headline_names(summary)]
 
 
 def analysis_parameters(entry: dict[str, Any]) -> list[tuple[str, str]]:

@@ -13,8 +13,8 @@ from typing import Any
 
 from harness.views import VIEWS
 from harness.views import trajectory as trajectory_view
-from harness.views.base import Failures, attempt
 from harness.views.across_tasks import metric_table
+from harness.views.base import Failures, attempt
 from harness.views.papers import paper_cells
 from harness.views.style import markdown_table, model_tokens, own_tokens
 from tasks.files import atomic_write_text

@@ -9,7 +9,8 @@ model on the treebank) is found again by every task and seed that needs it.
 
 Every file is written atomically (temporary file in the same folder, fsync, rename), so a
 crash leaves either the old file or the new one, never half of one; a file that cannot be
-read back as JSON is treated as missing and recomputed.
+read back as JSON is treated as missing and recomputed. A result is checked against the
+shape its analysis declared (`harness.results.shapes`) before it is written.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.results.shapes import check
 from tasks.errors import InputError
 from tasks.files import atomic_write_bytes
 
@@ -141,6 +143,9 @@ class ResultStore:
             return None
         return stored["result"]
 
-    def save(self, identity: ResultIdentity, result: dict[str, Any]) -> Path:
-        """Store ``result`` under ``identity`` atomically (strict JSON: no NaN); returns the file written."""
+    def save(self, identity: ResultIdentity, result: Mapping[str, Any]) -> Path:
+        """Store ``result`` under ``identity`` atomically (strict JSON: no NaN); returns the file written.
+        A result whose keys differ from the shape its analysis declared is refused, naming the key
+        (`harness.results.shapes.ShapeError`), and nothing is written."""
+        check(identity.analysis, result)
         return write_json(self.path(identity), {"schema": SCHEMA, "identity": identity.as_dict(), "result": result})

@@ -49,10 +49,10 @@ from harness.results.summary import SUMMARY, flatten, seal, stored_summary
 from harness.run.engine import analyse
 from harness.run.plan import RunPlan, plan_run, run_device
 from harness.run.provenance import code_version, model_provenance
-from harness.run.trajectory import step_name, trajectory
 from harness.run.tracking import CHECKPOINT_TAG, PARENT_TAG, SKIPPED_TAG, Tracker, check_store, training_curve
-from harness.views.style import checkpoint_title
+from harness.run.trajectory import step_name, trajectory
 from harness.views.metrics import Metric, values
+from harness.views.style import checkpoint_title
 from harness.views.summary import headline_records, summary_records
 from tasks.errors import InputError
 from tasks.files import DiskFull

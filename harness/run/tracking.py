@@ -13,6 +13,7 @@ import sqlite3
 import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import closing
+from functools import partial
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import quote
@@ -174,13 +175,13 @@ class Tracker:
             present = (finished or runs)[0].data.tags
             for name, value in tags.items():
                 if name not in present:
-                    retrying(lambda: self.client.set_tag(self.run_id, name, value))
+                    retrying(partial(self.client.set_tag, self.run_id, name, value))
 
     def set_tags(self, tags: dict[str, str]) -> None:
         """Set ``tags`` on the run, replacing their earlier values (what a tag says may change, unlike a param)."""
         with writing(self.folder, "the MLflow run's tags"):
             for name, value in tags.items():
-                retrying(lambda: self.client.set_tag(self.run_id, name, value))
+                retrying(partial(self.client.set_tag, self.run_id, name, value))
 
     def log_params(self, params: dict[str, str]) -> None:
         """Log the params the run does not have yet (MLflow's params cannot change), 6000 characters each at most."""
@@ -188,7 +189,7 @@ class Tracker:
         fresh = [Param(key, value[:6000]) for key, value in params.items() if key not in logged]
         with writing(self.folder, "the MLflow run's params"):
             for start in range(0, len(fresh), 100):  # MLflow's batch limit
-                retrying(lambda: self.client.log_batch(self.run_id, params=fresh[start:start + 100]))
+                retrying(partial(self.client.log_batch, self.run_id, params=fresh[start:start + 100]))
 
     def log_metrics(self, metrics: Iterable[tuple[str, float, int]]) -> None:
         """(name, value, step) triples, e.g. a training curve; names already on the run are skipped."""
@@ -199,7 +200,7 @@ class Tracker:
                 by_name.setdefault(name, []).append(Metric(name, float(value), 0, step))
         with writing(self.folder, "the MLflow run's metrics"):
             for batch in metric_batches(by_name.values()):
-                retrying(lambda: self.client.log_batch(self.run_id, metrics=batch))
+                retrying(partial(self.client.log_batch, self.run_id, metrics=batch))
 
     def log_artifact(self, path: Path, folder: str | None = None) -> None:
         """Copy a file into the run's artifacts (under ``folder``)."""

@@ -22,8 +22,8 @@ from harness.results.checkpoints import FINETUNED, MAIN_PAIR, PRETRAINED
 from harness.views import VIEWS
 from harness.views import trajectory as trajectory_view
 from harness.views.base import Entry, Failures, PaperPoint, View, attempt, per_checkpoint_results, per_pair_results
-from harness.views.evidence import FAILS, FALLS, HOLDS, NO_CLEAR_CHANGE, RISES, UNCLEAR, Evidence, described
 from harness.views.evaluation import EvaluationView
+from harness.views.evidence import FAILS, FALLS, HOLDS, NO_CLEAR_CHANGE, RISES, UNCLEAR, Evidence, described
 from harness.views.seeds import spread
 from harness.views.summary import headline_names, summary_metrics
 from tasks.metrics import metric_rows

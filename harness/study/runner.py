@@ -35,8 +35,8 @@ from harness.views.base import Failures, attempt
 from harness.views.seeds import spread
 from tasks.errors import InputError
 from tasks.glue_tsv import split_path
-from tasks.registry import get_task
 from tasks.progress import progress_bar
+from tasks.registry import get_task
 
 ABLATION_SECONDS = "seconds_ablation"  # what `harness ablate` logs to the run it completes
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 import numpy as np
 from matplotlib.colors import TwoSlopeNorm
@@ -25,6 +25,7 @@ from matplotlib.ticker import MaxNLocator
 from harness.results.checkpoints import FINETUNED
 from harness.views.base import Claim, Entry, PaperPoint, View, pair_name, per_checkpoint_results, register_view
 from harness.views.evidence import FAILS, HOLDS, UNCLEAR, Evidence
+from harness.views.metrics import BOUNDS, Metric
 from harness.views.papers import KOVALEVA_TASKS, expected_for
 from harness.views.style import (
     GREY,
@@ -39,6 +40,7 @@ from harness.views.style import (
     suptitle,
 )
 
+ANALYSIS = "ablation"
 MODES = ("uniform", "zero")
 MODE_TITLES = {"uniform": "attention replaced by 1/L (Kovaleva et al.)",
                "zero": "head output gated to 0 (Michel et al.)"}
@@ -58,12 +60,28 @@ def families(result: dict[str, Any]) -> Iterator[tuple[str, str, dict[str, Any]]
             yield mode, scope, result[scope][mode]
 
 
-def extreme_cell(metrics: dict[str, Any], prefix: str) -> str:
+def ablation_metric(statistic: str, checkpoint: str = FINETUNED, value: float | None = None) -> Metric:
+    """A trained checkpoint's ablation metric: ``ablation_intact_finetuned``."""
+    return Metric(ANALYSIS, f"ablation_{statistic}", checkpoint=checkpoint, value=value)
+
+
+def extreme_statistic(extreme: str, scope: str, mode: str, what: str) -> str:
+    """The statistic of a family's ``best`` or ``worst`` single head or layer: its ``delta``, ``layer``
+    or ``head`` (``best_head_uniform_delta``)."""
+    return f"{extreme}_{scope[:-1]}_{mode}_{what}"
+
+
+def area_statistic(baseline: str) -> str:
+    """The statistic of the importance order's pruning area minus the ``baseline``'s."""
+    return f"importance_minus_{baseline}_area"
+
+
+def extreme_cell(metrics: dict[str, Any], extreme: str, scope: str, mode: str) -> str:
     """``3-10: -20.5``: a study task's best or worst single head (or layer) and its change in
     points, mean over seeds; the position only where every seed found the same one."""
-    delta = f"{100 * metrics[f'{prefix}_delta_{FINETUNED}']['mean']:+.1f}"
-    places = [metrics[name]["values"] for name in (f"{prefix}_layer_{FINETUNED}", f"{prefix}_head_{FINETUNED}")
-              if name in metrics]
+    delta = f"{100 * metrics[ablation_metric(extreme_statistic(extreme, scope, mode, 'delta')).name]['mean']:+.1f}"
+    places = [metrics[name]["values"] for name in (ablation_metric(extreme_statistic(extreme, scope, mode, what)).name
+                                                   for what in ("layer", "head")) if name in metrics]
     if any(len(set(values)) > 1 for values in places):
         return delta
     return "-".join(str(int(values[0])) for values in places) + f": {delta}"
@@ -110,17 +128,18 @@ def areas_sentence(pruning: dict[str, Any], examples: int) -> str:
                                       if differences else ""))
 
 
-def pruning_metrics(pruning: dict[str, Any], checkpoint: str) -> list[tuple[str, float]]:
+def pruning_metrics(pruning: dict[str, Any], checkpoint: str) -> list[Metric]:
     """The heads the importance and the oracle order prune within one point, and the importance
     order's area minus each baseline's with its interval's bounds (all cross-fitted)."""
-    out = [(f"ablation_pruned_within_one_point_{order}_{checkpoint}",
-            float(pruning["heads_pruned"][pruning["steps_within_one_point"][order]]))
+    out = [ablation_metric(f"pruned_within_one_point_{order}", checkpoint,
+                           float(pruning["heads_pruned"][pruning["steps_within_one_point"][order]]))
            for order in ("importance", "oracle") if order in pruning["steps_within_one_point"]]
     for baseline in BASELINES:
         if (evidence := pruning.get(f"importance_vs_{baseline}")) is not None:
-            name = f"ablation_importance_minus_{baseline}_area"
-            out += [(f"{name}_{checkpoint}", evidence["value"]), (f"{name}_low_{checkpoint}", evidence["interval"][0]),
-                    (f"{name}_high_{checkpoint}", evidence["interval"][1])]
+            area = area_statistic(baseline)
+            out += [ablation_metric(area, checkpoint, evidence["value"]),
+                    *(ablation_metric(f"{area}_{bound}", checkpoint, value)
+                      for bound, value in zip(BOUNDS, evidence["interval"]))]
     return out
 
 
@@ -191,10 +210,86 @@ def importance_beats(baseline: str) -> Callable[[Entry], Evidence | None]:
     return judge
 
 
+class Importance(TypedDict):
+    """A checkpoint's head importance (Michel et al.), raw and normalised per layer, and the loss it
+    is of; or, without one, why (``skipped_because``)."""
+
+    loss: str | None
+    skipped_because: NotRequired[str]
+    raw: NotRequired[list[list[float]]]
+    normalised: NotRequired[list[list[float]]]
+
+
+class Family(TypedDict):
+    """One family of tests, every head or every layer of one mode: the changes of the score, their
+    95% interval bounds, p-values and Holm-adjusted p-values (layers x heads, or per layer), and
+    how many are significant after Holm."""
+
+    delta: list[Any]
+    low: list[Any]
+    high: list[Any]
+    p: list[Any]
+    p_holm: list[Any]
+    significant: int
+
+
+class Areas(TypedDict):
+    """The area under each order's cross-fitted pruning curve, and, with an importance order, its
+    area minus the random orders' and minus the oracle's (`Evidence`)."""
+
+    areas: dict[str, float]
+    importance_vs_random: NotRequired[Evidence]
+    importance_vs_oracle: NotRequired[Evidence]
+
+
+class Pruning(Areas):
+    """The cross-fitted pruning: the fractions and numbers of heads pruned, the two halves of the
+    examples (their guids), each order's curve and the random orders' mean and spread, the step
+    at which each first drops more than a point, each half's order of heads, and how many variants."""
+
+    fractions: list[float]
+    heads_pruned: list[int]
+    halves: list[list[str]]
+    curves: dict[str, list[float]]
+    random_mean: list[float]
+    random_std: list[float]
+    steps_within_one_point: dict[str, int]
+    orders: dict[str, list[list[int]]]
+    variants: int
+
+
+class AblationResult(TypedDict):
+    """A checkpoint's stored ablation. Every checkpoint: whether its head is ``trained``, its
+    importance. An untrained head: a ``note``. A trained one: the metric, the examples scored,
+    the intact score, the families by scope and mode (``heads``, ``layers``), the pruning, the
+    importance's Spearman correlations with each mode's single-head changes, how many variants."""
+
+    trained: bool
+    importance: Importance
+    note: NotRequired[str]
+    metric: NotRequired[str]
+    examples: NotRequired[int]
+    intact: NotRequired[float]
+    heads: NotRequired[dict[str, Family]]
+    layers: NotRequired[dict[str, Family]]
+    pruning: NotRequired[Pruning]
+    correlations: NotRequired[dict[str, float | None]]
+    variants: NotRequired[int]
+
+
+class ImportanceAgreement(TypedDict):
+    """A pair's Spearman correlation between the two checkpoints' importance (None where constant)."""
+
+    importance_spearman: float | None
+
+
 @register_view
 class AblationView(View):
-    name = "ablation"
+    name = ANALYSIS
+    order = 160
     version = 2
+    stored = AblationResult
+    compared = ImportanceAgreement
     left_out = ("halves", "orders")
     claims = {"disabling_a_head_helps": Claim("making some single head's attention uniform raises the fine-tuned "
                                               "model's dev score, significant after Holm's correction over all "
@@ -221,7 +316,7 @@ class AblationView(View):
                   "is not among these tasks, and the paper ran no random orders")}
 
     @classmethod
-    def metrics(cls, entry: Entry) -> list[tuple[str, float]]:
+    def metrics(cls, entry: Entry) -> list[Metric]:
         """Per trained checkpoint: the intact score, the best and worst single head and layer of
         each mode (delta and 1-indexed position), the heads significant after Holm (and those of
         them that are gains), the cross-fitted pruning (`pruning_metrics`), and the importance
@@ -230,20 +325,20 @@ class AblationView(View):
         for checkpoint, result in per_checkpoint_results(entry).items():
             if not result["trained"]:
                 continue
-            out.append((f"ablation_intact_{checkpoint}", result["intact"]))
+            out.append(ablation_metric("intact", checkpoint, result["intact"]))
             for mode, scope, family in families(result):
                 for extreme, where in best_and_worst(family):
-                    prefix = f"ablation_{extreme}_{scope[:-1]}_{mode}"
-                    out.append((f"{prefix}_delta_{checkpoint}", float(np.asarray(family["delta"])[where])))
-                    out.append((f"{prefix}_layer_{checkpoint}", float(where[0] + 1)))
+                    places = {"delta": float(np.asarray(family["delta"])[where]), "layer": float(where[0] + 1)}
                     if scope == "heads":
-                        out.append((f"{prefix}_head_{checkpoint}", float(where[1] + 1)))
-                out.append((f"ablation_significant_{scope}_{mode}_{checkpoint}", float(family["significant"])))
-                out.append((f"ablation_significant_gains_{scope}_{mode}_{checkpoint}",
-                            float(significant_gains(family))))
+                        places["head"] = float(where[1] + 1)
+                    out += [ablation_metric(extreme_statistic(extreme, scope, mode, what), checkpoint, value)
+                            for what, value in places.items()]
+                out.append(ablation_metric(f"significant_{scope}_{mode}", checkpoint, float(family["significant"])))
+                out.append(ablation_metric(f"significant_gains_{scope}_{mode}", checkpoint,
+                                           float(significant_gains(family))))
             out += pruning_metrics(result["pruning"], checkpoint)
-            out += [(f"ablation_spearman_{name}_{checkpoint}", value)
-                    for name, value in result["correlations"].items() if value is not None]
+            out += [ablation_metric(f"spearman_{name}", checkpoint, value)
+                    for name, value in result["correlations"].items()]
         return out
 
     @classmethod
@@ -295,18 +390,15 @@ class AblationView(View):
         gains among them), the heads each pruning order removes within a point and the importance
         order's area against our random orders' and the oracle's (Michel et al.), all cross-fitted,
         over its seeds."""
-        tasks = {task: entry["metrics"] for task, entry in study["tasks"].items()
-                 if f"ablation_intact_{FINETUNED}" in entry["metrics"]}
+        intact = ablation_metric("intact").name
+        tasks = {task: entry["metrics"] for task, entry in study["tasks"].items() if intact in entry["metrics"]}
         if not tasks:
             return {}
-        rows = [[task, str(metrics[f"ablation_intact_{FINETUNED}"]["n"]),
-                 f"{100 * metrics[f'ablation_intact_{FINETUNED}']['mean']:.1f}",
-                 *(extreme_cell(metrics, f"ablation_{extreme}_{scope}_uniform")
-                   for scope in ("head", "layer") for extreme in ("best", "worst")),
+        rows = [[task, str(metrics[intact]["n"]), f"{100 * metrics[intact]['mean']:.1f}",
+                 *(extreme_cell(metrics, extreme, scope, "uniform")
+                   for scope in SCOPES for extreme in ("best", "worst")),
                  " / ".join(significant_cell(metrics, scope, mode) for scope in SCOPES for mode in MODES),
-                 " / ".join(f"{metrics[name]['mean']:.0f}" if (name := f"ablation_pruned_within_one_point_{order}_"
-                                                                       f"{FINETUNED}") in metrics else "-"
-                            for order in ("importance", "oracle")),
+                 " / ".join(pruned_cell(metrics, order) for order in ("importance", "oracle")),
                  *(area_cell(metrics, baseline) for baseline in BASELINES)] for task, metrics in tasks.items()]
         header = ["task", "seeds", "intact score", "best head, 1/L", "worst head, 1/L", "best layer, 1/L",
                   "worst layer, 1/L", "significant after Holm, gains of all: heads 1/L / heads 0 / layers 1/L / "
@@ -315,21 +407,28 @@ class AblationView(View):
         return {"ablation_by_task": markdown_table(header, rows)}
 
 
+def pruned_cell(metrics: dict[str, Any], order: str) -> str:
+    """How many heads the ``order`` prunes within one point, mean over seeds ('-' where not stored)."""
+    name = ablation_metric(f"pruned_within_one_point_{order}").name
+    return f"{metrics[name]['mean']:.0f}" if name in metrics else "-"
+
+
 def significant_cell(metrics: dict[str, Any], scope: str, mode: str) -> str:
     """``0 of 2``: a family's changes significant after Holm that are gains, of all significant,
     mean over seeds."""
-    name = f"{scope}_{mode}_{FINETUNED}"
-    return (f"{metrics[f'ablation_significant_gains_{name}']['mean']:.0f} of "
-            f"{metrics[f'ablation_significant_{name}']['mean']:.0f}")
+    gains, significant = (ablation_metric(f"{statistic}_{scope}_{mode}").name
+                          for statistic in ("significant_gains", "significant"))
+    return f"{metrics[gains]['mean']:.0f} of {metrics[significant]['mean']:.0f}"
 
 
 def area_cell(metrics: dict[str, Any], baseline: str) -> str:
     """The importance order's area minus a baseline's, in points, mean over seeds: with its 95%
     interval from one seed, else on how many seeds the interval lies above 0 and below it."""
-    name = f"ablation_importance_minus_{baseline}_area"
-    if f"{name}_{FINETUNED}" not in metrics:
+    area = area_statistic(baseline)
+    if ablation_metric(area).name not in metrics:
         return "-"
-    value, lows, highs = (metrics[f"{name}{part}_{FINETUNED}"] for part in ("", "_low", "_high"))
+    value, lows, highs = (metrics[ablation_metric(statistic).name]
+                          for statistic in (area, *(f"{area}_{bound}" for bound in BOUNDS)))
     if value["n"] == 1:
         return f"{percent(value['mean'])} [{percent(lows['values'][0])}, {percent(highs['values'][0])}]"
     above, below = sum(low > 0 for low in lows["values"]), sum(high < 0 for high in highs["values"])

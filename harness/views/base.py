@@ -15,15 +15,41 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypedDict, TypeVar
 
 from harness.registry import registrar
 from harness.results.checkpoints import MAIN_PAIR
+from harness.results.shapes import declare
+from harness.views.metrics import Metric
 
 Entry = dict[str, Any]  # one analysis's entry of summary.json: version, identity, pairs, reference, result
 Row = tuple[str, ...]  # a row of the overview table: what, pre-trained, fine-tuned, the paper's number
 Failures = dict[str, str]  # {what a study could not aggregate or draw: the error}, written to its study.json
 Value = TypeVar("Value")
+
+
+class HeadValue(TypedDict):
+    """A head (1-indexed) and its value: the strongest, or the most changed."""
+
+    layer: int
+    head: int
+    value: float
+
+
+class BestHead(HeadValue):
+    """The largest entry of a grid (`harness.analyses.base.best_head`), with its 0-indexed positions
+    along the dimensions before the layers and heads."""
+
+    leading: list[int]
+
+
+class ChangedHead(TypedDict):
+    """A head (1-indexed) whose label, class or label set differs between two checkpoints."""
+
+    layer: int
+    head: int
+    before: Any
+    after: Any
 
 
 def attempt(failures: Failures, what: str, compute: Callable[[], Value], otherwise: Value) -> Value:
@@ -92,7 +118,9 @@ class View:
     one a name `metrics` gives), ``papers`` (``{claim or signed change: PaperPoint}``: what
     the papers found on it, set beside the study's finding), ``left_out`` (heavy result keys no
     table reads, dropped from the results the docs keep), ``overview_reads`` (other analyses whose entries its
-    `overview_rows` read).
+    `overview_rows` read), ``stored`` (the TypedDict of one result the analysis stores: a
+    checkpoint's, or the joint one; the results store refuses a result of other keys:
+    `harness.results.shapes`) and ``compared`` (that of one pair's comparison, `Analysis.compare`).
     """
 
     name: ClassVar[str]
@@ -102,6 +130,15 @@ class View:
     papers: ClassVar[dict[str, PaperPoint]] = {}
     left_out: ClassVar[tuple[str, ...]] = ()
     overview_reads: ClassVar[tuple[str, ...]] = ()
+    order: ClassVar[int]  # where its overview rows come, and its analysis in a run's list: ascending
+    stored: ClassVar[type | None] = None
+    compared: ClassVar[type | None] = None
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """A view that names its analysis and declares what it stores gives the store that shape to check."""
+        super().__init_subclass__(**kwargs)
+        if "name" in vars(cls) and cls.stored is not None:
+            declare(cls.name, cls.stored)
 
     @classmethod
     def change_evidence(cls, entry: Entry) -> dict[str, dict[str, Any]]:
@@ -117,15 +154,15 @@ class View:
         return " ".join((sys.modules[cls.__module__].__doc__ or "").strip().split("\n\n")[0].split())
 
     @classmethod
-    def metrics(cls, entry: Entry) -> list[tuple[str, float]]:
-        """Scalars of a stored summary entry, logged as MLflow metrics (name, value)."""
+    def metrics(cls, entry: Entry) -> list[Metric]:
+        """Scalars of a stored summary entry (`harness.views.metrics.Metric`), logged as MLflow metrics."""
         return []
 
     @classmethod
-    def headline(cls, metrics: dict[str, float]) -> list[str]:
-        """The few of its ``metrics`` (its own and their ``_change`` differences, among every
-        metric of the run) that answer the run's question at a glance: logged again under
-        ``headline/``, the short list MLflow's compare view lines up across runs."""
+    def headline(cls, metrics: list[Metric]) -> list[Metric]:
+        """The few of its ``metrics`` (its own and their fine-tuned minus pre-trained changes) that
+        answer the run's question at a glance: logged again under ``headline/``, the short list
+        MLflow's compare view lines up across runs."""
         return []
 
     @classmethod

@@ -10,7 +10,7 @@ the cosine's rows (`harness.views.cosine`).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -18,10 +18,45 @@ from harness.views.base import Entry, View, per_pair_results, register_view
 from harness.views.style import axes_title, checkpoint_title, draw_side_by_side_grids, plt, run_title, save
 
 
+class WithinCheckpoint(TypedDict):
+    """A checkpoint's mean divergence between heads of the same layer and of different layers."""
+
+    same_layer: float
+    other_layers: float
+
+
+class BetweenVersions(TypedDict):
+    """A pair's divergence between each head's two versions, (layers, heads)."""
+
+    between_versions: list[list[float]]
+
+
+class ClusteringResult(TypedDict):
+    """What the clustering stores (one result for all checkpoints): the divergence between every
+    two heads (``head_order``), their MDS embedding, the blocks within each checkpoint and each
+    pair's divergence between versions; how many tokens and items it read."""
+
+    checkpoints: list[str]
+    num_layers: int
+    num_heads: int
+    head_order: str
+    js_divergence: list[list[float]]
+    mds: list[list[float]]
+    mds_stress: float
+    within_checkpoint: dict[str, WithinCheckpoint]
+    tokens_used: int
+    tokens_per_example: int
+    num_items: int
+    distance: str
+    per_pair: dict[str, BetweenVersions]
+
+
 @register_view
 class ClusteringView(View):
     name = "clustering"
+    order = 40
     version = 2
+    stored = ClusteringResult
     left_out = ("js_divergence", "mds")
 
     @classmethod
@@ -32,7 +67,7 @@ class ClusteringView(View):
 def draw_clustering(entry: dict[str, Any], run: dict[str, Any], out_dir: Path) -> list[Path]:
     """The joint MDS map (one marker per checkpoint, a line from each head's earlier to its later
     version for each declared pair) and, per pair, the per-head divergence between versions."""
-    clustering = entry["result"]
+    clustering: ClusteringResult = entry["result"]
     checkpoints = clustering["checkpoints"]
     layers, heads = clustering["num_layers"], clustering["num_heads"]
     points = np.asarray(clustering["mds"], dtype=float).reshape(len(checkpoints), layers, heads, 2)

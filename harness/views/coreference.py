@@ -12,19 +12,30 @@ on all mentions.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.views.base import Entry, PaperPoint, Row, View, per_checkpoint_results, per_pair_results, register_view
-from harness.views.evidence import RESAMPLES, Evidence
+from harness.views.evidence import RESAMPLES, Evidence, StoredUnits
+from harness.views.metrics import Metric
 from harness.views.style import GREY, checkpoint_title, draw_side_by_side_grids, plt, run_title, save, titled_pairs
 from tasks.coreference import MENTION_TYPES
 
 GROUPS = ("all", *MENTION_TYPES)
 BASELINES = ("nearest", "head_match", "nearest_either_side")
-CHANGE = "coref_all_change"
+ANALYSIS = "coreference"
+
+
+def best_head_accuracy(group: str, value: float | None = None, checkpoint: str | None = None,
+                       reference: str | None = None) -> Metric:
+    """A checkpoint's best head's (or a ``reference`` baseline's) antecedent accuracy on ``group``'s
+    mentions: ``coref_all_finetuned``, ``coref_pronoun_nearest``."""
+    return Metric(ANALYSIS, f"coref_{group}", checkpoint=checkpoint, reference=reference, value=value)
+
+
+CHANGE = best_head_accuracy("all").changed().name  # coref_all_change: the best head's, all mentions
 UNIT = "documents"  # what is sampled: the mentions of one document are not independent
 
 # Clark et al. 2019, Table 2 (BERT-base, CoNLL-2012 dev, documents cut to 128 tokens), as fractions.
@@ -40,10 +51,43 @@ CLARK_TABLE_2 = {
 BAR_COLORS = {"Nearest": "C0", "Head match": "C1", "Nearest either side (ours)": "C2", "Rule-based": GREY}
 
 
+class CoreferenceResult(TypedDict):
+    """A checkpoint's stored coreference: how the documents were read and cut, the mentions per
+    group, each baseline's accuracy per group, each head's accuracy per group, the best head of
+    each group (``layer``, ``head``, ``accuracy``; and ``overall_head_by_type``: the best head on
+    all mentions, its accuracy per group), and each document's hits of every head (`UNIT`).
+    Accuracies are None for a group without mentions."""
+
+    word_attention_from: str
+    max_tokens: int
+    documents: int
+    documents_cut: int
+    words_cut: int
+    mentions_cut: int
+    mentions: dict[str, int]
+    baselines: dict[str, dict[str, float | None]]
+    accuracy_per_head: dict[str, list[list[float]]]
+    best_head: dict[str, Any]
+    units: StoredUnits
+
+
+class CoreferenceComparison(TypedDict):
+    """A pair's change per group of the best head, and at the earlier checkpoint's best head
+    (its ``layer`` and ``head``, and the change per group), and the evidence of the best head's
+    change on all mentions (by the name of its signed change)."""
+
+    best_head: dict[str, float | None]
+    at_before_best_head: dict[str, Any]
+    evidence: dict[str, Evidence]
+
+
 @register_view
 class CoreferenceView(View):
-    name = "coreference"
+    name = ANALYSIS
+    order = 110
     version = 4
+    stored = CoreferenceResult
+    compared = CoreferenceComparison
     signed_changes = {CHANGE: "the best head's coreference antecedent accuracy"}
     papers = {CHANGE: PaperPoint(
         "Clark et al. 2019, Table 2",
@@ -52,19 +96,20 @@ class CoreferenceView(View):
     left_out = ("accuracy_per_head", "units")
 
     @classmethod
-    def metrics(cls, entry: Entry) -> list[tuple[str, float]]:
-        """Per mention type: each baseline, and each checkpoint's best head."""
+    def metrics(cls, entry: Entry) -> list[Metric]:
+        """Per mention type: each baseline, and each checkpoint's best head (None where no mention
+        of the type was scored)."""
         checkpoints = per_checkpoint_results(entry)
         baselines = next(iter(checkpoints.values()))["baselines"]
-        out = [(f"coref_{group}_{name}", values[group]) for name, values in baselines.items() for group in GROUPS]
-        out += [(f"coref_{group}_{checkpoint}", stats["best_head"][group]["accuracy"])
-                for checkpoint, stats in checkpoints.items() for group in GROUPS]
-        return [(name, value) for name, value in out if value is not None]
+        out = [best_head_accuracy(group, values[group], reference=name)
+               for name, values in baselines.items() for group in GROUPS]
+        return out + [best_head_accuracy(group, stats["best_head"][group]["accuracy"], checkpoint=checkpoint)
+                      for checkpoint, stats in checkpoints.items() for group in GROUPS]
 
     @classmethod
-    def headline(cls, metrics: dict[str, float]) -> list[str]:
+    def headline(cls, metrics: list[Metric]) -> list[Metric]:
         """How the best head's antecedent accuracy changed (all mentions)."""
-        return [name for name in (CHANGE,) if name in metrics]
+        return [metric for metric in metrics if metric.key == best_head_accuracy("all").changed()]
 
     @classmethod
     def draw(cls, entry: Entry, run: dict[str, Any], out_dir: Path) -> list[Path]:

@@ -9,16 +9,18 @@ stored, `harness.views.evidence`).
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from statistics import fmean
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
 from harness.results.checkpoints import MAIN_PAIR
 from harness.views.across_tasks import study_title, task_colour
-from harness.views.base import Claim, Entry, PaperPoint, Row, View, per_pair_results, register_view
-from harness.views.evidence import Evidence, UnitSums, resampled_verdict
+from harness.views.base import Claim, Entry, HeadValue, PaperPoint, Row, View, per_pair_results, register_view
+from harness.views.evidence import Evidence, StoredUnits, UnitSums, resampled_verdict
+from harness.views.metrics import Metric
 from harness.views.papers import KOVALEVA_TASKS, expected_for
 from harness.views.seeds import elementwise
 from harness.views.style import (
@@ -35,10 +37,33 @@ from harness.views.style import (
 )
 
 LAST_LAYERS = 2  # Kovaleva et al.: "the last two layers change most"
+SUMMED = ("mean", "last_two_layers")  # the metrics over layers: every layer's, and the last two's
 UNIT = "dev examples"  # what the cosine samples: each example's maps of both checkpoints
 
 
-def most_changed(per_head: list[list[float]]) -> dict[str, Any]:
+class CosineStats(TypedDict):
+    """One pair's cosine between the maps: per head the mean and the standard deviation over
+    examples, per layer the mean over heads, and how many examples."""
+
+    per_head: list[list[float]]
+    per_head_std: list[list[float]]
+    per_layer: list[float]
+    num_examples: int
+
+
+class CosinePair(CosineStats):
+    """A pair's stored cosine, with each example's mean cosine per layer (`UNIT`)."""
+
+    units: StoredUnits
+
+
+class CosineResult(TypedDict):
+    """What the cosine stores (one result for all checkpoints): each declared pair's, by pair name."""
+
+    per_pair: dict[str, CosinePair]
+
+
+def most_changed(per_head: list[list[float]]) -> HeadValue:
     """The head (1-indexed) with the lowest mean cosine (the first such in layer-major order),
     and that cosine in float32, as the grid was measured."""
     grid = np.asarray(per_head, dtype=np.float32)
@@ -116,7 +141,9 @@ def cells(per_layer: dict[str, Any]) -> list[str]:
 @register_view
 class CosineView(View):
     name = "cosine"
+    order = 20
     version = 3
+    stored = CosineResult
     claims = {"last_layers_change_most": Claim("the last two layers change most (the two lowest per-layer cosines)",
                                                 last_layers_change_most)}
     papers = {"last_layers_change_most": PaperPoint(
@@ -127,19 +154,21 @@ class CosineView(View):
     left_out = ("units",)
 
     @classmethod
-    def metrics(cls, entry: Entry) -> list[tuple[str, float]]:
-        """Per pair, the mean cosine per layer, over all heads, and over the last two layers."""
+    def metrics(cls, entry: Entry) -> list[Metric]:
+        """Per pair, the mean cosine per layer, over all heads, and over the last two layers (the
+        first pair's names leave the pair unsaid: ``cosine_mean``)."""
         out = []
-        for index, (name, stats) in enumerate(per_pair_results(entry).items()):
-            prefix = "cosine" if index == 0 else f"cosine_{name.replace('->', '_to_')}"
-            out += [(f"{prefix}_layer_{layer + 1}", value) for layer, value in enumerate(stats["per_layer"])]
-            out += [(f"{prefix}_mean", fmean(stats["per_layer"])),
-                    (f"{prefix}_last_two_layers", fmean(stats["per_layer"][-LAST_LAYERS:]))]
+        for index, (pair, stats) in enumerate(zip(entry["pairs"], per_pair_results(entry).values())):
+            cosine = Metric(cls.name, "cosine", pair=(pair[0], pair[1]), pair_said=index > 0)
+            out += [replace(cosine, layer=layer, value=value) for layer, value in enumerate(stats["per_layer"], 1)]
+            out += [replace(cosine, detail=SUMMED[0], value=fmean(stats["per_layer"])),
+                    replace(cosine, detail=SUMMED[1], value=fmean(stats["per_layer"][-LAST_LAYERS:]))]
         return out
 
     @classmethod
-    def headline(cls, metrics: dict[str, float]) -> list[str]:
-        return [name for name in ("cosine_mean", "cosine_last_two_layers") if name in metrics]
+    def headline(cls, metrics: list[Metric]) -> list[Metric]:
+        """The first pair's mean cosine over all heads and over the last two layers."""
+        return [metric for detail in SUMMED for metric in metrics if not metric.pair_said and metric.detail == detail]
 
     @classmethod
     def draw(cls, entry: Entry, run: dict[str, Any], out_dir: Path) -> list[Path]:

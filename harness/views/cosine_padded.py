@@ -9,30 +9,56 @@ the ranking agreement of the first pair.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
-from harness.views.base import Entry, View, per_pair_results, register_view
+from harness.views.base import Entry, HeadValue, View, per_pair_results, register_view
+from harness.views.cosine import CosineStats
+from harness.views.metrics import Metric
 from harness.views.style import checkpoint_title, draw_head_grid, draw_layer_lines, run_title
 
 PROTOCOLS = ("padded", "cropped")
 
 
+class PaddedPair(TypedDict):
+    """A pair's cosine under each protocol, the Spearman agreement of their head rankings, and each
+    protocol's most changed head (by protocol) and whether they are the same head."""
+
+    padded: CosineStats
+    cropped: CosineStats
+    ranking_spearman: float
+    most_changed: dict[str, HeadValue]
+    same_most_changed: bool
+
+
+class PaddedResult(TypedDict):
+    """What the padded protocol stores (one result for all checkpoints): each pair's, and the padded length."""
+
+    per_pair: dict[str, PaddedPair]
+    padded_to: int
+
+
 @register_view
 class PaddedCosineView(View):
     name = "cosine_padded"
+    order = 30
     version = 1
+    stored = PaddedResult
 
     @classmethod
-    def metrics(cls, entry: Entry) -> list[tuple[str, float]]:
-        """The first pair's padded cosine per layer and the Spearman agreement of the two protocols' head rankings."""
+    def metrics(cls, entry: Entry) -> list[Metric]:
+        """The first pair's padded cosine per layer and the Spearman agreement of the two protocols'
+        head rankings (their names leave the pair unsaid)."""
         pairs = per_pair_results(entry)
         if not pairs:
             return []
         first = next(iter(pairs.values()))
-        per_layer = [(f"cosine_padded_layer_{layer + 1}", value)
-                     for layer, value in enumerate(first["padded"]["per_layer"])]
-        return per_layer + [("cosine_padded_ranking_spearman", first["ranking_spearman"])]
+        before, after = entry["pairs"][0]
+        padded = Metric(cls.name, "cosine_padded", pair=(before, after), pair_said=False)
+        per_layer = [replace(padded, layer=layer, value=value)
+                     for layer, value in enumerate(first["padded"]["per_layer"], 1)]
+        return per_layer + [replace(padded, detail="ranking_spearman", value=first["ranking_spearman"])]
 
     @classmethod
     def tables(cls, entry: Entry, run: dict[str, Any]) -> dict[str, str]:

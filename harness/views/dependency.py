@@ -12,13 +12,14 @@ each pair's change of the best head on ours ``all`` with its interval over resam
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Final, TypedDict
 
 import numpy as np
 
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.views.base import Entry, PaperPoint, Row, View, per_checkpoint_results, per_pair_results, register_view
-from harness.views.evidence import RESAMPLES
+from harness.views.evidence import RESAMPLES, Evidence, StoredUnits
+from harness.views.metrics import Metric
 from harness.views.style import (
     axes_title,
     checkpoint_title,
@@ -31,8 +32,20 @@ from harness.views.style import (
 
 DIRECTIONS = ("dependent->head", "head->dependent")
 ALL = "all"
-ALL_CLARK = "all_clark"
-CHANGE = "syntax_change_all"
+ALL_CLARK: Final = "all_clark"
+ANALYSIS = "syntax"
+BASELINE = "baseline"  # the best offset: where a word's head is a fixed number of words away
+
+
+def relation_accuracy(relation: str, value: float | None = None, checkpoint: str | None = None,
+                      reference: str | None = None) -> Metric:
+    """The best head's accuracy on ``relation`` of a checkpoint, or the best offset's (``reference``
+    `BASELINE`): ``syntax_finetuned_nsubj``, ``syntax_baseline_nmod_poss``."""
+    return Metric(ANALYSIS, "syntax", detail=relation.replace(":", "_"), checkpoint=checkpoint, reference=reference,
+                  value=value)
+
+
+CHANGE = relation_accuracy(ALL).changed().name  # syntax_change_all
 UNIT = "treebank sentences"  # what is sampled: the words of one sentence are not independent
 # UD relation -> Stanford Dependencies relation of Clark et al.'s Table 1 (BERT-base, PTB WSJ).
 # UD "case" links a preposition to its noun: the reverse arc of SD "pobj" (noun to preposition).
@@ -64,10 +77,78 @@ def paper_row(relation: str) -> dict[str, Any] | None:
             "baseline_offset": offset}
 
 
+class DirectedHead(TypedDict):
+    """A head (1-indexed), the direction it is read in, and its accuracy (%)."""
+
+    layer: int
+    head: int
+    direction: str
+    accuracy: float
+
+
+class OffsetBaseline(TypedDict):
+    """The best offset and its accuracy (%)."""
+
+    offset: int
+    accuracy: float
+
+
+class RelationRow(TypedDict):
+    """One relation of a checkpoint: how many dependents, the best head (overall and per direction),
+    the best offset, and every head's accuracy (%) per direction, (directions, layers, heads)."""
+
+    relation: str
+    count: int
+    best: DirectedHead
+    by_direction: dict[str, DirectedHead]
+    baseline: OffsetBaseline
+    per_head: list[list[list[float]]]
+
+
+class SyntaxResult(TypedDict):
+    """A checkpoint's stored dependency heads: a row per relation (ours ``all`` first) and Clark's
+    ``all_clark`` (None without relations), the settings and counts of the treebank read, and
+    each sentence's correct predictions on ours ``all`` per direction and head (`UNIT`)."""
+
+    relations: list[RelationRow]
+    all_clark: RelationRow | None
+    min_count: int
+    offsets: list[int]
+    directions: list[str]
+    word_attention_from: str
+    num_sentences: int
+    num_words: int
+    num_scored: int
+    words_cut: int
+    arcs_cut: int
+    units: StoredUnits
+
+
+class RelationChange(TypedDict):
+    """A relation's change of the best head's accuracy (points), and the later checkpoint's accuracy
+    at the earlier one's best head."""
+
+    relation: str
+    change: float
+    after_at_before_head: float
+
+
+class SyntaxComparison(TypedDict):
+    """A pair's change per relation and of Clark's ``all_clark``, and the evidence of the best head's
+    change on ours ``all`` (by the name of its signed change)."""
+
+    relations: list[RelationChange]
+    all_clark: RelationChange | None
+    evidence: dict[str, Evidence]
+
+
 @register_view
 class DependencyView(View):
-    name = "syntax"
+    name = ANALYSIS
+    order = 100
     version = 4
+    stored = SyntaxResult
+    compared = SyntaxComparison
     signed_changes = {CHANGE: "the best heads' dependency accuracy"}
     papers = {CHANGE: PaperPoint(
         "Clark et al. 2019, Table 1",
@@ -76,17 +157,14 @@ class DependencyView(View):
     left_out = ("per_head", "units")
 
     @classmethod
-    def metrics(cls, entry: Entry) -> list[tuple[str, float]]:
+    def metrics(cls, entry: Entry) -> list[Metric]:
         """Best-head accuracy per relation and checkpoint (`all_clark`, the paper's protocol, too),
         and the offset baseline."""
-        out = []
-        for checkpoint, stats in per_checkpoint_results(entry).items():
-            for row in rows_of(stats):
-                out.append((f"syntax_{checkpoint}_{row['relation'].replace(':', '_')}", row["best"]["accuracy"]))
+        out = [relation_accuracy(row["relation"], row["best"]["accuracy"], checkpoint=checkpoint)
+               for checkpoint, stats in per_checkpoint_results(entry).items() for row in rows_of(stats)]
         first = next(iter(per_checkpoint_results(entry).values()))
-        out += [(f"syntax_baseline_{row['relation'].replace(':', '_')}", row["baseline"]["accuracy"])
-                for row in rows_of(first)]
-        return out
+        return out + [relation_accuracy(row["relation"], row["baseline"]["accuracy"], reference=BASELINE)
+                      for row in rows_of(first)]
 
     @classmethod
     def draw(cls, entry: Entry, run: dict[str, Any], out_dir: Path) -> list[Path]:

@@ -11,7 +11,8 @@ study judges on each run that the fine-tuned model beats the majority class.
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import replace
+from typing import Any, TypedDict
 
 from harness.recipes import describe_recipe
 from harness.results.checkpoints import FINETUNED, FROZEN_ENCODER, MAIN_PAIR, PRETRAINED, RANDOM_INIT
@@ -26,12 +27,48 @@ from harness.views.base import (
     per_pair_results,
     register_view,
 )
-from harness.views.papers import KOVALEVA_TABLE_1, KOVALEVA_TASKS, expected_for
 from harness.views.evidence import interval_verdict
+from harness.views.metrics import BOUNDS, Metric, chosen
+from harness.views.papers import KOVALEVA_TABLE_1, KOVALEVA_TASKS, expected_for
 from harness.views.style import checkpoint_title, markdown_table
 from tasks.registry import GlueTask, get_task
 
 PAPER_MODEL = "bert-base-uncased"
+MAJORITY = "majority"  # the majority class: the reference every dev score is set beside
+ABOVE_MAJORITY = "above_majority"  # a checkpoint's dev score minus the majority class's
+
+
+class DevScores(TypedDict):
+    """A checkpoint's stored dev evaluation: ``"<split>/<metric>"`` scores (the loss among them) and
+    the majority class's, examples per split, the task, and each split's predictions and labels."""
+
+    metrics: dict[str, float]
+    majority: dict[str, float]
+    examples: dict[str, int]
+    task: str
+    predictions: dict[str, list[float]]
+    labels: dict[str, list[float]]
+
+
+class PairedDifference(TypedDict):
+    """One score minus another on the same examples, with its 95% paired bootstrap interval."""
+
+    metric: str
+    difference: float
+    interval: list[float]
+
+
+class DevComparison(TypedDict):
+    """A pair (before, after): the change of every score, and ``after`` on the main metric against
+    ``before`` and against the majority class; whether it ``learned``."""
+
+    change: dict[str, float]
+    main_metric: str
+    against_before: PairedDifference
+    against_majority: PairedDifference
+    learned: bool
+
+
 TABLE_COLUMNS = {"majority": "majority class", PRETRAINED: "pre-trained, untrained head",
                  FROZEN_ENCODER: "pre-trained, frozen encoder", RANDOM_INIT: "random init + FT",
                  FINETUNED: "pre-trained + FT"}
@@ -57,10 +94,12 @@ def dev_table(study: dict[str, Any]) -> str:
     rows = []
     for task, entry in study["tasks"].items():
         stem, metrics = entry["main_metric"], entry["metrics"]
+        main = Metric(EvaluationView.name, stem)
+        majority = replace(main, reference=MAJORITY).name
         counts = beats.get(task)
-        row = [task, stem.removeprefix("dev_"), mean_sd(metrics[f"{stem}_{PRETRAINED}"]),
-               mean_sd(metrics[f"{stem}_{FINETUNED}"]),
-               mean_sd(metrics[f"{stem}_majority"]) if f"{stem}_majority" in metrics else "-",
+        row = [task, stem.removeprefix("dev_"), mean_sd(metrics[replace(main, checkpoint=PRETRAINED).name]),
+               mean_sd(metrics[replace(main, checkpoint=FINETUNED).name]),
+               mean_sd(metrics[majority]) if majority in metrics else "-",
                f"{counts['holds']}/{counts['seeds']}" if counts else "-"]
         rows.append(row + ([KOVALEVA_TABLE_1.get(task, {}).get("finetuned", "-")] if with_paper else []))
     return markdown_table(header + (["Kovaleva et al. (fine-tuned)"] if with_paper else []), rows)
@@ -69,44 +108,52 @@ def dev_table(study: dict[str, Any]) -> str:
 @register_view
 class EvaluationView(View):
     name = "evaluation"
+    order = 10
     version = 2
+    stored = DevScores
+    compared = DevComparison
     claims = {"beats_majority": Claim("the fine-tuned model beats the majority class on dev", beats_majority)}
     papers = {"beats_majority": PaperPoint(
         "Kovaleva et al. 2019, Table 1", "fine-tuned bert-base-uncased on dev: MRPC 87.9/82.3 (F1/acc.), STS-B 82.7, "
         "SST-2 92.0, RTE 64.6 (majority class 52.7), QNLI 84.4", expected_for(KOVALEVA_TASKS))}
 
     @classmethod
-    def metrics(cls, entry: Entry) -> list[tuple[str, float]]:
-        """``dev_accuracy_finetuned``, ``dev_accuracy_pretrained``, ``dev_accuracy_majority``, ... per split."""
+    def metrics(cls, entry: Entry) -> list[Metric]:
+        """``dev_accuracy_finetuned``, ``dev_accuracy_pretrained``, ``dev_accuracy_majority``, ... per
+        split; per compared checkpoint whether it learned and how far it is above the majority class
+        (``above_majority_low_finetuned``: the low end of the interval), and above each trained
+        baseline (``above_frozen-encoder_low_finetuned``: the pair's, said in its own words)."""
         results = per_checkpoint_results(entry)
-        out = [(f"{metric.replace('/', '_')}_{checkpoint}", value)
+        out = [Metric(cls.name, metric.replace("/", "_"), checkpoint=checkpoint, value=value)
                for checkpoint, stats in results.items() for metric, value in stats["metrics"].items()]
         first = next(iter(results.values()))
-        out += [(f"{metric.replace('/', '_')}_majority", value) for metric, value in first["majority"].items()]
+        out += [Metric(cls.name, metric.replace("/", "_"), reference=MAJORITY, value=value)
+                for metric, value in first["majority"].items()]
         compared: dict[str, list[dict[str, Any]]] = {}
         for (before, after), comparison in zip(entry["pairs"], per_pair_results(entry).values()):
             compared.setdefault(after, []).append(comparison)
             if before != PRETRAINED:  # a trained baseline: is the checkpoint clearly above it?
-                low, high = comparison["against_before"]["interval"]
-                out += [(f"above_{before}_low_{after}", low), (f"above_{before}_high_{after}", high)]
+                out += [Metric(cls.name, f"above_{before}_{bound}_{after}", pair=(before, after), pair_said=False,
+                               value=value) for bound, value in zip(BOUNDS, comparison["against_before"]["interval"])]
         for after, comparisons in compared.items():
             above = comparisons[0]["against_majority"]
-            low, high = above["interval"]
-            out += [(f"learned_{after}", float(all(c["learned"] for c in comparisons))),
-                    (f"above_majority_{after}", above["difference"]),
-                    (f"above_majority_low_{after}", low), (f"above_majority_high_{after}", high)]
+            out += [Metric(cls.name, "learned", checkpoint=after, value=float(all(c["learned"] for c in comparisons))),
+                    Metric(cls.name, ABOVE_MAJORITY, checkpoint=after, value=above["difference"]),
+                    *(Metric(cls.name, f"{ABOVE_MAJORITY}_{bound}", checkpoint=after, value=value)
+                      for bound, value in zip(BOUNDS, above["interval"]))]
         return out
 
     @classmethod
-    def headline(cls, metrics: dict[str, float]) -> list[str]:
+    def headline(cls, metrics: list[Metric]) -> list[Metric]:
         """The dev scores (not the loss) of the fine-tuned model and the majority class, and how far
         the fine-tuned model is above the majority class with the low end of its interval: what a
         fine-tuning learned is measured against the majority class, not against the pre-trained
         encoder's untrained head (whose chance score makes any run's "change" look like learning)."""
-        scores = [name for name in metrics if name.startswith("dev_") and not name.startswith("dev_loss")
-                  and name.endswith((f"_{FINETUNED}", "_majority"))]
-        return scores + [name for name in (f"above_majority_{FINETUNED}", f"above_majority_low_{FINETUNED}")
-                         if name in metrics]
+        scores = [metric for metric in metrics if metric.statistic.startswith("dev_")
+                  and not metric.statistic.startswith("dev_loss")
+                  and (metric.checkpoint == FINETUNED or metric.reference == MAJORITY)]
+        return scores + chosen(metrics, [Metric(cls.name, statistic, checkpoint=FINETUNED)
+                                         for statistic in (ABOVE_MAJORITY, f"{ABOVE_MAJORITY}_{BOUNDS[0]}")])
 
     @classmethod
     def tables(cls, entry: Entry, run: dict[str, Any]) -> dict[str, str]:
@@ -223,7 +270,7 @@ def majority_rows(entry: Entry) -> list[Row]:
     """Overview rows: per pair from the pre-trained model, the fine-tuned model minus the majority
     class in points with its paired bootstrap interval, and whether it learned."""
     rows = []
-    for (before, after), comparison in zip(entry["pairs"], per_pair_results(entry).values()):
+    for (before, _after), comparison in zip(entry["pairs"], per_pair_results(entry).values()):
         if before != PRETRAINED:
             continue
         versus = comparison["against_majority"]

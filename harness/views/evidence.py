@@ -23,7 +23,7 @@ from __future__ import annotations
 import base64
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -40,13 +40,28 @@ REDUCE: dict[str | None, Callable[[np.ndarray], np.ndarray]] = {
 Evidence = dict[str, Any]  # what `paired_change` and `resampled_verdict` return, stored with the results
 
 
-def pack(array: np.ndarray) -> dict[str, Any]:
+class Packed(TypedDict):
+    """A float array as a stored result keeps it (`pack`)."""
+
+    shape: list[int]
+    float32: str
+
+
+class StoredUnits(TypedDict):
+    """`UnitSums` as a stored result keeps them (`UnitSums.stored`)."""
+
+    unit: str
+    numerators: Packed
+    denominators: Packed
+
+
+def pack(array: np.ndarray) -> Packed:
     """A float array as JSON: its shape and its float32 bytes in base64 (a tenth of a list of numbers)."""
     values = np.ascontiguousarray(array, dtype="<f4")
     return {"shape": list(values.shape), "float32": base64.b64encode(values.tobytes()).decode("ascii")}
 
 
-def unpack(packed: dict[str, Any]) -> np.ndarray:
+def unpack(packed: Packed) -> np.ndarray:
     """`pack`'s JSON back to the array (float64)."""
     raw = np.frombuffer(base64.b64decode(packed["float32"]), dtype="<f4")
     return raw.reshape(packed["shape"]).astype(np.float64)
@@ -75,12 +90,12 @@ class UnitSums:
             denominators = denominators[:, None]
         return np.divide(numerators, denominators, out=np.zeros_like(numerators), where=denominators > 0)
 
-    def stored(self) -> dict[str, Any]:
+    def stored(self) -> StoredUnits:
         """As a stored result keeps it."""
         return {"unit": self.unit, "numerators": pack(self.numerators), "denominators": pack(self.denominators)}
 
     @classmethod
-    def read(cls, stored: dict[str, Any]) -> UnitSums:
+    def read(cls, stored: StoredUnits) -> UnitSums:
         """`stored`'s dict back."""
         return cls(unpack(stored["numerators"]), unpack(stored["denominators"]), stored["unit"])
 

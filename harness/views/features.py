@@ -9,9 +9,10 @@ checkpoint. The panels of one feature are drawn here for ``features_task`` too.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
-from harness.views.base import Entry, View, per_checkpoint_results, per_pair_results, register_view
+from harness.views.base import BestHead, Entry, View, per_checkpoint_results, per_pair_results, register_view
+from harness.views.metrics import Metric
 from harness.views.style import checkpoint_title, draw_layer_lines, draw_side_by_side_grids, model_title, titled_pairs
 
 SPECIAL = ("[CLS]", "[SEP]")
@@ -27,15 +28,45 @@ def feature_names(entry: Entry) -> list[str]:
     return next(iter(per_checkpoint_results(entry).values()))["names"]
 
 
+class FeatureStatistics(TypedDict):
+    """A checkpoint's attention to each feature (in ``names``' order): per head, per layer (mean over
+    heads), and its largest head."""
+
+    names: list[str]
+    per_head: dict[str, list[list[float]]]
+    per_layer: dict[str, list[float]]
+    max_head: dict[str, BestHead]
+
+
+class FeaturesResult(FeatureStatistics):
+    """A checkpoint's stored features on the treebank: the statistics, the sentences that have each
+    feature, how words were read, and the words cut."""
+
+    sentences_with_feature: dict[str, int]
+    word_attention_from: str
+    words_cut: int
+
+
+class FeatureChanges(TypedDict):
+    """A pair's change of each feature per head and per layer."""
+
+    change_per_head: dict[str, list[list[float]]]
+    change_per_layer: dict[str, list[float]]
+
+
 @register_view
 class FeaturesView(View):
     name = "features"
+    order = 130
     version = 2
+    stored = FeaturesResult
+    compared = FeatureChanges
 
     @classmethod
-    def metrics(cls, entry: Entry) -> list[tuple[str, float]]:
-        """Per feature and checkpoint, the largest per-head value."""
-        return [(f"features_{checkpoint}_{slug(name)}_max", stats["max_head"][name]["value"])
+    def metrics(cls, entry: Entry) -> list[Metric]:
+        """Per feature and checkpoint, the largest per-head value (``features_finetuned_nouns_max``)."""
+        return [Metric(cls.name, cls.name, detail=f"{slug(name)}_max", checkpoint=checkpoint,
+                       value=stats["max_head"][name]["value"])
                 for checkpoint, stats in per_checkpoint_results(entry).items() for name in stats["names"]]
 
     @classmethod

@@ -14,23 +14,41 @@ from typing import Any
 import numpy as np
 
 from harness.views.base import Entry, View, per_checkpoint_results, register_view
-from harness.views.features import draw_feature_panels, feature_names, slug
+from harness.views.features import FeatureChanges, FeatureStatistics, draw_feature_panels, feature_names, slug
+from harness.views.metrics import Metric
 from harness.views.style import axes_title, checkpoint_title, plt, run_title, save
+
+
+class TaskFeaturesResult(FeatureStatistics):
+    """A checkpoint's stored features on the task's inputs: the statistics, the inputs that have
+    each feature and those counted for it, how many examples, and per feature the last layer's
+    [CLS] attention per head (§5)."""
+
+    inputs_with_feature: dict[str, int]
+    inputs_counted: dict[str, int]
+    examples: int
+    cls_last_layer: dict[str, list[float]]
 
 
 @register_view
 class TaskFeaturesView(View):
     name = "features_task"
+    order = 140
     version = 1
+    stored = TaskFeaturesResult
+    compared = FeatureChanges
 
     @classmethod
-    def metrics(cls, entry: Entry) -> list[tuple[str, float]]:
-        """Per feature and checkpoint: the largest per-head value, and §5's mean over last-layer heads."""
+    def metrics(cls, entry: Entry) -> list[Metric]:
+        """Per feature and checkpoint: the largest per-head value (``features_task_finetuned_nouns_max``),
+        and §5's mean over last-layer heads (``cls_last_layer_finetuned_nouns``)."""
         out = []
         for checkpoint, stats in per_checkpoint_results(entry).items():
             for name in stats["names"]:
-                out += [(f"features_task_{checkpoint}_{slug(name)}_max", stats["max_head"][name]["value"]),
-                        (f"cls_last_layer_{checkpoint}_{slug(name)}", float(np.mean(stats["cls_last_layer"][name])))]
+                out += [Metric(cls.name, cls.name, detail=f"{slug(name)}_max", checkpoint=checkpoint,
+                               value=stats["max_head"][name]["value"]),
+                        Metric(cls.name, "cls_last_layer", detail=slug(name), checkpoint=checkpoint,
+                               value=float(np.mean(stats["cls_last_layer"][name])))]
         return out
 
     @classmethod

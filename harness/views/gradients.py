@@ -8,7 +8,7 @@ titled with the loss it was taken of.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -21,10 +21,31 @@ GRADIENT_COLOURS = {"sep": OKABE_ITO["blue"], "punct": OKABE_ITO["purple"], "cls
 GRADIENT_LABELS = {"sep": "to [SEP]", "punct": 'to "." or ","', "cls": "to [CLS]", "other": "to other tokens"}
 
 
+class GradientsResult(TypedDict):
+    """A checkpoint's stored gradients: the loss they are of (None, with why, where it had none),
+    the mean |dL/d attention| per token category per head and per layer, and how many items."""
+
+    loss: str | None
+    skipped_because: str | None
+    per_head: dict[str, list[list[float]]]
+    per_layer: dict[str, list[float]]
+    num_items: int
+
+
+class GradientsComparison(TypedDict):
+    """A pair's change of each category's per-layer mean (None unless both had a loss), and the two losses."""
+
+    per_layer_change: dict[str, list[float]] | None
+    losses: list[str | None]
+
+
 @register_view
 class GradientsView(View):
     name = "gradients"
+    order = 150
     version = 2
+    stored = GradientsResult
+    compared = GradientsComparison
 
     @classmethod
     def draw(cls, entry: Entry, run: dict[str, Any], out_dir: Path) -> list[Path]:

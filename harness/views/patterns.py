@@ -14,7 +14,7 @@ dev examples (each example's count of heads per class is stored, `harness.views.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 import numpy as np
 from matplotlib.colors import ListedColormap
@@ -23,7 +23,18 @@ from matplotlib.patches import Patch, Rectangle
 from classifier import CLASSES
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.views.across_tasks import CHECKPOINTS, study_title
-from harness.views.base import Entry, PaperPoint, Row, View, per_checkpoint_results, per_pair_results, register_view
+from harness.views.base import (
+    ChangedHead,
+    Entry,
+    PaperPoint,
+    Row,
+    View,
+    per_checkpoint_results,
+    per_pair_results,
+    register_view,
+)
+from harness.views.evidence import Evidence, StoredUnits
+from harness.views.metrics import Metric
 from harness.views.papers import PRASANNA_HETEROGENEOUS, directions
 from harness.views.style import (
     GREY,
@@ -37,15 +48,16 @@ from harness.views.style import (
     suptitle,
 )
 
+ANALYSIS = "patterns"
 UNIT = "dev examples"  # what the shares sample: each example's maps, all heads of it together
 CLASS_COLOURS = {"vertical": OKABE_ITO["blue"], "diagonal": OKABE_ITO["orange"],
                  "vertical+diagonal": OKABE_ITO["green"], "block": OKABE_ITO["vermillion"], "heterogeneous": GREY}
 
 
-def share_metric(checkpoint: str, name: str) -> str:
-    """The metric name of a checkpoint's share of class ``name``: ``pattern_finetuned_vertical_diagonal``
-    (with ``change`` for the checkpoint, the signed change's: ``pattern_change_vertical_diagonal``)."""
-    return f"pattern_{checkpoint}_{name.replace('+', '_')}"
+def share(name: str, checkpoint: str | None = None, value: float | None = None) -> Metric:
+    """A checkpoint's share of class ``name``: ``pattern_finetuned_vertical_diagonal`` (its
+    `Metric.changed`, the signed change: ``pattern_change_vertical_diagonal``)."""
+    return Metric(ANALYSIS, "pattern", detail=name.replace("+", "_"), checkpoint=checkpoint, value=value)
 
 
 def draw_pattern_shares(study: dict[str, Any], path: Path) -> Path:
@@ -57,7 +69,7 @@ def draw_pattern_shares(study: dict[str, Any], path: Path) -> Path:
     for offset, checkpoint in zip((-width / 2 - 0.01, width / 2 + 0.01), CHECKPOINTS):
         bottom = np.zeros(len(tasks))
         for name in CLASSES:
-            shares = np.array([study["tasks"][task]["metrics"][share_metric(checkpoint, name)]["mean"]
+            shares = np.array([study["tasks"][task]["metrics"][share(name, checkpoint).name]["mean"]
                                for task in tasks])
             axes.bar(np.arange(len(tasks)) + offset, shares, width, bottom=bottom, color=CLASS_COLOURS[name],
                      edgecolor="black", linewidth=0.4, label=name if checkpoint == PRETRAINED else None)
@@ -70,21 +82,44 @@ def draw_pattern_shares(study: dict[str, Any], path: Path) -> Path:
     return save(figure, path)
 
 
+class PatternResult(TypedDict):
+    """A checkpoint's stored patterns: the share of each class over all maps (and, with the shipped
+    classifier's cross-validation, corrected for its errors with 95% intervals), each head's
+    majority class and its count of each class, how many examples (and sentence pairs) were
+    classified, and each example's count of heads per class (`UNIT`)."""
+
+    proportions: dict[str, float]
+    corrected: NotRequired[dict[str, float]]
+    corrected_interval: NotRequired[dict[str, list[float]]]
+    per_head: list[list[str]]
+    counts_per_head: list[list[list[int]]]
+    num_examples: int
+    pair_inputs: int
+    units: StoredUnits
+
+
+class PatternComparison(TypedDict):
+    """A pair's heads whose majority class changed, and each class's change of share (by the name of
+    its signed change)."""
+
+    changed_heads: list[ChangedHead]
+    evidence: dict[str, Evidence]
+
+
 @register_view
 class PatternsView(View):
-    name = "patterns"
+    name = ANALYSIS
+    order = 50
     # 3: `block` never predicted for single sentences; 4: the CNN sees the segments and measurements;
     # 5: boosted trees on the maps' measurements; 7: retrained on 1,325 labels with pure synthetic blocks;
     # 8: the within-segment measure per token (fair to unequal segments), 1,405 labels, longer synthetic maps;
     # 9: the band against chance (band lift) and its diagonal / heterogeneous line, depth-2 trees;
     # 10: per-example class counts (`units`), the corrected intervals over the examples too
     version = 10
-    signed_changes = {"pattern_change_vertical": "the share of vertical attention maps",
-                      "pattern_change_diagonal": "the share of diagonal attention maps",
-                      "pattern_change_vertical_diagonal": "the share of vertical+diagonal attention maps",
-                      "pattern_change_block": "the share of block attention maps",
-                      "pattern_change_heterogeneous": "the share of heterogeneous attention maps"}
-    papers = {"pattern_change_heterogeneous": PaperPoint(
+    stored = PatternResult
+    compared = PatternComparison
+    signed_changes = {share(name).changed().name: f"the share of {name} attention maps" for name in CLASSES}
+    papers = {share("heterogeneous").changed().name: PaperPoint(
         "Prasanna et al. 2020 (Kovaleva et al.'s classes, Fig. 2)", "heterogeneous share of bert-base-uncased, "
         "pre-trained to fine-tuned: " + ", ".join(f"{task} {before:.1f} to {after:.1f}"
                                                    for task, (before, after) in PRASANNA_HETEROGENEOUS.items()),
@@ -92,19 +127,18 @@ class PatternsView(View):
     left_out = ("units",)
 
     @classmethod
-    def metrics(cls, entry: Entry) -> list[tuple[str, float]]:
+    def metrics(cls, entry: Entry) -> list[Metric]:
         """Share of each class per checkpoint, e.g. ``pattern_finetuned_vertical_diagonal``, and the
         classifier's cross-validated macro-F1."""
-        shares = [(share_metric(checkpoint, name), share)
-                  for checkpoint, stats in per_checkpoint_results(entry).items()
-                  for name, share in stats["proportions"].items()]
+        shares = [share(name, checkpoint, value) for checkpoint, stats in per_checkpoint_results(entry).items()
+                  for name, value in stats["proportions"].items()]
         score = entry.get("settings", {}).get("cross_validation")
-        return shares + ([("pattern_classifier_cv_macro_f1", score["macro_f1"])] if score else [])
+        return shares + ([Metric(cls.name, "pattern_classifier_cv_macro_f1", value=score["macro_f1"])] if score else [])
 
     @classmethod
-    def headline(cls, metrics: dict[str, float]) -> list[str]:
+    def headline(cls, metrics: list[Metric]) -> list[Metric]:
         """How the share of each pattern changed."""
-        return [name for name in metrics if name.startswith("pattern_change_")]
+        return [metric for metric in metrics if metric.change]
 
     @classmethod
     def draw(cls, entry: Entry, run: dict[str, Any], out_dir: Path) -> list[Path]:
@@ -143,7 +177,7 @@ class PatternsView(View):
     def study_tables(cls, study: dict[str, Any]) -> dict[str, str]:
         """Each class's share per task and checkpoint beside Prasanna et al.'s heterogeneous share."""
         tasks = study["tasks"]
-        if not tasks or not all(share_metric(PRETRAINED, CLASSES[0]) in entry["metrics"] for entry in tasks.values()):
+        if not tasks or not all(share(CLASSES[0], PRETRAINED).name in entry["metrics"] for entry in tasks.values()):
             return {}
         return {"pattern_shares_by_task": pattern_shares_table(tasks)}
 
@@ -151,7 +185,7 @@ class PatternsView(View):
     def draw_study(cls, study: dict[str, Any], out_dir: Path) -> list[Path]:
         """Kovaleva et al.'s Figure 2 per task: each pattern's share, pre-trained beside fine-tuned."""
         tasks = study["tasks"].values()
-        if not tasks or not all(share_metric(PRETRAINED, CLASSES[0]) in entry["metrics"] for entry in tasks):
+        if not tasks or not all(share(CLASSES[0], PRETRAINED).name in entry["metrics"] for entry in tasks):
             return []
         return [draw_pattern_shares(study, out_dir / "pattern_shares_by_task.png")]
 
@@ -165,7 +199,7 @@ def pattern_shares_table(tasks: dict[str, Any]) -> str:
     for task, entry in tasks.items():
         for index, checkpoint in enumerate(CHECKPOINTS):
             corrected = entry.get("pattern_corrected", {}).get(checkpoint, {})
-            cells = [f"{100 * entry['metrics'][share_metric(checkpoint, name)]['mean']:.1f}"
+            cells = [f"{100 * entry['metrics'][share(name, checkpoint).name]['mean']:.1f}"
                      + (f"; {100 * corrected[name]['mean']:.1f} [{100 * corrected[name]['interval'][0]:.0f}, "
                         f"{100 * corrected[name]['interval'][1]:.0f}]" if name in corrected else "")
                      for name in CLASSES]

@@ -10,13 +10,14 @@ Attn + GloVe.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.views.base import Entry, PaperPoint, Row, View, per_checkpoint_results, per_pair_results, register_view
-from harness.views.evidence import RESAMPLES
+from harness.views.evidence import RESAMPLES, Evidence, StoredUnits
+from harness.views.metrics import Metric
 from harness.views.style import (
     axes_title,
     checkpoint_title,
@@ -35,14 +36,60 @@ ATTENTION_PROBES = ("attn", "attn_glove")
 BASELINES = ("right_branching", "distances_glove")
 LABELS = {"right_branching": "right-branching", "distances_glove": "distances + GloVe",
           "attn": "Attn", "attn_glove": "Attn + GloVe"}
-CHANGE = "probes_uas_change_attn"
+ANALYSIS = "probes"
+
+
+def uas(probe: str, value: float | None = None, checkpoint: str | None = None) -> Metric:
+    """The dev UAS of a checkpoint's attention probe (``probes_uas_finetuned_attn``), or of a
+    baseline without attention (``probes_uas_right_branching``)."""
+    if checkpoint is None:
+        return Metric(ANALYSIS, "probes_uas", reference=probe, value=value)
+    return Metric(ANALYSIS, "probes_uas", detail=probe, checkpoint=checkpoint, value=value)
+
+
+CHANGE = uas("attn", checkpoint=FINETUNED).changed().name  # probes_uas_change_attn
 UNIT = "dev sentences"  # what is sampled: the words of one sentence are not independent
+
+
+class ProbeCounts(TypedDict):
+    """What the probes read: training and dev sentences and words, and the words and arcs cut."""
+
+    train_sentences: int
+    train_words: int
+    dev_sentences: int
+    dev_scored: int
+    words_cut: int
+    arcs_cut: int
+
+
+class ProbesResult(ProbeCounts):
+    """A checkpoint's stored probes: each probe's and baseline's dev UAS and mean training loss, the
+    Attn probe's weight per head and direction, the settings, and each dev sentence's correct
+    attachments of the Attn probe (`UNIT`)."""
+
+    uas: dict[str, float]
+    mean_train_loss: dict[str, float]
+    attn_head_weights: dict[str, list[list[float]]]
+    word_attention_from: str
+    probe_init: str
+    units: StoredUnits
+
+
+class ProbesComparison(TypedDict):
+    """A pair's change of each attention probe's UAS, and the evidence of the Attn probe's (by the
+    name of its signed change)."""
+
+    uas_change: dict[str, float]
+    evidence: dict[str, Evidence]
 
 
 @register_view
 class ProbesView(View):
-    name = "probes"
+    name = ANALYSIS
+    order = 120
     version = 4
+    stored = ProbesResult
+    compared = ProbesComparison
     signed_changes = {CHANGE: "the attention probe's UAS"}
     papers = {CHANGE: PaperPoint(
         "Clark et al. 2019, Table 3",
@@ -51,17 +98,17 @@ class ProbesView(View):
     left_out = ("units",)
 
     @classmethod
-    def metrics(cls, entry: Entry) -> list[tuple[str, float]]:
+    def metrics(cls, entry: Entry) -> list[Metric]:
         """Dev UAS of every checkpoint's attention probes, and of the baselines."""
         checkpoints = per_checkpoint_results(entry)
         baselines = next(iter(checkpoints.values()))["uas"]
-        return [(f"probes_uas_{c}_{kind}", stats["uas"][kind]) for c, stats in checkpoints.items()
-                for kind in ATTENTION_PROBES] + [(f"probes_uas_{kind}", baselines[kind]) for kind in BASELINES]
+        return [uas(kind, stats["uas"][kind], c) for c, stats in checkpoints.items() for kind in ATTENTION_PROBES] + [
+            uas(kind, baselines[kind]) for kind in BASELINES]
 
     @classmethod
-    def headline(cls, metrics: dict[str, float]) -> list[str]:
+    def headline(cls, metrics: list[Metric]) -> list[Metric]:
         """How the attention-only probe's UAS changed."""
-        return [name for name in (CHANGE,) if name in metrics]
+        return [metric for metric in metrics if metric.key == uas("attn", checkpoint=FINETUNED).changed()]
 
     @classmethod
     def draw(cls, entry: Entry, run: dict[str, Any], out_dir: Path) -> list[Path]:

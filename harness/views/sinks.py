@@ -13,11 +13,14 @@ the two kinds is stored, `harness.views.evidence`).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from matplotlib.axes import Axes
 
+from harness.results.checkpoints import FINETUNED
 from harness.views.base import Entry, PaperPoint, View, per_checkpoint_results, per_pair_results, register_view
+from harness.views.evidence import Evidence, StoredUnits
+from harness.views.metrics import Metric
 from harness.views.style import (
     OKABE_ITO,
     checkpoint_colour,
@@ -31,6 +34,7 @@ from harness.views.style import (
     titled_pairs,
 )
 
+ANALYSIS = "sinks"
 EPSILON = 0.3  # Gu et al.'s sink threshold on a token's mean received attention
 
 # Token kind -> how it is shown; the kinds partition the real tokens.
@@ -53,15 +57,45 @@ UNIT = "dev examples"  # what the shares sample: each example's rows, all heads 
 MEASURES = {"raw_share": "raw attention", "norm_share": "norm-weighted ‖αf(x)‖"}
 
 
+def share(statistic: str, kind: str, value: float | None = None, checkpoint: str | None = None) -> Metric:
+    """A checkpoint's overall ``statistic`` of a token ``kind``: ``sinks_finetuned_raw_share_cls``."""
+    return Metric(ANALYSIS, "sinks", detail=f"{statistic}_{kind}", checkpoint=checkpoint, value=value)
+
+
 def raw_share_change(kind: str) -> str:
     """The metric name of the change of a kind's overall raw share: ``sinks_change_raw_share_cls``."""
-    return f"sinks_change_raw_share_{kind}"
+    return share("raw_share", kind, checkpoint=FINETUNED).changed().name
+
+
+class SinksResult(TypedDict):
+    """A checkpoint's stored sinks: each statistic of each token kind per head, per layer and
+    overall (statistic, then kind), the tokens of each kind, how many inputs, and each input's
+    raw share of each judged kind (by kind)."""
+
+    per_head: dict[str, dict[str, list[list[float]]]]
+    per_layer: dict[str, dict[str, list[float]]]
+    overall: dict[str, dict[str, float]]
+    num_tokens: dict[str, int]
+    num_items: int
+    units: dict[str, StoredUnits]
+
+
+class SinksComparison(TypedDict):
+    """A pair's change of every per-layer and overall value, and of each judged kind's raw share
+    with its interval (by the name of its signed change)."""
+
+    per_layer: dict[str, dict[str, list[float]]]
+    overall: dict[str, dict[str, float]]
+    evidence: dict[str, Evidence]
 
 
 @register_view
 class SinksView(View):
-    name = "sinks"
+    name = ANALYSIS
+    order = 80
     version = 2
+    stored = SinksResult
+    compared = SinksComparison
     signed_changes = {raw_share_change(kind): f"the share of attention on {KINDS[kind]}" for kind in JUDGED_KINDS}
     papers = dict.fromkeys(signed_changes, PaperPoint(
         "Kovaleva et al. 2019, Fig. 6", "fine-tuned bert-base-uncased only: [SEP] takes the most attention in the "
@@ -69,13 +103,13 @@ class SinksView(View):
     left_out = ("per_head", "units")
 
     @classmethod
-    def metrics(cls, entry: Entry) -> list[tuple[str, float]]:
-        """Per checkpoint, statistic and kind the overall value; per pair its change."""
-        out = [(f"sinks_{checkpoint}_{stat}_{kind}", value)
-               for checkpoint, stats in per_checkpoint_results(entry).items()
+    def metrics(cls, entry: Entry) -> list[Metric]:
+        """Per checkpoint, statistic and kind the overall value; per pair its change
+        (``sinks_pretrained_to_finetuned_raw_share_cls_change``)."""
+        out = [share(stat, kind, value, checkpoint) for checkpoint, stats in per_checkpoint_results(entry).items()
                for stat in SHARES for kind, value in stats["overall"][stat].items()]
-        return out + [(f"sinks_{name.replace('->', '_to_')}_{stat}_{kind}_change", value)
-                      for name, changes in per_pair_results(entry).items()
+        return out + [Metric(cls.name, "sinks", detail=f"{stat}_{kind}_change", pair=(before, after), value=value)
+                      for (before, after), changes in zip(entry["pairs"], per_pair_results(entry).values())
                       for stat in SHARES for kind, value in changes["overall"][stat].items()]
 
     @classmethod

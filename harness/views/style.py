@@ -25,22 +25,22 @@ from typing import Any
 import matplotlib
 
 matplotlib.use("Agg")  # headless: figures go to files
-import matplotlib.pyplot as plt  # noqa: E402
-import numpy as np  # noqa: E402
-from cycler import cycler  # noqa: E402
-from matplotlib.collections import Collection  # noqa: E402
-from matplotlib.colors import Colormap, ListedColormap, to_rgb, to_rgba  # noqa: E402
-from matplotlib.container import ErrorbarContainer  # noqa: E402
-from matplotlib.image import AxesImage  # noqa: E402
-from matplotlib.lines import Line2D  # noqa: E402
-from matplotlib.patches import Patch  # noqa: E402
-from matplotlib.text import Text  # noqa: E402
-from matplotlib.ticker import FuncFormatter, ScalarFormatter  # noqa: E402
-from matplotlib.transforms import Bbox  # noqa: E402
-from PIL import Image  # noqa: E402
+import matplotlib.pyplot as plt
+import numpy as np
+from cycler import cycler
+from matplotlib.collections import Collection
+from matplotlib.colors import Colormap, ListedColormap, to_rgb, to_rgba
+from matplotlib.container import ErrorbarContainer
+from matplotlib.image import AxesImage
+from matplotlib.lines import Line2D
+from matplotlib.patches import Patch
+from matplotlib.text import Text
+from matplotlib.ticker import FuncFormatter, ScalarFormatter
+from matplotlib.transforms import Bbox
+from PIL import Image
 
-from harness.views.font import use_lean_font  # noqa: E402
-from tasks.files import atomic_path  # noqa: E402
+from harness.views.font import use_lean_font
+from tasks.files import atomic_path
 
 DPI = 200
 matplotlib.rcParams["pdf.fonttype"] = 42  # TrueType (Type 42) fonts, not Type 3: editable text, as journals ask
@@ -48,7 +48,7 @@ use_lean_font()
 log = logging.getLogger(__name__)
 # The figures and tables name special tokens by role, as BERT calls them; while a run's are drawn
 # (`model_tokens`) each role is written as the model calls it ({"[CLS]": "<s>", "[SEP]": "</s>"}).
-_TOKEN_NAMES: ContextVar[dict[str, str]] = ContextVar("token_names", default={})
+_TOKEN_NAMES: ContextVar[dict[str, str] | None] = ContextVar("token_names", default=None)
 # What the figures saved within `figure_note` were drawn from, said under each (empty: nothing to say).
 _NOTE: ContextVar[str] = ContextVar("figure_note", default="")
 NOTE_SIZE = 7  # points: the footnote's font size
@@ -138,7 +138,7 @@ def figure_note(note: str) -> Iterator[None]:
 def own_tokens(text: str, markdown: bool = False, names: dict[str, str] | None = None) -> str:
     """``text`` with each special token's role name replaced by the model's own token (``names``,
     default those of `model_tokens`); in ``markdown`` as code, so RoBERTa's ``<s>`` is no tag."""
-    for role, name in (_TOKEN_NAMES.get() if names is None else names).items():
+    for role, name in ((_TOKEN_NAMES.get() or {}) if names is None else names).items():
         if name != role:
             text = text.replace(role, f"`{name}`" if markdown else name)
     return text

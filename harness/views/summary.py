@@ -6,30 +6,35 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.results.checkpoints import FINETUNED, PRETRAINED
-from harness.views.base import current_entries
+from harness.views.base import View, current_entries
+from harness.views.metrics import Metric, changes, defined, values
+
+
+def view_metrics(view: type[View], entry: dict[str, Any]) -> list[Metric]:
+    """A view's metrics of its entry that have a value, then their fine-tuned minus pre-trained `changes`."""
+    metrics = defined(view.metrics(entry))
+    return metrics + changes(metrics)
+
+
+def summary_records(summary: dict[str, Any]) -> list[Metric]:
+    """Every scalar of a stored summary as a record (`view_metrics` of each view, in analysis order)."""
+    return [metric for view, entry in current_entries(summary).values() for metric in view_metrics(view, entry)]
 
 
 def summary_metrics(summary: dict[str, Any]) -> dict[str, float]:
-    """Every scalar of a stored summary, as MLflow metrics: each view's `View.metrics` and
-    their fine-tuned minus pre-trained `changes`."""
-    metrics = [(name, value) for view, entry in current_entries(summary).values()
-               for name, value in view.metrics(entry) if value is not None]
-    return dict(metrics + changes(metrics))
+    """Every scalar of a stored summary, as MLflow metrics: ``{name: value}``."""
+    return values(summary_records(summary))
 
 
-def headline_names(summary: dict[str, Any], metrics: dict[str, float]) -> list[str]:
-    """The few of ``metrics`` that answer the run's question (`View.headline`), in analysis order."""
-    return [name for view, _ in current_entries(summary).values() for name in view.headline(metrics)]
+def headline_records(summary: dict[str, Any]) -> list[Metric]:
+    """The few metrics that answer the run's question (`View.headline`), in analysis order."""
+    return [metric for view, entry in current_entries(summary).values()
+            for metric in view.headline(view_metrics(view, entry))]
 
 
-def changes(metrics: list[tuple[str, float]]) -> list[tuple[str, float]]:
-    """For each metric of the fine-tuned checkpoint that has a pre-trained counterpart, the
-    difference fine-tuned minus pre-trained, named with ``change`` in place of ``finetuned``
-    (``dev_accuracy_change``, ``pattern_change_vertical``): what MLflow's compare view lines up."""
-    values = dict(metrics)
-    return [(name.replace(FINETUNED, "change"), value - values[name.replace(FINETUNED, PRETRAINED)])
-            for name, value in metrics if FINETUNED in name and name.replace(FINETUNED, PRETRAINED) in values]
+def headline_names(summary: dict[str, Any]) -> list[str]:
+    """The names of `headline_records`."""
+    return [metric.name for metric in headline_records(summary)]
 
 
 def printed_lines(summary: dict[str, Any]) -> list[str]:

@@ -16,13 +16,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypedDict
 
 import numpy as np
 
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.views.across_tasks import draw_per_layer_by_task
 from harness.views.base import (
+    ChangedHead,
     Claim,
     Entry,
     PaperPoint,
@@ -32,7 +33,8 @@ from harness.views.base import (
     per_pair_results,
     register_view,
 )
-from harness.views.evidence import Evidence, UnitSums, resampled_verdict
+from harness.views.evidence import Evidence, StoredUnits, UnitSums, resampled_verdict
+from harness.views.metrics import Metric
 from harness.views.papers import KOVALEVA_TASKS, expected_for
 from harness.views.seeds import elementwise
 from harness.views.style import (
@@ -118,6 +120,26 @@ def sep_takes_half_a_layer(checkpoint: str) -> Callable[[Entry], Evidence | None
     return judge
 
 
+class SurfaceResult(TypedDict):
+    """A checkpoint's stored surface statistics: each statistic per head and per layer, each head's
+    behaviour labels and how many heads carry each, the entropy of a uniform row, how many inputs,
+    and each input's attention to each special token per layer (by token)."""
+
+    per_head: dict[str, list[list[float]]]
+    per_layer: dict[str, list[float]]
+    labels: list[list[list[str]]]
+    label_counts: dict[str, int]
+    uniform_entropy: float
+    num_items: int
+    units: dict[str, StoredUnits]
+
+
+class LabelChanges(TypedDict):
+    """A pair's heads whose labels changed."""
+
+    label_changes: list[ChangedHead]
+
+
 @register_view
 class SurfaceView(View):
     """Class attributes beyond `View`'s: ``inputs`` (what was measured, as titles name it),
@@ -125,6 +147,7 @@ class SurfaceView(View):
     papers' cell of its overview row) and ``heatmaps`` (the statistics drawn as per-head grids)."""
 
     name = "surface"
+    order = 60
     inputs: ClassVar[str] = "the task's dev inputs"
     study_key: ClassVar[str] = "special_tokens"
     paper_row: ClassVar[str] = ""
@@ -138,6 +161,8 @@ class SurfaceView(View):
         expected_for(KOVALEVA_TASKS))}
     version = 3
     left_out = ("per_head", "units")
+    stored = SurfaceResult
+    compared = LabelChanges
 
     @classmethod
     def input_title(cls, entry: Entry) -> str:
@@ -145,9 +170,9 @@ class SurfaceView(View):
         return cls.inputs
 
     @classmethod
-    def metrics(cls, entry: Entry) -> list[tuple[str, float]]:
-        """Per checkpoint: how many heads carry each of Clark's behaviour labels."""
-        return [(f"{cls.name}_{checkpoint}_{label}_heads", count)
+    def metrics(cls, entry: Entry) -> list[Metric]:
+        """Per checkpoint: how many heads carry each of Clark's behaviour labels (``surface_finetuned_cls_heads``)."""
+        return [Metric(cls.name, cls.name, detail=f"{label}_heads", checkpoint=checkpoint, value=count)
                 for checkpoint, stats in per_checkpoint_results(entry).items()
                 for label, count in stats["label_counts"].items()]
 

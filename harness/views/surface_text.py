@@ -28,6 +28,7 @@ CLARK_SETTING = ("BERT-base pre-trained as a masked language model, on 1000 Wiki
 @register_view
 class SurfaceTextView(SurfaceView):
     name = "surface_text"
+    order = 70
     version = 1
     inputs = RUNNING_TEXT
     study_key = "special_tokens_on_running_text"

@@ -29,7 +29,7 @@ from matplotlib.ticker import MaxNLocator
 
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.views.across_tasks import study_title, task_colour
-from harness.views.evidence import RESAMPLES, SEED, UnitSums, resample_weights, resampled_verdict
+from harness.views.evidence import RESAMPLES, SEED, UnitSums, resampled_verdict
 from harness.views.style import markdown_table, plt, run_title, save, suptitle
 from harness.views.summary import summary_metrics
 

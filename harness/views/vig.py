@@ -22,14 +22,25 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 import numpy as np
 
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.views.across_tasks import CHECKPOINTS, draw_per_layer_by_task, metric_table
-from harness.views.base import Entry, PaperPoint, Row, View, per_checkpoint_results, per_pair_results, register_view
-from harness.views.evidence import RESAMPLES
+from harness.views.base import (
+    ChangedHead,
+    Entry,
+    HeadValue,
+    PaperPoint,
+    Row,
+    View,
+    per_checkpoint_results,
+    per_pair_results,
+    register_view,
+)
+from harness.views.evidence import RESAMPLES, Evidence, StoredUnits
+from harness.views.metrics import Metric, chosen
 from harness.views.seeds import elementwise
 from harness.views.style import (
     axes_title,
@@ -56,18 +67,31 @@ STATISTICS = {
     "previous": "the previous token",
     "delimiters": "the delimiters ([CLS], [SEP])",
 }
+ANALYSIS = "vig"
 CROSS = "other_segment_identical"  # the issue's question: heads that link the two sentences through identical words
 UNIT = "dev examples"  # what the changes of `CROSS` are resampled over
 IDENTICAL = ("same_segment_identical", "other_segment_identical")  # kept per layer over seeds
 TABLE_HEADS = 5  # a behaviour's table lists its labelled heads and this many strongest heads of each checkpoint
 VIG_2019 = "named, not counted (Vig 2019)"
 NOT_DEFINED = "not defined: one sentence per example"
+CHANCE = "chance"  # the share a uniform row would give: the reference of each behaviour
 COUNTS_ROW = "Vig heads: identical words in the same / other sentence, word pieces, next, previous, delimiters"
 
 
-def metric(checkpoint: str, what: str) -> str:
-    """``vig_finetuned_next_max``: a checkpoint's metric (``change`` for fine-tuned minus pre-trained)."""
-    return f"vig_{checkpoint}_{what}"
+def behaviour(what: str, checkpoint: str | None = None, value: float | None = None) -> Metric:
+    """A checkpoint's metric ``what`` of a behaviour (its ``max``, ``mean`` or ``heads``):
+    ``vig_finetuned_next_max``."""
+    return Metric(ANALYSIS, "vig", detail=what, checkpoint=checkpoint, value=value)
+
+
+def change_of(what: str) -> str:
+    """The name of the fine-tuned minus pre-trained change of ``what``: ``vig_change_next_max``."""
+    return behaviour(what, FINETUNED).changed().name
+
+
+def cross_keys(what: str) -> list[Metric]:
+    """The pre-trained and fine-tuned checkpoints' metric ``what`` and its change, without values."""
+    return [behaviour(what, checkpoint) for checkpoint in CHECKPOINTS] + [behaviour(what, FINETUNED).changed()]
 
 
 def defined(stats: dict[str, Any], statistic: str) -> bool:
@@ -101,15 +125,45 @@ def label_counts_cell(stats: dict[str, Any]) -> str:
                       for label in STATISTICS)
 
 
+class VigResult(TypedDict):
+    """A checkpoint's stored behaviours: each per head and per layer, its strongest head, its
+    chance level and the examples that have rows for it, each head's labels and how many heads
+    carry each, how many inputs (``pair_items`` of them pairs of sentences; absent from results
+    stored before they were counted), and each example's share of `CROSS` per head (`UNIT`)."""
+
+    per_head: dict[str, list[list[float]]]
+    per_layer: dict[str, list[float]]
+    strongest: dict[str, HeadValue]
+    chance: dict[str, float]
+    examples: dict[str, int]
+    labels: list[list[list[str]]]
+    label_counts: dict[str, int]
+    num_items: int
+    pair_items: NotRequired[int]
+    units: StoredUnits
+
+
+class VigComparison(TypedDict):
+    """A pair's change of every behaviour per head, the heads whose labels changed, and the changes
+    of `CROSS` with their intervals (by the names of its signed changes; none where undefined)."""
+
+    per_head: dict[str, list[list[float]]]
+    label_changes: list[ChangedHead]
+    evidence: dict[str, Evidence]
+
+
 @register_view
 class VigView(View):
-    name = "vig"
+    name = ANALYSIS
+    order = 90
     version = 2
+    stored = VigResult
+    compared = VigComparison
     signed_changes = {
-        metric("change", f"{CROSS}_max"): "the strongest head's share of attention to identical words in the "
-                                          "other sentence",
-        metric("change", f"{CROSS}_mean"): "the mean share over heads of attention to identical words in the "
-                                           "other sentence",
+        change_of(f"{CROSS}_max"): "the strongest head's share of attention to identical words in the other "
+                                   "sentence",
+        change_of(f"{CROSS}_mean"): "the mean share over heads of attention to identical words in the other "
+                                    "sentence",
     }
     papers = dict.fromkeys(signed_changes, PaperPoint(
         "Vig 2019", "pre-trained BERT and GPT-2 only: some heads attend to identical words, "
@@ -117,7 +171,7 @@ class VigView(View):
     left_out = ("units",)
 
     @classmethod
-    def metrics(cls, entry: Entry) -> list[tuple[str, float]]:
+    def metrics(cls, entry: Entry) -> list[Metric]:
         """Per checkpoint and behaviour: the strongest head's share (``_max``), the mean over heads
         (``_mean``), how many heads carry its label (``_heads``); and each chance level. A
         behaviour no example has rows for (pairs whose sentences share no word) has only its head
@@ -126,23 +180,22 @@ class VigView(View):
         results = per_checkpoint_results(entry)
         first = next(iter(results.values()))
         measured = [statistic for statistic in STATISTICS if first["examples"][statistic]]
-        out = [(metric(checkpoint, f"{statistic}_{what}"), value)
+        out = [behaviour(f"{statistic}_{what}", checkpoint, value)
                for checkpoint, stats in results.items() for statistic in measured
                for what, value in (("max", stats["strongest"][statistic]["value"]),
                                    ("mean", float(np.mean(stats["per_head"][statistic]))))]
-        out += [(metric(checkpoint, f"{statistic}_heads"), stats["label_counts"][statistic])
+        out += [behaviour(f"{statistic}_heads", checkpoint, stats["label_counts"][statistic])
                 for checkpoint, stats in results.items() for statistic in defined_statistics(entry)]
-        return out + [(metric("chance", statistic), first["chance"][statistic]) for statistic in measured]
+        return out + [Metric(cls.name, "vig", detail=statistic, reference=CHANCE, value=first["chance"][statistic])
+                      for statistic in measured]
 
     @classmethod
-    def headline(cls, metrics: dict[str, float]) -> list[str]:
+    def headline(cls, metrics: list[Metric]) -> list[Metric]:
         """The issue's question, does fine-tuning build or remove heads that link the two sentences
         through identical words: the strongest such head's share and how many heads carry the
         label, per checkpoint and their changes (the other labels' counts are metrics and a
         study table)."""
-        names = [metric(checkpoint, f"{CROSS}_{what}") for what in ("max", "heads")
-                 for checkpoint in (*CHECKPOINTS, "change")]
-        return [name for name in names if name in metrics]
+        return chosen(metrics, [key for what in ("max", "heads") for key in cross_keys(f"{CROSS}_{what}")])
 
     @classmethod
     def draw(cls, entry: Entry, run: dict[str, Any], out_dir: Path) -> list[Path]:
@@ -203,9 +256,8 @@ class VigView(View):
     def study_tables(cls, study: dict[str, Any]) -> dict[str, str]:
         """Heads per label and the strongest head linking the sentences per task, mean ± s.d. over seeds."""
         present = {name for entry in study["tasks"].values() for name in entry["metrics"]}
-        names = [metric(checkpoint, f"{label}_heads") for label in STATISTICS for checkpoint in CHECKPOINTS]
-        names += [metric(checkpoint, f"{CROSS}_max") for checkpoint in (*CHECKPOINTS, "change")]
-        names = [name for name in names if name in present]
+        keys = [behaviour(f"{label}_heads", checkpoint) for label in STATISTICS for checkpoint in CHECKPOINTS]
+        names = [key.name for key in keys + cross_keys(f"{CROSS}_max") if key.name in present]
         return {"vig_by_task": metric_table(study, names)} if names else {}
 
 
@@ -275,7 +327,7 @@ def change_lines(entry: Entry) -> str:
     for (before, after), comparison in zip(entry["pairs"], per_pair_results(entry).values()):
         for what, reduce in (("the strongest head (chosen again in each resample)", "max"),
                              ("the mean over heads", "mean")):
-            evidence = comparison["evidence"].get(metric("change", f"{CROSS}_{reduce}"))
+            evidence = comparison["evidence"].get(change_of(f"{CROSS}_{reduce}"))
             if evidence:
                 low, high = evidence["interval"]
                 lines.append(f"{difference_title(before, after)}, {what}, over {RESAMPLES} resamples of the "

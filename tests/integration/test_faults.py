@@ -183,3 +183,31 @@ def test_a_failed_retry_never_turns_a_finished_run_into_a_failed_one(reference, 
     assert harness(argv).returncode == 0
     assert [status for status, key in run_states(tmp_path) if key] == ["FINISHED"]
     assert_logged_as_in(tmp_path, reference)
+
+
+def finetune_argv(tiny_model_dir: Path, tiny_data: Path, root: Path) -> list[str]:
+    """``harness finetune`` of the fault cases' recipe (two epochs of three steps), keeping the model at
+    steps 2 and 4 of 6 (a third and two thirds of the training)."""
+    return ["finetune", "--task", "rte", "--model", str(tiny_model_dir), "--data-dir", str(tiny_data / "glue"),
+            "--epochs", "2", "--batch-size", "8", "--learning-rate", "1e-3", "--output-dir", str(root / "out"),
+            "--cache-dir", str(root / "cache"), "--trajectory", "0.34", "0.67"]
+
+
+def test_a_killed_fine_tuning_resumes_with_the_checkpoints_kept_on_the_way(tiny_model_dir, tiny_data, tmp_path):
+    """Killed at step 5 (after step 4's checkpoint was kept, and after the epoch checkpoint at step 3):
+    the rerun resumes from step 3, passes step 4 again, and ends with the same kept checkpoints and
+    weights as a fine-tuning never interrupted."""
+    whole, killed = tmp_path / "whole", tmp_path / "killed"
+    assert harness(finetune_argv(tiny_model_dir, tiny_data, whole)).returncode == 0
+    stopped = harness(finetune_argv(tiny_model_dir, tiny_data, killed), ("training", "SIGKILL", PHASES["training"]))
+    assert stopped.returncode == -signal.SIGKILL
+    assert {path.name for path in killed.glob("cache/*/trajectory/step-*")} == {"step-2", "step-4"}
+    assert harness(finetune_argv(tiny_model_dir, tiny_data, killed)).returncode == 0
+
+    def kept(root: Path) -> dict[str, bytes]:
+        return {path.parent.name: path.read_bytes() for path in root.glob("cache/*/trajectory/step-*/model.safetensors")}
+
+    assert kept(killed) == kept(whole) and set(kept(whole)) == {"step-2", "step-4"}
+    assert the_weights(killed) == the_weights(whole)
+    (result,) = killed.glob("cache/*/final/result.json")
+    assert [point["step"] for point in read_json(result)["trajectory"]] == [2, 4]

@@ -34,7 +34,7 @@ def test_unknown_analysis(capsys, tmp_path):
     (tmp_path / "RTE" / "dev.tsv").write_text("index\tsentence1\tsentence2\tlabel\n0\ta\tb\tentailment\n")
     code, err = run_cli(capsys, "run", "--task", "rte", "--data-dir", str(tmp_path), "--analyses", "astrology",
                         "--tracking-uri", f"sqlite:///{tmp_path}/m.db")
-    assert code == 2 and "--analyses: unknown analysis astrology; valid: ablation, clustering, coreference, cosine" in err
+    assert code == 2 and "--analyses: unknown analysis astrology; valid: evaluation, cosine, cosine_padded, clustering" in err
 
 
 def test_unreachable_model_names_the_offline_alias(capsys, tmp_path):

@@ -1,11 +1,19 @@
-"""Text sources the analyses read; importing this package registers all of them in `SOURCES`.
+"""Text sources the analyses read; importing this package registers every one in `SOURCES`.
 
-Adding one: subclass `Source` (``name``, ``identity()``, ``stream()``), decorate it with
-`register_source`, and import its module here.
+Adding one is one module here (or in a package of its own, named under the entry-point group
+``harness.inputs.sources``: `harness.registry.discover`): a subclass of `Source` (``name``,
+``identity()``, ``stream()``) decorated with `register_source`.
 """
 
-from harness.inputs.sources import coreference, corpus, dev, running_text, task, treebank
 from harness.inputs.sources.base import SOURCES, Source, SourceContext, SourceStream, register_source
+from harness.registry import discover
 
-__all__ = ["SOURCES", "Source", "SourceContext", "SourceStream", "corpus", "coreference", "dev", "register_source",
-           "running_text", "task", "treebank"]
+
+def discover_sources() -> None:
+    """Register the sources of this package and of the installed extensions."""
+    discover(__name__, SOURCES)
+
+
+discover_sources()
+
+__all__ = ["SOURCES", "Source", "SourceContext", "SourceStream", "discover_sources", "register_source"]

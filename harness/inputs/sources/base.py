@@ -87,7 +87,7 @@ class Source(ABC):
         to another (then the run streams that source once for the analyses of both)."""
         return self.name
 
-    def check(self) -> None:
+    def check(self) -> None:  # noqa: B027 (a source whose files are read up front has nothing to check first)
         """Read and validate the source's files before any model work, each problem one
         `InputError` line; needs no tokenizer. Sources whose files are read up front anyway
         (the task's) check nothing here."""

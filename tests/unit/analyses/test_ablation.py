@@ -275,7 +275,7 @@ def test_pruning_ranks_on_one_half_and_scores_the_other_with_the_model_itself(ab
     step = 1
     pruned = pruned_counts(2 * 4)[step]
     masks = torch.ones(len(examples), 2 * 4)
-    for half, ranked_on in enumerate(halves):
+    for half in range(len(halves)):
         scored = torch.as_tensor(halves[1 - half])
         masks[scored[:, None], torch.as_tensor(pruning["orders"]["importance"][half][:pruned])] = 0.0
     predictions = forward(model, encoded, interventions=Interventions(head_gates=masks.view(-1, 2, 4))).logits

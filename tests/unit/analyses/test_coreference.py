@@ -22,6 +22,7 @@ from harness.inputs.sources.coreference import (
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.views.coreference import CoreferenceView
 from harness.views.evidence import UnitSums, paired_change
+from harness.views.metrics import values
 from tasks.coreference import Document, Mention, mention_head, mention_type
 from tasks.errors import InputError
 from tests.conftest import analysis_context, finish, stream
@@ -190,7 +191,7 @@ def test_analysis_counts_hand_made_attention_exactly(tiny_tokenizer):
     assert change["at_before_best_head"]["all"] == -1.0 and change["at_before_best_head"]["nominal"] is None
     assert change["best_head"]["all"] == 0.0
     json.dumps(result, allow_nan=False)  # the summary must be strict JSON
-    metrics = dict(CoreferenceView.metrics({"result": result}))
+    metrics = values(CoreferenceView.metrics({"result": result}))
     assert metrics["coref_all_nearest"] == 0.75 and metrics["coref_all_pretrained"] == 1.0
     assert metrics["coref_all_nearest_either_side"] == 0.5
     assert "coref_nominal_pretrained" not in metrics  # no nominal mentions: no number to log

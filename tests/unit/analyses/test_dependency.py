@@ -7,6 +7,7 @@ from harness.inputs.sources import SourceContext
 from harness.inputs.sources.treebank import SyntaxSource
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.views.dependency import ALL_CLARK, DependencyView
+from harness.views.metrics import values
 from tests.conftest import finish, stream
 from tests.unit.syntax_helpers import context, hand_made_batch, pointing_maps, sentence
 
@@ -100,7 +101,7 @@ def test_relations_below_min_count_are_dropped_and_cut_words_counted(tiny_pair, 
 def test_metrics_name_checkpoint_and_relation():
     pointing = pointing_maps(CAT.heads)
     result = run([CAT], {PRETRAINED: [pointing], FINETUNED: [pointing_maps([0] * len(CAT))]})
-    metrics = dict(DependencyView.metrics({"result": result}))
+    metrics = values(DependencyView.metrics({"result": result}))
     assert metrics["syntax_pretrained_all"] == 100.0 and metrics["syntax_finetuned_all"] < 100.0
     assert "syntax_baseline_nsubj" in metrics
 
@@ -133,7 +134,7 @@ def test_ours_leaves_punctuation_and_roots_out_and_clarks_counts_every_word():
     # the uniform head: "the" -> "cat", "home" -> "go", "." -> "go" (the first other word wins ties)
     assert change["after_at_before_head"] == pytest.approx(100 * 3 / 14)
     assert change["change"] == pytest.approx(100 * 3 / 14 - 100 * 10 / 14)
-    metrics = dict(DependencyView.metrics({"result": result}))
+    metrics = values(DependencyView.metrics({"result": result}))
     assert metrics["syntax_pretrained_all_clark"] == clark["best"]["accuracy"]
     assert metrics["syntax_baseline_all_clark"] == clark["baseline"]["accuracy"]
 

@@ -3,6 +3,7 @@ import torch
 from harness.analyses.features import LinguisticFeatures, feature_attention, feature_positions
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.views.features import FeaturesView
+from harness.views.metrics import values
 from tests.conftest import finish
 from tests.unit.syntax_helpers import context, hand_made_batch, sentence
 
@@ -60,6 +61,6 @@ def test_head_attending_only_to_the_negation_scores_one_and_change_is_after_minu
 def test_metrics_are_named_scalars_from_the_stored_entry():
     analysis = LinguisticFeatures(context())
     analysis.update(hand_made_batch([CAT], {PRETRAINED: [all_rows_to(2, 3)], FINETUNED: [all_rows_to(1, 3)]}))
-    metrics = dict(FeaturesView.metrics({"result": finish(analysis)}))
+    metrics = values(FeaturesView.metrics({"result": finish(analysis)}))
     assert metrics["features_pretrained_nouns_max"] == 1.0
     assert abs(metrics["features_finetuned_nouns_max"] - 0.2) < 1e-6  # only the uniform head reaches "cat"

@@ -17,6 +17,7 @@ from harness.inputs.batches import AttentionBatch, EncodedBatch
 from harness.inputs.encoding import batched
 from harness.results.store import FileHashes
 from harness.views.evidence import UnitSums
+from harness.views.metrics import values
 from harness.views.patterns import PatternsView, draw_proportions
 from harness.views.style import plt
 from tasks.examples import Example
@@ -70,7 +71,7 @@ def test_known_maps_give_known_proportions_and_changed_heads(tiny_tokenizer):
         "pretrained": [["vertical", "vertical"]], "finetuned": [["vertical", "diagonal"]]}
     assert result["per_pair"]["pretrained->finetuned"]["changed_heads"] == [
         {"layer": 1, "head": 2, "before": "vertical", "after": "diagonal"}]
-    metrics = dict(PatternsView.metrics({"result": result}))
+    metrics = values(PatternsView.metrics({"result": result}))
     assert metrics["pattern_finetuned_diagonal"] == 0.5 and metrics["pattern_pretrained_vertical_diagonal"] == 0.0
     evidence = PatternsView.change_evidence({"result": result})
     assert set(evidence) == set(PatternsView.signed_changes) - {"pattern_change_block"}  # no pair: block cannot occur
@@ -123,7 +124,7 @@ def test_shares_come_with_the_shipped_classifiers_cross_validation_and_corrected
     assert all(low <= corrected[name] <= high for name, (low, high) in intervals.items())
     score = AttentionPatterns.settings_identity(AnalysisConfig(), FileHashes())["cross_validation"]
     assert score["grouping"] == "task" and 0.0 < score["macro_f1_interval"][0] <= score["macro_f1"] <= 1.0
-    metrics = dict(PatternsView.metrics({"result": finish(analysis), "settings": {"cross_validation": score}}))
+    metrics = values(PatternsView.metrics({"result": finish(analysis), "settings": {"cross_validation": score}}))
     assert metrics["pattern_classifier_cv_macro_f1"] == score["macro_f1"]
 
 

@@ -12,6 +12,7 @@ from harness.inputs.sources import SourceContext
 from harness.inputs.sources.treebank import DEV, TRAIN, ProbeSource
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.results.store import FileHashes
+from harness.views.metrics import values
 from harness.views.probes import ProbesView
 from tasks.errors import InputError
 from tests.conftest import finish
@@ -95,7 +96,7 @@ def test_right_branching_baseline_scores_right_branching_trees_fully():
     analysis.update(hand_made_batch([right], {PRETRAINED: [uniform], FINETUNED: [uniform]}, items=[(DEV, right)]))
     result = finish(analysis)
     assert result["per_checkpoint"][FINETUNED]["uas"]["right_branching"] == 100.0
-    metrics = dict(ProbesView.metrics({"result": result}))
+    metrics = values(ProbesView.metrics({"result": result}))
     assert metrics["probes_uas_right_branching"] == 100.0 and "probes_uas_finetuned_attn_glove" in metrics
     assert right_branching(4).tolist() == [2, 3, 4, 0]
 

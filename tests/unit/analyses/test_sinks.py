@@ -9,6 +9,7 @@ from harness.analyses.sinks import AttentionSinks, sink_statistics
 from harness.analyses.surface import SpecialIds
 from harness.inputs.batches import AttentionBatch, EncodedBatch
 from harness.inputs.encoding import batched
+from harness.views.metrics import values
 from harness.views.sinks import KINDS, STATISTICS, SinksView
 from tasks.examples import Example
 from tests.conftest import analysis_context, finish, run_analysis, stream, tiny_bert
@@ -165,7 +166,7 @@ def test_result_layers_overall_pair_changes_metrics_and_figures(tiny_pair, tiny_
         assert evidence[f"sinks_change_raw_share_{kind}"]["value"] == pytest.approx(
             change["overall"]["raw_share"][kind], abs=1e-6)  # the stored units give the overall share
         assert evidence[f"sinks_change_raw_share_{kind}"]["n"] == 3
-    metrics = dict(SinksView.metrics(entry))
+    metrics = values(SinksView.metrics(entry))
     assert len(metrics) == 3 * 3 * 4 and metrics["sinks_pretrained_to_finetuned_norm_share_sep_change"] == \
         change["overall"]["norm_share"]["sep"]
     run = {"model": "tiny", "task": "test"}

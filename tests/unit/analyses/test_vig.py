@@ -22,16 +22,12 @@ from harness.inputs.batches import AttentionBatch, real_tokens
 from harness.inputs.encoding import batched, encode_examples
 from harness.model.loading import load_tokenizer
 from harness.results.checkpoints import FINETUNED, PRETRAINED
+from harness.views.metrics import changes, values
 from harness.views.seeds import spread
-from harness.views.summary import changes
 from harness.views.style import plt
 from harness.views.vig import NOT_DEFINED, STATISTICS, VigView
 from tasks.examples import Example
 from tests.conftest import analysis_context, finish, run_analysis, stream, tiny_bert
-from tests.unit.model.architectures import (  # noqa: F401 (architecture, architecture_dir: fixtures)
-    architecture,
-    architecture_dir,
-)
 
 # [CLS] the cat ##s sat on the mat [SEP] the cat sat . [SEP], then two padding positions
 PAIR = Example("1", "The cats sat on the mat", "the cat sat .", 0)
@@ -236,12 +232,12 @@ def test_result_pairs_labels_and_strongest_heads(entry):
 def test_view_metrics_headline_printed_and_overview(entry):
     metrics = VigView.metrics(entry)
     assert len(metrics) == 2 * 6 * 3 + 6
-    values = dict(metrics + changes(metrics))
+    named = values(metrics + changes(metrics))
     pretrained = entry["result"]["per_checkpoint"][PRETRAINED]
-    assert values["vig_pretrained_next_heads"] == pretrained["label_counts"]["next"]
-    assert values["vig_chance_delimiters"] == pretrained["chance"]["delimiters"]
-    assert set(VigView.signed_changes) <= values.keys()
-    headline = VigView.headline(values)
+    assert named["vig_pretrained_next_heads"] == pretrained["label_counts"]["next"]
+    assert named["vig_chance_delimiters"] == pretrained["chance"]["delimiters"]
+    assert set(VigView.signed_changes) <= named.keys()
+    headline = [metric.name for metric in VigView.headline(metrics + changes(metrics))]
     assert headline == [f"vig_{checkpoint}_other_segment_identical_{what}" for what in ("max", "heads")
                         for checkpoint in (PRETRAINED, FINETUNED, "change")]
     printed = VigView.printed(entry)
@@ -256,7 +252,7 @@ def test_a_behaviour_no_example_has_rows_for_has_no_shares_only_its_head_count(e
     unseen = copy.deepcopy(entry)  # pairs whose sentences share no word: no row has a target in the other sentence
     for stats in unseen["result"]["per_checkpoint"].values():
         stats["examples"]["other_segment_identical"] = 0
-    names = dict(VigView.metrics(unseen))
+    names = values(VigView.metrics(unseen))
     assert not [name for name in names if "other_segment_identical" in name and not name.endswith("_heads")]
     assert f"vig_{FINETUNED}_other_segment_identical_heads" in names and f"vig_{FINETUNED}_next_max" in names
 
@@ -292,7 +288,7 @@ def drawn_panels(entry, tmp_path, monkeypatch) -> tuple[list[str], dict[str, lis
 def test_a_single_sentence_task_says_nothing_of_the_other_sentence(single_entry, tmp_path, monkeypatch, caplog):
     pretrained = single_entry["result"]["per_checkpoint"][PRETRAINED]
     assert (pretrained["pair_items"], pretrained["num_items"], pretrained["examples"][CROSS]) == (0, 3, 0)
-    metrics = dict(VigView.metrics(single_entry))
+    metrics = values(VigView.metrics(single_entry))
     assert not [name for name in metrics if CROSS in name] and f"vig_{FINETUNED}_next_heads" in metrics
     printed = VigView.printed(single_entry)
     assert len(printed) == 3 and not [line for line in printed if "other" in line or "such rows" in line]
@@ -350,7 +346,7 @@ def test_view_figures_and_tables_from_a_stored_entry(entry, tmp_path):
 
 
 def test_study_keeps_identical_words_per_layer_and_draws_them(entry, tmp_path):
-    metrics = dict(VigView.metrics(entry) + changes(VigView.metrics(entry)))
+    metrics = values(VigView.metrics(entry) + changes(VigView.metrics(entry)))
     task = {"seeds": [1, 2], "metrics": {name: spread([value, value]) for name, value in metrics.items()},
             **VigView.across_seeds([entry, entry])}
     kept = task["vig_identical"][FINETUNED]["other_segment_identical"]
@@ -408,7 +404,7 @@ def test_a_head_linking_the_sentences_lost_in_most_examples_is_a_clear_fall(tiny
     chance = CHANCE[CROSS]
     # before, the "identical" head gives 1; after, 1 in two examples and chance in eight
     assert strongest["value"] == pytest.approx(0.2 + 0.8 * chance - 1, abs=1e-6)
-    metrics = dict(VigView.metrics({"result": result}) + changes(VigView.metrics({"result": result})))
+    metrics = values(VigView.metrics({"result": result}) + changes(VigView.metrics({"result": result})))
     assert strongest["value"] == pytest.approx(metrics[f"vig_change_{CROSS}_max"], abs=1e-6)
     assert mean["value"] == pytest.approx(metrics[f"vig_change_{CROSS}_mean"], abs=1e-6)
     for change in (strongest, mean):

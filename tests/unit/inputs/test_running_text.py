@@ -45,7 +45,7 @@ def write_treebank(tmp_path):
     sentences = []
     for document, paragraphs in DOCUMENTS:
         number = 0
-        for paragraph_index, paragraph in enumerate(paragraphs):
+        for _paragraph_index, paragraph in enumerate(paragraphs):
             for sentence_index, text in enumerate(paragraph):
                 number += 1
                 sentences.append(conllu_sentence(f"{document}-{number}", text,

@@ -185,16 +185,3 @@ def build_architecture(name: str, folder: Path) -> None:
 def architecture_folder(tmp_path_factory: pytest.TempPathFactory, name: str) -> Path:
     """Architecture ``name``'s folder, made once per test session (once for all xdist workers)."""
     return made_once(tmp_path_factory, f"arch-{name}", partial(build_architecture, name))
-
-
-@pytest.fixture(params=list(ARCHITECTURES))
-def architecture(request: pytest.FixtureRequest) -> str:
-    """Each architecture's name in turn; a test narrows it with ``parametrize("architecture", [...])``
-    (function-scoped, as such a parameter is: the folder behind it is made once all the same)."""
-    return request.param
-
-
-@pytest.fixture
-def architecture_dir(tmp_path_factory: pytest.TempPathFactory, architecture: str) -> Path:
-    """The folder of ``architecture``'s tiny checkpoint."""
-    return architecture_folder(tmp_path_factory, architecture)

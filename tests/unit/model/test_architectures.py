@@ -25,12 +25,7 @@ from transformers import (
 
 from harness.inputs.words import tokenized_words
 from tests.conftest import SENTENCES
-from tests.unit.model.architectures import (  # noqa: F401 (architecture, architecture_dir: fixtures)
-    ARCHITECTURES,
-    WORD_PREFIXES,
-    architecture,
-    architecture_dir,
-)
+from tests.unit.model.architectures import ARCHITECTURES, WORD_PREFIXES
 
 WORDS = " ".join(SENTENCES).split()
 # What AutoTokenizer gives (in transformers 5 ElectraTokenizerFast is BertTokenizer; ModernBERT

@@ -17,6 +17,7 @@ from harness.results.checkpoints import FINETUNED, FROZEN_ENCODER, PRETRAINED, R
 from harness.results.store import FileHashes, read_json
 from harness.run.plan import load_task_data
 from harness.views.evaluation import EvaluationView, learning_warning, table_1_markdown
+from harness.views.metrics import values
 from tasks.registry import get_task
 from tests.conftest import snapshot, tiny_run_arguments
 from tests.unit.analyses.test_evaluation import stored
@@ -113,5 +114,5 @@ def test_a_fine_tune_that_is_not_clearly_above_the_frozen_baseline_is_flagged():
     entry = {"pairs": [list(pair) for pair in pairs], "result": {"per_pair": comparisons}}
     assert learning_warning(entry).startswith("warning: finetuned is not clearly above the frozen-encoder baseline")
     with_majority = {name: {**stats, "majority": {"dev/accuracy": 0.6}} for name, stats in per_checkpoint.items()}
-    metrics = dict(EvaluationView.metrics({**entry, "result": {**entry["result"], "per_checkpoint": with_majority}}))
+    metrics = values(EvaluationView.metrics({**entry, "result": {**entry["result"], "per_checkpoint": with_majority}}))
     assert metrics["learned_finetuned"] == 0.0 and metrics["above_frozen-encoder_high_finetuned"] < 0

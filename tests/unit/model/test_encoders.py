@@ -26,10 +26,6 @@ from tasks.errors import InputError
 from tasks.examples import Example
 from tasks.registry import get_task
 from tests.conftest import tiny_run_arguments
-from tests.unit.model.architectures import (  # noqa: F401 (architecture, architecture_dir: fixtures)
-    architecture,
-    architecture_dir,
-)
 
 PAIRS = [Example("1", "the cat sat on the mat .", "the dog ran .", 0),
          Example("2", "he is not happy", "it sat", 1),

@@ -53,11 +53,11 @@ def test_cache_key_changes_with_every_hyperparameter_and_the_data(tiny_data, tmp
 
 
 def test_the_cache_key_of_a_run_without_re_initialised_layers_is_the_one_it_had_before_the_flag(tiny_data):
-    """Checkpoints cached before --reinit-layers existed keep their key: the unset flag is not in it."""
+    """Checkpoints cached before --reinit-layers and --trajectory existed keep their key: the unset flags are not in it."""
     config = RunConfig(TaskConfig(task="rte", data_dir=tiny_data / "glue"))
     data = load_task_data(config, FileHashes())
     earlier = {name: value for name, value in asdict(config.finetune).items()
-               if name not in ("baselines", "recipe", "reinit_layers")}
+               if name not in ("baselines", "recipe", "reinit_layers", "trajectory")}
     assert cache_key(config, data) == key_of({"model": config.task.model, "task": "rte", "max_length": 128,
                                               "data": data.identity, "precision": "auto", **earlier})
 

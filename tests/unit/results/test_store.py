@@ -7,13 +7,13 @@ from harness.results.store import FileHashes, ResultIdentity, ResultStore, atomi
 
 
 def identity(version: int = 1, **settings) -> ResultIdentity:
-    return ResultIdentity("surface", version, ({"model": "m", "sha256": "abc"},), {"file": "dev.tsv"}, settings)
+    return ResultIdentity("toy", version, ({"model": "m", "sha256": "abc"},), {"file": "dev.tsv"}, settings)
 
 
 def test_results_round_trip_under_their_identity_and_no_other(tmp_path):
     store = ResultStore(tmp_path)
     path = store.save(identity(), {"x": [1.5, None]})
-    assert path.parent.name == "surface" and store.load(identity()) == {"x": [1.5, None]}
+    assert path.parent.name == "toy" and store.load(identity()) == {"x": [1.5, None]}
     stored = json.loads(path.read_text())
     assert stored["identity"]["version"] == 1 and stored["identity"]["checkpoints"][0]["model"] == "m"
     assert store.load(identity(version=2)) is None  # an older version is never reused

@@ -116,11 +116,11 @@ def test_a_study_tries_each_absent_corpus_once_not_once_per_run(no_corpora, mirr
     argv = without_data_flags(tiny_run_arguments(tiny_model_dir, tiny_data, tmp_path))
     settings, configs = configs_from(build_parser().parse_args(["study", *argv[1:], "--seeds", "3"]))
     plan = plan_study(settings, configs)
-    assert len(plan.runs) == 3 and len(server.requests) == 1  # LitBank's first file; UD then not tried
+    assert len(plan.runs) == 3 and len(server.requests) == 1  # UD English EWT's first file; LitBank then not tried
     assert all(run.skipped == plan.runs[0].skipped for run in plan.runs)
-    assert plan.runs[2].skipped["coreference"].startswith(
-        "no LitBank coreference 3e50db0 in the data cache or ../shared/data, and the download failed (")
-    assert "no download was tried after that of LitBank coreference failed" in plan.runs[2].skipped["syntax"]
+    assert plan.runs[2].skipped["syntax"].startswith(
+        "no UD English EWT r2.16 in the data cache or ../shared/data, and the download failed (")
+    assert "no download was tried after that of UD English EWT failed" in plan.runs[2].skipped["coreference"]
     assert aggregate(plan, {}, {})["analyses_skipped"] == plan.runs[0].skipped  # what every run left out
 
 
@@ -133,13 +133,12 @@ def test_a_default_run_without_its_corpora_and_offline_skips_their_analyses_says
     out = capsys.readouterr().out.splitlines()
     skipped_lines = [line for line in out if line.startswith("skipped ")]
     assert len(skipped_lines) == 1
-    assert skipped_lines[0].startswith("skipped coreference: no LitBank coreference 3e50db0 in the data cache or "
-                                       "../shared/data, and the download failed (http://127.0.0.1:")
-    assert skipped_lines[0].endswith("`harness data download litbank` fetches it; syntax, features, probes, "
-                                     "surface_text: no UD English EWT r2.16 in the data cache or ../shared/data, and "
-                                     "no download was "
-                                     "tried after that of LitBank coreference failed; `harness data download "
-                                     "ud-english-ewt` fetches it")
+    assert skipped_lines[0].startswith("skipped surface_text, syntax, probes, features: no UD English EWT r2.16 in "
+                                       "the data cache or ../shared/data, and the download failed (http://127.0.0.1:")
+    assert skipped_lines[0].endswith("`harness data download ud-english-ewt` fetches it; coreference: no LitBank "
+                                     "coreference 3e50db0 in the data cache or ../shared/data, and no download was "
+                                     "tried after that of UD English EWT failed; `harness data download litbank` "
+                                     "fetches it")
     (summary_path,) = (tmp_path / "out").glob("*/summary.json")
     summary = json.loads(summary_path.read_text())
     assert set(summary["run"]["skipped"]) == {*UD_READERS, *LITBANK_READERS}
@@ -148,7 +147,7 @@ def test_a_default_run_without_its_corpora_and_offline_skips_their_analyses_says
     assert {"evaluation", "cosine"} <= set(summary["analyses"])
     with sqlite3.connect(tmp_path / "mlflow.db") as database:
         (tag,) = database.execute("SELECT value FROM tags WHERE key = 'harness.analyses_skipped'").fetchone()
-    assert tag == "coreference, syntax, features, probes, surface_text"
+    assert tag == "surface_text, syntax, probes, features, coreference"
     page = tmp_path / "report" / "index.html"
     assert main(["report", "--output-dir", str(tmp_path / "out"), "--out", str(page)]) == 0
     text = html.unescape(page.read_text())

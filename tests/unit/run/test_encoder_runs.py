@@ -11,10 +11,6 @@ import pytest
 from harness.cli import main
 from harness.run.plan import select_analyses
 from tests.conftest import tiny_run_arguments
-from tests.unit.model.architectures import (  # noqa: F401 (architecture, architecture_dir: fixtures)
-    architecture,
-    architecture_dir,
-)
 
 pytestmark = pytest.mark.slow  # a whole tiny run per architecture
 

@@ -14,7 +14,6 @@ import pytest
 from harness.cli import build_parser, configs_from, main
 from harness.config import StudyConfig
 from harness.present.study_figures import draw_study
-from harness.results.checkpoints import MAIN_PAIR
 from harness.results.summary import checked_study
 from harness.study.aggregate import change_findings, support, task_aggregate, task_cell
 from harness.study.executors import finetune_argv

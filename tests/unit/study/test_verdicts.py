@@ -15,8 +15,8 @@ from harness.results.summary import seal
 from harness.study.aggregate import beside_paper, change_findings, claim_findings, findings, judged_tasks, learning
 from harness.views import VIEWS
 from harness.views.base import Claim, PaperPoint, View
-from harness.views.evidence import UnitSums, interval_verdict, paired_change, resampled_verdict
 from harness.views.evaluation import EvaluationView
+from harness.views.evidence import UnitSums, interval_verdict, paired_change, resampled_verdict
 
 UNITS = 400
 

@@ -1,0 +1,310 @@
+"""docs/architecture.md's four recipes, each walked through with a toy: an analysis (with its view),
+a source and an encoder family, each in a package of its own outside the harness (a temporary
+folder on ``sys.path`` with a ``.dist-info`` naming its modules under the harness's entry-point
+groups, as ``pip install`` leaves one), found by the registries' own discovery and used on the
+tiny model; and a task, added to the task registry and run end to end. After each test the
+registries, transformers' Auto classes and ``sys.modules`` are restored, so no other test sees a toy."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from string import Template
+
+import pytest
+import torch
+from transformers import AutoConfig, AutoModelForMaskedLM, BertConfig, BertForSequenceClassification
+from transformers.models.auto.configuration_auto import CONFIG_MAPPING
+from transformers.models.auto.modeling_auto import (
+    MODEL_FOR_MASKED_LM_MAPPING,
+    MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING,
+)
+
+from harness.analyses import ANALYSES, discover_analyses
+from harness.cli import main
+from harness.config import AnalysisConfig
+from harness.inputs.encoding import encode_examples
+from harness.inputs.sources import SOURCES, SourceContext, discover_sources
+from harness.model.forward import Capture, forward, harness_attention
+from harness.model.loading import check_model, load_sequence_classifier, load_tokenizer, prepare
+from harness.registry import extensions
+from harness.results.store import ResultStore
+from harness.run.engine import analyse
+from harness.run.plan import select_analyses
+from harness.views import VIEWS, discover_views
+from harness.views.base import per_checkpoint_results
+from harness.views.metrics import values
+from tasks.loading import load_examples
+from tasks.registry import TASKS, GlueTask, get_task
+from tests.conftest import PAIRS, as_checkpoints, sentiment_sentences, tiny_bert, tiny_run_arguments
+
+Install = Callable[[str, dict[str, str], dict[str, dict[str, str]]], None]
+
+# The toy analysis of the recipe: each head's mean attention to the first token, over every real row.
+TOY_VIEW = Template('''"""Each head's mean attention to the first token of its input (a toy analysis)."""
+
+import statistics
+
+from typing import TypedDict
+
+from harness.views.base import View, per_checkpoint_results, register_view
+from harness.views.metrics import Metric
+
+
+class FirstTokenResult(TypedDict):
+    per_head: list[list[float]]
+
+
+@register_view
+class FirstTokenView(View):
+    name = "$name"
+    order = $order
+    stored = FirstTokenResult
+
+    @classmethod
+    def metrics(cls, entry):
+        return [Metric(cls.name, "$metric", checkpoint=checkpoint, value=statistics.fmean(sum(stats["per_head"], [])))
+                for checkpoint, stats in per_checkpoint_results(entry).items()]
+''')
+TOY_ANALYSIS = Template('''"""What FirstTokenView says, measured."""
+
+import torch
+
+from harness.analyses.base import Analysis, register_analysis
+from harness.inputs.batches import real_tokens
+from $package.first_token_view import FirstTokenView
+
+
+@register_analysis
+class FirstTokenAttention(Analysis):
+    view = FirstTokenView
+    source = "$source"
+
+    def __init__(self, context):
+        super().__init__(context)
+        self.total = torch.zeros(len(context.checkpoints), context.num_layers, context.num_heads,
+                                 dtype=torch.float64, device=context.device)
+        self.rows = 0
+
+    def update(self, batch):
+        real = real_tokens(batch.lengths, batch.input_ids.shape[1])[:, None, None, :]  # padding rows left out
+        for index, name in enumerate(self.context.checkpoints):
+            to_first = batch.attentions[name][..., 0]  # (batch, layers, heads, rows): each row's weight on token 0
+            self.total[index] += (to_first * real).sum(dim=(0, 3)).double()
+        self.rows += int(batch.lengths.sum())
+
+    def result(self):
+        return {name: {"per_head": (self.total[index] / self.rows).tolist()}
+                for index, name in enumerate(self.context.checkpoints)}
+''')
+TOY_SOURCE = '''"""The run's task sample with the words of each text in reverse order (a toy source)."""
+
+from dataclasses import replace
+
+from harness.inputs.encoding import batched
+from harness.inputs.sources.base import Source, SourceStream, register_source
+
+
+def reverse(text):
+    return " ".join(reversed(text.split())) if text else text
+
+
+@register_source
+class ReversedText(Source):
+    name = "reversed-text"
+
+    def identity(self):
+        return {"source": self.name, **self.context.task_identity, "max_length": self.context.max_length}
+
+    def stream(self):
+        context = self.context
+        examples = [replace(example, text_a=reverse(example.text_a), text_b=reverse(example.text_b))
+                    for example in context.task_examples]
+        batches = batched(context.tokenizer, examples, context.settings.eval_batch_size, context.max_length,
+                          context.task.is_pair)
+        return SourceStream(batches, len(examples), {"examples": len(examples)})
+'''
+TOY_ENCODER = '''"""A toy encoder family: BERT's modules under a model type of its own, registered with
+transformers' Auto classes (what an encoder family from outside transformers does)."""
+
+from transformers import (AutoConfig, AutoModelForMaskedLM, AutoModelForSequenceClassification, BertConfig,
+                          BertForMaskedLM, BertForSequenceClassification)
+
+
+class ToyBertConfig(BertConfig):
+    model_type = "toy-bert"
+
+
+class ToyBertForMaskedLM(BertForMaskedLM):
+    config_class = ToyBertConfig
+
+
+class ToyBertForSequenceClassification(BertForSequenceClassification):
+    config_class = ToyBertConfig
+
+
+AutoConfig.register(ToyBertConfig.model_type, ToyBertConfig)
+AutoModelForMaskedLM.register(ToyBertConfig, ToyBertForMaskedLM)
+AutoModelForSequenceClassification.register(ToyBertConfig, ToyBertForSequenceClassification)
+'''
+# A single-sentence task as GLUE lays one out (SST-2's columns), in a folder of its own.
+TOY_TASK = GlueTask("toy", "Toy", "toy", ("sentence", None), ("sentence", None, "label"),
+                    ("negative", "positive"), ("0", "1"), ("accuracy",))
+
+
+def first_token_modules(package: str, name: str, order: int, source: str) -> dict[str, str]:
+    """The toy analysis's two modules: its view ``name`` at ``order``, the analysis reading ``source``."""
+    return {"first_token_view": TOY_VIEW.substitute(name=name, order=order, metric=name.replace("-", "_")),
+            "first_token": TOY_ANALYSIS.substitute(package=package, source=source)}
+
+
+def first_token_groups(package: str) -> dict[str, dict[str, str]]:
+    """The entry points of the toy analysis's modules: the view's torch-free, apart from the analysis."""
+    return {"harness.views": {"first-token": f"{package}.first_token_view"},
+            "harness.analyses": {"first-token": f"{package}.first_token"}}
+
+
+@pytest.fixture
+def install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Install]:
+    """``install(package, {module: code}, {group: {entry name: module}})`` lays a package out as pip
+    installs one (the package beside its ``.dist-info`` with ``entry_points.txt``), puts it on
+    ``sys.path`` and runs each registry's discovery again, as a new process would on import."""
+    site = tmp_path / "site"
+    registries = (ANALYSES, VIEWS, SOURCES)
+    kept = [dict(registry) for registry in registries]
+    for mapping in (CONFIG_MAPPING, MODEL_FOR_MASKED_LM_MAPPING, MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING):
+        monkeypatch.setattr(mapping, "_extra_content", dict(mapping._extra_content))  # what the toy registers
+    installed: list[str] = []
+
+    def install_package(package: str, modules: dict[str, str], groups: dict[str, dict[str, str]]) -> None:
+        (site / package).mkdir(parents=True)
+        (site / package / "__init__.py").write_text("")
+        for module, code in modules.items():
+            (site / package / f"{module}.py").write_text(code)
+        metadata = site / f"{package}-0.1.dist-info"
+        metadata.mkdir()
+        (metadata / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {package}\nVersion: 0.1\n")
+        (metadata / "entry_points.txt").write_text("".join(
+            f"[{group}]\n" + "".join(f"{name} = {module}\n" for name, module in entries.items())
+            for group, entries in groups.items()))
+        monkeypatch.syspath_prepend(str(site))
+        installed.append(package)
+        discover_views()
+        discover_sources()
+        discover_analyses()
+        extensions("harness.model")
+
+    yield install_package
+    for registry, before in zip(registries, kept):
+        registry.clear()
+        registry.update(before)
+    for name in [name for name in sys.modules if name.split(".")[0] in installed]:
+        del sys.modules[name]
+
+
+@pytest.fixture
+def task_sample(tiny_tokenizer, tiny_data) -> SourceContext:
+    """What the sources read: the tiny RTE dev set as the run's task sample."""
+    rte = get_task("rte")
+    examples = load_examples(rte, "dev", tiny_data / "glue")
+    return SourceContext(tiny_tokenizer, AnalysisConfig(eval_batch_size=4), tokenizer_name="tiny", max_length=64,
+                         task=rte, task_examples=examples, task_identity={"split": "dev", "examples": len(examples)})
+
+
+def test_an_analysis_is_its_two_modules_found_by_discovery_and_run_by_the_engine(install, task_sample, tmp_path):
+    install("toy_analysis", first_token_modules("toy_analysis", "first-token", 25, "task"),
+            first_token_groups("toy_analysis"))
+    # its view's order (25) puts it after cosine (20) and before cosine_padded (30), in both registries
+    for registry in (list(VIEWS), list(ANALYSES)):
+        assert registry[registry.index("first-token") - 1:registry.index("first-token") + 2] == [
+            "cosine", "first-token", "cosine_padded"]
+    assert "first-token" in [analysis.name for analysis in select_analyses(None)]  # a default run makes it
+    checkpoints = as_checkpoints({name: tiny_bert(seed) for seed, name in enumerate(PAIRS[0])})
+    entries = analyse([ANALYSES["first-token"]], checkpoints, list(PAIRS), task_sample, ResultStore(tmp_path))
+    measured = per_checkpoint_results(entries["first-token"])
+    for checkpoint in checkpoints:  # against each example run alone (no padding): (layers, heads, rows) to token 0
+        alone = [forward(checkpoint.model, encode_examples(task_sample.tokenizer, [example], 64, pair=True),
+                         capture=Capture(attention=True)).attentions[0, ..., 0]
+                 for example in task_sample.task_examples]
+        expected = sum(rows.sum(-1) for rows in alone) / sum(rows.shape[-1] for rows in alone)
+        assert torch.allclose(torch.tensor(measured[checkpoint.name]["per_head"]), expected, atol=1e-6)
+    assert measured[PAIRS[0][0]] != measured[PAIRS[0][1]]
+    metrics = values(VIEWS["first-token"].metrics(entries["first-token"]))
+    assert set(metrics) == {f"first_token_{name}" for name in PAIRS[0]}
+    assert all(0 < value < 1 for value in metrics.values())
+
+
+def test_a_source_is_one_module_and_the_analyses_naming_it_read_its_stream(install, task_sample, tmp_path):
+    package = "toy_source"
+    modules = {**first_token_modules(package, "first-token-reversed", 26, "reversed-text"), "reversed_text": TOY_SOURCE}
+    install(package, modules, {**first_token_groups(package), "harness.inputs.sources": {"reversed-text":
+                                                                                        f"{package}.reversed_text"}})
+    assert "reversed-text" in SOURCES
+    streamed: list[str] = []
+    checkpoints = as_checkpoints({"pretrained": tiny_bert(0)})
+    entries = analyse([ANALYSES["first-token-reversed"]], checkpoints, [], task_sample, ResultStore(tmp_path),
+                      on_source_done=lambda source, _: streamed.append(source))
+    entry = entries["first-token-reversed"]
+    assert streamed == ["reversed-text"]
+    assert entry["source"]["identity"]["source"] == "reversed-text"
+    assert entry["source"]["notes"] == {"examples": len(task_sample.task_examples)}
+    grid = per_checkpoint_results(entry)["pretrained"]["per_head"]
+    assert len(grid) == 2 and all(0 < value < 1 for row in grid for value in row)
+
+
+def test_an_encoder_family_registered_with_the_auto_classes_loads_and_is_analysed(install, task_sample, tmp_path,
+                                                                                 tiny_tokenizer):
+    install("toy_encoder", {"modeling": TOY_ENCODER}, {"harness.model": {"toy-bert": "toy_encoder.modeling"}})
+    folder = tmp_path / "toy-bert-tiny"
+    config = AutoConfig.for_model("toy-bert", vocab_size=len(tiny_tokenizer), hidden_size=16, num_hidden_layers=2,
+                                  num_attention_heads=4, intermediate_size=32, initializer_range=0.5)
+    AutoModelForMaskedLM.from_config(config).save_pretrained(folder)
+    tiny_tokenizer.save_pretrained(folder)
+    assert check_model(str(folder), {"--max-length": 64}).model_type == "toy-bert"  # what planning a run checks
+    model = prepare(load_sequence_classifier(str(folder), get_task("rte"), head_seed=0), torch.device("cpu"),
+                    torch.float32)
+    assert type(model).__name__ == "ToyBertForSequenceClassification" and harness_attention(model)
+    tokenizer = load_tokenizer(str(folder))
+    context = SourceContext(tokenizer, task_sample.settings, tokenizer_name=str(folder), max_length=64,
+                            task=task_sample.task, task_examples=task_sample.task_examples,
+                            task_identity=task_sample.task_identity)
+    # surface reads the special tokens from the tokenizer, sinks the value and output projections found by tracing
+    entries = analyse([ANALYSES["surface"], ANALYSES["sinks"]], as_checkpoints({"pretrained": model}), [], context,
+                      ResultStore(tmp_path / "store"))
+    # the same weights as a plain BERT give the same numbers: the family's own model type changes nothing
+    twin = BertForSequenceClassification(BertConfig(**model.config.to_diff_dict()))
+    twin.load_state_dict(model.state_dict())
+    bert = analyse([ANALYSES["surface"], ANALYSES["sinks"]], as_checkpoints({"pretrained": prepare(
+        twin, torch.device("cpu"), torch.float32)}), [], context, ResultStore(tmp_path / "bert-store"))
+    for name in ("surface", "sinks"):
+        assert per_checkpoint_results(entries[name]) == per_checkpoint_results(bert[name]), name
+
+
+def write_toy_task(glue: Path) -> None:
+    """TOY_TASK's train and dev files: the tiny sentiment sentences, every fourth one for dev."""
+    (glue / TOY_TASK.folder).mkdir(parents=True)
+    rows = sentiment_sentences()
+    for split, chosen in (("train", [row for i, row in enumerate(rows) if i % 4]), ("dev", rows[::4])):
+        (glue / TOY_TASK.folder / f"{split}.tsv").write_text(
+            "sentence\tlabel\n" + "".join(f"{text}\t{label}\n" for text, label in chosen))
+
+
+@pytest.mark.slow  # a whole tiny run: fine-tuning, the dev evaluation, MLflow
+def test_a_task_is_one_registry_entry_and_its_files_and_runs_end_to_end(tiny_model_dir, tiny_data, tmp_path,
+                                                                        monkeypatch):
+    monkeypatch.setitem(TASKS, TOY_TASK.name, TOY_TASK)
+    write_toy_task(tmp_path / "glue")
+    # the last --data-dir is the one argparse keeps: the toy task's folder instead of the tiny GLUE one
+    arguments = tiny_run_arguments(tiny_model_dir, tiny_data, tmp_path, "--analyses", "evaluation",
+                                   "--data-dir", str(tmp_path / "glue"), task="toy")
+    assert main(arguments) == 0
+    (summary_path,) = (tmp_path / "out").glob("toy-*/summary.json")
+    summary = json.loads(summary_path.read_text())
+    assert summary["run"]["task"] == "toy" and set(summary["analyses"]) == {"evaluation"}
+    dev = per_checkpoint_results(summary["analyses"]["evaluation"])
+    assert set(dev) == set(PAIRS[0])
+    for stats in dev.values():
+        assert stats["task"] == "toy" and stats["examples"] == {"dev": len(sentiment_sentences()[::4])}
+        assert 0 <= stats["metrics"]["dev/accuracy"] <= 1
