@@ -73,14 +73,25 @@ def main() -> None:
     sweep_median = statistics.median(seconds for seconds, _ in sweeps)
     masks = sweeps[0][1]
     device = "cuda" if torch.cuda.is_available() else f"cpu ({torch.get_num_threads()} threads)"
-    result = {"task": args.task, "model": args.model, "device": device, "examples": len(bench.dev),
-              "finetuned": bench.finetuned, "masks": masks, "forward_seconds": forward_median,
-              "ablation_seconds": sweep_median, "ratio_per_mask": sweep_median / (masks * forward_median),
-              "rounds": {"forward": passes, "ablation": [seconds for seconds, _ in sweeps]}, **peak_memory_mb()}
+    result = {
+        "task": args.task,
+        "model": args.model,
+        "device": device,
+        "examples": len(bench.dev),
+        "finetuned": bench.finetuned,
+        "masks": masks,
+        "forward_seconds": forward_median,
+        "ablation_seconds": sweep_median,
+        "ratio_per_mask": sweep_median / (masks * forward_median),
+        "rounds": {"forward": passes, "ablation": [seconds for seconds, _ in sweeps]},
+        **peak_memory_mb(),
+    }
     print(f"{args.model} on {args.task}, {device}, {len(bench.dev)} examples, fine-tuned: {bench.finetuned}")
-    print(f"one forward pass {forward_median:.2f} s; ablation {sweep_median:.1f} s for {masks} masks: "
-          f"{sweep_median / masks:.3f} s per mask, ratio per mask {result['ratio_per_mask']:.2f}; "
-          f"peak RSS {result['peak_rss_mb']:.0f} MB")
+    print(
+        f"one forward pass {forward_median:.2f} s; ablation {sweep_median:.1f} s for {masks} masks: "
+        f"{sweep_median / masks:.3f} s per mask, ratio per mask {result['ratio_per_mask']:.2f}; "
+        f"peak RSS {result['peak_rss_mb']:.0f} MB"
+    )
     if args.out:
         args.out.write_text(json.dumps(result, indent=2))
 

@@ -48,14 +48,26 @@ def measure(task: str, model: str, examples: int, finetuned: str | None, analyse
         with tempfile.TemporaryDirectory() as folder:
             synchronise()
             start = time.perf_counter()
-            analyse([ANALYSES[name] for name in analyses], bench.checkpoints, PAIRS, bench.sources,
-                    ResultStore(Path(folder)))
+            analyse(
+                [ANALYSES[name] for name in analyses],
+                bench.checkpoints,
+                PAIRS,
+                bench.sources,
+                ResultStore(Path(folder)),
+            )
             synchronise()
             seconds = time.perf_counter() - start
-    return {"analyses": analyses, "examples": len(bench.dev), "bare_forward_seconds": bare,
-            "bare_model_seconds": model, "analysis_seconds": seconds, "ratio_over_forward": seconds / bare,
-            "ratio_over_model": seconds / model,
-            "finetuned": bench.finetuned, **peak_memory_mb()}
+    return {
+        "analyses": analyses,
+        "examples": len(bench.dev),
+        "bare_forward_seconds": bare,
+        "bare_model_seconds": model,
+        "analysis_seconds": seconds,
+        "ratio_over_forward": seconds / bare,
+        "ratio_over_model": seconds / model,
+        "finetuned": bench.finetuned,
+        **peak_memory_mb(),
+    }
 
 
 def median_of(rounds: list[dict[str, object]]) -> dict[str, object]:
@@ -66,10 +78,14 @@ def median_of(rounds: list[dict[str, object]]) -> dict[str, object]:
     medians = {key: statistics.median(r[key] for r in rounds) for key in timed}
     gpu = [r["peak_gpu_mb"] for r in rounds if r["peak_gpu_mb"] is not None]
     peaks = {"peak_rss_mb": max(r["peak_rss_mb"] for r in rounds), "peak_gpu_mb": max(gpu) if gpu else None}
-    return {**rounds[0], **medians, **peaks,
-            "ratio_over_forward": medians["analysis_seconds"] / medians["bare_forward_seconds"],
-            "ratio_over_model": medians["analysis_seconds"] / medians["bare_model_seconds"],
-            "rounds": [{key: r[key] for key in timed} for r in rounds]}
+    return {
+        **rounds[0],
+        **medians,
+        **peaks,
+        "ratio_over_forward": medians["analysis_seconds"] / medians["bare_forward_seconds"],
+        "ratio_over_model": medians["analysis_seconds"] / medians["bare_model_seconds"],
+        "rounds": [{key: r[key] for key in timed} for r in rounds],
+    }
 
 
 def in_fresh_process(*arguments: object) -> dict[str, object]:
@@ -89,18 +105,24 @@ def main() -> None:
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     phases = [args.analyses] + ([[name] for name in args.analyses] if args.each else [])
-    results = [median_of([in_fresh_process(args.task, args.model, count, args.finetuned, phase)
-                          for _ in range(args.rounds)])
-               for count in args.examples for phase in phases]
+    results = [
+        median_of([in_fresh_process(args.task, args.model, count, args.finetuned, phase) for _ in range(args.rounds)])
+        for count in args.examples
+        for phase in phases
+    ]
     device = "cuda" if torch.cuda.is_available() else f"cpu ({torch.get_num_threads()} threads)"
     print(f"{args.model} on {args.task}, device {device}, fine-tuned: {results[0]['finetuned']}")
-    print(f"{'analyses':<48}{'examples':>9}{'forward s':>10}{'model s':>8}{'total s':>9}{'/forward':>9}{'/model':>7}"
-          f"{'peak RSS MB':>12}{'peak GPU MB':>12}")
+    print(
+        f"{'analyses':<48}{'examples':>9}{'forward s':>10}{'model s':>8}{'total s':>9}{'/forward':>9}{'/model':>7}"
+        f"{'peak RSS MB':>12}{'peak GPU MB':>12}"
+    )
     for result in results:
         gpu = f"{result['peak_gpu_mb']:>12.0f}" if result["peak_gpu_mb"] is not None else f"{'-':>12}"
-        print(f"{' '.join(result['analyses']):<48}{result['examples']:>9}{result['bare_forward_seconds']:>10.1f}"
-              f"{result['bare_model_seconds']:>8.1f}{result['analysis_seconds']:>9.1f}{result['ratio_over_forward']:>9.2f}"
-              f"{result['ratio_over_model']:>7.2f}{result['peak_rss_mb']:>12.0f}{gpu}")
+        print(
+            f"{' '.join(result['analyses']):<48}{result['examples']:>9}{result['bare_forward_seconds']:>10.1f}"
+            f"{result['bare_model_seconds']:>8.1f}{result['analysis_seconds']:>9.1f}{result['ratio_over_forward']:>9.2f}"
+            f"{result['ratio_over_model']:>7.2f}{result['peak_rss_mb']:>12.0f}{gpu}"
+        )
     if args.out:
         args.out.write_text(json.dumps({"device": device, "results": results}, indent=2))
 

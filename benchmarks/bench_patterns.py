@@ -22,8 +22,13 @@ from classifier.model import PatternClassifier, PatternCNN, load_classifier
 from classifier.resize import MAX_TOKENS
 
 
-def seconds_per_call(classifier: PatternClassifier, attentions: list[torch.Tensor], lengths: torch.Tensor,
-                     second_segments: torch.Tensor, rounds: int) -> float:
+def seconds_per_call(
+    classifier: PatternClassifier,
+    attentions: list[torch.Tensor],
+    lengths: torch.Tensor,
+    second_segments: torch.Tensor,
+    rounds: int,
+) -> float:
     """Median wall time of ``classifier.predict_batch`` on these batches."""
     times = []
     for _ in range(rounds):
@@ -55,10 +60,14 @@ def main() -> None:
         lengths = torch.randint(length // 2, length + 1, (args.batch,), generator=generator)
         lengths[0] = length
         second_segments = lengths // 2
-        timed = {kind: seconds_per_call(classifier, attentions, lengths, second_segments, args.rounds)
-                 for kind, classifier in kinds.items()}
-        print(f"| {length} | {2 * args.batch * args.layers * args.heads} | {timed['trees']:.3f} | {timed['cnn']:.3f} "
-              f"| {timed['trees'] / timed['cnn']:.2f} |")
+        timed = {
+            kind: seconds_per_call(classifier, attentions, lengths, second_segments, args.rounds)
+            for kind, classifier in kinds.items()
+        }
+        print(
+            f"| {length} | {2 * args.batch * args.layers * args.heads} | {timed['trees']:.3f} | {timed['cnn']:.3f} "
+            f"| {timed['trees'] / timed['cnn']:.2f} |"
+        )
 
 
 if __name__ == "__main__":

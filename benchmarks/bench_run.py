@@ -23,15 +23,43 @@ from pathlib import Path
 
 
 def harness_command(args: argparse.Namespace, root: Path, tracking: Path) -> list[str]:
-    return [sys.executable, "-m", "harness", "run", "--task", args.task, "--model", args.model,
-            "--max-train-examples", str(args.train_examples), "--epochs", "1", "--analyses", "cosine",
-            "--output-dir", str(root / "out"), "--cache-dir", str(root / "cache"),
-            "--tracking-uri", f"sqlite:///{tracking}/mlflow.db", *args.harness_flags]
+    return [
+        sys.executable,
+        "-m",
+        "harness",
+        "run",
+        "--task",
+        args.task,
+        "--model",
+        args.model,
+        "--max-train-examples",
+        str(args.train_examples),
+        "--epochs",
+        "1",
+        "--analyses",
+        "cosine",
+        "--output-dir",
+        str(root / "out"),
+        "--cache-dir",
+        str(root / "cache"),
+        "--tracking-uri",
+        f"sqlite:///{tracking}/mlflow.db",
+        *args.harness_flags,
+    ]
 
 
 def peer_command(args: argparse.Namespace, root: Path, tracking: Path) -> list[str]:
-    return [sys.executable, "-m", "benchmarks.peer_trainer", "--task", args.task, "--model", args.model,
-            "--train-examples", str(args.train_examples)]
+    return [
+        sys.executable,
+        "-m",
+        "benchmarks.peer_trainer",
+        "--task",
+        args.task,
+        "--model",
+        args.model,
+        "--train-examples",
+        str(args.train_examples),
+    ]
 
 
 def seconds(command: list[str]) -> float:
@@ -46,8 +74,12 @@ def main() -> None:
     parser.add_argument("--model", default="minilm")
     parser.add_argument("--train-examples", type=int, default=1024)
     parser.add_argument("--rounds", type=int, default=3)
-    parser.add_argument("--harness-flags", nargs=argparse.REMAINDER, default=[],
-                        help="extra flags for harness run, e.g. --precision fp32 --random-order")
+    parser.add_argument(
+        "--harness-flags",
+        nargs=argparse.REMAINDER,
+        default=[],
+        help="extra flags for harness run, e.g. --precision fp32 --random-order",
+    )
     args = parser.parse_args()
     times: dict[str, list[float]] = {"harness": [], "peer_pad_to_128": []}
     with tempfile.TemporaryDirectory() as tracking:
@@ -57,8 +89,16 @@ def main() -> None:
                     times[name].append(seconds(build(args, Path(folder), Path(tracking))))
                 print(name, f"{times[name][-1]:.1f} s", file=sys.stderr, flush=True)
     medians = {name: statistics.median(values) for name, values in times.items()}
-    print(json.dumps({"seconds": times, "median_seconds": medians,
-                      "speedup_vs_peer": medians["peer_pad_to_128"] / medians["harness"]}, indent=2))
+    print(
+        json.dumps(
+            {
+                "seconds": times,
+                "median_seconds": medians,
+                "speedup_vs_peer": medians["peer_pad_to_128"] / medians["harness"],
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

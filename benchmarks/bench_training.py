@@ -31,15 +31,22 @@ def train_throughput(config: RunConfig, pad_to_max: bool) -> float:
     tokenizer = load_tokenizer(config.task.model)
     train = sample(plan.data.train, config.finetune.max_train_examples, config.finetune.seed)
     length = config.task.max_length
-    collator = (DataCollatorWithPadding(tokenizer, padding="max_length", max_length=length)
-                if pad_to_max else DataCollatorWithPadding(tokenizer))
+    collator = (
+        DataCollatorWithPadding(tokenizer, padding="max_length", max_length=length)
+        if pad_to_max
+        else DataCollatorWithPadding(tokenizer)
+    )
     with tempfile.TemporaryDirectory() as folder:
         arguments = training_arguments(config, Path(folder), Layout.of(config.finetune))
         arguments.save_strategy = "no"
         arguments.disable_tqdm = True
         model = training_model(config, plan.data.task)
-        trainer = Trainer(model=model, args=arguments, data_collator=collator,
-                          train_dataset=EncodedExamples(tokenizer, plan.data.task, train, length))
+        trainer = Trainer(
+            model=model,
+            args=arguments,
+            data_collator=collator,
+            train_dataset=EncodedExamples(tokenizer, plan.data.task, train, length),
+        )
         start = time.perf_counter()
         trainer.train()
         return len(train) / (time.perf_counter() - start)
@@ -54,15 +61,20 @@ def main() -> None:
     args = parser.parse_args()
     config = run_config(args.task, args.model, 1, max_train_examples=args.train_examples, epochs=1)
     grouped = replace(config, finetune=replace(config.finetune, random_order=False))
-    setups = {"dynamic_padding": (config, False), "dynamic_padding_grouped_by_length": (grouped, False),
-              "pad_to_128": (config, True)}
+    setups = {
+        "dynamic_padding": (config, False),
+        "dynamic_padding_grouped_by_length": (grouped, False),
+        "pad_to_128": (config, True),
+    }
     # Alternate the set-ups and keep each one's best epoch, so start-up costs (CUDA
     # context, kernel selection, caches) do not count against whichever runs first.
     rounds = [{name: train_throughput(setup, pad) for name, (setup, pad) in setups.items()} for _ in range(2)]
     speeds = {name: max(measured[name] for measured in rounds) for name in setups}
-    report = {"device": "cuda" if torch.cuda.is_available() else f"cpu ({torch.get_num_threads()} threads)",
-              "train_examples_per_second": speeds,
-              "speedup_vs_pad_to_128": {name: speed / speeds["pad_to_128"] for name, speed in speeds.items()}}
+    report = {
+        "device": "cuda" if torch.cuda.is_available() else f"cpu ({torch.get_num_threads()} threads)",
+        "train_examples_per_second": speeds,
+        "speedup_vs_pad_to_128": {name: speed / speeds["pad_to_128"] for name, speed in speeds.items()},
+    }
     print(json.dumps(report, indent=2))
     if args.out:
         args.out.write_text(json.dumps(report, indent=2))

@@ -35,16 +35,32 @@ def measure(task: str, model: str, examples: int, extra: int) -> dict[str, objec
     """The run's default analyses (the ablation aside) with ``extra`` checkpoints along the way, in this process."""
     bench = prepare_bench(run_config(task, model, examples))
     named = {checkpoint.name: checkpoint for checkpoint in bench.checkpoints}
-    along = [Checkpoint(step_name(step), named[FINETUNED].model, {**named[FINETUNED].encoder_identity, "step": step},
-                        {"trained": True, "step": step}) for step in range(1, extra + 1)]
-    records = [{"step": step, "fractions": [step / (extra + 1)], "examples_seen": 0, "of_steps": extra + 1}
-               for step in range(1, extra + 1)]
+    along = [
+        Checkpoint(
+            step_name(step),
+            named[FINETUNED].model,
+            {**named[FINETUNED].encoder_identity, "step": step},
+            {"trained": True, "step": step},
+        )
+        for step in range(1, extra + 1)
+    ]
+    records = [
+        {"step": step, "fractions": [step / (extra + 1)], "examples_seen": 0, "of_steps": extra + 1}
+        for step in range(1, extra + 1)
+    ]
     tuned = FineTuneResult(Path("."), "bench", [], 0, 0.0, {}, trajectory=records)
     with tempfile.TemporaryDirectory() as folder:
         synchronise()
         start = time.perf_counter()
-        trajectory(select_analyses(None), named[PRETRAINED], named[FINETUNED], along, tuned, bench.sources,
-                   ResultStore(Path(folder)))
+        trajectory(
+            select_analyses(None),
+            named[PRETRAINED],
+            named[FINETUNED],
+            along,
+            tuned,
+            bench.sources,
+            ResultStore(Path(folder)),
+        )
         synchronise()
         seconds = time.perf_counter() - start
     return {"extra": extra, "examples": len(bench.dev), "seconds": seconds, **peak_memory_mb()}
@@ -71,8 +87,10 @@ def main() -> None:
     print("|---|---|---|---|---|")
     for row in rows:
         gpu = "-" if row["peak_gpu_mb"] is None else f"{row['peak_gpu_mb']:.0f}"
-        print(f"| {row['extra']} | {row['seconds']:.1f} | {row['seconds'] / base['seconds']:.2f} | "
-              f"{row['peak_rss_mb']:.0f} | {gpu} |")
+        print(
+            f"| {row['extra']} | {row['seconds']:.1f} | {row['seconds'] / base['seconds']:.2f} | "
+            f"{row['peak_rss_mb']:.0f} | {gpu} |"
+        )
     print(f"seconds per extra checkpoint (slope): {slope:.1f}")
     if args.out:
         args.out.write_text(json.dumps({"rows": rows, "seconds_per_checkpoint": slope}, indent=1))

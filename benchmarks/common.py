@@ -35,9 +35,12 @@ class Bench:
 
 
 def run_config(task: str, model: str, examples: int, batch_size: int = 16, **finetune: object) -> RunConfig:
-    return RunConfig(TaskConfig(task=task, model=model), FineTuneConfig(**finetune),
-                     AnalysisConfig(max_eval_examples=examples, eval_batch_size=batch_size),
-                     EnvironmentConfig(output_dir=Path("outputs/bench"), cache_dir=Path(".cache/checkpoints")))
+    return RunConfig(
+        TaskConfig(task=task, model=model),
+        FineTuneConfig(**finetune),
+        AnalysisConfig(max_eval_examples=examples, eval_batch_size=batch_size),
+        EnvironmentConfig(output_dir=Path("outputs/bench"), cache_dir=Path(".cache/checkpoints")),
+    )
 
 
 def prepare_bench(config: RunConfig, finetuned: str | None = None) -> Bench:
@@ -55,8 +58,15 @@ def prepare_bench(config: RunConfig, finetuned: str | None = None) -> Bench:
 def dev_batches(bench: Bench) -> list[EncodedBatch]:
     """The dev sample's batches, as the task source streams them."""
     settings = bench.plan.config
-    return list(batched(bench.sources.tokenizer, bench.dev, settings.analysis.eval_batch_size,
-                        settings.task.max_length, bench.plan.data.task.is_pair))
+    return list(
+        batched(
+            bench.sources.tokenizer,
+            bench.dev,
+            settings.analysis.eval_batch_size,
+            settings.task.max_length,
+            bench.plan.data.task.is_pair,
+        )
+    )
 
 
 def bare_model_seconds(bench: Bench, backward: bool = False) -> float:

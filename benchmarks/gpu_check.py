@@ -85,18 +85,49 @@ class Sizes:
 
 # One H100 or H200: each MiniLM run a few minutes at most (the whole train set, 3 epochs; the
 # corpora capped), the random bert-base through every default analysis on the whole RTE dev set.
-REAL = Sizes(minilm=True, train_examples=2490, epochs=3,
-             end_to_end=("--max-eval-examples", "128", "--max-corpus-items", "200", "--probe-train-sentences", "200",
-                         "--ablation-examples", "128"),
-             shape={}, shape_train_examples=64, analyses="every default analysis",
-             analysis=("--max-corpus-items", "500", "--probe-train-sentences", "500"), variant_examples=64)
-TINY = Sizes(minilm=False, train_examples=32, epochs=1,
-             end_to_end=("--analyses", "cosine", "--max-eval-examples", "16", "--max-dev-examples", "32"),
-             shape={"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 64},
-             shape_train_examples=16, analyses="cosine and syntax (--tiny)",
-             analysis=("--analyses", "cosine", "syntax", "--max-eval-examples", "16", "--max-dev-examples", "32",
-                       "--max-corpus-items", "8", "--syntax-min-count", "1"),
-             variant_examples=8)
+REAL = Sizes(
+    minilm=True,
+    train_examples=2490,
+    epochs=3,
+    end_to_end=(
+        "--max-eval-examples",
+        "128",
+        "--max-corpus-items",
+        "200",
+        "--probe-train-sentences",
+        "200",
+        "--ablation-examples",
+        "128",
+    ),
+    shape={},
+    shape_train_examples=64,
+    analyses="every default analysis",
+    analysis=("--max-corpus-items", "500", "--probe-train-sentences", "500"),
+    variant_examples=64,
+)
+TINY = Sizes(
+    minilm=False,
+    train_examples=32,
+    epochs=1,
+    end_to_end=("--analyses", "cosine", "--max-eval-examples", "16", "--max-dev-examples", "32"),
+    shape={"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 64},
+    shape_train_examples=16,
+    analyses="cosine and syntax (--tiny)",
+    analysis=(
+        "--analyses",
+        "cosine",
+        "syntax",
+        "--max-eval-examples",
+        "16",
+        "--max-dev-examples",
+        "32",
+        "--max-corpus-items",
+        "8",
+        "--syntax-min-count",
+        "1",
+    ),
+    variant_examples=8,
+)
 
 
 @dataclass(frozen=True)
@@ -195,13 +226,31 @@ def fresh_folder(folder: Path) -> Path:
 
 def places(folder: Path) -> list[str]:
     """Flags that keep a command's runs, checkpoints and MLflow store in ``folder``."""
-    return ["--output-dir", str(folder / "out"), "--cache-dir", str(folder / "cache"),
-            "--tracking-uri", f"sqlite:///{folder / 'mlflow.db'}"]
+    return [
+        "--output-dir",
+        str(folder / "out"),
+        "--cache-dir",
+        str(folder / "cache"),
+        "--tracking-uri",
+        f"sqlite:///{folder / 'mlflow.db'}",
+    ]
 
 
 def task_argv(check: Check, command: str, model: str, train_examples: int, epochs: int, folder: Path) -> list[str]:
-    return [command, "--task", "rte", "--model", model, "--data-dir", str(check.data_dir),
-            "--max-train-examples", str(train_examples), "--epochs", str(epochs), *places(folder)]
+    return [
+        command,
+        "--task",
+        "rte",
+        "--model",
+        model,
+        "--data-dir",
+        str(check.data_dir),
+        "--max-train-examples",
+        str(train_examples),
+        "--epochs",
+        str(epochs),
+        *places(folder),
+    ]
 
 
 def training_rate(folder: Path, epochs: int) -> float:
@@ -234,9 +283,19 @@ def end_to_end(check: Check, precision: str) -> list[Row]:
     metrics = summary_metrics(summary)
     name = "MiniLM" if sizes.minilm else shape_name(model)
     what = f"{name} end to end on RTE ({sizes.train_examples} training examples, epochs {sizes.epochs})"
-    return [Row(what, check.device, precision, seconds, training_rate(folder, sizes.epochs), "training ex/s",
-                **peak(measured), result=f"dev accuracy {metrics['dev_accuracy_finetuned']:.3f} (majority class "
-                       f"{metrics['dev_accuracy_majority']:.3f}); {len(summary['analyses'])} analyses")]
+    return [
+        Row(
+            what,
+            check.device,
+            precision,
+            seconds,
+            training_rate(folder, sizes.epochs),
+            "training ex/s",
+            **peak(measured),
+            result=f"dev accuracy {metrics['dev_accuracy_finetuned']:.3f} (majority class "
+            f"{metrics['dev_accuracy_majority']:.3f}); {len(summary['analyses'])} analyses",
+        )
+    ]
 
 
 def random_model(check: Check) -> str:
@@ -249,8 +308,10 @@ def random_model(check: Check) -> str:
 
 def shape_name(model: str) -> str:
     config = BertConfig.from_pretrained(model)
-    return (f"BERT {config.num_hidden_layers} layers x {config.num_attention_heads} heads, hidden "
-            f"{config.hidden_size}, random weights")
+    return (
+        f"BERT {config.num_hidden_layers} layers x {config.num_attention_heads} heads, hidden "
+        f"{config.hidden_size}, random weights"
+    )
 
 
 def phase_seconds(log: Path) -> dict[str, float]:
@@ -274,17 +335,26 @@ def default_analyses(check: Check) -> list[Row]:
     skipped = summary["run"]["skipped"]
     precision = summary["run"]["precision"]
     examples = summary["run"]["num_eval_examples"]
-    rows = [Row(f"{shape_name(model)}: {sizes.analyses}", check.device, precision, seconds, **peak(measured),
-                result=f"{len(summary['analyses'])} analyses on {examples} dev examples"
-                       + (f"; left out for want of data: {', '.join(skipped)}" if skipped else ""))]
+    rows = [
+        Row(
+            f"{shape_name(model)}: {sizes.analyses}",
+            check.device,
+            precision,
+            seconds,
+            **peak(measured),
+            result=f"{len(summary['analyses'])} analyses on {examples} dev examples"
+            + (f"; left out for want of data: {', '.join(skipped)}" if skipped else ""),
+        )
+    ]
     for phase, phase_time in phase_seconds(folder / "run.log").items():
         rate = {"rate": examples / phase_time, "unit": "dev ex/s"} if phase == "task" and phase_time else {}
         rows.append(Row(f"... phase: {phase}", check.device, precision, phase_time, **rate))
     return rows
 
 
-def timed_variants(model: PreTrainedModel, batches: list[EncodedBatch], variants: Interventions,
-                   rows: int | None) -> dict[str, Any]:
+def timed_variants(
+    model: PreTrainedModel, batches: list[EncodedBatch], variants: Interventions, rows: int | None
+) -> dict[str, Any]:
     """Seconds and peak memory of scoring every variant on every batch, ``rows`` rows a pass (None: one variant)."""
     if torch.cuda.is_available():
         torch.cuda.reset_peak_memory_stats()
@@ -302,16 +372,23 @@ def variant_passes(check: Check, model: str) -> dict[str, Any]:
     resident peak is the process's, so the stacked one's includes the first)."""
     config = run_config("rte", model, check.sizes.variant_examples)
     folder = check.out / "variants"
-    config = replace(config, task=replace(config.task, data_dir=check.data_dir),
-                     environment=replace(config.environment, output_dir=folder / "out", cache_dir=folder / "cache"))
+    config = replace(
+        config,
+        task=replace(config.task, data_dir=check.data_dir),
+        environment=replace(config.environment, output_dir=folder / "out", cache_dir=folder / "cache"),
+    )
     bench = prepare_bench(config)
     tuned = next(checkpoint.model for checkpoint in bench.checkpoints if checkpoint.name == FINETUNED)
     batches = dev_batches(bench)
     _, variants = single_variants(tuned.config.num_hidden_layers, tuned.config.num_attention_heads)
     forward(tuned, batches[0])  # kernels chosen and memory pools made before either is timed
-    return {"variants": variant_count(variants), "examples": len(bench.dev),
-            "precision": PRECISIONS[tuned.dtype], "one_a_pass": timed_variants(tuned, batches, variants, None),
-            "stacked": timed_variants(tuned, batches, variants, STACKED_ROWS)}
+    return {
+        "variants": variant_count(variants),
+        "examples": len(bench.dev),
+        "precision": PRECISIONS[tuned.dtype],
+        "one_a_pass": timed_variants(tuned, batches, variants, None),
+        "stacked": timed_variants(tuned, batches, variants, STACKED_ROWS),
+    }
 
 
 def stacked_variants(check: Check) -> list[Row]:
@@ -321,11 +398,27 @@ def stacked_variants(check: Check) -> list[Row]:
     count = measured["variants"]
     rates = {way: count / measured[way]["seconds"] for way in ("one_a_pass", "stacked")}
     what = f"ablation's {count} single-head and -layer variants on {measured['examples']} dev examples"
-    return [Row(f"{what}, one variant a pass", check.device, measured["precision"], measured["one_a_pass"]["seconds"],
-                rates["one_a_pass"], "variants/s", **peak(measured["one_a_pass"])),
-            Row(f"{what}, stacked {STACKED_ROWS} rows a pass", check.device, measured["precision"],
-                measured["stacked"]["seconds"], rates["stacked"], "variants/s", **peak(measured["stacked"]),
-                result=f"{rates['stacked'] / rates['one_a_pass']:.2f}x the variants/s of one a pass")]
+    return [
+        Row(
+            f"{what}, one variant a pass",
+            check.device,
+            measured["precision"],
+            measured["one_a_pass"]["seconds"],
+            rates["one_a_pass"],
+            "variants/s",
+            **peak(measured["one_a_pass"]),
+        ),
+        Row(
+            f"{what}, stacked {STACKED_ROWS} rows a pass",
+            check.device,
+            measured["precision"],
+            measured["stacked"]["seconds"],
+            rates["stacked"],
+            "variants/s",
+            **peak(measured["stacked"]),
+            result=f"{rates['stacked'] / rates['one_a_pass']:.2f}x the variants/s of one a pass",
+        ),
+    ]
 
 
 def two_processes(check: Check) -> list[Row]:
@@ -341,10 +434,26 @@ def two_processes(check: Check) -> list[Row]:
     double = fresh_folder(check.out / "finetune-2-processes")
     double_seconds = two_process_seconds(check, minilm_finetune(check, double, precision), double / "torchrun.log")
     one, two = training_rate(single, 1), training_rate(double, 1)
-    return [Row(f"harness finetune, 1 process ({train_examples} examples)", check.device, precision, seconds, one,
-                "training ex/s", **peak(measured)),
-            Row(f"{what} ({train_examples} examples)", "2 x cuda", precision, double_seconds, two, "training ex/s",
-                result=f"{two / one:.2f}x the examples/s of 1 process")]
+    return [
+        Row(
+            f"harness finetune, 1 process ({train_examples} examples)",
+            check.device,
+            precision,
+            seconds,
+            one,
+            "training ex/s",
+            **peak(measured),
+        ),
+        Row(
+            f"{what} ({train_examples} examples)",
+            "2 x cuda",
+            precision,
+            double_seconds,
+            two,
+            "training ex/s",
+            result=f"{two / one:.2f}x the examples/s of 1 process",
+        ),
+    ]
 
 
 def minilm_finetune(check: Check, folder: Path, precision: str) -> list[str]:
@@ -356,9 +465,13 @@ def two_process_seconds(check: Check, argv: list[str], log: Path) -> float:
     """Seconds of ``harness <argv>`` under ``torchrun --nproc_per_node 2``, logged in ``log``."""
     start = time.perf_counter()
     with log.open("w") as output:
-        launched = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
-                                   "-m", "harness", *argv], check=False, stdout=output,
-                                  stderr=subprocess.STDOUT, timeout=check.timeout)
+        launched = subprocess.run(
+            [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "-m", "harness", *argv],
+            check=False,
+            stdout=output,
+            stderr=subprocess.STDOUT,
+            timeout=check.timeout,
+        )
     if launched.returncode != 0:
         raise RuntimeError(f"torchrun exited {launched.returncode}: {last_line(log)} (log: {log})")
     return time.perf_counter() - start
@@ -369,7 +482,8 @@ MEASUREMENTS: list[tuple[str, Callable[[Check], list[Row]]]] = [
     ("end to end on RTE, bf16", partial(end_to_end, precision="bf16")),
     ("random-weight BERT through the analyses", default_analyses),
     ("ablation variants, stacked vs one a pass", stacked_variants),
-    ("torchrun, 2 processes vs 1", two_processes)]
+    ("torchrun, 2 processes vs 1", two_processes),
+]
 
 
 def guarded(check: Check, label: str, measure: Callable[[Check], list[Row]]) -> list[Row]:
@@ -389,13 +503,21 @@ def one_line(text: str) -> str:
 def machine() -> dict[str, Any]:
     """The GPUs, torch and CUDA versions and CPU count."""
     gpus = [torch.cuda.get_device_properties(index) for index in range(torch.cuda.device_count())]
-    return {"gpus": [gpu.name for gpu in gpus], "gpu_memory_gib": [gpu.total_memory / 2**30 for gpu in gpus],
-            "torch": torch.__version__, "cuda": torch.version.cuda, "cpus": os.cpu_count()}
+    return {
+        "gpus": [gpu.name for gpu in gpus],
+        "gpu_memory_gib": [gpu.total_memory / 2**30 for gpu in gpus],
+        "torch": torch.__version__,
+        "cuda": torch.version.cuda,
+        "cpus": os.cpu_count(),
+    }
 
 
 def machine_line(found: dict[str, Any]) -> str:
-    gpus = (f"{len(found['gpus'])} x {', '.join(sorted(set(found['gpus'])))} "
-            f"({min(found['gpu_memory_gib']):.0f} GiB each)" if found["gpus"] else "no GPU")
+    gpus = (
+        f"{len(found['gpus'])} x {', '.join(sorted(set(found['gpus'])))} ({min(found['gpu_memory_gib']):.0f} GiB each)"
+        if found["gpus"]
+        else "no GPU"
+    )
     return f"machine: {gpus}; torch {found['torch']}, CUDA {found['cuda'] or 'none'}; {found['cpus']} CPUs"
 
 
@@ -423,8 +545,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tiny", action="store_true", help="a tiny BERT and tiny sizes: the check's test, a CPU")
     parser.add_argument("--out", type=Path, default=Path("outputs/gpu-check"), help="where the table and runs go")
-    parser.add_argument("--data-dir", type=Path, default=default_glue(),
-                        help="GLUE TSV folder (default: $GLUE_DIR, else ../shared/data/glue)")
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        default=default_glue(),
+        help="GLUE TSV folder (default: $GLUE_DIR, else ../shared/data/glue)",
+    )
     parser.add_argument("--timeout", type=float, default=420, help="seconds one measurement's process may take")
     args = parser.parse_args()
     if args.data_dir is None:
@@ -439,8 +565,12 @@ def main() -> None:
     found = machine()
     text = f"{machine_line(found)}\n\n{table(rows)}\n"
     (check.out / "gpu-check.md").write_text(text)
-    report = {"machine": found, "sizes": asdict(check.sizes), "seconds": time.perf_counter() - start,
-              "rows": [asdict(row) for row in rows]}
+    report = {
+        "machine": found,
+        "sizes": asdict(check.sizes),
+        "seconds": time.perf_counter() - start,
+        "rows": [asdict(row) for row in rows],
+    }
     (check.out / "gpu-check.json").write_text(json.dumps(report, indent=2))
     print(text + f"\nwhole check: {report['seconds']:.0f} s; written to {check.out}")
 

@@ -23,10 +23,14 @@ MAX_LENGTH = 128
 
 
 def encoded(tokenizer, task, examples) -> list[dict]:
-    features = tokenizer([e.text_a for e in examples], [e.text_b for e in examples] if task.is_pair else None,
-                         truncation=True, max_length=MAX_LENGTH, padding="max_length")
-    return [{**{key: values[i] for key, values in features.items()}, "labels": e.label}
-            for i, e in enumerate(examples)]
+    features = tokenizer(
+        [e.text_a for e in examples],
+        [e.text_b for e in examples] if task.is_pair else None,
+        truncation=True,
+        max_length=MAX_LENGTH,
+        padding="max_length",
+    )
+    return [{**{key: values[i] for key, values in features.items()}, "labels": e.label} for i, e in enumerate(examples)]
 
 
 def main() -> None:
@@ -42,12 +46,24 @@ def main() -> None:
     tokenizer = load_tokenizer(args.model)
     model = AutoModelForSequenceClassification.from_pretrained(resolve_model(args.model), num_labels=task.num_labels)
     with tempfile.TemporaryDirectory() as folder:
-        trainer = Trainer(model=model, data_collator=default_data_collator,
-                          train_dataset=encoded(tokenizer, task, train),
-                          args=TrainingArguments(output_dir=folder, per_device_train_batch_size=32,
-                                                 per_device_eval_batch_size=64, num_train_epochs=1,
-                                                 learning_rate=2e-5, warmup_steps=0.1, weight_decay=0.01, seed=42,
-                                                 save_strategy="no", report_to="none", disable_tqdm=True))
+        trainer = Trainer(
+            model=model,
+            data_collator=default_data_collator,
+            train_dataset=encoded(tokenizer, task, train),
+            args=TrainingArguments(
+                output_dir=folder,
+                per_device_train_batch_size=32,
+                per_device_eval_batch_size=64,
+                num_train_epochs=1,
+                learning_rate=2e-5,
+                warmup_steps=0.1,
+                weight_decay=0.01,
+                seed=42,
+                save_strategy="no",
+                report_to="none",
+                disable_tqdm=True,
+            ),
+        )
         dev_set = encoded(tokenizer, task, dev)
         for moment in ("before", "after"):
             if moment == "after":

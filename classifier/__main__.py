@@ -27,9 +27,15 @@ SEGMENT_SUFFIX = "_second_segment"  # the npz array giving a map's second segmen
 
 
 def _recipe(args: argparse.Namespace) -> TrainConfig:
-    return TrainConfig(kind=args.kind, tree_depth=args.tree_depth, tree_rounds=args.tree_rounds, epochs=args.epochs,
-                       synthetic_per_class=args.synthetic_per_class, synthetic_max_length=args.synthetic_max_length,
-                       seed=args.seed)
+    return TrainConfig(
+        kind=args.kind,
+        tree_depth=args.tree_depth,
+        tree_rounds=args.tree_rounds,
+        epochs=args.epochs,
+        synthetic_per_class=args.synthetic_per_class,
+        synthetic_max_length=args.synthetic_max_length,
+        seed=args.seed,
+    )
 
 
 def _train(args: argparse.Namespace) -> None:
@@ -39,8 +45,10 @@ def _train(args: argparse.Namespace) -> None:
 def _crossval(args: argparse.Namespace) -> None:
     recipe = _recipe(args)
     if recipe.kind != "trees" and "task-nested" in args.by:  # say so before hours of folds, not after
-        raise SystemExit("classifier crossval: nested selection chooses among tree recipes; "
-                         f"pass --by task input with --kind {recipe.kind}")
+        raise SystemExit(
+            "classifier crossval: nested selection chooses among tree recipes; "
+            f"pass --by task input with --kind {recipe.kind}"
+        )
     reports = [cross_validate(recipe, grouping) for grouping in args.by]
     for report in reports:
         print(report_table(report), end="\n\n")
@@ -70,15 +78,25 @@ def _agreement(args: argparse.Namespace) -> None:
 
 
 def _add_recipe(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--kind", choices=KINDS, default="trees",
-                        help="boosted trees on the maps' measurements (shipped) or the paper's CNN")
+    parser.add_argument(
+        "--kind",
+        choices=KINDS,
+        default="trees",
+        help="boosted trees on the maps' measurements (shipped) or the paper's CNN",
+    )
     parser.add_argument("--tree-depth", type=int, default=TrainConfig.tree_depth)
     parser.add_argument("--tree-rounds", type=int, default=TrainConfig.tree_rounds)
     parser.add_argument("--epochs", type=int, default=TrainConfig.epochs, help="CNN only")
-    parser.add_argument("--synthetic-per-class", type=int, help="synthetic maps of each class beside the real ones "
-                                                                  "(default: 100 for trees, 800 for the CNN)")
-    parser.add_argument("--synthetic-max-length", type=int, help="tokens of the longest synthetic map "
-                                                                   "(default: 320 for trees, 128 for the CNN)")
+    parser.add_argument(
+        "--synthetic-per-class",
+        type=int,
+        help="synthetic maps of each class beside the real ones (default: 100 for trees, 800 for the CNN)",
+    )
+    parser.add_argument(
+        "--synthetic-max-length",
+        type=int,
+        help="tokens of the longest synthetic map (default: 320 for trees, 128 for the CNN)",
+    )
     parser.add_argument("--seed", type=int, default=TrainConfig.seed)
 
 
@@ -86,12 +104,16 @@ def _predict(args: argparse.Namespace) -> None:
     with np.load(args.file) as stored:
         names = [name for name in stored.files if not name.endswith(SEGMENT_SUFFIX)]
         maps = [stored[name].astype(np.float32) for name in names]
-        segments = [int(stored[name + SEGMENT_SUFFIX]) if name + SEGMENT_SUFFIX in stored.files
-                    else NO_SECOND_SEGMENT for name in names]
+        segments = [
+            int(stored[name + SEGMENT_SUFFIX]) if name + SEGMENT_SUFFIX in stored.files else NO_SECOND_SEGMENT
+            for name in names
+        ]
     for name, attention in zip(names, maps):
         if attention.ndim != 2 or attention.shape[0] != attention.shape[1] or attention.shape[0] < 2:
-            raise ValueError(f"{args.file}: array {name!r} has shape {attention.shape}; "
-                             "each array must be one square attention map (n x n, n >= 2)")
+            raise ValueError(
+                f"{args.file}: array {name!r} has shape {attention.shape}; "
+                "each array must be one square attention map (n x n, n >= 2)"
+            )
     for name, label in zip(names, load_classifier(args.weights).predict(maps, segments)):
         print(f"{name}\t{label}")
 
@@ -108,23 +130,37 @@ def main(argv: list[str] | None = None) -> None:
     train.add_argument("--tracking-uri", default=DEFAULT_TRACKING_URI)
     train.set_defaults(run=_train)
 
-    crossval = commands.add_parser("crossval", help="cross-validate the training recipe grouped by task and by "
-                                                    "input: macro-F1 with intervals, per task and length band")
+    crossval = commands.add_parser(
+        "crossval",
+        help="cross-validate the training recipe grouped by task and by "
+        "input: macro-F1 with intervals, per task and length band",
+    )
     _add_recipe(crossval)
-    crossval.add_argument("--by", nargs="+", choices=GROUPINGS, default=list(GROUPINGS),
-                          help="groupings to score (task-nested: trees only, about 10 minutes on 2 cores)")
+    crossval.add_argument(
+        "--by",
+        nargs="+",
+        choices=GROUPINGS,
+        default=list(GROUPINGS),
+        help="groupings to score (task-nested: trees only, about 10 minutes on 2 cores)",
+    )
     crossval.add_argument("--out", type=Path, default=CROSSVAL_FILE, help="where to write the reports (JSON)")
     crossval.set_defaults(run=_crossval)
 
-    guideline = commands.add_parser("guideline", help="list labelled maps on the wrong side of a guideline line; "
-                                                      "draw the maps nearest each line")
+    guideline = commands.add_parser(
+        "guideline", help="list labelled maps on the wrong side of a guideline line; draw the maps nearest each line"
+    )
     guideline.add_argument("--out", type=Path, default=Path("docs/figures"), help="folder for the example sheets")
-    guideline.add_argument("--relabel", action="store_true",
-                           help="move the labels on the wrong side of a line to the side it gives, in the label file")
+    guideline.add_argument(
+        "--relabel",
+        action="store_true",
+        help="move the labels on the wrong side of a line to the side it gives, in the label file",
+    )
     guideline.set_defaults(run=_guideline)
 
-    second_pass = commands.add_parser("second-pass", help="draw labelled maps, evenly over tasks, into a pool "
-                                                          "without their labels, for a second labeller")
+    second_pass = commands.add_parser(
+        "second-pass",
+        help="draw labelled maps, evenly over tasks, into a pool without their labels, for a second labeller",
+    )
     second_pass.add_argument("--count", type=int, default=200)
     second_pass.add_argument("--seed", type=int, default=0)
     second_pass.add_argument("--out", type=Path, required=True, help="pool folder (candidates and sheets)")
@@ -135,10 +171,13 @@ def main(argv: list[str] | None = None) -> None:
     agreement.set_defaults(run=_agreement)
 
     predict = commands.add_parser("predict", help="print '<name> <class>' for each map of an .npz file")
-    predict.add_argument("file", type=Path,
-                         help=f".npz of square 2-D attention maps; a map of a sentence pair comes with an integer "
-                              f"'<name>{SEGMENT_SUFFIX}' (its second segment's first token), else it is taken as "
-                              f"one segment (never block)")
+    predict.add_argument(
+        "file",
+        type=Path,
+        help=f".npz of square 2-D attention maps; a map of a sentence pair comes with an integer "
+        f"'<name>{SEGMENT_SUFFIX}' (its second segment's first token), else it is taken as "
+        f"one segment (never block)",
+    )
     predict.add_argument("--weights", type=Path, default=WEIGHTS_FILE)
     predict.set_defaults(run=_predict)
 

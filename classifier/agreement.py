@@ -30,8 +30,9 @@ SECOND_PASS_FILE = DATA_DIR / "second_pass.txt"
 BOOTSTRAP = 2000
 
 
-def draw_second_pass(rows: list[LabelledMap], maps: dict[str, np.ndarray], count: int, seed: int,
-                     out: Path) -> list[Path]:
+def draw_second_pass(
+    rows: list[LabelledMap], maps: dict[str, np.ndarray], count: int, seed: int, out: Path
+) -> list[Path]:
     """Up to ``count`` labelled maps, spread evenly over tasks, in random order, written as a
     pool without their labels; returns the sheets."""
     rng = np.random.default_rng(seed)
@@ -41,15 +42,18 @@ def draw_second_pass(rows: list[LabelledMap], maps: dict[str, np.ndarray], count
     chosen = draw_evenly([members for _, members in sorted(by_task.items())], count, rng)
     chosen = [chosen[i] for i in rng.permutation(len(chosen))]
     sources = [MapSource(**{key: value for key, value in vars(row).items() if key != "label"}) for row in chosen]
-    return write_pool(out, sources, {row.id: maps[row.id] for row in chosen},
-                      {row.id: separator_ticks(row) for row in chosen})
+    return write_pool(
+        out, sources, {row.id: maps[row.id] for row in chosen}, {row.id: separator_ticks(row) for row in chosen}
+    )
 
 
 def kappa_interval(first: np.ndarray, second: np.ndarray, seed: int = 0) -> tuple[float, float]:
     """95% bootstrap interval of Cohen's kappa, resampling maps."""
     rng = np.random.default_rng(seed)
-    draws = [cohen_kappa_score(first[sample], second[sample], labels=list(CLASSES))
-             for sample in rng.integers(0, len(first), size=(BOOTSTRAP, len(first)))]
+    draws = [
+        cohen_kappa_score(first[sample], second[sample], labels=list(CLASSES))
+        for sample in rng.integers(0, len(first), size=(BOOTSTRAP, len(first)))
+    ]
     low, high = np.nanpercentile(draws, [2.5, 97.5])
     return float(low), float(high)
 
@@ -87,13 +91,25 @@ def record_agreement(labels_path: Path, out: Path = AGREEMENT_FILE) -> dict[str,
     second = parse_label_lines(labels_path.read_text().splitlines(), str(labels_path))
     rows = read_labels()
     stored = {row.id: row for row in rows}
-    moved, count = relabel([replace(stored[map_id], label=label) for map_id, label in second.items()
-                            if map_id in stored], read_maps())
-    result = {**agreement(rows, second),
-              "with_lines": {"moved": count, **agreement(rows, {row.id: row.label for row in moved})}}
+    moved, count = relabel(
+        [replace(stored[map_id], label=label) for map_id, label in second.items() if map_id in stored], read_maps()
+    )
+    result = {
+        **agreement(rows, second),
+        "with_lines": {"moved": count, **agreement(rows, {row.id: row.label for row in moved})},
+    }
     with atomic_path(out) as temporary:
-        temporary.write_text(json.dumps({"rows": "stored labels (first) x second pass (columns), in the order of "
-                                                 "classes", "classes": list(CLASSES), **result}, indent=2) + "\n")
+        temporary.write_text(
+            json.dumps(
+                {
+                    "rows": "stored labels (first) x second pass (columns), in the order of classes",
+                    "classes": list(CLASSES),
+                    **result,
+                },
+                indent=2,
+            )
+            + "\n"
+        )
     if labels_path.resolve() != SECOND_PASS_FILE.resolve():
         shutil.copyfile(labels_path, SECOND_PASS_FILE)
     return result
@@ -102,17 +118,22 @@ def record_agreement(labels_path: Path, out: Path = AGREEMENT_FILE) -> dict[str,
 def agreement_table(result: dict[str, Any]) -> str:
     """The agreement in a few lines of text."""
     low, high = result["cohen_kappa_interval"]
-    lines = [f"{result['maps']} maps: Cohen's kappa {result['cohen_kappa']:.3f} [{low:.3f}, {high:.3f}], "
-             f"raw agreement {result['raw_agreement']:.3f}, macro-F1 {result['macro_f1']:.3f}"]
+    lines = [
+        f"{result['maps']} maps: Cohen's kappa {result['cohen_kappa']:.3f} [{low:.3f}, {high:.3f}], "
+        f"raw agreement {result['raw_agreement']:.3f}, macro-F1 {result['macro_f1']:.3f}"
+    ]
     if "with_lines" in result:
         lines_applied = result["with_lines"]
         low, high = lines_applied["cohen_kappa_interval"]
-        lines.append(f"with the measured lines applied to the second pass ({lines_applied['moved']} moved): kappa "
-                     f"{lines_applied['cohen_kappa']:.3f} [{low:.3f}, {high:.3f}], raw agreement "
-                     f"{lines_applied['raw_agreement']:.3f}, macro-F1 {lines_applied['macro_f1']:.3f}")
+        lines.append(
+            f"with the measured lines applied to the second pass ({lines_applied['moved']} moved): kappa "
+            f"{lines_applied['cohen_kappa']:.3f} [{low:.3f}, {high:.3f}], raw agreement "
+            f"{lines_applied['raw_agreement']:.3f}, macro-F1 {lines_applied['macro_f1']:.3f}"
+        )
     per_task = result["raw_agreement_per_task"]
-    lines.append("raw agreement per task (as labelled): " + ", ".join(f"{task} {share:.2f}"
-                                                                      for task, share in per_task.items()))
+    lines.append(
+        "raw agreement per task (as labelled): " + ", ".join(f"{task} {share:.2f}" for task, share in per_task.items())
+    )
     lines.append("confusion (rows stored labels, columns second pass as labelled: " + ", ".join(CLASSES) + ")")
     lines += ["  " + " ".join(f"{value:4d}" for value in row) for row in result["confusion"]]
     return "\n".join(lines)

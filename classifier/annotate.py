@@ -37,16 +37,20 @@ SHORT_NAMES = {"v": "vertical", "d": "diagonal", "vd": "vertical+diagonal", "b":
 SKIP = {"skip", "?", "-"}
 
 
-def write_pool(out_dir: Path, sources: list[MapSource], maps: dict[str, np.ndarray],
-               separators: dict[str, list[int]]) -> list[Path]:
+def write_pool(
+    out_dir: Path, sources: list[MapSource], maps: dict[str, np.ndarray], separators: dict[str, list[int]]
+) -> list[Path]:
     """Write the candidate pool and its contact sheets; returns the sheet files."""
     out_dir.mkdir(parents=True, exist_ok=True)
     write_rows(out_dir / "candidates.tsv", sources)
     write_maps(out_dir / "candidates.npz", maps)
     per_sheet = SHEET_SIDE * SHEET_SIDE
-    return [draw_sheet(sources[start:start + per_sheet], maps, separators,
-                       out_dir / f"sheet_{start // per_sheet:03d}.png")
-            for start in range(0, len(sources), per_sheet)]
+    return [
+        draw_sheet(
+            sources[start : start + per_sheet], maps, separators, out_dir / f"sheet_{start // per_sheet:03d}.png"
+        )
+        for start in range(0, len(sources), per_sheet)
+    ]
 
 
 def separator_ticks(source: MapSource) -> list[int]:
@@ -55,8 +59,13 @@ def separator_ticks(source: MapSource) -> list[int]:
     return [*middle, source.length - 1]
 
 
-def draw_sheet(sources: list[MapSource], maps: dict[str, np.ndarray], separators: dict[str, list[int]],
-               path: Path, title: str | None = None) -> Path:
+def draw_sheet(
+    sources: list[MapSource],
+    maps: dict[str, np.ndarray],
+    separators: dict[str, list[int]],
+    path: Path,
+    title: str | None = None,
+) -> Path:
     """Up to 5 x 5 maps, each titled with its id, layer/head (1-indexed), length and the
     guideline's measurements (`classifier.features`: band lift, columns, band, rest peak, within segments).
 
@@ -69,16 +78,22 @@ def draw_sheet(sources: list[MapSource], maps: dict[str, np.ndarray], separators
         axis.axis("off")
     for axis, source in zip(axes.flat, sources):
         attention = maps[source.id]
-        axis.imshow(attention, cmap="Greys", norm=PowerNorm(0.5, vmin=0, vmax=max(float(attention.max()), 1e-6)),
-                    interpolation="nearest")
+        axis.imshow(
+            attention,
+            cmap="Greys",
+            norm=PowerNorm(0.5, vmin=0, vmax=max(float(attention.max()), 1e-6)),
+            interpolation="nearest",
+        )
         for position in separators.get(source.id, []):
             axis.plot([position], [-1.5], marker="v", color="red", markersize=3, clip_on=False)
         measured = map_features(attention, source.second_segment)
         within = "" if measured.within_segments is None else f" seg {measured.within_segments:.2f}"
         head = f"L{source.layer + 1}H{source.head + 1}"
-        axis.set_title(f"{source.id}  {head} n={source.length} lift {measured.band_lift:.1f}\n"
-                       f"col {measured.columns:.2f} band {measured.band:.2f} peak {measured.rest_peak:.2f}{within}",
-                       fontsize=8)
+        axis.set_title(
+            f"{source.id}  {head} n={source.length} lift {measured.band_lift:.1f}\n"
+            f"col {measured.columns:.2f} band {measured.band:.2f} peak {measured.rest_peak:.2f}{within}",
+            fontsize=8,
+        )
     figure.suptitle(title or f"{path.stem}: classes v d vd b h (red: [SEP])", fontsize=9)
     figure.tight_layout()
     with atomic_path(path) as temporary:
@@ -101,14 +116,14 @@ def parse_label_lines(lines: list[str], where: str) -> dict[str, str]:
             continue
         label = SHORT_NAMES.get(name, name)
         if label not in CLASSES:
-            raise ValueError(f"{where}:{number}: {name!r} is not a class; use one of {', '.join(CLASSES)} "
-                             f"or {'/'.join(SHORT_NAMES)}")
+            raise ValueError(
+                f"{where}:{number}: {name!r} is not a class; use one of {', '.join(CLASSES)} or {'/'.join(SHORT_NAMES)}"
+            )
         labels[map_id] = label
     return labels
 
 
-def record(pool_dir: Path, labels: dict[str, str], labels_file: Path = LABELS_FILE,
-           maps_file: Path = MAPS_FILE) -> int:
+def record(pool_dir: Path, labels: dict[str, str], labels_file: Path = LABELS_FILE, maps_file: Path = MAPS_FILE) -> int:
     """Add the labelled maps of a pool to the label file and map store; returns how many were added.
 
     Relabelling an id already stored replaces its label.
@@ -134,7 +149,7 @@ def label_interactively(sheets: list[Path], sources: list[MapSource]) -> dict[st
     per_sheet = SHEET_SIDE * SHEET_SIDE
     for number, sheet in enumerate(sheets):
         print(f"open {sheet}  (classes: {', '.join(f'{k}={v}' for k, v in SHORT_NAMES.items())}; skip with ?)")
-        for source in sources[number * per_sheet:(number + 1) * per_sheet]:
+        for source in sources[number * per_sheet : (number + 1) * per_sheet]:
             while True:
                 answer = input(f"{source.id}: ").strip()
                 try:

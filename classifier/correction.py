@@ -34,8 +34,9 @@ def drawn_rates(rng: np.random.Generator, totals: np.ndarray, rates: np.ndarray)
     return np.array([rng.multinomial(int(n), row) / max(n, 1) for n, row in zip(totals, rates)])
 
 
-def corrected_shares(observed: np.ndarray, resampled: np.ndarray, confusion: np.ndarray, possible: np.ndarray,
-                     seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+def corrected_shares(
+    observed: np.ndarray, resampled: np.ndarray, confusion: np.ndarray, possible: np.ndarray, seed: int = 0
+) -> tuple[np.ndarray, np.ndarray]:
     """Corrected shares (classes,) and their 95% intervals (classes, 2); impossible classes get 0.
 
     ``observed``: (classes,) shares of the predicted classes; ``resampled``: (R, classes) those

@@ -80,8 +80,10 @@ def folds(rows: list[LabelledMap], labels: np.ndarray, grouping: str, seed: int)
         tasks = np.array([row.task for row in rows])
         return [(task, np.flatnonzero(tasks == task)) for task in sorted(set(tasks))]
     splitter = StratifiedGroupKFold(n_splits=INPUT_FOLDS, shuffle=True, random_state=seed)
-    return [(f"fold {index + 1}", test) for index, (_, test) in
-            enumerate(splitter.split(np.zeros(len(rows)), labels, input_groups(rows)))]
+    return [
+        (f"fold {index + 1}", test)
+        for index, (_, test) in enumerate(splitter.split(np.zeros(len(rows)), labels, input_groups(rows)))
+    ]
 
 
 def macro_f1(labels: np.ndarray, predicted: np.ndarray) -> float:
@@ -105,8 +107,14 @@ def score(labels: np.ndarray, predicted: np.ndarray, groups: np.ndarray, seed: i
         chosen = np.concatenate([members[i] for i in rng.integers(len(members), size=len(members))])
         f1s.append(macro_f1(labels[chosen], predicted[chosen]))
         accuracies.append(float((labels[chosen] == predicted[chosen]).mean()))
-    return Score(len(labels), len(members), macro_f1(labels, predicted), percentile_interval(f1s),
-                 float((labels == predicted).mean()), percentile_interval(accuracies))
+    return Score(
+        len(labels),
+        len(members),
+        macro_f1(labels, predicted),
+        percentile_interval(f1s),
+        float((labels == predicted).mean()),
+        percentile_interval(accuracies),
+    )
 
 
 class FoldTrainer:
@@ -137,14 +145,16 @@ class FoldTrainer:
         return macro_f1(self.labels[among], predicted)
 
 
-def out_of_fold(config: TrainConfig, grouping: str, candidates: tuple[dict[str, int], ...] = CANDIDATES
-                ) -> tuple[list[LabelledMap], np.ndarray, np.ndarray, dict[str, Any]]:
+def out_of_fold(
+    config: TrainConfig, grouping: str, candidates: tuple[dict[str, int], ...] = CANDIDATES
+) -> tuple[list[LabelledMap], np.ndarray, np.ndarray, dict[str, Any]]:
     """The labelled maps, their labels, the prediction of each by the fold that held it out,
     and (``task-nested``) the recipe each fold chose among ``candidates`` with its inner score."""
     trainer = FoldTrainer(config)
     predicted, chosen = np.full(len(trainer.rows), -1), {}
-    for name, held_out in progress_bar(iterable=folds(trainer.rows, trainer.labels, grouping, config.seed),
-                                       desc=f"folds by {grouping}", unit="fold"):
+    for name, held_out in progress_bar(
+        iterable=folds(trainer.rows, trainer.labels, grouping, config.seed), desc=f"folds by {grouping}", unit="fold"
+    ):
         trained = np.setdiff1d(np.arange(len(trainer.rows)), held_out)
         changes: dict[str, int] = {}
         if grouping == "task-nested":
@@ -154,8 +164,9 @@ def out_of_fold(config: TrainConfig, grouping: str, candidates: tuple[dict[str, 
     return trainer.rows, trainer.labels, predicted, chosen
 
 
-def chosen_recipe(trainer: FoldTrainer, config: TrainConfig, trained: np.ndarray,
-                  candidates: tuple[dict[str, int], ...] = CANDIDATES) -> tuple[dict[str, int], float]:
+def chosen_recipe(
+    trainer: FoldTrainer, config: TrainConfig, trained: np.ndarray, candidates: tuple[dict[str, int], ...] = CANDIDATES
+) -> tuple[dict[str, int], float]:
     """The changes to ``config`` (one of ``candidates``) with the best leave-one-task-out
     macro-F1 on the ``trained`` maps alone (the first of equals), and that score."""
     if config.kind != "trees":
@@ -175,26 +186,38 @@ def cross_validate(config: TrainConfig, grouping: str) -> dict[str, Any]:
     def part(where: np.ndarray) -> dict[str, Any]:
         return asdict(score(labels[where], predicted[where], groups[where], config.seed))
 
-    return {"grouping": grouping, "classes": list(CLASSES),
-            "overall": part(np.ones(len(rows), dtype=bool)),
-            "per_task": {task: part(tasks == task) for task in sorted(set(tasks))},
-            "per_length_band": {band_name(band): part(bands == band) for band in range(len(LENGTH_BANDS) + 1)
-                                if (bands == band).any()},
-            "confusion": confusion_matrix(labels, predicted, labels=list(range(len(CLASSES)))).tolist(),
-            "config": recipe_description(config), **({"chosen_per_fold": chosen} if chosen else {})}
+    return {
+        "grouping": grouping,
+        "classes": list(CLASSES),
+        "overall": part(np.ones(len(rows), dtype=bool)),
+        "per_task": {task: part(tasks == task) for task in sorted(set(tasks))},
+        "per_length_band": {
+            band_name(band): part(bands == band) for band in range(len(LENGTH_BANDS) + 1) if (bands == band).any()
+        },
+        "confusion": confusion_matrix(labels, predicted, labels=list(range(len(CLASSES)))).tolist(),
+        "config": recipe_description(config),
+        **({"chosen_per_fold": chosen} if chosen else {}),
+    }
 
 
 def report_table(report: dict[str, Any]) -> str:
     """The report as a Markdown table: macro-F1 and accuracy with intervals, overall, per task, per band."""
-    lines = [f"| held out (grouped by {report['grouping']}) | maps | inputs | macro-F1 [95% CI] | accuracy [95% CI] |",
-             "|---|---|---|---|---|"]
-    parts = [("**all**", report["overall"]), *report["per_task"].items(),
-             *((f"length {band}", value) for band, value in report["per_length_band"].items())]
+    lines = [
+        f"| held out (grouped by {report['grouping']}) | maps | inputs | macro-F1 [95% CI] | accuracy [95% CI] |",
+        "|---|---|---|---|---|",
+    ]
+    parts = [
+        ("**all**", report["overall"]),
+        *report["per_task"].items(),
+        *((f"length {band}", value) for band, value in report["per_length_band"].items()),
+    ]
     for name, value in parts:
         f1_low, f1_high = value["macro_f1_interval"]
         acc_low, acc_high = value["accuracy_interval"]
-        lines.append(f"| {name} | {value['maps']} | {value['inputs']} | {value['macro_f1']:.3f} "
-                     f"[{f1_low:.3f}, {f1_high:.3f}] | {value['accuracy']:.3f} [{acc_low:.3f}, {acc_high:.3f}] |")
+        lines.append(
+            f"| {name} | {value['maps']} | {value['inputs']} | {value['macro_f1']:.3f} "
+            f"[{f1_low:.3f}, {f1_high:.3f}] | {value['accuracy']:.3f} [{acc_low:.3f}, {acc_high:.3f}] |"
+        )
     return "\n".join(lines)
 
 
@@ -209,6 +232,7 @@ def save_reports(reports: list[dict[str, Any]], path: Path = CROSSVAL_FILE) -> P
     """The reports written into ``path``, beside the stored reports of other groupings."""
     stored = json.loads(path.read_text()) if path.exists() else {}
     with atomic_path(path) as temporary:
-        temporary.write_text(json.dumps({**stored, **{report["grouping"]: report for report in reports}}, indent=2)
-                             + "\n")
+        temporary.write_text(
+            json.dumps({**stored, **{report["grouping"]: report for report in reports}}, indent=2) + "\n"
+        )
     return path

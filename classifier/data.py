@@ -101,8 +101,7 @@ def _read_rows(path: Path, columns: list[str]) -> list[dict]:
         reader = csv.DictReader(handle, delimiter="\t")
         if reader.fieldnames != columns:
             raise ValueError(f"{path}:1: header {reader.fieldnames} should be {columns}")
-        return [{key: int(value) if key in _INTEGER_COLUMNS else value for key, value in row.items()}
-                for row in reader]
+        return [{key: int(value) if key in _INTEGER_COLUMNS else value for key, value in row.items()} for row in reader]
 
 
 def write_rows(path: Path, rows: list[MapSource]) -> None:

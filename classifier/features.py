@@ -81,8 +81,12 @@ def in_second_segment(tokens: torch.Tensor, second_segments: torch.Tensor) -> to
     return (second_segments[:, None] != NO_SECOND_SEGMENT) & (tokens >= second_segments[:, None])
 
 
-def measure_padded(attentions: torch.Tensor, lengths: torch.Tensor, second_segments: torch.Tensor,
-                   row_entropy: torch.Tensor | None = None) -> torch.Tensor:
+def measure_padded(
+    attentions: torch.Tensor,
+    lengths: torch.Tensor,
+    second_segments: torch.Tensor,
+    row_entropy: torch.Tensor | None = None,
+) -> torch.Tensor:
     """The `MapFeatures` of padded maps as rows of numbers, in the field order.
 
     ``attentions``: (batch, ..., seq, seq); ``lengths``, ``second_segments``: (batch,)
@@ -125,30 +129,52 @@ def measure_padded(attentions: torch.Tensor, lengths: torch.Tensor, second_segme
     segments = _SegmentSizes(first, lengths, second_segments, maps.dtype)
     # one segment: all of it stays there (n / n = 1)
     same_segment = torch.where(segments.pair[:, None], segments.preference(maps, maps @ first_weights), n)
-    finer = [on_diagonal.sum(dim=-1), below.sum(dim=-1), above.sum(dim=-1), maps[..., 0].sum(dim=-1), entropy,
-             row_peak, peaks_in_band, peaks_on_columns, same_segment]
+    finer = [
+        on_diagonal.sum(dim=-1),
+        below.sum(dim=-1),
+        above.sum(dim=-1),
+        maps[..., 0].sum(dim=-1),
+        entropy,
+        row_peak,
+        peaks_in_band,
+        peaks_on_columns,
+        same_segment,
+    ]
     rest = maps.masked_fill_(in_band | on_columns[:, :, None, :], 0)
     rest_per_row = rest.sum(dim=-1)  # (batch, maps, seq)
     spread = rest_per_row.sum(dim=-1)
     same = segments.preference(rest, rest @ first_weights)
     within = torch.where(segments.pair[:, None] & (spread > 0), same / spread.clamp(min=1e-30), 1)
     band_lift = band / (3 * n - 2) * n  # the mean band share over uniform's, (3n - 2) / n**2
-    measures = torch.stack([band / n, band_lift, columns / n, spread / n, rest.amax(dim=-1).sum(dim=-1) / n, within,
-                            *(value / n for value in finer)], dim=-1)
+    measures = torch.stack(
+        [
+            band / n,
+            band_lift,
+            columns / n,
+            spread / n,
+            rest.amax(dim=-1).sum(dim=-1) / n,
+            within,
+            *(value / n for value in finer),
+        ],
+        dim=-1,
+    )
     return measures.reshape(-1, MEASURES)
 
 
 class _SegmentSizes:
     """The two segments of each input of a batch, to weigh a row's attention per token of a segment."""
 
-    def __init__(self, first: torch.Tensor, lengths: torch.Tensor, second_segments: torch.Tensor,
-                 dtype: torch.dtype) -> None:
+    def __init__(
+        self, first: torch.Tensor, lengths: torch.Tensor, second_segments: torch.Tensor, dtype: torch.dtype
+    ) -> None:
         """``first``: (batch, seq) whether a token is in the first segment; ``lengths``,
         ``second_segments``: (batch,)."""
         self.first = first
         self.pair = second_segments != NO_SECOND_SEGMENT
         first_size = torch.where(self.pair, second_segments, lengths).to(dtype)
-        self.own_size = torch.where(first, first_size[:, None], (lengths - first_size)[:, None])[:, None]  # (batch, 1, seq)
+        self.own_size = torch.where(first, first_size[:, None], (lengths - first_size)[:, None])[
+            :, None
+        ]  # (batch, 1, seq)
         self.other_size = lengths[:, None, None].to(dtype) - self.own_size
 
     def preference(self, maps: torch.Tensor, on_first: torch.Tensor) -> torch.Tensor:
@@ -172,5 +198,6 @@ def map_features(attention: np.ndarray, second_segment: int = NO_SECOND_SEGMENT)
     attention = torch.as_tensor(np.asarray(attention, dtype=np.float64))
     values = measure_padded(attention[None], torch.tensor([len(attention)]), torch.tensor([second_segment]))[0]
     pair = second_segment != NO_SECOND_SEGMENT
-    return MapFeatures(*(value if pair or index not in PAIR_ONLY else None
-                         for index, value in enumerate(values.tolist())))
+    return MapFeatures(
+        *(value if pair or index not in PAIR_ONLY else None for index, value in enumerate(values.tolist()))
+    )

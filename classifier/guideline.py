@@ -69,30 +69,49 @@ class Line:
 
 # In the order a labeller applies them (a map moved by one line is checked by the next).
 LINES = (
-    Line("diagonal", "vertical+diagonal", (Condition("columns", 0.25),),
-         "a map with a diagonal band is vertical+diagonal when a quarter or more of each row's attention "
-         "(on average) goes to its three most attended columns off the band, else diagonal"),
+    Line(
+        "diagonal",
+        "vertical+diagonal",
+        (Condition("columns", 0.25),),
+        "a map with a diagonal band is vertical+diagonal when a quarter or more of each row's attention "
+        "(on average) goes to its three most attended columns off the band, else diagonal",
+    ),
     # 2: where the lift agrees best with the eye's diagonal / heterogeneous labels of maps without columns (0.96,
     # 2.0 to 2.4; the band share alone 0.89 at best: a wide, fuzzy diagonal over 70 tokens keeps 0.11 of a row).
     # Rest peak 0.25: above every labelled diagonal (0.23 at most), so that rows pointing at random tokens, a few
     # of which fall in the band by chance, are not a band
-    Line("heterogeneous", "diagonal", (Condition("band_lift", 2.0), Condition("columns", 0.25, at_least=False),
-                                       Condition("rest_peak", 0.25, at_least=False)),
-         "a map without columns (a quarter or less of each row's attention on its three most attended columns off "
-         "the band) has a diagonal band, and is diagonal, when the band (the token and its two neighbours) gets "
-         "twice or more the attention uniform rows would give it (about 3 / n of each row) and the rows do not "
-         "point elsewhere (the strongest other token of a row gets a quarter or less on average), else heterogeneous"),
-    Line("heterogeneous", "vertical", (Condition("columns", 0.25), Condition("rest_peak", 0.12, at_least=False)),
-         "a map without a band or blocks is vertical when a quarter or more of each row's attention goes to its three "
-         "most attended columns and no row points at one other token (the strongest other token of a row gets "
-         "12% or less on average), else heterogeneous"),
+    Line(
+        "heterogeneous",
+        "diagonal",
+        (
+            Condition("band_lift", 2.0),
+            Condition("columns", 0.25, at_least=False),
+            Condition("rest_peak", 0.25, at_least=False),
+        ),
+        "a map without columns (a quarter or less of each row's attention on its three most attended columns off "
+        "the band) has a diagonal band, and is diagonal, when the band (the token and its two neighbours) gets "
+        "twice or more the attention uniform rows would give it (about 3 / n of each row) and the rows do not "
+        "point elsewhere (the strongest other token of a row gets a quarter or less on average), else heterogeneous",
+    ),
+    Line(
+        "heterogeneous",
+        "vertical",
+        (Condition("columns", 0.25), Condition("rest_peak", 0.12, at_least=False)),
+        "a map without a band or blocks is vertical when a quarter or more of each row's attention goes to its three "
+        "most attended columns and no row points at one other token (the strongest other token of a row gets "
+        "12% or less on average), else heterogeneous",
+    ),
     # 0.64: where the size-fair measure agrees best with the first 625 labels given by eye (0.93; the plain
     # within-segment share agrees for 0.87 at its best, 0.66)
-    Line("heterogeneous", "block", (Condition("within_segments", 0.64), Condition("rest_peak", 0.15, at_least=False)),
-         "a two-segment map is block when its spread attention (off the band and the columns) prefers the row's own "
-         "segment, per token, by 0.64 or more (uniform attention 0.5, a pure block 1, whatever the sentences' "
-         "lengths) and is spread, not pointed (the strongest other token of a row gets 15% or less on average), "
-         "else heterogeneous"),
+    Line(
+        "heterogeneous",
+        "block",
+        (Condition("within_segments", 0.64), Condition("rest_peak", 0.15, at_least=False)),
+        "a two-segment map is block when its spread attention (off the band and the columns) prefers the row's own "
+        "segment, per token, by 0.64 or more (uniform attention 0.5, a pure block 1, whatever the sentences' "
+        "lengths) and is spread, not pointed (the strongest other token of a row gets 15% or less on average), "
+        "else heterogeneous",
+    ),
 )
 
 
@@ -127,12 +146,14 @@ def relabel(rows: list[LabelledMap], maps: dict[str, np.ndarray]) -> tuple[list[
 
 def draw_examples(line: Line, rows: list[LabelledMap], maps: dict[str, np.ndarray], path: Path) -> Path:
     """The `EXAMPLES_PER_SIDE` labelled maps of each class nearest to the line, below then above."""
-    measured = [(line.margin(map_features(maps[row.id], row.second_segment)), row)
-                for row in rows if row.label in (line.below, line.above)]
+    measured = [
+        (line.margin(map_features(maps[row.id], row.second_segment)), row)
+        for row in rows
+        if row.label in (line.below, line.above)
+    ]
     below = sorted((item for item in measured if item[0] < 0), key=lambda item: -item[0])
     above = sorted((item for item in measured if item[0] >= 0), key=lambda item: item[0])
     chosen = [row for _, row in below[:EXAMPLES_PER_SIDE] + above[:EXAMPLES_PER_SIDE]]
     separators = {row.id: separator_ticks(row) for row in chosen}
-    title = (f"the labelled maps nearest the line: top row {line.below} (not {line}),\n"
-             f"bottom row {line.above} ({line})")
+    title = f"the labelled maps nearest the line: top row {line.below} (not {line}),\nbottom row {line.above} ({line})"
     return draw_sheet(chosen, maps, separators, path, title)

@@ -43,9 +43,14 @@ class PatternCNN(nn.Module):
     uses_images = True
     chunk = 256  # maps per call: the feature maps stay in cache (measured fastest on CPU)
 
-    def __init__(self, widths: Sequence[int] = STAGE_WIDTHS, size: int = INPUT_SIZE,
-                 num_classes: int = len(CLASSES), in_channels: int = CHANNELS,
-                 measures: int = INPUT_MEASURES) -> None:
+    def __init__(
+        self,
+        widths: Sequence[int] = STAGE_WIDTHS,
+        size: int = INPUT_SIZE,
+        num_classes: int = len(CLASSES),
+        in_channels: int = CHANNELS,
+        measures: int = INPUT_MEASURES,
+    ) -> None:
         super().__init__()
         layers: list[nn.Module] = []
         width_in = in_channels
@@ -57,11 +62,13 @@ class PatternCNN(nn.Module):
         self.features = nn.Sequential(*layers)
         side = size // 2 ** (len(widths) - 1)
         self.dropout = nn.Dropout(0.3)  # on the convolutional features only: the measurements are few and exact
-        self.head = nn.Sequential(nn.Linear(width_in * side * side + measures, 64), nn.ReLU(),
-                                  nn.Linear(64, num_classes))
+        self.head = nn.Sequential(
+            nn.Linear(width_in * side * side + measures, 64), nn.ReLU(), nn.Linear(64, num_classes)
+        )
         # the measurements alone, added to the logits: the guideline's lines are drawn on them
-        self.measured = nn.Sequential(nn.Linear(measures, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(),
-                                      nn.Linear(64, num_classes))
+        self.measured = nn.Sequential(
+            nn.Linear(measures, 64), nn.ReLU(), nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, num_classes)
+        )
 
     def forward(self, images: torch.Tensor, measures: torch.Tensor, features: nn.Module | None = None) -> torch.Tensor:
         """Logits; ``features`` replaces the convolutions (the batch-norm-folded copy at inference)."""
@@ -104,8 +111,9 @@ class PatternClassifier:
     def __init__(self, network: MeasuredTrees | PatternCNN, info: dict[str, Any] | None = None) -> None:
         self.network = network.eval()
         # channels-last runs the small convolutions 2-3x faster on CPU (oneDNN)
-        self.folded = (fold_batch_norm(network).to(memory_format=torch.channels_last)
-                       if isinstance(network, PatternCNN) else None)
+        self.folded = (
+            fold_batch_norm(network).to(memory_format=torch.channels_last) if isinstance(network, PatternCNN) else None
+        )
         self.info = info or {}
 
     @property
@@ -126,8 +134,9 @@ class PatternClassifier:
         if not len(inputs):
             return torch.empty(0, len(CLASSES), device=inputs.measures.device)
         chunk = self.network.chunk
-        return torch.cat([self._chunk_logits(inputs.take(slice(start, start + chunk)))
-                          for start in range(0, len(inputs), chunk)])
+        return torch.cat(
+            [self._chunk_logits(inputs.take(slice(start, start + chunk))) for start in range(0, len(inputs), chunk)]
+        )
 
     def _chunk_logits(self, inputs: MapInputs) -> torch.Tensor:
         if self.folded is None:
@@ -143,16 +152,22 @@ class PatternClassifier:
         """
         segments = list(second_segments) if second_segments is not None else [NO_SECOND_SEGMENT] * len(maps)
         two_segments = torch.tensor(segments) != NO_SECOND_SEGMENT
-        logits = allowed_logits(self.logits(normalise_list(maps, segments, images=self.network.uses_images)),
-                                two_segments)
+        logits = allowed_logits(
+            self.logits(normalise_list(maps, segments, images=self.network.uses_images)), two_segments
+        )
         return torch.softmax(logits, dim=-1).numpy()
 
     def predict(self, maps: Sequence[np.ndarray], second_segments: Sequence[int] | None = None) -> list[str]:
         """The class name of each map (arguments as `predict_proba`)."""
         return [CLASSES[index] for index in self.predict_proba(maps, second_segments).argmax(axis=1)]
 
-    def predict_batch(self, attentions: Sequence[torch.Tensor], lengths: torch.Tensor, second_segments: torch.Tensor,
-                      row_entropies: Sequence[torch.Tensor] | None = None) -> torch.Tensor:
+    def predict_batch(
+        self,
+        attentions: Sequence[torch.Tensor],
+        lengths: torch.Tensor,
+        second_segments: torch.Tensor,
+        row_entropies: Sequence[torch.Tensor] | None = None,
+    ) -> torch.Tensor:
         """Class indices of every head of padded batches of maps (e.g. both checkpoints), in one CNN call.
 
         ``attentions``: tensors of shape (batch, layers, heads, seq, seq) on the same inputs;
@@ -165,8 +180,12 @@ class PatternClassifier:
         """
         batch, layers, heads = attentions[0].shape[:3]
         entropies = row_entropies if row_entropies is not None else [None] * len(attentions)
-        inputs = MapInputs.cat([normalise_padded(maps, lengths, second_segments, images=self.network.uses_images,
-                                                 row_entropy=entropy) for maps, entropy in zip(attentions, entropies)])
+        inputs = MapInputs.cat(
+            [
+                normalise_padded(maps, lengths, second_segments, images=self.network.uses_images, row_entropy=entropy)
+                for maps, entropy in zip(attentions, entropies)
+            ]
+        )
         logits = self.logits(inputs).view(len(attentions), batch, layers, heads, len(CLASSES))
         two_segments = second_segments != NO_SECOND_SEGMENT
         return possible_classes(logits, two_segments[None, :, None, None])
@@ -174,9 +193,16 @@ class PatternClassifier:
     def save(self, path: Path = WEIGHTS_FILE) -> None:
         """Write the weights, the classes and input layout they expect, and ``info`` to ``path`` atomically;
         `load_classifier` reads them back."""
-        stored = {"kind": self.kind, "state_dict": self.network.state_dict(), "classes": list(CLASSES),
-                  "widths": list(STAGE_WIDTHS), "input_size": INPUT_SIZE, "channels": CHANNELS,
-                  "measures": INPUT_MEASURES, "info": self.info}
+        stored = {
+            "kind": self.kind,
+            "state_dict": self.network.state_dict(),
+            "classes": list(CLASSES),
+            "widths": list(STAGE_WIDTHS),
+            "input_size": INPUT_SIZE,
+            "channels": CHANNELS,
+            "measures": INPUT_MEASURES,
+            "info": self.info,
+        }
         with atomic_path(path) as temporary:
             torch.save(stored, temporary)
 
@@ -186,9 +212,11 @@ def load_classifier(path: str | Path = WEIGHTS_FILE) -> PatternClassifier:
     stored = torch.load(path, map_location="cpu", weights_only=True)
     shape = (stored.get("channels", 3), stored["input_size"], stored.get("measures", 0))
     if tuple(stored["classes"]) != CLASSES or shape != (CHANNELS, INPUT_SIZE, INPUT_MEASURES):
-        raise ValueError(f"{path} was trained for classes {stored['classes']} on {shape[0]} x {shape[1]} x {shape[1]} "
-                         f"images and {shape[2]} measures, not this version's {CHANNELS} x {INPUT_SIZE} x {INPUT_SIZE} "
-                         f"and {INPUT_MEASURES}; retrain it with `python -m classifier train`")
+        raise ValueError(
+            f"{path} was trained for classes {stored['classes']} on {shape[0]} x {shape[1]} x {shape[1]} "
+            f"images and {shape[2]} measures, not this version's {CHANNELS} x {INPUT_SIZE} x {INPUT_SIZE} "
+            f"and {INPUT_MEASURES}; retrain it with `python -m classifier train`"
+        )
     if stored.get("kind", "cnn") == "trees":
         return PatternClassifier(MeasuredTrees.from_state_dict(stored["state_dict"]), stored.get("info", {}))
     network = PatternCNN(stored["widths"], stored["input_size"])

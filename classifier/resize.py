@@ -74,8 +74,9 @@ def source_tokens(lengths: torch.Tensor, side: int, size: int) -> tuple[torch.Te
     return tokens.clamp(max=int(lengths.max()) - 1) * real, real
 
 
-def structure_channel(tokens: torch.Tensor, real: torch.Tensor, second_segments: torch.Tensor,
-                      factor: int) -> torch.Tensor:
+def structure_channel(
+    tokens: torch.Tensor, real: torch.Tensor, second_segments: torch.Tensor, factor: int
+) -> torch.Tensor:
     """(batch, 1, size, size): 1 same segment, `CROSS_SEGMENT` across the pair's boundary, 0 outside
     the input; from each pixel's first source token (``tokens``, ``real``: (batch, side))."""
     tokens, real = tokens[:, ::factor], real[:, ::factor]
@@ -85,21 +86,32 @@ def structure_channel(tokens: torch.Tensor, real: torch.Tensor, second_segments:
     return (inside * torch.where(same, 1.0, CROSS_SEGMENT))[:, None].float()
 
 
-def measured_inputs(attentions: torch.Tensor, lengths: torch.Tensor, second_segments: torch.Tensor,
-                    row_entropy: torch.Tensor | None = None) -> torch.Tensor:
+def measured_inputs(
+    attentions: torch.Tensor,
+    lengths: torch.Tensor,
+    second_segments: torch.Tensor,
+    row_entropy: torch.Tensor | None = None,
+) -> torch.Tensor:
     """The measurements of padded maps (`classifier.features`), whether each input is a pair and
     its log length (over log 512): arguments as `normalise_padded`; -> (count, `INPUT_MEASURES`)."""
     batch = attentions.shape[0]
     count = attentions[0, ..., 0, 0].numel()
     lengths, second_segments = lengths.to(attentions.device), second_segments.to(attentions.device)
-    described = torch.stack([(second_segments != NO_SECOND_SEGMENT).float(),
-                             lengths.float().log() / math.log(MAX_TOKENS)], dim=-1)  # (batch, 2)
+    described = torch.stack(
+        [(second_segments != NO_SECOND_SEGMENT).float(), lengths.float().log() / math.log(MAX_TOKENS)], dim=-1
+    )  # (batch, 2)
     described = described[:, None].expand(batch, count, 2).reshape(batch * count, 2)
     return torch.cat([measure_padded(attentions.float(), lengths, second_segments, row_entropy), described], dim=1)
 
 
-def normalise_padded(attentions: torch.Tensor, lengths: torch.Tensor, second_segments: torch.Tensor,
-                     size: int = INPUT_SIZE, images: bool = True, row_entropy: torch.Tensor | None = None) -> MapInputs:
+def normalise_padded(
+    attentions: torch.Tensor,
+    lengths: torch.Tensor,
+    second_segments: torch.Tensor,
+    size: int = INPUT_SIZE,
+    images: bool = True,
+    row_entropy: torch.Tensor | None = None,
+) -> MapInputs:
     """Padded maps to the classifier's input, each cropped to its example's real tokens.
 
     ``attentions``: (batch, ..., seq, seq), e.g. (batch, layers, heads, seq, seq);
@@ -135,8 +147,12 @@ def normalise_padded(attentions: torch.Tensor, lengths: torch.Tensor, second_seg
     return MapInputs(torch.cat([peak, peak.sqrt(), mean.sqrt(), structure], dim=1), measured)
 
 
-def normalise_list(maps: Sequence[np.ndarray | torch.Tensor], second_segments: Sequence[int] | None = None,
-                   size: int = INPUT_SIZE, images: bool = True) -> MapInputs:
+def normalise_list(
+    maps: Sequence[np.ndarray | torch.Tensor],
+    second_segments: Sequence[int] | None = None,
+    size: int = INPUT_SIZE,
+    images: bool = True,
+) -> MapInputs:
     """Square maps of mixed sizes to the classifier's input (``images`` as `normalise_padded`), in input order.
 
     ``second_segments``: where each map's second segment starts (`NO_SECOND_SEGMENT`, the
@@ -145,11 +161,14 @@ def normalise_list(maps: Sequence[np.ndarray | torch.Tensor], second_segments: S
     """
     for index, attention in enumerate(maps):
         if attention.ndim != 2 or attention.shape[0] != attention.shape[1] or attention.shape[0] < 2:
-            raise ValueError(f"map {index} has shape {tuple(attention.shape)}; "
-                             "expected a square (n, n) map with n >= 2")
+            raise ValueError(
+                f"map {index} has shape {tuple(attention.shape)}; expected a square (n, n) map with n >= 2"
+            )
     segments = torch.tensor(list(second_segments) if second_segments is not None else [NO_SECOND_SEGMENT] * len(maps))
-    out = MapInputs(torch.empty(len(maps), CHANNELS if images else 0, *((size, size) if images else ())),
-                    torch.empty(len(maps), INPUT_MEASURES))
+    out = MapInputs(
+        torch.empty(len(maps), CHANNELS if images else 0, *((size, size) if images else ())),
+        torch.empty(len(maps), INPUT_MEASURES),
+    )
     by_factor: dict[int, list[int]] = {}
     for index, attention in enumerate(maps):
         by_factor.setdefault(-(-attention.shape[0] // size), []).append(index)

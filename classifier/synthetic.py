@@ -71,12 +71,17 @@ def _blocks(n: int, separators: list[int], rng: np.random.Generator) -> np.ndarr
     for start, end in zip(starts, ends):
         inside = rng.gamma(rng.uniform(0.3, 2.0), size=(end - start, end - start))
         if rng.random() < 0.4:  # phrase-like sub-blocks along the diagonal inside the segment
-            cuts = np.sort(rng.choice(np.arange(start + 1, end), size=min(end - start - 1, rng.integers(1, 4)),
-                                      replace=False)) if end - start > 2 else np.array([], dtype=int)
+            cuts = (
+                np.sort(
+                    rng.choice(np.arange(start + 1, end), size=min(end - start - 1, rng.integers(1, 4)), replace=False)
+                )
+                if end - start > 2
+                else np.array([], dtype=int)
+            )
             bounds = [start, *cuts.tolist(), end]
             mask = np.zeros_like(inside)
             for low, high in zip(bounds[:-1], bounds[1:]):
-                mask[low - start:high - start, low - start:high - start] = 1
+                mask[low - start : high - start, low - start : high - start] = 1
             inside = inside * (0.15 + mask)
         weights[start:end, start:end] = inside
     weights[0, :] = rng.random(n)  # [CLS] row: anywhere
@@ -102,8 +107,13 @@ def _heterogeneous(n: int, separators: list[int], rng: np.random.Generator) -> n
     else:  # smooth blobs
         centres = rng.integers(0, n, size=(rng.integers(2, 6), 2))
         grid = np.arange(n)
-        weights = sum(np.exp(-((grid[:, None] - y) ** 2 + (grid[None, :] - x) ** 2) / (2 * (n / rng.uniform(8, 20)) ** 2))
-                      for y, x in centres) + rng.gamma(0.5, size=(n, n)) * 0.1
+        weights = (
+            sum(
+                np.exp(-((grid[:, None] - y) ** 2 + (grid[None, :] - x) ** 2) / (2 * (n / rng.uniform(8, 20)) ** 2))
+                for y, x in centres
+            )
+            + rng.gamma(0.5, size=(n, n)) * 0.1
+        )
     return _rows(weights)
 
 
@@ -134,8 +144,9 @@ def synthetic_map(label: str, n: int, rng: np.random.Generator) -> tuple[np.ndar
     return attention, separators[0] + 1 if len(separators) == 2 else NO_SECOND_SEGMENT
 
 
-def synthetic_set(per_class: int, seed: int = 0, min_length: int = 8,
-                  max_length: int = 128) -> tuple[list[np.ndarray], list[int], list[int]]:
+def synthetic_set(
+    per_class: int, seed: int = 0, min_length: int = 8, max_length: int = 128
+) -> tuple[list[np.ndarray], list[int], list[int]]:
     """``per_class`` maps generated for each class, lengths uniform in [min_length, max_length];
     where each input's second segment starts; labels as indices, after the guideline's measured
     lines (`classifier.guideline.settled`), so a few maps move to a neighbouring class."""

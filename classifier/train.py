@@ -98,25 +98,30 @@ class Evaluation:
         matrix."""
         lines = [f"{'class':<18} {'precision':>9} {'recall':>7} {'F1':>6} {'n':>4}"]
         for index, name in enumerate(CLASSES):
-            lines.append(f"{name:<18} {self.precision[index]:9.2f} {self.recall[index]:7.2f} "
-                         f"{self.f1[index]:6.2f} {self.support[index]:4d}")
+            lines.append(
+                f"{name:<18} {self.precision[index]:9.2f} {self.recall[index]:7.2f} "
+                f"{self.f1[index]:6.2f} {self.support[index]:4d}"
+            )
         lines.append(f"macro-F1 {self.macro_f1:.3f}   accuracy {self.accuracy:.3f}")
         lines.append("confusion (rows true, columns predicted: " + ", ".join(CLASSES) + ")")
         lines += ["  " + " ".join(f"{value:4d}" for value in row) for row in self.confusion]
         return "\n".join(lines)
 
 
-def evaluate(classifier: PatternClassifier, inputs: MapInputs, two_segments: torch.Tensor,
-             labels: np.ndarray) -> Evaluation:
+def evaluate(
+    classifier: PatternClassifier, inputs: MapInputs, two_segments: torch.Tensor, labels: np.ndarray
+) -> Evaluation:
     """Scores of the classifier's predictions (`block` ruled out for single-segment inputs)."""
     predicted = possible_classes(classifier.logits(inputs), two_segments).numpy()
     classes = list(range(len(CLASSES)))
-    precision, recall, f1, support = precision_recall_fscore_support(labels, predicted, labels=classes,
-                                                                     zero_division=0)
+    precision, recall, f1, support = precision_recall_fscore_support(labels, predicted, labels=classes, zero_division=0)
     return Evaluation(
         macro_f1=float(f1_score(labels, predicted, labels=classes, average="macro", zero_division=0)),
         accuracy=float((predicted == labels).mean()),
-        precision=precision.tolist(), recall=recall.tolist(), f1=f1.tolist(), support=support.tolist(),
+        precision=precision.tolist(),
+        recall=recall.tolist(),
+        f1=f1.tolist(),
+        support=support.tolist(),
         confusion=confusion_matrix(labels, predicted, labels=classes).tolist(),
     )
 
@@ -133,7 +138,7 @@ def _fit(network: PatternCNN, inputs: MapInputs, labels: torch.Tensor, config: T
         order = torch.randperm(len(inputs), generator=generator)
         total = 0.0
         for start in range(0, len(order), config.batch_size):
-            batch = order[start:start + config.batch_size]
+            batch = order[start : start + config.batch_size]
             logits = network(inputs.images[batch], inputs.measures[batch])
             loss = torch.nn.functional.cross_entropy(logits, labels[batch])
             optimiser.zero_grad()
@@ -148,28 +153,35 @@ def _fit(network: PatternCNN, inputs: MapInputs, labels: torch.Tensor, config: T
 
 def recipe_description(config: TrainConfig) -> dict[str, str]:
     """The recipe's settings, files by name and content hash (no machine's paths)."""
-    return {key: f"{value.name} sha256:{hashlib.sha256(value.read_bytes()).hexdigest()[:16]}"
-            if isinstance(value, Path) and value.exists() else str(value)
-            for key, value in asdict(config).items() if key != "out"}
+    return {
+        key: f"{value.name} sha256:{hashlib.sha256(value.read_bytes()).hexdigest()[:16]}"
+        if isinstance(value, Path) and value.exists()
+        else str(value)
+        for key, value in asdict(config).items()
+        if key != "out"
+    }
 
 
 def synthetic_inputs(config: TrainConfig) -> tuple[MapInputs, list[int]]:
     """The balanced synthetic training set of ``config``, as the inputs of its kind, and its labels."""
-    maps, second_segments, labels = synthetic_set(config.synthetic_per_class, seed=config.seed,
-                                                  max_length=config.synthetic_max_length)
+    maps, second_segments, labels = synthetic_set(
+        config.synthetic_per_class, seed=config.seed, max_length=config.synthetic_max_length
+    )
     return normalise_list(maps, second_segments, images=config.kind == "cnn"), labels
 
 
-def real_inputs(rows: list[LabelledMap], maps: dict[str, np.ndarray],
-                config: TrainConfig) -> tuple[MapInputs, torch.Tensor]:
+def real_inputs(
+    rows: list[LabelledMap], maps: dict[str, np.ndarray], config: TrainConfig
+) -> tuple[MapInputs, torch.Tensor]:
     """The labelled maps as the inputs of ``config``'s kind and whether each input is a pair (len(rows),) bool."""
     second_segments = [row.second_segment for row in rows]
     inputs = normalise_list([maps[row.id] for row in rows], second_segments, images=config.kind == "cnn")
     return inputs, torch.tensor(second_segments) != NO_SECOND_SEGMENT
 
 
-def fit(real_inputs: MapInputs, real_labels: np.ndarray, synthetic: tuple[MapInputs, list[int]],
-        config: TrainConfig) -> tuple[MeasuredTrees | PatternCNN, list[float]]:
+def fit(
+    real_inputs: MapInputs, real_labels: np.ndarray, synthetic: tuple[MapInputs, list[int]], config: TrainConfig
+) -> tuple[MeasuredTrees | PatternCNN, list[float]]:
     """A network of ``config``'s kind seeded by ``config.seed``, and its training loss per epoch
     (none for trees): trees on the measurements of the real maps and the synthetic set, or a
     CNN on the synthetic set and the real maps (repeated `real_repeats` times)."""
@@ -189,30 +201,46 @@ def train(config: TrainConfig) -> tuple[PatternClassifier, Evaluation, list[floa
     rows = read_labels(config.labels_file)
     maps = read_maps(config.maps_file)
     labels = np.array([CLASSES.index(row.label) for row in rows])
-    train_rows, test_rows = train_test_split(np.arange(len(rows)), test_size=config.test_fraction,
-                                             stratify=labels, random_state=config.seed)
+    train_rows, test_rows = train_test_split(
+        np.arange(len(rows)), test_size=config.test_fraction, stratify=labels, random_state=config.seed
+    )
     inputs, two_segments = real_inputs(rows, maps, config)
     network, losses = fit(inputs.take(train_rows), labels[train_rows], synthetic_inputs(config), config)
-    evaluation = evaluate(PatternClassifier(network), inputs.take(test_rows), two_segments[test_rows],
-                          labels[test_rows])
-    evaluation.counts = {split: {name: int((labels[part] == index).sum()) for index, name in enumerate(CLASSES)}
-                         for split, part in (("train", train_rows), ("test", test_rows))}
-    info = {"evaluation": asdict(evaluation), "test_ids": [rows[i].id for i in test_rows],
-            "config": recipe_description(config)}
+    evaluation = evaluate(
+        PatternClassifier(network), inputs.take(test_rows), two_segments[test_rows], labels[test_rows]
+    )
+    evaluation.counts = {
+        split: {name: int((labels[part] == index).sum()) for index, name in enumerate(CLASSES)}
+        for split, part in (("train", train_rows), ("test", test_rows))
+    }
+    info = {
+        "evaluation": asdict(evaluation),
+        "test_ids": [rows[i].id for i in test_rows],
+        "config": recipe_description(config),
+    }
     classifier = PatternClassifier(network, info)
     classifier.save(config.out)
     return classifier, evaluation, losses
 
 
-def log_to_mlflow(config: TrainConfig, evaluation: Evaluation, losses: list[float], seconds: float,
-                  tracking_uri: str, experiment: str = "pattern-classifier") -> str:
+def log_to_mlflow(
+    config: TrainConfig,
+    evaluation: Evaluation,
+    losses: list[float],
+    seconds: float,
+    tracking_uri: str,
+    experiment: str = "pattern-classifier",
+) -> str:
     """One MLflow run with the settings, per-class scores, loss curve, confusion matrix and weights."""
     mlflow.set_tracking_uri(tracking_uri)
     mlflow.set_experiment(experiment)
     with mlflow.start_run(run_name=f"{config.kind}-seed{config.seed}") as run:
         mlflow.log_params({key: str(value) for key, value in asdict(config).items()})
-        metrics: dict[str, Any] = {"macro_f1": evaluation.macro_f1, "accuracy": evaluation.accuracy,
-                                   "train_seconds": seconds}
+        metrics: dict[str, Any] = {
+            "macro_f1": evaluation.macro_f1,
+            "accuracy": evaluation.accuracy,
+            "train_seconds": seconds,
+        }
         for index, name in enumerate(CLASSES):
             for score in ("precision", "recall", "f1"):
                 metrics[f"{score}.{name.replace('+', '_')}"] = getattr(evaluation, score)[index]
@@ -234,8 +262,15 @@ def draw_confusion(evaluation: Evaluation, path: Path) -> Path:
     figure, axes = plt.subplots(figsize=(5.2, 4.4))
     image = axes.imshow(matrix, cmap="Blues")
     for (row, column), value in np.ndenumerate(matrix):
-        axes.text(column, row, str(value), ha="center", va="center",
-                  color="white" if value > matrix.max() / 2 else "black", fontsize=8)
+        axes.text(
+            column,
+            row,
+            str(value),
+            ha="center",
+            va="center",
+            color="white" if value > matrix.max() / 2 else "black",
+            fontsize=8,
+        )
     axes.set_xticks(range(len(CLASSES)), CLASSES, rotation=30, ha="right", fontsize=8)
     axes.set_yticks(range(len(CLASSES)), CLASSES, fontsize=8)
     axes.set_xlabel("predicted")

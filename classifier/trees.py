@@ -28,12 +28,15 @@ from classifier.data import CLASSES
 def fit_trees(measures: np.ndarray, labels: np.ndarray, depth: int, rounds: int, seed: int) -> MeasuredTrees:
     """Boosted trees on (maps, measures) ``measures`` and (maps,) class indices, each class weighted by
     the inverse of its frequency (the target is macro-F1, and `diagonal` is rare)."""
-    model = HistGradientBoostingClassifier(max_depth=depth, max_iter=rounds, class_weight="balanced",
-                                           early_stopping=False, random_state=seed)
+    model = HistGradientBoostingClassifier(
+        max_depth=depth, max_iter=rounds, class_weight="balanced", early_stopping=False, random_state=seed
+    )
     model.fit(measures, labels)
     if list(model.classes_) != list(range(len(CLASSES))):
-        raise ValueError(f"the training labels cover only classes {[CLASSES[i] for i in model.classes_]}; "
-                         f"the trees need an example of every one of {', '.join(CLASSES)}")
+        raise ValueError(
+            f"the training labels cover only classes {[CLASSES[i] for i in model.classes_]}; "
+            f"the trees need an example of every one of {', '.join(CLASSES)}"
+        )
     return MeasuredTrees.from_sklearn(model)
 
 
@@ -50,11 +53,22 @@ class MeasuredTrees(nn.Module):
     uses_images = False
     chunk = 256  # maps per step: the (splits, chunk) comparisons stay in cache (256-512 measured fastest on CPU)
 
-    def __init__(self, feature: torch.Tensor, threshold: torch.Tensor, value: torch.Tensor,
-                 tree_class: torch.Tensor, baseline: torch.Tensor) -> None:
+    def __init__(
+        self,
+        feature: torch.Tensor,
+        threshold: torch.Tensor,
+        value: torch.Tensor,
+        tree_class: torch.Tensor,
+        baseline: torch.Tensor,
+    ) -> None:
         super().__init__()
-        for name, tensor in (("feature", feature), ("threshold", threshold), ("value", value),
-                             ("tree_class", tree_class), ("baseline", baseline)):
+        for name, tensor in (
+            ("feature", feature),
+            ("threshold", threshold),
+            ("value", value),
+            ("tree_class", tree_class),
+            ("baseline", baseline),
+        ):
             self.register_buffer(name, tensor)
         self.levels = int(math.log2(feature.shape[1] + 1))
         one_hot = torch.zeros(len(tree_class), len(baseline), dtype=value.dtype)
@@ -66,10 +80,10 @@ class MeasuredTrees(nn.Module):
         """The fitted ``model``'s trees (its private `_predictors`, read once here) as complete trees."""
         trees = [(predictor.nodes, index) for round_ in model._predictors for index, predictor in enumerate(round_)]
         levels = int(max(nodes["depth"].max() for nodes, _ in trees))
-        splits = 2 ** levels - 1
+        splits = 2**levels - 1
         feature = np.zeros((len(trees), splits), dtype=np.int64)
         threshold = np.full((len(trees), splits), np.inf)  # padding splits always go left
-        value = np.zeros((len(trees), 2 ** levels))
+        value = np.zeros((len(trees), 2**levels))
         for row, (nodes, _) in enumerate(trees):
             pending = [(0, 0, 0)]  # (sklearn node, heap position, depth)
             while pending:
@@ -79,13 +93,21 @@ class MeasuredTrees(nn.Module):
                 elif nodes[node]["is_leaf"]:
                     pending += [(node, 2 * position + 1, depth + 1), (node, 2 * position + 2, depth + 1)]
                 else:
-                    feature[row, position], threshold[row, position] = nodes[node]["feature_idx"], \
-                        nodes[node]["num_threshold"]
-                    pending += [(nodes[node]["left"], 2 * position + 1, depth + 1),
-                                (nodes[node]["right"], 2 * position + 2, depth + 1)]
-        return cls(torch.tensor(feature), torch.tensor(threshold), torch.tensor(value, dtype=torch.float32),
-                   torch.tensor([index for _, index in trees]),
-                   torch.tensor(model._baseline_prediction[0], dtype=torch.float32))
+                    feature[row, position], threshold[row, position] = (
+                        nodes[node]["feature_idx"],
+                        nodes[node]["num_threshold"],
+                    )
+                    pending += [
+                        (nodes[node]["left"], 2 * position + 1, depth + 1),
+                        (nodes[node]["right"], 2 * position + 2, depth + 1),
+                    ]
+        return cls(
+            torch.tensor(feature),
+            torch.tensor(threshold),
+            torch.tensor(value, dtype=torch.float32),
+            torch.tensor([index for _, index in trees]),
+            torch.tensor(model._baseline_prediction[0], dtype=torch.float32),
+        )
 
     @classmethod
     def from_state_dict(cls, state: dict[str, torch.Tensor]) -> MeasuredTrees:
@@ -100,7 +122,7 @@ class MeasuredTrees(nn.Module):
         right = right.view(trees, splits, count)
         taken: list[torch.Tensor] = []  # per level, (trees, count): whether each map went right there
         for level in range(self.levels):
-            nodes = right[:, 2 ** level - 1:2 ** (level + 1) - 1]  # the level's nodes, in heap order
+            nodes = right[:, 2**level - 1 : 2 ** (level + 1) - 1]  # the level's nodes, in heap order
             for went_right in taken:  # the direction taken at the root halves them first
                 half = nodes.shape[1] // 2
                 nodes = torch.where(went_right[:, None], nodes[:, half:], nodes[:, :half])

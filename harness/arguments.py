@@ -40,8 +40,13 @@ def with_notes(help_text: str, bounds: Bounds | None, default: Any) -> str:
     return f"{help_text} ({'; '.join(notes)})" if notes else help_text
 
 
-def add_arguments(parser: argparse.ArgumentParser, cls: type, title: str | None = None,
-                  only: tuple[str, ...] | None = None, optional: bool = False) -> None:
+def add_arguments(
+    parser: argparse.ArgumentParser,
+    cls: type,
+    title: str | None = None,
+    only: tuple[str, ...] | None = None,
+    optional: bool = False,
+) -> None:
     """Flags for the fields of dataclass ``cls`` (or those named in ``only``) in one group;
     ``optional``: no flag is required by the parser (the dataclass still checks what it needs)."""
     group = parser.add_argument_group(title or cls.__doc__.splitlines()[0].rstrip("."))
@@ -59,14 +64,27 @@ def add_arguments(parser: argparse.ArgumentParser, cls: type, title: str | None 
         if scalar not in SCALARS:
             raise TypeError(f"{cls.__name__}.{item.name}: no command-line form for {scalar}")
         if item.metadata.get("positional"):
-            group.add_argument(item.name, type=scalar, nargs="*" if is_list else "?", default=default,
-                               choices=item.metadata.get("choices"), help=help_text, metavar=flag)
+            group.add_argument(
+                item.name,
+                type=scalar,
+                nargs="*" if is_list else "?",
+                default=default,
+                choices=item.metadata.get("choices"),
+                help=help_text,
+                metavar=flag,
+            )
             continue
-        group.add_argument(flag, dest=item.name, type=scalar,
-                           nargs=("*" if item.metadata.get("values_optional") else "+") if is_list else None,
-                           choices=item.metadata.get("choices"), default=default, help=help_text,
-                           required=item.metadata.get("required", False) and not optional,
-                           metavar=None if item.metadata.get("choices") else flag[2:].replace("-", "_").upper())
+        group.add_argument(
+            flag,
+            dest=item.name,
+            type=scalar,
+            nargs=("*" if item.metadata.get("values_optional") else "+") if is_list else None,
+            choices=item.metadata.get("choices"),
+            default=default,
+            help=help_text,
+            required=item.metadata.get("required", False) and not optional,
+            metavar=None if item.metadata.get("choices") else flag[2:].replace("-", "_").upper(),
+        )
 
 
 def build(cls: type[Config], namespace: argparse.Namespace) -> Config:

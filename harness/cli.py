@@ -43,46 +43,63 @@ from tasks.files import disk_full_message, is_disk_full
 
 # Imported once the flags are valid: torch and transformers take seconds to load.
 COMPUTE, STORED, DATA = "harness.commands.compute", "harness.commands.stored", "harness.commands.data"
-COMMAND_MODULES = {"run": COMPUTE, "study": COMPUTE, "finetune": COMPUTE, "ablate": COMPUTE, "figures": COMPUTE,
-                   "annotate": COMPUTE, "docs": STORED, "report": STORED, "export": STORED,
-                   "data": DATA}
+COMMAND_MODULES = {
+    "run": COMPUTE,
+    "study": COMPUTE,
+    "finetune": COMPUTE,
+    "ablate": COMPUTE,
+    "figures": COMPUTE,
+    "annotate": COMPUTE,
+    "docs": STORED,
+    "report": STORED,
+    "export": STORED,
+    "data": DATA,
+}
 DESCRIPTIONS = {
     "run": "fine-tune (or reuse the cached checkpoint), compare the attention of both checkpoints, track in MLflow",
     "study": "every task and seed as its own run under one MLflow parent run, then what holds across seeds and "
-             "tasks (study.json, cross-task figures); the same command again reuses every finished run",
+    "tasks (study.json, cross-task figures); the same command again reuses every finished run",
     "finetune": "only fine-tune and write the checkpoint cache (runs under torchrun / accelerate launch)",
     "ablate": "disable heads and layers, rank heads by importance and prune them on the stored fine-tuned "
-              "checkpoint of these flags (Kovaleva et al. section 6, Michel et al. 2019)",
+    "checkpoint of these flags (Kovaleva et al. section 6, Michel et al. 2019)",
     "figures": "redraw the figures of a finished run from its summary.json: give its folder (no model is loaded), "
-               "or the flags it was run with",
+    "or the flags it was run with",
     "annotate": "sample attention maps of a checkpoint into a labelling pool for the pattern classifier, "
-                "or record its labels",
+    "or record its labels",
     "docs": "rebuild the results tables in the README and docs from stored runs (never typed by hand)",
     "report": "one static HTML page of stored results (a study's findings and figures, then each run's analyses "
-              "and parameters, and each example's attention before and after fine-tuning), no recompute",
+    "and parameters, and each example's attention before and after fine-tuning), no recompute",
     "export": "stored results as tidy tables for notebooks (Parquet and CSV): every run's metrics and per-layer and "
-              "per-head values, one per row, and a study's metrics over seeds and findings (harness.present.frames)",
+    "per-head values, one per row, and a study's metrics over seeds and findings (harness.present.frames)",
     "data": "the pinned default corpora (UD English EWT, LitBank): `harness data list` says which are present, "
-            "where, their version and licence; `harness data download [NAME ...]` fetches them into the data cache",
+    "where, their version and licence; `harness data download [NAME ...]` fetches them into the data cache",
 }
-GROUPS = {"run": (TaskConfig, FineTuneConfig, AnalysisConfig, EnvironmentConfig),
-          "study": (StudyConfig, TaskConfig, FineTuneConfig, AnalysisConfig, EnvironmentConfig),
-          "finetune": (TaskConfig, FineTuneConfig, EnvironmentConfig),
-          "ablate": (TaskConfig, FineTuneConfig, AnalysisConfig, EnvironmentConfig),
-          "figures": (FiguresConfig, TaskConfig, FineTuneConfig, AnalysisConfig, EnvironmentConfig),
-          "annotate": (AnnotationConfig, TaskConfig, FineTuneConfig, EnvironmentConfig),
-          "docs": (DocsConfig,),
-          "report": (ReportConfig, EnvironmentConfig),
-          "export": (ExportConfig, EnvironmentConfig),
-          "data": (DataConfig,)}
-RUN_PARTS = {TaskConfig: "task", FineTuneConfig: "finetune", AnalysisConfig: "analysis",
-             EnvironmentConfig: "environment"}
+GROUPS = {
+    "run": (TaskConfig, FineTuneConfig, AnalysisConfig, EnvironmentConfig),
+    "study": (StudyConfig, TaskConfig, FineTuneConfig, AnalysisConfig, EnvironmentConfig),
+    "finetune": (TaskConfig, FineTuneConfig, EnvironmentConfig),
+    "ablate": (TaskConfig, FineTuneConfig, AnalysisConfig, EnvironmentConfig),
+    "figures": (FiguresConfig, TaskConfig, FineTuneConfig, AnalysisConfig, EnvironmentConfig),
+    "annotate": (AnnotationConfig, TaskConfig, FineTuneConfig, EnvironmentConfig),
+    "docs": (DocsConfig,),
+    "report": (ReportConfig, EnvironmentConfig),
+    "export": (ExportConfig, EnvironmentConfig),
+    "data": (DataConfig,),
+}
+RUN_PARTS = {
+    TaskConfig: "task",
+    FineTuneConfig: "finetune",
+    AnalysisConfig: "analysis",
+    EnvironmentConfig: "environment",
+}
 # `harness figures RUN_FOLDER` needs no --task: the folder names the run.
 FLAGS_OPTIONAL = {("figures", TaskConfig)}
 # A study sets each run's task from --tasks (and its seeds from --seed on): no --task flag.
-LEFT_OUT = {("study", TaskConfig): ("task",),
-            ("report", EnvironmentConfig): ("device", "precision", "cache_dir", "tracking_uri"),  # only --output-dir
-            ("export", EnvironmentConfig): ("device", "precision", "cache_dir", "tracking_uri", "log_checkpoint")}
+LEFT_OUT = {
+    ("study", TaskConfig): ("task",),
+    ("report", EnvironmentConfig): ("device", "precision", "cache_dir", "tracking_uri"),  # only --output-dir
+    ("export", EnvironmentConfig): ("device", "precision", "cache_dir", "tracking_uri", "log_checkpoint"),
+}
 
 
 class Terminated(KeyboardInterrupt):
@@ -120,8 +137,10 @@ class SubcommandParser(argparse.ArgumentParser):
         them ``--bogus`` looked like ``--corpus``."""
         flags = {option.lstrip("-"): option for action in self._actions for option in action.option_strings}
         typed = [word for word in words if word.startswith("-") and word.split("=")[0] not in flags.values()]
-        guesses = {word: difflib.get_close_matches(word.split("=")[0].lstrip("-"), flags, n=1, cutoff=SIMILAR)
-                   for word in typed}
+        guesses = {
+            word: difflib.get_close_matches(word.split("=")[0].lstrip("-"), flags, n=1, cutoff=SIMILAR)
+            for word in typed
+        }
         hints = [f"{flags[guess[0]]} for {word}" for word, guess in guesses.items() if guess]
         return f" (did you mean {', '.join(hints)}?)" if hints else ""
 
@@ -163,10 +182,18 @@ def build_parser() -> argparse.ArgumentParser:
         command = commands.add_parser(name, help=DESCRIPTIONS[name], description=DESCRIPTIONS[name])
         for group in groups:
             left_out = LEFT_OUT.get((name, group), ())
-            add_arguments(command, group, only=tuple(f.name for f in fields(group) if f.name not in left_out),
-                          optional=(name, group) in FLAGS_OPTIONAL)
-        command.add_argument(CONFIG_FLAG, metavar="FILE", help="a JSON or YAML file of settings (by field or flag "
-                             "name); flags given here win; each run writes its own as config.json in its folder")
+            add_arguments(
+                command,
+                group,
+                only=tuple(f.name for f in fields(group) if f.name not in left_out),
+                optional=(name, group) in FLAGS_OPTIONAL,
+            )
+        command.add_argument(
+            CONFIG_FLAG,
+            metavar="FILE",
+            help="a JSON or YAML file of settings (by field or flag "
+            "name); flags given here win; each run writes its own as config.json in its folder",
+        )
     return parser
 
 

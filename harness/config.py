@@ -30,8 +30,14 @@ DEFAULT_TRACKING_URI = "sqlite:///mlruns/mlflow.db"
 # --quick: dev examples compared and corpus segments, treebank sentences and coreference
 # documents, probe training sentences, the relation count a dependency needs to be scored,
 # the dev examples the ablation scores, and those of each split the dev metrics score.
-QUICK = {"max_eval_examples": 64, "max_corpus_items": 100, "probe_train_sentences": 200, "syntax_min_count": 20,
-         "ablation_examples": 64, "max_dev_examples": 256}
+QUICK = {
+    "max_eval_examples": 64,
+    "max_corpus_items": 100,
+    "probe_train_sentences": 200,
+    "syntax_min_count": 20,
+    "ablation_examples": 64,
+    "max_dev_examples": 256,
+}
 QUICK_SIZES = ", ".join(f"{name} {size}" for name, size in QUICK.items())
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 WORD_ATTENTION_FROM = ("mean", "first")
@@ -46,8 +52,12 @@ class TaskConfig(Flags):
     task: str = option(None, "GLUE task: cola, sst2, mrpc, stsb, qqp, mnli, qnli, rte, wnli", required=True)
     model: str = option(DEFAULT_MODEL, "Hugging Face id or local path, or 'minilm' for the bundled offline model")
     data_dir: Path | None = option(None, "GLUE TSV folder (default $GLUE_DIR; without either, GLUE comes from the hub)")
-    max_length: int = option(128, "tokens per task input, for fine-tuning and the comparison (Kovaleva et al.: 128)",
-                             minimum=8, unit="tokens")
+    max_length: int = option(
+        128,
+        "tokens per task input, for fine-tuning and the comparison (Kovaleva et al.: 128)",
+        minimum=8,
+        unit="tokens",
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -69,32 +79,58 @@ class FineTuneConfig(Flags):
     for the run's model and task by `resolved`; a value given always wins.
     """
 
-    recipe: str = option(AUTO_RECIPE, f"where --learning-rate and --epochs not given come from: {RECIPES_HELP}; "
-                                      "auto = the model's preset (minilm for --model minilm), else papers",
-                         choices=(AUTO_RECIPE, *RECIPES))
+    recipe: str = option(
+        AUTO_RECIPE,
+        f"where --learning-rate and --epochs not given come from: {RECIPES_HELP}; "
+        "auto = the model's preset (minilm for --model minilm), else papers",
+        choices=(AUTO_RECIPE, *RECIPES),
+    )
     batch_size: int = option(32, "effective training batch, kept whatever the number of processes", minimum=1)
-    epochs: float | None = option(None, "training epochs (default: the recipe's)", above=0,
-                                  because="a run with no training would compare the pre-trained model with itself")
-    learning_rate: float | None = option(None, "peak learning rate (default: the recipe's; the papers' code: 5e-5)",
-                                         above=0)
+    epochs: float | None = option(
+        None,
+        "training epochs (default: the recipe's)",
+        above=0,
+        because="a run with no training would compare the pre-trained model with itself",
+    )
+    learning_rate: float | None = option(
+        None, "peak learning rate (default: the recipe's; the papers' code: 5e-5)", above=0
+    )
     warmup_ratio: float = option(0.1, "share of training steps with a linear warm-up", minimum=0, below=1)
     weight_decay: float = option(0.01, "AdamW weight decay", minimum=0)
     max_train_examples: int | None = option(None, "seeded subset of the training set, for quick runs", minimum=1)
     seed: int = option(42, "fine-tuning seed (classifier head, batch order, dropout)", minimum=0)
-    reinit_layers: int = option(0, "re-initialise the pooler and this many top encoder layers before fine-tuning "
-                                   "(Mosbach et al. 2021; Zhang et al. 2021), drawn from the model's own "
-                                   "initialisation with the seed; 0: keep every pre-trained weight", minimum=0)
-    trajectory: list[float] | None = option(None, "also keep the model at these fractions of the training steps "
-                                                  f"(given alone: {' '.join(map(str, DEFAULT_TRAJECTORY))}), to see "
-                                                  "when attention changes while the model learns",
-                                            above=0, below=1, values_optional=True)
-    random_order: bool = option(False, "plain random batches (the papers' code) instead of random batches of "
-                                       "similar length (less padding, same batch size and schedule)")
-    torch_dropout: bool = option(False, "train with torch's dropout and transformers' attention kernels, as the "
-                                        "plain Trainer does (bit for bit), instead of the faster CPU dropout")
-    baselines: bool = option(False, "also train Kovaleva et al.'s two baselines with the same recipe (the "
-                                    "classifier head alone on the frozen pre-trained encoder; the whole model from "
-                                    "random initialisation) and score them on dev beside the fine-tuned model")
+    reinit_layers: int = option(
+        0,
+        "re-initialise the pooler and this many top encoder layers before fine-tuning "
+        "(Mosbach et al. 2021; Zhang et al. 2021), drawn from the model's own "
+        "initialisation with the seed; 0: keep every pre-trained weight",
+        minimum=0,
+    )
+    trajectory: list[float] | None = option(
+        None,
+        "also keep the model at these fractions of the training steps "
+        f"(given alone: {' '.join(map(str, DEFAULT_TRAJECTORY))}), to see "
+        "when attention changes while the model learns",
+        above=0,
+        below=1,
+        values_optional=True,
+    )
+    random_order: bool = option(
+        False,
+        "plain random batches (the papers' code) instead of random batches of "
+        "similar length (less padding, same batch size and schedule)",
+    )
+    torch_dropout: bool = option(
+        False,
+        "train with torch's dropout and transformers' attention kernels, as the "
+        "plain Trainer does (bit for bit), instead of the faster CPU dropout",
+    )
+    baselines: bool = option(
+        False,
+        "also train Kovaleva et al.'s two baselines with the same recipe (the "
+        "classifier head alone on the frozen pre-trained encoder; the whole model from "
+        "random initialisation) and score them on dev beside the fine-tuned model",
+    )
 
     def __post_init__(self) -> None:
         if self.trajectory == []:  # the flag given alone
@@ -108,65 +144,119 @@ class FineTuneConfig(Flags):
         learning rate and epochs not given taken from it."""
         name = recipe_name(self.recipe, task.model)
         recipe = RECIPES[name]
-        return replace(self, recipe=name,
-                       learning_rate=recipe.learning_rate if self.learning_rate is None else self.learning_rate,
-                       epochs=recipe.epochs_for(task.task) if self.epochs is None else self.epochs)
+        return replace(
+            self,
+            recipe=name,
+            learning_rate=recipe.learning_rate if self.learning_rate is None else self.learning_rate,
+            epochs=recipe.epochs_for(task.task) if self.epochs is None else self.epochs,
+        )
 
 
 @dataclass
 class AnalysisConfig(Flags):
     """Which analyses run, on how much data, and where their extra inputs come from."""
 
-    analyses: list[str] | None = option(None, "analyses to run (default: all registered but cosine_padded, "
-                                                      "Kovaleva's padded-map protocol, which runs only when named)")
+    analyses: list[str] | None = option(
+        None,
+        "analyses to run (default: all registered but cosine_padded, "
+        "Kovaleva's padded-map protocol, which runs only when named)",
+    )
     max_eval_examples: int = option(1000, "seeded sample of the dev set to compare (Kovaleva et al.: 1000)", minimum=1)
     eval_batch_size: int = option(16, "batch size of the comparison's forward passes", minimum=1)
-    analysis_seed: int = option(42, "seed of every analysis sample (dev sample, token samples, probes), "
-                                    "kept apart from the fine-tuning seed so seeds compare on the same inputs",
-                                minimum=0)
-    corpus: Path | None = option(None, "plain text (one paragraph a line, a blank line between documents) for "
-                                       "the analyses of running text: Clark's surface statistics (default: UD "
-                                       "English EWT's paragraphs), the clustering and the gradients (default: the "
-                                       "task's dev sample)")
-    syntax_data: Path | None = option(None, "treebank, .conllu or .conllx (default: UD English EWT dev, from the data "
-                                            "cache, ../shared/data or downloaded: see `harness data`)")
-    syntax_train_data: Path | None = option(None, "probe training treebank (default: the --syntax-data file with "
-                                                   "'train' for 'dev')")
-    syntax_min_count: int = option(100, "drop dependency relations with fewer scored dependents (Clark et al.: 100)",
-                                   minimum=1)
-    probe_train_sentences: int = option(2000, "seeded sample of training sentences for the attention probes "
-                                              "(0: the whole training treebank, as Clark et al.)",
-                                        minimum=0, because="0: the whole training treebank")
-    probe_init: str = option("zeros", "probe initialisation: zeros = every head's weight 0 and the ROOT mix 1 (all "
-                                      "heads start equal), linear maps at PyTorch's defaults; glorot = Clark et al.'s "
-                                      "code (TensorFlow's default): every weight Glorot-uniform, biases 0",
-                             choices=PROBE_INITS)
-    coref_data: Path | None = option(None, "coreference data: *_conll, .jsonlines or a LitBank conll/ folder "
-                                           "(default: LitBank, from the data cache, ../shared/data or downloaded: "
-                                           "see `harness data`)")
-    coref_windows: bool = option(False, "score coreference over whole documents cut into sentence windows, instead "
-                                        "of only their first --max-tokens tokens (Clark et al.)")
-    max_tokens: int = option(128, "truncation of word-level inputs and corpus segments (Clark et al.: 128)",
-                             minimum=5, unit="tokens", because="three special tokens and two words")
-    word_attention_from: str = option("mean", "attention from a split word: mean of its sub-tokens, or the first "
-                                              "(Clark et al.'s code)", choices=WORD_ATTENTION_FROM)
-    pattern_weights: Path | None = option(None, "attention-pattern classifier weights from `python -m classifier "
-                                                "train` (default: the shipped weights)")
-    clustering_tokens_per_example: int = option(2, "tokens sampled per example for the Jensen-Shannon head "
-                                                   "distances", flag="--clustering-tokens", minimum=1)
-    max_corpus_items: int | None = option(None, "seeded sample of at most N treebank sentences (syntax and probe "
-                                                "dev) and coreference documents (default: all, as the papers)",
-                                          minimum=1)
-    ablation: str = option("auto", "head disabling, importance and pruning (Kovaleva et al. section 6, Michel et al. "
-                                   "2019): hundreds of passes over the dev split; auto = on when the model runs on a "
-                                   "GPU, off on the CPU (then `harness ablate` runs it on the stored checkpoint)",
-                           choices=ABLATION_CHOICES)
-    ablation_examples: int | None = option(None, "seeded sample of the main dev split that the ablation scores "
-                                                 "(default: all of it)", minimum=2)
-    max_dev_examples: int | None = option(None, "seeded sample of at most N examples of each evaluation split that "
-                                                "the dev metrics score (default: all, as the papers)", minimum=1)
-    quick: bool = option(False, f"a quick look: caps every source ({QUICK_SIZES}) so that every analysis runs "
-                                "in minutes; the sizes used are recorded with the results")
+    analysis_seed: int = option(
+        42,
+        "seed of every analysis sample (dev sample, token samples, probes), "
+        "kept apart from the fine-tuning seed so seeds compare on the same inputs",
+        minimum=0,
+    )
+    corpus: Path | None = option(
+        None,
+        "plain text (one paragraph a line, a blank line between documents) for "
+        "the analyses of running text: Clark's surface statistics (default: UD "
+        "English EWT's paragraphs), the clustering and the gradients (default: the "
+        "task's dev sample)",
+    )
+    syntax_data: Path | None = option(
+        None,
+        "treebank, .conllu or .conllx (default: UD English EWT dev, from the data "
+        "cache, ../shared/data or downloaded: see `harness data`)",
+    )
+    syntax_train_data: Path | None = option(
+        None, "probe training treebank (default: the --syntax-data file with 'train' for 'dev')"
+    )
+    syntax_min_count: int = option(
+        100, "drop dependency relations with fewer scored dependents (Clark et al.: 100)", minimum=1
+    )
+    probe_train_sentences: int = option(
+        2000,
+        "seeded sample of training sentences for the attention probes "
+        "(0: the whole training treebank, as Clark et al.)",
+        minimum=0,
+        because="0: the whole training treebank",
+    )
+    probe_init: str = option(
+        "zeros",
+        "probe initialisation: zeros = every head's weight 0 and the ROOT mix 1 (all "
+        "heads start equal), linear maps at PyTorch's defaults; glorot = Clark et al.'s "
+        "code (TensorFlow's default): every weight Glorot-uniform, biases 0",
+        choices=PROBE_INITS,
+    )
+    coref_data: Path | None = option(
+        None,
+        "coreference data: *_conll, .jsonlines or a LitBank conll/ folder "
+        "(default: LitBank, from the data cache, ../shared/data or downloaded: "
+        "see `harness data`)",
+    )
+    coref_windows: bool = option(
+        False,
+        "score coreference over whole documents cut into sentence windows, instead "
+        "of only their first --max-tokens tokens (Clark et al.)",
+    )
+    max_tokens: int = option(
+        128,
+        "truncation of word-level inputs and corpus segments (Clark et al.: 128)",
+        minimum=5,
+        unit="tokens",
+        because="three special tokens and two words",
+    )
+    word_attention_from: str = option(
+        "mean",
+        "attention from a split word: mean of its sub-tokens, or the first (Clark et al.'s code)",
+        choices=WORD_ATTENTION_FROM,
+    )
+    pattern_weights: Path | None = option(
+        None, "attention-pattern classifier weights from `python -m classifier train` (default: the shipped weights)"
+    )
+    clustering_tokens_per_example: int = option(
+        2, "tokens sampled per example for the Jensen-Shannon head distances", flag="--clustering-tokens", minimum=1
+    )
+    max_corpus_items: int | None = option(
+        None,
+        "seeded sample of at most N treebank sentences (syntax and probe "
+        "dev) and coreference documents (default: all, as the papers)",
+        minimum=1,
+    )
+    ablation: str = option(
+        "auto",
+        "head disabling, importance and pruning (Kovaleva et al. section 6, Michel et al. "
+        "2019): hundreds of passes over the dev split; auto = on when the model runs on a "
+        "GPU, off on the CPU (then `harness ablate` runs it on the stored checkpoint)",
+        choices=ABLATION_CHOICES,
+    )
+    ablation_examples: int | None = option(
+        None, "seeded sample of the main dev split that the ablation scores (default: all of it)", minimum=2
+    )
+    max_dev_examples: int | None = option(
+        None,
+        "seeded sample of at most N examples of each evaluation split that "
+        "the dev metrics score (default: all, as the papers)",
+        minimum=1,
+    )
+    quick: bool = option(
+        False,
+        f"a quick look: caps every source ({QUICK_SIZES}) so that every analysis runs "
+        "in minutes; the sizes used are recorded with the results",
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -189,20 +279,33 @@ class EnvironmentConfig(Flags):
     """Where the work runs and where its results go."""
 
     device: str | None = option(None, "cpu, cuda, cuda:1 ... (default: cuda if available)")
-    precision: str = option("auto", "training precision: auto = bf16 mixed precision where the hardware has native "
-                                    "bf16 (CUDA with bf16, CPUs with AVX512-BF16 or AMX), else fp32; fp16 on GPU only; "
-                                    "on GPU the analyses run in it too", choices=PRECISIONS)
+    precision: str = option(
+        "auto",
+        "training precision: auto = bf16 mixed precision where the hardware has native "
+        "bf16 (CUDA with bf16, CPUs with AVX512-BF16 or AMX), else fp32; fp16 on GPU only; "
+        "on GPU the analyses run in it too",
+        choices=PRECISIONS,
+    )
     output_dir: Path = option(Path("outputs"), "run folders and the shared results store")
     cache_dir: Path = option(Path(".cache/checkpoints"), "fine-tuned checkpoint cache")
-    tracking_uri: str | None = option(None, "MLflow tracking URI (default $MLFLOW_TRACKING_URI or "
-                                            f"{DEFAULT_TRACKING_URI})")
-    log_checkpoint: bool = option(False, "also copy the fine-tuned checkpoint into the MLflow run's artifacts "
-                                         "(it is in --cache-dir in any case; bert-base's is 440 MB)")
+    tracking_uri: str | None = option(
+        None, f"MLflow tracking URI (default $MLFLOW_TRACKING_URI or {DEFAULT_TRACKING_URI})"
+    )
+    log_checkpoint: bool = option(
+        False,
+        "also copy the fine-tuned checkpoint into the MLflow run's artifacts "
+        "(it is in --cache-dir in any case; bert-base's is 440 MB)",
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        require(self.device is None or self.device == "cpu" or self.device.startswith("cuda"),
-                EnvironmentConfig, "device", self.device, "must be cpu, cuda or cuda:N")
+        require(
+            self.device is None or self.device == "cpu" or self.device.startswith("cuda"),
+            EnvironmentConfig,
+            "device",
+            self.device,
+            "must be cpu, cuda or cuda:N",
+        )
         self.output_dir = Path(self.output_dir)
         self.cache_dir = Path(self.cache_dir)
         self.tracking_uri = self.tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_TRACKING_URI
@@ -213,13 +316,21 @@ class AnnotationConfig(Flags):
     """Sampling attention maps into a labelling pool for the pattern classifier (``harness annotate``)."""
 
     out: Path = option(None, "candidate pool folder (candidates.tsv, candidates.npz, contact sheets)", required=True)
-    labels: Path | None = option(None, "record these '<id> <class>' lines (class as name or v/d/vd/b/h) for the "
-                                       "pool in --out, instead of sampling")
-    checkpoint: str = option("pretrained", "which checkpoint's maps to sample (finetuned: trained with the "
-                                           "fine-tuning flags, or reused from the cache)",
-                             choices=("pretrained", "finetuned"))
-    count: int = option(50, "maps to sample, one random (dev example, layer, head) each, the examples spread "
-                            "evenly over input lengths (up to 16, 32, 64 tokens, longer)", minimum=1)
+    labels: Path | None = option(
+        None,
+        "record these '<id> <class>' lines (class as name or v/d/vd/b/h) for the pool in --out, instead of sampling",
+    )
+    checkpoint: str = option(
+        "pretrained",
+        "which checkpoint's maps to sample (finetuned: trained with the fine-tuning flags, or reused from the cache)",
+        choices=("pretrained", "finetuned"),
+    )
+    count: int = option(
+        50,
+        "maps to sample, one random (dev example, layer, head) each, the examples spread "
+        "evenly over input lengths (up to 16, 32, 64 tokens, longer)",
+        minimum=1,
+    )
     sample_seed: int = option(0, "seed of the sample")
     prefix: str = option("m", "id prefix, unique per pool")
     layers: list[int] | None = option(None, "1-indexed layers to draw from (default all)")
@@ -232,8 +343,13 @@ class AnnotationConfig(Flags):
         self.labels = existing(AnnotationConfig, "labels", self.labels)
         for pair in self.heads or []:
             layer, _, head = pair.partition(":")
-            require(layer.isdigit() and head.isdigit() and int(layer) >= 1 and int(head) >= 1,
-                    AnnotationConfig, "heads", pair, "must be LAYER:HEAD, both from 1")
+            require(
+                layer.isdigit() and head.isdigit() and int(layer) >= 1 and int(head) >= 1,
+                AnnotationConfig,
+                "heads",
+                pair,
+                "must be LAYER:HEAD, both from 1",
+            )
 
 
 @dataclass
@@ -265,55 +381,99 @@ FINDINGS_FROM = ("learned", "all")  # the tasks a study judges its findings on
 class StudyConfig(Flags):
     """A study: the same run for every task and seed (``harness study``)."""
 
-    tasks: list[str] = option(list(STUDY_TASKS), "GLUE tasks, space- or comma-separated (rte mrpc or rte,mrpc); "
-                                                 "tasks without data are named and skipped")
-    seeds: int = option(3, "fine-tuning seeds per task: --seed, --seed + 1, ... (Kovaleva et al.'s small tasks "
-                           "vary with the seed)", minimum=1)
-    name: str | None = option(None, "the study's name in MLflow and its folder under --output-dir/studies "
-                                    "(default: the model and a key of the study's settings)")
-    engine: str = option("inline", "where the (task, seed) runs execute: inline = one after the other in this "
-                                   "process; ray = as Ray tasks, --workers at once on this machine, or on the "
-                                   "Ray cluster at --ray-address", choices=ENGINES)
-    workers: int = option(1, "runs at once with --engine ray on this machine (each run gets this machine's cores "
-                             "divided by it, and --processes-per-run GPUs where there are GPUs)", minimum=1)
-    processes_per_run: int = option(1, "--engine ray: processes (GPUs) that fine-tune each run together, under "
-                                       "`accelerate launch --multi_gpu ... -m harness finetune` (on CPUs "
-                                       "torch.distributed.run; the effective batch is kept)", minimum=1)
-    ray_address: str | None = option(None, "--engine ray: address of a running Ray cluster (`auto`, or "
-                                           "ray://HEAD:10001); default: start a Ray instance on this machine")
-    findings_from: str = option("learned", "the tasks the findings are judged on: learned = those whose fine-tuned "
-                                           "model is clearly above the majority class on every seed (the others are "
-                                           "named, not judged); all = every task, learned or not (exploratory)",
-                                choices=FINDINGS_FROM)
+    tasks: list[str] = option(
+        list(STUDY_TASKS),
+        "GLUE tasks, space- or comma-separated (rte mrpc or rte,mrpc); tasks without data are named and skipped",
+    )
+    seeds: int = option(
+        3,
+        "fine-tuning seeds per task: --seed, --seed + 1, ... (Kovaleva et al.'s small tasks vary with the seed)",
+        minimum=1,
+    )
+    name: str | None = option(
+        None,
+        "the study's name in MLflow and its folder under --output-dir/studies "
+        "(default: the model and a key of the study's settings)",
+    )
+    engine: str = option(
+        "inline",
+        "where the (task, seed) runs execute: inline = one after the other in this "
+        "process; ray = as Ray tasks, --workers at once on this machine, or on the "
+        "Ray cluster at --ray-address",
+        choices=ENGINES,
+    )
+    workers: int = option(
+        1,
+        "runs at once with --engine ray on this machine (each run gets this machine's cores "
+        "divided by it, and --processes-per-run GPUs where there are GPUs)",
+        minimum=1,
+    )
+    processes_per_run: int = option(
+        1,
+        "--engine ray: processes (GPUs) that fine-tune each run together, under "
+        "`accelerate launch --multi_gpu ... -m harness finetune` (on CPUs "
+        "torch.distributed.run; the effective batch is kept)",
+        minimum=1,
+    )
+    ray_address: str | None = option(
+        None,
+        "--engine ray: address of a running Ray cluster (`auto`, or "
+        "ray://HEAD:10001); default: start a Ray instance on this machine",
+    )
+    findings_from: str = option(
+        "learned",
+        "the tasks the findings are judged on: learned = those whose fine-tuned "
+        "model is clearly above the majority class on every seed (the others are "
+        "named, not judged); all = every task, learned or not (exploratory)",
+        choices=FINDINGS_FROM,
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
         names = [part for item in self.tasks for part in item.split(",") if part]
         require(bool(names), StudyConfig, "tasks", "", "names no task")
         self.tasks = list(dict.fromkeys(get_task(name).name for name in names))
-        require(self.name is None or (self.name.strip() != "" and "/" not in self.name), StudyConfig, "name",
-                self.name, "must be a non-empty name without '/'")
-        require(self.engine == "ray" or (self.workers == 1 and self.processes_per_run == 1 and not self.ray_address),
-                StudyConfig, "engine", self.engine, "runs one run at a time in one process: --workers, "
-                "--processes-per-run and --ray-address need --engine ray")
+        require(
+            self.name is None or (self.name.strip() != "" and "/" not in self.name),
+            StudyConfig,
+            "name",
+            self.name,
+            "must be a non-empty name without '/'",
+        )
+        require(
+            self.engine == "ray" or (self.workers == 1 and self.processes_per_run == 1 and not self.ray_address),
+            StudyConfig,
+            "engine",
+            self.engine,
+            "runs one run at a time in one process: --workers, --processes-per-run and --ray-address need --engine ray",
+        )
 
-    def runs(self, task: TaskConfig, finetune: FineTuneConfig, analysis: AnalysisConfig,
-             environment: EnvironmentConfig) -> list[RunConfig]:
+    def runs(
+        self, task: TaskConfig, finetune: FineTuneConfig, analysis: AnalysisConfig, environment: EnvironmentConfig
+    ) -> list[RunConfig]:
         """One run configuration per (task, seed), task-major, each with its task's recipe."""
-        return [RunConfig(replace(task, task=name), replace(finetune, seed=finetune.seed + offset), analysis,
-                          environment)
-                for name in self.tasks for offset in range(self.seeds)]
+        return [
+            RunConfig(replace(task, task=name), replace(finetune, seed=finetune.seed + offset), analysis, environment)
+            for name in self.tasks
+            for offset in range(self.seeds)
+        ]
 
 
 @dataclass
 class DocsConfig(Flags):
     """Results tables in the README and docs, generated from stored runs and studies (``harness docs``)."""
 
-    run: list[str] = option([], "LABEL=RUN_FOLDER: take the named run's stored results (its summary.json) as the "
-                                "results of LABEL (snapshot in docs/results/LABEL.json) before rebuilding the tables")
-    study: list[str] = option([], "LABEL=STUDY_FOLDER: take the named study's study.json as the results of LABEL "
-                                  "(docs/results/LABEL.json) and its figures and tables (docs/results/LABEL/figures) "
-                                  "before rebuilding the tables")
+    run: list[str] = option(
+        [],
+        "LABEL=RUN_FOLDER: take the named run's stored results (its summary.json) as the "
+        "results of LABEL (snapshot in docs/results/LABEL.json) before rebuilding the tables",
+    )
+    study: list[str] = option(
+        [],
+        "LABEL=STUDY_FOLDER: take the named study's study.json as the results of LABEL "
+        "(docs/results/LABEL.json) and its figures and tables (docs/results/LABEL/figures) "
+        "before rebuilding the tables",
+    )
     check: bool = option(False, "rewrite nothing: exit 1 naming every table that differs from its stored results")
 
     def __post_init__(self) -> None:
@@ -344,9 +504,13 @@ def labelled(items: list[str]) -> dict[str, Path]:
 class FiguresConfig(Flags):
     """Which run's figures to redraw (``harness figures``)."""
 
-    run_folder: Path | None = option(None, "the run's folder (<output-dir>/<task>-<model>-seed<seed>-<key>): redraw "
-                                           "from its summary.json without loading a model; or give the run's flags",
-                                     flag="RUN_FOLDER", positional=True)
+    run_folder: Path | None = option(
+        None,
+        "the run's folder (<output-dir>/<task>-<model>-seed<seed>-<key>): redraw "
+        "from its summary.json without loading a model; or give the run's flags",
+        flag="RUN_FOLDER",
+        positional=True,
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -359,15 +523,26 @@ class StoredSelection(Flags):
     where it writes them: its ``out``, by default `default_out` under --output-dir (`out_under`)."""
 
     default_out: ClassVar[str] = ""
-    study: str | None = option(None, "a study, by name (a folder under --output-dir/studies) or by its folder: its "
-                                      "section or tables, with its own runs unless --runs names others")
-    runs: list[str] = option([], "run folders (paths, or names under --output-dir; a glob pattern, quoted or not, "
-                                 "names the run folders it matches, sorted) instead of every run under --output-dir")
+    study: str | None = option(
+        None,
+        "a study, by name (a folder under --output-dir/studies) or by its folder: its "
+        "section or tables, with its own runs unless --runs names others",
+    )
+    runs: list[str] = option(
+        [],
+        "run folders (paths, or names under --output-dir; a glob pattern, quoted or not, "
+        "names the run folders it matches, sorted) instead of every run under --output-dir",
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        require(self.study is None or self.study.strip() != "", type(self), "study", self.study,
-                "must name a study or its folder")
+        require(
+            self.study is None or self.study.strip() != "",
+            type(self),
+            "study",
+            self.study,
+            "must name a study or its folder",
+        )
         self.out = None if self.out is None else Path(self.out)
 
     def out_under(self, output_dir: Path) -> Path:
@@ -380,13 +555,17 @@ class ReportConfig(StoredSelection):
     """One static HTML page of stored results (``harness report``): by default the latest study and every run."""
 
     default_out: ClassVar[str] = "report/index.html"
-    out: Path | None = option(None, f"the page (default: {default_out} under --output-dir); its figures are copied "
-                                    "into figures/ beside it, so the folder works when moved")
+    out: Path | None = option(
+        None,
+        f"the page (default: {default_out} under --output-dir); its figures are copied "
+        "into figures/ beside it, so the folder works when moved",
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        require(self.out is None or self.out.suffix in (".html", ".htm"), ReportConfig, "out", self.out,
-                "must end in .html")
+        require(
+            self.out is None or self.out.suffix in (".html", ".htm"), ReportConfig, "out", self.out, "must end in .html"
+        )
 
 
 @dataclass
@@ -394,10 +573,13 @@ class ExportConfig(StoredSelection):
     """Stored results as tables for notebooks and other tools (``harness export``)."""
 
     default_out: ClassVar[str] = "export"
-    out: Path | None = option(None, f"the folder of the tables (default: {default_out} under --output-dir): "
-                                    "runs.parquet and runs.csv (one row per task, seed, checkpoint or pair, metric, "
-                                    "layer and head), and with --study the study's metrics over seeds and its "
-                                    "findings")
+    out: Path | None = option(
+        None,
+        f"the folder of the tables (default: {default_out} under --output-dir): "
+        "runs.parquet and runs.csv (one row per task, seed, checkpoint or pair, metric, "
+        "layer and head), and with --study the study's metrics over seeds and its "
+        "findings",
+    )
 
 
 DATA_ACTIONS = ("list", "download")
@@ -407,13 +589,19 @@ DATA_ACTIONS = ("list", "download")
 class DataConfig(Flags):
     """The pinned default corpora of the syntax, probe and coreference analyses (``harness data``)."""
 
-    action: str = option("list", "list: each corpus's version, licence and where it is (the data cache, "
-                                 "../shared/data) or that it is absent; download: fetch those not present into the "
-                                 "data cache ($HARNESS_DATA, else attention-shift-harness under $XDG_CACHE_HOME "
-                                 "or ~/.cache), verified against their pinned SHA-256", flag="ACTION", positional=True,
-                         choices=DATA_ACTIONS)
-    names: list[str] = option([], f"the corpora to list or download (default: all): {', '.join(CORPORA)}",
-                              flag="NAME", positional=True)
+    action: str = option(
+        "list",
+        "list: each corpus's version, licence and where it is (the data cache, "
+        "../shared/data) or that it is absent; download: fetch those not present into the "
+        "data cache ($HARNESS_DATA, else attention-shift-harness under $XDG_CACHE_HOME "
+        "or ~/.cache), verified against their pinned SHA-256",
+        flag="ACTION",
+        positional=True,
+        choices=DATA_ACTIONS,
+    )
+    names: list[str] = option(
+        [], f"the corpora to list or download (default: all): {', '.join(CORPORA)}", flag="NAME", positional=True
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -54,13 +54,17 @@ def settings_text(path: Path) -> str:
     except OSError as error:
         raise InputError(f"{CONFIG_FLAG} {path}: cannot be read ({error.strerror}); check the path") from error
     if len(data) > MAX_BYTES:
-        raise InputError(f"{CONFIG_FLAG} {path}: larger than {MAX_BYTES // 1024} KiB; a settings file is a few "
-                         "lines of flag names and values, check that this is the right file")
+        raise InputError(
+            f"{CONFIG_FLAG} {path}: larger than {MAX_BYTES // 1024} KiB; a settings file is a few "
+            "lines of flag names and values, check that this is the right file"
+        )
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as error:
-        raise InputError(f"{CONFIG_FLAG} {path}: not UTF-8 text (byte {data[error.start:error.start + 1]!r} at "
-                         f"offset {error.start}); re-save it as UTF-8") from None
+        raise InputError(
+            f"{CONFIG_FLAG} {path}: not UTF-8 text (byte {data[error.start : error.start + 1]!r} at "
+            f"offset {error.start}); re-save it as UTF-8"
+        ) from None
 
 
 def read_settings(path: Path) -> dict[str, Any]:
@@ -71,17 +75,22 @@ def read_settings(path: Path) -> dict[str, Any]:
     try:
         settings = json.loads(text) if path.suffix == ".json" else yaml.load(text, Loader=SettingsLoader)
     except AliasRefused as error:
-        raise InputError(f"{CONFIG_FLAG} {path}:{error.line}: YAML anchors and aliases (&name, *name) are not "
-                         "taken; write the values out") from None
+        raise InputError(
+            f"{CONFIG_FLAG} {path}:{error.line}: YAML anchors and aliases (&name, *name) are not "
+            "taken; write the values out"
+        ) from None
     except RecursionError:
-        raise InputError(f"{CONFIG_FLAG} {path}: nested too deeply; each setting is a value or a list of "
-                         "values") from None
+        raise InputError(
+            f"{CONFIG_FLAG} {path}: nested too deeply; each setting is a value or a list of values"
+        ) from None
     except (ValueError, yaml.YAMLError) as error:
-        raise InputError(f"{CONFIG_FLAG} {path}: not valid {path.suffix[1:].upper()} "
-                         f"({clipped(str(error).splitlines()[0])})") from error
+        raise InputError(
+            f"{CONFIG_FLAG} {path}: not valid {path.suffix[1:].upper()} ({clipped(str(error).splitlines()[0])})"
+        ) from error
     if not isinstance(settings, dict):
-        raise InputError(f"{CONFIG_FLAG} {path}: must hold a mapping of settings to values, "
-                         f"not {type(settings).__name__}")
+        raise InputError(
+            f"{CONFIG_FLAG} {path}: must hold a mapping of settings to values, not {type(settings).__name__}"
+        )
     return settings
 
 
@@ -90,22 +99,27 @@ def flag_words(value: Any, name: Any, path: Path) -> list[str]:
     text; anything else (a mapping, a list inside a list) is one line quoting it."""
     items = value if isinstance(value, list) else [value]
     if any(isinstance(item, (list, dict)) for item in items):
-        raise InputError(f"{CONFIG_FLAG} {path}: {clipped(repr(name))} must be a value or a list of values, "
-                         f"not {clipped(repr(value))}")
+        raise InputError(
+            f"{CONFIG_FLAG} {path}: {clipped(repr(name))} must be a value or a list of values, "
+            f"not {clipped(repr(value))}"
+        )
     return [str(item) for item in items]
 
 
 def flag_tokens(parser: argparse.ArgumentParser, settings: dict[str, Any], path: Path) -> list[str]:
     """The command-line words the settings stand for, for the subcommand's ``parser``."""
     actions = {action.dest: action for action in parser._actions if action.option_strings}
-    actions |= {option.lstrip("-").replace("-", "_"): action
-                for action in parser._actions for option in action.option_strings}
+    actions |= {
+        option.lstrip("-").replace("-", "_"): action for action in parser._actions for option in action.option_strings
+    }
     tokens: list[str] = []
     for name, value in settings.items():
         action = actions.get(str(name).lstrip("-").replace("-", "_"))
         if action is None or action.dest == "help":
-            raise InputError(f"{CONFIG_FLAG} {path}: {clipped(repr(name))} is not a setting of `{parser.prog}`; "
-                             f"`{parser.prog} --help` lists them")
+            raise InputError(
+                f"{CONFIG_FLAG} {path}: {clipped(repr(name))} is not a setting of `{parser.prog}`; "
+                f"`{parser.prog} --help` lists them"
+            )
         flag = action.option_strings[-1]
         if isinstance(action, argparse._StoreTrueAction):
             tokens += [flag] if value else []
@@ -120,7 +134,7 @@ def expanded(argv: list[str], subcommands: dict[str, argparse.ArgumentParser]) -
     command = next((index for index, word in enumerate(argv) if word in subcommands), None)
     if command is None or CONFIG_FLAG not in argv[command:]:
         return argv
-    rest = argv[command + 1:]
+    rest = argv[command + 1 :]
     from_files: list[str] = []
     while CONFIG_FLAG in rest:
         at = rest.index(CONFIG_FLAG)
@@ -128,8 +142,8 @@ def expanded(argv: list[str], subcommands: dict[str, argparse.ArgumentParser]) -
             raise InputError(f"{CONFIG_FLAG} needs a file")
         path = Path(rest[at + 1])
         from_files += flag_tokens(subcommands[argv[command]], read_settings(path), path)
-        rest = rest[:at] + rest[at + 2:]
-    return [*argv[:command + 1], *from_files, *rest]
+        rest = rest[:at] + rest[at + 2 :]
+    return [*argv[: command + 1], *from_files, *rest]
 
 
 def settings_file(*configs: Any) -> dict[str, Any]:
@@ -142,6 +156,11 @@ def settings_file(*configs: Any) -> dict[str, Any]:
             if is_dataclass(value):
                 settings |= settings_file(value)
             elif value is not None:
-                settings[item.name] = [str(part) if isinstance(part, Path) else part for part in value] \
-                    if isinstance(value, list) else str(value) if isinstance(value, Path) else value
+                settings[item.name] = (
+                    [str(part) if isinstance(part, Path) else part for part in value]
+                    if isinstance(value, list)
+                    else str(value)
+                    if isinstance(value, Path)
+                    else value
+                )
     return settings

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import Field, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from tasks.errors import InputError, clipped
 
@@ -34,7 +34,7 @@ class Bounds:
 
     def hold(self, value: float) -> bool:
         """Whether ``value`` is in the range."""
-        lowest = value >= self.minimum if self.minimum is not None else value > self.above
+        lowest = value >= self.minimum if self.minimum is not None else value > cast(float, self.above)
         return lowest and (self.below is None or value < self.below)
 
     @property
@@ -55,9 +55,21 @@ class Bounds:
         return f"must be {self.words}" + (f" ({self.because})" if self.because else "")
 
 
-def option(default: Any = None, help: str = "", *, flag: str | None = None, choices: tuple[str, ...] | None = None,
-           minimum: float | None = None, above: float | None = None, below: float | None = None, unit: str = "",
-           because: str = "", required: bool = False, positional: bool = False, values_optional: bool = False) -> Any:
+def option(
+    default: Any = None,
+    help: str = "",
+    *,
+    flag: str | None = None,
+    choices: tuple[str, ...] | None = None,
+    minimum: float | None = None,
+    above: float | None = None,
+    below: float | None = None,
+    unit: str = "",
+    because: str = "",
+    required: bool = False,
+    positional: bool = False,
+    values_optional: bool = False,
+) -> Any:
     """A dataclass field with the metadata the CLI and the checks are generated from: its help,
     its flag (``positional``: an optional argument without a flag, shown as ``flag``), the
     ``choices`` it takes, or its range (`Bounds`: ``minimum``, ``above``, ``below``, with the
@@ -66,8 +78,15 @@ def option(default: Any = None, help: str = "", *, flag: str | None = None, choi
     gives its defaults). None, a value not given, is not checked."""
     given = (minimum, above, below) != (None, None, None)
     bounds = Bounds(minimum, above, below, unit, because) if given else None
-    metadata = {"help": help, "flag": flag, "choices": choices, "bounds": bounds, "required": required,
-                "positional": positional, "values_optional": values_optional}
+    metadata = {
+        "help": help,
+        "flag": flag,
+        "choices": choices,
+        "bounds": bounds,
+        "required": required,
+        "positional": positional,
+        "values_optional": values_optional,
+    }
     if isinstance(default, list):
         return field(default_factory=lambda: list(default), metadata=metadata)
     return field(default=default, metadata=metadata)

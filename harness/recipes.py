@@ -45,5 +45,7 @@ def recipe_name(asked: str, model: str) -> str:
 def describe_recipe(settings: dict[str, Any]) -> str:
     """``"minilm, lr 5e-05, epochs 6, batch 32, seed 42"`` from a resolved `FineTuneConfig` as a
     dict (a stored run's ``run.recipe``; runs stored before recipes had names used the papers')."""
-    return (f"{settings.get('recipe', 'papers')}, lr {settings['learning_rate']:g}, epochs {settings['epochs']:g}, "
-            f"batch {settings['batch_size']}, seed {settings['seed']}")
+    return (
+        f"{settings.get('recipe', 'papers')}, lr {settings['learning_rate']:g}, epochs {settings['epochs']:g}, "
+        f"batch {settings['batch_size']}, seed {settings['seed']}"
+    )

@@ -23,11 +23,14 @@ Registered = TypeVar("Registered", bound=type)
 
 def registrar(registry: dict[str, Registered], kind: str) -> Callable[[Registered], Registered]:
     """A class decorator adding a class to ``registry`` under its ``name``; a name used twice is an error."""
+
     def register(cls: Registered) -> Registered:
-        if cls.name in registry:
-            raise ValueError(f"{kind} {cls.name!r} registered twice")
-        registry[cls.name] = cls
+        name = cls.name  # type: ignore[attr-defined]  # every registered class names itself (a class attribute)
+        if name in registry:
+            raise ValueError(f"{kind} {name!r} registered twice")
+        registry[name] = cls
         return cls
+
     return register
 
 

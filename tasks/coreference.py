@@ -31,13 +31,24 @@ from tasks.errors import InputError, clipped
 from tasks.files import text_lines
 
 COREF_FIX = "give --coref-data a CoNLL-2012 *_gold_conll file, an e2e-coref .jsonlines file or a LitBank conll/ folder"
-JSON_FIX = ("each line must be a JSON object with 'sentences' (lists of words) and 'clusters' (lists of [start, end] "
-            "word spans)")
+JSON_FIX = (
+    "each line must be a JSON object with 'sentences' (lists of words) and 'clusters' (lists of [start, end] "
+    "word spans)"
+)
 POS_KEYS = ("pos_tags", "pos")  # the public CoNLL-2012 converters' name, then the one e2e-coref files have used
 
 # Penn Treebank escapes used in CoNLL-2012 word columns, mapped back to the text BERT saw.
-PTB_ESCAPES = {"-LRB-": "(", "-RRB-": ")", "-LSB-": "[", "-RSB-": "]", "-LCB-": "{", "-RCB-": "}",
-               "/.": ".", "/?": "?", "/-": "-"}
+PTB_ESCAPES = {
+    "-LRB-": "(",
+    "-RRB-": ")",
+    "-LSB-": "[",
+    "-RSB-": "]",
+    "-LCB-": "{",
+    "-RCB-": "}",
+    "/.": ".",
+    "/?": "?",
+    "/-": "-",
+}
 NO_MENTION = {"", "-", "_"}
 BRACKET = re.compile(r"^(\()?(\d+)(\))?$")
 BEGIN = re.compile(r"^#begin document \(?(.*?)\)?;\s*part\s+(\w+)")
@@ -93,8 +104,11 @@ class Document:
             name=f"{self.name}[{start}:{end}]",
             words=self.words[start:end],
             sentence_starts=[s - start for s in self.sentence_starts if start <= s < end],
-            mentions=[Mention(m.start - start, m.end - start, m.cluster) for m in self.mentions
-                      if start <= m.start and m.end < end],
+            mentions=[
+                Mention(m.start - start, m.end - start, m.cluster)
+                for m in self.mentions
+                if start <= m.start and m.end < end
+            ],
             pos=self.pos[start:end] if self.pos is not None else None,
             source=self.source,
             cluster_sizes=self.cluster_sizes,
@@ -138,15 +152,19 @@ class _DocumentBuilder:
     def _bracket(self, part: str, index: int, line: int) -> None:
         match = BRACKET.match(part)
         if not match or not (match.group(1) or match.group(3)):
-            raise InputError(f"{self.path}:{line}: coreference cell part {clipped(repr(part))} is not '(N', 'N)' or "
-                               "'(N)'; the coreference brackets must be in the last column")
+            raise InputError(
+                f"{self.path}:{line}: coreference cell part {clipped(repr(part))} is not '(N', 'N)' or "
+                "'(N)'; the coreference brackets must be in the last column"
+            )
         opens, label, closes = match.groups()
         if opens:
             self.open_mentions.setdefault(label, []).append((index, line))
         if closes:
             if not self.open_mentions.get(label):
-                raise InputError(f"{self.path}:{line}: mention {label}) closes but was never opened; "
-                                   "fix the brackets in the last column")
+                raise InputError(
+                    f"{self.path}:{line}: mention {label}) closes but was never opened; "
+                    "fix the brackets in the last column"
+                )
             start, _ = self.open_mentions[label].pop()
             cluster = self.cluster_ids.setdefault(label, len(self.cluster_ids))
             self.mentions.add(Mention(start, index, cluster))
@@ -156,11 +174,19 @@ class _DocumentBuilder:
         left open."""
         for label, starts in self.open_mentions.items():
             if starts:
-                raise InputError(f"{self.path}:{starts[-1][1]}: mention ({label} is never closed before "
-                                   "#end document; fix the brackets in the last column")
+                raise InputError(
+                    f"{self.path}:{starts[-1][1]}: mention ({label} is never closed before "
+                    "#end document; fix the brackets in the last column"
+                )
         has_pos = any(tag not in NO_MENTION for tag in self.pos)
-        return Document(self.name, self.words, self.sentence_starts, sorted(self.mentions),
-                        self.pos if has_pos else None, f"{self.path}:{self.line}")
+        return Document(
+            self.name,
+            self.words,
+            self.sentence_starts,
+            sorted(self.mentions),
+            self.pos if has_pos else None,
+            f"{self.path}:{self.line}",
+        )
 
 
 def read_conll_file(path: Path) -> Iterator[Document]:
@@ -170,10 +196,12 @@ def read_conll_file(path: Path) -> Iterator[Document]:
         line = raw.rstrip("\r\n")
         if line.startswith("#begin document"):
             if builder is not None:
-                raise InputError(f"{path}:{number}: #begin document inside document {clipped(repr(builder.name))}; "
-                                   "add the missing #end document line")
+                raise InputError(
+                    f"{path}:{number}: #begin document inside document {clipped(repr(builder.name))}; "
+                    "add the missing #end document line"
+                )
             match = BEGIN.match(line)
-            name = f"{match.group(1)}/part {match.group(2)}" if match else line[len("#begin document"):].strip()
+            name = f"{match.group(1)}/part {match.group(2)}" if match else line[len("#begin document") :].strip()
             builder = _DocumentBuilder(name, path, number)
         elif line.startswith("#end document"):
             if builder is None:
@@ -186,11 +214,15 @@ def read_conll_file(path: Path) -> Iterator[Document]:
         elif not line.startswith("#"):
             cells = line.split("\t") if "\t" in line else line.split()
             if builder is None:
-                raise InputError(f"{path}:{number}: token line outside a document; "
-                                   "CoNLL coreference files need '#begin document (name); part 0' first")
+                raise InputError(
+                    f"{path}:{number}: token line outside a document; "
+                    "CoNLL coreference files need '#begin document (name); part 0' first"
+                )
             if len(cells) < 5:
-                raise InputError(f"{path}:{number}: {len(cells)} columns, expected at least 5 "
-                                   "(document, part, index, word, ..., coreference last)")
+                raise InputError(
+                    f"{path}:{number}: {len(cells)} columns, expected at least 5 "
+                    "(document, part, index, word, ..., coreference last)"
+                )
             builder.add_token(cells, number)
     if builder is not None:
         raise InputError(f"{path}:{builder.line}: document {clipped(repr(builder.name))} has no #end document line")
@@ -214,9 +246,14 @@ def _json_document(path: Path, number: int, line: str) -> Document:
         if sentence:
             starts.append(position)
         position += len(sentence)
-    return Document(str(record.get("doc_key", f"{path.name}:{number}")), words, starts,
-                    _json_mentions(where, record["clusters"], len(words)), _json_pos(where, record, sentences),
-                    where)
+    return Document(
+        str(record.get("doc_key", f"{path.name}:{number}")),
+        words,
+        starts,
+        _json_mentions(where, record["clusters"], len(words)),
+        _json_pos(where, record, sentences),
+        where,
+    )
 
 
 def _json_record(where: str, line: str) -> dict:
@@ -238,12 +275,15 @@ def _json_record(where: str, line: str) -> dict:
 def _json_sentences(where: str, sentences: object) -> list[list[str]]:
     """``sentences`` checked: a non-empty list of lists of words (strings), with at least one word."""
     if not isinstance(sentences, list) or not sentences:
-        raise InputError(f"{where}: 'sentences' must be a non-empty list of sentences, not "
-                         f"{clipped(repr(sentences))}; {JSON_FIX}")
+        raise InputError(
+            f"{where}: 'sentences' must be a non-empty list of sentences, not {clipped(repr(sentences))}; {JSON_FIX}"
+        )
     for index, sentence in enumerate(sentences):
         if not (isinstance(sentence, list) and all(isinstance(word, str) for word in sentence)):
-            raise InputError(f"{where}: 'sentences' must be a list of lists of words (strings); sentence {index} "
-                             f"is {clipped(repr(sentence))}")
+            raise InputError(
+                f"{where}: 'sentences' must be a list of lists of words (strings); sentence {index} "
+                f"is {clipped(repr(sentence))}"
+            )
     if not any(sentences):
         raise InputError(f"{where}: 'sentences' holds no words; leave out a document without text")
     return sentences
@@ -253,18 +293,24 @@ def _json_mentions(where: str, clusters: object, words: int) -> list[Mention]:
     """The mentions of ``clusters`` (lists of inclusive ``[start, end]`` spans of integer word
     indices inside the document's ``words``), sorted."""
     if not (isinstance(clusters, list) and all(isinstance(spans, list) for spans in clusters)):
-        raise InputError(f"{where}: 'clusters' must be a list of clusters, each a list of [start, end] spans, not "
-                         f"{clipped(repr(clusters))}")
+        raise InputError(
+            f"{where}: 'clusters' must be a list of clusters, each a list of [start, end] spans, not "
+            f"{clipped(repr(clusters))}"
+        )
     mentions = set()
     for cluster, spans in enumerate(clusters):
         for span in spans:
             # type(), not isinstance: a bool is an int to Python, and true is no word index
             if not (isinstance(span, list) and len(span) == 2 and all(type(index) is int for index in span)):
-                raise InputError(f"{where}: cluster {cluster} has span {clipped(repr(span))}; spans are [start, end] "
-                                 "pairs of integer word indices")
+                raise InputError(
+                    f"{where}: cluster {cluster} has span {clipped(repr(span))}; spans are [start, end] "
+                    "pairs of integer word indices"
+                )
             if not 0 <= span[0] <= span[1] < words:
-                raise InputError(f"{where}: cluster {cluster} has span {clipped(repr(span))} outside the document's "
-                                 f"{words} words; spans are inclusive [start, end] word indices, start <= end")
+                raise InputError(
+                    f"{where}: cluster {cluster} has span {clipped(repr(span))} outside the document's "
+                    f"{words} words; spans are inclusive [start, end] word indices, start <= end"
+                )
             mentions.add(Mention(span[0], span[1], cluster))
     return sorted(mentions)
 
@@ -277,18 +323,26 @@ def _json_pos(where: str, record: dict, sentences: list[list[str]]) -> list[str]
         return None
     tags = record[key]
     if not (isinstance(tags, list) and all(isinstance(tag_list, list) for tag_list in tags)):
-        raise InputError(f"{where}: {key!r} must be one list of tags per sentence, not {clipped(repr(tags))}; "
-                         f"give each sentence's tags, or leave {key!r} out")
+        raise InputError(
+            f"{where}: {key!r} must be one list of tags per sentence, not {clipped(repr(tags))}; "
+            f"give each sentence's tags, or leave {key!r} out"
+        )
     if len(tags) != len(sentences):
-        raise InputError(f"{where}: {key!r} has {len(tags)} tag lists for {len(sentences)} sentences; give one "
-                         "list of tags per sentence")
+        raise InputError(
+            f"{where}: {key!r} has {len(tags)} tag lists for {len(sentences)} sentences; give one "
+            "list of tags per sentence"
+        )
     for index, (tag_list, sentence) in enumerate(zip(tags, sentences)):
         if not all(isinstance(tag, str) for tag in tag_list):
-            raise InputError(f"{where}: {key!r} of sentence {index} is {clipped(repr(tag_list))}; tags are "
-                             "strings (Penn Treebank tags)")
+            raise InputError(
+                f"{where}: {key!r} of sentence {index} is {clipped(repr(tag_list))}; tags are "
+                "strings (Penn Treebank tags)"
+            )
         if len(tag_list) != len(sentence):
-            raise InputError(f"{where}: {key!r} of sentence {index} has {len(tag_list)} tags for its "
-                             f"{len(sentence)} words; give one tag per word")
+            raise InputError(
+                f"{where}: {key!r} of sentence {index} has {len(tag_list)} tags for its "
+                f"{len(sentence)} words; give one tag per word"
+            )
     return [tag for tag_list in tags for tag in tag_list]
 
 
@@ -303,8 +357,10 @@ def coreference_format(path: Path) -> str:
         return "conll"
     if name.endswith((".conllu", ".conllx")):
         raise InputError(f"{path} is a dependency treebank with no coreference annotation; {COREF_FIX}")
-    raise InputError(f"{path}: unknown coreference format (expected *_conll, *.conll, *.jsonlines or a "
-                       f"folder of .conll files); {COREF_FIX}")
+    raise InputError(
+        f"{path}: unknown coreference format (expected *_conll, *.conll, *.jsonlines or a "
+        f"folder of .conll files); {COREF_FIX}"
+    )
 
 
 def conll_files(folder: Path) -> list[Path]:
@@ -343,7 +399,7 @@ PRONOUNS = frozenset(
 POST_MODIFIER_STARTS = frozenset(
     "of in on at by with from to for about into onto upon over under after before through "
     "between among against without within during like than as near behind beyond "
-    "who whom whose which that where when while whilst , ; : ( -- — - \" “ ” ‘ ’".split()
+    'who whom whose which that where when while whilst , ; : ( -- — - " “ ” ‘ ’'.split()
 )
 POST_MODIFIER_TAGS = ("IN", "TO", "WDT", "WP", "WP$", "WRB", ",", ":", "-LRB-", "VB", "MD", "``", "''")
 SKIPPED_AT_END = frozenset("'s ' ’s ’ . , ; : ! ? \" “ ” ‘ ` `` '' ) ] -- —".split())

@@ -89,9 +89,14 @@ class Location:
 def read_manifest(path: Path = MANIFEST) -> dict[str, Corpus]:
     """Every pinned corpus of the manifest at ``path``, by name."""
     raw = json.loads(path.read_text(encoding="utf-8"))
-    return {name: Corpus(name=name, **{key: value for key, value in fields.items() if key != "files"},
-                         files=tuple(CorpusFile(file, **pinned) for file, pinned in fields["files"].items()))
-            for name, fields in raw.items()}
+    return {
+        name: Corpus(
+            name=name,
+            **{key: value for key, value in fields.items() if key != "files"},
+            files=tuple(CorpusFile(file, **pinned) for file, pinned in fields["files"].items()),
+        )
+        for name, fields in raw.items()
+    }
 
 
 CORPORA = read_manifest()

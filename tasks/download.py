@@ -53,11 +53,16 @@ def download_corpus(corpus: Corpus, folder: Path | None = None, host: str | None
     if not missing:
         return folder
     host, total = host or download_host(), sum(file.size for file in missing)
-    print(f"downloading {corpus.title} {corpus.version} ({corpus.licence}, {len(missing)} files, {total / 1e6:.1f} MB) "
-          f"from {host} into {folder}", file=sys.stderr)
+    print(
+        f"downloading {corpus.title} {corpus.version} ({corpus.licence}, {len(missing)} files, {total / 1e6:.1f} MB) "
+        f"from {host} into {folder}",
+        file=sys.stderr,
+    )
     try:
-        with (writing(folder, f"{corpus.title} {corpus.version} ({len(missing)} files)", total),
-              progress_bar(total=total, desc=corpus.name, unit="B", unit_scale=True) as bar):
+        with (
+            writing(folder, f"{corpus.title} {corpus.version} ({len(missing)} files)", total),
+            progress_bar(total=total, desc=corpus.name, unit="B", unit_scale=True) as bar,
+        ):
             for file in missing:
                 download_file(corpus.file_url(file, host), folder / file.path, file, bar)
     finally:
@@ -85,13 +90,17 @@ def download_file(url: str, target: Path, pinned: CorpusFile, bar: tqdm) -> None
     with atomic_path(target) as temporary:
         received = fetch(url, temporary, pinned.size, bar)
         if received.cut_short:
-            raise InputError(f"{url}: the connection closed after {received.size} of {received.announced} bytes of "
-                             f"{pinned.path}; nothing was kept: run `{DOWNLOAD_COMMAND}` again (it fetches only "
-                             "what is missing)")
+            raise InputError(
+                f"{url}: the connection closed after {received.size} of {received.announced} bytes of "
+                f"{pinned.path}; nothing was kept: run `{DOWNLOAD_COMMAND}` again (it fetches only "
+                "what is missing)"
+            )
         if (received.sha256, received.size) != (pinned.sha256, pinned.size):
-            raise InputError(f"{url}: {pinned.path} has SHA-256 {received.sha256} ({received.size} bytes), pinned "
-                             f"{pinned.sha256} ({pinned.size} bytes); nothing was kept: the server's copy is not "
-                             "the pinned release (check $HARNESS_DATA_MIRROR)")
+            raise InputError(
+                f"{url}: {pinned.path} has SHA-256 {received.sha256} ({received.size} bytes), pinned "
+                f"{pinned.sha256} ({pinned.size} bytes); nothing was kept: the server's copy is not "
+                "the pinned release (check $HARNESS_DATA_MIRROR)"
+            )
 
 
 def fetch(url: str, destination: Path, expected_size: int, bar: tqdm) -> Received:
@@ -101,12 +110,16 @@ def fetch(url: str, destination: Path, expected_size: int, bar: tqdm) -> Receive
     try:
         response = urllib.request.urlopen(url, timeout=TIMEOUT_SECONDS)
     except urllib.error.HTTPError as error:
-        raise InputError(f"{url}: HTTP {error.code} {error.reason}; the pinned file is not there (check "
-                         "$HARNESS_DATA_MIRROR), or pass your own copy with the analysis's data flag") from None
+        raise InputError(
+            f"{url}: HTTP {error.code} {error.reason}; the pinned file is not there (check "
+            "$HARNESS_DATA_MIRROR), or pass your own copy with the analysis's data flag"
+        ) from None
     except (urllib.error.URLError, OSError) as error:
-        raise InputError(f"{url}: could not connect ({getattr(error, 'reason', None) or error}); offline? run "
-                         f"`{DOWNLOAD_COMMAND}` where the network is reachable, or pass your own copy with the "
-                         "analysis's data flag") from None
+        raise InputError(
+            f"{url}: could not connect ({getattr(error, 'reason', None) or error}); offline? run "
+            f"`{DOWNLOAD_COMMAND}` where the network is reachable, or pass your own copy with the "
+            "analysis's data flag"
+        ) from None
     digest, size = hashlib.sha256(), 0
     announced = response.headers.get("Content-Length")
     with response, destination.open("wb") as out:

@@ -28,8 +28,10 @@ from tasks.errors import InputError
 FULL_DISK_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
 # How a full disk reads where no errno survives: safetensors (Rust's io::Error), SQLite through SQLAlchemy.
 FULL_DISK_WORDS = ("no space left on device", "os error 28", "disk quota exceeded", "database or disk is full")
-RERUN_HINT = ("free space there (or point --cache-dir / --output-dir / $HARNESS_DATA elsewhere) and run the same "
-              "command again: finished work is kept")
+RERUN_HINT = (
+    "free space there (or point --cache-dir / --output-dir / $HARNESS_DATA elsewhere) and run the same "
+    "command again: finished work is kept"
+)
 UMASK = os.umask(0o022)
 os.umask(UMASK)  # read once: temporary files are created 0600, written files get the usual mode
 
@@ -45,13 +47,16 @@ def text_lines(path: Path, encoding: str = "utf-8") -> Iterator[str]:
     with path.open("rb") as handle:
         for number, raw in enumerate(handle, start=1):
             if b"\0" in raw:
-                raise InputError(f"{path}:{number}: not text (a NUL byte: a binary or UTF-16 file?); "
-                                 "re-save the file as UTF-8 text")
+                raise InputError(
+                    f"{path}:{number}: not text (a NUL byte: a binary or UTF-16 file?); re-save the file as UTF-8 text"
+                )
             try:
                 yield decoder.decode(raw)
             except UnicodeDecodeError as error:
-                raise InputError(f"{path}:{number}: not {encoding.upper().replace('-SIG', '')} text "
-                                 f"(byte {raw[error.start:error.start + 1]!r}); re-save the file as UTF-8") from None
+                raise InputError(
+                    f"{path}:{number}: not {encoding.upper().replace('-SIG', '')} text "
+                    f"(byte {raw[error.start : error.start + 1]!r}); re-save the file as UTF-8"
+                ) from None
 
 
 class DiskFull(InputError):
@@ -62,7 +67,7 @@ class DiskFull(InputError):
         self.needed = needed
 
 
-def is_disk_full(error: BaseException) -> bool:
+def is_disk_full(error: BaseException | None) -> bool:
     """Whether ``error`` (or an error it was raised from) says that the file system is full."""
     seen: set[int] = set()
     while error is not None and id(error) not in seen:
@@ -98,8 +103,10 @@ def free_space(folder: Path) -> int | None:
 def disk_full_message(folder: Path, what: str, needed: int | None = None) -> str:
     """The one line of a full disk: the folder, what was written, free and needed space, the fix."""
     free = free_space(folder)
-    space = [f"{size_text(free)} free" if free is not None else None,
-             f"about {size_text(needed)} needed" if needed else None]
+    space = [
+        f"{size_text(free)} free" if free is not None else None,
+        f"about {size_text(needed)} needed" if needed else None,
+    ]
     said = ", ".join(part for part in space if part)
     return f"{folder}: no space left on the device while writing {what}{f' ({said})' if said else ''}; {RERUN_HINT}"
 

@@ -33,8 +33,9 @@ def read_glue_tsv(data_dir: str | Path, task: GlueTask, split: str) -> Iterator[
     lines = (line.rstrip("\r\n") for line in text_lines(path, "utf-8-sig"))
     first = next(lines, None) if task.has_header else ""
     if first is None:
-        raise InputError(f"{path} has no examples (the file is empty); check that it is the "
-                         f"{task.name.upper()} {split} file of GLUE")
+        raise InputError(
+            f"{path} has no examples (the file is empty); check that it is the {task.name.upper()} {split} file of GLUE"
+        )
     header = first.split("\t") if task.has_header else []
     positions = [_column_position(path, header, column) for column in task.tsv_columns]
     first_line = 2 if task.has_header else 1
@@ -45,26 +46,32 @@ def read_glue_tsv(data_dir: str | Path, task: GlueTask, split: str) -> Iterator[
         rows += 1
         yield _parse_row(path, line_number, line.split("\t"), positions, task, split)
     if not rows:
-        raise InputError(f"{path} has no examples{' below its header' if task.has_header else ''}; "
-                         f"check that it is the {task.name.upper()} {split} file of GLUE")
+        raise InputError(
+            f"{path} has no examples{' below its header' if task.has_header else ''}; "
+            f"check that it is the {task.name.upper()} {split} file of GLUE"
+        )
 
 
 def _column_position(path: Path, header: list[str], column: str | int | None) -> int | None:
     if column is None or isinstance(column, int):
         return column
     if column not in header:
-        raise InputError(f"{path}:1: header has no column {column!r} (found {header}); "
-                           "is this the GLUE TSV for the right task?")
+        raise InputError(
+            f"{path}:1: header has no column {column!r} (found {header}); is this the GLUE TSV for the right task?"
+        )
     return header.index(column)
 
 
-def _parse_row(path: Path, line_number: int, cells: list[str],
-               positions: list[int | None], task: GlueTask, split: str) -> Example:
+def _parse_row(
+    path: Path, line_number: int, cells: list[str], positions: list[int | None], task: GlueTask, split: str
+) -> Example:
     a_pos, b_pos, label_pos = positions
     needed = max(p for p in positions if p is not None)
     if len(cells) <= needed:
-        raise InputError(f"{path}:{line_number}: malformed row with {len(cells)} columns, "
-                           f"expected at least {needed + 1}; fix or remove that line")
+        raise InputError(
+            f"{path}:{line_number}: malformed row with {len(cells)} columns, "
+            f"expected at least {needed + 1}; fix or remove that line"
+        )
     raw_label = cells[label_pos].strip()
     return Example(
         guid=f"{task.name}-{line_number}",

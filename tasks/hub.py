@@ -45,13 +45,20 @@ def hub_rows(task: GlueTask, split: str) -> datasets.Dataset:
         try:
             return datasets.load_dataset("parquet", data_files={name: [str(path) for path in files]}, split=name)
         except Exception as error:  # a damaged file: pyarrow and datasets raise many types
-            raise InputError(f"{files[0].parent}: could not read {HUB_DATASET}'s {name} parquet files "
-                             f"({first_line(error)}); download them again or point --data-dir or GLUE_DIR "
-                             "at a GLUE TSV folder") from error
-    cached = (f"nor has its hub cache snapshot {snapshot.name} {task.hub_config}/{name}-*.parquet"
-              if snapshot is not None else "nor is it in the hub cache")
-    raise InputError(f"could not load {HUB_DATASET}/{task.hub_config} {name} ({first_line(failure)}), {cached}; "
-                     "offline? point --data-dir or GLUE_DIR at a GLUE TSV folder") from failure
+            raise InputError(
+                f"{files[0].parent}: could not read {HUB_DATASET}'s {name} parquet files "
+                f"({first_line(error)}); download them again or point --data-dir or GLUE_DIR "
+                "at a GLUE TSV folder"
+            ) from error
+    cached = (
+        f"nor has its hub cache snapshot {snapshot.name} {task.hub_config}/{name}-*.parquet"
+        if snapshot is not None
+        else "nor is it in the hub cache"
+    )
+    raise InputError(
+        f"could not load {HUB_DATASET}/{task.hub_config} {name} ({first_line(failure)}), {cached}; "
+        "offline? point --data-dir or GLUE_DIR at a GLUE TSV folder"
+    ) from failure
 
 
 def first_line(error: Exception) -> str:

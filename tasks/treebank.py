@@ -109,15 +109,21 @@ def _sentence(rows: list[list[str]], comments: dict[str, str], path: Path, start
     for position, columns in enumerate(rows, start=1):
         line = columns[COLUMNS]
         if columns[0] != str(position):
-            raise InputError(f"{path}:{line}: word id {clipped(repr(columns[0]))} should be {position} (ids count "
-                               "1, 2, ... within a sentence); fix the numbering or separate sentences by a blank line")
+            raise InputError(
+                f"{path}:{line}: word id {clipped(repr(columns[0]))} should be {position} (ids count "
+                "1, 2, ... within a sentence); fix the numbering or separate sentences by a blank line"
+            )
         if not (columns[6].isascii() and columns[6].isdigit()):  # int() refuses other digits, such as "²"
-            raise InputError(f"{path}:{line}: head {clipped(repr(columns[6]))} is not a word index; "
-                               "every word needs a gold head (0 for the root)")
+            raise InputError(
+                f"{path}:{line}: head {clipped(repr(columns[6]))} is not a word index; "
+                "every word needs a gold head (0 for the root)"
+            )
         head = int(columns[6])
         if head > len(rows):
-            raise InputError(f"{path}:{line}: head {head} points past the end of the sentence "
-                               f"starting at line {start} ({len(rows)} words); fix the head column")
+            raise InputError(
+                f"{path}:{line}: head {head} points past the end of the sentence "
+                f"starting at line {start} ({len(rows)} words); fix the head column"
+            )
         words.append(columns[1])
         lemmas.append(columns[2])
         upos.append(columns[3])
@@ -127,11 +133,22 @@ def _sentence(rows: list[list[str]], comments: dict[str, str], path: Path, start
     sent_id = comments.get("sent_id", "")
     problem = tree_problem(heads)
     if problem:
-        raise InputError(f"{path}:{start}: the heads of sentence {sent_id or start} do not form a tree ({problem}); "
-                         "fix the head column (7) so that one word has head 0 and every word leads to it")
-    return Sentence(words, upos, xpos, heads, relations, sent_id or f"{path.name}:{start}", lemmas,
-                    comments.get("text") or _written(words, [columns[9] for columns in rows]),
-                    "newdoc" in comments, "newpar" in comments)
+        raise InputError(
+            f"{path}:{start}: the heads of sentence {sent_id or start} do not form a tree ({problem}); "
+            "fix the head column (7) so that one word has head 0 and every word leads to it"
+        )
+    return Sentence(
+        words,
+        upos,
+        xpos,
+        heads,
+        relations,
+        sent_id or f"{path.name}:{start}",
+        lemmas,
+        comments.get("text") or _written(words, [columns[9] for columns in rows]),
+        "newdoc" in comments,
+        "newpar" in comments,
+    )
 
 
 def tree_problem(heads: list[int]) -> str | None:
@@ -166,8 +183,10 @@ def read_treebank(path: Path | str) -> list[Sentence]:
         raise InputError(f"treebank {path} not found; pass a .conllu or .conllx file with --syntax-data")
     readers = {".conllu": read_conllu, ".conllx": read_conllx}
     if path.suffix not in readers:
-        raise InputError(f"{path}: cannot tell the treebank format from the name; use a file ending in "
-                           f"{' or '.join(TREEBANK_SUFFIXES)} (CoNLL-U or CoNLL-X)")
+        raise InputError(
+            f"{path}: cannot tell the treebank format from the name; use a file ending in "
+            f"{' or '.join(TREEBANK_SUFFIXES)} (CoNLL-U or CoNLL-X)"
+        )
     sentences = readers[path.suffix](path)
     if not sentences:
         raise InputError(f"{path} holds no sentences; check that it is a {path.suffix} treebank")

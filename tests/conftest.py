@@ -33,8 +33,31 @@ GLUE_DIR = Path(os.environ.get("GLUE_DIR", SHARED_DATA / "glue"))
 CPU = torch.device("cpu")
 PAIRS = ((PRETRAINED, FINETUNED),)
 
-TINY_VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", ".", ",", "the", "a", "cat", "dog",
-              "sat", "on", "mat", "is", "not", "happy", "ran", "##s", "he", "she", "it", "and"]
+TINY_VOCAB = [
+    "[PAD]",
+    "[UNK]",
+    "[CLS]",
+    "[SEP]",
+    "[MASK]",
+    ".",
+    ",",
+    "the",
+    "a",
+    "cat",
+    "dog",
+    "sat",
+    "on",
+    "mat",
+    "is",
+    "not",
+    "happy",
+    "ran",
+    "##s",
+    "he",
+    "she",
+    "it",
+    "and",
+]
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -47,6 +70,29 @@ def pytest_configure(config: pytest.Config) -> None:
         torch.set_num_threads(threads)
 
 
+SLOW_SECONDS = 5.0  # a test taking longer (set-up and call) belongs to the slow tier
+_unmarked_seconds: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Add up each test's set-up and call time (under pytest-xdist the workers' reports reach the
+    controller here too) where the test is not marked slow."""
+    if report.when in ("setup", "call") and "slow" not in report.keywords:
+        _unmarked_seconds[report.nodeid] = _unmarked_seconds.get(report.nodeid, 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """List the tests over `SLOW_SECONDS` that lack the slow mark: the fast tier stays fast because
+    this list stays empty (a list to act on, not a timed assertion: a loaded machine lengthens it)."""
+    offenders = sorted(
+        ((seconds, test) for test, seconds in _unmarked_seconds.items() if seconds > SLOW_SECONDS), reverse=True
+    )
+    if offenders:
+        terminalreporter.section(f"over {SLOW_SECONDS:g} s without the slow mark (mark them slow)")
+        for seconds, test in offenders:
+            terminalreporter.write_line(f"{seconds:6.1f} s  {test}")
+
+
 @pytest.hookimpl(tryfirst=True)  # before pytest-xdist reads the groups
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Under pytest-xdist (``--dist loadgroup``), the tests of a module that share a
@@ -54,8 +100,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     tests spread over every worker."""
     for item in items:
         definitions = getattr(item, "_fixtureinfo", None)
-        shared = definitions and any(fixtures[-1].scope == "module"
-                                     for fixtures in definitions.name2fixturedefs.values())
+        shared = definitions and any(
+            fixtures[-1].scope == "module" for fixtures in definitions.name2fixturedefs.values()
+        )
         if shared and not item.get_closest_marker("xdist_group"):
             item.add_marker(pytest.mark.xdist_group(item.path.relative_to(config.rootpath).as_posix()))
 
@@ -89,26 +136,42 @@ def tiny_tokenizer(tmp_path_factory: pytest.TempPathFactory) -> BertTokenizerFas
     return BertTokenizerFast.from_pretrained(str(vocabulary), do_lower_case=True)
 
 
-def tiny_bert(seed: int, num_labels: int = 2, positions: int = 128, init: float = 0.5
-              ) -> BertForSequenceClassification:
+def tiny_bert(seed: int, num_labels: int = 2, positions: int = 128, init: float = 0.5) -> BertForSequenceClassification:
     """A 2-layer, 4-head BERT, eager attention; by default a large init so its attention is far from
     uniform (one that saturates: it learns nothing), ``init=0.1`` for one that learns the tiny SST-2."""
     torch.manual_seed(seed)
-    config = BertConfig(vocab_size=len(TINY_VOCAB), hidden_size=16, num_hidden_layers=2,
-                        num_attention_heads=4, intermediate_size=32, max_position_embeddings=positions,
-                        num_labels=num_labels, initializer_range=init,
-                        attn_implementation="eager")
+    config = BertConfig(
+        vocab_size=len(TINY_VOCAB),
+        hidden_size=16,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=32,
+        max_position_embeddings=positions,
+        num_labels=num_labels,
+        initializer_range=init,
+        attn_implementation="eager",
+    )
     return BertForSequenceClassification(config).eval()
 
 
 def as_checkpoints(models: dict[str, PreTrainedModel]) -> list[Checkpoint]:
     """Named checkpoints around models (switched to the harness attention), identified by name."""
-    return [Checkpoint(name, use_harness_attention(model), {"model": name},
-                       {"trained": name != PRETRAINED}) for name, model in models.items()]
+    return [
+        Checkpoint(name, use_harness_attention(model), {"model": name}, {"trained": name != PRETRAINED})
+        for name, model in models.items()
+    ]
 
 
-SENTENCES = ["the cat sat on the mat .", "the dog ran .", "he is not happy", "she sat", "a dog sat on a mat",
-             "it is happy", "the cats ran and the dog sat .", "he ran , she sat ."]
+SENTENCES = [
+    "the cat sat on the mat .",
+    "the dog ran .",
+    "he is not happy",
+    "she sat",
+    "a dog sat on a mat",
+    "it is happy",
+    "the cats ran and the dog sat .",
+    "he ran , she sat .",
+]
 CONLLU_SENTENCE = """1\tthe\t_\tDET\tDT\t_\t2\tdet\t_\t_
 2\tcat\t_\tNOUN\tNN\t_\t3\tnsubj\t_\t_
 3\tsat\t_\tVERB\tVBD\t_\t0\troot\t_\t_
@@ -142,6 +205,7 @@ story\t0\t2\t.\t_\t_\t_\t_\t_\t_\t_
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory, tiny_tokenizer: BertTokenizerFast) -> Path:
     """A tiny BERT saved as a local model folder, so the whole pipeline runs on it in seconds."""
+
     def save(folder: Path) -> None:
         tiny_bert(0).save_pretrained(folder)
         tiny_tokenizer.save_pretrained(folder)
@@ -152,6 +216,7 @@ def tiny_model_dir(tmp_path_factory: pytest.TempPathFactory, tiny_tokenizer: Ber
 @pytest.fixture(scope="session")
 def tiny_learner_dir(tmp_path_factory: pytest.TempPathFactory, tiny_tokenizer: BertTokenizerFast) -> Path:
     """A tiny BERT that learns the tiny SST-2 (`LEARNS`: every dev example right), as a local model folder."""
+
     def save(folder: Path) -> None:
         tiny_bert(0, init=0.1).save_pretrained(folder)
         tiny_tokenizer.save_pretrained(folder)
@@ -165,19 +230,51 @@ LEARNS = ("--learning-rate", "3e-3", "--epochs", "10")  # the recipe with which 
 def snapshot(folder: Path) -> dict[str, tuple[int, bytes]]:
     """Every file under ``folder`` with its modification time and content (lock files aside:
     each run writes its pid into the ones it takes)."""
-    return {str(path.relative_to(folder)): (path.stat().st_mtime_ns, path.read_bytes())
-            for path in sorted(folder.rglob("*")) if path.is_file() and path.suffix != ".lock"}
+    return {
+        str(path.relative_to(folder)): (path.stat().st_mtime_ns, path.read_bytes())
+        for path in sorted(folder.rglob("*"))
+        if path.is_file() and path.suffix != ".lock"
+    }
 
 
 def tiny_run_arguments(tiny_model_dir: Path, tiny_data: Path, root: Path, *extra: str, task: str = "rte") -> list[str]:
     """``harness run`` on the tiny model and data, everything written under ``root``, in seconds."""
-    return ["run", "--task", task, "--model", str(tiny_model_dir), "--data-dir", str(tiny_data / "glue"),
-            "--epochs", "1", "--batch-size", "8", "--learning-rate", "1e-3", "--eval-batch-size", "4",
-            "--syntax-data", str(tiny_data / "tiny-dev.conllu"), "--probe-train-sentences", "5",
-            "--syntax-min-count", "1", "--coref-data", str(tiny_data / "coref"),
-            "--corpus", str(tiny_data / "tiny-corpus.txt"), "--clustering-tokens", "2",
-            "--output-dir", str(root / "out"), "--cache-dir", str(root / "cache"),
-            "--tracking-uri", f"sqlite:///{root}/mlflow.db", *extra]
+    return [
+        "run",
+        "--task",
+        task,
+        "--model",
+        str(tiny_model_dir),
+        "--data-dir",
+        str(tiny_data / "glue"),
+        "--epochs",
+        "1",
+        "--batch-size",
+        "8",
+        "--learning-rate",
+        "1e-3",
+        "--eval-batch-size",
+        "4",
+        "--syntax-data",
+        str(tiny_data / "tiny-dev.conllu"),
+        "--probe-train-sentences",
+        "5",
+        "--syntax-min-count",
+        "1",
+        "--coref-data",
+        str(tiny_data / "coref"),
+        "--corpus",
+        str(tiny_data / "tiny-corpus.txt"),
+        "--clustering-tokens",
+        "2",
+        "--output-dir",
+        str(root / "out"),
+        "--cache-dir",
+        str(root / "cache"),
+        "--tracking-uri",
+        f"sqlite:///{root}/mlflow.db",
+        *extra,
+    ]
 
 
 @pytest.fixture(scope="session")
@@ -191,8 +288,12 @@ def sentiment_sentences() -> list[tuple[str, int]]:
     """A single-sentence task a tiny BERT learns in a few epochs: positive unless it says "not"."""
     subjects = ["the cat", "the dog", "a cat", "a dog", "he", "she", "it", "the cats"]
     endings = ["", " and ran", " on the mat", " and sat .", " ,", " and the dog ran", " on a mat", " and she sat ."]
-    return [(f"{subject} is {'' if label else 'not '}happy{ending}", label)
-            for ending in endings for subject in subjects for label in (1, 0)]
+    return [
+        (f"{subject} is {'' if label else 'not '}happy{ending}", label)
+        for ending in endings
+        for subject in subjects
+        for label in (1, 0)
+    ]
 
 
 def write_tiny_data(root: Path) -> None:
@@ -201,10 +302,16 @@ def write_tiny_data(root: Path) -> None:
     rte.mkdir(parents=True)
     mrpc.mkdir()
     for split, rows in (("train", pairs[:24]), ("dev", pairs[24:])):
-        (rte / f"{split}.tsv").write_text("index\tsentence1\tsentence2\tlabel\n" + "".join(
-            f"{i}\t{a}\t{b}\t{'entailment' if i % 2 else 'not_entailment'}\n" for i, (a, b) in enumerate(rows)))
-        (mrpc / f"{split}.tsv").write_text("Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n" + "".join(
-            f"{i % 2}\t{i}\t{i}\t{a}\t{b}\n" for i, (a, b) in enumerate(rows)))
+        (rte / f"{split}.tsv").write_text(
+            "index\tsentence1\tsentence2\tlabel\n"
+            + "".join(
+                f"{i}\t{a}\t{b}\t{'entailment' if i % 2 else 'not_entailment'}\n" for i, (a, b) in enumerate(rows)
+            )
+        )
+        (mrpc / f"{split}.tsv").write_text(
+            "Quality\t#1 ID\t#2 ID\t#1 String\t#2 String\n"
+            + "".join(f"{i % 2}\t{i}\t{i}\t{a}\t{b}\n" for i, (a, b) in enumerate(rows))
+        )
     sst2, sentiment = root / "glue" / "SST-2", sentiment_sentences()
     sst2.mkdir()
     dev = [row for i, row in enumerate(sentiment) if (i // 2) % 2 == 0]  # both labels of every other subject
@@ -224,8 +331,13 @@ def tiny_pair() -> dict[str, BertForSequenceClassification]:
     return {PRETRAINED: tiny_bert(0), FINETUNED: tiny_bert(1)}
 
 
-def stream(models: dict[str, PreTrainedModel], batches: Iterable[EncodedBatch], tokenizer: Any = None,
-           needs: frozenset[str] = frozenset({"attention"}), seed: int = 0) -> Iterator[AttentionBatch]:
+def stream(
+    models: dict[str, PreTrainedModel],
+    batches: Iterable[EncodedBatch],
+    tokenizer: Any = None,
+    needs: frozenset[str] = frozenset({"attention"}),
+    seed: int = 0,
+) -> Iterator[AttentionBatch]:
     """Each batch through every model via the forward API, as the pipeline streams them."""
     checkpoints = as_checkpoints(models)
     targets = GradientTargets(tokenizer, seed) if tokenizer is not None else None
@@ -233,12 +345,26 @@ def stream(models: dict[str, PreTrainedModel], batches: Iterable[EncodedBatch], 
         yield run_checkpoints(encoded, checkpoints, {c.name: needs for c in checkpoints}, targets)
 
 
-def analysis_context(models_or_names: Sequence[str] | dict[str, Any], layers: int = 2, heads: int = 4,
-                     tokenizer: Any = None, pairs: tuple[tuple[str, str], ...] = PAIRS,
-                     device: torch.device = CPU, task: GlueTask | None = None,
-                     **settings: Any) -> AnalysisContext:
-    return AnalysisContext(tuple(models_or_names), layers, heads, AnalysisConfig(**settings), tokenizer=tokenizer,
-                           pairs=pairs, device=device, task=task)
+def analysis_context(
+    models_or_names: Sequence[str] | dict[str, Any],
+    layers: int = 2,
+    heads: int = 4,
+    tokenizer: Any = None,
+    pairs: tuple[tuple[str, str], ...] = PAIRS,
+    device: torch.device = CPU,
+    task: GlueTask | None = None,
+    **settings: Any,
+) -> AnalysisContext:
+    return AnalysisContext(
+        tuple(models_or_names),
+        layers,
+        heads,
+        AnalysisConfig(**settings),
+        tokenizer=tokenizer,
+        pairs=pairs,
+        device=device,
+        task=task,
+    )
 
 
 def finish(analysis: Analysis) -> dict[str, Any]:
@@ -250,13 +376,20 @@ def finish(analysis: Analysis) -> dict[str, Any]:
     return {"per_checkpoint": result, "per_pair": type(analysis).compare(result, list(analysis.context.pairs))}
 
 
-def run_analysis(analysis_cls: type[Analysis], models: dict[str, PreTrainedModel], tokenizer: Any,
-                 examples: Sequence[Example], batch_size: int, pairs: tuple[tuple[str, str], ...] = PAIRS,
-                 **settings: Any) -> dict[str, Any]:
+def run_analysis(
+    analysis_cls: type[Analysis],
+    models: dict[str, PreTrainedModel],
+    tokenizer: Any,
+    examples: Sequence[Example],
+    batch_size: int,
+    pairs: tuple[tuple[str, str], ...] = PAIRS,
+    **settings: Any,
+) -> dict[str, Any]:
     """Stream ``examples`` through ``models`` into one analysis; returns `finish`'s result."""
     config = next(iter(models.values())).config
-    context = analysis_context(models, config.num_hidden_layers, config.num_attention_heads, tokenizer, pairs,
-                               **settings)
+    context = analysis_context(
+        models, config.num_hidden_layers, config.num_attention_heads, tokenizer, pairs, **settings
+    )
     analysis = analysis_cls(context)
     for batch in stream(models, batched(tokenizer, examples, batch_size, 32, pair=True), tokenizer, analysis_cls.needs):
         analysis.update(batch)
@@ -276,7 +409,7 @@ class MirrorHandler(SimpleHTTPRequestHandler):
             self.send_response(200)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
-            self.wfile.write(body[:len(body) // 2])
+            self.wfile.write(body[: len(body) // 2])
             self.close_connection = True
             return
         super().do_GET()

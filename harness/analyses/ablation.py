@@ -75,7 +75,7 @@ from tasks.metrics import predictions_from_logits
 
 NO_IMPORTANCE = {
     UNTRAINED_TASK_LOSS: "untrained classifier head and no masked-LM head: its loss measures nothing, so no "
-                         "importance is computed for this checkpoint",
+    "importance is computed for this checkpoint",
 }
 Families = dict[str, dict[str, Family]]  # {scope: {mode: one family's grids}}
 
@@ -92,9 +92,9 @@ class Ablation(Analysis):
     settings_used = ("analysis_seed",)  # the random pruning orders, the cross-fitting halves, the masked-LM masking
     reference = {
         "kovaleva_disabling": "single heads: gains of 0.1% (STS-B) to 1.2% (MRPC); layer 1 on RTE: +3.2% "
-                              "(bert-base-uncased, attention replaced by 1/L)",
+        "(bert-base-uncased, attention replaced by 1/L)",
         "michel_pruning": "up to 40% of bert-base's heads pruned on MNLI-m with little loss (importance order, "
-                          "normalised per layer, 10% steps, no retraining)",
+        "normalised per layer, 10% steps, no retraining)",
     }
 
     def __init__(self, context: AnalysisContext) -> None:
@@ -137,8 +137,11 @@ class Ablation(Analysis):
         untrained head, the importance and a note."""
         importance = self.importance(name)
         if name not in self.context.trained:
-            return {"trained": False, "importance": importance,
-                    "note": "untrained classifier head: disabling heads changes nothing the task measures"}
+            return {
+                "trained": False,
+                "importance": importance,
+                "note": "untrained classifier head: disabling heads changes nothing the task measures",
+            }
         metric = self.context.task.metrics[0]
         labels = np.asarray(self.labels)
         intact = predictions_from_logits(self.context.task, torch.cat(self.logits[name]).numpy())
@@ -150,15 +153,32 @@ class Ablation(Analysis):
         gates = np.concatenate(self.gates[name]) if "normalised" in importance else None
         pruning = self.pruning(name, gates, zero_heads, intact, labels, metric)
         scores = np.asarray(importance["normalised"]) if "normalised" in importance else None
-        correlations = {f"importance_vs_{mode}_delta": spearman(scores, families["heads"][mode]["delta"])
-                        for mode in MODES} if scores is not None else {}
-        return {"trained": True, "metric": metric, "examples": len(labels), "intact": score,
-                "heads": families["heads"], "layers": families["layers"],
-                "importance": importance, "pruning": pruning, "correlations": correlations,
-                "variants": len(described) + pruning["variants"]}
+        correlations = (
+            {f"importance_vs_{mode}_delta": spearman(scores, families["heads"][mode]["delta"]) for mode in MODES}
+            if scores is not None
+            else {}
+        )
+        return {
+            "trained": True,
+            "metric": metric,
+            "examples": len(labels),
+            "intact": score,
+            "heads": families["heads"],
+            "layers": families["layers"],
+            "importance": importance,
+            "pruning": pruning,
+            "correlations": correlations,
+            "variants": len(described) + pruning["variants"],
+        }
 
-    def disabling(self, described: list[dict[str, Any]], predictions: np.ndarray, intact: np.ndarray,
-                  labels: np.ndarray, metric: str) -> Families:
+    def disabling(
+        self,
+        described: list[dict[str, Any]],
+        predictions: np.ndarray,
+        intact: np.ndarray,
+        labels: np.ndarray,
+        metric: str,
+    ) -> Families:
         """Each family of single-head and single-layer variants (``described``, their ``predictions``)
         against the ``intact`` predictions, mode by mode."""
         layers, heads = self.context.num_layers, self.context.num_heads
@@ -177,8 +197,15 @@ class Ablation(Analysis):
             raise RuntimeError(f"the ablation source streamed {logits.shape[1]} items, not {len(self.labels)}")
         return np.stack([predictions_from_logits(self.context.task, part.numpy()) for part in logits])
 
-    def pruning(self, name: str, gates: np.ndarray | None, zero_heads: np.ndarray, intact: np.ndarray,
-                labels: np.ndarray, metric: str) -> Pruning:
+    def pruning(
+        self,
+        name: str,
+        gates: np.ndarray | None,
+        zero_heads: np.ndarray,
+        intact: np.ndarray,
+        labels: np.ndarray,
+        metric: str,
+    ) -> Pruning:
         """The cross-fitted score after each pruning step of each order (step 0 is the intact
         model), each order ranked on one half of the examples (from their gate gradients
         ``gates`` and the single heads' gated-to-0 predictions ``zero_heads``, see
@@ -192,24 +219,34 @@ class Ablation(Analysis):
         held_out = held_out_predictions(where, predictions, halves, intact, len(PRUNING_FRACTIONS))
         curves = {order: metric_rows(metric, rows, labels).tolist() for order, rows in held_out.items()}
         randoms = np.asarray([curve for order, curve in curves.items() if order.startswith(RANDOM)])
-        return {"fractions": list(PRUNING_FRACTIONS), "heads_pruned": pruned_counts(layers * heads),
-                "halves": [[self.guids[index] for index in half] for half in halves], "curves": curves,
-                "random_mean": randoms.mean(axis=0).tolist(), "random_std": randoms.std(axis=0).tolist(),
-                "steps_within_one_point": {order: within_one_point(curve, curve[0])  # step 0: the intact score
-                                           for order, curve in curves.items()},
-                **area_comparisons(metric, held_out, labels, PRUNING_FRACTIONS), "orders": orders,
-                "variants": len(masks)}
+        return {
+            "fractions": list(PRUNING_FRACTIONS),
+            "heads_pruned": pruned_counts(layers * heads),
+            "halves": [[self.guids[index] for index in half] for half in halves],
+            "curves": curves,
+            "random_mean": randoms.mean(axis=0).tolist(),
+            "random_std": randoms.std(axis=0).tolist(),
+            "steps_within_one_point": {
+                order: within_one_point(curve, curve[0])  # step 0: the intact score
+                for order, curve in curves.items()
+            },
+            **area_comparisons(metric, held_out, labels, PRUNING_FRACTIONS),
+            "orders": orders,
+            "variants": len(masks),
+        }
 
     @classmethod
-    def compare(cls, per_checkpoint: dict[str, AblationResult],
-                pairs: list[tuple[str, str]]) -> dict[str, ImportanceAgreement]:
+    def compare(
+        cls, per_checkpoint: dict[str, AblationResult], pairs: list[tuple[str, str]]
+    ) -> dict[str, ImportanceAgreement]:
         """Per pair whose checkpoints both have an importance: Spearman's rho between them."""
         out: dict[str, ImportanceAgreement] = {}
         for before, after in pairs:
             first, second = per_checkpoint[before]["importance"], per_checkpoint[after]["importance"]
             if "normalised" in first and "normalised" in second:
-                out[pair_name((before, after))] = {"importance_spearman": spearman(first["normalised"],
-                                                                                   second["normalised"])}
+                out[pair_name((before, after))] = {
+                    "importance_spearman": spearman(first["normalised"], second["normalised"])
+                }
         return out
 
     @classmethod
@@ -225,9 +262,12 @@ class Ablation(Analysis):
             if not result.get("trained"):
                 continue
             importance = result["importance"].get("normalised")
-            out[pair] = {"cosine_per_head": stats["per_head"],
-                         "importance_vs_cosine": None if importance is None else spearman(importance,
-                                                                                          stats["per_head"]),
-                         **{f"{mode}_delta_vs_cosine": spearman(result["heads"][mode]["delta"], stats["per_head"])
-                            for mode in MODES}}
+            out[pair] = {
+                "cosine_per_head": stats["per_head"],
+                "importance_vs_cosine": None if importance is None else spearman(importance, stats["per_head"]),
+                **{
+                    f"{mode}_delta_vs_cosine": spearman(result["heads"][mode]["delta"], stats["per_head"])
+                    for mode in MODES
+                },
+            }
         return {"cosine": out} if out else None

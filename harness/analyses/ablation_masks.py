@@ -26,8 +26,12 @@ RANDOM_ORDERS = 5
 def single_variants(layers: int, heads: int) -> tuple[list[dict[str, Any]], Interventions]:
     """Every single head and every single layer, disabled each way: their descriptions and the
     stacked (V, layers, heads) masks, in the order heads (layer-major) then layers, per mode."""
-    described = [{"mode": mode, "layer": layer, "head": head}
-                 for mode in MODES for layer in range(layers) for head in [*range(heads), None]]
+    described = [
+        {"mode": mode, "layer": layer, "head": head}
+        for mode in MODES
+        for layer in range(layers)
+        for head in [*range(heads), None]
+    ]
     gates = torch.ones(len(described), layers, heads)
     uniform = torch.zeros(len(described), layers, heads, dtype=torch.bool)
     for index, variant in enumerate(described):
@@ -52,8 +56,15 @@ def pruning_orders(importance: np.ndarray | None, zero_deltas: np.ndarray, seed:
     return orders
 
 
-def cross_fitted_orders(halves: Halves, gates: np.ndarray | None, zero_heads: np.ndarray, intact: np.ndarray,
-                        labels: np.ndarray, metric: str, seed: int) -> dict[str, list[list[int]]]:
+def cross_fitted_orders(
+    halves: Halves,
+    gates: np.ndarray | None,
+    zero_heads: np.ndarray,
+    intact: np.ndarray,
+    labels: np.ndarray,
+    metric: str,
+    seed: int,
+) -> dict[str, list[list[int]]]:
     """Each pruning order ranked on each half, from that half's examples only: by the importance
     on them (``gates``: |dL(x)/d xi_h| per example, (examples, layers, heads), or None), by the
     single heads' gated-to-0 changes on them (the oracle; ``zero_heads``: those variants'
@@ -61,8 +72,10 @@ def cross_fitted_orders(halves: Halves, gates: np.ndarray | None, zero_heads: np
     seeded random orders (the same on both)."""
     rankings = []
     for examples in halves:
-        deltas = (metric_rows(metric, zero_heads[:, examples], labels[examples])
-                  - metric_rows(metric, intact[None, examples], labels[examples])[0])
+        deltas = (
+            metric_rows(metric, zero_heads[:, examples], labels[examples])
+            - metric_rows(metric, intact[None, examples], labels[examples])[0]
+        )
         importance = None if gates is None else normalised_per_layer(gates[examples].mean(axis=0))
         rankings.append(pruning_orders(importance, deltas, seed))
     return {order: [ranked[order] for ranked in rankings] for order in rankings[0]}
@@ -72,7 +85,7 @@ def cross_fitting_halves(count: int, seed: int) -> Halves:
     """The ``count`` examples (indices in stream order) split in two seeded halves, each sorted:
     the first has ``count // 2``."""
     shuffled = np.random.default_rng(seed).permutation(count)
-    return np.sort(shuffled[:count // 2]), np.sort(shuffled[count // 2:])
+    return np.sort(shuffled[: count // 2]), np.sort(shuffled[count // 2 :])
 
 
 def pruned_counts(count: int) -> list[int]:
@@ -80,8 +93,9 @@ def pruned_counts(count: int) -> list[int]:
     return [round(fraction * count) for fraction in PRUNING_FRACTIONS]
 
 
-def pruning_masks(orders: dict[str, list[list[int]]], layers: int,
-                  heads: int) -> tuple[list[tuple[str, int, int, int]], torch.Tensor]:
+def pruning_masks(
+    orders: dict[str, list[list[int]]], layers: int, heads: int
+) -> tuple[list[tuple[str, int, int, int]], torch.Tensor]:
     """The distinct (V, layers, heads) gates of the pruning steps past 0 heads of every order,
     ranked on each half (``orders``: per order, its ranking on each half), and for each
     (order, half, step) the index of its mask among them."""

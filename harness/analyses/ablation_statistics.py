@@ -20,8 +20,10 @@ from harness.views.evidence import Evidence, interval_of, interval_verdict
 
 ONE_POINT = 0.01  # "a drop of 1 point": 0.01 of the metric (1 percentage point of accuracy)
 Halves = tuple[np.ndarray, np.ndarray]  # the example indices of the two halves the pruning is cross-fitted on
-AGAINST = {"random": "the mean of the seeded random orders (ours)",
-           "oracle": "the individual oracle order (single heads gated to 0, least harmful first)"}
+AGAINST = {
+    "random": "the mean of the seeded random orders (ours)",
+    "oracle": "the individual oracle order (single heads gated to 0, least harmful first)",
+}
 
 
 def within_one_point(scores: list[float], intact: float) -> int:
@@ -40,8 +42,9 @@ def normalised_per_layer(raw: np.ndarray) -> np.ndarray:
     return np.divide(raw, norms, out=np.zeros_like(raw), where=norms > 0)
 
 
-def held_out_predictions(where: list[tuple[str, int, int, int]], predictions: np.ndarray, halves: Halves,
-                         intact: np.ndarray, steps: int) -> dict[str, np.ndarray]:
+def held_out_predictions(
+    where: list[tuple[str, int, int, int]], predictions: np.ndarray, halves: Halves, intact: np.ndarray, steps: int
+) -> dict[str, np.ndarray]:
     """Per pruning order, the cross-fitted (steps, examples) predictions: at step 0 the intact
     model's; at each later step, each example's under the mask its order ranked on the other
     half (``where``: `harness.analyses.ablation_masks.pruning_masks`' (order, half ranked on,
@@ -60,8 +63,9 @@ def area_under(scores: np.ndarray, fractions: tuple[float, ...]) -> np.ndarray:
     return np.trapezoid(scores, np.asarray(fractions), axis=-1)
 
 
-def area_comparisons(metric: str, held_out: dict[str, np.ndarray], labels: np.ndarray,
-                     fractions: tuple[float, ...]) -> Areas:
+def area_comparisons(
+    metric: str, held_out: dict[str, np.ndarray], labels: np.ndarray, fractions: tuple[float, ...]
+) -> Areas:
     """The area under each order's cross-fitted pruning curve and, where there is an importance
     order, its area minus the random orders' mean and minus the oracle's: each with its 95%
     interval over paired bootstrap resamples of the examples (the same resamples for every
@@ -72,15 +76,23 @@ def area_comparisons(metric: str, held_out: dict[str, np.ndarray], labels: np.nd
     observed = area_under(metric_rows(metric, stacked, labels).reshape(shape), fractions)
     resampled = area_under(bootstrap_metric_rows(metric, stacked, labels).reshape(-1, *shape), fractions)
     randoms = [index for index, name in enumerate(names) if name.startswith(RANDOM)]
-    against = {"random": (observed[randoms].mean(), resampled[:, randoms].mean(axis=1)),
-               "oracle": (observed[names.index("oracle")], resampled[:, names.index("oracle")])}
+    against = {
+        "random": (observed[randoms].mean(), resampled[:, randoms].mean(axis=1)),
+        "oracle": (observed[names.index("oracle")], resampled[:, names.index("oracle")]),
+    }
     out: Areas = {"areas": dict(zip(names, observed.tolist()))}
     if "importance" in names:
         chosen = names.index("importance")
-        differences = {baseline: area_difference(
-            observed[chosen] - area, resampled[:, chosen] - samples, len(labels),
-            f"area under the cross-fitted pruning curve of dev {metric}, importance order minus {AGAINST[baseline]}")
-            for baseline, (area, samples) in against.items()}
+        differences = {
+            baseline: area_difference(
+                observed[chosen] - area,
+                resampled[:, chosen] - samples,
+                len(labels),
+                f"area under the cross-fitted pruning curve of dev {metric}, "
+                f"importance order minus {AGAINST[baseline]}",
+            )
+            for baseline, (area, samples) in against.items()
+        }
         out["importance_vs_random"], out["importance_vs_oracle"] = differences["random"], differences["oracle"]
     return out
 
@@ -94,11 +106,14 @@ def family(differences: Differences, shape: tuple[int, ...]) -> Family:
     """One family of tests (all heads or all layers of one mode) as grids: the deltas, their
     interval bounds, the p-values and the Holm-adjusted p-values."""
     adjusted = holm(differences.p_values)
-    return {"delta": differences.differences.reshape(shape).tolist(),
-            "low": differences.intervals[:, 0].reshape(shape).tolist(),
-            "high": differences.intervals[:, 1].reshape(shape).tolist(),
-            "p": differences.p_values.reshape(shape).tolist(), "p_holm": adjusted.reshape(shape).tolist(),
-            "significant": int((adjusted < ALPHA).sum())}
+    return {
+        "delta": differences.differences.reshape(shape).tolist(),
+        "low": differences.intervals[:, 0].reshape(shape).tolist(),
+        "high": differences.intervals[:, 1].reshape(shape).tolist(),
+        "p": differences.p_values.reshape(shape).tolist(),
+        "p_holm": adjusted.reshape(shape).tolist(),
+        "significant": int((adjusted < ALPHA).sum()),
+    }
 
 
 def spearman(first: Any, second: Any) -> float | None:

@@ -88,7 +88,8 @@ class Analysis(ABC):
     Class attributes: ``view`` (what reads its stored result back; it gives the analysis its
     ``name``, the registry and summary key, and ``version``: bump it when the statistics
     change, and stored results of other versions are recomputed), ``source`` (the
-    text it reads), ``needs`` (`ATTENTION`, `GRADIENTS`, `GATE_GRADIENTS`, `INTERVENES`, `LOGITS`, `VALUE_NORMS`), ``joint``, ``uses_head`` (the
+    text it reads), ``needs`` (`ATTENTION`, `GRADIENTS`, `GATE_GRADIENTS`, `INTERVENES`, `LOGITS`,
+    `VALUE_NORMS`), ``joint``, ``uses_head`` (the
     result depends on the classification head, not only the encoder), ``settings_used``
     (the `AnalysisConfig` fields its result depends on), ``reference`` (the papers' numbers
     and protocol constants shown beside ours, copied into the summary entry),
@@ -137,7 +138,9 @@ class Analysis(ABC):
     @classmethod
     def settings_identity(cls, settings: AnalysisConfig, hashes: FileHashes) -> dict[str, Any]:
         """The settings the result depends on, with files replaced by their content hashes."""
-        values = {item.name: getattr(settings, item.name) for item in fields(settings) if item.name in cls.settings_used}
+        values = {
+            item.name: getattr(settings, item.name) for item in fields(settings) if item.name in cls.settings_used
+        }
         return {name: hashes.describe(value) if isinstance(value, Path) else value for name, value in values.items()}
 
     @classmethod
@@ -154,8 +157,12 @@ register_analysis = registrar(ANALYSES, "analysis")  # class decorator: adds an 
 
 def changed_heads(before: list[list[Any]], after: list[list[Any]]) -> list[ChangedHead]:
     """Heads (1-indexed) whose value (label, class, label set) differs between two (layers x heads) grids."""
-    return [{"layer": layer + 1, "head": head + 1, "before": old, "after": after[layer][head]}
-            for layer, row in enumerate(before) for head, old in enumerate(row) if old != after[layer][head]]
+    return [
+        {"layer": layer + 1, "head": head + 1, "before": old, "after": after[layer][head]}
+        for layer, row in enumerate(before)
+        for head, old in enumerate(row)
+        if old != after[layer][head]
+    ]
 
 
 def best_head(grid: torch.Tensor) -> BestHead:

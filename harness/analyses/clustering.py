@@ -10,7 +10,8 @@ so a seeded sample of ``clustering_tokens_per_example`` rows per example (option
 (MiniLM): 2 rows per example give distances correlated at r = 0.9993 with 32 rows (4 rows:
 0.9997), and each head's pre-trained to fine-tuned distance at r = 0.9996 (4 rows: 0.9999).
 Stored distances are the mean per token (Clark's sum divided by the tokens used), so runs
-of different sizes compare; the 2-D picture is the same up to scale. Metric MDS (scikit-learn) embeds the distance matrix.
+of different sizes compare; the 2-D picture is the same up to scale. Metric MDS (scikit-learn)
+embeds the distance matrix.
 """
 
 from __future__ import annotations
@@ -54,7 +55,9 @@ def pairwise_js(rows: torch.Tensor) -> torch.Tensor:
     return distances.clamp(min=0)
 
 
-def sample_rows(lengths: torch.Tensor, per_example: int, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+def sample_rows(
+    lengths: torch.Tensor, per_example: int, generator: torch.Generator
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Seeded choice of up to ``per_example`` real rows per example: (example index, row index) pairs."""
     examples, positions = [], []
     for example, length in enumerate(lengths.cpu().tolist()):
@@ -66,8 +69,14 @@ def sample_rows(lengths: torch.Tensor, per_example: int, generator: torch.Genera
 
 def embed(distances: np.ndarray, seed: int) -> tuple[np.ndarray, float]:
     """2-D metric MDS of a precomputed distance matrix; returns coordinates and stress."""
-    mds = MDS(n_components=2, metric="precomputed", metric_mds=True, init="classical_mds",
-              random_state=seed, normalized_stress=True)
+    mds = MDS(
+        n_components=2,
+        metric="precomputed",
+        metric_mds=True,
+        init="classical_mds",
+        random_state=seed,
+        normalized_stress=True,
+    )
     coordinates = mds.fit_transform(distances)
     return coordinates, float(mds.stress_)
 
@@ -77,8 +86,10 @@ def layer_block_means(distances: np.ndarray, layers: int, heads: int) -> WithinC
     layer_of = np.repeat(np.arange(layers), heads)
     same = layer_of[:, None] == layer_of[None, :]
     off_diagonal = ~np.eye(layers * heads, dtype=bool)
-    return {"same_layer": float(distances[same & off_diagonal].mean()) if heads > 1 else float("nan"),
-            "other_layers": float(distances[~same].mean()) if layers > 1 else float("nan")}
+    return {
+        "same_layer": float(distances[same & off_diagonal].mean()) if heads > 1 else float("nan"),
+        "other_layers": float(distances[~same].mean()) if layers > 1 else float("nan"),
+    }
 
 
 @register_analysis
@@ -103,8 +114,12 @@ class Clustering(Analysis):
         examples, positions = sample_rows(batch.lengths, self.per_example, self.generator)
         examples, positions = examples.to(batch.device), positions.to(batch.device)
         # (checkpoints * layers * heads, sampled rows, seq); padding columns of real rows are ~0.
-        rows = torch.cat([batch.attentions[checkpoint][examples, :, :, positions].float().permute(1, 2, 0, 3)
-                          .flatten(0, 1) for checkpoint in self.context.checkpoints])
+        rows = torch.cat(
+            [
+                batch.attentions[checkpoint][examples, :, :, positions].float().permute(1, 2, 0, 3).flatten(0, 1)
+                for checkpoint in self.context.checkpoints
+            ]
+        )
         rows = rows * real_tokens(batch.lengths[examples], rows.shape[-1])[None]
         self.totals += pairwise_js(rows)
         self.tokens += len(positions)
@@ -118,19 +133,27 @@ class Clustering(Analysis):
         np.fill_diagonal(mean, 0.0)
         coordinates, stress = embed(mean, self.context.seed)
         size = layers * heads
-        blocks = {c: layer_block_means(mean[i * size:(i + 1) * size, i * size:(i + 1) * size], layers, heads)
-                  for i, c in enumerate(checkpoints)}
+        blocks = {
+            c: layer_block_means(mean[i * size : (i + 1) * size, i * size : (i + 1) * size], layers, heads)
+            for i, c in enumerate(checkpoints)
+        }
         per_pair: dict[str, BetweenVersions] = {}
         for before, after in self.context.pairs:
             i, j = checkpoints.index(before), checkpoints.index(after)
-            between = np.diagonal(mean[i * size:(i + 1) * size, j * size:(j + 1) * size]).reshape(layers, heads)
+            between = np.diagonal(mean[i * size : (i + 1) * size, j * size : (j + 1) * size]).reshape(layers, heads)
             per_pair[pair_name((before, after))] = {"between_versions": between.tolist()}
         return {
-            "checkpoints": checkpoints, "num_layers": layers, "num_heads": heads,
+            "checkpoints": checkpoints,
+            "num_layers": layers,
+            "num_heads": heads,
             "head_order": "checkpoint, then layer, then head (row-major)",
-            "js_divergence": mean.tolist(), "mds": coordinates.tolist(), "mds_stress": stress,
-            "within_checkpoint": blocks, "tokens_used": self.tokens,
-            "tokens_per_example": self.per_example, "num_items": self.num_items,
+            "js_divergence": mean.tolist(),
+            "mds": coordinates.tolist(),
+            "mds_stress": stress,
+            "within_checkpoint": blocks,
+            "tokens_used": self.tokens,
+            "tokens_per_example": self.per_example,
+            "num_items": self.num_items,
             "distance": "Jensen-Shannon divergence (nats), mean per token",
             "per_pair": per_pair,
         }

@@ -87,9 +87,11 @@ def baseline_picks(kept: list[Mention], heads: list[int], head_words: list[str],
     # Earlier in (start, end) order and not overlapping: the mentions it may refer back to.
     preceding = [j for j in range(index) if kept[j].end < mention.start]
     same_head = [j for j in preceding if head_words[j] == head_words[index]]
-    return {"nearest": heads[preceding[-1]] if preceding else None,
-            "head_match": heads[same_head[-1]] if same_head else None,
-            "nearest_either_side": nearest_other_head(heads, heads[index])}
+    return {
+        "nearest": heads[preceding[-1]] if preceding else None,
+        "head_match": heads[same_head[-1]] if same_head else None,
+        "nearest_either_side": nearest_other_head(heads, heads[index]),
+    }
 
 
 def coreference_targets(document: Document, num_words: int) -> CorefTargets:
@@ -162,8 +164,10 @@ class Coreference(WordLevelAnalysis):
     view = CoreferenceView
     source = "coreference"
     settings_used = ("word_attention_from",)
-    reference = {"clark_table2": CLARK_TABLE_2,
-                 "paper_setting": "bert-base-uncased, CoNLL-2012 dev, documents cut to 128 tokens"}
+    reference = {
+        "clark_table2": CLARK_TABLE_2,
+        "paper_setting": "bert-base-uncased, CoNLL-2012 dev, documents cut to 128 tokens",
+    }
 
     def __init__(self, context: AnalysisContext) -> None:
         super().__init__(context)
@@ -202,14 +206,22 @@ class Coreference(WordLevelAnalysis):
         counts = self.mentions.clamp(min=1).double()
         accuracy = self.hits.cpu().double() / counts[None, :, None, None]
         baselines = {name: by_group(hits.double() / counts, mentions) for name, hits in self.baseline_hits.items()}
-        return {checkpoint: {
-            "word_attention_from": self.from_mode, "max_tokens": self.context.settings.max_tokens,
-            "documents": self.documents, "documents_cut": self.documents_cut, "words_cut": self.words_cut,
-            "mentions_cut": self.mentions_cut, "mentions": dict(zip(GROUPS, mentions)), "baselines": baselines,
-            "accuracy_per_head": {group: grid.tolist() for group, grid in zip(GROUPS, accuracy[index])},
-            "best_head": best_heads(accuracy[index], mentions),
-            "units": self.units(index).stored(),
-        } for index, checkpoint in enumerate(self.context.checkpoints)}
+        return {
+            checkpoint: {
+                "word_attention_from": self.from_mode,
+                "max_tokens": self.context.settings.max_tokens,
+                "documents": self.documents,
+                "documents_cut": self.documents_cut,
+                "words_cut": self.words_cut,
+                "mentions_cut": self.mentions_cut,
+                "mentions": dict(zip(GROUPS, mentions)),
+                "baselines": baselines,
+                "accuracy_per_head": {group: grid.tolist() for group, grid in zip(GROUPS, accuracy[index])},
+                "best_head": best_heads(accuracy[index], mentions),
+                "units": self.units(index).stored(),
+            }
+            for index, checkpoint in enumerate(self.context.checkpoints)
+        }
 
     def units(self, index: int) -> UnitSums:
         """Checkpoint ``index``'s hits of every head on all mentions (documents, layers * heads), over each
@@ -219,22 +231,28 @@ class Coreference(WordLevelAnalysis):
         return UnitSums.of(hits, self.document_mentions, UNIT)
 
     @classmethod
-    def compare(cls, per_checkpoint: dict[str, CoreferenceResult],
-                pairs: list[tuple[str, str]]) -> dict[str, CoreferenceComparison]:
+    def compare(
+        cls, per_checkpoint: dict[str, CoreferenceResult], pairs: list[tuple[str, str]]
+    ) -> dict[str, CoreferenceComparison]:
         """After minus before, by group: best head vs best head, and at the before model's best
         head overall (does the head that tracked coreference keep it?); and the evidence of the
         best head's change on all mentions, the best head chosen again in every resample of the
         documents."""
+
         def changed(before: CoreferenceResult, after: CoreferenceResult) -> CoreferenceComparison:
             mentions = [before["mentions"][group] for group in GROUPS]
             grids = [np.asarray([stats["accuracy_per_head"][group] for group in GROUPS]) for stats in (before, after)]
             layer, head = before["best_head"]["all"]["layer"] - 1, before["best_head"]["all"]["head"] - 1
             best_change = grids[1].reshape(len(GROUPS), -1).max(axis=1) - grids[0].reshape(len(GROUPS), -1).max(axis=1)
             evidence = paired_change(UnitSums.read(before["units"]), UnitSums.read(after["units"]), reduce="max")
-            return {"best_head": by_group(best_change.tolist(), mentions),
-                    "at_before_best_head": {"layer": layer + 1, "head": head + 1,
-                                            **by_group((grids[1][:, layer, head] - grids[0][:, layer, head]).tolist(),
-                                                       mentions)},
-                    "evidence": {CHANGE: evidence}}
+            return {
+                "best_head": by_group(best_change.tolist(), mentions),
+                "at_before_best_head": {
+                    "layer": layer + 1,
+                    "head": head + 1,
+                    **by_group((grids[1][:, layer, head] - grids[0][:, layer, head]).tolist(), mentions),
+                },
+                "evidence": {CHANGE: evidence},
+            }
 
         return {pair_name((a, b)): changed(per_checkpoint[a], per_checkpoint[b]) for a, b in pairs}

@@ -62,8 +62,12 @@ class CosineSums:
         count = max(self.counts[index], 1)
         mean = (self.total[index] / count).cpu()
         variance = (self.total_squares[index].cpu() / count - mean**2).clamp(min=0)
-        return {"per_head": mean.tolist(), "per_head_std": variance.sqrt().tolist(),
-                "per_layer": mean.mean(dim=1).tolist(), "num_examples": self.counts[index]}
+        return {
+            "per_head": mean.tolist(),
+            "per_head_std": variance.sqrt().tolist(),
+            "per_layer": mean.mean(dim=1).tolist(),
+            "num_examples": self.counts[index],
+        }
 
 
 @register_analysis
@@ -86,8 +90,12 @@ class CosineSimilarity(Analysis):
             self.per_example_layers[index].append(cosine.mean(dim=-1))
 
     def result(self) -> CosineResult:
-        return {"per_pair": {pair_name(pair): {**self.sums.stats(index), "units": self.units(index).stored()}
-                             for index, pair in enumerate(self.context.pairs)}}
+        return {
+            "per_pair": {
+                pair_name(pair): {**self.sums.stats(index), "units": self.units(index).stored()}
+                for index, pair in enumerate(self.context.pairs)
+            }
+        }
 
     def units(self, index: int) -> UnitSums:
         """Pair ``index``'s mean cosine over heads per example and layer, each example weighing one."""

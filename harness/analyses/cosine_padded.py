@@ -35,17 +35,21 @@ class PaddedCosineSimilarity(Analysis):
     source = "task-padded"
     joint = True
     on_by_default = False
-    reference = {"kovaleva": "inputs padded to 200 tokens, padding rows kept in the flattened maps; "
-                             "the last two layers change most (all tasks but QQP)",
-                 "padded_to": KOVALEVA_PADDED_LENGTH}
+    reference = {
+        "kovaleva": "inputs padded to 200 tokens, padding rows kept in the flattened maps; "
+        "the last two layers change most (all tasks but QQP)",
+        "padded_to": KOVALEVA_PADDED_LENGTH,
+    }
 
     @classmethod
     def cannot_run_on(cls, model: PretrainedConfig) -> str | None:
         positions = model.max_position_embeddings
         if positions >= KOVALEVA_PADDED_LENGTH:
             return None
-        return (f"pads inputs to {KOVALEVA_PADDED_LENGTH} tokens as Kovaleva et al.'s code, but the model has "
-                f"{positions} position embeddings")
+        return (
+            f"pads inputs to {KOVALEVA_PADDED_LENGTH} tokens as Kovaleva et al.'s code, but the model has "
+            f"{positions} position embeddings"
+        )
 
     def __init__(self, context: AnalysisContext) -> None:
         super().__init__(context)
@@ -63,10 +67,16 @@ class PaddedCosineSimilarity(Analysis):
         for index, pair in enumerate(self.context.pairs):
             stats = {protocol: sums.stats(index) for protocol, sums in self.sums.items()}
             heads = {protocol: most_changed(stats[protocol]["per_head"]) for protocol in PROTOCOLS}
-            rho = spearmanr(torch.tensor(stats["padded"]["per_head"]).flatten(),
-                            torch.tensor(stats["cropped"]["per_head"]).flatten()).statistic
+            rho = spearmanr(
+                torch.tensor(stats["padded"]["per_head"]).flatten(),
+                torch.tensor(stats["cropped"]["per_head"]).flatten(),
+            ).statistic
             where = {protocol: (head["layer"], head["head"]) for protocol, head in heads.items()}
-            out[pair_name(pair)] = {"padded": stats["padded"], "cropped": stats["cropped"],
-                                    "ranking_spearman": float(rho), "most_changed": heads,
-                                    "same_most_changed": where["padded"] == where["cropped"]}
+            out[pair_name(pair)] = {
+                "padded": stats["padded"],
+                "cropped": stats["cropped"],
+                "ranking_spearman": float(rho),
+                "most_changed": heads,
+                "same_most_changed": where["padded"] == where["cropped"],
+            }
         return {"per_pair": out, "padded_to": KOVALEVA_PADDED_LENGTH}

@@ -129,14 +129,20 @@ class RelationCounts:
 def best(accuracy: torch.Tensor) -> DirectedHead:
     """Best (direction, layer, head) of a (directions, layers, heads) accuracy grid, 1-indexed, in %."""
     top = best_head(accuracy)
-    return {"layer": top["layer"], "head": top["head"], "direction": DIRECTIONS[top["leading"][0]],
-            "accuracy": 100 * top["value"]}
+    return {
+        "layer": top["layer"],
+        "head": top["head"],
+        "direction": DIRECTIONS[top["leading"][0]],
+        "accuracy": 100 * top["value"],
+    }
 
 
 def best_per_direction(accuracy: torch.Tensor) -> dict[str, DirectedHead]:
     """`best` within each direction of a (2, layers, heads) accuracy grid."""
-    return {direction: {**best(accuracy[index:index + 1]), "direction": direction}
-            for index, direction in enumerate(DIRECTIONS)}
+    return {
+        direction: {**best(accuracy[index : index + 1]), "direction": direction}
+        for index, direction in enumerate(DIRECTIONS)
+    }
 
 
 @register_analysis
@@ -147,8 +153,11 @@ class DependencyHeads(WordLevelAnalysis):
     source = "syntax"
     settings_used = ("word_attention_from", "syntax_min_count")
     # keyed by our row: the paper's `all` sits under `all_clark`, the protocol it was measured with
-    reference = {"clark_table1": {row: paper_row(row) for row in (ALL_CLARK, *PAPER_TABLE1) if paper_row(row)},
-                 "ud_to_sd": UD_TO_SD, "paper_model": PAPER_MODEL}
+    reference = {
+        "clark_table1": {row: paper_row(row) for row in (ALL_CLARK, *PAPER_TABLE1) if paper_row(row)},
+        "ud_to_sd": UD_TO_SD,
+        "paper_model": PAPER_MODEL,
+    }
 
     def __init__(self, context: AnalysisContext) -> None:
         super().__init__(context)
@@ -172,12 +181,14 @@ class DependencyHeads(WordLevelAnalysis):
             scored = torch.tensor([r not in UNSCORED for r in relations], dtype=torch.bool)
             self._count_sentence(sentence, aligned.words_cut, int(scored.sum()))
             if not relations:
-                self.sentence_correct.append(torch.zeros(self.heads.shape, dtype=torch.float64,
-                                                         device=self.context.device).flatten(1))
+                self.sentence_correct.append(
+                    torch.zeros(self.heads.shape, dtype=torch.float64, device=self.context.device).flatten(1)
+                )
                 continue
             on_device = read_at.to(self.context.device), gold.to(self.context.device)
-            hits = torch.stack([head_predictions(maps)[..., on_device[0]] == on_device[1]
-                                for _, maps in per_checkpoint])
+            hits = torch.stack(
+                [head_predictions(maps)[..., on_device[0]] == on_device[1] for _, maps in per_checkpoint]
+            )
             self.sentence_correct.append((hits & scored.to(hits.device)).sum(dim=-1).flatten(1).double())
             # every word is counted; the protocols choose which relation columns they sum
             self.heads.add(hits, relations)
@@ -208,23 +219,37 @@ class DependencyHeads(WordLevelAnalysis):
         grid = correct[..., columns].sum(dim=-1) / max(count, 1)
         baseline = self.baseline.correct[protocol][:, columns].sum(dim=-1) / max(count, 1)
         offset = int(baseline.argmax())
-        return {"relation": relation, "count": count, "best": best(grid), "by_direction": best_per_direction(grid),
-                "baseline": {"offset": OFFSETS[offset], "accuracy": 100 * float(baseline[offset])},
-                "per_head": (100 * grid).tolist()}
+        return {
+            "relation": relation,
+            "count": count,
+            "best": best(grid),
+            "by_direction": best_per_direction(grid),
+            "baseline": {"offset": OFFSETS[offset], "accuracy": 100 * float(baseline[offset])},
+            "per_head": (100 * grid).tolist(),
+        }
 
     def result(self) -> dict[str, SyntaxResult]:
         counts = {r: int(self.totals.of(r)) for r in self.totals.index if r not in UNSCORED}
         frequent = sorted((r for r, n in counts.items() if n >= self.min_count), key=lambda r: -counts[r])
         relations = [ALL, *frequent] if self.totals.index else []
         correct = self.heads.correct.cpu()
-        return {checkpoint: {
-            "relations": [self._row(correct[index], relation) for relation in relations],
-            ALL_CLARK: self._row(correct[index], ALL_CLARK, CLARK) if relations else None,
-            "min_count": self.min_count, "offsets": list(OFFSETS), "directions": list(DIRECTIONS),
-            "word_attention_from": self.from_mode, "num_sentences": self.sentences, "num_words": self.words,
-            "num_scored": sum(counts.values()), "words_cut": self.words_cut, "arcs_cut": self.arcs_cut,
-            "units": self.units(index).stored(),
-        } for index, checkpoint in enumerate(self.context.checkpoints)}
+        return {
+            checkpoint: {
+                "relations": [self._row(correct[index], relation) for relation in relations],
+                ALL_CLARK: self._row(correct[index], ALL_CLARK, CLARK) if relations else None,
+                "min_count": self.min_count,
+                "offsets": list(OFFSETS),
+                "directions": list(DIRECTIONS),
+                "word_attention_from": self.from_mode,
+                "num_sentences": self.sentences,
+                "num_words": self.words,
+                "num_scored": sum(counts.values()),
+                "words_cut": self.words_cut,
+                "arcs_cut": self.arcs_cut,
+                "units": self.units(index).stored(),
+            }
+            for index, checkpoint in enumerate(self.context.checkpoints)
+        }
 
     def units(self, index: int) -> UnitSums:
         """Checkpoint ``index``'s correct predictions on ours `all` (sentences, directions * layers * heads),
@@ -235,24 +260,32 @@ class DependencyHeads(WordLevelAnalysis):
         return UnitSums.of(correct, self.sentence_scored, UNIT)
 
     @classmethod
-    def compare(cls, per_checkpoint: dict[str, SyntaxResult],
-                pairs: list[tuple[str, str]]) -> dict[str, SyntaxComparison]:
+    def compare(
+        cls, per_checkpoint: dict[str, SyntaxResult], pairs: list[tuple[str, str]]
+    ) -> dict[str, SyntaxComparison]:
         """Per relation: best head before and after, the change, and the after model's accuracy
         at the before model's best head (does the head that tracked the relation keep it?); and
         the evidence of the best head's change on ours `all` (in points), the best (head,
         direction) chosen again in every resample of the sentences."""
+
         def changed(before: RelationRow, after: RelationRow) -> RelationChange:
             head = before["best"]
             same_head = after["per_head"][DIRECTIONS.index(head["direction"])][head["layer"] - 1][head["head"] - 1]
-            return {"relation": before["relation"], "change": after["best"]["accuracy"] - head["accuracy"],
-                    "after_at_before_head": same_head}
+            return {
+                "relation": before["relation"],
+                "change": after["best"]["accuracy"] - head["accuracy"],
+                "after_at_before_head": same_head,
+            }
 
         def compared(before: SyntaxResult, after: SyntaxResult) -> SyntaxComparison:
             first, second = before[ALL_CLARK], after[ALL_CLARK]
             clark = changed(first, second) if first and second else None
             units = [UnitSums.read(stats["units"]) for stats in (before, after)]
             in_points = [replace(sums, numerators=100 * sums.numerators) for sums in units]  # as the rows give it
-            return {"relations": [changed(b, a) for b, a in zip(before["relations"], after["relations"])],
-                    ALL_CLARK: clark, "evidence": {CHANGE: paired_change(*in_points, reduce="max")}}
+            return {
+                "relations": [changed(b, a) for b, a in zip(before["relations"], after["relations"])],
+                ALL_CLARK: clark,
+                "evidence": {CHANGE: paired_change(*in_points, reduce="max")},
+            }
 
         return {pair_name((a, b)): compared(per_checkpoint[a], per_checkpoint[b]) for a, b in pairs}

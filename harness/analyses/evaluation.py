@@ -46,8 +46,9 @@ def majority_scores(task: GlueTask, labels: np.ndarray) -> dict[str, float]:
     return score_predictions(task, majority_predictions(task, labels), labels)
 
 
-def paired_difference(task: GlueTask, metric: str, predictions: np.ndarray, reference: np.ndarray,
-                      labels: np.ndarray) -> PairedDifference:
+def paired_difference(
+    task: GlueTask, metric: str, predictions: np.ndarray, reference: np.ndarray, labels: np.ndarray
+) -> PairedDifference:
     """``metric`` of ``predictions`` minus that of ``reference`` on the same examples, with its
     95% paired bootstrap interval (the same resampled examples scored for both; percentiles)."""
     difference, intervals = bootstrap_differences(metric, predictions[None], reference, labels)
@@ -96,15 +97,19 @@ class Evaluation(Analysis):
             scores, majority = {}, {}
             for split in names:
                 chosen = splits == split
-                scores |= {f"{split}/{k}": v for k, v in score_predictions(task, predictions[chosen],
-                                                                           labels[chosen]).items()}
+                scores |= {
+                    f"{split}/{k}": v for k, v in score_predictions(task, predictions[chosen], labels[chosen]).items()
+                }
                 scores[f"{split}/loss"] = mean_loss(logits[chosen], labels[chosen])
                 majority |= {f"{split}/{k}": v for k, v in majority_scores(task, labels[chosen]).items()}
-            out[checkpoint] = {"metrics": scores, "majority": majority,
-                               "examples": {split: int((splits == split).sum()) for split in names},
-                               "task": task.name,
-                               "predictions": {split: predictions[splits == split].tolist() for split in names},
-                               "labels": {split: labels[splits == split].tolist() for split in names}}
+            out[checkpoint] = {
+                "metrics": scores,
+                "majority": majority,
+                "examples": {split: int((splits == split).sum()) for split in names},
+                "task": task.name,
+                "predictions": {split: predictions[splits == split].tolist() for split in names},
+                "labels": {split: labels[splits == split].tolist() for split in names},
+            }
         return out
 
     @classmethod
@@ -122,8 +127,9 @@ class Evaluation(Analysis):
             predictions = np.asarray(second["predictions"][split])
             metric = task.metrics[0]
             against_majority = paired_difference(task, metric, predictions, majority_predictions(task, labels), labels)
-            against_before = paired_difference(task, metric, predictions, np.asarray(first["predictions"][split]),
-                                               labels)
+            against_before = paired_difference(
+                task, metric, predictions, np.asarray(first["predictions"][split]), labels
+            )
             learned = against_majority["interval"][0] > 0
             out[pair_name((before, after))] = {
                 "change": {name: second["metrics"][name] - value for name, value in first["metrics"].items()},

@@ -29,8 +29,10 @@ NUM_EXAMPLES = 4
 MAX_TOKENS = 40  # special tokens included: short enough to read every token on an axis
 SCALE = 1000  # weights stored in thousandths
 DIGITS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"  # base64url's alphabet
-ENCODING = ("weights in thousandths, two base-64 digits each (A-Z a-z 0-9 - _, most significant first), "
-            "layer-major, then head, row (attending token), column (attended token)")
+ENCODING = (
+    "weights in thousandths, two base-64 digits each (A-Z a-z 0-9 - _, most significant first), "
+    "layer-major, then head, row (attending token), column (attended token)"
+)
 CODES = np.frombuffer(DIGITS.encode(), dtype=np.uint8)
 VALUES = np.zeros(256, dtype=np.int64)
 VALUES[CODES] = np.arange(len(DIGITS))
@@ -106,17 +108,32 @@ class ExampleMaps(Analysis):
             self.kept = sorted([*self.kept, Kept(rank, item, tokens, maps)], key=lambda kept: kept.rank)[:NUM_EXAMPLES]
 
     def result(self) -> dict[str, ExamplesResult]:
-        return {name: {"num_layers": self.context.num_layers, "num_heads": self.context.num_heads,
-                       "max_tokens": MAX_TOKENS, "candidates": self.candidates,
-                       "examples": [{"guid": kept.item.guid, "split": kept.item.split, "text_a": kept.item.text_a,
-                                     "text_b": kept.item.text_b, "label": label_text(self.context, kept.item.label),
-                                     "tokens": kept.tokens, "maps": encode_maps(kept.maps[name])}
-                                    for kept in self.kept]}
-                for name in self.context.checkpoints}
+        return {
+            name: {
+                "num_layers": self.context.num_layers,
+                "num_heads": self.context.num_heads,
+                "max_tokens": MAX_TOKENS,
+                "candidates": self.candidates,
+                "examples": [
+                    {
+                        "guid": kept.item.guid,
+                        "split": kept.item.split,
+                        "text_a": kept.item.text_a,
+                        "text_b": kept.item.text_b,
+                        "label": label_text(self.context, kept.item.label),
+                        "tokens": kept.tokens,
+                        "maps": encode_maps(kept.maps[name]),
+                    }
+                    for kept in self.kept
+                ],
+            }
+            for name in self.context.checkpoints
+        }
 
     @classmethod
-    def compare(cls, per_checkpoint: dict[str, ExamplesResult],
-                pairs: list[tuple[str, str]]) -> dict[str, ExamplesComparison]:
+    def compare(
+        cls, per_checkpoint: dict[str, ExamplesResult], pairs: list[tuple[str, str]]
+    ) -> dict[str, ExamplesComparison]:
         """Per pair and example: each head's cosine between the two maps, and the head that changed most."""
         out: dict[str, ExamplesComparison] = {}
         for before, after in pairs:
@@ -128,8 +145,16 @@ class ExampleMaps(Analysis):
             for a, b in zip(first["examples"], second["examples"]):
                 cosine = head_cosines(decode_maps(a["maps"], *shape), decode_maps(b["maps"], *shape))
                 lowest = best_head(-torch.from_numpy(cosine))
-                examples.append({"guid": a["guid"], "cosine_per_head": np.round(cosine, 3).tolist(),
-                                 "most_changed": {"layer": lowest["layer"], "head": lowest["head"],
-                                                  "cosine": round(-lowest["value"], 3)}})
+                examples.append(
+                    {
+                        "guid": a["guid"],
+                        "cosine_per_head": np.round(cosine, 3).tolist(),
+                        "most_changed": {
+                            "layer": lowest["layer"],
+                            "head": lowest["head"],
+                            "cosine": round(-lowest["value"], 3),
+                        },
+                    }
+                )
             out[pair_name((before, after))] = {"examples": examples}
         return out

@@ -28,20 +28,40 @@ from tasks.treebank import Sentence
 # Kovaleva et al.'s spaCy labels and their UD counterparts (UD splits "don't" into "do n't").
 SUBJECT_RELATIONS = frozenset({"nsubj", "nsubjpass", "csubj", "csubjpass", "agent", "expl"})
 OBJECT_RELATIONS = frozenset({"dobj", "obj", "iobj", "dative", "attr", "oprd"})
-NEGATION_WORDS = frozenset({
-    "neither", "nor", "not", "never", "none", "nothing", "nowhere", "n't", "don't", "won't", "didn't", "hadn't",
-    "haven't", "can't", "isn't", "wasn't", "shouldn't", "couldn't",
-})
+NEGATION_WORDS = frozenset(
+    {
+        "neither",
+        "nor",
+        "not",
+        "never",
+        "none",
+        "nothing",
+        "nowhere",
+        "n't",
+        "don't",
+        "won't",
+        "didn't",
+        "hadn't",
+        "haven't",
+        "can't",
+        "isn't",
+        "wasn't",
+        "shouldn't",
+        "couldn't",
+    }
+)
 UPOS_FALLBACK = {"nouns": {"NOUN", "PROPN"}, "verbs": {"VERB", "AUX"}, "pronouns": {"PRON"}}
 
 
 def _tagged(prefixes: tuple[str, ...], exact: frozenset[str], fallback: str) -> Callable[[Sentence, int], bool]:
     """Penn-tag test, falling back to UPOS where the treebank has no Penn tags."""
+
     def test(sentence: Sentence, i: int) -> bool:
         xpos = sentence.xpos[i]
         if xpos in ("_", ""):
             return sentence.upos[i] in UPOS_FALLBACK[fallback]
         return xpos.startswith(prefixes) or xpos in exact
+
     return test
 
 
@@ -58,8 +78,10 @@ FEATURES: dict[str, Callable[[Sentence, int], bool]] = {
     "negation": lambda sentence, i: sentence.words[i].lower().replace("\u2019", "'") in NEGATION_WORDS,
 }
 NAMES = (*FEATURES, *SPECIAL)
-NORMALISATION = ("attention received, averaged over all rows of the word-level map ([CLS]/[SEP] rows included); "
-                 "max over the sentence's words with the feature")
+NORMALISATION = (
+    "attention received, averaged over all rows of the word-level map ([CLS]/[SEP] rows included); "
+    "max over the sentence's words with the feature"
+)
 
 
 def feature_positions(sentence: Sentence, num_words: int) -> dict[str, list[int]]:
@@ -86,8 +108,10 @@ class LinguisticFeatures(WordLevelAnalysis):
     view = FeaturesView
     source = "syntax"
     settings_used = ("word_attention_from",)
-    reference = {"kovaleva": "features tagged with spaCy on GLUE text; here the treebank's gold annotation",
-                 "normalisation": NORMALISATION}
+    reference = {
+        "kovaleva": "features tagged with spaCy on GLUE text; here the treebank's gold annotation",
+        "normalisation": NORMALISATION,
+    }
 
     def __init__(self, context: AnalysisContext) -> None:
         super().__init__(context)
@@ -97,7 +121,9 @@ class LinguisticFeatures(WordLevelAnalysis):
         self.words_cut = 0
 
     def update_words(self, batch: AttentionBatch) -> None:
-        rows = [word_maps(batch, checkpoint, self.from_mode, keep_special=True) for checkpoint in self.context.checkpoints]
+        rows = [
+            word_maps(batch, checkpoint, self.from_mode, keep_special=True) for checkpoint in self.context.checkpoints
+        ]
         for per_checkpoint in zip(*rows):
             aligned = per_checkpoint[0][0]
             self.words_cut += aligned.words_cut
@@ -112,32 +138,45 @@ class LinguisticFeatures(WordLevelAnalysis):
     def result(self) -> dict[str, FeaturesResult]:
         counts = torch.tensor([max(self.sentences[name], 1) for name in NAMES], dtype=torch.float64)
         means = self.totals.cpu() / counts[None, :, None, None]
-        return {checkpoint: {
-            **feature_statistics(means[index]),
-            "sentences_with_feature": dict(self.sentences),
-            "word_attention_from": self.from_mode, "words_cut": self.words_cut,
-        } for index, checkpoint in enumerate(self.context.checkpoints)}
+        return {
+            checkpoint: {
+                **feature_statistics(means[index]),
+                "sentences_with_feature": dict(self.sentences),
+                "word_attention_from": self.from_mode,
+                "words_cut": self.words_cut,
+            }
+            for index, checkpoint in enumerate(self.context.checkpoints)
+        }
 
     @classmethod
-    def compare(cls, per_checkpoint: dict[str, FeaturesResult],
-                pairs: list[tuple[str, str]]) -> dict[str, FeatureChanges]:
+    def compare(
+        cls, per_checkpoint: dict[str, FeaturesResult], pairs: list[tuple[str, str]]
+    ) -> dict[str, FeatureChanges]:
         return feature_changes(per_checkpoint, pairs)
 
 
-def feature_changes(per_checkpoint: Mapping[str, FeatureStatistics],
-                    pairs: list[tuple[str, str]]) -> dict[str, FeatureChanges]:
+def feature_changes(
+    per_checkpoint: Mapping[str, FeatureStatistics], pairs: list[tuple[str, str]]
+) -> dict[str, FeatureChanges]:
     """Per pair (a, b): b minus a of every feature's per-head and per-layer values."""
-    def change(a: str, b: str, part: Literal["per_head", "per_layer"]) -> dict[str, list]:
-        return {name: (np.asarray(per_checkpoint[b][part][name]) - np.asarray(per_checkpoint[a][part][name])).tolist()
-                for name in NAMES}
 
-    return {pair_name((a, b)): {"change_per_head": change(a, b, "per_head"),
-                                "change_per_layer": change(a, b, "per_layer")} for a, b in pairs}
+    def change(a: str, b: str, part: Literal["per_head", "per_layer"]) -> dict[str, list]:
+        return {
+            name: (np.asarray(per_checkpoint[b][part][name]) - np.asarray(per_checkpoint[a][part][name])).tolist()
+            for name in NAMES
+        }
+
+    return {
+        pair_name((a, b)): {"change_per_head": change(a, b, "per_head"), "change_per_layer": change(a, b, "per_layer")}
+        for a, b in pairs
+    }
 
 
 def feature_statistics(means: torch.Tensor) -> FeatureStatistics:
     """``means`` (features, layers, heads), features in `NAMES` order: per head, per layer and the largest head."""
-    return {"names": list(NAMES),
-            "per_head": {name: means[position].tolist() for position, name in enumerate(NAMES)},
-            "per_layer": {name: means[position].mean(dim=1).tolist() for position, name in enumerate(NAMES)},
-            "max_head": {name: best_head(means[position]) for position, name in enumerate(NAMES)}}
+    return {
+        "names": list(NAMES),
+        "per_head": {name: means[position].tolist() for position, name in enumerate(NAMES)},
+        "per_layer": {name: means[position].mean(dim=1).tolist() for position, name in enumerate(NAMES)},
+        "max_head": {name: best_head(means[position]) for position, name in enumerate(NAMES)},
+    }

@@ -50,8 +50,9 @@ TOKEN_FEATURES: dict[str, Callable[[TaggedToken], bool]] = {
 SKIPPED_WITHOUT = ("negation",)  # the one feature whose absent inputs her code skips instead of counting 0
 
 
-def feature_membership(spans: list[tuple[int, int, int] | None], tagged: tuple[list[TaggedToken], ...],
-                       seq_len: int) -> torch.Tensor:
+def feature_membership(
+    spans: list[tuple[int, int, int] | None], tagged: tuple[list[TaggedToken], ...], seq_len: int
+) -> torch.Tensor:
     """(features, seq) bool, features in `NAMES` order: which word pieces belong to a word
     with each linguistic feature (``spans`` from `token_spans`; ``tagged``: the tokens of
     ``text_a`` and ``text_b``, in text order); the [CLS] and [SEP] rows are left for the caller."""
@@ -77,17 +78,19 @@ class TaskFeatures(Analysis):
 
     view = TaskFeaturesView
     on_by_default = tagger_package() is not None
-    reference = {"kovaleva": "spaCy tags on each task's dev inputs, token level, max over a word's pieces, "
-                             "0 for inputs without the feature (negation: skipped); §5: last layer's [CLS] row",
-                 "finding": "early layers attend to [CLS], later ones to [SEP]; feature weights are small next "
-                            "to [CLS]/[SEP]"}
+    reference = {
+        "kovaleva": "spaCy tags on each task's dev inputs, token level, max over a word's pieces, "
+        "0 for inputs without the feature (negation: skipped); §5: last layer's [CLS] row",
+        "finding": "early layers attend to [CLS], later ones to [SEP]; feature weights are small next to [CLS]/[SEP]",
+    }
 
     def __init__(self, context: AnalysisContext) -> None:
         super().__init__(context)
         checkpoints, features = len(context.checkpoints), len(NAMES)
         device = context.device
-        self.totals = torch.zeros(checkpoints, features, context.num_layers, context.num_heads, dtype=torch.float64,
-                                  device=device)
+        self.totals = torch.zeros(
+            checkpoints, features, context.num_layers, context.num_heads, dtype=torch.float64, device=device
+        )
         self.cls_totals = torch.zeros(checkpoints, features, context.num_heads, dtype=torch.float64, device=device)
         self.counted = torch.zeros(features, dtype=torch.float64, device=device)
         self.present = torch.zeros(features, dtype=torch.float64, device=device)
@@ -106,8 +109,9 @@ class TaskFeatures(Analysis):
         texts_a = tag([item.text_a for item in items])
         texts_b = tag([item.text_b for item in items]) if pair else [[] for _ in items]
         seq_len = batch.encoded.input_ids.shape[1]
-        membership = torch.stack([feature_membership(example, (a, b), seq_len)
-                                  for example, a, b in zip(spans, texts_a, texts_b)])
+        membership = torch.stack(
+            [feature_membership(example, (a, b), seq_len) for example, a, b in zip(spans, texts_a, texts_b)]
+        )
         membership[:, NAMES.index("[CLS]"), 0] = True
         membership[:, NAMES.index("[SEP]")] = batch.encoded.input_ids == self.context.tokenizer.sep_token_id
         return membership.to(batch.device)
@@ -131,16 +135,24 @@ class TaskFeatures(Analysis):
 
     def result(self) -> dict[str, TaskFeaturesResult]:
         counts = self.counted.clamp(min=1).cpu()
-        means, cls_means = self.totals.cpu() / counts[None, :, None, None], self.cls_totals.cpu() / counts[None, :, None]
+        means, cls_means = (
+            self.totals.cpu() / counts[None, :, None, None],
+            self.cls_totals.cpu() / counts[None, :, None],
+        )
         present = {name: int(value) for name, value in zip(NAMES, self.present.tolist())}
-        return {checkpoint: {
-            **feature_statistics(means[index]),
-            "inputs_with_feature": present, "inputs_counted": dict(zip(NAMES, map(int, self.counted.tolist()))),
-            "examples": self.examples,
-            "cls_last_layer": {name: cls_means[index, position].tolist() for position, name in enumerate(NAMES)},
-        } for index, checkpoint in enumerate(self.context.checkpoints)}
+        return {
+            checkpoint: {
+                **feature_statistics(means[index]),
+                "inputs_with_feature": present,
+                "inputs_counted": dict(zip(NAMES, map(int, self.counted.tolist()))),
+                "examples": self.examples,
+                "cls_last_layer": {name: cls_means[index, position].tolist() for position, name in enumerate(NAMES)},
+            }
+            for index, checkpoint in enumerate(self.context.checkpoints)
+        }
 
     @classmethod
-    def compare(cls, per_checkpoint: dict[str, TaskFeaturesResult],
-                pairs: list[tuple[str, str]]) -> dict[str, FeatureChanges]:
+    def compare(
+        cls, per_checkpoint: dict[str, TaskFeaturesResult], pairs: list[tuple[str, str]]
+    ) -> dict[str, FeatureChanges]:
         return feature_changes(per_checkpoint, pairs)

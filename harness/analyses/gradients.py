@@ -50,8 +50,10 @@ class GradientImportance(Analysis):
     needs = frozenset({ATTENTION, GRADIENTS})
     uses_head = True
     settings_used = ("analysis_seed",)  # seeds the masked-LM masking
-    reference = {"clark_bert_base": "masked-LM loss: gradients for attention to [SEP] become small from layer 5 on",
-                 "statistic": "mean |dL/d attention weight| over real rows and the columns of each token type"}
+    reference = {
+        "clark_bert_base": "masked-LM loss: gradients for attention to [SEP] become small from layer 5 on",
+        "statistic": "mean |dL/d attention weight| over real rows and the columns of each token type",
+    }
 
     def __init__(self, context: AnalysisContext) -> None:
         super().__init__(context)
@@ -85,22 +87,33 @@ class GradientImportance(Analysis):
                 "loss": self.losses.get(checkpoint) if usable else None,
                 "skipped_because": self.skipped.get(checkpoint),
                 "per_head": {name: means[index, position].tolist() for position, name in enumerate(CATEGORIES)},
-                "per_layer": {name: means[index, position].mean(dim=1).tolist()
-                              for position, name in enumerate(CATEGORIES)},
+                "per_layer": {
+                    name: means[index, position].mean(dim=1).tolist() for position, name in enumerate(CATEGORIES)
+                },
                 "num_items": self.num_items,
             }
         return results
 
     @classmethod
-    def compare(cls, per_checkpoint: dict[str, GradientsResult],
-                pairs: list[tuple[str, str]]) -> dict[str, GradientsComparison]:
+    def compare(
+        cls, per_checkpoint: dict[str, GradientsResult], pairs: list[tuple[str, str]]
+    ) -> dict[str, GradientsComparison]:
         """Per category, the change of the per-layer means (None when either checkpoint had no gradients)."""
+
         def changed(before: GradientsResult, after: GradientsResult) -> dict[str, list[float]] | None:
             if before["loss"] is None or after["loss"] is None:
                 return None
-            return {category: (np.asarray(after["per_layer"][category]) - np.asarray(before["per_layer"][category])
-                               ).tolist() for category in CATEGORIES}
+            return {
+                category: (
+                    np.asarray(after["per_layer"][category]) - np.asarray(before["per_layer"][category])
+                ).tolist()
+                for category in CATEGORIES
+            }
 
-        return {pair_name((a, b)): {"per_layer_change": changed(per_checkpoint[a], per_checkpoint[b]),
-                                    "losses": [per_checkpoint[a]["loss"], per_checkpoint[b]["loss"]]}
-                for a, b in pairs}
+        return {
+            pair_name((a, b)): {
+                "per_layer_change": changed(per_checkpoint[a], per_checkpoint[b]),
+                "losses": [per_checkpoint[a]["loss"], per_checkpoint[b]["loss"]],
+            }
+            for a, b in pairs
+        }

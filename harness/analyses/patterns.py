@@ -56,13 +56,16 @@ class AttentionPatterns(Analysis):
         cross-validated score of the shipped classifier's recipe (None for other weights)."""
         report = shipped_cross_validation(settings)
         score = None if report is None else {"grouping": report["grouping"], **report["overall"]}
-        return {"pattern_weights": hashes.describe(settings.pattern_weights or WEIGHTS_FILE),
-                "cross_validation": score}
+        return {"pattern_weights": hashes.describe(settings.pattern_weights or WEIGHTS_FILE), "cross_validation": score}
 
     def update(self, batch: AttentionBatch) -> None:
         attentions = [batch.attentions[name] for name in self.context.checkpoints]
-        predicted = self.classifier.predict_batch(attentions, batch.lengths, batch.second_segments,
-                                                  [batch.row_entropy(name) for name in self.context.checkpoints])
+        predicted = self.classifier.predict_batch(
+            attentions,
+            batch.lengths,
+            batch.second_segments,
+            [batch.row_entropy(name) for name in self.context.checkpoints],
+        )
         # (checkpoints, batch, layers, heads) -> class counts per head over the batch, and per example over the heads
         classes = torch.nn.functional.one_hot(predicted, len(CLASSES))
         self.counts += classes.sum(dim=1)
@@ -75,29 +78,44 @@ class AttentionPatterns(Analysis):
         results: dict[str, PatternResult] = {}
         for c, (name, units) in enumerate(zip(self.context.checkpoints, self.units())):
             shares = units.ratios(np.ones((1, units.count)))[0]
-            correction: Correction = ({} if self.cross_validation is None else
-                                      corrected(units, self.cross_validation, self.pair_inputs > 0, self.context.seed))
-            results[name] = {"proportions": dict(zip(CLASSES, shares.tolist())), **correction,
-                             "per_head": [[CLASSES[index] for index in row] for row in majority[c].tolist()],
-                             "counts_per_head": self.counts[c].cpu().tolist(),
-                             "num_examples": self.count, "pair_inputs": self.pair_inputs, "units": units.stored()}
+            correction: Correction = (
+                {}
+                if self.cross_validation is None
+                else corrected(units, self.cross_validation, self.pair_inputs > 0, self.context.seed)
+            )
+            results[name] = {
+                "proportions": dict(zip(CLASSES, shares.tolist())),
+                **correction,
+                "per_head": [[CLASSES[index] for index in row] for row in majority[c].tolist()],
+                "counts_per_head": self.counts[c].cpu().tolist(),
+                "num_examples": self.count,
+                "pair_inputs": self.pair_inputs,
+                "units": units.stored(),
+            }
         return results
 
     def units(self) -> list[UnitSums]:
         """Per checkpoint, each example's count of heads of each class over the number of heads:
         the shares of the classes are the ratios of their sums over the examples."""
         checkpoints, heads = len(self.context.checkpoints), self.context.num_layers * self.context.num_heads
-        counts = (torch.cat(self.per_example_counts, dim=1).cpu().numpy() if self.per_example_counts
-                  else np.zeros((checkpoints, 0, len(CLASSES))))
+        counts = (
+            torch.cat(self.per_example_counts, dim=1).cpu().numpy()
+            if self.per_example_counts
+            else np.zeros((checkpoints, 0, len(CLASSES)))
+        )
         return [UnitSums.of(counts[c], np.full(counts.shape[1], heads), UNIT) for c in range(checkpoints)]
 
     @classmethod
-    def compare(cls, per_checkpoint: dict[str, PatternResult],
-                pairs: list[tuple[str, str]]) -> dict[str, PatternComparison]:
-        return {pair_name((a, b)): {"changed_heads": changed_heads(per_checkpoint[a]["per_head"],
-                                                                   per_checkpoint[b]["per_head"]),
-                                    "evidence": share_changes(per_checkpoint[a], per_checkpoint[b])}
-                for a, b in pairs}
+    def compare(
+        cls, per_checkpoint: dict[str, PatternResult], pairs: list[tuple[str, str]]
+    ) -> dict[str, PatternComparison]:
+        return {
+            pair_name((a, b)): {
+                "changed_heads": changed_heads(per_checkpoint[a]["per_head"], per_checkpoint[b]["per_head"]),
+                "evidence": share_changes(per_checkpoint[a], per_checkpoint[b]),
+            }
+            for a, b in pairs
+        }
 
 
 class Correction(TypedDict, total=False):
@@ -115,10 +133,17 @@ def corrected(units: UnitSums, cross_validation: dict[str, Any], pairs_seen: boo
     possible = np.ones(len(CLASSES), dtype=bool)
     possible[BLOCK] = pairs_seen
     observed = units.ratios(np.ones((1, units.count)))[0]
-    shares, intervals = corrected_shares(observed, units.ratios(resample_weights(units.count)),
-                                         np.asarray(cross_validation["confusion"]), possible, seed=seed)
-    return {"corrected": dict(zip(CLASSES, shares.tolist())),
-            "corrected_interval": dict(zip(CLASSES, intervals.tolist()))}
+    shares, intervals = corrected_shares(
+        observed,
+        units.ratios(resample_weights(units.count)),
+        np.asarray(cross_validation["confusion"]),
+        possible,
+        seed=seed,
+    )
+    return {
+        "corrected": dict(zip(CLASSES, shares.tolist())),
+        "corrected_interval": dict(zip(CLASSES, intervals.tolist())),
+    }
 
 
 def share_changes(before: PatternResult, after: PatternResult) -> dict[str, Evidence]:
@@ -127,9 +152,16 @@ def share_changes(before: PatternResult, after: PatternResult) -> dict[str, Evid
     ``block`` only where either checkpoint saw a sentence pair (it cannot occur otherwise)."""
     change = paired_change(UnitSums.read(before["units"]), UnitSums.read(after["units"]), reduce=None)
     pairs_seen = before["pair_inputs"] > 0 or after["pair_inputs"] > 0
-    return {share(name).changed().name: {**change, "value": change["value"][k], "interval": change["interval"][k],
-                                         "direction": change["direction"][k]}
-            for k, name in enumerate(CLASSES) if k != BLOCK or pairs_seen}
+    return {
+        share(name).changed().name: {
+            **change,
+            "value": change["value"][k],
+            "interval": change["interval"][k],
+            "direction": change["direction"][k],
+        }
+        for k, name in enumerate(CLASSES)
+        if k != BLOCK or pairs_seen
+    }
 
 
 def shipped_cross_validation(settings: AnalysisConfig) -> dict[str, Any] | None:

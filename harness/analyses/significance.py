@@ -39,8 +39,9 @@ class Differences:
     p_values: np.ndarray
 
 
-def bootstrap_differences(metric: str, predictions: np.ndarray, reference: np.ndarray,
-                          labels: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def bootstrap_differences(
+    metric: str, predictions: np.ndarray, reference: np.ndarray, labels: np.ndarray
+) -> tuple[np.ndarray, np.ndarray]:
     """``metric`` of each row of ``predictions`` (variants, n) minus that of ``reference`` (n,),
     and the 95% percentile interval of that difference over `BOOTSTRAP_RESAMPLES` resamples of
     the examples (variants, 2)."""
@@ -48,9 +49,14 @@ def bootstrap_differences(metric: str, predictions: np.ndarray, reference: np.nd
     count = len(labels)
     observed = metric_rows(metric, predictions, labels) - metric_rows(metric, reference[None], labels)[0]
     resamples = np.random.default_rng(BOOTSTRAP_SEED).integers(0, count, (BOOTSTRAP_RESAMPLES, count))
-    resampled = np.stack([metric_rows(metric, predictions[:, chosen], labels[chosen])
-                          - metric_rows(metric, reference[None, chosen], labels[chosen])[0]
-                          for chosen in resamples], axis=1)
+    resampled = np.stack(
+        [
+            metric_rows(metric, predictions[:, chosen], labels[chosen])
+            - metric_rows(metric, reference[None, chosen], labels[chosen])[0]
+            for chosen in resamples
+        ],
+        axis=1,
+    )
     return observed, np.percentile(resampled, [2.5, 97.5], axis=1).T
 
 
@@ -70,12 +76,14 @@ def mcnemar_p_values(predictions: np.ndarray, reference: np.ndarray, labels: np.
     reference_right = reference == labels
     gained = (right & ~reference_right).sum(axis=1)
     lost = (~right & reference_right).sum(axis=1)
-    return np.array([1.0 if g + lost_ == 0 else binomtest(int(g), int(g + lost_)).pvalue
-                     for g, lost_ in zip(gained, lost)])
+    return np.array(
+        [1.0 if g + lost_ == 0 else binomtest(int(g), int(g + lost_)).pvalue for g, lost_ in zip(gained, lost)]
+    )
 
 
-def permutation_p_values(metric: str, predictions: np.ndarray, reference: np.ndarray, labels: np.ndarray,
-                         observed: np.ndarray) -> np.ndarray:
+def permutation_p_values(
+    metric: str, predictions: np.ndarray, reference: np.ndarray, labels: np.ndarray, observed: np.ndarray
+) -> np.ndarray:
     """Paired permutation p-value of each row's ``observed`` difference: under the null the
     two predictions of an example are exchangeable, so swap them at random `PERMUTATIONS`
     times; p = (swaps at least as extreme + 1) / (permutations + 1)."""
@@ -91,8 +99,7 @@ def permutation_p_values(metric: str, predictions: np.ndarray, reference: np.nda
     return (extreme + 1) / (PERMUTATIONS + 1)
 
 
-def paired_differences(metric: str, predictions: np.ndarray, reference: np.ndarray,
-                       labels: np.ndarray) -> Differences:
+def paired_differences(metric: str, predictions: np.ndarray, reference: np.ndarray, labels: np.ndarray) -> Differences:
     """Differences, bootstrap intervals and p-values (McNemar for accuracy, else permutation)."""
     observed, intervals = bootstrap_differences(metric, predictions, reference, labels)
     if metric == "accuracy":

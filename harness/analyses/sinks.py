@@ -67,8 +67,9 @@ def mean_over_rows(per_row: torch.Tensor, rows: torch.Tensor) -> tuple[torch.Ten
     return (per_row * rows).sum(dim=-2) / count.clamp(min=1), (count > 0).float()
 
 
-def sink_statistics(attention: torch.Tensor, value_norms: torch.Tensor, input_ids: torch.Tensor,
-                    lengths: torch.Tensor, ids: SpecialIds) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+def sink_statistics(
+    attention: torch.Tensor, value_norms: torch.Tensor, input_ids: torch.Tensor, lengths: torch.Tensor, ids: SpecialIds
+) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
     """Every statistic of `STATISTICS` per example, head and kind.
 
     ``attention``: (batch, layers, heads, seq, seq), rows attend to columns; ``value_norms``: (batch,
@@ -87,9 +88,11 @@ def sink_statistics(attention: torch.Tensor, value_norms: torch.Tensor, input_id
     norm_weighted_members = value_norms[..., None] * members  # (batch, layers, heads, seq, kinds)
     columns = torch.cat([members.expand_as(norm_weighted_members), norm_weighted_members], dim=-1)
     raw, weighted = (attention @ columns).split(kinds.shape[-1], dim=-1)
-    stats = {"sink_share": mean_over_rows(sinks, members),
-             "value_norm": mean_over_rows(value_norms[..., None], members),
-             "raw_share": mean_over_rows(raw, real_rows)}
+    stats = {
+        "sink_share": mean_over_rows(sinks, members),
+        "value_norm": mean_over_rows(value_norms[..., None], members),
+        "raw_share": mean_over_rows(raw, real_rows),
+    }
     mass = weighted.sum(dim=-1, keepdim=True)
     with_mass = real_rows * (mass > 0)  # a row whose every attended vector is 0 has no shares
     stats["norm_share"] = mean_over_rows(weighted / mass.clamp(min=torch.finfo(mass.dtype).tiny), with_mass)
@@ -114,10 +117,11 @@ class AttentionSinks(Analysis):
     source = "task"
     needs = frozenset({ATTENTION, VALUE_NORMS})
     reference = {
-        "epsilon": EPSILON, "kinds": KINDS,
+        "epsilon": EPSILON,
+        "kinds": KINDS,
         "gu_et_al_2025": "Sink_k: share of heads whose mean attention to token k exceeds epsilon = 0.3",
         "kobayashi_et_al_2020": "BERT-base: the norm-weighted share of [SEP] and punctuation is far below "
-                                "their attention-weight share (small ||f(x)||)",
+        "their attention-weight share (small ||f(x)||)",
     }
 
     def __init__(self, context: AnalysisContext) -> None:
@@ -134,8 +138,13 @@ class AttentionSinks(Analysis):
 
     def update(self, batch: AttentionBatch) -> None:
         for index, checkpoint in enumerate(self.context.checkpoints):
-            stats = sink_statistics(batch.attentions[checkpoint].float(), batch.value_norms[checkpoint],
-                                    batch.input_ids, batch.lengths, self.ids)
+            stats = sink_statistics(
+                batch.attentions[checkpoint].float(),
+                batch.value_norms[checkpoint],
+                batch.input_ids,
+                batch.lengths,
+                self.ids,
+            )
             for position, name in enumerate(STATISTICS):
                 values, weights = stats[name]
                 weights = weights.expand_as(values)
@@ -152,13 +161,16 @@ class AttentionSinks(Analysis):
         tokens = {kind: int(count) for kind, count in zip(KINDS, self.tokens.tolist())}
         results: dict[str, SinksResult] = {}
         for index, checkpoint in enumerate(self.context.checkpoints):
-            per_head = {name: {kind: means[index, position, ..., k].tolist() for k, kind in enumerate(KINDS)}
-                        for position, name in enumerate(STATISTICS)}
+            per_head = {
+                name: {kind: means[index, position, ..., k].tolist() for k, kind in enumerate(KINDS)}
+                for position, name in enumerate(STATISTICS)
+            }
             results[checkpoint] = {
                 "per_head": per_head,
                 "per_layer": {name: layer_means(grids) for name, grids in per_head.items()},
                 "overall": {name: overall_means(grids) for name, grids in per_head.items()},
-                "num_tokens": tokens, "num_items": self.num_items,
+                "num_tokens": tokens,
+                "num_items": self.num_items,
                 "units": {kind: units.stored() for kind, units in self.units(index).items()},
             }
         return results
@@ -172,21 +184,37 @@ class AttentionSinks(Analysis):
         return {kind: UnitSums.of(shares[:, k], heads[:, k], UNIT) for k, kind in enumerate(JUDGED_KINDS)}
 
     @classmethod
-    def compare(cls, per_checkpoint: dict[str, SinksResult],
-                pairs: list[tuple[str, str]]) -> dict[str, SinksComparison]:
+    def compare(
+        cls, per_checkpoint: dict[str, SinksResult], pairs: list[tuple[str, str]]
+    ) -> dict[str, SinksComparison]:
         """Per pair (a, b): b minus a of every per-layer and overall value, and the change of the
         raw share of each judged kind with its paired interval over the dev examples (``evidence``,
         by the signed change's metric name)."""
+
         def change(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
-            return {stat: {kind: ([b - a for a, b in zip(values, after[stat][kind])] if isinstance(values, list)
-                                  else after[stat][kind] - values) for kind, values in kinds.items()}
-                    for stat, kinds in before.items()}
+            return {
+                stat: {
+                    kind: (
+                        [b - a for a, b in zip(values, after[stat][kind])]
+                        if isinstance(values, list)
+                        else after[stat][kind] - values
+                    )
+                    for kind, values in kinds.items()
+                }
+                for stat, kinds in before.items()
+            }
 
         def evidence(before: dict[str, StoredUnits], after: dict[str, StoredUnits]) -> dict[str, Evidence]:
-            return {raw_share_change(kind): paired_change(UnitSums.read(before[kind]), UnitSums.read(after[kind]))
-                    for kind in JUDGED_KINDS}
+            return {
+                raw_share_change(kind): paired_change(UnitSums.read(before[kind]), UnitSums.read(after[kind]))
+                for kind in JUDGED_KINDS
+            }
 
-        return {pair_name((a, b)): {"per_layer": change(per_checkpoint[a]["per_layer"], per_checkpoint[b]["per_layer"]),
-                                    "overall": change(per_checkpoint[a]["overall"], per_checkpoint[b]["overall"]),
-                                    "evidence": evidence(per_checkpoint[a]["units"], per_checkpoint[b]["units"])}
-                for a, b in pairs}
+        return {
+            pair_name((a, b)): {
+                "per_layer": change(per_checkpoint[a]["per_layer"], per_checkpoint[b]["per_layer"]),
+                "overall": change(per_checkpoint[a]["overall"], per_checkpoint[b]["overall"]),
+                "evidence": evidence(per_checkpoint[a]["units"], per_checkpoint[b]["units"]),
+            }
+            for a, b in pairs
+        }

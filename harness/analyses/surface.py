@@ -38,8 +38,12 @@ TOKEN_TYPES = ("cls", "sep", "period", "comma", "punct")
 
 # Clark et al.'s behaviour thresholds: label -> (statistic, lower bound).
 BEHAVIOURS = {
-    "broad": ("entropy", 3.8), "previous": ("previous", 0.5), "next": ("next", 0.5),
-    "cls": ("cls", 0.6), "sep": ("sep", 0.6), "punct": ("punct", 0.6),
+    "broad": ("entropy", 3.8),
+    "previous": ("previous", 0.5),
+    "next": ("next", 0.5),
+    "cls": ("cls", 0.6),
+    "sep": ("sep", 0.6),
+    "punct": ("punct", 0.6),
 }
 
 # Clark et al. 2019 on BERT-base (1000 Wikipedia segments), layers 1-indexed.
@@ -55,9 +59,12 @@ CLARK_BERT_BASE = {
 def spellings(tokenizer: PreTrainedTokenizerBase, mark: str) -> tuple[int, ...]:
     """The ids of every token that is ``mark`` alone, however the tokenizer writes it: attached to
     a word (``.``) or after a space (RoBERTa's ``Ġ.``); none where it is unknown."""
-    found = {token_id for text in (mark, f"a {mark}", f"a{mark}")
-             for token_id in tokenizer(text, add_special_tokens=False)["input_ids"]
-             if token_id != tokenizer.unk_token_id and tokenizer.decode([token_id]).strip() == mark}
+    found = {
+        token_id
+        for text in (mark, f"a {mark}", f"a{mark}")
+        for token_id in tokenizer(text, add_special_tokens=False)["input_ids"]
+        if token_id != tokenizer.unk_token_id and tokenizer.decode([token_id]).strip() == mark
+    }
     return tuple(sorted(found))
 
 
@@ -84,8 +91,13 @@ def token_masks(input_ids: torch.Tensor, lengths: torch.Tensor, ids: SpecialIds)
         wanted = (token_ids,) if isinstance(token_ids, int) else token_ids or ()
         return torch.isin(input_ids, torch.tensor(wanted, dtype=input_ids.dtype, device=input_ids.device)) & real
 
-    masks = {"real": real, "cls": where(ids.cls), "sep": where(ids.sep),
-             "period": where(ids.period), "comma": where(ids.comma)}
+    masks = {
+        "real": real,
+        "cls": where(ids.cls),
+        "sep": where(ids.sep),
+        "period": where(ids.period),
+        "comma": where(ids.comma),
+    }
     masks["punct"] = masks["period"] | masks["comma"]
     return {name: mask.float() for name, mask in masks.items()}
 
@@ -101,7 +113,10 @@ def row_mean(values: torch.Tensor, rows: torch.Tensor) -> tuple[torch.Tensor, to
 
 
 def surface_statistics(
-    attention: torch.Tensor, input_ids: torch.Tensor, lengths: torch.Tensor, ids: SpecialIds,
+    attention: torch.Tensor,
+    input_ids: torch.Tensor,
+    lengths: torch.Tensor,
+    ids: SpecialIds,
     row_entropy: torch.Tensor | None = None,
 ) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
     """Every statistic of `STATISTICS` per example and head.
@@ -135,8 +150,13 @@ def surface_statistics(
 def behaviour_labels(per_head: dict[str, list[list[float]]]) -> list[list[list[str]]]:
     """Clark's labels of every head (layers x heads lists of labels) from per-head means."""
     layers, heads = len(per_head["entropy"]), len(per_head["entropy"][0])
-    return [[[label for label, (stat, bound) in BEHAVIOURS.items() if per_head[stat][layer][head] > bound]
-             for head in range(heads)] for layer in range(layers)]
+    return [
+        [
+            [label for label, (stat, bound) in BEHAVIOURS.items() if per_head[stat][layer][head] > bound]
+            for head in range(heads)
+        ]
+        for layer in range(layers)
+    ]
 
 
 THRESHOLDS = {"thresholds": {label: {"statistic": stat, "above": bound} for label, (stat, bound) in BEHAVIOURS.items()}}
@@ -160,15 +180,21 @@ class Surface(Analysis):
         self.counts = torch.zeros(shape[:2], dtype=torch.float64, device=context.device)
         # per checkpoint: each input's attention to each special token per layer (mean over heads), batch by batch
         self.units: dict[str, dict[str, list[torch.Tensor]]] = {
-            checkpoint: {token: [] for token in SPECIAL_TOKENS} for checkpoint in context.checkpoints}
+            checkpoint: {token: [] for token in SPECIAL_TOKENS} for checkpoint in context.checkpoints
+        }
         self.counted: dict[str, list[torch.Tensor]] = {checkpoint: [] for checkpoint in context.checkpoints}
         self.uniform_entropy_total = 0.0
         self.num_items = 0
 
     def update(self, batch: AttentionBatch) -> None:
         for index, checkpoint in enumerate(self.context.checkpoints):
-            stats = surface_statistics(batch.attentions[checkpoint].float(), batch.input_ids, batch.lengths, self.ids,
-                                       batch.row_entropy(checkpoint))
+            stats = surface_statistics(
+                batch.attentions[checkpoint].float(),
+                batch.input_ids,
+                batch.lengths,
+                self.ids,
+                batch.row_entropy(checkpoint),
+            )
             for position, name in enumerate(STATISTICS):
                 values, valid = stats[name]
                 self.totals[index, position] += values[valid].double().sum(dim=0)
@@ -187,12 +213,15 @@ class Surface(Analysis):
 
     def unit_sums(self, checkpoint: str) -> dict[str, StoredUnits]:
         """The kept per-input sums of ``checkpoint`` as stored `UnitSums`, by special token."""
+
         def joined(parts: list[torch.Tensor], shape: tuple[int, ...]) -> np.ndarray:
             return torch.cat(parts).cpu().numpy() if parts else np.zeros(shape)
 
         counted = joined(self.counted[checkpoint], (0,))
-        return {token: UnitSums.of(joined(parts, (0, self.context.num_layers)), counted, self.unit).stored()
-                for token, parts in self.units[checkpoint].items()}
+        return {
+            token: UnitSums.of(joined(parts, (0, self.context.num_layers)), counted, self.unit).stored()
+            for token, parts in self.units[checkpoint].items()
+        }
 
     def result(self) -> dict[str, SurfaceResult]:
         means = (self.totals / self.counts.clamp(min=1)[:, :, None, None]).cpu()
@@ -202,8 +231,9 @@ class Surface(Analysis):
             labels = behaviour_labels(per_head)
             results[checkpoint] = {
                 "per_head": per_head,
-                "per_layer": {name: means[index, position].mean(dim=1).tolist()
-                              for position, name in enumerate(STATISTICS)},
+                "per_layer": {
+                    name: means[index, position].mean(dim=1).tolist() for position, name in enumerate(STATISTICS)
+                },
                 "labels": labels,
                 "label_counts": {label: sum(label in cell for row in labels for cell in row) for label in BEHAVIOURS},
                 "uniform_entropy": self.uniform_entropy_total / max(self.num_items, 1),
@@ -213,8 +243,10 @@ class Surface(Analysis):
         return results
 
     @classmethod
-    def compare(cls, per_checkpoint: dict[str, SurfaceResult],
-                pairs: list[tuple[str, str]]) -> dict[str, LabelChanges]:
-        return {pair_name((a, b)): {"label_changes": changed_heads(per_checkpoint[a]["labels"],
-                                                                   per_checkpoint[b]["labels"])}
-                for a, b in pairs}
+    def compare(cls, per_checkpoint: dict[str, SurfaceResult], pairs: list[tuple[str, str]]) -> dict[str, LabelChanges]:
+        return {
+            pair_name((a, b)): {
+                "label_changes": changed_heads(per_checkpoint[a]["labels"], per_checkpoint[b]["labels"])
+            }
+            for a, b in pairs
+        }

@@ -75,8 +75,12 @@ NO_ROLE = -1  # a token's segment, word or spelling where it has none (delimiter
 # rows' attention goes to the matches (the share at which Gu et al. call a token a sink, `sinks`) and at least 5
 # times what a uniform row would give, so that matches making up much of a short input do not pass by their number.
 BEHAVIOURS = {
-    "same_segment_identical": (0.3, 5.0), "other_segment_identical": (0.3, 5.0), "same_word_pieces": (0.3, 5.0),
-    "next": (0.5, 0.0), "previous": (0.5, 0.0), "delimiters": (0.6, 0.0),
+    "same_segment_identical": (0.3, 5.0),
+    "other_segment_identical": (0.3, 5.0),
+    "same_word_pieces": (0.3, 5.0),
+    "next": (0.5, 0.0),
+    "previous": (0.5, 0.0),
+    "delimiters": (0.6, 0.0),
 }
 
 
@@ -125,11 +129,13 @@ def token_roles(tokenizer: PreTrainedTokenizerBase, encoded: EncodedBatch, max_l
     spans = token_spans(tokenizer, encoded.items, max_length, pair)
     lengths = encoded.lengths.tolist()
     if [len(example) for example in spans] != lengths:
-        raise ValueError(f"the examples re-encoded at max_length {max_length} have other lengths than the batch's "
-                         f"({lengths}): the batch was encoded with another truncation")
+        raise ValueError(
+            f"the examples re-encoded at max_length {max_length} have other lengths than the batch's "
+            f"({lengths}): the batch was encoded with another truncation"
+        )
     table = torch.full((*encoded.input_ids.shape, 3), NO_ROLE, dtype=torch.long)
     for row, (item, example) in enumerate(zip(encoded.items, spans)):
-        table[row, :len(example)] = torch.tensor(example_roles(example, (item.text_a, item.text_b or "")))
+        table[row, : len(example)] = torch.tensor(example_roles(example, (item.text_a, item.text_b or "")))
     real = real_tokens(encoded.lengths, encoded.input_ids.shape[1])
     segment, word, spelling = table.unbind(dim=-1)
     return TokenRoles(segment, word, spelling, real & (segment == NO_ROLE), real)
@@ -138,6 +144,7 @@ def token_roles(tokenizer: PreTrainedTokenizerBase, encoded: EncodedBatch, max_l
 def behaviour_targets(roles: TokenRoles) -> torch.Tensor:
     """(batch, statistics, seq, seq) bool, statistics in `STATISTICS` order: which tokens (columns)
     are each row's targets for each behaviour; rows and columns of padding have none."""
+
     def pairwise(values: torch.Tensor) -> torch.Tensor:
         return (values[:, :, None] == values[:, None, :]) & (values != NO_ROLE)[:, :, None]
 
@@ -146,9 +153,14 @@ def behaviour_targets(roles: TokenRoles) -> torch.Tensor:
     step = positions[None, :] - positions[:, None]  # column minus row
     same_word, same_segment = pairwise(roles.word), pairwise(roles.segment)
     identical = pairwise(roles.spelling) & ~same_word
-    targets = {"same_segment_identical": identical & same_segment, "other_segment_identical": identical & ~same_segment,
-               "same_word_pieces": same_word & (step != 0), "next": real & (step == 1), "previous": real & (step == -1),
-               "delimiters": roles.real[:, :, None] & roles.delimiter[:, None, :]}
+    targets = {
+        "same_segment_identical": identical & same_segment,
+        "other_segment_identical": identical & ~same_segment,
+        "same_word_pieces": same_word & (step != 0),
+        "next": real & (step == 1),
+        "previous": real & (step == -1),
+        "delimiters": roles.real[:, :, None] & roles.delimiter[:, None, :],
+    }
     return torch.stack([targets[name] for name in STATISTICS], dim=1)
 
 
@@ -183,9 +195,17 @@ def head_value(best: BestHead) -> HeadValue:
 def behaviour_labels(per_head: dict[str, list[list[float]]], chance: dict[str, float]) -> list[list[list[str]]]:
     """The labels of every head (layers x heads lists of labels) from per-head means and chance levels."""
     layers, heads = len(per_head["next"]), len(per_head["next"][0])
-    return [[[label for label, (above, times) in BEHAVIOURS.items()
-              if per_head[label][layer][head] > max(above, times * chance[label])]
-             for head in range(heads)] for layer in range(layers)]
+    return [
+        [
+            [
+                label
+                for label, (above, times) in BEHAVIOURS.items()
+                if per_head[label][layer][head] > max(above, times * chance[label])
+            ]
+            for head in range(heads)
+        ]
+        for layer in range(layers)
+    ]
 
 
 @register_analysis
@@ -194,9 +214,13 @@ class VigBehaviours(Analysis):
 
     view = VigView
     source = "task"
-    reference = {"thresholds": {label: {"statistic": label, "above": above, "times_chance_above": times}
-                                for label, (above, times) in BEHAVIOURS.items()},
-                 "vig_2019": "six behaviours named from visualisations of BERT-base, neither counted nor thresholded"}
+    reference = {
+        "thresholds": {
+            label: {"statistic": label, "above": above, "times_chance_above": times}
+            for label, (above, times) in BEHAVIOURS.items()
+        },
+        "vig_2019": "six behaviours named from visualisations of BERT-base, neither counted nor thresholded",
+    }
 
     def __init__(self, context: AnalysisContext) -> None:
         super().__init__(context)
@@ -238,14 +262,18 @@ class VigBehaviours(Analysis):
             labels = behaviour_labels(per_head, chance)
             results[checkpoint] = {
                 "per_head": per_head,
-                "per_layer": {name: means[index, position].mean(dim=1).tolist()
-                              for position, name in enumerate(STATISTICS)},
-                "strongest": {name: head_value(best_head(means[index, position]))
-                              for position, name in enumerate(STATISTICS)},
-                "chance": chance, "examples": examples,
+                "per_layer": {
+                    name: means[index, position].mean(dim=1).tolist() for position, name in enumerate(STATISTICS)
+                },
+                "strongest": {
+                    name: head_value(best_head(means[index, position])) for position, name in enumerate(STATISTICS)
+                },
+                "chance": chance,
+                "examples": examples,
                 "labels": labels,
                 "label_counts": {label: sum(label in cell for row in labels for cell in row) for label in BEHAVIOURS},
-                "num_items": self.num_items, "pair_items": self.pair_items,
+                "num_items": self.num_items,
+                "pair_items": self.pair_items,
                 "units": self.units(index).stored(),
             }
         return results
@@ -259,12 +287,12 @@ class VigBehaviours(Analysis):
         return UnitSums.of(shares, examples, UNIT)
 
     @classmethod
-    def compare(cls, per_checkpoint: dict[str, VigResult],
-                pairs: list[tuple[str, str]]) -> dict[str, VigComparison]:
+    def compare(cls, per_checkpoint: dict[str, VigResult], pairs: list[tuple[str, str]]) -> dict[str, VigComparison]:
         """Per pair (a, b): b minus a of every statistic per head, the heads whose labels changed,
         and the evidence of the changes of the strongest head's and of the mean share of attention
         to identical words in the other sentence, over the examples; none where no example has
         such rows (a single-sentence task, or pairs whose sentences share no word)."""
+
         def change(before: list[list[float]], after: list[list[float]]) -> list[list[float]]:
             return [[b - a for a, b in zip(old, new)] for old, new in zip(before, after)]
 
@@ -272,12 +300,16 @@ class VigBehaviours(Analysis):
             if not before["examples"][CROSS]:
                 return {}
             units = [UnitSums.read(stats["units"]) for stats in (before, after)]
-            return {change_of(f"{CROSS}_{reduce}"): paired_change(*units, reduce=reduce)
-                    for reduce in ("max", "mean")}
+            return {change_of(f"{CROSS}_{reduce}"): paired_change(*units, reduce=reduce) for reduce in ("max", "mean")}
 
-        return {pair_name((a, b)): {
-            "per_head": {name: change(per_checkpoint[a]["per_head"][name], per_checkpoint[b]["per_head"][name])
-                         for name in STATISTICS},
-            "label_changes": changed_heads(per_checkpoint[a]["labels"], per_checkpoint[b]["labels"]),
-            "evidence": evidence(per_checkpoint[a], per_checkpoint[b]),
-        } for a, b in pairs}
+        return {
+            pair_name((a, b)): {
+                "per_head": {
+                    name: change(per_checkpoint[a]["per_head"][name], per_checkpoint[b]["per_head"][name])
+                    for name in STATISTICS
+                },
+                "label_changes": changed_heads(per_checkpoint[a]["labels"], per_checkpoint[b]["labels"]),
+                "evidence": evidence(per_checkpoint[a], per_checkpoint[b]),
+            }
+            for a, b in pairs
+        }

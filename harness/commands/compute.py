@@ -39,8 +39,10 @@ def run(config: RunConfig) -> None:
     print(f"done: {finished.run_dir / SUMMARY}")
     print_lines(finished.summary)
     if Ablation.name not in finished.summary["analyses"] and config.analysis.ablation == "auto":
-        print("  ablation (head disabling, importance, pruning) is off on the CPU: `harness ablate` with "
-              "the same flags runs it on the stored checkpoint (minutes), or pass --ablation on")
+        print(
+            "  ablation (head disabling, importance, pruning) is off on the CPU: `harness ablate` with "
+            "the same flags runs it on the stored checkpoint (minutes), or pass --ablation on"
+        )
     print_mlflow_page(config.environment.tracking_uri, finished.page)
     print(f"  MLflow, pre-trained and fine-tuned side by side: http://127.0.0.1:5000/{finished.compare}")
     print_wall_time(finished.phases, start)
@@ -58,8 +60,9 @@ def print_lines(summary: dict) -> None:
     fine-tuning, where the run kept one."""
     lines = printed_lines(summary)
     if trajectory_view.points_of(summary) and EvaluationView.name in summary["analyses"]:
-        lines += trajectory_view.printed(summary, summary_metrics(summary),
-                                         EvaluationView.main_metric(summary["analyses"][EvaluationView.name]))
+        lines += trajectory_view.printed(
+            summary, summary_metrics(summary), EvaluationView.main_metric(summary["analyses"][EvaluationView.name])
+        )
     for line in lines:
         print(f"  {line}")
 
@@ -99,8 +102,11 @@ def print_mlflow_page(tracking_uri: str, page: str) -> None:
 
 def print_wall_time(phases: dict[str, float], start: float) -> None:
     """The seconds of each phase and of the whole command since ``start``."""
-    print("  wall time: " + ", ".join(f"{phase} {seconds:.1f} s" for phase, seconds in phases.items())
-          + f"; total {time.perf_counter() - start:.1f} s")
+    print(
+        "  wall time: "
+        + ", ".join(f"{phase} {seconds:.1f} s" for phase, seconds in phases.items())
+        + f"; total {time.perf_counter() - start:.1f} s"
+    )
 
 
 def ablate(config: RunConfig) -> None:
@@ -109,8 +115,10 @@ def ablate(config: RunConfig) -> None:
     start = time.perf_counter()
     plan = plan_run(replace(config, analysis=replace(config.analysis, analyses=[Ablation.name], ablation="on")))
     if stored_result(plan.config, plan.data) is None:
-        raise InputError(f"no fine-tuned checkpoint for these flags under {config.environment.cache_dir}: run "
-                         "`harness run` (or `finetune`) with the same flags first")
+        raise InputError(
+            f"no fine-tuned checkpoint for these flags under {config.environment.cache_dir}: run "
+            "`harness run` (or `finetune`) with the same flags first"
+        )
     finished = run_planned(plan)
     print(f"done: {finished.run_dir / SUMMARY}")
     print_lines({**finished.summary, "analyses": {Ablation.name: finished.summary["analyses"][Ablation.name]}})

@@ -18,8 +18,10 @@ def data(settings: DataConfig) -> None:
         return
     for corpus in settings.corpora:
         print(listed(corpus))
-    print(f"data cache: {data_home()} (${DATA_VARIABLE} moves it); lookup order: the analysis's flag, the data "
-          f"cache, ../shared/data beside a checkout, a download")
+    print(
+        f"data cache: {data_home()} (${DATA_VARIABLE} moves it); lookup order: the analysis's flag, the data "
+        f"cache, ../shared/data beside a checkout, a download"
+    )
 
 
 def fetched(corpus: Corpus) -> str:
@@ -34,7 +36,12 @@ def listed(corpus: Corpus) -> str:
     """Two lines: the corpus, its version, licence and size, and where it is found (or how to fetch
     it); then what reads it and where it comes from."""
     location = corpus_location(corpus)
-    where = (f"absent; `{DOWNLOAD_COMMAND} {corpus.name}` puts it in {cache_folder(corpus)}" if location is None
-             else f"present {PLACE_NAMES[location.place]}: {location.folder}")
-    return (f"{corpus.name} {corpus.version} ({corpus.licence}, {corpus.size / 1e6:.1f} MB): {where}\n"
-            f"  {corpus.title}, for {corpus.purpose}; from {corpus.homepage}")
+    where = (
+        f"absent; `{DOWNLOAD_COMMAND} {corpus.name}` puts it in {cache_folder(corpus)}"
+        if location is None
+        else f"present {PLACE_NAMES[location.place]}: {location.folder}"
+    )
+    return (
+        f"{corpus.name} {corpus.version} ({corpus.licence}, {corpus.size / 1e6:.1f} MB): {where}\n"
+        f"  {corpus.title}, for {corpus.purpose}; from {corpus.homepage}"
+    )

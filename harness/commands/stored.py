@@ -25,8 +25,10 @@ def figures(settings: FiguresConfig) -> None:
     written = redraw(summary, folder, force=True)
     figures = [path for path in written if path.suffix == ".png"]
     tables = [path for path in written if path.suffix == ".md"]
-    print(f"redrew {len(figures)} figures (PNG and PDF) and {len(tables)} tables of "
-          f"{len(drawn_files(folder))} analyses in {folder}")
+    print(
+        f"redrew {len(figures)} figures (PNG and PDF) and {len(tables)} tables of "
+        f"{len(drawn_files(folder))} analyses in {folder}"
+    )
 
 
 def docs(settings: DocsConfig) -> bool:
@@ -60,8 +62,11 @@ def export(settings: ExportConfig, environment: EnvironmentConfig) -> None:
 def placed(settings: Selection, output_dir: Path) -> Selection:
     """``settings`` as the command reads them: ``--out`` under ``output_dir`` unless given, and each
     glob pattern of ``--runs`` replaced by the run folders it matches (`matching_runs`)."""
-    return replace(settings, out=settings.out_under(output_dir),
-                   runs=[run for name in settings.runs for run in matching_runs(name, output_dir)])
+    return replace(
+        settings,
+        out=settings.out_under(output_dir),
+        runs=[run for name in settings.runs for run in matching_runs(name, output_dir)],
+    )
 
 
 def matching_runs(name: str, output_dir: Path) -> list[str]:
@@ -70,9 +75,15 @@ def matching_runs(name: str, output_dir: Path) -> list[str]:
     matches as a path and as a name under ``output_dir``, sorted; one clear line when it matches none."""
     if glob.escape(name) == name:  # no wildcard in it
         return [name]
-    found = {Path(path).resolve(): path for pattern in (name, str(output_dir / name)) for path in glob.glob(pattern)
-             if (Path(path) / SUMMARY).is_file()}
+    found = {
+        Path(path).resolve(): path
+        for pattern in (name, str(output_dir / name))
+        for path in glob.glob(pattern)
+        if (Path(path) / SUMMARY).is_file()
+    }
     if not found:
-        raise InputError(f"--runs {name}: no run folder (a folder with {SUMMARY}) matches it, as a path or as a "
-                         f"name under {output_dir}; check the pattern, or leave --runs out to take every run there")
+        raise InputError(
+            f"--runs {name}: no run folder (a folder with {SUMMARY}) matches it, as a path or as a "
+            f"name under {output_dir}; check the pattern, or leave --runs out to take every run there"
+        )
     return sorted(found.values())

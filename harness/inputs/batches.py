@@ -64,11 +64,17 @@ class EncodedBatch:
     def repeated(self, times: int) -> EncodedBatch:
         """The batch stacked ``times`` times along the batch dimension (rows b, b + B, ... are
         the same example), for evaluating several interventions in one pass."""
+
         def stacked(tensor: torch.Tensor | None) -> torch.Tensor | None:
             return tensor.repeat(times, 1) if tensor is not None else None
 
-        return EncodedBatch(self.input_ids.repeat(times, 1), self.attention_mask.repeat(times, 1),
-                            stacked(self.token_type_ids), self.items * times, stacked(self.second_text))
+        return EncodedBatch(
+            self.input_ids.repeat(times, 1),
+            self.attention_mask.repeat(times, 1),
+            stacked(self.token_type_ids),
+            self.items * times,
+            stacked(self.second_text),
+        )
 
 
 @dataclass

@@ -40,7 +40,7 @@ class PairTemplate:
         types = encoded.get("token_type_ids")
         starts = (0, sequences.index(0), after_a, first_b, after_b)
         kinds = None if types is None else tuple(types[min(start, len(ids) - 1)] for start in starts)
-        return cls(tuple(ids[:starts[1]]), tuple(ids[after_a:first_b]), tuple(ids[after_b:]), kinds)
+        return cls(tuple(ids[: starts[1]]), tuple(ids[after_a:first_b]), tuple(ids[after_b:]), kinds)
 
     @property
     def count(self) -> int:
@@ -66,12 +66,17 @@ def second_text_tokens(encoded: BatchEncoding, seq_len: int) -> torch.Tensor:
     segments = torch.zeros((len(encoded["input_ids"]), seq_len), dtype=torch.long)
     for row in range(len(segments)):
         sequences = encoded.sequence_ids(row)
-        segments[row, :len(sequences)] = torch.tensor([int(sequence == 1) for sequence in sequences])
+        segments[row, : len(sequences)] = torch.tensor([int(sequence == 1) for sequence in sequences])
     return segments
 
 
-def encode_examples(tokenizer: PreTrainedTokenizerBase, examples: Sequence[Example], max_length: int,
-                    pair: bool, pad_to: int | None = None) -> EncodedBatch:
+def encode_examples(
+    tokenizer: PreTrainedTokenizerBase,
+    examples: Sequence[Example],
+    max_length: int,
+    pair: bool,
+    pad_to: int | None = None,
+) -> EncodedBatch:
     """Tokenise one batch as ``[CLS] a [SEP]`` or, for a ``pair`` task, ``[CLS] a [SEP] b [SEP]``,
     truncated to ``max_length``, padded to its longest (or to ``pad_to`` tokens)."""
     texts = tokenizer(*_texts(examples, pair), truncation=True, max_length=max_length)
@@ -86,36 +91,46 @@ def encode_examples(tokenizer: PreTrainedTokenizerBase, examples: Sequence[Examp
     )
 
 
-def batched(tokenizer: PreTrainedTokenizerBase, examples: Sequence[Example], batch_size: int, max_length: int,
-            pair: bool, pad_to: int | None = None) -> Iterator[EncodedBatch]:
+def batched(
+    tokenizer: PreTrainedTokenizerBase,
+    examples: Sequence[Example],
+    batch_size: int,
+    max_length: int,
+    pair: bool,
+    pad_to: int | None = None,
+) -> Iterator[EncodedBatch]:
     """Encode ``examples`` lazily, one batch at a time, grouping similar lengths to cut padding
     (or padding every batch to ``pad_to`` tokens)."""
     order = sorted(range(len(examples)), key=lambda i: len(examples[i].text_a) + len(examples[i].text_b or ""))
     for start in range(0, len(order), batch_size):
-        yield encode_examples(tokenizer, [examples[i] for i in order[start:start + batch_size]], max_length, pair,
-                              pad_to)
+        yield encode_examples(
+            tokenizer, [examples[i] for i in order[start : start + batch_size]], max_length, pair, pad_to
+        )
 
 
-def token_lengths(tokenizer: PreTrainedTokenizerBase, examples: Sequence[Example], max_length: int,
-                  pair: bool) -> list[int]:
+def token_lengths(
+    tokenizer: PreTrainedTokenizerBase, examples: Sequence[Example], max_length: int, pair: bool
+) -> list[int]:
     """Real tokens of each example's encoding (`encode_examples`, same truncation)."""
     return [len(ids) for ids in tokenizer(*_texts(examples, pair), truncation=True, max_length=max_length)["input_ids"]]
 
 
-def count_truncated(tokenizer: PreTrainedTokenizerBase, examples: Sequence[Example], max_length: int,
-                    pair: bool) -> int:
+def count_truncated(
+    tokenizer: PreTrainedTokenizerBase, examples: Sequence[Example], max_length: int, pair: bool
+) -> int:
     """How many examples are longer than ``max_length`` tokens and get cut."""
     lengths = tokenizer(*_texts(examples, pair))["input_ids"]
     return sum(len(ids) > max_length for ids in lengths)
 
 
-def token_spans(tokenizer: PreTrainedTokenizerBase, examples: Sequence[Example], max_length: int,
-                pair: bool) -> list[list[tuple[int, int, int] | None]]:
+def token_spans(
+    tokenizer: PreTrainedTokenizerBase, examples: Sequence[Example], max_length: int, pair: bool
+) -> list[list[tuple[int, int, int] | None]]:
     """Per example, per token of its encoding (`encode_examples`, same truncation): the text it
     comes from (0: ``text_a``, 1: ``text_b``) and its character span there, or None for a
     special token."""
-    encoded = tokenizer(*_texts(examples, pair), truncation=True, max_length=max_length,
-                        return_offsets_mapping=True)
-    return [[None if segment is None else (segment, *span)
-             for segment, span in zip(encoded.sequence_ids(row), offsets)]
-            for row, offsets in enumerate(encoded["offset_mapping"])]
+    encoded = tokenizer(*_texts(examples, pair), truncation=True, max_length=max_length, return_offsets_mapping=True)
+    return [
+        [None if segment is None else (segment, *span) for segment, span in zip(encoded.sequence_ids(row), offsets)]
+        for row, offsets in enumerate(encoded["offset_mapping"])
+    ]

@@ -61,8 +61,9 @@ def joined(words: Sequence[str]) -> tuple[str, list[int]]:
     return " ".join(words), owner
 
 
-def tokenized_words(tokenizer: PreTrainedTokenizerBase, word_lists: Sequence[Sequence[str]],
-                    **options: Any) -> tuple[BatchEncoding, list[list[int | None]]]:
+def tokenized_words(
+    tokenizer: PreTrainedTokenizerBase, word_lists: Sequence[Sequence[str]], **options: Any
+) -> tuple[BatchEncoding, list[list[int | None]]]:
     """Each list of words tokenised as the sentence it writes (`joined`), and the word of every
     token (None for special tokens and padding), read from the tokenizer's character offsets.
 
@@ -73,8 +74,10 @@ def tokenized_words(tokenizer: PreTrainedTokenizerBase, word_lists: Sequence[Seq
     texts = [joined(words) for words in word_lists]
     encoded = tokenizer([text for text, _ in texts], return_offsets_mapping=True, **options)
     offsets = encoded.pop("offset_mapping")
-    word_ids = [[owner[end - 1] if end > start else None for start, end in map(tuple, row_offsets)]
-                for row_offsets, (_, owner) in zip(offsets.tolist() if torch.is_tensor(offsets) else offsets, texts)]
+    word_ids = [
+        [owner[end - 1] if end > start else None for start, end in map(tuple, row_offsets)]
+        for row_offsets, (_, owner) in zip(offsets.tolist() if torch.is_tensor(offsets) else offsets, texts)
+    ]
     return encoded, word_ids
 
 
@@ -102,20 +105,25 @@ def encode_words(
     `WordAlignedItem`s wrapping ``items``, and the number of words cut from each row.
     """
     if not tokenizer.is_fast:
-        raise InputError(f"{type(tokenizer).__name__} is not a fast tokenizer; word-level analyses "
-                           "need word ids: load the model's tokenizer with use_fast=True")
+        raise InputError(
+            f"{type(tokenizer).__name__} is not a fast tokenizer; word-level analyses "
+            "need word ids: load the model's tokenizer with use_fast=True"
+        )
     special = tokenizer.num_special_tokens_to_add(pair=False)
     if max_tokens <= special:
-        raise InputError(f"--max-tokens {max_tokens} leaves no room for words next to the "
-                           f"{special} special tokens; use a larger value (Clark et al. used 128)")
+        raise InputError(
+            f"--max-tokens {max_tokens} leaves no room for words next to the "
+            f"{special} special tokens; use a larger value (Clark et al. used 128)"
+        )
     kept_words: list[list[str]] = []
     for words, counts in zip(word_lists, _token_counts(tokenizer, word_lists)):
         # A word the tokenizer drops entirely (a lone control character) becomes the unknown
         # token, so every word keeps a position and attention to it is defined.
         visible = [word if count else tokenizer.unk_token for word, count in zip(words, counts)]
-        kept_words.append(visible[:_kept_words([max(count, 1) for count in counts], max_tokens - special)])
-    encoded, all_word_ids = tokenized_words(tokenizer, kept_words, padding="longest", padding_side="right",
-                                            return_tensors="pt")
+        kept_words.append(visible[: _kept_words([max(count, 1) for count in counts], max_tokens - special)])
+    encoded, all_word_ids = tokenized_words(
+        tokenizer, kept_words, padding="longest", padding_side="right", return_tensors="pt"
+    )
     aligned: list[WordAlignedItem] = []
     cut: list[int] = []
     for row, (words, kept) in enumerate(zip(word_lists, kept_words)):
@@ -132,8 +140,9 @@ def encode_words(
     return batch, cut
 
 
-def assignment_matrix(word_ids: Sequence[int | None], num_words: int, keep_special: bool = False,
-                      device: torch.device | str = "cpu") -> torch.Tensor:
+def assignment_matrix(
+    word_ids: Sequence[int | None], num_words: int, keep_special: bool = False, device: torch.device | str = "cpu"
+) -> torch.Tensor:
     """(groups, n_tok) matrix with 1 where token t belongs to group g.
 
     Groups are the words ``0..num_words-1``; with ``keep_special`` they are shifted by one and

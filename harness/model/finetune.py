@@ -89,8 +89,10 @@ class Layout:
     def of(cls, settings: FineTuneConfig, world_size: int | None = None) -> Layout:
         world = world_size or int(os.environ.get("WORLD_SIZE", "1"))
         if settings.batch_size % world:
-            raise InputError(f"--batch-size {settings.batch_size} cannot be split evenly over {world} processes; "
-                             f"use a multiple of {world} so the effective batch stays what you set")
+            raise InputError(
+                f"--batch-size {settings.batch_size} cannot be split evenly over {world} processes; "
+                f"use a multiple of {world} so the effective batch stays what you set"
+            )
         return cls(world, settings.batch_size // world)
 
 
@@ -123,11 +125,11 @@ class QuietProgress(ProgressCallback):
     logging step (the whole curve goes to MLflow)."""
 
     def on_train_begin(self, args, state, control, train_dataloader=None, **kwargs) -> None:
-        self.examples_per_step = (args.per_device_train_batch_size * args.gradient_accumulation_steps
-                                  * args.world_size)
+        self.examples_per_step = args.per_device_train_batch_size * args.gradient_accumulation_steps * args.world_size
         if state.is_world_process_zero:
-            self.training_bar = progress_bar(total=trained_examples(args, state, train_dataloader), unit="ex",
-                                             desc="fine-tuning", dynamic_ncols=True)
+            self.training_bar = progress_bar(
+                total=trained_examples(args, state, train_dataloader), unit="ex", desc="fine-tuning", dynamic_ncols=True
+            )
         self.current_step = 0
 
     def on_step_end(self, args, state, control, **kwargs) -> None:
@@ -154,12 +156,14 @@ def trained_examples(args: TrainingArguments, state: TrainerState, loader: torch
 class EncodedExamples(torch.utils.data.Dataset):
     """Tokenised, unpadded examples; `DataCollatorWithPadding` pads each batch to its longest."""
 
-    def __init__(self, tokenizer: PreTrainedTokenizerBase, task: GlueTask, examples: list[Example],
-                 max_length: int) -> None:
+    def __init__(
+        self, tokenizer: PreTrainedTokenizerBase, task: GlueTask, examples: list[Example], max_length: int
+    ) -> None:
         self.features = tokenizer(
             [example.text_a for example in examples],
             [example.text_b for example in examples] if task.is_pair else None,
-            truncation=True, max_length=max_length,
+            truncation=True,
+            max_length=max_length,
         )
         self.labels = [example.label for example in examples]
 
@@ -176,10 +180,19 @@ def cache_key(config: RunConfig, data: TaskData, variant: str = FINETUNED) -> st
     """Stable key of everything that changes the fine-tuned weights (the layout aside: the
     effective batch is the same whatever the number of processes); a baseline ``variant``
     (`BASELINES`) adds its name."""
-    recipe = {name: value for name, value in asdict(config.finetune).items()
-              if name not in NOT_IN_WEIGHTS and not (name in UNSET_NOT_IN_KEY and not value)}
-    settings = {"model": config.task.model, "task": config.task.task, "max_length": config.task.max_length,
-                "data": data.identity, "precision": config.environment.precision, **recipe}
+    recipe = {
+        name: value
+        for name, value in asdict(config.finetune).items()
+        if name not in NOT_IN_WEIGHTS and not (name in UNSET_NOT_IN_KEY and not value)
+    }
+    settings = {
+        "model": config.task.model,
+        "task": config.task.task,
+        "max_length": config.task.max_length,
+        "data": data.identity,
+        "precision": config.environment.precision,
+        **recipe,
+    }
     return key_of(settings if variant == FINETUNED else {**settings, "variant": variant})
 
 
@@ -214,8 +227,9 @@ def training_model(config: RunConfig, task: GlueTask, variant: str = FINETUNED) 
     on_cpu = trains_on_cpu(config)
     fast = on_cpu and not config.finetune.torch_dropout
     attention = "eager" if fast or (on_cpu and config.environment.precision == "bf16") else "sdpa"
-    model = load_sequence_classifier(config.task.model, task, head_seed=config.finetune.seed, attention=attention,
-                                     random_init=variant == RANDOM_INIT)
+    model = load_sequence_classifier(
+        config.task.model, task, head_seed=config.finetune.seed, attention=attention, random_init=variant == RANDOM_INIT
+    )
     if variant == FROZEN_ENCODER:
         model.base_model.requires_grad_(False)
     if config.finetune.reinit_layers:
@@ -294,8 +308,12 @@ def checkpoint_complete(folder: Path) -> bool:
     weights have every byte, and its optimizer and scheduler archives are whole zip files."""
     weights = folder / "model.safetensors"
     archives = [folder / "optimizer.pt", folder / "scheduler.pt"]
-    return (isinstance(read_json(folder / "trainer_state.json"), dict) and weights.is_file()
-            and safetensors_complete(weights) and all(path.is_file() and zipfile.is_zipfile(path) for path in archives))
+    return (
+        isinstance(read_json(folder / "trainer_state.json"), dict)
+        and weights.is_file()
+        and safetensors_complete(weights)
+        and all(path.is_file() and zipfile.is_zipfile(path) for path in archives)
+    )
 
 
 def last_checkpoint(root: Path) -> str | None:
@@ -309,8 +327,9 @@ def last_checkpoint(root: Path) -> str | None:
         if is_main_process():
             aside = folder.with_name(f"incomplete-{folder.name}-{time.strftime('%Y%m%d-%H%M%S')}")
             folder.rename(aside)
-            log.warning("set aside the incomplete Trainer checkpoint %s (interrupted while written) as %s",
-                        folder, aside.name)
+            log.warning(
+                "set aside the incomplete Trainer checkpoint %s (interrupted while written) as %s", folder, aside.name
+            )
     return None
 
 
@@ -338,17 +357,22 @@ class TrajectoryCheckpoints(TrainerCallback):
         partial = target.with_name(f"{target.name}.partial-{os.getpid()}")
         shutil.rmtree(partial, ignore_errors=True)
         model.save_pretrained(str(partial))
-        examples = state.global_step * args.per_device_train_batch_size * args.gradient_accumulation_steps \
-            * args.world_size
-        write_json(partial / RESULT_FILE, {"step": state.global_step, "fractions": fractions,
-                                           "examples_seen": examples, "of_steps": state.max_steps})
+        examples = (
+            state.global_step * args.per_device_train_batch_size * args.gradient_accumulation_steps * args.world_size
+        )
+        write_json(
+            partial / RESULT_FILE,
+            {"step": state.global_step, "fractions": fractions, "examples_seen": examples, "of_steps": state.max_steps},
+        )
         shutil.rmtree(target, ignore_errors=True)  # a folder without its record was cut short
         partial.rename(target)
 
     def records(self) -> list[dict[str, Any]]:
         """What each kept checkpoint is (its record and folder name), by step."""
-        return [{**read_json(self.folder / f"step-{step}" / RESULT_FILE), "folder": f"step-{step}"}
-                for step in sorted(self.at_step)]
+        return [
+            {**read_json(self.folder / f"step-{step}" / RESULT_FILE), "folder": f"step-{step}"}
+            for step in sorted(self.at_step)
+        ]
 
 
 class NoCheckpointAfterLastEpoch(TrainerCallback):
@@ -387,8 +411,9 @@ def resumed_seconds(checkpoint: str | None) -> float:
     if checkpoint is None:
         return 0.0
     stored = read_json(Path(checkpoint) / "trainer_state.json") or {}
-    return float(stored.get("stateful_callbacks", {}).get(TrainingClock.__name__, {})
-                 .get("args", {}).get("earlier_seconds", 0.0))
+    return float(
+        stored.get("stateful_callbacks", {}).get(TrainingClock.__name__, {}).get("args", {}).get("earlier_seconds", 0.0)
+    )
 
 
 def finetune(config: RunConfig, data: TaskData, variant: str = FINETUNED) -> FineTuneResult:

@@ -149,13 +149,20 @@ class _Session:
         called more than ``num_layers`` times in one pass (an encoder with several self-attentions per layer)."""
         layer = self.layer
         if layer >= self.num_layers:
-            raise InputError(f"the model called its attention more than its {self.num_layers} layers times in one "
-                               "pass; only encoders with one self-attention per layer are supported")
+            raise InputError(
+                f"the model called its attention more than its {self.num_layers} layers times in one "
+                "pass; only encoders with one self-attention per layer are supported"
+            )
         self.layer += 1
         return layer
 
-    def attend(self, module: torch.nn.Module, weights: torch.Tensor, value: torch.Tensor | None,
-               uniform: Callable[[], torch.Tensor]) -> tuple[torch.Tensor, int]:
+    def attend(
+        self,
+        module: torch.nn.Module,
+        weights: torch.Tensor,
+        value: torch.Tensor | None,
+        uniform: Callable[[], torch.Tensor],
+    ) -> tuple[torch.Tensor, int]:
         """The layer's weights with the uniform heads replaced (by ``uniform()``), captured, their
         value norms measured (``value``: (batch, heads, seq, head_dim), or None where the values
         come from the module's value projection); and the layer's index."""
@@ -215,8 +222,10 @@ def transformed_norms(value: torch.Tensor, projection: torch.nn.Linear) -> torch
     """
     heads, head_dim = value.shape[1], value.shape[-1]
     if projection.in_features != heads * head_dim:
-        raise InputError(f"the attention output projection takes {projection.in_features} features, not the "
-                           f"{heads} x {head_dim} of the heads' values; value norms cannot be measured")
+        raise InputError(
+            f"the attention output projection takes {projection.in_features} features, not the "
+            f"{heads} x {head_dim} of the heads' values; value norms cannot be measured"
+        )
     with torch.no_grad():  # a measurement: never part of a loss's graph
         blocks = projection.weight.float().view(-1, heads, head_dim)
         gram = torch.einsum("ohd,ohe->hde", blocks, blocks)
@@ -261,12 +270,14 @@ def _probabilities_hook(attention: torch.nn.Module) -> Callable[..., torch.Tenso
     """A forward hook for the dropout that ``attention``'s probabilities pass through: within a
     `forward` call it returns them as `attention_forward` would leave them (uniform heads
     replaced, captured, gated); otherwise it leaves them alone."""
+
     def hook(dropout: torch.nn.Module, args: tuple, probabilities: torch.Tensor) -> torch.Tensor | None:
         session = _ACTIVE.get()
         if session is None:
             return None
-        weights, layer = session.attend(attention, probabilities, None,
-                                        lambda: _uniform_over_keys(probabilities, session.key_mask))
+        weights, layer = session.attend(
+            attention, probabilities, None, lambda: _uniform_over_keys(probabilities, session.key_mask)
+        )
         return session.gated(weights, layer)
 
     return hook
@@ -289,13 +300,22 @@ def use_harness_attention(model: PreTrainedModel) -> PreTrainedModel:
     site = PROBABILITY_SITES.get(model.config.model_type)
     if site is None:
         name = model.config.name_or_path or type(model).__name__
-        raise InputError(f"{name} ({type(model).__name__}) does not route its attention through transformers' "
-                         "AttentionInterface, so its attention weights cannot be captured; use an encoder such "
-                         "as bert-base-uncased, roberta-base, microsoft/deberta-v3-base or --model minilm")
+        raise InputError(
+            f"{name} ({type(model).__name__}) does not route its attention through transformers' "
+            "AttentionInterface, so its attention weights cannot be captured; use an encoder such "
+            "as bert-base-uncased, roberta-base, microsoft/deberta-v3-base or --model minilm"
+        )
     if not hasattr(model, HOOKED):
         module_class, dropout = site
-        setattr(model, HOOKED, [getattr(module, dropout).register_forward_hook(_probabilities_hook(module))
-                                for module in model.modules() if isinstance(module, module_class)])
+        setattr(
+            model,
+            HOOKED,
+            [
+                getattr(module, dropout).register_forward_hook(_probabilities_hook(module))
+                for module in model.modules()
+                if isinstance(module, module_class)
+            ],
+        )
     return model
 
 
@@ -309,16 +329,20 @@ def encoder_layers(model: torch.nn.Module) -> list[torch.nn.Module]:
     hidden layer, as in BERT, RoBERTa, ELECTRA, XLM-R, DistilBERT, DeBERTa, ModernBERT), or []
     where it has no such single list (ALBERT runs one shared layer again and again)."""
     count = model.config.num_hidden_layers
-    found = [list(module) for name, module in model.named_modules()
-             if isinstance(module, torch.nn.ModuleList) and name.rsplit(".", 1)[-1] in ("layer", "layers")
-             and len(module) == count]
+    found = [
+        list(module)
+        for name, module in model.named_modules()
+        if isinstance(module, torch.nn.ModuleList)
+        and name.rsplit(".", 1)[-1] in ("layer", "layers")
+        and len(module) == count
+    ]
     return found[0] if len(found) == 1 else []
 
 
 @contextmanager
 def _skipping(model: torch.nn.Module, prefix: Prefix | None) -> Iterator[None]:
     """Within the block the layers below ``prefix.start`` return ``prefix.output`` without computing."""
-    skipped = encoder_layers(model)[:prefix.start] if prefix is not None else []
+    skipped = encoder_layers(model)[: prefix.start] if prefix is not None else []
     for layer in skipped:  # an instance attribute shadows the class's forward; deleting it restores that
         layer.forward = lambda *args, **kwargs: prefix.output
     try:
@@ -328,8 +352,9 @@ def _skipping(model: torch.nn.Module, prefix: Prefix | None) -> Iterator[None]:
             del layer.forward
 
 
-_PROJECTIONS: weakref.WeakKeyDictionary[torch.nn.Module, dict[torch.nn.Module, HeadProjections]] = \
+_PROJECTIONS: weakref.WeakKeyDictionary[torch.nn.Module, dict[torch.nn.Module, HeadProjections]] = (
     weakref.WeakKeyDictionary()
+)
 
 
 def head_projections(model: PreTrainedModel, encoded: EncodedBatch) -> dict[torch.nn.Module, HeadProjections]:
@@ -348,6 +373,7 @@ def head_projections(model: PreTrainedModel, encoded: EncodedBatch) -> dict[torc
 def _keeping_values(session: _Session) -> Iterator[None]:
     """Within the block each value projection that `head_projections` found (where the attention
     function is not handed the values) leaves its output in ``session.values``."""
+
     def keep(attention: torch.nn.Module) -> Callable[..., None]:
         return lambda module, args, output: session.values.__setitem__(attention, output)
 
@@ -408,8 +434,10 @@ def forward(
     must leave them intact, and attention and gradients are those of the layers that ran.
     """
     if not harness_attention(model):
-        raise InputError(f"{type(model).__name__} runs '{model.config._attn_implementation}' attention; "
-                         "switch it with harness.model.forward.use_harness_attention before calling forward")
+        raise InputError(
+            f"{type(model).__name__} runs '{model.config._attn_implementation}' attention; "
+            "switch it with harness.model.forward.use_harness_attention before calling forward"
+        )
     if capture.needs_grad and targets is None:
         raise ValueError("gradients need targets for the loss")
     device = device_of(model)
@@ -422,25 +450,37 @@ def forward(
     elif gates is not None:
         gates = gates.to(device)
     projections = head_projections(model, encoded) if capture.value_norms else None
-    session = _Session(num_layers, interventions, capture.attention or capture.attention_grad, gates, projections,
-                       key_mask=encoded.attention_mask.to(device).bool(), layer=prefix.start if prefix is not None else 0)
+    session = _Session(
+        num_layers,
+        interventions,
+        capture.attention or capture.attention_grad,
+        gates,
+        projections,
+        key_mask=encoded.attention_mask.to(device).bool(),
+        layer=prefix.start if prefix is not None else 0,
+    )
     grad_mode = torch.enable_grad() if capture.needs_grad else torch.inference_mode()
     with grad_mode, _session(session), _skipping(model, prefix), _keeping_values(session):
         logits = model(**encoded.model_inputs(device)).logits
         loss = summed_loss(logits, targets.to(device), loss_kind) if targets is not None else None
         if session.layer != num_layers:
-            raise InputError(f"{type(model).__name__} ran {session.layer} of its {num_layers} attention layers "
-                               "through the harness attention function; it cannot be analysed")
+            raise InputError(
+                f"{type(model).__name__} ran {session.layer} of its {num_layers} attention layers "
+                "through the harness attention function; it cannot be analysed"
+            )
         attentions = torch.stack(session.attentions, dim=1) if session.attentions else None
         grads: tuple[torch.Tensor, ...] = ()
         if capture.needs_grad:
             inputs = [*(session.attentions if capture.attention_grad else []), *([gates] if capture.gate_grad else [])]
             grads = torch.autograd.grad(loss, inputs)
-    output = ForwardOutput(logits=logits.detach(), loss=None if loss is None else loss.detach(),
-                           attentions=None if attentions is None or not capture.attention else attentions.detach(),
-                           value_norms=torch.stack(session.value_norms, dim=1) if capture.value_norms else None)
+    output = ForwardOutput(
+        logits=logits.detach(),
+        loss=None if loss is None else loss.detach(),
+        attentions=None if attentions is None or not capture.attention else attentions.detach(),
+        value_norms=torch.stack(session.value_norms, dim=1) if capture.value_norms else None,
+    )
     if capture.attention_grad:
-        output.attention_grads = torch.stack(grads[:len(session.attentions)], dim=1)
+        output.attention_grads = torch.stack(grads[: len(session.attentions)], dim=1)
     if capture.gate_grad:
         output.gate_grads = grads[-1]
     return output
@@ -475,13 +515,17 @@ def first_intervened_layers(variants: Interventions, num_layers: int) -> torch.T
     return torch.where(touched.any(dim=1), touched.int().argmax(dim=1), num_layers)
 
 
-def _intact_layer_outputs(model: PreTrainedModel, encoded: EncodedBatch) -> tuple[torch.Tensor, list[torch.Tensor] | None]:
+def _intact_layer_outputs(
+    model: PreTrainedModel, encoded: EncodedBatch
+) -> tuple[torch.Tensor, list[torch.Tensor] | None]:
     """The intact model's logits on ``encoded`` and what each encoder layer returned
     ((batch, seq, hidden) each), or None where `encoder_layers` finds no layers or they
     return more than their hidden states."""
     outputs: list[object] = []
-    hooks = [layer.register_forward_hook(lambda module, args, output: outputs.append(output))
-             for layer in encoder_layers(model)]
+    hooks = [
+        layer.register_forward_hook(lambda module, args, output: outputs.append(output))
+        for layer in encoder_layers(model)
+    ]
     try:
         logits = forward(model, encoded).logits
     finally:
@@ -491,8 +535,9 @@ def _intact_layer_outputs(model: PreTrainedModel, encoded: EncodedBatch) -> tupl
     return logits, outputs if reusable else None
 
 
-def forward_variants(model: PreTrainedModel, encoded: EncodedBatch, variants: Interventions,
-                     max_rows: int | None = None) -> torch.Tensor:
+def forward_variants(
+    model: PreTrainedModel, encoded: EncodedBatch, variants: Interventions, max_rows: int | None = None
+) -> torch.Tensor:
     """The logits of ``encoded`` under each of V variants of the model: (V, batch, labels) float32.
 
     ``variants`` holds (V, layers, heads) gates and/or uniform-attention flags, one set per
@@ -517,7 +562,9 @@ def forward_variants(model: PreTrainedModel, encoded: EncodedBatch, variants: In
             parts.append(intact.float()[None].expand(len(members), -1, -1))
             continue
         for chosen in members.split(per_pass):
-            stage = Interventions(_rows_of(variants.head_gates, chosen, size), _rows_of(variants.uniform_heads, chosen, size))
+            stage = Interventions(
+                _rows_of(variants.head_gates, chosen, size), _rows_of(variants.uniform_heads, chosen, size)
+            )
             prefix = Prefix(start, outputs[start - 1].repeat(len(chosen), 1, 1)) if start > 0 else None
             out = forward(model, encoded.repeated(len(chosen)), interventions=stage, prefix=prefix).logits.float()
             order.append(chosen)

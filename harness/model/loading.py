@@ -107,14 +107,15 @@ def _load_error(name: str, error: Exception) -> InputError:
         hint = "is it a folder written by save_pretrained (config.json and weights)?"
         where = "local path"
     elif (unreachable := hub_unreachable()) is not None:
-        hint = (f"the hub is unreachable ({unreachable}) and it is not in the local cache; "
-                "try the bundled model with --model minilm")
+        hint = (
+            f"the hub is unreachable ({unreachable}) and it is not in the local cache; "
+            "try the bundled model with --model minilm"
+        )
         where = "model id"
     else:
         hint = "offline or a typo? try the bundled model with --model minilm"
         where = "model id or path"
-    return InputError(f"could not load {where} {name!r} ({type(error).__name__}: {str(error).splitlines()[0]}); "
-                      f"{hint}")
+    return InputError(f"could not load {where} {name!r} ({type(error).__name__}: {str(error).splitlines()[0]}); {hint}")
 
 
 def check_model_folder(source: str) -> None:
@@ -124,12 +125,13 @@ def check_model_folder(source: str) -> None:
     if not folder.is_dir():
         return
     if not (folder / "config.json").is_file():
-        raise InputError(f"{folder}: no config.json; --model needs a folder written by save_pretrained "
-                         "(or a hub id)")
+        raise InputError(f"{folder}: no config.json; --model needs a folder written by save_pretrained (or a hub id)")
     files = weights_files(source)
     if not files:
-        raise InputError(f"{folder}: no weights (model.safetensors or pytorch_model.bin); save the model there "
-                         "with save_pretrained, or point --model at the folder that has them")
+        raise InputError(
+            f"{folder}: no weights (model.safetensors or pytorch_model.bin); save the model there "
+            "with save_pretrained, or point --model at the folder that has them"
+        )
     check_config_file(folder / "config.json")
     for path in files:
         check_weights_file(path)
@@ -190,9 +192,11 @@ def check_encoder(name: str, config: PretrainedConfig) -> None:
     decoder, both = getattr(config, "is_decoder", False), getattr(config, "is_encoder_decoder", False)
     if decoder or both or type(config) not in MODEL_FOR_MASKED_LM_MAPPING:  # built in, or registered (extensions)
         shape = "an encoder-decoder" if both else "a decoder-only model"
-        raise InputError(f"--model {name}: a {kind} model is {shape}; the harness analyses bidirectional encoders "
-                         "(BERT, RoBERTa, XLM-R, DistilBERT, ALBERT, ELECTRA, DeBERTa, ModernBERT, ...), see "
-                         "docs/models.md")
+        raise InputError(
+            f"--model {name}: a {kind} model is {shape}; the harness analyses bidirectional encoders "
+            "(BERT, RoBERTa, XLM-R, DistilBERT, ALBERT, ELECTRA, DeBERTa, ModernBERT, ...), see "
+            "docs/models.md"
+        )
 
 
 def training_attention(source: str, wanted: str) -> str:
@@ -212,8 +216,9 @@ def load_tokenizer(name: str) -> PreTrainedTokenizerBase:
         raise _load_error(source, error) from error
 
 
-def load_sequence_classifier(name: str, task: GlueTask, head_seed: int, attention: str = "eager",
-                             random_init: bool = False) -> PreTrainedModel:
+def load_sequence_classifier(
+    name: str, task: GlueTask, head_seed: int, attention: str = "eager", random_init: bool = False
+) -> PreTrainedModel:
     """A pre-trained encoder with a new sequence-classification (or regression) head for ``task``.
 
     The head is initialised from ``head_seed`` without touching the global random state, so
@@ -224,11 +229,15 @@ def load_sequence_classifier(name: str, task: GlueTask, head_seed: int, attentio
     initialisation), for the random-initialisation baseline.
     """
     source = resolve_model(name)
-    labels = {"num_labels": task.num_labels,
-              "problem_type": "regression" if task.is_regression else "single_label_classification"}
+    labels = {
+        "num_labels": task.num_labels,
+        "problem_type": "regression" if task.is_regression else "single_label_classification",
+    }
     if task.label_names:
-        labels |= {"id2label": dict(enumerate(task.label_names)),
-                   "label2id": {label: index for index, label in enumerate(task.label_names)}}
+        labels |= {
+            "id2label": dict(enumerate(task.label_names)),
+            "label2id": {label: index for index, label in enumerate(task.label_names)},
+        }
     try:
         attention = training_attention(source, attention)
         with torch.random.fork_rng(devices=[]):
@@ -236,8 +245,7 @@ def load_sequence_classifier(name: str, task: GlueTask, head_seed: int, attentio
             if random_init:
                 config = AutoConfig.from_pretrained(source, **labels)
                 return AutoModelForSequenceClassification.from_config(config, attn_implementation=attention)
-            return AutoModelForSequenceClassification.from_pretrained(source, attn_implementation=attention,
-                                                                      **labels)
+            return AutoModelForSequenceClassification.from_pretrained(source, attn_implementation=attention, **labels)
     except Exception as error:
         raise _load_error(source, error) from error
 
@@ -312,8 +320,9 @@ class Checkpoint:
         verbosity = transformers.logging.get_verbosity()
         transformers.logging.set_verbosity_error()  # a missing head is expected, not worth a load report
         try:
-            mlm, info = AutoModelForMaskedLM.from_pretrained(source, attn_implementation="eager",
-                                                             output_loading_info=True)
+            mlm, info = AutoModelForMaskedLM.from_pretrained(
+                source, attn_implementation="eager", output_loading_info=True
+            )
         except (OSError, ValueError):
             return None
         finally:

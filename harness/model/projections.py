@@ -64,11 +64,11 @@ class HeadProjections:
 @contextmanager
 def tracing_linears(model: torch.nn.Module, trace: list[LinearCall | AttentionCall]) -> Iterator[None]:
     """Within the block every linear layer of ``model`` appends its calls to ``trace``."""
+
     def record(module: torch.nn.Module, args: tuple, output: torch.Tensor) -> None:
         trace.append(LinearCall(module, args[0].detach(), output.detach()))
 
-    hooks = [module.register_forward_hook(record) for module in model.modules()
-             if isinstance(module, torch.nn.Linear)]
+    hooks = [module.register_forward_hook(record) for module in model.modules() if isinstance(module, torch.nn.Linear)]
     try:
         yield
     finally:
@@ -96,7 +96,9 @@ def same(traced: torch.Tensor, expected: torch.Tensor) -> bool:
     return bool(torch.linalg.vector_norm(traced.float() - expected) <= tolerance * torch.linalg.vector_norm(expected))
 
 
-def value_candidates(call: AttentionCall, before: list[LinearCall]) -> Iterator[tuple[torch.nn.Linear | None, torch.Tensor]]:
+def value_candidates(
+    call: AttentionCall, before: list[LinearCall]
+) -> Iterator[tuple[torch.nn.Linear | None, torch.Tensor]]:
     """(value projection, the heads' concatenated outputs it implies) for each possible source of the values."""
     if call.value is not None:
         yield None, concatenated_heads(call.weights, call.value)
@@ -114,9 +116,11 @@ def resolve_call(call: AttentionCall, before: list[LinearCall], after: list[Line
         output = next((linear.module for linear in after if same(linear.input, heads)), None)
         if output is not None:
             return HeadProjections(output, value)
-    raise InputError(f"{type(call.module).__name__}: no linear layer after it takes its heads' concatenated "
-                     "outputs, so the norms of its transformed value vectors cannot be measured; leave out the "
-                     "analyses that need them (sinks)")
+    raise InputError(
+        f"{type(call.module).__name__}: no linear layer after it takes its heads' concatenated "
+        "outputs, so the norms of its transformed value vectors cannot be measured; leave out the "
+        "analyses that need them (sinks)"
+    )
 
 
 def resolve(trace: list[LinearCall | AttentionCall]) -> dict[torch.nn.Module, HeadProjections]:

@@ -47,8 +47,10 @@ def documents(root: Path = ROOT) -> list[Path]:
     """The Markdown files whose table blocks are generated: the README and every doc (of a
     checkout: an installed package has none)."""
     if not (root / "README.md").is_file():
-        raise InputError(f"{root}: no README.md; `harness docs` rebuilds the tables of a checkout of the harness, "
-                         "run it from one (`pip install -e .`)")
+        raise InputError(
+            f"{root}: no README.md; `harness docs` rebuilds the tables of a checkout of the harness, "
+            "run it from one (`pip install -e .`)"
+        )
     return [root / "README.md", *sorted((root / "docs").glob("*.md"))]
 
 
@@ -58,10 +60,16 @@ def snapshot(summary: dict[str, Any], run_folder: Path) -> dict[str, Any]:
     entries = current_entries(summary)
     read = {name for name, (view, entry) in entries.items() if view.in_overview() or view.tables(entry, {})}
     read |= {other for name in read for other in VIEWS[name].overview_reads}
-    analyses = {name: {**entry, "result": without(entry["result"], view.left_out)}
-                for name, (view, entry) in entries.items() if name in read}
-    return {"source": {"run_folder": run_folder.name, "summary_key": key_of(summary, 64)},
-            "run": summary["run"], "analyses": analyses}
+    analyses = {
+        name: {**entry, "result": without(entry["result"], view.left_out)}
+        for name, (view, entry) in entries.items()
+        if name in read
+    }
+    return {
+        "source": {"run_folder": run_folder.name, "summary_key": key_of(summary, 64)},
+        "run": summary["run"],
+        "analyses": analyses,
+    }
 
 
 def without(value: Any, keys: tuple[str, ...]) -> Any:
@@ -88,18 +96,28 @@ def sweep_table(results: dict[str, Any]) -> str:
     mean ± std over seeds, the majority class, and the seeds clearly above it."""
     groups: dict[tuple, list[dict[str, Any]]] = {}
     for point in results["points"]:
-        setting = (point["task"], point["learning_rate"], point["epochs"], point.get("reinit_layers", 0),
-                   point["max_train_examples"] or 0)
+        setting = (
+            point["task"],
+            point["learning_rate"],
+            point["epochs"],
+            point.get("reinit_layers", 0),
+            point["max_train_examples"] or 0,
+        )
         groups.setdefault(setting, []).append(point)
-    lines = ["| task | lr | epochs | top layers re-initialised | train examples | metric | seeds | dev mean ± std | "
-             "majority | seeds learned | train s / seed |", "|---" * 11 + "|"]
+    lines = [
+        "| task | lr | epochs | top layers re-initialised | train examples | metric | seeds | dev mean ± std | "
+        "majority | seeds learned | train s / seed |",
+        "|---" * 11 + "|",
+    ]
     for (task, rate, epochs, reinit, _), group in sorted(groups.items()):
         scores = [100 * point["score"] for point in group]
         spread = f" ± {statistics.stdev(scores):.1f}" if len(scores) > 1 else ""
-        lines.append(f"| {task} | {rate:g} | {epochs:g} | {reinit} | {group[0]['train_examples']} | {group[0]['metric']} | "
-                     f"{len(group)} | {statistics.mean(scores):.1f}{spread} | {100 * group[0]['majority']:.1f} | "
-                     f"{sum(point['learned'] for point in group)} | "
-                     f"{statistics.mean(point['train_seconds'] for point in group):.0f} |")
+        lines.append(
+            f"| {task} | {rate:g} | {epochs:g} | {reinit} | {group[0]['train_examples']} | {group[0]['metric']} | "
+            f"{len(group)} | {statistics.mean(scores):.1f}{spread} | {100 * group[0]['majority']:.1f} | "
+            f"{sum(point['learned'] for point in group)} | "
+            f"{statistics.mean(point['train_seconds'] for point in group):.0f} |"
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -134,8 +152,10 @@ def render(name: str, results: dict[str, Any]) -> str:
         tables = view.tables(entry, results["run"])
         if name in tables:
             return without_title(tables[name])
-    raise InputError(f"table {name!r}: no analysis of the stored run gives it (of the current version); "
-                     f"tables: {', '.join(OVERVIEWS)} or an analysis table such as coreference_table")
+    raise InputError(
+        f"table {name!r}: no analysis of the stored run gives it (of the current version); "
+        f"tables: {', '.join(OVERVIEWS)} or an analysis table such as coreference_table"
+    )
 
 
 def stored_results(label: str, results_dir: Path = RESULTS) -> dict[str, Any]:
@@ -144,10 +164,12 @@ def stored_results(label: str, results_dir: Path = RESULTS) -> dict[str, Any]:
     path = results_dir / f"{label}.json"
     results = read_json(path)
     if not isinstance(results, dict):
-        raise InputError(f"{path}: no stored results of run {label!r}; take a finished run's with "
-                         f"`harness docs --run {label}=outputs/<run folder>` (a study's: `harness docs --study "
-                         f"{label}=outputs/studies/<name>`; a sweep's points: "
-                         f"`python -m benchmarks.sweep_recipe --table --out POINTS.jsonl --keep-as {label}`)")
+        raise InputError(
+            f"{path}: no stored results of run {label!r}; take a finished run's with "
+            f"`harness docs --run {label}=outputs/<run folder>` (a study's: `harness docs --study "
+            f"{label}=outputs/studies/<name>`; a sweep's points: "
+            f"`python -m benchmarks.sweep_recipe --table --out POINTS.jsonl --keep-as {label}`)"
+        )
     return results
 
 

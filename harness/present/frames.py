@@ -69,16 +69,53 @@ from tasks.files import atomic_path, atomic_write_text
 
 Where = str | PathLike[str]
 # Each table's columns and their pandas types: strings and whole numbers that can be missing.
-RUN_COLUMNS = {"task": "string", "model": "string", "seed": "Int64", "run": "string", "analysis": "string",
-               "checkpoint": "string", "pair": "string", "metric": "string", "layer": "Int64", "head": "Int64",
-               "value": "float64"}
-STUDY_COLUMNS = {"study": "string", "model": "string", "task": "string", "analysis": "string",
-                 "checkpoint": "string", "pair": "string", "metric": "string", "mean": "float64", "std": "float64",
-                 "min": "float64", "max": "float64", "n": "Int64"}
-FINDING_COLUMNS = {"study": "string", "finding": "string", "claim": "string", "task": "string", "seed": "Int64",
-                   "state": "string", "clear": "boolean", "value": "Float64", "low": "Float64", "high": "Float64",
-                   "support": "Float64", "unit": "string", "n": "Int64", "holds": "Int64", "seeds": "Int64",
-                   "paper": "string", "paper_says": "string", "paper_verdict": "string"}
+RUN_COLUMNS = {
+    "task": "string",
+    "model": "string",
+    "seed": "Int64",
+    "run": "string",
+    "analysis": "string",
+    "checkpoint": "string",
+    "pair": "string",
+    "metric": "string",
+    "layer": "Int64",
+    "head": "Int64",
+    "value": "float64",
+}
+STUDY_COLUMNS = {
+    "study": "string",
+    "model": "string",
+    "task": "string",
+    "analysis": "string",
+    "checkpoint": "string",
+    "pair": "string",
+    "metric": "string",
+    "mean": "float64",
+    "std": "float64",
+    "min": "float64",
+    "max": "float64",
+    "n": "Int64",
+}
+FINDING_COLUMNS = {
+    "study": "string",
+    "finding": "string",
+    "claim": "string",
+    "task": "string",
+    "seed": "Int64",
+    "state": "string",
+    "clear": "boolean",
+    "value": "Float64",
+    "low": "Float64",
+    "high": "Float64",
+    "support": "Float64",
+    "unit": "string",
+    "n": "Int64",
+    "holds": "Int64",
+    "seeds": "Int64",
+    "paper": "string",
+    "paper_says": "string",
+    "paper_verdict": "string",
+}
 LEVEL_KEYS = {"per_head", "per_layer", "heads", "layers"}  # keys that only say the level, dropped from names
 LEVEL_IN_KEY = re.compile(r"(?:^|_)per_(?:head|layer)(?=_|$)")  # accuracy_per_head, per_head_std, per_layer_change
 PATTERN_COUNTS = ("patterns", "counts_per_head")  # (analysis, key): maps of each class per head, in CLASSES' order
@@ -91,8 +128,10 @@ def load_runs(where: Where | Iterable[Where] = "outputs") -> pd.DataFrame:
     places = [where] if isinstance(where, (str, PathLike)) else list(where)
     summaries = [summary for place in places for summary in run_summaries(Path(place))]
     if not summaries:
-        raise InputError(f"nothing stored in {', '.join(map(str, places)) or 'no folder'}: "
-                         "run `harness run` or `harness study` first")
+        raise InputError(
+            f"nothing stored in {', '.join(map(str, places)) or 'no folder'}: "
+            "run `harness run` or `harness study` first"
+        )
     return table([row for summary in summaries for row in run_rows(summary)], RUN_COLUMNS)
 
 
@@ -104,10 +143,25 @@ def load_study(study: Where, output_dir: Where = "outputs") -> pd.DataFrame:
     folder = study_folder(study, Path(output_dir))
     stored = checked_study(folder)
     records = metric_records(folder, stored)
-    return table([(stored["name"], model_title(stored["model"]), task, *study_placement(records.get(metric)),
-                   metric, spread["mean"], spread["std"], spread["min"], spread["max"], spread["n"])
-                  for task, aggregate in stored["tasks"].items() for metric, spread in aggregate["metrics"].items()],
-                 STUDY_COLUMNS)
+    return table(
+        [
+            (
+                stored["name"],
+                model_title(stored["model"]),
+                task,
+                *study_placement(records.get(metric)),
+                metric,
+                spread["mean"],
+                spread["std"],
+                spread["min"],
+                spread["max"],
+                spread["n"],
+            )
+            for task, aggregate in stored["tasks"].items()
+            for metric, spread in aggregate["metrics"].items()
+        ],
+        STUDY_COLUMNS,
+    )
 
 
 def load_findings(study: Where, output_dir: Where = "outputs") -> pd.DataFrame:
@@ -118,14 +172,35 @@ def load_findings(study: Where, output_dir: Where = "outputs") -> pd.DataFrame:
     clear, and the paper beside it (its source, what it found, the study's verdict; missing where
     no paper measured it)."""
     stored = checked_study(study_folder(study, Path(output_dir)))
-    return table([(stored["name"], finding, found["claim"], task, record["seed"], record["state"],
-                   record["state"] == found.get("holds_as", "holds"), record.get("value"),
-                   *(record.get("interval") or (None, None)), record.get("support"), record.get("unit"),
-                   record.get("n"), cell["holds"], cell["seeds"],
-                   *((paper["source"], paper["says"], paper["verdict"]) if (paper := found.get("paper")) else
-                     (None, None, None)))
-                  for finding, found in stored.get("findings", {}).items()
-                  for task, cell in found["per_task"].items() for record in cell.get("per_seed", [])], FINDING_COLUMNS)
+    return table(
+        [
+            (
+                stored["name"],
+                finding,
+                found["claim"],
+                task,
+                record["seed"],
+                record["state"],
+                record["state"] == found.get("holds_as", "holds"),
+                record.get("value"),
+                *(record.get("interval") or (None, None)),
+                record.get("support"),
+                record.get("unit"),
+                record.get("n"),
+                cell["holds"],
+                cell["seeds"],
+                *(
+                    (paper["source"], paper["says"], paper["verdict"])
+                    if (paper := found.get("paper"))
+                    else (None, None, None)
+                ),
+            )
+            for finding, found in stored.get("findings", {}).items()
+            for task, cell in found["per_task"].items()
+            for record in cell.get("per_seed", [])
+        ],
+        FINDING_COLUMNS,
+    )
 
 
 def table(rows: list[tuple[Any, ...]], columns: dict[str, str]) -> pd.DataFrame:
@@ -149,8 +224,16 @@ def run_rows(summary: dict[str, Any]) -> Iterator[tuple[Any, ...]]:
     identity = (run["task"], model_title(run["model"]), run["seed"], run["key"])
     shape = (run["num_layers"], run["num_heads"])
     for metric in summary_records(summary):
-        yield (*identity, metric.analysis, metric.checkpoint, pair_of(metric), metric.name, metric.layer, None,
-               metric.value)
+        yield (
+            *identity,
+            metric.analysis,
+            metric.checkpoint,
+            pair_of(metric),
+            metric.name,
+            metric.layer,
+            None,
+            metric.value,
+        )
     for analysis, (_, entry) in current_entries(summary).items():
         for checkpoint, pair, metric, layer, head, value in entry_arrays(analysis, entry, shape):
             yield *identity, analysis, checkpoint, pair, metric, layer, head, value
@@ -189,8 +272,11 @@ def arrays(analysis: str, stored: dict[str, Any], shape: tuple[int, int]) -> Ite
         elif is_per_layer(path) and is_numbers(node, shape[0]):
             yield from ((metric, layer, None, value) for layer, value in enumerate(node, 1) if value is not None)
         elif (analysis, path[-1]) == PATTERN_COUNTS:
-            yield from ((f"counts.{CLASSES[index]}", layer, head, count) for layer, head, counts in cells(node)
-                        for index, count in enumerate(counts))
+            yield from (
+                (f"counts.{CLASSES[index]}", layer, head, count)
+                for layer, head, counts in cells(node)
+                for index, count in enumerate(counts)
+            )
 
 
 def leaves(node: Any, path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], Any]]:
@@ -209,9 +295,11 @@ def cells(grid: list[list[Any]]) -> Iterator[tuple[int, int, Any]]:
 
 def is_numbers(node: Any, length: int) -> bool:
     """Whether ``node`` is a list of ``length`` numbers (None allowed, booleans not)."""
-    return (isinstance(node, list) and len(node) == length
-            and all(value is None or (isinstance(value, (int, float)) and not isinstance(value, bool))
-                    for value in node))
+    return (
+        isinstance(node, list)
+        and len(node) == length
+        and all(value is None or (isinstance(value, (int, float)) and not isinstance(value, bool)) for value in node)
+    )
 
 
 def is_grid(node: Any, shape: tuple[int, int]) -> bool:
@@ -252,8 +340,11 @@ def metric_records(folder: Path, stored: dict[str, Any]) -> dict[str, Metric]:
     """``{name: record}`` of the metrics of the first whole summary of each task among the study's runs."""
     found: dict[str, Metric] = {}
     for task in stored["tasks"]:
-        summaries = (checked_summary(run / SUMMARY) for run in study_run_folders(folder, stored)
-                     if run.name.startswith(f"{task}-"))
+        summaries = (
+            checked_summary(run / SUMMARY)
+            for run in study_run_folders(folder, stored)
+            if run.name.startswith(f"{task}-")
+        )
         summary = next((summary for summary in summaries if summary is not None), None)
         if summary is not None:
             found |= {metric.name: metric for metric in summary_records(summary)}
@@ -265,8 +356,10 @@ def export_tables(settings: ExportConfig, output_dir: Path) -> list[Path]:
     into ``settings.out``; the files written. The runs are ``--runs``, else the study's runs,
     else every run under ``output_dir``."""
     if not output_dir.is_dir():
-        raise InputError(f"--output-dir {output_dir}: no such folder; run `harness run` or `harness study` first, "
-                         "or give the folder they wrote")
+        raise InputError(
+            f"--output-dir {output_dir}: no such folder; run `harness run` or `harness study` first, "
+            "or give the folder they wrote"
+        )
     study = study_folder(settings.study, output_dir) if settings.study else None
     tables = {"runs": load_runs(exported_runs(settings, study, output_dir))}
     if study is not None:

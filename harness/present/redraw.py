@@ -58,17 +58,22 @@ def drawings(summary: dict[str, Any]) -> Iterator[tuple[str, Any, Callable[[Path
     a drawer of its figures and tables (by file stem) into a folder."""
     run = summary["run"]
     for name, (view, entry) in current_entries(summary).items():
+
         def draw(out_dir: Path, view: type = view, entry: Entry = entry) -> tuple[list[Path], dict[str, str]]:
             with figure_note(sample_note(entry)):
                 return view.draw(entry, run, out_dir), view.tables(entry, run)
+
         yield name, entry, draw
     if "trajectory" in summary and EvaluationView.name in summary["analyses"]:
         metrics = summary_metrics(summary)
         main = EvaluationView.main_metric(summary["analyses"][EvaluationView.name])
 
         def draw_way(out_dir: Path) -> tuple[list[Path], dict[str, str]]:
-            return (trajectory_view.draw_run(summary, metrics, main, out_dir),
-                    {"trajectory_table": trajectory_view.run_table(summary, metrics, main)})
+            return (
+                trajectory_view.draw_run(summary, metrics, main, out_dir),
+                {"trajectory_table": trajectory_view.run_table(summary, metrics, main)},
+            )
+
         yield TRAJECTORY, {"trajectory": summary["trajectory"], "metrics": metrics}, draw_way
 
 
@@ -81,17 +86,23 @@ def draw_missing(summary: dict[str, Any], out_dir: Path, force: bool) -> list[Pa
     for name, depends_on, draw in drawings(summary):
         fingerprints[name] = key_of({"run": summary["run"], "entry": depends_on, "drawn_by": code}, 64)
         kept = [out_dir / file for file in recorded.get("analyses", {}).get(name, [])]
-        if (not force and recorded.get("fingerprints", {}).get(name) == fingerprints[name]
-                and all(path.is_file() for path in kept)):
+        if (
+            not force
+            and recorded.get("fingerprints", {}).get(name) == fingerprints[name]
+            and all(path.is_file() for path in kept)
+        ):
             by_analysis[name] = kept
             continue
         figures, texts = draw(out_dir)
-        tables = [atomic_write_text(out_dir / f"{stem}.md", own_tokens(text, markdown=True))
-                  for stem, text in texts.items()]
+        tables = [
+            atomic_write_text(out_dir / f"{stem}.md", own_tokens(text, markdown=True)) for stem, text in texts.items()
+        ]
         pdfs = [pdf_sibling(path) for path in figures if pdf_sibling(path).is_file()]
         by_analysis[name] = figures + pdfs + tables
-    record = {"fingerprints": fingerprints,
-              "analyses": {name: relative(paths, out_dir) for name, paths in by_analysis.items()}}
+    record = {
+        "fingerprints": fingerprints,
+        "analyses": {name: relative(paths, out_dir) for name, paths in by_analysis.items()},
+    }
     if force or record != recorded:  # a forced drawing is recorded anew, as the figures it wrote
         write_json(out_dir / DRAWN, record)
     return [path for paths in by_analysis.values() for path in paths]
@@ -102,8 +113,11 @@ def sample_note(entry: Entry) -> str:
     drew a sample no larger than ``--quick`` makes it (`harness.config.QUICK`, whether --quick or
     a smaller flag capped it), read from the sizes the entry's source recorded; "" otherwise."""
     source = entry.get("source", {})
-    small = [f"{size} {what}" for size, cap, what in samples(source.get("identity", {}), source.get("notes", {}))
-             if size is not None and size <= QUICK[cap]]
+    small = [
+        f"{size} {what}"
+        for size, cap, what in samples(source.get("identity", {}), source.get("notes", {}))
+        if size is not None and size <= QUICK[cap]
+    ]
     return f"quick look: {', '.join(small)}" if small else ""
 
 
@@ -117,8 +131,11 @@ def samples(identity: dict[str, Any], notes: dict[str, Any]) -> list[tuple[int |
     if name == "ablation":
         return [(identity.get("examples"), "ablation_examples", examples)]
     if name == "dev":  # whole splits unless --max-dev-examples asked for a sample
-        return [(count, "max_dev_examples", f"{split} examples") for split, count in notes.get("examples", {}).items()
-                if "sample" in identity]
+        return [
+            (count, "max_dev_examples", f"{split} examples")
+            for split, count in notes.get("examples", {}).items()
+            if "sample" in identity
+        ]
     if name in ("corpus", "running-text"):
         return [(notes.get("segments"), "max_eval_examples", "segments of running text")]
     if name == "coreference":
@@ -128,7 +145,8 @@ def samples(identity: dict[str, Any], notes: dict[str, Any]) -> list[tuple[int |
     capped = identity.get("max_sentences") or identity.get("max_dev_sentences")
     trained = identity.get("train_sentences")  # 0: the whole training treebank
     return ([(notes.get("sentences"), "max_corpus_items", "treebank sentences")] if capped else []) + (
-        [(notes.get("train_sentences"), "probe_train_sentences", "probe training sentences")] if trained else [])
+        [(notes.get("train_sentences"), "probe_train_sentences", "probe training sentences")] if trained else []
+    )
 
 
 def relative(paths: list[Path], folder: Path) -> list[str]:

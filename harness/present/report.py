@@ -59,8 +59,14 @@ MARKDOWN = MarkdownIt("commonmark", {"html": False}).enable("table")  # our own 
 HEADING = re.compile(r"<(/?)h([1-6])>")  # a table's "# title" sits under the page's own headings
 PAGE_SCRIPT = Path(__file__).with_name("report.js")
 PAGE_STYLE = Path(__file__).with_name("report.css")
-TEMPLATES = Environment(loader=PackageLoader("harness.present", "templates"), autoescape=select_autoescape(["html"]),
-                        undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+TEMPLATES = Environment(
+    loader=PackageLoader("harness.present", "templates"),
+    autoescape=select_autoescape(["html"]),
+    undefined=StrictUndefined,
+    trim_blocks=True,
+    lstrip_blocks=True,
+    keep_trailing_newline=True,
+)
 
 
 @dataclass
@@ -101,8 +107,10 @@ def find_study(settings: ReportConfig, output_dir: Path) -> Path | None:
         if (folder / "study.json").is_file():
             return folder
     known = ", ".join(sorted(path.parent.name for path in studies.glob("*/study.json"))) or "none"
-    raise InputError(f"--study {settings.study}: no study.json there nor in {studies / settings.study} "
-                     f"(studies under {studies}: {known})")
+    raise InputError(
+        f"--study {settings.study}: no study.json there nor in {studies / settings.study} "
+        f"(studies under {studies}: {known})"
+    )
 
 
 def gather(settings: ReportConfig, environment: EnvironmentConfig) -> Stored:
@@ -118,8 +126,10 @@ def gather(settings: ReportConfig, environment: EnvironmentConfig) -> Stored:
         runs = [load_run(folder.parent.parent / run["folder"]) for run in study["runs"]]  # <output>/studies/<name>
     else:
         failed = [load_run(folder.parent.parent / run["folder"]) for run in study["runs"]] if study else []
-        runs = [*(load_run(path.parent) for path in sorted(output_dir.glob(f"*/{SUMMARY}"))),
-                *(run for run in failed if run.summary is None)]
+        runs = [
+            *(load_run(path.parent) for path in sorted(output_dir.glob(f"*/{SUMMARY}"))),
+            *(run for run in failed if run.summary is None),
+        ]
     if not runs:
         raise InputError(f"nothing stored under {output_dir}: run `harness run` or `harness study` first")
     tasks = (study or {}).get("tasks_asked", [])  # a study's tasks in its order, then any others by name
@@ -140,8 +150,9 @@ def named_run(name: str, output_dir: Path) -> Run:
             if run.summary is not None:
                 return run
     known = ", ".join(sorted(path.parent.name for path in output_dir.glob(f"*/{SUMMARY}"))) or "none"
-    raise InputError(f"--runs {name}: no whole {SUMMARY} there nor in {output_dir / name} (runs under "
-                     f"{output_dir}: {known})")
+    raise InputError(
+        f"--runs {name}: no whole {SUMMARY} there nor in {output_dir / name} (runs under {output_dir}: {known})"
+    )
 
 
 def load_run(folder: Path) -> Run:
@@ -166,8 +177,9 @@ def render(title: str, study: dict[str, Any] | None, tasks: list[dict[str, Any]]
     """The whole page from ``templates/page.html``: style, sections, the view's data and its script, all inline."""
     # The package's own style sheet and script, inlined as they are (escaping them would break them).
     style, script = Markup(PAGE_STYLE.read_text()), Markup(PAGE_SCRIPT.read_text())
-    return TEMPLATES.get_template("page.html").render(title=title, study=study, tasks=tasks, data=inline_json(data),
-                                                      style=style, script=script)
+    return TEMPLATES.get_template("page.html").render(
+        title=title, study=study, tasks=tasks, data=inline_json(data), style=style, script=script
+    )
 
 
 def inline_json(data: dict[str, Any]) -> Markup:
@@ -212,46 +224,69 @@ class Page:
         """The study's settings, findings, figures and tables."""
         figures = folder / "figures"
         tables = [path for path in sorted(figures.glob("*.md")) if path.name != STUDY_FINDINGS]
-        return {"name": study["name"], "settings": study_settings(study), "findings": findings(study["findings"]),
-                "kept_out": list(study.get("kept_out_of_findings", {}).items()),
-                "figures": self.figure_list(sorted(figures.glob("*.png")), "study-" + folder.name),
-                "tables": markdown_files(tables, titled=True)}
+        return {
+            "name": study["name"],
+            "settings": study_settings(study),
+            "findings": findings(study["findings"]),
+            "kept_out": list(study.get("kept_out_of_findings", {}).items()),
+            "figures": self.figure_list(sorted(figures.glob("*.png")), "study-" + folder.name),
+            "tables": markdown_files(tables, titled=True),
+        }
 
     def tasks_section(self, stored: Stored) -> list[dict[str, Any]]:
         """Each task with its runs, in the order the runs come."""
         tasks = list(dict.fromkeys(run.task for run in stored.runs))
-        return [self.task_section(task, [run for run in stored.runs if run.task == task], stored.study)
-                for task in tasks]
+        return [
+            self.task_section(task, [run for run in stored.runs if run.task == task], stored.study) for task in tasks
+        ]
 
     def task_section(self, task: str, runs: list[Run], study: dict[str, Any] | None) -> dict[str, Any]:
         """One task: its metrics over the study's seeds (None without a study) and its runs."""
         entry = (study or {}).get("tasks", {}).get(task)
-        return {"name": task, "spread": seed_spread(entry) if entry else None,
-                "runs": [self.run_details(run) for run in runs]}
+        return {
+            "name": task,
+            "spread": seed_spread(entry) if entry else None,
+            "runs": [self.run_details(run) for run in runs],
+        }
 
     def run_details(self, run: Run) -> dict[str, Any]:
         """One run: its parameters, headline metrics and every analysis that ran, or that it failed."""
         if run.summary is None:
             return {"folder": run.folder.name, "failed": True}
         drawn = drawn_files(run.folder / "figures")
-        analyses = [self.analysis_section(analysis, entry, drawn.get(analysis, []), run.folder.name)
-                    for analysis, entry in run.summary["analyses"].items()]
-        return {"folder": run.folder.name, "failed": False, "label": run.label, "analyses": analyses,
-                "parameters": run_parameters(run.summary), "headline": run_headline(run.summary),
-                "unattributed": None if drawn else self.unattributed(run.folder)}
+        analyses = [
+            self.analysis_section(analysis, entry, drawn.get(analysis, []), run.folder.name)
+            for analysis, entry in run.summary["analyses"].items()
+        ]
+        return {
+            "folder": run.folder.name,
+            "failed": False,
+            "label": run.label,
+            "analyses": analyses,
+            "parameters": run_parameters(run.summary),
+            "headline": run_headline(run.summary),
+            "unattributed": None if drawn else self.unattributed(run.folder),
+        }
 
     def unattributed(self, folder: Path) -> dict[str, Any]:
         """Every figure and table of a run drawn before `redraw` recorded which analysis drew which."""
         files = sorted((folder / "figures").glob("*"))
-        return {"figures": self.figure_list(files, folder.name),
-                "tables": markdown_files([path for path in files if path.suffix == ".md"], titled=False)}
+        return {
+            "figures": self.figure_list(files, folder.name),
+            "tables": markdown_files([path for path in files if path.suffix == ".md"], titled=False),
+        }
 
     def analysis_section(self, name: str, entry: dict[str, Any], files: list[Path], group: str) -> dict[str, Any]:
         """One analysis of a run: what it measures, its inputs and settings, figures and tables."""
-        return {"name": name, "version": entry.get("version"), "description": what_it_does(name),
-                "in_view": name == ExamplesView.name, "parameters": analysis_parameters(entry),
-                "figures": self.figure_list(files, group),
-                "tables": markdown_files([path for path in files if path.suffix == ".md"], titled=False)}
+        return {
+            "name": name,
+            "version": entry.get("version"),
+            "description": what_it_does(name),
+            "in_view": name == ExamplesView.name,
+            "parameters": analysis_parameters(entry),
+            "figures": self.figure_list(files, group),
+            "tables": markdown_files([path for path in files if path.suffix == ".md"], titled=False),
+        }
 
 
 def what_it_does(name: str) -> Markup:
@@ -278,17 +313,27 @@ def run_parameters(summary: dict[str, Any]) -> list[tuple[str, str]]:
     """The ``run`` section as name-value rows: model, seed, recipe, keys, examples, checkpoints,
     the model's id and revision, and the analyses left out for want of their data."""
     run = summary["run"]
-    rows = [("task", run["task"]), ("model", model_title(run["model"])), ("seed", str(run["seed"])),
-            ("fine-tuning recipe", describe_recipe(run["recipe"])),
-            ("run key", run["key"]), ("fine-tune key", run.get("finetune_key", "-")),
-            ("training examples", str(run.get("train_examples", "-"))),
-            ("dev examples compared", f"{run.get('num_eval_examples', '-')} ({run.get('eval_split', 'dev')})"),
-            ("layers x heads", f"{run['num_layers']} x {run['num_heads']}"), ("precision", str(run.get("precision")))]
-    rows += [(f"{checkpoint_title(name)} checkpoint", key_values(identity))
-             for name, identity in run.get("checkpoints", {}).items()]
-    rows += [("every recipe setting", key_values(run["recipe"])),
-             ("model provenance", key_values(run.get("provenance", {}))),
-             ("analyses skipped (no data)", key_values(run.get("skipped", {})))]
+    rows = [
+        ("task", run["task"]),
+        ("model", model_title(run["model"])),
+        ("seed", str(run["seed"])),
+        ("fine-tuning recipe", describe_recipe(run["recipe"])),
+        ("run key", run["key"]),
+        ("fine-tune key", run.get("finetune_key", "-")),
+        ("training examples", str(run.get("train_examples", "-"))),
+        ("dev examples compared", f"{run.get('num_eval_examples', '-')} ({run.get('eval_split', 'dev')})"),
+        ("layers x heads", f"{run['num_layers']} x {run['num_heads']}"),
+        ("precision", str(run.get("precision"))),
+    ]
+    rows += [
+        (f"{checkpoint_title(name)} checkpoint", key_values(identity))
+        for name, identity in run.get("checkpoints", {}).items()
+    ]
+    rows += [
+        ("every recipe setting", key_values(run["recipe"])),
+        ("model provenance", key_values(run.get("provenance", {}))),
+        ("analyses skipped (no data)", key_values(run.get("skipped", {}))),
+    ]
     return rows
 
 
@@ -301,26 +346,37 @@ def run_headline(summary: dict[str, Any]) -> list[tuple[str, str]]:
 def analysis_parameters(entry: dict[str, Any]) -> list[tuple[str, str]]:
     """An analysis's input, input notes, settings and stored result keys as name-value rows."""
     source = entry.get("source", {})
-    return [("input", key_values(source.get("identity", {}))), ("input notes", key_values(source.get("notes", {}))),
-            ("settings", key_values(entry.get("settings", {}))), ("stored results", key_values(entry.get("keys", {})))]
+    return [
+        ("input", key_values(source.get("identity", {}))),
+        ("input notes", key_values(source.get("notes", {}))),
+        ("settings", key_values(entry.get("settings", {}))),
+        ("stored results", key_values(entry.get("keys", {}))),
+    ]
 
 
 def seed_spread(entry: dict[str, Any]) -> list[tuple[str, str, str, int]]:
     """The task's headline metrics over the study's seeds: name, mean ± s.d., range, seeds."""
     metrics = entry["metrics"]
-    return [(name, mean_sd(metrics[name]), f"{metrics[name]['min']:.3f} to {metrics[name]['max']:.3f}",
-             metrics[name]["n"]) for name in entry["headline"]]
+    return [
+        (name, mean_sd(metrics[name]), f"{metrics[name]['min']:.3f} to {metrics[name]['max']:.3f}", metrics[name]["n"])
+        for name in entry["headline"]
+    ]
 
 
 def study_settings(study: dict[str, Any]) -> list[tuple[str, str]]:
     """The study's model, tasks, seeds, key, what it skipped or lost, and each task's recipe, as rows."""
-    rows = [("model", model_title(study["model"])), ("tasks asked", ", ".join(study["tasks_asked"])),
-            ("seeds per task", str(study["seeds_asked"])), ("study key", study["key"]),
-            ("tasks skipped (no data)", key_values(study["skipped"])),
-            ("analyses skipped (no data)", key_values(study.get("analyses_skipped", {}))),
-            ("runs that failed", key_values(study["failed"]))]
-    rows += [(f"{task} recipe", describe_recipe({**recipe, "seed": "per run"}))
-             for task, recipe in study["recipes"].items()]
+    rows = [
+        ("model", model_title(study["model"])),
+        ("tasks asked", ", ".join(study["tasks_asked"])),
+        ("seeds per task", str(study["seeds_asked"])),
+        ("study key", study["key"]),
+        ("tasks skipped (no data)", key_values(study["skipped"])),
+        ("analyses skipped (no data)", key_values(study.get("analyses_skipped", {}))),
+        ("runs that failed", key_values(study["failed"])),
+    ]
+    rows += [
+        (f"{task} recipe", describe_recipe({**recipe, "seed": "per run"})) for task, recipe in study["recipes"].items()
+    ]
     return rows
 
 
@@ -331,10 +387,18 @@ def findings(found: dict[str, Any]) -> dict[str, Any] | None:
     if not found:
         return None
     tasks = list(dict.fromkeys(task for finding in found.values() for task in finding["per_task"]))
-    rows = [(finding["claim"], tasks_text(finding),
-             [task_text(cell, finding.get("holds_as", "holds")) if (cell := finding["per_task"].get(task)) else "-"
-              for task in tasks], *paper_cells(finding.get("paper")))
-            for finding in found.values()]
+    rows = [
+        (
+            finding["claim"],
+            tasks_text(finding),
+            [
+                task_text(cell, finding.get("holds_as", "holds")) if (cell := finding["per_task"].get(task)) else "-"
+                for task in tasks
+            ],
+            *paper_cells(finding.get("paper")),
+        )
+        for finding in found.values()
+    ]
     return {"tasks": tasks, "rows": rows}
 
 
@@ -369,10 +433,28 @@ def view_run(run: Run, entry: dict[str, Any]) -> dict[str, Any] | None:
         return None
     compared = entry["result"]["per_pair"].get(f"{before}->{after}", {}).get("examples", [])
     first, second = per_checkpoint[before], per_checkpoint[after]
-    examples = [{"guid": a["guid"], "split": a["split"], "label": a["label"], "text_a": a["text_a"],
-                 "text_b": a["text_b"], "tokens": a["tokens"], "before": a["maps"], "after": b["maps"],
-                 "cosine": c.get("cosine_per_head"), "most_changed": c.get("most_changed")}
-                for a, b, c in zip(first["examples"], second["examples"], compared)]
-    return {"label": f"{run.label} ({model_title(run.summary['run']['model'])})", "layers": first["num_layers"],
-            "heads": first["num_heads"], "before": checkpoint_title(before), "after": checkpoint_title(after),
-            "examples": examples, "candidates": first["candidates"], "max_tokens": first["max_tokens"]}
+    examples = [
+        {
+            "guid": a["guid"],
+            "split": a["split"],
+            "label": a["label"],
+            "text_a": a["text_a"],
+            "text_b": a["text_b"],
+            "tokens": a["tokens"],
+            "before": a["maps"],
+            "after": b["maps"],
+            "cosine": c.get("cosine_per_head"),
+            "most_changed": c.get("most_changed"),
+        }
+        for a, b, c in zip(first["examples"], second["examples"], compared)
+    ]
+    return {
+        "label": f"{run.label} ({model_title(run.summary['run']['model'])})",
+        "layers": first["num_layers"],
+        "heads": first["num_heads"],
+        "before": checkpoint_title(before),
+        "after": checkpoint_title(after),
+        "examples": examples,
+        "candidates": first["candidates"],
+        "max_tokens": first["max_tokens"],
+    }

@@ -26,8 +26,11 @@ def draw_study(study: dict[str, Any], out_dir: Path, failures: Failures | None =
     failures = {} if failures is None else failures
     out_dir.mkdir(parents=True, exist_ok=True)
     with model_tokens(study.get("special_tokens")):
-        figures = [path for view in VIEWS.values()
-                   for path in attempt(failures, f"{view.name} figures", partial(view.draw_study, study, out_dir), [])]
+        figures = [
+            path
+            for view in VIEWS.values()
+            for path in attempt(failures, f"{view.name} figures", partial(view.draw_study, study, out_dir), [])
+        ]
         figures += attempt(failures, "trajectory figures", partial(trajectory_view.draw_study, study, out_dir), [])
         written = [*figures, *(path.with_suffix(".pdf") for path in figures)]
         for stem, text in study_tables(study, failures).items():
@@ -73,11 +76,23 @@ def findings_table(study: dict[str, Any]) -> str:
         holds = finding.get("holds_as", "holds")
         seeds = "<br>".join(f"{task} {task_text(cell, holds)}" for task, cell in finding["per_task"].items())
         rows.append([finding["claim"], tasks_text(finding), seeds, *paper_cells(finding.get("paper"))])
-    table = markdown_table(["finding", "tasks clear on every seed", "per task: seeds clear, each seed's evidence",
-                            "what the papers found", "beside the paper"], rows) if rows \
+    table = (
+        markdown_table(
+            [
+                "finding",
+                "tasks clear on every seed",
+                "per task: seeds clear, each seed's evidence",
+                "what the papers found",
+                "beside the paper",
+            ],
+            rows,
+        )
+        if rows
         else "No finding could be judged.\n"
-    kept_out = "".join(f"\nNot in the findings: {task}: {why}.\n"
-                       for task, why in study.get("kept_out_of_findings", {}).items())
+    )
+    kept_out = "".join(
+        f"\nNot in the findings: {task}: {why}.\n" for task, why in study.get("kept_out_of_findings", {}).items()
+    )
     return table + kept_out
 
 
@@ -89,12 +104,28 @@ def time_table(seconds: dict[str, dict[str, Any]]) -> str:
         spent = sum(sum(phase["values"]) for phase in phases.values())
         total += spent
         ablation = phases.get("ablation")
-        rows.append([task, str(phases["fine-tuning"]["n"]), f"{phases['fine-tuning']['mean'] / 60:.1f}",
-                     f"{phases['analyses']['mean'] / 60:.1f}",
-                     f"{ablation['mean'] / 60:.1f} ({ablation['n']})" if ablation else "-", f"{spent / 60:.0f}"])
+        rows.append(
+            [
+                task,
+                str(phases["fine-tuning"]["n"]),
+                f"{phases['fine-tuning']['mean'] / 60:.1f}",
+                f"{phases['analyses']['mean'] / 60:.1f}",
+                f"{ablation['mean'] / 60:.1f} ({ablation['n']})" if ablation else "-",
+                f"{spent / 60:.0f}",
+            ]
+        )
     rows.append(["all tasks", "", "", "", "", f"{total / 60:.0f}"])
-    return markdown_table(["task", "seeds", "fine-tuning, min per seed", "analyses, min per seed",
-                           "ablation, min per seed (seeds)", "task total, min"], rows)
+    return markdown_table(
+        [
+            "task",
+            "seeds",
+            "fine-tuning, min per seed",
+            "analyses, min per seed",
+            "ablation, min per seed (seeds)",
+            "task total, min",
+        ],
+        rows,
+    )
 
 
 def study_tables(study: dict[str, Any], failures: Failures | None = None) -> dict[str, str]:

@@ -44,8 +44,9 @@ def exclusive(path: Path, what: str) -> Iterator[None]:
     try:
         lock.acquire(blocking=False)
     except Timeout:
-        log.warning("%s is in progress in another process (pid %s, lock %s); waiting for it to finish",
-                    what, holder(path), path)
+        log.warning(
+            "%s is in progress in another process (pid %s, lock %s); waiting for it to finish", what, holder(path), path
+        )
         lock.acquire()
     try:
         owner_file(path).write_text(str(os.getpid()))

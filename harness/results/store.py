@@ -40,8 +40,9 @@ def ensure_writable(folder: Path, flag: str) -> None:
         with tempfile.TemporaryFile(dir=folder):
             pass
     except OSError as error:
-        raise InputError(f"{flag} {folder}: cannot write there ({error.strerror}); "
-                         "choose a folder you can write to") from None
+        raise InputError(
+            f"{flag} {folder}: cannot write there ({error.strerror}); choose a folder you can write to"
+        ) from None
 
 
 def write_json(path: Path, data: Any) -> Path:
@@ -117,8 +118,15 @@ class ResultIdentity:
 
     def as_dict(self) -> dict[str, Any]:
         """The identity as plain JSON values (paths as strings, tuples as lists), as stored."""
-        return plain({"analysis": self.analysis, "version": self.version, "checkpoints": list(self.checkpoints),
-                      "inputs": self.inputs, "settings": self.settings})
+        return plain(
+            {
+                "analysis": self.analysis,
+                "version": self.version,
+                "checkpoints": list(self.checkpoints),
+                "inputs": self.inputs,
+                "settings": self.settings,
+            }
+        )
 
     @property
     def key(self) -> str:

@@ -21,7 +21,9 @@ SUMMARY = "summary.json"
 STUDY = "study.json"
 STUDIES = "studies"  # <output_dir>/studies/<name>/study.json
 SEALS = "seals"  # <output_dir>/store/seals/{runs,studies}/<run or study key>.json
-RUN_FIX = "run `harness run --config {folder}/config.json` to rebuild it from the stored results (nothing is recomputed)"
+RUN_FIX = (
+    "run `harness run --config {folder}/config.json` to rebuild it from the stored results (nothing is recomputed)"
+)
 STUDY_FIX = "run the `harness study` command that made it again to rebuild it from the runs' stored results"
 
 
@@ -61,13 +63,18 @@ def seal_problem(folder: Path, document: dict[str, Any]) -> str | None:
     path = seal_path(folder, document)
     sealed = read_json(path, note_damage=False)
     if not isinstance(sealed, dict) or not isinstance(sealed.get("parts"), dict):
-        return f"the results store holds no seal of it ({path}: written by an earlier harness, or " \
-               "the store was moved or removed)"
+        return (
+            f"the results store holds no seal of it ({path}: written by an earlier harness, or "
+            "the store was moved or removed)"
+        )
     record = seal_record(document)
     if record["sha256"] == sealed.get("sha256"):
         return None
-    differing = sorted(name for name in record["parts"].keys() | sealed["parts"].keys()
-                       if record["parts"].get(name) != sealed["parts"].get(name))
+    differing = sorted(
+        name
+        for name in record["parts"].keys() | sealed["parts"].keys()
+        if record["parts"].get(name) != sealed["parts"].get(name)
+    )
     return f"it differs from what the harness wrote ({', '.join(differing) or 'its layout'})"
 
 
@@ -83,8 +90,9 @@ def whole_file(path: Path) -> dict[str, Any] | None:
     """The summary.json at ``path`` if it is whole: a ``run`` description and analysis entries
     that each have a version and a result; None when missing, truncated or damaged."""
     summary = read_json(path, note_damage=False)
-    if not (isinstance(summary, dict) and isinstance(summary.get("run"), dict)
-            and isinstance(summary.get("analyses"), dict)):
+    if not (
+        isinstance(summary, dict) and isinstance(summary.get("run"), dict) and isinstance(summary.get("analyses"), dict)
+    ):
         return None
     entries = summary["analyses"].values()
     return summary if all(isinstance(e, dict) and {"version", "result"} <= e.keys() for e in entries) else None
@@ -126,7 +134,7 @@ def checked_study(folder: Path) -> dict[str, Any]:
 
 def flatten(prefix: str, value: Any) -> dict[str, str]:
     """Nested dataclasses/dicts as dotted names (MLflow params, the report's parameter lists)."""
-    if is_dataclass(value):
+    if is_dataclass(value) and not isinstance(value, type):
         value = asdict(value)
     if isinstance(value, dict):
         flat: dict[str, str] = {}

@@ -67,16 +67,29 @@ def sample_pool(config: RunConfig, annotation: AnnotationConfig) -> list[Path]:
     chosen = spread_over_lengths(lengths, annotation.count, rng)
     sources, maps, separators = [], {}, {}
     for start in range(0, len(chosen), BATCH):
-        indices = chosen[start:start + BATCH]
+        indices = chosen[start : start + BATCH]
         encoded = encode_examples(tokenizer, [examples[i] for i in indices], config.task.max_length, task.is_pair)
         attentions = forward(model, encoded, capture=Capture(attention=True)).attentions.float().cpu()
         for row, example_index in enumerate(indices):
             layer, head = heads[int(rng.integers(len(heads)))]
             length = int(encoded.lengths[row])
             map_id = f"{annotation.prefix}{start + row:04d}"
-            sources.append(MapSource(map_id, config.task.model, annotation.checkpoint, finetune_key, task.name,
-                                     task.main_eval_split, example_index, examples[example_index].guid, layer,
-                                     head, length, int(encoded.second_segments[row])))
+            sources.append(
+                MapSource(
+                    map_id,
+                    config.task.model,
+                    annotation.checkpoint,
+                    finetune_key,
+                    task.name,
+                    task.main_eval_split,
+                    example_index,
+                    examples[example_index].guid,
+                    layer,
+                    head,
+                    length,
+                    int(encoded.second_segments[row]),
+                )
+            )
             maps[map_id] = attentions[row, layer, head, :length, :length].numpy()
             ids = encoded.input_ids[row, :length]
             separators[map_id] = (ids == tokenizer.sep_token_id).nonzero(as_tuple=True)[0].tolist()
@@ -89,8 +102,10 @@ def annotate(config: RunConfig, annotation: AnnotationConfig) -> str:
         labels = parse_label_lines(annotation.labels.read_text().splitlines(), str(annotation.labels))
         return f"recorded {record(annotation.out, labels)} labelled maps from {annotation.out}"
     sheets = sample_pool(config, annotation)
-    done = f"wrote {annotation.count} candidate maps of the {annotation.checkpoint} checkpoint and " \
-           f"{len(sheets)} sheets to {annotation.out}"
+    done = (
+        f"wrote {annotation.count} candidate maps of the {annotation.checkpoint} checkpoint and "
+        f"{len(sheets)} sheets to {annotation.out}"
+    )
     if annotation.interactive:
         sources: list[MapSource] = read_sources(annotation.out / "candidates.tsv")
         done += f"; recorded {record(annotation.out, label_interactively(sheets, sources))} labelled maps"

@@ -75,18 +75,29 @@ class AnalysisWork:
         return tuple(c.name for c in checkpoints) if self.analysis.joint else self.missing
 
 
-def look_up(analysis: type[Analysis], checkpoints: list[Checkpoint], inputs: dict[str, Any],
-         settings: dict[str, Any], store: ResultStore) -> AnalysisWork:
+def look_up(
+    analysis: type[Analysis],
+    checkpoints: list[Checkpoint],
+    inputs: dict[str, Any],
+    settings: dict[str, Any],
+    store: ResultStore,
+) -> AnalysisWork:
     """Look the results of ``analysis`` up in the store; what is absent (or damaged) is missing."""
+
     def identity_of(checkpoint: Checkpoint) -> dict[str, Any]:
         return checkpoint.identity if analysis.uses_head else checkpoint.encoder_identity
 
     if analysis.joint:
-        identities = {JOINT: ResultIdentity(analysis.name, analysis.version,
-                                            tuple(identity_of(c) for c in checkpoints), inputs, settings)}
+        identities = {
+            JOINT: ResultIdentity(
+                analysis.name, analysis.version, tuple(identity_of(c) for c in checkpoints), inputs, settings
+            )
+        }
     else:
-        identities = {c.name: ResultIdentity(analysis.name, analysis.version, (identity_of(c),), inputs, settings)
-                      for c in checkpoints}
+        identities = {
+            c.name: ResultIdentity(analysis.name, analysis.version, (identity_of(c),), inputs, settings)
+            for c in checkpoints
+        }
     found = {name: store.load(identity) for name, identity in identities.items()}
     return AnalysisWork(analysis, identities, {name: result for name, result in found.items() if result is not None})
 
@@ -114,12 +125,12 @@ class GradientTargets:
         fallback = torch.where(eligible, draws, -1.0).argmax(dim=1)  # one token for inputs that drew none
         masked[torch.arange(len(masked)), fallback] |= ~masked.any(dim=1) & eligible.any(dim=1)
         masked_ids = ids.masked_fill(masked, self.tokenizer.mask_token_id)
-        return (replace(encoded, input_ids=masked_ids),
-                ids.masked_fill(~masked, -100))
+        return (replace(encoded, input_ids=masked_ids), ids.masked_fill(~masked, -100))
 
 
-def run_checkpoints(encoded: EncodedBatch, checkpoints: list[Checkpoint], needs: dict[str, frozenset[str]],
-                    targets: GradientTargets) -> AttentionBatch:
+def run_checkpoints(
+    encoded: EncodedBatch, checkpoints: list[Checkpoint], needs: dict[str, frozenset[str]], targets: GradientTargets
+) -> AttentionBatch:
     """Every needed checkpoint on one batch, with the captures its analyses asked for."""
     batch = AttentionBatch(encoded, {})
     labels = [getattr(item, "label", None) for item in encoded.items]
@@ -132,8 +143,12 @@ def run_checkpoints(encoded: EncodedBatch, checkpoints: list[Checkpoint], needs:
         norms = VALUE_NORMS in wanted
         attention = bool(wanted & {ATTENTION, GRADIENTS})
         if task_gradients:
-            capture = Capture(attention=attention, attention_grad=GRADIENTS in wanted,
-                              gate_grad=GATE_GRADIENTS in wanted, value_norms=norms)
+            capture = Capture(
+                attention=attention,
+                attention_grad=GRADIENTS in wanted,
+                gate_grad=GATE_GRADIENTS in wanted,
+                value_norms=norms,
+            )
             out = forward(checkpoint.model, encoded, capture=capture, targets=torch.tensor(labels))
             loss = TASK_LOSS if checkpoint.head_trained else UNTRAINED_TASK_LOSS
             batch.gradients[checkpoint.name] = gradients_of(loss, out)
@@ -169,8 +184,9 @@ def variant_scorer(source: Source, checkpoints: list[Checkpoint]) -> Callable[[s
         stream = source.stream()
         count = variant_count(variants)
         parts = []
-        with progress_bar(total=stream.num_items * count, desc=f"{source.name}: {checkpoint}, {count} variants",
-                          unit="ex") as progress:
+        with progress_bar(
+            total=stream.num_items * count, desc=f"{source.name}: {checkpoint}, {count} variants", unit="ex"
+        ) as progress:
             for encoded in stream.batches:
                 parts.append(forward_variants(models[checkpoint], encoded, variants).cpu())
                 progress.update(len(encoded.items) * count)
@@ -179,8 +195,13 @@ def variant_scorer(source: Source, checkpoints: list[Checkpoint]) -> Callable[[s
     return score
 
 
-def stream_source(source: Source, works: list[AnalysisWork], checkpoints: list[Checkpoint], shared: AnalysisContext,
-                  store: ResultStore) -> dict[str, Any]:
+def stream_source(
+    source: Source,
+    works: list[AnalysisWork],
+    checkpoints: list[Checkpoint],
+    shared: AnalysisContext,
+    store: ResultStore,
+) -> dict[str, Any]:
     """Stream one source through the checkpoints into the analyses with missing results, each
     given ``shared`` with its own checkpoints (and a way to score variants if it intervenes);
     store those results; return the source's notes."""
@@ -197,7 +218,9 @@ def stream_source(source: Source, works: list[AnalysisWork], checkpoints: list[C
             needs[name] = needs.get(name, frozenset()) | item.analysis.needs
     targets = GradientTargets(shared.tokenizer, shared.settings.analysis_seed)
     names = [item.analysis.name for item, _ in instances]
-    label = source.name if names == [source.name] else f"{source.name}: {', '.join(names)}"  # not "coreference: coreference"
+    label = (
+        source.name if names == [source.name] else f"{source.name}: {', '.join(names)}"
+    )  # not "coreference: coreference"
     with progress_bar(total=stream.num_items, desc=label, unit="ex") as progress:
         for encoded in stream.batches:
             batch = run_checkpoints(encoded, checkpoints, needs, targets)
@@ -213,8 +236,14 @@ def stream_source(source: Source, works: list[AnalysisWork], checkpoints: list[C
     return stream.notes
 
 
-def summary_entry(item: AnalysisWork, inputs: dict[str, Any], notes: dict[str, Any], settings: dict[str, Any],
-                  checkpoints: list[Checkpoint], pairs: list[tuple[str, str]]) -> dict[str, Any]:
+def summary_entry(
+    item: AnalysisWork,
+    inputs: dict[str, Any],
+    notes: dict[str, Any],
+    settings: dict[str, Any],
+    checkpoints: list[Checkpoint],
+    pairs: list[tuple[str, str]],
+) -> dict[str, Any]:
     """The analysis's entry in summary.json, from stored results only; one schema for all."""
     analysis = item.analysis
     if analysis.joint:
@@ -223,11 +252,16 @@ def summary_entry(item: AnalysisWork, inputs: dict[str, Any], notes: dict[str, A
         per_checkpoint = {c.name: item.stored[c.name] for c in checkpoints}
         result = {"per_checkpoint": per_checkpoint, "per_pair": analysis.compare(per_checkpoint, pairs)}
     return {
-        "analysis": analysis.name, "version": analysis.version, "joint": analysis.joint,
-        "checkpoints": [c.name for c in checkpoints], "pairs": [list(p) for p in pairs],
+        "analysis": analysis.name,
+        "version": analysis.version,
+        "joint": analysis.joint,
+        "checkpoints": [c.name for c in checkpoints],
+        "pairs": [list(p) for p in pairs],
         "pair_names": [pair_name(p) for p in pairs],
         "keys": {name: identity.key for name, identity in item.identities.items()},
-        "source": {"identity": inputs, "notes": notes}, "settings": settings, "result": result,
+        "source": {"identity": inputs, "notes": notes},
+        "settings": settings,
+        "result": result,
         "reference": analysis.reference,
     }
 
@@ -242,45 +276,68 @@ def renamed_entry(entry: dict[str, Any], names: dict[str, str], pairs: list[tupl
     back = {new: old for old, new in names.items()}
     if analysis.joint:
         measured = entry["result"]["per_pair"]
-        result = {**entry["result"], "per_pair": {pair_name(pair): measured[pair_name((back[pair[0]], back[pair[1]]))]
-                                                  for pair in pairs}}
+        result = {
+            **entry["result"],
+            "per_pair": {pair_name(pair): measured[pair_name((back[pair[0]], back[pair[1]]))] for pair in pairs},
+        }
     else:
         per_checkpoint = {new: entry["result"]["per_checkpoint"][old] for old, new in names.items()}
         result = {"per_checkpoint": per_checkpoint, "per_pair": analysis.compare(per_checkpoint, pairs)}
-    return {**entry, "checkpoints": list(names.values()), "pairs": [list(pair) for pair in pairs],
-            "pair_names": [pair_name(pair) for pair in pairs], "result": result}
+    return {
+        **entry,
+        "checkpoints": list(names.values()),
+        "pairs": [list(pair) for pair in pairs],
+        "pair_names": [pair_name(pair) for pair in pairs],
+        "result": result,
+    }
 
 
-def shared_context(checkpoints: list[Checkpoint], pairs: list[tuple[str, str]],
-                   source_context: SourceContext) -> AnalysisContext:
+def shared_context(
+    checkpoints: list[Checkpoint], pairs: list[tuple[str, str]], source_context: SourceContext
+) -> AnalysisContext:
     """What every analysis instance of a run shares (each then gets its own checkpoints)."""
     model_config = checkpoints[0].model.config
     return AnalysisContext(
-        checkpoints=(), num_layers=model_config.num_hidden_layers, num_heads=model_config.num_attention_heads,
-        settings=source_context.settings, tokenizer=source_context.tokenizer, pairs=tuple(pairs),
-        device=checkpoint_device(checkpoints), task=source_context.task, max_length=source_context.max_length,
-        trained=frozenset(c.name for c in checkpoints if c.head_trained))
+        checkpoints=(),
+        num_layers=model_config.num_hidden_layers,
+        num_heads=model_config.num_attention_heads,
+        settings=source_context.settings,
+        tokenizer=source_context.tokenizer,
+        pairs=tuple(pairs),
+        device=checkpoint_device(checkpoints),
+        task=source_context.task,
+        max_length=source_context.max_length,
+        trained=frozenset(c.name for c in checkpoints if c.head_trained),
+    )
 
 
-def sources_to_stream(classes: list[type[Analysis]],
-                      source_context: SourceContext) -> dict[str, tuple[Source, list[type[Analysis]]]]:
+def sources_to_stream(
+    classes: list[type[Analysis]], source_context: SourceContext
+) -> dict[str, tuple[Source, list[type[Analysis]]]]:
     """Each source streamed, built once, with the analyses that read it (an analysis whose
     source rides on another's pass, `Source.streams_as`, is read from that one)."""
     built: dict[str, Source] = {}
     grouped: dict[str, tuple[Source, list[type[Analysis]]]] = {}
     for analysis in classes:
         if analysis.source not in SOURCES:
-            raise InputError(f"analysis {analysis.name!r} reads unknown source {analysis.source!r}; "
-                             f"registered sources: {', '.join(SOURCES)}")
+            raise InputError(
+                f"analysis {analysis.name!r} reads unknown source {analysis.source!r}; "
+                f"registered sources: {', '.join(SOURCES)}"
+            )
         own = built.setdefault(analysis.source, SOURCES[analysis.source](source_context))
         streamed = built.setdefault(own.streams_as(), SOURCES[own.streams_as()](source_context))
         grouped.setdefault(streamed.name, (streamed, []))[1].append(analysis)
     return grouped
 
 
-def analyse(classes: list[type[Analysis]], checkpoints: list[Checkpoint], pairs: list[tuple[str, str]],
-            source_context: SourceContext, store: ResultStore,
-            on_source_done: Callable[[str, float], None] | None = None) -> dict[str, dict[str, Any]]:
+def analyse(
+    classes: list[type[Analysis]],
+    checkpoints: list[Checkpoint],
+    pairs: list[tuple[str, str]],
+    source_context: SourceContext,
+    store: ResultStore,
+    on_source_done: Callable[[str, float], None] | None = None,
+) -> dict[str, dict[str, Any]]:
     """Summary entries of ``classes`` for ``checkpoints``: stored results reused, the rest computed.
 
     Each source with missing work is streamed once; ``on_source_done(source, seconds)`` is
@@ -302,6 +359,7 @@ def analyse(classes: list[type[Analysis]], checkpoints: list[Checkpoint], pairs:
             if on_source_done:
                 on_source_done(source_name, time.perf_counter() - start)
         for item in works:
-            entries[item.analysis.name] = summary_entry(item, inputs, notes, settings[item.analysis.name],
-                                                        checkpoints, pairs)
+            entries[item.analysis.name] = summary_entry(
+                item, inputs, notes, settings[item.analysis.name], checkpoints, pairs
+            )
     return entries

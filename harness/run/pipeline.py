@@ -50,7 +50,7 @@ from harness.run.engine import analyse
 from harness.run.plan import RunPlan, plan_run, run_device
 from harness.run.provenance import code_version, model_provenance
 from harness.run.tracking import CHECKPOINT_TAG, PARENT_TAG, SKIPPED_TAG, Tracker, check_store, training_curve
-from harness.run.trajectory import step_name, trajectory
+from harness.run.trajectory import step_name, trajectory, trajectory_metrics
 from harness.views.metrics import Metric, values
 from harness.views.style import checkpoint_title
 from harness.views.summary import headline_records, summary_records
@@ -71,23 +71,31 @@ def run_dtype(config: RunConfig) -> torch.dtype:
 def trained_checkpoint(config: RunConfig, name: str, result: FineTuneResult) -> Checkpoint:
     """A trained checkpoint of ``config``'s model (``result``: the fine-tune or a baseline) under
     ``name``, on the run's device and precision, identified by its fine-tune key."""
-    return Checkpoint(name, prepare(load_finetuned(result.checkpoint_dir), run_device(config), run_dtype(config)),
-                      {"model": config.task.model, "finetune_key": result.key, "layout": result.layout},
-                      {"trained": True})
+    return Checkpoint(
+        name,
+        prepare(load_finetuned(result.checkpoint_dir), run_device(config), run_dtype(config)),
+        {"model": config.task.model, "finetune_key": result.key, "layout": result.layout},
+        {"trained": True},
+    )
 
 
 def along_the_way(config: RunConfig, tuned: FineTuneResult) -> list[Checkpoint]:
     """The checkpoints kept part-way through the fine-tuning of ``tuned`` (``--trajectory``),
     earliest first, each named and identified by its step."""
-    return [Checkpoint(step_name(record["step"]),
-                       prepare(load_finetuned(folder), run_device(config), run_dtype(config)),
-                       {"model": config.task.model, "finetune_key": tuned.key, "layout": tuned.layout,
-                        "step": record["step"]}, {"trained": True, "step": record["step"]})
-            for record, folder in zip(tuned.trajectory, tuned.trajectory_dirs())]
+    return [
+        Checkpoint(
+            step_name(record["step"]),
+            prepare(load_finetuned(folder), run_device(config), run_dtype(config)),
+            {"model": config.task.model, "finetune_key": tuned.key, "layout": tuned.layout, "step": record["step"]},
+            {"trained": True, "step": record["step"]},
+        )
+        for record, folder in zip(tuned.trajectory, tuned.trajectory_dirs())
+    ]
 
 
-def load_checkpoints(plan: RunPlan, tuned: FineTuneResult,
-                     baselines: dict[str, FineTuneResult] | None = None) -> list[Checkpoint]:
+def load_checkpoints(
+    plan: RunPlan, tuned: FineTuneResult, baselines: dict[str, FineTuneResult] | None = None
+) -> list[Checkpoint]:
     """The pre-trained encoder (with the seeded, untrained head that was evaluated before
     fine-tuning), the fine-tuned checkpoint and any trained ``baselines`` ({name: result}),
     named, on the run's device and precision."""
@@ -95,9 +103,12 @@ def load_checkpoints(plan: RunPlan, tuned: FineTuneResult,
     seed = config.finetune.seed
     pretrained = load_sequence_classifier(config.task.model, plan.data.task, head_seed=seed)
     return [
-        Checkpoint(PRETRAINED, prepare(pretrained, run_device(config), run_dtype(config)),
-                   pretrained_identity(config.task.model, plan.hashes),
-                   {"trained": False, "seed": seed, "labels": plan.data.task.num_labels}),
+        Checkpoint(
+            PRETRAINED,
+            prepare(pretrained, run_device(config), run_dtype(config)),
+            pretrained_identity(config.task.model, plan.hashes),
+            {"trained": False, "seed": seed, "labels": plan.data.task.num_labels},
+        ),
         trained_checkpoint(config, FINETUNED, tuned),
         *(trained_checkpoint(config, name, result) for name, result in (baselines or {}).items()),
     ]
@@ -110,16 +121,22 @@ def train_baselines(plan: RunPlan) -> dict[str, FineTuneResult]:
     return {name: finetune(plan.config, plan.data, name) for name in BASELINES}
 
 
-def evaluation_entry(plan: RunPlan, checkpoints: list[Checkpoint], sources: SourceContext,
-                 store: ResultStore) -> dict[str, Any]:
+def evaluation_entry(
+    plan: RunPlan, checkpoints: list[Checkpoint], sources: SourceContext, store: ResultStore
+) -> dict[str, Any]:
     """The ``evaluation`` entry of every checkpoint, baselines included, with the baseline pairs
     (stored results of any checkpoint are reused)."""
     pairs = PAIRS + [pair for pair in BASELINE_PAIRS if pair[0] in {c.name for c in checkpoints}]
     return analyse([Evaluation], checkpoints, pairs, sources, store)[Evaluation.name]
 
 
-def run_description(plan: RunPlan, tuned: FineTuneResult, checkpoints: list[Checkpoint],
-                    dev_sample: list, tokenizer: PreTrainedTokenizerBase) -> dict[str, Any]:
+def run_description(
+    plan: RunPlan,
+    tuned: FineTuneResult,
+    checkpoints: list[Checkpoint],
+    dev_sample: list,
+    tokenizer: PreTrainedTokenizerBase,
+) -> dict[str, Any]:
     """The ``run`` part of summary.json: what was fine-tuned and compared (the dev scores are
     the ``evaluation`` analysis's entry), the model's id and revision (``provenance``), its own
     special tokens by role (``special_tokens``, which the figures and tables name), and the
@@ -127,12 +144,19 @@ def run_description(plan: RunPlan, tuned: FineTuneResult, checkpoints: list[Chec
     config = plan.config
     model_config = checkpoints[0].model.config
     return {
-        "task": config.task.task, "model": config.task.model, "provenance": model_provenance(config.task.model),
-        "seed": config.finetune.seed, "key": plan.key,
-        "finetune_key": plan.finetune_key, "num_layers": model_config.num_hidden_layers,
-        "num_heads": model_config.num_attention_heads, "eval_split": plan.data.task.main_eval_split,
-        "num_eval_examples": len(dev_sample), "train_examples": tuned.train_examples,
-        "recipe": asdict(config.finetune), "precision": config.environment.precision,
+        "task": config.task.task,
+        "model": config.task.model,
+        "provenance": model_provenance(config.task.model),
+        "seed": config.finetune.seed,
+        "key": plan.key,
+        "finetune_key": plan.finetune_key,
+        "num_layers": model_config.num_hidden_layers,
+        "num_heads": model_config.num_attention_heads,
+        "eval_split": plan.data.task.main_eval_split,
+        "num_eval_examples": len(dev_sample),
+        "train_examples": tuned.train_examples,
+        "recipe": asdict(config.finetune),
+        "precision": config.environment.precision,
         "checkpoints": {c.name: c.identity for c in checkpoints},
         "pairs": [list(pair) for pair in PAIRS],
         "special_tokens": {"[CLS]": tokenizer.cls_token, "[SEP]": tokenizer.sep_token},
@@ -143,8 +167,11 @@ def run_description(plan: RunPlan, tuned: FineTuneResult, checkpoints: list[Chec
 def merged_analyses(previous: dict[str, Any] | None, entries: dict[str, Any]) -> dict[str, Any]:
     """Entries computed now, plus those an earlier run under the same key stored (current
     versions only), each with what it says together with the others (`Analysis.relate`)."""
-    kept = {name: entry for name, entry in (previous or {}).get("analyses", {}).items()
-            if name in ANALYSES and entry.get("version") == ANALYSES[name].version}
+    kept = {
+        name: entry
+        for name, entry in (previous or {}).get("analyses", {}).items()
+        if name in ANALYSES and entry.get("version") == ANALYSES[name].version
+    }
     merged = {**kept, **entries}
     for name, entry in merged.items():
         entry.pop("related", None)
@@ -163,8 +190,13 @@ def task_identity(plan: RunPlan, dev_sample: list) -> dict[str, Any]:
     """What the task source's examples are: the dev data, the split, the sample size and seed."""
     split = plan.data.task.main_eval_split
     data = eval_identity(plan)[split]
-    return {"task": plan.data.task.name, "split": split, "data": data, "examples": len(dev_sample),
-            "sample_seed": plan.config.analysis.analysis_seed}
+    return {
+        "task": plan.data.task.name,
+        "split": split,
+        "data": data,
+        "examples": len(dev_sample),
+        "sample_seed": plan.config.analysis.analysis_seed,
+    }
 
 
 @dataclass
@@ -194,15 +226,20 @@ def run_planned(plan: RunPlan, tags: dict[str, str] | None = None) -> Finished:
     SIGTERM (see `harness.cli`), FAILED on an error, FINISHED otherwise.
     """
     if int(os.environ.get("WORLD_SIZE", "1")) > 1:
-        raise InputError("harness run is one process; train on several with `torchrun ... -m harness finetune` "
-                         "(or accelerate launch), then run `harness run` with the same flags to analyse")
+        raise InputError(
+            "harness run is one process; train on several with `torchrun ... -m harness finetune` "
+            "(or accelerate launch), then run `harness run` with the same flags to analyse"
+        )
     config = plan.config
     tokenizer = load_tokenizer(config.task.model)  # an unreachable model fails here, before any work
     check_store(config.environment.tracking_uri)
     with exclusive(config.environment.cache_dir / "locks" / f"run-{plan.key}.lock", f"the run {plan.run_dir.name}"):
-        tracker = Tracker(config.environment.tracking_uri, plan.key, plan.run_dir.name,
-                          {"task": config.task.task, "model": config.task.model, "seed": str(config.finetune.seed),
-                           **(tags or {})})
+        tracker = Tracker(
+            config.environment.tracking_uri,
+            plan.key,
+            plan.run_dir.name,
+            {"task": config.task.task, "model": config.task.model, "seed": str(config.finetune.seed), **(tags or {})},
+        )
         try:
             summary, phases, children = analyse_and_log(plan, tokenizer, tracker)
         except KeyboardInterrupt:
@@ -224,8 +261,9 @@ def end_run(tracker: Tracker, status: str) -> None:
         pass
 
 
-def analyse_and_log(plan: RunPlan, tokenizer: PreTrainedTokenizerBase,
-                    tracker: Tracker) -> tuple[dict[str, Any], dict[str, float], list[str]]:
+def analyse_and_log(
+    plan: RunPlan, tokenizer: PreTrainedTokenizerBase, tracker: Tracker
+) -> tuple[dict[str, Any], dict[str, float], list[str]]:
     """Fine-tune (or reuse), analyse both checkpoints, write summary.json and figures, log to
     MLflow (the run, and a child run per checkpoint); returns the summary, the seconds of each
     phase and the checkpoints' child run ids."""
@@ -245,14 +283,27 @@ def analyse_and_log(plan: RunPlan, tokenizer: PreTrainedTokenizerBase,
     entries = analyse(analyses, compared, PAIRS, sources, store, timings.__setitem__)
     if baselines:
         entries = {Evaluation.name: evaluation_entry(plan, checkpoints, sources, store), **entries}
-    way = trajectory(plan.analyses, *compared, along_the_way(config, tuned), tuned, sources, store,
-                     lambda source, seconds: timings.__setitem__(f"{source}_trajectory", seconds)) \
-        if tuned.trajectory else None
+    way = (
+        trajectory(
+            plan.analyses,
+            *compared,
+            along_the_way(config, tuned),
+            tuned,
+            sources,
+            store,
+            lambda source, seconds: timings.__setitem__(f"{source}_trajectory", seconds),
+        )
+        if tuned.trajectory
+        else None
+    )
     write_json(plan.run_dir / RUN_SETTINGS, settings_file(config))  # `harness run --config` takes it back
     summary_path = plan.run_dir / SUMMARY
-    summary = {"schema": 2, "run": run_description(plan, tuned, checkpoints, sources.task_examples, tokenizer),
-               "analyses": merged_analyses(stored_summary(summary_path), entries),
-               **({"trajectory": way} if way is not None else {})}
+    summary = {
+        "schema": 2,
+        "run": run_description(plan, tuned, checkpoints, sources.task_examples, tokenizer),
+        "analyses": merged_analyses(stored_summary(summary_path), entries),
+        **({"trajectory": way} if way is not None else {}),
+    }
     write_json(summary_path, summary)
     seal(plan.run_dir, summary)
     start = time.perf_counter()
@@ -267,10 +318,18 @@ def source_context(plan: RunPlan, tokenizer: PreTrainedTokenizerBase) -> SourceC
     config = plan.config
     dev = plan.data.dev[plan.data.task.main_eval_split]
     dev_sample = sample(dev, config.analysis.max_eval_examples, config.analysis.analysis_seed)
-    return SourceContext(tokenizer, config.analysis, tokenizer_name=config.task.model,
-                         max_length=config.task.max_length, task=plan.data.task, task_examples=dev_sample,
-                         task_identity=task_identity(plan, dev_sample), eval_examples=plan.data.dev,
-                         eval_identity=eval_identity(plan), hashes=plan.hashes)
+    return SourceContext(
+        tokenizer,
+        config.analysis,
+        tokenizer_name=config.task.model,
+        max_length=config.task.max_length,
+        task=plan.data.task,
+        task_examples=dev_sample,
+        task_identity=task_identity(plan, dev_sample),
+        eval_examples=plan.data.dev,
+        eval_identity=eval_identity(plan),
+        hashes=plan.hashes,
+    )
 
 
 def results_store(config: RunConfig) -> ResultStore:
@@ -278,35 +337,56 @@ def results_store(config: RunConfig) -> ResultStore:
     return ResultStore(config.environment.output_dir / "store")
 
 
-def dev_evaluation(plan: RunPlan, tuned: FineTuneResult, baselines: dict[str, FineTuneResult] | None = None
-             ) -> dict[str, Any]:
+def dev_evaluation(
+    plan: RunPlan, tuned: FineTuneResult, baselines: dict[str, FineTuneResult] | None = None
+) -> dict[str, Any]:
     """The ``evaluation`` entry of every checkpoint (for ``harness finetune``), stored where
     ``harness run`` with the same flags finds and reuses it."""
     tokenizer = load_tokenizer(plan.config.task.model)
-    return evaluation_entry(plan, load_checkpoints(plan, tuned, baselines), source_context(plan, tokenizer),
-                        results_store(plan.config))
+    return evaluation_entry(
+        plan, load_checkpoints(plan, tuned, baselines), source_context(plan, tokenizer), results_store(plan.config)
+    )
 
 
-def log_run(tracker: Tracker, plan: RunPlan, tuned: FineTuneResult, summary: dict[str, Any], summary_path: Path,
-            figures: list[Path], timings: dict[str, float]) -> list[str]:
+def log_run(
+    tracker: Tracker,
+    plan: RunPlan,
+    tuned: FineTuneResult,
+    summary: dict[str, Any],
+    summary_path: Path,
+    figures: list[Path],
+    timings: dict[str, float],
+) -> list[str]:
     """The run's MLflow record: params (flags, data, code and model provenance), the training curve,
-    every metric of the summary and its headline, and the summary and figures as artifacts (the
+    every metric of the summary and its headline, with --trajectory the headline and per-layer
+    cosine at each kept step (`trajectory_metrics`: MLflow charts them over the steps), and the
+    summary and figures as artifacts (the
     fine-tuned checkpoint too with ``--log-checkpoint``: it is in the checkpoint cache anyway);
     then its checkpoints' child runs (`log_checkpoint_runs`), whose ids it returns."""
     described = summary["run"]
-    tracker.log_params({**flatten("", plan.config), **flatten("data", plan.data.identity), **code_version(),
-                        **model_provenance(plan.config.task.model),
-                        "model.weights_sha256": described["checkpoints"][PRETRAINED]["weights_sha256"],
-                        "examples.compared": str(described["num_eval_examples"]),
-                        "examples.trained": str(described["train_examples"])})
+    tracker.log_params(
+        {
+            **flatten("", plan.config),
+            **flatten("data", plan.data.identity),
+            **code_version(),
+            **model_provenance(plan.config.task.model),
+            "model.weights_sha256": described["checkpoints"][PRETRAINED]["weights_sha256"],
+            "examples.compared": str(described["num_eval_examples"]),
+            "examples.trained": str(described["train_examples"]),
+        }
+    )
     # a tag, not a param: the rerun with the corpora present adds their analyses under the same key
     tracker.set_tags({SKIPPED_TAG: ", ".join(plan.skipped) or "none"})
     timing_metrics = [(f"seconds_{source}", seconds, 0) for source, seconds in timings.items()]
     records, headline = summary_records(summary), headline_records(summary)
-    tracker.log_metrics(training_curve(tuned.log_history) + timing_metrics
-                        + [(name, value, 0) for name, value in values(records).items()]
-                        + [(f"{HEADLINE}/{name}", value, 0) for name, value in values(headline).items()]
-                        + [("train_seconds", tuned.train_seconds, 0)])
+    tracker.log_metrics(
+        training_curve(tuned.log_history)
+        + timing_metrics
+        + [(name, value, 0) for name, value in values(records).items()]
+        + [(f"{HEADLINE}/{name}", value, 0) for name, value in values(headline).items()]
+        + [("train_seconds", tuned.train_seconds, 0)]
+        + trajectory_metrics(summary, [metric.name for metric in headline])
+    )
     tracker.log_artifact(summary_path)
     for figure in figures:
         tracker.log_artifact(figure, "figures")
@@ -319,12 +399,20 @@ def checkpoint_metrics(metrics: list[Metric], checkpoint: str) -> dict[str, floa
     """One checkpoint's metrics (the records of that checkpoint: not a pair's, nor a reference's)
     under names without it (``dev_accuracy_pretrained`` -> ``dev_accuracy``): the same names for
     every checkpoint and every task, so MLflow's compare view sets them side by side."""
-    return {metric.unowned_name: metric.value for metric in metrics
-            if metric.checkpoint == checkpoint and metric.value is not None}
+    return {
+        metric.unowned_name: metric.value
+        for metric in metrics
+        if metric.checkpoint == checkpoint and metric.value is not None
+    }
 
 
-def log_checkpoint_runs(tracker: Tracker, plan: RunPlan, identities: dict[str, dict[str, Any]],
-                        metrics: list[Metric], headline: list[Metric]) -> list[str]:
+def log_checkpoint_runs(
+    tracker: Tracker,
+    plan: RunPlan,
+    identities: dict[str, dict[str, Any]],
+    metrics: list[Metric],
+    headline: list[Metric],
+) -> list[str]:
     """A child run per compared checkpoint under the run's MLflow run, with that checkpoint's
     ``metrics`` and ``headline`` metrics (`checkpoint_metrics`, the headline's under ``headline/``)
     and its identity (``identities``: the summary's, by checkpoint); returns their run ids,
@@ -332,16 +420,32 @@ def log_checkpoint_runs(tracker: Tracker, plan: RunPlan, identities: dict[str, d
     config = plan.config
     ids = []
     for checkpoint in (PRETRAINED, FINETUNED):
-        child = Tracker(config.environment.tracking_uri, f"{plan.key}-{checkpoint}",
-                        f"{plan.run_dir.name} {checkpoint_title(checkpoint)}",
-                        {PARENT_TAG: tracker.run_id, CHECKPOINT_TAG: checkpoint, "task": config.task.task,
-                         "model": config.task.model, "seed": str(config.finetune.seed)})
-        child.log_params({"checkpoint": checkpoint, "task": config.task.task, "model": config.task.model,
-                          **flatten("identity", identities[checkpoint])})
+        child = Tracker(
+            config.environment.tracking_uri,
+            f"{plan.key}-{checkpoint}",
+            f"{plan.run_dir.name} {checkpoint_title(checkpoint)}",
+            {
+                PARENT_TAG: tracker.run_id,
+                CHECKPOINT_TAG: checkpoint,
+                "task": config.task.task,
+                "model": config.task.model,
+                "seed": str(config.finetune.seed),
+            },
+        )
+        child.log_params(
+            {
+                "checkpoint": checkpoint,
+                "task": config.task.task,
+                "model": config.task.model,
+                **flatten("identity", identities[checkpoint]),
+            }
+        )
         own = checkpoint_metrics(metrics, checkpoint)
         own_headline = checkpoint_metrics(headline, checkpoint)
-        child.log_metrics([(name, value, 0) for name, value in own.items()]
-                          + [(f"{HEADLINE}/{name}", value, 0) for name, value in own_headline.items()])
+        child.log_metrics(
+            [(name, value, 0) for name, value in own.items()]
+            + [(f"{HEADLINE}/{name}", value, 0) for name, value in own_headline.items()]
+        )
         child.finish()
         ids.append(child.run_id)
     return ids

@@ -153,18 +153,26 @@ def leave_out(settings: AnalysisConfig, analyses: list[type[Analysis]], download
         named = [analysis.name for analysis in readers if analysis.name in (settings.analyses or [])]
         if named:
             flag = flag_of(AnalysisConfig, SOURCES[readers[0].source].data_flag)
-            raise InputError(f"--analyses {named[0]}: {absent}; run `{DOWNLOAD_COMMAND} {corpus.name}` where the "
-                             f"network is reachable, or pass {flag}")
-        skipped.update(dict.fromkeys([analysis.name for analysis in readers],
-                                     f"{absent}; `{DOWNLOAD_COMMAND} {corpus.name}` fetches it"))
+            raise InputError(
+                f"--analyses {named[0]}: {absent}; run `{DOWNLOAD_COMMAND} {corpus.name}` where the "
+                f"network is reachable, or pass {flag}"
+            )
+        skipped.update(
+            dict.fromkeys(
+                [analysis.name for analysis in readers], f"{absent}; `{DOWNLOAD_COMMAND} {corpus.name}` fetches it"
+            )
+        )
     return skipped
 
 
 def unsupported(config: RunConfig, model: PretrainedConfig, analyses: list[type[Analysis]]) -> dict[str, str]:
     """The analyses that cannot run on the model (`Analysis.cannot_run_on`), ``{analysis: why}``;
     one named in ``--analyses`` is an `InputError`."""
-    found = {analysis.name: f"{config.task.model}: {why}" for analysis in analyses
-             if (why := analysis.cannot_run_on(model)) is not None}
+    found = {
+        analysis.name: f"{config.task.model}: {why}"
+        for analysis in analyses
+        if (why := analysis.cannot_run_on(model)) is not None
+    }
     named = [name for name in found if name in (config.analysis.analyses or [])]
     if named:
         raise InputError(f"--analyses {named[0]}: {found[named[0]]}; leave it out")
@@ -214,11 +222,14 @@ def plan_run(config: RunConfig, downloads: Downloads | None = None) -> RunPlan:
     chosen, default data located (missing corpora downloaded as ``downloads`` allows, by
     default, saying so, or the analyses that read them left out), the run key computed."""
     analyses = select_analyses(config.analysis.analyses, ablation_wanted(config))
-    model = check_model(config.task.model, {"--max-length": config.task.max_length,
-                                            "--max-tokens": config.analysis.max_tokens})
+    model = check_model(
+        config.task.model, {"--max-length": config.task.max_length, "--max-tokens": config.analysis.max_tokens}
+    )
     if config.finetune.reinit_layers > model.num_hidden_layers:
-        raise InputError(f"--reinit-layers {config.finetune.reinit_layers}: {config.task.model} has "
-                         f"{model.num_hidden_layers} layers; re-initialise at most that many")
+        raise InputError(
+            f"--reinit-layers {config.finetune.reinit_layers}: {config.task.model} has "
+            f"{model.num_hidden_layers} layers; re-initialise at most that many"
+        )
     skipped = {**unsupported(config, model, analyses), **leave_out(config.analysis, analyses, downloads or Downloads())}
     analyses = [analysis for analysis in analyses if analysis.name not in skipped]
     config = resolve_precision(replace(config, analysis=with_default_data(config.analysis)))

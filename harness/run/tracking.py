@@ -65,9 +65,11 @@ def check_store(uri: str) -> None:
         return
     found = damage(database)
     if found is not None:
-        raise InputError(f"the MLflow store {database} is damaged (SQLite: {found.splitlines()[0][:200]}); nothing "
-                         f"was logged to it. Export what it still holds (`mlflow experiments csv -x <id>`, or "
-                         f"sqlite3's `.recover` into a new file), or give --tracking-uri sqlite:///<a new file>")
+        raise InputError(
+            f"the MLflow store {database} is damaged (SQLite: {found.splitlines()[0][:200]}); nothing "
+            f"was logged to it. Export what it still holds (`mlflow experiments csv -x <id>`, or "
+            f"sqlite3's `.recover` into a new file), or give --tracking-uri sqlite:///<a new file>"
+        )
 
 
 def store_folder(uri: str) -> Path:
@@ -129,8 +131,10 @@ def runs_of(uri: str, run_key: str) -> tuple[MlflowClient, str, list[Run]]:
     except DiskFull:
         raise
     except Exception as error:  # MLflow raises many types for bad URIs/stores
-        raise InputError(f"cannot open the MLflow store {uri!r} ({str(error).splitlines()[0]}); "
-                         "check --tracking-uri / MLFLOW_TRACKING_URI") from error
+        raise InputError(
+            f"cannot open the MLflow store {uri!r} ({str(error).splitlines()[0]}); "
+            "check --tracking-uri / MLFLOW_TRACKING_URI"
+        ) from error
     return client, experiment_id, runs
 
 
@@ -169,8 +173,11 @@ class Tracker:
             self.run_id = runs[0].info.run_id
             retrying(lambda: self.client.update_run(self.run_id, status="RUNNING"))
         else:
-            self.run_id = retrying(lambda: self.client.create_run(
-                self.experiment_id, run_name=run_name, tags={RUN_KEY_TAG: run_key, **tags})).info.run_id
+            self.run_id = retrying(
+                lambda: self.client.create_run(
+                    self.experiment_id, run_name=run_name, tags={RUN_KEY_TAG: run_key, **tags}
+                )
+            ).info.run_id
         if runs:  # a run made outside a study, then taken into one, gets the study's tags (its parent)
             present = (finished or runs)[0].data.tags
             for name, value in tags.items():
@@ -189,7 +196,7 @@ class Tracker:
         fresh = [Param(key, value[:6000]) for key, value in params.items() if key not in logged]
         with writing(self.folder, "the MLflow run's params"):
             for start in range(0, len(fresh), 100):  # MLflow's batch limit
-                retrying(partial(self.client.log_batch, self.run_id, params=fresh[start:start + 100]))
+                retrying(partial(self.client.log_batch, self.run_id, params=fresh[start : start + 100]))
 
     def log_metrics(self, metrics: Iterable[tuple[str, float, int]]) -> None:
         """(name, value, step) triples, e.g. a training curve; names already on the run are skipped."""
@@ -225,20 +232,33 @@ class Tracker:
 
     def children(self) -> list[str]:
         """The ids of the finished runs nested under this one (a study's (task, seed) runs), oldest first."""
-        runs = retrying(lambda: self.client.search_runs(
-            [self.experiment_id], f"tags.`{PARENT_TAG}` = '{self.run_id}' and attributes.status = 'FINISHED'",
-            order_by=["attributes.start_time ASC"]))
+        runs = retrying(
+            lambda: self.client.search_runs(
+                [self.experiment_id],
+                f"tags.`{PARENT_TAG}` = '{self.run_id}' and attributes.status = 'FINISHED'",
+                order_by=["attributes.start_time ASC"],
+            )
+        )
         return [run.info.run_id for run in runs]
 
     def children_seconds(self) -> dict[str, dict[str, float]]:
         """Per finished child run (by its run key), the seconds it logged: ``train_seconds`` (the
         checkpoint's training, kept with a reused checkpoint) and ``seconds_<source>`` (each
         source's analyses; a later ``harness ablate`` adds its own)."""
-        runs = retrying(lambda: self.client.search_runs(
-            [self.experiment_id], f"tags.`{PARENT_TAG}` = '{self.run_id}' and attributes.status = 'FINISHED'"))
-        return {run.data.tags[RUN_KEY_TAG]: {name: value for name, value in run.data.metrics.items()
-                                             if name == "train_seconds" or name.startswith("seconds_")}
-                for run in runs if RUN_KEY_TAG in run.data.tags}
+        runs = retrying(
+            lambda: self.client.search_runs(
+                [self.experiment_id], f"tags.`{PARENT_TAG}` = '{self.run_id}' and attributes.status = 'FINISHED'"
+            )
+        )
+        return {
+            run.data.tags[RUN_KEY_TAG]: {
+                name: value
+                for name, value in run.data.metrics.items()
+                if name == "train_seconds" or name.startswith("seconds_")
+            }
+            for run in runs
+            if RUN_KEY_TAG in run.data.tags
+        }
 
     def compare_page(self, run_ids: list[str]) -> str:
         """The UI's compare view of ``run_ids`` of this experiment (params and metrics side by
@@ -256,9 +276,11 @@ class Tracker:
         if not self.was_finished:
             retrying(lambda: self.client.set_terminated(self.run_id, status=status))
         elif status != "FINISHED":
-            retry = retrying(lambda: self.client.create_run(
-                self.experiment_id, run_name=f"{self.run_name} (retry)",
-                tags={RETRY_TAG: self.run_key, **self.tags})).info.run_id
+            retry = retrying(
+                lambda: self.client.create_run(
+                    self.experiment_id, run_name=f"{self.run_name} (retry)", tags={RETRY_TAG: self.run_key, **self.tags}
+                )
+            ).info.run_id
             retrying(lambda: self.client.set_terminated(retry, status=status))
 
 
@@ -272,7 +294,7 @@ def metric_batches(groups: Iterable[list[Metric]]) -> Iterator[list[Metric]]:
             yield batch
             batch = []
         for start in range(0, len(group), BATCH_METRICS):
-            batch.extend(group[start:start + BATCH_METRICS])
+            batch.extend(group[start : start + BATCH_METRICS])
             if len(batch) >= BATCH_METRICS:
                 yield batch
                 batch = []

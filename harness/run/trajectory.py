@@ -51,27 +51,46 @@ def timed_units(entries: dict[str, dict[str, Any]]) -> dict[str, Any]:
         kept["cosine"] = per_pair_results(entries["cosine"])[MAIN_PAIR]["units"]
     for name in ("patterns", "sinks"):
         if name in entries:
-            kept[name] = {checkpoint: stats["units"] for checkpoint, stats in
-                          per_checkpoint_results(entries[name]).items() if "units" in stats}
+            kept[name] = {
+                checkpoint: stats["units"]
+                for checkpoint, stats in per_checkpoint_results(entries[name]).items()
+                if "units" in stats
+            }
     return kept
 
 
 def point(record: dict[str, Any], entries: dict[str, dict[str, Any]], name: str) -> dict[str, Any]:
     """One point of the trajectory: the checkpoint ``name`` at ``record``'s step, its metrics as a
     run's beside the pre-trained model, its distance to the final model, and `timed_units`."""
-    as_run = {analysis: renamed_entry(entry, {PRETRAINED: PRETRAINED, name: FINETUNED}, [(PRETRAINED, FINETUNED)])
-              for analysis, entry in entries.items()}
-    to_final = {analysis: renamed_entry(entries[analysis], {name: PRETRAINED, FINETUNED: FINETUNED},
-                                        [(PRETRAINED, FINETUNED)])
-                for analysis in TO_FINAL_ANALYSES if analysis in entries}
-    return {"step": record["step"], "fractions": record["fractions"], "examples_seen": record["examples_seen"],
-            "metrics": summary_metrics({"analyses": as_run}),
-            TO_FINAL: summary_metrics({"analyses": to_final}), "units": timed_units(as_run)}
+    as_run = {
+        analysis: renamed_entry(entry, {PRETRAINED: PRETRAINED, name: FINETUNED}, [(PRETRAINED, FINETUNED)])
+        for analysis, entry in entries.items()
+    }
+    to_final = {
+        analysis: renamed_entry(entries[analysis], {name: PRETRAINED, FINETUNED: FINETUNED}, [(PRETRAINED, FINETUNED)])
+        for analysis in TO_FINAL_ANALYSES
+        if analysis in entries
+    }
+    return {
+        "step": record["step"],
+        "fractions": record["fractions"],
+        "examples_seen": record["examples_seen"],
+        "metrics": summary_metrics({"analyses": as_run}),
+        TO_FINAL: summary_metrics({"analyses": to_final}),
+        "units": timed_units(as_run),
+    }
 
 
-def trajectory(analyses: list[type[Analysis]], pretrained: Checkpoint, finetuned: Checkpoint,
-               along: list[Checkpoint], tuned: FineTuneResult, sources: SourceContext, store: ResultStore,
-               on_source_done: Callable[[str, float], None] | None = None) -> dict[str, Any]:
+def trajectory(
+    analyses: list[type[Analysis]],
+    pretrained: Checkpoint,
+    finetuned: Checkpoint,
+    along: list[Checkpoint],
+    tuned: FineTuneResult,
+    sources: SourceContext,
+    store: ResultStore,
+    on_source_done: Callable[[str, float], None] | None = None,
+) -> dict[str, Any]:
     """Every analysis (the ablation aside) on the checkpoints ``along`` the fine-tuning of
     ``tuned``, in one pass of each source with the pre-trained and fine-tuned models; the points
     earliest first, and the training's total steps."""
@@ -79,8 +98,10 @@ def trajectory(analyses: list[type[Analysis]], pretrained: Checkpoint, finetuned
     pairs = [(PRETRAINED, FINETUNED), *((PRETRAINED, name) for name in names), *((name, FINETUNED) for name in names)]
     measured = [analysis for analysis in analyses if analysis.name not in NOT_ON_THE_WAY]
     entries = analyse(measured, [pretrained, *along, finetuned], pairs, sources, store, on_source_done)
-    return {"of_steps": tuned.trajectory[0]["of_steps"] if tuned.trajectory else None,
-            "points": [point(record, entries, name) for record, name in zip(tuned.trajectory, names)]}
+    return {
+        "of_steps": tuned.trajectory[0]["of_steps"] if tuned.trajectory else None,
+        "points": [point(record, entries, name) for record, name in zip(tuned.trajectory, names)],
+    }
 
 
 def trajectory_metrics(summary: dict[str, Any], headline: list[str]) -> list[tuple[str, float, int]]:
@@ -93,8 +114,16 @@ def trajectory_metrics(summary: dict[str, Any], headline: list[str]) -> list[tup
         return []
     final = summary_metrics(summary)
     wanted = [*headline, *(name for name in final if name.startswith("cosine_layer_") and name not in headline)]
-    logged = [(f"{PREFIX}/{name}", value, point["step"]) for point in trajectory["points"]
-              for name, value in point["metrics"].items() if name in wanted]
-    logged += [(f"{PREFIX}/{TO_FINAL}/{name}", value, point["step"]) for point in trajectory["points"]
-               for name, value in point[TO_FINAL].items() if name.startswith("cosine_layer_")]
+    logged = [
+        (f"{PREFIX}/{name}", value, point["step"])
+        for point in trajectory["points"]
+        for name, value in point["metrics"].items()
+        if name in wanted
+    ]
+    logged += [
+        (f"{PREFIX}/{TO_FINAL}/{name}", value, point["step"])
+        for point in trajectory["points"]
+        for name, value in point[TO_FINAL].items()
+        if name.startswith("cosine_layer_")
+    ]
     return logged + [(f"{PREFIX}/{name}", final[name], trajectory["of_steps"]) for name in wanted if name in final]

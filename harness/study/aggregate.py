@@ -54,16 +54,24 @@ def task_aggregate(summaries: dict[int, dict[str, Any]], failures: Failures | No
         "metrics": {name: spread([values[name] for values in metrics.values() if name in values]) for name in names},
         "headline": headline_names(first),
         "main_metric": EvaluationView.main_metric(first["analyses"][EvaluationView.name]),
-        "num_layers": first["run"]["num_layers"], "num_heads": first["run"]["num_heads"],
+        "num_layers": first["run"]["num_layers"],
+        "num_heads": first["run"]["num_heads"],
     }
     for view in VIEWS.values():
         entries = entries_of(view, list(summaries.values()))
         if entries:
             task = first["run"]["task"]
-            entry.update(attempt(failures, f"{view.name} over the seeds of {task}",
-                                 partial(view.across_seeds, entries), {}))
-    entry.update(attempt(failures, f"the trajectory over the seeds of {first['run']['task']}",
-                         partial(trajectory_aggregate, summaries), {}))
+            entry.update(
+                attempt(failures, f"{view.name} over the seeds of {task}", partial(view.across_seeds, entries), {})
+            )
+    entry.update(
+        attempt(
+            failures,
+            f"the trajectory over the seeds of {first['run']['task']}",
+            partial(trajectory_aggregate, summaries),
+            {},
+        )
+    )
     return entry
 
 
@@ -88,8 +96,12 @@ def learning(by_task: Summaries) -> dict[str, dict[str, Any]]:
         for seed, summary in summaries.items():
             entry = current_entry(EvaluationView, summary)
             seeds[str(seed)] = entry is not None and (judge(entry) or {}).get("verdict") == HOLDS
-        checked[task] = {"seeds": seeds, "learned": sum(seeds.values()), "of": len(seeds),
-                         "every_seed": all(seeds.values())}
+        checked[task] = {
+            "seeds": seeds,
+            "learned": sum(seeds.values()),
+            "of": len(seeds),
+            "every_seed": all(seeds.values()),
+        }
     return checked
 
 
@@ -97,9 +109,12 @@ def judged_tasks(checked: dict[str, dict[str, Any]], findings_from: str) -> tupl
     """The tasks the findings are judged on, and, in the study's words, why each other task is not."""
     if findings_from == "all":
         return list(checked), {}
-    kept_out = {task: f"its fine-tuned model is clearly above the majority class on {c['learned']} of {c['of']} "
-                      "seeds: its attention changes are not what learning the task does, so no finding counts it"
-                for task, c in checked.items() if not c["every_seed"]}
+    kept_out = {
+        task: f"its fine-tuned model is clearly above the majority class on {c['learned']} of {c['of']} "
+        "seeds: its attention changes are not what learning the task does, so no finding counts it"
+        for task, c in checked.items()
+        if not c["every_seed"]
+    }
     return [task for task in checked if task not in kept_out], kept_out
 
 
@@ -107,16 +122,24 @@ def seed_record(seed: int, state: str, evidence: Evidence) -> dict[str, Any]:
     """One seed's part of a finding: its state (holds, fails, unclear; or rises, falls, no clear
     change) and the evidence it rests on (value and interval, or support over resamples)."""
     kept = ("value", "interval", "support", "statistic", "unit", "n")
-    return {"seed": seed, "state": state, **{key: evidence[key] for key in kept if key in evidence},
-            "evidence": described(evidence)}
+    return {
+        "seed": seed,
+        "state": state,
+        **{key: evidence[key] for key in kept if key in evidence},
+        "evidence": described(evidence),
+    }
 
 
 def task_cell(records: list[dict[str, Any]], holds: str) -> dict[str, Any]:
     """A task's part of a finding: on how many seeds it ``holds`` (its state counted), how many
     went each other way, and each seed's record."""
     states = [record["state"] for record in records]
-    return {"holds": states.count(holds), "seeds": len(states),
-            "states": {state: states.count(state) for state in dict.fromkeys(states)}, "per_seed": records}
+    return {
+        "holds": states.count(holds),
+        "seeds": len(states),
+        "states": {state: states.count(state) for state in dict.fromkeys(states)},
+        "per_seed": records,
+    }
 
 
 def counted(cell: dict[str, Any], holds: str) -> str:
@@ -130,10 +153,15 @@ def support(claim: str, per_task: dict[str, dict[str, Any]], holds: str = HOLDS)
     (``per_task``: `task_cell`s)."""
     everywhere = [task for task, cell in per_task.items() if cell["holds"] == cell["seeds"]]
     detail = "; ".join(f"{task} {counted(cell, holds)}" for task, cell in per_task.items())
-    return {"claim": claim, "per_task": per_task, "tasks_every_seed": len(everywhere), "tasks": len(per_task),
-            "holds_as": holds,
-            "text": f"{claim}: clear of its sampling error on every seed of {len(everywhere)} of {len(per_task)} "
-                    f"tasks (seeds where it is: {detail})"}
+    return {
+        "claim": claim,
+        "per_task": per_task,
+        "tasks_every_seed": len(everywhere),
+        "tasks": len(per_task),
+        "holds_as": holds,
+        "text": f"{claim}: clear of its sampling error on every seed of {len(everywhere)} of {len(per_task)} "
+        f"tasks (seeds where it is: {detail})",
+    }
 
 
 def beside_paper(paper: PaperPoint, states: dict[str, list[str]]) -> dict[str, Any]:
@@ -147,11 +175,20 @@ def beside_paper(paper: PaperPoint, states: dict[str, list[str]]) -> dict[str, A
     seeds = [state for values in states.values() for state in values]
     if seeds:
         paper_way, other, unclear = (seeds.count(state) for state in ("paper", "other", "unclear"))
-        verdict = ("agrees" if paper_way == len(seeds) else "unclear" if unclear == len(seeds) else
-                   "disagrees" if other > paper_way and 2 * other >= len(seeds) else "partly")
+        verdict = (
+            "agrees"
+            if paper_way == len(seeds)
+            else "unclear"
+            if unclear == len(seeds)
+            else "disagrees"
+            if other > paper_way and 2 * other >= len(seeds)
+            else "partly"
+        )
         every = sum(all(state == "paper" for state in values) for values in states.values())
-        detail = (f"clearly the paper's way on {paper_way} of {len(seeds)} seeds, every seed of {every} of "
-                  f"{len(states)} tasks; clearly the other way on {other}; unclear on {unclear}")
+        detail = (
+            f"clearly the paper's way on {paper_way} of {len(seeds)} seeds, every seed of {every} of "
+            f"{len(states)} tasks; clearly the other way on {other}; unclear on {unclear}"
+        )
     return {"source": paper.source, "says": paper.says, "verdict": verdict, "detail": detail}
 
 
@@ -164,22 +201,37 @@ def claim_findings(view: type[View], by_task: Summaries) -> dict[str, Any]:
         judged = {task: {seed: claim.judge(entry) for seed, entry in seeds.items()} for task, seeds in entries.items()}
         if not entries or any(evidence is None for seeds in judged.values() for evidence in seeds.values()):
             continue
-        per_task = {task: task_cell([seed_record(seed, evidence["verdict"], evidence)
-                                     for seed, evidence in seeds.items()], HOLDS) for task, seeds in judged.items()}
+        per_task = {
+            task: task_cell(
+                [seed_record(seed, evidence["verdict"], evidence) for seed, evidence in seeds.items()], HOLDS
+            )
+            for task, seeds in judged.items()
+        }
         found[name] = support(claim.text, per_task)
         if name in view.papers:
             paper = view.papers[name]
             as_paper = {HOLDS: "paper", FAILS: "other", UNCLEAR: "unclear"}
-            found[name]["paper"] = beside_paper(paper, {
-                task: [as_paper[evidence["verdict"]] for evidence in seeds.values()]
-                for task, seeds in judged.items() if paper.expectation(task) == "holds"})
+            found[name]["paper"] = beside_paper(
+                paper,
+                {
+                    task: [as_paper[evidence["verdict"]] for evidence in seeds.values()]
+                    for task, seeds in judged.items()
+                    if paper.expectation(task) == "holds"
+                },
+            )
     return found
 
 
 def undefined(claim: str, tasks: list[str]) -> dict[str, Any]:
     """A finding none of ``tasks`` defines (a cross-sentence share on single-sentence tasks only)."""
-    return {"claim": claim, "per_task": {}, "tasks_every_seed": 0, "tasks": 0, "undefined_on": tasks,
-            "text": f"{claim}: not defined on these tasks ({', '.join(tasks)})"}
+    return {
+        "claim": claim,
+        "per_task": {},
+        "tasks_every_seed": 0,
+        "tasks": 0,
+        "undefined_on": tasks,
+        "text": f"{claim}: not defined on these tasks ({', '.join(tasks)})",
+    }
 
 
 def finding_direction(evidence: dict[str, dict[int, Evidence]]) -> str:
@@ -204,21 +256,30 @@ def change_findings(view: type[View], by_task: Summaries) -> dict[str, Any]:
         return {}
     found = {}
     for name, what in view.signed_changes.items():
-        evidence = {task: {seed: view.change_evidence(entry).get(name) for seed, entry in seeds.items()}
-                    for task, seeds in entries.items()}
+        evidence = {
+            task: {seed: view.change_evidence(entry).get(name) for seed, entry in seeds.items()}
+            for task, seeds in entries.items()
+        }
         evidence = {task: seeds for task, seeds in evidence.items() if all(e is not None for e in seeds.values())}
         if not evidence:
             found[name] = undefined(f"{what} with fine-tuning", list(entries))
             continue
         way = finding_direction(evidence)
-        per_task = {task: task_cell([seed_record(seed, e["direction"], e) for seed, e in seeds.items()], way)
-                    for task, seeds in evidence.items()}
+        per_task = {
+            task: task_cell([seed_record(seed, e["direction"], e) for seed, e in seeds.items()], way)
+            for task, seeds in evidence.items()
+        }
         found[name] = support(f"{what} {way} with fine-tuning", per_task, way)
         if name in view.papers:
             paper = view.papers[name]
-            found[name]["paper"] = beside_paper(paper, {
-                task: [paper_state(e["direction"], paper.expectation(task)) for e in seeds.values()]
-                for task, seeds in evidence.items() if paper.expectation(task) in (RISES, FALLS)})
+            found[name]["paper"] = beside_paper(
+                paper,
+                {
+                    task: [paper_state(e["direction"], paper.expectation(task)) for e in seeds.values()]
+                    for task, seeds in evidence.items()
+                    if paper.expectation(task) in (RISES, FALLS)
+                },
+            )
     return found
 
 
@@ -227,14 +288,20 @@ def paper_state(direction: str, expected: str) -> str:
     return "unclear" if direction == NO_CLEAR_CHANGE else "paper" if direction == expected else "other"
 
 
-SEED_NOISE = ("the last layer changes more from pre-training than between two seeds' fine-tunings (cosine "
-              "between the seeds' maps above the pre-trained to fine-tuned cosine)")
+SEED_NOISE = (
+    "the last layer changes more from pre-training than between two seeds' fine-tunings (cosine "
+    "between the seeds' maps above the pre-trained to fine-tuned cosine)"
+)
 
 
 def last_layer(evidence: Evidence) -> Evidence:
     """The last layer's part of a per-layer evidence (`paired_change` with ``reduce=None``)."""
-    return {**evidence, "value": evidence["value"][-1], "interval": evidence["interval"][-1],
-            "direction": evidence["direction"][-1]}
+    return {
+        **evidence,
+        "value": evidence["value"][-1],
+        "interval": evidence["interval"][-1],
+        "direction": evidence["direction"][-1],
+    }
 
 
 def seed_noise_finding(between: dict[str, dict[str, Any]], judged: list[str]) -> dict[str, Any]:
@@ -250,17 +317,20 @@ def seed_noise_finding(between: dict[str, dict[str, Any]], judged: list[str]) ->
         records = []
         for pair in pairs:
             evidence = last_layer(pair["against_pretraining"])
-            records.append({**seed_record(pair["seeds"][0], states[evidence["direction"]], evidence),
-                            "seeds": pair["seeds"]})
+            records.append(
+                {**seed_record(pair["seeds"][0], states[evidence["direction"]], evidence), "seeds": pair["seeds"]}
+            )
         if records:
             per_task[task] = task_cell(records, HOLDS)
     return {"last_layer_beyond_seed_noise": support(SEED_NOISE, per_task)} if per_task else {}
 
 
-TIMING = {"cosine_before_dev": "the last layer's attention makes half its change before the dev score makes half its "
-                                "gain over the majority class",
-          "heterogeneous_early": f"the share of heterogeneous maps makes half its change within the first "
-                                 f"{trajectory_view.EARLY:.0%} of training"}
+TIMING = {
+    "cosine_before_dev": "the last layer's attention makes half its change before the dev score makes half its "
+    "gain over the majority class",
+    "heterogeneous_early": f"the share of heterogeneous maps makes half its change within the first "
+    f"{trajectory_view.EARLY:.0%} of training",
+}
 
 
 def trajectory_aggregate(summaries: dict[int, dict[str, Any]]) -> dict[str, Any]:
@@ -272,9 +342,11 @@ def trajectory_aggregate(summaries: dict[int, dict[str, Any]]) -> dict[str, Any]
         return {}
     main = EvaluationView.main_metric(kept[0]["analyses"][EvaluationView.name])
     layers = trajectory_view.layer_names(summary_metrics(kept[0]))
-    named = {"dev_score": f"{main}_{FINETUNED}",
-             **({"last_layer_cosine": layers[-1]} if layers else {}),
-             **{f"pattern_{name}": f"pattern_{FINETUNED}_{name}" for name in trajectory_view.PATTERN_CLASSES}}
+    named = {
+        "dev_score": f"{main}_{FINETUNED}",
+        **({"last_layer_cosine": layers[-1]} if layers else {}),
+        **{f"pattern_{name}": f"pattern_{FINETUNED}_{name}" for name in trajectory_view.PATTERN_CLASSES},
+    }
     return {"trajectory": trajectory_view.study_series(kept, named)}
 
 
@@ -287,16 +359,24 @@ def seed_timings(summary: dict[str, Any]) -> dict[str, Evidence | None]:
     split, metric = per_pair_results(analyses[EvaluationView.name])[MAIN_PAIR]["main_metric"].split("/")
     found: dict[str, Evidence | None] = {"cosine_before_dev": None, "heterogeneous_early": None}
     if "cosine" in analyses:
-        found["cosine_before_dev"] = trajectory_view.cosine_before_dev(points, {
-            "cosine": per_pair_results(analyses["cosine"])[MAIN_PAIR]["units"],
-            "predictions": evaluation["predictions"][split], "labels": evaluation["labels"][split],
-            "majority": evaluation["majority"][f"{split}/{metric}"]}, split, metric, metric_rows)
+        found["cosine_before_dev"] = trajectory_view.cosine_before_dev(
+            points,
+            {
+                "cosine": per_pair_results(analyses["cosine"])[MAIN_PAIR]["units"],
+                "predictions": evaluation["predictions"][split],
+                "labels": evaluation["labels"][split],
+                "majority": evaluation["majority"][f"{split}/{metric}"],
+            },
+            split,
+            metric,
+            metric_rows,
+        )
     if "patterns" in analyses:
         patterns = per_checkpoint_results(analyses["patterns"])
         early = sum(max(point["fractions"]) <= trajectory_view.EARLY for point in points)
-        found["heterogeneous_early"] = trajectory_view.share_early(points, patterns[FINETUNED]["units"],
-                                                                   patterns[PRETRAINED]["units"], "heterogeneous",
-                                                                   early)
+        found["heterogeneous_early"] = trajectory_view.share_early(
+            points, patterns[FINETUNED]["units"], patterns[PRETRAINED]["units"], "heterogeneous", early
+        )
     return found
 
 
@@ -305,17 +385,29 @@ def timing_findings(by_task: Summaries, judged: list[str]) -> dict[str, Any]:
     judged_seeds = {task: {seed: seed_timings(summary) for seed, summary in by_task[task].items()} for task in judged}
     found = {}
     for name, claim in TIMING.items():
-        per_task = {task: task_cell([seed_record(seed, evidence["verdict"], evidence)
-                                     for seed, timings in seeds.items() if (evidence := timings.get(name))], HOLDS)
-                    for task, seeds in judged_seeds.items()}
+        per_task = {
+            task: task_cell(
+                [
+                    seed_record(seed, evidence["verdict"], evidence)
+                    for seed, timings in seeds.items()
+                    if (evidence := timings.get(name))
+                ],
+                HOLDS,
+            )
+            for task, seeds in judged_seeds.items()
+        }
         per_task = {task: cell for task, cell in per_task.items() if cell["seeds"]}
         if per_task:
             found[name] = support(claim, per_task)
     return found
 
 
-def findings(by_task: Summaries, judged: list[str], failures: Failures | None = None,
-             between: dict[str, dict[str, Any]] | None = None) -> dict[str, Any]:
+def findings(
+    by_task: Summaries,
+    judged: list[str],
+    failures: Failures | None = None,
+    between: dict[str, dict[str, Any]] | None = None,
+) -> dict[str, Any]:
     """The learning check over every task, then every view's claims and signed changes over
     the ``judged`` tasks, with their support over seeds and tasks and the papers beside them,
     from the runs' summaries, and the last layer's change against the difference between seeds

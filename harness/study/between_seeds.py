@@ -38,11 +38,14 @@ def compared_between(first: RunPlan, second: RunPlan) -> dict[str, Any]:
     """The cosine entry of ``first``'s and ``second``'s fine-tuned checkpoints on ``first``'s dev
     sample (the same for every seed: it is drawn with the analysis seed), reused from the store."""
     tokenizer = load_tokenizer(first.config.task.model)
-    checkpoints = [trained_checkpoint(plan.config, seed_name(plan), stored_result(plan.config, plan.data))
-                   for plan in (first, second)]
+    checkpoints = [
+        trained_checkpoint(plan.config, seed_name(plan), stored_result(plan.config, plan.data))
+        for plan in (first, second)
+    ]
     pair = (seed_name(first), seed_name(second))
-    entries = analyse([CosineSimilarity], checkpoints, [pair], source_context(first, tokenizer),
-                      results_store(first.config))
+    entries = analyse(
+        [CosineSimilarity], checkpoints, [pair], source_context(first, tokenizer), results_store(first.config)
+    )
     return per_pair_results(entries[CosineSimilarity.name])[pair_name(pair)]
 
 
@@ -55,9 +58,11 @@ def seed_pair(first: RunPlan, second: RunPlan) -> dict[str, Any] | None:
     if "units" not in own:
         return None
     between = compared_between(first, second)
-    return {"seeds": [first.config.finetune.seed, second.config.finetune.seed], "per_layer": between["per_layer"],
-            "against_pretraining": paired_change(UnitSums.read(own["units"]), UnitSums.read(between["units"]),
-                                                 reduce=None)}
+    return {
+        "seeds": [first.config.finetune.seed, second.config.finetune.seed],
+        "per_layer": between["per_layer"],
+        "against_pretraining": paired_change(UnitSums.read(own["units"]), UnitSums.read(between["units"]), reduce=None),
+    }
 
 
 def between_seeds(runs: list[RunPlan]) -> dict[str, dict[str, Any]]:

@@ -8,7 +8,8 @@
   (``num_gpus``) and queues the rest. A task is one `harness run` (`harness.run.pipeline.run`)
   in a fresh worker process, in this folder; with ``--processes-per-run P`` it first
   fine-tunes under ``accelerate launch --multi_gpu --num_processes P -m harness finetune``
-  (on CPUs ``torch.distributed.run``) with the run's flags, then analyses on one device. Across machines the run folders, checkpoint cache and
+  (on CPUs ``torch.distributed.run``) with the run's flags, then analyses on one device.
+  Across machines the run folders, checkpoint cache and
   MLflow store must be shared: a shared file system and an ``mlflow server`` as
   ``--tracking-uri`` (docs in README).
 
@@ -80,8 +81,16 @@ def launcher(processes: int) -> list[str]:
     --multi_gpu`` on GPUs; on CPUs torch's own launcher (what accelerate's GPU launcher calls
     too: accelerate launches several CPU processes only through MPI)."""
     if torch.cuda.is_available():
-        return [sys.executable, "-m", "accelerate.commands.launch", "--multi_gpu", "--num_processes", str(processes),
-                "--num_machines", "1"]
+        return [
+            sys.executable,
+            "-m",
+            "accelerate.commands.launch",
+            "--multi_gpu",
+            "--num_processes",
+            str(processes),
+            "--num_machines",
+            "1",
+        ]
     return [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", str(processes)]
 
 
@@ -100,8 +109,9 @@ def start_ray(settings: StudyConfig) -> tuple[int, int]:
     if settings.ray_address:
         ray.init(address=settings.ray_address, log_to_driver=False, configure_logging=False)
     else:
-        ray.init(num_cpus=cpus * settings.workers, include_dashboard=False, log_to_driver=False,
-                 configure_logging=False)
+        ray.init(
+            num_cpus=cpus * settings.workers, include_dashboard=False, log_to_driver=False, configure_logging=False
+        )
     return cpus, settings.processes_per_run if ray.cluster_resources().get("GPU", 0) else 0
 
 

@@ -97,8 +97,10 @@ def plan_study(settings: StudyConfig, configs: list[RunConfig]) -> StudyPlan:
         except InputError as error:  # a malformed file of one task: its runs fail, the others go on
             failed[run_label(config)] = str(error)
     if not plans:
-        raise InputError("no (task, seed) of the study can run: "
-                         + "; ".join([*(f"{t}: {why}" for t, why in skipped.items()), *failed.values()]))
+        raise InputError(
+            "no (task, seed) of the study can run: "
+            + "; ".join([*(f"{t}: {why}" for t, why in skipped.items()), *failed.values()])
+        )
     key = key_of({"tasks": settings.tasks, "seeds": settings.seeds, "flags": shared_flags(configs[0])})
     name = settings.name or f"study-{plans[0].config.model_name}-{key[:8]}"
     return StudyPlan(settings, plans, skipped, failed, key, name)
@@ -111,8 +113,9 @@ def is_done(plan: RunPlan) -> bool:
     if summary is None:
         return False
     entries = summary["analyses"]
-    whole = all(analysis.name in entries and entries[analysis.name]["version"] == analysis.version
-                for analysis in plan.analyses)
+    whole = all(
+        analysis.name in entries and entries[analysis.name]["version"] == analysis.version for analysis in plan.analyses
+    )
     return whole and is_finished(plan.config.environment.tracking_uri, plan.key)
 
 
@@ -125,8 +128,9 @@ def run_all(plan: StudyPlan, child_tags: dict[str, str]) -> dict[str, str]:
     """Every unfinished (task, seed) of the study on its engine, under one progress bar;
     returns ``{run label: error}`` of those that failed (the rest went on)."""
     jobs = [Job(run_label(run.config), run.config, child_tags) for run in plan.runs if not is_done(run)]
-    with progress_bar(total=len(plan.runs), initial=len(plan.runs) - len(jobs), desc=f"study {plan.name}", unit="run",
-              position=0) as bar:
+    with progress_bar(
+        total=len(plan.runs), initial=len(plan.runs) - len(jobs), desc=f"study {plan.name}", unit="run", position=0
+    ) as bar:
         if not jobs:
             return dict(plan.failed)
         ran = run_on_ray(jobs, plan.settings, bar) if plan.settings.engine == "ray" else run_inline(jobs, bar)
@@ -145,8 +149,12 @@ def study(plan: StudyPlan) -> tuple[dict[str, Any], list[Path], str, str]:
     environment = plan.runs[0].config.environment
     check_store(environment.tracking_uri)
     with exclusive(environment.cache_dir / "locks" / f"study-{plan.key}.lock", f"the study {plan.name}"):
-        parent = Tracker(environment.tracking_uri, f"study-{plan.key}", plan.name,
-                         {"study": plan.name, "model": plan.model, "harness.kind": "study"})
+        parent = Tracker(
+            environment.tracking_uri,
+            f"study-{plan.key}",
+            plan.name,
+            {"study": plan.name, "model": plan.model, "harness.kind": "study"},
+        )
         try:
             failures = run_all(plan, {"study": plan.name, PARENT_TAG: parent.run_id})
             lost: Failures = {}
@@ -174,8 +182,13 @@ def write_study(folder: Path, aggregated: dict[str, Any]) -> None:
     seal(folder, aggregated)
 
 
-def aggregate(plan: StudyPlan, failures: dict[str, str], seconds: dict[str, dict[str, float]],
-              between: dict[str, dict[str, Any]] | None = None, lost: Failures | None = None) -> dict[str, Any]:
+def aggregate(
+    plan: StudyPlan,
+    failures: dict[str, str],
+    seconds: dict[str, dict[str, float]],
+    between: dict[str, dict[str, Any]] | None = None,
+    lost: Failures | None = None,
+) -> dict[str, Any]:
     """The study from its runs' stored summaries (finished runs only), with the seconds each
     run's MLflow record logged (``{run key: {metric: seconds}}``) and the cosine between its
     seeds' fine-tuned models (``between``, `harness.study.between_seeds`). What cannot be
@@ -187,25 +200,44 @@ def aggregate(plan: StudyPlan, failures: dict[str, str], seconds: dict[str, dict
         if summary is not None and run_label(run_plan.config) not in failures:
             by_task.setdefault(run_plan.config.task.task, {})[run_plan.config.finetune.seed] = summary
     lost = {} if lost is None else lost
-    nothing = {"tasks": {}, "special_tokens": None, "learning": {}, "findings_from": plan.settings.findings_from,
-               "judged_tasks": [], "kept_out_of_findings": {}, "seconds": {}, "findings": {}}
-    said = attempt(lost, "the study's aggregation", partial(across_runs, plan, by_task, seconds, between or {}, lost),
-                   nothing)
+    nothing = {
+        "tasks": {},
+        "special_tokens": None,
+        "learning": {},
+        "findings_from": plan.settings.findings_from,
+        "judged_tasks": [],
+        "kept_out_of_findings": {},
+        "seconds": {},
+        "findings": {},
+    }
+    said = attempt(
+        lost, "the study's aggregation", partial(across_runs, plan, by_task, seconds, between or {}, lost), nothing
+    )
     return {**described_study(plan, failures), **said, "aggregation_failed": lost}
 
 
-def across_runs(plan: StudyPlan, by_task: dict[str, dict[int, dict[str, Any]]], seconds: dict[str, dict[str, float]],
-                between: dict[str, dict[str, Any]], lost: Failures) -> dict[str, Any]:
+def across_runs(
+    plan: StudyPlan,
+    by_task: dict[str, dict[int, dict[str, Any]]],
+    seconds: dict[str, dict[str, float]],
+    between: dict[str, dict[str, Any]],
+    lost: Failures,
+) -> dict[str, Any]:
     """What the runs' summaries say across seeds and tasks (`aggregate`); a view that fails is named in ``lost``."""
-    tasks = {task: task_aggregate(summaries, lost) | ({"between_seeds": between[task]} if task in between else {})
-             for task, summaries in by_task.items()}
+    tasks = {
+        task: task_aggregate(summaries, lost) | ({"between_seeds": between[task]} if task in between else {})
+        for task, summaries in by_task.items()
+    }
     checked = learning(by_task)
     judged, kept_out = judged_tasks(checked, plan.settings.findings_from)
     return {
         "tasks": tasks,
-        "special_tokens": next((summary["run"].get("special_tokens") for seeds in by_task.values()
-                                for summary in seeds.values()), None),
-        "learning": checked, "findings_from": plan.settings.findings_from, "judged_tasks": judged,
+        "special_tokens": next(
+            (summary["run"].get("special_tokens") for seeds in by_task.values() for summary in seeds.values()), None
+        ),
+        "learning": checked,
+        "findings_from": plan.settings.findings_from,
+        "judged_tasks": judged,
         "kept_out_of_findings": kept_out,
         "seconds": attempt(lost, "seconds per task", partial(task_seconds, plan, by_task, seconds), {}),
         "findings": findings(by_task, judged, lost, between),
@@ -216,19 +248,29 @@ def described_study(plan: StudyPlan, failures: dict[str, str]) -> dict[str, Any]
     """What the study is, whatever its runs hold: model, tasks and seeds asked, recipes, what was skipped or
     failed, its runs."""
     return {
-        "schema": 2, "name": plan.name, "key": plan.key, "model": plan.model,
-        "tasks_asked": plan.settings.tasks, "seeds_asked": plan.settings.seeds,
-        "recipes": {run.config.task.task: {k: v for k, v in asdict(run.config.finetune).items() if k != "seed"}
-                    for run in plan.runs},
-        "skipped": plan.skipped, "failed": failures,
+        "schema": 2,
+        "name": plan.name,
+        "key": plan.key,
+        "model": plan.model,
+        "tasks_asked": plan.settings.tasks,
+        "seeds_asked": plan.settings.seeds,
+        "recipes": {
+            run.config.task.task: {k: v for k, v in asdict(run.config.finetune).items() if k != "seed"}
+            for run in plan.runs
+        },
+        "skipped": plan.skipped,
+        "failed": failures,
         "analyses_skipped": {name: why for run in plan.runs for name, why in run.skipped.items()},
-        "runs": [{"task": r.config.task.task, "seed": r.config.finetune.seed, "key": r.key,
-                  "folder": r.run_dir.name} for r in plan.runs],
+        "runs": [
+            {"task": r.config.task.task, "seed": r.config.finetune.seed, "key": r.key, "folder": r.run_dir.name}
+            for r in plan.runs
+        ],
     }
 
 
-def task_seconds(plan: StudyPlan, by_task: dict[str, dict[int, dict[str, Any]]],
-                 seconds: dict[str, dict[str, float]]) -> dict[str, dict[str, Any]]:
+def task_seconds(
+    plan: StudyPlan, by_task: dict[str, dict[int, dict[str, Any]]], seconds: dict[str, dict[str, float]]
+) -> dict[str, dict[str, Any]]:
     """Per task, over its finished seeds: the seconds of fine-tuning, of the analyses, and of the
     ablation over the seeds it ran on (a CPU study's ``harness ablate`` on one seed), each as a
     spread over those seeds."""
@@ -239,12 +281,14 @@ def task_seconds(plan: StudyPlan, by_task: dict[str, dict[int, dict[str, Any]]],
             continue
         spent = per_task.setdefault(run.config.task.task, {"fine-tuning": [], "analyses": [], "ablation": []})
         spent["fine-tuning"].append(logged.get("train_seconds", 0.0))
-        spent["analyses"].append(sum(value for name, value in logged.items()
-                                     if name.startswith("seconds_") and name != ABLATION_SECONDS))
+        spent["analyses"].append(
+            sum(value for name, value in logged.items() if name.startswith("seconds_") and name != ABLATION_SECONDS)
+        )
         if ABLATION_SECONDS in logged:
             spent["ablation"].append(logged[ABLATION_SECONDS])
-    return {task: {phase: spread(values) for phase, values in spent.items() if values}
-            for task, spent in per_task.items()}
+    return {
+        task: {phase: spread(values) for phase, values in spent.items() if values} for task, spent in per_task.items()
+    }
 
 
 def log_study(parent: Tracker, plan: StudyPlan, aggregated: dict[str, Any], files: list[Path]) -> None:
@@ -252,12 +296,20 @@ def log_study(parent: Tracker, plan: StudyPlan, aggregated: dict[str, Any], file
     finished, each task's headline metrics as ``<task>/<metric>`` (mean over seeds) and
     ``<task>/<metric>_std``, with study.json and the figures as artifacts."""
     per_task = {"finetune.epochs", "finetune.learning_rate"}  # a recipe may differ by task: logged per task
-    parent.log_params({"study.tasks": ",".join(plan.settings.tasks), "study.seeds": str(plan.settings.seeds),
-                       "study.skipped": ",".join(plan.skipped) or "-",
-                       **{k: v for k, v in shared_flags(plan.runs[0].config).items() if k not in per_task},
-                       **{f"recipe.{run.config.task.task}":
-                          f"lr {run.config.finetune.learning_rate:g}, epochs {run.config.finetune.epochs:g}"
-                          for run in plan.runs}})
+    parent.log_params(
+        {
+            "study.tasks": ",".join(plan.settings.tasks),
+            "study.seeds": str(plan.settings.seeds),
+            "study.skipped": ",".join(plan.skipped) or "-",
+            **{k: v for k, v in shared_flags(plan.runs[0].config).items() if k not in per_task},
+            **{
+                f"recipe.{run.config.task.task}": (
+                    f"lr {run.config.finetune.learning_rate:g}, epochs {run.config.finetune.epochs:g}"
+                )
+                for run in plan.runs
+            },
+        }
+    )
     parent.log_artifact(plan.folder / "study.json")
     for path in files:
         parent.log_artifact(path, "figures")

@@ -42,8 +42,10 @@ from harness.views.style import (
 
 ANALYSIS = "ablation"
 MODES = ("uniform", "zero")
-MODE_TITLES = {"uniform": "attention replaced by 1/L (Kovaleva et al.)",
-               "zero": "head output gated to 0 (Michel et al.)"}
+MODE_TITLES = {
+    "uniform": "attention replaced by 1/L (Kovaleva et al.)",
+    "zero": "head output gated to 0 (Michel et al.)",
+}
 MODE_SHORT = {"uniform": "1/L", "zero": "gated to 0"}
 SCOPES = ("heads", "layers")  # what one disabling variant switches off: a single head, or a whole layer
 ALPHA = 0.05  # family-wise error rate of Holm's correction: what counts as significant
@@ -80,8 +82,11 @@ def extreme_cell(metrics: dict[str, Any], extreme: str, scope: str, mode: str) -
     """``3-10: -20.5``: a study task's best or worst single head (or layer) and its change in
     points, mean over seeds; the position only where every seed found the same one."""
     delta = f"{100 * metrics[ablation_metric(extreme_statistic(extreme, scope, mode, 'delta')).name]['mean']:+.1f}"
-    places = [metrics[name]["values"] for name in (ablation_metric(extreme_statistic(extreme, scope, mode, what)).name
-                                                   for what in ("layer", "head")) if name in metrics]
+    places = [
+        metrics[name]["values"]
+        for name in (ablation_metric(extreme_statistic(extreme, scope, mode, what)).name for what in ("layer", "head"))
+        if name in metrics
+    ]
     if any(len(set(values)) > 1 for values in places):
         return delta
     return "-".join(str(int(values[0])) for values in places) + f": {delta}"
@@ -91,8 +96,10 @@ def best_and_worst(family: dict[str, Any]) -> list[tuple[str, tuple[int, ...]]]:
     """The 0-indexed positions of the largest (``"best"``) and the smallest (``"worst"``) change
     of one family's grid, each the first in row-major order on ties."""
     deltas = np.asarray(family["delta"])
-    return [(label, np.unravel_index(flat, deltas.shape)) for label, flat in (("best", deltas.argmax()),
-                                                                               ("worst", deltas.argmin()))]
+    return [
+        (label, np.unravel_index(flat, deltas.shape))
+        for label, flat in (("best", deltas.argmax()), ("worst", deltas.argmin()))
+    ]
 
 
 def percent(value: float) -> str:
@@ -106,9 +113,11 @@ def pruning_sentence(pruning: dict[str, Any]) -> str:
     pruned = {order: pruning["heads_pruned"][steps] for order, steps in pruning["steps_within_one_point"].items()}
     named = ", ".join(f"{order} order {count}" for order, count in pruned.items() if not order.startswith(RANDOM))
     randoms = [count for order, count in pruned.items() if order.startswith(RANDOM)]
-    return (f"heads pruned before the score first drops by more than one point, cross-fitted: {named}, "
-            f"{BASELINES['random']} {', '.join(map(str, randoms))} (of {pruning['heads_pruned'][-1]}; 10% steps, "
-            "no retraining)")
+    return (
+        f"heads pruned before the score first drops by more than one point, cross-fitted: {named}, "
+        f"{BASELINES['random']} {', '.join(map(str, randoms))} (of {pruning['heads_pruned'][-1]}; 10% steps, "
+        "no retraining)"
+    )
 
 
 def areas_sentence(pruning: dict[str, Any], examples: int) -> str:
@@ -117,29 +126,48 @@ def areas_sentence(pruning: dict[str, Any], examples: int) -> str:
     areas = pruning["areas"]
     randoms = np.mean([area for order, area in areas.items() if order.startswith(RANDOM)])
     named = ", ".join(f"{order} {100 * areas[order]:.1f}" for order in ("importance", "oracle") if order in areas)
-    differences = [f"importance minus {BASELINES[baseline]} {percent(evidence['value'])} "
-                   f"[{percent(evidence['interval'][0])}, {percent(evidence['interval'][1])}], "
-                   f"{INTERVAL_WORDS[evidence['verdict']]}"
-                   for baseline in BASELINES if (evidence := pruning.get(f"importance_vs_{baseline}")) is not None]
-    return (f"area under the cross-fitted curve (the mean score over 0-100% of heads pruned; each order ranked "
-            f"on one half of the {examples} examples, scored on the other): {named}, {BASELINES['random']} "
-            f"{100 * randoms:.1f}" + (f"; {'; '.join(differences)}: points, 95% intervals over 1,000 paired "
-                                      "bootstrap resamples of the examples, the orders held as ranked"
-                                      if differences else ""))
+    differences = [
+        f"importance minus {BASELINES[baseline]} {percent(evidence['value'])} "
+        f"[{percent(evidence['interval'][0])}, {percent(evidence['interval'][1])}], "
+        f"{INTERVAL_WORDS[evidence['verdict']]}"
+        for baseline in BASELINES
+        if (evidence := pruning.get(f"importance_vs_{baseline}")) is not None
+    ]
+    return (
+        f"area under the cross-fitted curve (the mean score over 0-100% of heads pruned; each order ranked "
+        f"on one half of the {examples} examples, scored on the other): {named}, {BASELINES['random']} "
+        f"{100 * randoms:.1f}"
+        + (
+            f"; {'; '.join(differences)}: points, 95% intervals over 1,000 paired "
+            "bootstrap resamples of the examples, the orders held as ranked"
+            if differences
+            else ""
+        )
+    )
 
 
 def pruning_metrics(pruning: dict[str, Any], checkpoint: str) -> list[Metric]:
     """The heads the importance and the oracle order prune within one point, and the importance
     order's area minus each baseline's with its interval's bounds (all cross-fitted)."""
-    out = [ablation_metric(f"pruned_within_one_point_{order}", checkpoint,
-                           float(pruning["heads_pruned"][pruning["steps_within_one_point"][order]]))
-           for order in ("importance", "oracle") if order in pruning["steps_within_one_point"]]
+    out = [
+        ablation_metric(
+            f"pruned_within_one_point_{order}",
+            checkpoint,
+            float(pruning["heads_pruned"][pruning["steps_within_one_point"][order]]),
+        )
+        for order in ("importance", "oracle")
+        if order in pruning["steps_within_one_point"]
+    ]
     for baseline in BASELINES:
         if (evidence := pruning.get(f"importance_vs_{baseline}")) is not None:
             area = area_statistic(baseline)
-            out += [ablation_metric(area, checkpoint, evidence["value"]),
-                    *(ablation_metric(f"{area}_{bound}", checkpoint, value)
-                      for bound, value in zip(BOUNDS, evidence["interval"]))]
+            out += [
+                ablation_metric(area, checkpoint, evidence["value"]),
+                *(
+                    ablation_metric(f"{area}_{bound}", checkpoint, value)
+                    for bound, value in zip(BOUNDS, evidence["interval"])
+                ),
+            ]
     return out
 
 
@@ -147,8 +175,11 @@ def related_cosine(entry: Entry) -> list[tuple[tuple[str, str], dict[str, Any]]]
     """The entry's declared pairs that its ``related`` part has against the cosine entry (those
     whose second checkpoint is trained), each with what it holds there."""
     cosine = (entry.get("related") or {}).get("cosine", {})
-    return [((before, after), cosine[pair_name((before, after))]) for before, after in entry["pairs"]
-            if pair_name((before, after)) in cosine]
+    return [
+        ((before, after), cosine[pair_name((before, after))])
+        for before, after in entry["pairs"]
+        if pair_name((before, after)) in cosine
+    ]
 
 
 def fine_tuned_result(entry: Entry) -> dict[str, Any] | None:
@@ -177,26 +208,39 @@ def disabling_gain(result: dict[str, Any], scope: str, mode: str) -> Evidence:
     verdict = HOLDS if surviving.size else FAILS if (stats["high"] < 0).all() else UNCLEAR
     where = "-".join(str(int(i) + 1) for i in np.unravel_index(chosen, stats["delta"].shape))
     low, high = float(stats["low"].ravel()[chosen]), float(stats["high"].ravel()[chosen])
-    named = (f"{'layer-head' if scope == 'heads' else 'layer'} {where}: {percent(deltas[chosen])} points "
-             f"[{percent(low)}, {percent(high)}], Holm-adjusted p {adjusted[chosen]:.2g}")
+    named = (
+        f"{'layer-head' if scope == 'heads' else 'layer'} {where}: {percent(deltas[chosen])} points "
+        f"[{percent(low)}, {percent(high)}], Holm-adjusted p {adjusted[chosen]:.2g}"
+    )
     one, count = scope[:-1], deltas.size
-    text = {HOLDS: named,
-            FAILS: f"disabling any one of {count} {scope} lowers the score, every 95% interval below 0 (the "
-                   f"smallest loss: {named})",
-            UNCLEAR: f"no {one}'s gain is significant after Holm over {count} {scope} "
-                     f"(the largest change: {named})"}[verdict]
-    return {"verdict": verdict, "value": float(deltas[chosen]), "interval": [low, high],
-            "p_holm": float(adjusted[chosen]), "where": where, "unit": "dev examples", "n": result["examples"],
-            "statistic": f"the largest gain of disabling one of {count} {scope} ({MODE_SHORT[mode]}), "
-                         f"Holm-adjusted over them", "text": f"{text}; {result['examples']} dev examples"}
+    text = {
+        HOLDS: named,
+        FAILS: f"disabling any one of {count} {scope} lowers the score, every 95% interval below 0 (the "
+        f"smallest loss: {named})",
+        UNCLEAR: f"no {one}'s gain is significant after Holm over {count} {scope} (the largest change: {named})",
+    }[verdict]
+    return {
+        "verdict": verdict,
+        "value": float(deltas[chosen]),
+        "interval": [low, high],
+        "p_holm": float(adjusted[chosen]),
+        "where": where,
+        "unit": "dev examples",
+        "n": result["examples"],
+        "statistic": f"the largest gain of disabling one of {count} {scope} ({MODE_SHORT[mode]}), "
+        f"Holm-adjusted over them",
+        "text": f"{text}; {result['examples']} dev examples",
+    }
 
 
 def disabling_helps(scope: str) -> Callable[[Entry], Evidence | None]:
     """A judge: whether making some single head's (or layer's) attention uniform raises the
     fine-tuned score significantly after Holm's correction over all of them (`disabling_gain`)."""
+
     def judge(entry: Entry) -> Evidence | None:
         result = fine_tuned_result(entry)
         return None if result is None else disabling_gain(result, scope, HELPS_MODE)
+
     return judge
 
 
@@ -204,9 +248,11 @@ def importance_beats(baseline: str) -> Callable[[Entry], Evidence | None]:
     """A judge: whether the area under the importance order's cross-fitted pruning curve is above
     the ``baseline``'s (random or oracle), by its stored paired bootstrap interval over the
     examples; None where the fine-tuned checkpoint has no importance."""
+
     def judge(entry: Entry) -> Evidence | None:
         result = fine_tuned_result(entry)
         return None if result is None else result["pruning"].get(f"importance_vs_{baseline}")
+
     return judge
 
 
@@ -291,29 +337,51 @@ class AblationView(View):
     stored = AblationResult
     compared = ImportanceAgreement
     left_out = ("halves", "orders")
-    claims = {"disabling_a_head_helps": Claim("making some single head's attention uniform raises the fine-tuned "
-                                              "model's dev score, significant after Holm's correction over all "
-                                              "heads", disabling_helps("heads")),
-              "disabling_a_layer_helps": Claim("making some whole layer's attention uniform raises the fine-tuned "
-                                               "model's dev score, significant after Holm's correction over all "
-                                               "layers", disabling_helps("layers")),
-              "importance_beats_random": Claim("pruning heads in order of importance keeps a higher dev score than "
-                                               "our random orders: area under the cross-fitted pruning curve",
-                                               importance_beats("random")),
-              "importance_beats_oracle": Claim("pruning heads in order of importance keeps a higher dev score than "
-                                               "the individual oracle order: area under the cross-fitted pruning "
-                                               "curve", importance_beats("oracle"))}
-    papers = {"disabling_a_head_helps": PaperPoint(
-                  "Kovaleva et al. 2019, Section 6", "disabling single heads of fine-tuned bert-base-uncased helps on "
-                  "every task: gains of 0.1 (STS-B) to 1.2 points (MRPC)", expected_for(KOVALEVA_TASKS)),
-              "disabling_a_layer_helps": PaperPoint(
-                  "Kovaleva et al. 2019, Section 6", "disabling a whole layer helps on some tasks: layer 1 on RTE "
-                  "+3.2 points", {"rte": "holds"}),
-              "importance_beats_oracle": PaperPoint(
-                  "Michel et al. 2019, Fig. 3", "bert-base on MNLI-m pruned by importance beside the individual "
-                  "oracle order (\"pruned according to I_h (solid blue) and individual oracle performance "
-                  "difference (dashed green)\"), no retraining; up to 40% of heads pruned with little loss. MNLI "
-                  "is not among these tasks, and the paper ran no random orders")}
+    claims = {
+        "disabling_a_head_helps": Claim(
+            "making some single head's attention uniform raises the fine-tuned "
+            "model's dev score, significant after Holm's correction over all "
+            "heads",
+            disabling_helps("heads"),
+        ),
+        "disabling_a_layer_helps": Claim(
+            "making some whole layer's attention uniform raises the fine-tuned "
+            "model's dev score, significant after Holm's correction over all "
+            "layers",
+            disabling_helps("layers"),
+        ),
+        "importance_beats_random": Claim(
+            "pruning heads in order of importance keeps a higher dev score than "
+            "our random orders: area under the cross-fitted pruning curve",
+            importance_beats("random"),
+        ),
+        "importance_beats_oracle": Claim(
+            "pruning heads in order of importance keeps a higher dev score than "
+            "the individual oracle order: area under the cross-fitted pruning "
+            "curve",
+            importance_beats("oracle"),
+        ),
+    }
+    papers = {
+        "disabling_a_head_helps": PaperPoint(
+            "Kovaleva et al. 2019, Section 6",
+            "disabling single heads of fine-tuned bert-base-uncased helps on "
+            "every task: gains of 0.1 (STS-B) to 1.2 points (MRPC)",
+            expected_for(KOVALEVA_TASKS),
+        ),
+        "disabling_a_layer_helps": PaperPoint(
+            "Kovaleva et al. 2019, Section 6",
+            "disabling a whole layer helps on some tasks: layer 1 on RTE +3.2 points",
+            {"rte": "holds"},
+        ),
+        "importance_beats_oracle": PaperPoint(
+            "Michel et al. 2019, Fig. 3",
+            "bert-base on MNLI-m pruned by importance beside the individual "
+            'oracle order ("pruned according to I_h (solid blue) and individual oracle performance '
+            'difference (dashed green)"), no retraining; up to 40% of heads pruned with little loss. MNLI '
+            "is not among these tasks, and the paper ran no random orders",
+        ),
+    }
 
     @classmethod
     def metrics(cls, entry: Entry) -> list[Metric]:
@@ -331,14 +399,18 @@ class AblationView(View):
                     places = {"delta": float(np.asarray(family["delta"])[where]), "layer": float(where[0] + 1)}
                     if scope == "heads":
                         places["head"] = float(where[1] + 1)
-                    out += [ablation_metric(extreme_statistic(extreme, scope, mode, what), checkpoint, value)
-                            for what, value in places.items()]
+                    out += [
+                        ablation_metric(extreme_statistic(extreme, scope, mode, what), checkpoint, value)
+                        for what, value in places.items()
+                    ]
                 out.append(ablation_metric(f"significant_{scope}_{mode}", checkpoint, float(family["significant"])))
-                out.append(ablation_metric(f"significant_gains_{scope}_{mode}", checkpoint,
-                                           float(significant_gains(family))))
+                out.append(
+                    ablation_metric(f"significant_gains_{scope}_{mode}", checkpoint, float(significant_gains(family)))
+                )
             out += pruning_metrics(result["pruning"], checkpoint)
-            out += [ablation_metric(f"spearman_{name}", checkpoint, value)
-                    for name, value in result["correlations"].items()]
+            out += [
+                ablation_metric(f"spearman_{name}", checkpoint, value) for name, value in result["correlations"].items()
+            ]
         return out
 
     @classmethod
@@ -346,11 +418,16 @@ class AblationView(View):
         written = []
         for checkpoint, result in per_checkpoint_results(entry).items():
             if result["trained"]:
-                written += [draw_head_deltas(result, run, checkpoint, out_dir / f"ablation_heads_{checkpoint}.png"),
-                            draw_layer_deltas(result, run, checkpoint, out_dir / f"ablation_layers_{checkpoint}.png"),
-                            draw_pruning(result, run, checkpoint, out_dir / f"ablation_pruning_{checkpoint}.png")]
-        importances = {c: r["importance"]["normalised"] for c, r in per_checkpoint_results(entry).items()
-                       if "normalised" in r["importance"]}
+                written += [
+                    draw_head_deltas(result, run, checkpoint, out_dir / f"ablation_heads_{checkpoint}.png"),
+                    draw_layer_deltas(result, run, checkpoint, out_dir / f"ablation_layers_{checkpoint}.png"),
+                    draw_pruning(result, run, checkpoint, out_dir / f"ablation_pruning_{checkpoint}.png"),
+                ]
+        importances = {
+            c: r["importance"]["normalised"]
+            for c, r in per_checkpoint_results(entry).items()
+            if "normalised" in r["importance"]
+        }
         if importances:
             written.append(draw_importance(importances, entry, run, out_dir / "ablation_importance.png"))
         return written
@@ -369,15 +446,21 @@ class AblationView(View):
         for checkpoint, result in per_checkpoint_results(entry).items():
             if not result["trained"]:
                 continue
-            lines.append(f"ablation ({checkpoint}): intact dev {result['metric']} {100 * result['intact']:.1f} on "
-                         f"{result['examples']} examples; changes in points, 95% bootstrap intervals")
+            lines.append(
+                f"ablation ({checkpoint}): intact dev {result['metric']} {100 * result['intact']:.1f} on "
+                f"{result['examples']} examples; changes in points, 95% bootstrap intervals"
+            )
             for mode, scope, family in families(result):
                 stats = {key: np.asarray(family[key]) for key in ("delta", "low", "high")}
-                parts = [f"{label} {'-'.join(str(int(i) + 1) for i in where)} {percent(stats['delta'][where])} "
-                         f"[{percent(stats['low'][where])}, {percent(stats['high'][where])}]"
-                         for label, where in best_and_worst(family)]
-                parts.append(f"{family['significant']} significant after Holm, {significant_gains(family)} of "
-                             f"them gains: disabling helps {disabling_gain(result, scope, mode)['verdict']}")
+                parts = [
+                    f"{label} {'-'.join(str(int(i) + 1) for i in where)} {percent(stats['delta'][where])} "
+                    f"[{percent(stats['low'][where])}, {percent(stats['high'][where])}]"
+                    for label, where in best_and_worst(family)
+                ]
+                parts.append(
+                    f"{family['significant']} significant after Holm, {significant_gains(family)} of "
+                    f"them gains: disabling helps {disabling_gain(result, scope, mode)['verdict']}"
+                )
                 lines.append(f"  {mode}, single {scope[:-1]}: " + "; ".join(parts))
             lines.append(f"  pruning: {pruning_sentence(result['pruning'])}")
             lines.append(f"  pruning: {areas_sentence(result['pruning'], result['examples'])}")
@@ -394,16 +477,34 @@ class AblationView(View):
         tasks = {task: entry["metrics"] for task, entry in study["tasks"].items() if intact in entry["metrics"]}
         if not tasks:
             return {}
-        rows = [[task, str(metrics[intact]["n"]), f"{100 * metrics[intact]['mean']:.1f}",
-                 *(extreme_cell(metrics, extreme, scope, "uniform")
-                   for scope in SCOPES for extreme in ("best", "worst")),
-                 " / ".join(significant_cell(metrics, scope, mode) for scope in SCOPES for mode in MODES),
-                 " / ".join(pruned_cell(metrics, order) for order in ("importance", "oracle")),
-                 *(area_cell(metrics, baseline) for baseline in BASELINES)] for task, metrics in tasks.items()]
-        header = ["task", "seeds", "intact score", "best head, 1/L", "worst head, 1/L", "best layer, 1/L",
-                  "worst layer, 1/L", "significant after Holm, gains of all: heads 1/L / heads 0 / layers 1/L / "
-                  "layers 0", "heads pruned within a point, cross-fitted: importance / oracle order",
-                  *(f"pruning area in points, cross-fitted: importance minus {title}" for title in BASELINES.values())]
+        rows = [
+            [
+                task,
+                str(metrics[intact]["n"]),
+                f"{100 * metrics[intact]['mean']:.1f}",
+                *(
+                    extreme_cell(metrics, extreme, scope, "uniform")
+                    for scope in SCOPES
+                    for extreme in ("best", "worst")
+                ),
+                " / ".join(significant_cell(metrics, scope, mode) for scope in SCOPES for mode in MODES),
+                " / ".join(pruned_cell(metrics, order) for order in ("importance", "oracle")),
+                *(area_cell(metrics, baseline) for baseline in BASELINES),
+            ]
+            for task, metrics in tasks.items()
+        ]
+        header = [
+            "task",
+            "seeds",
+            "intact score",
+            "best head, 1/L",
+            "worst head, 1/L",
+            "best layer, 1/L",
+            "worst layer, 1/L",
+            "significant after Holm, gains of all: heads 1/L / heads 0 / layers 1/L / layers 0",
+            "heads pruned within a point, cross-fitted: importance / oracle order",
+            *(f"pruning area in points, cross-fitted: importance minus {title}" for title in BASELINES.values()),
+        ]
         return {"ablation_by_task": markdown_table(header, rows)}
 
 
@@ -416,8 +517,9 @@ def pruned_cell(metrics: dict[str, Any], order: str) -> str:
 def significant_cell(metrics: dict[str, Any], scope: str, mode: str) -> str:
     """``0 of 2``: a family's changes significant after Holm that are gains, of all significant,
     mean over seeds."""
-    gains, significant = (ablation_metric(f"{statistic}_{scope}_{mode}").name
-                          for statistic in ("significant_gains", "significant"))
+    gains, significant = (
+        ablation_metric(f"{statistic}_{scope}_{mode}").name for statistic in ("significant_gains", "significant")
+    )
     return f"{metrics[gains]['mean']:.0f} of {metrics[significant]['mean']:.0f}"
 
 
@@ -427,8 +529,9 @@ def area_cell(metrics: dict[str, Any], baseline: str) -> str:
     area = area_statistic(baseline)
     if ablation_metric(area).name not in metrics:
         return "-"
-    value, lows, highs = (metrics[ablation_metric(statistic).name]
-                          for statistic in (area, *(f"{area}_{bound}" for bound in BOUNDS)))
+    value, lows, highs = (
+        metrics[ablation_metric(statistic).name] for statistic in (area, *(f"{area}_{bound}" for bound in BOUNDS))
+    )
     if value["n"] == 1:
         return f"{percent(value['mean'])} [{percent(lows['values'][0])}, {percent(highs['values'][0])}]"
     above, below = sum(low > 0 for low in lows["values"]), sum(high < 0 for high in highs["values"])
@@ -441,8 +544,13 @@ def draw_head_deltas(result: dict[str, Any], run: dict[str, Any], checkpoint: st
     grids = {mode: 100 * np.asarray(result["heads"][mode]["delta"]) for mode in MODES}
     limit = max(max(abs(grid).max() for grid in grids.values()), 0.1)
     layers, heads = grids[MODES[0]].shape
-    figure, axes = plt.subplots(1, len(MODES), figsize=(0.42 * heads * len(MODES) + 2.8, 0.42 * layers + 1.9),
-                                squeeze=False, layout="constrained")
+    figure, axes = plt.subplots(
+        1,
+        len(MODES),
+        figsize=(0.42 * heads * len(MODES) + 2.8, 0.42 * layers + 1.9),
+        squeeze=False,
+        layout="constrained",
+    )
     norm = TwoSlopeNorm(vcenter=0.0, vmin=-limit, vmax=limit)
     for panel, mode in zip(axes[0], MODES):
         image = panel.imshow(grids[mode], cmap="RdBu", norm=norm, aspect="auto")
@@ -451,8 +559,11 @@ def draw_head_deltas(result: dict[str, Any], run: dict[str, Any], checkpoint: st
             panel.add_patch(plt.Rectangle((head - 0.5, layer - 0.5), 1, 1, fill=False, edgecolor="black", lw=1.5))
         style_head_axes(panel, layers, heads, MODE_TITLES[mode], tick_size=7)
     figure.colorbar(image, ax=list(axes[0]), label=f"change of dev {result['metric']} (points)")
-    suptitle(figure, f"Disabling one head: {run_title(run)}, {checkpoint_title(checkpoint)} (intact "
-                     f"{100 * result['intact']:.1f}; boxed: significant after Holm)")
+    suptitle(
+        figure,
+        f"Disabling one head: {run_title(run)}, {checkpoint_title(checkpoint)} (intact "
+        f"{100 * result['intact']:.1f}; boxed: significant after Holm)",
+    )
     return save(figure, path)
 
 
@@ -464,14 +575,24 @@ def draw_layer_deltas(result: dict[str, Any], run: dict[str, Any], checkpoint: s
     for index, (mode, colour) in enumerate(zip(MODES, (OKABE_ITO["blue"], OKABE_ITO["orange"]))):
         stats = {key: 100 * np.asarray(result["layers"][mode][key]) for key in ("delta", "low", "high")}
         errors = [stats["delta"] - stats["low"], stats["high"] - stats["delta"]]
-        axes.bar(layers + (index - (len(MODES) - 1) / 2) * width, stats["delta"], width, yerr=errors, capsize=2,
-                 color=colour, label=MODE_TITLES[mode])
+        axes.bar(
+            layers + (index - (len(MODES) - 1) / 2) * width,
+            stats["delta"],
+            width,
+            yerr=errors,
+            capsize=2,
+            color=colour,
+            label=MODE_TITLES[mode],
+        )
     axes.axhline(0, color="black", lw=0.8)
     axes.set_xticks(layers)
     axes.set_xlabel("layer disabled")
     axes.set_ylabel(f"change of dev {result['metric']} (points)")
-    axes_title(axes, f"Disabling one layer: {run_title(run)}, {checkpoint_title(checkpoint)}\n"
-                     f"intact {100 * result['intact']:.1f}; 95% paired bootstrap intervals")
+    axes_title(
+        axes,
+        f"Disabling one layer: {run_title(run)}, {checkpoint_title(checkpoint)}\n"
+        f"intact {100 * result['intact']:.1f}; 95% paired bootstrap intervals",
+    )
     axes.legend(fontsize=7)
     axes.grid(axis="y", alpha=0.3)
     return save(figure, path)
@@ -490,17 +611,24 @@ def draw_pruning(result: dict[str, Any], run: dict[str, Any], checkpoint: str, p
     axes.fill_between(fractions, mean - std, mean + std, color=GREY, alpha=0.25)
     for order, colour in (("importance", OKABE_ITO["blue"]), ("oracle", OKABE_ITO["green"])):
         if order in pruning["curves"]:
-            axes.plot(fractions, 100 * np.asarray(pruning["curves"][order]), color=colour, marker="o",
-                      label=f"{order} order")
+            axes.plot(
+                fractions, 100 * np.asarray(pruning["curves"][order]), color=colour, marker="o", label=f"{order} order"
+            )
     axes.axhline(100 * result["intact"], color="black", lw=0.8, ls="--", label="intact")
     axes.set_xlabel("heads pruned (%)")
     axes.set_ylabel(f"dev {result['metric']} (%)")
-    differences = "; ".join(f"minus {BASELINES[baseline]}: {percent(evidence['value'])} "
-                            f"[{percent(evidence['interval'][0])}, {percent(evidence['interval'][1])}]"
-                            for baseline in BASELINES if (evidence := pruning.get(f"importance_vs_{baseline}")))
-    axes_title(axes, f"Pruning heads (no retraining): {run_title(run)}, {checkpoint_title(checkpoint)}\n"
-                     f"cross-fitted: ranked on half of the {result['examples']} examples, scored on the rest"
-                     + (f"\narea, importance {differences} (points)" if differences else ""))
+    differences = "; ".join(
+        f"minus {BASELINES[baseline]}: {percent(evidence['value'])} "
+        f"[{percent(evidence['interval'][0])}, {percent(evidence['interval'][1])}]"
+        for baseline in BASELINES
+        if (evidence := pruning.get(f"importance_vs_{baseline}"))
+    )
+    axes_title(
+        axes,
+        f"Pruning heads (no retraining): {run_title(run)}, {checkpoint_title(checkpoint)}\n"
+        f"cross-fitted: ranked on half of the {result['examples']} examples, scored on the rest"
+        + (f"\narea, importance {differences} (points)" if differences else ""),
+    )
     axes.legend(fontsize=7)
     axes.grid(alpha=0.3)
     return save(figure, path)
@@ -512,13 +640,14 @@ def draw_importance(importances: dict[str, Any], entry: Entry, run: dict[str, An
     cosine = related_cosine(entry)
     panels = len(importances) + len(cosine)
     layers, heads = np.asarray(next(iter(importances.values()))).shape
-    figure, axes = plt.subplots(1, panels, figsize=(0.42 * heads * panels + 3.2, 0.42 * layers + 2.0),
-                                squeeze=False, layout="constrained")
+    figure, axes = plt.subplots(
+        1, panels, figsize=(0.42 * heads * panels + 3.2, 0.42 * layers + 2.0), squeeze=False, layout="constrained"
+    )
     for panel, (checkpoint, grid) in zip(axes[0], importances.items()):
         image = panel.imshow(np.asarray(grid), cmap="viridis", aspect="auto", vmin=0)
         style_head_axes(panel, layers, heads, f"{checkpoint_title(checkpoint)}: importance", tick_size=7)
         figure.colorbar(image, ax=panel, fraction=0.046)
-    for panel, ((_, after), stats) in zip(axes[0][len(importances):], cosine):
+    for panel, ((_, after), stats) in zip(axes[0][len(importances) :], cosine):
         if after in importances:
             panel.scatter(np.ravel(stats["cosine_per_head"]), np.ravel(importances[after]), s=10)
         rho = stats["importance_vs_cosine"]
@@ -539,22 +668,28 @@ def extreme_rows(result: dict[str, Any], mode: str, count: int = 3) -> list[str]
     for label, chosen in (("helps", order[::-1][:count]), ("hurts", order[:count])):
         for flat in chosen:
             layer, head = np.unravel_index(flat, stats["delta"].shape)
-            rows.append(f"| {mode} | {label} | {layer + 1}-{head + 1} | {percent(stats['delta'][layer, head])} | "
-                        f"[{percent(stats['low'][layer, head])}, {percent(stats['high'][layer, head])}] | "
-                        f"{stats['p'][layer, head]:.3g} | {stats['p_holm'][layer, head]:.3g} |")
+            rows.append(
+                f"| {mode} | {label} | {layer + 1}-{head + 1} | {percent(stats['delta'][layer, head])} | "
+                f"[{percent(stats['low'][layer, head])}, {percent(stats['high'][layer, head])}] | "
+                f"{stats['p'][layer, head]:.3g} | {stats['p_holm'][layer, head]:.3g} |"
+            )
     return rows
 
 
 def layer_rows(result: dict[str, Any]) -> list[str]:
     """The table of the whole-layer changes: a row per layer, a column per mode."""
-    lines = ["| layer | " + " | ".join(f"{mode}: change [interval] (p Holm)" for mode in MODES) + " |",
-             "|---" * (len(MODES) + 1) + "|"]
+    lines = [
+        "| layer | " + " | ".join(f"{mode}: change [interval] (p Holm)" for mode in MODES) + " |",
+        "|---" * (len(MODES) + 1) + "|",
+    ]
     for layer in range(len(result["layers"][MODES[0]]["delta"])):
         cells = []
         for mode in MODES:
             stats = result["layers"][mode]
-            cells.append(f"{percent(stats['delta'][layer])} [{percent(stats['low'][layer])}, "
-                         f"{percent(stats['high'][layer])}] ({stats['p_holm'][layer]:.3g})")
+            cells.append(
+                f"{percent(stats['delta'][layer])} [{percent(stats['low'][layer])}, "
+                f"{percent(stats['high'][layer])}] ({stats['p_holm'][layer]:.3g})"
+            )
         lines.append(f"| {layer + 1} | " + " | ".join(cells) + " |")
     return lines
 
@@ -572,21 +707,33 @@ def findings_lines(result: dict[str, Any], checkpoint: str, related: list[tuple[
     """What is significant after Holm, whether disabling helps, the cross-fitted pruning, and the
     Spearman correlations of a trained checkpoint (its importance against the changes, and
     against each head's cosine)."""
-    lines = ["", f"Significant after Holm (alpha {ALPHA:g}): "
-             + ", ".join(f"{family['significant']} {scope} ({mode}; {significant_gains(family)} of them gains)"
-                         for mode, scope, family in families(result)) + ".",
-             "", "Disabling helps (Kovaleva et al. section 6), judged over each family with Holm's correction:",
-             "", *helps_lines(result),
-             "", f"Pruning: {pruning_sentence(result['pruning'])}; "
-                 f"{areas_sentence(result['pruning'], result['examples'])}."]
-    correlations = ", ".join(f"{name.replace('_', ' ')} {value:+.2f}"
-                             for name, value in result["correlations"].items() if value is not None)
+    lines = [
+        "",
+        f"Significant after Holm (alpha {ALPHA:g}): "
+        + ", ".join(
+            f"{family['significant']} {scope} ({mode}; {significant_gains(family)} of them gains)"
+            for mode, scope, family in families(result)
+        )
+        + ".",
+        "",
+        "Disabling helps (Kovaleva et al. section 6), judged over each family with Holm's correction:",
+        "",
+        *helps_lines(result),
+        "",
+        f"Pruning: {pruning_sentence(result['pruning'])}; {areas_sentence(result['pruning'], result['examples'])}.",
+    ]
+    correlations = ", ".join(
+        f"{name.replace('_', ' ')} {value:+.2f}" for name, value in result["correlations"].items() if value is not None
+    )
     if correlations:
         lines.append(f"Spearman: {correlations}.")
     for pair, stats in related:
         if pair[1] == checkpoint:
-            values = ", ".join(f"{name.replace('_', ' ')} {value:+.2f}" for name, value in stats.items()
-                               if name != "cosine_per_head" and value is not None)
+            values = ", ".join(
+                f"{name.replace('_', ' ')} {value:+.2f}"
+                for name, value in stats.items()
+                if name != "cosine_per_head" and value is not None
+            )
             lines.append(f"Against each head's cosine similarity ({pair_name(pair)}): {values}.")
     return lines
 
@@ -597,13 +744,17 @@ def checkpoint_lines(result: dict[str, Any], checkpoint: str, related: list[tupl
         note = result["importance"].get("skipped_because") or "importance below"
         return [f"{checkpoint_title(checkpoint)}: {result['note']}; importance: {note}.", ""]
     metric = result["metric"]
-    lines = [f"**{checkpoint_title(checkpoint)}**: intact dev {metric} {100 * result['intact']:.1f} "
-             f"on {result['examples']} examples.", "",
-             "Changes in points, 95% paired bootstrap intervals, p-values "
-             + ("(exact McNemar)" if metric == "accuracy" else "(paired permutation test)")
-             + ", Holm-adjusted within each family.", "",
-             "| mode | disabling the head | layer-head | change | 95% interval | p | p (Holm) |",
-             "|---|---|---|---|---|---|---|"]
+    lines = [
+        f"**{checkpoint_title(checkpoint)}**: intact dev {metric} {100 * result['intact']:.1f} "
+        f"on {result['examples']} examples.",
+        "",
+        "Changes in points, 95% paired bootstrap intervals, p-values "
+        + ("(exact McNemar)" if metric == "accuracy" else "(paired permutation test)")
+        + ", Holm-adjusted within each family.",
+        "",
+        "| mode | disabling the head | layer-head | change | 95% interval | p | p (Holm) |",
+        "|---|---|---|---|---|---|---|",
+    ]
     for mode in MODES:
         lines += extreme_rows(result, mode)
     return [*lines, "", *layer_rows(result), *findings_lines(result, checkpoint, related), ""]

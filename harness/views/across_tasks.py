@@ -49,13 +49,24 @@ def mean_sd(values: dict[str, Any], digits: int = 3) -> str:
 def metric_table(study: dict[str, Any], names: list[str]) -> str:
     """Mean ± s.d. over seeds of ``names`` (rows) per task (columns); '-' where a task lacks one."""
     tasks = list(study["tasks"])
-    rows = [[name] + [mean_sd(study["tasks"][task]["metrics"][name]) if name in study["tasks"][task]["metrics"]
-                      else "-" for task in tasks] for name in names]
+    rows = [
+        [name]
+        + [
+            mean_sd(study["tasks"][task]["metrics"][name]) if name in study["tasks"][task]["metrics"] else "-"
+            for task in tasks
+        ]
+        for name in names
+    ]
     return markdown_table(["metric", *tasks], rows)
 
 
-def draw_per_layer_by_task(study: dict[str, Any], panels: dict[str, Callable[[dict[str, Any], str], list[float]]],
-                           ylabel: str, title: str, path: Path) -> Path:
+def draw_per_layer_by_task(
+    study: dict[str, Any],
+    panels: dict[str, Callable[[dict[str, Any], str], list[float]]],
+    ylabel: str,
+    title: str,
+    path: Path,
+) -> Path:
     """Per layer, a line per task and checkpoint (pre-trained dashed, fine-tuned solid), a panel per
     entry of ``panels`` (its title -> the series of a task's entry and a checkpoint), saved at
     ``path`` (PNG, with a PDF beside it); returns ``path``."""
@@ -65,8 +76,15 @@ def draw_per_layer_by_task(study: dict[str, Any], panels: dict[str, Callable[[di
             for checkpoint in CHECKPOINTS:
                 mean = np.asarray(series(entry, checkpoint))
                 layers = np.arange(1, len(mean) + 1)
-                axes.plot(layers, mean, color=task_colour(index), linestyle=CHECKPOINT_STYLES[checkpoint],
-                          marker="o", markersize=3, label=f"{task}, {checkpoint_title(checkpoint)}")
+                axes.plot(
+                    layers,
+                    mean,
+                    color=task_colour(index),
+                    linestyle=CHECKPOINT_STYLES[checkpoint],
+                    marker="o",
+                    markersize=3,
+                    label=f"{task}, {checkpoint_title(checkpoint)}",
+                )
                 axes.set_xticks(layers)
         axes_title(axes, panel)
         axes.set_xlabel("layer")

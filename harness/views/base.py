@@ -187,7 +187,9 @@ class View:
     @classmethod
     def in_overview(cls) -> bool:
         """Whether it adds rows to the overview table."""
-        return cls.overview_rows.__func__ is not View.overview_rows.__func__
+        return vars(View)["overview_rows"] is not next(
+            vars(klass)["overview_rows"] for klass in cls.__mro__ if "overview_rows" in vars(klass)
+        )
 
     @classmethod
     def printed(cls, entry: Entry) -> list[str]:
@@ -218,5 +220,8 @@ register_view = registrar(VIEWS, "view")  # class decorator: adds a view to VIEW
 
 def current_entries(summary: dict[str, Any]) -> dict[str, tuple[type[View], Entry]]:
     """``{name: (view, entry)}`` of the summary's analysis entries whose version is the view's."""
-    return {name: (VIEWS[name], entry) for name, entry in summary["analyses"].items()
-            if name in VIEWS and entry.get("version") == VIEWS[name].version}
+    return {
+        name: (VIEWS[name], entry)
+        for name, entry in summary["analyses"].items()
+        if name in VIEWS and entry.get("version") == VIEWS[name].version
+    }

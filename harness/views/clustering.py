@@ -78,27 +78,58 @@ def draw_clustering(entry: dict[str, Any], run: dict[str, Any], out_dir: Path) -
         for before, after in entry["pairs"]:
             i, j = checkpoints.index(before), checkpoints.index(after)
             for head in range(heads):
-                axes.plot(points[[i, j], layer, head, 0], points[[i, j], layer, head, 1], color=colours[layer],
-                          alpha=0.5, linewidth=0.8)
+                axes.plot(
+                    points[[i, j], layer, head, 0],
+                    points[[i, j], layer, head, 1],
+                    color=colours[layer],
+                    alpha=0.5,
+                    linewidth=0.8,
+                )
         for index in range(len(checkpoints)):
-            axes.scatter(points[index, layer, :, 0], points[index, layer, :, 1], color=colours[layer],
-                         marker=markers[index % len(markers)], s=22, edgecolor="black", linewidth=0.3)
+            axes.scatter(
+                points[index, layer, :, 0],
+                points[index, layer, :, 1],
+                color=colours[layer],
+                marker=markers[index % len(markers)],
+                s=22,
+                edgecolor="black",
+                linewidth=0.3,
+            )
     for index, checkpoint in enumerate(checkpoints):
-        axes.scatter([], [], marker=markers[index % len(markers)], color="white", edgecolor="black",
-                     label=checkpoint_title(checkpoint))
+        axes.scatter(
+            [],
+            [],
+            marker=markers[index % len(markers)],
+            color="white",
+            edgecolor="black",
+            label=checkpoint_title(checkpoint),
+        )
     scale = plt.cm.ScalarMappable(cmap="viridis", norm=plt.Normalize(0.5, layers + 0.5))
     figure.colorbar(scale, ax=axes, label="layer", ticks=range(1, layers + 1))
     pair_titles = ", ".join(f"{checkpoint_title(a)} -> {checkpoint_title(b)}" for a, b in entry["pairs"])
     axes.legend(fontsize=8, title=f"line: {pair_titles}" if pair_titles else None, title_fontsize=7)
     axes.set_xlabel("MDS dimension 1")
     axes.set_ylabel("MDS dimension 2")
-    axes_title(axes, f"Heads embedded by Jensen-Shannon divergence (Clark Fig. 6):\n{run_title(run)}, "
-                     f"{clustering['tokens_used']} tokens")
+    axes_title(
+        axes,
+        f"Heads embedded by Jensen-Shannon divergence (Clark Fig. 6):\n{run_title(run)}, "
+        f"{clustering['tokens_used']} tokens",
+    )
     written = [save(figure, out_dir / "clustering_mds.png")]
     for index, ((before, after), stats) in enumerate(zip(entry["pairs"], per_pair_results(entry).values())):
         suffix = "" if index == 0 else f"_{before}_{after}"
-        written.append(draw_side_by_side_grids(
-            {f"JS divergence, {checkpoint_title(before)} vs {checkpoint_title(after)} head": stats["between_versions"]},
-            out_dir / f"clustering_between_versions{suffix}.png",
-            title=run_title(run), colorbar_label="mean JS divergence per token (nats)", vmin=0.0, cmap="magma"))
+        written.append(
+            draw_side_by_side_grids(
+                {
+                    f"JS divergence, {checkpoint_title(before)} vs {checkpoint_title(after)} head": stats[
+                        "between_versions"
+                    ]
+                },
+                out_dir / f"clustering_between_versions{suffix}.png",
+                title=run_title(run),
+                colorbar_label="mean JS divergence per token (nats)",
+                vmin=0.0,
+                cmap="magma",
+            )
+        )
     return written

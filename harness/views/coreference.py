@@ -28,8 +28,9 @@ BASELINES = ("nearest", "head_match", "nearest_either_side")
 ANALYSIS = "coreference"
 
 
-def best_head_accuracy(group: str, value: float | None = None, checkpoint: str | None = None,
-                       reference: str | None = None) -> Metric:
+def best_head_accuracy(
+    group: str, value: float | None = None, checkpoint: str | None = None, reference: str | None = None
+) -> Metric:
     """A checkpoint's best head's (or a ``reference`` baseline's) antecedent accuracy on ``group``'s
     mentions: ``coref_all_finetuned``, ``coref_pronoun_nearest``."""
     return Metric(ANALYSIS, f"coref_{group}", checkpoint=checkpoint, reference=reference, value=value)
@@ -89,10 +90,13 @@ class CoreferenceView(View):
     stored = CoreferenceResult
     compared = CoreferenceComparison
     signed_changes = {CHANGE: "the best head's coreference antecedent accuracy"}
-    papers = {CHANGE: PaperPoint(
-        "Clark et al. 2019, Table 2",
-        "pre-trained BERT-base only: head 5-4 finds an antecedent for 65% of mentions "
-        "(CoNLL-2012), head match 52%, nearest 27%")}
+    papers = {
+        CHANGE: PaperPoint(
+            "Clark et al. 2019, Table 2",
+            "pre-trained BERT-base only: head 5-4 finds an antecedent for 65% of mentions "
+            "(CoNLL-2012), head match 52%, nearest 27%",
+        )
+    }
     left_out = ("accuracy_per_head", "units")
 
     @classmethod
@@ -101,10 +105,16 @@ class CoreferenceView(View):
         of the type was scored)."""
         checkpoints = per_checkpoint_results(entry)
         baselines = next(iter(checkpoints.values()))["baselines"]
-        out = [best_head_accuracy(group, values[group], reference=name)
-               for name, values in baselines.items() for group in GROUPS]
-        return out + [best_head_accuracy(group, stats["best_head"][group]["accuracy"], checkpoint=checkpoint)
-                      for checkpoint, stats in checkpoints.items() for group in GROUPS]
+        out = [
+            best_head_accuracy(group, values[group], reference=name)
+            for name, values in baselines.items()
+            for group in GROUPS
+        ]
+        return out + [
+            best_head_accuracy(group, stats["best_head"][group]["accuracy"], checkpoint=checkpoint)
+            for checkpoint, stats in checkpoints.items()
+            for group in GROUPS
+        ]
 
     @classmethod
     def headline(cls, metrics: list[Metric]) -> list[Metric]:
@@ -118,11 +128,16 @@ class CoreferenceView(View):
         data = entry["source"]["notes"].get("coref_data", "coreference data")
         title = f"{run_title(run)} on {data}, {first['mentions']['all']} mentions"
         grids = {checkpoint_title(c): stats["accuracy_per_head"]["all"] for c, stats in checkpoints.items()}
-        return [draw_side_by_side_grids(grids, out_dir / "coreference_accuracy.png",
-                                        differences=titled_pairs(entry["pairs"]),
-                                        title=f"antecedent selection accuracy per head\n{title}",
-                                        colorbar_label="accuracy (all mentions)"),
-                draw_by_type(checkpoints, data, out_dir, title)]
+        return [
+            draw_side_by_side_grids(
+                grids,
+                out_dir / "coreference_accuracy.png",
+                differences=titled_pairs(entry["pairs"]),
+                title=f"antecedent selection accuracy per head\n{title}",
+                colorbar_label="accuracy (all mentions)",
+            ),
+            draw_by_type(checkpoints, data, out_dir, title),
+        ]
 
     @classmethod
     def tables(cls, entry: Entry, run: dict[str, Any]) -> dict[str, str]:
@@ -135,34 +150,51 @@ class CoreferenceView(View):
         entry = entries[cls.name]
         results = per_checkpoint_results(entry)
         paper = entry["reference"]["clark_table2"]["best_head"]
-        cells = [f"{best['layer']}-{best['head']}: {100 * best['accuracy']:.1f}"
-                 for best in (results[c]["best_head"]["all"] for c in (PRETRAINED, FINETUNED))]
+        cells = [
+            f"{best['layer']}-{best['head']}: {100 * best['accuracy']:.1f}"
+            for best in (results[c]["best_head"]["all"] for c in (PRETRAINED, FINETUNED))
+        ]
         tokens = results[PRETRAINED]["max_tokens"]
-        return [(f"coreference, best head (all mentions, {tokens} tokens)", *cells,
-                 f"{paper['layer']}-{paper['head']}: {100 * paper['accuracy']['all']:.0f} (CoNLL-2012)")]
+        return [
+            (
+                f"coreference, best head (all mentions, {tokens} tokens)",
+                *cells,
+                f"{paper['layer']}-{paper['head']}: {100 * paper['accuracy']['all']:.0f} (CoNLL-2012)",
+            )
+        ]
 
 
 def our_rows(checkpoints: dict[str, Any]) -> list[tuple[str, dict[str, float | None], dict[str, float]]]:
     """(label, accuracy by group, Clark's Table 2 row of the same protocol or {}): the baselines,
     then each checkpoint's best head overall."""
     baselines = next(iter(checkpoints.values()))["baselines"]
-    rows = [("Nearest", baselines["nearest"], CLARK_TABLE_2["nearest"]),
-            ("Head match", baselines["head_match"], CLARK_TABLE_2["head_match"]),
-            # Ours, the candidates of a head that may look either way: Clark had none, so no number of theirs.
-            ("Nearest either side (ours)", baselines["nearest_either_side"], {})]
+    rows = [
+        ("Nearest", baselines["nearest"], CLARK_TABLE_2["nearest"]),
+        ("Head match", baselines["head_match"], CLARK_TABLE_2["head_match"]),
+        # Ours, the candidates of a head that may look either way: Clark had none, so no number of theirs.
+        ("Nearest either side (ours)", baselines["nearest_either_side"], {}),
+    ]
     for checkpoint, stats in checkpoints.items():
         best = stats["best_head"]
-        rows.append((f"best head {best['all']['layer']}-{best['all']['head']}, {checkpoint_title(checkpoint)}",
-                     best["overall_head_by_type"], CLARK_TABLE_2["best_head"]["accuracy"]))
+        rows.append(
+            (
+                f"best head {best['all']['layer']}-{best['all']['head']}, {checkpoint_title(checkpoint)}",
+                best["overall_head_by_type"],
+                CLARK_TABLE_2["best_head"]["accuracy"],
+            )
+        )
     return rows
 
 
 def paper_rows() -> list[tuple[str, dict[str, float]]]:
     """(label, accuracy by group) of Clark et al.'s Table 2."""
     best = CLARK_TABLE_2["best_head"]
-    return [("Nearest", CLARK_TABLE_2["nearest"]), ("Head match", CLARK_TABLE_2["head_match"]),
-            ("Rule-based", CLARK_TABLE_2["rule_based"]),
-            (f"best head {best['layer']}-{best['head']}", best["accuracy"])]
+    return [
+        ("Nearest", CLARK_TABLE_2["nearest"]),
+        ("Head match", CLARK_TABLE_2["head_match"]),
+        ("Rule-based", CLARK_TABLE_2["rule_based"]),
+        (f"best head {best['layer']}-{best['head']}", best["accuracy"]),
+    ]
 
 
 def draw_by_type(checkpoints: dict[str, Any], data: str, out_dir: Path, title: str) -> Path:
@@ -171,14 +203,21 @@ def draw_by_type(checkpoints: dict[str, Any], data: str, out_dir: Path, title: s
     figure, panels = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
     x = np.arange(len(GROUPS))
     ours = [(label, values) for label, values, _ in our_rows(checkpoints)]
-    panel_rows = ((panels[0], ours, f"ours: {data}", [f"{g}\n(n={mentions[g]})" for g in GROUPS]),
-                  (panels[1], paper_rows(), "Clark et al. 2019: BERT-base, CoNLL-2012", list(GROUPS)))
+    panel_rows = (
+        (panels[0], ours, f"ours: {data}", [f"{g}\n(n={mentions[g]})" for g in GROUPS]),
+        (panels[1], paper_rows(), "Clark et al. 2019: BERT-base, CoNLL-2012", list(GROUPS)),
+    )
     for panel, rows, heading, ticks in panel_rows:
         width = 0.8 / len(rows)
         for offset, (label, values) in enumerate(rows):
             heights = [np.nan if values.get(g) is None else values[g] for g in GROUPS]
-            panel.bar(x + (offset - (len(rows) - 1) / 2) * width, heights, width, label=label,
-                      color=BAR_COLORS.get(label, f"C{offset}"))
+            panel.bar(
+                x + (offset - (len(rows) - 1) / 2) * width,
+                heights,
+                width,
+                label=label,
+                color=BAR_COLORS.get(label, f"C{offset}"),
+            )
         panel.set_xticks(x, ticks)
         panel.set_xlabel("mention type")
         panel.set_ylim(0, 1.3)
@@ -199,6 +238,7 @@ def points(evidence: Evidence) -> str:
 
 def table_markdown(entry: dict[str, Any], data: str) -> str:
     """Clark's Table 2 layout as Markdown: ours, with Clark's number in brackets; then each pair's change."""
+
     def line(label: str, ours: dict[str, float | None], theirs: dict[str, float]) -> str:
         cells = []
         for group in GROUPS:
@@ -209,25 +249,38 @@ def table_markdown(entry: dict[str, Any], data: str) -> str:
     checkpoints = per_checkpoint_results(entry)
     first = next(iter(checkpoints.values()))
     ours = our_rows(checkpoints)
-    baselines, heads = ours[:len(BASELINES)], ours[len(BASELINES):]
-    lines = [f"# Coreference: antecedent selection by head words ({data})", "",
-             f"Antecedent selection accuracy (%) on {data}; Clark et al. 2019 "
-             "(BERT-base, CoNLL-2012, their best head 5-4) in brackets. Nearest: the nearest earlier mention, "
-             "as theirs; Nearest either side: ours, the nearest mention a head may look at (no paper number).", "",
-             "| method | " + " | ".join(f"{g} (n={first['mentions'][g]})" for g in GROUPS) + " |",
-             "|---" * (len(GROUPS) + 1) + "|",
-             *(line(*row) for row in baselines),
-             line("Rule-based (Clark only)", {}, CLARK_TABLE_2["rule_based"]),
-             *(line(*row) for row in heads)]
+    baselines, heads = ours[: len(BASELINES)], ours[len(BASELINES) :]
+    lines = [
+        f"# Coreference: antecedent selection by head words ({data})",
+        "",
+        f"Antecedent selection accuracy (%) on {data}; Clark et al. 2019 "
+        "(BERT-base, CoNLL-2012, their best head 5-4) in brackets. Nearest: the nearest earlier mention, "
+        "as theirs; Nearest either side: ours, the nearest mention a head may look at (no paper number).",
+        "",
+        "| method | " + " | ".join(f"{g} (n={first['mentions'][g]})" for g in GROUPS) + " |",
+        "|---" * (len(GROUPS) + 1) + "|",
+        *(line(*row) for row in baselines),
+        line("Rule-based (Clark only)", {}, CLARK_TABLE_2["rule_based"]),
+        *(line(*row) for row in heads),
+    ]
     for (before, after), comparison in zip(entry["pairs"], per_pair_results(entry).values()):
         at = comparison["at_before_best_head"]
         evidence = comparison["evidence"][CHANGE]
-        lines += ["", f"{checkpoint_title(after)} minus {checkpoint_title(before)} (points):", "",
-                  "| change | " + " | ".join(GROUPS) + " |", "|---" * (len(GROUPS) + 1) + "|",
-                  line("best head vs best head", comparison["best_head"], {}),
-                  line(f"at {checkpoint_title(before)}'s best head {at['layer']}-{at['head']}", at, {}), "",
-                  f"The best head's change on all mentions, chosen again in each of {RESAMPLES} resamples of the "
-                  f"{evidence['n']} {evidence['unit']}: {points(evidence)} points, {evidence['direction']}."]
-    lines += ["", f"Documents: {first['documents']} ({first['documents_cut']} cut to {first['max_tokens']} "
-                  f"word pieces; {first['words_cut']} words and {first['mentions_cut']} coreferent mentions cut)."]
+        lines += [
+            "",
+            f"{checkpoint_title(after)} minus {checkpoint_title(before)} (points):",
+            "",
+            "| change | " + " | ".join(GROUPS) + " |",
+            "|---" * (len(GROUPS) + 1) + "|",
+            line("best head vs best head", comparison["best_head"], {}),
+            line(f"at {checkpoint_title(before)}'s best head {at['layer']}-{at['head']}", at, {}),
+            "",
+            f"The best head's change on all mentions, chosen again in each of {RESAMPLES} resamples of the "
+            f"{evidence['n']} {evidence['unit']}: {points(evidence)} points, {evidence['direction']}.",
+        ]
+    lines += [
+        "",
+        f"Documents: {first['documents']} ({first['documents_cut']} cut to {first['max_tokens']} "
+        f"word pieces; {first['words_cut']} words and {first['mentions_cut']} coreferent mentions cut).",
+    ]
     return "\n".join(lines) + "\n"

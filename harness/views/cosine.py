@@ -89,9 +89,13 @@ def last_layers_change_most(entry: Entry) -> Evidence | None:
         return per_layer[:, :-LAST_LAYERS].min(axis=1) - per_layer[:, -LAST_LAYERS:].max(axis=1)
 
     observed = float(margin(np.ones((1, units.count)))[0])
-    return resampled_verdict(lambda weights: margin(weights) > 0, units.count, units.unit,
-                             "the smaller change (1 - cosine) of the last two layers minus the largest of the "
-                             f"other layers: {observed:+.3g}")
+    return resampled_verdict(
+        lambda weights: margin(weights) > 0,
+        units.count,
+        units.unit,
+        "the smaller change (1 - cosine) of the last two layers minus the largest of the "
+        f"other layers: {observed:+.3g}",
+    )
 
 
 def draw_cosine_heads(study: dict[str, Any], path: Path) -> Path:
@@ -128,8 +132,10 @@ def draw_cosine_layers(study: dict[str, Any], path: Path) -> Path:
     axes.set_ylabel("cosine (band: ±1 s.d. over seeds)")
     axes.grid(alpha=0.3)
     axes.legend(fontsize=8, ncols=2)
-    suptitle(figure, study_title(study, "Cosine per layer: pre-trained vs fine-tuned (solid), two seeds' fine-tunings "
-                                        "(dashed)"))
+    suptitle(
+        figure,
+        study_title(study, "Cosine per layer: pre-trained vs fine-tuned (solid), two seeds' fine-tunings (dashed)"),
+    )
     return save(figure, path)
 
 
@@ -144,12 +150,19 @@ class CosineView(View):
     order = 20
     version = 3
     stored = CosineResult
-    claims = {"last_layers_change_most": Claim("the last two layers change most (the two lowest per-layer cosines)",
-                                                last_layers_change_most)}
-    papers = {"last_layers_change_most": PaperPoint(
-        "Kovaleva et al. 2019, Fig. 5", "the last two layers of bert-base-uncased change most on every task but QQP "
-        "(a study without QQP cannot check that exception)",
-        expected_for(tuple(task for task in KOVALEVA_TASKS if task != "qqp")))}
+    claims = {
+        "last_layers_change_most": Claim(
+            "the last two layers change most (the two lowest per-layer cosines)", last_layers_change_most
+        )
+    }
+    papers = {
+        "last_layers_change_most": PaperPoint(
+            "Kovaleva et al. 2019, Fig. 5",
+            "the last two layers of bert-base-uncased change most on every task but QQP "
+            "(a study without QQP cannot check that exception)",
+            expected_for(tuple(task for task in KOVALEVA_TASKS if task != "qqp")),
+        )
+    }
     overview_reads = ("clustering",)
     left_out = ("units",)
 
@@ -161,8 +174,10 @@ class CosineView(View):
         for index, (pair, stats) in enumerate(zip(entry["pairs"], per_pair_results(entry).values())):
             cosine = Metric(cls.name, "cosine", pair=(pair[0], pair[1]), pair_said=index > 0)
             out += [replace(cosine, layer=layer, value=value) for layer, value in enumerate(stats["per_layer"], 1)]
-            out += [replace(cosine, detail=SUMMED[0], value=fmean(stats["per_layer"])),
-                    replace(cosine, detail=SUMMED[1], value=fmean(stats["per_layer"][-LAST_LAYERS:]))]
+            out += [
+                replace(cosine, detail=SUMMED[0], value=fmean(stats["per_layer"])),
+                replace(cosine, detail=SUMMED[1], value=fmean(stats["per_layer"][-LAST_LAYERS:])),
+            ]
         return out
 
     @classmethod
@@ -176,21 +191,35 @@ class CosineView(View):
         paths = []
         for index, ((before, after), stats) in enumerate(zip(entry["pairs"], pairs.values())):
             suffix = "" if index == 0 else f"_{before}_{after}"
-            paths.append(draw_head_grid(
-                stats["per_head"], out_dir / f"cosine_per_head{suffix}.png",
-                title=f"{run_title(run)}: {checkpoint_title(before)} vs {checkpoint_title(after)} attention",
-                colorbar_label="cosine similarity (mean over examples)", vmax=1.0))
-        series = {f"{checkpoint_title(before)} vs {checkpoint_title(after)}": stats["per_layer"]
-                  for (before, after), stats in zip(entry["pairs"], pairs.values())}
-        paths.append(draw_layer_lines(series, out_dir / "cosine_per_layer.png",
-                                      title=f"{run_title(run)}: attention similarity per layer",
-                                      ylabel="mean cosine similarity"))
+            paths.append(
+                draw_head_grid(
+                    stats["per_head"],
+                    out_dir / f"cosine_per_head{suffix}.png",
+                    title=f"{run_title(run)}: {checkpoint_title(before)} vs {checkpoint_title(after)} attention",
+                    colorbar_label="cosine similarity (mean over examples)",
+                    vmax=1.0,
+                )
+            )
+        series = {
+            f"{checkpoint_title(before)} vs {checkpoint_title(after)}": stats["per_layer"]
+            for (before, after), stats in zip(entry["pairs"], pairs.values())
+        }
+        paths.append(
+            draw_layer_lines(
+                series,
+                out_dir / "cosine_per_layer.png",
+                title=f"{run_title(run)}: attention similarity per layer",
+                ylabel="mean cosine similarity",
+            )
+        )
         return paths
 
     @classmethod
     def printed(cls, entry: Entry) -> list[str]:
-        return [f"cosine per layer ({pair}): " + " ".join(f"{v:.3f}" for v in stats["per_layer"])
-                for pair, stats in per_pair_results(entry).items()]
+        return [
+            f"cosine per layer ({pair}): " + " ".join(f"{v:.3f}" for v in stats["per_layer"])
+            for pair, stats in per_pair_results(entry).items()
+        ]
 
     @classmethod
     def overview_rows(cls, entries: dict[str, Entry], run: dict[str, Any]) -> list[Row]:
@@ -203,16 +232,26 @@ class CosineView(View):
             distances = np.asarray(next(iter(per_pair_results(entries["clustering"]).values()))["between_versions"])
             layer, index = np.unravel_index(distances.argmax(), distances.shape)
             changed += f"; largest Jensen-Shannon distance: {layer + 1}-{index + 1}"
-        return [(f"cosine similarity per layer 1..{len(stats['per_layer'])}", "",
-                 " ".join(f"{v:.3f}" for v in stats["per_layer"]), "last two layers change most"),
-                ("head that changed most", "", changed, "")]
+        return [
+            (
+                f"cosine similarity per layer 1..{len(stats['per_layer'])}",
+                "",
+                " ".join(f"{v:.3f}" for v in stats["per_layer"]),
+                "last two layers change most",
+            ),
+            ("head that changed most", "", changed, ""),
+        ]
 
     @classmethod
     def across_seeds(cls, entries: list[Entry]) -> dict[str, Any]:
         """The pre-trained vs fine-tuned cosine per layer and per head, mean and spread over seeds."""
         pair = [per_pair_results(entry)[MAIN_PAIR] for entry in entries]
-        return {"cosine": {"per_layer": elementwise([p["per_layer"] for p in pair]),
-                           "per_head": elementwise([p["per_head"] for p in pair])}}
+        return {
+            "cosine": {
+                "per_layer": elementwise([p["per_layer"] for p in pair]),
+                "per_head": elementwise([p["per_head"] for p in pair]),
+            }
+        }
 
     @classmethod
     def study_tables(cls, study: dict[str, Any]) -> dict[str, str]:
@@ -227,11 +266,19 @@ class CosineView(View):
         for task, entry in tasks.items():
             rows.append([task, "pre-trained vs fine-tuned", *cells(entry["cosine"]["per_layer"])])
             if "between_seeds" in entry:
-                rows.append([task, f"between seeds ({entry['between_seeds']['per_layer']['n']} pairs)",
-                             *cells(entry["between_seeds"]["per_layer"])])
-        return {"cosine_per_layer_by_task": markdown_table(
-            ["task", "compared", *(f"layer {n}" for n in range(1, layers + 1))],
-            [row + ["-"] * (layers + 2 - len(row)) for row in rows])}
+                rows.append(
+                    [
+                        task,
+                        f"between seeds ({entry['between_seeds']['per_layer']['n']} pairs)",
+                        *cells(entry["between_seeds"]["per_layer"]),
+                    ]
+                )
+        return {
+            "cosine_per_layer_by_task": markdown_table(
+                ["task", "compared", *(f"layer {n}" for n in range(1, layers + 1))],
+                [row + ["-"] * (layers + 2 - len(row)) for row in rows],
+            )
+        }
 
     @classmethod
     def draw_study(cls, study: dict[str, Any], out_dir: Path) -> list[Path]:
@@ -239,5 +286,7 @@ class CosineView(View):
         tasks = study["tasks"].values()
         if not tasks or not all("cosine" in entry for entry in tasks):
             return []
-        return [draw_cosine_heads(study, out_dir / "cosine_per_head_by_task.png"),
-                draw_cosine_layers(study, out_dir / "cosine_per_layer_by_task.png")]
+        return [
+            draw_cosine_heads(study, out_dir / "cosine_per_head_by_task.png"),
+            draw_cosine_layers(study, out_dir / "cosine_per_layer_by_task.png"),
+        ]

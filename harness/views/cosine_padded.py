@@ -56,8 +56,9 @@ class PaddedCosineView(View):
         first = next(iter(pairs.values()))
         before, after = entry["pairs"][0]
         padded = Metric(cls.name, "cosine_padded", pair=(before, after), pair_said=False)
-        per_layer = [replace(padded, layer=layer, value=value)
-                     for layer, value in enumerate(first["padded"]["per_layer"], 1)]
+        per_layer = [
+            replace(padded, layer=layer, value=value) for layer, value in enumerate(first["padded"]["per_layer"], 1)
+        ]
         return per_layer + [replace(padded, detail="ranking_spearman", value=first["ranking_spearman"])]
 
     @classmethod
@@ -70,17 +71,27 @@ class PaddedCosineView(View):
         paths = []
         for (before, after), stats in zip(entry["pairs"], per_pair_results(entry).values()):
             names = f"{checkpoint_title(before)} vs {checkpoint_title(after)}"
-            paths.append(draw_head_grid(
-                stats["padded"]["per_head"], out_dir / f"cosine_padded_per_head_{before}_{after}.png",
-                title=f"{run_title(run)}: {names}, maps padded to {padded_to} (Kovaleva's code)",
-                colorbar_label="cosine similarity (mean over examples)", vmax=1.0))
-            paths.append(draw_layer_lines(
-                {f"padded to {padded_to}, padding rows kept": stats["padded"]["per_layer"],
-                 "cropped to the real tokens": stats["cropped"]["per_layer"]},
-                out_dir / f"cosine_padded_per_layer_{before}_{after}.png",
-                title=f"{run_title(run)}: {names} per layer, two protocols "
-                      f"(head ranking Spearman {stats['ranking_spearman']:.2f})",
-                ylabel="mean cosine similarity"))
+            paths.append(
+                draw_head_grid(
+                    stats["padded"]["per_head"],
+                    out_dir / f"cosine_padded_per_head_{before}_{after}.png",
+                    title=f"{run_title(run)}: {names}, maps padded to {padded_to} (Kovaleva's code)",
+                    colorbar_label="cosine similarity (mean over examples)",
+                    vmax=1.0,
+                )
+            )
+            paths.append(
+                draw_layer_lines(
+                    {
+                        f"padded to {padded_to}, padding rows kept": stats["padded"]["per_layer"],
+                        "cropped to the real tokens": stats["cropped"]["per_layer"],
+                    },
+                    out_dir / f"cosine_padded_per_layer_{before}_{after}.png",
+                    title=f"{run_title(run)}: {names} per layer, two protocols "
+                    f"(head ranking Spearman {stats['ranking_spearman']:.2f})",
+                    ylabel="mean cosine similarity",
+                )
+            )
         return paths
 
 
@@ -91,16 +102,23 @@ def protocol_table(entry: Entry) -> str:
     parts = []
     for (before, after), stats in zip(entry["pairs"], per_pair_results(entry).values()):
         layers = len(stats["padded"]["per_layer"])
-        lines = [f"**{checkpoint_title(before)} -> {checkpoint_title(after)}** "
-                 f"({stats['padded']['num_examples']} examples; head ranking Spearman "
-                 f"{stats['ranking_spearman']:.3f})", "",
-                 "| protocol | " + " | ".join(f"layer {layer + 1}" for layer in range(layers))
-                 + " | most changed head |",
-                 "|---" * (layers + 2) + "|"]
-        for protocol, label in ((PROTOCOLS[0], f"padded to {padded_to} (Kovaleva's code)"),
-                                (PROTOCOLS[1], "cropped to the real tokens (ours)")):
+        lines = [
+            f"**{checkpoint_title(before)} -> {checkpoint_title(after)}** "
+            f"({stats['padded']['num_examples']} examples; head ranking Spearman "
+            f"{stats['ranking_spearman']:.3f})",
+            "",
+            "| protocol | " + " | ".join(f"layer {layer + 1}" for layer in range(layers)) + " | most changed head |",
+            "|---" * (layers + 2) + "|",
+        ]
+        for protocol, label in (
+            (PROTOCOLS[0], f"padded to {padded_to} (Kovaleva's code)"),
+            (PROTOCOLS[1], "cropped to the real tokens (ours)"),
+        ):
             head = stats["most_changed"][protocol]
-            lines.append(f"| {label} | " + " | ".join(f"{value:.4f}" for value in stats[protocol]["per_layer"])
-                         + f" | {head['layer']}-{head['head']} ({head['value']:.3f}) |")
+            lines.append(
+                f"| {label} | "
+                + " | ".join(f"{value:.4f}" for value in stats[protocol]["per_layer"])
+                + f" | {head['layer']}-{head['head']} ({head['value']:.3f}) |"
+            )
         parts.append("\n".join(lines))
     return "\n\n".join(parts) + "\n"

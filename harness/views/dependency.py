@@ -37,28 +37,52 @@ ANALYSIS = "syntax"
 BASELINE = "baseline"  # the best offset: where a word's head is a fixed number of words away
 
 
-def relation_accuracy(relation: str, value: float | None = None, checkpoint: str | None = None,
-                      reference: str | None = None) -> Metric:
+def relation_accuracy(
+    relation: str, value: float | None = None, checkpoint: str | None = None, reference: str | None = None
+) -> Metric:
     """The best head's accuracy on ``relation`` of a checkpoint, or the best offset's (``reference``
     `BASELINE`): ``syntax_finetuned_nsubj``, ``syntax_baseline_nmod_poss``."""
-    return Metric(ANALYSIS, "syntax", detail=relation.replace(":", "_"), checkpoint=checkpoint, reference=reference,
-                  value=value)
+    return Metric(
+        ANALYSIS, "syntax", detail=relation.replace(":", "_"), checkpoint=checkpoint, reference=reference, value=value
+    )
 
 
 CHANGE = relation_accuracy(ALL).changed().name  # syntax_change_all
 UNIT = "treebank sentences"  # what is sampled: the words of one sentence are not independent
 # UD relation -> Stanford Dependencies relation of Clark et al.'s Table 1 (BERT-base, PTB WSJ).
 # UD "case" links a preposition to its noun: the reverse arc of SD "pobj" (noun to preposition).
-UD_TO_SD = {"det": "det", "nsubj": "nsubj", "obj": "dobj", "amod": "amod", "case": "pobj",
-            "aux": "aux", "advmod": "advmod", "mark": "mark", "compound": "nn", "nmod:poss": "poss",
-            "aux:pass": "auxpass", "ccomp": "ccomp", "compound:prt": "prt"}
+UD_TO_SD = {
+    "det": "det",
+    "nsubj": "nsubj",
+    "obj": "dobj",
+    "amod": "amod",
+    "case": "pobj",
+    "aux": "aux",
+    "advmod": "advmod",
+    "mark": "mark",
+    "compound": "nn",
+    "nmod:poss": "poss",
+    "aux:pass": "auxpass",
+    "ccomp": "ccomp",
+    "compound:prt": "prt",
+}
 # relation: (best head layer-head, accuracy, baseline accuracy, baseline offset)
 PAPER_TABLE1 = {
-    "all": ("7-6", 34.5, 26.3, 1), "prep": ("7-4", 66.7, 61.8, -1), "pobj": ("9-6", 76.3, 34.6, -2),
-    "det": ("8-11", 94.3, 51.7, 1), "nn": ("4-10", 70.4, 70.2, 1), "nsubj": ("8-2", 58.5, 45.5, 1),
-    "amod": ("4-10", 75.6, 68.3, 1), "dobj": ("8-10", 86.8, 40.0, -2), "advmod": ("7-6", 48.8, 40.2, 1),
-    "aux": ("4-10", 81.1, 71.5, 1), "poss": ("7-6", 80.5, 47.7, 1), "auxpass": ("4-10", 82.5, 40.5, 1),
-    "ccomp": ("8-1", 48.8, 12.4, -2), "mark": ("8-2", 50.7, 14.5, 2), "prt": ("6-7", 99.1, 91.4, -1),
+    "all": ("7-6", 34.5, 26.3, 1),
+    "prep": ("7-4", 66.7, 61.8, -1),
+    "pobj": ("9-6", 76.3, 34.6, -2),
+    "det": ("8-11", 94.3, 51.7, 1),
+    "nn": ("4-10", 70.4, 70.2, 1),
+    "nsubj": ("8-2", 58.5, 45.5, 1),
+    "amod": ("4-10", 75.6, 68.3, 1),
+    "dobj": ("8-10", 86.8, 40.0, -2),
+    "advmod": ("7-6", 48.8, 40.2, 1),
+    "aux": ("4-10", 81.1, 71.5, 1),
+    "poss": ("7-6", 80.5, 47.7, 1),
+    "auxpass": ("4-10", 82.5, 40.5, 1),
+    "ccomp": ("8-1", 48.8, 12.4, -2),
+    "mark": ("8-2", 50.7, 14.5, 2),
+    "prt": ("6-7", 99.1, 91.4, -1),
 }
 PAPER_MODEL = "bert-base-uncased (Clark et al. 2019, PTB WSJ dev, Stanford Dependencies)"
 
@@ -73,8 +97,13 @@ def paper_row(relation: str) -> dict[str, Any] | None:
     if name not in PAPER_TABLE1:
         return None
     head, accuracy, baseline, offset = PAPER_TABLE1[name]
-    return {"relation": name, "head": head, "accuracy": accuracy, "baseline_accuracy": baseline,
-            "baseline_offset": offset}
+    return {
+        "relation": name,
+        "head": head,
+        "accuracy": accuracy,
+        "baseline_accuracy": baseline,
+        "baseline_offset": offset,
+    }
 
 
 class DirectedHead(TypedDict):
@@ -150,29 +179,39 @@ class DependencyView(View):
     stored = SyntaxResult
     compared = SyntaxComparison
     signed_changes = {CHANGE: "the best heads' dependency accuracy"}
-    papers = {CHANGE: PaperPoint(
-        "Clark et al. 2019, Table 1",
-        "pre-trained BERT-base only: the best head (7-6) finds 34.5% of all dependency heads "
-        "against 26.3% for the best offset (PTB)")}
+    papers = {
+        CHANGE: PaperPoint(
+            "Clark et al. 2019, Table 1",
+            "pre-trained BERT-base only: the best head (7-6) finds 34.5% of all dependency heads "
+            "against 26.3% for the best offset (PTB)",
+        )
+    }
     left_out = ("per_head", "units")
 
     @classmethod
     def metrics(cls, entry: Entry) -> list[Metric]:
         """Best-head accuracy per relation and checkpoint (`all_clark`, the paper's protocol, too),
         and the offset baseline."""
-        out = [relation_accuracy(row["relation"], row["best"]["accuracy"], checkpoint=checkpoint)
-               for checkpoint, stats in per_checkpoint_results(entry).items() for row in rows_of(stats)]
+        out = [
+            relation_accuracy(row["relation"], row["best"]["accuracy"], checkpoint=checkpoint)
+            for checkpoint, stats in per_checkpoint_results(entry).items()
+            for row in rows_of(stats)
+        ]
         first = next(iter(per_checkpoint_results(entry).values()))
-        return out + [relation_accuracy(row["relation"], row["baseline"]["accuracy"], reference=BASELINE)
-                      for row in rows_of(first)]
+        return out + [
+            relation_accuracy(row["relation"], row["baseline"]["accuracy"], reference=BASELINE)
+            for row in rows_of(first)
+        ]
 
     @classmethod
     def draw(cls, entry: Entry, run: dict[str, Any], out_dir: Path) -> list[Path]:
         if not next(iter(per_checkpoint_results(entry).values()))["relations"]:
             return []
         title = run_title(run)
-        return [draw_relation_bars(entry, out_dir / "syntax_relations.png", title=title),
-                draw_all_heads(entry, out_dir / "syntax_all_relations.png", title=title)]
+        return [
+            draw_relation_bars(entry, out_dir / "syntax_relations.png", title=title),
+            draw_all_heads(entry, out_dir / "syntax_all_relations.png", title=title),
+        ]
 
     @classmethod
     def tables(cls, entry: Entry, run: dict[str, Any]) -> dict[str, str]:
@@ -187,11 +226,18 @@ class DependencyView(View):
         entry = entries[cls.name]
         results = per_checkpoint_results(entry)
         paper = entry["reference"]["clark_table1"][ALL_CLARK]
-        return [("dependency `all` without punctuation and roots, best head (UD EWT dev)",
-                 *(overview_cell(results[c]["relations"][0]) for c in (PRETRAINED, FINETUNED)), ""),
-                ("dependency `all`, every word (Clark's protocol)",
-                 *(overview_cell(results[c][ALL_CLARK]) for c in (PRETRAINED, FINETUNED)),
-                 f"{paper['head']}: {paper['accuracy']} (offset {paper['baseline_accuracy']}; PTB)")]
+        return [
+            (
+                "dependency `all` without punctuation and roots, best head (UD EWT dev)",
+                *(overview_cell(results[c]["relations"][0]) for c in (PRETRAINED, FINETUNED)),
+                "",
+            ),
+            (
+                "dependency `all`, every word (Clark's protocol)",
+                *(overview_cell(results[c][ALL_CLARK]) for c in (PRETRAINED, FINETUNED)),
+                f"{paper['head']}: {paper['accuracy']} (offset {paper['baseline_accuracy']}; PTB)",
+            ),
+        ]
 
 
 def overview_cell(row: dict[str, Any]) -> str:
@@ -217,20 +263,35 @@ def table_markdown(entry: dict[str, Any], *, title: str) -> str:
     checkpoints = per_checkpoint_results(entry)
     first = next(iter(checkpoints.values()))
     pairs = list(zip(entry["pairs"], per_pair_results(entry).values()))
-    header = ["relation", "n", *(f"{checkpoint_title(c)} head | acc" for c in checkpoints),
-              *(f"change {checkpoint_title(a)}->{checkpoint_title(b)} | {checkpoint_title(b)} at "
-                f"{checkpoint_title(a)} head" for (a, b), _ in pairs),
-              "offset baseline", "paper relation", "paper head", "paper acc", "paper baseline"]
+    header = [
+        "relation",
+        "n",
+        *(f"{checkpoint_title(c)} head | acc" for c in checkpoints),
+        *(
+            f"change {checkpoint_title(a)}->{checkpoint_title(b)} | {checkpoint_title(b)} at {checkpoint_title(a)} head"
+            for (a, b), _ in pairs
+        ),
+        "offset baseline",
+        "paper relation",
+        "paper head",
+        "paper acc",
+        "paper baseline",
+    ]
     columns = sum(cell.count("|") + 1 for cell in header)
-    lines = [f"# Dependency heads ({title})", "",
-             f"UAS-style accuracy (%) of the best single head per relation; {first['num_scored']} dependents in "
-             f"{first['num_sentences']} sentences (punctuation and root excluded; {first['words_cut']} words cut by "
-             f"--max-tokens). {ALL_CLARK}: every word counted, punctuation and roots included (a root is always "
-             "wrong for attention), offsets clipped at the sentence's ends, as Clark et al.'s code for the paper's "
-             "`all`. Head = layer-head, 1-indexed; d>h: dependent attends to head, h>d: head attends to "
-             f"dependent. Offset baseline: the best of the offsets {', '.join(f'{o:+d}' for o in first['offsets'])} "
-             f"(Clark et al.'s code). Paper: {PAPER_MODEL}, a different model and treebank.", "",
-             "| " + " | ".join(header) + " |", "|---" * columns + "|"]
+    lines = [
+        f"# Dependency heads ({title})",
+        "",
+        f"UAS-style accuracy (%) of the best single head per relation; {first['num_scored']} dependents in "
+        f"{first['num_sentences']} sentences (punctuation and root excluded; {first['words_cut']} words cut by "
+        f"--max-tokens). {ALL_CLARK}: every word counted, punctuation and roots included (a root is always "
+        "wrong for attention), offsets clipped at the sentence's ends, as Clark et al.'s code for the paper's "
+        "`all`. Head = layer-head, 1-indexed; d>h: dependent attends to head, h>d: head attends to "
+        f"dependent. Offset baseline: the best of the offsets {', '.join(f'{o:+d}' for o in first['offsets'])} "
+        f"(Clark et al.'s code). Paper: {PAPER_MODEL}, a different model and treebank.",
+        "",
+        "| " + " | ".join(header) + " |",
+        "|---" * columns + "|",
+    ]
     for position, row in enumerate(rows_of(first)):
         cells = [row["relation"], str(row["count"])]
         for stats in checkpoints.values():
@@ -241,24 +302,43 @@ def table_markdown(entry: dict[str, Any], *, title: str) -> str:
             cells += [f"{change['change']:+.1f}", f"{change['after_at_before_head']:.1f}"]
         cells.append(f"{row['baseline']['accuracy']:.1f} ({row['baseline']['offset']:+d})")
         paper = paper_row(row["relation"])
-        cells += ([paper["relation"], paper["head"], f"{paper['accuracy']:.1f}",
-                   f"{paper['baseline_accuracy']:.1f} ({paper['baseline_offset']:+d})"] if paper else [""] * 4)
+        cells += (
+            [
+                paper["relation"],
+                paper["head"],
+                f"{paper['accuracy']:.1f}",
+                f"{paper['baseline_accuracy']:.1f} ({paper['baseline_offset']:+d})",
+            ]
+            if paper
+            else [""] * 4
+        )
         lines.append("| " + " | ".join(cells) + " |")
-    lines += ["", "Best head in each direction (layer-head: accuracy):", "",
-              "| relation | " + " | ".join(f"{direction} {checkpoint_title(c)}" for direction in DIRECTIONS
-                                          for c in checkpoints) + " |",
-              "|---" * (1 + len(DIRECTIONS) * len(checkpoints)) + "|"]
+    lines += [
+        "",
+        "Best head in each direction (layer-head: accuracy):",
+        "",
+        "| relation | "
+        + " | ".join(f"{direction} {checkpoint_title(c)}" for direction in DIRECTIONS for c in checkpoints)
+        + " |",
+        "|---" * (1 + len(DIRECTIONS) * len(checkpoints)) + "|",
+    ]
     for position, row in enumerate(rows_of(first)):
-        cells = [f"{best_entry['layer']}-{best_entry['head']}: {best_entry['accuracy']:.1f}"
-                 for direction in DIRECTIONS for stats in checkpoints.values()
-                 for best_entry in [rows_of(stats)[position]["by_direction"][direction]]]
+        cells = [
+            f"{best_entry['layer']}-{best_entry['head']}: {best_entry['accuracy']:.1f}"
+            for direction in DIRECTIONS
+            for stats in checkpoints.values()
+            for best_entry in [rows_of(stats)[position]["by_direction"][direction]]
+        ]
         lines.append(f"| {row['relation']} | " + " | ".join(cells) + " |")
     for (before, after), comparison in pairs:
         evidence = comparison["evidence"][CHANGE]
         low, high = evidence["interval"]
-        lines += ["", f"{checkpoint_title(after)} minus {checkpoint_title(before)}, the best head on `all`, chosen "
-                      f"again in each of {RESAMPLES} resamples of the {evidence['n']} {evidence['unit']}: "
-                      f"{evidence['value']:+.1f} [{low:+.1f}, {high:+.1f}] points, {evidence['direction']}."]
+        lines += [
+            "",
+            f"{checkpoint_title(after)} minus {checkpoint_title(before)}, the best head on `all`, chosen "
+            f"again in each of {RESAMPLES} resamples of the {evidence['n']} {evidence['unit']}: "
+            f"{evidence['value']:+.1f} [{low:+.1f}, {high:+.1f}] points, {evidence['direction']}.",
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -266,8 +346,10 @@ def draw_relation_bars(entry: dict[str, Any], path: Path, *, title: str, limit: 
     """Grouped bars per relation: best head of each checkpoint, the offset baseline, the paper."""
     checkpoints = per_checkpoint_results(entry)
     rows = rows_of(next(iter(checkpoints.values())))[:limit]
-    bars = {f"{checkpoint_title(c)} best head": [r["best"]["accuracy"] for r in rows_of(stats)[:limit]]
-            for c, stats in checkpoints.items()}
+    bars = {
+        f"{checkpoint_title(c)} best head": [r["best"]["accuracy"] for r in rows_of(stats)[:limit]]
+        for c, stats in checkpoints.items()
+    }
     bars["best offset baseline"] = [r["baseline"]["accuracy"] for r in rows]
     positions = np.arange(len(rows))
     height = 0.8 / len(bars)
@@ -276,8 +358,14 @@ def draw_relation_bars(entry: dict[str, Any], path: Path, *, title: str, limit: 
         axes.barh(positions + (k - (len(bars) - 1) / 2) * height, values, height=height, label=label)
     paper = [(i, p["accuracy"]) for i, r in enumerate(rows) if (p := paper_row(r["relation"]))]
     if paper:
-        axes.scatter([a for _, a in paper], [i for i, _ in paper], marker="x", color="black", zorder=3,
-                     label="Clark et al. BERT-base (SD relation)")
+        axes.scatter(
+            [a for _, a in paper],
+            [i for i, _ in paper],
+            marker="x",
+            color="black",
+            zorder=3,
+            label="Clark et al. BERT-base (SD relation)",
+        )
     axes.set_yticks(positions, [f"{r['relation']} (n={r['count']})" for r in rows])
     axes.invert_yaxis()
     axes.set_xlim(0, 100)
@@ -290,8 +378,14 @@ def draw_relation_bars(entry: dict[str, Any], path: Path, *, title: str, limit: 
 
 def draw_all_heads(entry: dict[str, Any], path: Path, *, title: str) -> Path:
     """Per-head accuracy on all relations (better direction), one panel per checkpoint."""
-    grids = {checkpoint_title(c): np.asarray(stats["relations"][0]["per_head"]).max(axis=0)
-             for c, stats in per_checkpoint_results(entry).items()}
-    return draw_side_by_side_grids(grids, path, title=f"{title}: accuracy on all relations per head",
-                                   colorbar_label="accuracy (%), better direction",
-                                   differences=titled_pairs(entry["pairs"]))
+    grids = {
+        checkpoint_title(c): np.asarray(stats["relations"][0]["per_head"]).max(axis=0)
+        for c, stats in per_checkpoint_results(entry).items()
+    }
+    return draw_side_by_side_grids(
+        grids,
+        path,
+        title=f"{title}: accuracy on all relations per head",
+        colorbar_label="accuracy (%), better direction",
+        differences=titled_pairs(entry["pairs"]),
+    )

@@ -69,9 +69,13 @@ class DevComparison(TypedDict):
     learned: bool
 
 
-TABLE_COLUMNS = {"majority": "majority class", PRETRAINED: "pre-trained, untrained head",
-                 FROZEN_ENCODER: "pre-trained, frozen encoder", RANDOM_INIT: "random init + FT",
-                 FINETUNED: "pre-trained + FT"}
+TABLE_COLUMNS = {
+    "majority": "majority class",
+    PRETRAINED: "pre-trained, untrained head",
+    FROZEN_ENCODER: "pre-trained, frozen encoder",
+    RANDOM_INIT: "random init + FT",
+    FINETUNED: "pre-trained + FT",
+}
 
 
 def beats_majority(entry: Entry) -> dict[str, Any]:
@@ -80,8 +84,12 @@ def beats_majority(entry: Entry) -> dict[str, Any]:
     (the ``learned`` of the pre-trained vs fine-tuned comparison)."""
     comparison = per_pair_results(entry)[MAIN_PAIR]
     examples = next(iter(per_checkpoint_results(entry).values()))["examples"]
-    return interval_verdict(comparison["against_majority"]["interval"], "dev examples", sum(examples.values()),
-                            f"fine-tuned minus majority class on {comparison['main_metric']}")
+    return interval_verdict(
+        comparison["against_majority"]["interval"],
+        "dev examples",
+        sum(examples.values()),
+        f"fine-tuned minus majority class on {comparison['main_metric']}",
+    )
 
 
 def dev_table(study: dict[str, Any]) -> str:
@@ -97,10 +105,14 @@ def dev_table(study: dict[str, Any]) -> str:
         main = Metric(EvaluationView.name, stem)
         majority = replace(main, reference=MAJORITY).name
         counts = beats.get(task)
-        row = [task, stem.removeprefix("dev_"), mean_sd(metrics[replace(main, checkpoint=PRETRAINED).name]),
-               mean_sd(metrics[replace(main, checkpoint=FINETUNED).name]),
-               mean_sd(metrics[majority]) if majority in metrics else "-",
-               f"{counts['holds']}/{counts['seeds']}" if counts else "-"]
+        row = [
+            task,
+            stem.removeprefix("dev_"),
+            mean_sd(metrics[replace(main, checkpoint=PRETRAINED).name]),
+            mean_sd(metrics[replace(main, checkpoint=FINETUNED).name]),
+            mean_sd(metrics[majority]) if majority in metrics else "-",
+            f"{counts['holds']}/{counts['seeds']}" if counts else "-",
+        ]
         rows.append(row + ([KOVALEVA_TABLE_1.get(task, {}).get("finetuned", "-")] if with_paper else []))
     return markdown_table(header + (["Kovaleva et al. (fine-tuned)"] if with_paper else []), rows)
 
@@ -113,9 +125,14 @@ class EvaluationView(View):
     stored = DevScores
     compared = DevComparison
     claims = {"beats_majority": Claim("the fine-tuned model beats the majority class on dev", beats_majority)}
-    papers = {"beats_majority": PaperPoint(
-        "Kovaleva et al. 2019, Table 1", "fine-tuned bert-base-uncased on dev: MRPC 87.9/82.3 (F1/acc.), STS-B 82.7, "
-        "SST-2 92.0, RTE 64.6 (majority class 52.7), QNLI 84.4", expected_for(KOVALEVA_TASKS))}
+    papers = {
+        "beats_majority": PaperPoint(
+            "Kovaleva et al. 2019, Table 1",
+            "fine-tuned bert-base-uncased on dev: MRPC 87.9/82.3 (F1/acc.), STS-B 82.7, "
+            "SST-2 92.0, RTE 64.6 (majority class 52.7), QNLI 84.4",
+            expected_for(KOVALEVA_TASKS),
+        )
+    }
 
     @classmethod
     def metrics(cls, entry: Entry) -> list[Metric]:
@@ -124,23 +141,36 @@ class EvaluationView(View):
         (``above_majority_low_finetuned``: the low end of the interval), and above each trained
         baseline (``above_frozen-encoder_low_finetuned``: the pair's, said in its own words)."""
         results = per_checkpoint_results(entry)
-        out = [Metric(cls.name, metric.replace("/", "_"), checkpoint=checkpoint, value=value)
-               for checkpoint, stats in results.items() for metric, value in stats["metrics"].items()]
+        out = [
+            Metric(cls.name, metric.replace("/", "_"), checkpoint=checkpoint, value=value)
+            for checkpoint, stats in results.items()
+            for metric, value in stats["metrics"].items()
+        ]
         first = next(iter(results.values()))
-        out += [Metric(cls.name, metric.replace("/", "_"), reference=MAJORITY, value=value)
-                for metric, value in first["majority"].items()]
+        out += [
+            Metric(cls.name, metric.replace("/", "_"), reference=MAJORITY, value=value)
+            for metric, value in first["majority"].items()
+        ]
         compared: dict[str, list[dict[str, Any]]] = {}
         for (before, after), comparison in zip(entry["pairs"], per_pair_results(entry).values()):
             compared.setdefault(after, []).append(comparison)
             if before != PRETRAINED:  # a trained baseline: is the checkpoint clearly above it?
-                out += [Metric(cls.name, f"above_{before}_{bound}_{after}", pair=(before, after), pair_said=False,
-                               value=value) for bound, value in zip(BOUNDS, comparison["against_before"]["interval"])]
+                out += [
+                    Metric(
+                        cls.name, f"above_{before}_{bound}_{after}", pair=(before, after), pair_said=False, value=value
+                    )
+                    for bound, value in zip(BOUNDS, comparison["against_before"]["interval"])
+                ]
         for after, comparisons in compared.items():
             above = comparisons[0]["against_majority"]
-            out += [Metric(cls.name, "learned", checkpoint=after, value=float(all(c["learned"] for c in comparisons))),
-                    Metric(cls.name, ABOVE_MAJORITY, checkpoint=after, value=above["difference"]),
-                    *(Metric(cls.name, f"{ABOVE_MAJORITY}_{bound}", checkpoint=after, value=value)
-                      for bound, value in zip(BOUNDS, above["interval"]))]
+            out += [
+                Metric(cls.name, "learned", checkpoint=after, value=float(all(c["learned"] for c in comparisons))),
+                Metric(cls.name, ABOVE_MAJORITY, checkpoint=after, value=above["difference"]),
+                *(
+                    Metric(cls.name, f"{ABOVE_MAJORITY}_{bound}", checkpoint=after, value=value)
+                    for bound, value in zip(BOUNDS, above["interval"])
+                ),
+            ]
         return out
 
     @classmethod
@@ -149,11 +179,20 @@ class EvaluationView(View):
         the fine-tuned model is above the majority class with the low end of its interval: what a
         fine-tuning learned is measured against the majority class, not against the pre-trained
         encoder's untrained head (whose chance score makes any run's "change" look like learning)."""
-        scores = [metric for metric in metrics if metric.statistic.startswith("dev_")
-                  and not metric.statistic.startswith("dev_loss")
-                  and (metric.checkpoint == FINETUNED or metric.reference == MAJORITY)]
-        return scores + chosen(metrics, [Metric(cls.name, statistic, checkpoint=FINETUNED)
-                                         for statistic in (ABOVE_MAJORITY, f"{ABOVE_MAJORITY}_{BOUNDS[0]}")])
+        scores = [
+            metric
+            for metric in metrics
+            if metric.statistic.startswith("dev_")
+            and not metric.statistic.startswith("dev_loss")
+            and (metric.checkpoint == FINETUNED or metric.reference == MAJORITY)
+        ]
+        return scores + chosen(
+            metrics,
+            [
+                Metric(cls.name, statistic, checkpoint=FINETUNED)
+                for statistic in (ABOVE_MAJORITY, f"{ABOVE_MAJORITY}_{BOUNDS[0]}")
+            ],
+        )
 
     @classmethod
     def tables(cls, entry: Entry, run: dict[str, Any]) -> dict[str, str]:
@@ -165,8 +204,11 @@ class EvaluationView(View):
         Kovaleva et al.'s Table 1, and the fine-tuned model against the majority class."""
         entry = entries[cls.name]
         recipe = f"{describe_recipe(run['recipe'])}, {run['train_examples']} training examples"
-        return [("fine-tuning recipe", "", recipe, "batch 32, 3 epochs (Kovaleva et al.)"),
-                *score_rows(entry), *majority_rows(entry)]
+        return [
+            ("fine-tuning recipe", "", recipe, "batch 32, 3 epochs (Kovaleva et al.)"),
+            *score_rows(entry),
+            *majority_rows(entry),
+        ]
 
     @classmethod
     def printed(cls, entry: Entry) -> list[str]:
@@ -194,23 +236,29 @@ def learning_warning(entry: Entry) -> str | None:
         versus = comparison["against_majority" if below_majority else "against_before"]
         reference = "the majority class" if below_majority else f"the {before} baseline"
         low, high = versus["interval"]
-        return (f"warning: {after} is not clearly above {reference} on {comparison['main_metric']} "
-                f"(difference {versus['difference']:+.3f}, 95% bootstrap interval [{low:+.3f}, {high:+.3f}]): "
-                "its attention changes are not what learning the task does")
+        return (
+            f"warning: {after} is not clearly above {reference} on {comparison['main_metric']} "
+            f"(difference {versus['difference']:+.3f}, 95% bootstrap interval [{low:+.3f}, {high:+.3f}]): "
+            "its attention changes are not what learning the task does"
+        )
     return None
 
 
 def dev_metrics(entry: Entry) -> dict[str, dict[str, float]]:
     """``{checkpoint: {"<split>/<metric>": value}, "majority": {...}}`` from a stored entry."""
     results = per_checkpoint_results(entry)
-    return {**{name: stats["metrics"] for name, stats in results.items()},
-            "majority": next(iter(results.values()))["majority"]}
+    return {
+        **{name: stats["metrics"] for name, stats in results.items()},
+        "majority": next(iter(results.values()))["majority"],
+    }
 
 
 def dev_lines(entry: Entry) -> list[str]:
     """``dev finetuned: dev/accuracy 0.6500, ...``: one line per checkpoint and one for the majority class."""
-    return [f"dev {checkpoint}: " + ", ".join(f"{k} {v:.4f}" for k, v in scores.items())
-            for checkpoint, scores in dev_metrics(entry).items()]
+    return [
+        f"dev {checkpoint}: " + ", ".join(f"{k} {v:.4f}" for k, v in scores.items())
+        for checkpoint, scores in dev_metrics(entry).items()
+    ]
 
 
 def table_cell(task: GlueTask, scores: dict[str, float], split: str) -> str:
@@ -231,21 +279,25 @@ def table_1_markdown(entry: Entry, run: dict[str, Any]) -> str:
     scores = {"majority": first["majority"], **{name: stats["metrics"] for name, stats in results.items()}}
     columns = [name for name in TABLE_COLUMNS if name in scores]
     paper = KOVALEVA_TABLE_1.get(task.name, {}) if run.get("model") == PAPER_MODEL else {}
-    cells = [table_cell(task, scores[name], split) + (f" ({paper[name]})" if name in paper else "")
-             for name in columns]
+    cells = [table_cell(task, scores[name], split) + (f" ({paper[name]})" if name in paper else "") for name in columns]
     metric = "F1/accuracy" if "f1" in task.metrics else task.metrics[0]
-    lines = [f"# Dev scores: {run.get('model', 'the model')} on {task.folder}", "",
-             f"Dev scores ({split}, {metric}, %) of {run.get('model', 'the model')} on {task.folder}, "
-             "as Kovaleva et al. 2019's Table 1"
-             + (f"; the paper's numbers ({PAPER_MODEL}) in brackets." if paper else "."), "",
-             "| task | " + " | ".join(TABLE_COLUMNS[name] for name in columns) + " |",
-             "|---" * (len(columns) + 1) + "|",
-             f"| {task.folder} | " + " | ".join(cells) + " |"]
+    lines = [
+        f"# Dev scores: {run.get('model', 'the model')} on {task.folder}",
+        "",
+        f"Dev scores ({split}, {metric}, %) of {run.get('model', 'the model')} on {task.folder}, "
+        "as Kovaleva et al. 2019's Table 1" + (f"; the paper's numbers ({PAPER_MODEL}) in brackets." if paper else "."),
+        "",
+        "| task | " + " | ".join(TABLE_COLUMNS[name] for name in columns) + " |",
+        "|---" * (len(columns) + 1) + "|",
+        f"| {task.folder} | " + " | ".join(cells) + " |",
+    ]
     for (before, after), comparison in zip(entry["pairs"], per_pair_results(entry).values()):
         versus = comparison["against_before"]
         low, high = versus["interval"]
-        lines.append(f"\n{checkpoint_title(after)} minus {checkpoint_title(before)} on {comparison['main_metric']}: "
-                     f"{versus['difference']:+.3f} (95% paired bootstrap interval [{low:+.3f}, {high:+.3f}]).")
+        lines.append(
+            f"\n{checkpoint_title(after)} minus {checkpoint_title(before)} on {comparison['main_metric']}: "
+            f"{versus['difference']:+.3f} (95% paired bootstrap interval [{low:+.3f}, {high:+.3f}])."
+        )
     return "\n".join(lines) + "\n"
 
 
@@ -259,11 +311,19 @@ def score_rows(entry: Entry) -> list[Row]:
     paper = KOVALEVA_TABLE_1.get(task.name, {})
     context = " / ".join(f"{value} {TABLE_COLUMNS[name]}" for name, value in paper.items())
     metric = "F1/accuracy" if "f1" in task.metrics else task.metrics[0]
-    rows = [(f"{task.folder} {split} {metric} (majority class: {table_cell(task, first['majority'], split)})",
-             table_cell(task, results[PRETRAINED]["metrics"], split), table_cell(task, first["metrics"], split),
-             f"{context} (Kovaleva Table 1)" if context else "")]
-    return rows + [(f"{TABLE_COLUMNS[name]} baseline", "", table_cell(task, results[name]["metrics"], split), "")
-                   for name in results if name not in (PRETRAINED, FINETUNED)]
+    rows = [
+        (
+            f"{task.folder} {split} {metric} (majority class: {table_cell(task, first['majority'], split)})",
+            table_cell(task, results[PRETRAINED]["metrics"], split),
+            table_cell(task, first["metrics"], split),
+            f"{context} (Kovaleva Table 1)" if context else "",
+        )
+    ]
+    return rows + [
+        (f"{TABLE_COLUMNS[name]} baseline", "", table_cell(task, results[name]["metrics"], split), "")
+        for name in results
+        if name not in (PRETRAINED, FINETUNED)
+    ]
 
 
 def majority_rows(entry: Entry) -> list[Row]:
@@ -275,7 +335,13 @@ def majority_rows(entry: Entry) -> list[Row]:
             continue
         versus = comparison["against_majority"]
         low, high = (100 * value for value in versus["interval"])
-        rows.append(("fine-tuned minus majority class (95% paired bootstrap interval)", "",
-                     f"{100 * versus['difference']:+.1f} [{low:+.1f}, {high:+.1f}]; "
-                     f"learned: {'yes' if comparison['learned'] else 'no'}", ""))
+        rows.append(
+            (
+                "fine-tuned minus majority class (95% paired bootstrap interval)",
+                "",
+                f"{100 * versus['difference']:+.1f} [{low:+.1f}, {high:+.1f}]; "
+                f"learned: {'yes' if comparison['learned'] else 'no'}",
+                "",
+            )
+        )
     return rows

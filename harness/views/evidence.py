@@ -103,8 +103,11 @@ class UnitSums:
     def of(cls, numerators: Any, denominators: Any, unit: str) -> UnitSums:
         """From lists or arrays: numerators (units,) or (units, K), denominators (units,) or (units, K)."""
         numerators = np.asarray(numerators, dtype=np.float64)
-        return cls(numerators[:, None] if numerators.ndim == 1 else numerators,
-                   np.asarray(denominators, dtype=np.float64), unit)
+        return cls(
+            numerators[:, None] if numerators.ndim == 1 else numerators,
+            np.asarray(denominators, dtype=np.float64),
+            unit,
+        )
 
 
 def resample_weights(count: int, resamples: int = RESAMPLES, seed: int = SEED) -> np.ndarray:
@@ -138,11 +141,21 @@ def paired_change(before: UnitSums, after: UnitSums, reduce: str | None = "mean"
     samples = statistic(after.ratios(weights)) - statistic(before.ratios(weights))
     if reduce is None:
         intervals = np.asarray(interval_of(samples)).T
-        return {"value": observed.tolist(), "interval": intervals.tolist(), "unit": before.unit, "n": before.count,
-                "direction": [direction(pair) for pair in intervals]}
+        return {
+            "value": observed.tolist(),
+            "interval": intervals.tolist(),
+            "unit": before.unit,
+            "n": before.count,
+            "direction": [direction(pair) for pair in intervals],
+        }
     interval = interval_of(samples)
-    return {"value": float(observed), "interval": interval, "unit": before.unit, "n": before.count,
-            "direction": direction(interval)}
+    return {
+        "value": float(observed),
+        "interval": interval,
+        "unit": before.unit,
+        "n": before.count,
+        "direction": direction(interval),
+    }
 
 
 def resampled_verdict(holds: Callable[[np.ndarray], np.ndarray], count: int, unit: str, statistic: str) -> Evidence:
@@ -153,8 +166,7 @@ def resampled_verdict(holds: Callable[[np.ndarray], np.ndarray], count: int, uni
     support = float(np.mean(holds(resample_weights(count)))) if count else 0.0
     tail = (1 - LEVEL) / 2
     verdict = HOLDS if support >= 1 - tail else FAILS if support <= tail else UNCLEAR
-    return {"holds": observed, "support": support, "verdict": verdict, "unit": unit, "n": count,
-            "statistic": statistic}
+    return {"holds": observed, "support": support, "verdict": verdict, "unit": unit, "n": count, "statistic": statistic}
 
 
 def interval_verdict(interval: tuple[float, float] | list[float], unit: str, count: int, statistic: str) -> Evidence:
@@ -168,8 +180,10 @@ def described(evidence: Evidence) -> str:
     """The evidence in a few words: ``+0.031 [+0.012, +0.050] over 757 mentions`` or
     ``holds on 98% of resamples of 1000 dev examples``."""
     if "support" in evidence:
-        return f"{evidence['statistic']}: holds on {100 * evidence['support']:.0f}% of resamples of " \
-               f"{evidence['n']} {evidence['unit']}"
+        return (
+            f"{evidence['statistic']}: holds on {100 * evidence['support']:.0f}% of resamples of "
+            f"{evidence['n']} {evidence['unit']}"
+        )
     if "value" in evidence:
         low, high = evidence["interval"]
         return f"{evidence['value']:+.3f} [{low:+.3f}, {high:+.3f}] over {evidence['n']} {evidence['unit']}"

@@ -65,33 +65,58 @@ class FeaturesView(View):
     @classmethod
     def metrics(cls, entry: Entry) -> list[Metric]:
         """Per feature and checkpoint, the largest per-head value (``features_finetuned_nouns_max``)."""
-        return [Metric(cls.name, cls.name, detail=f"{slug(name)}_max", checkpoint=checkpoint,
-                       value=stats["max_head"][name]["value"])
-                for checkpoint, stats in per_checkpoint_results(entry).items() for name in stats["names"]]
+        return [
+            Metric(
+                cls.name,
+                cls.name,
+                detail=f"{slug(name)}_max",
+                checkpoint=checkpoint,
+                value=stats["max_head"][name]["value"],
+            )
+            for checkpoint, stats in per_checkpoint_results(entry).items()
+            for name in stats["names"]
+        ]
 
     @classmethod
     def draw(cls, entry: Entry, run: dict[str, Any], out_dir: Path) -> list[Path]:
         # the sentences are the treebank's, whatever task the run fine-tuned on
         on = f"{model_title(run.get('model', 'model'))} on {entry['source']['notes'].get('treebank', 'the treebank')}"
-        paths = [draw_feature_panels(entry, name, out_dir / f"features_{slug(name)}.png", title=on)
-                 for name in feature_names(entry)]
+        paths = [
+            draw_feature_panels(entry, name, out_dir / f"features_{slug(name)}.png", title=on)
+            for name in feature_names(entry)
+        ]
         for (before, after), comparison in zip(entry["pairs"], per_pair_results(entry).values()):
             lines = {name: values for name, values in comparison["change_per_layer"].items() if name not in SPECIAL}
-            paths.append(draw_layer_lines(
-                lines, out_dir / f"features_change_per_layer_{before}-{after}.png",
-                title=f"{on}: change in attention to linguistic features",
-                ylabel=f"{checkpoint_title(after)} minus {checkpoint_title(before)}\n(mean over heads)"))
+            paths.append(
+                draw_layer_lines(
+                    lines,
+                    out_dir / f"features_change_per_layer_{before}-{after}.png",
+                    title=f"{on}: change in attention to linguistic features",
+                    ylabel=f"{checkpoint_title(after)} minus {checkpoint_title(before)}\n(mean over heads)",
+                )
+            )
         return paths
 
 
-def draw_feature_panels(entry: dict[str, Any], name: str, path: Path, *, title: str,
-                        counts: dict[str, int] | None = None, unit: str = "sentences") -> Path:
+def draw_feature_panels(
+    entry: dict[str, Any],
+    name: str,
+    path: Path,
+    *,
+    title: str,
+    counts: dict[str, int] | None = None,
+    unit: str = "sentences",
+) -> Path:
     """One feature: each checkpoint per head (shared colour scale), then each pair's change
     (diverging); the title says how many ``unit`` had the feature (``counts``, by default the
     treebank sentences)."""
     checkpoints = per_checkpoint_results(entry)
     count = (counts or next(iter(checkpoints.values()))["sentences_with_feature"])[name]
-    return draw_side_by_side_grids({checkpoint_title(c): stats["per_head"][name] for c, stats in checkpoints.items()},
-                                   path, title=f"{title}: attention to {name} ({count} {unit})", vmin=0.0,
-                                   colorbar_label="attention (row mean, max over words)",
-                                   differences=titled_pairs(entry["pairs"]))
+    return draw_side_by_side_grids(
+        {checkpoint_title(c): stats["per_head"][name] for c, stats in checkpoints.items()},
+        path,
+        title=f"{title}: attention to {name} ({count} {unit})",
+        vmin=0.0,
+        colorbar_label="attention (row mean, max over words)",
+        differences=titled_pairs(entry["pairs"]),
+    )

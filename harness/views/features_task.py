@@ -45,10 +45,22 @@ class TaskFeaturesView(View):
         out = []
         for checkpoint, stats in per_checkpoint_results(entry).items():
             for name in stats["names"]:
-                out += [Metric(cls.name, cls.name, detail=f"{slug(name)}_max", checkpoint=checkpoint,
-                               value=stats["max_head"][name]["value"]),
-                        Metric(cls.name, "cls_last_layer", detail=slug(name), checkpoint=checkpoint,
-                               value=float(np.mean(stats["cls_last_layer"][name])))]
+                out += [
+                    Metric(
+                        cls.name,
+                        cls.name,
+                        detail=f"{slug(name)}_max",
+                        checkpoint=checkpoint,
+                        value=stats["max_head"][name]["value"],
+                    ),
+                    Metric(
+                        cls.name,
+                        "cls_last_layer",
+                        detail=slug(name),
+                        checkpoint=checkpoint,
+                        value=float(np.mean(stats["cls_last_layer"][name])),
+                    ),
+                ]
         return out
 
     @classmethod
@@ -56,12 +68,25 @@ class TaskFeaturesView(View):
         first = next(iter(per_checkpoint_results(entry).values()))
         inputs = first["examples"]
         # a feature's panels say how many of the inputs have it ("3 of 64 inputs"): the count once
-        paths = [draw_feature_panels(entry, name, out_dir / f"features_task_{slug(name)}.png",
-                                     title=f"{run_title(run)} dev (spaCy tags)", counts=first["inputs_with_feature"],
-                                     unit=f"of {inputs} inputs")
-                 for name in feature_names(entry)]
-        return [*paths, draw_cls_focus(entry, out_dir / "features_task_cls_last_layer.png",
-                                       title=f"{run_title(run)} dev ({inputs} inputs, spaCy tags)")]
+        paths = [
+            draw_feature_panels(
+                entry,
+                name,
+                out_dir / f"features_task_{slug(name)}.png",
+                title=f"{run_title(run)} dev (spaCy tags)",
+                counts=first["inputs_with_feature"],
+                unit=f"of {inputs} inputs",
+            )
+            for name in feature_names(entry)
+        ]
+        return [
+            *paths,
+            draw_cls_focus(
+                entry,
+                out_dir / "features_task_cls_last_layer.png",
+                title=f"{run_title(run)} dev ({inputs} inputs, spaCy tags)",
+            ),
+        ]
 
 
 def draw_cls_focus(entry: dict[str, Any], path: Path, *, title: str) -> Path:

@@ -28,19 +28,28 @@ LEAN_FAMILY = "DejaVu Sans Lean"
 # Basic Latin, Latin-1 and Latin Extended-A, Greek, general punctuation, super- and subscripts,
 # currency, arrows, mathematical operators and geometric shapes: the fewer glyphs, the faster
 # each PDF's subset.
-KEPT_CHARACTERS = ((0x20, 0x7E), (0xA0, 0x17F), (0x370, 0x3FF), (0x2000, 0x20CF), (0x2190, 0x22FF),
-                   (0x25A0, 0x25FF))
+KEPT_CHARACTERS = ((0x20, 0x7E), (0xA0, 0x17F), (0x370, 0x3FF), (0x2000, 0x20CF), (0x2190, 0x22FF), (0x25A0, 0x25FF))
 # What the copy keeps besides those characters: every layout rule (kerning, ligatures), the
 # names, the outline of the missing glyph, the glyph names, hinting and the legacy kern table.
-SUBSET_OPTIONS = {"layout_features": ["*"], "name_IDs": ["*"], "name_languages": ["*"], "notdef_outline": True,
-                  "glyph_names": True, "hinting": True, "legacy_kern": True}
+SUBSET_OPTIONS = {
+    "layout_features": ["*"],
+    "name_IDs": ["*"],
+    "name_languages": ["*"],
+    "notdef_outline": True,
+    "glyph_names": True,
+    "hinting": True,
+    "legacy_kern": True,
+}
 log = logging.getLogger(__name__)
 
 
 def use_lean_font() -> None:
     """Draw figure text in the reduced copies of DejaVu Sans's faces, DejaVu Sans behind them."""
-    faces = {Path(font_manager.findfont(font_manager.FontProperties(family=FAMILY, style=style, weight=weight)))
-             for style in ("normal", "italic") for weight in ("normal", "bold")}
+    faces = {
+        Path(font_manager.findfont(font_manager.FontProperties(family=FAMILY, style=style, weight=weight)))
+        for style in ("normal", "italic")
+        for weight in ("normal", "bold")
+    }
     try:
         copies = [lean_copy(face, Path(matplotlib.get_cachedir()) / "harness-fonts") for face in faces]
     except OSError as error:
@@ -75,6 +84,5 @@ def reduced(face: Path) -> TTFont:
     subsetter.subset(font)
     for record in font["name"].names:
         text = record.toUnicode()
-        record.string = text.replace(FAMILY, LEAN_FAMILY).replace(FAMILY.replace(" ", ""),
-                                                                  LEAN_FAMILY.replace(" ", ""))
+        record.string = text.replace(FAMILY, LEAN_FAMILY).replace(FAMILY.replace(" ", ""), LEAN_FAMILY.replace(" ", ""))
     return font

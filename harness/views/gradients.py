@@ -16,8 +16,12 @@ from harness.views.base import Entry, View, per_checkpoint_results, register_vie
 from harness.views.style import GREY, OKABE_ITO, checkpoint_title, panel_grid, run_title, save
 
 CATEGORIES = ("sep", "punct", "cls", "other")
-GRADIENT_COLOURS = {"sep": OKABE_ITO["blue"], "punct": OKABE_ITO["purple"], "cls": OKABE_ITO["vermillion"],
-                    "other": GREY}
+GRADIENT_COLOURS = {
+    "sep": OKABE_ITO["blue"],
+    "punct": OKABE_ITO["purple"],
+    "cls": OKABE_ITO["vermillion"],
+    "other": GREY,
+}
 GRADIENT_LABELS = {"sep": "to [SEP]", "punct": 'to "." or ","', "cls": "to [CLS]", "other": "to other tokens"}
 
 
@@ -56,8 +60,9 @@ class GradientsView(View):
         for panel, (checkpoint, stats) in zip(axes[0], usable.items()):
             for category, color in GRADIENT_COLOURS.items():
                 values = stats["per_layer"][category]
-                panel.plot(np.arange(1, len(values) + 1), values, marker="o", color=color,
-                           label=GRADIENT_LABELS[category])
+                panel.plot(
+                    np.arange(1, len(values) + 1), values, marker="o", color=color, label=GRADIENT_LABELS[category]
+                )
             panel.set_xticks(np.arange(1, len(values) + 1))
             panel.set_xlabel("layer")
             panel.set_ylabel("mean |dL / d attention|")

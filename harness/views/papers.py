@@ -23,8 +23,16 @@ KOVALEVA_TASKS = tuple(KOVALEVA_TABLE_1)
 
 # Prasanna et al. 2020: the share of heterogeneous maps per task, pre-trained and fine-tuned
 # bert-base-uncased (percent, 100 dev examples x 5 seeds x 144 heads, Kovaleva et al.'s classes).
-PRASANNA_HETEROGENEOUS = {"cola": (41.0, 42.1), "sst2": (22.5, 22.8), "mrpc": (25.6, 23.3), "stsb": (53.4, 49.8),
-                          "qqp": (55.9, 50.8), "mnli": (28.3, 25.2), "qnli": (57.0, 49.7), "rte": (15.9, 15.7)}
+PRASANNA_HETEROGENEOUS = {
+    "cola": (41.0, 42.1),
+    "sst2": (22.5, 22.8),
+    "mrpc": (25.6, 23.3),
+    "stsb": (53.4, 49.8),
+    "qqp": (55.9, 50.8),
+    "mnli": (28.3, 25.2),
+    "qnli": (57.0, 49.7),
+    "rte": (15.9, 15.7),
+}
 
 
 def expected_for(tasks: tuple[str, ...], expectation: str = "holds") -> dict[str, str]:

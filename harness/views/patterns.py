@@ -50,8 +50,13 @@ from harness.views.style import (
 
 ANALYSIS = "patterns"
 UNIT = "dev examples"  # what the shares sample: each example's maps, all heads of it together
-CLASS_COLOURS = {"vertical": OKABE_ITO["blue"], "diagonal": OKABE_ITO["orange"],
-                 "vertical+diagonal": OKABE_ITO["green"], "block": OKABE_ITO["vermillion"], "heterogeneous": GREY}
+CLASS_COLOURS = {
+    "vertical": OKABE_ITO["blue"],
+    "diagonal": OKABE_ITO["orange"],
+    "vertical+diagonal": OKABE_ITO["green"],
+    "block": OKABE_ITO["vermillion"],
+    "heterogeneous": GREY,
+}
 
 
 def share(name: str, checkpoint: str | None = None, value: float | None = None) -> Metric:
@@ -69,10 +74,17 @@ def draw_pattern_shares(study: dict[str, Any], path: Path) -> Path:
     for offset, checkpoint in zip((-width / 2 - 0.01, width / 2 + 0.01), CHECKPOINTS):
         bottom = np.zeros(len(tasks))
         for name in CLASSES:
-            shares = np.array([study["tasks"][task]["metrics"][share(name, checkpoint).name]["mean"]
-                               for task in tasks])
-            axes.bar(np.arange(len(tasks)) + offset, shares, width, bottom=bottom, color=CLASS_COLOURS[name],
-                     edgecolor="black", linewidth=0.4, label=name if checkpoint == PRETRAINED else None)
+            shares = np.array([study["tasks"][task]["metrics"][share(name, checkpoint).name]["mean"] for task in tasks])
+            axes.bar(
+                np.arange(len(tasks)) + offset,
+                shares,
+                width,
+                bottom=bottom,
+                color=CLASS_COLOURS[name],
+                edgecolor="black",
+                linewidth=0.4,
+                label=name if checkpoint == PRETRAINED else None,
+            )
             bottom += shares
     axes.set_xticks(np.arange(len(tasks)), [f"{task}\npre / fine" for task in tasks], fontsize=8)
     axes.set_ylabel("share of attention maps")
@@ -119,19 +131,28 @@ class PatternsView(View):
     stored = PatternResult
     compared = PatternComparison
     signed_changes = {share(name).changed().name: f"the share of {name} attention maps" for name in CLASSES}
-    papers = {share("heterogeneous").changed().name: PaperPoint(
-        "Prasanna et al. 2020 (Kovaleva et al.'s classes, Fig. 2)", "heterogeneous share of bert-base-uncased, "
-        "pre-trained to fine-tuned: " + ", ".join(f"{task} {before:.1f} to {after:.1f}"
-                                                   for task, (before, after) in PRASANNA_HETEROGENEOUS.items()),
-        directions(PRASANNA_HETEROGENEOUS))}
+    papers = {
+        share("heterogeneous").changed().name: PaperPoint(
+            "Prasanna et al. 2020 (Kovaleva et al.'s classes, Fig. 2)",
+            "heterogeneous share of bert-base-uncased, "
+            "pre-trained to fine-tuned: "
+            + ", ".join(
+                f"{task} {before:.1f} to {after:.1f}" for task, (before, after) in PRASANNA_HETEROGENEOUS.items()
+            ),
+            directions(PRASANNA_HETEROGENEOUS),
+        )
+    }
     left_out = ("units",)
 
     @classmethod
     def metrics(cls, entry: Entry) -> list[Metric]:
         """Share of each class per checkpoint, e.g. ``pattern_finetuned_vertical_diagonal``, and the
         classifier's cross-validated macro-F1."""
-        shares = [share(name, checkpoint, value) for checkpoint, stats in per_checkpoint_results(entry).items()
-                  for name, value in stats["proportions"].items()]
+        shares = [
+            share(name, checkpoint, value)
+            for checkpoint, stats in per_checkpoint_results(entry).items()
+            for name, value in stats["proportions"].items()
+        ]
         score = entry.get("settings", {}).get("cross_validation")
         return shares + ([Metric(cls.name, "pattern_classifier_cv_macro_f1", value=score["macro_f1"])] if score else [])
 
@@ -144,34 +165,64 @@ class PatternsView(View):
     def draw(cls, entry: Entry, run: dict[str, Any], out_dir: Path) -> list[Path]:
         results = per_checkpoint_results(entry)
         changed = [change for comparison in per_pair_results(entry).values() for change in comparison["changed_heads"]]
-        return [draw_proportions({c: r["proportions"] for c, r in results.items()},
-                                 {c: r["corrected_interval"] for c, r in results.items() if "corrected" in r},
-                                 out_dir / "pattern_proportions.png",
-                                 title=f"{run_title(run)}: attention patterns over all heads and dev examples"),
-                draw_pattern_grid({c: r["per_head"] for c, r in results.items()}, changed,
-                                  out_dir / "pattern_per_head.png",
-                                  title=f"{run_title(run)}: majority pattern per head (boxed: changed by fine-tuning)")]
+        return [
+            draw_proportions(
+                {c: r["proportions"] for c, r in results.items()},
+                {c: r["corrected_interval"] for c, r in results.items() if "corrected" in r},
+                out_dir / "pattern_proportions.png",
+                title=f"{run_title(run)}: attention patterns over all heads and dev examples",
+            ),
+            draw_pattern_grid(
+                {c: r["per_head"] for c, r in results.items()},
+                changed,
+                out_dir / "pattern_per_head.png",
+                title=f"{run_title(run)}: majority pattern per head (boxed: changed by fine-tuning)",
+            ),
+        ]
 
     @classmethod
     def overview_rows(cls, entries: dict[str, Entry], run: dict[str, Any]) -> list[Row]:
         """The share of each class, pre-trained and fine-tuned, in percent."""
-        shares = {name: " / ".join(f"{100 * stats['proportions'][label]:.1f}" for label in CLASSES)
-                  for name, stats in per_checkpoint_results(entries[cls.name]).items()}
-        return [("pattern shares (vert / diag / vert+diag / block / het, %)", shares[PRETRAINED], shares[FINETUNED],
-                 "heterogeneous 32-61%")]
+        shares = {
+            name: " / ".join(f"{100 * stats['proportions'][label]:.1f}" for label in CLASSES)
+            for name, stats in per_checkpoint_results(entries[cls.name]).items()
+        }
+        return [
+            (
+                "pattern shares (vert / diag / vert+diag / block / het, %)",
+                shares[PRETRAINED],
+                shares[FINETUNED],
+                "heterogeneous 32-61%",
+            )
+        ]
 
     @classmethod
     def across_seeds(cls, entries: list[Entry]) -> dict[str, Any]:
         """Per checkpoint and class, the share corrected for the classifier's errors: its mean
         over seeds and the envelope of the seeds' 95% intervals (lowest low, highest high)."""
-        results = [{c: r for c, r in per_checkpoint_results(entry).items() if "corrected_interval" in r}
-                   for entry in entries]
+        results = [
+            {c: r for c, r in per_checkpoint_results(entry).items() if "corrected_interval" in r} for entry in entries
+        ]
         checkpoints = set.intersection(*(set(found) for found in results))
-        return {"pattern_corrected": {c: {name: {"mean": float(np.mean([r[c]["corrected"][name] for r in results])),
-                                                 "interval": [min(r[c]["corrected_interval"][name][0] for r in results),
-                                                              max(r[c]["corrected_interval"][name][1] for r in results)]}
-                                          for name in CLASSES}
-                                      for c in sorted(checkpoints)}} if checkpoints else {}
+        return (
+            {
+                "pattern_corrected": {
+                    c: {
+                        name: {
+                            "mean": float(np.mean([r[c]["corrected"][name] for r in results])),
+                            "interval": [
+                                min(r[c]["corrected_interval"][name][0] for r in results),
+                                max(r[c]["corrected_interval"][name][1] for r in results),
+                            ],
+                        }
+                        for name in CLASSES
+                    }
+                    for c in sorted(checkpoints)
+                }
+            }
+            if checkpoints
+            else {}
+        )
 
     @classmethod
     def study_tables(cls, study: dict[str, Any]) -> dict[str, str]:
@@ -199,18 +250,32 @@ def pattern_shares_table(tasks: dict[str, Any]) -> str:
     for task, entry in tasks.items():
         for index, checkpoint in enumerate(CHECKPOINTS):
             corrected = entry.get("pattern_corrected", {}).get(checkpoint, {})
-            cells = [f"{100 * entry['metrics'][share(name, checkpoint).name]['mean']:.1f}"
-                     + (f"; {100 * corrected[name]['mean']:.1f} [{100 * corrected[name]['interval'][0]:.0f}, "
-                        f"{100 * corrected[name]['interval'][1]:.0f}]" if name in corrected else "")
-                     for name in CLASSES]
+            cells = [
+                f"{100 * entry['metrics'][share(name, checkpoint).name]['mean']:.1f}"
+                + (
+                    f"; {100 * corrected[name]['mean']:.1f} [{100 * corrected[name]['interval'][0]:.0f}, "
+                    f"{100 * corrected[name]['interval'][1]:.0f}]"
+                    if name in corrected
+                    else ""
+                )
+                for name in CLASSES
+            ]
             paper = PRASANNA_HETEROGENEOUS.get(task)
             rows.append([task, checkpoint_title(checkpoint), *cells, f"{paper[index]:.1f}" if paper else "-"])
-    return markdown_table(["task", "checkpoint", *(f"{name} %: labelled; corrected [95%]" for name in CLASSES),
-                           "heterogeneous %, Prasanna et al. (BERT-base)"], rows)
+    return markdown_table(
+        [
+            "task",
+            "checkpoint",
+            *(f"{name} %: labelled; corrected [95%]" for name in CLASSES),
+            "heterogeneous %, Prasanna et al. (BERT-base)",
+        ],
+        rows,
+    )
 
 
-def draw_proportions(proportions: dict[str, dict[str, float]], corrected: dict[str, dict[str, list[float]]],
-                     path: Path, *, title: str) -> Path:
+def draw_proportions(
+    proportions: dict[str, dict[str, float]], corrected: dict[str, dict[str, list[float]]], path: Path, *, title: str
+) -> Path:
     """Grouped bars: per class, the share of maps of each checkpoint (like the paper's Figure 2)
     with its value written above; over each bar, where given, the 95% interval of the share
     corrected for the classifier's cross-validated errors, the value then written above the
@@ -221,18 +286,40 @@ def draw_proportions(proportions: dict[str, dict[str, float]], corrected: dict[s
     for offset, (checkpoint, shares) in enumerate(proportions.items()):
         values = np.array([100 * shares.get(name, 0.0) for name in CLASSES])
         centres = positions + (offset - (len(proportions) - 1) / 2) * width
-        axes.bar(centres, values, width, label=checkpoint_title(checkpoint), hatch="//" if offset else None,
-                 color=[CLASS_COLOURS[name] for name in CLASSES], edgecolor="black", linewidth=0.5)
+        axes.bar(
+            centres,
+            values,
+            width,
+            label=checkpoint_title(checkpoint),
+            hatch="//" if offset else None,
+            color=[CLASS_COLOURS[name] for name in CLASSES],
+            edgecolor="black",
+            linewidth=0.5,
+        )
         tops = values
         if checkpoint in corrected:
             low, high = (np.array([100 * corrected[checkpoint][name][side] for name in CLASSES]) for side in (0, 1))
-            axes.errorbar(centres, low, yerr=[np.zeros_like(low), high - low], fmt="none", ecolor="black",
-                          elinewidth=1.2, capsize=2,
-                          label="corrected for classifier errors (95%)" if offset == 0 else None)
+            axes.errorbar(
+                centres,
+                low,
+                yerr=[np.zeros_like(low), high - low],
+                fmt="none",
+                ecolor="black",
+                elinewidth=1.2,
+                capsize=2,
+                label="corrected for classifier errors (95%)" if offset == 0 else None,
+            )
             tops = np.maximum(values, high)
         for centre, top, value in zip(centres, tops, values):
-            axes.annotate(f"{value:.0f}", (centre, top), xytext=(0, 3), textcoords="offset points", ha="center",
-                          va="bottom", fontsize=7)
+            axes.annotate(
+                f"{value:.0f}",
+                (centre, top),
+                xytext=(0, 3),
+                textcoords="offset points",
+                ha="center",
+                va="bottom",
+                fontsize=7,
+            )
     axes.set_xticks(positions, CLASSES, fontsize=8)
     axes.set_xlabel("attention pattern")
     axes.set_ylabel("share of attention maps (%)")
@@ -242,25 +329,38 @@ def draw_proportions(proportions: dict[str, dict[str, float]], corrected: dict[s
     return save(figure, path)
 
 
-def draw_pattern_grid(per_head: dict[str, list[list[str]]], changed: list[dict[str, Any]], path: Path, *,
-                      title: str) -> Path:
+def draw_pattern_grid(
+    per_head: dict[str, list[list[str]]], changed: list[dict[str, Any]], path: Path, *, title: str
+) -> Path:
     """One categorical layers x heads panel per checkpoint; changed heads outlined in all."""
     colours = ListedColormap([CLASS_COLOURS[name] for name in CLASSES])
     layers, heads = len(next(iter(per_head.values()))), len(next(iter(per_head.values()))[0])
-    figure, panels = plt.subplots(1, len(per_head), figsize=(0.42 * heads * len(per_head) + 2.5, 0.42 * layers + 2.2),
-                                  squeeze=False, layout="constrained")  # lays the legend out beside the panels
+    figure, panels = plt.subplots(
+        1,
+        len(per_head),
+        figsize=(0.42 * heads * len(per_head) + 2.5, 0.42 * layers + 2.2),
+        squeeze=False,
+        layout="constrained",
+    )  # lays the legend out beside the panels
     for axes, (checkpoint, names) in zip(panels[0], per_head.items()):
         grid = np.array([[CLASSES.index(name) for name in row] for row in names])
         axes.imshow(grid, cmap=colours, vmin=-0.5, vmax=len(CLASSES) - 0.5, aspect="auto")
         for entry in changed:
-            axes.add_patch(Rectangle((entry["head"] - 1.5, entry["layer"] - 1.5), 1, 1, fill=False,
-                                     edgecolor="black", linewidth=1.5))
+            axes.add_patch(
+                Rectangle(
+                    (entry["head"] - 1.5, entry["layer"] - 1.5), 1, 1, fill=False, edgecolor="black", linewidth=1.5
+                )
+            )
         axes.set_xticks(range(heads), [str(h + 1) for h in range(heads)], fontsize=7)
         axes.set_yticks(range(layers), [str(layer + 1) for layer in range(layers)], fontsize=7)
         axes.set_xlabel("head")
         axes.set_ylabel("layer")
         axes.set_title(checkpoint_title(checkpoint), fontsize=9)
-    figure.legend(handles=[Patch(color=CLASS_COLOURS[name], label=name) for name in CLASSES],
-                  loc="outside right center", fontsize=7, frameon=False)
+    figure.legend(
+        handles=[Patch(color=CLASS_COLOURS[name], label=name) for name in CLASSES],
+        loc="outside right center",
+        fontsize=7,
+        frameon=False,
+    )
     suptitle(figure, title, fontsize=9)
     return save(figure, path)

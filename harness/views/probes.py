@@ -29,13 +29,22 @@ from harness.views.style import (
 )
 
 LEARNING_RATE = 0.002
-PAPER_TABLE3 = {"right_branching": 26.0, "distances_glove": 58.0, "random_init_attn_glove": 30.0,
-                "attn": 61.0, "attn_glove": 77.0}
+PAPER_TABLE3 = {
+    "right_branching": 26.0,
+    "distances_glove": 58.0,
+    "random_init_attn_glove": 30.0,
+    "attn": 61.0,
+    "attn_glove": 77.0,
+}
 PAPER_SETTING = "bert-base-uncased, PTB WSJ (Stanford Dependencies), trained on the full train set"
 ATTENTION_PROBES = ("attn", "attn_glove")
 BASELINES = ("right_branching", "distances_glove")
-LABELS = {"right_branching": "right-branching", "distances_glove": "distances + GloVe",
-          "attn": "Attn", "attn_glove": "Attn + GloVe"}
+LABELS = {
+    "right_branching": "right-branching",
+    "distances_glove": "distances + GloVe",
+    "attn": "Attn",
+    "attn_glove": "Attn + GloVe",
+}
 ANALYSIS = "probes"
 
 
@@ -91,10 +100,12 @@ class ProbesView(View):
     stored = ProbesResult
     compared = ProbesComparison
     signed_changes = {CHANGE: "the attention probe's UAS"}
-    papers = {CHANGE: PaperPoint(
-        "Clark et al. 2019, Table 3",
-        "pre-trained BERT-base only: the attention probe reaches 61 UAS (PTB dev), "
-        "right-branching 26")}
+    papers = {
+        CHANGE: PaperPoint(
+            "Clark et al. 2019, Table 3",
+            "pre-trained BERT-base only: the attention probe reaches 61 UAS (PTB dev), right-branching 26",
+        )
+    }
     left_out = ("units",)
 
     @classmethod
@@ -103,7 +114,8 @@ class ProbesView(View):
         checkpoints = per_checkpoint_results(entry)
         baselines = next(iter(checkpoints.values()))["uas"]
         return [uas(kind, stats["uas"][kind], c) for c, stats in checkpoints.items() for kind in ATTENTION_PROBES] + [
-            uas(kind, baselines[kind]) for kind in BASELINES]
+            uas(kind, baselines[kind]) for kind in BASELINES
+        ]
 
     @classmethod
     def headline(cls, metrics: list[Metric]) -> list[Metric]:
@@ -114,14 +126,23 @@ class ProbesView(View):
     def draw(cls, entry: Entry, run: dict[str, Any], out_dir: Path) -> list[Path]:
         title = run_title(run)
         checkpoints = per_checkpoint_results(entry)
-        weights = {checkpoint_title(c): stats["attn_head_weights"]["dependent->head"]
-                   for c, stats in checkpoints.items()}
+        weights = {
+            checkpoint_title(c): stats["attn_head_weights"]["dependent->head"] for c, stats in checkpoints.items()
+        }
         limit = max(float(np.abs(np.asarray(grid)).max()) for grid in weights.values()) or 1.0
-        return [draw_uas_bars(checkpoints, out_dir / "probes_uas.png", title=title),
-                draw_side_by_side_grids(weights, out_dir / "probes_attn_weights.png", vmin=-limit, vmax=limit,
-                                        differences=titled_pairs(entry["pairs"]),
-                                        title=f"{title}: Attn probe weight per head (dependent->head)",
-                                        colorbar_label="weight of the head's attention", cmap="RdBu_r")]
+        return [
+            draw_uas_bars(checkpoints, out_dir / "probes_uas.png", title=title),
+            draw_side_by_side_grids(
+                weights,
+                out_dir / "probes_attn_weights.png",
+                vmin=-limit,
+                vmax=limit,
+                differences=titled_pairs(entry["pairs"]),
+                title=f"{title}: Attn probe weight per head (dependent->head)",
+                colorbar_label="weight of the head's attention",
+                cmap="RdBu_r",
+            ),
+        ]
 
     @classmethod
     def tables(cls, entry: Entry, run: dict[str, Any]) -> dict[str, str]:
@@ -132,8 +153,10 @@ class ProbesView(View):
         """The dev UAS of the Attn and Attn + GloVe probes, beside the paper's."""
         entry = entries[cls.name]
         paper = entry["reference"]["clark_table3_uas"]
-        cells = [f"{stats['uas']['attn']:.1f} / {stats['uas']['attn_glove']:.1f}"
-                 for stats in (per_checkpoint_results(entry)[c] for c in (PRETRAINED, FINETUNED))]
+        cells = [
+            f"{stats['uas']['attn']:.1f} / {stats['uas']['attn_glove']:.1f}"
+            for stats in (per_checkpoint_results(entry)[c] for c in (PRETRAINED, FINETUNED))
+        ]
         return [("probe UAS Attn / Attn+GloVe", *cells, f"{paper['attn']:.0f} / {paper['attn_glove']:.0f}")]
 
 
@@ -142,26 +165,44 @@ def probe_table_markdown(entry: dict[str, Any], *, title: str) -> str:
     checkpoints = per_checkpoint_results(entry)
     first = next(iter(checkpoints.values()))
     pairs = list(zip(entry["pairs"], per_pair_results(entry).values()))
-    header = ["model", *(checkpoint_title(c) for c in checkpoints),
-              *(f"change {checkpoint_title(a)}->{checkpoint_title(b)}" for (a, b), _ in pairs), "paper (BERT-base)"]
-    lines = [f"# Probes: dev UAS without punctuation ({title})", "",
-             f"Trained online on {first['train_sentences']} treebank training sentences ({first['train_words']} "
-             f"words) from the {first['probe_init']} initialisation, one Adam step (lr {LEARNING_RATE}) per "
-             f"sentence, one epoch; scored on {first['dev_scored']} "
-             f"dev dependents of {first['dev_sentences']} sentences. Paper: {PAPER_SETTING}.", "",
-             "| " + " | ".join(header) + " |", "|---" * len(header) + "|"]
+    header = [
+        "model",
+        *(checkpoint_title(c) for c in checkpoints),
+        *(f"change {checkpoint_title(a)}->{checkpoint_title(b)}" for (a, b), _ in pairs),
+        "paper (BERT-base)",
+    ]
+    lines = [
+        f"# Probes: dev UAS without punctuation ({title})",
+        "",
+        f"Trained online on {first['train_sentences']} treebank training sentences ({first['train_words']} "
+        f"words) from the {first['probe_init']} initialisation, one Adam step (lr {LEARNING_RATE}) per "
+        f"sentence, one epoch; scored on {first['dev_scored']} "
+        f"dev dependents of {first['dev_sentences']} sentences. Paper: {PAPER_SETTING}.",
+        "",
+        "| " + " | ".join(header) + " |",
+        "|---" * len(header) + "|",
+    ]
     for kind in (*BASELINES, *ATTENTION_PROBES):
-        changes = ["(no attention)" if kind in BASELINES else f"{comparison['uas_change'][kind]:+.1f}"
-                   for _, comparison in pairs]
-        cells = [LABELS[kind], *(f"{stats['uas'][kind]:.1f}" for stats in checkpoints.values()), *changes,
-                 f"{PAPER_TABLE3[kind]:.0f}"]
+        changes = [
+            "(no attention)" if kind in BASELINES else f"{comparison['uas_change'][kind]:+.1f}"
+            for _, comparison in pairs
+        ]
+        cells = [
+            LABELS[kind],
+            *(f"{stats['uas'][kind]:.1f}" for stats in checkpoints.values()),
+            *changes,
+            f"{PAPER_TABLE3[kind]:.0f}",
+        ]
         lines.append("| " + " | ".join(cells) + " |")
     for (before, after), comparison in pairs:
         evidence = comparison["evidence"][CHANGE]
         low, high = evidence["interval"]
-        lines += ["", f"Attn, {checkpoint_title(after)} minus {checkpoint_title(before)}, over {RESAMPLES} resamples "
-                      f"of the {evidence['n']} {evidence['unit']} (the probes' training not resampled): "
-                      f"{evidence['value']:+.1f} [{low:+.1f}, {high:+.1f}] points, {evidence['direction']}."]
+        lines += [
+            "",
+            f"Attn, {checkpoint_title(after)} minus {checkpoint_title(before)}, over {RESAMPLES} resamples "
+            f"of the {evidence['n']} {evidence['unit']} (the probes' training not resampled): "
+            f"{evidence['value']:+.1f} [{low:+.1f}, {high:+.1f}] points, {evidence['direction']}.",
+        ]
     return "\n".join(lines) + "\n"
 
 
@@ -172,11 +213,21 @@ def draw_uas_bars(checkpoints: dict[str, Any], path: Path, *, title: str) -> Pat
     width = 0.8 / len(checkpoints)
     figure, axes = plt.subplots(figsize=(6, 3.4))
     for k, (checkpoint, stats) in enumerate(checkpoints.items()):
-        bars = axes.bar(positions + (k - (len(checkpoints) - 1) / 2) * width, [stats["uas"][kind] for kind in kinds],
-                        width=width, label=checkpoint_title(checkpoint))
+        bars = axes.bar(
+            positions + (k - (len(checkpoints) - 1) / 2) * width,
+            [stats["uas"][kind] for kind in kinds],
+            width=width,
+            label=checkpoint_title(checkpoint),
+        )
         axes.bar_label(bars, fmt="%.1f", fontsize=6)
-    axes.scatter(positions, [PAPER_TABLE3[k] for k in kinds], marker="x", color="black", zorder=3,
-                 label="Clark et al. BERT-base (PTB)")
+    axes.scatter(
+        positions,
+        [PAPER_TABLE3[k] for k in kinds],
+        marker="x",
+        color="black",
+        zorder=3,
+        label="Clark et al. BERT-base (PTB)",
+    )
     axes.set_xticks(positions, [LABELS[k] for k in kinds])
     axes.set_ylabel("dev UAS without punctuation (%)")
     axes.set_ylim(0, 100)

@@ -11,8 +11,14 @@ def spread(values: list[float]) -> dict[str, Any]:
     """Mean and spread of one quantity over seeds: the sample standard deviation (0 for one
     seed), the range and the values themselves."""
     array = np.asarray(values, dtype=float)
-    return {"mean": float(array.mean()), "std": float(array.std(ddof=1)) if len(array) > 1 else 0.0,
-            "min": float(array.min()), "max": float(array.max()), "n": len(array), "values": array.tolist()}
+    return {
+        "mean": float(array.mean()),
+        "std": float(array.std(ddof=1)) if len(array) > 1 else 0.0,
+        "min": float(array.min()),
+        "max": float(array.max()),
+        "n": len(array),
+        "values": array.tolist(),
+    }
 
 
 def elementwise(arrays: list[Any]) -> dict[str, Any]:

@@ -49,8 +49,12 @@ STATISTICS = {
 }
 
 # A colour-blind-safe colour and a marker per kind, so lines differ without colour too.
-KIND_STYLES = {"cls": (OKABE_ITO["vermillion"], "o"), "sep": (OKABE_ITO["blue"], "s"),
-               "punct": (OKABE_ITO["purple"], "^"), "other": (OKABE_ITO["green"], "D")}
+KIND_STYLES = {
+    "cls": (OKABE_ITO["vermillion"], "o"),
+    "sep": (OKABE_ITO["blue"], "s"),
+    "punct": (OKABE_ITO["purple"], "^"),
+    "other": (OKABE_ITO["green"], "D"),
+}
 SHARES = ("sink_share", "raw_share", "norm_share")
 JUDGED_KINDS = ("cls", "sep")  # the kinds whose raw share's change a study judges (`signed_changes`)
 UNIT = "dev examples"  # what the shares sample: each example's rows, all heads of it together
@@ -97,41 +101,65 @@ class SinksView(View):
     stored = SinksResult
     compared = SinksComparison
     signed_changes = {raw_share_change(kind): f"the share of attention on {KINDS[kind]}" for kind in JUDGED_KINDS}
-    papers = dict.fromkeys(signed_changes, PaperPoint(
-        "Kovaleva et al. 2019, Fig. 6", "fine-tuned bert-base-uncased only: [SEP] takes the most attention in the "
-        "middle layers, [CLS] in the early ones; no pre-trained comparison"))
+    papers = dict.fromkeys(
+        signed_changes,
+        PaperPoint(
+            "Kovaleva et al. 2019, Fig. 6",
+            "fine-tuned bert-base-uncased only: [SEP] takes the most attention in the "
+            "middle layers, [CLS] in the early ones; no pre-trained comparison",
+        ),
+    )
     left_out = ("per_head", "units")
 
     @classmethod
     def metrics(cls, entry: Entry) -> list[Metric]:
         """Per checkpoint, statistic and kind the overall value; per pair its change
         (``sinks_pretrained_to_finetuned_raw_share_cls_change``)."""
-        out = [share(stat, kind, value, checkpoint) for checkpoint, stats in per_checkpoint_results(entry).items()
-               for stat in SHARES for kind, value in stats["overall"][stat].items()]
-        return out + [Metric(cls.name, "sinks", detail=f"{stat}_{kind}_change", pair=(before, after), value=value)
-                      for (before, after), changes in zip(entry["pairs"], per_pair_results(entry).values())
-                      for stat in SHARES for kind, value in changes["overall"][stat].items()]
+        out = [
+            share(stat, kind, value, checkpoint)
+            for checkpoint, stats in per_checkpoint_results(entry).items()
+            for stat in SHARES
+            for kind, value in stats["overall"][stat].items()
+        ]
+        return out + [
+            Metric(cls.name, "sinks", detail=f"{stat}_{kind}_change", pair=(before, after), value=value)
+            for (before, after), changes in zip(entry["pairs"], per_pair_results(entry).values())
+            for stat in SHARES
+            for kind, value in changes["overall"][stat].items()
+        ]
 
     @classmethod
     def draw(cls, entry: Entry, run: dict[str, Any], out_dir: Path) -> list[Path]:
-        written = [draw_raw_vs_norm(entry, run, out_dir / "sinks_raw_vs_norm_weighted.png"),
-                   draw_sink_shares(entry, run, out_dir / "sinks_sink_share.png")]
+        written = [
+            draw_raw_vs_norm(entry, run, out_dir / "sinks_raw_vs_norm_weighted.png"),
+            draw_sink_shares(entry, run, out_dir / "sinks_sink_share.png"),
+        ]
         if entry["pairs"]:
             written.append(draw_changes(entry, run, out_dir / "sinks_changes.png"))
         for kind in ("cls", "sep", "punct"):
-            rows = {measure: {checkpoint_title(c): stats["per_head"][stat][kind]
-                              for c, stats in per_checkpoint_results(entry).items()}
-                    for stat, measure in (("raw_share", "raw"), ("norm_share", "norm-weighted"))}
-            written.append(draw_grid_rows(
-                rows, out_dir / f"sinks_heads_{kind}.png", colorbar_label="share",
-                differences=titled_pairs(entry["pairs"]),
-                title=f"Raw and norm-weighted (‖αf(x)‖) attention to {KINDS[kind]} per head: {run_title(run)}"))
+            rows = {
+                measure: {
+                    checkpoint_title(c): stats["per_head"][stat][kind]
+                    for c, stats in per_checkpoint_results(entry).items()
+                }
+                for stat, measure in (("raw_share", "raw"), ("norm_share", "norm-weighted"))
+            }
+            written.append(
+                draw_grid_rows(
+                    rows,
+                    out_dir / f"sinks_heads_{kind}.png",
+                    colorbar_label="share",
+                    differences=titled_pairs(entry["pairs"]),
+                    title=f"Raw and norm-weighted (‖αf(x)‖) attention to {KINDS[kind]} per head: {run_title(run)}",
+                )
+            )
         return written
 
     @classmethod
     def tables(cls, entry: Entry, run: dict[str, Any]) -> dict[str, str]:
-        return {"sinks_by_layer": f"# Attention sinks and norm-weighted attention: {run_title(run)}\n\n"
-                                  f"{layer_table(entry)}"}
+        return {
+            "sinks_by_layer": f"# Attention sinks and norm-weighted attention: {run_title(run)}\n\n{layer_table(entry)}"
+        }
 
 
 def draw_raw_vs_norm(entry: Entry, run: dict[str, Any], path: Path) -> Path:
@@ -144,15 +172,21 @@ def draw_raw_vs_norm(entry: Entry, run: dict[str, Any], path: Path) -> Path:
         for column, (stat, measure) in enumerate(MEASURES.items()):
             panel = axes[row, column]
             for index, (checkpoint, stats) in enumerate(checkpoints.items()):
-                scatter_by_layer(panel, stats["per_head"][stat][kind], checkpoint_colour(checkpoint, index),
-                                 checkpoint_title(checkpoint), band=(index, len(checkpoints)))
+                scatter_by_layer(
+                    panel,
+                    stats["per_head"][stat][kind],
+                    checkpoint_colour(checkpoint, index),
+                    checkpoint_title(checkpoint),
+                    band=(index, len(checkpoints)),
+                )
             panel.set_ylabel(f"share to {label}")
             panel.set_title(measure, fontsize=9)
             panel.legend(fontsize=7)
     for column in range(len(MEASURES)):
         axes[-1, column].set_xlabel("layer")
-    figure.suptitle(f"Raw vs norm-weighted attention per token kind (Clark Fig. 2, Kobayashi): {run_title(run)}",
-                    fontsize=10)
+    figure.suptitle(
+        f"Raw vs norm-weighted attention per token kind (Clark Fig. 2, Kobayashi): {run_title(run)}", fontsize=10
+    )
     return save(figure, path)
 
 
@@ -176,8 +210,13 @@ def draw_sink_shares(entry: Entry, run: dict[str, Any], path: Path) -> Path:
         for index, (checkpoint, stats) in enumerate(checkpoints.items()):
             values = stats["per_layer"]["sink_share"][kind]
             layers = list(range(1, len(values) + 1))
-            panel.plot(layers, values, color=checkpoint_colour(checkpoint, index), marker=KIND_STYLES[kind][1],
-                       label=f"{checkpoint_title(checkpoint)} (overall {stats['overall']['sink_share'][kind]:.2f})")
+            panel.plot(
+                layers,
+                values,
+                color=checkpoint_colour(checkpoint, index),
+                marker=KIND_STYLES[kind][1],
+                label=f"{checkpoint_title(checkpoint)} (overall {stats['overall']['sink_share'][kind]:.2f})",
+            )
             panel.set_xticks(layers)
         panel.set_ylim(-0.03, 1.03)
         panel.set_xlabel("layer")
@@ -211,11 +250,18 @@ def layer_table(entry: Entry) -> str:
     parts = []
     for checkpoint, stats in per_checkpoint_results(entry).items():
         layers = len(next(iter(stats["per_layer"]["raw_share"].values())))
-        lines = [f"**{checkpoint_title(checkpoint)}** ({stats['num_items']} examples)", "",
-                 "| statistic | kind | " + " | ".join(f"layer {layer + 1}" for layer in range(layers)) + " | overall |",
-                 "|---|---|" + "---|" * (layers + 1)]
-        lines += [f"| {STATISTICS[stat]} | {label} | "
-                  + " | ".join(f"{value:.3f}" for value in stats["per_layer"][stat][kind])
-                  + f" | {stats['overall'][stat][kind]:.3f} |" for stat in STATISTICS for kind, label in KINDS.items()]
+        lines = [
+            f"**{checkpoint_title(checkpoint)}** ({stats['num_items']} examples)",
+            "",
+            "| statistic | kind | " + " | ".join(f"layer {layer + 1}" for layer in range(layers)) + " | overall |",
+            "|---|---|" + "---|" * (layers + 1),
+        ]
+        lines += [
+            f"| {STATISTICS[stat]} | {label} | "
+            + " | ".join(f"{value:.3f}" for value in stats["per_layer"][stat][kind])
+            + f" | {stats['overall'][stat][kind]:.3f} |"
+            for stat in STATISTICS
+            for kind, label in KINDS.items()
+        ]
         parts.append("\n".join(lines))
     return "\n\n".join(parts) + "\n"

@@ -59,8 +59,16 @@ PARENTHESISED = re.compile(r"\(([^()]*)\)")
 CHECKPOINT_TITLES = {"pretrained": "pre-trained", "finetuned": "fine-tuned"}
 # Okabe & Ito's palette: told apart with every common colour-vision deficiency and in greyscale
 # print by lightness. Lines and bars take these (and greys); images take the colour maps below.
-OKABE_ITO = {"blue": "#0072B2", "vermillion": "#D55E00", "green": "#009E73", "orange": "#E69F00",
-             "purple": "#CC79A7", "sky": "#56B4E9", "yellow": "#F0E442", "black": "#000000"}
+OKABE_ITO = {
+    "blue": "#0072B2",
+    "vermillion": "#D55E00",
+    "green": "#009E73",
+    "orange": "#E69F00",
+    "purple": "#CC79A7",
+    "sky": "#56B4E9",
+    "yellow": "#F0E442",
+    "black": "#000000",
+}
 GREY = "#999999"
 matplotlib.rcParams["axes.prop_cycle"] = cycler(color=list(OKABE_ITO.values()))
 # Perceptually uniform (viridis, magma, cividis) or colour-blind-safe diverging (ColorBrewer RdBu, PuOr).
@@ -153,8 +161,11 @@ def rename_tokens(figure: plt.Figure) -> None:
         for axis in (axes.xaxis, axes.yaxis):
             if any(own_tokens(label.get_text()) != label.get_text() for label in axis.get_ticklabels()):
                 formatter = axis.get_major_formatter()
-                axis.set_major_formatter(FuncFormatter(lambda value, position, named=formatter:
-                                                       own_tokens(named(value, position), names=names)))
+                axis.set_major_formatter(
+                    FuncFormatter(
+                        lambda value, position, named=formatter: own_tokens(named(value, position), names=names)
+                    )
+                )
     for text in figure.findobj(Text):
         renamed = own_tokens(text.get_text())
         if renamed != text.get_text():
@@ -194,8 +205,9 @@ def add_footnote(figure: plt.Figure, note: str) -> float:
     strip = NOTE_LINE * (text.count("\n") + 1) + 0.06
     height = figure.get_figheight() + strip
     figure.set_figheight(height)
-    figure.text(0.01, strip / 2 / height, text, fontsize=NOTE_SIZE, color=NOTE_COLOUR, ha="left", va="center",
-                gid=FOOTNOTE)
+    figure.text(
+        0.01, strip / 2 / height, text, fontsize=NOTE_SIZE, color=NOTE_COLOUR, ha="left", va="center", gid=FOOTNOTE
+    )
     return strip / height
 
 
@@ -216,8 +228,13 @@ def pdf_sibling(path: Path) -> Path:
 
 def figure_problems(figure: plt.Figure) -> list[str]:
     """Everything `save` warns about on a drawn figure: layout, error bars, titles, colours and wording."""
-    return (layout_problems(figure) + error_bar_problems(figure) + title_problems(figure) + colour_problems(figure)
-            + wording_problems(figure))
+    return (
+        layout_problems(figure)
+        + error_bar_problems(figure)
+        + title_problems(figure)
+        + colour_problems(figure)
+        + wording_problems(figure)
+    )
 
 
 def error_bar_problems(figure: plt.Figure) -> list[str]:
@@ -225,8 +242,13 @@ def error_bar_problems(figure: plt.Figure) -> list[str]:
     on, a legend over it), on a drawn figure."""
     renderer = figure.canvas.get_renderer()
     bars = [box for axes in figure.axes for box in error_bar_boxes(axes, renderer)]
-    return sorted({f"text {text.get_text()!r} overlaps an error bar" for text in drawn_texts(figure)
-                   if any(text.get_window_extent(renderer).overlaps(bar) for bar in bars)})
+    return sorted(
+        {
+            f"text {text.get_text()!r} overlaps an error bar"
+            for text in drawn_texts(figure)
+            if any(text.get_window_extent(renderer).overlaps(bar) for bar in bars)
+        }
+    )
 
 
 def error_bar_boxes(axes: plt.Axes, renderer: Any) -> list[Bbox]:
@@ -241,12 +263,16 @@ def error_bar_boxes(axes: plt.Axes, renderer: Any) -> list[Bbox]:
         _, caps, columns = container.lines
         for cap in caps:  # a cap is a marker: as wide as its size, as high as its stroke
             half_width, half_height = cap.get_markersize() * pixels / 2, cap.get_markeredgewidth() * pixels / 2
-            boxes += [Bbox.from_extents(x - half_width, y - half_height, x + half_width, y + half_height)
-                      for x, y in cap.get_transform().transform(cap.get_xydata())]
+            boxes += [
+                Bbox.from_extents(x - half_width, y - half_height, x + half_width, y + half_height)
+                for x, y in cap.get_transform().transform(cap.get_xydata())
+            ]
         for column in columns:
             widths = np.resize(column.get_linewidths(), len(column.get_segments()))
-            boxes += [Bbox(column.get_transform().transform(segment)).padded(width * pixels / 2)
-                      for segment, width in zip(column.get_segments(), widths)]
+            boxes += [
+                Bbox(column.get_transform().transform(segment)).padded(width * pixels / 2)
+                for segment, width in zip(column.get_segments(), widths)
+            ]
     drawn = (Bbox.intersection(box, axes.bbox) for box in boxes)
     return [box for box in drawn if box is not None]
 
@@ -256,8 +282,10 @@ def title_problems(figure: plt.Figure) -> list[str]:
     panel's. A parenthesised phrase, or one item of one ("(64 inputs, spaCy tags) ... (64
     inputs)"), or a clause (the parts between colons and semicolons) said twice is found."""
     title = figure.get_suptitle()
-    panels = [": ".join(part for part in (axes.get_title(loc) for loc in ("left", "center", "right")) if part)
-              for axes in figure.axes]
+    panels = [
+        ": ".join(part for part in (axes.get_title(loc) for loc in ("left", "center", "right")) if part)
+        for axes in figure.axes
+    ]
     found: dict[str, str] = {}  # each phrase said twice, with the first title that says it
     for read in dict.fromkeys([title, *(f"{title}: {panel}" for panel in panels if panel)]):
         for phrase in repeated_phrases(read):
@@ -277,8 +305,11 @@ def repeated_phrases(title: str) -> list[str]:
 
 def wording_problems(figure: plt.Figure) -> list[str]:
     """Text that names a checkpoint by its key ("pretrained") instead of its title ("pre-trained")."""
-    return [f"text {text.get_text()!r} names a checkpoint by its key; use checkpoint_title"
-            for text in figure.findobj(Text) if RAW_CHECKPOINT_NAME.search(text.get_text())]
+    return [
+        f"text {text.get_text()!r} names a checkpoint by its key; use checkpoint_title"
+        for text in figure.findobj(Text)
+        if RAW_CHECKPOINT_NAME.search(text.get_text())
+    ]
 
 
 def colour_problems(figure: plt.Figure) -> list[str]:
@@ -304,16 +335,23 @@ def drawn_colours(artist: matplotlib.artist.Artist) -> list[tuple[float, float, 
         colours = [*artist.get_facecolors(), *artist.get_edgecolors()]
     else:
         colours = [artist.get_facecolor(), artist.get_edgecolor()] if artist.get_fill() else [artist.get_edgecolor()]
-    return [to_rgb(colour) for colour in colours
-            if not (isinstance(colour, str) and colour == "none") and to_rgba(colour)[3] > 0]
+    return [
+        to_rgb(colour)
+        for colour in colours
+        if not (isinstance(colour, str) and colour == "none") and to_rgba(colour)[3] > 0
+    ]
 
 
 def safe_colours() -> np.ndarray:
     """(colours, 3) RGB: the palette and 256 steps of every safe colour map (a line may take its
     colour from a map, as the layers of the MDS figure do)."""
     steps = np.linspace(0, 1, 256)
-    return np.concatenate([np.array([to_rgb(c) for c in OKABE_ITO.values()]),
-                           *(matplotlib.colormaps[name](steps)[:, :3] for name in sorted(SAFE_COLOUR_MAPS))])
+    return np.concatenate(
+        [
+            np.array([to_rgb(c) for c in OKABE_ITO.values()]),
+            *(matplotlib.colormaps[name](steps)[:, :3] for name in sorted(SAFE_COLOUR_MAPS)),
+        ]
+    )
 
 
 SAFE_COLOURS = safe_colours()
@@ -362,8 +400,11 @@ def drawn_texts(figure: plt.Figure) -> list[Text]:
     """The texts of ``figure`` that are drawn: visible and not empty; tick labels outside their
     axis's view are left out (matplotlib keeps them but does not draw them)."""
     undrawn = {id(label) for _, _, axis in axes_of(figure) for label in drawn_tick_labels(axis)[1]}
-    return [text for text in figure.findobj(Text)
-            if text.get_visible() and text.get_text().strip() and id(text) not in undrawn]
+    return [
+        text
+        for text in figure.findobj(Text)
+        if text.get_visible() and text.get_text().strip() and id(text) not in undrawn
+    ]
 
 
 def drawn_tick_labels(axis: matplotlib.axis.Axis) -> tuple[list[Text], list[Text]]:
@@ -380,8 +421,9 @@ def drawn_tick_labels(axis: matplotlib.axis.Axis) -> tuple[list[Text], list[Text
     return drawn, hidden
 
 
-def style_head_axes(axes: plt.Axes, layers: int, heads: int, title: str,
-                    tick_size: float | None = None, title_size: float = 9) -> None:
+def style_head_axes(
+    axes: plt.Axes, layers: int, heads: int, title: str, tick_size: float | None = None, title_size: float = 9
+) -> None:
     """Ticks 1..heads on x and 1..layers on y (layer 1 at the top), axis labels and a title."""
     axes.set_xticks(range(heads), [str(h + 1) for h in range(heads)], fontsize=tick_size)
     axes.set_yticks(range(layers), [str(layer + 1) for layer in range(layers)], fontsize=tick_size)
@@ -391,16 +433,27 @@ def style_head_axes(axes: plt.Axes, layers: int, heads: int, title: str,
 
 
 def draw_head_grid(
-    values: Sequence[Sequence[float]], path: Path, *, title: str, colorbar_label: str,
-    vmin: float | None = None, vmax: float | None = None, cmap: str = "viridis",
+    values: Sequence[Sequence[float]],
+    path: Path,
+    *,
+    title: str,
+    colorbar_label: str,
+    vmin: float | None = None,
+    vmax: float | None = None,
+    cmap: str = "viridis",
 ) -> Path:
     """One heatmap with heads on the x axis and layers on the y axis (layer 1 at the top)."""
-    return draw_side_by_side_grids({"": values}, path, title=title, colorbar_label=colorbar_label,
-                                   vmin=vmin, vmax=vmax, cmap=cmap)
+    return draw_side_by_side_grids(
+        {"": values}, path, title=title, colorbar_label=colorbar_label, vmin=vmin, vmax=vmax, cmap=cmap
+    )
 
 
 def draw_layer_lines(
-    series: dict[str, Sequence[float]], path: Path, *, title: str, ylabel: str,
+    series: dict[str, Sequence[float]],
+    path: Path,
+    *,
+    title: str,
+    ylabel: str,
 ) -> Path:
     """One line per series over layers (1-indexed)."""
     figure, axes = plt.subplots(figsize=(5, 3.4))
@@ -416,8 +469,16 @@ def draw_layer_lines(
     return save(figure, path)
 
 
-def scatter_by_layer(axes: plt.Axes, per_head: Sequence[Sequence[float]], color: str, label: str, *,
-                     band: tuple[int, int] = (0, 1), linestyle: str = "-", marker: str = "o") -> None:
+def scatter_by_layer(
+    axes: plt.Axes,
+    per_head: Sequence[Sequence[float]],
+    color: str,
+    label: str,
+    *,
+    band: tuple[int, int] = (0, 1),
+    linestyle: str = "-",
+    marker: str = "o",
+) -> None:
     """Clark's style: one dot per head at its layer, and a line through the layer means.
     ``band`` (index, count): series overlaid on one panel put their dots side by side within
     each layer's slot, so that none hides another."""
@@ -426,19 +487,28 @@ def scatter_by_layer(axes: plt.Axes, per_head: Sequence[Sequence[float]], color:
     index, count = band
     width = 0.36 / count
     jitter = np.linspace(-0.18 + index * width, -0.18 + (index + 1) * width, grid.shape[1])
-    axes.scatter((layers[:, None] + jitter[None, :]).ravel(), grid.ravel(), s=9, color=color, alpha=0.45,
-                 marker=marker, linewidths=0)
+    axes.scatter(
+        (layers[:, None] + jitter[None, :]).ravel(),
+        grid.ravel(),
+        s=9,
+        color=color,
+        alpha=0.45,
+        marker=marker,
+        linewidths=0,
+    )
     axes.plot(layers, grid.mean(axis=1), color=color, marker=marker, linestyle=linestyle, label=label)
     axes.set_xticks(layers)
     axes.grid(alpha=0.3)
 
 
-def panel_grid(rows: int, columns: int, *, sharey: str | bool = "row",
-               layout: str | None = None) -> tuple[plt.Figure, np.ndarray]:
+def panel_grid(
+    rows: int, columns: int, *, sharey: str | bool = "row", layout: str | None = None
+) -> tuple[plt.Figure, np.ndarray]:
     """A rows x columns grid of panels; ``layout="constrained"`` for figures with a colour bar
     shared by panels (see `save`)."""
-    figure, axes = plt.subplots(rows, columns, figsize=(4.2 * columns, 2.6 * rows + 0.6),
-                                sharey=sharey, squeeze=False, layout=layout)
+    figure, axes = plt.subplots(
+        rows, columns, figsize=(4.2 * columns, 2.6 * rows + 0.6), sharey=sharey, squeeze=False, layout=layout
+    )
     return figure, axes
 
 
@@ -467,51 +537,87 @@ def titled_pairs(pairs: Sequence[Sequence[str]]) -> list[tuple[str, str]]:
     return [(checkpoint_title(before), checkpoint_title(after)) for before, after in pairs]
 
 
-def draw_side_by_side_grids(grids: dict[str, Sequence[Sequence[float]]], path: Path, *, title: str,
-                            colorbar_label: str, differences: Sequence[tuple[str, str]] = (),
-                            vmin: float | None = None, vmax: float | None = None, cmap: str = "viridis") -> Path:
+def draw_side_by_side_grids(
+    grids: dict[str, Sequence[Sequence[float]]],
+    path: Path,
+    *,
+    title: str,
+    colorbar_label: str,
+    differences: Sequence[tuple[str, str]] = (),
+    vmin: float | None = None,
+    vmax: float | None = None,
+    cmap: str = "viridis",
+) -> Path:
     """One row of head heatmaps (`draw_grid_rows` with a single row)."""
-    return draw_grid_rows({"": grids}, path, title=title, colorbar_label=colorbar_label, differences=differences,
-                          vmin=vmin, vmax=vmax, cmap=cmap)
+    return draw_grid_rows(
+        {"": grids},
+        path,
+        title=title,
+        colorbar_label=colorbar_label,
+        differences=differences,
+        vmin=vmin,
+        vmax=vmax,
+        cmap=cmap,
+    )
 
 
-def draw_grid_rows(rows: dict[str, dict[str, Sequence[Sequence[float]]]], path: Path, *, title: str,
-                   colorbar_label: str, differences: Sequence[tuple[str, str]] = (),
-                   vmin: float | None = None, vmax: float | None = None, cmap: str = "viridis") -> Path:
+def draw_grid_rows(
+    rows: dict[str, dict[str, Sequence[Sequence[float]]]],
+    path: Path,
+    *,
+    title: str,
+    colorbar_label: str,
+    differences: Sequence[tuple[str, str]] = (),
+    vmin: float | None = None,
+    vmax: float | None = None,
+    cmap: str = "viridis",
+) -> Path:
     """Head heatmaps (heads on x, layers on y, layer 1 on top): one row per entry of ``rows``
     (row label -> panel title -> (layers, heads) grid, the same panel titles in every row),
     sharing one colour scale that spans the values unless ``vmin``/``vmax`` fix it; then, per
     (before, after) pair of panel titles in ``differences``, a panel of after minus before on a
     diverging scale centred on 0 with its own colour bar, so small changes stay visible."""
-    arrays = {row: {name: np.asarray(grid, dtype=float) for name, grid in panels.items()}
-              for row, panels in rows.items()}
-    changes = {row: {difference_title(before, after): panels[after] - panels[before] for before, after in differences}
-               for row, panels in arrays.items()}
+    arrays = {
+        row: {name: np.asarray(grid, dtype=float) for name, grid in panels.items()} for row, panels in rows.items()
+    }
+    changes = {
+        row: {difference_title(before, after): panels[after] - panels[before] for before, after in differences}
+        for row, panels in arrays.items()
+    }
     values = [grid for panels in arrays.values() for grid in panels.values()]
     layers, heads = values[0].shape
     per_row = len(values) // len(arrays)  # the grids of a row, before its difference panels
     columns = per_row + len(differences)
     # a quarter inch per cell; small models still get panels wide and tall enough for their labels
     panel_width, panel_height = max(0.26 * heads + 0.6, 2.2), max(0.26 * layers + 1.1, 2.2)
-    figure, axes = plt.subplots(len(arrays), columns, squeeze=False, layout="constrained",
-                                figsize=(columns * panel_width + 1.1 * (1 + bool(differences)),
-                                         len(arrays) * panel_height + 0.5))
+    figure, axes = plt.subplots(
+        len(arrays),
+        columns,
+        squeeze=False,
+        layout="constrained",
+        figsize=(columns * panel_width + 1.1 * (1 + bool(differences)), len(arrays) * panel_height + 0.5),
+    )
     bar_length = len(arrays) * panel_height - 0.6
-    scale = {"vmin": min(g.min() for g in values) if vmin is None else vmin,
-             "vmax": max(g.max() for g in values) if vmax is None else vmax, "cmap": cmap}
+    scale = {
+        "vmin": min(g.min() for g in values) if vmin is None else vmin,
+        "vmax": max(g.max() for g in values) if vmax is None else vmax,
+        "cmap": cmap,
+    }
     limit = max((float(np.abs(g).max()) for panels in changes.values() for g in panels.values()), default=0.0) or 1.0
     change_scale = {"vmin": -limit, "vmax": limit, "cmap": DIFFERENCE_MAP}  # symmetric: white is no change
     for panels, (row, grids) in zip(axes, arrays.items()):
-        for column, (name, grid, kind) in enumerate([*((n, g, scale) for n, g in grids.items()),
-                                                     *((n, g, change_scale) for n, g in changes[row].items())]):
+        for column, (name, grid, kind) in enumerate(
+            [*((n, g, scale) for n, g in grids.items()), *((n, g, change_scale) for n, g in changes[row].items())]
+        ):
             panels[column].imshow(grid, aspect="auto", **kind)
-            style_head_axes(panels[column], layers, heads, wrapped(f"{row}: {name}" if row else name, panel_width),
-                            tick_size=7)
-    shared = figure.colorbar(axes[0, 0].images[0], ax=list(axes[:, :per_row].ravel()),
-                             label=wrapped(colorbar_label, bar_length, fontsize=10))
+            style_head_axes(
+                panels[column], layers, heads, wrapped(f"{row}: {name}" if row else name, panel_width), tick_size=7
+            )
+    shared = figure.colorbar(
+        axes[0, 0].images[0], ax=list(axes[:, :per_row].ravel()), label=wrapped(colorbar_label, bar_length, fontsize=10)
+    )
     shared.formatter = ScalarFormatter(useOffset=False)  # values near 1 stay readable, no "+9.999e-1"
     if differences:
-        figure.colorbar(axes[0, -1].images[0], ax=list(axes[:, -len(differences):].ravel()),
-                        label="change")
+        figure.colorbar(axes[0, -1].images[0], ax=list(axes[:, -len(differences) :].ravel()), label="change")
     suptitle(figure, title)
     return save(figure, path)

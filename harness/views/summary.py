@@ -28,8 +28,11 @@ def summary_metrics(summary: dict[str, Any]) -> dict[str, float]:
 
 def headline_records(summary: dict[str, Any]) -> list[Metric]:
     """The few metrics that answer the run's question (`View.headline`), in analysis order."""
-    return [metric for view, entry in current_entries(summary).values()
-            for metric in view.headline(view_metrics(view, entry))]
+    return [
+        metric
+        for view, entry in current_entries(summary).values()
+        for metric in view.headline(view_metrics(view, entry))
+    ]
 
 
 def headline_names(summary: dict[str, Any]) -> list[str]:

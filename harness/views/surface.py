@@ -52,10 +52,18 @@ from harness.views.style import (
 
 # Statistic name -> how it is shown in tables and figures.
 STATISTICS = {
-    "self": "itself", "previous": "previous token", "next": "next token",
-    "cls": "[CLS]", "sep": "[SEP]", "period": '"."', "comma": '","', "punct": '"." or ","',
-    "sep_to_sep": "[SEP] rows to [SEP]", "rest_to_sep": "other rows to [SEP]",
-    "entropy": "entropy (nats)", "cls_entropy": "[CLS] row entropy (nats)",
+    "self": "itself",
+    "previous": "previous token",
+    "next": "next token",
+    "cls": "[CLS]",
+    "sep": "[SEP]",
+    "period": '"."',
+    "comma": '","',
+    "punct": '"." or ","',
+    "sep_to_sep": "[SEP] rows to [SEP]",
+    "rest_to_sep": "other rows to [SEP]",
+    "entropy": "entropy (nats)",
+    "cls_entropy": "[CLS] row entropy (nats)",
 }
 
 HEATMAP_STATISTICS = ("previous", "next", "cls", "sep", "punct", "entropy")
@@ -72,10 +80,13 @@ HALF = 0.5  # Clark et al.: over half of a layer's attention goes to [SEP] (laye
 def draw_special_tokens(study: dict[str, Any], key: str, inputs: str, path: Path) -> Path:
     """Mean attention to [CLS] and to [SEP] per layer on ``inputs``, a line per task and checkpoint, a panel per
     token, from each task's ``key`` series; saved at ``path`` (PNG, with a PDF beside it); returns ``path``."""
-    panels = {f"attention to {title}": lambda entry, checkpoint, token=token:
-              entry[key][checkpoint][token]["mean"] for token, title in TOKEN_TITLES.items()}
-    return draw_per_layer_by_task(study, panels, "mean attention",
-                                  f"Attention to [CLS] and [SEP] per layer on {inputs}", path)
+    panels = {
+        f"attention to {title}": lambda entry, checkpoint, token=token: entry[key][checkpoint][token]["mean"]
+        for token, title in TOKEN_TITLES.items()
+    }
+    return draw_per_layer_by_task(
+        study, panels, "mean attention", f"Attention to [CLS] and [SEP] per layer on {inputs}", path
+    )
 
 
 def special_token_units(entry: Entry, checkpoint: str) -> dict[str, UnitSums] | None:
@@ -94,29 +105,39 @@ def cls_peaks_before_sep(checkpoint: str) -> Callable[[Entry], Evidence | None]:
     """The judge of "in ``checkpoint``, attention to [CLS] peaks in an earlier layer than attention
     to [SEP]": on each resample of the inputs, the layer of the largest mean attention to [CLS]
     comes before the layer of the largest mean attention to [SEP]."""
+
     def judge(entry: Entry) -> Evidence | None:
         units = special_token_units(entry, checkpoint)
         if units is None:
             return None
         cls_units, sep_units = units["cls"], units["sep"]
-        return resampled_verdict(lambda weights: peak_layers(cls_units, weights) < peak_layers(sep_units, weights),
-                                 cls_units.count, cls_units.unit,
-                                 f"{checkpoint_title(checkpoint)}: the layer of the largest mean attention to [CLS] "
-                                 "comes before the layer of the largest mean attention to [SEP]")
+        return resampled_verdict(
+            lambda weights: peak_layers(cls_units, weights) < peak_layers(sep_units, weights),
+            cls_units.count,
+            cls_units.unit,
+            f"{checkpoint_title(checkpoint)}: the layer of the largest mean attention to [CLS] "
+            "comes before the layer of the largest mean attention to [SEP]",
+        )
+
     return judge
 
 
 def sep_takes_half_a_layer(checkpoint: str) -> Callable[[Entry], Evidence | None]:
     """The judge of "in ``checkpoint``, over half of some layer's attention goes to [SEP]": on
     each resample of the inputs, the largest mean attention to [SEP] of any layer is above 0.5."""
+
     def judge(entry: Entry) -> Evidence | None:
         units = special_token_units(entry, checkpoint)
         if units is None:
             return None
         sep_units = units["sep"]
-        return resampled_verdict(lambda weights: sep_units.ratios(weights).max(axis=-1) > HALF, sep_units.count,
-                                 sep_units.unit, f"{checkpoint_title(checkpoint)}: the largest mean attention to "
-                                 f"[SEP] of any layer is above {HALF}")
+        return resampled_verdict(
+            lambda weights: sep_units.ratios(weights).max(axis=-1) > HALF,
+            sep_units.count,
+            sep_units.unit,
+            f"{checkpoint_title(checkpoint)}: the largest mean attention to [SEP] of any layer is above {HALF}",
+        )
+
     return judge
 
 
@@ -152,13 +173,22 @@ class SurfaceView(View):
     study_key: ClassVar[str] = "special_tokens"
     paper_row: ClassVar[str] = ""
     heatmaps: ClassVar[tuple[str, ...]] = HEATMAP_STATISTICS
-    claims = {"cls_peaks_before_sep_on_task_inputs": Claim(
-        "on the task's dev inputs, attention to [CLS] peaks in an earlier layer than attention to [SEP] in the "
-        "fine-tuned model", cls_peaks_before_sep(FINETUNED))}
-    papers = {"cls_peaks_before_sep_on_task_inputs": PaperPoint(
-        "Kovaleva et al. 2019, Fig. 6", "early layers attend to [CLS], later ones to [SEP] (bert-base-uncased "
-        "fine-tuned per task, on the task's dev examples; here the run's model, which may be pre-trained otherwise)",
-        expected_for(KOVALEVA_TASKS))}
+    claims = {
+        "cls_peaks_before_sep_on_task_inputs": Claim(
+            "on the task's dev inputs, attention to [CLS] peaks in an earlier layer than attention to [SEP] in the "
+            "fine-tuned model",
+            cls_peaks_before_sep(FINETUNED),
+        )
+    }
+    papers = {
+        "cls_peaks_before_sep_on_task_inputs": PaperPoint(
+            "Kovaleva et al. 2019, Fig. 6",
+            "early layers attend to [CLS], later ones to [SEP] (bert-base-uncased "
+            "fine-tuned per task, on the task's dev examples; here the run's model, "
+            "which may be pre-trained otherwise)",
+            expected_for(KOVALEVA_TASKS),
+        )
+    }
     version = 3
     left_out = ("per_head", "units")
     stored = SurfaceResult
@@ -172,9 +202,11 @@ class SurfaceView(View):
     @classmethod
     def metrics(cls, entry: Entry) -> list[Metric]:
         """Per checkpoint: how many heads carry each of Clark's behaviour labels (``surface_finetuned_cls_heads``)."""
-        return [Metric(cls.name, cls.name, detail=f"{label}_heads", checkpoint=checkpoint, value=count)
-                for checkpoint, stats in per_checkpoint_results(entry).items()
-                for label, count in stats["label_counts"].items()]
+        return [
+            Metric(cls.name, cls.name, detail=f"{label}_heads", checkpoint=checkpoint, value=count)
+            for checkpoint, stats in per_checkpoint_results(entry).items()
+            for label, count in stats["label_counts"].items()
+        ]
 
     @classmethod
     def draw(cls, entry: Entry, run: dict[str, Any], out_dir: Path) -> list[Path]:
@@ -183,27 +215,44 @@ class SurfaceView(View):
     @classmethod
     def tables(cls, entry: Entry, run: dict[str, Any]) -> dict[str, str]:
         inputs = cls.input_title(entry)
-        return {f"{cls.name}_label_changes": f"# Heads whose Clark label changed on {inputs}: {run_title(run)}\n\n"
-                                             f"{label_change_table(entry)}",
-                f"{cls.name}_by_layer": f"# Clark's statistics per layer on {inputs}: {run_title(run)}\n\n"
-                                        f"{layer_table(entry)}"}
+        return {
+            f"{cls.name}_label_changes": f"# Heads whose Clark label changed on {inputs}: {run_title(run)}\n\n"
+            f"{label_change_table(entry)}",
+            f"{cls.name}_by_layer": f"# Clark's statistics per layer on {inputs}: {run_title(run)}\n\n"
+            f"{layer_table(entry)}",
+        }
 
     @classmethod
     def overview_rows(cls, entries: dict[str, Entry], run: dict[str, Any]) -> list[Row]:
         """The heads carrying each of four Clark labels, pre-trained and fine-tuned, on the inputs it measured."""
         entry = entries[cls.name]
-        cells = {name: " / ".join(head_list(labelled_heads(stats["labels"], label)) for label in OVERVIEW_LABELS)
-                 for name, stats in per_checkpoint_results(entry).items()}
-        return [(f"Clark heads on {cls.input_title(entry)}: {' / '.join(OVERVIEW_LABELS.values())}",
-                 cells[PRETRAINED], cells[FINETUNED], cls.paper_row)]
+        cells = {
+            name: " / ".join(head_list(labelled_heads(stats["labels"], label)) for label in OVERVIEW_LABELS)
+            for name, stats in per_checkpoint_results(entry).items()
+        }
+        return [
+            (
+                f"Clark heads on {cls.input_title(entry)}: {' / '.join(OVERVIEW_LABELS.values())}",
+                cells[PRETRAINED],
+                cells[FINETUNED],
+                cls.paper_row,
+            )
+        ]
 
     @classmethod
     def across_seeds(cls, entries: list[Entry]) -> dict[str, Any]:
         """Attention to [CLS] and [SEP] per layer, pre-trained and fine-tuned, mean and spread over seeds."""
-        return {cls.study_key: {
-            checkpoint: {token: elementwise([per_checkpoint_results(entry)[checkpoint]["per_layer"][token]
-                                             for entry in entries]) for token in SPECIAL_TOKENS}
-            for checkpoint in (PRETRAINED, FINETUNED)}}
+        return {
+            cls.study_key: {
+                checkpoint: {
+                    token: elementwise(
+                        [per_checkpoint_results(entry)[checkpoint]["per_layer"][token] for entry in entries]
+                    )
+                    for token in SPECIAL_TOKENS
+                }
+                for checkpoint in (PRETRAINED, FINETUNED)
+            }
+        }
 
     @classmethod
     def study_tables(cls, study: dict[str, Any]) -> dict[str, str]:
@@ -216,11 +265,16 @@ class SurfaceView(View):
         for task, entry in tasks.items():
             for checkpoint in (PRETRAINED, FINETUNED):
                 series = entry[cls.study_key][checkpoint]
-                cells = [f"{cls_share:.2f} / {sep_share:.2f}"
-                         for cls_share, sep_share in zip(series["cls"]["mean"], series["sep"]["mean"])]
+                cells = [
+                    f"{cls_share:.2f} / {sep_share:.2f}"
+                    for cls_share, sep_share in zip(series["cls"]["mean"], series["sep"]["mean"])
+                ]
                 rows.append([task, checkpoint_title(checkpoint), *cells, *["-"] * (layers - len(cells))])
-        return {f"{cls.study_key}_per_layer_by_task": markdown_table(
-            ["task", "checkpoint", *(f"layer {n}: [CLS] / [SEP]" for n in range(1, layers + 1))], rows)}
+        return {
+            f"{cls.study_key}_per_layer_by_task": markdown_table(
+                ["task", "checkpoint", *(f"layer {n}: [CLS] / [SEP]" for n in range(1, layers + 1))], rows
+            )
+        }
 
     @classmethod
     def draw_study(cls, study: dict[str, Any], out_dir: Path) -> list[Path]:
@@ -238,24 +292,41 @@ def head_list(names: list[tuple[int, int]]) -> str:
 
 def labelled_heads(labels: list[list[list[str]]], label: str) -> list[tuple[int, int]]:
     """1-indexed (layer, head) of the heads carrying a Clark behaviour label."""
-    return [(layer + 1, head + 1) for layer, row in enumerate(labels) for head, names in enumerate(row)
-            if label in names]
+    return [
+        (layer + 1, head + 1) for layer, row in enumerate(labels) for head, names in enumerate(row) if label in names
+    ]
 
 
-def draw_by_layer(entry: Entry, run: dict[str, Any], rows: dict[str, tuple[str, ...]], path: Path, *,
-                  heading: str, reference: dict[str, float] | None = None) -> Path:
+def draw_by_layer(
+    entry: Entry,
+    run: dict[str, Any],
+    rows: dict[str, tuple[str, ...]],
+    path: Path,
+    *,
+    heading: str,
+    reference: dict[str, float] | None = None,
+) -> Path:
     """One panel per entry of ``rows`` (y label -> its statistics), every checkpoint overlaid in
     its colour; a second statistic in a panel dashed, with square markers."""
     checkpoints = per_checkpoint_results(entry)
     figure, panels = panels_for(len(rows))
     for panel, (ylabel, statistics) in zip(panels, rows.items()):
-        series = [(index, checkpoint, statistic, style) for index, checkpoint in enumerate(checkpoints)
-                  for statistic, style in zip(statistics, SERIES_STYLES)]
+        series = [
+            (index, checkpoint, statistic, style)
+            for index, checkpoint in enumerate(checkpoints)
+            for statistic, style in zip(statistics, SERIES_STYLES)
+        ]
         for band, (index, checkpoint, statistic, (linestyle, marker)) in enumerate(series):
             label = checkpoint_title(checkpoint) + (f": {STATISTICS[statistic]}" if len(statistics) > 1 else "")
-            scatter_by_layer(panel, checkpoints[checkpoint]["per_head"][statistic],
-                             checkpoint_colour(checkpoint, index), label, band=(band, len(series)),
-                             linestyle=linestyle, marker=marker)
+            scatter_by_layer(
+                panel,
+                checkpoints[checkpoint]["per_head"][statistic],
+                checkpoint_colour(checkpoint, index),
+                label,
+                band=(band, len(series)),
+                linestyle=linestyle,
+                marker=marker,
+            )
         for label, value in (reference or {}).items():
             panel.axhline(value, color="black", linestyle=":", linewidth=1, label=label)
         panel.set_ylabel(ylabel)
@@ -269,11 +340,17 @@ def label_change_table(entry: Entry) -> str:
     """Markdown tables, one per declared pair, of the heads whose Clark behaviour labels changed."""
     parts = []
     for (before, after), comparison in zip(entry["pairs"], per_pair_results(entry).values()):
-        lines = [f"**{checkpoint_title(before)} -> {checkpoint_title(after)}**", "",
-                 f"| layer | head | {checkpoint_title(before)} | {checkpoint_title(after)} |", "|---|---|---|---|"]
+        lines = [
+            f"**{checkpoint_title(before)} -> {checkpoint_title(after)}**",
+            "",
+            f"| layer | head | {checkpoint_title(before)} | {checkpoint_title(after)} |",
+            "|---|---|---|---|",
+        ]
         for change in comparison["label_changes"]:
-            lines.append(f"| {change['layer']} | {change['head']} | {', '.join(change['before']) or '-'} | "
-                         f"{', '.join(change['after']) or '-'} |")
+            lines.append(
+                f"| {change['layer']} | {change['head']} | {', '.join(change['before']) or '-'} | "
+                f"{', '.join(change['after']) or '-'} |"
+            )
         parts.append("\n".join(lines))
     return "\n\n".join(parts) + "\n"
 
@@ -281,39 +358,62 @@ def label_change_table(entry: Entry) -> str:
 def layer_table(entry: Entry) -> str:
     """Markdown: every statistic per layer (1-indexed), one column per checkpoint."""
     results = per_checkpoint_results(entry)
-    lines = ["| statistic | " + " | ".join(checkpoint_title(c) for c in results) + " |",
-             "|---" * (len(results) + 1) + "|"]
+    lines = [
+        "| statistic | " + " | ".join(checkpoint_title(c) for c in results) + " |",
+        "|---" * (len(results) + 1) + "|",
+    ]
     for statistic, label in STATISTICS.items():
         cells = [" ".join(f"{value:.2f}" for value in stats["per_layer"][statistic]) for stats in results.values()]
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 
 
-def draw_surface(entry: Entry, run: dict[str, Any], out_dir: Path, prefix: str, inputs: str,
-                 heatmaps: tuple[str, ...]) -> list[Path]:
+def draw_surface(
+    entry: Entry, run: dict[str, Any], out_dir: Path, prefix: str, inputs: str, heatmaps: tuple[str, ...]
+) -> list[Path]:
     """The per-layer figures of special tokens, relative position and entropy on ``inputs``, then
     a per-head grid of each statistic of ``heatmaps``, in files named ``prefix_...``; the files written."""
     uniform = next(iter(per_checkpoint_results(entry).values()))["uniform_entropy"]
     written = [
-        draw_by_layer(entry, run, {"attention to [CLS]": ("cls",), "attention to [SEP]": ("sep",),
-                                   'attention to "." or ","': ("punct",),
-                                   "attention to [SEP]\nby row type": ("sep_to_sep", "rest_to_sep")},
-                      out_dir / f"{prefix}_special_tokens.png",
-                      heading=f"Attention to special tokens as Clark's Fig. 2 measures it, on {inputs}"),
-        draw_by_layer(entry, run, {"previous token": ("previous",), "next token": ("next",), "itself": ("self",)},
-                      out_dir / f"{prefix}_relative_position.png",
-                      heading=f"Attention by relative position on {inputs}"),
-        draw_by_layer(entry, run, {"mean row entropy\n(nats)": ("entropy",),
-                                   "[CLS] row entropy\n(nats)": ("cls_entropy",)},
-                      out_dir / f"{prefix}_entropy.png",
-                      heading=f"Attention entropy as Clark's Fig. 4 measures it, on {inputs}",
-                      reference={"uniform attention": uniform}),
+        draw_by_layer(
+            entry,
+            run,
+            {
+                "attention to [CLS]": ("cls",),
+                "attention to [SEP]": ("sep",),
+                'attention to "." or ","': ("punct",),
+                "attention to [SEP]\nby row type": ("sep_to_sep", "rest_to_sep"),
+            },
+            out_dir / f"{prefix}_special_tokens.png",
+            heading=f"Attention to special tokens as Clark's Fig. 2 measures it, on {inputs}",
+        ),
+        draw_by_layer(
+            entry,
+            run,
+            {"previous token": ("previous",), "next token": ("next",), "itself": ("self",)},
+            out_dir / f"{prefix}_relative_position.png",
+            heading=f"Attention by relative position on {inputs}",
+        ),
+        draw_by_layer(
+            entry,
+            run,
+            {"mean row entropy\n(nats)": ("entropy",), "[CLS] row entropy\n(nats)": ("cls_entropy",)},
+            out_dir / f"{prefix}_entropy.png",
+            heading=f"Attention entropy as Clark's Fig. 4 measures it, on {inputs}",
+            reference={"uniform attention": uniform},
+        ),
     ]
     for statistic in heatmaps:
-        grids = {checkpoint_title(c): stats["per_head"][statistic]
-                 for c, stats in per_checkpoint_results(entry).items()}
-        written.append(draw_side_by_side_grids(
-            grids, out_dir / f"{prefix}_heads_{statistic}.png", differences=titled_pairs(entry["pairs"]),
-            title=f"{STATISTICS[statistic]} per head on {inputs}: {run_title(run)}",
-            colorbar_label="nats" if statistic == "entropy" else "mean attention"))
+        grids = {
+            checkpoint_title(c): stats["per_head"][statistic] for c, stats in per_checkpoint_results(entry).items()
+        }
+        written.append(
+            draw_side_by_side_grids(
+                grids,
+                out_dir / f"{prefix}_heads_{statistic}.png",
+                differences=titled_pairs(entry["pairs"]),
+                title=f"{STATISTICS[statistic]} per head on {inputs}: {run_title(run)}",
+                colorbar_label="nats" if statistic == "entropy" else "mean attention",
+            )
+        )
     return written

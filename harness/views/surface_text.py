@@ -20,9 +20,11 @@ from harness.views.surface import SurfaceView, cls_peaks_before_sep, sep_takes_h
 
 RUNNING_TEXT = "two-paragraph segments of running text"
 # What Clark's Figure 2 was measured on, and what of a run may still differ from it.
-CLARK_SETTING = ("BERT-base pre-trained as a masked language model, on 1000 Wikipedia segments of two consecutive "
-                 "paragraphs; here the same kind of input, with the run's model, which may be trained otherwise "
-                 "(all-MiniLM-L6-v2 is a contrastively trained sentence encoder)")
+CLARK_SETTING = (
+    "BERT-base pre-trained as a masked language model, on 1000 Wikipedia segments of two consecutive "
+    "paragraphs; here the same kind of input, with the run's model, which may be trained otherwise "
+    "(all-MiniLM-L6-v2 is a contrastively trained sentence encoder)"
+)
 
 
 @register_view
@@ -34,18 +36,29 @@ class SurfaceTextView(SurfaceView):
     study_key = "special_tokens_on_running_text"
     paper_row = "[SEP] dominates layers 6-10"
     heatmaps = ()  # each head is a point of the per-layer figures; the grids, seconds each, are the task view's
-    claims = {"cls_peaks_before_sep": Claim(
-                  "on running text, attention to [CLS] peaks in an earlier layer than attention to [SEP] in the "
-                  "pre-trained model", cls_peaks_before_sep(PRETRAINED)),
-              "sep_takes_half_a_layer": Claim(
-                  "on running text, over half of some layer's attention goes to [SEP] in the pre-trained model",
-                  sep_takes_half_a_layer(PRETRAINED))}
-    papers = {"cls_peaks_before_sep": PaperPoint(
-                  "Clark et al. 2019, Fig. 2", f"early layers attend to [CLS], layers 6-10 to [SEP] ({CLARK_SETTING})",
-                  "holds"),
-              "sep_takes_half_a_layer": PaperPoint(
-                  "Clark et al. 2019, Fig. 2", f"over half of the attention of layers 6-10 of BERT-base (12 layers) "
-                  f"goes to [SEP] ({CLARK_SETTING})", "holds")}
+    claims = {
+        "cls_peaks_before_sep": Claim(
+            "on running text, attention to [CLS] peaks in an earlier layer than attention to [SEP] in the "
+            "pre-trained model",
+            cls_peaks_before_sep(PRETRAINED),
+        ),
+        "sep_takes_half_a_layer": Claim(
+            "on running text, over half of some layer's attention goes to [SEP] in the pre-trained model",
+            sep_takes_half_a_layer(PRETRAINED),
+        ),
+    }
+    papers = {
+        "cls_peaks_before_sep": PaperPoint(
+            "Clark et al. 2019, Fig. 2",
+            f"early layers attend to [CLS], layers 6-10 to [SEP] ({CLARK_SETTING})",
+            "holds",
+        ),
+        "sep_takes_half_a_layer": PaperPoint(
+            "Clark et al. 2019, Fig. 2",
+            f"over half of the attention of layers 6-10 of BERT-base (12 layers) goes to [SEP] ({CLARK_SETTING})",
+            "holds",
+        ),
+    }
 
     @classmethod
     def input_title(cls, entry: Entry) -> str:

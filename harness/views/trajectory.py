@@ -57,8 +57,13 @@ def series(summary: dict[str, Any], metrics: dict[str, float], names: list[str])
     points = points_of(summary)
     found = {}
     for name in names:
-        start = 1.0 if name.startswith(COSINE_LAYER) else \
-            metrics.get(name.replace(FINETUNED, PRETRAINED)) if FINETUNED in name else None
+        start = (
+            1.0
+            if name.startswith(COSINE_LAYER)
+            else metrics.get(name.replace(FINETUNED, PRETRAINED))
+            if FINETUNED in name
+            else None
+        )
         found[name] = [start, *(point["metrics"].get(name) for point in points), metrics.get(name)]
     return found
 
@@ -110,22 +115,39 @@ def run_table(summary: dict[str, Any], metrics: dict[str, float], main_metric: s
     layers = layer_names(metrics)
     found = series(summary, metrics, [f"{main_metric}_{FINETUNED}", *layers])
     to_final = [None, *(point["to_final"].get(layers[-1]) for point in points_of(summary)), 1.0]
-    rows = [[str(step), f"{step / steps[-1]:.0%}", *("-" if values[index] is None else f"{values[index]:.3f}"
-                                                     for values in found.values()),
-             "-" if to_final[index] is None else f"{to_final[index]:.3f}"]
-            for index, step in enumerate(steps)]
-    return (f"# {run_title(summary['run'])}: along fine-tuning (step 0: the pre-trained model, its head untrained)\n\n"
-            + markdown_table(["step", "of training", f"dev {main_metric[4:]}",
-                              *(f"cosine, layer {n[13:]}" for n in layers), "last layer: cosine to the final maps"],
-                             rows))
+    rows = [
+        [
+            str(step),
+            f"{step / steps[-1]:.0%}",
+            *("-" if values[index] is None else f"{values[index]:.3f}" for values in found.values()),
+            "-" if to_final[index] is None else f"{to_final[index]:.3f}",
+        ]
+        for index, step in enumerate(steps)
+    ]
+    return (
+        f"# {run_title(summary['run'])}: along fine-tuning (step 0: the pre-trained model, its head untrained)\n\n"
+        + markdown_table(
+            [
+                "step",
+                "of training",
+                f"dev {main_metric[4:]}",
+                *(f"cosine, layer {n[13:]}" for n in layers),
+                "last layer: cosine to the final maps",
+            ],
+            rows,
+        )
+    )
 
 
 def printed(summary: dict[str, Any], metrics: dict[str, float], main_metric: str) -> list[str]:
     """One line per point: its step, dev score and per-layer cosine to the pre-trained maps."""
-    return [f"trajectory step {point['step']} ({point['step'] / summary['trajectory']['of_steps']:.0%}): "
-            f"dev {main_metric[4:]} {point['metrics'].get(f'{main_metric}_{FINETUNED}', float('nan')):.3f}; cosine per "
-            "layer " + " ".join(f"{point['metrics'][name]:.3f}" for name in layer_names(metrics) if name in
-                                point["metrics"]) for point in points_of(summary)]
+    return [
+        f"trajectory step {point['step']} ({point['step'] / summary['trajectory']['of_steps']:.0%}): "
+        f"dev {main_metric[4:]} {point['metrics'].get(f'{main_metric}_{FINETUNED}', float('nan')):.3f}; cosine per "
+        "layer "
+        + " ".join(f"{point['metrics'][name]:.3f}" for name in layer_names(metrics) if name in point["metrics"])
+        for point in points_of(summary)
+    ]
 
 
 def half_way(values: np.ndarray, start: float | np.ndarray) -> np.ndarray:
@@ -146,18 +168,37 @@ def cosine_series(points: list[dict[str, Any]], final_units: dict[str, Any], wei
     return np.stack([sums.ratios(weights)[:, -1] for sums in units], axis=1)
 
 
-def score_series(predictions: list[list[float]], labels: np.ndarray, metric: str,
-                 score: Callable[[str, np.ndarray, np.ndarray], np.ndarray]) -> np.ndarray:
+def score_series(
+    predictions: list[list[float]],
+    labels: np.ndarray,
+    metric: str,
+    score: Callable[[str, np.ndarray, np.ndarray], np.ndarray],
+) -> np.ndarray:
     """The dev score of each checkpoint's ``predictions`` on the same bootstrap resamples of the
     examples (indices drawn as `resample_weights` draws counts): (R, checkpoints)."""
     rows = np.random.default_rng(SEED + 1).integers(0, len(labels), (RESAMPLES, len(labels)))
     everything = np.arange(len(labels))[None]
-    return np.stack([np.stack([score(metric, np.asarray(p)[None, chosen], labels[chosen])[0]
-                               for chosen in np.concatenate([everything, rows])]) for p in predictions], axis=1)
+    return np.stack(
+        [
+            np.stack(
+                [
+                    score(metric, np.asarray(p)[None, chosen], labels[chosen])[0]
+                    for chosen in np.concatenate([everything, rows])
+                ]
+            )
+            for p in predictions
+        ],
+        axis=1,
+    )
 
 
-def cosine_before_dev(points: list[dict[str, Any]], final: dict[str, Any], split: str, metric: str,
-                      score: Callable[[str, np.ndarray, np.ndarray], np.ndarray]) -> dict | None:
+def cosine_before_dev(
+    points: list[dict[str, Any]],
+    final: dict[str, Any],
+    split: str,
+    metric: str,
+    score: Callable[[str, np.ndarray, np.ndarray], np.ndarray],
+) -> dict | None:
     """Whether the last layer's cosine makes half its change before the dev score makes half its gain
     over the majority class, both half-way points found again on each resample (the cosine's of
     the task sample, the score's of the dev split's predictions); ``final``: the run's own cosine
@@ -174,17 +215,26 @@ def cosine_before_dev(points: list[dict[str, Any]], final: dict[str, Any], split
 
     def holds(weights: np.ndarray) -> np.ndarray:
         cosine = half_way(cosine_series(points, final["cosine"], weights), 1.0)
-        dev = half_way(scores[:1] if len(weights) == 1 else scores[1:len(weights) + 1], final["majority"])
+        dev = half_way(scores[:1] if len(weights) == 1 else scores[1 : len(weights) + 1], final["majority"])
         return cosine < dev
 
-    return resampled_verdict(holds, count, "dev examples",
-                             "the step at which the last layer's cosine to the pre-trained maps has made half its "
-                             "change, before the step at which the dev score has made half its gain over the majority "
-                             "class")
+    return resampled_verdict(
+        holds,
+        count,
+        "dev examples",
+        "the step at which the last layer's cosine to the pre-trained maps has made half its "
+        "change, before the step at which the dev score has made half its gain over the majority "
+        "class",
+    )
 
 
-def share_early(points: list[dict[str, Any]], final_units: dict[str, Any], pretrained_units: dict[str, Any],
-                name: str, early_points: int) -> dict | None:
+def share_early(
+    points: list[dict[str, Any]],
+    final_units: dict[str, Any],
+    pretrained_units: dict[str, Any],
+    name: str,
+    early_points: int,
+) -> dict | None:
     """Whether the share of ``name`` maps has made half its change by the last point within the
     first `EARLY` of training (``early_points`` of the points are), on each resample of the examples."""
     if not early_points or any(FINETUNED not in point["units"].get("patterns", {}) for point in points):
@@ -197,8 +247,9 @@ def share_early(points: list[dict[str, Any]], final_units: dict[str, Any], pretr
         shares = np.stack([sums.ratios(weights)[:, column] for sums in units], axis=1)
         return half_way(shares, start.ratios(weights)[:, column]) < early_points
 
-    return resampled_verdict(holds, start.count, start.unit, f"the {name} share's half-way point within the first "
-                                                             f"{EARLY:.0%} of training")
+    return resampled_verdict(
+        holds, start.count, start.unit, f"the {name} share's half-way point within the first {EARLY:.0%} of training"
+    )
 
 
 def study_series(summaries: list[dict[str, Any]], named: dict[str, str]) -> dict[str, Any]:
@@ -207,15 +258,25 @@ def study_series(summaries: list[dict[str, Any]], named: dict[str, str]) -> dict
     fractions = [step / steps_of(summaries[0])[-1] for step in steps_of(summaries[0])]
     found = {}
     for key, name in named.items():
-        grid = np.array([[np.nan if value is None else value
-                          for value in series(summary, summary_metrics(summary), [name])[name]]
-                         for summary in summaries], dtype=float)
+        grid = np.array(
+            [
+                [
+                    np.nan if value is None else value
+                    for value in series(summary, summary_metrics(summary), [name])[name]
+                ]
+                for summary in summaries
+            ],
+            dtype=float,
+        )
         if not np.isnan(grid).all():
             seeds = (~np.isnan(grid)).sum(axis=0)
             mean = np.nansum(grid, axis=0) / np.maximum(seeds, 1)
             spread = np.sqrt(np.nansum((grid - mean) ** 2, axis=0) / np.maximum(seeds - 1, 1))
-            found[key] = {"mean": [float(m) if n else None for m, n in zip(mean, seeds)],
-                          "std": [float(d) if n else None for d, n in zip(spread, seeds)], "n": len(grid)}
+            found[key] = {
+                "mean": [float(m) if n else None for m, n in zip(mean, seeds)],
+                "std": [float(d) if n else None for d, n in zip(spread, seeds)],
+                "n": len(grid),
+            }
     return {"fractions": fractions, "series": found}
 
 

@@ -121,8 +121,9 @@ def strongest_cell(stats: dict[str, Any], statistic: str) -> str:
 def label_counts_cell(stats: dict[str, Any]) -> str:
     """``0 / 1 / 2 / 3 / 4 / 30``: how many heads carry each label, in `STATISTICS` order ("not
     defined" for a label the inputs do not define)."""
-    return " / ".join(str(stats["label_counts"][label]) if defined(stats, label) else "not defined"
-                      for label in STATISTICS)
+    return " / ".join(
+        str(stats["label_counts"][label]) if defined(stats, label) else "not defined" for label in STATISTICS
+    )
 
 
 class VigResult(TypedDict):
@@ -160,14 +161,17 @@ class VigView(View):
     stored = VigResult
     compared = VigComparison
     signed_changes = {
-        change_of(f"{CROSS}_max"): "the strongest head's share of attention to identical words in the other "
-                                   "sentence",
-        change_of(f"{CROSS}_mean"): "the mean share over heads of attention to identical words in the other "
-                                    "sentence",
+        change_of(f"{CROSS}_max"): "the strongest head's share of attention to identical words in the other sentence",
+        change_of(f"{CROSS}_mean"): "the mean share over heads of attention to identical words in the other sentence",
     }
-    papers = dict.fromkeys(signed_changes, PaperPoint(
-        "Vig 2019", "pre-trained BERT and GPT-2 only: some heads attend to identical words, "
-        "in the same and in the other sentence; no fine-tuned model measured"))
+    papers = dict.fromkeys(
+        signed_changes,
+        PaperPoint(
+            "Vig 2019",
+            "pre-trained BERT and GPT-2 only: some heads attend to identical words, "
+            "in the same and in the other sentence; no fine-tuned model measured",
+        ),
+    )
     left_out = ("units",)
 
     @classmethod
@@ -180,14 +184,24 @@ class VigView(View):
         results = per_checkpoint_results(entry)
         first = next(iter(results.values()))
         measured = [statistic for statistic in STATISTICS if first["examples"][statistic]]
-        out = [behaviour(f"{statistic}_{what}", checkpoint, value)
-               for checkpoint, stats in results.items() for statistic in measured
-               for what, value in (("max", stats["strongest"][statistic]["value"]),
-                                   ("mean", float(np.mean(stats["per_head"][statistic]))))]
-        out += [behaviour(f"{statistic}_heads", checkpoint, stats["label_counts"][statistic])
-                for checkpoint, stats in results.items() for statistic in defined_statistics(entry)]
-        return out + [Metric(cls.name, "vig", detail=statistic, reference=CHANCE, value=first["chance"][statistic])
-                      for statistic in measured]
+        out = [
+            behaviour(f"{statistic}_{what}", checkpoint, value)
+            for checkpoint, stats in results.items()
+            for statistic in measured
+            for what, value in (
+                ("max", stats["strongest"][statistic]["value"]),
+                ("mean", float(np.mean(stats["per_head"][statistic]))),
+            )
+        ]
+        out += [
+            behaviour(f"{statistic}_heads", checkpoint, stats["label_counts"][statistic])
+            for checkpoint, stats in results.items()
+            for statistic in defined_statistics(entry)
+        ]
+        return out + [
+            Metric(cls.name, "vig", detail=statistic, reference=CHANCE, value=first["chance"][statistic])
+            for statistic in measured
+        ]
 
     @classmethod
     def headline(cls, metrics: list[Metric]) -> list[Metric]:
@@ -199,18 +213,28 @@ class VigView(View):
 
     @classmethod
     def draw(cls, entry: Entry, run: dict[str, Any], out_dir: Path) -> list[Path]:
-        return [draw_by_layer(entry, run, out_dir / "vig_by_layer.png"),
-                *(draw_heads(entry, run, statistic, out_dir / f"vig_heads_{statistic}.png")
-                  for statistic in defined_statistics(entry))]
+        return [
+            draw_by_layer(entry, run, out_dir / "vig_by_layer.png"),
+            *(
+                draw_heads(entry, run, statistic, out_dir / f"vig_heads_{statistic}.png")
+                for statistic in defined_statistics(entry)
+            ),
+        ]
 
     @classmethod
     def tables(cls, entry: Entry, run: dict[str, Any]) -> dict[str, str]:
-        tables = {"vig_label_changes": f"# Heads whose Vig behaviour label changed: {run_title(run)}\n\n"
-                                       f"{label_change_table(entry)}"}
-        tables.update({f"vig_heads_{statistic}": f"# Attention to {STATISTICS[statistic]} per head (its labelled "
-                                                 f"heads and the {TABLE_HEADS} strongest of each checkpoint): "
-                                                 f"{run_title(run)}\n\n{head_table(entry, statistic)}"
-                       for statistic in defined_statistics(entry)})
+        tables = {
+            "vig_label_changes": f"# Heads whose Vig behaviour label changed: {run_title(run)}\n\n"
+            f"{label_change_table(entry)}"
+        }
+        tables.update(
+            {
+                f"vig_heads_{statistic}": f"# Attention to {STATISTICS[statistic]} per head (its labelled "
+                f"heads and the {TABLE_HEADS} strongest of each checkpoint): "
+                f"{run_title(run)}\n\n{head_table(entry, statistic)}"
+                for statistic in defined_statistics(entry)
+            }
+        )
         if CROSS in defined_statistics(entry):
             tables[f"vig_heads_{CROSS}"] += change_lines(entry)
         return tables
@@ -219,30 +243,48 @@ class VigView(View):
     def overview_rows(cls, entries: dict[str, Entry], run: dict[str, Any]) -> list[Row]:
         """How many heads carry each Vig label, and the strongest head on identical words in the other sentence."""
         results = per_checkpoint_results(entries[cls.name])
-        return [(COUNTS_ROW, label_counts_cell(results[PRETRAINED]), label_counts_cell(results[FINETUNED]), VIG_2019),
-                (f"Vig: strongest head on {STATISTICS[CROSS]}", strongest_cell(results[PRETRAINED], CROSS),
-                 strongest_cell(results[FINETUNED], CROSS), VIG_2019)]
+        return [
+            (COUNTS_ROW, label_counts_cell(results[PRETRAINED]), label_counts_cell(results[FINETUNED]), VIG_2019),
+            (
+                f"Vig: strongest head on {STATISTICS[CROSS]}",
+                strongest_cell(results[PRETRAINED], CROSS),
+                strongest_cell(results[FINETUNED], CROSS),
+                VIG_2019,
+            ),
+        ]
 
     @classmethod
     def printed(cls, entry: Entry) -> list[str]:
         """Per checkpoint the heads per label and, on pairs of sentences, the strongest head
         linking them; per pair how many heads changed label."""
         labels = defined_statistics(entry)
-        lines = [f"vig ({checkpoint}): heads " + ", ".join(f"{name} {stats['label_counts'][name]}" for name in labels)
-                 + (f"; strongest on {STATISTICS[CROSS]} {strongest_cell(stats, CROSS)}" if CROSS in labels else "")
-                 for checkpoint, stats in per_checkpoint_results(entry).items()]
-        return lines + [f"vig ({pair}): {len(comparison['label_changes'])} heads changed behaviour label"
-                        for pair, comparison in per_pair_results(entry).items()]
+        lines = [
+            f"vig ({checkpoint}): heads "
+            + ", ".join(f"{name} {stats['label_counts'][name]}" for name in labels)
+            + (f"; strongest on {STATISTICS[CROSS]} {strongest_cell(stats, CROSS)}" if CROSS in labels else "")
+            for checkpoint, stats in per_checkpoint_results(entry).items()
+        ]
+        return lines + [
+            f"vig ({pair}): {len(comparison['label_changes'])} heads changed behaviour label"
+            for pair, comparison in per_pair_results(entry).items()
+        ]
 
     @classmethod
     def across_seeds(cls, entries: list[Entry]) -> dict[str, Any]:
         """Attention to identical words per layer, pre-trained and fine-tuned, mean and spread over
         seeds (in the other sentence only where the task has pairs of sentences)."""
         kept = [name for name in IDENTICAL if all(name in defined_statistics(entry) for entry in entries)]
-        return {"vig_identical": {
-            checkpoint: {statistic: elementwise([per_checkpoint_results(entry)[checkpoint]["per_layer"][statistic]
-                                                 for entry in entries]) for statistic in kept}
-            for checkpoint in CHECKPOINTS}}
+        return {
+            "vig_identical": {
+                checkpoint: {
+                    statistic: elementwise(
+                        [per_checkpoint_results(entry)[checkpoint]["per_layer"][statistic] for entry in entries]
+                    )
+                    for statistic in kept
+                }
+                for checkpoint in CHECKPOINTS
+            }
+        }
 
     @classmethod
     def draw_study(cls, study: dict[str, Any], out_dir: Path) -> list[Path]:
@@ -270,8 +312,13 @@ def draw_by_layer(entry: Entry, run: dict[str, Any], path: Path) -> Path:
     figure, panels = panels_for(len(statistics))
     for panel, statistic in zip(panels, statistics):
         for index, (checkpoint, stats) in enumerate(checkpoints.items()):
-            scatter_by_layer(panel, stats["per_head"][statistic], checkpoint_colour(checkpoint, index),
-                             checkpoint_title(checkpoint), band=(index, len(checkpoints)))
+            scatter_by_layer(
+                panel,
+                stats["per_head"][statistic],
+                checkpoint_colour(checkpoint, index),
+                checkpoint_title(checkpoint),
+                band=(index, len(checkpoints)),
+            )
         panel.axhline(chance[statistic], color="black", linestyle=":", linewidth=1, label="chance (uniform row)")
         axes_title(panel, STATISTICS[statistic])
         panel.set_ylabel("share of attention")
@@ -287,18 +334,30 @@ def draw_heads(entry: Entry, run: dict[str, Any], statistic: str, path: Path) ->
     chance = next(iter(checkpoints.values()))["chance"][statistic]
     grids = {checkpoint_title(checkpoint): stats["per_head"][statistic] for checkpoint, stats in checkpoints.items()}
     return draw_side_by_side_grids(
-        grids, path, differences=titled_pairs(entry["pairs"]), colorbar_label="share of attention",
-        title=f"Attention to {STATISTICS[statistic]} per head (chance {chance:.3f}): {run_title(run)}")
+        grids,
+        path,
+        differences=titled_pairs(entry["pairs"]),
+        colorbar_label="share of attention",
+        title=f"Attention to {STATISTICS[statistic]} per head (chance {chance:.3f}): {run_title(run)}",
+    )
 
 
 def table_heads(entry: Entry, statistic: str) -> list[tuple[int, int]]:
     """0-indexed (layer, head) of the heads carrying ``statistic``'s label in any checkpoint and
     the `TABLE_HEADS` strongest of each checkpoint, strongest (over checkpoints) first."""
     grids = [np.asarray(stats["per_head"][statistic]) for stats in per_checkpoint_results(entry).values()]
-    labelled = {(layer, head) for stats in per_checkpoint_results(entry).values()
-                for layer, row in enumerate(stats["labels"]) for head, labels in enumerate(row) if statistic in labels}
-    strongest = {tuple(int(i) for i in np.unravel_index(flat, grid.shape))
-                 for grid in grids for flat in np.argsort(-grid, axis=None, kind="stable")[:TABLE_HEADS]}
+    labelled = {
+        (layer, head)
+        for stats in per_checkpoint_results(entry).values()
+        for layer, row in enumerate(stats["labels"])
+        for head, labels in enumerate(row)
+        if statistic in labels
+    }
+    strongest = {
+        tuple(int(i) for i in np.unravel_index(flat, grid.shape))
+        for grid in grids
+        for flat in np.argsort(-grid, axis=None, kind="stable")[:TABLE_HEADS]
+    }
     return sorted(labelled | strongest, key=lambda cell: (-max(grid[cell] for grid in grids), cell))
 
 
@@ -308,14 +367,26 @@ def head_table(entry: Entry, statistic: str) -> str:
     checkpoints = per_checkpoint_results(entry)
     changes = [np.asarray(comparison["per_head"][statistic]) for comparison in per_pair_results(entry).values()]
     chance = next(iter(checkpoints.values()))["chance"][statistic]
-    header = ["head", *map(checkpoint_title, checkpoints), *(difference_title(*pair) for pair in entry["pairs"]),
-              "chance", "labelled in"]
-    rows = [[f"{layer + 1}-{head + 1}",
-             *(f"{stats['per_head'][statistic][layer][head]:.3f}" for stats in checkpoints.values()),
-             *(f"{change[layer, head]:+.3f}" for change in changes), f"{chance:.3f}",
-             ", ".join(checkpoint_title(c) for c, stats in checkpoints.items()
-                       if statistic in stats["labels"][layer][head]) or "-"]
-            for layer, head in table_heads(entry, statistic)]
+    header = [
+        "head",
+        *map(checkpoint_title, checkpoints),
+        *(difference_title(*pair) for pair in entry["pairs"]),
+        "chance",
+        "labelled in",
+    ]
+    rows = [
+        [
+            f"{layer + 1}-{head + 1}",
+            *(f"{stats['per_head'][statistic][layer][head]:.3f}" for stats in checkpoints.values()),
+            *(f"{change[layer, head]:+.3f}" for change in changes),
+            f"{chance:.3f}",
+            ", ".join(
+                checkpoint_title(c) for c, stats in checkpoints.items() if statistic in stats["labels"][layer][head]
+            )
+            or "-",
+        ]
+        for layer, head in table_heads(entry, statistic)
+    ]
     return markdown_table(header, rows)
 
 
@@ -325,14 +396,18 @@ def change_lines(entry: Entry) -> str:
     where no example has such rows)."""
     lines = []
     for (before, after), comparison in zip(entry["pairs"], per_pair_results(entry).values()):
-        for what, reduce in (("the strongest head (chosen again in each resample)", "max"),
-                             ("the mean over heads", "mean")):
+        for what, reduce in (
+            ("the strongest head (chosen again in each resample)", "max"),
+            ("the mean over heads", "mean"),
+        ):
             evidence = comparison["evidence"].get(change_of(f"{CROSS}_{reduce}"))
             if evidence:
                 low, high = evidence["interval"]
-                lines.append(f"{difference_title(before, after)}, {what}, over {RESAMPLES} resamples of the "
-                             f"{evidence['n']} {evidence['unit']}: {evidence['value']:+.3f} [{low:+.3f}, {high:+.3f}], "
-                             f"{evidence['direction']}.")
+                lines.append(
+                    f"{difference_title(before, after)}, {what}, over {RESAMPLES} resamples of the "
+                    f"{evidence['n']} {evidence['unit']}: {evidence['value']:+.3f} [{low:+.3f}, {high:+.3f}], "
+                    f"{evidence['direction']}."
+                )
     return "".join(f"\n{line}\n" for line in lines)
 
 
@@ -341,10 +416,15 @@ def draw_identical_by_task(study: dict[str, Any], path: Path) -> Path:
     task and checkpoint (none in the other sentence for a single-sentence task), a panel per
     behaviour some task has, saved at ``path`` (PNG, with a PDF beside it)."""
     tasks = study["tasks"].values()
-    kept = [statistic for statistic in IDENTICAL if any(statistic in entry["vig_identical"][PRETRAINED]
-                                                        for entry in tasks)]
-    panels = {STATISTICS[statistic]: lambda entry, checkpoint, statistic=statistic:
-              identical_per_layer(entry, checkpoint, statistic) for statistic in kept}
+    kept = [
+        statistic for statistic in IDENTICAL if any(statistic in entry["vig_identical"][PRETRAINED] for entry in tasks)
+    ]
+    panels = {
+        STATISTICS[statistic]: lambda entry, checkpoint, statistic=statistic: identical_per_layer(
+            entry, checkpoint, statistic
+        )
+        for statistic in kept
+    }
     return draw_per_layer_by_task(study, panels, "share of attention", "Attention to identical words per layer", path)
 
 

@@ -37,17 +37,23 @@ def with_last_layer_redrawn(model: PreTrainedModel, seed: int = 0) -> PreTrained
 def minilm() -> dict[str, Any]:
     """The tokenizer, and the two MiniLM checkpoints (``pretrained`` as shipped, ``finetuned`` changed)."""
     task = get_task("rte")
-    return {"tokenizer": load_tokenizer("minilm"),
-            "models": {PRETRAINED: load_sequence_classifier("minilm", task, head_seed=0).eval(),
-                       FINETUNED: with_last_layer_redrawn(load_sequence_classifier("minilm", task, head_seed=0)).eval()}}
+    return {
+        "tokenizer": load_tokenizer("minilm"),
+        "models": {
+            PRETRAINED: load_sequence_classifier("minilm", task, head_seed=0).eval(),
+            FINETUNED: with_last_layer_redrawn(load_sequence_classifier("minilm", task, head_seed=0)).eval(),
+        },
+    }
 
 
-def run_on(analysis_cls: type[Analysis], models: dict[str, PreTrainedModel], tokenizer: Any, batches,
-           **settings: Any) -> dict[str, Any]:
+def run_on(
+    analysis_cls: type[Analysis], models: dict[str, PreTrainedModel], tokenizer: Any, batches, **settings: Any
+) -> dict[str, Any]:
     """Stream ``batches`` through ``models`` into one analysis; its summary-shaped result."""
     config = next(iter(models.values())).config
-    analysis = analysis_cls(analysis_context(models, config.num_hidden_layers, config.num_attention_heads, tokenizer,
-                                             **settings))
+    analysis = analysis_cls(
+        analysis_context(models, config.num_hidden_layers, config.num_attention_heads, tokenizer, **settings)
+    )
     for batch in stream(models, batches, tokenizer, analysis_cls.needs):
         analysis.update(batch)
     return finish(analysis)

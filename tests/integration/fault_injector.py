@@ -33,7 +33,7 @@ def torn_write(path: Path, data: bytes) -> Path:
     """Half of ``data`` written through the harness's atomic writer, then the signal: what a
     kill in the middle of writing a result leaves on disk."""
     with atomic_path(path) as temporary:
-        temporary.write_bytes(data[:len(data) // 2])
+        temporary.write_bytes(data[: len(data) // 2])
         os.kill(os.getpid(), SIGNAL)
     return path
 
@@ -71,8 +71,9 @@ def hook(phase: str, signal_name: str, call: int) -> None:
     global SIGNAL
     SIGNAL = signal.Signals[signal_name]
     owner, attribute = HOOKS[phase]
-    setattr(owner, attribute, interrupting(getattr(owner, attribute), int(call),
-                                           torn_write if phase == "results" else None))
+    setattr(
+        owner, attribute, interrupting(getattr(owner, attribute), int(call), torn_write if phase == "results" else None)
+    )
 
 
 if __name__ == "__main__":

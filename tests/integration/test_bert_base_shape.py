@@ -60,10 +60,34 @@ def bert_base_folder(folder: Path) -> Path:
 def bert_base_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any], list[str]]:
     root = tmp_path_factory.mktemp("bert_base")
     model = bert_base_folder(root / "bert-base-random")
-    argv = ["run", "--task", "rte", "--model", str(model), "--data-dir", str(GLUE_DIR), "--max-train-examples", "16",
-            "--epochs", "1", "--quick", "--max-eval-examples", "8", "--max-dev-examples", "16",
-            "--max-corpus-items", "6", "--probe-train-sentences", "16", "--output-dir", str(root / "out"),
-            "--cache-dir", str(root / "cache"), "--tracking-uri", f"sqlite:///{root}/mlflow.db"]
+    argv = [
+        "run",
+        "--task",
+        "rte",
+        "--model",
+        str(model),
+        "--data-dir",
+        str(GLUE_DIR),
+        "--max-train-examples",
+        "16",
+        "--epochs",
+        "1",
+        "--quick",
+        "--max-eval-examples",
+        "8",
+        "--max-dev-examples",
+        "16",
+        "--max-corpus-items",
+        "6",
+        "--probe-train-sentences",
+        "16",
+        "--output-dir",
+        str(root / "out"),
+        "--cache-dir",
+        str(root / "cache"),
+        "--tracking-uri",
+        f"sqlite:///{root}/mlflow.db",
+    ]
     figure_checks, collected = logging.getLogger("harness.views.style"), Collected()
     figure_checks.addHandler(collected)
     try:
@@ -89,7 +113,16 @@ def test_every_default_analysis_runs_on_twelve_layers_of_twelve_heads(bert_base_
 def test_every_figure_of_144_heads_is_drawn_and_passes_the_layout_check(bert_base_run):
     folder, summary, warnings = bert_base_run
     drawn = read_json(folder / "figures" / ".drawn.json")["analyses"]
-    assert {name for name, files in drawn.items() if files} >= {"cosine", "surface", "patterns", "syntax",
-                                                                  "coreference", "probes", "sinks", "vig", "clustering"}
+    assert {name for name, files in drawn.items() if files} >= {
+        "cosine",
+        "surface",
+        "patterns",
+        "syntax",
+        "coreference",
+        "probes",
+        "sinks",
+        "vig",
+        "clustering",
+    }
     assert all((folder / "figures" / file).is_file() for files in drawn.values() for file in files)
     assert warnings == []

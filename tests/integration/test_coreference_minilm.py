@@ -41,8 +41,9 @@ def test_minilm_heads_track_coreference_on_litbank(minilm):
     # The loss is clear of resampling the 16 documents, the best head chosen again in each resample.
     evidence = CoreferenceView.change_evidence({"result": result})["coref_all_change"]
     assert (evidence["n"], evidence["unit"], evidence["direction"]) == (16, "documents", "falls")
-    assert evidence["value"] == pytest.approx(random_init["best_head"]["all"]["accuracy"]
-                                              - pre["best_head"]["all"]["accuracy"])
+    assert evidence["value"] == pytest.approx(
+        random_init["best_head"]["all"]["accuracy"] - pre["best_head"]["all"]["accuracy"]
+    )
     # The baselines do not depend on the model and are proper fractions.
     baselines = pre["baselines"]
     assert set(baselines) == {"nearest", "head_match", "nearest_either_side"}

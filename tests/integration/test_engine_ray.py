@@ -30,10 +30,26 @@ def free_port() -> int:
 def mlflow_server(tmp_path):
     """``mlflow server`` on a free port, its store and artifacts under tmp_path; its URL."""
     port = free_port()
-    server = subprocess.Popen([sys.executable, "-m", "mlflow", "server", "--host", "127.0.0.1", "--port", str(port),
-                               "--backend-store-uri", f"sqlite:///{tmp_path}/server.db",
-                               "--artifacts-destination", str(tmp_path / "artifacts"), "--workers", "1"],
-                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "mlflow",
+            "server",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(port),
+            "--backend-store-uri",
+            f"sqlite:///{tmp_path}/server.db",
+            "--artifacts-destination",
+            str(tmp_path / "artifacts"),
+            "--workers",
+            "1",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
@@ -52,11 +68,17 @@ def mlflow_server(tmp_path):
 
 def test_a_study_on_ray_logs_every_run_to_the_tracking_server(mlflow_server, tiny_model_dir, tiny_data, tmp_path):
     argv = study_argv(tiny_model_dir, tiny_data, tmp_path, "rte,mrpc")
-    argv = [*argv[:argv.index("--seeds") + 1], "1", *argv[argv.index("--seeds") + 2:]]
+    argv = [*argv[: argv.index("--seeds") + 1], "1", *argv[argv.index("--seeds") + 2 :]]
     argv[argv.index("--tracking-uri") + 1] = mlflow_server
     environment = {**os.environ, "PYTHONPATH": str(REPOSITORY), "RAY_AUTH_MODE": "disabled"}
-    done = subprocess.run([sys.executable, "-m", "harness", *argv, "--engine", "ray", "--workers", "2"],
-                          cwd=REPOSITORY, env=environment, capture_output=True, text=True, timeout=900)
+    done = subprocess.run(
+        [sys.executable, "-m", "harness", *argv, "--engine", "ray", "--workers", "2"],
+        cwd=REPOSITORY,
+        env=environment,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-3000:]
     client = MlflowClient(tracking_uri=mlflow_server)
     experiment = client.get_experiment_by_name(EXPERIMENT)
@@ -65,7 +87,8 @@ def test_a_study_on_ray_logs_every_run_to_the_tracking_server(mlflow_server, tin
     children = [run for run in runs if run is not parent]
     assert parent.info.status == "FINISHED" and "rte/dev_accuracy_finetuned" in parent.data.metrics
     assert sorted(run.data.tags["task"] for run in children) == ["mrpc", "rte"]
-    assert all(run.info.status == "FINISHED" and run.data.tags["mlflow.parentRunId"] == parent.info.run_id
-               for run in children)
+    assert all(
+        run.info.status == "FINISHED" and run.data.tags["mlflow.parentRunId"] == parent.info.run_id for run in children
+    )
     assert {a.path for a in client.list_artifacts(parent.info.run_id)} >= {"study.json", "figures"}
     assert len(list((tmp_path / "out").glob("*-seed42-*/summary.json"))) == 2

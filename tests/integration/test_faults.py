@@ -3,7 +3,8 @@
 Every case runs ``harness run`` in a process of its own (started warm: `warm_harness`) on the
 tiny BERT (two epochs, so a kill in the second resumes from the first epoch's checkpoint),
 stops it with SIGKILL, SIGTERM or SIGINT at a chosen call inside one phase
-(`fault_injector`), checks how it ended, runs the same command again and checks that the rerun's summary and fine-tuned weights equal an
+(`fault_injector`), checks how it ended, runs the same command again and checks that the
+rerun's summary and fine-tuned weights equal an
 uninterrupted run's, and that MLflow holds exactly one FINISHED run for the key with each
 metric logged exactly as often as in the uninterrupted run.
 """
@@ -26,11 +27,11 @@ from tests.integration.warm_harness import HarnessProcess, completed
 SIGNALS = ("SIGKILL", "SIGTERM", "SIGINT")
 # phase -> the call of its hooked function that is interrupted (see fault_injector.HOOKS)
 PHASES = {
-    "training": 5,     # the 5th optimisation step: epoch 2 of 2 (3 steps per epoch), after checkpoint-3
-    "checkpoint": 1,   # writing checkpoint-3: weights on disk, optimizer and scheduler not
-    "analyses": 4,     # the 4th batch streamed through the checkpoints, some sources done
-    "results": 3,      # half-way through writing a stored result (write 1 is the fine-tune's result.json)
-    "mlflow": 2,       # the second log_batch: params logged, metrics not
+    "training": 5,  # the 5th optimisation step: epoch 2 of 2 (3 steps per epoch), after checkpoint-3
+    "checkpoint": 1,  # writing checkpoint-3: weights on disk, optimizer and scheduler not
+    "analyses": 4,  # the 4th batch streamed through the checkpoints, some sources done
+    "results": 3,  # half-way through writing a stored result (write 1 is the fine-tune's result.json)
+    "mlflow": 2,  # the second log_batch: params logged, metrics not
 }
 RESUME_HINT = "interrupted: re-run the same command to resume (finished work is kept)"
 
@@ -66,7 +67,8 @@ def run_states(root: Path) -> list[tuple[str, str | None]]:
             "SELECT r.status, t.value FROM runs r LEFT JOIN tags t "
             "ON t.run_uuid = r.run_uuid AND t.key = 'harness.run_key' "
             f"WHERE r.run_uuid NOT IN (SELECT run_uuid FROM tags WHERE key = '{CHECKPOINT_TAG}') "
-            "ORDER BY r.start_time").fetchall()
+            "ORDER BY r.start_time"
+        ).fetchall()
 
 
 def metric_counts(root: Path) -> Counter:
@@ -81,8 +83,9 @@ def assert_logged_as_in(root: Path, reference: Path) -> None:
     a source finished before a kill has none (at most one, never two)."""
     counts, expected = metric_counts(root), metric_counts(reference)
     timings = {name for name in expected if name.startswith("seconds_")}
-    assert {k: v for k, v in counts.items() if k not in timings} == {k: v for k, v in expected.items()
-                                                                      if k not in timings}
+    assert {k: v for k, v in counts.items() if k not in timings} == {
+        k: v for k, v in expected.items() if k not in timings
+    }
     assert all(counts[name] <= 1 for name in timings)
 
 
@@ -94,6 +97,7 @@ def run_argv(tiny_model_dir: Path, tiny_data: Path, root: Path, *extra: str) -> 
 def reference(tiny_model_dir, tiny_data, tmp_path_factory) -> Path:
     """An uninterrupted run: what every interrupted and resumed run must end as (one for the
     session, whichever pytest-xdist worker runs the cases)."""
+
     def finish(root: Path) -> None:
         finished = harness(run_argv(tiny_model_dir, tiny_data, root))
         assert finished.returncode == 0, finished.stderr[-3000:]
@@ -103,8 +107,9 @@ def reference(tiny_model_dir, tiny_data, tmp_path_factory) -> Path:
 
 @pytest.mark.parametrize("signal_name", SIGNALS)
 @pytest.mark.parametrize("phase", PHASES)
-def test_an_interrupted_run_resumes_to_the_uninterrupted_result(phase, signal_name, reference, tiny_model_dir,
-                                                                tiny_data, tmp_path):
+def test_an_interrupted_run_resumes_to_the_uninterrupted_result(
+    phase, signal_name, reference, tiny_model_dir, tiny_data, tmp_path
+):
     argv = run_argv(tiny_model_dir, tiny_data, tmp_path)
     stopped = harness(argv, (phase, signal_name, PHASES[phase]))
     if signal_name == "SIGKILL":
@@ -162,8 +167,10 @@ def test_identical_runs_started_together_train_once_and_log_once(reference, tiny
 
 
 def test_different_runs_started_together_on_a_fresh_store_both_finish(tiny_model_dir, tiny_data, tmp_path):
-    processes = [start(run_argv(tiny_model_dir, tiny_data, tmp_path, "--seed", seed, "--analyses", "cosine"))
-                 for seed in ("1", "2")]
+    processes = [
+        start(run_argv(tiny_model_dir, tiny_data, tmp_path, "--seed", seed, "--analyses", "cosine"))
+        for seed in ("1", "2")
+    ]
     outputs = [process.communicate(timeout=900) for process in processes]
     assert [process.returncode for process in processes] == [0, 0], [err[-3000:] for _, err in outputs]
     states = run_states(tmp_path)
@@ -188,9 +195,28 @@ def test_a_failed_retry_never_turns_a_finished_run_into_a_failed_one(reference, 
 def finetune_argv(tiny_model_dir: Path, tiny_data: Path, root: Path) -> list[str]:
     """``harness finetune`` of the fault cases' recipe (two epochs of three steps), keeping the model at
     steps 2 and 4 of 6 (a third and two thirds of the training)."""
-    return ["finetune", "--task", "rte", "--model", str(tiny_model_dir), "--data-dir", str(tiny_data / "glue"),
-            "--epochs", "2", "--batch-size", "8", "--learning-rate", "1e-3", "--output-dir", str(root / "out"),
-            "--cache-dir", str(root / "cache"), "--trajectory", "0.34", "0.67"]
+    return [
+        "finetune",
+        "--task",
+        "rte",
+        "--model",
+        str(tiny_model_dir),
+        "--data-dir",
+        str(tiny_data / "glue"),
+        "--epochs",
+        "2",
+        "--batch-size",
+        "8",
+        "--learning-rate",
+        "1e-3",
+        "--output-dir",
+        str(root / "out"),
+        "--cache-dir",
+        str(root / "cache"),
+        "--trajectory",
+        "0.34",
+        "0.67",
+    ]
 
 
 def test_a_killed_fine_tuning_resumes_with_the_checkpoints_kept_on_the_way(tiny_model_dir, tiny_data, tmp_path):
@@ -205,7 +231,9 @@ def test_a_killed_fine_tuning_resumes_with_the_checkpoints_kept_on_the_way(tiny_
     assert harness(finetune_argv(tiny_model_dir, tiny_data, killed)).returncode == 0
 
     def kept(root: Path) -> dict[str, bytes]:
-        return {path.parent.name: path.read_bytes() for path in root.glob("cache/*/trajectory/step-*/model.safetensors")}
+        return {
+            path.parent.name: path.read_bytes() for path in root.glob("cache/*/trajectory/step-*/model.safetensors")
+        }
 
     assert kept(killed) == kept(whole) and set(kept(whole)) == {"step-2", "step-4"}
     assert the_weights(killed) == the_weights(whole)

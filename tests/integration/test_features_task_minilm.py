@@ -10,16 +10,19 @@ from tasks.registry import get_task
 from tests.conftest import GLUE_DIR
 from tests.integration.conftest import CHANGED_LAYER, glue_batches, run_on
 
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(not GLUE_DIR.is_dir(), reason=f"real GLUE data not found at {GLUE_DIR}")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not GLUE_DIR.is_dir(), reason=f"real GLUE data not found at {GLUE_DIR}"),
+]
 EXAMPLES = 24
 
 
 @pytest.fixture(scope="module")
 def result(minilm):
     tokenizer = minilm["tokenizer"]
-    return run_on(TaskFeatures, minilm["models"], tokenizer, glue_batches(tokenizer, "rte", EXAMPLES),
-                  task=get_task("rte"))["per_checkpoint"]
+    return run_on(
+        TaskFeatures, minilm["models"], tokenizer, glue_batches(tokenizer, "rte", EXAMPLES), task=get_task("rte")
+    )["per_checkpoint"]
 
 
 def test_the_tagger_finds_the_features_of_real_sentence_pairs(result):

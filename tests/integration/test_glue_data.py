@@ -9,9 +9,18 @@ from tests.conftest import GLUE_DIR
 pytestmark = pytest.mark.skipif(not GLUE_DIR.is_dir(), reason=f"real GLUE data not found at {GLUE_DIR}")
 
 README_COUNTS = [
-    ("cola", "train", 8551), ("cola", "dev", 1043), ("mrpc", "train", 3668), ("mrpc", "dev", 408),
-    ("qnli", "dev", 5463), ("rte", "train", 2490), ("rte", "dev", 277), ("sst2", "train", 67349),
-    ("sst2", "dev", 872), ("stsb", "train", 5749), ("stsb", "dev", 1500), ("wnli", "train", 635),
+    ("cola", "train", 8551),
+    ("cola", "dev", 1043),
+    ("mrpc", "train", 3668),
+    ("mrpc", "dev", 408),
+    ("qnli", "dev", 5463),
+    ("rte", "train", 2490),
+    ("rte", "dev", 277),
+    ("sst2", "train", 67349),
+    ("sst2", "dev", 872),
+    ("stsb", "train", 5749),
+    ("stsb", "dev", 1500),
+    ("wnli", "train", 635),
     ("wnli", "dev", 71),
 ]
 
@@ -37,7 +46,9 @@ def test_mrpc_bom_header_and_literal_quotes():
 
 
 def test_sst2_trailing_space_and_cola_without_header():
-    assert load_examples(get_task("sst2"), "dev", GLUE_DIR)[0].text_a == "it 's a charming and often affecting journey ."
+    assert (
+        load_examples(get_task("sst2"), "dev", GLUE_DIR)[0].text_a == "it 's a charming and often affecting journey ."
+    )
     cola = load_examples(get_task("cola"), "dev", GLUE_DIR)[0]
     assert cola.text_a == "The sailors rode the breeze clear of the rocks." and cola.label == 1
 

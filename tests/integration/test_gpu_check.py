@@ -14,13 +14,22 @@ import torch
 
 from tests.conftest import GLUE_DIR
 
-pytestmark = [pytest.mark.slow,  # five tiny harness commands in a process: 2.5 min on 2 shared, busy cores
-              pytest.mark.skipif(not GLUE_DIR.is_dir(), reason=f"real GLUE data not found at {GLUE_DIR}")]
+pytestmark = [
+    pytest.mark.slow,  # five tiny harness commands in a process: 2.5 min on 2 shared, busy cores
+    pytest.mark.skipif(not GLUE_DIR.is_dir(), reason=f"real GLUE data not found at {GLUE_DIR}"),
+]
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 # A fragment of each row's "what" that says which measurement it is.
-ROWS = ("end to end on RTE", "random weights: cosine and syntax", "phase: task", "phase: figures and MLflow",
-        "one variant a pass", "stacked 1024 rows a pass", "torchrun --nproc_per_node 2")
+ROWS = (
+    "end to end on RTE",
+    "random weights: cosine and syntax",
+    "phase: task",
+    "phase: figures and MLflow",
+    "one variant a pass",
+    "stacked 1024 rows a pass",
+    "torchrun --nproc_per_node 2",
+)
 
 
 def table_rows(printed: str) -> list[list[str]]:
@@ -37,9 +46,14 @@ def without_offline_mode() -> dict[str, str]:
 @pytest.fixture(scope="module")
 def tiny_check(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.CompletedProcess, Path]:
     out = tmp_path_factory.mktemp("gpu_check")
-    done = subprocess.run([sys.executable, "-m", "benchmarks.gpu_check", "--tiny", "--out", str(out),
-                           "--data-dir", str(GLUE_DIR)], capture_output=True, text=True, timeout=900,
-                          cwd=REPOSITORY, env=without_offline_mode())
+    done = subprocess.run(
+        [sys.executable, "-m", "benchmarks.gpu_check", "--tiny", "--out", str(out), "--data-dir", str(GLUE_DIR)],
+        capture_output=True,
+        text=True,
+        timeout=900,
+        cwd=REPOSITORY,
+        env=without_offline_mode(),
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return done, out
 

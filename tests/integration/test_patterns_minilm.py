@@ -6,13 +6,16 @@ from harness.analyses.patterns import AttentionPatterns
 from tests.conftest import GLUE_DIR
 from tests.integration.conftest import CHANGED_LAYER, glue_batches, run_on
 
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(not GLUE_DIR.is_dir(), reason=f"real GLUE data not found at {GLUE_DIR}")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not GLUE_DIR.is_dir(), reason=f"real GLUE data not found at {GLUE_DIR}"),
+]
 
 
 def test_minilm_patterns_match_what_the_labels_show(minilm):
-    result = run_on(AttentionPatterns, minilm["models"], minilm["tokenizer"],
-                    glue_batches(minilm["tokenizer"], "mrpc", 16))
+    result = run_on(
+        AttentionPatterns, minilm["models"], minilm["tokenizer"], glue_batches(minilm["tokenizer"], "mrpc", 16)
+    )
     pretrained, changed = (result["per_checkpoint"][c] for c in ("pretrained", "finetuned"))
     shares = pretrained["proportions"]
     assert abs(sum(shares.values()) - 1) < 1e-9

@@ -31,8 +31,23 @@ from harness.model.loading import hub_unreachable
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARED_GLUE = ROOT.parent / "shared" / "data" / "glue"
-TINY = ["--max-train-examples", "32", "--epochs", "1", "--max-eval-examples", "8", "--max-dev-examples", "16",
-        "--max-corpus-items", "12", "--probe-train-sentences", "24", "--quick", "--ablation-examples", "8"]
+TINY = [
+    "--max-train-examples",
+    "32",
+    "--epochs",
+    "1",
+    "--max-eval-examples",
+    "8",
+    "--max-dev-examples",
+    "16",
+    "--max-corpus-items",
+    "12",
+    "--probe-train-sentences",
+    "24",
+    "--quick",
+    "--ablation-examples",
+    "8",
+]
 SERVER_SECONDS = 120
 
 pytestmark = pytest.mark.slow
@@ -72,16 +87,31 @@ def free_port() -> int:
 def workspace(tmp_path_factory) -> dict[str, object]:
     root = tmp_path_factory.mktemp("readme")
     env = {**os.environ, "GLUE_DIR": str(SHARED_GLUE)}
-    return {"root": root, "env": env, "outputs": ["--output-dir", str(root / "out"), "--cache-dir",
-                                                  str(root / "cache"), "--tracking-uri",
-                                                  f"sqlite:///{root}/mlflow.db"]}
+    return {
+        "root": root,
+        "env": env,
+        "outputs": [
+            "--output-dir",
+            str(root / "out"),
+            "--cache-dir",
+            str(root / "cache"),
+            "--tracking-uri",
+            f"sqlite:///{root}/mlflow.db",
+        ],
+    }
 
 
 def run_harness(argv: list[str], workspace: dict[str, object], timeout: int = 900) -> subprocess.CompletedProcess:
     executable = environment_executable("harness")
     assert argv[0] == ".venv/bin/harness" and executable.is_file()
-    return subprocess.run([str(executable), *argv[1:], *TINY, *workspace["outputs"]], cwd=ROOT,
-                          env=workspace["env"], capture_output=True, text=True, timeout=timeout)
+    return subprocess.run(
+        [str(executable), *argv[1:], *TINY, *workspace["outputs"]],
+        cwd=ROOT,
+        env=workspace["env"],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 def test_the_using_it_block_exports_the_data_and_names_the_environments_executables():
@@ -121,8 +151,12 @@ def test_the_mlflow_ui_line_serves_the_harness_experiment(workspace):
     assert line[1:] == ["ui", "--backend-store-uri", "sqlite:///mlruns/mlflow.db"]
     store = workspace["outputs"][workspace["outputs"].index("--tracking-uri") + 1]
     port = free_port()
-    server = subprocess.Popen([str(environment_executable("mlflow")), "ui", "--backend-store-uri", store,
-                               "--port", str(port)], cwd=ROOT, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    server = subprocess.Popen(
+        [str(environment_executable("mlflow")), "ui", "--backend-store-uri", store, "--port", str(port)],
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     try:
         query = f"http://127.0.0.1:{port}/api/2.0/mlflow/experiments/get-by-name?experiment_name=attention-shift"
         deadline = time.monotonic() + SERVER_SECONDS
@@ -157,12 +191,15 @@ def test_the_benchmark_and_multi_gpu_blocks_name_what_exists():
         for line in commands(block):
             words = [word for word in line if "=" not in word or word.startswith("-")]
             if words[0] == ".venv/bin/python" and words[1] == "-m" and words[2].startswith("benchmarks."):
-                done = subprocess.run([sys.executable, "-m", words[2], "--help"], cwd=ROOT, capture_output=True,
-                                      text=True, timeout=300)
+                done = subprocess.run(
+                    [sys.executable, "-m", words[2], "--help"], cwd=ROOT, capture_output=True, text=True, timeout=300
+                )
                 assert done.returncode == 0, f"{words[2]} --help:\n{done.stderr[-2000:]}"
             elif words[0] == ".venv/bin/harness" and block != using_it_block():  # e.g. the engine lines: valid
                 assert configs_from(build_parser().parse_args(words[1:])), shlex.join(line)
             elif words[0] == ".venv/bin/torchrun":
                 module = words.index("-m") + 1
-                assert environment_executable("torchrun").is_file() and words[module:module + 2] == ["harness",
-                                                                                                    "finetune"]
+                assert environment_executable("torchrun").is_file() and words[module : module + 2] == [
+                    "harness",
+                    "finetune",
+                ]

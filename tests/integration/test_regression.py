@@ -23,8 +23,12 @@ from harness.results.store import read_json
 from harness.views.evaluation import dev_metrics
 from tests.conftest import GLUE_DIR, SHARED_DATA
 
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(not (SHARED_DATA / "litbank").is_dir() or not GLUE_DIR.is_dir(),
-                                                   reason="needs the real data in ../shared/data")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        not (SHARED_DATA / "litbank").is_dir() or not GLUE_DIR.is_dir(), reason="needs the real data in ../shared/data"
+    ),
+]
 EXPECTED = Path(__file__).parents[1] / "data" / "regression_rte_minilm.json"
 CHECKPOINTS = ("pretrained", "finetuned")
 CLASSES = ("vertical", "diagonal", "vertical+diagonal", "block", "heterogeneous")
@@ -42,9 +46,11 @@ def subsets(root: Path) -> dict[str, Path]:
     litbank.mkdir()
     for path in sorted((SHARED_DATA / "litbank" / "conll").glob("*.conll"))[:3]:
         shutil.copy(path, litbank / path.name)
-    return {"dev": first_sentences(ewt / "en_ewt-ud-dev.conllu", root / "ewt-dev.conllu", 80),
-            "train": first_sentences(ewt / "en_ewt-ud-train.conllu", root / "ewt-train.conllu", 150),
-            "coref": litbank}
+    return {
+        "dev": first_sentences(ewt / "en_ewt-ud-dev.conllu", root / "ewt-dev.conllu", 80),
+        "train": first_sentences(ewt / "en_ewt-ud-train.conllu", root / "ewt-train.conllu", 150),
+        "coref": litbank,
+    }
 
 
 def view(summary: dict[str, Any]) -> dict[str, Any]:
@@ -87,13 +93,46 @@ def view(summary: dict[str, Any]) -> dict[str, Any]:
 def summary(tmp_path_factory) -> dict[str, Any]:
     root = tmp_path_factory.mktemp("regression")
     data = subsets(root)
-    argv = ["run", "--task", "rte", "--model", "minilm", "--data-dir", str(GLUE_DIR), "--max-train-examples", "128",
-            "--epochs", "1", "--learning-rate", "3e-4", "--max-eval-examples", "24", "--syntax-data", str(data["dev"]),
-            "--syntax-train-data", str(data["train"]), "--probe-train-sentences", "150", "--syntax-min-count", "20",
-            "--coref-data", str(data["coref"]), "--output-dir", str(root / "out"), "--cache-dir", str(root / "cache"),
-            "--tracking-uri", f"sqlite:///{root}/mlflow.db",
-            # the training path and clustering sample of 55c2842 (the speed paths: test_speed_paths, test_dropout)
-            "--precision", "fp32", "--random-order", "--torch-dropout", "--clustering-tokens", "8"]
+    argv = [
+        "run",
+        "--task",
+        "rte",
+        "--model",
+        "minilm",
+        "--data-dir",
+        str(GLUE_DIR),
+        "--max-train-examples",
+        "128",
+        "--epochs",
+        "1",
+        "--learning-rate",
+        "3e-4",
+        "--max-eval-examples",
+        "24",
+        "--syntax-data",
+        str(data["dev"]),
+        "--syntax-train-data",
+        str(data["train"]),
+        "--probe-train-sentences",
+        "150",
+        "--syntax-min-count",
+        "20",
+        "--coref-data",
+        str(data["coref"]),
+        "--output-dir",
+        str(root / "out"),
+        "--cache-dir",
+        str(root / "cache"),
+        "--tracking-uri",
+        f"sqlite:///{root}/mlflow.db",
+        # the training path and clustering sample of 55c2842 (the speed paths: test_speed_paths, test_dropout)
+        "--precision",
+        "fp32",
+        "--random-order",
+        "--torch-dropout",
+        "--clustering-tokens",
+        "8",
+    ]
     assert main(argv) == 0
     (path,) = (root / "out").glob("*/summary.json")
     return read_json(path)
@@ -108,8 +147,9 @@ def test_every_analysis_gives_the_numbers_it_gave_before_the_redesign(summary):
         if isinstance(value, list) and value and isinstance(np.asarray(value).flat[0], str):
             same = actual[name] == value
         else:
-            same = np.allclose(np.asarray(actual[name], dtype=float), np.asarray(value, dtype=float),
-                               rtol=1e-4, atol=1e-5)
+            same = np.allclose(
+                np.asarray(actual[name], dtype=float), np.asarray(value, dtype=float), rtol=1e-4, atol=1e-5
+            )
         if not same:
             differing.append(name)
     assert differing == []

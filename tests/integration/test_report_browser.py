@@ -15,20 +15,50 @@ from harness.cli import main
 from tests.conftest import GLUE_DIR
 
 CHROMIUM = next(filter(None, map(shutil.which, ("chromium", "chromium-browser", "google-chrome"))), None)
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(CHROMIUM is None, reason="no headless browser: install chromium (apt-get install "
-                                                          "chromium) to load the report in one"),
-              pytest.mark.skipif(not GLUE_DIR.is_dir(), reason=f"real GLUE data not found at {GLUE_DIR}")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(
+        CHROMIUM is None,
+        reason="no headless browser: install chromium (apt-get install chromium) to load the report in one",
+    ),
+    pytest.mark.skipif(not GLUE_DIR.is_dir(), reason=f"real GLUE data not found at {GLUE_DIR}"),
+]
 
 
 @pytest.fixture(scope="module")
 def page(tmp_path_factory) -> Path:
     """The report of a small real run: MiniLM on RTE, a few analyses and the example maps."""
     root = tmp_path_factory.mktemp("report")
-    assert main(["run", "--task", "rte", "--model", "minilm", "--data-dir", str(GLUE_DIR),
-                 "--max-train-examples", "64", "--epochs", "1", "--max-eval-examples", "80",
-                 "--analyses", "cosine", "surface", "examples", "--output-dir", str(root / "out"),
-                 "--cache-dir", str(root / "cache"), "--tracking-uri", f"sqlite:///{root}/mlflow.db"]) == 0
+    assert (
+        main(
+            [
+                "run",
+                "--task",
+                "rte",
+                "--model",
+                "minilm",
+                "--data-dir",
+                str(GLUE_DIR),
+                "--max-train-examples",
+                "64",
+                "--epochs",
+                "1",
+                "--max-eval-examples",
+                "80",
+                "--analyses",
+                "cosine",
+                "surface",
+                "examples",
+                "--output-dir",
+                str(root / "out"),
+                "--cache-dir",
+                str(root / "cache"),
+                "--tracking-uri",
+                f"sqlite:///{root}/mlflow.db",
+            ]
+        )
+        == 0
+    )
     out = root / "report" / "index.html"
     assert main(["report", "--output-dir", str(root / "out"), "--out", str(out)]) == 0
     return out
@@ -36,9 +66,23 @@ def page(tmp_path_factory) -> Path:
 
 def browse(page: Path, profile: Path) -> tuple[str, str]:
     """The page's DOM once its scripts ran and its images loaded (virtual time), and the browser's log."""
-    done = subprocess.run([CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", f"--user-data-dir={profile}",
-                           "--virtual-time-budget=10000", "--enable-logging=stderr", "--v=0", "--dump-dom",
-                           page.as_uri()], capture_output=True, text=True, timeout=180)
+    done = subprocess.run(
+        [
+            CHROMIUM,
+            "--headless",
+            "--no-sandbox",
+            "--disable-gpu",
+            f"--user-data-dir={profile}",
+            "--virtual-time-budget=10000",
+            "--enable-logging=stderr",
+            "--v=0",
+            "--dump-dom",
+            page.as_uri(),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout, done.stderr
 
@@ -56,7 +100,11 @@ def test_every_figure_loads_the_view_draws_and_no_script_fails(page, tmp_path):
     images = len(re.findall(r"<img ", dom))
     assert images > 5 and status["data-images"] == status["data-loaded"] == str(images)
     assert (status["data-state"], status["data-failed"], status["data-errors"], status["data-view"]) == (
-        "ready", "0", "0", "drawn")
+        "ready",
+        "0",
+        "0",
+        "drawn",
+    )
     view = attributes(dom, "view-maps")
     assert view["data-drawn"] == "yes" and view["data-example"].startswith("rte-")
     assert 1 <= int(view["data-layer"]) <= 6 and 1 <= int(view["data-head"]) <= 12

@@ -18,8 +18,10 @@ from tasks.registry import get_task
 from tests.conftest import GLUE_DIR, snapshot
 from tests.integration.conftest import CHANGED_LAYER, glue_batches, run_on
 
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(not GLUE_DIR.is_dir(), reason=f"real GLUE data not found at {GLUE_DIR}")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not GLUE_DIR.is_dir(), reason=f"real GLUE data not found at {GLUE_DIR}"),
+]
 
 
 ABLATION_EXAMPLES = 8  # the sweep's cost grows with them; what is checked does not
@@ -28,10 +30,31 @@ ABLATION_EXAMPLES = 8  # the sweep's cost grows with them; what is checked does 
 @pytest.fixture(scope="module")
 def finished_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("run")
-    argv = ["run", "--task", "rte", "--model", "minilm", "--data-dir", str(GLUE_DIR),
-            "--max-train-examples", "96", "--epochs", "1", "--learning-rate", "1e-4",
-            "--max-eval-examples", "40", "--analyses", "cosine", "--output-dir", str(root / "out"),
-            "--cache-dir", str(root / "cache"), "--tracking-uri", f"sqlite:///{root}/mlflow.db"]
+    argv = [
+        "run",
+        "--task",
+        "rte",
+        "--model",
+        "minilm",
+        "--data-dir",
+        str(GLUE_DIR),
+        "--max-train-examples",
+        "96",
+        "--epochs",
+        "1",
+        "--learning-rate",
+        "1e-4",
+        "--max-eval-examples",
+        "40",
+        "--analyses",
+        "cosine",
+        "--output-dir",
+        str(root / "out"),
+        "--cache-dir",
+        str(root / "cache"),
+        "--tracking-uri",
+        f"sqlite:///{root}/mlflow.db",
+    ]
     assert main(argv) == 0
     (run_dir,) = (root / "out").glob("rte-minilm-seed42-*")
     return root, argv, run_dir
@@ -93,7 +116,9 @@ def test_figures_command_redraws_from_the_stored_summary(finished_run):
 
 
 def test_cosine_is_one_before_the_changed_layer_and_not_in_it(minilm):
-    result = run_on(CosineSimilarity, minilm["models"], minilm["tokenizer"], glue_batches(minilm["tokenizer"], "rte", 24))
+    result = run_on(
+        CosineSimilarity, minilm["models"], minilm["tokenizer"], glue_batches(minilm["tokenizer"], "rte", 24)
+    )
     per_head = torch.tensor(result["per_pair"]["pretrained->finetuned"]["per_head"])
     assert torch.allclose(per_head[:CHANGED_LAYER], torch.ones(CHANGED_LAYER, 12), atol=1e-5)
     assert (per_head[CHANGED_LAYER] < 0.99).all()
@@ -104,8 +129,9 @@ def test_ablate_scores_the_stored_fine_tuned_minilm_on_a_dev_sample(finished_run
     checkpoints = snapshot(root / "cache")
     assert main(["ablate", *argv[1:], "--ablation-examples", str(ABLATION_EXAMPLES)]) == 0
     assert snapshot(root / "cache") == checkpoints  # the stored checkpoint is used, not retrained
-    (summary,) = [read_json(path) for path in (root / "out").glob("*/summary.json")
-                  if "ablation" in read_json(path)["analyses"]]
+    (summary,) = [
+        read_json(path) for path in (root / "out").glob("*/summary.json") if "ablation" in read_json(path)["analyses"]
+    ]
     tuned = summary["analyses"]["ablation"]["result"]["per_checkpoint"]["finetuned"]
     assert tuned["examples"] == ABLATION_EXAMPLES and tuned["variants"] > 2 * 6 * 13
     examples = sample(load_examples(get_task("rte"), "dev", GLUE_DIR), ABLATION_EXAMPLES, 42, in_order=True)

@@ -28,10 +28,33 @@ pytestmark = [pytest.mark.slow, pytest.mark.skipif(not GLUE_DIR.is_dir(), reason
 
 def finetuned_summary(root, precision: str) -> dict:
     root = root / precision
-    argv = ["run", "--task", "rte", "--model", "minilm", "--data-dir", str(GLUE_DIR), "--max-train-examples", "256",
-            "--epochs", "1", "--learning-rate", "1e-4", "--analyses", "cosine", "--max-eval-examples", "64",
-            "--precision", precision, "--output-dir", str(root / "out"), "--cache-dir", str(root / "cache"),
-            "--tracking-uri", f"sqlite:///{root}/mlflow.db"]
+    argv = [
+        "run",
+        "--task",
+        "rte",
+        "--model",
+        "minilm",
+        "--data-dir",
+        str(GLUE_DIR),
+        "--max-train-examples",
+        "256",
+        "--epochs",
+        "1",
+        "--learning-rate",
+        "1e-4",
+        "--analyses",
+        "cosine",
+        "--max-eval-examples",
+        "64",
+        "--precision",
+        precision,
+        "--output-dir",
+        str(root / "out"),
+        "--cache-dir",
+        str(root / "cache"),
+        "--tracking-uri",
+        f"sqlite:///{root}/mlflow.db",
+    ]
     assert main(argv) == 0
     (path,) = (root / "out").glob("*/summary.json")
     return read_json(path)

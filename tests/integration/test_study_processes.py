@@ -31,8 +31,10 @@ def runs(root: Path) -> list[dict[str, str]]:
     with sqlite3.connect(root / "mlflow.db") as database:
         rows = database.execute("SELECT run_uuid, status FROM runs ORDER BY start_time").fetchall()
         tags = database.execute("SELECT run_uuid, key, value FROM tags").fetchall()
-    found = [{"id": run_id, "status": status, **{key: value for owner, key, value in tags if owner == run_id}}
-             for run_id, status in rows]
+    found = [
+        {"id": run_id, "status": status, **{key: value for owner, key, value in tags if owner == run_id}}
+        for run_id, status in rows
+    ]
     return [run for run in found if CHECKPOINT_TAG not in run]
 
 
@@ -50,6 +52,7 @@ def the_study(root: Path) -> dict:
 @pytest.fixture(scope="session")
 def finished_study(tiny_model_dir, tiny_data, tmp_path_factory) -> Path:
     """A whole study, once for the session, whichever pytest-xdist worker runs the tests (they read it)."""
+
     def finish(root: Path) -> None:
         done = harness(study_argv(tiny_model_dir, tiny_data, root))
         assert done.returncode == 0, done.stderr[-3000:]
@@ -62,9 +65,17 @@ def test_every_task_and_seed_is_a_child_of_one_finished_parent(finished_study):
     parent, children = parent_and_children(finished_study)
     assert parent["status"] == "FINISHED" and parent["harness.run_key"].startswith("study-")
     assert sorted((child["task"], child["seed"]) for child in children) == [
-        ("mrpc", "42"), ("mrpc", "43"), ("rte", "42"), ("rte", "43")]
-    assert all(child["mlflow.parentRunId"] == parent["id"] and child["status"] == "FINISHED"
-               and child["study"] == parent["study"] for child in children)
+        ("mrpc", "42"),
+        ("mrpc", "43"),
+        ("rte", "42"),
+        ("rte", "43"),
+    ]
+    assert all(
+        child["mlflow.parentRunId"] == parent["id"]
+        and child["status"] == "FINISHED"
+        and child["study"] == parent["study"]
+        for child in children
+    )
     study = the_study(finished_study)
     assert list(study["tasks"]) == ["rte", "mrpc"] and study["skipped"].keys() == {"qnli"}
     assert all(entry["seeds"] == [42, 43] for entry in study["tasks"].values())
@@ -72,14 +83,21 @@ def test_every_task_and_seed_is_a_child_of_one_finished_parent(finished_study):
     assert accuracy["n"] == SEEDS and min(accuracy["values"]) <= accuracy["mean"] <= max(accuracy["values"])
     # tiny models learn nothing: the study names both tasks and judges no finding on them
     assert study["judged_tasks"] == [] and set(study["kept_out_of_findings"]) == {"rte", "mrpc"}
-    assert study["kept_out_of_findings"]["rte"].startswith("its fine-tuned model is clearly above the majority "
-                                                           "class on 0 of 2 seeds")
+    assert study["kept_out_of_findings"]["rte"].startswith(
+        "its fine-tuned model is clearly above the majority class on 0 of 2 seeds"
+    )
     assert list(study["findings"]) == ["beats_majority"]
     counts = metric_counts(finished_study)
     assert counts["rte/dev_accuracy_finetuned"] == 1 and counts["mrpc/cosine_mean_std"] == 1
     figures = {path.name for path in (finished_study / "out" / "studies").glob("*/figures/*")}
-    assert {"cosine_per_head_by_task.png", "cosine_per_head_by_task.pdf", "pattern_shares_by_task.png",
-            "special_tokens_by_task.pdf", "dev_scores_by_task.md", "findings.md"} <= figures
+    assert {
+        "cosine_per_head_by_task.png",
+        "cosine_per_head_by_task.pdf",
+        "pattern_shares_by_task.png",
+        "special_tokens_by_task.pdf",
+        "dev_scores_by_task.md",
+        "findings.md",
+    } <= figures
 
 
 def test_the_same_study_again_reuses_every_run(finished_study, tiny_model_dir, tiny_data):

@@ -26,17 +26,20 @@ from tasks.registry import get_task
 from tests.conftest import GLUE_DIR, SHARED_DATA, stream
 from tests.integration.conftest import CHANGED_LAYER, glue_batches, run_on
 
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(not GLUE_DIR.is_dir(), reason=f"real GLUE data not found at {GLUE_DIR}")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not GLUE_DIR.is_dir(), reason=f"real GLUE data not found at {GLUE_DIR}"),
+]
 LAST = CHANGED_LAYER
 
 
 @pytest.fixture(scope="module")
 def results(minilm):
     tokenizer, models = minilm["tokenizer"], minilm["models"]
-    return {cls.name: run_on(cls, models, tokenizer, glue_batches(tokenizer, "rte", 16),
-                             clustering_tokens_per_example=4)
-            for cls in (Surface, Clustering, GradientImportance)}
+    return {
+        cls.name: run_on(cls, models, tokenizer, glue_batches(tokenizer, "rte", 16), clustering_tokens_per_example=4)
+        for cls in (Surface, Clustering, GradientImportance)
+    }
 
 
 def test_statistics_match_before_the_changed_layer_and_differ_in_it(results):

@@ -28,7 +28,10 @@ EWT = SHARED_DATA / "ud-english-ewt"
 @pytest.mark.skipif(not EWT.is_dir(), reason="needs ../shared/data/ud-english-ewt")
 def test_minilm_heads_and_probes_read_syntax_that_random_attention_does_not(minilm):
     tokenizer, pretrained = minilm["tokenizer"], minilm["models"][PRETRAINED]
-    models = {PRETRAINED: pretrained, FINETUNED: AutoModelForSequenceClassification.from_config(pretrained.config).eval()}
+    models = {
+        PRETRAINED: pretrained,
+        FINETUNED: AutoModelForSequenceClassification.from_config(pretrained.config).eval(),
+    }
     dev = read_treebank(EWT / "en_ewt-ud-dev.conllu")[:150]
     train = random.Random(0).sample(read_treebank(EWT / "en_ewt-ud-train.conllu"), 100)
     settings = {"syntax_min_count": 60, "analysis_seed": 0}

@@ -14,8 +14,10 @@ from harness.views.vig import STATISTICS
 from tests.conftest import GLUE_DIR
 from tests.integration.conftest import CHANGED_LAYER, glue_batches, run_on
 
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(not GLUE_DIR.is_dir(), reason=f"real GLUE data not found at {GLUE_DIR}")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not GLUE_DIR.is_dir(), reason=f"real GLUE data not found at {GLUE_DIR}"),
+]
 LAST = CHANGED_LAYER
 EXAMPLES = 16
 

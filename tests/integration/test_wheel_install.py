@@ -48,24 +48,61 @@ PACKAGES = ("harness", "tasks", "classifier")
 DISTRIBUTION = "attention-shift-harness"
 # What the package reads from its own folders (`Path(__file__)` in harness/, tasks/, classifier/),
 # named so that the comparison with the checkout below cannot pass on an empty list.
-READ_FROM_THE_PACKAGE = {"classifier/weights.pt", "classifier/crossval.json", "classifier/data/labels.tsv",
-                         "classifier/data/maps.npz", "classifier/data/second_pass.txt", "harness/present/report.js",
-                         "harness/present/report.css", "harness/present/templates/page.html", "tasks/corpora.json"}
+READ_FROM_THE_PACKAGE = {
+    "classifier/weights.pt",
+    "classifier/crossval.json",
+    "classifier/data/labels.tsv",
+    "classifier/data/maps.npz",
+    "classifier/data/second_pass.txt",
+    "harness/present/report.js",
+    "harness/present/report.css",
+    "harness/present/templates/page.html",
+    "tasks/corpora.json",
+}
 BASE_PYTHON = getattr(sys, "_base_executable", sys.executable)  # the interpreter the suite's venv was made from
 # Unset for the installed commands: nothing points Python at the checkout, the defaults are the user's.
-UNSET = {"PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP", "VIRTUAL_ENV", "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE",
-         "MLFLOW_TRACKING_URI", "HARNESS_DATA", "HARNESS_DATA_MIRROR", "GLUE_DIR"}
-TINY_RUN = ("--max-train-examples", "16", "--epochs", "1", "--quick", "--max-dev-examples", "16",
-            "--max-corpus-items", "6", "--probe-train-sentences", "16", "--max-eval-examples", "8")
-LOCATE = ("import importlib.metadata, json, sys, sysconfig, harness, tasks, classifier; print(json.dumps({"
-          "'site': sysconfig.get_paths()['purelib'], 'prefix': sys.prefix, 'path': sys.path, "
-          "'modules': [harness.__file__, tasks.__file__, classifier.__file__], "
-          f"'metadata': str(importlib.metadata.distribution('{DISTRIBUTION}').locate_file('harness/cli.py'))}}))")
+UNSET = {
+    "PYTHONPATH",
+    "PYTHONHOME",
+    "PYTHONSTARTUP",
+    "VIRTUAL_ENV",
+    "HF_HUB_OFFLINE",
+    "TRANSFORMERS_OFFLINE",
+    "MLFLOW_TRACKING_URI",
+    "HARNESS_DATA",
+    "HARNESS_DATA_MIRROR",
+    "GLUE_DIR",
+}
+TINY_RUN = (
+    "--max-train-examples",
+    "16",
+    "--epochs",
+    "1",
+    "--quick",
+    "--max-dev-examples",
+    "16",
+    "--max-corpus-items",
+    "6",
+    "--probe-train-sentences",
+    "16",
+    "--max-eval-examples",
+    "8",
+)
+LOCATE = (
+    "import importlib.metadata, json, sys, sysconfig, harness, tasks, classifier; print(json.dumps({"
+    "'site': sysconfig.get_paths()['purelib'], 'prefix': sys.prefix, 'path': sys.path, "
+    "'modules': [harness.__file__, tasks.__file__, classifier.__file__], "
+    f"'metadata': str(importlib.metadata.distribution('{DISTRIBUTION}').locate_file('harness/cli.py'))}}))"
+)
 
-pytestmark = [pytest.mark.slow,
-              pytest.mark.skipif(not (GLUE_DIR / "RTE").is_dir(), reason=f"real GLUE RTE not found at {GLUE_DIR}"),
-              pytest.mark.skipif(not all((SHARED_DATA / corpus.shared).is_dir() for corpus in CORPORA.values()),
-                                 reason=f"the default corpora to serve are not in {SHARED_DATA}")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.skipif(not (GLUE_DIR / "RTE").is_dir(), reason=f"real GLUE RTE not found at {GLUE_DIR}"),
+    pytest.mark.skipif(
+        not all((SHARED_DATA / corpus.shared).is_dir() for corpus in CORPORA.values()),
+        reason=f"the default corpora to serve are not in {SHARED_DATA}",
+    ),
+]
 
 
 def run(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -78,8 +115,12 @@ def run(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> sub
 
 def package_files(root: Path) -> set[str]:
     """Every file of the packages under ``root`` (bytecode aside), relative to ``root``."""
-    return {path.relative_to(root).as_posix() for package in PACKAGES for path in (root / package).rglob("*")
-            if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc"}
+    return {
+        path.relative_to(root).as_posix()
+        for package in PACKAGES
+        for path in (root / package).rglob("*")
+        if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc"
+    }
 
 
 def in_packages(names: set[str]) -> set[str]:
@@ -137,8 +178,11 @@ def user_env(venv: Path, **variables: str) -> dict[str, str]:
 def install(python: Path, artifact: Path, env: dict[str, str]) -> Path:
     """``artifact`` (a wheel or an sdist) installed into ``python``'s environment, not editable;
     returns that environment's site-packages, checked to be where the packages import from."""
-    run([str(python), "-m", "pip", "install", "--no-deps", "--no-build-isolation", "--no-index", str(artifact)],
-        artifact.parent, env)
+    run(
+        [str(python), "-m", "pip", "install", "--no-deps", "--no-build-isolation", "--no-index", str(artifact)],
+        artifact.parent,
+        env,
+    )
     found = json.loads(run([str(python), "-c", LOCATE], python.parents[2], env).stdout)
     site = Path(found["site"]).resolve()
     assert Path(found["prefix"]).resolve() == python.parents[1].resolve()
@@ -175,8 +219,9 @@ def test_the_installed_wheel_runs_redraws_and_reports_from_a_users_project(dist,
     git_checkout(project)
     python = fresh_venv(project / ".venv", shared_site)
     cache = tmp_path / "data-cache"
-    env = user_env(project / ".venv", GLUE_DIR=str(GLUE_DIR.resolve()), HARNESS_DATA=str(cache),
-                   HARNESS_DATA_MIRROR=host)  # GLUE_DIR made absolute: the harness runs from another folder
+    env = user_env(
+        project / ".venv", GLUE_DIR=str(GLUE_DIR.resolve()), HARNESS_DATA=str(cache), HARNESS_DATA_MIRROR=host
+    )  # GLUE_DIR made absolute: the harness runs from another folder
     site = install(python, dist["wheel"], env)
     harness = str(project / ".venv" / "bin" / "harness")
 

@@ -39,8 +39,9 @@ class HarnessProcess:
         self.args = ["harness", *argv]
         self.returncode: int | None = None
         self.output = [temporary_file(f".{name}") for name in ("out", "err")]
-        self.process = FORK_SERVER.Process(target=run_command, args=(argv, injector, dict(os.environ),
-                                                                    [str(path) for path in self.output]))
+        self.process = FORK_SERVER.Process(
+            target=run_command, args=(argv, injector, dict(os.environ), [str(path) for path in self.output])
+        )
         self.process.start()
 
     def communicate(self, timeout: float | None = None) -> tuple[str, str]:
@@ -63,16 +64,18 @@ def temporary_file(suffix: str) -> Path:
     return Path(name)
 
 
-def completed(argv: list[str], injector: tuple[str, str, int] | None = None,
-              timeout: float = 900) -> subprocess.CompletedProcess:
+def completed(
+    argv: list[str], injector: tuple[str, str, int] | None = None, timeout: float = 900
+) -> subprocess.CompletedProcess:
     """``harness <argv>`` run to its end in a warm process."""
     process = HarnessProcess(argv, injector)
     stdout, stderr = process.communicate(timeout)
     return subprocess.CompletedProcess(process.args, process.returncode, stdout, stderr)
 
 
-def run_command(argv: list[str], injector: tuple[str, str, int] | None, environment: dict[str, str],
-                output: list[str]) -> None:
+def run_command(
+    argv: list[str], injector: tuple[str, str, int] | None, environment: dict[str, str], output: list[str]
+) -> None:
     """In the forked child: the test's folder, environment and output files, then the
     harness's entry point, and an exit as the interpreter's own (exit handlers, flushed files)."""
     os.chdir(REPOSITORY)

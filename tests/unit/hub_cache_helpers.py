@@ -21,15 +21,37 @@ from huggingface_hub.utils.sha import git_hash
 ROOT = Path(__file__).resolve().parents[2]
 LFS_SUFFIXES = (".safetensors", ".bin", ".parquet")  # the files the hub stores in LFS (etag: their SHA-256)
 # What decides where the hub, transformers and datasets look, or whether they go online: the tests set their own.
-HUB_VARIABLES = ("HF_HOME", "HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE", "TRANSFORMERS_CACHE", "HF_DATASETS_CACHE",
-                 "HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE", "HF_ENDPOINT", "GLUE_DIR",
-                 "HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")
-GLUE_RTE_FEATURES = datasets.Features({
-    "sentence1": datasets.Value("string"), "sentence2": datasets.Value("string"),
-    "label": datasets.ClassLabel(names=["entailment", "not_entailment"]), "idx": datasets.Value("int32")})
-GLUE_COLA_FEATURES = datasets.Features({
-    "sentence": datasets.Value("string"), "label": datasets.ClassLabel(names=["unacceptable", "acceptable"]),
-    "idx": datasets.Value("int32")})
+HUB_VARIABLES = (
+    "HF_HOME",
+    "HF_HUB_CACHE",
+    "HUGGINGFACE_HUB_CACHE",
+    "TRANSFORMERS_CACHE",
+    "HF_DATASETS_CACHE",
+    "HF_HUB_OFFLINE",
+    "TRANSFORMERS_OFFLINE",
+    "HF_DATASETS_OFFLINE",
+    "HF_ENDPOINT",
+    "GLUE_DIR",
+    "HTTPS_PROXY",
+    "https_proxy",
+    "ALL_PROXY",
+    "all_proxy",
+)
+GLUE_RTE_FEATURES = datasets.Features(
+    {
+        "sentence1": datasets.Value("string"),
+        "sentence2": datasets.Value("string"),
+        "label": datasets.ClassLabel(names=["entailment", "not_entailment"]),
+        "idx": datasets.Value("int32"),
+    }
+)
+GLUE_COLA_FEATURES = datasets.Features(
+    {
+        "sentence": datasets.Value("string"),
+        "label": datasets.ClassLabel(names=["unacceptable", "acceptable"]),
+        "idx": datasets.Value("int32"),
+    }
+)
 # The dataset card's configurations, as nyu-mll/glue's README.md declares them (two of its configurations).
 GLUE_README = """---
 configs:
@@ -76,8 +98,9 @@ def write_hub_snapshot(hub_cache: Path, repo_id: str, files: dict[str, bytes], r
 
 def folder_files(folder: Path) -> dict[str, bytes]:
     """Every file of a folder (a model saved by save_pretrained), by its path inside it."""
-    return {path.relative_to(folder).as_posix(): path.read_bytes() for path in sorted(folder.rglob("*"))
-            if path.is_file()}
+    return {
+        path.relative_to(folder).as_posix(): path.read_bytes() for path in sorted(folder.rglob("*")) if path.is_file()
+    }
 
 
 def hub_environment(home: Path, **variables: str) -> dict[str, str]:
@@ -99,12 +122,21 @@ def hub_glue_rows(tsv: Path, config: str) -> list[dict]:
     files (tab-separated, no quoting; ``idx`` the row's number): RTE by its header, CoLA by position."""
     with tsv.open(encoding="utf-8", newline="") as handle:
         if config == "cola":
-            return [{"sentence": row[3], "label": int(row[1]), "idx": index}
-                    for index, row in enumerate(csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_NONE))]
+            return [
+                {"sentence": row[3], "label": int(row[1]), "idx": index}
+                for index, row in enumerate(csv.reader(handle, delimiter="\t", quoting=csv.QUOTE_NONE))
+            ]
         reader = csv.DictReader(handle, delimiter="\t", quoting=csv.QUOTE_NONE)
         names = GLUE_RTE_FEATURES["label"].names
-        return [{"sentence1": row["sentence1"], "sentence2": row["sentence2"], "label": names.index(row["label"]),
-                 "idx": index} for index, row in enumerate(reader)]
+        return [
+            {
+                "sentence1": row["sentence1"],
+                "sentence2": row["sentence2"],
+                "label": names.index(row["label"]),
+                "idx": index,
+            }
+            for index, row in enumerate(reader)
+        ]
 
 
 def glue_hub_files(glue_dir: Path, folder: Path, configs: tuple[str, ...] = ("rte",)) -> dict[str, bytes]:

@@ -14,7 +14,9 @@ from tasks.treebank import Sentence
 from tests.conftest import analysis_context
 
 
-def sentence(words: str, heads: list[int], relations: list[str] | None = None, xpos: list[str] | None = None) -> Sentence:
+def sentence(
+    words: str, heads: list[int], relations: list[str] | None = None, xpos: list[str] | None = None
+) -> Sentence:
     tokens = words.split()
     relations = relations or ["dep" if head else "root" for head in heads]
     xpos = xpos or ["NN"] * len(tokens)
@@ -35,27 +37,29 @@ def pointing_maps(heads: list[int], layers: int = 1, num_heads: int = 2, transpo
     return maps
 
 
-def hand_made_batch(sentences: list[Sentence], maps: dict[str, list[torch.Tensor]],
-                    items: list[Any] | None = None) -> AttentionBatch:
+def hand_made_batch(
+    sentences: list[Sentence], maps: dict[str, list[torch.Tensor]], items: list[Any] | None = None
+) -> AttentionBatch:
     """One AttentionBatch of single-token words with the given token maps per checkpoint name."""
     longest = max(len(s) for s in sentences) + 2
     mask = torch.zeros(len(sentences), longest, dtype=torch.long)
     aligned = []
     for row, s in enumerate(sentences):
-        mask[row, :len(s) + 2] = 1
+        mask[row, : len(s) + 2] = 1
         aligned.append(WordAlignedItem(items[row] if items else s, [None, *range(len(s)), None], len(s), 0))
     encoded = EncodedBatch(torch.zeros_like(mask), mask, None, aligned)
     attentions = {}
     for checkpoint, per_row in maps.items():
         padded = torch.zeros(len(sentences), *per_row[0].shape[:2], longest, longest)
         for row, m in enumerate(per_row):
-            padded[row, :, :, :m.shape[-1], :m.shape[-1]] = m
+            padded[row, :, :, : m.shape[-1], : m.shape[-1]] = m
         attentions[checkpoint] = padded
     return AttentionBatch(encoded, attentions)
 
 
-def context(checkpoints: tuple[str, ...] = (PRETRAINED, FINETUNED), layers: int = 1, heads: int = 2,
-            **settings: Any) -> AnalysisContext:
+def context(
+    checkpoints: tuple[str, ...] = (PRETRAINED, FINETUNED), layers: int = 1, heads: int = 2, **settings: Any
+) -> AnalysisContext:
     """A context over ``checkpoints`` comparing each with the next."""
     pairs = tuple(zip(checkpoints, checkpoints[1:]))
     return analysis_context(checkpoints, layers, heads, pairs=pairs, **settings)

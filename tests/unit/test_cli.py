@@ -19,8 +19,9 @@ def run_cli(capsys, *argv):
 def test_unknown_task(capsys, tmp_path):
     code, err = run_cli(capsys, "run", "--task", "nope", "--model", "minilm", "--data-dir", str(tmp_path))
     assert code == 2
-    assert err.strip() == ("error: unknown task 'nope'; valid tasks: "
-                           "cola, sst2, mrpc, stsb, qqp, mnli, qnli, rte, wnli")
+    assert err.strip() == (
+        "error: unknown task 'nope'; valid tasks: cola, sst2, mrpc, stsb, qqp, mnli, qnli, rte, wnli"
+    )
 
 
 def test_data_folder_without_the_task(capsys, tmp_path):
@@ -32,18 +33,44 @@ def test_data_folder_without_the_task(capsys, tmp_path):
 def test_unknown_analysis(capsys, tmp_path):
     (tmp_path / "RTE").mkdir()
     (tmp_path / "RTE" / "dev.tsv").write_text("index\tsentence1\tsentence2\tlabel\n0\ta\tb\tentailment\n")
-    code, err = run_cli(capsys, "run", "--task", "rte", "--data-dir", str(tmp_path), "--analyses", "astrology",
-                        "--tracking-uri", f"sqlite:///{tmp_path}/m.db")
-    assert code == 2 and "--analyses: unknown analysis astrology; valid: evaluation, cosine, cosine_padded, clustering" in err
+    code, err = run_cli(
+        capsys,
+        "run",
+        "--task",
+        "rte",
+        "--data-dir",
+        str(tmp_path),
+        "--analyses",
+        "astrology",
+        "--tracking-uri",
+        f"sqlite:///{tmp_path}/m.db",
+    )
+    assert (
+        code == 2
+        and "--analyses: unknown analysis astrology; valid: evaluation, cosine, cosine_padded, clustering" in err
+    )
 
 
 def test_unreachable_model_names_the_offline_alias(capsys, tmp_path):
     (tmp_path / "RTE").mkdir()
     for split in ("train", "dev"):
         (tmp_path / "RTE" / f"{split}.tsv").write_text("index\tsentence1\tsentence2\tlabel\n0\ta\tb\tentailment\n")
-    code, err = run_cli(capsys, "run", "--task", "rte", "--model", str(tmp_path / "no-such-model"),
-                        "--data-dir", str(tmp_path), "--output-dir", str(tmp_path / "out"),
-                        "--cache-dir", str(tmp_path / "cache"), "--tracking-uri", f"sqlite:///{tmp_path}/m.db")
+    code, err = run_cli(
+        capsys,
+        "run",
+        "--task",
+        "rte",
+        "--model",
+        str(tmp_path / "no-such-model"),
+        "--data-dir",
+        str(tmp_path),
+        "--output-dir",
+        str(tmp_path / "out"),
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "--tracking-uri",
+        f"sqlite:///{tmp_path}/m.db",
+    )
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert "could not load" in err and "--model minilm" in err
 
@@ -59,17 +86,31 @@ def test_an_unreachable_hub_is_detected_not_retried(capsys, tmp_path, monkeypatc
     (tmp_path / "RTE").mkdir()
     for split in ("train", "dev"):
         (tmp_path / "RTE" / f"{split}.tsv").write_text("index\tsentence1\tsentence2\tlabel\n0\ta\tb\tentailment\n")
-    code, err = run_cli(capsys, "run", "--task", "rte", "--model", "no-such-org/no-such-model",
-                        "--data-dir", str(tmp_path), "--output-dir", str(tmp_path / "out"),
-                        "--cache-dir", str(tmp_path / "cache"), "--tracking-uri", f"sqlite:///{tmp_path}/m.db")
+    code, err = run_cli(
+        capsys,
+        "run",
+        "--task",
+        "rte",
+        "--model",
+        "no-such-org/no-such-model",
+        "--data-dir",
+        str(tmp_path),
+        "--output-dir",
+        str(tmp_path / "out"),
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "--tracking-uri",
+        f"sqlite:///{tmp_path}/m.db",
+    )
     models.hub_unreachable.cache_clear()
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert "the hub is unreachable (127.0.0.1:9" in err and "--model minilm" in err
     assert hub_constants.is_offline_mode()
 
 
-@pytest.mark.parametrize(("typed", "meant"), [("--modle", "--model"), ("--max-train-exmaples", "--max-train-examples"),
-                                              ("--bogus", None)])
+@pytest.mark.parametrize(
+    ("typed", "meant"), [("--modle", "--model"), ("--max-train-exmaples", "--max-train-examples"), ("--bogus", None)]
+)
 def test_a_misspelled_flag_is_one_line_with_a_suggestion_where_one_is_close(capsys, typed, meant):
     with pytest.raises(SystemExit) as stopped:
         main(["run", "--task", "rte", typed, "1"])
@@ -89,15 +130,26 @@ def test_a_misspelled_required_flag_gets_a_suggestion(capsys):
 
 
 def test_a_path_flag_too_long_for_the_system_is_one_line(capsys, tmp_path):
-    code, err = run_cli(capsys, "run", "--task", "rte", "--model", "minilm", "--data-dir", str(tmp_path),
-                        "--corpus", "a" * 100_000)
+    code, err = run_cli(
+        capsys, "run", "--task", "rte", "--model", "minilm", "--data-dir", str(tmp_path), "--corpus", "a" * 100_000
+    )
     assert code == 2 and len(err.strip().splitlines()) == 1 and "Traceback" not in err
     assert err.startswith("error: --corpus aaa") and "(100,000 characters): cannot be looked up" in err
 
 
 def test_figures_without_a_run(capsys, tmp_path, tiny_model_dir, tiny_data):
-    code, err = run_cli(capsys, "figures", "--task", "rte", "--model", str(tiny_model_dir),
-                        "--data-dir", str(tiny_data / "glue"), "--output-dir", str(tmp_path))
+    code, err = run_cli(
+        capsys,
+        "figures",
+        "--task",
+        "rte",
+        "--model",
+        str(tiny_model_dir),
+        "--data-dir",
+        str(tiny_data / "glue"),
+        "--output-dir",
+        str(tmp_path),
+    )
     assert code == 2 and "summary.json not found: run `harness run` with these flags first" in err
 
 
@@ -109,10 +161,21 @@ def test_figures_of_a_folder_without_a_run(capsys, tmp_path):
 
 
 def test_max_length_beyond_the_position_embeddings(capsys, tiny_model_dir, tiny_data):
-    code, err = run_cli(capsys, "run", "--task", "rte", "--model", str(tiny_model_dir),
-                        "--data-dir", str(tiny_data / "glue"), "--max-length", "129")
-    assert code == 2 and err.strip().endswith("--max-length 129: " + f"{tiny_model_dir} has 128 position embeddings; "
-                                              "use at most 128")
+    code, err = run_cli(
+        capsys,
+        "run",
+        "--task",
+        "rte",
+        "--model",
+        str(tiny_model_dir),
+        "--data-dir",
+        str(tiny_data / "glue"),
+        "--max-length",
+        "129",
+    )
+    assert code == 2 and err.strip().endswith(
+        "--max-length 129: " + f"{tiny_model_dir} has 128 position embeddings; use at most 128"
+    )
 
 
 def test_flags_are_generated_from_the_dataclasses_with_help():
@@ -125,8 +188,23 @@ def test_flags_are_generated_from_the_dataclasses_with_help():
                     continue
                 assert flag_of(group, item.name) in text.split(), (command, item.name)
                 assert item.metadata.get("help"), item.name
-    (config,) = configs_from(parser.parse_args(["run", "--task", "RTE", "--batch-size", "16", "--analyses", "cosine",
-                                                "surface", "--random-order", "--max-eval-examples", "10"]))
+    (config,) = configs_from(
+        parser.parse_args(
+            [
+                "run",
+                "--task",
+                "RTE",
+                "--batch-size",
+                "16",
+                "--analyses",
+                "cosine",
+                "surface",
+                "--random-order",
+                "--max-eval-examples",
+                "10",
+            ]
+        )
+    )
     assert (config.task.task, config.finetune.batch_size, config.finetune.random_order) == ("rte", 16, True)
     assert config.analysis.analyses == ["cosine", "surface"] and config.analysis.max_eval_examples == 10
 

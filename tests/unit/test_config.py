@@ -24,30 +24,46 @@ from harness.config import (
 from harness.options import flag_of
 from tasks.errors import InputError
 
-FLAGS = (TaskConfig, FineTuneConfig, AnalysisConfig, EnvironmentConfig, AnnotationConfig, StudyConfig, DocsConfig,
-         FiguresConfig, ReportConfig, ExportConfig, DataConfig)
+FLAGS = (
+    TaskConfig,
+    FineTuneConfig,
+    AnalysisConfig,
+    EnvironmentConfig,
+    AnnotationConfig,
+    StudyConfig,
+    DocsConfig,
+    FiguresConfig,
+    ReportConfig,
+    ExportConfig,
+    DataConfig,
+)
 REQUIRED = {TaskConfig: {"task": "rte"}, AnnotationConfig: {"out": "pool"}}
 
 
-@pytest.mark.parametrize("build, message", [
-    (lambda: FineTuneConfig(batch_size=0), "--batch-size 0: must be at least 1"),
-    (lambda: FineTuneConfig(epochs=0), "--epochs 0: must be above 0"),
-    (lambda: FineTuneConfig(max_train_examples=-1), "--max-train-examples -1: must be at least 1"),
-    (lambda: AnalysisConfig(max_eval_examples=-5), "--max-eval-examples -5"),
-    (lambda: AnalysisConfig(eval_batch_size=0), "--eval-batch-size 0"),
-    (lambda: AnalysisConfig(word_attention_from="last"), "--word-attention-from last: must be one of mean, first"),
-    (lambda: AnalysisConfig(max_tokens=2), "--max-tokens 2: must be at least 5"),
-    (lambda: AnalysisConfig(probe_train_sentences=-1),
-     "--probe-train-sentences -1: must be 0 or more \\(0: the whole training treebank\\)"),
-    (lambda: FineTuneConfig(warmup_ratio=1.0), "--warmup-ratio 1: must be in \\[0, 1\\)"),
-    (lambda: AnnotationConfig(out="pool", checkpoint="midway"), "--checkpoint midway: must be one of pretrained, "),
-    (lambda: TaskConfig(task="nope"), "unknown task 'nope'"),
-    (lambda: TaskConfig(task=None), "--task is required"),
-    (lambda: TaskConfig(task="rte", max_length=4), "--max-length 4"),
-    (lambda: EnvironmentConfig(precision="fp8"), "--precision fp8: must be one of"),
-    (lambda: EnvironmentConfig(device="tpu"), "--device tpu"),
-    (lambda: ReportConfig(out="page.txt"), "--out page.txt: must end in .html"),
-])
+@pytest.mark.parametrize(
+    "build, message",
+    [
+        (lambda: FineTuneConfig(batch_size=0), "--batch-size 0: must be at least 1"),
+        (lambda: FineTuneConfig(epochs=0), "--epochs 0: must be above 0"),
+        (lambda: FineTuneConfig(max_train_examples=-1), "--max-train-examples -1: must be at least 1"),
+        (lambda: AnalysisConfig(max_eval_examples=-5), "--max-eval-examples -5"),
+        (lambda: AnalysisConfig(eval_batch_size=0), "--eval-batch-size 0"),
+        (lambda: AnalysisConfig(word_attention_from="last"), "--word-attention-from last: must be one of mean, first"),
+        (lambda: AnalysisConfig(max_tokens=2), "--max-tokens 2: must be at least 5"),
+        (
+            lambda: AnalysisConfig(probe_train_sentences=-1),
+            "--probe-train-sentences -1: must be 0 or more \\(0: the whole training treebank\\)",
+        ),
+        (lambda: FineTuneConfig(warmup_ratio=1.0), "--warmup-ratio 1: must be in \\[0, 1\\)"),
+        (lambda: AnnotationConfig(out="pool", checkpoint="midway"), "--checkpoint midway: must be one of pretrained, "),
+        (lambda: TaskConfig(task="nope"), "unknown task 'nope'"),
+        (lambda: TaskConfig(task=None), "--task is required"),
+        (lambda: TaskConfig(task="rte", max_length=4), "--max-length 4"),
+        (lambda: EnvironmentConfig(precision="fp8"), "--precision fp8: must be one of"),
+        (lambda: EnvironmentConfig(device="tpu"), "--device tpu"),
+        (lambda: ReportConfig(out="page.txt"), "--out page.txt: must end in .html"),
+    ],
+)
 def test_bad_values_are_one_line_errors_naming_the_flag(build, message):
     with pytest.raises(InputError, match=message) as error:
         build()
@@ -90,8 +106,12 @@ def test_the_page_and_the_tables_go_under_the_output_folder_unless_out_says_wher
 
 def declaring(kind: str) -> list:
     """A pytest parameter per field of the configuration classes that declares ``kind`` (bounds, choices)."""
-    return [pytest.param(cls, item, id=f"{cls.__name__}.{item.name}")
-            for cls in FLAGS for item in fields(cls) if item.metadata.get(kind) is not None]
+    return [
+        pytest.param(cls, item, id=f"{cls.__name__}.{item.name}")
+        for cls in FLAGS
+        for item in fields(cls)
+        if item.metadata.get(kind) is not None
+    ]
 
 
 def help_of(cls: type) -> str:
@@ -129,6 +149,7 @@ def test_a_path_too_long_for_the_system_is_one_line_naming_the_flag(flag):
     with pytest.raises(InputError) as error:
         AnalysisConfig(**{flag: "a" * 100_000})
     message = str(error.value)
-    assert message.startswith(f"{flag_of(AnalysisConfig, flag)} {'a' * 200}... (100,000 characters): "
-                              "cannot be looked up (file name too long)")
+    assert message.startswith(
+        f"{flag_of(AnalysisConfig, flag)} {'a' * 200}... (100,000 characters): cannot be looked up (file name too long)"
+    )
     assert message.endswith("check the path") and len(message) < 400

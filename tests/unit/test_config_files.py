@@ -21,8 +21,9 @@ def configured(*argv: str):
 
 def test_a_file_sets_the_flags_and_the_command_line_wins(tmp_path):
     path = tmp_path / "run.yaml"
-    path.write_text("task: mrpc\n--model: minilm\nepochs: 2\nanalyses: [cosine, surface]\nquick: true\n"
-                    "max_train_examples: 500\n")
+    path.write_text(
+        "task: mrpc\n--model: minilm\nepochs: 2\nanalyses: [cosine, surface]\nquick: true\nmax_train_examples: 500\n"
+    )
     (config,) = configured("run", "--config", str(path), "--epochs", "5")
     assert (config.task.task, config.task.model, config.finetune.max_train_examples) == ("mrpc", "minilm", 500)
     assert config.finetune.epochs == 5.0  # the flag typed after the file
@@ -30,20 +31,38 @@ def test_a_file_sets_the_flags_and_the_command_line_wins(tmp_path):
 
 
 def test_a_runs_written_settings_give_back_the_same_configuration(tmp_path):
-    (original,) = configured("run", "--task", "rte", "--model", "minilm", "--epochs", "2", "--quick",
-                             "--analyses", "cosine", "--clustering-tokens", "3", "--output-dir", str(tmp_path))
+    (original,) = configured(
+        "run",
+        "--task",
+        "rte",
+        "--model",
+        "minilm",
+        "--epochs",
+        "2",
+        "--quick",
+        "--analyses",
+        "cosine",
+        "--clustering-tokens",
+        "3",
+        "--output-dir",
+        str(tmp_path),
+    )
     path = tmp_path / "config.json"
     path.write_text(json.dumps(settings_file(original)))
     (again,) = configured("run", "--config", str(path))
     assert asdict(again) == asdict(original)
 
 
-@pytest.mark.parametrize(("name", "text", "says"), [
-    ("bad.json", "{\"task\": ", "not valid JSON"),
-    ("list.yaml", "- task\n", "must hold a mapping of settings to values, not list"),
-    ("unknown.json", "{\"tsk\": \"rte\"}", "'tsk' is not a setting of `harness run`; `harness run --help` lists them"),
-    ("settings.toml", "task = 'rte'", "must be a .json, .yaml or .yml file"),
-    ("absent.json", None, "cannot be read (No such file or directory); check the path")])
+@pytest.mark.parametrize(
+    ("name", "text", "says"),
+    [
+        ("bad.json", '{"task": ', "not valid JSON"),
+        ("list.yaml", "- task\n", "must hold a mapping of settings to values, not list"),
+        ("unknown.json", '{"tsk": "rte"}', "'tsk' is not a setting of `harness run`; `harness run --help` lists them"),
+        ("settings.toml", "task = 'rte'", "must be a .json, .yaml or .yml file"),
+        ("absent.json", None, "cannot be read (No such file or directory); check the path"),
+    ],
+)
 def test_a_bad_file_is_one_line_naming_it(tmp_path, capsys, name, text, says):
     path = tmp_path / name
     if text is not None:
@@ -84,22 +103,41 @@ def test_a_yaml_alias_bomb_is_one_short_line_in_little_memory(tmp_path, capsys):
         tracemalloc.stop()
     err = capsys.readouterr().err.strip().splitlines()
     assert code == 2 and len(err) == 1 and len(err[0]) < 1000
-    assert err[0] == (f"error: --config {path}:3: YAML anchors and aliases (&name, *name) are not taken; "
-                      "write the values out")
-    assert peak < 5 * 2 ** 20  # expanded, the aliases took 1.8 GB
+    assert err[0] == (
+        f"error: --config {path}:3: YAML anchors and aliases (&name, *name) are not taken; write the values out"
+    )
+    assert peak < 5 * 2**20  # expanded, the aliases took 1.8 GB
 
 
-@pytest.mark.parametrize(("settings", "quoted"), [
-    ({"x" * 100_000: 1}, "'xxxx"),
-    ({"task": "rte", "model": {"name": "y" * 100_000}}, "'model' must be a value or a list of values, not {'name'"),
-    ({"task": "rte", "analyses": [["cosine"] * 10_000]}, "'analyses' must be a value or a list of values"),
-    ({"task": "rte", "analyses": ["z" * 100_000]}, "--analyses: unknown analysis zzzz")],
-    ids=["key", "mapping", "nested-list", "analysis-name"])
+@pytest.mark.parametrize(
+    ("settings", "quoted"),
+    [
+        ({"x" * 100_000: 1}, "'xxxx"),
+        ({"task": "rte", "model": {"name": "y" * 100_000}}, "'model' must be a value or a list of values, not {'name'"),
+        ({"task": "rte", "analyses": [["cosine"] * 10_000]}, "'analyses' must be a value or a list of values"),
+        ({"task": "rte", "analyses": ["z" * 100_000]}, "--analyses: unknown analysis zzzz"),
+    ],
+    ids=["key", "mapping", "nested-list", "analysis-name"],
+)
 def test_an_overlong_value_is_quoted_in_a_few_hundred_characters(tmp_path, capsys, settings, quoted):
     path = tmp_path / "long.json"
     path.write_text(json.dumps(settings))
-    assert main(["run", "--config", str(path), "--output-dir", str(tmp_path / "out"),
-                 "--cache-dir", str(tmp_path / "cache"), "--tracking-uri", f"sqlite:///{tmp_path}/mlflow.db"]) == 2
+    assert (
+        main(
+            [
+                "run",
+                "--config",
+                str(path),
+                "--output-dir",
+                str(tmp_path / "out"),
+                "--cache-dir",
+                str(tmp_path / "cache"),
+                "--tracking-uri",
+                f"sqlite:///{tmp_path}/mlflow.db",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and quoted in err[0] and "characters)" in err[0]
     assert len(err[0]) - len(str(path)) < 600
@@ -111,14 +149,21 @@ def test_a_file_too_large_for_settings_is_one_line_unread(tmp_path, capsys):
     path.write_text("task: rte\n" + "# padding\n" * 40_000)
     assert main(["run", "--config", str(path)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err == [f"error: --config {path}: larger than 256 KiB; a settings file is a few lines of flag names and "
-                   "values, check that this is the right file"]
+    assert err == [
+        f"error: --config {path}: larger than 256 KiB; a settings file is a few lines of flag names and "
+        "values, check that this is the right file"
+    ]
 
 
-@pytest.mark.parametrize(("name", "content", "says"), [
-    ("latin.yaml", "task: caf\xe9\n".encode("latin-1"), "not UTF-8 text (byte b'\\xe9' at offset 9)"),
-    ("deep.json", b"{\"task\": " + b"[" * 100_000 + b"]" * 100_000 + b"}", "nested too deeply"),
-    ("anchor.yaml", b"task: &t rte\n", ":1: YAML anchors and aliases")], ids=["latin-1", "deep", "anchor"])
+@pytest.mark.parametrize(
+    ("name", "content", "says"),
+    [
+        ("latin.yaml", "task: caf\xe9\n".encode("latin-1"), "not UTF-8 text (byte b'\\xe9' at offset 9)"),
+        ("deep.json", b'{"task": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "nested too deeply"),
+        ("anchor.yaml", b"task: &t rte\n", ":1: YAML anchors and aliases"),
+    ],
+    ids=["latin-1", "deep", "anchor"],
+)
 def test_a_file_that_is_no_settings_text_is_one_line(tmp_path, capsys, name, content, says):
     path = tmp_path / name
     path.write_bytes(content)

@@ -17,14 +17,36 @@ PACKAGES = ("tasks", "classifier", "harness")
 LAYER = {package: index for index, package in enumerate(PACKAGES)}
 CHECKED = (*PACKAGES, "benchmarks")
 # Bottom up; a module may import its own layer and those below. The configuration layer imports no torch.
-CONFIGURATION = ("harness.config", "harness.options", "harness.recipes", "harness.corpus_lookup",
-                 "harness.config_files", "harness.registry", "harness.arguments")
-HARNESS_LAYERS = (CONFIGURATION, ("harness.results",),
-                  ("harness.views",), ("harness.present",), ("harness.inputs",), ("harness.model",),
-                  ("harness.analyses",), ("harness.run",), ("harness.study",),
-                  ("harness.commands", "harness.cli", "harness.__main__", "harness"))
-TORCH_FREE = (*CONFIGURATION, "harness.results", "harness.views",
-              "harness.present", "harness.commands.stored", "harness.commands.data", "harness.cli")
+CONFIGURATION = (
+    "harness.config",
+    "harness.options",
+    "harness.recipes",
+    "harness.corpus_lookup",
+    "harness.config_files",
+    "harness.registry",
+    "harness.arguments",
+)
+HARNESS_LAYERS = (
+    CONFIGURATION,
+    ("harness.results",),
+    ("harness.views",),
+    ("harness.present",),
+    ("harness.inputs",),
+    ("harness.model",),
+    ("harness.analyses",),
+    ("harness.run",),
+    ("harness.study",),
+    ("harness.commands", "harness.cli", "harness.__main__", "harness"),
+)
+TORCH_FREE = (
+    *CONFIGURATION,
+    "harness.results",
+    "harness.views",
+    "harness.present",
+    "harness.commands.stored",
+    "harness.commands.data",
+    "harness.cli",
+)
 
 
 def module_name(path: Path) -> str:
@@ -33,8 +55,11 @@ def module_name(path: Path) -> str:
 
 
 def project_modules() -> dict[str, ast.Module]:
-    return {module_name(path): ast.parse(path.read_text(), str(path))
-            for folder in CHECKED for path in sorted((ROOT / folder).rglob("*.py"))}
+    return {
+        module_name(path): ast.parse(path.read_text(), str(path))
+        for folder in CHECKED
+        for path in sorted((ROOT / folder).rglob("*.py"))
+    }
 
 
 def imported(node: ast.Import | ast.ImportFrom, modules: dict[str, ast.Module]) -> list[str]:
@@ -56,14 +81,22 @@ def top_level_imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             found.append(node)
         elif isinstance(node, (ast.Try, ast.If)):
-            stack.extend([*node.body, *node.orelse, *getattr(node, "finalbody", []),
-                          *(statement for handler in getattr(node, "handlers", []) for statement in handler.body)])
+            stack.extend(
+                [
+                    *node.body,
+                    *node.orelse,
+                    *getattr(node, "finalbody", []),
+                    *(statement for handler in getattr(node, "handlers", []) for statement in handler.body),
+                ]
+            )
     return found
 
 
 def graph(modules: dict[str, ast.Module]) -> dict[str, set[str]]:
-    return {name: {target for node in top_level_imports(tree) for target in imported(node, modules)} - {name}
-            for name, tree in modules.items()}
+    return {
+        name: {target for node in top_level_imports(tree) for target in imported(node, modules)} - {name}
+        for name, tree in modules.items()
+    }
 
 
 def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
@@ -106,9 +139,12 @@ def test_no_module_imports_itself_through_others():
 
 
 def test_packages_only_import_layers_below_them():
-    upward = sorted(f"{source} -> {target}" for source, targets in graph(project_modules()).items()
-                    for target in targets
-                    if source.split(".")[0] in LAYER and LAYER[target.split(".")[0]] > LAYER[source.split(".")[0]])
+    upward = sorted(
+        f"{source} -> {target}"
+        for source, targets in graph(project_modules()).items()
+        for target in targets
+        if source.split(".")[0] in LAYER and LAYER[target.split(".")[0]] > LAYER[source.split(".")[0]]
+    )
     assert upward == []
 
 
@@ -121,9 +157,13 @@ def harness_layer(module: str) -> int:
 
 def test_harness_folders_only_import_layers_below_them():
     edges = graph(project_modules())
-    upward = sorted(f"{source} -> {target}" for source, targets in edges.items() if source.startswith("harness")
-                    for target in targets
-                    if target.startswith("harness") and harness_layer(target) > harness_layer(source))
+    upward = sorted(
+        f"{source} -> {target}"
+        for source, targets in edges.items()
+        if source.startswith("harness")
+        for target in targets
+        if target.startswith("harness") and harness_layer(target) > harness_layer(source)
+    )
     assert upward == []
 
 
@@ -138,11 +178,14 @@ def test_what_reads_stored_results_loads_no_torch():
         if name not in reached:
             reached.add(name)
             stack.extend(edges[name])
-    heavy = sorted(f"{name} imports {node.module if isinstance(node, ast.ImportFrom) else alias.name}"
-                   for name in reached for node in top_level_imports(modules[name])
-                   for alias in node.names
-                   if (node.module if isinstance(node, ast.ImportFrom) else alias.name).split(".")[0]
-                   in ("torch", "transformers", "accelerate", "datasets", "mlflow", "sklearn"))
+    heavy = sorted(
+        f"{name} imports {node.module if isinstance(node, ast.ImportFrom) else alias.name}"
+        for name in reached
+        for node in top_level_imports(modules[name])
+        for alias in node.names
+        if (node.module if isinstance(node, ast.ImportFrom) else alias.name).split(".")[0]
+        in ("torch", "transformers", "accelerate", "datasets", "mlflow", "sklearn")
+    )
     assert heavy == []
 
 
@@ -151,8 +194,11 @@ def test_no_import_inside_a_function_or_class():
     for name, tree in project_modules().items():
         for node in ast.walk(tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                hidden += [f"{name}:{inner.lineno}" for inner in ast.walk(node)
-                           if isinstance(inner, (ast.Import, ast.ImportFrom))]
+                hidden += [
+                    f"{name}:{inner.lineno}"
+                    for inner in ast.walk(node)
+                    if isinstance(inner, (ast.Import, ast.ImportFrom))
+                ]
     assert hidden == []
 
 

@@ -150,20 +150,32 @@ AutoModelForMaskedLM.register(ToyBertConfig, ToyBertForMaskedLM)
 AutoModelForSequenceClassification.register(ToyBertConfig, ToyBertForSequenceClassification)
 '''
 # A single-sentence task as GLUE lays one out (SST-2's columns), in a folder of its own.
-TOY_TASK = GlueTask("toy", "Toy", "toy", ("sentence", None), ("sentence", None, "label"),
-                    ("negative", "positive"), ("0", "1"), ("accuracy",))
+TOY_TASK = GlueTask(
+    "toy",
+    "Toy",
+    "toy",
+    ("sentence", None),
+    ("sentence", None, "label"),
+    ("negative", "positive"),
+    ("0", "1"),
+    ("accuracy",),
+)
 
 
 def first_token_modules(package: str, name: str, order: int, source: str) -> dict[str, str]:
     """The toy analysis's two modules: its view ``name`` at ``order``, the analysis reading ``source``."""
-    return {"first_token_view": TOY_VIEW.substitute(name=name, order=order, metric=name.replace("-", "_")),
-            "first_token": TOY_ANALYSIS.substitute(package=package, source=source)}
+    return {
+        "first_token_view": TOY_VIEW.substitute(name=name, order=order, metric=name.replace("-", "_")),
+        "first_token": TOY_ANALYSIS.substitute(package=package, source=source),
+    }
 
 
 def first_token_groups(package: str) -> dict[str, dict[str, str]]:
     """The entry points of the toy analysis's modules: the view's torch-free, apart from the analysis."""
-    return {"harness.views": {"first-token": f"{package}.first_token_view"},
-            "harness.analyses": {"first-token": f"{package}.first_token"}}
+    return {
+        "harness.views": {"first-token": f"{package}.first_token_view"},
+        "harness.analyses": {"first-token": f"{package}.first_token"},
+    }
 
 
 @pytest.fixture
@@ -186,9 +198,12 @@ def install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Install
         metadata = site / f"{package}-0.1.dist-info"
         metadata.mkdir()
         (metadata / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {package}\nVersion: 0.1\n")
-        (metadata / "entry_points.txt").write_text("".join(
-            f"[{group}]\n" + "".join(f"{name} = {module}\n" for name, module in entries.items())
-            for group, entries in groups.items()))
+        (metadata / "entry_points.txt").write_text(
+            "".join(
+                f"[{group}]\n" + "".join(f"{name} = {module}\n" for name, module in entries.items())
+                for group, entries in groups.items()
+            )
+        )
         monkeypatch.syspath_prepend(str(site))
         installed.append(package)
         discover_views()
@@ -209,25 +224,43 @@ def task_sample(tiny_tokenizer, tiny_data) -> SourceContext:
     """What the sources read: the tiny RTE dev set as the run's task sample."""
     rte = get_task("rte")
     examples = load_examples(rte, "dev", tiny_data / "glue")
-    return SourceContext(tiny_tokenizer, AnalysisConfig(eval_batch_size=4), tokenizer_name="tiny", max_length=64,
-                         task=rte, task_examples=examples, task_identity={"split": "dev", "examples": len(examples)})
+    return SourceContext(
+        tiny_tokenizer,
+        AnalysisConfig(eval_batch_size=4),
+        tokenizer_name="tiny",
+        max_length=64,
+        task=rte,
+        task_examples=examples,
+        task_identity={"split": "dev", "examples": len(examples)},
+    )
 
 
 def test_an_analysis_is_its_two_modules_found_by_discovery_and_run_by_the_engine(install, task_sample, tmp_path):
-    install("toy_analysis", first_token_modules("toy_analysis", "first-token", 25, "task"),
-            first_token_groups("toy_analysis"))
+    install(
+        "toy_analysis",
+        first_token_modules("toy_analysis", "first-token", 25, "task"),
+        first_token_groups("toy_analysis"),
+    )
     # its view's order (25) puts it after cosine (20) and before cosine_padded (30), in both registries
     for registry in (list(VIEWS), list(ANALYSES)):
-        assert registry[registry.index("first-token") - 1:registry.index("first-token") + 2] == [
-            "cosine", "first-token", "cosine_padded"]
+        assert registry[registry.index("first-token") - 1 : registry.index("first-token") + 2] == [
+            "cosine",
+            "first-token",
+            "cosine_padded",
+        ]
     assert "first-token" in [analysis.name for analysis in select_analyses(None)]  # a default run makes it
     checkpoints = as_checkpoints({name: tiny_bert(seed) for seed, name in enumerate(PAIRS[0])})
     entries = analyse([ANALYSES["first-token"]], checkpoints, list(PAIRS), task_sample, ResultStore(tmp_path))
     measured = per_checkpoint_results(entries["first-token"])
     for checkpoint in checkpoints:  # against each example run alone (no padding): (layers, heads, rows) to token 0
-        alone = [forward(checkpoint.model, encode_examples(task_sample.tokenizer, [example], 64, pair=True),
-                         capture=Capture(attention=True)).attentions[0, ..., 0]
-                 for example in task_sample.task_examples]
+        alone = [
+            forward(
+                checkpoint.model,
+                encode_examples(task_sample.tokenizer, [example], 64, pair=True),
+                capture=Capture(attention=True),
+            ).attentions[0, ..., 0]
+            for example in task_sample.task_examples
+        ]
         expected = sum(rows.sum(-1) for rows in alone) / sum(rows.shape[-1] for rows in alone)
         assert torch.allclose(torch.tensor(measured[checkpoint.name]["per_head"]), expected, atol=1e-6)
     assert measured[PAIRS[0][0]] != measured[PAIRS[0][1]]
@@ -239,13 +272,22 @@ def test_an_analysis_is_its_two_modules_found_by_discovery_and_run_by_the_engine
 def test_a_source_is_one_module_and_the_analyses_naming_it_read_its_stream(install, task_sample, tmp_path):
     package = "toy_source"
     modules = {**first_token_modules(package, "first-token-reversed", 26, "reversed-text"), "reversed_text": TOY_SOURCE}
-    install(package, modules, {**first_token_groups(package), "harness.inputs.sources": {"reversed-text":
-                                                                                        f"{package}.reversed_text"}})
+    install(
+        package,
+        modules,
+        {**first_token_groups(package), "harness.inputs.sources": {"reversed-text": f"{package}.reversed_text"}},
+    )
     assert "reversed-text" in SOURCES
     streamed: list[str] = []
     checkpoints = as_checkpoints({"pretrained": tiny_bert(0)})
-    entries = analyse([ANALYSES["first-token-reversed"]], checkpoints, [], task_sample, ResultStore(tmp_path),
-                      on_source_done=lambda source, _: streamed.append(source))
+    entries = analyse(
+        [ANALYSES["first-token-reversed"]],
+        checkpoints,
+        [],
+        task_sample,
+        ResultStore(tmp_path),
+        on_source_done=lambda source, _: streamed.append(source),
+    )
     entry = entries["first-token-reversed"]
     assert streamed == ["reversed-text"]
     assert entry["source"]["identity"]["source"] == "reversed-text"
@@ -254,30 +296,55 @@ def test_a_source_is_one_module_and_the_analyses_naming_it_read_its_stream(insta
     assert len(grid) == 2 and all(0 < value < 1 for row in grid for value in row)
 
 
-def test_an_encoder_family_registered_with_the_auto_classes_loads_and_is_analysed(install, task_sample, tmp_path,
-                                                                                 tiny_tokenizer):
+def test_an_encoder_family_registered_with_the_auto_classes_loads_and_is_analysed(
+    install, task_sample, tmp_path, tiny_tokenizer
+):
     install("toy_encoder", {"modeling": TOY_ENCODER}, {"harness.model": {"toy-bert": "toy_encoder.modeling"}})
     folder = tmp_path / "toy-bert-tiny"
-    config = AutoConfig.for_model("toy-bert", vocab_size=len(tiny_tokenizer), hidden_size=16, num_hidden_layers=2,
-                                  num_attention_heads=4, intermediate_size=32, initializer_range=0.5)
+    config = AutoConfig.for_model(
+        "toy-bert",
+        vocab_size=len(tiny_tokenizer),
+        hidden_size=16,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=32,
+        initializer_range=0.5,
+    )
     AutoModelForMaskedLM.from_config(config).save_pretrained(folder)
     tiny_tokenizer.save_pretrained(folder)
     assert check_model(str(folder), {"--max-length": 64}).model_type == "toy-bert"  # what planning a run checks
-    model = prepare(load_sequence_classifier(str(folder), get_task("rte"), head_seed=0), torch.device("cpu"),
-                    torch.float32)
+    model = prepare(
+        load_sequence_classifier(str(folder), get_task("rte"), head_seed=0), torch.device("cpu"), torch.float32
+    )
     assert type(model).__name__ == "ToyBertForSequenceClassification" and harness_attention(model)
     tokenizer = load_tokenizer(str(folder))
-    context = SourceContext(tokenizer, task_sample.settings, tokenizer_name=str(folder), max_length=64,
-                            task=task_sample.task, task_examples=task_sample.task_examples,
-                            task_identity=task_sample.task_identity)
+    context = SourceContext(
+        tokenizer,
+        task_sample.settings,
+        tokenizer_name=str(folder),
+        max_length=64,
+        task=task_sample.task,
+        task_examples=task_sample.task_examples,
+        task_identity=task_sample.task_identity,
+    )
     # surface reads the special tokens from the tokenizer, sinks the value and output projections found by tracing
-    entries = analyse([ANALYSES["surface"], ANALYSES["sinks"]], as_checkpoints({"pretrained": model}), [], context,
-                      ResultStore(tmp_path / "store"))
+    entries = analyse(
+        [ANALYSES["surface"], ANALYSES["sinks"]],
+        as_checkpoints({"pretrained": model}),
+        [],
+        context,
+        ResultStore(tmp_path / "store"),
+    )
     # the same weights as a plain BERT give the same numbers: the family's own model type changes nothing
     twin = BertForSequenceClassification(BertConfig(**model.config.to_diff_dict()))
     twin.load_state_dict(model.state_dict())
-    bert = analyse([ANALYSES["surface"], ANALYSES["sinks"]], as_checkpoints({"pretrained": prepare(
-        twin, torch.device("cpu"), torch.float32)}), [], context, ResultStore(tmp_path / "bert-store"))
+    bert = analyse(
+        [ANALYSES["surface"], ANALYSES["sinks"]],
+        as_checkpoints({"pretrained": prepare(twin, torch.device("cpu"), torch.float32)}),
+        [],
+        context,
+        ResultStore(tmp_path / "bert-store"),
+    )
     for name in ("surface", "sinks"):
         assert per_checkpoint_results(entries[name]) == per_checkpoint_results(bert[name]), name
 
@@ -288,17 +355,27 @@ def write_toy_task(glue: Path) -> None:
     rows = sentiment_sentences()
     for split, chosen in (("train", [row for i, row in enumerate(rows) if i % 4]), ("dev", rows[::4])):
         (glue / TOY_TASK.folder / f"{split}.tsv").write_text(
-            "sentence\tlabel\n" + "".join(f"{text}\t{label}\n" for text, label in chosen))
+            "sentence\tlabel\n" + "".join(f"{text}\t{label}\n" for text, label in chosen)
+        )
 
 
 @pytest.mark.slow  # a whole tiny run: fine-tuning, the dev evaluation, MLflow
-def test_a_task_is_one_registry_entry_and_its_files_and_runs_end_to_end(tiny_model_dir, tiny_data, tmp_path,
-                                                                        monkeypatch):
+def test_a_task_is_one_registry_entry_and_its_files_and_runs_end_to_end(
+    tiny_model_dir, tiny_data, tmp_path, monkeypatch
+):
     monkeypatch.setitem(TASKS, TOY_TASK.name, TOY_TASK)
     write_toy_task(tmp_path / "glue")
     # the last --data-dir is the one argparse keeps: the toy task's folder instead of the tiny GLUE one
-    arguments = tiny_run_arguments(tiny_model_dir, tiny_data, tmp_path, "--analyses", "evaluation",
-                                   "--data-dir", str(tmp_path / "glue"), task="toy")
+    arguments = tiny_run_arguments(
+        tiny_model_dir,
+        tiny_data,
+        tmp_path,
+        "--analyses",
+        "evaluation",
+        "--data-dir",
+        str(tmp_path / "glue"),
+        task="toy",
+    )
     assert main(arguments) == 0
     (summary_path,) = (tmp_path / "out").glob("toy-*/summary.json")
     summary = json.loads(summary_path.read_text())

@@ -30,10 +30,12 @@ def coref_data_path(value: str | Path | None) -> Path:
         return Path(value)
     default = default_corpus_path(LITBANK)
     if default is None:
-        raise InputError(f"no --coref-data given and {LITBANK.title} {LITBANK.version} is neither in the data cache "
-                         f"({cache_folder(LITBANK)}) nor in ../shared/data; run `{DOWNLOAD_COMMAND} {LITBANK.name}`, "
-                         "or pass --coref-data with a CoNLL-2012 *_gold_conll file, a .jsonlines file or a LitBank "
-                         "conll/ folder")
+        raise InputError(
+            f"no --coref-data given and {LITBANK.title} {LITBANK.version} is neither in the data cache "
+            f"({cache_folder(LITBANK)}) nor in ../shared/data; run `{DOWNLOAD_COMMAND} {LITBANK.name}`, "
+            "or pass --coref-data with a CoNLL-2012 *_gold_conll file, a .jsonlines file or a LitBank "
+            "conll/ folder"
+        )
     return default
 
 
@@ -42,9 +44,13 @@ def say_untagged(path: Path, untagged: int, documents: int) -> None:
     """One line when documents of the JSON-lines file ``path`` have no POS tags: their head
     words and mention types then come from the word rules (`tasks.coreference.mention_head`)."""
     if untagged:
-        log.warning("%s: %d of %d documents have no 'pos_tags' or 'pos'; their head words and mention types come "
-                    "from word lists and capitalisation instead of POS tags (docs/coreference.md)",
-                    path, untagged, documents)
+        log.warning(
+            "%s: %d of %d documents have no 'pos_tags' or 'pos'; their head words and mention types come "
+            "from word lists and capitalisation instead of POS tags (docs/coreference.md)",
+            path,
+            untagged,
+            documents,
+        )
 
 
 def document_windows(document: Document, sentence_tokens: list[int], budget: int) -> Iterator[Document]:
@@ -66,19 +72,25 @@ def split_into_windows(tokenizer: Any, documents: list[Document], max_tokens: in
     budget = max_tokens - tokenizer.num_special_tokens_to_add(pair=False)
     windows: list[Document] = []
     for document in documents:
-        sentences = [document.words[s:e] for s, e in
-                     zip(document.sentence_starts, [*document.sentence_starts[1:], len(document.words)])]
-        counts = [len(ids) for ids in tokenizer(sentences, add_special_tokens=False,
-                                                 is_split_into_words=True)["input_ids"]] if sentences else []
+        sentences = [
+            document.words[s:e]
+            for s, e in zip(document.sentence_starts, [*document.sentence_starts[1:], len(document.words)])
+        ]
+        counts = (
+            [len(ids) for ids in tokenizer(sentences, add_special_tokens=False, is_split_into_words=True)["input_ids"]]
+            if sentences
+            else []
+        )
         windows.extend(document_windows(document, counts, budget))
     return windows
 
 
-def encoded_documents(tokenizer: Any, documents: list[Document], batch_size: int,
-                      max_tokens: int) -> Iterator[EncodedBatch]:
+def encoded_documents(
+    tokenizer: Any, documents: list[Document], batch_size: int, max_tokens: int
+) -> Iterator[EncodedBatch]:
     """Batches of documents cut to ``max_tokens``; items are `WordAlignedItem`s of `Document`s."""
     for start in range(0, len(documents), batch_size):
-        chunk = documents[start:start + batch_size]
+        chunk = documents[start : start + batch_size]
         yield encode_words(tokenizer, [document.words for document in chunk], max_tokens, chunk)[0]
 
 
@@ -91,9 +103,14 @@ class CoreferenceSource(Source):
 
     def identity(self) -> dict[str, Any]:
         settings = self.context.settings
-        return {"source": self.name, **self.context.hashes.describe(coref_data_path(settings.coref_data)),
-                "max_tokens": settings.max_tokens, "windows": settings.coref_windows,
-                "max_documents": settings.max_corpus_items, "seed": self.context.seed}
+        return {
+            "source": self.name,
+            **self.context.hashes.describe(coref_data_path(settings.coref_data)),
+            "max_tokens": settings.max_tokens,
+            "windows": settings.coref_windows,
+            "max_documents": settings.max_corpus_items,
+            "seed": self.context.seed,
+        }
 
     def check(self) -> None:
         path = coref_data_path(self.context.settings.coref_data)

@@ -83,8 +83,10 @@ def check_corpus(path: Path) -> None:
     if not paragraphs:
         raise InputError(f"--corpus {path}: no text (the file is empty or blank); {CORPUS_LAYOUT}")
     if max(paragraphs) < 2:
-        raise InputError(f"--corpus {path}: none of its {len(paragraphs)} documents has two paragraphs, and each "
-                         f"segment pairs paragraphs of one document; {CORPUS_LAYOUT}")
+        raise InputError(
+            f"--corpus {path}: none of its {len(paragraphs)} documents has two paragraphs, and each "
+            f"segment pairs paragraphs of one document; {CORPUS_LAYOUT}"
+        )
 
 
 def trim_pair(tokens_a: list[str], tokens_b: list[str], budget: int, rng: random.Random) -> bool:
@@ -98,8 +100,11 @@ def trim_pair(tokens_a: list[str], tokens_b: list[str], budget: int, rng: random
 
 
 def pack_document(
-    paragraphs: Sequence[tuple[str, list[str]]], max_tokens: int, specials: int, rng: random.Random,
-    counts: PackingCounts
+    paragraphs: Sequence[tuple[str, list[str]]],
+    max_tokens: int,
+    specials: int,
+    rng: random.Random,
+    counts: PackingCounts,
 ) -> Iterator[Segment]:
     """Segments of one document: chunks of at least two paragraphs, filled up to ``max_tokens``
     with the ``specials`` special tokens."""
@@ -123,8 +128,11 @@ def pack_document(
 
 
 def pack_documents(
-    documents: Iterable[Paragraphs], tokenizer: PreTrainedTokenizerBase, max_tokens: int, seed: int,
-    counts: PackingCounts
+    documents: Iterable[Paragraphs],
+    tokenizer: PreTrainedTokenizerBase,
+    max_tokens: int,
+    seed: int,
+    counts: PackingCounts,
 ) -> Iterator[Segment]:
     """The segments of ``documents`` in order, each document packed by `pack_document` from its
     paragraphs in the tokenizer's tokens (a paragraph of no token left out); one seeded random
@@ -133,8 +141,9 @@ def pack_documents(
     specials = PairTemplate.of(tokenizer).count
     for document in documents:
         # not verbose: a paragraph longer than the model's inputs is cut to its segment, never fed whole
-        paragraphs = [(start, tokens) for start, text in document
-                      if (tokens := tokenizer.tokenize(text, verbose=False))]
+        paragraphs = [
+            (start, tokens) for start, text in document if (tokens := tokenizer.tokenize(text, verbose=False))
+        ]
         yield from pack_document(paragraphs, max_tokens, specials, rng, counts)
 
 
@@ -164,14 +173,19 @@ def encode_segments(tokenizer: PreTrainedTokenizerBase, segments: Sequence[Segme
     for row, segment in enumerate(segments):
         ids_a, ids_b = (tokenizer.convert_tokens_to_ids(list(part)) for part in (segment.tokens_a, segment.tokens_b))
         ids, types = template.assemble(ids_a, ids_b)
-        input_ids[row, :len(ids)] = torch.tensor(ids)
+        input_ids[row, : len(ids)] = torch.tensor(ids)
         if types is not None:
-            token_type_ids[row, :len(ids)] = torch.tensor(types)
+            token_type_ids[row, : len(ids)] = torch.tensor(types)
         start = template.second_start(ids_a)
-        second_text[row, start:start + len(ids_b)] = 1
-        attention_mask[row, :len(ids)] = 1
-    return EncodedBatch(input_ids, attention_mask, token_type_ids if template.token_types is not None else None,
-                        list(segments), second_text)
+        second_text[row, start : start + len(ids_b)] = 1
+        attention_mask[row, : len(ids)] = 1
+    return EncodedBatch(
+        input_ids,
+        attention_mask,
+        token_type_ids if template.token_types is not None else None,
+        list(segments),
+        second_text,
+    )
 
 
 def segment_batches(
@@ -180,7 +194,7 @@ def segment_batches(
     """Batches of similar length (less padding), encoded lazily."""
     ordered = sorted(segments, key=len)
     for start in range(0, len(ordered), batch_size):
-        yield encode_segments(tokenizer, ordered[start:start + batch_size])
+        yield encode_segments(tokenizer, ordered[start : start + batch_size])
 
 
 @register_source
@@ -194,9 +208,13 @@ class CorpusSource(Source):
 
     def identity(self) -> dict[str, Any]:
         settings = self.context.settings
-        return {"source": self.name, **self.context.hashes.describe(settings.corpus),
-                "max_tokens": settings.max_tokens, "max_segments": settings.max_eval_examples,
-                "seed": self.context.seed}
+        return {
+            "source": self.name,
+            **self.context.hashes.describe(settings.corpus),
+            "max_tokens": settings.max_tokens,
+            "max_segments": settings.max_eval_examples,
+            "seed": self.context.seed,
+        }
 
     def check(self) -> None:
         if self.context.settings.corpus is not None:
@@ -205,12 +223,17 @@ class CorpusSource(Source):
     def stream(self) -> SourceStream:
         context = self.context
         settings = context.settings
-        segments, counts = pack_corpus(Path(settings.corpus), context.tokenizer, settings.max_tokens,
-                                       settings.max_eval_examples, context.seed)
+        segments, counts = pack_corpus(
+            Path(settings.corpus), context.tokenizer, settings.max_tokens, settings.max_eval_examples, context.seed
+        )
         return SourceStream(
             batches=segment_batches(context.tokenizer, segments, settings.eval_batch_size),
             num_items=len(segments),
-            notes={"corpus": Path(settings.corpus).name, "max_tokens": settings.max_tokens,
-                   "segments": counts.segments, "truncated_segments": counts.truncated_segments,
-                   "skipped_unpaired_paragraphs": counts.unpaired_paragraphs},
+            notes={
+                "corpus": Path(settings.corpus).name,
+                "max_tokens": settings.max_tokens,
+                "segments": counts.segments,
+                "truncated_segments": counts.truncated_segments,
+                "skipped_unpaired_paragraphs": counts.unpaired_paragraphs,
+            },
         )

@@ -29,13 +29,19 @@ class DevSource(Source):
     def splits(self) -> dict[str, list]:
         """Each evaluation split's examples that are scored."""
         context = self.context
-        return {split: sample(examples, context.settings.max_dev_examples, context.seed, in_order=True)
-                for split, examples in context.eval_examples.items()}
+        return {
+            split: sample(examples, context.settings.max_dev_examples, context.seed, in_order=True)
+            for split, examples in context.eval_examples.items()
+        }
 
     def identity(self) -> dict[str, Any]:
         context = self.context
-        identity = {"source": self.name, "task": context.task.name, "splits": context.eval_identity,
-                    "max_length": context.max_length}
+        identity = {
+            "source": self.name,
+            "task": context.task.name,
+            "splits": context.eval_identity,
+            "max_length": context.max_length,
+        }
         if context.settings.max_dev_examples is not None:  # the whole splits keep the key they always had
             identity["sample"] = {"max_examples": context.settings.max_dev_examples, "seed": context.seed}
         return identity
@@ -50,8 +56,9 @@ class DevSource(Source):
         splits = self.splits()
         examples = [example for split in splits.values() for example in split]
         return SourceStream(
-            batches=batched(context.tokenizer, examples, context.settings.eval_batch_size, context.max_length,
-                            context.task.is_pair),
+            batches=batched(
+                context.tokenizer, examples, context.settings.eval_batch_size, context.max_length, context.task.is_pair
+            ),
             num_items=len(examples),
             notes={"examples": {split: len(items) for split, items in splits.items()}},
         )
@@ -74,15 +81,23 @@ class AblationSource(Source):
     def identity(self) -> dict[str, Any]:
         context = self.context
         split = next(iter(context.eval_identity))
-        return {"source": self.name, "task": context.task.name, "split": split, "data": context.eval_identity[split],
-                "examples": len(self.examples()), "sample_seed": context.seed, "max_length": context.max_length}
+        return {
+            "source": self.name,
+            "task": context.task.name,
+            "split": split,
+            "data": context.eval_identity[split],
+            "examples": len(self.examples()),
+            "sample_seed": context.seed,
+            "max_length": context.max_length,
+        }
 
     def stream(self) -> SourceStream:
         context = self.context
         examples = self.examples()
         return SourceStream(
-            batches=batched(context.tokenizer, examples, context.settings.eval_batch_size, context.max_length,
-                            context.task.is_pair),
+            batches=batched(
+                context.tokenizer, examples, context.settings.eval_batch_size, context.max_length, context.task.is_pair
+            ),
             num_items=len(examples),
             notes={"examples": len(examples)},
         )

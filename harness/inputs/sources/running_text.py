@@ -43,8 +43,10 @@ def running_text_files() -> tuple[Path, Path]:
     """UD English EWT's dev and train files, from the data cache or ../shared/data."""
     dev = default_corpus_path(UD_ENGLISH_EWT)
     if dev is None:
-        raise InputError(f"no {UD_ENGLISH_EWT.title} {UD_ENGLISH_EWT.version} {looked_in()} for the running text of "
-                         f"Clark's surface analyses; run `{DOWNLOAD_COMMAND} {UD_ENGLISH_EWT.name}`, or pass --corpus")
+        raise InputError(
+            f"no {UD_ENGLISH_EWT.title} {UD_ENGLISH_EWT.version} {looked_in()} for the running text of "
+            f"Clark's surface analyses; run `{DOWNLOAD_COMMAND} {UD_ENGLISH_EWT.name}`, or pass --corpus"
+        )
     return dev, train_sibling(dev)
 
 
@@ -70,24 +72,32 @@ def read_running_text(paths: Sequence[Path]) -> list[Paragraphs]:
     """The documents of every treebank file, in order; one line when none has two paragraphs to pair."""
     documents = [document for path in paths for document in treebank_documents(read_treebank(path))]
     if not any(len(document) >= 2 for document in documents):
-        raise InputError(f"{', '.join(str(path) for path in paths)}: no document has two paragraphs (no # newdoc "
-                         "and # newpar comments?); Clark's segments pair consecutive paragraphs of one document")
+        raise InputError(
+            f"{', '.join(str(path) for path in paths)}: no document has two paragraphs (no # newdoc "
+            "and # newpar comments?); Clark's segments pair consecutive paragraphs of one document"
+        )
     return documents
 
 
-def running_text_segments(paths: Sequence[Path], tokenizer: PreTrainedTokenizerBase, max_tokens: int,
-                          max_segments: int, seed: int) -> tuple[list[Segment], dict[str, Any]]:
+def running_text_segments(
+    paths: Sequence[Path], tokenizer: PreTrainedTokenizerBase, max_tokens: int, max_segments: int, seed: int
+) -> tuple[list[Segment], dict[str, Any]]:
     """Every segment of the treebank files' documents packed, then a seeded sample of at most
     ``max_segments`` of them in their order; with notes on what was read, packed and kept."""
     documents = read_running_text(paths)
     counts = PackingCounts()
     packed = list(pack_documents(documents, tokenizer, max_tokens, seed, counts))
     segments = sample(packed, max_segments, seed, in_order=True)
-    return segments, {"treebank": ", ".join(path.name for path in paths), "documents": len(documents),
-                      "paragraphs": sum(map(len, documents)), "packed_segments": counts.segments,
-                      "truncated_packed_segments": counts.truncated_segments,
-                      "skipped_unpaired_paragraphs": counts.unpaired_paragraphs, "segments": len(segments),
-                      "mean_tokens": round(mean(map(len, segments)), 1)}
+    return segments, {
+        "treebank": ", ".join(path.name for path in paths),
+        "documents": len(documents),
+        "paragraphs": sum(map(len, documents)),
+        "packed_segments": counts.segments,
+        "truncated_packed_segments": counts.truncated_segments,
+        "skipped_unpaired_paragraphs": counts.unpaired_paragraphs,
+        "segments": len(segments),
+        "mean_tokens": round(mean(map(len, segments)), 1),
+    }
 
 
 @register_source
@@ -102,9 +112,13 @@ class RunningTextSource(Source):
 
     def identity(self) -> dict[str, Any]:
         settings = self.context.settings
-        return {"source": self.name, "treebank": [self.context.hashes.describe(path) for path in running_text_files()],
-                "max_tokens": settings.max_tokens, "max_segments": settings.max_eval_examples,
-                "seed": self.context.seed}
+        return {
+            "source": self.name,
+            "treebank": [self.context.hashes.describe(path) for path in running_text_files()],
+            "max_tokens": settings.max_tokens,
+            "max_segments": settings.max_eval_examples,
+            "seed": self.context.seed,
+        }
 
     def check(self) -> None:
         """The ``--corpus`` file read as the corpus source reads it; the default treebank only found:
@@ -118,8 +132,12 @@ class RunningTextSource(Source):
     def stream(self) -> SourceStream:
         context = self.context
         settings = context.settings
-        segments, notes = running_text_segments(running_text_files(), context.tokenizer, settings.max_tokens,
-                                                settings.max_eval_examples, context.seed)
+        segments, notes = running_text_segments(
+            running_text_files(), context.tokenizer, settings.max_tokens, settings.max_eval_examples, context.seed
+        )
         notes = {"text": f"{UD_ENGLISH_EWT.title} {UD_ENGLISH_EWT.version}", **notes}
-        return SourceStream(batches=segment_batches(context.tokenizer, segments, settings.eval_batch_size),
-                            num_items=len(segments), notes=notes)
+        return SourceStream(
+            batches=segment_batches(context.tokenizer, segments, settings.eval_batch_size),
+            num_items=len(segments),
+            notes=notes,
+        )

@@ -26,8 +26,10 @@ class TaskSource(Source):
         return SourceStream(
             batches=batched(context.tokenizer, examples, context.settings.eval_batch_size, context.max_length, pair),
             num_items=len(examples),
-            notes={"examples": len(examples),
-                   "truncated_examples": count_truncated(context.tokenizer, examples, context.max_length, pair)},
+            notes={
+                "examples": len(examples),
+                "truncated_examples": count_truncated(context.tokenizer, examples, context.max_length, pair),
+            },
         )
 
 
@@ -45,6 +47,12 @@ class PaddedTaskSource(TaskSource):
     def stream(self) -> SourceStream:
         context = self.context
         stream = super().stream()
-        stream.batches = batched(context.tokenizer, context.task_examples, context.settings.eval_batch_size,
-                                 context.max_length, context.task.is_pair, pad_to=KOVALEVA_PADDED_LENGTH)
+        stream.batches = batched(
+            context.tokenizer,
+            context.task_examples,
+            context.settings.eval_batch_size,
+            context.max_length,
+            context.task.is_pair,
+            pad_to=KOVALEVA_PADDED_LENGTH,
+        )
         return stream

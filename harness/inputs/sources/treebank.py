@@ -42,9 +42,11 @@ def treebank_path(settings: AnalysisConfig) -> Path:
     """The dev treebank: ``--syntax-data`` if given, else UD English EWT dev from the data cache or ../shared/data."""
     path = Path(settings.syntax_data) if settings.syntax_data else default_corpus_path(UD_ENGLISH_EWT)
     if path is None:
-        raise InputError(f"no --syntax-data given and {UD_ENGLISH_EWT.title} {UD_ENGLISH_EWT.version} is neither in "
-                         f"the data cache ({cache_folder(UD_ENGLISH_EWT)}) nor in ../shared/data; run "
-                         f"`{DOWNLOAD_COMMAND} {UD_ENGLISH_EWT.name}`, or pass a .conllu or .conllx dev file")
+        raise InputError(
+            f"no --syntax-data given and {UD_ENGLISH_EWT.title} {UD_ENGLISH_EWT.version} is neither in "
+            f"the data cache ({cache_folder(UD_ENGLISH_EWT)}) nor in ../shared/data; run "
+            f"`{DOWNLOAD_COMMAND} {UD_ENGLISH_EWT.name}`, or pass a .conllu or .conllx dev file"
+        )
     if not path.is_file():
         raise InputError(f"treebank {path} not found; pass a .conllu or .conllx dev file with --syntax-data")
     return path
@@ -55,19 +57,29 @@ def train_treebank_path(settings: AnalysisConfig) -> Path:
     dev = treebank_path(settings)
     path = Path(settings.syntax_train_data) if settings.syntax_train_data else train_sibling(dev)
     if path == dev or not path.is_file():
-        raise InputError(f"training treebank for the probes not found (looked for {path}); put the train file "
-                         "next to the dev file with 'train' for 'dev' in its name, or pass --syntax-train-data")
+        raise InputError(
+            f"training treebank for the probes not found (looked for {path}); put the train file "
+            "next to the dev file with 'train' for 'dev' in its name, or pass --syntax-train-data"
+        )
     return path
 
 
-def sentence_batches(tokenizer: Any, sentences: Sequence[Sentence], batch_size: int, max_tokens: int,
-                     items: Sequence[Any] | None = None, notes: dict[str, Any] | None = None) -> Iterator[EncodedBatch]:
+def sentence_batches(
+    tokenizer: Any,
+    sentences: Sequence[Sentence],
+    batch_size: int,
+    max_tokens: int,
+    items: Sequence[Any] | None = None,
+    notes: dict[str, Any] | None = None,
+) -> Iterator[EncodedBatch]:
     """Encode consecutive groups of ``batch_size`` sentences (items default to the sentences),
     adding the words cut and the sentences truncated to ``notes`` when given."""
     items = sentences if items is None else items
     for start in range(0, len(sentences), batch_size):
-        chunk = sentences[start:start + batch_size]
-        batch, cut = encode_words(tokenizer, [s.words for s in chunk], max_tokens, list(items[start:start + batch_size]))
+        chunk = sentences[start : start + batch_size]
+        batch, cut = encode_words(
+            tokenizer, [s.words for s in chunk], max_tokens, list(items[start : start + batch_size])
+        )
         if notes is not None:
             notes["words_cut"] += sum(cut)
             notes["sentences_truncated"] += sum(1 for words in cut if words)
@@ -86,8 +98,8 @@ def _windowed_shuffle(sentences: list[Sentence], batch_size: int, rng: random.Ra
     window = batch_size * SHUFFLE_WINDOW_BATCHES
     ordered: list[Sentence] = []
     for start in range(0, len(shuffled), window):
-        block = _by_length(shuffled[start:start + window])
-        groups = [block[i:i + batch_size] for i in range(0, len(block), batch_size)]
+        block = _by_length(shuffled[start : start + window])
+        groups = [block[i : i + batch_size] for i in range(0, len(block), batch_size)]
         rng.shuffle(groups)
         ordered.extend(sentence for group in groups for sentence in group)
     return ordered
@@ -106,8 +118,13 @@ class SyntaxSource(Source):
 
     def identity(self) -> dict[str, Any]:
         settings = self.context.settings
-        return {"source": self.name, "dev": self.context.hashes.describe(treebank_path(settings)),
-                "max_tokens": settings.max_tokens, "max_sentences": settings.max_corpus_items, "seed": self.context.seed}
+        return {
+            "source": self.name,
+            "dev": self.context.hashes.describe(treebank_path(settings)),
+            "max_tokens": settings.max_tokens,
+            "max_sentences": settings.max_corpus_items,
+            "seed": self.context.seed,
+        }
 
     def check(self) -> None:
         read_treebank(treebank_path(self.context.settings))
@@ -117,8 +134,9 @@ class SyntaxSource(Source):
         path = treebank_path(settings)
         sentences = _by_length(sample(read_treebank(path), settings.max_corpus_items, self.context.seed, in_order=True))
         notes = _notes(path, len(sentences), sum(map(len, sentences)))
-        batches = sentence_batches(self.context.tokenizer, sentences, settings.eval_batch_size, settings.max_tokens,
-                                   notes=notes)
+        batches = sentence_batches(
+            self.context.tokenizer, sentences, settings.eval_batch_size, settings.max_tokens, notes=notes
+        )
         return SourceStream(batches=batches, num_items=len(sentences), notes=notes)
 
 
@@ -132,10 +150,15 @@ class ProbeSource(Source):
 
     def identity(self) -> dict[str, Any]:
         settings = self.context.settings
-        return {"source": self.name, "dev": self.context.hashes.describe(treebank_path(settings)),
-                "train": self.context.hashes.describe(train_treebank_path(settings)),
-                "train_sentences": settings.probe_train_sentences, "seed": self.context.seed,
-                "max_tokens": settings.max_tokens, "max_dev_sentences": settings.max_corpus_items}
+        return {
+            "source": self.name,
+            "dev": self.context.hashes.describe(treebank_path(settings)),
+            "train": self.context.hashes.describe(train_treebank_path(settings)),
+            "train_sentences": settings.probe_train_sentences,
+            "seed": self.context.seed,
+            "max_tokens": settings.max_tokens,
+            "max_dev_sentences": settings.max_corpus_items,
+        }
 
     def check(self) -> None:
         read_treebank(treebank_path(self.context.settings))
@@ -151,13 +174,17 @@ class ProbeSource(Source):
         train = rng.sample(train, min(wanted, len(train)))
         dev = _by_length(sample(read_treebank(dev_path), settings.max_corpus_items, context.seed, in_order=True))
         train = _windowed_shuffle(train, settings.eval_batch_size, rng)
-        notes = {**_notes(dev_path, len(dev), sum(map(len, dev))), "train_treebank": train_path.name,
-                 "train_sentences": len(train), "train_words": sum(map(len, train))}
+        notes = {
+            **_notes(dev_path, len(dev), sum(map(len, dev))),
+            "train_treebank": train_path.name,
+            "train_sentences": len(train),
+            "train_words": sum(map(len, train)),
+        }
         items = [(TRAIN, s) for s in train] + [(DEV, s) for s in dev]
         batch_size = settings.eval_batch_size
         # train and dev never share a batch: the probe must finish learning before it is scored
-        batches = chain(sentence_batches(context.tokenizer, train, batch_size, settings.max_tokens,
-                                         items[:len(train)], notes),
-                        sentence_batches(context.tokenizer, dev, batch_size, settings.max_tokens,
-                                         items[len(train):], notes))
+        batches = chain(
+            sentence_batches(context.tokenizer, train, batch_size, settings.max_tokens, items[: len(train)], notes),
+            sentence_batches(context.tokenizer, dev, batch_size, settings.max_tokens, items[len(train) :], notes),
+        )
         return SourceStream(batches=batches, num_items=len(items), notes=notes)

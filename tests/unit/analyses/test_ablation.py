@@ -41,8 +41,11 @@ from tasks.registry import get_task
 from tests.conftest import as_checkpoints, snapshot, tiny_bert
 
 PAIRS = [(PRETRAINED, FINETUNED)]
-PAIR_EXAMPLES = [Example("1", "the cat sat on the mat .", "the dog ran .", 0),
-                 Example("2", "he is not happy", "it sat", 1), Example("3", "a dog", "she sat .", 1)]
+PAIR_EXAMPLES = [
+    Example("1", "the cat sat on the mat .", "the dog ran .", 0),
+    Example("2", "he is not happy", "it sat", 1),
+    Example("3", "a dog", "she sat .", 1),
+]
 
 
 def test_single_variants_disable_exactly_one_head_or_one_layer_each_way():
@@ -71,7 +74,8 @@ def test_pruning_steps_cover_ten_percent_of_all_heads_and_share_identical_masks(
     for order, half, step, index in where:
         mask = gates[index].flatten()
         assert (mask == 0).sum() == counts[step] and set((mask == 0).nonzero().flatten().tolist()) == set(
-            orders[order][half][:counts[step]])
+            orders[order][half][: counts[step]]
+        )
     # a random order is the same on both halves, the oracle of all-zero deltas is the first half's importance
     # order, and every order's last step (all heads) is one mask: each distinct mask is scored once
     assert len(gates) == len({tuple(g.flatten().tolist()) for g in gates}) == 7 * 9 + 1
@@ -120,18 +124,22 @@ def test_each_example_is_scored_under_the_masks_ranked_on_the_other_half():
 
 def hand_made_curves(importance_correct: list[int], random_correct: list[int], count: int = 200) -> dict:
     """Held-out predictions of labels all 1: at each step, the first ``k`` examples right for each order."""
+
     def order(correct: list[int]) -> np.ndarray:
         return np.stack([(np.arange(count) < k).astype(int) for k in correct])
-    return {"importance": order(importance_correct), "oracle": order(importance_correct),
-            **{f"random{i}": order(random_correct) for i in range(1, 6)}}
+
+    return {
+        "importance": order(importance_correct),
+        "oracle": order(importance_correct),
+        **{f"random{i}": order(random_correct) for i in range(1, 6)},
+    }
 
 
 def test_importance_beats_random_by_the_area_under_its_curve_with_a_paired_interval():
     steps = len(PRUNING_FRACTIONS)
     kept = [200 - 4 * step for step in range(steps)]  # importance loses 2 points a step
     dropped = [200 - 16 * step for step in range(steps)]  # random orders 8 points a step
-    compared = area_comparisons("accuracy", hand_made_curves(kept, dropped), np.ones(200, dtype=int),
-                                PRUNING_FRACTIONS)
+    compared = area_comparisons("accuracy", hand_made_curves(kept, dropped), np.ones(200, dtype=int), PRUNING_FRACTIONS)
     assert compared["areas"]["importance"] == pytest.approx(0.9) and compared["areas"]["random1"] == pytest.approx(0.6)
     beats = compared["importance_vs_random"]
     assert beats["value"] == pytest.approx(0.3) and beats["verdict"] == "holds"
@@ -144,8 +152,10 @@ def test_importance_beats_random_by_the_area_under_its_curve_with_a_paired_inter
 
 def test_importance_no_better_than_random_on_noise_is_unclear():
     generator = np.random.default_rng(1)
-    noisy = {name: (generator.random((len(PRUNING_FRACTIONS), 200)) < 0.7).astype(int)
-             for name in ("importance", "oracle", *(f"random{i}" for i in range(1, 6)))}
+    noisy = {
+        name: (generator.random((len(PRUNING_FRACTIONS), 200)) < 0.7).astype(int)
+        for name in ("importance", "oracle", *(f"random{i}" for i in range(1, 6)))
+    }
     compared = area_comparisons("accuracy", noisy, np.ones(200, dtype=int), PRUNING_FRACTIONS)
     low, high = compared["importance_vs_random"]["interval"]
     assert low < 0 < high and compared["importance_vs_random"]["verdict"] == "unclear"
@@ -199,16 +209,18 @@ def test_stacked_variants_in_chunks_equal_one_variant_at_a_time(tiny_tokenizer):
     encoded = encode_examples(tiny_tokenizer, PAIR_EXAMPLES, max_length=32, pair=True)
     _, variants = single_variants(2, 4)
     intact = torch.ones(1, 2, 4)  # a variant that changes nothing: the intact logits
-    variants = Interventions(torch.cat([variants.head_gates, intact]),
-                             torch.cat([variants.uniform_heads, intact.bool().logical_not()]))
+    variants = Interventions(
+        torch.cat([variants.head_gates, intact]), torch.cat([variants.uniform_heads, intact.bool().logical_not()])
+    )
     # 2 variants of 3 rows per pass: many passes; layer-2 variants start from the intact pass's layer 1
     stacked = forward_variants(model, encoded, variants, max_rows=7)
     size = len(encoded.items)
     assert len(stacked) == 2 * 2 * (4 + 1) + 1
     assert torch.equal(stacked[-1], forward(model, encoded).logits)
     for index in range(len(stacked)):
-        one = Interventions(variants.head_gates[index].expand(size, 2, 4),
-                            variants.uniform_heads[index].expand(size, 2, 4))
+        one = Interventions(
+            variants.head_gates[index].expand(size, 2, 4), variants.uniform_heads[index].expand(size, 2, 4)
+        )
         assert torch.allclose(stacked[index], forward(model, encoded, interventions=one).logits, atol=1e-6)
 
 
@@ -218,9 +230,17 @@ def ablated(tiny_tokenizer, tiny_data, tmp_path_factory):
     rte = get_task("rte")
     examples = load_examples(rte, "dev", tiny_data / "glue")
     settings = AnalysisConfig(eval_batch_size=4)
-    sources = SourceContext(tiny_tokenizer, settings, tokenizer_name="tiny", max_length=64, task=rte,
-                            task_examples=examples, task_identity={"split": "dev"}, eval_examples={"dev": examples},
-                            eval_identity={"dev": "tiny dev"})
+    sources = SourceContext(
+        tiny_tokenizer,
+        settings,
+        tokenizer_name="tiny",
+        max_length=64,
+        task=rte,
+        task_examples=examples,
+        task_identity={"split": "dev"},
+        eval_examples={"dev": examples},
+        eval_identity={"dev": "tiny dev"},
+    )
     checkpoints = as_checkpoints({PRETRAINED: tiny_bert(0), FINETUNED: tiny_bert(1)})
     store = ResultStore(tmp_path_factory.mktemp("ablation_store"))
     entry = analyse([Ablation], checkpoints, PAIRS, sources, store)["ablation"]
@@ -320,7 +340,7 @@ def test_mcnemar_holm_and_the_permutation_test_on_known_cases():
     reference = np.zeros(30, dtype=int)
     worse = reference.copy()
     worse[:10] = 1  # 10 examples lost, none gained: two-sided binomial p = 2 * 0.5 ** 10
-    assert mcnemar_p_values(np.stack([reference, worse]), reference, labels) == pytest.approx([1.0, 2 * 0.5 ** 10])
+    assert mcnemar_p_values(np.stack([reference, worse]), reference, labels) == pytest.approx([1.0, 2 * 0.5**10])
     assert holm(np.array([0.01, 0.04, 0.03, 0.005])).tolist() == pytest.approx([0.03, 0.06, 0.06, 0.02])
     truth = np.r_[np.ones(15, dtype=int), np.zeros(15, dtype=int)]
     differences = paired_differences("f1", np.stack([truth, 1 - truth]), truth, truth)

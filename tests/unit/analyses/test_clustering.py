@@ -52,9 +52,11 @@ def test_mds_keeps_identical_heads_together_and_far_heads_apart():
     assert np.linalg.norm(coordinates[0] - coordinates[2]) > 1.0
 
 
-EXAMPLES = [Example("1", "the cat sat on the mat .", "the dog ran .", 0),
-            Example("2", "he is not happy", "it sat", 1),
-            Example("3", "a dog", "she sat .", 1)]
+EXAMPLES = [
+    Example("1", "the cat sat on the mat .", "the dog ran .", 0),
+    Example("2", "he is not happy", "it sat", 1),
+    Example("3", "a dog", "she sat .", 1),
+]
 
 
 def run_clustering(models, tokenizer, pairs=(("pretrained", "finetuned"),)):
@@ -75,7 +77,9 @@ def test_identical_weights_give_zero_change_and_coinciding_points(tiny_tokenizer
 
 
 def test_different_models_move_heads(tiny_pair, tiny_tokenizer):
-    change = np.asarray(run_clustering(tiny_pair, tiny_tokenizer)["per_pair"]["pretrained->finetuned"]["between_versions"])
+    change = np.asarray(
+        run_clustering(tiny_pair, tiny_tokenizer)["per_pair"]["pretrained->finetuned"]["between_versions"]
+    )
     assert change.shape == (2, 4) and (change > 1e-3).all() and (change <= math.log(2) + 1e-6).all()
 
 
@@ -87,5 +91,8 @@ def test_three_checkpoints_share_one_space(tiny_tokenizer, tmp_path):
     assert (np.asarray(result["per_pair"]["a->b"]["between_versions"]) > 1e-3).all()
     entry = {"pairs": [["a", "b"], ["a", "c"]], "result": result}
     files = ClusteringView.draw(entry, {"model": "tiny", "task": "test"}, tmp_path)
-    assert [f.name for f in files] == ["clustering_mds.png", "clustering_between_versions.png",
-                                       "clustering_between_versions_a_c.png"]
+    assert [f.name for f in files] == [
+        "clustering_mds.png",
+        "clustering_between_versions.png",
+        "clustering_between_versions_a_c.png",
+    ]

@@ -43,17 +43,20 @@ def head_of(text: str, pos: str | None = None) -> str:
     return doc.words[mention_head(doc, doc.mentions[0])]
 
 
-@pytest.mark.parametrize("phrase, head", [
-    ("he", "he"),
-    ("the face of the earth", "face"),
-    ("Lincoln 's Inn Hall", "Hall"),
-    ("a man who lived there", "man"),
-    ("Mr. Brown , the baker", "Brown"),
-    ("the king 's", "king"),
-    ("her poor sister", "sister"),
-    ("as tyrannical a little pig as ever lived", "pig"),
-    ("the old man \"", "man"),
-])
+@pytest.mark.parametrize(
+    "phrase, head",
+    [
+        ("he", "he"),
+        ("the face of the earth", "face"),
+        ("Lincoln 's Inn Hall", "Hall"),
+        ("a man who lived there", "man"),
+        ("Mr. Brown , the baker", "Brown"),
+        ("the king 's", "king"),
+        ("her poor sister", "sister"),
+        ("as tyrannical a little pig as ever lived", "pig"),
+        ('the old man "', "man"),
+    ],
+)
 def test_head_rule_without_pos_is_last_word_before_post_modifiers(phrase, head):
     assert head_of(phrase) == head
 
@@ -66,8 +69,10 @@ def test_head_rule_with_pos_takes_the_last_noun_before_post_modifiers():
 
 def test_mention_types_from_pronoun_list_and_capitalisation():
     #          0   1       2    3  4    5   6  7     8   9    10      11  12     13
-    doc = document("He met Holmes . | Holmes smiled . | The man saw men . | Men ran .",
-                   [(0, 0, 0), (2, 2, 1), (4, 4, 1), (7, 8, 2), (10, 10, 3), (12, 12, 3)])
+    doc = document(
+        "He met Holmes . | Holmes smiled . | The man saw men . | Men ran .",
+        [(0, 0, 0), (2, 2, 1), (4, 4, 1), (7, 8, 2), (10, 10, 3), (12, 12, 3)],
+    )
     kinds = [mention_type(doc, m, mention_head(doc, m)) for m in doc.mentions]
     # "Holmes" at a sentence start is proper: it is never written in lower case;
     # "Men" there is nominal: "men" occurs in lower case in the document.
@@ -81,8 +86,10 @@ def test_mention_types_use_pos_when_the_format_has_it():
 
 # John said he liked his sister . She smiled at John .
 #  0    1   2   3     4   5     6  7   8      9  10  11
-STORY = document("John said he liked his sister . | She smiled at John . | rain fell",
-                 [(0, 0, 0), (2, 2, 0), (4, 4, 0), (4, 5, 1), (7, 7, 1), (10, 10, 0), (13, 13, 2)])
+STORY = document(
+    "John said he liked his sister . | She smiled at John . | rain fell",
+    [(0, 0, 0), (2, 2, 0), (4, 4, 0), (4, 5, 1), (7, 7, 1), (10, 10, 0), (13, 13, 2)],
+)
 
 
 def test_targets_pick_coreferent_mentions_with_antecedents_and_score_baselines():
@@ -106,8 +113,7 @@ def test_targets_pick_coreferent_mentions_with_antecedents_and_score_baselines()
 
 def test_the_papers_nearest_picks_the_preceding_mention_where_the_nearest_one_follows():
     #          0    1    2  3  4  5   6    7   8    9
-    doc = document("John came in . | He saw Mary and Mary smiled",
-                   [(0, 0, 0), (4, 4, 0), (6, 6, 1), (8, 8, 1)])
+    doc = document("John came in . | He saw Mary and Mary smiled", [(0, 0, 0), (4, 4, 0), (6, 6, 1), (8, 8, 1)])
     kept = doc.mentions
     heads = [mention_head(doc, m) for m in kept]
     # "He": Mary@6 (2 words on) is nearer than John (4 words back). An antecedent precedes its
@@ -146,12 +152,12 @@ def test_attention_hits_take_the_argmax_without_the_word_itself():
     targets = coreference_targets(STORY, len(STORY.words))
     n = len(STORY.words)
     maps = torch.full((1, 3, n, n), 0.01)
-    maps[0, 0, 2, 0] = 0.9   # head 1: "he" -> "John": right
-    maps[0, 1, 2, 2] = 0.9   # head 2: "he" -> itself (excluded) then "liked": wrong
+    maps[0, 0, 2, 0] = 0.9  # head 1: "he" -> "John": right
+    maps[0, 1, 2, 2] = 0.9  # head 2: "he" -> itself (excluded) then "liked": wrong
     maps[0, 1, 2, 3] = 0.5
-    maps[0, 2, 2, 9] = 0.9   # head 3: "he" -> "at": wrong
-    maps[0, :, 4, 2] = 0.9   # every head: "his" -> "he": right (any antecedent counts)
-    maps[0, :, 7, 5] = 0.9   # "She" -> "sister": right
+    maps[0, 2, 2, 9] = 0.9  # head 3: "he" -> "at": wrong
+    maps[0, :, 4, 2] = 0.9  # every head: "his" -> "he": right (any antecedent counts)
+    maps[0, :, 7, 5] = 0.9  # "She" -> "sister": right
     maps[0, :, 10, 11] = 0.9  # "John" -> ".": wrong
     hits = attention_hits(maps, targets.heads, targets.antecedent_heads)
     assert hits.shape == (1, 3, 4)
@@ -238,8 +244,11 @@ def test_split_into_windows_uses_the_tokenizer_budget(tiny_tokenizer):
 
 
 def test_source_reads_coref_data_and_batches_documents(tmp_path, tiny_tokenizer):
-    record = {"doc_key": "d", "sentences": [["the", "cat", "sat", "."], ["it", "ran", "."]],
-              "clusters": [[[0, 1], [4, 4]]]}
+    record = {
+        "doc_key": "d",
+        "sentences": [["the", "cat", "sat", "."], ["it", "ran", "."]],
+        "clusters": [[[0, 1], [4, 4]]],
+    }
     path = tmp_path / "dev.jsonlines"
     path.write_text("\n".join(json.dumps({**record, "doc_key": f"d{i}"}) for i in range(3)))
     settings = AnalysisConfig(coref_data=path, eval_batch_size=2, max_tokens=6)
@@ -301,8 +310,9 @@ def compared(tokenizer, pretrained: torch.Tensor, finetuned: torch.Tensor) -> di
 def test_a_best_head_lost_in_most_documents_is_a_clear_fall_over_resampled_documents(tiny_tokenizer):
     encoded = next(encoded_documents(tiny_tokenizer, [STORY] * 8, 8, 64))
     every = [0, 1, 2, 3]
-    result = compared(tiny_tokenizer, pointing_attention(encoded, [every] * 7 + [[]]),
-                      pointing_attention(encoded, [every] + [[]] * 7))
+    result = compared(
+        tiny_tokenizer, pointing_attention(encoded, [every] * 7 + [[]]), pointing_attention(encoded, [every] + [[]] * 7)
+    )
     units = result["per_checkpoint"][PRETRAINED]["units"]
     assert units["unit"] == "documents" and units["numerators"]["shape"] == [8, 8]  # documents x layers * heads
     evidence = CoreferenceView.change_evidence({"result": result})["coref_all_change"]
@@ -313,8 +323,11 @@ def test_a_best_head_lost_in_most_documents_is_a_clear_fall_over_resampled_docum
 def test_a_best_head_right_in_other_documents_after_is_no_clear_change(tiny_tokenizer):
     encoded = next(encoded_documents(tiny_tokenizer, [STORY] * 8, 8, 64))
     every = [0, 1, 2, 3]
-    result = compared(tiny_tokenizer, pointing_attention(encoded, [every] * 4 + [[]] * 4),
-                      pointing_attention(encoded, [[]] * 4 + [every] * 4))
+    result = compared(
+        tiny_tokenizer,
+        pointing_attention(encoded, [every] * 4 + [[]] * 4),
+        pointing_attention(encoded, [[]] * 4 + [every] * 4),
+    )
     evidence = CoreferenceView.change_evidence({"result": result})["coref_all_change"]
     low, high = evidence["interval"]
     assert evidence["value"] == 0.0 and low < 0 < high and evidence["direction"] == "no clear change"
@@ -326,8 +339,9 @@ def test_the_best_head_chosen_again_in_each_resample_is_less_certain_than_one_fi
     every resample). Fixing the best head claims the change exactly; choosing it again in each
     resample shows how much "the best head" itself depends on the sample."""
     encoded = next(encoded_documents(tiny_tokenizer, [STORY] * 8, 8, 64))
-    after = (pointing_attention(encoded, [[0, 1]] * 8, head=(1, 2))
-             + pointing_attention(encoded, [[0, 1, 2, 3]] * 4 + [[]] * 4))
+    after = pointing_attention(encoded, [[0, 1]] * 8, head=(1, 2)) + pointing_attention(
+        encoded, [[0, 1, 2, 3]] * 4 + [[]] * 4
+    )
     result = compared(tiny_tokenizer, pointing_attention(encoded, [[]] * 8), after)
     best = result["per_checkpoint"][FINETUNED]["best_head"]["all"]
     assert (best["layer"], best["head"], best["accuracy"]) == (2, 3, 0.5)  # a tie: the first of the two

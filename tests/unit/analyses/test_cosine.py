@@ -11,9 +11,11 @@ from harness.views.evidence import UnitSums
 from tasks.examples import Example
 from tests.conftest import run_analysis, tiny_bert
 
-EXAMPLES = [Example("1", "the cat sat on the mat .", "the dog ran .", 0),
-            Example("2", "he is not happy", "it sat", 1),
-            Example("3", "a dog", "she sat", 1)]
+EXAMPLES = [
+    Example("1", "the cat sat on the mat .", "the dog ran .", 0),
+    Example("2", "he is not happy", "it sat", 1),
+    Example("3", "a dog", "she sat", 1),
+]
 PAIR = "pretrained->finetuned"
 
 
@@ -55,15 +57,21 @@ def stored_cosines(layer_means: list[float], spread: float, examples: int = 200)
     """A cosine entry whose examples' mean cosines per layer scatter by ``spread`` around ``layer_means``."""
     per_example = np.random.default_rng(0).normal(layer_means, spread, size=(examples, len(layer_means)))
     units = UnitSums.of(per_example, np.ones(examples), "dev examples")
-    return json.loads(json.dumps({"result": {"per_pair": {PAIR: {"per_layer": per_example.mean(axis=0).tolist(),
-                                                                 "units": units.stored()}}}}))
+    return json.loads(
+        json.dumps(
+            {"result": {"per_pair": {PAIR: {"per_layer": per_example.mean(axis=0).tolist(), "units": units.stored()}}}}
+        )
+    )
 
 
-@pytest.mark.parametrize(("layer_means", "spread", "verdict"), [
-    ([0.9, 0.85, 0.5, 0.4], 0.1, "holds"),  # the last two layers far below the others
-    ([0.4, 0.85, 0.5, 0.9], 0.1, "fails"),  # the first layer changes most, the last least
-    ([0.9, 0.6, 0.6, 0.4], 0.3, "unclear"),  # layers 2 and 3 alike: which is lower is the sample's chance
-])
+@pytest.mark.parametrize(
+    ("layer_means", "spread", "verdict"),
+    [
+        ([0.9, 0.85, 0.5, 0.4], 0.1, "holds"),  # the last two layers far below the others
+        ([0.4, 0.85, 0.5, 0.9], 0.1, "fails"),  # the first layer changes most, the last least
+        ([0.9, 0.6, 0.6, 0.4], 0.3, "unclear"),  # layers 2 and 3 alike: which is lower is the sample's chance
+    ],
+)
 def test_the_last_two_layers_change_most_is_judged_on_resamples_of_the_examples(layer_means, spread, verdict):
     evidence = CosineView.claims["last_layers_change_most"].judge(stored_cosines(layer_means, spread))
     assert (evidence["verdict"], evidence["unit"], evidence["n"]) == (verdict, "dev examples", 200)
@@ -71,7 +79,8 @@ def test_the_last_two_layers_change_most_is_judged_on_resamples_of_the_examples(
     margin = per_layer[:2].min() - per_layer[2:].max()  # the last two layers' smaller change minus the largest other
     assert evidence["statistic"].endswith(f": {margin:+.3g}") and evidence["holds"] == (margin > 0)
     assert (evidence["support"] >= 0.975) == (verdict == "holds") and (evidence["support"] <= 0.025) == (
-        verdict == "fails")
+        verdict == "fails"
+    )
 
 
 def test_three_checkpoints_compare_every_declared_pair(tiny_tokenizer):
@@ -79,8 +88,9 @@ def test_three_checkpoints_compare_every_declared_pair(tiny_tokenizer):
     result = run_cosine(models, tiny_tokenizer, pairs=(("a", "b"), ("a", "c"), ("b", "c")))
     assert set(result) == {"a->b", "a->c", "b->c"}
     assert torch.allclose(torch.tensor(result["a->c"]["per_head"]), torch.ones(2, 4), atol=1e-5)  # same weights
-    assert torch.allclose(torch.tensor(result["a->b"]["per_head"]), torch.tensor(result["b->c"]["per_head"]),
-                          atol=1e-6)  # cosine is symmetric and c == a
+    assert torch.allclose(
+        torch.tensor(result["a->b"]["per_head"]), torch.tensor(result["b->c"]["per_head"]), atol=1e-6
+    )  # cosine is symmetric and c == a
 
 
 def test_cosine_crops_to_real_tokens():

@@ -56,15 +56,29 @@ def test_padding_rows_count_in_the_padded_protocol_and_not_in_the_cropped_one(ti
 
 
 def test_the_cropped_part_of_a_padded_pass_is_the_cosine_analysis_and_the_padded_part_differs(
-        tiny_tokenizer, tiny_data, tmp_path):
+    tiny_tokenizer, tiny_data, tmp_path
+):
     task = get_task("rte")
     dev = load_examples(task, "dev", tiny_data / "glue")
-    context = SourceContext(tiny_tokenizer, AnalysisConfig(eval_batch_size=3), tokenizer_name="tiny", max_length=64,
-                            task=task, task_examples=dev, task_identity={"examples": len(dev)},
-                            eval_examples={"dev": dev}, eval_identity={"dev": "tiny dev"})
+    context = SourceContext(
+        tiny_tokenizer,
+        AnalysisConfig(eval_batch_size=3),
+        tokenizer_name="tiny",
+        max_length=64,
+        task=task,
+        task_examples=dev,
+        task_identity={"examples": len(dev)},
+        eval_examples={"dev": dev},
+        eval_identity={"dev": "tiny dev"},
+    )
     models = {PRETRAINED: tiny_bert(0, positions=256), FINETUNED: tiny_bert(1, positions=256)}
-    entries = analyse([CosineSimilarity, PaddedCosineSimilarity], as_checkpoints(models), [(PRETRAINED, FINETUNED)],
-                      context, ResultStore(tmp_path))
+    entries = analyse(
+        [CosineSimilarity, PaddedCosineSimilarity],
+        as_checkpoints(models),
+        [(PRETRAINED, FINETUNED)],
+        context,
+        ResultStore(tmp_path),
+    )
     cropped = entries["cosine"]["result"]["per_pair"][PAIR]["per_head"]
     both = entries["cosine_padded"]["result"]["per_pair"][PAIR]
     assert torch.allclose(torch.tensor(both["cropped"]["per_head"]), torch.tensor(cropped), atol=1e-5)
@@ -72,8 +86,9 @@ def test_the_cropped_part_of_a_padded_pass_is_the_cosine_analysis_and_the_padded
     assert entries["cosine_padded"]["source"]["identity"]["padded_to"] == KOVALEVA_PADDED_LENGTH
 
 
-def test_the_padded_protocol_runs_only_when_named_and_needs_the_position_embeddings(tiny_model_dir, tiny_data,
-                                                                                    tmp_path, capsys):
+def test_the_padded_protocol_runs_only_when_named_and_needs_the_position_embeddings(
+    tiny_model_dir, tiny_data, tmp_path, capsys
+):
     assert PaddedCosineSimilarity not in select_analyses(None)
     assert PaddedCosineSimilarity in select_analyses(["cosine_padded"])
     assert main(tiny_run_arguments(tiny_model_dir, tiny_data, tmp_path, "--analyses", "cosine_padded")) == 2
@@ -87,7 +102,10 @@ def test_an_analysis_the_model_cannot_run_is_left_out_of_a_default_run_and_an_er
     assert unsupported(default, long, chosen) == {}
     assert unsupported(default, short, chosen) == {
         "cosine_padded": "tiny: pads inputs to 200 tokens as Kovaleva et al.'s code, but the model has 128 position "
-                         "embeddings"}
+        "embeddings"
+    }
     named = replace(default, analysis=AnalysisConfig(analyses=["cosine", "cosine_padded"]))
-    with pytest.raises(InputError, match="^--analyses cosine_padded: tiny: pads inputs to 200 tokens .*; leave it out$"):
+    with pytest.raises(
+        InputError, match="^--analyses cosine_padded: tiny: pads inputs to 200 tokens .*; leave it out$"
+    ):
         unsupported(named, short, chosen)

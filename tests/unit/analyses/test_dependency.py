@@ -12,8 +12,9 @@ from tests.conftest import finish, stream
 from tests.unit.syntax_helpers import context, hand_made_batch, pointing_maps, sentence
 
 # the cat sat on the mat .   (det, nsubj, root, case, det, obl, punct)
-CAT = sentence("the cat sat on the mat .", [2, 3, 0, 6, 6, 3, 3],
-               ["det", "nsubj", "root", "case", "det", "obl", "punct"])
+CAT = sentence(
+    "the cat sat on the mat .", [2, 3, 0, 6, 6, 3, 3], ["det", "nsubj", "root", "case", "det", "obl", "punct"]
+)
 
 
 def run(sentences, maps, **settings):
@@ -81,8 +82,13 @@ def test_a_word_never_predicts_itself():
 def test_relations_below_min_count_are_dropped_and_cut_words_counted(tiny_pair, tiny_tokenizer, tmp_path):
     lines = []
     for _ in range(3):
-        lines += ["1\tthe\t_\tDET\tDT\t_\t2\tdet\t_\t_", "2\tcats\t_\tNOUN\tNNS\t_\t3\tnsubj\t_\t_",
-                  "3\tsat\t_\tVERB\tVBD\t_\t0\troot\t_\t_", "4\t.\t_\tPUNCT\t.\t_\t3\tpunct\t_\t_", ""]
+        lines += [
+            "1\tthe\t_\tDET\tDT\t_\t2\tdet\t_\t_",
+            "2\tcats\t_\tNOUN\tNNS\t_\t3\tnsubj\t_\t_",
+            "3\tsat\t_\tVERB\tVBD\t_\t0\troot\t_\t_",
+            "4\t.\t_\tPUNCT\t.\t_\t3\tpunct\t_\t_",
+            "",
+        ]
     path = tmp_path / "tiny.conllu"
     path.write_text("\n".join(lines))
     settings = AnalysisConfig(syntax_data=path, max_tokens=5, eval_batch_size=2, syntax_min_count=3)
@@ -107,10 +113,13 @@ def test_metrics_name_checkpoint_and_relation():
 
 
 # Punctuation and roots: "." points at the wrong word; "go" and "barks" are roots (never predicted).
-PROTOCOL_SENTENCES = [sentence("the cat sat on the mat .", [2, 3, 0, 6, 6, 3, 3],
-                               ["det", "nsubj", "root", "case", "det", "obl", "punct"]),
-                      sentence("go home .", [0, 1, 1], ["root", "obl", "punct"]),
-                      sentence("a big dog barks", [3, 3, 4, 0], ["det", "amod", "nsubj", "root"])]
+PROTOCOL_SENTENCES = [
+    sentence(
+        "the cat sat on the mat .", [2, 3, 0, 6, 6, 3, 3], ["det", "nsubj", "root", "case", "det", "obl", "punct"]
+    ),
+    sentence("go home .", [0, 1, 1], ["root", "obl", "punct"]),
+    sentence("a big dog barks", [3, 3, 4, 0], ["det", "amod", "nsubj", "root"]),
+]
 POINTED_HEADS = [[2, 3, 0, 6, 6, 3, 6], [0, 1, 1], [3, 3, 4, 0]]
 
 
@@ -125,8 +134,12 @@ def test_ours_leaves_punctuation_and_roots_out_and_clarks_counts_every_word():
     # 3 roots and the misdirected "." are wrong
     assert (ours["count"], clark["count"], stats["num_scored"]) == (9, 14, 9)
     assert ours["best"]["accuracy"] == 100.0
-    assert clark["best"] == {"layer": 1, "head": 1, "direction": "dependent->head",
-                             "accuracy": pytest.approx(100 * 10 / 14)}
+    assert clark["best"] == {
+        "layer": 1,
+        "head": 1,
+        "direction": "dependent->head",
+        "accuracy": pytest.approx(100 * 10 / 14),
+    }
     # offset +1: ours 5 of 9; Clark 5 of 14 (past the end is the last word: no credit here)
     assert ours["baseline"] == {"offset": 1, "accuracy": pytest.approx(100 * 5 / 9)}
     assert clark["baseline"] == {"offset": 1, "accuracy": pytest.approx(100 * 5 / 14)}

@@ -31,15 +31,28 @@ def dev(tiny_data):
 
 
 def context(tokenizer, dev, sample, splits=None, task=RTE) -> SourceContext:
-    return SourceContext(tokenizer, AnalysisConfig(eval_batch_size=3), tokenizer_name="tiny", max_length=64, task=task,
-                         task_examples=sample, task_identity={"examples": len(sample)},
-                         eval_examples=splits or {"dev": dev}, eval_identity={"dev": "tiny dev"})
+    return SourceContext(
+        tokenizer,
+        AnalysisConfig(eval_batch_size=3),
+        tokenizer_name="tiny",
+        max_length=64,
+        task=task,
+        task_examples=sample,
+        task_identity={"examples": len(sample)},
+        eval_examples=splits or {"dev": dev},
+        eval_identity={"dev": "tiny dev"},
+    )
 
 
 def test_dev_metrics_are_what_the_model_scores_directly_beside_the_majority_class(tiny_tokenizer, dev, tmp_path):
     models = {"pretrained": tiny_bert(0), "finetuned": tiny_bert(1)}
-    entry = analyse([Evaluation], as_checkpoints(models), [("pretrained", "finetuned")],
-                    context(tiny_tokenizer, dev, dev), ResultStore(tmp_path))["evaluation"]
+    entry = analyse(
+        [Evaluation],
+        as_checkpoints(models),
+        [("pretrained", "finetuned")],
+        context(tiny_tokenizer, dev, dev),
+        ResultStore(tmp_path),
+    )["evaluation"]
     labels = np.array([example.label for example in dev])
     encoded = encode_examples(tiny_tokenizer, dev, 64, pair=True)
     scores = dev_metrics(entry)
@@ -61,8 +74,12 @@ def test_dev_metrics_are_what_the_model_scores_directly_beside_the_majority_clas
 def stored(predictions: list[int], labels: list[int]) -> dict:
     """A per-checkpoint evaluation result as the store keeps it (only what compare reads)."""
     accuracy = float(np.mean(np.array(predictions) == np.array(labels)))
-    return {"task": "rte", "metrics": {"dev/accuracy": accuracy}, "predictions": {"dev": predictions},
-            "labels": {"dev": labels}}
+    return {
+        "task": "rte",
+        "metrics": {"dev/accuracy": accuracy},
+        "predictions": {"dev": predictions},
+        "labels": {"dev": labels},
+    }
 
 
 def entry_of(comparison: dict) -> dict:
@@ -94,8 +111,10 @@ def test_the_accuracy_shortcut_gives_the_interval_of_the_general_path():
     mrpc = get_task("mrpc")  # accuracy is its first metric too; f1 takes the general path
     general = paired_difference(mrpc, "f1", predictions, predictions, labels)
     assert general["interval"] == [0.0, 0.0]
-    by_hand = [np.mean(predictions[c] == labels[c]) - np.mean(reference[c] == labels[c])
-               for c in np.random.default_rng(0).integers(0, 80, (1000, 80))]
+    by_hand = [
+        np.mean(predictions[c] == labels[c]) - np.mean(reference[c] == labels[c])
+        for c in np.random.default_rng(0).integers(0, 80, (1000, 80))
+    ]
     assert fast["interval"] == pytest.approx(list(np.percentile(by_hand, [2.5, 97.5])))
 
 
@@ -117,8 +136,13 @@ def test_each_evaluation_split_is_scored_on_its_own_examples(tiny_tokenizer, dev
     matched = [replace(example, split="dev_matched") for example in dev]
     mismatched = [replace(example, split="dev_mismatched", label=2) for example in dev[:4]]
     splits = {"dev_matched": matched, "dev_mismatched": mismatched}
-    entry = analyse([Evaluation], as_checkpoints({"a": tiny_bert(0, num_labels=3)}), [],
-                    context(tiny_tokenizer, dev, matched[:3], splits, mnli), ResultStore(tmp_path))["evaluation"]
+    entry = analyse(
+        [Evaluation],
+        as_checkpoints({"a": tiny_bert(0, num_labels=3)}),
+        [],
+        context(tiny_tokenizer, dev, matched[:3], splits, mnli),
+        ResultStore(tmp_path),
+    )["evaluation"]
     (result,) = entry["result"]["per_checkpoint"].values()
     assert result["examples"] == {"dev_matched": len(dev), "dev_mismatched": 4}
     assert result["majority"]["dev_mismatched/accuracy"] == 1.0  # every mismatched label is 2

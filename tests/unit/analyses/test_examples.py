@@ -25,8 +25,9 @@ def length(tokenizer, example):
     return len(tokenizer(example.text_a, example.text_b)["input_ids"])
 
 
-def test_the_seeded_short_examples_are_the_same_for_every_checkpoint_and_batching(tiny_pair, tiny_tokenizer,
-                                                                                 monkeypatch):
+def test_the_seeded_short_examples_are_the_same_for_every_checkpoint_and_batching(
+    tiny_pair, tiny_tokenizer, monkeypatch
+):
     monkeypatch.setattr(module, "MAX_TOKENS", 15)  # the tiny examples are 10 to 16 tokens long
     short = [e for e in EXAMPLES if length(tiny_tokenizer, e) <= 15]
     assert NUM_EXAMPLES < len(short) < len(EXAMPLES)

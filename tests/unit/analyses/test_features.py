@@ -8,9 +8,12 @@ from tests.conftest import finish
 from tests.unit.syntax_helpers import context, hand_made_batch, sentence
 
 # They did n't see the dogs .
-NEG = sentence("They did n't see the dogs .", [4, 4, 4, 0, 6, 4, 4],
-               ["nsubj", "aux", "advmod", "root", "det", "obj", "punct"],
-               ["PRP", "VBD", "RB", "VB", "DT", "NNS", "."])
+NEG = sentence(
+    "They did n't see the dogs .",
+    [4, 4, 4, 0, 6, 4, 4],
+    ["nsubj", "aux", "advmod", "root", "det", "obj", "punct"],
+    ["PRP", "VBD", "RB", "VB", "DT", "NNS", "."],
+)
 # the cat sat   (no pronoun, no object, no negation)
 CAT = sentence("the cat sat", [2, 3, 0], ["det", "nsubj", "root"], ["DT", "NN", "VBD"])
 
@@ -25,8 +28,14 @@ def all_rows_to(column: int, n_words: int) -> torch.Tensor:
 
 def test_gold_annotations_give_the_features():
     positions = feature_positions(NEG, len(NEG))
-    assert positions == {"nouns": [5], "verbs": [1, 3], "pronouns": [0], "subjects": [0], "objects": [5],
-                         "negation": [2]}
+    assert positions == {
+        "nouns": [5],
+        "verbs": [1, 3],
+        "pronouns": [0],
+        "subjects": [0],
+        "objects": [5],
+        "negation": [2],
+    }
     assert feature_positions(NEG, 3)["nouns"] == []  # words cut by max_tokens are not counted
 
 
@@ -43,8 +52,13 @@ def test_attention_received_is_averaged_over_rows_and_maxed_over_words():
 
 def test_head_attending_only_to_the_negation_scores_one_and_change_is_after_minus_before():
     n = len(NEG)
-    batch = hand_made_batch([NEG, CAT], {PRETRAINED: [all_rows_to(3, n), all_rows_to(0, 3)],  # n't, [CLS]
-                                         FINETUNED: [all_rows_to(0, n), all_rows_to(0, 3)]})
+    batch = hand_made_batch(
+        [NEG, CAT],
+        {
+            PRETRAINED: [all_rows_to(3, n), all_rows_to(0, 3)],  # n't, [CLS]
+            FINETUNED: [all_rows_to(0, n), all_rows_to(0, 3)],
+        },
+    )
     analysis = LinguisticFeatures(context())
     analysis.update(batch)
     result = finish(analysis)

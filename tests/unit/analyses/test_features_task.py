@@ -24,14 +24,26 @@ SST2 = get_task("sst2")
 
 
 def test_every_piece_of_a_word_with_a_feature_is_marked_and_nothing_else():
-    tokens = [TaggedToken(0, 2, "He", "PRP", "nsubj"), TaggedToken(3, 6, "did", "VBD", "aux"),
-              TaggedToken(6, 9, "n't", "RB", "neg"), TaggedToken(10, 18, "runaways", "NNS", "dobj")]
+    tokens = [
+        TaggedToken(0, 2, "He", "PRP", "nsubj"),
+        TaggedToken(3, 6, "did", "VBD", "aux"),
+        TaggedToken(6, 9, "n't", "RB", "neg"),
+        TaggedToken(10, 18, "runaways", "NNS", "dobj"),
+    ]
     spans = [None, (0, 0, 2), (0, 3, 6), (0, 6, 9), (0, 10, 13), (0, 13, 18), None]  # "runaways" in two pieces
     membership = feature_membership(spans, (tokens, []), 8)
-    marked = {name: membership[index].nonzero().flatten().tolist()
-              for index, name in enumerate(["nouns", "verbs", "pronouns", "subjects", "objects", "negation"])}
-    assert marked == {"nouns": [4, 5], "verbs": [2], "pronouns": [1], "subjects": [1], "objects": [4, 5],
-                      "negation": [3]}
+    marked = {
+        name: membership[index].nonzero().flatten().tolist()
+        for index, name in enumerate(["nouns", "verbs", "pronouns", "subjects", "objects", "negation"])
+    }
+    assert marked == {
+        "nouns": [4, 5],
+        "verbs": [2],
+        "pronouns": [1],
+        "subjects": [1],
+        "objects": [4, 5],
+        "negation": [3],
+    }
     assert not membership[6:].any()  # [CLS] and [SEP] are the caller's
 
 
@@ -60,8 +72,13 @@ def test_inputs_without_a_feature_count_as_zero_except_for_negation(tiny_tokeniz
     """Uniform attention: every real token receives 1/n."""
     result = uniform_features(tiny_tokenizer).result()
     stats = result[PRETRAINED]
-    expected = {"nouns": (1 / 5 + 0) / 2, "pronouns": (0 + 1 / 6) / 2, "negation": 1 / 6, "[CLS]": (1 / 5 + 1 / 6) / 2,
-                "[SEP]": (1 / 5 + 1 / 6) / 2}
+    expected = {
+        "nouns": (1 / 5 + 0) / 2,
+        "pronouns": (0 + 1 / 6) / 2,
+        "negation": 1 / 6,
+        "[CLS]": (1 / 5 + 1 / 6) / 2,
+        "[SEP]": (1 / 5 + 1 / 6) / 2,
+    }
     for name, value in expected.items():
         assert stats["per_layer"][name] == pytest.approx([value, value]), name
         assert stats["cls_last_layer"][name] == pytest.approx([value] * 4), name  # §5: [CLS]'s row is uniform too

@@ -10,9 +10,11 @@ from harness.views.gradients import GradientsView
 from tasks.examples import Example
 from tests.conftest import run_analysis, tiny_bert
 
-EXAMPLES = [Example("1", "the cat sat on the mat .", "the dog ran , he sat .", 0),
-            Example("2", "he is not happy", "it sat", 1),
-            Example("3", "a dog", "she sat .", 1)]
+EXAMPLES = [
+    Example("1", "the cat sat on the mat .", "the dog ran , he sat .", 0),
+    Example("2", "he is not happy", "it sat", 1),
+    Example("3", "a dog", "she sat .", 1),
+]
 
 
 def test_category_means_of_hand_built_gradients(tiny_tokenizer):
@@ -59,9 +61,15 @@ def test_task_loss_gradients_do_not_depend_on_batching(tiny_pair, tiny_tokenizer
 
 def test_masked_lm_head_is_used_when_the_checkpoint_stores_one(tiny_tokenizer, tmp_path):
     torch.manual_seed(0)
-    config = BertConfig(vocab_size=tiny_tokenizer.vocab_size, hidden_size=16, num_hidden_layers=2,
-                        num_attention_heads=4, intermediate_size=32, max_position_embeddings=64,
-                        initializer_range=0.5)
+    config = BertConfig(
+        vocab_size=tiny_tokenizer.vocab_size,
+        hidden_size=16,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        intermediate_size=32,
+        max_position_embeddings=64,
+        initializer_range=0.5,
+    )
     BertForMaskedLM(config).save_pretrained(tmp_path)
     pretrained = BertForSequenceClassification.from_pretrained(tmp_path, attn_implementation="eager").eval()
     result = run_gradients({"pretrained": pretrained, "finetuned": tiny_bert(1)}, tiny_tokenizer, batch_size=2)

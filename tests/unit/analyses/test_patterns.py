@@ -23,9 +23,11 @@ from harness.views.style import plt
 from tasks.examples import Example
 from tests.conftest import analysis_context, finish, run_analysis, stream
 
-EXAMPLES = [Example("1", "the cat sat on the mat .", "the dog ran .", 0),
-            Example("2", "he is not happy", "it sat", 1),
-            Example("3", "a dog", "she sat", 1)]
+EXAMPLES = [
+    Example("1", "the cat sat on the mat .", "the dog ran .", 0),
+    Example("2", "he is not happy", "it sat", 1),
+    Example("3", "a dog", "she sat", 1),
+]
 
 
 def run_patterns(models, tokenizer, batch_size=2):
@@ -51,7 +53,8 @@ def test_counts_match_classifying_each_map_on_its_own(tiny_pair, tiny_tokenizer)
         units = UnitSums.read(json.loads(json.dumps(result[name]["units"])))
         assert (units.unit, units.numerators.shape) == ("dev examples", (3, len(CLASSES)))
         assert (units.denominators == 2 * 4).all() and units.numerators.sum(axis=0).tolist() == [
-            expected[name][label] for label in CLASSES]
+            expected[name][label] for label in CLASSES
+        ]
 
 
 def test_known_maps_give_known_proportions_and_changed_heads(tiny_tokenizer):
@@ -68,22 +71,28 @@ def test_known_maps_give_known_proportions_and_changed_heads(tiny_tokenizer):
     assert shares["pretrained"]["vertical"] == 1.0
     assert shares["finetuned"]["vertical"] == 0.5 and shares["finetuned"]["diagonal"] == 0.5
     assert {name: stats["per_head"] for name, stats in result["per_checkpoint"].items()} == {
-        "pretrained": [["vertical", "vertical"]], "finetuned": [["vertical", "diagonal"]]}
+        "pretrained": [["vertical", "vertical"]],
+        "finetuned": [["vertical", "diagonal"]],
+    }
     assert result["per_pair"]["pretrained->finetuned"]["changed_heads"] == [
-        {"layer": 1, "head": 2, "before": "vertical", "after": "diagonal"}]
+        {"layer": 1, "head": 2, "before": "vertical", "after": "diagonal"}
+    ]
     metrics = values(PatternsView.metrics({"result": result}))
     assert metrics["pattern_finetuned_diagonal"] == 0.5 and metrics["pattern_pretrained_vertical_diagonal"] == 0.0
     evidence = PatternsView.change_evidence({"result": result})
     assert set(evidence) == set(PatternsView.signed_changes) - {"pattern_change_block"}  # no pair: block cannot occur
     assert (evidence["pattern_change_vertical"]["value"], evidence["pattern_change_vertical"]["direction"]) == (
-        -0.5, "falls")  # every example lost its vertical head 2 to diagonal
+        -0.5,
+        "falls",
+    )  # every example lost its vertical head 2 to diagonal
     assert evidence["pattern_change_diagonal"]["interval"] == [0.5, 0.5]
     assert evidence["pattern_change_heterogeneous"]["direction"] == "no clear change"
 
 
 def test_figures_are_drawn_from_the_stored_entry(tiny_pair, tiny_tokenizer, tmp_path):
-    entry = json.loads(json.dumps({"pairs": [["pretrained", "finetuned"]],
-                                   "result": run_patterns(tiny_pair, tiny_tokenizer)}))
+    entry = json.loads(
+        json.dumps({"pairs": [["pretrained", "finetuned"]], "result": run_patterns(tiny_pair, tiny_tokenizer)})
+    )
     paths = PatternsView.draw(entry, {"model": "tiny", "task": "test"}, tmp_path)
     assert [path.name for path in paths] == ["pattern_proportions.png", "pattern_per_head.png"]
     assert all(path.stat().st_size > 10_000 for path in paths)
@@ -131,8 +140,10 @@ def test_shares_come_with_the_shipped_classifiers_cross_validation_and_corrected
 def test_value_labels_sit_above_the_corrected_intervals_not_on_them(tmp_path, monkeypatch, caplog):
     shares = dict(zip(CLASSES, (0.55, 0.0, 0.1, 0.05, 0.3)))
     proportions = {"pretrained": shares, "finetuned": {name: share / 2 for name, share in shares.items()}}
-    corrected = {checkpoint: {name: [max(0.0, share - 0.05), share + 0.15] for name, share in values.items()}
-                 for checkpoint, values in proportions.items()}  # intervals reaching well above the bars
+    corrected = {
+        checkpoint: {name: [max(0.0, share - 0.05), share + 0.15] for name, share in values.items()}
+        for checkpoint, values in proportions.items()
+    }  # intervals reaching well above the bars
     closed = []
     monkeypatch.setattr(plt, "close", closed.append)  # keep the figure to read its labels
     with caplog.at_level(logging.WARNING, logger="harness.views.style"):
@@ -140,18 +151,25 @@ def test_value_labels_sit_above_the_corrected_intervals_not_on_them(tmp_path, mo
     monkeypatch.undo()
     (figure,) = closed
     labels = figure.axes[0].texts
-    expected = [(f"{100 * share:.0f}", 100 * corrected[checkpoint][name][1])
-                for checkpoint, values in proportions.items() for name, share in values.items()]
-    assert [(label.get_text(), label.xy[1]) for label in labels] == [(text, pytest.approx(top))
-                                                                     for text, top in expected]
+    expected = [
+        (f"{100 * share:.0f}", 100 * corrected[checkpoint][name][1])
+        for checkpoint, values in proportions.items()
+        for name, share in values.items()
+    ]
+    assert [(label.get_text(), label.xy[1]) for label in labels] == [
+        (text, pytest.approx(top)) for text, top in expected
+    ]
     assert caplog.records == []  # no label on an interval, none off the canvas
     plt.close(figure)
 
 
 def stored_counts(per_example: np.ndarray, heads: int = 12) -> dict:
     """A checkpoint's stored result with the given per-example class counts (examples, classes) of ``heads`` heads."""
-    return {"per_head": [["vertical"]], "pair_inputs": len(per_example),
-            "units": UnitSums.of(per_example, np.full(len(per_example), heads), "dev examples").stored()}
+    return {
+        "per_head": [["vertical"]],
+        "pair_inputs": len(per_example),
+        "units": UnitSums.of(per_example, np.full(len(per_example), heads), "dev examples").stored(),
+    }
 
 
 def class_counts(rng: np.random.Generator, shares: list[float], examples: int, heads: int = 12) -> np.ndarray:
@@ -163,16 +181,18 @@ def test_a_clear_change_of_share_rises_or_falls_and_noise_holds_zero():
     rng = np.random.default_rng(0)
     before = class_counts(rng, [0.6, 0.1, 0.1, 0.1, 0.1], 100)
     after = class_counts(rng, [0.3, 0.1, 0.1, 0.1, 0.4], 100)  # vertical maps turned heterogeneous
-    changes = AttentionPatterns.compare({"pretrained": stored_counts(before), "finetuned": stored_counts(after)},
-                                        [("pretrained", "finetuned")])["pretrained->finetuned"]["evidence"]
+    changes = AttentionPatterns.compare(
+        {"pretrained": stored_counts(before), "finetuned": stored_counts(after)}, [("pretrained", "finetuned")]
+    )["pretrained->finetuned"]["evidence"]
     assert set(changes) == set(PatternsView.signed_changes)
     vertical, heterogeneous = changes["pattern_change_vertical"], changes["pattern_change_heterogeneous"]
     assert (vertical["direction"], heterogeneous["direction"]) == ("falls", "rises")
     assert vertical["interval"][1] < 0 < heterogeneous["interval"][0] and vertical["n"] == 100
     assert vertical["value"] == pytest.approx(after[:, 0].sum() / 1200 - before[:, 0].sum() / 1200)
     shuffled = {"pretrained": stored_counts(before), "finetuned": stored_counts(rng.permutation(before))}
-    for change in AttentionPatterns.compare(shuffled, [("pretrained", "finetuned")])[
-            "pretrained->finetuned"]["evidence"].values():  # the same maps, on other examples: only noise
+    for change in AttentionPatterns.compare(shuffled, [("pretrained", "finetuned")])["pretrained->finetuned"][
+        "evidence"
+    ].values():  # the same maps, on other examples: only noise
         assert change["value"] == pytest.approx(0.0, abs=1e-12) and change["direction"] == "no clear change"
         assert change["interval"][0] < 0 < change["interval"][1]
 
@@ -183,14 +203,17 @@ def test_the_corrected_interval_covers_the_examples_drawn_and_narrows_as_they_gr
     rng = np.random.default_rng(0)
     widths = {}
     for examples in (20, 2000):
-        units = UnitSums.of(class_counts(rng, [0.45, 0.08, 0.2, 0.1, 0.17], examples, heads=72),
-                            np.full(examples, 72), "dev examples")
+        units = UnitSums.of(
+            class_counts(rng, [0.45, 0.08, 0.2, 0.1, 0.17], examples, heads=72), np.full(examples, 72), "dev examples"
+        )
         both = corrected(units, cross_validation, pairs_seen=True, seed=0)
         observed = units.ratios(np.ones((1, examples)))[0]
         _, confusion_only = corrected_shares(observed, np.tile(observed, (1000, 1)), confusion, np.ones(5, bool))
         intervals = np.array([both["corrected_interval"][name] for name in CLASSES])
-        assert ((intervals[:, 0] <= list(both["corrected"].values())) & (
-            list(both["corrected"].values()) <= intervals[:, 1])).all()
+        assert (
+            (intervals[:, 0] <= list(both["corrected"].values()))
+            & (list(both["corrected"].values()) <= intervals[:, 1])
+        ).all()
         widths[examples] = intervals[:, 1] - intervals[:, 0]
         if examples == 20:
             assert (widths[examples] > 1.5 * (confusion_only[:, 1] - confusion_only[:, 0])).all()

@@ -33,8 +33,9 @@ def random_tree(rng: random.Random) -> list[int]:
     return heads
 
 
-def batches(split: str, count: int, seed: int, pointing: Callable[[int], tuple[bool, bool]] = lambda _: (True, False)
-            ) -> list:
+def batches(
+    split: str, count: int, seed: int, pointing: Callable[[int], tuple[bool, bool]] = lambda _: (True, False)
+) -> list:
     """``count`` one-sentence batches of random trees; ``pointing(index)`` says, per checkpoint
     (pre-trained, fine-tuned), whether head 1 points at the gold heads of sentence ``index``
     (else every head attends uniformly)."""
@@ -43,8 +44,10 @@ def batches(split: str, count: int, seed: int, pointing: Callable[[int], tuple[b
     for index in range(count):
         heads = random_tree(rng)
         s = sentence(" ".join(rng.choice(WORDS) for _ in heads), heads)
-        maps = {checkpoint: [pointing_maps(heads if points else [0] * len(heads))]
-                for checkpoint, points in zip((PRETRAINED, FINETUNED), pointing(index))}
+        maps = {
+            checkpoint: [pointing_maps(heads if points else [0] * len(heads))]
+            for checkpoint, points in zip((PRETRAINED, FINETUNED), pointing(index))
+        }
         out.append(hand_made_batch([s], maps, items=[(split, s)]))
     return out
 
@@ -78,8 +81,9 @@ def test_probes_right_on_other_dev_sentences_after_are_no_clear_change():
     of the pre-trained checkpoint and in the odd ones of the fine-tuned: what differs is which
     sentences each is scored well on, not how well."""
     analysis = Probes(context(analysis_seed=0))
-    for batch in (batches(TRAIN, 150, seed=1, pointing=lambda _: (True, True))
-                  + batches(DEV, 40, seed=2, pointing=lambda index: (index % 2 == 0, index % 2 == 1))):
+    for batch in batches(TRAIN, 150, seed=1, pointing=lambda _: (True, True)) + batches(
+        DEV, 40, seed=2, pointing=lambda index: (index % 2 == 0, index % 2 == 1)
+    ):
         analysis.update(batch)
     result = finish(analysis)
     evidence = ProbesView.change_evidence({"result": result})["probes_uas_change_attn"]

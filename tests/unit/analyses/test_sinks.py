@@ -40,10 +40,12 @@ def hand_built_statistics(tokenizer):
 
 def test_sink_shares_of_hand_built_heads(tiny_tokenizer):
     values, weights = hand_built_statistics(tiny_tokenizer)["sink_share"]
-    expected = [[1, 0, 0, 0],  # all attention on [CLS]
-                [0, 0, 0, 0],  # uniform: every token receives 1/5 < 0.3
-                [0, 1, 1, 0],  # "." and [SEP] receive 0.5 each
-                [0, 1, 0, 0]]  # next token: [SEP] receives 2/5 (rows 4 and 5), the others 1/5 or 0
+    expected = [
+        [1, 0, 0, 0],  # all attention on [CLS]
+        [0, 0, 0, 0],  # uniform: every token receives 1/5 < 0.3
+        [0, 1, 1, 0],  # "." and [SEP] receive 0.5 each
+        [0, 1, 0, 0],
+    ]  # next token: [SEP] receives 2/5 (rows 4 and 5), the others 1/5 or 0
     assert torch.equal(values, torch.tensor(expected, dtype=torch.float))
     assert torch.equal(weights, torch.ones(4, 4))  # the example has every kind
 
@@ -72,16 +74,19 @@ def test_a_head_whose_every_vector_is_zero_has_no_norm_weighted_shares(tiny_toke
 def test_an_absent_kind_carries_no_weight(tiny_tokenizer):
     input_ids = torch.tensor([tiny_tokenizer.convert_tokens_to_ids(["[CLS]", "cat", "dog", "[SEP]"])])
     attention = torch.full((1, 1, 1, 4, 4), 0.25)
-    stats = sink_statistics(attention, torch.ones(1, 1, 1, 4), input_ids, torch.tensor([4]),
-                            SpecialIds.of(tiny_tokenizer))
+    stats = sink_statistics(
+        attention, torch.ones(1, 1, 1, 4), input_ids, torch.tensor([4]), SpecialIds.of(tiny_tokenizer)
+    )
     for name in ("sink_share", "value_norm"):
         assert stats[name][1].expand_as(stats[name][0])[0, 0, 0].tolist() == [1.0, 1.0, 0.0, 1.0], name
     assert stats["raw_share"][0][0, 0, 0, PUNCT] == 0.0 and stats["raw_share"][1].all()
 
 
-EXAMPLES = [Example("1", "the cat sat on the mat .", "the dog ran , he sat .", 0),
-            Example("2", "he is not happy", "it sat", 1),
-            Example("3", "a dog .", "she sat .", 1)]
+EXAMPLES = [
+    Example("1", "the cat sat on the mat .", "the dog ran , he sat .", 0),
+    Example("2", "he is not happy", "it sat", 1),
+    Example("3", "a dog .", "she sat .", 1),
+]
 PERIODS_ONLY = [Example("1", "the cat sat on the mat .", "the dog ran .", 0), Example("2", "a dog .", "she sat", 1)]
 
 
@@ -108,8 +113,9 @@ def transform_to_zero(model, token_id: int):
 
 def test_a_token_transformed_to_zero_has_no_norm_weighted_share_whatever_its_attention(tiny_tokenizer):
     model = transform_to_zero(tiny_bert(0), tiny_tokenizer.convert_tokens_to_ids("."))
-    result = run_analysis(AttentionSinks, {"pretrained": model}, tiny_tokenizer, PERIODS_ONLY, batch_size=2,
-                          pairs=())["per_checkpoint"]["pretrained"]
+    result = run_analysis(AttentionSinks, {"pretrained": model}, tiny_tokenizer, PERIODS_ONLY, batch_size=2, pairs=())[
+        "per_checkpoint"
+    ]["pretrained"]
     first_layer = {name: torch.tensor(result["per_head"][name]["punct"][0]) for name in STATISTICS}
     assert (first_layer["raw_share"] > 0.01).all()  # "." gets attention in every head ...
     assert (first_layer["norm_share"] < 1e-5).all() and (first_layer["value_norm"] < 1e-5).all()  # ... to no effect
@@ -119,13 +125,17 @@ def test_a_token_transformed_to_zero_has_no_norm_weighted_share_whatever_its_att
 def test_equal_transformed_norms_make_the_norm_weighted_shares_the_raw_ones(tiny_tokenizer):
     # W_V = 0: every token's value is b_V, so every f(x_j) of a head is the same vector
     model = first_layer_value(tiny_bert(0), torch.zeros(16, 16), torch.linspace(-1.0, 1.0, 16))
-    result = run_analysis(AttentionSinks, {"pretrained": model}, tiny_tokenizer, EXAMPLES, batch_size=3,
-                          pairs=())["per_checkpoint"]["pretrained"]
+    result = run_analysis(AttentionSinks, {"pretrained": model}, tiny_tokenizer, EXAMPLES, batch_size=3, pairs=())[
+        "per_checkpoint"
+    ]["pretrained"]
     for kind in KINDS:
         raw, weighted = (torch.tensor(result["per_head"][name][kind][0]) for name in ("raw_share", "norm_share"))
         assert torch.allclose(raw, weighted, atol=1e-5), kind
-        assert not torch.allclose(torch.tensor(result["per_head"]["raw_share"][kind][1]),
-                                  torch.tensor(result["per_head"]["norm_share"][kind][1]), atol=1e-3), kind
+        assert not torch.allclose(
+            torch.tensor(result["per_head"]["raw_share"][kind][1]),
+            torch.tensor(result["per_head"]["norm_share"][kind][1]),
+            atol=1e-3,
+        ), kind
 
 
 def run_sinks(models, tokenizer, batch_size, pairs=(("pretrained", "finetuned"),)):
@@ -138,16 +148,23 @@ def test_statistics_do_not_depend_on_padding(tiny_pair, tiny_tokenizer):
     for checkpoint in tiny_pair:
         for name in STATISTICS:
             for kind in KINDS:
-                assert torch.allclose(torch.tensor(alone[checkpoint]["per_head"][name][kind]),
-                                      torch.tensor(padded[checkpoint]["per_head"][name][kind]), atol=1e-5), name
+                assert torch.allclose(
+                    torch.tensor(alone[checkpoint]["per_head"][name][kind]),
+                    torch.tensor(padded[checkpoint]["per_head"][name][kind]),
+                    atol=1e-5,
+                ), name
 
 
 def test_result_layers_overall_pair_changes_metrics_and_figures(tiny_pair, tiny_tokenizer, tmp_path):
     result = run_sinks(tiny_pair, tiny_tokenizer, batch_size=2)
     pretrained, finetuned = result["per_checkpoint"]["pretrained"], result["per_checkpoint"]["finetuned"]
     assert pretrained["num_items"] == 3
-    assert pretrained["num_tokens"] == {"cls": 3, "sep": 6, "punct": 5, "other": sum(
-        len(tiny_tokenizer(e.text_a, e.text_b)["input_ids"]) for e in EXAMPLES) - 14}
+    assert pretrained["num_tokens"] == {
+        "cls": 3,
+        "sep": 6,
+        "punct": 5,
+        "other": sum(len(tiny_tokenizer(e.text_a, e.text_b)["input_ids"]) for e in EXAMPLES) - 14,
+    }
     raw = torch.tensor([pretrained["per_head"]["raw_share"][kind] for kind in KINDS])
     assert raw.shape == (4, 2, 4) and torch.allclose(raw.sum(0), torch.ones(2, 4), atol=1e-5)
     sink = torch.tensor(pretrained["per_head"]["sink_share"]["cls"])
@@ -155,7 +172,8 @@ def test_result_layers_overall_pair_changes_metrics_and_figures(tiny_pair, tiny_
     assert pretrained["overall"]["sink_share"]["cls"] == pytest.approx(float(sink.mean()))
     change = result["per_pair"]["pretrained->finetuned"]
     assert change["overall"]["norm_share"]["sep"] == pytest.approx(
-        finetuned["overall"]["norm_share"]["sep"] - pretrained["overall"]["norm_share"]["sep"])
+        finetuned["overall"]["norm_share"]["sep"] - pretrained["overall"]["norm_share"]["sep"]
+    )
     before, after = (stats["per_layer"]["raw_share"]["cls"] for stats in (pretrained, finetuned))
     assert change["per_layer"]["raw_share"]["cls"] == pytest.approx([b - a for a, b in zip(before, after)])
     assert pretrained["per_head"]["norm_share"] != finetuned["per_head"]["norm_share"]
@@ -164,11 +182,14 @@ def test_result_layers_overall_pair_changes_metrics_and_figures(tiny_pair, tiny_
     assert set(evidence) == set(SinksView.signed_changes)
     for kind in ("cls", "sep"):
         assert evidence[f"sinks_change_raw_share_{kind}"]["value"] == pytest.approx(
-            change["overall"]["raw_share"][kind], abs=1e-6)  # the stored units give the overall share
+            change["overall"]["raw_share"][kind], abs=1e-6
+        )  # the stored units give the overall share
         assert evidence[f"sinks_change_raw_share_{kind}"]["n"] == 3
     metrics = values(SinksView.metrics(entry))
-    assert len(metrics) == 3 * 3 * 4 and metrics["sinks_pretrained_to_finetuned_norm_share_sep_change"] == \
-        change["overall"]["norm_share"]["sep"]
+    assert (
+        len(metrics) == 3 * 3 * 4
+        and metrics["sinks_pretrained_to_finetuned_norm_share_sep_change"] == change["overall"]["norm_share"]["sep"]
+    )
     run = {"model": "tiny", "task": "test"}
     files = SinksView.draw(entry, run, tmp_path)
     assert len(files) == 6 and all(path.stat().st_size > 0 for path in files)
@@ -202,17 +223,18 @@ def test_a_clear_shift_from_cls_to_sep_falls_and_rises_and_noise_holds_zero(tiny
     assert (cls["direction"], sep["direction"], cls["unit"], cls["n"]) == ("falls", "rises", "dev examples", 60)
     assert cls["value"] == pytest.approx(float(np.mean(shifted - before)), abs=1e-6) and cls["interval"][1] < 0
     shuffled = np.random.default_rng(2).permutation(before)  # the same weights on other examples: only noise
-    for change in SinksView.change_evidence(on_cls_and_sep(tiny_tokenizer, {"pretrained": before,
-                                                                            "finetuned": shuffled})).values():
+    for change in SinksView.change_evidence(
+        on_cls_and_sep(tiny_tokenizer, {"pretrained": before, "finetuned": shuffled})
+    ).values():
         assert change["value"] == pytest.approx(0.0, abs=1e-6) and change["direction"] == "no clear change"
         assert change["interval"][0] < 0 < change["interval"][1]
 
 
 def test_the_engine_captures_value_norms_only_for_analyses_that_need_them(tiny_pair, tiny_tokenizer):
     batches = list(batched(tiny_tokenizer, EXAMPLES, 3, 32, pair=True))
-    plain, = stream(tiny_pair, batches, tiny_tokenizer, frozenset({ATTENTION}))
-    with_norms, = stream(tiny_pair, batches, tiny_tokenizer, AttentionSinks.needs)
-    with_gradients, = stream(tiny_pair, batches, tiny_tokenizer, frozenset({GRADIENTS, VALUE_NORMS}))
+    (plain,) = stream(tiny_pair, batches, tiny_tokenizer, frozenset({ATTENTION}))
+    (with_norms,) = stream(tiny_pair, batches, tiny_tokenizer, AttentionSinks.needs)
+    (with_gradients,) = stream(tiny_pair, batches, tiny_tokenizer, frozenset({GRADIENTS, VALUE_NORMS}))
     assert plain.value_norms == {} and set(with_norms.value_norms) == set(tiny_pair)
     for name in tiny_pair:
         assert torch.equal(with_norms.attentions[name], plain.attentions[name])

@@ -36,8 +36,12 @@ def hand_built(tokenizer):
 
 def test_hand_built_heads_give_exact_statistics(tiny_tokenizer):
     attention, input_ids, lengths = hand_built(tiny_tokenizer)
-    stats = {name: values[0, 0] for name, (values, _) in
-             surface_statistics(attention, input_ids, lengths, SpecialIds.of(tiny_tokenizer)).items()}
+    stats = {
+        name: values[0, 0]
+        for name, (values, _) in surface_statistics(
+            attention, input_ids, lengths, SpecialIds.of(tiny_tokenizer)
+        ).items()
+    }
     expected = {
         "next": [1.0, 1 / N, 0.0, 0.25, 0.0],
         "previous": [0.0, 1 / N, 0.25, 0.0, 1.0],
@@ -65,17 +69,25 @@ def test_example_without_sep_is_not_counted_for_sep_rows(tiny_tokenizer):
 
 
 def test_behaviour_labels_use_clarks_thresholds_and_list_changes():
-    per_head = {"entropy": [[3.9, 0.1]], "previous": [[0.0, 0.51]], "next": [[0.0, 0.5]],
-                "cls": [[0.61, 0.0]], "sep": [[0.0, 0.6]], "punct": [[0.0, 0.0]]}
+    per_head = {
+        "entropy": [[3.9, 0.1]],
+        "previous": [[0.0, 0.51]],
+        "next": [[0.0, 0.5]],
+        "cls": [[0.61, 0.0]],
+        "sep": [[0.0, 0.6]],
+        "punct": [[0.0, 0.0]],
+    }
     labels = behaviour_labels(per_head)
     assert labels == [[["broad", "cls"], ["previous"]]]
     changes = changed_heads(labels, [[["broad", "cls"], []]])
     assert changes == [{"layer": 1, "head": 2, "before": ["previous"], "after": []}]
 
 
-EXAMPLES = [Example("1", "the cat sat on the mat .", "the dog ran , he sat .", 0),
-            Example("2", "he is not happy", "it sat", 1),
-            Example("3", "a dog", "she sat .", 1)]
+EXAMPLES = [
+    Example("1", "the cat sat on the mat .", "the dog ran , he sat .", 0),
+    Example("2", "he is not happy", "it sat", 1),
+    Example("3", "a dog", "she sat .", 1),
+]
 
 
 def run_surface(models, tokenizer, batch_size, pairs=(("pretrained", "finetuned"),)):
@@ -87,8 +99,11 @@ def test_tiny_bert_statistics_do_not_depend_on_padding(tiny_pair, tiny_tokenizer
     alone = run_surface(tiny_pair, tiny_tokenizer, batch_size=1)["per_checkpoint"]
     padded = run_surface(tiny_pair, tiny_tokenizer, batch_size=3)["per_checkpoint"]
     for checkpoint in tiny_pair:
-        assert torch.allclose(torch.tensor(alone[checkpoint]["per_head"][statistic]),
-                              torch.tensor(padded[checkpoint]["per_head"][statistic]), atol=1e-5)
+        assert torch.allclose(
+            torch.tensor(alone[checkpoint]["per_head"][statistic]),
+            torch.tensor(padded[checkpoint]["per_head"][statistic]),
+            atol=1e-5,
+        )
 
 
 def test_tiny_bert_result_shapes_ranges_and_figures(tiny_pair, tiny_tokenizer, tmp_path):
@@ -99,8 +114,9 @@ def test_tiny_bert_result_shapes_ranges_and_figures(tiny_pair, tiny_tokenizer, t
     assert pretrained["uniform_entropy"] == pytest.approx(sum(math.log(n) for n in lengths) / 3)
     entropy = torch.tensor(pretrained["per_head"]["entropy"])
     assert entropy.shape == (2, 4) and (entropy >= 0).all() and (entropy <= pretrained["uniform_entropy"] + 1e-5).all()
-    assert torch.allclose(torch.tensor(pretrained["per_layer"]["sep"]),
-                          torch.tensor(pretrained["per_head"]["sep"]).mean(1))
+    assert torch.allclose(
+        torch.tensor(pretrained["per_layer"]["sep"]), torch.tensor(pretrained["per_head"]["sep"]).mean(1)
+    )
     assert pretrained["per_head"]["cls"] != finetuned["per_head"]["cls"]
     entry = {"pairs": [["pretrained", "finetuned"]], "result": result}
     files = SurfaceView.draw(entry, {"model": "tiny", "task": "test"}, tmp_path)
@@ -145,11 +161,14 @@ def units_entry(cls_means: list[float], sep_means: list[float], spread: float = 
     return {"result": {"per_checkpoint": {PRETRAINED: {"units": units}}}}
 
 
-@pytest.mark.parametrize("cls_means, sep_means, verdict", [
-    ([0.6, 0.3, 0.1], [0.05, 0.2, 0.7], HOLDS),
-    ([0.1, 0.2, 0.6], [0.6, 0.1, 0.1], FAILS),
-    ([0.4, 0.1, 0.4], [0.1, 0.3, 0.1], UNCLEAR),  # [CLS] peaks in layer 1 or 3, as the resample falls; [SEP] in 2
-])
+@pytest.mark.parametrize(
+    "cls_means, sep_means, verdict",
+    [
+        ([0.6, 0.3, 0.1], [0.05, 0.2, 0.7], HOLDS),
+        ([0.1, 0.2, 0.6], [0.6, 0.1, 0.1], FAILS),
+        ([0.4, 0.1, 0.4], [0.1, 0.3, 0.1], UNCLEAR),  # [CLS] peaks in layer 1 or 3, as the resample falls; [SEP] in 2
+    ],
+)
 def test_cls_before_sep_is_judged_on_resamples_of_the_inputs(cls_means, sep_means, verdict):
     evidence = cls_peaks_before_sep(PRETRAINED)(units_entry(cls_means, sep_means))
     assert evidence["verdict"] == verdict and evidence["unit"] == "segments" and evidence["n"] == 200
@@ -157,8 +176,9 @@ def test_cls_before_sep_is_judged_on_resamples_of_the_inputs(cls_means, sep_mean
         assert 0.2 < evidence["support"] < 0.8
 
 
-@pytest.mark.parametrize("sep_means, verdict", [([0.1, 0.7, 0.2], HOLDS), ([0.1, 0.3, 0.2], FAILS),
-                                                ([0.1, 0.5, 0.2], UNCLEAR)])
+@pytest.mark.parametrize(
+    "sep_means, verdict", [([0.1, 0.7, 0.2], HOLDS), ([0.1, 0.3, 0.2], FAILS), ([0.1, 0.5, 0.2], UNCLEAR)]
+)
 def test_sep_over_half_a_layer_is_judged_on_resamples_of_the_inputs(sep_means, verdict):
     evidence = sep_takes_half_a_layer(PRETRAINED)(units_entry([0.5, 0.2, 0.1], sep_means))
     assert evidence["verdict"] == verdict
@@ -178,19 +198,27 @@ def test_running_text_segments_are_the_units_and_the_figures_name_the_input(tiny
     result = finish(analysis)
     units = UnitSums.read(result["per_checkpoint"][PRETRAINED]["units"]["sep"])
     assert units.unit == "segments" and units.count == len(segments) == 2
-    entry = {"pairs": [[PRETRAINED, FINETUNED]], "result": result,
-             "source": {"notes": {"text": "UD English EWT r2.16", **notes}}}
+    entry = {
+        "pairs": [[PRETRAINED, FINETUNED]],
+        "result": result,
+        "source": {"notes": {"text": "UD English EWT r2.16", **notes}},
+    }
     for claim in SurfaceTextView.claims.values():
         assert claim.judge(entry)["statistic"].startswith("pre-trained: ")
     run = {"model": "tiny", "task": "rte"}
     files = SurfaceTextView.draw(entry, run, tmp_path)
-    assert sorted(path.name for path in files) == ["surface_text_entropy.png", "surface_text_relative_position.png",
-                                                  "surface_text_special_tokens.png"]
+    assert sorted(path.name for path in files) == [
+        "surface_text_entropy.png",
+        "surface_text_relative_position.png",
+        "surface_text_special_tokens.png",
+    ]
     tables = SurfaceTextView.tables(entry, run)
     assert tables["surface_text_by_layer"].startswith(
-        "# Clark's statistics per layer on two-paragraph segments of UD English EWT r2.16: tiny on rte")
+        "# Clark's statistics per layer on two-paragraph segments of UD English EWT r2.16: tiny on rte"
+    )
     assert SurfaceView.tables(entry, run)["surface_by_layer"].startswith(
-        "# Clark's statistics per layer on the task's dev inputs: tiny on rte")
+        "# Clark's statistics per layer on the task's dev inputs: tiny on rte"
+    )
     (row,) = SurfaceTextView.overview_rows({"surface_text": entry}, run)
     assert row[0].startswith("Clark heads on two-paragraph segments of UD English EWT r2.16") and row[3]
     assert SurfaceView.overview_rows({"surface": entry}, run)[0][3] == ""  # no paper beside the task's inputs

@@ -43,8 +43,14 @@ HEADS = {
     # the -> the within the first sentence, cat <-> ##s, every other row the previous token
     "mixed": {row: [max(row - 1, 0)] for row in range(N)} | {1: [6], 6: [1], 2: [3], 3: [2]},
 }
-CHANCE = {"same_segment_identical": 1 / N, "other_segment_identical": (6 / N) / 5, "same_word_pieces": 1 / N,
-          "next": 1 / N, "previous": 1 / N, "delimiters": 3 / N}
+CHANCE = {
+    "same_segment_identical": 1 / N,
+    "other_segment_identical": (6 / N) / 5,
+    "same_word_pieces": 1 / N,
+    "next": 1 / N,
+    "previous": 1 / N,
+    "delimiters": 3 / N,
+}
 EXPECTED = {  # per statistic, the share of each head of HEADS
     # rows with such a target: the 2 "the" of the first sentence; the, sat, the | the, sat; cat, ##s
     "same_segment_identical": [0, CHANCE["same_segment_identical"], 0, 0, 1],
@@ -53,7 +59,7 @@ EXPECTED = {  # per statistic, the share of each head of HEADS
     "next": [1, 1 / N, 0, 0, 1 / 13],  # mixed: only "cat" -> "##s" is a next token
     "previous": [0, 1 / N, 1 / 13, 0, 10 / 13],  # cls: only row 1; mixed: rows 4, 5, 7-13 and "##s" -> "cat"
     "delimiters": [3 / N, 3 / N, 1, 3 / N, 2 / N],  # next: rows 7, 12, 13; identical: the delimiters themselves;
-}                                                   # mixed: [CLS] itself and the [SEP] before "the"
+}  # mixed: [CLS] itself and the [SEP] before "the"
 
 
 def hand_built_maps() -> torch.Tensor:
@@ -83,7 +89,21 @@ def measure(tokenizer, batches: list[tuple[list[Example], bool, torch.Tensor | N
 def test_the_hand_built_example_is_tokenized_as_the_maps_assume(tiny_tokenizer):
     encoded = encode_examples(tiny_tokenizer, [PAIR], 32, True, pad_to=PADDED)
     assert tiny_tokenizer.convert_ids_to_tokens(encoded.input_ids[0, :N]) == [
-        "[CLS]", "the", "cat", "##s", "sat", "on", "the", "mat", "[SEP]", "the", "cat", "sat", ".", "[SEP]"]
+        "[CLS]",
+        "the",
+        "cat",
+        "##s",
+        "sat",
+        "on",
+        "the",
+        "mat",
+        "[SEP]",
+        "the",
+        "cat",
+        "sat",
+        ".",
+        "[SEP]",
+    ]
 
 
 def test_hand_built_heads_give_exact_shares_and_chance_levels(tiny_tokenizer):
@@ -100,8 +120,9 @@ def test_targets_of_the_hand_built_example(tiny_tokenizer):
     targets = behaviour_targets(token_roles(tiny_tokenizer, encoded, 32))[0]
     found = {name: {tuple(cell) for cell in targets[index].nonzero().tolist()} for index, name in enumerate(STATISTICS)}
     assert found["same_segment_identical"] == {(1, 6), (6, 1)}  # "The" is "the"
-    assert found["other_segment_identical"] == {(row, column) for row, columns in IDENTICAL_OTHER.items()
-                                                for column in columns}  # "cats" is not "cat"
+    assert found["other_segment_identical"] == {
+        (row, column) for row, columns in IDENTICAL_OTHER.items() for column in columns
+    }  # "cats" is not "cat"
     assert found["same_word_pieces"] == {(2, 3), (3, 2)}
     assert found["next"] == {(row, row + 1) for row in range(N - 1)}
     assert found["previous"] == {(row, row - 1) for row in range(1, N)}
@@ -114,8 +135,14 @@ def test_examples_are_averaged_one_by_one_and_single_sentences_have_no_other_sen
     rows for identical words in another sentence."""
     single = Example("2", "he is not happy", None, 1)
     result = measure(tiny_tokenizer, [([PAIR], True, None), ([single], False, None)])
-    assert result["examples"] == {"same_segment_identical": 1, "other_segment_identical": 1, "same_word_pieces": 1,
-                                  "next": 2, "previous": 2, "delimiters": 2}
+    assert result["examples"] == {
+        "same_segment_identical": 1,
+        "other_segment_identical": 1,
+        "same_word_pieces": 1,
+        "next": 2,
+        "previous": 2,
+        "delimiters": 2,
+    }
     assert result["chance"]["next"] == pytest.approx((1 / N + 1 / 6) / 2)  # not 18 rows pooled
     assert result["chance"]["delimiters"] == pytest.approx((3 / N + 2 / 6) / 2)
     assert result["chance"]["other_segment_identical"] == pytest.approx(CHANCE["other_segment_identical"])
@@ -138,9 +165,17 @@ def expected_targets(tokenizer, example: Example) -> torch.Tensor:
     """(3, n, n): the word-matching targets in `STATISTICS` order, from the words of the texts and
     the tokenizer's own `char_to_token` (not its offsets, which the analysis reads)."""
     encoding = tokenizer(example.text_a, example.text_b)
-    words = [(segment, match.group().lower(), sorted({encoding.char_to_token(0, char, sequence_index=segment)
-                                                       for char in range(match.start(), match.end())}))
-             for segment, text in enumerate((example.text_a, example.text_b)) for match in re.finditer(r"\w+", text)]
+    words = [
+        (
+            segment,
+            match.group().lower(),
+            sorted(
+                {encoding.char_to_token(0, char, sequence_index=segment) for char in range(match.start(), match.end())}
+            ),
+        )
+        for segment, text in enumerate((example.text_a, example.text_b))
+        for match in re.finditer(r"\w+", text)
+    ]
     n = len(encoding["input_ids"])
     targets = torch.zeros(3, n, n, dtype=torch.bool)
     for first, (segment_a, word_a, tokens_a) in enumerate(words):
@@ -185,9 +220,11 @@ def test_a_case_sensitive_tokenizer_matches_words_lower_cased(architecture_dir):
     assert tokens[1:3] == ["T", "he"] and matched >= {("T", "the"), ("he", "the"), ("the", "T"), ("the", "he")}
 
 
-EXAMPLES = [Example("1", "the cat sat on the mat .", "the dog ran , the cat sat .", 0),
-            Example("2", "he is not happy", "it sat", 1),
-            Example("3", "a dog sat", "she sat and the dogs ran", 1)]
+EXAMPLES = [
+    Example("1", "the cat sat on the mat .", "the dog ran , the cat sat .", 0),
+    Example("2", "he is not happy", "it sat", 1),
+    Example("3", "a dog sat", "she sat and the dogs ran", 1),
+]
 
 
 def run_vig(models, tokenizer, batch_size, pairs=((PRETRAINED, FINETUNED),)):
@@ -200,8 +237,11 @@ def test_tiny_bert_statistics_do_not_depend_on_padding(tiny_pair, tiny_tokenizer
     for checkpoint in tiny_pair:
         assert alone[checkpoint]["chance"] == pytest.approx(padded[checkpoint]["chance"])
         for statistic in STATISTICS:
-            assert torch.allclose(torch.tensor(alone[checkpoint]["per_head"][statistic]),
-                                  torch.tensor(padded[checkpoint]["per_head"][statistic]), atol=1e-5), statistic
+            assert torch.allclose(
+                torch.tensor(alone[checkpoint]["per_head"][statistic]),
+                torch.tensor(padded[checkpoint]["per_head"][statistic]),
+                atol=1e-5,
+            ), statistic
 
 
 @pytest.fixture(scope="module")
@@ -221,11 +261,16 @@ def test_result_pairs_labels_and_strongest_heads(entry):
     assert strongest["value"] == pytest.approx(float(grid.max()))
     assert grid[strongest["layer"] - 1, strongest["head"] - 1] == grid.max()
     comparison = result["per_pair"][f"{PRETRAINED}->{FINETUNED}"]
-    assert torch.allclose(torch.tensor(comparison["per_head"]["next"]),
-                          torch.tensor(finetuned["per_head"]["next"]) - torch.tensor(pretrained["per_head"]["next"]))
+    assert torch.allclose(
+        torch.tensor(comparison["per_head"]["next"]),
+        torch.tensor(finetuned["per_head"]["next"]) - torch.tensor(pretrained["per_head"]["next"]),
+    )
     assert [(c["layer"], c["head"]) for c in comparison["label_changes"]] == [
-        (layer + 1, head + 1) for layer in range(2) for head in range(4)
-        if pretrained["labels"][layer][head] != finetuned["labels"][layer][head]]
+        (layer + 1, head + 1)
+        for layer in range(2)
+        for head in range(4)
+        if pretrained["labels"][layer][head] != finetuned["labels"][layer][head]
+    ]
     assert sum(pretrained["label_counts"].values()) == sum(map(len, sum(pretrained["labels"], [])))
 
 
@@ -238,8 +283,11 @@ def test_view_metrics_headline_printed_and_overview(entry):
     assert named["vig_chance_delimiters"] == pretrained["chance"]["delimiters"]
     assert set(VigView.signed_changes) <= named.keys()
     headline = [metric.name for metric in VigView.headline(metrics + changes(metrics))]
-    assert headline == [f"vig_{checkpoint}_other_segment_identical_{what}" for what in ("max", "heads")
-                        for checkpoint in (PRETRAINED, FINETUNED, "change")]
+    assert headline == [
+        f"vig_{checkpoint}_other_segment_identical_{what}"
+        for what in ("max", "heads")
+        for checkpoint in (PRETRAINED, FINETUNED, "change")
+    ]
     printed = VigView.printed(entry)
     assert len(printed) == 3 and printed[-1].startswith(f"vig ({PRETRAINED}->{FINETUNED}): ")
     counts, strongest = VigView.overview_rows({"vig": entry}, {"model": "tiny", "task": "test"})
@@ -257,8 +305,11 @@ def test_a_behaviour_no_example_has_rows_for_has_no_shares_only_its_head_count(e
     assert f"vig_{FINETUNED}_other_segment_identical_heads" in names and f"vig_{FINETUNED}_next_max" in names
 
 
-SINGLE = [Example("1", "the cat sat on the mat .", None, 0), Example("2", "he is not happy", None, 1),
-          Example("3", "a dog sat and the dogs ran", None, 1)]
+SINGLE = [
+    Example("1", "the cat sat on the mat .", None, 0),
+    Example("2", "he is not happy", None, 1),
+    Example("3", "a dog sat and the dogs ran", None, 1),
+]
 CROSS = "other_segment_identical"
 
 
@@ -278,8 +329,10 @@ def drawn_panels(entry, tmp_path, monkeypatch) -> tuple[list[str], dict[str, lis
     monkeypatch.setattr(plt, "close", closed.append)  # keep the figures to read their panels
     files = VigView.draw(entry, {"model": "tiny", "task": "sst2"}, tmp_path)
     monkeypatch.undo()
-    titles = {path.name: [" ".join(axes.get_title().split()) for axes in figure.axes if axes.get_title()]
-              for path, figure in zip(files, closed)}
+    titles = {
+        path.name: [" ".join(axes.get_title().split()) for axes in figure.axes if axes.get_title()]
+        for path, figure in zip(files, closed)
+    }
     for figure in closed:
         plt.close(figure)
     return [path.name for path in files], titles
@@ -293,7 +346,8 @@ def test_a_single_sentence_task_says_nothing_of_the_other_sentence(single_entry,
     printed = VigView.printed(single_entry)
     assert len(printed) == 3 and not [line for line in printed if "other" in line or "such rows" in line]
     assert printed[0] == f"vig ({PRETRAINED}): heads " + ", ".join(
-        f"{label} {pretrained['label_counts'][label]}" for label in STATISTICS if label != CROSS)
+        f"{label} {pretrained['label_counts'][label]}" for label in STATISTICS if label != CROSS
+    )
     counts, strongest = VigView.overview_rows({"vig": single_entry}, {"model": "tiny", "task": "sst2"})
     assert counts[1].split(" / ")[1] == "not defined" and strongest[1:3] == (NOT_DEFINED, NOT_DEFINED)
     assert NOT_DEFINED == "not defined: one sentence per example"
@@ -312,8 +366,10 @@ def test_a_pair_task_shows_the_other_sentence_once_per_checkpoint(entry, tmp_pat
     for line, checkpoint in zip(VigView.printed(entry), (PRETRAINED, FINETUNED)):
         best = entry["result"]["per_checkpoint"][checkpoint]["strongest"][CROSS]
         assert line.count(STATISTICS[CROSS]) == 1
-        assert line.endswith(f"; strongest on {STATISTICS[CROSS]} {best['layer']}-{best['head']}: {best['value']:.3f} "
-                             f"(chance {entry['result']['per_checkpoint'][checkpoint]['chance'][CROSS]:.3f})")
+        assert line.endswith(
+            f"; strongest on {STATISTICS[CROSS]} {best['layer']}-{best['head']}: {best['value']:.3f} "
+            f"(chance {entry['result']['per_checkpoint'][checkpoint]['chance'][CROSS]:.3f})"
+        )
     files, titles = drawn_panels(entry, tmp_path, monkeypatch)
     assert f"vig_heads_{CROSS}.png" in files and titles["vig_by_layer.png"] == list(STATISTICS.values())
     no_shared_word = copy.deepcopy(entry)  # pairs whose sentences share no word: the behaviour is defined, unseen
@@ -337,21 +393,28 @@ def test_view_figures_and_tables_from_a_stored_entry(entry, tmp_path):
     table = tables["vig_heads_next"]
     assert "| head | pre-trained | fine-tuned | fine-tuned − pre-trained | chance | labelled in |" in table
     pretrained, finetuned = (entry["result"]["per_checkpoint"][c]["per_head"]["next"] for c in (PRETRAINED, FINETUNED))
-    best = max(((layer, head) for layer in range(2) for head in range(4)),
-               key=lambda cell: max(pretrained[cell[0]][cell[1]], finetuned[cell[0]][cell[1]]))
+    best = max(
+        ((layer, head) for layer in range(2) for head in range(4)),
+        key=lambda cell: max(pretrained[cell[0]][cell[1]], finetuned[cell[0]][cell[1]]),
+    )
     layer, head = best
     before, after = pretrained[layer][head], finetuned[layer][head]
-    assert table.splitlines()[4].startswith(f"| {layer + 1}-{head + 1} | {before:.3f} | {after:.3f} | "
-                                            f"{after - before:+.3f} |")  # the strongest head first
+    assert table.splitlines()[4].startswith(
+        f"| {layer + 1}-{head + 1} | {before:.3f} | {after:.3f} | {after - before:+.3f} |"
+    )  # the strongest head first
 
 
 def test_study_keeps_identical_words_per_layer_and_draws_them(entry, tmp_path):
     metrics = values(VigView.metrics(entry) + changes(VigView.metrics(entry)))
-    task = {"seeds": [1, 2], "metrics": {name: spread([value, value]) for name, value in metrics.items()},
-            **VigView.across_seeds([entry, entry])}
+    task = {
+        "seeds": [1, 2],
+        "metrics": {name: spread([value, value]) for name, value in metrics.items()},
+        **VigView.across_seeds([entry, entry]),
+    }
     kept = task["vig_identical"][FINETUNED]["other_segment_identical"]
-    assert kept["mean"] == pytest.approx(entry["result"]["per_checkpoint"][FINETUNED]["per_layer"][
-        "other_segment_identical"]) and kept["std"] == [0.0, 0.0]
+    assert kept["mean"] == pytest.approx(
+        entry["result"]["per_checkpoint"][FINETUNED]["per_layer"]["other_segment_identical"]
+    ) and kept["std"] == [0.0, 0.0]
     study = {"model": "tiny", "tasks": {"rte": task, "mrpc": task}}
     (figure,) = VigView.draw_study(study, tmp_path)
     assert figure.stat().st_size > 0
@@ -359,12 +422,15 @@ def test_study_keeps_identical_words_per_layer_and_draws_them(entry, tmp_path):
     assert "| vig_finetuned_next_heads |" in table and "| metric | rte | mrpc |" in table
 
 
-def test_a_study_draws_no_other_sentence_line_for_a_single_sentence_task(entry, single_entry, tmp_path, monkeypatch,
-                                                                          caplog):
+def test_a_study_draws_no_other_sentence_line_for_a_single_sentence_task(
+    entry, single_entry, tmp_path, monkeypatch, caplog
+):
     single = VigView.across_seeds([single_entry, single_entry])["vig_identical"]
     assert set(single[FINETUNED]) == {"same_segment_identical"}
-    tasks = {task: {"seeds": [1, 2], "metrics": {}, **VigView.across_seeds([stored, stored])}
-             for task, stored in (("rte", entry), ("sst2", single_entry))}
+    tasks = {
+        task: {"seeds": [1, 2], "metrics": {}, **VigView.across_seeds([stored, stored])}
+        for task, stored in (("rte", entry), ("sst2", single_entry))
+    }
     closed = []
     monkeypatch.setattr(plt, "close", closed.append)
     with caplog.at_level(logging.WARNING, logger="harness.views.style"):
@@ -385,11 +451,13 @@ def compared_over_copies(tokenizer, built: list[tuple[bool, bool]]) -> dict:
     encoded = encode_examples(tokenizer, [PAIR] * len(built), 32, True, pad_to=PADDED)
     uniform = (real_tokens(encoded.lengths, PADDED) / encoded.lengths[:, None])[:, None, None, None, :]
     uniform = uniform.expand(-1, 1, len(HEADS), PADDED, -1)
-    maps = {checkpoint: torch.stack([hand_built_maps()[0] if flags[index] else uniform[row]
-                                     for row, flags in enumerate(built)])
-            for index, checkpoint in enumerate((PRETRAINED, FINETUNED))}
-    analysis = VigBehaviours(analysis_context([PRETRAINED, FINETUNED], layers=1, heads=len(HEADS),
-                                              tokenizer=tokenizer))
+    maps = {
+        checkpoint: torch.stack(
+            [hand_built_maps()[0] if flags[index] else uniform[row] for row, flags in enumerate(built)]
+        )
+        for index, checkpoint in enumerate((PRETRAINED, FINETUNED))
+    }
+    analysis = VigBehaviours(analysis_context([PRETRAINED, FINETUNED], layers=1, heads=len(HEADS), tokenizer=tokenizer))
     analysis.update(AttentionBatch(encoded, maps))
     return finish(analysis)
 

@@ -41,8 +41,8 @@ def clear_map(label: str, n: int, split: int | None = None) -> np.ndarray:
         attention[:, 0] += 0.5
         attention[index, np.minimum(index + 1, n - 1)] += 0.48
     elif label == "block":
-        attention[:split + 1, 1:split + 1] += 0.98 / split
-        attention[split + 1:, split + 1:] += 0.98 / (n - split - 1)
+        attention[: split + 1, 1 : split + 1] += 0.98 / split
+        attention[split + 1 :, split + 1 :] += 0.98 / (n - split - 1)
     else:  # heterogeneous: every row attends to its own few random tokens
         rng = np.random.default_rng(n)
         for row in range(n):
@@ -132,7 +132,7 @@ def test_every_labelled_map_is_on_its_side_of_the_guidelines_lines(tmp_path):
     moved, count = relabel(rows, maps)
     assert count == 0 and moved == rows
     index = next(i for i, row in enumerate(rows) if row.label == "vertical+diagonal")
-    wrong = rows[:index] + [replace(rows[index], label="diagonal")] + rows[index + 1:]
+    wrong = rows[:index] + [replace(rows[index], label="diagonal")] + rows[index + 1 :]
     assert relabel(wrong, maps) == (rows, 1)  # the line puts it back
     assert draw_examples(line_to("block"), rows, maps, tmp_path / "line.png").stat().st_size > 10_000
 
@@ -211,8 +211,10 @@ def test_padded_batch_resizing_matches_one_map_at_a_time():
     batched = normalise_padded(attentions, lengths, second_segments)
     images = batched.images.view(3, 4, CHANNELS, INPUT_SIZE, INPUT_SIZE)
     measures = batched.measures.view(3, 4, -1)
-    one_by_one = normalise_list([attentions[1, 1, 0, :9, :9].numpy(), attentions[0, 0, 1, :5, :5].numpy(),
-                                 attentions[2, 1, 1, :5, :5].numpy()], [5, 3, NO_SECOND_SEGMENT])
+    one_by_one = normalise_list(
+        [attentions[1, 1, 0, :9, :9].numpy(), attentions[0, 0, 1, :5, :5].numpy(), attentions[2, 1, 1, :5, :5].numpy()],
+        [5, 3, NO_SECOND_SEGMENT],
+    )
     for (row, map_index), single in zip([(1, 2), (0, 1), (2, 3)], range(3)):
         assert torch.allclose(images[row, map_index], one_by_one.images[single])
         assert torch.allclose(measures[row, map_index], one_by_one.measures[single])
@@ -267,8 +269,9 @@ def test_label_lines_accept_names_and_short_codes_and_reject_others():
 def test_predict_cli_prints_one_label_per_map(tmp_path):
     path = tmp_path / "maps.npz"
     np.savez(path, first=clear_map("diagonal", 30), second=clear_map("vertical", 50))
-    output = subprocess.run([sys.executable, "-m", "classifier", "predict", str(path)],
-                            capture_output=True, text=True, check=True).stdout.splitlines()
+    output = subprocess.run(
+        [sys.executable, "-m", "classifier", "predict", str(path)], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
     assert output == ["first\tdiagonal", "second\tvertical"]
 
 
@@ -277,8 +280,9 @@ def test_predict_cli_rejects_a_non_square_map_in_one_line(tmp_path):
     np.savez(path, wide=np.ones((3, 4)))
     result = subprocess.run([sys.executable, "-m", "classifier", "predict", str(path)], capture_output=True, text=True)
     assert result.returncode != 0
-    assert result.stderr.strip().splitlines() == [f"error: {path}: array 'wide' has shape (3, 4); "
-                                                  "each array must be one square attention map (n x n, n >= 2)"]
+    assert result.stderr.strip().splitlines() == [
+        f"error: {path}: array 'wide' has shape (3, 4); each array must be one square attention map (n x n, n >= 2)"
+    ]
 
 
 def test_pool_sheets_and_recorded_labels_round_trip(tmp_path):
@@ -286,16 +290,20 @@ def test_pool_sheets_and_recorded_labels_round_trip(tmp_path):
     from classifier.data import MapSource
 
     maps = {f"t{i}": clear_map(label, 10 + i) for i, label in enumerate(CLASSES)}
-    sources = [MapSource(f"t{i}", "tiny", "pretrained", "-", "rte", "dev", i, f"g{i}", 0, i, 10 + i, 5)
-               for i in range(len(CLASSES))]
+    sources = [
+        MapSource(f"t{i}", "tiny", "pretrained", "-", "rte", "dev", i, f"g{i}", 0, i, 10 + i, 5)
+        for i in range(len(CLASSES))
+    ]
     sheets = write_pool(tmp_path / "pool", sources, maps, {"t0": [5, 9]})
     assert [sheet.name for sheet in sheets] == ["sheet_000.png"] and sheets[0].stat().st_size > 10_000
     labels_file, maps_file = tmp_path / "labels.tsv", tmp_path / "maps.npz"
     assert record(tmp_path / "pool", {"t0": "vertical", "t3": "block"}, labels_file, maps_file) == 2
     record(tmp_path / "pool", {"t3": "diagonal"}, labels_file, maps_file)  # relabelling replaces
     rows = read_labels(labels_file)
-    assert [(row.id, row.label, row.length, row.second_segment) for row in rows] == [("t0", "vertical", 10, 5),
-                                                                                     ("t3", "diagonal", 13, 5)]
+    assert [(row.id, row.label, row.length, row.second_segment) for row in rows] == [
+        ("t0", "vertical", 10, 5),
+        ("t3", "diagonal", 13, 5),
+    ]
     assert np.allclose(read_maps(maps_file)["t3"], maps["t3"], atol=1e-3)
     with pytest.raises(ValueError, match="ids not in"):
         record(tmp_path / "pool", {"nope": "block"}, labels_file, maps_file)

@@ -5,11 +5,15 @@ import numpy as np
 from classifier.correction import corrected_shares
 
 TRUE = np.array([0.5, 0.2, 0.1, 0.1, 0.1])
-RATES = np.array([[0.8, 0.0, 0.1, 0.0, 0.1],
-                  [0.0, 0.7, 0.3, 0.0, 0.0],
-                  [0.1, 0.1, 0.8, 0.0, 0.0],
-                  [0.1, 0.0, 0.0, 0.7, 0.2],
-                  [0.2, 0.0, 0.0, 0.1, 0.7]])
+RATES = np.array(
+    [
+        [0.8, 0.0, 0.1, 0.0, 0.1],
+        [0.0, 0.7, 0.3, 0.0, 0.0],
+        [0.1, 0.1, 0.8, 0.0, 0.0],
+        [0.1, 0.0, 0.0, 0.7, 0.2],
+        [0.2, 0.0, 0.0, 0.1, 0.7],
+    ]
+)
 EVERY_CLASS = np.ones(5, dtype=bool)
 
 
@@ -43,6 +47,5 @@ def test_a_perfect_classifier_on_resampled_examples_gives_the_resamples_interval
 
 def test_a_class_that_cannot_occur_gets_no_share():
     possible = np.array([True, True, True, False, True])
-    shares, intervals = corrected_without_sampling(np.array([0.5, 0.2, 0.2, 0.0, 0.1]), np.round(RATES * 100),
-                                                   possible)
+    shares, intervals = corrected_without_sampling(np.array([0.5, 0.2, 0.2, 0.0, 0.1]), np.round(RATES * 100), possible)
     assert shares[3] == 0.0 and (intervals[3] == 0.0).all() and np.isclose(shares.sum(), 1.0)

@@ -46,14 +46,34 @@ def labelled(tmp_path_factory):
             n = 14 + 3 * index
             second = NO_SECOND_SEGMENT if task == "cola" else n // 2 + 1
             map_id = f"{task}-{index}"
-            rows.append(LabelledMap(map_id, "tiny", "pretrained", "-", task, "dev", index // 2, f"g{index // 2}", 0,
-                                    index % 2, n, second, label))
+            rows.append(
+                LabelledMap(
+                    map_id,
+                    "tiny",
+                    "pretrained",
+                    "-",
+                    task,
+                    "dev",
+                    index // 2,
+                    f"g{index // 2}",
+                    0,
+                    index % 2,
+                    n,
+                    second,
+                    label,
+                )
+            )
             maps[map_id] = clear_map(label, n)
     write_rows(folder / "labels.tsv", rows)
     write_maps(folder / "maps.npz", maps)
-    return TrainConfig(synthetic_per_class=10, synthetic_max_length=64, real_repeats=2, epochs=2,
-                       labels_file=folder / "labels.tsv",
-                       maps_file=folder / "maps.npz")
+    return TrainConfig(
+        synthetic_per_class=10,
+        synthetic_max_length=64,
+        real_repeats=2,
+        epochs=2,
+        labels_file=folder / "labels.tsv",
+        maps_file=folder / "maps.npz",
+    )
 
 
 @pytest.mark.filterwarnings("ignore:The least populated class")  # 4 block maps in 5 folds, by design
@@ -92,7 +112,7 @@ def test_nested_selection_never_sees_the_held_out_task(labelled, monkeypatch):
     per_fold = len(SMALL_CANDIDATES) * (len(TASKS) - 1) + 1  # every candidate on each inner fold, then the chosen one
     assert len(calls) == per_fold * len(TASKS) and (predicted >= 0).all()
     for index, task in enumerate(TASKS):
-        fold = calls[index * per_fold:(index + 1) * per_fold]
+        fold = calls[index * per_fold : (index + 1) * per_fold]
         assert all(task not in set(tasks[trained]) | set(tasks[held_out]) for trained, held_out in fold[:-1])
         assert set(tasks[fold[-1][1]]) == {task} and task not in set(tasks[fold[-1][0]])
         assert chosen[task]["changes"] in SMALL_CANDIDATES and 0 <= chosen[task]["inner_macro_f1"] <= 1
@@ -116,8 +136,12 @@ def test_scores_have_intervals_around_them_over_inputs():
     assert result.macro_f1_interval[0] <= result.macro_f1 <= result.macro_f1_interval[1]
     perfect = score(labels, labels, np.arange(len(labels)), seed=0)
     assert perfect.macro_f1 == 1.0 and perfect.macro_f1_interval == (1.0, 1.0)
-    report = {"grouping": "task", "overall": vars(result), "per_task": {"rte": vars(result)},
-              "per_length_band": {"<=16": vars(perfect)}}
+    report = {
+        "grouping": "task",
+        "overall": vars(result),
+        "per_task": {"rte": vars(result)},
+        "per_length_band": {"<=16": vars(perfect)},
+    }
     table = report_table(report).splitlines()
     assert len(table) == 5 and table[2].startswith("| **all** | 20 | 10 | ") and "length <=16" in table[4]
 
@@ -127,5 +151,6 @@ def test_the_docs_quote_the_stored_cross_validation():
     for grouping in GROUPINGS:
         report = load_report(grouping)
         assert report is not None and report["grouping"] == grouping
-        assert report_table(report) in text, f"regenerate docs/classifier.md's {grouping} table: " \
-                                             "python -m classifier crossval"
+        assert report_table(report) in text, (
+            f"regenerate docs/classifier.md's {grouping} table: python -m classifier crossval"
+        )

@@ -21,8 +21,9 @@ def toy_measures(count: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
 
 def test_tensor_trees_give_scikit_learns_logits():
     measures, labels = toy_measures(600, 0)
-    model = HistGradientBoostingClassifier(max_depth=3, max_iter=30, class_weight="balanced",
-                                           early_stopping=False, random_state=0).fit(measures, labels)
+    model = HistGradientBoostingClassifier(
+        max_depth=3, max_iter=30, class_weight="balanced", early_stopping=False, random_state=0
+    ).fit(measures, labels)
     trees = MeasuredTrees.from_sklearn(model).double()
     test, _ = toy_measures(300, 1)
     logits = trees(torch.tensor(test)).numpy()

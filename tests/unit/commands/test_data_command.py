@@ -11,8 +11,10 @@ import harness.corpus_lookup
 from harness.cli import main
 from tests.conftest import SHARED_DATA, mirror_shared_corpora
 
-needs_shared = pytest.mark.skipif(not all((SHARED_DATA / name).is_dir() for name in ("litbank", "ud-english-ewt")),
-                                  reason="needs the corpora in ../shared/data")
+needs_shared = pytest.mark.skipif(
+    not all((SHARED_DATA / name).is_dir() for name in ("litbank", "ud-english-ewt")),
+    reason="needs the corpora in ../shared/data",
+)
 
 
 @pytest.fixture
@@ -31,8 +33,10 @@ def data(capsys: pytest.CaptureFixture, *argv: str) -> tuple[int, list[str], str
 def test_list_says_the_version_licence_and_place_of_each_corpus(cache, capsys):
     code, lines, _ = data(capsys)
     assert code == 0
-    assert lines[0] == (f"ud-english-ewt r2.16 (CC BY-SA 4.0, 16.0 MB): present in ../shared/data (the development "
-                        f"copy): {SHARED_DATA / 'ud-english-ewt'}")
+    assert lines[0] == (
+        f"ud-english-ewt r2.16 (CC BY-SA 4.0, 16.0 MB): present in ../shared/data (the development "
+        f"copy): {SHARED_DATA / 'ud-english-ewt'}"
+    )
     assert lines[2].startswith("litbank 3e50db0 (CC BY 4.0, 13.0 MB): present in ../shared/data")
     assert lines[-1].startswith(f"data cache: {cache} ($HARNESS_DATA moves it)")
 
@@ -41,8 +45,10 @@ def test_list_names_the_command_that_fetches_an_absent_corpus(cache, capsys, mon
     monkeypatch.setattr(harness.corpus_lookup, "SHARED_DATA", tmp_path / "no-shared-data")
     code, lines, _ = data(capsys, "list", "litbank")
     assert code == 0 and len(lines) == 3
-    assert lines[0] == (f"litbank 3e50db0 (CC BY 4.0, 13.0 MB): absent; `harness data download litbank` puts it in "
-                        f"{cache / 'litbank-3e50db0'}")
+    assert lines[0] == (
+        f"litbank 3e50db0 (CC BY 4.0, 13.0 MB): absent; `harness data download litbank` puts it in "
+        f"{cache / 'litbank-3e50db0'}"
+    )
     assert lines[1] == ("  LitBank coreference, for the coreference analysis; from https://github.com/dbamman/litbank")
 
 
@@ -55,8 +61,11 @@ def test_download_fills_the_cache_from_the_mirror_then_list_finds_it_there(cache
     folder = cache / "ud-english-ewt-r2.16"
     assert code == 0 and lines == [f"ud-english-ewt r2.16: downloaded and verified, {folder}"]
     assert f"downloading UD English EWT r2.16 (CC BY-SA 4.0, 3 files, 16.0 MB) from {host} into {folder}" in err
-    assert sorted(path.name for path in folder.iterdir()) == ["LICENSE.txt", "en_ewt-ud-dev.conllu",
-                                                              "en_ewt-ud-train.conllu"]
+    assert sorted(path.name for path in folder.iterdir()) == [
+        "LICENSE.txt",
+        "en_ewt-ud-dev.conllu",
+        "en_ewt-ud-train.conllu",
+    ]
     again = data(capsys, "download", "ud-english-ewt")[1]
     assert again == [f"ud-english-ewt r2.16: already in the data cache, {folder}"]
     assert data(capsys, "list", "ud-english-ewt")[1][0].endswith(f"present in the data cache: {folder}")

@@ -19,14 +19,19 @@ def check(path) -> None:
 
 def test_documents_without_pos_tags_are_said_once(tmp_path, caplog):
     path = tmp_path / "dev.jsonlines"
-    path.write_text(json.dumps(RECORD) + "\n" + json.dumps({**RECORD, "pos_tags": [["NNP", "VBD", "."],
-                                                                                   ["PRP", "VBD", "JJ"]]}) + "\n")
+    path.write_text(
+        json.dumps(RECORD)
+        + "\n"
+        + json.dumps({**RECORD, "pos_tags": [["NNP", "VBD", "."], ["PRP", "VBD", "JJ"]]})
+        + "\n"
+    )
     with caplog.at_level(logging.WARNING):
         check(path)
         check(path)  # a study checks the file once per run
     assert [record.getMessage() for record in caplog.records] == [
         f"{path}: 1 of 2 documents have no 'pos_tags' or 'pos'; their head words and mention types come from word "
-        "lists and capitalisation instead of POS tags (docs/coreference.md)"]
+        "lists and capitalisation instead of POS tags (docs/coreference.md)"
+    ]
 
 
 def test_tagged_documents_are_read_without_a_word(tmp_path, caplog):

@@ -29,12 +29,18 @@ def test_packs_paragraph_pairs_as_cls_a_sep_b_sep(tiny_tokenizer, tmp_path):
     assert counts.segments == 2 and counts.unpaired_paragraphs == 1 and counts.truncated_segments == 0
     assert [segment.start for segment in segments] == ["corpus.txt:1", "corpus.txt:7"]
     first = segments[0]
-    assert " ".join(first.tokens_a + first.tokens_b) == "the cat sat on the mat . the dog ran . he is not happy , she is happy ."
+    assert (
+        " ".join(first.tokens_a + first.tokens_b)
+        == "the cat sat on the mat . the dog ran . he is not happy , she is happy ."
+    )
     batch = encode_segments(tiny_tokenizer, segments)
-    tokens = tiny_tokenizer.convert_ids_to_tokens(batch.input_ids[0, :len(first)].tolist())
+    tokens = tiny_tokenizer.convert_ids_to_tokens(batch.input_ids[0, : len(first)].tolist())
     assert tokens[0] == "[CLS]" and tokens[-1] == "[SEP]" and tokens.count("[SEP]") == 2
     boundary = tokens.index("[SEP]")
-    assert batch.token_type_ids[0, :boundary + 1].eq(0).all() and batch.token_type_ids[0, boundary + 1:len(first)].eq(1).all()
+    assert (
+        batch.token_type_ids[0, : boundary + 1].eq(0).all()
+        and batch.token_type_ids[0, boundary + 1 : len(first)].eq(1).all()
+    )
     assert batch.attention_mask.sum(dim=1).tolist() == [len(s) for s in segments]
 
 
@@ -67,13 +73,15 @@ def test_missing_or_useless_corpus_is_one_clear_error(tiny_tokenizer, tmp_path):
 def test_without_a_corpus_the_source_is_the_task_dev_sample(tiny_tokenizer, tmp_path):
     examples = [Example("1", "the cat sat .", "a dog", 1), Example("2", "he ran", "it sat", 0)]
     rte = get_task("rte")
-    fallback = SOURCES["corpus"](SourceContext(tiny_tokenizer, AnalysisConfig(eval_batch_size=1), task=rte,
-                                               task_examples=examples))
+    fallback = SOURCES["corpus"](
+        SourceContext(tiny_tokenizer, AnalysisConfig(eval_batch_size=1), task=rte, task_examples=examples)
+    )
     assert fallback.streams_as() == "task"
     corpus = tmp_path / "corpus.txt"
     corpus.write_text(TEXT)
-    source = SOURCES["corpus"](SourceContext(tiny_tokenizer, AnalysisConfig(corpus=corpus), task=rte,
-                                             task_examples=examples))
+    source = SOURCES["corpus"](
+        SourceContext(tiny_tokenizer, AnalysisConfig(corpus=corpus), task=rte, task_examples=examples)
+    )
     assert source.streams_as() == "corpus"
     stream = source.stream()
     batches = list(stream.batches)

@@ -35,9 +35,11 @@ def conllu_sentence(sent_id: str, text: str, new_document: str | None, new_parag
     words = text.split()
     comments = [f"# newdoc id = {new_document}"] * (new_document is not None) + [f"# sent_id = {sent_id}"]
     comments += ["# newpar"] * new_paragraph + [f"# text = {text}"] * (sent_id != UNWRITTEN)
-    rows = [f"{index}\t{word}\t_\tX\tX\t_\t{0 if index == 1 else 1}\t{'root' if index == 1 else 'dep'}\t_\t"
-            f"{'SpaceAfter=No' if index == len(words) - 1 and sent_id == UNWRITTEN else '_'}"
-            for index, word in enumerate(words, start=1)]
+    rows = [
+        f"{index}\t{word}\t_\tX\tX\t_\t{0 if index == 1 else 1}\t{'root' if index == 1 else 'dep'}\t_\t"
+        f"{'SpaceAfter=No' if index == len(words) - 1 and sent_id == UNWRITTEN else '_'}"
+        for index, word in enumerate(words, start=1)
+    ]
     return "\n".join(comments + rows) + "\n"
 
 
@@ -48,8 +50,11 @@ def write_treebank(tmp_path):
         for _paragraph_index, paragraph in enumerate(paragraphs):
             for sentence_index, text in enumerate(paragraph):
                 number += 1
-                sentences.append(conllu_sentence(f"{document}-{number}", text,
-                                                 document if number == 1 else None, sentence_index == 0))
+                sentences.append(
+                    conllu_sentence(
+                        f"{document}-{number}", text, document if number == 1 else None, sentence_index == 0
+                    )
+                )
     path = tmp_path / "documents.conllu"
     path.write_text("\n".join(sentences))
     return path
@@ -57,10 +62,11 @@ def write_treebank(tmp_path):
 
 def test_the_treebank_is_read_as_documents_of_paragraphs(tmp_path):
     documents = list(treebank_documents(read_treebank(write_treebank(tmp_path))))
-    assert documents == [[("d1-1", "the cat sat . the dog sat."), ("d1-3", "the cat ran ."),
-                          ("d1-4", "a dog sat on the mat .")],
-                         [("d2-1", "a cat .")],
-                         [("d3-1", "he is happy ,"), ("d3-2", "she is not happy ,")]]
+    assert documents == [
+        [("d1-1", "the cat sat . the dog sat."), ("d1-3", "the cat ran ."), ("d1-4", "a dog sat on the mat .")],
+        [("d2-1", "a cat .")],
+        [("d3-1", "he is happy ,"), ("d3-2", "she is not happy ,")],
+    ]
 
 
 @pytest.fixture(params=["bert", "byte-level BPE"])
@@ -72,7 +78,9 @@ def tokenizer_and_template(request, tiny_tokenizer):
 
 
 def document_tokens(tokenizer, document: str) -> set[str]:
-    return {token for paragraph in dict(DOCUMENTS)[document] for text in paragraph for token in tokenizer.tokenize(text)}
+    return {
+        token for paragraph in dict(DOCUMENTS)[document] for text in paragraph for token in tokenizer.tokenize(text)
+    }
 
 
 def test_two_whole_paragraphs_make_a_segment_in_the_tokenizers_own_template(tmp_path, tokenizer_and_template):
@@ -85,7 +93,7 @@ def test_two_whole_paragraphs_make_a_segment_in_the_tokenizers_own_template(tmp_
     assert third.tokens_a == tuple(tokenizer.tokenize("he is happy ,"))
     assert third.tokens_b == tuple(tokenizer.tokenize("she is not happy ,"))
     batch = encode_segments(tokenizer, segments)
-    row = batch.input_ids[1, :len(third)].tolist()
+    row = batch.input_ids[1, : len(third)].tolist()
     assert tokenizer.convert_ids_to_tokens(row) == template(third.tokens_a, third.tokens_b)
 
 
@@ -100,7 +108,7 @@ def test_segments_fit_the_budget_and_never_cross_documents(tmp_path, tokenizer_a
     assert batch.attention_mask.sum(dim=1).max() <= 9
     specials = [token for token in template(["a"], ["b"]) if token not in ("a", "b")]
     for row, segment in enumerate(segments):
-        tokens = tokenizer.convert_ids_to_tokens(batch.input_ids[row, :len(segment)].tolist())
+        tokens = tokenizer.convert_ids_to_tokens(batch.input_ids[row, : len(segment)].tolist())
         assert [token for token in tokens if token in specials] == specials
 
 
@@ -127,7 +135,9 @@ def test_the_source_names_the_pinned_files_and_corpus_replaces_it(tiny_tokenizer
     assert identity["max_segments"] == 10 and identity["seed"] == 42 and source.streams_as() == "running-text"
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("the cat sat .\nthe dog ran .\n")
-    assert SOURCES["running-text"](SourceContext(tiny_tokenizer, AnalysisConfig(corpus=corpus))).streams_as() == "corpus"
+    assert (
+        SOURCES["running-text"](SourceContext(tiny_tokenizer, AnalysisConfig(corpus=corpus))).streams_as() == "corpus"
+    )
 
 
 def test_without_the_treebank_offline_the_analysis_is_left_out_in_one_line(tmp_path, monkeypatch):
@@ -135,9 +145,11 @@ def test_without_the_treebank_offline_the_analysis_is_left_out_in_one_line(tmp_p
     monkeypatch.setattr(harness.corpus_lookup, "SHARED_DATA", tmp_path / "no-shared-data")
     monkeypatch.setattr(hub_constants, "HF_HUB_OFFLINE", True)
     skipped = leave_out(AnalysisConfig(), [SurfaceText], Downloads())
-    assert skipped == {"surface_text": "no UD English EWT r2.16 in the data cache or ../shared/data, and nothing is "
-                                       "downloaded offline (HF_HUB_OFFLINE is set); `harness data download "
-                                       "ud-english-ewt` fetches it"}
+    assert skipped == {
+        "surface_text": "no UD English EWT r2.16 in the data cache or ../shared/data, and nothing is "
+        "downloaded offline (HF_HUB_OFFLINE is set); `harness data download "
+        "ud-english-ewt` fetches it"
+    }
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("the cat sat .\nthe dog ran .\n")
     assert leave_out(AnalysisConfig(corpus=corpus), [SurfaceText], Downloads()) == {}

@@ -39,13 +39,15 @@ def test_too_small_max_tokens_is_a_clear_error(tiny_tokenizer):
 def test_to_sums_subtokens_and_from_averages_them():
     # tokens: [CLS] w0 w1a w1b [SEP]
     word_ids = [None, 0, 1, 1, None]
-    maps = torch.tensor([
-        [0.2, 0.2, 0.2, 0.2, 0.2],
-        [0.1, 0.1, 0.3, 0.4, 0.1],   # w0
-        [0.0, 0.5, 0.0, 0.5, 0.0],   # w1a
-        [0.0, 0.1, 0.2, 0.3, 0.4],   # w1b
-        [1.0, 0.0, 0.0, 0.0, 0.0],
-    ])[None, None]
+    maps = torch.tensor(
+        [
+            [0.2, 0.2, 0.2, 0.2, 0.2],
+            [0.1, 0.1, 0.3, 0.4, 0.1],  # w0
+            [0.0, 0.5, 0.0, 0.5, 0.0],  # w1a
+            [0.0, 0.1, 0.2, 0.3, 0.4],  # w1b
+            [1.0, 0.0, 0.0, 0.0, 0.0],
+        ]
+    )[None, None]
     mean = word_attention(maps, word_ids, 2, "mean")[0, 0]
     first = word_attention(maps, word_ids, 2, "first")[0, 0]
     assert torch.allclose(mean, torch.tensor([[0.1, 0.7], [0.3, 0.5]]))

@@ -90,8 +90,14 @@ def byte_level_bpe(special_tokens: Sequence[str]) -> Tokenizer:
     tokenizer = Tokenizer(models.BPE())
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=True)
     tokenizer.decoder = decoders.ByteLevel()
-    tokenizer.train_from_iterator(CORPUS, trainers.BpeTrainer(
-        special_tokens=list(special_tokens), initial_alphabet=pre_tokenizers.ByteLevel.alphabet(), show_progress=False))
+    tokenizer.train_from_iterator(
+        CORPUS,
+        trainers.BpeTrainer(
+            special_tokens=list(special_tokens),
+            initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+            show_progress=False,
+        ),
+    )
     tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
     return tokenizer
 
@@ -99,8 +105,9 @@ def byte_level_bpe(special_tokens: Sequence[str]) -> Tokenizer:
 def roberta_tokenizer() -> RobertaTokenizerFast:
     """RoBERTa's tokenizer on a trained byte-level BPE: ``<s> a </s></s> b </s>``."""
     trained = json.loads(byte_level_bpe(ROBERTA_SPECIALS).to_str())["model"]
-    return RobertaTokenizerFast(vocab=trained["vocab"], merges=[tuple(merge) for merge in trained["merges"]],
-                                add_prefix_space=False)
+    return RobertaTokenizerFast(
+        vocab=trained["vocab"], merges=[tuple(merge) for merge in trained["merges"]], add_prefix_space=False
+    )
 
 
 def modernbert_tokenizer() -> PreTrainedTokenizerFast:
@@ -109,65 +116,121 @@ def modernbert_tokenizer() -> PreTrainedTokenizerFast:
     ``tokenizer.json`` as it is."""
     backend = byte_level_bpe(MODERNBERT_SPECIALS)
     backend.post_processor = processors.TemplateProcessing(
-        single="[CLS]:0 $A:0 [SEP]:0", pair="[CLS]:0 $A:0 [SEP]:0 $B:1 [SEP]:1",
-        special_tokens=[(token, backend.token_to_id(token)) for token in ("[CLS]", "[SEP]")])
+        single="[CLS]:0 $A:0 [SEP]:0",
+        pair="[CLS]:0 $A:0 [SEP]:0 $B:1 [SEP]:1",
+        special_tokens=[(token, backend.token_to_id(token)) for token in ("[CLS]", "[SEP]")],
+    )
     return PreTrainedTokenizerFast(
-        tokenizer_object=backend, unk_token="[UNK]", cls_token="[CLS]", sep_token="[SEP]", pad_token="[PAD]",
-        mask_token="[MASK]", add_prefix_space=False, model_input_names=["input_ids", "attention_mask"])
+        tokenizer_object=backend,
+        unk_token="[UNK]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
+        pad_token="[PAD]",
+        mask_token="[MASK]",
+        add_prefix_space=False,
+        model_input_names=["input_ids", "attention_mask"],
+    )
 
 
-def unigram(tokenizer_class: type[PreTrainedTokenizerFast], special_tokens: Sequence[str], unk_token: str,
-            **settings: object) -> PreTrainedTokenizerFast:
+def unigram(
+    tokenizer_class: type[PreTrainedTokenizerFast], special_tokens: Sequence[str], unk_token: str, **settings: object
+) -> PreTrainedTokenizerFast:
     """``tokenizer_class`` on a Unigram vocabulary trained on CORPUS through the class's own
     normalizer and ``▁`` pre-tokenizer, ``special_tokens`` its first ids."""
     pipeline = tokenizer_class(unk_token=unk_token, **settings).backend_tokenizer
     trained = Tokenizer(models.Unigram())
     trained.normalizer, trained.pre_tokenizer = pipeline.normalizer, pipeline.pre_tokenizer
-    trained.train_from_iterator(CORPUS, trainers.UnigramTrainer(
-        special_tokens=list(special_tokens), unk_token=unk_token, show_progress=False))
+    trained.train_from_iterator(
+        CORPUS, trainers.UnigramTrainer(special_tokens=list(special_tokens), unk_token=unk_token, show_progress=False)
+    )
     vocab = [tuple(piece) for piece in json.loads(trained.to_str())["model"]["vocab"]]
     return tokenizer_class(vocab=vocab, unk_token=unk_token, **settings)
 
 
-def tiny_config(config_class: type[PreTrainedConfig], tokenizer: PreTrainedTokenizerFast, positions: int = 128,
-                **settings: object) -> PreTrainedConfig:
+def tiny_config(
+    config_class: type[PreTrainedConfig], tokenizer: PreTrainedTokenizerFast, positions: int = 128, **settings: object
+) -> PreTrainedConfig:
     """``config_class`` with ``settings``, its vocabulary the tokenizer's, its special ids the
     tokenizer's ([CLS]/<s> begins, [SEP]/</s> ends), ``positions`` position embeddings, large
     weights and eager attention."""
-    return config_class(vocab_size=len(tokenizer), pad_token_id=tokenizer.pad_token_id,
-                        bos_token_id=tokenizer.cls_token_id, eos_token_id=tokenizer.sep_token_id,
-                        max_position_embeddings=positions, initializer_range=INITIALIZER_RANGE,
-                        attn_implementation="eager", **settings)
+    return config_class(
+        vocab_size=len(tokenizer),
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.cls_token_id,
+        eos_token_id=tokenizer.sep_token_id,
+        max_position_embeddings=positions,
+        initializer_range=INITIALIZER_RANGE,
+        attn_implementation="eager",
+        **settings,
+    )
 
 
 def modernbert_config(tokenizer: PreTrainedTokenizerFast) -> ModernBertConfig:
     """Three layers, the first global and the other two local; a window of 4 tokens, so the
     window bites on the test sentences."""
-    return tiny_config(ModernBertConfig, tokenizer, hidden_size=32, num_hidden_layers=3, num_attention_heads=4,
-                       intermediate_size=32, global_attn_every_n_layers=3, local_attention=4,
-                       cls_token_id=tokenizer.cls_token_id, sep_token_id=tokenizer.sep_token_id)
+    return tiny_config(
+        ModernBertConfig,
+        tokenizer,
+        hidden_size=32,
+        num_hidden_layers=3,
+        num_attention_heads=4,
+        intermediate_size=32,
+        global_attn_every_n_layers=3,
+        local_attention=4,
+        cls_token_id=tokenizer.cls_token_id,
+        sep_token_id=tokenizer.sep_token_id,
+    )
 
 
 ARCHITECTURES: dict[str, Architecture] = {
     "bert": Architecture(partial(wordpiece, BertTokenizerFast), partial(tiny_config, BertConfig, **BERT_SIZES), "##"),
-    "electra": Architecture(partial(wordpiece, ElectraTokenizerFast),
-                            partial(tiny_config, ElectraConfig, embedding_size=8, **BERT_SIZES), "##"),
-    "distilbert": Architecture(partial(wordpiece, DistilBertTokenizerFast), partial(
-        tiny_config, DistilBertConfig, dim=16, n_layers=2, n_heads=4, hidden_dim=32), "##"),
+    "electra": Architecture(
+        partial(wordpiece, ElectraTokenizerFast),
+        partial(tiny_config, ElectraConfig, embedding_size=8, **BERT_SIZES),
+        "##",
+    ),
+    "distilbert": Architecture(
+        partial(wordpiece, DistilBertTokenizerFast),
+        partial(tiny_config, DistilBertConfig, dim=16, n_layers=2, n_heads=4, hidden_dim=32),
+        "##",
+    ),
     # RoBERTa's positions start after its padding id (1): 130 hold 128 tokens, as roberta-base's 514 hold 512
     "roberta": Architecture(roberta_tokenizer, partial(tiny_config, RobertaConfig, positions=130, **BERT_SIZES), "Ġ"),
-    "xlm-roberta": Architecture(partial(unigram, XLMRobertaTokenizerFast, ROBERTA_SPECIALS, "<unk>"),
-                                partial(tiny_config, XLMRobertaConfig, positions=130, **BERT_SIZES), "▁"),
+    "xlm-roberta": Architecture(
+        partial(unigram, XLMRobertaTokenizerFast, ROBERTA_SPECIALS, "<unk>"),
+        partial(tiny_config, XLMRobertaConfig, positions=130, **BERT_SIZES),
+        "▁",
+    ),
     "albert": Architecture(
-        partial(unigram, AlbertTokenizerFast, BERT_SPECIALS, "[UNK]", pad_token="[PAD]",
-                # AlbertTokenizer leaves token types out of its inputs; ALBERT's model takes them
-                model_input_names=["input_ids", "token_type_ids", "attention_mask"]),
-        partial(tiny_config, AlbertConfig, embedding_size=8, **BERT_SIZES), "▁"),
+        partial(
+            unigram,
+            AlbertTokenizerFast,
+            BERT_SPECIALS,
+            "[UNK]",
+            pad_token="[PAD]",
+            # AlbertTokenizer leaves token types out of its inputs; ALBERT's model takes them
+            model_input_names=["input_ids", "token_type_ids", "attention_mask"],
+        ),
+        partial(tiny_config, AlbertConfig, embedding_size=8, **BERT_SIZES),
+        "▁",
+    ),
     "deberta-v2": Architecture(  # DeBERTa-v3's settings: relative positions in buckets, no absolute ones
         partial(unigram, DebertaV2TokenizerFast, BERT_SPECIALS, "[UNK]"),
-        partial(tiny_config, DebertaV2Config, relative_attention=True, pos_att_type=["p2c", "c2p"],
-                position_buckets=8, max_relative_positions=16, norm_rel_ebd="layer_norm", share_att_key=True,
-                position_biased_input=False, type_vocab_size=0, **BERT_SIZES), "▁"),
+        partial(
+            tiny_config,
+            DebertaV2Config,
+            relative_attention=True,
+            pos_att_type=["p2c", "c2p"],
+            position_buckets=8,
+            max_relative_positions=16,
+            norm_rel_ebd="layer_norm",
+            share_att_key=True,
+            position_biased_input=False,
+            type_vocab_size=0,
+            **BERT_SIZES,
+        ),
+        "▁",
+    ),
     "modernbert": Architecture(modernbert_tokenizer, modernbert_config, "Ġ"),
 }
 WORD_PREFIXES = {name: architecture.word_prefix for name, architecture in ARCHITECTURES.items()}

@@ -30,16 +30,26 @@ from tests.unit.model.architectures import ARCHITECTURES, WORD_PREFIXES
 WORDS = " ".join(SENTENCES).split()
 # What AutoTokenizer gives (in transformers 5 ElectraTokenizerFast is BertTokenizer; ModernBERT
 # has no class of its own).
-TOKENIZER_CLASSES = {"bert": BertTokenizerFast, "electra": ElectraTokenizerFast, "distilbert": DistilBertTokenizerFast,
-                     "roberta": RobertaTokenizerFast, "xlm-roberta": XLMRobertaTokenizerFast,
-                     "albert": AlbertTokenizerFast, "deberta-v2": DebertaV2TokenizerFast,
-                     "modernbert": PreTrainedTokenizerFast}
+TOKENIZER_CLASSES = {
+    "bert": BertTokenizerFast,
+    "electra": ElectraTokenizerFast,
+    "distilbert": DistilBertTokenizerFast,
+    "roberta": RobertaTokenizerFast,
+    "xlm-roberta": XLMRobertaTokenizerFast,
+    "albert": AlbertTokenizerFast,
+    "deberta-v2": DebertaV2TokenizerFast,
+    "modernbert": PreTrainedTokenizerFast,
+}
 BERT_TOKENS = ("[CLS]", "[SEP]", "[PAD]", "[MASK]")  # cls, sep, pad, mask
 ROBERTA_TOKENS = ("<s>", "</s>", "<pad>", "<mask>")
 SPECIAL_TOKENS = {name: ROBERTA_TOKENS if name in ("roberta", "xlm-roberta") else BERT_TOKENS for name in ARCHITECTURES}
 # A pair's special tokens around its segments ("A", "B": each segment's run of tokens).
-PAIR_LAYOUTS = {name: ["<s>", "A", "</s>", "</s>", "B", "</s>"] if name in ("roberta", "xlm-roberta")
-                else ["[CLS]", "A", "[SEP]", "B", "[SEP]"] for name in ARCHITECTURES}
+PAIR_LAYOUTS = {
+    name: ["<s>", "A", "</s>", "</s>", "B", "</s>"]
+    if name in ("roberta", "xlm-roberta")
+    else ["[CLS]", "A", "[SEP]", "B", "[SEP]"]
+    for name in ARCHITECTURES
+}
 WITH_TOKEN_TYPES = {"bert", "electra", "albert", "deberta-v2"}  # as the hub's tokenizers of these families
 BYTE_LEVEL = {"roberta", "modernbert"}  # every byte is in the vocabulary: nothing is unknown
 
@@ -58,7 +68,8 @@ def layout(encoding: Encoding) -> list[str]:
 
 
 def test_the_folder_loads_as_a_fast_tokenizer_a_classifier_and_a_masked_lm_with_every_weight(
-        architecture, architecture_dir, tokenizer):
+    architecture, architecture_dir, tokenizer
+):
     assert tokenizer.is_fast and type(tokenizer) is TOKENIZER_CLASSES[architecture]
     classifier = AutoModelForSequenceClassification.from_pretrained(architecture_dir, num_labels=2)
     masked_lm, loading = AutoModelForMaskedLM.from_pretrained(architecture_dir, output_loading_info=True)
@@ -68,8 +79,9 @@ def test_the_folder_loads_as_a_fast_tokenizer_a_classifier_and_a_masked_lm_with_
 
 
 def test_the_special_tokens_are_set_and_a_pair_encodes_with_the_familys_template(architecture, tokenizer):
-    assert (tokenizer.cls_token, tokenizer.sep_token, tokenizer.pad_token, tokenizer.mask_token) == \
-        SPECIAL_TOKENS[architecture]
+    assert (tokenizer.cls_token, tokenizer.sep_token, tokenizer.pad_token, tokenizer.mask_token) == SPECIAL_TOKENS[
+        architecture
+    ]
     assert layout(tokenizer("the cats sat", "the dog ran .").encodings[0]) == PAIR_LAYOUTS[architecture]
 
 
@@ -109,8 +121,9 @@ def test_token_types_are_in_the_encoding_of_the_families_that_have_them(architec
 
 
 def test_the_classifier_gives_finite_logits_for_a_padded_batch_of_pairs(architecture_dir, tokenizer):
-    classifier = AutoModelForSequenceClassification.from_pretrained(architecture_dir, num_labels=2,
-                                                                    attn_implementation="eager")
+    classifier = AutoModelForSequenceClassification.from_pretrained(
+        architecture_dir, num_labels=2, attn_implementation="eager"
+    )
     batch = tokenizer(SENTENCES[:4], SENTENCES[4:], padding=True, return_tensors="pt")
     assert not batch["attention_mask"].all()  # the batch really is padded
     with torch.inference_mode():

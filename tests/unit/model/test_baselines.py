@@ -26,8 +26,11 @@ RTE = get_task("rte")
 
 
 def config_of(tiny_model_dir, **finetune) -> RunConfig:
-    return RunConfig(TaskConfig(task="rte", model=str(tiny_model_dir)), FineTuneConfig(**finetune),
-                     environment=EnvironmentConfig(device="cpu", precision="fp32"))
+    return RunConfig(
+        TaskConfig(task="rte", model=str(tiny_model_dir)),
+        FineTuneConfig(**finetune),
+        environment=EnvironmentConfig(device="cpu", precision="fp32"),
+    )
 
 
 def test_the_frozen_baseline_trains_the_head_alone_and_the_random_one_starts_from_seeded_weights(tiny_model_dir):
@@ -40,12 +43,14 @@ def test_the_frozen_baseline_trains_the_head_alone_and_the_random_one_starts_fro
     name = "bert.encoder.layer.0.attention.self.query.weight"
     assert not torch.equal(random[name], pretrained[name])
     assert torch.equal(random[name], training_model(config, RTE, RANDOM_INIT).state_dict()[name])
-    assert not torch.equal(random[name], training_model(config_of(tiny_model_dir, seed=1), RTE,
-                                                        RANDOM_INIT).state_dict()[name])
+    assert not torch.equal(
+        random[name], training_model(config_of(tiny_model_dir, seed=1), RTE, RANDOM_INIT).state_dict()[name]
+    )
 
 
 def test_each_baseline_has_its_own_cache_key_and_asking_for_them_leaves_the_fine_tune_key_alone(
-        tiny_model_dir, tiny_data):
+    tiny_model_dir, tiny_data
+):
     config = config_of(tiny_model_dir)
     config.task.data_dir = tiny_data / "glue"
     data = load_task_data(config, FileHashes())
@@ -64,21 +69,27 @@ def with_baselines(tiny_model_dir, tiny_data, tmp_path_factory):
 
 
 def test_a_run_with_baselines_scores_all_four_checkpoints_and_compares_the_fine_tune_with_each(
-        with_baselines, tiny_model_dir):
+    with_baselines, tiny_model_dir
+):
     root, _, summary, _ = with_baselines
     evaluation = summary["analyses"][Evaluation.name]
     assert evaluation["checkpoints"] == [PRETRAINED, FINETUNED, FROZEN_ENCODER, RANDOM_INIT]
     assert evaluation["pairs"] == [[PRETRAINED, FINETUNED], [FROZEN_ENCODER, FINETUNED], [RANDOM_INIT, FINETUNED]]
     assert summary["analyses"]["cosine"]["checkpoints"] == [PRETRAINED, FINETUNED]  # baselines: dev scores only
-    weights = {path.parent.name.split("-rte-")[0]: load_file(str(path / "model.safetensors"))
-               for path in (root / "cache").glob("*/final")}
+    weights = {
+        path.parent.name.split("-rte-")[0]: load_file(str(path / "model.safetensors"))
+        for path in (root / "cache").glob("*/final")
+    }
     tuned = next(value for name, value in weights.items() if name not in (FROZEN_ENCODER, RANDOM_INIT))
     original = load_file(str(tiny_model_dir / "model.safetensors"))
     encoder = [name for name in original if name.startswith("bert.")]
     assert all(torch.equal(weights[FROZEN_ENCODER][name], original[name]) for name in encoder)  # frozen: untouched
     assert not torch.equal(weights[FROZEN_ENCODER]["classifier.weight"], original["classifier.weight"])
-    assert not any(torch.equal(weights[RANDOM_INIT][name], original[name]) for name in encoder if "weight" in name
-                   and "LayerNorm" not in name)
+    assert not any(
+        torch.equal(weights[RANDOM_INIT][name], original[name])
+        for name in encoder
+        if "weight" in name and "LayerNorm" not in name
+    )
     assert not all(torch.equal(tuned[name], original[name]) for name in encoder)
     scores = evaluation["result"]["per_checkpoint"]
     assert all("dev/accuracy" in scores[name]["metrics"] for name in (FROZEN_ENCODER, RANDOM_INIT))

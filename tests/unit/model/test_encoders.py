@@ -27,16 +27,23 @@ from tasks.examples import Example
 from tasks.registry import get_task
 from tests.conftest import tiny_run_arguments
 
-PAIRS = [Example("1", "the cat sat on the mat .", "the dog ran .", 0),
-         Example("2", "he is not happy", "it sat", 1),
-         Example("3", "a dog sat on a mat", "she sat", 0)]
+PAIRS = [
+    Example("1", "the cat sat on the mat .", "the dog ran .", 0),
+    Example("2", "he is not happy", "it sat", 1),
+    Example("3", "a dog sat on a mat", "she sat", 0),
+]
 # Each architecture's output projection (and, where its attention is computed in its own module,
 # value projection), by the names its modeling code gives them: what `head_projections` must find.
-PROJECTION_NAMES = {"bert": ("attention.output.dense", None), "electra": ("attention.output.dense", None),
-                    "roberta": ("attention.output.dense", None), "xlm-roberta": ("attention.output.dense", None),
-                    "distilbert": ("attention.out_lin", None), "albert": ("attention.dense", None),
-                    "deberta-v2": ("attention.output.dense", "attention.self.value_proj"),
-                    "modernbert": ("attn.Wo", None)}
+PROJECTION_NAMES = {
+    "bert": ("attention.output.dense", None),
+    "electra": ("attention.output.dense", None),
+    "roberta": ("attention.output.dense", None),
+    "xlm-roberta": ("attention.output.dense", None),
+    "distilbert": ("attention.out_lin", None),
+    "albert": ("attention.dense", None),
+    "deberta-v2": ("attention.output.dense", "attention.self.value_proj"),
+    "modernbert": ("attn.Wo", None),
+}
 
 
 @pytest.fixture
@@ -66,8 +73,9 @@ def test_a_padded_batch_equals_each_example_alone(loaded):
     lengths = encoded.lengths.tolist()
     assert len(set(lengths)) > 1  # the batch is padded
     for row, example in enumerate(PAIRS):
-        alone = forward(model, encode_examples(tokenizer, [example], max_length=64, pair=True),
-                        capture=Capture(attention=True))
+        alone = forward(
+            model, encode_examples(tokenizer, [example], max_length=64, pair=True), capture=Capture(attention=True)
+        )
         n = lengths[row]
         assert torch.allclose(alone.logits[0], batch.logits[row], atol=1e-5)
         assert torch.allclose(alone.attentions[0], batch.attentions[row, :, :, :n, :n], atol=1e-5)
@@ -78,8 +86,9 @@ def test_gates_of_one_are_the_intact_model_and_a_closed_head_changes_it(loaded):
     encoded = encode_examples(tokenizer, PAIRS, max_length=64, pair=True)
     layers, heads = model.config.num_hidden_layers, model.config.num_attention_heads
     intact = forward(model, encoded).logits
-    assert torch.equal(forward(model, encoded, interventions=Interventions(torch.ones(3, layers, heads))).logits,
-                       intact)
+    assert torch.equal(
+        forward(model, encoded, interventions=Interventions(torch.ones(3, layers, heads))).logits, intact
+    )
     closed = torch.ones(1, layers, heads)
     closed[0, 0, 0] = 0
     variants = forward_variants(model, encoded, Interventions(closed))
@@ -92,7 +101,9 @@ def test_uniform_heads_are_uniform_over_the_real_tokens_they_see(architecture, l
     layers, heads = model.config.num_hidden_layers, model.config.num_attention_heads
     uniform = torch.zeros(3, layers, heads, dtype=torch.bool)
     uniform[:, :, 1] = True
-    maps = forward(model, encoded, capture=Capture(attention=True), interventions=Interventions(None, uniform)).attentions
+    maps = forward(
+        model, encoded, capture=Capture(attention=True), interventions=Interventions(None, uniform)
+    ).attentions
     intact = forward(model, encoded, capture=Capture(attention=True)).attentions
     local = set(range(1, layers)) if architecture == "modernbert" else set()  # its layers 1 and 2 see 4 tokens around
     for row, n in enumerate(encoded.lengths.tolist()):
@@ -113,11 +124,17 @@ def test_the_projections_are_found_by_what_they_do_and_the_value_norms_follow(ar
     names = {module: name for name, module in model.named_modules()}
     output, value = PROJECTION_NAMES[architecture]
     assert found and all(names[projections.output].endswith(output) for projections in found.values())
-    assert all((projections.value is None and value is None) or names[projections.value].endswith(value)
-               for projections in found.values())
+    assert all(
+        (projections.value is None and value is None) or names[projections.value].endswith(value)
+        for projections in found.values()
+    )
     norms = forward(model, encoded, capture=Capture(value_norms=True)).value_norms
-    assert norms.shape == (3, model.config.num_hidden_layers, model.config.num_attention_heads,
-                           encoded.input_ids.shape[1])
+    assert norms.shape == (
+        3,
+        model.config.num_hidden_layers,
+        model.config.num_attention_heads,
+        encoded.input_ids.shape[1],
+    )
     assert torch.isfinite(norms).all() and (norms[:, :, :, 0] > 0).all()
 
 
@@ -134,9 +151,15 @@ def test_deberta_value_norms_equal_a_direct_computation(loaded):
         for layer, block in enumerate(model.deberta.encoder.layer):
             values = block.attention.self.value_proj(hidden[layer])
             w_o = block.attention.output.dense.weight
-            expected.append(torch.stack([values[..., h * head_dim:(h + 1) * head_dim]
-                                         @ w_o[:, h * head_dim:(h + 1) * head_dim].T for h in range(heads)],
-                                        dim=1).norm(dim=-1))
+            expected.append(
+                torch.stack(
+                    [
+                        values[..., h * head_dim : (h + 1) * head_dim] @ w_o[:, h * head_dim : (h + 1) * head_dim].T
+                        for h in range(heads)
+                    ],
+                    dim=1,
+                ).norm(dim=-1)
+            )
     norms = forward(model, encoded, capture=Capture(value_norms=True)).value_norms
     assert torch.allclose(norms, torch.stack(expected, dim=1), rtol=1e-4, atol=1e-5)
 
@@ -145,8 +168,12 @@ def test_deberta_value_norms_equal_a_direct_computation(loaded):
 def test_attention_gradients_flow_through_the_hook_and_the_shared_layer(loaded):
     model, _, tokenizer = loaded
     encoded = encode_examples(tokenizer, PAIRS, max_length=64, pair=True)
-    out = forward(model, encoded, capture=Capture(attention=True, attention_grad=True, gate_grad=True),
-                  targets=torch.tensor([0, 1, 0]))
+    out = forward(
+        model,
+        encoded,
+        capture=Capture(attention=True, attention_grad=True, gate_grad=True),
+        targets=torch.tensor([0, 1, 0]),
+    )
     assert out.attention_grads.shape == out.attentions.shape and out.attention_grads.abs().sum() > 0
     assert out.gate_grads.shape == (3, model.config.num_hidden_layers, model.config.num_attention_heads)
     assert (out.gate_grads != 0).any(dim=-1).all()  # every layer's gates, the shared ALBERT layer's too
@@ -155,8 +182,9 @@ def test_attention_gradients_flow_through_the_hook_and_the_shared_layer(loaded):
 def test_special_tokens_and_punctuation_are_found_by_role_however_the_tokenizer_spells_them(loaded):
     _, _, tokenizer = loaded
     ids = SpecialIds.of(tokenizer)
-    encoded = encode_examples(tokenizer, [Example("1", "the cat sat , the dog ran .", "he sat .", 0)],
-                              max_length=64, pair=True)
+    encoded = encode_examples(
+        tokenizer, [Example("1", "the cat sat , the dog ran .", "he sat .", 0)], max_length=64, pair=True
+    )
     masks = token_masks(encoded.input_ids, encoded.lengths, ids)
     tokens = tokenizer.convert_ids_to_tokens(encoded.input_ids[0].tolist())
     assert masks["cls"][0].nonzero().flatten().tolist() == [0] and tokens[0] == tokenizer.cls_token
@@ -172,8 +200,11 @@ def test_sdpa_training_falls_back_to_eager_only_where_the_family_has_no_sdpa(arc
 
 @pytest.mark.parametrize("config", [GPT2Config(), T5Config()], ids=["decoder-only", "encoder-decoder"])
 def test_a_model_that_is_not_an_encoder_is_one_line(config):
-    with pytest.raises(InputError, match=f"^--model m: a {config.model_type} model is an? (decoder-only model|"
-                                         "encoder-decoder); the harness analyses bidirectional encoders"):
+    with pytest.raises(
+        InputError,
+        match=f"^--model m: a {config.model_type} model is an? (decoder-only model|"
+        "encoder-decoder); the harness analyses bidirectional encoders",
+    ):
         check_encoder("m", config)
 
 

@@ -36,9 +36,16 @@ def test_cache_key_changes_with_every_hyperparameter_and_the_data(tiny_data, tmp
     data = load_task_data(config, FileHashes())
     base = cache_key(config, data)
     assert base == cache_key(config, load_task_data(config, FileHashes()))
-    for change in (dict(seed=1), dict(learning_rate=5e-5), dict(batch_size=16), dict(epochs=1.0),
-                   dict(random_order=True), dict(torch_dropout=True), dict(max_train_examples=10),
-                   dict(reinit_layers=1)):
+    for change in (
+        dict(seed=1),
+        dict(learning_rate=5e-5),
+        dict(batch_size=16),
+        dict(epochs=1.0),
+        dict(random_order=True),
+        dict(torch_dropout=True),
+        dict(max_train_examples=10),
+        dict(reinit_layers=1),
+    ):
         assert cache_key(replace(config, finetune=FineTuneConfig(**change)), data) != base, change
     same_numbers = FineTuneConfig(recipe="minilm", learning_rate=2e-5, epochs=3.0)  # a name, not a weight
     assert cache_key(replace(config, finetune=same_numbers), data) == base
@@ -53,13 +60,25 @@ def test_cache_key_changes_with_every_hyperparameter_and_the_data(tiny_data, tmp
 
 
 def test_the_cache_key_of_a_run_without_re_initialised_layers_is_the_one_it_had_before_the_flag(tiny_data):
-    """Checkpoints cached before --reinit-layers and --trajectory existed keep their key: the unset flags are not in it."""
+    """Checkpoints cached before --reinit-layers and --trajectory existed keep their key: the unset
+    flags are not in it."""
     config = RunConfig(TaskConfig(task="rte", data_dir=tiny_data / "glue"))
     data = load_task_data(config, FileHashes())
-    earlier = {name: value for name, value in asdict(config.finetune).items()
-               if name not in ("baselines", "recipe", "reinit_layers", "trajectory")}
-    assert cache_key(config, data) == key_of({"model": config.task.model, "task": "rte", "max_length": 128,
-                                              "data": data.identity, "precision": "auto", **earlier})
+    earlier = {
+        name: value
+        for name, value in asdict(config.finetune).items()
+        if name not in ("baselines", "recipe", "reinit_layers", "trajectory")
+    }
+    assert cache_key(config, data) == key_of(
+        {
+            "model": config.task.model,
+            "task": "rte",
+            "max_length": 128,
+            "data": data.identity,
+            "precision": "auto",
+            **earlier,
+        }
+    )
 
 
 def test_re_initialised_top_layers_are_drawn_afresh_and_the_rest_kept(tiny_model_dir):
@@ -70,7 +89,9 @@ def test_re_initialised_top_layers_are_drawn_afresh_and_the_rest_kept(tiny_model
 
     def weights(reinit: int, seed: int = 42) -> dict[str, torch.Tensor]:
         config = RunConfig(task, FineTuneConfig(reinit_layers=reinit, seed=seed), environment=environment)
-        return {name: value.detach().clone() for name, value in training_model(config, get_task("rte")).named_parameters()}
+        return {
+            name: value.detach().clone() for name, value in training_model(config, get_task("rte")).named_parameters()
+        }
 
     kept, fresh = weights(0), weights(1)
     changed = {name for name in kept if not torch.equal(kept[name], fresh[name])}
@@ -84,8 +105,11 @@ def test_re_initialised_top_layers_are_drawn_afresh_and_the_rest_kept(tiny_model
 def test_cpu_training_uses_the_fast_dropout_unless_torch_dropout_is_asked_for(tiny_model_dir):
     task = TaskConfig(task="rte", model=str(tiny_model_dir))
     for torch_dropout, attention, fast in ((False, IMPLEMENTATION, True), (True, "sdpa", False)):
-        config = RunConfig(task, FineTuneConfig(torch_dropout=torch_dropout), environment=EnvironmentConfig(
-            device="cpu", precision="fp32"))
+        config = RunConfig(
+            task,
+            FineTuneConfig(torch_dropout=torch_dropout),
+            environment=EnvironmentConfig(device="cpu", precision="fp32"),
+        )
         model = training_model(config, get_task("rte"))
         assert model.config._attn_implementation == attention
         assert any(isinstance(module, FastDropout) for module in model.modules()) == fast
@@ -101,12 +125,34 @@ def test_layout_keeps_the_effective_batch_over_processes():
 @pytest.mark.slow  # two processes under accelerate, then a run
 def test_two_processes_fine_tune_with_the_batch_the_user_set_and_run_reuses_it(tiny_model_dir, tiny_data, tmp_path):
     """`torchrun --nproc_per_node 2 -m harness finetune` on CPU (gloo); `harness run` then trains nothing."""
-    common = ["--task", "rte", "--model", str(tiny_model_dir), "--data-dir", str(tiny_data / "glue"),
-              "--epochs", "1", "--batch-size", "8", "--learning-rate", "1e-3", "--cache-dir", str(tmp_path / "cache"),
-              "--output-dir", str(tmp_path / "out"), "--tracking-uri", f"sqlite:///{tmp_path}/m.db"]
-    launched = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2",
-                               "-m", "harness", "finetune", *common], capture_output=True, text=True, timeout=300,
-                              env={**os.environ, "OMP_NUM_THREADS": "1"}, cwd=Path(__file__).parents[3])
+    common = [
+        "--task",
+        "rte",
+        "--model",
+        str(tiny_model_dir),
+        "--data-dir",
+        str(tiny_data / "glue"),
+        "--epochs",
+        "1",
+        "--batch-size",
+        "8",
+        "--learning-rate",
+        "1e-3",
+        "--cache-dir",
+        str(tmp_path / "cache"),
+        "--output-dir",
+        str(tmp_path / "out"),
+        "--tracking-uri",
+        f"sqlite:///{tmp_path}/m.db",
+    ]
+    launched = subprocess.run(
+        [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "-m", "harness", "finetune", *common],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "OMP_NUM_THREADS": "1"},
+        cwd=Path(__file__).parents[3],
+    )
     assert launched.returncode == 0, launched.stderr[-3000:]
     assert launched.stdout.count("fine-tuned checkpoint:") == 1  # rank 0 alone reports
     (final,) = (tmp_path / "cache").glob("*/final")
@@ -135,13 +181,17 @@ def test_a_torn_trainer_checkpoint_is_set_aside_and_the_last_complete_one_used(t
     complete = fake_checkpoint(tmp_path, 10)
     torn = fake_checkpoint(tmp_path, 20)
     assert checkpoint_complete(torn)
-    target = {"weights": "model.safetensors", "optimizer": "optimizer.pt", "state": "trainer_state.json",
-              "missing": "scheduler.pt"}[tear]
+    target = {
+        "weights": "model.safetensors",
+        "optimizer": "optimizer.pt",
+        "state": "trainer_state.json",
+        "missing": "scheduler.pt",
+    }[tear]
     if tear == "missing":
         (torn / target).unlink()
     else:
         data = (torn / target).read_bytes()
-        (torn / target).write_bytes(data[:len(data) // 2])
+        (torn / target).write_bytes(data[: len(data) // 2])
     assert last_checkpoint(tmp_path) == str(complete)
     assert not torn.exists() and len(list(tmp_path.glob("incomplete-checkpoint-20-*"))) == 1
     assert "set aside the incomplete Trainer checkpoint" in caplog.text
@@ -150,8 +200,9 @@ def test_a_torn_trainer_checkpoint_is_set_aside_and_the_last_complete_one_used(t
 
 def test_the_training_bar_counts_examples_and_shows_the_loss_not_log_dictionaries(tmp_path, capsys):
     """The bar `harness.model.finetune` puts on the Trainer, driven through the Trainer's callback events."""
-    args = TrainingArguments(output_dir=str(tmp_path), per_device_train_batch_size=8, gradient_accumulation_steps=2,
-                             report_to=[])
+    args = TrainingArguments(
+        output_dir=str(tmp_path), per_device_train_batch_size=8, gradient_accumulation_steps=2, report_to=[]
+    )
     state, control = TrainerState(max_steps=3), TrainerControl()
     progress = QuietProgress()
     progress.on_train_begin(args, state, control)
@@ -169,16 +220,35 @@ def test_a_trajectory_keeps_the_model_at_fractions_of_the_training_steps(tiny_mo
     """--trajectory 0.25 0.5: the model after steps 1 and 2 of 3 (the nearest to a quarter and a
     half), each loadable, each its own weights, recorded with the step and the examples seen; the
     fractions are part of the checkpoint's key."""
-    argv = ["finetune", "--task", "rte", "--model", str(tiny_model_dir), "--data-dir", str(tiny_data / "glue"),
-            "--epochs", "1", "--batch-size", "8", "--learning-rate", "1e-3", "--output-dir", str(tmp_path / "out"),
-            "--cache-dir", str(tmp_path / "cache")]
+    argv = [
+        "finetune",
+        "--task",
+        "rte",
+        "--model",
+        str(tiny_model_dir),
+        "--data-dir",
+        str(tiny_data / "glue"),
+        "--epochs",
+        "1",
+        "--batch-size",
+        "8",
+        "--learning-rate",
+        "1e-3",
+        "--output-dir",
+        str(tmp_path / "out"),
+        "--cache-dir",
+        str(tmp_path / "cache"),
+    ]
     assert main([*argv, "--trajectory", "0.25", "0.5"]) == 0
     (final,) = (tmp_path / "cache").glob("*/final")
     result = json.loads((final / "result.json").read_text())
-    assert [(point["step"], point["fractions"], point["examples_seen"], point["of_steps"])
-            for point in result["trajectory"]] == [(1, [0.25], 8, 3), (2, [0.5], 16, 3)]
-    weights = [load_finetuned(final.parent / "trajectory" / point["folder"]).state_dict()["classifier.weight"]
-               for point in result["trajectory"]] + [load_finetuned(final).state_dict()["classifier.weight"]]
+    assert [
+        (point["step"], point["fractions"], point["examples_seen"], point["of_steps"]) for point in result["trajectory"]
+    ] == [(1, [0.25], 8, 3), (2, [0.5], 16, 3)]
+    weights = [
+        load_finetuned(final.parent / "trajectory" / point["folder"]).state_dict()["classifier.weight"]
+        for point in result["trajectory"]
+    ] + [load_finetuned(final).state_dict()["classifier.weight"]]
     assert not torch.equal(weights[0], weights[1]) and not torch.equal(weights[1], weights[2])
     assert main(argv) == 0  # without the flag: another checkpoint, none kept on the way
     assert len(list((tmp_path / "cache").glob("*/final"))) == 2

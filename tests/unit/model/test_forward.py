@@ -28,8 +28,11 @@ from tasks.errors import InputError
 from tasks.examples import Example
 from tests.conftest import stream, tiny_bert
 
-PAIRS = [Example("1", "the cat sat", "the dog ran .", 0), Example("2", "he is not happy", "it sat", 1),
-         Example("3", "a cat", "a dog sat on the mat .", 0)]
+PAIRS = [
+    Example("1", "the cat sat", "the dog ran .", 0),
+    Example("2", "he is not happy", "it sat", 1),
+    Example("3", "a cat", "a dog sat on the mat .", 0),
+]
 
 
 @pytest.fixture
@@ -54,7 +57,9 @@ def test_padded_batch_equals_each_example_alone(model, tiny_tokenizer):
     together = forward(model, padded, capture=Capture(attention=True))
     assert (padded.lengths < padded.input_ids.shape[1]).any()  # the batch really is padded
     for row, example in enumerate(PAIRS):
-        alone = forward(model, encode_examples(tiny_tokenizer, [example], max_length=32, pair=True), capture=Capture(attention=True))
+        alone = forward(
+            model, encode_examples(tiny_tokenizer, [example], max_length=32, pair=True), capture=Capture(attention=True)
+        )
         n = int(padded.lengths[row])
         assert torch.allclose(alone.logits[0], together.logits[row], atol=1e-5)
         assert torch.allclose(alone.attentions[0], together.attentions[row, :, :, :n, :n], atol=1e-6)
@@ -66,8 +71,9 @@ def test_uniform_heads_are_exactly_uniform_over_real_tokens_and_others_untouched
     intact = forward(model, encoded, capture=Capture(attention=True)).attentions
     uniform = torch.zeros(3, 2, 4, dtype=torch.bool)
     uniform[1, 0, 2] = True  # example 2, layer 1, head 3
-    changed = forward(model, encoded, capture=Capture(attention=True),
-                      interventions=Interventions(uniform_heads=uniform)).attentions
+    changed = forward(
+        model, encoded, capture=Capture(attention=True), interventions=Interventions(uniform_heads=uniform)
+    ).attentions
     n = int(encoded.lengths[1])
     expected = torch.zeros(changed.shape[-1])
     expected[:n] = 1.0 / n
@@ -123,11 +129,12 @@ def test_stacked_interventions_equal_one_at_a_time(model, tiny_tokenizer):
     masks = torch.ones(4, 2, 4)
     masks[1, 0, 0] = masks[2, 1, 3] = 0.0
     masks[3, 0] = 0.0
-    stacked = forward(model, encoded.repeated(4),
-                      interventions=Interventions(head_gates=masks.repeat_interleave(3, dim=0))).logits
+    stacked = forward(
+        model, encoded.repeated(4), interventions=Interventions(head_gates=masks.repeat_interleave(3, dim=0))
+    ).logits
     for index in range(4):
         alone = forward(model, encoded, interventions=Interventions(head_gates=masks[index].expand(3, 2, 4))).logits
-        assert torch.allclose(stacked[3 * index:3 * index + 3], alone, atol=1e-6)
+        assert torch.allclose(stacked[3 * index : 3 * index + 3], alone, atol=1e-6)
 
 
 def test_a_prefix_skips_the_layers_below_it_and_reproduces_the_whole_pass(model, tiny_tokenizer):
@@ -140,8 +147,13 @@ def test_a_prefix_skips_the_layers_below_it_and_reproduces_the_whole_pass(model,
     hook.remove()
     calls = []
     counter = encoder_layers(model)[0].attention.register_forward_hook(lambda *args: calls.append(1))
-    resumed = forward(model, encoded, interventions=Interventions(head_gates=gates), capture=Capture(attention=True),
-                      prefix=Prefix(1, outputs[0]))
+    resumed = forward(
+        model,
+        encoded,
+        interventions=Interventions(head_gates=gates),
+        capture=Capture(attention=True),
+        prefix=Prefix(1, outputs[0]),
+    )
     counter.remove()
     assert calls == []  # layer 1's attention never ran
     assert torch.equal(resumed.logits, whole.logits)
@@ -180,15 +192,22 @@ def test_truncation_to_max_length(tiny_tokenizer):
 def test_models_whose_attention_bypasses_the_interface_are_a_clear_error():
     from transformers import MPNetConfig, MPNetForSequenceClassification
 
-    model = MPNetForSequenceClassification(MPNetConfig(vocab_size=30, hidden_size=16, num_hidden_layers=1,
-                                                       num_attention_heads=2, intermediate_size=16))
+    model = MPNetForSequenceClassification(
+        MPNetConfig(vocab_size=30, hidden_size=16, num_hidden_layers=1, num_attention_heads=2, intermediate_size=16)
+    )
     with pytest.raises(InputError, match="does not route its attention through transformers' AttentionInterface"):
         use_harness_attention(model)
 
 
 def test_forward_refuses_a_model_not_switched_to_the_harness_attention(tiny_tokenizer):
-    config = BertConfig(vocab_size=30, hidden_size=16, num_hidden_layers=1, num_attention_heads=2,
-                        intermediate_size=16, attn_implementation="sdpa")
+    config = BertConfig(
+        vocab_size=30,
+        hidden_size=16,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=16,
+        attn_implementation="sdpa",
+    )
     with pytest.raises(InputError, match="use_harness_attention"):
         forward(BertForSequenceClassification(config).eval(), encode_examples(tiny_tokenizer, PAIRS, 32, pair=True))
 
@@ -210,8 +229,10 @@ def direct_value_norms(model, encoded):
         for layer, block in enumerate(model.bert.encoder.layer):
             values = block.attention.self.value(hidden[layer])  # (batch, seq, hidden)
             w_o = block.attention.output.dense.weight  # (hidden, heads * head_dim)
-            per_head = [values[..., h * head_dim:(h + 1) * head_dim] @ w_o[:, h * head_dim:(h + 1) * head_dim].T
-                        for h in range(heads)]
+            per_head = [
+                values[..., h * head_dim : (h + 1) * head_dim] @ w_o[:, h * head_dim : (h + 1) * head_dim].T
+                for h in range(heads)
+            ]
             norms.append(torch.stack(per_head, dim=1).norm(dim=-1))
     return torch.stack(norms, dim=1)
 
@@ -228,19 +249,24 @@ def test_value_norms_equal_a_direct_computation_from_weights_and_hidden_states(m
 
 def test_value_norms_ride_on_a_gradient_pass_without_entering_its_graph(model, tiny_tokenizer):
     encoded = encode_examples(tiny_tokenizer, PAIRS, max_length=32, pair=True)
-    out = forward(model, encoded, capture=Capture(attention_grad=True, value_norms=True),
-                  targets=torch.tensor([0, 1, 0]))
+    out = forward(
+        model, encoded, capture=Capture(attention_grad=True, value_norms=True), targets=torch.tensor([0, 1, 0])
+    )
     assert not out.value_norms.requires_grad and out.attention_grads is not None
     assert torch.allclose(out.value_norms, direct_value_norms(model, encoded), rtol=1e-4, atol=1e-5)
 
 
 def test_the_projections_are_found_by_what_they_do_whatever_their_names(tiny_tokenizer):
-    model = use_harness_attention(DistilBertForSequenceClassification(
-        DistilBertConfig(vocab_size=30, n_layers=2, n_heads=2, dim=16, hidden_dim=16)).eval())
+    model = use_harness_attention(
+        DistilBertForSequenceClassification(
+            DistilBertConfig(vocab_size=30, n_layers=2, n_heads=2, dim=16, hidden_dim=16)
+        ).eval()
+    )
     encoded = encode_examples(tiny_tokenizer, PAIRS, max_length=32, pair=True)
     found = head_projections(model, encoded)
     layers = model.distilbert.transformer.layer
     assert found == {layer.attention: HeadProjections(layer.attention.out_lin) for layer in layers}
     bert = use_harness_attention(tiny_bert(0))
-    assert head_projections(bert, encoded) == {layer.attention.self: HeadProjections(layer.attention.output.dense)
-                                               for layer in bert.bert.encoder.layer}
+    assert head_projections(bert, encoded) == {
+        layer.attention.self: HeadProjections(layer.attention.output.dense) for layer in bert.bert.encoder.layer
+    }

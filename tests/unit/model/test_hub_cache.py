@@ -58,8 +58,15 @@ def refused_endpoint() -> Iterator[str]:
 
 
 def harness(arguments: list[str], env: dict[str, str], cwd: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "harness", *arguments], check=False, env=env, cwd=cwd,
-                          capture_output=True, text=True, timeout=600)
+    return subprocess.run(
+        [sys.executable, "-m", "harness", *arguments],
+        check=False,
+        env=env,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
 
 
 def hub_run_arguments(tiny_data: Path, root: Path, *extra: str, data_dir: bool = True) -> list[str]:
@@ -68,7 +75,7 @@ def hub_run_arguments(tiny_data: Path, root: Path, *extra: str, data_dir: bool =
     arguments[arguments.index("--model") + 1] = MODEL_ID
     if not data_dir:
         position = arguments.index("--data-dir")
-        del arguments[position:position + 2]
+        del arguments[position : position + 2]
     return arguments
 
 
@@ -86,11 +93,15 @@ def test_the_cache_is_laid_out_as_huggingface_hub_and_transformers_read_it(hub_h
     assert set(repos) == {("model", MODEL_ID), ("dataset", HUB_DATASET)}
     (revision,) = repos["model", MODEL_ID].revisions
     assert (revision.commit_hash, revision.refs) == (hub_home["model"], frozenset({"main"}))
-    assert {file.file_path.relative_to(revision.snapshot_path).as_posix() for file in revision.files} \
-        == set(folder_files(tiny_model_dir))
+    assert {file.file_path.relative_to(revision.snapshot_path).as_posix() for file in revision.files} == set(
+        folder_files(tiny_model_dir)
+    )
     (glue,) = repos["dataset", HUB_DATASET].revisions
     assert {file.file_path.relative_to(glue.snapshot_path).as_posix() for file in glue.files} == {
-        "README.md", "rte/train-00000-of-00001.parquet", "rte/validation-00000-of-00001.parquet"}
+        "README.md",
+        "rte/train-00000-of-00001.parquet",
+        "rte/validation-00000-of-00001.parquet",
+    }
     snapshot_folder = hub / repo_folder_name(repo_id=MODEL_ID, repo_type="model") / "snapshots" / hub_home["model"]
     assert Path(try_to_load_from_cache(MODEL_ID, "config.json", cache_dir=hub)) == snapshot_folder / "config.json"
     loaded = AutoModel.from_pretrained(MODEL_ID, cache_dir=hub, local_files_only=True).state_dict()
@@ -106,8 +117,13 @@ def test_a_hub_id_runs_offline_from_the_cache_and_the_run_records_its_revision(h
     assert done.returncode == 0, done.stderr[-3000:]
     params = mlflow_params(tmp_path)
     assert (params["model.id"], params["model.revision"]) == (MODEL_ID, hub_home["model"])
-    weights = hub / repo_folder_name(repo_id=MODEL_ID, repo_type="model") / "snapshots" / hub_home["model"] \
+    weights = (
+        hub
+        / repo_folder_name(repo_id=MODEL_ID, repo_type="model")
+        / "snapshots"
+        / hub_home["model"]
         / "model.safetensors"
+    )
     # the blob's name is the file's SHA-256 (its LFS etag): the identity hashes the very file the cache holds
     assert params["model.weights_sha256"] == key_of([weights.resolve().name], 64)
     (run_dir,) = (tmp_path / "out").glob("rte-tiny-bert-seed42-*")
@@ -150,9 +166,15 @@ def test_a_sharded_hub_model_is_identified_by_its_shards_as_a_local_folder_is(tm
     tiny_bert(0).save_pretrained(folder, max_shard_size="20KB")
     assert len(list(folder.glob("model-*-of-*.safetensors"))) > 1
     write_hub_snapshot(tmp_path / "home" / "hub", "tiny-org/sharded-bert", folder_files(folder))
-    done = subprocess.run([sys.executable, "-c", IDENTITIES, "tiny-org/sharded-bert", str(folder)], check=False,
-                          env=hub_environment(tmp_path / "home", HF_HUB_OFFLINE="1"), cwd=tmp_path,
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", IDENTITIES, "tiny-org/sharded-bert", str(folder)],
+        check=False,
+        env=hub_environment(tmp_path / "home", HF_HUB_OFFLINE="1"),
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     from_hub, from_folder = json.loads(done.stdout)
     assert from_hub == from_folder and len(from_hub) == 64

@@ -23,15 +23,18 @@ def test_each_task_gets_a_head_of_its_own_size_and_kind(tmp_path, random_init):
 
 def cut_in_half(path):
     data = path.read_bytes()
-    path.write_bytes(data[:len(data) // 2])
+    path.write_bytes(data[: len(data) // 2])
 
 
 def test_a_whole_model_folder_passes_and_a_cut_safetensors_file_is_one_line(tmp_path):
     tiny_bert(0).save_pretrained(tmp_path)
     check_model_folder(str(tmp_path))
     cut_in_half(tmp_path / "model.safetensors")
-    with pytest.raises(InputError, match=f"^{tmp_path / 'model.safetensors'}: cut short or damaged .*; download the "
-                                         "model again, or save it again with save_pretrained$"):
+    with pytest.raises(
+        InputError,
+        match=f"^{tmp_path / 'model.safetensors'}: cut short or damaged .*; download the "
+        "model again, or save it again with save_pretrained$",
+    ):
         check_model_folder(str(tmp_path))
 
 
@@ -49,8 +52,10 @@ def test_pytorch_weights_are_checked_up_to_their_zip_directory(tmp_path, zip_for
         check_model_folder(str(tmp_path))
 
 
-@pytest.mark.parametrize("text, says", [('{"model_type": "bert",', "not valid JSON (Expecting property name"),
-                                        ('["bert"]', "a JSON list, not an object")])
+@pytest.mark.parametrize(
+    "text, says",
+    [('{"model_type": "bert",', "not valid JSON (Expecting property name"), ('["bert"]', "a JSON list, not an object")],
+)
 def test_a_config_that_is_no_json_object_is_one_line(tmp_path, text, says):
     tiny_bert(0).save_pretrained(tmp_path)
     (tmp_path / "config.json").write_text(text)

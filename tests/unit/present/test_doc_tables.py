@@ -15,8 +15,14 @@ from tasks.errors import InputError
 from tests.conftest import tiny_run_arguments
 from tests.unit.study.test_study import study_of
 
-TABLES = ("overview", "evaluation_table", "coreference_table", "syntax_table1", "probes_table3",
-          "surface_label_changes")
+TABLES = (
+    "overview",
+    "evaluation_table",
+    "coreference_table",
+    "syntax_table1",
+    "probes_table3",
+    "surface_label_changes",
+)
 
 
 def test_outside_a_checkout_docs_is_one_line(tmp_path):
@@ -75,12 +81,32 @@ def test_the_stored_results_name_the_run_they_came_from(stored):
 
 def test_a_sweep_table_gives_each_settings_mean_spread_and_seeds_that_learned():
     def point(seed: int, score: float, learned: bool, rate: float = 5e-5, **reinit: int) -> dict:
-        return {"task": "rte", "learning_rate": rate, "epochs": 6.0, "seed": seed, "max_train_examples": None,
-                "train_examples": 2490, "metric": "dev/accuracy", "score": score, "majority": 0.527,
-                "learned": learned, "train_seconds": 400.0, **reinit}
-    lines = sweep_table({"points": [point(42, 0.58, False), point(1, 0.60, True), point(2, 0.62, True),
-                                    point(42, 0.55, False, 2e-5), point(42, 0.65, True, reinit_layers=1)]}
-                        ).splitlines()
+        return {
+            "task": "rte",
+            "learning_rate": rate,
+            "epochs": 6.0,
+            "seed": seed,
+            "max_train_examples": None,
+            "train_examples": 2490,
+            "metric": "dev/accuracy",
+            "score": score,
+            "majority": 0.527,
+            "learned": learned,
+            "train_seconds": 400.0,
+            **reinit,
+        }
+
+    lines = sweep_table(
+        {
+            "points": [
+                point(42, 0.58, False),
+                point(1, 0.60, True),
+                point(2, 0.62, True),
+                point(42, 0.55, False, 2e-5),
+                point(42, 0.65, True, reinit_layers=1),
+            ]
+        }
+    ).splitlines()
     # points stored before --reinit-layers existed read as none re-initialised
     assert lines[2] == "| rte | 2e-05 | 6 | 0 | 2490 | dev/accuracy | 1 | 55.0 | 52.7 | 0 | 400 |"
     assert lines[3] == "| rte | 5e-05 | 6 | 0 | 2490 | dev/accuracy | 3 | 60.0 ± 2.0 | 52.7 | 2 | 400 |"
@@ -102,7 +128,9 @@ def test_a_stored_study_gives_its_tables_and_keeps_its_figures_beside_them(tmp_p
     results = stored_results("glue", tmp_path / "results")
     assert render("dev_scores_by_task", results).startswith("| task | metric |")
     assert "Not in the findings: wnli: not learned." in render("findings", results)
-    with pytest.raises(InputError, match="table 'overview': the stored study gives no such table; its tables: findings"):
+    with pytest.raises(
+        InputError, match="table 'overview': the stored study gives no such table; its tables: findings"
+    ):
         render("overview", results)
     with pytest.raises(InputError, match="study.json: damaged"):
         take_study("bad", tmp_path, tmp_path / "results")

@@ -37,23 +37,24 @@ def stored(tiny_model_dir, tiny_data, tmp_path_factory) -> Path:
     assert main(tiny_run_arguments(tiny_model_dir, tiny_data, root, *PER_HEAD_RUN)) == 0
     flags = tiny_run_arguments(tiny_model_dir, tiny_data, root, "--analyses", "cosine", "patterns")[3:]  # no task
     # tiny models learn nothing: the findings are judged on every task all the same
-    assert main(["study", "--tasks", "rte,mrpc", "--seeds", "2", "--name", "tiny", "--findings-from", "all",
-                 *flags]) == 0
+    assert (
+        main(["study", "--tasks", "rte,mrpc", "--seeds", "2", "--name", "tiny", "--findings-from", "all", *flags]) == 0
+    )
     return root / "out"
 
 
 @pytest.fixture(scope="module")
 def run_folder(stored) -> Path:
     """The folder of the run with the per-head analyses (the study's runs have the cosine and the patterns only)."""
-    (folder,) = [path.parent for path in stored.glob(f"*/{SUMMARY}")
-                 if "ablation" in read_json(path)["analyses"]]
+    (folder,) = [path.parent for path in stored.glob(f"*/{SUMMARY}") if "ablation" in read_json(path)["analyses"]]
     return folder
 
 
 def rows(frame: pd.DataFrame, **where: object) -> pd.DataFrame:
     """The rows of ``frame`` whose columns hold the values given."""
-    return frame[pd.concat([(frame[column] == value).fillna(False) for column, value in where.items()],
-                           axis=1).all(axis=1)]
+    return frame[
+        pd.concat([(frame[column] == value).fillna(False) for column, value in where.items()], axis=1).all(axis=1)
+    ]
 
 
 @SLOW
@@ -70,14 +71,17 @@ def test_the_table_has_its_columns_and_types_and_names_each_value_once(stored):
 def test_per_head_and_per_layer_values_are_the_stored_ones_at_one_based_positions(run_folder):
     runs = load_runs(run_folder)
     result = {name: entry["result"] for name, entry in read_json(run_folder / SUMMARY)["analyses"].items()}
-    finetuned = {name: stored["per_checkpoint"][FINETUNED] for name, stored in result.items()
-                 if "per_checkpoint" in stored}
-    expected = {("surface", "entropy", 2, 3): finetuned["surface"]["per_head"]["entropy"][1][2],
-                ("sinks", "sink_share.cls", 2, None): finetuned["sinks"]["per_layer"]["sink_share"]["cls"][1],
-                ("vig", "next", 1, 4): finetuned["vig"]["per_head"]["next"][0][3],
-                ("ablation", "zero.delta", 2, 1): finetuned["ablation"]["heads"]["zero"]["delta"][1][0],
-                ("ablation", "uniform.delta", 1, None): finetuned["ablation"]["layers"]["uniform"]["delta"][0],
-                ("patterns", "counts.heterogeneous", 1, 2): finetuned["patterns"]["counts_per_head"][0][1][4]}
+    finetuned = {
+        name: stored["per_checkpoint"][FINETUNED] for name, stored in result.items() if "per_checkpoint" in stored
+    }
+    expected = {
+        ("surface", "entropy", 2, 3): finetuned["surface"]["per_head"]["entropy"][1][2],
+        ("sinks", "sink_share.cls", 2, None): finetuned["sinks"]["per_layer"]["sink_share"]["cls"][1],
+        ("vig", "next", 1, 4): finetuned["vig"]["per_head"]["next"][0][3],
+        ("ablation", "zero.delta", 2, 1): finetuned["ablation"]["heads"]["zero"]["delta"][1][0],
+        ("ablation", "uniform.delta", 1, None): finetuned["ablation"]["layers"]["uniform"]["delta"][0],
+        ("patterns", "counts.heterogeneous", 1, 2): finetuned["patterns"]["counts_per_head"][0][1][4],
+    }
     for (analysis, metric, layer, head), value in expected.items():
         found = rows(runs, analysis=analysis, metric=metric, checkpoint=FINETUNED, layer=layer)
         found = found[found["head"].isna()] if head is None else rows(found, head=head)
@@ -101,8 +105,11 @@ def test_a_per_checkpoint_statistic_has_one_row_per_layer_head_and_checkpoint(ru
     entropy = runs[(runs.metric == "entropy") & runs["head"].notna()]
     assert len(entropy) == run["num_layers"] * run["num_heads"] * 2
     assert set(zip(entropy.checkpoint, entropy.layer, entropy["head"])) == {
-        (checkpoint, layer, head) for checkpoint in (PRETRAINED, FINETUNED)
-        for layer in range(1, run["num_layers"] + 1) for head in range(1, run["num_heads"] + 1)}
+        (checkpoint, layer, head)
+        for checkpoint in (PRETRAINED, FINETUNED)
+        for layer in range(1, run["num_layers"] + 1)
+        for head in range(1, run["num_heads"] + 1)
+    }
 
 
 @SLOW
@@ -130,16 +137,20 @@ def test_a_study_gives_its_spreads_over_seeds_and_its_findings(stored):
     findings = load_findings("tiny", stored)
     assert {column: str(kind) for column, kind in findings.dtypes.items()} == FINDING_COLUMNS
     # one row per finding, task and seed
-    assert len(findings) == sum(len(cell["per_seed"]) for finding in stored_study["findings"].values()
-                                for cell in finding["per_task"].values())
+    assert len(findings) == sum(
+        len(cell["per_seed"]) for finding in stored_study["findings"].values() for cell in finding["per_task"].values()
+    )
     for task in ("rte", "mrpc"):  # the seconds each run logged to MLflow: fine-tuning, and the analyses
         assert {phase: spread["n"] for phase, spread in stored_study["seconds"][task].items()} == {
-            "fine-tuning": 2, "analyses": 2}
+            "fine-tuning": 2,
+            "analyses": 2,
+        }
         assert stored_study["seconds"][task]["fine-tuning"]["min"] > 0
     cells = list(rows(findings, finding="pattern_change_vertical", task="rte").itertuples())
     stored_cell = stored_study["findings"]["pattern_change_vertical"]["per_task"]["rte"]
     assert [(cell.seed, cell.state, cell.value, cell.low, cell.high) for cell in cells] == [
-        (record["seed"], record["state"], record["value"], *record["interval"]) for record in stored_cell["per_seed"]]
+        (record["seed"], record["state"], record["value"], *record["interval"]) for record in stored_cell["per_seed"]
+    ]
     assert {(cell.holds, cell.seeds) for cell in cells} == {(stored_cell["holds"], stored_cell["seeds"])}
 
 
@@ -158,7 +169,8 @@ def test_export_of_a_study_writes_its_runs_spreads_and_findings(stored, tmp_path
     out = tmp_path / "export"
     assert main(["export", "--output-dir", str(stored), "--study", "tiny", "--out", str(out)]) == 0
     assert sorted(path.name for path in out.iterdir()) == sorted(
-        f"{stem}.{suffix}" for stem in ("runs", "study", "findings") for suffix in ("parquet", "csv"))
+        f"{stem}.{suffix}" for stem in ("runs", "study", "findings") for suffix in ("parquet", "csv")
+    )
     assert pd.read_parquet(out / "runs.parquet").run.nunique() == 4  # the study's runs, not the other one
     study, findings = load_study("tiny", stored), load_findings("tiny", stored)
     pd.testing.assert_frame_equal(pd.read_parquet(out / "study.parquet"), study)
@@ -177,10 +189,12 @@ def test_export_of_named_runs_reads_those_runs_only(stored, run_folder, tmp_path
 @SLOW
 def test_bad_input_is_one_line(stored, tmp_path, capsys):
     (tmp_path / "empty").mkdir()
-    cases = {("--output-dir", str(tmp_path / "absent")): "no such folder",
-             ("--output-dir", str(tmp_path / "empty")): "nothing stored in",
-             ("--output-dir", str(stored), "--study", "absent"): "study absent: no study.json there",
-             ("--output-dir", str(stored), "--runs", "absent"): "--runs absent: no summary.json there"}
+    cases = {
+        ("--output-dir", str(tmp_path / "absent")): "no such folder",
+        ("--output-dir", str(tmp_path / "empty")): "nothing stored in",
+        ("--output-dir", str(stored), "--study", "absent"): "study absent: no study.json there",
+        ("--output-dir", str(stored), "--runs", "absent"): "--runs absent: no summary.json there",
+    }
     for flags, said in cases.items():
         assert main(["export", *flags, "--out", str(tmp_path / "export")]) == 2
         err = capsys.readouterr().err

@@ -131,8 +131,11 @@ def test_the_per_example_view_has_the_stored_maps_of_both_checkpoints(stored_run
     (run,) = view_data(page)["runs"]
     assert (run["layers"], run["heads"], run["before"], run["after"]) == (2, 4, "pre-trained", "fine-tuned")
     assert len(run["examples"]) == len(stored["per_checkpoint"]["finetuned"]["examples"]) == 4
-    for shown, before, after in zip(run["examples"], stored["per_checkpoint"]["pretrained"]["examples"],
-                                    stored["per_checkpoint"]["finetuned"]["examples"]):
+    for shown, before, after in zip(
+        run["examples"],
+        stored["per_checkpoint"]["pretrained"]["examples"],
+        stored["per_checkpoint"]["finetuned"]["examples"],
+    ):
         assert (shown["tokens"], shown["before"], shown["after"]) == (before["tokens"], before["maps"], after["maps"])
         assert shown["tokens"][0] == "[CLS]" and len(shown["before"]) == 2 * 2 * 4 * len(shown["tokens"]) ** 2
         assert shown["most_changed"]["layer"] in (1, 2)
@@ -165,8 +168,12 @@ def test_a_study_comes_first_with_its_findings_and_each_tasks_spread_over_seeds(
 def test_a_study_is_found_by_name_or_folder_and_an_unknown_one_is_one_line(stored_study, capsys):
     out = stored_study / "out"
     for chosen in ("tiny", str(out / "studies" / "tiny")):
-        assert report(capsys, "--output-dir", str(out), "--study", chosen, "--out",
-                      str(stored_study / "by" / "index.html"))[0] == 0
+        assert (
+            report(
+                capsys, "--output-dir", str(out), "--study", chosen, "--out", str(stored_study / "by" / "index.html")
+            )[0]
+            == 0
+        )
     code, err = report(capsys, "--output-dir", str(out), "--study", "nope", "--out", str(stored_study / "x.html"))
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert "--study nope: no study.json" in err and "studies under" in err and "tiny" in err
@@ -233,7 +240,9 @@ def test_every_run_is_shown_by_default_and_runs_or_study_choose(stored_study, ca
     assert shown("--runs", outside.name) == {outside.name}  # and the copies of the others are gone
     assert shown("--runs", str(study_run), "--study", "tiny") == {study_run.name, "study-tiny", "study"}
     code, err = report(capsys, "--output-dir", str(out), "--runs", "nope", "--out", str(page))
-    assert code == 2 and err.startswith("error: --runs nope: no whole summary.json there") and len(err.splitlines()) == 1
+    assert (
+        code == 2 and err.startswith("error: --runs nope: no whole summary.json there") and len(err.splitlines()) == 1
+    )
     shutil.rmtree(outside)
 
 

@@ -44,7 +44,8 @@ def test_a_second_process_waits_naming_the_work_and_the_holder_then_takes_the_lo
     holder.wait()
     assert 0.3 < waited < 30
     assert [record.getMessage() for record in caplog.records] == [
-        f"{WHAT} is in progress in another process (pid {holder.pid}, lock {lock}); waiting for it to finish"]
+        f"{WHAT} is in progress in another process (pid {holder.pid}, lock {lock}); waiting for it to finish"
+    ]
     assert not owner_file(lock).exists()
 
 

@@ -37,8 +37,26 @@ def test_the_second_segment_starts_after_the_first_separator():
 
 def test_a_pool_records_each_maps_source_and_segments(tiny_model_dir, tiny_data, tmp_path):
     pool = tmp_path / "pool"
-    assert main(["annotate", "--task", "rte", "--model", str(tiny_model_dir), "--data-dir", str(tiny_data / "glue"),
-                 "--out", str(pool), "--count", "6", "--prefix", "x-"]) == 0
+    assert (
+        main(
+            [
+                "annotate",
+                "--task",
+                "rte",
+                "--model",
+                str(tiny_model_dir),
+                "--data-dir",
+                str(tiny_data / "glue"),
+                "--out",
+                str(pool),
+                "--count",
+                "6",
+                "--prefix",
+                "x-",
+            ]
+        )
+        == 0
+    )
     sources = read_sources(pool / "candidates.tsv")
     maps = read_maps(pool / "candidates.npz")
     examples = load_examples(get_task("rte"), "dev", tiny_data / "glue")

@@ -50,7 +50,10 @@ def case_treebank_not_utf8(data, root):
 def case_treebank_cycle(data, root):
     path = root / "tb.conllu"
     path.write_text("1\ta\t_\tX\tX\t_\t2\tdep\t_\t_\n2\tb\t_\tX\tX\t_\t1\tdep\t_\t_\n3\tc\t_\tX\tX\t_\t0\troot\t_\t_\n")
-    return ["--syntax-data", str(path)], "tb.conllu:1: the heads of sentence 1 do not form a tree (word 1 is on a cycle)"
+    return [
+        "--syntax-data",
+        str(path),
+    ], "tb.conllu:1: the heads of sentence 1 do not form a tree (word 1 is on a cycle)"
 
 
 def case_treebank_two_roots(data, root):
@@ -79,8 +82,9 @@ def jsonlines(root: Path, record: dict) -> Path:
 
 def case_jsonlines_float_span(data, root):
     path = jsonlines(root, {"sentences": [["the", "cat", "sat"], ["it"]], "clusters": [[[0.0, 0.5], [2, 2]]]})
-    return ["--coref-data", str(path)], ("dev.jsonlines:1: cluster 0 has span [0.0, 0.5]; spans are [start, end] "
-                                         "pairs of integer word indices")
+    return ["--coref-data", str(path)], (
+        "dev.jsonlines:1: cluster 0 has span [0.0, 0.5]; spans are [start, end] pairs of integer word indices"
+    )
 
 
 def case_jsonlines_bool_span(data, root):
@@ -100,8 +104,9 @@ def case_jsonlines_no_sentences(data, root):
 
 def case_jsonlines_word_not_text(data, root):
     path = jsonlines(root, {"sentences": [["the", 3]], "clusters": []})
-    return ["--coref-data", str(path)], ("dev.jsonlines:1: 'sentences' must be a list of lists of words (strings); "
-                                         "sentence 0 is ['the', 3]")
+    return ["--coref-data", str(path)], (
+        "dev.jsonlines:1: 'sentences' must be a list of lists of words (strings); sentence 0 is ['the', 3]"
+    )
 
 
 def case_jsonlines_pos_not_a_list(data, root):
@@ -110,14 +115,16 @@ def case_jsonlines_pos_not_a_list(data, root):
 
 
 def case_jsonlines_pos_tag_not_text(data, root):
-    path = jsonlines(root, {"sentences": [["he", "sat", "it", "ran"]], "clusters": [],
-                            "pos": [["PRP", "VBD", "PRP", 7]]})
+    path = jsonlines(
+        root, {"sentences": [["he", "sat", "it", "ran"]], "clusters": [], "pos": [["PRP", "VBD", "PRP", 7]]}
+    )
     return ["--coref-data", str(path)], "dev.jsonlines:1: 'pos' of sentence 0 is ['PRP', 'VBD', 'PRP', 7]; tags are"
 
 
 def case_jsonlines_pos_tags_short(data, root):
-    path = jsonlines(root, {"sentences": [["the", "cat"], ["it", "ran"]], "clusters": [],
-                            "pos_tags": [["DT", "NN"], ["PRP"]]})
+    path = jsonlines(
+        root, {"sentences": [["the", "cat"], ["it", "ran"]], "clusters": [], "pos_tags": [["DT", "NN"], ["PRP"]]}
+    )
     return ["--coref-data", str(path)], "dev.jsonlines:1: 'pos_tags' of sentence 1 has 1 tags for its 2 words"
 
 
@@ -232,7 +239,7 @@ def saved_model(root: Path) -> Path:
 
 def cut_in_half(path: Path) -> None:
     data = path.read_bytes()
-    path.write_bytes(data[:len(data) // 2])
+    path.write_bytes(data[: len(data) // 2])
 
 
 def case_model_safetensors_cut_short(data, root):
@@ -256,26 +263,44 @@ def case_model_config_not_json(data, root):
     return ["--model", str(folder)], f"{folder / 'config.json'}: not valid JSON (Expecting property name"
 
 
-CASES = {name[len("case_"):]: function for name, function in list(globals().items()) if name.startswith("case_")}
+CASES = {name[len("case_") :]: function for name, function in list(globals().items()) if name.startswith("case_")}
 
 
 @pytest.mark.parametrize("name", CASES)
 def test_bad_input_is_one_line_before_any_work(name, tiny_model_dir, tiny_data, tmp_path, capsys, caplog):
     data = glue_copy(tiny_data, tmp_path)
     extra, message = CASES[name](data, tmp_path)
-    assert_one_line_and_no_work(main(arguments("run", tiny_model_dir, data, tiny_data, tmp_path, *extra)),
-                                message, tmp_path, capsys, caplog)
+    assert_one_line_and_no_work(
+        main(arguments("run", tiny_model_dir, data, tiny_data, tmp_path, *extra)), message, tmp_path, capsys, caplog
+    )
 
 
 def arguments(command: str, tiny_model_dir: Path, data: Path, tiny_data: Path, root: Path, *extra: str) -> list[str]:
-    return [command, "--task", "rte", "--model", str(tiny_model_dir), "--data-dir", str(data),
-            "--syntax-data", str(tiny_data / "tiny-dev.conllu"), "--coref-data", str(tiny_data / "coref"),
-            "--output-dir", str(root / "out"), "--cache-dir", str(root / "cache"),
-            "--tracking-uri", f"sqlite:///{root}/mlflow.db", *extra]
+    return [
+        command,
+        "--task",
+        "rte",
+        "--model",
+        str(tiny_model_dir),
+        "--data-dir",
+        str(data),
+        "--syntax-data",
+        str(tiny_data / "tiny-dev.conllu"),
+        "--coref-data",
+        str(tiny_data / "coref"),
+        "--output-dir",
+        str(root / "out"),
+        "--cache-dir",
+        str(root / "cache"),
+        "--tracking-uri",
+        f"sqlite:///{root}/mlflow.db",
+        *extra,
+    ]
 
 
-def assert_one_line_and_no_work(code: int, message: str, root: Path, capsys: pytest.CaptureFixture,
-                                caplog: pytest.LogCaptureFixture) -> None:
+def assert_one_line_and_no_work(
+    code: int, message: str, root: Path, capsys: pytest.CaptureFixture, caplog: pytest.LogCaptureFixture
+) -> None:
     err = capsys.readouterr().err
     assert code == 2, err
     assert not caplog.records  # a log line would be printed beside the error
@@ -290,11 +315,13 @@ SUMMARIES = {"empty": "", "truncated": '{"schema": 2, "run": {"task": "rte"', "i
 
 
 @pytest.mark.parametrize("damage", SUMMARIES)
-def test_figures_on_a_summary_that_is_not_whole_is_one_line(damage, tiny_model_dir, tiny_data, capsys, caplog,
-                                                            tmp_path):
+def test_figures_on_a_summary_that_is_not_whole_is_one_line(
+    damage, tiny_model_dir, tiny_data, capsys, caplog, tmp_path
+):
     argv = arguments("figures", tiny_model_dir, tiny_data / "glue", tiny_data, tmp_path)
     plan = plan_run(configs_from(build_parser().parse_args(argv))[0])
     (plan.run_dir / "summary.json").parent.mkdir(parents=True)
     (plan.run_dir / "summary.json").write_text(SUMMARIES[damage])
-    assert_one_line_and_no_work(main(argv), f"{plan.run_dir / 'summary.json'}: empty, truncated or incomplete; run",
-                                tmp_path, capsys, caplog)
+    assert_one_line_and_no_work(
+        main(argv), f"{plan.run_dir / 'summary.json'}: empty, truncated or incomplete; run", tmp_path, capsys, caplog
+    )

@@ -50,9 +50,9 @@ def no_corpora(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.mark.parametrize("offline", ["HF_HUB_OFFLINE", "host refuses"])
-def test_an_analysis_named_without_its_corpus_is_one_line_before_any_work(offline, no_corpora, tiny_model_dir,
-                                                                         tiny_data, tmp_path, capsys, caplog,
-                                                                         monkeypatch):
+def test_an_analysis_named_without_its_corpus_is_one_line_before_any_work(
+    offline, no_corpora, tiny_model_dir, tiny_data, tmp_path, capsys, caplog, monkeypatch
+):
     if offline == "HF_HUB_OFFLINE":
         monkeypatch.setattr(hub_constants, "HF_HUB_OFFLINE", True)
         why = "nothing is downloaded offline (HF_HUB_OFFLINE is set)"
@@ -67,25 +67,30 @@ def test_an_analysis_named_without_its_corpus_is_one_line_before_any_work(offlin
     if offline == "HF_HUB_OFFLINE":  # nothing tried: the error alone (a download says what it tries first)
         assert len(err.strip().splitlines()) == 1
     last = err.strip().splitlines()[-1]
-    assert last.startswith(f"error: --analyses probes: no UD English EWT r2.16 in the data cache or ../shared/data, "
-                           f"and {why}")
-    assert last.endswith("run `harness data download ud-english-ewt` where the network is reachable, or pass "
-                         "--syntax-data")
+    assert last.startswith(
+        f"error: --analyses probes: no UD English EWT r2.16 in the data cache or ../shared/data, and {why}"
+    )
+    assert last.endswith(
+        "run `harness data download ud-english-ewt` where the network is reachable, or pass --syntax-data"
+    )
     assert not (tmp_path / "mlflow.db").exists() and not (tmp_path / "cache").exists()
     assert not no_corpora.exists() or not any(path.is_file() for path in no_corpora.rglob("*"))
 
 
 @pytest.mark.skipif(not (SHARED_DATA / "litbank").is_dir(), reason="needs the corpora in ../shared/data")
-def test_the_absent_corpora_are_downloaded_on_first_use_and_hash_as_the_shared_copies(no_corpora, mirror, tmp_path,
-                                                                                     monkeypatch, capsys):
+def test_the_absent_corpora_are_downloaded_on_first_use_and_hash_as_the_shared_copies(
+    no_corpora, mirror, tmp_path, monkeypatch, capsys
+):
     _, root, host = mirror
     mirror_shared_corpora(root)
     monkeypatch.setattr(hub_constants, "HF_HUB_OFFLINE", False)
     monkeypatch.setenv("HARNESS_DATA_MIRROR", host)
     assert leave_out(AnalysisConfig(), select_analyses(None), Downloads()) == {}
     err = capsys.readouterr().err
-    assert f"downloading LitBank coreference 3e50db0 (CC BY 4.0, 100 files, 13.0 MB) from {host} into " \
-           f"{no_corpora / 'litbank-3e50db0'}" in err
+    assert (
+        f"downloading LitBank coreference 3e50db0 (CC BY 4.0, 100 files, 13.0 MB) from {host} into "
+        f"{no_corpora / 'litbank-3e50db0'}" in err
+    )
     assert "downloading UD English EWT r2.16 (CC BY-SA 4.0, 3 files" in err
     cached = with_default_data(AnalysisConfig())
     assert cached.syntax_data == no_corpora / "ud-english-ewt-r2.16" / "en_ewt-ud-dev.conllu"
@@ -104,12 +109,15 @@ def test_a_command_that_downloads_nothing_leaves_the_analyses_out_silently(no_co
     monkeypatch.setenv("HARNESS_DATA_MIRROR", host)
     skipped = leave_out(AnalysisConfig(), select_analyses(None), Downloads(allowed=False))
     assert set(skipped) == {*UD_READERS, *LITBANK_READERS} and server.requests == []
-    assert skipped["coreference"] == ("no LitBank coreference 3e50db0 in the data cache or ../shared/data, and this "
-                                      "command downloads nothing; `harness data download litbank` fetches it")
+    assert skipped["coreference"] == (
+        "no LitBank coreference 3e50db0 in the data cache or ../shared/data, and this "
+        "command downloads nothing; `harness data download litbank` fetches it"
+    )
 
 
-def test_a_study_tries_each_absent_corpus_once_not_once_per_run(no_corpora, mirror, tiny_model_dir, tiny_data,
-                                                                tmp_path, monkeypatch):
+def test_a_study_tries_each_absent_corpus_once_not_once_per_run(
+    no_corpora, mirror, tiny_model_dir, tiny_data, tmp_path, monkeypatch
+):
     server, _, host = mirror  # serves nothing: every file is a 404
     monkeypatch.setattr(hub_constants, "HF_HUB_OFFLINE", False)
     monkeypatch.setenv("HARNESS_DATA_MIRROR", host)
@@ -118,27 +126,35 @@ def test_a_study_tries_each_absent_corpus_once_not_once_per_run(no_corpora, mirr
     plan = plan_study(settings, configs)
     assert len(plan.runs) == 3 and len(server.requests) == 1  # UD English EWT's first file; LitBank then not tried
     assert all(run.skipped == plan.runs[0].skipped for run in plan.runs)
-    assert plan.runs[2].skipped["syntax"].startswith(
-        "no UD English EWT r2.16 in the data cache or ../shared/data, and the download failed (")
+    assert (
+        plan.runs[2]
+        .skipped["syntax"]
+        .startswith("no UD English EWT r2.16 in the data cache or ../shared/data, and the download failed (")
+    )
     assert "no download was tried after that of UD English EWT failed" in plan.runs[2].skipped["coreference"]
     assert aggregate(plan, {}, {})["analyses_skipped"] == plan.runs[0].skipped  # what every run left out
 
 
 @pytest.mark.slow  # a whole tiny run
 def test_a_default_run_without_its_corpora_and_offline_skips_their_analyses_says_so_and_records_it(
-        no_corpora, tiny_model_dir, tiny_data, tmp_path, monkeypatch, capsys):
+    no_corpora, tiny_model_dir, tiny_data, tmp_path, monkeypatch, capsys
+):
     monkeypatch.setattr(hub_constants, "HF_HUB_OFFLINE", False)
     monkeypatch.setenv("HARNESS_DATA_MIRROR", f"http://127.0.0.1:{closed_port()}")
     assert main(without_data_flags(tiny_run_arguments(tiny_model_dir, tiny_data, tmp_path))) == 0
     out = capsys.readouterr().out.splitlines()
     skipped_lines = [line for line in out if line.startswith("skipped ")]
     assert len(skipped_lines) == 1
-    assert skipped_lines[0].startswith("skipped surface_text, syntax, probes, features: no UD English EWT r2.16 in "
-                                       "the data cache or ../shared/data, and the download failed (http://127.0.0.1:")
-    assert skipped_lines[0].endswith("`harness data download ud-english-ewt` fetches it; coreference: no LitBank "
-                                     "coreference 3e50db0 in the data cache or ../shared/data, and no download was "
-                                     "tried after that of UD English EWT failed; `harness data download litbank` "
-                                     "fetches it")
+    assert skipped_lines[0].startswith(
+        "skipped surface_text, syntax, probes, features: no UD English EWT r2.16 in "
+        "the data cache or ../shared/data, and the download failed (http://127.0.0.1:"
+    )
+    assert skipped_lines[0].endswith(
+        "`harness data download ud-english-ewt` fetches it; coreference: no LitBank "
+        "coreference 3e50db0 in the data cache or ../shared/data, and no download was "
+        "tried after that of UD English EWT failed; `harness data download litbank` "
+        "fetches it"
+    )
     (summary_path,) = (tmp_path / "out").glob("*/summary.json")
     summary = json.loads(summary_path.read_text())
     assert set(summary["run"]["skipped"]) == {*UD_READERS, *LITBANK_READERS}

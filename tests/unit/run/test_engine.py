@@ -28,12 +28,26 @@ PAIRS = [("a", "b"), ("b", "c")]
 @pytest.fixture(scope="module")
 def sources(tiny_tokenizer, tiny_data):
     rte = get_task("rte")
-    settings = AnalysisConfig(eval_batch_size=4, syntax_data=tiny_data / "tiny-dev.conllu", probe_train_sentences=5,
-                              syntax_min_count=1, coref_data=tiny_data / "coref", clustering_tokens_per_example=2)
+    settings = AnalysisConfig(
+        eval_batch_size=4,
+        syntax_data=tiny_data / "tiny-dev.conllu",
+        probe_train_sentences=5,
+        syntax_min_count=1,
+        coref_data=tiny_data / "coref",
+        clustering_tokens_per_example=2,
+    )
     examples = load_examples(rte, "dev", tiny_data / "glue")
-    return SourceContext(tiny_tokenizer, settings, tokenizer_name="tiny", max_length=64, task=rte,
-                         task_examples=examples, task_identity={"split": "dev"}, eval_examples={"dev": examples},
-                         eval_identity={"dev": "tiny dev"})
+    return SourceContext(
+        tiny_tokenizer,
+        settings,
+        tokenizer_name="tiny",
+        max_length=64,
+        task=rte,
+        task_examples=examples,
+        task_identity={"split": "dev"},
+        eval_examples={"dev": examples},
+        eval_identity={"dev": "tiny dev"},
+    )
 
 
 @pytest.fixture(scope="module")
@@ -64,8 +78,17 @@ def test_every_analysis_draws_three_checkpoints(three, tmp_path):
     run = {"model": "tiny", "task": "rte", "seed": 42, "num_layers": 2, "num_heads": 4}
     written = redraw({"analyses": entries, "run": run}, tmp_path)
     drawn = {path.name.split("_")[0] for path in written}
-    assert {"cosine", "surface", "gradients", "clustering", "pattern", "syntax", "features", "probes",
-            "coreference"} <= drawn
+    assert {
+        "cosine",
+        "surface",
+        "gradients",
+        "clustering",
+        "pattern",
+        "syntax",
+        "features",
+        "probes",
+        "coreference",
+    } <= drawn
     assert all(path.stat().st_size > 0 for path in written)
 
 
@@ -141,7 +164,13 @@ def test_an_analysis_reading_an_unknown_source_is_a_clear_error(sources, tmp_pat
 def test_without_a_corpus_the_task_and_corpus_analyses_share_one_stream(sources, tmp_path):
     checkpoints = as_checkpoints({name: tiny_bert(seed) for seed, name in enumerate(NAMES[:2])})
     streamed: list[str] = []
-    entries = analyse([ANALYSES["cosine"], ANALYSES["surface"]], checkpoints, PAIRS[:1], sources,
-                      ResultStore(tmp_path), on_source_done=lambda source, _: streamed.append(source))
+    entries = analyse(
+        [ANALYSES["cosine"], ANALYSES["surface"]],
+        checkpoints,
+        PAIRS[:1],
+        sources,
+        ResultStore(tmp_path),
+        on_source_done=lambda source, _: streamed.append(source),
+    )
     assert streamed == ["task"]
     assert entries["surface"]["source"]["identity"] == entries["cosine"]["source"]["identity"]

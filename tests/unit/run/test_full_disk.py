@@ -34,8 +34,9 @@ Mounter = Callable[[str], Path]
 
 
 def mount(folder: Path, size: str) -> None:
-    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)], check=True,
-                   capture_output=True, text=True)
+    subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)], check=True, capture_output=True, text=True
+    )
 
 
 def remount(folder: Path, size: str) -> None:
@@ -54,8 +55,9 @@ def tmpfs(tmp_path: Path) -> Iterator[Mounter]:
         try:
             mount(folder, size)
         except (subprocess.CalledProcessError, FileNotFoundError) as error:
-            pytest.skip(f"cannot mount a tmpfs here (needs root or CAP_SYS_ADMIN): "
-                        f"{getattr(error, 'stderr', None) or error}")
+            pytest.skip(
+                f"cannot mount a tmpfs here (needs root or CAP_SYS_ADMIN): {getattr(error, 'stderr', None) or error}"
+            )
         mounted.append(folder)
         return folder
 
@@ -98,8 +100,7 @@ def with_folder(arguments: list[str], flag: str, folder: Path) -> list[str]:
     return arguments
 
 
-def test_output_dir_filling_while_results_and_figures_are_written(tiny_model_dir, tiny_data, tmp_path, tmpfs,
-                                                                   capsys):
+def test_output_dir_filling_while_results_and_figures_are_written(tiny_model_dir, tiny_data, tmp_path, tmpfs, capsys):
     out = tmpfs("1m")  # the store (about 250 kB) fits, the figures (about 4.5 MB) do not
     arguments = with_folder(tiny_run_arguments(tiny_model_dir, tiny_data, tmp_path), "--output-dir", out)
     assert main(arguments) == 2
@@ -110,8 +111,16 @@ def test_output_dir_filling_while_results_and_figures_are_written(tiny_model_dir
     assert main(arguments) == 0
     resumed = json.loads(next(out.rglob("summary.json")).read_text())
     never_failed = tmp_path / "never-failed"
-    assert main(with_folder(with_folder(arguments, "--output-dir", never_failed), "--tracking-uri",
-                            f"sqlite:///{tmp_path}/never-failed.db")) == 0
+    assert (
+        main(
+            with_folder(
+                with_folder(arguments, "--output-dir", never_failed),
+                "--tracking-uri",
+                f"sqlite:///{tmp_path}/never-failed.db",
+            )
+        )
+        == 0
+    )
     assert resumed == json.loads(next(never_failed.rglob("summary.json")).read_text())
     client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path}/mlflow.db")
     runs = client.search_runs([client.get_experiment_by_name(EXPERIMENT).experiment_id], HARNESS_RUNS)
@@ -120,19 +129,20 @@ def test_output_dir_filling_while_results_and_figures_are_written(tiny_model_dir
 
 def test_mlflow_store_filling(tiny_model_dir, tiny_data, tmp_path, tmpfs, capsys):
     store = tmpfs("256k")  # a new store's tables alone are about 1 MB
-    arguments = with_folder(tiny_run_arguments(tiny_model_dir, tiny_data, tmp_path), "--tracking-uri",
-                            f"sqlite:///{store}/mlflow.db")
+    arguments = with_folder(
+        tiny_run_arguments(tiny_model_dir, tiny_data, tmp_path), "--tracking-uri", f"sqlite:///{store}/mlflow.db"
+    )
     assert main(arguments) == 2
     line = error_line(capsys)
     assert line.startswith(f"error: {store}: no space left on the device while writing the MLflow")
     remount(store, "64m")
     # A new process, as a user's rerun is: MLflow keeps each store's SQLAlchemy engine for the process's life.
-    rerun = subprocess.run([sys.executable, "-m", "harness", *arguments], check=False, capture_output=True,
-                           text=True)
+    rerun = subprocess.run([sys.executable, "-m", "harness", *arguments], check=False, capture_output=True, text=True)
     assert rerun.returncode == 0, rerun.stderr[-2000:]
     with closing(sqlite3.connect(store / "mlflow.db")) as database:  # not MLflow: its engine here is the old one
-        statuses = database.execute("SELECT status FROM runs WHERE run_uuid NOT IN (SELECT run_uuid FROM tags "
-                                    f"WHERE key = '{CHECKPOINT_TAG}')").fetchall()
+        statuses = database.execute(
+            f"SELECT status FROM runs WHERE run_uuid NOT IN (SELECT run_uuid FROM tags WHERE key = '{CHECKPOINT_TAG}')"
+        ).fetchall()
     assert statuses == [("FINISHED",)]  # one run (its checkpoints' child runs aside), reopened and finished
 
 
@@ -142,15 +152,21 @@ def test_download_cache_filling(mirror, tmpfs, monkeypatch):
     target = root / "owner/full/0123abc/coref/conll/a.conll"
     target.parent.mkdir(parents=True)
     target.write_bytes(body)
-    corpus = replace(LITBANK, name="full", version="0123abc", url="owner/full/0123abc/coref/",
-                     files=(CorpusFile("conll/a.conll", hashlib.sha256(body).hexdigest(), len(body)),))
+    corpus = replace(
+        LITBANK,
+        name="full",
+        version="0123abc",
+        url="owner/full/0123abc/coref/",
+        files=(CorpusFile("conll/a.conll", hashlib.sha256(body).hexdigest(), len(body)),),
+    )
     cache = tmpfs("32k")
     monkeypatch.setenv("HARNESS_DATA", str(cache))
     with pytest.raises(DiskFull) as error:
         download_corpus(corpus, host=host)
     message = str(error.value)
-    assert "\n" not in message and message.startswith(f"{cache}/full-0123abc: no space left on the device while "
-                                                      "writing LitBank coreference 0123abc (1 files) (")
+    assert "\n" not in message and message.startswith(
+        f"{cache}/full-0123abc: no space left on the device while writing LitBank coreference 0123abc (1 files) ("
+    )
     assert "about 100.0 kB needed" in message
     assert [path for path in cache.rglob("*") if path.is_file()] == []
     remount(cache, "1m")

@@ -26,8 +26,19 @@ from tests.conftest import snapshot, tiny_run_arguments
 
 DEFAULT_ANALYSES = {name for name, analysis in ANALYSES.items() if analysis.on_by_default}
 pytestmark = pytest.mark.slow  # each test is a whole tiny run or reruns one (20 s with its figures)
-ENTRY_KEYS = {"analysis", "version", "joint", "checkpoints", "pairs", "pair_names", "keys", "source", "settings",
-              "result", "reference"}
+ENTRY_KEYS = {
+    "analysis",
+    "version",
+    "joint",
+    "checkpoints",
+    "pairs",
+    "pair_names",
+    "keys",
+    "source",
+    "settings",
+    "result",
+    "reference",
+}
 
 
 def summaries(root: Path) -> dict[str, dict]:
@@ -90,27 +101,43 @@ def test_one_mlflow_run_per_key_and_no_metric_logged_twice(finished, capsys):
     (run,) = client.search_runs([experiment.experiment_id], HARNESS_RUNS)
     # the printed link opens this run in the UI's model-training view
     out = capsys.readouterr().out
-    assert (f"MLflow: http://127.0.0.1:5000/#/experiments/{experiment.experiment_id}/runs/{run.info.run_id}"
-            "?workflowType=machine_learning") in out
+    assert (
+        f"MLflow: http://127.0.0.1:5000/#/experiments/{experiment.experiment_id}/runs/{run.info.run_id}"
+        "?workflowType=machine_learning"
+    ) in out
     assert run.info.status == "FINISHED" and run.info.run_name == next(iter(summaries(root)))
     assert len(client.get_metric_history(run.info.run_id, "cosine_layer_2")) == 1
     metrics = run.data.metrics
     assert {"dev_accuracy_finetuned", "dev_accuracy_pretrained", "dev_accuracy_majority"} <= set(metrics)
-    assert metrics["dev_accuracy_change"] == pytest.approx(metrics["dev_accuracy_finetuned"]
-                                                           - metrics["dev_accuracy_pretrained"])
-    headline = {name.removeprefix("headline/"): value for name, value in metrics.items() if name.startswith("headline/")}
+    assert metrics["dev_accuracy_change"] == pytest.approx(
+        metrics["dev_accuracy_finetuned"] - metrics["dev_accuracy_pretrained"]
+    )
+    headline = {
+        name.removeprefix("headline/"): value for name, value in metrics.items() if name.startswith("headline/")
+    }
     # what learning the task did is measured against the majority class, not the untrained head's chance score
-    assert set(headline) == {"dev_accuracy_finetuned", "dev_accuracy_majority", "above_majority_finetuned",
-                             "above_majority_low_finetuned", "cosine_mean", "cosine_last_two_layers", "coref_all_change", "probes_uas_change_attn",
-                             *(f"pattern_change_{name}" for name in ("vertical", "diagonal", "vertical_diagonal",
-                                                                     "block", "heterogeneous")),
-                             *(f"vig_{checkpoint}_other_segment_identical_{what}" for what in ("max", "heads")
-                               for checkpoint in ("pretrained", "finetuned", "change"))}
+    assert set(headline) == {
+        "dev_accuracy_finetuned",
+        "dev_accuracy_majority",
+        "above_majority_finetuned",
+        "above_majority_low_finetuned",
+        "cosine_mean",
+        "cosine_last_two_layers",
+        "coref_all_change",
+        "probes_uas_change_attn",
+        *(f"pattern_change_{name}" for name in ("vertical", "diagonal", "vertical_diagonal", "block", "heterogeneous")),
+        *(
+            f"vig_{checkpoint}_other_segment_identical_{what}"
+            for what in ("max", "heads")
+            for checkpoint in ("pretrained", "finetuned", "change")
+        ),
+    }
     assert all(value == metrics[name] for name, value in headline.items())
     assert {a.path for a in client.list_artifacts(run.info.run_id)} >= {"summary.json", "figures", "checkpoint"}
     # with --log-checkpoint: the fine-tuned model, label names included
-    config = json.loads((Path(client.download_artifacts(run.info.run_id, "checkpoint/config.json", str(root)))
-                         ).read_text())
+    config = json.loads(
+        (Path(client.download_artifacts(run.info.run_id, "checkpoint/config.json", str(root)))).read_text()
+    )
     assert config["id2label"] == {"0": "entailment", "1": "not_entailment"}
     params = run.data.params
     (summary,) = summaries(root).values()
@@ -126,8 +153,10 @@ def test_each_checkpoint_has_a_child_run_with_the_same_metric_names_and_a_compar
     client = MlflowClient(tracking_uri=f"sqlite:///{root}/mlflow.db")
     experiment = client.get_experiment_by_name("attention-shift")
     (parent,) = client.search_runs([experiment.experiment_id], HARNESS_RUNS)
-    children = {run.data.tags[CHECKPOINT_TAG]: run for run in client.search_runs(
-        [experiment.experiment_id], f"tags.`{PARENT_TAG}` = '{parent.info.run_id}'")}
+    children = {
+        run.data.tags[CHECKPOINT_TAG]: run
+        for run in client.search_runs([experiment.experiment_id], f"tags.`{PARENT_TAG}` = '{parent.info.run_id}'")
+    }
     assert set(children) == {"pretrained", "finetuned"}
     before, after = children["pretrained"].data.metrics, children["finetuned"].data.metrics
     assert {"dev_accuracy", "dev_loss", "surface_previous_heads", "pattern_vertical"} <= set(before) & set(after)
@@ -137,10 +166,13 @@ def test_each_checkpoint_has_a_child_run_with_the_same_metric_names_and_a_compar
         assert run.info.status == "FINISHED" and run.data.params["checkpoint"] == name
         assert run.data.metrics["dev_accuracy"] == parent.data.metrics[f"dev_accuracy_{name}"]
         assert run.data.metrics["surface_previous_heads"] == parent.data.metrics[f"surface_{name}_previous_heads"]
-    runs = quote(json.dumps([children["pretrained"].info.run_id, children["finetuned"].info.run_id],
-                            separators=(",", ":")))
-    assert (f"side by side: http://127.0.0.1:5000/#/compare-runs?runs={runs}&experiments="
-            f"{quote(json.dumps([experiment.experiment_id]))}&workflowType=machine_learning") in out
+    runs = quote(
+        json.dumps([children["pretrained"].info.run_id, children["finetuned"].info.run_id], separators=(",", ":"))
+    )
+    assert (
+        f"side by side: http://127.0.0.1:5000/#/compare-runs?runs={runs}&experiments="
+        f"{quote(json.dumps([experiment.experiment_id]))}&workflowType=machine_learning"
+    ) in out
 
 
 def test_the_run_folder_holds_its_settings_and_they_rerun_the_same_run(finished):
@@ -165,8 +197,11 @@ def test_a_lost_result_is_recomputed_and_nothing_else(finished):
     store = root / "out" / "store"
     lost = next((store / "surface").glob("*.json"))
     lost.unlink()
-    others = {name: state for name, state in snapshot(store).items() if not name.startswith("surface/")
-              and not name.startswith("sources/")}
+    others = {
+        name: state
+        for name, state in snapshot(store).items()
+        if not name.startswith("surface/") and not name.startswith("sources/")
+    }
     assert main(argv) == 0
     assert lost.is_file()
     assert {name: state for name, state in snapshot(store).items() if name in others} == others
@@ -199,19 +234,28 @@ def test_a_subset_run_keeps_the_earlier_entries_of_the_same_key(finished):
 
 def test_other_settings_get_their_own_run_folder(tiny_model_dir, tiny_data, tmp_path):
     assert main(tiny_run_arguments(tiny_model_dir, tiny_data, tmp_path, "--analyses", "cosine")) == 0
-    assert main(tiny_run_arguments(tiny_model_dir, tiny_data, tmp_path, "--analyses", "cosine",
-                          "--learning-rate", "5e-4")) == 0
+    assert (
+        main(tiny_run_arguments(tiny_model_dir, tiny_data, tmp_path, "--analyses", "cosine", "--learning-rate", "5e-4"))
+        == 0
+    )
     runs = summaries(tmp_path)
     assert len(runs) == 2 and all(name.startswith("rte-tiny_model") for name in runs)
     first, second = runs.values()
     assert first["run"]["finetune_key"] != second["run"]["finetune_key"]
 
 
-def test_the_pretrained_model_on_the_treebank_is_measured_once_for_every_task_and_seed(tiny_model_dir, tiny_data,
-                                                                                        tmp_path):
+def test_the_pretrained_model_on_the_treebank_is_measured_once_for_every_task_and_seed(
+    tiny_model_dir, tiny_data, tmp_path
+):
     for task, seed in (("rte", "1"), ("mrpc", "2")):
-        assert main(tiny_run_arguments(tiny_model_dir, tiny_data, tmp_path, "--analyses", "syntax", "--seed", seed,
-                              task=task)) == 0
+        assert (
+            main(
+                tiny_run_arguments(
+                    tiny_model_dir, tiny_data, tmp_path, "--analyses", "syntax", "--seed", seed, task=task
+                )
+            )
+            == 0
+        )
     keys = [summary["analyses"]["syntax"]["keys"] for summary in summaries(tmp_path).values()]
     assert keys[0]["pretrained"] == keys[1]["pretrained"] and keys[0]["finetuned"] != keys[1]["finetuned"]
     assert len(list((tmp_path / "out" / "store" / "syntax").glob("*.json"))) == 3
@@ -234,10 +278,13 @@ def test_figures_of_a_run_folder_are_redrawn_without_loading_a_model(finished):
     folder = root / "out" / name
     figure = folder / "figures" / "cosine_per_head.png"
     figure.unlink()
-    script = ("import sys; from harness.cli import main; code = main(['figures', sys.argv[1]]); "
-              "print(code, [m for m in ('torch', 'transformers', 'mlflow') if m in sys.modules])")
-    printed = subprocess.run([sys.executable, "-c", script, str(folder)], capture_output=True, text=True,
-                             check=True).stdout.splitlines()
+    script = (
+        "import sys; from harness.cli import main; code = main(['figures', sys.argv[1]]); "
+        "print(code, [m for m in ('torch', 'transformers', 'mlflow') if m in sys.modules])"
+    )
+    printed = subprocess.run(
+        [sys.executable, "-c", script, str(folder)], capture_output=True, text=True, check=True
+    ).stdout.splitlines()
     assert printed[-1] == "0 []" and figure.read_bytes()[:4] == b"\x89PNG"
     (said,) = printed[:-1]  # one line, not a path per file
     drawn = list((folder / "figures").glob("*.png"))
@@ -279,10 +326,15 @@ def test_a_file_edited_in_place_recomputes_exactly_what_read_it(tiny_model_dir, 
     assert len(list((tmp_path / "cache").glob("rte-*/final/result.json"))) == 2
 
 
-def test_a_quick_look_bounds_every_source_records_the_sizes_and_has_every_analysis(tiny_model_dir, tiny_data,
-                                                                                   tmp_path):
-    assert main(tiny_run_arguments(tiny_model_dir, tiny_data, tmp_path, "--quick", "--max-corpus-items", "3",
-                                   "--max-dev-examples", "5")) == 0
+def test_a_quick_look_bounds_every_source_records_the_sizes_and_has_every_analysis(tiny_model_dir, tiny_data, tmp_path):
+    assert (
+        main(
+            tiny_run_arguments(
+                tiny_model_dir, tiny_data, tmp_path, "--quick", "--max-corpus-items", "3", "--max-dev-examples", "5"
+            )
+        )
+        == 0
+    )
     (summary,) = summaries(tmp_path).values()
     assert set(summary["analyses"]) == DEFAULT_ANALYSES
     entries = summary["analyses"]
@@ -327,8 +379,9 @@ def test_ablate_needs_a_stored_fine_tuned_checkpoint(tiny_model_dir, tiny_data, 
     assert not (tmp_path / "cache").exists() or not any((tmp_path / "cache").glob("rte-*"))
 
 
-def test_ablate_adds_the_ablation_to_the_run_and_recomputes_nothing_else(tiny_model_dir, tiny_data, tmp_path, capsys,
-                                                                         caplog):
+def test_ablate_adds_the_ablation_to_the_run_and_recomputes_nothing_else(
+    tiny_model_dir, tiny_data, tmp_path, capsys, caplog
+):
     argv = tiny_run_arguments(tiny_model_dir, tiny_data, tmp_path, "--analyses", "cosine")
     assert main(argv) == 0
     assert "ablation (head disabling, importance, pruning) is off on the CPU" in capsys.readouterr().out
@@ -351,13 +404,22 @@ def test_ablate_adds_the_ablation_to_the_run_and_recomputes_nothing_else(tiny_mo
     figures = tmp_path / "out" / folder / "figures"
     redrawn = snapshot(figures)  # only the ablation's figures are drawn: the others' entries did not change
     assert {name: state for name, state in redrawn.items() if name in drawn and name != ".drawn.json"} == {
-        name: state for name, state in drawn.items() if name != ".drawn.json"}
-    assert {"ablation_heads_finetuned.png", "ablation_layers_finetuned.png", "ablation_pruning_finetuned.png",
-            "ablation_importance.png", "ablation_table.md"} <= {path.name for path in figures.iterdir()}
+        name: state for name, state in drawn.items() if name != ".drawn.json"
+    }
+    assert {
+        "ablation_heads_finetuned.png",
+        "ablation_layers_finetuned.png",
+        "ablation_pruning_finetuned.png",
+        "ablation_importance.png",
+        "ablation_table.md",
+    } <= {path.name for path in figures.iterdir()}
     client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path}/mlflow.db")
     (run,) = client.search_runs([client.get_experiment_by_name("attention-shift").experiment_id], HARNESS_RUNS)
-    assert {"ablation_intact_finetuned", "ablation_best_head_uniform_delta_finetuned",
-            "ablation_worst_layer_zero_layer_finetuned"} <= set(run.data.metrics)
+    assert {
+        "ablation_intact_finetuned",
+        "ablation_best_head_uniform_delta_finetuned",
+        "ablation_worst_layer_zero_layer_finetuned",
+    } <= set(run.data.metrics)
 
 
 def test_every_figure_is_drawn_as_png_and_pdf_without_clipped_or_overlapping_text(finished, tmp_path, caplog):
@@ -376,8 +438,9 @@ def test_every_figure_is_drawn_as_png_and_pdf_without_clipped_or_overlapping_tex
     assert [record.getMessage() for record in caplog.records] == []
 
 
-def test_an_edited_summary_is_drawn_and_reported_from_nowhere_until_rebuilt(finished, tiny_model_dir, tiny_data,
-                                                                           tmp_path, capsys):
+def test_an_edited_summary_is_drawn_and_reported_from_nowhere_until_rebuilt(
+    finished, tiny_model_dir, tiny_data, tmp_path, capsys
+):
     """A number changed by hand in summary.json (the store holds another): figures and the report
     stop with one line naming the run folder and the command that rebuilds it, and draw nothing."""
     root = tmp_path / "copy"
@@ -393,9 +456,11 @@ def test_an_edited_summary_is_drawn_and_reported_from_nowhere_until_rebuilt(fini
     for command in (["figures", str(folder)], ["report", "--output-dir", str(root / "out")]):
         assert main(command) == 2
         (line,) = capsys.readouterr().err.strip().splitlines()
-        assert line == (f"error: {folder / 'summary.json'}: it differs from what the harness wrote (analysis "
-                        f"evaluation); run `harness run --config {folder}/config.json` to rebuild it from the stored "
-                        "results (nothing is recomputed)")
+        assert line == (
+            f"error: {folder / 'summary.json'}: it differs from what the harness wrote (analysis "
+            f"evaluation); run `harness run --config {folder}/config.json` to rebuild it from the stored "
+            "results (nothing is recomputed)"
+        )
     assert snapshot(folder / "figures") == figures and not (root / "out" / "report").exists()
     assert main(tiny_run_arguments(tiny_model_dir, tiny_data, root, "--log-checkpoint")) == 0  # the fix
     rebuilt = read_json(folder / "summary.json")["analyses"]["evaluation"]["result"]["per_checkpoint"][FINETUNED]

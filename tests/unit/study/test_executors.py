@@ -19,8 +19,7 @@ REPOSITORY = Path(__file__).resolve().parents[3]
 
 
 @pytest.mark.slow  # two processes under accelerate, then a run
-def test_a_job_of_two_processes_fine_tunes_under_accelerate_then_runs(tiny_model_dir, tiny_data, tmp_path,
-                                                                      monkeypatch):
+def test_a_job_of_two_processes_fine_tunes_under_accelerate_then_runs(tiny_model_dir, tiny_data, tmp_path, monkeypatch):
     monkeypatch.setenv("OMP_NUM_THREADS", "1")
     argv = tiny_run_arguments(tiny_model_dir, tiny_data, tmp_path, "--analyses", "cosine")
     (config,) = configs_from(build_parser().parse_args(argv))

@@ -33,12 +33,18 @@ class Shares(View):
 
     name = "shares"
     signed_changes = {"share_change": "the share"}
-    claims = {"above_a_fifth": Claim("the fine-tuned share is above a fifth",
-                                     lambda entry: resampled_verdict(
-                                         lambda w: UnitSums.read(entry["after"]).ratios(w)[:, 0] > 0.2,
-                                         UNITS, "dev examples", "share above 0.2"))}
-    papers = {"share_change": PaperPoint("P 2020", "rises on rte, falls on cola", {"rte": "rises", "cola": "falls"}),
-              "above_a_fifth": PaperPoint("Q 2019", "above a fifth", "holds")}
+    claims = {
+        "above_a_fifth": Claim(
+            "the fine-tuned share is above a fifth",
+            lambda entry: resampled_verdict(
+                lambda w: UnitSums.read(entry["after"]).ratios(w)[:, 0] > 0.2, UNITS, "dev examples", "share above 0.2"
+            ),
+        )
+    }
+    papers = {
+        "share_change": PaperPoint("P 2020", "rises on rte, falls on cola", {"rte": "rises", "cola": "falls"}),
+        "above_a_fifth": PaperPoint("Q 2019", "above a fifth", "holds"),
+    }
 
     @classmethod
     def change_evidence(cls, entry):
@@ -51,20 +57,33 @@ def entry(before: float, after: float, seed: int) -> dict:
 
 def learned(above: bool) -> dict:
     interval = [0.05, 0.2] if above else [-0.05, 0.1]
-    return {"version": EvaluationView.version, "pairs": [["pretrained", "finetuned"]],
-            "result": {"per_checkpoint": {"finetuned": {"examples": {"dev": UNITS}}},
-                       "per_pair": {MAIN_PAIR: {"main_metric": "dev/accuracy", "learned": above,
-                                                "against_majority": {"difference": 0.1, "interval": interval}}}}}
+    return {
+        "version": EvaluationView.version,
+        "pairs": [["pretrained", "finetuned"]],
+        "result": {
+            "per_checkpoint": {"finetuned": {"examples": {"dev": UNITS}}},
+            "per_pair": {
+                MAIN_PAIR: {
+                    "main_metric": "dev/accuracy",
+                    "learned": above,
+                    "against_majority": {"difference": 0.1, "interval": interval},
+                }
+            },
+        },
+    }
 
 
 def summaries(rates: dict[int, tuple[float, float]], above: bool = True) -> dict:
-    return {seed: {"analyses": {"evaluation": learned(above), "shares": entry(*rate, seed)}}
-            for seed, rate in rates.items()}
+    return {
+        seed: {"analyses": {"evaluation": learned(above), "shares": entry(*rate, seed)}} for seed, rate in rates.items()
+    }
 
 
 def test_a_change_counts_on_a_seed_only_when_its_interval_excludes_zero():
-    by_task = {"rte": summaries({42: (0.3, 0.4), 43: (0.3, 0.4), 44: (0.3, 0.302)}),
-               "cola": summaries({42: (0.3, 0.2), 43: (0.3, 0.3)})}
+    by_task = {
+        "rte": summaries({42: (0.3, 0.4), 43: (0.3, 0.4), 44: (0.3, 0.302)}),
+        "cola": summaries({42: (0.3, 0.2), 43: (0.3, 0.3)}),
+    }
     (finding,) = change_findings(Shares, by_task).values()
     assert finding["claim"] == "the share rises with fine-tuning"  # two clear rises against one clear fall
     rte = finding["per_task"]["rte"]
@@ -76,8 +95,9 @@ def test_a_change_counts_on_a_seed_only_when_its_interval_excludes_zero():
     assert finding["tasks_every_seed"] == 0 and "rte 2 of 3 (1 no clear change)" in finding["text"]
     paper = finding["paper"]  # rte clearly rises twice (the paper's way); cola falls once (the paper's way)
     assert paper["verdict"] == "partly"
-    assert paper["detail"] == ("clearly the paper's way on 3 of 5 seeds, every seed of 0 of 2 tasks; clearly the "
-                               "other way on 0; unclear on 2")
+    assert paper["detail"] == (
+        "clearly the paper's way on 3 of 5 seeds, every seed of 0 of 2 tasks; clearly the other way on 0; unclear on 2"
+    )
 
 
 def test_a_claim_holds_fails_or_is_unclear_on_each_seed_by_its_resamples():
@@ -99,23 +119,34 @@ def test_the_papers_verdict_counts_clear_seeds_only():
 
 
 def test_the_learning_gate_reads_the_interval_against_the_majority_class():
-    by_task = {"mrpc": summaries({42: (0.3, 0.4), 43: (0.3, 0.4)}),
-               "rte": {**summaries({42: (0.3, 0.4)}), **summaries({43: (0.3, 0.4)}, above=False)}}
+    by_task = {
+        "mrpc": summaries({42: (0.3, 0.4), 43: (0.3, 0.4)}),
+        "rte": {**summaries({42: (0.3, 0.4)}), **summaries({43: (0.3, 0.4)}, above=False)},
+    }
     checked = learning(by_task)
     assert checked["rte"] == {"seeds": {"42": True, "43": False}, "learned": 1, "of": 2, "every_seed": False}
     judged, kept_out = judged_tasks(checked, "learned")
     assert judged == ["mrpc"] and set(kept_out) == {"rte"}
     verdict = EvaluationView.claims["beats_majority"].judge(by_task["rte"][43]["analyses"]["evaluation"])
-    assert verdict == interval_verdict([-0.05, 0.1], "dev examples", UNITS,
-                                       "fine-tuned minus majority class on dev/accuracy") and verdict["verdict"] == \
-        "unclear"
+    assert (
+        verdict
+        == interval_verdict([-0.05, 0.1], "dev examples", UNITS, "fine-tuned minus majority class on dev/accuracy")
+        and verdict["verdict"] == "unclear"
+    )
 
 
 def test_each_seeds_evidence_is_in_the_table_the_page_and_the_frames(tmp_path, monkeypatch):
     monkeypatch.setitem(VIEWS, "shares", Shares)
     by_task = {"rte": summaries({42: (0.3, 0.4), 43: (0.3, 0.302)})}
-    study = {"name": "s", "key": "k", "model": "minilm", "tasks": {"rte": {}}, "runs": [],
-             "findings": findings(by_task, ["rte"]), "kept_out_of_findings": {}}
+    study = {
+        "name": "s",
+        "key": "k",
+        "model": "minilm",
+        "tasks": {"rte": {}},
+        "runs": [],
+        "findings": findings(by_task, ["rte"]),
+        "kept_out_of_findings": {},
+    }
     table = findings_table(study)
     row = next(line for line in table.splitlines() if line.startswith("| the share rises"))
     assert "rte 1 of 2 (1 no clear change): +0.1" in row and "[" in row

@@ -49,7 +49,7 @@ def test_litbank_first_document_reads_nested_and_multiword_mentions():
     assert bleak_house.name == "1023_bleak_house_brat/part 0"
     assert bleak_house.words[:6] == ["CHAPTER", "I", "In", "Chancery", "London", "."]
     assert bleak_house.sentence_starts[:3] == [0, 6, 22]
-    spans = [" ".join(bleak_house.words[m.start:m.end + 1]) for m in bleak_house.mentions[:4]]
+    spans = [" ".join(bleak_house.words[m.start : m.end + 1]) for m in bleak_house.mentions[:4]]
     assert spans == ["Chancery", "London", "Lord Chancellor", "Lincoln 's Inn Hall"]
 
 
@@ -60,8 +60,7 @@ def test_conll_2012_file_with_parts_pos_and_escapes(tmp_path):
     assert first.words == ["John", "said", "he", "liked", "his", "sister", ".", "(", "She"]
     assert first.sentence_starts == [0, 7]
     assert first.pos[:2] == ["NNP", "VBD"]
-    assert first.mentions == [Mention(0, 0, 0), Mention(2, 2, 0), Mention(4, 4, 0), Mention(4, 5, 1),
-                              Mention(8, 8, 1)]
+    assert first.mentions == [Mention(0, 0, 0), Mention(2, 2, 0), Mention(4, 4, 0), Mention(4, 5, 1), Mention(8, 8, 1)]
     assert [len(group) for group in first.clusters.values()] == [3, 2]
     assert second.mentions == [] and second.words == ["Rain"]
 
@@ -75,8 +74,11 @@ def test_folder_of_conll_2012_files_is_searched_recursively(tmp_path):
 
 
 def test_jsonlines_spans_are_inclusive_over_the_flattened_document(tmp_path):
-    record = {"doc_key": "nw/1", "sentences": [["Mary", "left", "."], ["She", "was", "tired", "."]],
-              "clusters": [[[0, 0], [3, 3]]]}
+    record = {
+        "doc_key": "nw/1",
+        "sentences": [["Mary", "left", "."], ["She", "was", "tired", "."]],
+        "clusters": [[[0, 0], [3, 3]]],
+    }
     path = write(tmp_path, "dev.english.jsonlines", json.dumps(record) + "\n\n")
     (document,) = read_coreference(path)
     assert document.name == "nw/1" and document.sentence_starts == [0, 3]
@@ -84,8 +86,10 @@ def test_jsonlines_spans_are_inclusive_over_the_flattened_document(tmp_path):
     assert document.pos is None
 
 
-@pytest.mark.parametrize("name, expected", [("x.v4_gold_conll", "conll"), ("x.conll", "conll"),
-                                            ("x.jsonlines", "jsonlines"), ("x.jsonl", "jsonlines")])
+@pytest.mark.parametrize(
+    "name, expected",
+    [("x.v4_gold_conll", "conll"), ("x.conll", "conll"), ("x.jsonlines", "jsonlines"), ("x.jsonl", "jsonlines")],
+)
 def test_format_is_recognised_from_the_path(tmp_path, name, expected):
     assert coreference_format(tmp_path / name) == expected
 
@@ -101,14 +105,17 @@ def test_missing_path_names_the_fix(tmp_path):
         read_coreference(tmp_path / "nope.jsonlines")
 
 
-@pytest.mark.parametrize("text, line, message", [
-    ("#begin document (d); part 0\nd 0 0 John NNP * (0\n#end document\n", 2, "never closed"),
-    ("#begin document (d); part 0\nd 0 0 John NNP * 0)\n#end document\n", 2, "never opened"),
-    ("#begin document (d); part 0\nd 0 0 John NNP * (x)\n#end document\n", 2, "not '\\(N'"),
-    ("d 0 0 John NNP * (0)\n", 1, "outside a document"),
-    ("#begin document (d); part 0\nd 0 John\n#end document\n", 2, "expected at least 5"),
-    ("#begin document (d); part 0\nd 0 0 John NNP * -\n", 1, "no #end document"),
-])
+@pytest.mark.parametrize(
+    "text, line, message",
+    [
+        ("#begin document (d); part 0\nd 0 0 John NNP * (0\n#end document\n", 2, "never closed"),
+        ("#begin document (d); part 0\nd 0 0 John NNP * 0)\n#end document\n", 2, "never opened"),
+        ("#begin document (d); part 0\nd 0 0 John NNP * (x)\n#end document\n", 2, "not '\\(N'"),
+        ("d 0 0 John NNP * (0)\n", 1, "outside a document"),
+        ("#begin document (d); part 0\nd 0 John\n#end document\n", 2, "expected at least 5"),
+        ("#begin document (d); part 0\nd 0 0 John NNP * -\n", 1, "no #end document"),
+    ],
+)
 def test_malformed_conll_names_file_and_line(tmp_path, text, line, message):
     path = write(tmp_path, "bad_gold_conll", text)
     with pytest.raises(InputError, match=f"bad_gold_conll:{line}: .*{message}"):
@@ -137,26 +144,41 @@ def test_jsonlines_pos_tags_are_read_under_either_name(tmp_path):
 SENTENCES = [["he", "sat"], ["it", "ran", "."]]
 
 
-@pytest.mark.parametrize("record, message", [
-    ([SENTENCES], "a JSON list, not an object"),
-    ({"sentences": "he sat", "clusters": []}, "'sentences' must be a non-empty list of sentences, not 'he sat'"),
-    ({"sentences": [[]], "clusters": []}, "'sentences' holds no words"),
-    ({"sentences": [["he", None]], "clusters": []}, "sentence 0 is ['he', None]"),
-    ({"sentences": SENTENCES, "clusters": [[[0, 0], [2.0, 2]]]}, "cluster 0 has span [2.0, 2]; spans are [start, end] "
-                                                                 "pairs of integer word indices"),
-    ({"sentences": SENTENCES, "clusters": [[[0, False]]]}, "cluster 0 has span [0, False]"),
-    ({"sentences": SENTENCES, "clusters": [[[0, 1, 2]]]}, "cluster 0 has span [0, 1, 2]"),
-    ({"sentences": SENTENCES, "clusters": [[[-1, 0]]]}, "cluster 0 has span [-1, 0] outside the document's 5 words"),
-    ({"sentences": SENTENCES, "clusters": [[[4, 5]]]}, "cluster 0 has span [4, 5] outside the document's 5 words"),
-    ({"sentences": SENTENCES, "clusters": [0, 1]}, "'clusters' must be a list of clusters, each a list of"),
-    ({"sentences": SENTENCES, "clusters": [[0, 1]]}, "cluster 0 has span 0; spans are [start, end] pairs"),
-    ({"sentences": SENTENCES, "clusters": [], "pos_tags": "PRP VBD"}, "'pos_tags' must be one list of tags per "
-                                                                      "sentence, not 'PRP VBD'"),
-    ({"sentences": SENTENCES, "clusters": [], "pos": [["PRP", "VBD"]]}, "'pos' has 1 tag lists for 2 sentences"),
-    ({"sentences": SENTENCES, "clusters": [], "pos": [["PRP", "VBD"], ["PRP", "VBD", 1.5]]},
-     "'pos' of sentence 1 is ['PRP', 'VBD', 1.5]; tags are strings"),
-    ({"sentences": SENTENCES, "clusters": [], "pos": [["PRP"], ["PRP", "VBD", "."]]},
-     "'pos' of sentence 0 has 1 tags for its 2 words; give one tag per word")])
+@pytest.mark.parametrize(
+    "record, message",
+    [
+        ([SENTENCES], "a JSON list, not an object"),
+        ({"sentences": "he sat", "clusters": []}, "'sentences' must be a non-empty list of sentences, not 'he sat'"),
+        ({"sentences": [[]], "clusters": []}, "'sentences' holds no words"),
+        ({"sentences": [["he", None]], "clusters": []}, "sentence 0 is ['he', None]"),
+        (
+            {"sentences": SENTENCES, "clusters": [[[0, 0], [2.0, 2]]]},
+            "cluster 0 has span [2.0, 2]; spans are [start, end] pairs of integer word indices",
+        ),
+        ({"sentences": SENTENCES, "clusters": [[[0, False]]]}, "cluster 0 has span [0, False]"),
+        ({"sentences": SENTENCES, "clusters": [[[0, 1, 2]]]}, "cluster 0 has span [0, 1, 2]"),
+        (
+            {"sentences": SENTENCES, "clusters": [[[-1, 0]]]},
+            "cluster 0 has span [-1, 0] outside the document's 5 words",
+        ),
+        ({"sentences": SENTENCES, "clusters": [[[4, 5]]]}, "cluster 0 has span [4, 5] outside the document's 5 words"),
+        ({"sentences": SENTENCES, "clusters": [0, 1]}, "'clusters' must be a list of clusters, each a list of"),
+        ({"sentences": SENTENCES, "clusters": [[0, 1]]}, "cluster 0 has span 0; spans are [start, end] pairs"),
+        (
+            {"sentences": SENTENCES, "clusters": [], "pos_tags": "PRP VBD"},
+            "'pos_tags' must be one list of tags per sentence, not 'PRP VBD'",
+        ),
+        ({"sentences": SENTENCES, "clusters": [], "pos": [["PRP", "VBD"]]}, "'pos' has 1 tag lists for 2 sentences"),
+        (
+            {"sentences": SENTENCES, "clusters": [], "pos": [["PRP", "VBD"], ["PRP", "VBD", 1.5]]},
+            "'pos' of sentence 1 is ['PRP', 'VBD', 1.5]; tags are strings",
+        ),
+        (
+            {"sentences": SENTENCES, "clusters": [], "pos": [["PRP"], ["PRP", "VBD", "."]]},
+            "'pos' of sentence 0 has 1 tags for its 2 words; give one tag per word",
+        ),
+    ],
+)
 def test_jsonlines_values_of_the_wrong_type_or_place_are_one_line(tmp_path, record, message):
     path = write(tmp_path, "bad.jsonlines", json.dumps(record) + "\n")
     with pytest.raises(InputError) as raised:

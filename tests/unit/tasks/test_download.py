@@ -78,7 +78,8 @@ def test_a_checksum_mismatch_names_the_file_the_url_and_both_hashes_and_keeps_no
     pinned = corpus.files[0]
     assert "\n" not in message and message.startswith(
         f"{url}: conll/a.conll has SHA-256 {served} (16 bytes), pinned {pinned.sha256} ({pinned.size} bytes); "
-        "nothing was kept")
+        "nothing was kept"
+    )
     assert files_under(cache) == [] and not cache_folder(corpus).exists()
 
 
@@ -118,8 +119,9 @@ def test_an_unreachable_host_is_one_line_and_writes_nothing(cache):
 
 
 @pytest.mark.skipif(not (SHARED_DATA / "ud-english-ewt").is_dir(), reason="needs ../shared/data/ud-english-ewt")
-def test_the_pinned_treebank_downloads_from_the_mirror_variable_into_the_layout_the_readers_take(mirror, cache,
-                                                                                               monkeypatch):
+def test_the_pinned_treebank_downloads_from_the_mirror_variable_into_the_layout_the_readers_take(
+    mirror, cache, monkeypatch
+):
     server, root, host = mirror
     mirror_shared_corpora(root)
     monkeypatch.setenv("HARNESS_DATA_MIRROR", host)
@@ -135,8 +137,11 @@ def test_the_pinned_files_are_the_shared_copies(name):
     corpus = CORPORA[name]
     folder = SHARED_DATA / corpus.shared
     pinned = {file.path: (file.sha256, file.size) for file in corpus.files}
-    copies = {str(path.relative_to(folder)): (hashlib.sha256(path.read_bytes()).hexdigest(), path.stat().st_size)
-              for path in folder.rglob("*") if path.is_file() and str(path.relative_to(folder)) in pinned}
+    copies = {
+        str(path.relative_to(folder)): (hashlib.sha256(path.read_bytes()).hexdigest(), path.stat().st_size)
+        for path in folder.rglob("*")
+        if path.is_file() and str(path.relative_to(folder)) in pinned
+    }
     assert copies == pinned
     if name == LITBANK.name:
         assert len(pinned) == len(list((folder / "conll").iterdir())) == 100

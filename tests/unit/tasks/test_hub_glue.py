@@ -24,8 +24,10 @@ from tasks.registry import get_task
 from tests.conftest import GLUE_DIR
 from tests.unit.hub_cache_helpers import ROOT, glue_hub_files, hub_environment, write_hub_snapshot
 
-pytestmark = pytest.mark.skipif(not (GLUE_DIR / "RTE").is_dir() or not (GLUE_DIR / "CoLA").is_dir(),
-                                reason=f"GLUE RTE and CoLA TSVs not found at {GLUE_DIR}")
+pytestmark = pytest.mark.skipif(
+    not (GLUE_DIR / "RTE").is_dir() or not (GLUE_DIR / "CoLA").is_dir(),
+    reason=f"GLUE RTE and CoLA TSVs not found at {GLUE_DIR}",
+)
 
 OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1"}
 # `load_examples` without a data folder (GLUE from the hub), its examples as JSON; an InputError its line, exit 2.
@@ -53,8 +55,15 @@ def glue_home(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, dict
 
 
 def load_in_subprocess(home: Path, task: str, *splits: str, **variables: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-c", LOAD, task, *splits], check=False,
-                          env=hub_environment(home, **variables), cwd=ROOT, capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-c", LOAD, task, *splits],
+        check=False,
+        env=hub_environment(home, **variables),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_the_snapshot_is_laid_out_as_huggingface_hub_reads_it(glue_home):
@@ -64,8 +73,9 @@ def test_the_snapshot_is_laid_out_as_huggingface_hub_reads_it(glue_home):
     (revision,) = repo.revisions
     assert (revision.commit_hash, revision.refs) == (commit, frozenset({"main"}))
     assert {file.file_path.relative_to(revision.snapshot_path).as_posix() for file in revision.files} == set(files)
-    found = try_to_load_from_cache(HUB_DATASET, "rte/validation-00000-of-00001.parquet", cache_dir=home / "hub",
-                                   repo_type="dataset")
+    found = try_to_load_from_cache(
+        HUB_DATASET, "rte/validation-00000-of-00001.parquet", cache_dir=home / "hub", repo_type="dataset"
+    )
     assert Path(found).read_bytes() == files["rte/validation-00000-of-00001.parquet"]
 
 
@@ -91,8 +101,12 @@ def test_without_glue_in_the_hub_cache_offline_the_error_says_what_to_do(tmp_pat
 
 def test_a_snapshot_without_the_split_says_which_files_it_lacks(glue_home, tmp_path):
     _, _, files = glue_home
-    commit = write_hub_snapshot(tmp_path / "hub", HUB_DATASET, {path: data for path, data in files.items()
-                                                                 if "validation" not in path}, repo_type="dataset")
+    commit = write_hub_snapshot(
+        tmp_path / "hub",
+        HUB_DATASET,
+        {path: data for path, data in files.items() if "validation" not in path},
+        repo_type="dataset",
+    )
     done = load_in_subprocess(tmp_path, "rte", "dev", **OFFLINE)
     assert done.returncode == 2, done.stderr[-3000:]
     assert f"nor has its hub cache snapshot {commit} rte/validation-*.parquet" in done.stdout

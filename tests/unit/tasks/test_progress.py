@@ -52,5 +52,5 @@ def test_a_closed_bar_writes_nothing_more_and_a_short_one_writes_one_line(tmp_pa
         quick = LogBar(total=2, desc="syntax", unit="ex", file=redirected)  # done within its minute
         quick.update(2)
         quick.close()
-    (last,) = log.read_text()[len(written):].splitlines()
+    (last,) = log.read_text()[len(written) :].splitlines()
     assert last.startswith("syntax: 100%") and written.splitlines()[-1].startswith("task: 100%")

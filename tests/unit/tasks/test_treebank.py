@@ -49,12 +49,18 @@ def test_conllx_reads_tabs_and_space_separated_lines(tmp_path):
     assert second.words == ["Hi"]
 
 
-@pytest.mark.parametrize("bad, message", [
-    ("1\tThe\t_\tDT\tDT\t_\t2\tdet\t_\n", r"x\.conllu:1: expected 10"),
-    ("1\tThe\t_\tDT\tDT\t_\t2\tdet\t_\t_\n3\tcat\t_\tNN\tNN\t_\t0\troot\t_\t_\n", r"x\.conllu:2: word id '3' should be 2"),
-    ("1\tThe\t_\tDT\tDT\t_\t_\tdet\t_\t_\n", r"x\.conllu:1: head '_'"),
-    ("1\tThe\t_\tDT\tDT\t_\t7\tdet\t_\t_\n", r"x\.conllu:1: head 7 points past"),
-])
+@pytest.mark.parametrize(
+    "bad, message",
+    [
+        ("1\tThe\t_\tDT\tDT\t_\t2\tdet\t_\n", r"x\.conllu:1: expected 10"),
+        (
+            "1\tThe\t_\tDT\tDT\t_\t2\tdet\t_\t_\n3\tcat\t_\tNN\tNN\t_\t0\troot\t_\t_\n",
+            r"x\.conllu:2: word id '3' should be 2",
+        ),
+        ("1\tThe\t_\tDT\tDT\t_\t_\tdet\t_\t_\n", r"x\.conllu:1: head '_'"),
+        ("1\tThe\t_\tDT\tDT\t_\t7\tdet\t_\t_\n", r"x\.conllu:1: head 7 points past"),
+    ],
+)
 def test_malformed_lines_name_file_and_line(tmp_path, bad, message):
     with pytest.raises(InputError, match=message):
         read_treebank(write(tmp_path, "x.conllu", bad))

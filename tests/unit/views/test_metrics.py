@@ -40,7 +40,8 @@ def test_every_metric_keeps_the_name_it_had_when_names_were_strings(tiny_summary
     for checkpoint in (PRETRAINED, FINETUNED):
         assert sorted(checkpoint_metrics(records, checkpoint)) == sorted(BEFORE["checkpoints"][checkpoint])
         assert sorted(checkpoint_metrics(headline_records(summary), checkpoint)) == sorted(
-            BEFORE["checkpoint_headlines"][checkpoint])
+            BEFORE["checkpoint_headlines"][checkpoint]
+        )
 
 
 def test_a_record_says_its_checkpoint_or_pair_without_its_name_being_read(tiny_summary):

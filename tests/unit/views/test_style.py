@@ -53,9 +53,14 @@ def test_a_clean_figure_has_no_problems():
     plt.close(figure)
 
 
-@pytest.mark.parametrize("draw", [lambda axes: axes.plot([1, 2], color="tab:red"),
-                                  lambda axes: axes.bar([1, 2], [1, 2], color="#ff7f0e"),
-                                  lambda axes: axes.imshow(np.eye(3), cmap="jet")])
+@pytest.mark.parametrize(
+    "draw",
+    [
+        lambda axes: axes.plot([1, 2], color="tab:red"),
+        lambda axes: axes.bar([1, 2], [1, 2], color="#ff7f0e"),
+        lambda axes: axes.imshow(np.eye(3), cmap="jet"),
+    ],
+)
 def test_colours_outside_the_safe_palette_are_found(draw):
     figure, axes = plt.subplots()
     draw(axes)
@@ -76,9 +81,13 @@ def test_head_grids_get_a_centred_difference_panel(tmp_path, caplog, monkeypatch
     captured = []
     monkeypatch.setattr(plt, "close", captured.append)  # keep the figure to look at its panels
     with caplog.at_level(logging.WARNING, logger="harness.views.style"):
-        draw_side_by_side_grids({"pre-trained": before, "fine-tuned": after}, tmp_path / "grid.png", title="t",
-                                colorbar_label="mean attention",
-                                differences=titled_pairs([("pretrained", "finetuned")]))
+        draw_side_by_side_grids(
+            {"pre-trained": before, "fine-tuned": after},
+            tmp_path / "grid.png",
+            title="t",
+            colorbar_label="mean attention",
+            differences=titled_pairs([("pretrained", "finetuned")]),
+        )
     monkeypatch.undo()
     (figure,) = captured
     images = [image for axes in figure.axes for image in axes.images]
@@ -170,7 +179,8 @@ def test_text_drawn_over_the_footnote_is_found(tmp_path, caplog):
     with figure_note("quick look: 64 dev examples"), caplog.at_level(logging.WARNING, logger="harness.views.style"):
         save(figure, tmp_path / "legend.png")
     assert [record.getMessage() for record in caplog.records] == [
-        "figure legend.png: text 'a line' overlaps the footnote"]
+        "figure legend.png: text 'a line' overlaps the footnote"
+    ]
 
 
 def test_an_error_bar_is_checked_where_it_is_drawn_inside_its_panel():
