@@ -18,7 +18,9 @@ name), ``seed``, ``run`` (the run's key: its folder is ``<task>-<model>-seed<see
 ``analysis``, ``checkpoint`` (``pretrained``, ``finetuned``, a baseline) or ``pair``
 (``pretrained->finetuned``: a comparison; one of the two is always missing), ``metric``,
 ``layer`` and ``head`` (1-based, missing where the value is not per layer or per head; write
-``runs["head"]``, as ``runs.head`` is the DataFrame's method) and ``value``. Two kinds of rows:
+``runs["head"]``, as ``runs.head`` is the DataFrame's method), ``value`` and ``step`` (the
+training step of a point of a ``--trajectory`` run; missing on the rows of the run's final
+models). Three kinds of rows:
 
 - every scalar metric of the run, named as MLflow and a study name it (``cosine_mean``,
   ``pattern_finetuned_vertical``, ``dev_accuracy_change``), with the checkpoint or pair its
@@ -34,7 +36,12 @@ name), ``seed``, ``run`` (the run's key: its folder is ``<task>-<model>-seed<see
   classifier's maps per head and class are ``counts.<class>``. Nulls in the store (a head
   with no mention of a type) are left out, as MLflow's metrics leave them out. Not in the
   table: arrays of another shape (the syntax heads per direction and relation, the
-  clustering's JS divergences and MDS, the examples' maps, pruning curves) and labels.
+  clustering's JS divergences and MDS, the examples' maps, pruning curves) and labels;
+- with ``--trajectory``, every scalar metric measured at each kept step, with its ``step``, on
+  the record of the run's metric of that name (the checkpoint kept at the step stands where the
+  fine-tuned model stands; ``runs[runs.step.notna()]`` is the trajectory), and the cosine of
+  each step's maps to the final model's as ``to_final.cosine_layer_<l>`` on the pair
+  ``<step>->finetuned``.
 
 `load_study` gives `STUDY_COLUMNS`: per study task and metric, the mean, standard deviation,
 minimum, maximum and number of seeds the study stored (its analysis, checkpoint and pair from
@@ -58,12 +65,14 @@ import pandas as pd
 
 from classifier import CLASSES
 from harness.config import ExportConfig
+from harness.results.checkpoints import FINETUNED
 from harness.results.store import ensure_writable
 from harness.results.summary import STUDIES, SUMMARY, checked_study, checked_summary, whole_summary
 from harness.views.base import current_entries, pair_name
 from harness.views.metrics import Metric
 from harness.views.style import model_title
 from harness.views.summary import summary_records
+from harness.views.trajectory import TO_FINAL
 from tasks.errors import InputError
 from tasks.files import atomic_path, atomic_write_text
 
@@ -81,6 +90,7 @@ RUN_COLUMNS = {
     "layer": "Int64",
     "head": "Int64",
     "value": "float64",
+    "step": "Int64",
 }
 STUDY_COLUMNS = {
     "study": "string",
@@ -233,10 +243,30 @@ def run_rows(summary: dict[str, Any]) -> Iterator[tuple[Any, ...]]:
             metric.layer,
             None,
             metric.value,
+            None,
         )
     for analysis, (_, entry) in current_entries(summary).items():
         for checkpoint, pair, metric, layer, head, value in entry_arrays(analysis, entry, shape):
-            yield *identity, analysis, checkpoint, pair, metric, layer, head, value
+            yield *identity, analysis, checkpoint, pair, metric, layer, head, value, None
+    yield from trajectory_rows(summary, identity)
+
+
+def trajectory_rows(summary: dict[str, Any], identity: tuple[Any, ...]) -> Iterator[tuple[Any, ...]]:
+    """A ``--trajectory`` run's metrics at each kept step, each on the record of the run's metric
+    of that name (a point is measured as a run is), and each step's cosine to the final maps."""
+    records = {metric.name: metric for metric in summary_records(summary)}
+    for point in (summary.get("trajectory") or {}).get("points", []):
+        step = point["step"]
+        for name, value in point["metrics"].items():
+            metric = records.get(name)
+            placed = (
+                (None, None, None, None)
+                if metric is None
+                else (metric.analysis, metric.checkpoint, pair_of(metric), metric.layer)
+            )
+            yield *identity, *placed[:3], name, placed[3], None, value, step
+        for name, value in point[TO_FINAL].items():
+            yield *identity, "cosine", None, f"step-{step}->{FINETUNED}", f"{TO_FINAL}.{name}", None, None, value, step
 
 
 def pair_of(metric: Metric) -> str | None:

@@ -38,7 +38,7 @@ from markdown_it import MarkdownIt
 from markupsafe import Markup
 
 from harness.config import EnvironmentConfig, ReportConfig
-from harness.present.redraw import drawn_files
+from harness.present.redraw import TRAJECTORY, drawn_files
 from harness.present.study_figures import task_text, tasks_text
 from harness.recipes import describe_recipe
 from harness.results.checkpoints import PAIRS
@@ -258,6 +258,8 @@ class Page:
             self.analysis_section(analysis, entry, drawn.get(analysis, []), run.folder.name)
             for analysis, entry in run.summary["analyses"].items()
         ]
+        if TRAJECTORY in drawn and run.summary.get("trajectory"):
+            analyses.append(self.trajectory_section(run.summary["trajectory"], drawn[TRAJECTORY], run.folder.name))
         return {
             "folder": run.folder.name,
             "failed": False,
@@ -284,6 +286,25 @@ class Page:
             "description": what_it_does(name),
             "in_view": name == ExamplesView.name,
             "parameters": analysis_parameters(entry),
+            "figures": self.figure_list(files, group),
+            "tables": markdown_files([path for path in files if path.suffix == ".md"], titled=False),
+        }
+
+    def trajectory_section(self, trajectory: dict[str, Any], files: list[Path], group: str) -> dict[str, Any]:
+        """A --trajectory run's checkpoints along the fine-tuning: which steps, and the figures and
+        table drawn over them."""
+        steps = ", ".join(f"{point['step']} ({point['examples_seen']:,} examples)" for point in trajectory["points"])
+        return {
+            "name": TRAJECTORY,
+            "version": None,
+            "description": Markup(
+                MARKDOWN.renderInline(
+                    "Every analysis but the ablation on the checkpoints kept along the fine-tuning, each "
+                    "beside the pre-trained model and compared with the final one: when attention changes."
+                )
+            ),
+            "in_view": False,
+            "parameters": [("steps kept", f"{steps} of {trajectory['of_steps']}")],
             "figures": self.figure_list(files, group),
             "tables": markdown_files([path for path in files if path.suffix == ".md"], titled=False),
         }

@@ -60,6 +60,8 @@ from tasks.files import DiskFull
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 CHECKPOINT_ARTIFACT = "checkpoint"  # the fine-tuned model in MLflow (weights, config with label names, tokenizer)
 RUN_SETTINGS = "config.json"  # the run's settings, as `--config` reads them
+VARIED = ("task.", "finetune.")  # the groups of settings logged as MLflow params (`varied_settings`)
+VARIED_ALONE = ("environment.precision", "analysis.analyses")
 HEADLINE = "headline"  # MLflow's charts group metrics by the prefix before "/": the short list is one section
 
 
@@ -357,26 +359,18 @@ def log_run(
     figures: list[Path],
     timings: dict[str, float],
 ) -> list[str]:
-    """The run's MLflow record: params (flags, data, code and model provenance), the training curve,
-    every metric of the summary and its headline, with --trajectory the headline and per-layer
-    cosine at each kept step (`trajectory_metrics`: MLflow charts them over the steps), and the
-    summary and figures as artifacts (the
-    fine-tuned checkpoint too with ``--log-checkpoint``: it is in the checkpoint cache anyway);
-    then its checkpoints' child runs (`log_checkpoint_runs`), whose ids it returns."""
+    """The run's MLflow record: as params the settings a researcher varies (`varied_settings`), as
+    tags what identifies the data, code and model (`run_identity`), the training curve, every
+    metric of the summary and its headline, with --trajectory the headline and per-layer cosine
+    at each kept step (`trajectory_metrics`: MLflow charts them over the steps), and the summary,
+    every setting (config.json) and the figures as artifacts (the fine-tuned checkpoint too with
+    ``--log-checkpoint``: it is in the checkpoint cache anyway); then its checkpoints' child runs
+    (`log_checkpoint_runs`), whose ids it returns."""
     described = summary["run"]
-    tracker.log_params(
-        {
-            **flatten("", plan.config),
-            **flatten("data", plan.data.identity),
-            **code_version(),
-            **model_provenance(plan.config.task.model),
-            "model.weights_sha256": described["checkpoints"][PRETRAINED]["weights_sha256"],
-            "examples.compared": str(described["num_eval_examples"]),
-            "examples.trained": str(described["train_examples"]),
-        }
-    )
-    # a tag, not a param: the rerun with the corpora present adds their analyses under the same key
-    tracker.set_tags({SKIPPED_TAG: ", ".join(plan.skipped) or "none"})
+    tracker.log_params(varied_settings(plan.config))
+    # tags, not params: the rerun with the corpora present adds their analyses under the same key
+    tracker.set_tags({**run_identity(plan, described), SKIPPED_TAG: ", ".join(plan.skipped) or "none"})
+    tracker.log_artifact(plan.run_dir / RUN_SETTINGS)
     timing_metrics = [(f"seconds_{source}", seconds, 0) for source, seconds in timings.items()]
     records, headline = summary_records(summary), headline_records(summary)
     tracker.log_metrics(
@@ -393,6 +387,27 @@ def log_run(
     if plan.config.environment.log_checkpoint:
         tracker.log_folder_once(tuned.checkpoint_dir, CHECKPOINT_ARTIFACT)
     return log_checkpoint_runs(tracker, plan, described["checkpoints"], records, headline)
+
+
+def varied_settings(config: RunConfig) -> dict[str, str]:
+    """The settings a researcher varies between runs, as MLflow params (the axes its compare view
+    offers): the task and model, the fine-tuning recipe, the precision and the analyses asked
+    for. Every other setting is in the run's config.json artifact."""
+    flat = flatten("", config)
+    return {name: value for name, value in flat.items() if name.startswith(VARIED) or name in VARIED_ALONE}
+
+
+def run_identity(plan: RunPlan, described: dict[str, Any]) -> dict[str, str]:
+    """What identifies the run's inputs, as MLflow tags: the data's files and hashes, the code's
+    version and commit, the model's id, revision and weights, and the examples counted."""
+    return {
+        **flatten("data", plan.data.identity),
+        **code_version(),
+        **model_provenance(plan.config.task.model),
+        "model.weights_sha256": described["checkpoints"][PRETRAINED]["weights_sha256"],
+        "examples.compared": str(described["num_eval_examples"]),
+        "examples.trained": str(described["train_examples"]),
+    }
 
 
 def checkpoint_metrics(metrics: list[Metric], checkpoint: str) -> dict[str, float]:
@@ -432,14 +447,8 @@ def log_checkpoint_runs(
                 "seed": str(config.finetune.seed),
             },
         )
-        child.log_params(
-            {
-                "checkpoint": checkpoint,
-                "task": config.task.task,
-                "model": config.task.model,
-                **flatten("identity", identities[checkpoint]),
-            }
-        )
+        child.log_params({"checkpoint": checkpoint, "task": config.task.task, "model": config.task.model})
+        child.set_tags(flatten("identity", identities[checkpoint]))
         own = checkpoint_metrics(metrics, checkpoint)
         own_headline = checkpoint_metrics(headline, checkpoint)
         child.log_metrics(

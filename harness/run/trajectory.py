@@ -27,8 +27,8 @@ from harness.results.store import ResultStore
 from harness.run.engine import analyse, renamed_entry
 from harness.views.base import per_checkpoint_results, per_pair_results
 from harness.views.summary import summary_metrics
+from harness.views.trajectory import TO_FINAL
 
-TO_FINAL = "to_final"  # each point's comparison with the fine-tuned model (`TO_FINAL_ANALYSES`)
 PREFIX = "trajectory"  # MLflow's section of the metrics over the training steps
 TO_FINAL_ANALYSES = ("cosine",)  # joint comparisons that say how far a point still is from the end
 NOT_ON_THE_WAY = (Ablation.name,)  # the ablation scores one trained head under many masks: the final one only

@@ -33,6 +33,8 @@ from harness.views.evidence import RESAMPLES, SEED, UnitSums, resampled_verdict
 from harness.views.style import markdown_table, plt, run_title, save, suptitle
 from harness.views.summary import summary_metrics
 
+TO_FINAL = "to_final"  # each point's comparison with the fine-tuned model (the cosine to the final maps)
+
 PATTERN_CLASSES = ("vertical", "diagonal", "vertical_diagonal", "block", "heterogeneous")
 EARLY = 0.1  # "in the first 10% of training"
 COSINE_LAYER = "cosine_layer_"  # the cosine to the pre-trained maps per layer: cosine_layer_1, ...
@@ -114,7 +116,7 @@ def run_table(summary: dict[str, Any], metrics: dict[str, float], main_metric: s
     steps = steps_of(summary)
     layers = layer_names(metrics)
     found = series(summary, metrics, [f"{main_metric}_{FINETUNED}", *layers])
-    to_final = [None, *(point["to_final"].get(layers[-1]) for point in points_of(summary)), 1.0]
+    to_final = [None, *(point[TO_FINAL].get(layers[-1]) for point in points_of(summary)), 1.0]
     rows = [
         [
             str(step),

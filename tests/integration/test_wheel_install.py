@@ -242,9 +242,13 @@ def test_the_installed_wheel_runs_redraws_and_reports_from_a_users_project(dist,
     assert summary["analyses"]["patterns"]["settings"]["cross_validation"] is not None
     assert (project / ".cache" / "checkpoints").is_dir()
     with sqlite3.connect(project / "mlruns" / "mlflow.db") as database:
-        params = dict(database.execute("SELECT key, value FROM params WHERE key LIKE 'harness.%'").fetchall())
-    # not the commit of the user's project that holds the environment
-    assert params == {"harness.version": "0.1.0", "harness.git_commit": "unknown"}
+        code = dict(
+            database.execute(
+                "SELECT key, value FROM tags WHERE key IN ('harness.version', 'harness.git_commit')"
+            ).fetchall()
+        )
+    # tags (what identifies the code), and not the commit of the user's project that holds the environment
+    assert code == {"harness.version": "0.1.0", "harness.git_commit": "unknown"}
 
     (said,) = run([harness, "figures", str(run_folder.relative_to(project))], project, env).stdout.splitlines()
     drawn = list((run_folder / "figures").glob("*.png"))

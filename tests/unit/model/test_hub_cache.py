@@ -79,10 +79,10 @@ def hub_run_arguments(tiny_data: Path, root: Path, *extra: str, data_dir: bool =
     return arguments
 
 
-def mlflow_params(root: Path) -> dict[str, str]:
+def mlflow_identity(root: Path) -> dict[str, str]:
     client = MlflowClient(tracking_uri=f"sqlite:///{root}/mlflow.db")
     (run,) = client.search_runs([client.get_experiment_by_name("attention-shift").experiment_id], HARNESS_RUNS)
-    return run.data.params
+    return run.data.tags  # what identifies the model and the data: tags, not params
 
 
 def test_the_cache_is_laid_out_as_huggingface_hub_and_transformers_read_it(hub_home, tiny_model_dir):
@@ -115,7 +115,7 @@ def test_a_hub_id_runs_offline_from_the_cache_and_the_run_records_its_revision(h
     cached = snapshot(hub)
     done = harness(hub_run_arguments(tiny_data, tmp_path), hub_environment(home, HF_HUB_OFFLINE="1"), tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
-    params = mlflow_params(tmp_path)
+    params = mlflow_identity(tmp_path)
     assert (params["model.id"], params["model.revision"]) == (MODEL_ID, hub_home["model"])
     weights = (
         hub
@@ -142,7 +142,7 @@ def test_with_the_hub_unreachable_model_and_glue_come_from_the_cache(hub_home, t
     env = hub_environment(hub_home["home"], HF_ENDPOINT=refused_endpoint)
     done = harness(hub_run_arguments(tiny_data, tmp_path, "--analyses", "cosine", data_dir=False), env, tmp_path)
     assert done.returncode == 0, done.stderr[-3000:]
-    params = mlflow_params(tmp_path)
+    params = mlflow_identity(tmp_path)
     assert (params["model.id"], params["model.revision"]) == (MODEL_ID, hub_home["model"])
     assert (params["data.hub"], params["data.config"]) == (HUB_DATASET, "rte")
     assert (params["examples.trained"], params["examples.compared"]) == ("24", "8")  # the tiny RTE's splits

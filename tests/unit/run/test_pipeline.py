@@ -139,11 +139,15 @@ def test_one_mlflow_run_per_key_and_no_metric_logged_twice(finished, capsys):
         (Path(client.download_artifacts(run.info.run_id, "checkpoint/config.json", str(root)))).read_text()
     )
     assert config["id2label"] == {"0": "entailment", "1": "not_entailment"}
-    params = run.data.params
+    # params: the few settings a researcher varies (MLflow's compare view plots them); the identity as tags
+    params, tags = run.data.params, run.data.tags
+    assert params["task.task"] == "rte" and params["finetune.learning_rate"] and params["environment.precision"]
+    assert all(name.startswith(("task.", "finetune.")) or name.count(".") == 1 for name in params) and len(params) < 25
     (summary,) = summaries(root).values()
-    assert params["examples.compared"] == str(summary["run"]["num_eval_examples"])
-    assert params["harness.version"] and params["harness.git_commit"] and params["model.revision"] == "local folder"
-    assert len(params["model.weights_sha256"]) == 64 and "/" not in params["model.id"]
+    assert tags["examples.compared"] == str(summary["run"]["num_eval_examples"])
+    assert tags["harness.version"] and tags["harness.git_commit"] and tags["model.revision"] == "local folder"
+    assert len(tags["model.weights_sha256"]) == 64 and "/" not in tags["model.id"]
+    assert not {name for name in params if name.startswith(("data.", "model.", "harness.", "examples."))}
 
 
 def test_each_checkpoint_has_a_child_run_with_the_same_metric_names_and_a_compare_link(finished, capsys):
@@ -164,6 +168,8 @@ def test_each_checkpoint_has_a_child_run_with_the_same_metric_names_and_a_compar
     assert not {name for name in (*before, *after) if "change" in name or "cosine" in name}  # pairs': neither's
     for name, run in children.items():
         assert run.info.status == "FINISHED" and run.data.params["checkpoint"] == name
+        assert not [param for param in run.data.params if param.startswith("identity.")]
+        assert [tag for tag in run.data.tags if tag.startswith("identity.")]  # its identity: tags
         assert run.data.metrics["dev_accuracy"] == parent.data.metrics[f"dev_accuracy_{name}"]
         assert run.data.metrics["surface_previous_heads"] == parent.data.metrics[f"surface_{name}_previous_heads"]
     runs = quote(

@@ -14,6 +14,7 @@ from mlflow.tracking import MlflowClient
 
 from harness.cli import build_parser, configs_from, main
 from harness.config import StudyConfig
+from harness.present.frames import load_runs
 from harness.present.study_figures import draw_study
 from harness.results.summary import checked_study
 from harness.study.aggregate import change_findings, support, task_aggregate, task_cell
@@ -375,3 +376,15 @@ def test_a_study_along_fine_tuning_says_when_attention_and_the_score_change(
     steps = [point.step for point in history]
     assert len(steps) == 4 and steps == sorted(steps) and steps[0] > 0  # three kept steps and the last
     assert history[-1].value == pytest.approx(parent.data.metrics["cosine_layer_2"])
+    # load_runs: each kept step's metrics on the run's records, with the step
+    runs = load_runs(run)
+    along = runs[runs.step.notna()]
+    assert sorted(set(along.step)) == steps[:-1]
+    cosine = along[along.metric == "cosine_layer_2"]
+    assert set(cosine.analysis) == {"cosine"} and set(cosine.layer) == {2} and len(cosine) == 3
+    assert len(along[along.metric == "to_final.cosine_layer_2"]) == 3
+    # the report: the run's trajectory section, its steps and figures
+    page = tmp_path / "out" / "report" / "index.html"
+    assert main(["report", "--output-dir", str(tmp_path / "out"), "--out", str(page)]) == 0
+    html = page.read_text(encoding="utf-8")
+    assert "steps kept" in html and "trajectory_cosine_per_layer.png" in html
