@@ -31,9 +31,9 @@ from harness.run.plan import select_analyses
 from harness.run.trajectory import step_name, trajectory
 
 
-def measure(task: str, model: str, examples: int, extra: int) -> dict[str, object]:
+def measure(task: str, model: str, examples: int, extra: int, quick: bool = False) -> dict[str, object]:
     """The run's default analyses (the ablation aside) with ``extra`` checkpoints along the way, in this process."""
-    bench = prepare_bench(run_config(task, model, examples))
+    bench = prepare_bench(run_config(task, model, examples, quick=quick))
     named = {checkpoint.name: checkpoint for checkpoint in bench.checkpoints}
     along = [
         Checkpoint(
@@ -77,12 +77,16 @@ def main() -> None:
     parser.add_argument("--model", default="minilm")
     parser.add_argument("--examples", type=int, default=200)
     parser.add_argument("--extra", type=int, nargs="+", default=[0, 1, 3, 5])
+    parser.add_argument("--quick", action="store_true", help="cap every source as `harness run --quick` does")
     parser.add_argument("--out", type=Path, help="also write the results as JSON here")
     args = parser.parse_args()
-    rows = [in_fresh_process(args.task, args.model, args.examples, extra) for extra in args.extra]
+    rows = [in_fresh_process(args.task, args.model, args.examples, extra, args.quick) for extra in args.extra]
     base = next((row for row in rows if row["extra"] == 0), rows[0])
     slope = np.polyfit([row["extra"] for row in rows], [row["seconds"] for row in rows], 1)[0] if len(rows) > 1 else 0
-    print(f"{args.model} on {args.task}, {base['examples']} dev examples, every default analysis but the ablation")
+    capped = ", every source capped (--quick)" if args.quick else ""
+    print(
+        f"{args.model} on {args.task}, {base['examples']} dev examples{capped}, every default analysis but the ablation"
+    )
     print("| extra checkpoints | seconds | over the run's own | peak RSS, MB | peak GPU, MB |")
     print("|---|---|---|---|---|")
     for row in rows:

@@ -34,11 +34,14 @@ class Bench:
     finetuned: str
 
 
-def run_config(task: str, model: str, examples: int, batch_size: int = 16, **finetune: object) -> RunConfig:
+def run_config(
+    task: str, model: str, examples: int, batch_size: int = 16, quick: bool = False, **finetune: object
+) -> RunConfig:
+    """A benchmark's run settings; ``quick`` caps every source as `harness run --quick` does."""
     return RunConfig(
         TaskConfig(task=task, model=model),
         FineTuneConfig(**finetune),
-        AnalysisConfig(max_eval_examples=examples, eval_batch_size=batch_size),
+        AnalysisConfig(max_eval_examples=examples, eval_batch_size=batch_size, quick=quick),
         EnvironmentConfig(output_dir=Path("outputs/bench"), cache_dir=Path(".cache/checkpoints")),
     )
 

@@ -92,6 +92,7 @@ def test_results_are_keyed_by_the_tagger():
     assert tagger_identity()["tagger"] == "en_core_web_sm"
 
 
+@pytest.mark.slow
 def test_each_figure_title_says_the_inputs_once(tiny_tokenizer, tmp_path, monkeypatch, caplog):
     entry = {"pairs": [[PRETRAINED, FINETUNED]], "result": finish(uniform_features(tiny_tokenizer))}
     closed = []

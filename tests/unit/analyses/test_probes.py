@@ -55,6 +55,7 @@ def batches(
 # Glorot starts the pointing head's weight at a random value (here below the other head's), so
 # the probe needs more sentences to read it than from equal weights.
 @pytest.mark.parametrize(("init", "train_sentences", "attn_floor"), [("zeros", 300, 95.0), ("glorot", 1000, 80.0)])
+@pytest.mark.slow
 def test_probe_reads_a_head_that_points_at_gold_heads_and_not_uniform_attention(init, train_sentences, attn_floor):
     analysis = Probes(context(analysis_seed=0, probe_init=init))
     for batch in batches(TRAIN, train_sentences, seed=1) + batches(DEV, 40, seed=2):

@@ -155,6 +155,7 @@ def test_statistics_do_not_depend_on_padding(tiny_pair, tiny_tokenizer):
                 ), name
 
 
+@pytest.mark.slow
 def test_result_layers_overall_pair_changes_metrics_and_figures(tiny_pair, tiny_tokenizer, tmp_path):
     result = run_sinks(tiny_pair, tiny_tokenizer, batch_size=2)
     pretrained, finetuned = result["per_checkpoint"]["pretrained"], result["per_checkpoint"]["finetuned"]

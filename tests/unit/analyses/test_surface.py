@@ -106,6 +106,7 @@ def test_tiny_bert_statistics_do_not_depend_on_padding(tiny_pair, tiny_tokenizer
         )
 
 
+@pytest.mark.slow
 def test_tiny_bert_result_shapes_ranges_and_figures(tiny_pair, tiny_tokenizer, tmp_path):
     result = run_surface(tiny_pair, tiny_tokenizer, batch_size=2)
     pretrained, finetuned = result["per_checkpoint"]["pretrained"], result["per_checkpoint"]["finetuned"]

@@ -338,6 +338,7 @@ def drawn_panels(entry, tmp_path, monkeypatch) -> tuple[list[str], dict[str, lis
     return [path.name for path in files], titles
 
 
+@pytest.mark.slow
 def test_a_single_sentence_task_says_nothing_of_the_other_sentence(single_entry, tmp_path, monkeypatch, caplog):
     pretrained = single_entry["result"]["per_checkpoint"][PRETRAINED]
     assert (pretrained["pair_items"], pretrained["num_items"], pretrained["examples"][CROSS]) == (0, 3, 0)
@@ -361,6 +362,7 @@ def test_a_single_sentence_task_says_nothing_of_the_other_sentence(single_entry,
     assert "other sentence" not in "".join(tables.values())
 
 
+@pytest.mark.slow
 def test_a_pair_task_shows_the_other_sentence_once_per_checkpoint(entry, tmp_path, monkeypatch):
     assert entry["result"]["per_checkpoint"][PRETRAINED]["pair_items"] == 3
     for line, checkpoint in zip(VigView.printed(entry), (PRETRAINED, FINETUNED)):
@@ -382,6 +384,7 @@ def test_a_pair_task_shows_the_other_sentence_once_per_checkpoint(entry, tmp_pat
     assert STATISTICS[CROSS] not in VigView.printed(stored_before)[0]
 
 
+@pytest.mark.slow
 def test_view_figures_and_tables_from_a_stored_entry(entry, tmp_path):
     run = {"model": "tiny", "task": "test"}
     files = VigView.draw(entry, run, tmp_path)

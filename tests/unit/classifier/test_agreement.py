@@ -35,6 +35,7 @@ def test_agreement_counts_what_two_passes_share():
         agreement(rows, {"not-a-map": "vertical"})
 
 
+@pytest.mark.slow
 def test_the_stored_agreement_is_what_the_stored_second_pass_gives():
     stored = json.loads(AGREEMENT_FILE.read_text())
     second = parse_label_lines(SECOND_PASS_FILE.read_text().splitlines(), str(SECOND_PASS_FILE))

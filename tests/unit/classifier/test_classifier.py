@@ -126,6 +126,7 @@ def test_the_guidelines_lines_on_hand_built_maps():
     assert block_line.side(map_features(clear_map("block", n))) == "heterogeneous"  # one segment: never block
 
 
+@pytest.mark.slow
 def test_every_labelled_map_is_on_its_side_of_the_guidelines_lines(tmp_path):
     rows, maps = read_labels(), read_maps()
     assert misplaced(rows, maps) == []
@@ -266,6 +267,7 @@ def test_label_lines_accept_names_and_short_codes_and_reject_others():
         parse_label_lines(["a1 stripes"], "x.txt")
 
 
+@pytest.mark.slow
 def test_predict_cli_prints_one_label_per_map(tmp_path):
     path = tmp_path / "maps.npz"
     np.savez(path, first=clear_map("diagonal", 30), second=clear_map("vertical", 50))
@@ -275,6 +277,7 @@ def test_predict_cli_prints_one_label_per_map(tmp_path):
     assert output == ["first\tdiagonal", "second\tvertical"]
 
 
+@pytest.mark.slow
 def test_predict_cli_rejects_a_non_square_map_in_one_line(tmp_path):
     path = tmp_path / "bad.npz"
     np.savez(path, wide=np.ones((3, 4)))
@@ -328,6 +331,7 @@ def test_training_is_seeded_and_logged_with_its_held_out_scores(tmp_path, kind):
     assert load_classifier(tmp_path / "a.pt").kind == kind
 
 
+@pytest.mark.slow
 def test_training_from_the_labels_reproduces_the_shipped_weights_scores(tmp_path):
     """`python -m classifier train`'s recipe, from the stored labels and seed 0, gives the shipped
     weights' split and held-out scores (to 0.02: CPU kernels may differ in the last bits)."""

@@ -126,6 +126,7 @@ def test_the_shipped_candidates_are_whole_recipes_of_the_tree_kind(labelled):
     assert all(replace(labelled, **candidate).kind == "trees" for candidate in CANDIDATES)
 
 
+@pytest.mark.slow
 def test_scores_have_intervals_around_them_over_inputs():
     labels = np.array([0, 1, 2, 3, 4] * 4)
     predicted = labels.copy()

@@ -68,6 +68,7 @@ def with_baselines(tiny_model_dir, tiny_data, tmp_path_factory):
     return root, argv, read_json(summary_path), summary_path.parent
 
 
+@pytest.mark.slow
 def test_a_run_with_baselines_scores_all_four_checkpoints_and_compares_the_fine_tune_with_each(
     with_baselines, tiny_model_dir
 ):
@@ -95,6 +96,7 @@ def test_a_run_with_baselines_scores_all_four_checkpoints_and_compares_the_fine_
     assert all("dev/accuracy" in scores[name]["metrics"] for name in (FROZEN_ENCODER, RANDOM_INIT))
 
 
+@pytest.mark.slow
 def test_the_run_draws_table_1_and_a_second_run_reuses_every_checkpoint_and_result(with_baselines, capsys):
     root, argv, _, run_dir = with_baselines
     table = (run_dir / "figures" / "evaluation_table.md").read_text()
@@ -107,6 +109,7 @@ def test_the_run_draws_table_1_and_a_second_run_reuses_every_checkpoint_and_resu
     assert "cached checkpoint" in capsys.readouterr().out
 
 
+@pytest.mark.slow
 def test_table_1_puts_the_papers_numbers_beside_ours_for_bert_base(with_baselines):
     _, _, summary, _ = with_baselines
     table = table_1_markdown(summary["analyses"][Evaluation.name], {**summary["run"], "model": "bert-base-uncased"})

@@ -216,6 +216,7 @@ def test_the_training_bar_counts_examples_and_shows_the_loss_not_log_dictionarie
     assert "learning_rate" not in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_a_trajectory_keeps_the_model_at_fractions_of_the_training_steps(tiny_model_dir, tiny_data, tmp_path):
     """--trajectory 0.25 0.5: the model after steps 1 and 2 of 3 (the nearest to a quarter and a
     half), each loadable, each its own weights, recorded with the step and the examples seen; the

@@ -94,6 +94,7 @@ def view_data(page: Path) -> dict:
     return json.loads(parsed(page).by_id["example-data"])
 
 
+@pytest.mark.slow
 def test_a_run_without_a_study_makes_a_page_that_works_when_moved(stored_run, capsys, tmp_path):
     page = stored_run / "report" / "index.html"
     code, _ = report(capsys, "--output-dir", str(stored_run / "out"), "--out", str(page))
@@ -108,6 +109,7 @@ def test_a_run_without_a_study_makes_a_page_that_works_when_moved(stored_run, ca
     assert links.ids.index("examples") < links.ids.index("tasks") and "study" not in links.ids
 
 
+@pytest.mark.slow
 def test_the_page_holds_the_runs_parameters_and_every_analysis(stored_run, capsys):
     page = stored_run / "report" / "params.html"
     assert report(capsys, "--output-dir", str(stored_run / "out"), "--out", str(page))[0] == 0
@@ -123,6 +125,7 @@ def test_the_page_holds_the_runs_parameters_and_every_analysis(stored_run, capsy
             assert key in text
 
 
+@pytest.mark.slow
 def test_the_per_example_view_has_the_stored_maps_of_both_checkpoints(stored_run, capsys):
     page = stored_run / "report" / "view.html"
     assert report(capsys, "--output-dir", str(stored_run / "out"), "--out", str(page))[0] == 0
@@ -141,6 +144,7 @@ def test_the_per_example_view_has_the_stored_maps_of_both_checkpoints(stored_run
         assert shown["most_changed"]["layer"] in (1, 2)
 
 
+@pytest.mark.slow
 def test_a_study_comes_first_with_its_findings_and_each_tasks_spread_over_seeds(stored_study, capsys):
     page = stored_study / "report" / "index.html"
     assert report(capsys, "--output-dir", str(stored_study / "out"), "--out", str(page))[0] == 0
@@ -165,6 +169,7 @@ def test_a_study_comes_first_with_its_findings_and_each_tasks_spread_over_seeds(
     assert [run["label"].split(" (")[0] for run in view_data(page)["runs"]] == ["rte seed 42", "mrpc seed 42"]
 
 
+@pytest.mark.slow
 def test_a_study_is_found_by_name_or_folder_and_an_unknown_one_is_one_line(stored_study, capsys):
     out = stored_study / "out"
     for chosen in ("tiny", str(out / "studies" / "tiny")):
@@ -187,6 +192,7 @@ def test_nothing_stored_is_one_clear_line(capsys, tmp_path):
     assert code == 2 and "--out" in err and "must end in .html" in err
 
 
+@pytest.mark.slow
 def test_an_unwritable_page_folder_is_one_line(stored_run, capsys, tmp_path):
     blocked = tmp_path / "file"
     blocked.write_text("a file where the page's folder would be")
@@ -194,6 +200,7 @@ def test_an_unwritable_page_folder_is_one_line(stored_run, capsys, tmp_path):
     assert code == 2 and len(err.strip().splitlines()) == 1 and "--out" in err and "cannot write there" in err
 
 
+@pytest.mark.slow
 def test_names_with_markup_or_ampersands_are_shown_as_text(stored_study, capsys, tmp_path):
     """A study named with a script element and a run folder named with one and an ``&`` show as
     text: the page's templates escape every stored value by default."""
@@ -222,6 +229,7 @@ def test_the_inline_data_cannot_end_its_script_element():
     assert "<" not in text and json.loads(text) == data
 
 
+@pytest.mark.slow
 def test_every_run_is_shown_by_default_and_runs_or_study_choose(stored_study, capsys, tmp_path):
     out = stored_study / "out"
     (study_run, *_) = sorted(out.glob("rte-*"))
@@ -246,6 +254,7 @@ def test_every_run_is_shown_by_default_and_runs_or_study_choose(stored_study, ca
     shutil.rmtree(outside)
 
 
+@pytest.mark.slow
 def test_the_page_and_the_export_go_under_the_output_folder_by_default(stored_run, capsys, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # where ./outputs would be
     out = stored_run / "out"
@@ -258,6 +267,7 @@ def test_the_page_and_the_export_go_under_the_output_folder_by_default(stored_ru
     shutil.rmtree(out / "export")
 
 
+@pytest.mark.slow
 def test_runs_expands_a_quoted_glob_pattern_itself(stored_study, capsys, tmp_path, monkeypatch):
     out = stored_study / "out"
     runs = sorted(path.parent for path in out.glob(f"*-seed*/{SUMMARY}"))  # the study's four

@@ -59,6 +59,7 @@ def three(sources, tmp_path_factory):
     return checkpoints, store, entries
 
 
+@pytest.mark.slow
 def test_every_analysis_measures_three_checkpoints_and_compares_each_declared_pair(three):
     _, _, entries = three
     assert set(entries) == set(ANALYSES)
@@ -73,6 +74,7 @@ def test_every_analysis_measures_three_checkpoints_and_compares_each_declared_pa
 
 
 @pytest.mark.slow  # every analysis's figures: about 40 s
+@pytest.mark.slow
 def test_every_analysis_draws_three_checkpoints(three, tmp_path):
     _, _, entries = three
     run = {"model": "tiny", "task": "rte", "seed": 42, "num_layers": 2, "num_heads": 4}
@@ -92,6 +94,7 @@ def test_every_analysis_draws_three_checkpoints(three, tmp_path):
     assert all(path.stat().st_size > 0 for path in written)
 
 
+@pytest.mark.slow
 def test_analysing_again_reuses_every_stored_result(three, sources):
     checkpoints, store, entries = three
     before = snapshot(store.root)
@@ -99,6 +102,7 @@ def test_analysing_again_reuses_every_stored_result(three, sources):
     assert again == entries and snapshot(store.root) == before
 
 
+@pytest.mark.slow
 def test_a_fourth_checkpoint_computes_only_its_own_per_checkpoint_results(three, sources):
     checkpoints, store, _ = three
     extra = as_checkpoints({"d": tiny_bert(7)})

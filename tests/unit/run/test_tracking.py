@@ -12,6 +12,7 @@ from tasks.errors import InputError
 from tests.conftest import tiny_run_arguments
 
 
+@pytest.mark.slow
 def test_tracker_reopens_the_same_parent_run_and_logs_nothing_twice(tmp_path):
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     config = RunConfig(TaskConfig(task="rte"))
@@ -36,6 +37,7 @@ def test_tracker_reopens_the_same_parent_run_and_logs_nothing_twice(tmp_path):
     assert [item.path for item in client.list_artifacts(first.run_id, "x")] == ["x/a.json"]
 
 
+@pytest.mark.slow
 def test_the_experiment_opens_as_model_training_in_the_mlflow_ui(tmp_path):
     """MLflow 3's UI shows an experiment without the kind tag in its GenAI mode; a store made
     before the tag existed gets it when the harness next opens it."""
@@ -64,6 +66,7 @@ def damaged_store(tmp_path, runs: int = 20) -> Path:
     return database
 
 
+@pytest.mark.slow
 def test_a_damaged_store_is_one_line_and_takes_no_run(tiny_model_dir, tiny_data, tmp_path, capsys):
     database = damaged_store(tmp_path)
     assert damage(database) is not None
