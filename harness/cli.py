@@ -97,8 +97,12 @@ FLAGS_OPTIONAL = {("figures", TaskConfig)}
 # A study sets each run's task from --tasks (and its seeds from --seed on): no --task flag.
 LEFT_OUT = {
     ("study", TaskConfig): ("task",),
-    ("report", EnvironmentConfig): ("device", "precision", "cache_dir", "tracking_uri"),  # only --output-dir
-    ("export", EnvironmentConfig): ("device", "precision", "cache_dir", "tracking_uri", "log_checkpoint"),
+    ("report", EnvironmentConfig): ("device", "precision", "cache_dir", "tracking_uri", "no_figures"),  # --output-dir
+    ("export", EnvironmentConfig): ("device", "precision", "cache_dir", "tracking_uri", "log_checkpoint", "no_figures"),
+    # --no-figures is for the commands that draw at their end
+    ("figures", EnvironmentConfig): ("no_figures",),
+    ("finetune", EnvironmentConfig): ("no_figures",),
+    ("annotate", EnvironmentConfig): ("no_figures",),
 }
 
 

@@ -296,6 +296,11 @@ class EnvironmentConfig(Flags):
         "also copy the fine-tuned checkpoint into the MLflow run's artifacts "
         "(it is in --cache-dir in any case; bert-base's is 440 MB)",
     )
+    no_figures: bool = option(
+        False,
+        "draw no figures or tables at the end (a batch of runs on a cluster): every result is stored, "
+        "and `harness figures RUN_FOLDER` (a study: the same command without this flag) draws them later",
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -237,22 +237,40 @@ def snapshot(folder: Path) -> dict[str, tuple[int, bytes]]:
     }
 
 
-def tiny_run_arguments(tiny_model_dir: Path, tiny_data: Path, root: Path, *extra: str, task: str = "rte") -> list[str]:
-    """``harness run`` on the tiny model and data, everything written under ``root``, in seconds."""
+def harness_arguments(
+    command: str, model: Path | str, data_dir: Path, root: Path, *extra: str, task: str = "rte"
+) -> list[str]:
+    """``harness <command>`` on ``model`` and ``task`` from the GLUE folder ``data_dir``, with
+    ``extra`` flags, everything it writes (runs, checkpoints, MLflow store) under ``root``."""
     return [
-        "run",
+        command,
         "--task",
         task,
         "--model",
-        str(tiny_model_dir),
+        str(model),
         "--data-dir",
-        str(tiny_data / "glue"),
-        "--epochs",
-        "1",
-        "--batch-size",
-        "8",
-        "--learning-rate",
-        "1e-3",
+        str(data_dir),
+        "--output-dir",
+        str(root / "out"),
+        "--cache-dir",
+        str(root / "cache"),
+        "--tracking-uri",
+        f"sqlite:///{root}/mlflow.db",
+        *extra,  # last: a flag given again here wins
+    ]
+
+
+TINY_RECIPE = ("--epochs", "1", "--batch-size", "8", "--learning-rate", "1e-3")  # the tiny model, in seconds
+
+
+def tiny_run_arguments(tiny_model_dir: Path, tiny_data: Path, root: Path, *extra: str, task: str = "rte") -> list[str]:
+    """``harness run`` on the tiny model and data, everything written under ``root``, in seconds."""
+    return harness_arguments(
+        "run",
+        tiny_model_dir,
+        tiny_data / "glue",
+        root,
+        *TINY_RECIPE,
         "--eval-batch-size",
         "4",
         "--syntax-data",
@@ -267,14 +285,9 @@ def tiny_run_arguments(tiny_model_dir: Path, tiny_data: Path, root: Path, *extra
         str(tiny_data / "tiny-corpus.txt"),
         "--clustering-tokens",
         "2",
-        "--output-dir",
-        str(root / "out"),
-        "--cache-dir",
-        str(root / "cache"),
-        "--tracking-uri",
-        f"sqlite:///{root}/mlflow.db",
         *extra,
-    ]
+        task=task,
+    )
 
 
 @pytest.fixture(scope="session")

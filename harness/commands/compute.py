@@ -37,6 +37,8 @@ def run(config: RunConfig) -> None:
     print_skipped(plan.skipped)
     finished = run_planned(plan)
     print(f"done: {finished.run_dir / SUMMARY}")
+    if config.environment.no_figures:
+        print(f"  figures: not drawn (--no-figures); `harness figures {finished.run_dir}` draws them")
     print_lines(finished.summary)
     if Ablation.name not in finished.summary["analyses"] and config.analysis.ablation == "auto":
         print(
@@ -80,7 +82,12 @@ def study(settings: StudyConfig, configs: list[RunConfig]) -> bool:
     tasks = list(dict.fromkeys(run.config.task.task for run in plan.runs))
     print(f"study {plan.name}: {len(plan.runs)} runs ({', '.join(tasks)}; {settings.seeds} seeds each)")
     aggregated, files, page, compare = run_study(plan)
-    print(f"done: {plan.folder / 'study.json'} ({len(files)} figures and tables in {plan.folder / 'figures'})")
+    drawn = (
+        "figures not drawn: --no-figures"
+        if configs[0].environment.no_figures
+        else f"{len(files)} figures and tables in {plan.folder / 'figures'}"
+    )
+    print(f"done: {plan.folder / 'study.json'} ({drawn})")
     for finding in aggregated["findings"].values():
         print(f"  {finding['text']}" + (f"; {paper_line(finding['paper'])}" if "paper" in finding else ""))
     for task, why in aggregated["kept_out_of_findings"].items():

@@ -309,9 +309,11 @@ def analyse_and_log(
     write_json(summary_path, summary)
     seal(plan.run_dir, summary)
     start = time.perf_counter()
-    figures = redraw(summary, plan.run_dir / "figures")
+    drawn = not config.environment.no_figures
+    figures = redraw(summary, plan.run_dir / "figures") if drawn else []
     children = log_run(tracker, plan, tuned, summary, summary_path, figures, timings)
-    return summary, {**phases, **timings, "figures and MLflow": time.perf_counter() - start}, children
+    last_phase = "figures and MLflow" if drawn else "MLflow"
+    return summary, {**phases, **timings, last_phase: time.perf_counter() - start}, children
 
 
 def source_context(plan: RunPlan, tokenizer: PreTrainedTokenizerBase) -> SourceContext:

@@ -162,7 +162,11 @@ def study(plan: StudyPlan) -> tuple[dict[str, Any], list[Path], str, str]:
             between = attempt(lost, "between seeds", partial(between_seeds, finished), {})
             aggregated = aggregate(plan, failures, parent.children_seconds(), between, lost)
             write_study(plan.folder, aggregated)
-            files = draw_study(aggregated, plan.folder / "figures", aggregated["aggregation_failed"])
+            files = (
+                []
+                if environment.no_figures
+                else draw_study(aggregated, plan.folder / "figures", aggregated["aggregation_failed"])
+            )
             if aggregated["aggregation_failed"]:
                 write_study(plan.folder, aggregated)  # with the figures that could not be drawn
             log_study(parent, plan, aggregated, files)

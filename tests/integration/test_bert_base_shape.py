@@ -22,7 +22,7 @@ from harness.cli import main
 from harness.model.loading import load_tokenizer
 from harness.results.store import read_json
 from harness.results.summary import SUMMARY
-from tests.conftest import GLUE_DIR
+from tests.conftest import GLUE_DIR, harness_arguments
 
 pytestmark = pytest.mark.slow  # a 110M-parameter model fine-tuned and analysed: about two minutes
 LAYERS = HEADS = 12
@@ -60,34 +60,14 @@ def bert_base_folder(folder: Path) -> Path:
 def bert_base_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any], list[str]]:
     root = tmp_path_factory.mktemp("bert_base")
     model = bert_base_folder(root / "bert-base-random")
-    argv = [
+    argv = harness_arguments(
         "run",
-        "--task",
-        "rte",
-        "--model",
-        str(model),
-        "--data-dir",
-        str(GLUE_DIR),
-        "--max-train-examples",
-        "16",
-        "--epochs",
-        "1",
-        "--quick",
-        "--max-eval-examples",
-        "8",
-        "--max-dev-examples",
-        "16",
-        "--max-corpus-items",
-        "6",
-        "--probe-train-sentences",
-        "16",
-        "--output-dir",
-        str(root / "out"),
-        "--cache-dir",
-        str(root / "cache"),
-        "--tracking-uri",
-        f"sqlite:///{root}/mlflow.db",
-    ]
+        model,
+        GLUE_DIR,
+        root,
+        *("--max-train-examples", "16", "--epochs", "1", "--quick", "--max-eval-examples", "8"),
+        *("--max-dev-examples", "16", "--max-corpus-items", "6", "--probe-train-sentences", "16"),
+    )
     figure_checks, collected = logging.getLogger("harness.views.style"), Collected()
     figure_checks.addHandler(collected)
     try:

@@ -21,7 +21,7 @@ import pytest
 
 from harness.results.store import read_json
 from harness.run.tracking import CHECKPOINT_TAG
-from tests.conftest import made_once, tiny_run_arguments
+from tests.conftest import TINY_RECIPE, harness_arguments, made_once, tiny_run_arguments
 from tests.integration.warm_harness import HarnessProcess, completed
 
 SIGNALS = ("SIGKILL", "SIGTERM", "SIGINT")
@@ -90,7 +90,8 @@ def assert_logged_as_in(root: Path, reference: Path) -> None:
 
 
 def run_argv(tiny_model_dir: Path, tiny_data: Path, root: Path, *extra: str) -> list[str]:
-    return tiny_run_arguments(tiny_model_dir, tiny_data, root, "--epochs", "2", *extra)
+    """Two epochs; no figures (no phase draws: what the cases compare is stored and logged)."""
+    return tiny_run_arguments(tiny_model_dir, tiny_data, root, "--epochs", "2", "--no-figures", *extra)
 
 
 @pytest.fixture(scope="session")
@@ -195,28 +196,18 @@ def test_a_failed_retry_never_turns_a_finished_run_into_a_failed_one(reference, 
 def finetune_argv(tiny_model_dir: Path, tiny_data: Path, root: Path) -> list[str]:
     """``harness finetune`` of the fault cases' recipe (two epochs of three steps), keeping the model at
     steps 2 and 4 of 6 (a third and two thirds of the training)."""
-    return [
+    return harness_arguments(
         "finetune",
-        "--task",
-        "rte",
-        "--model",
-        str(tiny_model_dir),
-        "--data-dir",
-        str(tiny_data / "glue"),
+        tiny_model_dir,
+        tiny_data / "glue",
+        root,
+        *TINY_RECIPE,
         "--epochs",
         "2",
-        "--batch-size",
-        "8",
-        "--learning-rate",
-        "1e-3",
-        "--output-dir",
-        str(root / "out"),
-        "--cache-dir",
-        str(root / "cache"),
         "--trajectory",
         "0.34",
         "0.67",
-    ]
+    )
 
 
 def test_a_killed_fine_tuning_resumes_with_the_checkpoints_kept_on_the_way(tiny_model_dir, tiny_data, tmp_path):

@@ -102,10 +102,13 @@ def workspace(tmp_path_factory) -> dict[str, object]:
 
 
 def run_harness(argv: list[str], workspace: dict[str, object], timeout: int = 900) -> subprocess.CompletedProcess:
+    """``argv`` at tiny sizes into the workspace; the figures are drawn once, by the block's
+    `harness figures` line (the lines before it leave them to it: --no-figures)."""
     executable = environment_executable("harness")
     assert argv[0] == ".venv/bin/harness" and executable.is_file()
+    later = ["--no-figures"] if argv[1] != "figures" else []
     return subprocess.run(
-        [str(executable), *argv[1:], *TINY, *workspace["outputs"]],
+        [str(executable), *argv[1:], *TINY, *later, *workspace["outputs"]],
         cwd=ROOT,
         env=workspace["env"],
         capture_output=True,
@@ -186,15 +189,28 @@ def test_the_python_block_classifies_real_maps():
     assert scope["clf"].predict(maps, [-1, 20]) and len(scope["clf"].predict_proba(maps, [-1, 20])) == 2
 
 
+# Each module run as `python -m MODULE --help` runs it, one after the other in one process (the
+# imports they share are paid once); prints each module's exit status.
+HELP_OF_EACH = """
+import runpy, sys
+for module in sys.argv[1:]:
+    sys.argv = [module, "--help"]
+    try:
+        runpy.run_module(module, run_name="__main__", alter_sys=True)
+        status = 0
+    except SystemExit as stopped:
+        status = stopped.code or 0
+    print(f"{module} {status}", file=sys.stderr)
+"""
+
+
 def test_the_benchmark_and_multi_gpu_blocks_name_what_exists():
+    benchmarks = []
     for block in blocks("bash"):
         for line in commands(block):
             words = [word for word in line if "=" not in word or word.startswith("-")]
             if words[0] == ".venv/bin/python" and words[1] == "-m" and words[2].startswith("benchmarks."):
-                done = subprocess.run(
-                    [sys.executable, "-m", words[2], "--help"], cwd=ROOT, capture_output=True, text=True, timeout=300
-                )
-                assert done.returncode == 0, f"{words[2]} --help:\n{done.stderr[-2000:]}"
+                benchmarks.append(words[2])
             elif words[0] == ".venv/bin/harness" and block != using_it_block():  # e.g. the engine lines: valid
                 assert configs_from(build_parser().parse_args(words[1:])), shlex.join(line)
             elif words[0] == ".venv/bin/torchrun":
@@ -203,3 +219,9 @@ def test_the_benchmark_and_multi_gpu_blocks_name_what_exists():
                     "harness",
                     "finetune",
                 ]
+    assert len(benchmarks) >= 7
+    done = subprocess.run(
+        [sys.executable, "-c", HELP_OF_EACH, *benchmarks], cwd=ROOT, capture_output=True, text=True, timeout=300
+    )
+    statuses = dict(line.split() for line in done.stderr.splitlines() if line.startswith("benchmarks."))
+    assert done.returncode == 0 and statuses == dict.fromkeys(benchmarks, "0"), done.stderr[-2000:]

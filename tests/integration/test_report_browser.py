@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from tests.conftest import GLUE_DIR
+from tests.conftest import GLUE_DIR, harness_arguments
 
 CHROMIUM = next(filter(None, map(shutil.which, ("chromium", "chromium-browser", "google-chrome"))), None)
 pytestmark = [
@@ -31,31 +31,14 @@ def page(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("report")
     assert (
         main(
-            [
+            harness_arguments(
                 "run",
-                "--task",
-                "rte",
-                "--model",
                 "minilm",
-                "--data-dir",
-                str(GLUE_DIR),
-                "--max-train-examples",
-                "64",
-                "--epochs",
-                "1",
-                "--max-eval-examples",
-                "80",
-                "--analyses",
-                "cosine",
-                "surface",
-                "examples",
-                "--output-dir",
-                str(root / "out"),
-                "--cache-dir",
-                str(root / "cache"),
-                "--tracking-uri",
-                f"sqlite:///{root}/mlflow.db",
-            ]
+                GLUE_DIR,
+                root,
+                *("--max-train-examples", "64", "--epochs", "1", "--max-eval-examples", "80"),
+                *("--analyses", "cosine", "surface", "examples"),
+            )
         )
         == 0
     )

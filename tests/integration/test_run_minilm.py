@@ -15,7 +15,7 @@ from harness.run.tracking import HARNESS_RUNS
 from harness.views.evaluation import dev_metrics
 from tasks.loading import load_examples
 from tasks.registry import get_task
-from tests.conftest import GLUE_DIR, snapshot
+from tests.conftest import GLUE_DIR, harness_arguments, snapshot
 from tests.integration.conftest import CHANGED_LAYER, glue_batches, run_on
 
 pytestmark = [
@@ -30,31 +30,14 @@ ABLATION_EXAMPLES = 8  # the sweep's cost grows with them; what is checked does 
 @pytest.fixture(scope="module")
 def finished_run(tmp_path_factory):
     root = tmp_path_factory.mktemp("run")
-    argv = [
+    argv = harness_arguments(
         "run",
-        "--task",
-        "rte",
-        "--model",
         "minilm",
-        "--data-dir",
-        str(GLUE_DIR),
-        "--max-train-examples",
-        "96",
-        "--epochs",
-        "1",
-        "--learning-rate",
-        "1e-4",
-        "--max-eval-examples",
-        "40",
-        "--analyses",
-        "cosine",
-        "--output-dir",
-        str(root / "out"),
-        "--cache-dir",
-        str(root / "cache"),
-        "--tracking-uri",
-        f"sqlite:///{root}/mlflow.db",
-    ]
+        GLUE_DIR,
+        root,
+        *("--max-train-examples", "96", "--epochs", "1", "--learning-rate", "1e-4"),
+        *("--max-eval-examples", "40", "--analyses", "cosine"),
+    )
     assert main(argv) == 0
     (run_dir,) = (root / "out").glob("rte-minilm-seed42-*")
     return root, argv, run_dir

@@ -21,40 +21,21 @@ from harness.run.plan import native_bf16
 from harness.views.evaluation import dev_metrics
 from tasks.loading import load_examples
 from tasks.registry import get_task
-from tests.conftest import GLUE_DIR
+from tests.conftest import GLUE_DIR, harness_arguments
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not GLUE_DIR.is_dir(), reason="needs ../shared/data/glue")]
 
 
 def finetuned_summary(root, precision: str) -> dict:
     root = root / precision
-    argv = [
+    argv = harness_arguments(
         "run",
-        "--task",
-        "rte",
-        "--model",
         "minilm",
-        "--data-dir",
-        str(GLUE_DIR),
-        "--max-train-examples",
-        "256",
-        "--epochs",
-        "1",
-        "--learning-rate",
-        "1e-4",
-        "--analyses",
-        "cosine",
-        "--max-eval-examples",
-        "64",
-        "--precision",
-        precision,
-        "--output-dir",
-        str(root / "out"),
-        "--cache-dir",
-        str(root / "cache"),
-        "--tracking-uri",
-        f"sqlite:///{root}/mlflow.db",
-    ]
+        GLUE_DIR,
+        root,
+        *("--max-train-examples", "256", "--epochs", "1", "--learning-rate", "1e-4"),
+        *("--analyses", "cosine", "--max-eval-examples", "64", "--precision", precision),
+    )
     assert main(argv) == 0
     (path,) = (root / "out").glob("*/summary.json")
     return read_json(path)

@@ -74,6 +74,7 @@ UNSET = {
     "GLUE_DIR",
 }
 TINY_RUN = (
+    "--no-figures",  # `harness figures` draws them below
     "--max-train-examples",
     "16",
     "--epochs",

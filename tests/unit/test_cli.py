@@ -8,6 +8,7 @@ from huggingface_hub import constants as hub_constants
 from harness.cli import GROUPS, LEFT_OUT, build_parser, configs_from, main
 from harness.model import loading as models
 from harness.options import flag_of
+from tests.conftest import harness_arguments
 
 
 def run_cli(capsys, *argv):
@@ -55,22 +56,7 @@ def test_unreachable_model_names_the_offline_alias(capsys, tmp_path):
     (tmp_path / "RTE").mkdir()
     for split in ("train", "dev"):
         (tmp_path / "RTE" / f"{split}.tsv").write_text("index\tsentence1\tsentence2\tlabel\n0\ta\tb\tentailment\n")
-    code, err = run_cli(
-        capsys,
-        "run",
-        "--task",
-        "rte",
-        "--model",
-        str(tmp_path / "no-such-model"),
-        "--data-dir",
-        str(tmp_path),
-        "--output-dir",
-        str(tmp_path / "out"),
-        "--cache-dir",
-        str(tmp_path / "cache"),
-        "--tracking-uri",
-        f"sqlite:///{tmp_path}/m.db",
-    )
+    code, err = run_cli(capsys, *harness_arguments("run", str(tmp_path / "no-such-model"), tmp_path, tmp_path))
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert "could not load" in err and "--model minilm" in err
 
@@ -86,22 +72,7 @@ def test_an_unreachable_hub_is_detected_not_retried(capsys, tmp_path, monkeypatc
     (tmp_path / "RTE").mkdir()
     for split in ("train", "dev"):
         (tmp_path / "RTE" / f"{split}.tsv").write_text("index\tsentence1\tsentence2\tlabel\n0\ta\tb\tentailment\n")
-    code, err = run_cli(
-        capsys,
-        "run",
-        "--task",
-        "rte",
-        "--model",
-        "no-such-org/no-such-model",
-        "--data-dir",
-        str(tmp_path),
-        "--output-dir",
-        str(tmp_path / "out"),
-        "--cache-dir",
-        str(tmp_path / "cache"),
-        "--tracking-uri",
-        f"sqlite:///{tmp_path}/m.db",
-    )
+    code, err = run_cli(capsys, *harness_arguments("run", "no-such-org/no-such-model", tmp_path, tmp_path))
     models.hub_unreachable.cache_clear()
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert "the hub is unreachable (127.0.0.1:9" in err and "--model minilm" in err

@@ -28,7 +28,7 @@ from harness.results.store import FileHashes, key_of
 from harness.run.plan import load_task_data
 from tasks.errors import InputError
 from tasks.registry import get_task
-from tests.conftest import snapshot
+from tests.conftest import TINY_RECIPE, harness_arguments, snapshot
 
 
 def test_cache_key_changes_with_every_hyperparameter_and_the_data(tiny_data, tmp_path):
@@ -125,28 +125,9 @@ def test_layout_keeps_the_effective_batch_over_processes():
 @pytest.mark.slow  # two processes under accelerate, then a run
 def test_two_processes_fine_tune_with_the_batch_the_user_set_and_run_reuses_it(tiny_model_dir, tiny_data, tmp_path):
     """`torchrun --nproc_per_node 2 -m harness finetune` on CPU (gloo); `harness run` then trains nothing."""
-    common = [
-        "--task",
-        "rte",
-        "--model",
-        str(tiny_model_dir),
-        "--data-dir",
-        str(tiny_data / "glue"),
-        "--epochs",
-        "1",
-        "--batch-size",
-        "8",
-        "--learning-rate",
-        "1e-3",
-        "--cache-dir",
-        str(tmp_path / "cache"),
-        "--output-dir",
-        str(tmp_path / "out"),
-        "--tracking-uri",
-        f"sqlite:///{tmp_path}/m.db",
-    ]
+    finetune = harness_arguments("finetune", tiny_model_dir, tiny_data / "glue", tmp_path, *TINY_RECIPE)
     launched = subprocess.run(
-        [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "-m", "harness", "finetune", *common],
+        [sys.executable, "-m", "torch.distributed.run", "--nproc_per_node", "2", "-m", "harness", *finetune],
         capture_output=True,
         text=True,
         timeout=300,
@@ -161,7 +142,7 @@ def test_two_processes_fine_tune_with_the_batch_the_user_set_and_run_reuses_it(t
     steps = [entry["step"] for entry in stored["log_history"] if "loss" in entry]
     assert steps[-1] == stored["train_examples"] // 8  # 24 examples, effective batch 8: 3 steps
     before = snapshot(final)
-    assert main(["run", *common, "--analyses", "cosine", "--eval-batch-size", "4"]) == 0
+    assert main(["run", *finetune[1:], "--analyses", "cosine", "--eval-batch-size", "4"]) == 0
     assert snapshot(final) == before  # the checkpoint was picked up, not trained again
 
 
@@ -221,25 +202,7 @@ def test_a_trajectory_keeps_the_model_at_fractions_of_the_training_steps(tiny_mo
     """--trajectory 0.25 0.5: the model after steps 1 and 2 of 3 (the nearest to a quarter and a
     half), each loadable, each its own weights, recorded with the step and the examples seen; the
     fractions are part of the checkpoint's key."""
-    argv = [
-        "finetune",
-        "--task",
-        "rte",
-        "--model",
-        str(tiny_model_dir),
-        "--data-dir",
-        str(tiny_data / "glue"),
-        "--epochs",
-        "1",
-        "--batch-size",
-        "8",
-        "--learning-rate",
-        "1e-3",
-        "--output-dir",
-        str(tmp_path / "out"),
-        "--cache-dir",
-        str(tmp_path / "cache"),
-    ]
+    argv = harness_arguments("finetune", tiny_model_dir, tiny_data / "glue", tmp_path, *TINY_RECIPE)
     assert main([*argv, "--trajectory", "0.25", "0.5"]) == 0
     (final,) = (tmp_path / "cache").glob("*/final")
     result = json.loads((final / "result.json").read_text())

@@ -71,7 +71,7 @@ def harness(arguments: list[str], env: dict[str, str], cwd: Path) -> subprocess.
 
 def hub_run_arguments(tiny_data: Path, root: Path, *extra: str, data_dir: bool = True) -> list[str]:
     """The tiny run on ``tiny-org/tiny-bert``; GLUE from the hub (no ``--data-dir``) unless ``data_dir``."""
-    arguments = tiny_run_arguments(Path("unused"), tiny_data, root, *extra)
+    arguments = tiny_run_arguments(Path("unused"), tiny_data, root, "--no-figures", *extra)
     arguments[arguments.index("--model") + 1] = MODEL_ID
     if not data_dir:
         position = arguments.index("--data-dir")

@@ -34,8 +34,8 @@ KEY = ["run", "analysis", "checkpoint", "pair", "metric", "layer", "head"]  # wh
 def stored(tiny_model_dir, tiny_data, tmp_path_factory) -> Path:
     """An output folder with one RTE run of the per-head analyses and a study of RTE and MRPC over two seeds."""
     root = tmp_path_factory.mktemp("frames")
-    assert main(tiny_run_arguments(tiny_model_dir, tiny_data, root, *PER_HEAD_RUN)) == 0
-    flags = tiny_run_arguments(tiny_model_dir, tiny_data, root, "--analyses", "cosine", "patterns")[3:]  # no task
+    assert main(tiny_run_arguments(tiny_model_dir, tiny_data, root, *PER_HEAD_RUN, "--no-figures")) == 0
+    flags = tiny_run_arguments(tiny_model_dir, tiny_data, root, "--analyses", "cosine", "patterns", "--no-figures")[3:]
     # tiny models learn nothing: the findings are judged on every task all the same
     assert (
         main(["study", "--tasks", "rte,mrpc", "--seeds", "2", "--name", "tiny", "--findings-from", "all", *flags]) == 0

@@ -15,7 +15,7 @@ import torch
 
 from harness.cli import build_parser, configs_from, main
 from harness.run.plan import plan_run
-from tests.conftest import tiny_bert
+from tests.conftest import harness_arguments, tiny_bert
 
 CONLLU = "1\tthe\t_\tDET\tDT\t_\t2\tdet\t_\t_\n2\tcat\t_\tNOUN\tNN\t_\t{head}\t{rel}\t_\t_\n"
 
@@ -276,26 +276,13 @@ def test_bad_input_is_one_line_before_any_work(name, tiny_model_dir, tiny_data, 
 
 
 def arguments(command: str, tiny_model_dir: Path, data: Path, tiny_data: Path, root: Path, *extra: str) -> list[str]:
-    return [
+    return harness_arguments(
         command,
-        "--task",
-        "rte",
-        "--model",
-        str(tiny_model_dir),
-        "--data-dir",
-        str(data),
-        "--syntax-data",
-        str(tiny_data / "tiny-dev.conllu"),
-        "--coref-data",
-        str(tiny_data / "coref"),
-        "--output-dir",
-        str(root / "out"),
-        "--cache-dir",
-        str(root / "cache"),
-        "--tracking-uri",
-        f"sqlite:///{root}/mlflow.db",
-        *extra,
-    ]
+        tiny_model_dir,
+        data,
+        root,
+        *("--syntax-data", str(tiny_data / "tiny-dev.conllu"), "--coref-data", str(tiny_data / "coref"), *extra),
+    )
 
 
 def assert_one_line_and_no_work(

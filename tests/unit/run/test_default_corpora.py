@@ -141,7 +141,7 @@ def test_a_default_run_without_its_corpora_and_offline_skips_their_analyses_says
 ):
     monkeypatch.setattr(hub_constants, "HF_HUB_OFFLINE", False)
     monkeypatch.setenv("HARNESS_DATA_MIRROR", f"http://127.0.0.1:{closed_port()}")
-    assert main(without_data_flags(tiny_run_arguments(tiny_model_dir, tiny_data, tmp_path))) == 0
+    assert main(without_data_flags(tiny_run_arguments(tiny_model_dir, tiny_data, tmp_path, "--no-figures"))) == 0
     out = capsys.readouterr().out.splitlines()
     skipped_lines = [line for line in out if line.startswith("skipped ")]
     assert len(skipped_lines) == 1

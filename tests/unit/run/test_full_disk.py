@@ -82,7 +82,7 @@ def temporary_files(folder: Path) -> list[Path]:
 
 def test_cache_dir_too_small_for_the_checkpoint(tiny_model_dir, tiny_data, tmp_path, tmpfs, capsys):
     cache = tmpfs("64k")
-    arguments = tiny_run_arguments(tiny_model_dir, tiny_data, tmp_path)
+    arguments = tiny_run_arguments(tiny_model_dir, tiny_data, tmp_path, "--no-figures")
     arguments[arguments.index("--cache-dir") + 1] = str(cache)
     assert main(arguments) == 2
     line = error_line(capsys)
@@ -130,7 +130,9 @@ def test_output_dir_filling_while_results_and_figures_are_written(tiny_model_dir
 def test_mlflow_store_filling(tiny_model_dir, tiny_data, tmp_path, tmpfs, capsys):
     store = tmpfs("256k")  # a new store's tables alone are about 1 MB
     arguments = with_folder(
-        tiny_run_arguments(tiny_model_dir, tiny_data, tmp_path), "--tracking-uri", f"sqlite:///{store}/mlflow.db"
+        tiny_run_arguments(tiny_model_dir, tiny_data, tmp_path, "--no-figures"),
+        "--tracking-uri",
+        f"sqlite:///{store}/mlflow.db",
     )
     assert main(arguments) == 2
     line = error_line(capsys)

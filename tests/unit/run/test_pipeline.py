@@ -297,6 +297,17 @@ def test_figures_of_a_run_folder_are_redrawn_without_loading_a_model(finished):
     assert said.startswith(f"redrew {len(drawn)} figures (PNG and PDF) and ") and said.endswith(str(folder / "figures"))
 
 
+def test_no_figures_leaves_the_drawing_to_harness_figures(tiny_model_dir, tiny_data, tmp_path, capsys):
+    """A run with --no-figures stores and logs everything but draws nothing, says which command
+    draws the figures later, and that command draws them from the stored summary."""
+    assert main(tiny_run_arguments(tiny_model_dir, tiny_data, tmp_path, "--analyses", "cosine", "--no-figures")) == 0
+    (run_dir,) = (tmp_path / "out").glob("rte-*")
+    assert not list(run_dir.glob("figures/*.png"))
+    assert f"figures: not drawn (--no-figures); `harness figures {run_dir}` draws them" in capsys.readouterr().out
+    assert main(["figures", str(run_dir)]) == 0
+    assert list(run_dir.glob("figures/cosine*.png")) and list(run_dir.glob("figures/cosine*.pdf"))
+
+
 def test_every_signed_change_a_view_declares_is_a_metric_of_the_run(finished):
     root, _ = finished
     (summary,) = summaries(root).values()

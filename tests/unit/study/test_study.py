@@ -237,7 +237,7 @@ def mixed_study(tiny_learner_dir, tiny_data, tmp_path_factory) -> Path:
     session: the study whose findings are judged on single-sentence tasks alone."""
 
     def make(root: Path) -> None:
-        assert main(study_arguments(tiny_learner_dir, tiny_data, root, "sst2,rte")) == 0
+        assert main(study_arguments(tiny_learner_dir, tiny_data, root, "sst2,rte", "--no-figures")) == 0
 
     return made_once(tmp_path_factory, "mixed_study", make)
 
@@ -269,7 +269,7 @@ def test_single_sentence_only_and_pair_only_studies_end_with_their_study_json(
     root = tmp_path / "copy"
     shutil.copytree(mixed_study, root)  # the runs are reused: only the study is new
     name = f"only-{tasks}"
-    assert main(study_arguments(tiny_learner_dir, tiny_data, root, tasks, "--name", name, *extra)) == 0
+    assert main(study_arguments(tiny_learner_dir, tiny_data, root, tasks, "--name", name, "--no-figures", *extra)) == 0
     study = study_json(root, name)
     assert study["judged_tasks"] == judged and study["aggregation_failed"] == {}
     defined = "undefined_on" not in study["findings"]["vig_change_other_segment_identical_max"]
@@ -331,7 +331,8 @@ def test_two_seeds_of_a_task_are_compared_with_each_other_beside_pre_training(
     runs compared, and whether the last layer moved further from pre-training than that."""
     root = tmp_path / "copy"
     shutil.copytree(mixed_study, root)  # seed 42 of SST-2 is reused; seed 43 is fine-tuned here
-    assert main(study_arguments(tiny_learner_dir, tiny_data, root, "sst2", "--seeds", "2", "--name", "two")) == 0
+    argv = study_arguments(tiny_learner_dir, tiny_data, root, "sst2", "--seeds", "2", "--name", "two", "--no-figures")
+    assert main(argv) == 0
     study = study_json(root, "two")
     (pair,) = study["tasks"]["sst2"]["between_seeds"]["pairs"]
     assert pair["seeds"] == [42, 43] and len(pair["per_layer"]) == 2 and all(-1 <= c <= 1 for c in pair["per_layer"])
