@@ -82,6 +82,9 @@
   ["run", "example", "layer", "head"].forEach(function (name) {
     select[name] = document.getElementById("view-" + name);
   });
+  var slider = document.getElementById("view-step");
+  // A link may open the view at a step of the fine-tuning: index.html#step=0 (the earliest kept).
+  var linkedStep = /(?:^#|&)step=(\d+)/.exec(window.location.hash);
   var decoded = {};
   var current = null;  // what is drawn: for the hover line
 
@@ -95,10 +98,24 @@
     });
   }
 
-  function mapsOf(runIndex, exampleIndex, slot) {
-    var key = runIndex + "/" + exampleIndex + "/" + slot;
-    if (!decoded[key]) { decoded[key] = decode(data.runs[runIndex].examples[exampleIndex][slot]); }
+  // An example's maps: "before", "after", or ("steps", i) at the i-th step kept along the fine-tuning.
+  function mapsOf(runIndex, exampleIndex, slot, step) {
+    var key = runIndex + "/" + exampleIndex + "/" + slot + "/" + step;
+    if (!decoded[key]) {
+      var example = data.runs[runIndex].examples[exampleIndex];
+      decoded[key] = decode(slot === "steps" ? example.steps[step] : example[slot]);
+    }
     return decoded[key];
+  }
+
+  function headCosine(a, b, offset, size) {
+    var dot = 0, normA = 0, normB = 0;
+    for (var k = offset; k < offset + size; k += 1) {
+      dot += a[k] * b[k];
+      normA += a[k] * a[k];
+      normB += b[k] * b[k];
+    }
+    return dot / Math.sqrt(normA * normB || 1);
   }
 
   function layout(canvas, tokens) {
@@ -161,7 +178,7 @@
     var k = current.offset + i * current.n + j;
     var run = data.runs[current.run];
     line.textContent = current.tokens[i] + " → " + current.tokens[j] + ": " + run.before + " " +
-      current.before[k].toFixed(3) + ", " + run.after + " " + current.after[k].toFixed(3) + ", change " +
+      current.before[k].toFixed(3) + ", " + current.afterName + " " + current.after[k].toFixed(3) + ", change " +
       (current.after[k] - current.before[k] >= 0 ? "+" : "") + (current.after[k] - current.before[k]).toFixed(3);
   }
 
@@ -170,7 +187,11 @@
     var run = data.runs[runIndex], example = run.examples[exampleIndex];
     var layer = Number(select.layer.value), head = Number(select.head.value);
     var n = example.tokens.length, offset = (layer * run.heads + head) * n * n;
-    var before = mapsOf(runIndex, exampleIndex, "before"), after = mapsOf(runIndex, exampleIndex, "after");
+    var steps = run.steps || [], step = Number(slider.value), atStep = step < steps.length;
+    var afterName = atStep ? run.after + " at " + steps[step] : run.after;
+    var before = mapsOf(runIndex, exampleIndex, "before");
+    var after = atStep ? mapsOf(runIndex, exampleIndex, "steps", step) : mapsOf(runIndex, exampleIndex, "after");
+    document.getElementById("view-step-label").textContent = atStep ? steps[step] : "end of the fine-tuning";
     var topBefore = 1e-3, topAfter = 1e-3, change = 1e-3;
     for (var k = offset; k < offset + n * n; k += 1) {
       topBefore = Math.max(topBefore, before[k]);
@@ -182,13 +203,14 @@
     }
     var difference = new Float32Array(n * n);
     for (var m = 0; m < n * n; m += 1) { difference[m] = after[offset + m] - before[offset + m]; }
-    current = {run: runIndex, n: n, offset: offset, tokens: example.tokens, before: before, after: after};
+    current = {run: runIndex, n: n, offset: offset, tokens: example.tokens, before: before, after: after,
+               afterName: afterName};
     var where = "layer " + (layer + 1) + ", head " + (head + 1);
     document.getElementById("view-title-before").textContent = run.before + " (" + where + "; colours 0 to " +
       topBefore.toFixed(3) + ")";
-    document.getElementById("view-title-after").textContent = run.after + " (" + where + "; colours 0 to " +
+    document.getElementById("view-title-after").textContent = afterName + " (" + where + "; colours 0 to " +
       topAfter.toFixed(3) + ")";
-    document.getElementById("view-title-change").textContent = run.after + " minus " + run.before + " (±" +
+    document.getElementById("view-title-change").textContent = afterName + " minus " + run.before + " (±" +
       change.toFixed(3) + ")";
     var painted = [
       drawMap(document.getElementById("view-before"), example.tokens, before, offset,
@@ -197,7 +219,8 @@
               function (v) { return colour(VIRIDIS, v / topAfter); }),
       drawMap(document.getElementById("view-change"), example.tokens, difference, 0,
               function (v) { return colour(DIVERGING, 0.5 + v / (2 * change)); })];
-    var cosine = example.cosine ? example.cosine[layer][head].toFixed(3) : "-";
+    var cosine = atStep ? headCosine(before, after, offset, n * n).toFixed(3) :
+      example.cosine ? example.cosine[layer][head].toFixed(3) : "-";
     var most = example.most_changed;
     document.getElementById("view-note").textContent = "Cosine of the two maps of this head on this example: " +
       cosine + (most ? "; the head that changed most on it: layer " + most.layer + ", head " + most.head +
@@ -207,6 +230,7 @@
     maps.setAttribute("data-example", example.guid);
     maps.setAttribute("data-layer", String(layer + 1));
     maps.setAttribute("data-head", String(head + 1));
+    maps.setAttribute("data-step", atStep ? steps[step] : "final");
     state.view = painted.every(Boolean) ? "drawn" : "not drawn";
     showStatus();
   }
@@ -230,6 +254,11 @@
     }));
     options(select.layer, Array.from({length: run.layers}, function (_, i) { return String(i + 1); }));
     options(select.head, Array.from({length: run.heads}, function (_, i) { return String(i + 1); }));
+    var steps = run.steps || [];
+    document.getElementById("view-step-control").hidden = steps.length === 0;
+    slider.max = String(steps.length);  // the last position: the end of the fine-tuning
+    slider.value = String(linkedStep ? Math.min(Number(linkedStep[1]), steps.length) : steps.length);
+    linkedStep = null;
     chooseExample();
   }
 
@@ -249,5 +278,6 @@
   select.layer.addEventListener("change", draw);
   select.head.addEventListener("change", draw);
   document.getElementById("view-scale").addEventListener("change", draw);
+  slider.addEventListener("input", draw);
   chooseRun();
 }());

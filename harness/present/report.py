@@ -50,6 +50,7 @@ from harness.views.examples import ExamplesView
 from harness.views.papers import paper_cells
 from harness.views.style import checkpoint_title, model_title
 from harness.views.summary import headline_names, summary_metrics
+from harness.views.trajectory import points_of
 from tasks.errors import InputError
 from tasks.files import atomic_write_text
 
@@ -447,7 +448,8 @@ def example_data(stored: Stored) -> dict[str, Any]:
 
 
 def view_run(run: Run, entry: dict[str, Any]) -> dict[str, Any] | None:
-    """One run's examples for the view: tokens, both checkpoints' maps and the pair's comparison."""
+    """One run's examples for the view: tokens, both checkpoints' maps and the pair's comparison,
+    and, for a run with a trajectory, each example's maps at every kept step (`stepped`)."""
     before, after = PAIRS[0]
     per_checkpoint = entry["result"]["per_checkpoint"]
     if before not in per_checkpoint or after not in per_checkpoint:
@@ -469,6 +471,7 @@ def view_run(run: Run, entry: dict[str, Any]) -> dict[str, Any] | None:
         }
         for a, b, c in zip(first["examples"], second["examples"], compared)
     ]
+    steps = stepped(run.summary, examples)
     return {
         "label": f"{run.label} ({model_title(run.summary['run']['model'])})",
         "layers": first["num_layers"],
@@ -478,4 +481,16 @@ def view_run(run: Run, entry: dict[str, Any]) -> dict[str, Any] | None:
         "examples": examples,
         "candidates": first["candidates"],
         "max_tokens": first["max_tokens"],
+        "steps": steps,
     }
+
+
+def stepped(summary: dict[str, Any], examples: list[dict[str, Any]]) -> list[str]:
+    """The names of the trajectory's steps that stored every example's maps (earliest first), each
+    example given its maps at those steps as ``steps``; the view's slider runs over them and then
+    the fine-tuned model."""
+    points = [point for point in points_of(summary) if len(point.get("example_maps", [])) == len(examples)]
+    for index, example in enumerate(examples):
+        example["steps"] = [point["example_maps"][index] for point in points]
+    of_steps = summary.get("trajectory", {}).get("of_steps")
+    return [f"step {point['step']} of {of_steps} ({point['step'] / of_steps:.0%})" for point in points]

@@ -19,6 +19,7 @@ from typing import Any
 
 from harness.analyses.ablation import Ablation
 from harness.analyses.base import Analysis
+from harness.analyses.examples import ExampleMaps
 from harness.inputs.sources import SourceContext
 from harness.model.finetune import FineTuneResult
 from harness.model.loading import Checkpoint
@@ -61,7 +62,8 @@ def timed_units(entries: dict[str, dict[str, Any]]) -> dict[str, Any]:
 
 def point(record: dict[str, Any], entries: dict[str, dict[str, Any]], name: str) -> dict[str, Any]:
     """One point of the trajectory: the checkpoint ``name`` at ``record``'s step, its metrics as a
-    run's beside the pre-trained model, its distance to the final model, and `timed_units`."""
+    run's beside the pre-trained model, its distance to the final model, `timed_units`, and the
+    stored example maps at that step (the report's per-example view slides over them)."""
     as_run = {
         analysis: renamed_entry(entry, {PRETRAINED: PRETRAINED, name: FINETUNED}, [(PRETRAINED, FINETUNED)])
         for analysis, entry in entries.items()
@@ -78,6 +80,19 @@ def point(record: dict[str, Any], entries: dict[str, dict[str, Any]], name: str)
         "metrics": summary_metrics({"analyses": as_run}),
         TO_FINAL: summary_metrics({"analyses": to_final}),
         "units": timed_units(as_run),
+        **example_maps(entries, name),
+    }
+
+
+def example_maps(entries: dict[str, dict[str, Any]], name: str) -> dict[str, list[str]]:
+    """``{"example_maps": [...]}``: the checkpoint ``name``'s maps of each stored example (the
+    `ExampleMaps` analysis's text, in its order), where the run has that analysis."""
+    if ExampleMaps.name not in entries:
+        return {}
+    return {
+        "example_maps": [
+            example["maps"] for example in per_checkpoint_results(entries[ExampleMaps.name])[name]["examples"]
+        ]
     }
 
 

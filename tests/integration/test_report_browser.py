@@ -4,6 +4,7 @@ seen as such (so the checks can fail)."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from tests.conftest import GLUE_DIR, harness_arguments
+from tests.conftest import GLUE_DIR, harness_arguments, tiny_run_arguments
 
 CHROMIUM = next(filter(None, map(shutil.which, ("chromium", "chromium-browser", "google-chrome"))), None)
 pytestmark = [
@@ -47,8 +48,20 @@ def page(tmp_path_factory) -> Path:
     return out
 
 
-def browse(page: Path, profile: Path) -> tuple[str, str]:
-    """The page's DOM once its scripts ran and its images loaded (virtual time), and the browser's log."""
+@pytest.fixture(scope="module")
+def trajectory_page(tiny_model_dir, tiny_data, tmp_path_factory) -> Path:
+    """The report of a tiny run whose model was kept at steps 2 and 4 of its 6 (the example maps alone)."""
+    root = tmp_path_factory.mktemp("trajectory_report")
+    along = ("--epochs", "2", "--trajectory", "0.34", "0.67", "--analyses", "examples", "--no-figures")
+    assert main(tiny_run_arguments(tiny_model_dir, tiny_data, root, *along)) == 0
+    out = root / "report" / "index.html"
+    assert main(["report", "--output-dir", str(root / "out"), "--out", str(out)]) == 0
+    return out
+
+
+def browse(page: Path, profile: Path, fragment: str = "") -> tuple[str, str]:
+    """The page's DOM once its scripts ran and its images loaded (virtual time), and the browser's log;
+    ``fragment`` (``#step=0``) is added to the page's address."""
     done = subprocess.run(
         [
             CHROMIUM,
@@ -60,7 +73,7 @@ def browse(page: Path, profile: Path) -> tuple[str, str]:
             "--enable-logging=stderr",
             "--v=0",
             "--dump-dom",
-            page.as_uri(),
+            page.as_uri() + fragment,
         ],
         capture_output=True,
         text=True,
@@ -90,6 +103,7 @@ def test_every_figure_loads_the_view_draws_and_no_script_fails(page, tmp_path):
     )
     view = attributes(dom, "view-maps")
     assert view["data-drawn"] == "yes" and view["data-example"].startswith("rte-")
+    assert "hidden" in attributes(dom, "view-step-control")  # no steps kept along this run's fine-tuning
     assert 1 <= int(view["data-layer"]) <= 6 and 1 <= int(view["data-head"]) <= 12
     assert "data-errors" not in attributes(dom)  # set by the page's first script on any error
     assert "Uncaught" not in log and "Failed to load resource" not in log
@@ -106,3 +120,26 @@ def test_a_missing_figure_and_a_script_error_are_reported(page, tmp_path):
     assert (status["data-state"], status["data-failed"]) == ("problems", "1")
     assert attributes(dom)["data-errors"] == status["data-errors"] == "1"
     assert "noSuchFunction is not defined" in re.search(r'<pre id="report-errors">([^<]*)</pre>', dom).group(1)
+
+
+def test_the_slider_shows_an_example_at_each_step_kept_along_the_fine_tuning(trajectory_page, tmp_path):
+    """The page holds each example's maps at every kept step (not the end's again); the view opens at the
+    end of the fine-tuning, and a link opens it at a kept step, whose maps it draws and names."""
+    embedded = re.search(
+        r'<script type="application/json" id="example-data">(.*?)</script>', trajectory_page.read_text()
+    )
+    (run,) = json.loads(embedded.group(1))["runs"]
+    assert run["steps"] == ["step 2 of 6 (33%)", "step 4 of 6 (67%)"]
+    for example in run["examples"]:
+        assert len(example["steps"]) == 2 and len(set(example["steps"]) | {example["after"]}) == 3
+    ends, _ = browse(trajectory_page, tmp_path / "profile")
+    at_first, log = browse(trajectory_page, tmp_path / "profile-step", "#step=0")
+    assert (attributes(ends, "view-step")["max"], attributes(ends, "view-maps")["data-step"]) == ("2", "final")
+    assert "hidden" not in attributes(ends, "view-step-control")
+    assert '<span id="view-step-label">end of the fine-tuning</span>' in ends
+    view = attributes(at_first, "view-maps")
+    assert view["data-drawn"] == "yes" and view["data-step"] == "step 2 of 6 (33%)"
+    title = re.search(r'<figcaption id="view-title-after">([^<]*)</figcaption>', at_first).group(1)
+    assert title.startswith("fine-tuned at step 2 of 6 (33%) (layer ")
+    status = attributes(at_first, "report-status")
+    assert (status["data-state"], status["data-errors"]) == ("ready", "0") and "Uncaught" not in log
