@@ -35,7 +35,10 @@ from tasks.registry import GlueTask, get_task
 
 PAPER_MODEL = "bert-base-uncased"
 MAJORITY = "majority"  # the majority class: the reference every dev score is set beside
-ABOVE_MAJORITY = "above_majority"  # a checkpoint's dev score minus the majority class's
+# A checkpoint's dev score minus the majority class's; named as a dev score, so that MLflow's tables (in
+# name order) set it beside the dev scores, not first of a checkpoint's metrics (where the pre-trained
+# checkpoint, which has none, shows NaN).
+ABOVE_MAJORITY = "dev_above_majority"
 
 
 class DevScores(TypedDict):
@@ -138,7 +141,7 @@ class EvaluationView(View):
     def metrics(cls, entry: Entry) -> list[Metric]:
         """``dev_accuracy_finetuned``, ``dev_accuracy_pretrained``, ``dev_accuracy_majority``, ... per
         split; per compared checkpoint whether it learned and how far it is above the majority class
-        (``above_majority_low_finetuned``: the low end of the interval), and above each trained
+        (``dev_above_majority_low_finetuned``: the low end of the interval), and above each trained
         baseline (``above_frozen-encoder_low_finetuned``: the pair's, said in its own words)."""
         results = per_checkpoint_results(entry)
         out = [
@@ -183,7 +186,7 @@ class EvaluationView(View):
             metric
             for metric in metrics
             if metric.statistic.startswith("dev_")
-            and not metric.statistic.startswith("dev_loss")
+            and not metric.statistic.startswith(("dev_loss", ABOVE_MAJORITY))
             and (metric.checkpoint == FINETUNED or metric.reference == MAJORITY)
         ]
         return scores + chosen(

@@ -119,8 +119,8 @@ def test_one_mlflow_run_per_key_and_no_metric_logged_twice(finished, capsys):
     assert set(headline) == {
         "dev_accuracy_finetuned",
         "dev_accuracy_majority",
-        "above_majority_finetuned",
-        "above_majority_low_finetuned",
+        "dev_above_majority_finetuned",
+        "dev_above_majority_low_finetuned",
         "cosine_mean",
         "cosine_last_two_layers",
         "coref_all_change",

@@ -23,7 +23,10 @@ ROOT = Path(__file__).resolve().parents[3]
 DATA = ROOT / "tests" / "data"
 # The names and values every metric had when views built names as strings, from a tiny RTE run
 # with every analysis, the ablation and the baselines (its summary, whose results the store kept)
-BEFORE = json.loads((DATA / "metric_names.json").read_text())
+# since renamed on purpose: the dev score's margin over the majority class is named as a dev score
+# (it sat first of a checkpoint's metrics in MLflow's tables, absent, so NaN, for the pre-trained one)
+RENAMED = ('"above_majority', '"dev_above_majority')
+BEFORE = json.loads((DATA / "metric_names.json").read_text().replace(*RENAMED))
 
 
 @pytest.fixture(scope="module")
