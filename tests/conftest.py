@@ -250,13 +250,20 @@ def harness_arguments(
         str(model),
         "--data-dir",
         str(data_dir),
+        *output_arguments(root),
+        *extra,  # last: a flag given again here wins
+    ]
+
+
+def output_arguments(root: Path) -> list[str]:
+    """The flags that put everything a command writes (runs, checkpoints, MLflow store) under ``root``."""
+    return [
         "--output-dir",
         str(root / "out"),
         "--cache-dir",
         str(root / "cache"),
         "--tracking-uri",
         f"sqlite:///{root}/mlflow.db",
-        *extra,  # last: a flag given again here wins
     ]
 
 

@@ -28,6 +28,7 @@ import pytest
 
 from harness.cli import build_parser, configs_from
 from harness.model.loading import hub_unreachable
+from tests.conftest import output_arguments
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARED_GLUE = ROOT.parent / "shared" / "data" / "glue"
@@ -90,14 +91,7 @@ def workspace(tmp_path_factory) -> dict[str, object]:
     return {
         "root": root,
         "env": env,
-        "outputs": [
-            "--output-dir",
-            str(root / "out"),
-            "--cache-dir",
-            str(root / "cache"),
-            "--tracking-uri",
-            f"sqlite:///{root}/mlflow.db",
-        ],
+        "outputs": output_arguments(root),
     }
 
 
