@@ -449,13 +449,15 @@ def example_data(stored: Stored) -> dict[str, Any]:
 
 def view_run(run: Run, entry: dict[str, Any]) -> dict[str, Any] | None:
     """One run's examples for the view: tokens, both checkpoints' maps and the pair's comparison,
-    and, for a run with a trajectory, each example's maps at every kept step (`stepped`)."""
+    and, for a run with a trajectory, each example's maps at every kept step (`stored_steps`)."""
     before, after = PAIRS[0]
     per_checkpoint = entry["result"]["per_checkpoint"]
     if before not in per_checkpoint or after not in per_checkpoint:
         return None
     compared = entry["result"]["per_pair"].get(f"{before}->{after}", {}).get("examples", [])
     first, second = per_checkpoint[before], per_checkpoint[after]
+    steps = stored_steps(run.summary, len(first["examples"]))
+    of_steps = run.summary.get("trajectory", {}).get("of_steps")
     examples = [
         {
             "guid": a["guid"],
@@ -466,12 +468,12 @@ def view_run(run: Run, entry: dict[str, Any]) -> dict[str, Any] | None:
             "tokens": a["tokens"],
             "before": a["maps"],
             "after": b["maps"],
+            "steps": [point["example_maps"][index] for point in steps],
             "cosine": c.get("cosine_per_head"),
             "most_changed": c.get("most_changed"),
         }
-        for a, b, c in zip(first["examples"], second["examples"], compared)
+        for index, (a, b, c) in enumerate(zip(first["examples"], second["examples"], compared))
     ]
-    steps = stepped(run.summary, examples)
     return {
         "label": f"{run.label} ({model_title(run.summary['run']['model'])})",
         "layers": first["num_layers"],
@@ -481,16 +483,11 @@ def view_run(run: Run, entry: dict[str, Any]) -> dict[str, Any] | None:
         "examples": examples,
         "candidates": first["candidates"],
         "max_tokens": first["max_tokens"],
-        "steps": steps,
+        # the slider's positions before the fine-tuned model's
+        "steps": [f"step {point['step']} of {of_steps} ({point['step'] / of_steps:.0%})" for point in steps],
     }
 
 
-def stepped(summary: dict[str, Any], examples: list[dict[str, Any]]) -> list[str]:
-    """The names of the trajectory's steps that stored every example's maps (earliest first), each
-    example given its maps at those steps as ``steps``; the view's slider runs over them and then
-    the fine-tuned model."""
-    points = [point for point in points_of(summary) if len(point.get("example_maps", [])) == len(examples)]
-    for index, example in enumerate(examples):
-        example["steps"] = [point["example_maps"][index] for point in points]
-    of_steps = summary.get("trajectory", {}).get("of_steps")
-    return [f"step {point['step']} of {of_steps} ({point['step'] / of_steps:.0%})" for point in points]
+def stored_steps(summary: dict[str, Any], examples: int) -> list[dict[str, Any]]:
+    """The trajectory's points (earliest first) that stored the maps of all ``examples`` examples."""
+    return [point for point in points_of(summary) if len(point.get("example_maps", [])) == examples]
