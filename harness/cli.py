@@ -94,15 +94,17 @@ RUN_PARTS = {
 }
 # `harness figures RUN_FOLDER` needs no --task: the folder names the run.
 FLAGS_OPTIONAL = {("figures", TaskConfig)}
+# What the commands that read stored results only take no part in.
+STORED_ONLY = ("device", "precision", "cache_dir", "tracking_uri")
 # A study sets each run's task from --tasks (and its seeds from --seed on): no --task flag.
 LEFT_OUT = {
     ("study", TaskConfig): ("task",),
-    ("report", EnvironmentConfig): ("device", "precision", "cache_dir", "tracking_uri", "no_figures"),  # --output-dir
-    ("export", EnvironmentConfig): ("device", "precision", "cache_dir", "tracking_uri", "log_checkpoint", "no_figures"),
-    # --no-figures is for the commands that draw at their end
+    ("report", EnvironmentConfig): (*STORED_ONLY, "no_figures", "vector_formats"),  # --output-dir
+    ("export", EnvironmentConfig): (*STORED_ONLY, "log_checkpoint", "no_figures", "vector_formats"),
+    # --no-figures is for the commands that draw at their end; --vector-formats for those that draw
     ("figures", EnvironmentConfig): ("no_figures",),
-    ("finetune", EnvironmentConfig): ("no_figures",),
-    ("annotate", EnvironmentConfig): ("no_figures",),
+    ("finetune", EnvironmentConfig): ("no_figures", "vector_formats"),
+    ("annotate", EnvironmentConfig): ("no_figures", "vector_formats"),
 }
 
 
@@ -215,8 +217,8 @@ def configs_from(args: argparse.Namespace) -> list[Any]:
         return [study, study.runs(**{part: build(cls, args) for cls, part in RUN_PARTS.items()})]
     if args.command in ("report", "export"):  # stored results: no run to configure, the environment says where
         return [build(cls, args) for cls in GROUPS[args.command]]
-    if args.command == "figures" and args.run_folder is not None:  # the folder is the whole configuration
-        return [build(FiguresConfig, args)]
+    if args.command == "figures" and args.run_folder is not None:  # the folder names the run: no run to configure
+        return [build(FiguresConfig, args), build(EnvironmentConfig, args)]
     built = {cls: build(cls, args) for cls in GROUPS[args.command]}
     parts = {RUN_PARTS[cls]: value for cls, value in built.items() if cls in RUN_PARTS}
     others = [value for cls, value in built.items() if cls not in RUN_PARTS]

@@ -25,6 +25,11 @@ from tasks.corpora import CORPORA, Corpus, get_corpus
 from tasks.errors import InputError
 from tasks.registry import get_task
 
+# The files a figure is written as: PNG always (the report shows it, the figure checks read its
+# drawing), then its vector copies for papers (--vector-formats).
+VECTOR_FORMATS = ("pdf", "svg")
+DEFAULT_FIGURE_FORMATS = ("png", "pdf")
+
 DEFAULT_MODEL = "bert-base-uncased"
 DEFAULT_TRACKING_URI = "sqlite:///mlruns/mlflow.db"
 # --quick: dev examples compared and corpus segments, treebank sentences and coreference
@@ -301,6 +306,12 @@ class EnvironmentConfig(Flags):
         "draw no figures or tables at the end (a batch of runs on a cluster): every result is stored, "
         "and `harness figures RUN_FOLDER` (a study: the same command without this flag) draws them later",
     )
+    vector_formats: list[str] = option(
+        list(DEFAULT_FIGURE_FORMATS[1:]),
+        "the vector copies written beside each figure's PNG (which the report shows): pdf (fonts embedded, "
+        "for a paper), svg (text editable), or none (a quarter less drawing time)",
+        choices=(*VECTOR_FORMATS, "none"),
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -311,9 +322,22 @@ class EnvironmentConfig(Flags):
             self.device,
             "must be cpu, cuda or cuda:N",
         )
+        given = self.vector_formats if isinstance(self.vector_formats, list) else [self.vector_formats]
+        require(
+            "none" not in given or len(given) == 1,
+            EnvironmentConfig,
+            "vector_formats",
+            " ".join(given),
+            "none leaves every vector copy out: give it alone",
+        )
         self.output_dir = Path(self.output_dir)
         self.cache_dir = Path(self.cache_dir)
         self.tracking_uri = self.tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") or DEFAULT_TRACKING_URI
+
+    @property
+    def figure_formats(self) -> tuple[str, ...]:
+        """The files each figure is written as: PNG, then the vector copies asked for."""
+        return ("png", *dict.fromkeys(kind for kind in self.vector_formats if kind != "none"))
 
 
 @dataclass

@@ -268,6 +268,9 @@ def output_arguments(root: Path) -> list[str]:
 
 
 TINY_RECIPE = ("--epochs", "1", "--batch-size", "8", "--learning-rate", "1e-3")  # the tiny model, in seconds
+# Figures as PNG alone, where a test checks the drawing, not its vector copies (a quarter of the
+# drawing time): `test_every_figure_is_drawn_as_png_and_pdf...` and the study tests check those.
+PNG_ONLY = ("--vector-formats", "none")
 
 
 def tiny_run_arguments(tiny_model_dir: Path, tiny_data: Path, root: Path, *extra: str, task: str = "rte") -> list[str]:

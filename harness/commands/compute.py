@@ -153,7 +153,7 @@ def finetune(config: RunConfig) -> None:
 
 def figures(config: RunConfig, settings: FiguresConfig) -> None:
     """The figures of the run these flags name (found by planning it), drawn again."""
-    redraw_folder(replace(settings, run_folder=find_run(config)))
+    redraw_folder(replace(settings, run_folder=find_run(config)), config.environment)
 
 
 def annotate(config: RunConfig, annotation: AnnotationConfig) -> None:

@@ -18,16 +18,18 @@ from tasks.errors import InputError
 Selection = TypeVar("Selection", bound=StoredSelection)
 
 
-def figures(settings: FiguresConfig) -> None:
-    """Every figure and table of the run in ``settings.run_folder``, drawn again from its summary."""
+def figures(settings: FiguresConfig, environment: EnvironmentConfig) -> None:
+    """Every figure (its PNG and the ``--vector-formats``) and table of the run in
+    ``settings.run_folder``, drawn again from its summary."""
     summary = whole_summary(settings.run_folder)
     folder = settings.run_folder / "figures"
-    written = redraw(summary, folder, force=True)
+    formats = environment.figure_formats
+    written = redraw(summary, folder, force=True, formats=formats)
     figures = [path for path in written if path.suffix == ".png"]
     tables = [path for path in written if path.suffix == ".md"]
     print(
-        f"redrew {len(figures)} figures (PNG and PDF) and {len(tables)} tables of "
-        f"{len(drawn_files(folder))} analyses in {folder}"
+        f"redrew {len(figures)} figures ({' and '.join(kind.upper() for kind in formats)}) and {len(tables)} "
+        f"tables of {len(drawn_files(folder))} analyses in {folder}"
     )
 
 

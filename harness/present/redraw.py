@@ -3,8 +3,8 @@
 
 Drawing is the slowest part of a rerun that finds everything stored (tens of figures at
 200 dpi), so ``figures/.drawn.json`` records, for each analysis, the hash of what its figures
-were drawn from (the run's description, the analysis's entry, and the code that draws: every
-module of `harness.views`, so a new figure style redraws) and
+were drawn from (the run's description, the analysis's entry, the file formats asked for, and
+the code that draws: every module of `harness.views`, so a new figure style redraws) and
 the files it drew. `redraw` draws again only the analyses whose hash changed or whose files
 are gone (``harness ablate`` adding the ablation to a run draws the ablation's figures
 alone); ``harness figures`` always draws everything. The report groups each run's files by
@@ -17,17 +17,17 @@ sizes the entry's source recorded), whichever view drew it.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness.config import QUICK
+from harness.config import DEFAULT_FIGURE_FORMATS, QUICK
 from harness.results.store import key_of, read_json, write_json
 from harness.views import VIEWS_FOLDER
 from harness.views import trajectory as trajectory_view
 from harness.views.base import Entry, current_entries
 from harness.views.evaluation import EvaluationView
-from harness.views.style import figure_note, model_tokens, own_tokens, pdf_sibling
+from harness.views.style import figure_formats, figure_note, model_tokens, own_tokens, vector_copies
 from harness.views.summary import summary_metrics
 from tasks.files import atomic_write_text, writing
 
@@ -43,13 +43,19 @@ def drawing_code_hash() -> str:
     return digest.hexdigest()
 
 
-def redraw(summary: dict[str, Any], out_dir: Path, force: bool = False) -> list[Path]:
-    """Every figure and table of every analysis entry in ``summary`` whose version is the current
-    one: those recorded as drawn from the same entry, run and code are kept, the rest drawn.
-    A full disk is one `DiskFull` line naming ``out_dir`` (each file is written atomically:
-    none is left half drawn, and the rerun draws those missing)."""
-    with writing(out_dir, "the figures and tables"), model_tokens(summary["run"].get("special_tokens")):
-        return draw_missing(summary, out_dir, force)
+def redraw(
+    summary: dict[str, Any], out_dir: Path, force: bool = False, formats: Sequence[str] = DEFAULT_FIGURE_FORMATS
+) -> list[Path]:
+    """Every figure (as each of ``formats``) and table of every analysis entry in ``summary`` whose
+    version is the current one: those recorded as drawn from the same entry, run, formats and code
+    are kept, the rest drawn. A full disk is one `DiskFull` line naming ``out_dir`` (each file is
+    written atomically: none is left half drawn, and the rerun draws those missing)."""
+    with (
+        writing(out_dir, "the figures and tables"),
+        model_tokens(summary["run"].get("special_tokens")),
+        figure_formats(formats),
+    ):
+        return draw_missing(summary, out_dir, force, tuple(formats))
 
 
 def drawings(summary: dict[str, Any]) -> Iterator[tuple[str, Any, Callable[[Path], tuple[list[Path], dict[str, str]]]]]:
@@ -77,14 +83,15 @@ def drawings(summary: dict[str, Any]) -> Iterator[tuple[str, Any, Callable[[Path
         yield TRAJECTORY, {"trajectory": summary["trajectory"], "metrics": metrics}, draw_way
 
 
-def draw_missing(summary: dict[str, Any], out_dir: Path, force: bool) -> list[Path]:
+def draw_missing(summary: dict[str, Any], out_dir: Path, force: bool, formats: tuple[str, ...]) -> list[Path]:
     """`redraw`'s drawing, without its translation of a full disk."""
     code = drawing_code_hash()
     recorded = read_json(out_dir / DRAWN, note_damage=False)
     recorded = recorded if isinstance(recorded, dict) else {}
     fingerprints, by_analysis = {}, {}
     for name, depends_on, draw in drawings(summary):
-        fingerprints[name] = key_of({"run": summary["run"], "entry": depends_on, "drawn_by": code}, 64)
+        drawn_from = {"run": summary["run"], "entry": depends_on, "drawn_by": code, "formats": list(formats)}
+        fingerprints[name] = key_of(drawn_from, 64)
         kept = [out_dir / file for file in recorded.get("analyses", {}).get(name, [])]
         if (
             not force
@@ -97,8 +104,8 @@ def draw_missing(summary: dict[str, Any], out_dir: Path, force: bool) -> list[Pa
         tables = [
             atomic_write_text(out_dir / f"{stem}.md", own_tokens(text, markdown=True)) for stem, text in texts.items()
         ]
-        pdfs = [pdf_sibling(path) for path in figures if pdf_sibling(path).is_file()]
-        by_analysis[name] = figures + pdfs + tables
+        copies = [copy for path in figures for copy in vector_copies(path) if copy.is_file()]
+        by_analysis[name] = figures + copies + tables
     record = {
         "fingerprints": fingerprints,
         "analyses": {name: relative(paths, out_dir) for name, paths in by_analysis.items()},

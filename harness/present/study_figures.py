@@ -7,32 +7,45 @@ the findings with their seed support.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
 from typing import Any
 
+from harness.config import DEFAULT_FIGURE_FORMATS
 from harness.views import VIEWS
 from harness.views import trajectory as trajectory_view
 from harness.views.across_tasks import metric_table
 from harness.views.base import Failures, attempt
 from harness.views.papers import paper_cells
-from harness.views.style import markdown_table, model_tokens, own_tokens
+from harness.views.style import (
+    figure_formats,
+    markdown_table,
+    model_tokens,
+    own_tokens,
+    vector_copies,
+)
 from tasks.files import atomic_write_text
 
 
-def draw_study(study: dict[str, Any], out_dir: Path, failures: Failures | None = None) -> list[Path]:
-    """Every figure (PNG and PDF) and table of the study; the files written. A view whose figures
-    or tables fail is named in ``failures`` and the others are drawn."""
+def draw_study(
+    study: dict[str, Any],
+    out_dir: Path,
+    failures: Failures | None = None,
+    formats: Sequence[str] = DEFAULT_FIGURE_FORMATS,
+) -> list[Path]:
+    """Every figure (as each of ``formats``) and table of the study; the files written. A view
+    whose figures or tables fail is named in ``failures`` and the others are drawn."""
     failures = {} if failures is None else failures
     out_dir.mkdir(parents=True, exist_ok=True)
-    with model_tokens(study.get("special_tokens")):
+    with model_tokens(study.get("special_tokens")), figure_formats(formats):
         figures = [
             path
             for view in VIEWS.values()
             for path in attempt(failures, f"{view.name} figures", partial(view.draw_study, study, out_dir), [])
         ]
         figures += attempt(failures, "trajectory figures", partial(trajectory_view.draw_study, study, out_dir), [])
-        written = [*figures, *(path.with_suffix(".pdf") for path in figures)]
+        written = [*figures, *(copy for path in figures for copy in vector_copies(path))]
         for stem, text in study_tables(study, failures).items():
             written.append(atomic_write_text(out_dir / f"{stem}.md", own_tokens(text, markdown=True)))
     return written

@@ -310,7 +310,7 @@ def analyse_and_log(
     seal(plan.run_dir, summary)
     start = time.perf_counter()
     drawn = not config.environment.no_figures
-    figures = redraw(summary, plan.run_dir / "figures") if drawn else []
+    figures = redraw(summary, plan.run_dir / "figures", formats=config.environment.figure_formats) if drawn else []
     children = log_run(tracker, plan, tuned, summary, summary_path, figures, timings)
     last_phase = "figures and MLflow" if drawn else "MLflow"
     return summary, {**phases, **timings, last_phase: time.perf_counter() - start}, children

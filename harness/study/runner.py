@@ -165,7 +165,9 @@ def study(plan: StudyPlan) -> tuple[dict[str, Any], list[Path], str, str]:
             files = (
                 []
                 if environment.no_figures
-                else draw_study(aggregated, plan.folder / "figures", aggregated["aggregation_failed"])
+                else draw_study(
+                    aggregated, plan.folder / "figures", aggregated["aggregation_failed"], environment.figure_formats
+                )
             )
             if aggregated["aggregation_failed"]:
                 write_study(plan.folder, aggregated)  # with the figures that could not be drawn

@@ -2,7 +2,8 @@
 
 Layers and heads are shown 1-indexed, as in both papers. Figures are drawn only from
 stored results (``summary.json`` entries), never from live tensors. Each is written as PNG
-and as PDF (vector, TrueType fonts embedded; text in DejaVu Sans, `harness.views.font`), with
+and, by default, as PDF (vector, TrueType fonts embedded; text in DejaVu Sans,
+`harness.views.font`); `figure_formats` chooses the vector copies (PDF, SVG or none), with
 a footnote where its drawer says what it was drawn from (`figure_note`: a quick look's
 sample), and checked when saved: a label that leaves the canvas, tick labels that run
 into each other, text drawn over an error bar, a title that says a thing twice, a colour
@@ -39,11 +40,13 @@ from matplotlib.ticker import FuncFormatter, ScalarFormatter
 from matplotlib.transforms import Bbox
 from PIL import Image
 
+from harness.config import DEFAULT_FIGURE_FORMATS
 from harness.views.font import use_lean_font
 from tasks.files import atomic_path
 
 DPI = 200
 matplotlib.rcParams["pdf.fonttype"] = 42  # TrueType (Type 42) fonts, not Type 3: editable text, as journals ask
+matplotlib.rcParams["svg.fonttype"] = "none"  # text as text, editable in a vector editor
 use_lean_font()
 log = logging.getLogger(__name__)
 # The figures and tables name special tokens by role, as BERT calls them; while a run's are drawn
@@ -51,6 +54,8 @@ log = logging.getLogger(__name__)
 _TOKEN_NAMES: ContextVar[dict[str, str] | None] = ContextVar("token_names", default=None)
 # What the figures saved within `figure_note` were drawn from, said under each (empty: nothing to say).
 _NOTE: ContextVar[str] = ContextVar("figure_note", default="")
+# The files each figure saved within `figure_formats` is written as.
+_FORMATS: ContextVar[tuple[str, ...]] = ContextVar("figure_formats", default=DEFAULT_FIGURE_FORMATS)
 NOTE_SIZE = 7  # points: the footnote's font size
 NOTE_LINE = 0.14  # inches per line of the footnote, in the strip added under the figure for it
 NOTE_COLOUR = "#555555"
@@ -133,6 +138,16 @@ def model_tokens(names: dict[str, str] | None) -> Iterator[None]:
 
 
 @contextmanager
+def figure_formats(formats: Sequence[str]) -> Iterator[None]:
+    """Figures saved within are written in ``formats`` (among `FIGURE_FORMATS`, PNG among them)."""
+    token = _FORMATS.set(tuple(formats))
+    try:
+        yield
+    finally:
+        _FORMATS.reset(token)
+
+
+@contextmanager
 def figure_note(note: str) -> Iterator[None]:
     """Within the block every figure `save` writes carries ``note`` as its footnote (what it was
     drawn from, where a reader must be told: ``"quick look: 64 dev examples"``); "" adds none."""
@@ -173,7 +188,8 @@ def rename_tokens(figure: plt.Figure) -> None:
 
 
 def save(figure: plt.Figure, path: Path) -> Path:
-    """Write a figure as PNG (``path``) and PDF beside it, check it, close it (figures are many;
+    """Write a figure as PNG (``path``) and its vector copies beside it (`figure_formats`: PDF
+    unless asked otherwise), check it, close it (figures are many;
     keep memory flat). Figures with colour bars use constrained layout (tight layout clashes with
     a colour bar shared by panels); the others are laid out tight here. Nothing is cropped when
     saved (cropping draws a figure twice; the check finds any text that cropping would rescue),
@@ -187,11 +203,12 @@ def save(figure: plt.Figure, path: Path) -> Path:
         log.warning("figure %s: %s", path.name, problem)
     with atomic_path(path) as temporary:
         Image.fromarray(np.asarray(figure.canvas.buffer_rgba())[..., :3]).save(temporary, format="png")
-    # The PDF keeps the layout just checked: a layout engine left on would lay the figure out
-    # again (a dry-run drawing and the layout: a third of the PDF's time) at the PDF's resolution.
+    # A vector copy keeps the layout just checked: a layout engine left on would lay the figure out
+    # again (a dry-run drawing and the layout: a third of the PDF's time) at its own resolution.
     figure.set_layout_engine(None)
-    with atomic_path(pdf_sibling(path)) as temporary:
-        figure.savefig(temporary, format="pdf")
+    for copy in vector_copies(path):
+        with atomic_path(copy) as temporary:
+            figure.savefig(temporary, format=copy.suffix[1:])
     plt.close(figure)
     return path
 
@@ -221,9 +238,9 @@ def lay_out(figure: plt.Figure, bottom: float) -> None:
         engine.set(rect=(0, bottom, 1, 1 - bottom))
 
 
-def pdf_sibling(path: Path) -> Path:
-    """The PDF written beside a figure's PNG."""
-    return path.with_suffix(".pdf")
+def vector_copies(path: Path) -> list[Path]:
+    """The vector copies (`figure_formats`) written beside a figure's PNG."""
+    return [path.with_suffix(f".{kind}") for kind in _FORMATS.get() if kind != "png"]
 
 
 def figure_problems(figure: plt.Figure) -> list[str]:

@@ -22,7 +22,7 @@ from harness.cli import main
 from harness.model.loading import load_tokenizer
 from harness.results.store import read_json
 from harness.results.summary import SUMMARY
-from tests.conftest import GLUE_DIR, harness_arguments
+from tests.conftest import GLUE_DIR, PNG_ONLY, harness_arguments
 
 pytestmark = pytest.mark.slow  # a 110M-parameter model fine-tuned and analysed: about two minutes
 LAYERS = HEADS = 12
@@ -67,6 +67,7 @@ def bert_base_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[
         root,
         *("--max-train-examples", "16", "--epochs", "1", "--quick", "--max-eval-examples", "8"),
         *("--max-dev-examples", "16", "--max-corpus-items", "6", "--probe-train-sentences", "16"),
+        *PNG_ONLY,
     )
     figure_checks, collected = logging.getLogger("harness.views.style"), Collected()
     figure_checks.addHandler(collected)

@@ -14,6 +14,7 @@ import requests
 from mlflow.tracking import MlflowClient
 
 from harness.run.tracking import EXPERIMENT, HARNESS_RUNS
+from tests.conftest import PNG_ONLY
 from tests.integration.test_study_processes import study_argv
 from tests.integration.warm_harness import REPOSITORY
 
@@ -67,7 +68,7 @@ def mlflow_server(tmp_path):
 
 
 def test_a_study_on_ray_logs_every_run_to_the_tracking_server(mlflow_server, tiny_model_dir, tiny_data, tmp_path):
-    argv = study_argv(tiny_model_dir, tiny_data, tmp_path, "rte,mrpc")
+    argv = study_argv(tiny_model_dir, tiny_data, tmp_path, "rte,mrpc", *PNG_ONLY)
     argv = [*argv[: argv.index("--seeds") + 1], "1", *argv[argv.index("--seeds") + 2 :]]
     argv[argv.index("--tracking-uri") + 1] = mlflow_server
     environment = {**os.environ, "PYTHONPATH": str(REPOSITORY), "RAY_AUTH_MODE": "disabled"}

@@ -13,16 +13,17 @@ import pytest
 
 from harness.results.store import read_json
 from harness.run.tracking import CHECKPOINT_TAG
-from tests.conftest import made_once, snapshot, tiny_run_arguments
+from tests.conftest import PNG_ONLY, made_once, snapshot, tiny_run_arguments
 from tests.integration.test_faults import harness, metric_counts, start
 
 pytestmark = pytest.mark.slow
 SEEDS = 2
 
 
-def study_argv(tiny_model_dir: Path, data: Path, root: Path, tasks: str = "rte,mrpc,qnli") -> list[str]:
+def study_argv(tiny_model_dir: Path, data: Path, root: Path, tasks: str = "rte,mrpc,qnli", *extra: str) -> list[str]:
     """A study of the tiny model over ``tasks`` (the tiny GLUE folder has no QNLI), two seeds."""
-    run_flags = tiny_run_arguments(tiny_model_dir, data, root, "--analyses", "cosine", "surface", "patterns")[3:]
+    analyses = ("--analyses", "cosine", "surface", "patterns")
+    run_flags = tiny_run_arguments(tiny_model_dir, data, root, *analyses, *extra)[3:]
     return ["study", "--tasks", tasks, "--seeds", str(SEEDS), *run_flags]
 
 
@@ -115,7 +116,7 @@ def test_a_failing_task_is_reported_and_the_rest_go_on(tiny_model_dir, tiny_data
     train = data / "glue" / "MRPC" / "train.tsv"
     good = train.read_text()
     train.write_text(good + "not a row\n")
-    failed = harness(study_argv(tiny_model_dir, data, tmp_path, "rte,mrpc"))
+    failed = harness(study_argv(tiny_model_dir, data, tmp_path, "rte,mrpc", *PNG_ONLY))
     assert failed.returncode == 1
     assert "failed: mrpc seed 42" in failed.stdout and "MRPC/train.tsv" in failed.stdout
     parent, children = parent_and_children(tmp_path)
@@ -123,7 +124,7 @@ def test_a_failing_task_is_reported_and_the_rest_go_on(tiny_model_dir, tiny_data
     assert list(the_study(tmp_path)["tasks"]) == ["rte"]
 
     train.write_text(good)  # the fix; the same command retries only what failed
-    fixed = harness(study_argv(tiny_model_dir, data, tmp_path, "rte,mrpc"))
+    fixed = harness(study_argv(tiny_model_dir, data, tmp_path, "rte,mrpc", *PNG_ONLY))
     assert fixed.returncode == 0, fixed.stderr[-3000:]
     again, children = parent_and_children(tmp_path)
     assert again["id"] == parent["id"] and again["status"] == "FINISHED" and len(children) == 4
@@ -132,7 +133,7 @@ def test_a_failing_task_is_reported_and_the_rest_go_on(tiny_model_dir, tiny_data
 
 @pytest.mark.parametrize("signal_name", ["SIGKILL", "SIGTERM"])
 def test_a_killed_study_resumes_to_the_same_study(signal_name, finished_study, tiny_model_dir, tiny_data, tmp_path):
-    argv = study_argv(tiny_model_dir, tiny_data, tmp_path)
+    argv = study_argv(tiny_model_dir, tiny_data, tmp_path, "rte,mrpc,qnli", *PNG_ONLY)
     stopped = harness(argv, ("study", signal_name, 3))  # the third (task, seed): two runs done
     expected = -signal.SIGKILL if signal_name == "SIGKILL" else 128 + signal.SIGTERM
     assert stopped.returncode == expected, stopped.stderr[-3000:]
@@ -148,7 +149,7 @@ def test_a_killed_study_resumes_to_the_same_study(signal_name, finished_study, t
 
 
 def test_two_identical_studies_at_once_both_complete(finished_study, tiny_model_dir, tiny_data, tmp_path):
-    argv = study_argv(tiny_model_dir, tiny_data, tmp_path)
+    argv = study_argv(tiny_model_dir, tiny_data, tmp_path, "rte,mrpc,qnli", *PNG_ONLY)
     processes = [start(argv), start(argv)]
     outputs = [process.communicate(timeout=900) for process in processes]
     assert [process.returncode for process in processes] == [0, 0], [err[-3000:] for _, err in outputs]

@@ -61,6 +61,8 @@ REQUIRED = {TaskConfig: {"task": "rte"}, AnnotationConfig: {"out": "pool"}}
         (lambda: TaskConfig(task="rte", max_length=4), "--max-length 4"),
         (lambda: EnvironmentConfig(precision="fp8"), "--precision fp8: must be one of"),
         (lambda: EnvironmentConfig(device="tpu"), "--device tpu"),
+        (lambda: EnvironmentConfig(vector_formats=["pdf", "eps"]), "--vector-formats eps: must be one of pdf"),
+        (lambda: EnvironmentConfig(vector_formats=["none", "pdf"]), "--vector-formats none pdf: none leaves every"),
         (lambda: ReportConfig(out="page.txt"), "--out page.txt: must end in .html"),
     ],
 )

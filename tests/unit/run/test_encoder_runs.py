@@ -10,13 +10,13 @@ import pytest
 
 from harness.cli import main
 from harness.run.plan import select_analyses
-from tests.conftest import tiny_run_arguments
+from tests.conftest import PNG_ONLY, tiny_run_arguments
 
 pytestmark = pytest.mark.slow  # a whole tiny run per architecture
 
 
 def test_a_default_run_analyses_and_draws_every_architecture(architecture_dir, tiny_data, tmp_path, capsys):
-    assert main(tiny_run_arguments(architecture_dir, tiny_data, tmp_path, "--ablation", "on")) == 0
+    assert main(tiny_run_arguments(architecture_dir, tiny_data, tmp_path, "--ablation", "on", *PNG_ONLY)) == 0
     out = capsys.readouterr().out
     assert not [line for line in out.splitlines() if line.startswith("skipped ")]
     (summary_path,) = (tmp_path / "out").glob("*/summary.json")

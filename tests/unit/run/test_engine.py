@@ -78,7 +78,7 @@ def test_every_analysis_measures_three_checkpoints_and_compares_each_declared_pa
 def test_every_analysis_draws_three_checkpoints(three, tmp_path):
     _, _, entries = three
     run = {"model": "tiny", "task": "rte", "seed": 42, "num_layers": 2, "num_heads": 4}
-    written = redraw({"analyses": entries, "run": run}, tmp_path)
+    written = redraw({"analyses": entries, "run": run}, tmp_path, formats=("png",))
     drawn = {path.name.split("_")[0] for path in written}
     assert {
         "cosine",

@@ -22,7 +22,7 @@ from harness.results.store import read_json, write_json
 from harness.run.tracking import CHECKPOINT_TAG, HARNESS_RUNS, PARENT_TAG
 from harness.views import VIEWS
 from harness.views.summary import summary_metrics
-from tests.conftest import snapshot, tiny_run_arguments
+from tests.conftest import PNG_ONLY, snapshot, tiny_run_arguments
 
 DEFAULT_ANALYSES = {name for name, analysis in ANALYSES.items() if analysis.on_by_default}
 pytestmark = pytest.mark.slow  # each test is a whole tiny run or reruns one (20 s with its figures)
@@ -48,7 +48,7 @@ def summaries(root: Path) -> dict[str, dict]:
 @pytest.fixture(scope="module")
 def finished(tiny_model_dir, tiny_data, tmp_path_factory):
     root = tmp_path_factory.mktemp("pipeline")
-    argv = tiny_run_arguments(tiny_model_dir, tiny_data, root, "--log-checkpoint")
+    argv = tiny_run_arguments(tiny_model_dir, tiny_data, root, "--log-checkpoint", *PNG_ONLY)
     assert main(argv) == 0
     return root, argv
 
@@ -285,7 +285,7 @@ def test_figures_of_a_run_folder_are_redrawn_without_loading_a_model(finished):
     figure = folder / "figures" / "cosine_per_head.png"
     figure.unlink()
     script = (
-        "import sys; from harness.cli import main; code = main(['figures', sys.argv[1]]); "
+        "import sys; from harness.cli import main; code = main(['figures', sys.argv[1], '--vector-formats', 'none']); "
         "print(code, [m for m in ('torch', 'transformers', 'mlflow') if m in sys.modules])"
     )
     printed = subprocess.run(
@@ -294,7 +294,7 @@ def test_figures_of_a_run_folder_are_redrawn_without_loading_a_model(finished):
     assert printed[-1] == "0 []" and figure.read_bytes()[:4] == b"\x89PNG"
     (said,) = printed[:-1]  # one line, not a path per file
     drawn = list((folder / "figures").glob("*.png"))
-    assert said.startswith(f"redrew {len(drawn)} figures (PNG and PDF) and ") and said.endswith(str(folder / "figures"))
+    assert said.startswith(f"redrew {len(drawn)} figures (PNG) and ") and said.endswith(str(folder / "figures"))
 
 
 def test_no_figures_leaves_the_drawing_to_harness_figures(tiny_model_dir, tiny_data, tmp_path, capsys):
@@ -306,6 +306,28 @@ def test_no_figures_leaves_the_drawing_to_harness_figures(tiny_model_dir, tiny_d
     assert f"figures: not drawn (--no-figures); `harness figures {run_dir}` draws them" in capsys.readouterr().out
     assert main(["figures", str(run_dir)]) == 0
     assert list(run_dir.glob("figures/cosine*.png")) and list(run_dir.glob("figures/cosine*.pdf"))
+
+
+def test_vector_formats_choose_the_copies_beside_each_png_and_a_change_redraws(
+    tiny_model_dir, tiny_data, tmp_path, capsys
+):
+    """``--vector-formats svg``: each figure as PNG and SVG (text kept as text), no PDF; the same
+    run asking for the default (PDF) draws again, as the record of what was drawn keeps the formats."""
+    argv = tiny_run_arguments(tiny_model_dir, tiny_data, tmp_path, "--analyses", "cosine")
+    assert main([*argv, "--vector-formats", "svg"]) == 0
+    (figures,) = (tmp_path / "out").glob("rte-*/figures")
+    pngs = sorted(figures.glob("*.png"))
+    assert pngs and sorted(figures.glob("*.svg")) == [png.with_suffix(".svg") for png in pngs]
+    assert not list(figures.glob("*.pdf"))
+    svg = pngs[0].with_suffix(".svg").read_text()
+    assert svg.lstrip().startswith("<?xml") and "<text" in svg  # svg.fonttype none: editable text
+    assert main(argv) == 0  # the default: PNG and PDF
+    assert sorted(figures.glob("*.pdf")) == [png.with_suffix(".pdf") for png in pngs]
+    recorded = read_json(figures / ".drawn.json")["analyses"]["cosine"]
+    assert {Path(name).suffix for name in recorded} == {".png", ".pdf"}
+    capsys.readouterr()
+    assert main(["figures", str(figures.parent), *PNG_ONLY]) == 0
+    assert "figures (PNG) and " in capsys.readouterr().out
 
 
 def test_every_signed_change_a_view_declares_is_a_metric_of_the_run(finished):
@@ -347,7 +369,10 @@ def test_a_quick_look_bounds_every_source_records_the_sizes_and_has_every_analys
     assert (
         main(
             tiny_run_arguments(
-                tiny_model_dir, tiny_data, tmp_path, "--quick", "--max-corpus-items", "3", "--max-dev-examples", "5"
+                tiny_model_dir,
+                tiny_data,
+                tmp_path,
+                *("--quick", "--max-corpus-items", "3", "--max-dev-examples", "5", "--no-figures"),
             )
         )
         == 0
@@ -470,7 +495,7 @@ def test_an_edited_summary_is_drawn_and_reported_from_nowhere_until_rebuilt(
     write_json(folder / "summary.json", summary)
     figures = snapshot(folder / "figures")
     capsys.readouterr()
-    for command in (["figures", str(folder)], ["report", "--output-dir", str(root / "out")]):
+    for command in (["figures", str(folder), *PNG_ONLY], ["report", "--output-dir", str(root / "out")]):
         assert main(command) == 2
         (line,) = capsys.readouterr().err.strip().splitlines()
         assert line == (
@@ -479,6 +504,6 @@ def test_an_edited_summary_is_drawn_and_reported_from_nowhere_until_rebuilt(
             "results (nothing is recomputed)"
         )
     assert snapshot(folder / "figures") == figures and not (root / "out" / "report").exists()
-    assert main(tiny_run_arguments(tiny_model_dir, tiny_data, root, "--log-checkpoint")) == 0  # the fix
+    assert main(tiny_run_arguments(tiny_model_dir, tiny_data, root, "--log-checkpoint", *PNG_ONLY)) == 0  # the fix
     rebuilt = read_json(folder / "summary.json")["analyses"]["evaluation"]["result"]["per_checkpoint"][FINETUNED]
-    assert rebuilt["metrics"]["dev/accuracy"] != 0.987654 and main(["figures", str(folder)]) == 0
+    assert rebuilt["metrics"]["dev/accuracy"] != 0.987654 and main(["figures", str(folder), *PNG_ONLY]) == 0

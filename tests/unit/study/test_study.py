@@ -24,7 +24,7 @@ from harness.views.base import VIEWS, View
 from harness.views.seeds import elementwise, spread
 from harness.views.summary import summary_metrics
 from tasks.errors import InputError
-from tests.conftest import LEARNS, made_once, tiny_run_arguments
+from tests.conftest import LEARNS, PNG_ONLY, made_once, tiny_run_arguments
 
 
 def parse(*argv: str):
@@ -352,7 +352,7 @@ def test_a_study_along_fine_tuning_says_when_attention_and_the_score_change(
     task's series over the fraction of training, and the findings on when things change, judged on
     resamples of the dev examples (the tiny model learns SST-2, so they are judged)."""
     argv = study_arguments(
-        tiny_learner_dir, tiny_data, tmp_path, "sst2", "--trajectory", "0.05", "0.1", "0.5", "--name", "way"
+        tiny_learner_dir, tiny_data, tmp_path, "sst2", "--trajectory", "0.05", "0.1", "0.5", "--name", "way", *PNG_ONLY
     )
     assert main(argv) == 0
     study = study_json(tmp_path, "way")
