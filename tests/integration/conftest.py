@@ -19,7 +19,7 @@ from harness.model.loading import load_sequence_classifier, load_tokenizer
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from tasks.loading import load_examples
 from tasks.registry import get_task
-from tests.conftest import GLUE_DIR, analysis_context, finish, stream
+from tests.fixtures import GLUE_DIR, analysis_context, finish, stream
 
 CHANGED_LAYER = 5  # 0-indexed: MiniLM's sixth and last layer
 

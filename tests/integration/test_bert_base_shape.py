@@ -22,7 +22,7 @@ from harness.cli import main
 from harness.model.loading import load_tokenizer
 from harness.results.store import read_json
 from harness.results.summary import SUMMARY
-from tests.conftest import GLUE_DIR, PNG_ONLY, harness_arguments
+from tests.fixtures import GLUE_DIR, PNG_ONLY, harness_arguments
 
 pytestmark = pytest.mark.slow  # a 110M-parameter model fine-tuned and analysed: about two minutes
 LAYERS = HEADS = 12

@@ -13,7 +13,7 @@ from harness.inputs.sources.coreference import encoded_documents
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.views.coreference import CoreferenceView
 from tasks.coreference import read_coreference
-from tests.conftest import SHARED_DATA
+from tests.fixtures import SHARED_DATA
 from tests.integration.conftest import run_on
 
 LITBANK = SHARED_DATA / "litbank" / "conll"

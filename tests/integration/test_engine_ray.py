@@ -14,7 +14,7 @@ import requests
 from mlflow.tracking import MlflowClient
 
 from harness.run.tracking import EXPERIMENT, HARNESS_RUNS
-from tests.conftest import PNG_ONLY
+from tests.fixtures import PNG_ONLY
 from tests.integration.test_study_processes import study_argv
 from tests.integration.warm_harness import REPOSITORY
 

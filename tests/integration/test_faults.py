@@ -21,7 +21,7 @@ import pytest
 
 from harness.results.store import read_json
 from harness.run.tracking import CHECKPOINT_TAG
-from tests.conftest import TINY_RECIPE, harness_arguments, made_once, tiny_run_arguments
+from tests.fixtures import TINY_RECIPE, harness_arguments, made_once, tiny_run_arguments
 from tests.integration.warm_harness import HarnessProcess, completed
 
 SIGNALS = ("SIGKILL", "SIGTERM", "SIGINT")

@@ -7,7 +7,7 @@ import pytest
 from harness.analyses.features import NAMES
 from harness.analyses.features_task import TaskFeatures
 from tasks.registry import get_task
-from tests.conftest import GLUE_DIR
+from tests.fixtures import GLUE_DIR
 from tests.integration.conftest import CHANGED_LAYER, glue_batches, run_on
 
 pytestmark = [

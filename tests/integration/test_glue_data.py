@@ -4,7 +4,7 @@ import pytest
 
 from tasks import get_task
 from tasks.loading import load_examples
-from tests.conftest import GLUE_DIR
+from tests.fixtures import GLUE_DIR
 
 pytestmark = pytest.mark.skipif(not GLUE_DIR.is_dir(), reason=f"real GLUE data not found at {GLUE_DIR}")
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.conftest import GLUE_DIR
+from tests.fixtures import GLUE_DIR
 
 pytestmark = [
     pytest.mark.slow,  # five tiny harness commands in a process: 2.5 min on 2 shared, busy cores

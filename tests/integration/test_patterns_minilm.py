@@ -3,7 +3,7 @@
 import pytest
 
 from harness.analyses.patterns import AttentionPatterns
-from tests.conftest import GLUE_DIR
+from tests.fixtures import GLUE_DIR
 from tests.integration.conftest import CHANGED_LAYER, glue_batches, run_on
 
 pytestmark = [

@@ -28,7 +28,7 @@ import pytest
 
 from harness.cli import build_parser, configs_from
 from harness.model.loading import hub_unreachable
-from tests.conftest import output_arguments
+from tests.fixtures import output_arguments
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARED_GLUE = ROOT.parent / "shared" / "data" / "glue"

@@ -21,7 +21,7 @@ import pytest
 from harness.cli import main
 from harness.results.store import read_json
 from harness.views.evaluation import dev_metrics
-from tests.conftest import GLUE_DIR, SHARED_DATA, harness_arguments
+from tests.fixtures import GLUE_DIR, SHARED_DATA, harness_arguments
 
 pytestmark = [
     pytest.mark.slow,

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from tests.conftest import GLUE_DIR, harness_arguments, tiny_run_arguments
+from tests.fixtures import GLUE_DIR, harness_arguments, tiny_run_arguments
 
 CHROMIUM = next(filter(None, map(shutil.which, ("chromium", "chromium-browser", "google-chrome"))), None)
 pytestmark = [

@@ -15,7 +15,7 @@ from harness.run.tracking import HARNESS_RUNS
 from harness.views.evaluation import dev_metrics
 from tasks.loading import load_examples
 from tasks.registry import get_task
-from tests.conftest import GLUE_DIR, harness_arguments, snapshot
+from tests.fixtures import GLUE_DIR, harness_arguments, snapshot
 from tests.integration.conftest import CHANGED_LAYER, glue_batches, run_on
 
 pytestmark = [

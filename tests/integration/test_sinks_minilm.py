@@ -10,7 +10,7 @@ import pytest
 
 from harness.analyses.sinks import AttentionSinks
 from harness.views.sinks import KINDS
-from tests.conftest import GLUE_DIR
+from tests.fixtures import GLUE_DIR
 from tests.integration.conftest import CHANGED_LAYER, glue_batches, run_on
 
 pytestmark = [

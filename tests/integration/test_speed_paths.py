@@ -21,7 +21,7 @@ from harness.run.plan import native_bf16
 from harness.views.evaluation import dev_metrics
 from tasks.loading import load_examples
 from tasks.registry import get_task
-from tests.conftest import GLUE_DIR, harness_arguments
+from tests.fixtures import GLUE_DIR, harness_arguments
 
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(not GLUE_DIR.is_dir(), reason="needs ../shared/data/glue")]
 

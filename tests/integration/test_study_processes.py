@@ -13,7 +13,7 @@ import pytest
 
 from harness.results.store import read_json
 from harness.run.tracking import CHECKPOINT_TAG
-from tests.conftest import PNG_ONLY, made_once, snapshot, tiny_run_arguments
+from tests.fixtures import PNG_ONLY, made_once, snapshot, tiny_run_arguments
 from tests.integration.test_faults import harness, metric_counts, start
 
 pytestmark = pytest.mark.slow

@@ -23,7 +23,7 @@ from harness.views.evidence import FAILS, UnitSums
 from harness.views.surface_text import SurfaceTextView
 from tasks.loading import load_examples
 from tasks.registry import get_task
-from tests.conftest import GLUE_DIR, SHARED_DATA, stream
+from tests.fixtures import GLUE_DIR, SHARED_DATA, stream
 from tests.integration.conftest import CHANGED_LAYER, glue_batches, run_on
 
 pytestmark = [

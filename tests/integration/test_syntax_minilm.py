@@ -18,7 +18,7 @@ from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.views.dependency import ALL_CLARK, DependencyView
 from harness.views.probes import ProbesView
 from tasks.treebank import read_treebank
-from tests.conftest import SHARED_DATA
+from tests.fixtures import SHARED_DATA
 from tests.integration.conftest import run_on
 
 EWT = SHARED_DATA / "ud-english-ewt"

@@ -11,7 +11,7 @@ import pytest
 
 from harness.analyses.vig import VigBehaviours
 from harness.views.vig import STATISTICS
-from tests.conftest import GLUE_DIR
+from tests.fixtures import GLUE_DIR
 from tests.integration.conftest import CHANGED_LAYER, glue_batches, run_on
 
 pytestmark = [

@@ -41,7 +41,7 @@ from pathlib import Path
 import pytest
 
 from tasks.corpora import CORPORA
-from tests.conftest import GLUE_DIR, SHARED_DATA, mirror_shared_corpora
+from tests.fixtures import GLUE_DIR, SHARED_DATA, mirror_shared_corpora
 
 CHECKOUT = Path(__file__).resolve().parents[2]
 PACKAGES = ("harness", "tasks", "classifier")

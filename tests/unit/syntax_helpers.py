@@ -11,7 +11,7 @@ from harness.inputs.batches import AttentionBatch, EncodedBatch
 from harness.inputs.words import WordAlignedItem
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from tasks.treebank import Sentence
-from tests.conftest import analysis_context
+from tests.fixtures import analysis_context
 
 
 def sentence(

@@ -8,7 +8,7 @@ from huggingface_hub import constants as hub_constants
 from harness.cli import GROUPS, LEFT_OUT, build_parser, configs_from, main
 from harness.model import loading as models
 from harness.options import flag_of
-from tests.conftest import harness_arguments
+from tests.fixtures import harness_arguments
 
 
 def run_cli(capsys, *argv):

@@ -38,7 +38,7 @@ from harness.views.base import per_checkpoint_results
 from harness.views.metrics import values
 from tasks.loading import load_examples
 from tasks.registry import TASKS, GlueTask, get_task
-from tests.conftest import PAIRS, as_checkpoints, sentiment_sentences, tiny_bert, tiny_run_arguments
+from tests.fixtures import PAIRS, as_checkpoints, sentiment_sentences, tiny_bert, tiny_run_arguments
 
 Install = Callable[[str, dict[str, str], dict[str, dict[str, str]]], None]
 

@@ -38,7 +38,7 @@ from tasks.examples import Example
 from tasks.loading import load_examples
 from tasks.metrics import score_predictions
 from tasks.registry import get_task
-from tests.conftest import as_checkpoints, snapshot, tiny_bert
+from tests.fixtures import as_checkpoints, snapshot, tiny_bert
 
 PAIRS = [(PRETRAINED, FINETUNED)]
 PAIR_EXAMPLES = [

@@ -8,7 +8,7 @@ from scipy.spatial.distance import jensenshannon
 from harness.analyses.clustering import Clustering, embed, pairwise_js, sample_rows
 from harness.views.clustering import ClusteringView
 from tasks.examples import Example
-from tests.conftest import run_analysis, tiny_bert
+from tests.fixtures import run_analysis, tiny_bert
 
 
 def test_pairwise_js_of_hand_built_heads_is_exact():

@@ -25,7 +25,7 @@ from harness.views.evidence import UnitSums, paired_change
 from harness.views.metrics import values
 from tasks.coreference import Document, Mention, mention_head, mention_type
 from tasks.errors import InputError
-from tests.conftest import analysis_context, finish, stream
+from tests.fixtures import analysis_context, finish, stream
 
 
 def document(text: str, spans: list[tuple[int, int, int]], pos: str | None = None) -> Document:

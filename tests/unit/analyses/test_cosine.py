@@ -9,7 +9,7 @@ from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.views.cosine import CosineView
 from harness.views.evidence import UnitSums
 from tasks.examples import Example
-from tests.conftest import run_analysis, tiny_bert
+from tests.fixtures import run_analysis, tiny_bert
 
 EXAMPLES = [
     Example("1", "the cat sat on the mat .", "the dog ran .", 0),

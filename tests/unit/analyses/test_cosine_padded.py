@@ -25,7 +25,7 @@ from harness.views.cosine_padded import PaddedCosineView
 from tasks.errors import InputError
 from tasks.loading import load_examples
 from tasks.registry import get_task
-from tests.conftest import analysis_context, as_checkpoints, tiny_bert, tiny_run_arguments
+from tests.fixtures import analysis_context, as_checkpoints, tiny_bert, tiny_run_arguments
 
 PAIR = f"{PRETRAINED}->{FINETUNED}"
 

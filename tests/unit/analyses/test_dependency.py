@@ -8,7 +8,7 @@ from harness.inputs.sources.treebank import SyntaxSource
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.views.dependency import ALL_CLARK, DependencyView
 from harness.views.metrics import values
-from tests.conftest import finish, stream
+from tests.fixtures import finish, stream
 from tests.unit.syntax_helpers import context, hand_made_batch, pointing_maps, sentence
 
 # the cat sat on the mat .   (det, nsubj, root, case, det, obl, punct)

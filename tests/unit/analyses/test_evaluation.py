@@ -20,7 +20,7 @@ from harness.views.evaluation import dev_metrics, learning_warning
 from tasks.loading import load_examples
 from tasks.metrics import compute_metrics
 from tasks.registry import get_task
-from tests.conftest import as_checkpoints, tiny_bert
+from tests.fixtures import as_checkpoints, tiny_bert
 
 RTE = get_task("rte")
 

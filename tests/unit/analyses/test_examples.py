@@ -10,7 +10,7 @@ from harness.inputs.encoding import batched
 from harness.model.forward import Capture, forward
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from tasks.examples import Example
-from tests.conftest import SENTENCES, as_checkpoints, run_analysis
+from tests.fixtures import SENTENCES, as_checkpoints, run_analysis
 
 EXAMPLES = [Example(str(i), a, b, i % 2, "dev") for i, (a, b) in enumerate(zip(SENTENCES, reversed(SENTENCES)))]
 EXAMPLES += [Example(f"{i}b", a, a, 1, "dev") for i, a in enumerate(SENTENCES[2:6])]  # short ones

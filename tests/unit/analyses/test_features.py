@@ -4,7 +4,7 @@ from harness.analyses.features import LinguisticFeatures, feature_attention, fea
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.views.features import FeaturesView
 from harness.views.metrics import values
-from tests.conftest import finish
+from tests.fixtures import finish
 from tests.unit.syntax_helpers import context, hand_made_batch, sentence
 
 # They did n't see the dogs .

@@ -18,7 +18,7 @@ from harness.views.style import plt
 from tasks.examples import Example
 from tasks.registry import get_task
 from tasks.tagging import TaggedToken, tagger_identity
-from tests.conftest import analysis_context, finish
+from tests.fixtures import analysis_context, finish
 
 SST2 = get_task("sst2")
 

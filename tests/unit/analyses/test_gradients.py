@@ -8,7 +8,7 @@ from harness.model.forward import MASKED_LM_LOSS, TASK_LOSS, UNTRAINED_TASK_LOSS
 from harness.run.engine import GradientTargets
 from harness.views.gradients import GradientsView
 from tasks.examples import Example
-from tests.conftest import run_analysis, tiny_bert
+from tests.fixtures import run_analysis, tiny_bert
 
 EXAMPLES = [
     Example("1", "the cat sat on the mat .", "the dog ran , he sat .", 0),

@@ -21,7 +21,7 @@ from harness.views.metrics import values
 from harness.views.patterns import PatternsView, draw_proportions
 from harness.views.style import plt
 from tasks.examples import Example
-from tests.conftest import analysis_context, finish, run_analysis, stream
+from tests.fixtures import analysis_context, finish, run_analysis, stream
 
 EXAMPLES = [
     Example("1", "the cat sat on the mat .", "the dog ran .", 0),

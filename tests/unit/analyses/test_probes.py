@@ -15,7 +15,7 @@ from harness.results.store import FileHashes
 from harness.views.metrics import values
 from harness.views.probes import ProbesView
 from tasks.errors import InputError
-from tests.conftest import finish
+from tests.fixtures import finish
 from tests.unit.syntax_helpers import context, hand_made_batch, pointing_maps, sentence
 
 WORDS = "the cat sat on a mat dog ran he she it is not happy".split()

@@ -12,7 +12,7 @@ from harness.inputs.encoding import batched
 from harness.views.metrics import values
 from harness.views.sinks import KINDS, STATISTICS, SinksView
 from tasks.examples import Example
-from tests.conftest import analysis_context, finish, run_analysis, stream, tiny_bert
+from tests.fixtures import analysis_context, finish, run_analysis, stream, tiny_bert
 
 N = 5  # real tokens: [CLS] cat . dog [SEP], then one padding position
 CLS, SEP, PUNCT, OTHER = range(4)

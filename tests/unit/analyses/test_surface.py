@@ -14,7 +14,7 @@ from harness.views.evidence import FAILS, HOLDS, UNCLEAR, UnitSums
 from harness.views.surface import SurfaceView, cls_peaks_before_sep, sep_takes_half_a_layer
 from harness.views.surface_text import SurfaceTextView
 from tasks.examples import Example
-from tests.conftest import analysis_context, finish, run_analysis, stream, tiny_bert
+from tests.fixtures import analysis_context, finish, run_analysis, stream, tiny_bert
 from tests.unit.inputs.test_running_text import write_treebank
 
 N = 5  # real tokens: [CLS] cat . dog [SEP], then one padding position

@@ -27,7 +27,7 @@ from harness.views.seeds import spread
 from harness.views.style import plt
 from harness.views.vig import NOT_DEFINED, STATISTICS, VigView
 from tasks.examples import Example
-from tests.conftest import analysis_context, finish, run_analysis, stream, tiny_bert
+from tests.fixtures import analysis_context, finish, run_analysis, stream, tiny_bert
 
 # [CLS] the cat ##s sat on the mat [SEP] the cat sat . [SEP], then two padding positions
 PAIR = Example("1", "The cats sat on the mat", "the cat sat .", 0)

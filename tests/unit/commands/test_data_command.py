@@ -9,7 +9,7 @@ import pytest
 
 import harness.corpus_lookup
 from harness.cli import main
-from tests.conftest import SHARED_DATA, mirror_shared_corpora
+from tests.fixtures import SHARED_DATA, mirror_shared_corpora
 
 needs_shared = pytest.mark.skipif(
     not all((SHARED_DATA / name).is_dir() for name in ("litbank", "ud-english-ewt")),

@@ -15,7 +15,7 @@ from harness.inputs.sources.running_text import running_text_segments, treebank_
 from harness.run.plan import Downloads, leave_out
 from tasks.errors import InputError
 from tasks.treebank import read_treebank
-from tests.conftest import SHARED_DATA
+from tests.fixtures import SHARED_DATA
 from tests.unit.model.architectures import roberta_tokenizer
 
 # Three documents: the first of three paragraphs (its first of two sentences, one without a

@@ -3,7 +3,7 @@ import torch
 
 from harness.inputs.words import encode_words, word_attention, word_attention_with_special, word_maps
 from tasks.errors import InputError
-from tests.conftest import stream
+from tests.fixtures import stream
 
 
 def test_split_word_gets_all_its_subtokens(tiny_tokenizer):

@@ -47,7 +47,7 @@ from transformers import (
     XLMRobertaTokenizerFast,
 )
 
-from tests.conftest import SENTENCES, TINY_VOCAB, made_once
+from tests.fixtures import SENTENCES, TINY_VOCAB, made_once
 
 SEED = 0
 # The words of TINY_VOCAB, and each of them with each continuation piece ("cat" + "##s").

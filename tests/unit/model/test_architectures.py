@@ -24,7 +24,7 @@ from transformers import (
 )
 
 from harness.inputs.words import tokenized_words
-from tests.conftest import SENTENCES
+from tests.fixtures import SENTENCES
 from tests.unit.model.architectures import ARCHITECTURES, WORD_PREFIXES
 
 WORDS = " ".join(SENTENCES).split()

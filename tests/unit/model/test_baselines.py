@@ -19,7 +19,7 @@ from harness.run.plan import load_task_data
 from harness.views.evaluation import EvaluationView, learning_warning, table_1_markdown
 from harness.views.metrics import values
 from tasks.registry import get_task
-from tests.conftest import snapshot, tiny_run_arguments
+from tests.fixtures import snapshot, tiny_run_arguments
 from tests.unit.analyses.test_evaluation import stored
 
 RTE = get_task("rte")

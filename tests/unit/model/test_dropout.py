@@ -10,7 +10,7 @@ from torch import nn
 
 from harness.model.dropout import LEVELS, FastDropout, fast_dropout, use_fast_dropout
 from harness.model.forward import use_harness_attention
-from tests.conftest import tiny_bert
+from tests.fixtures import tiny_bert
 
 
 @pytest.mark.parametrize("p", [0.1, 0.5])

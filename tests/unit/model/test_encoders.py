@@ -25,7 +25,7 @@ from harness.model.loading import (
 from tasks.errors import InputError
 from tasks.examples import Example
 from tasks.registry import get_task
-from tests.conftest import tiny_run_arguments
+from tests.fixtures import tiny_run_arguments
 
 PAIRS = [
     Example("1", "the cat sat on the mat .", "the dog ran .", 0),

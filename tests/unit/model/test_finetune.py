@@ -28,7 +28,7 @@ from harness.results.store import FileHashes, key_of
 from harness.run.plan import load_task_data
 from tasks.errors import InputError
 from tasks.registry import get_task
-from tests.conftest import TINY_RECIPE, harness_arguments, snapshot
+from tests.fixtures import TINY_RECIPE, harness_arguments, snapshot
 
 
 def test_cache_key_changes_with_every_hyperparameter_and_the_data(tiny_data, tmp_path):

@@ -26,7 +26,7 @@ from harness.model.forward import (
 from harness.model.projections import HeadProjections
 from tasks.errors import InputError
 from tasks.examples import Example
-from tests.conftest import stream, tiny_bert
+from tests.fixtures import stream, tiny_bert
 
 PAIRS = [
     Example("1", "the cat sat", "the dog ran .", 0),

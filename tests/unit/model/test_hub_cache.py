@@ -25,7 +25,7 @@ from transformers import AutoModel, AutoTokenizer
 from harness.results.store import key_of, read_json
 from harness.run.tracking import HARNESS_RUNS
 from tasks.hub import HUB_DATASET
-from tests.conftest import TINY_VOCAB, snapshot, tiny_bert, tiny_run_arguments
+from tests.fixtures import TINY_VOCAB, snapshot, tiny_bert, tiny_run_arguments
 from tests.unit.hub_cache_helpers import folder_files, glue_hub_files, hub_environment, write_hub_snapshot
 
 MODEL_ID = "tiny-org/tiny-bert"

@@ -8,7 +8,7 @@ import torch
 from harness.model.loading import check_model_folder, load_sequence_classifier
 from tasks.errors import InputError
 from tasks.registry import get_task
-from tests.conftest import tiny_bert
+from tests.fixtures import tiny_bert
 
 
 @pytest.mark.parametrize("random_init", [False, True])

@@ -12,7 +12,7 @@ from harness.present.study_figures import draw_study
 from harness.results.store import write_json
 from harness.results.summary import seal
 from tasks.errors import InputError
-from tests.conftest import tiny_run_arguments
+from tests.fixtures import tiny_run_arguments
 from tests.unit.study.test_study import study_of
 
 TABLES = (

@@ -22,7 +22,7 @@ from harness.results.checkpoints import FINETUNED, MAIN_PAIR, PRETRAINED
 from harness.results.store import read_json
 from harness.results.summary import SUMMARY
 from harness.views.summary import summary_metrics
-from tests.conftest import tiny_run_arguments
+from tests.fixtures import tiny_run_arguments
 
 # Seed 7: its own folder (runs of one task, model and seed share theirs, adding analyses), not a study run.
 PER_HEAD_RUN = ("--analyses", "cosine", "surface", "sinks", "patterns", "vig", "ablation", "--seed", "7")

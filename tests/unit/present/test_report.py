@@ -20,7 +20,7 @@ from harness.recipes import describe_recipe
 from harness.results.store import read_json
 from harness.results.summary import SUMMARY, seal
 from harness.views.across_tasks import mean_sd
-from tests.conftest import tiny_run_arguments
+from tests.fixtures import tiny_run_arguments
 
 ANALYSES = ("--analyses", "cosine", "surface", "examples")
 MARKUP = "<script>alert(1)</script>"

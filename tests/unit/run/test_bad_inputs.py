@@ -15,7 +15,7 @@ import torch
 
 from harness.cli import build_parser, configs_from, main
 from harness.run.plan import plan_run
-from tests.conftest import harness_arguments, tiny_bert
+from tests.fixtures import harness_arguments, tiny_bert
 
 CONLLU = "1\tthe\t_\tDET\tDT\t_\t2\tdet\t_\t_\n2\tcat\t_\tNOUN\tNN\t_\t{head}\t{rel}\t_\t_\n"
 

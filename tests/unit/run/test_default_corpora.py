@@ -20,7 +20,7 @@ from harness.config import AnalysisConfig
 from harness.results.store import FileHashes
 from harness.run.plan import Downloads, leave_out, select_analyses, settings_identity, with_default_data
 from harness.study.runner import aggregate, plan_study
-from tests.conftest import SHARED_DATA, mirror_shared_corpora, tiny_run_arguments
+from tests.fixtures import SHARED_DATA, mirror_shared_corpora, tiny_run_arguments
 
 UD_READERS, LITBANK_READERS = ("syntax", "features", "probes", "surface_text"), ("coreference",)
 DATA_FLAGS = ("--syntax-data", "--coref-data", "--corpus")

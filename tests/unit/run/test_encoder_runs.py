@@ -10,7 +10,7 @@ import pytest
 
 from harness.cli import main
 from harness.run.plan import select_analyses
-from tests.conftest import PNG_ONLY, tiny_run_arguments
+from tests.fixtures import PNG_ONLY, tiny_run_arguments
 
 pytestmark = pytest.mark.slow  # a whole tiny run per architecture
 

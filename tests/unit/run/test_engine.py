@@ -19,7 +19,7 @@ from harness.views.base import per_checkpoint_results
 from tasks.errors import InputError
 from tasks.loading import load_examples
 from tasks.registry import get_task
-from tests.conftest import as_checkpoints, snapshot, tiny_bert
+from tests.fixtures import as_checkpoints, snapshot, tiny_bert
 
 NAMES = ("a", "b", "c")
 PAIRS = [("a", "b"), ("b", "c")]

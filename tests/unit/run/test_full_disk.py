@@ -27,7 +27,7 @@ from harness.run.tracking import CHECKPOINT_TAG, EXPERIMENT, HARNESS_RUNS
 from tasks.corpora import LITBANK, CorpusFile
 from tasks.download import download_corpus
 from tasks.files import DiskFull
-from tests.conftest import PNG_ONLY, tiny_run_arguments
+from tests.fixtures import PNG_ONLY, tiny_run_arguments
 
 pytestmark = pytest.mark.slow
 Mounter = Callable[[str], Path]

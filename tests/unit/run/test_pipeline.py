@@ -22,7 +22,7 @@ from harness.results.store import read_json, write_json
 from harness.run.tracking import CHECKPOINT_TAG, HARNESS_RUNS, PARENT_TAG
 from harness.views import VIEWS
 from harness.views.summary import summary_metrics
-from tests.conftest import PNG_ONLY, snapshot, tiny_run_arguments
+from tests.fixtures import PNG_ONLY, snapshot, tiny_run_arguments
 
 DEFAULT_ANALYSES = {name for name, analysis in ANALYSES.items() if analysis.on_by_default}
 pytestmark = pytest.mark.slow  # each test is a whole tiny run or reruns one (20 s with its figures)

@@ -9,7 +9,7 @@ from harness.config import RunConfig, TaskConfig
 from harness.results.summary import flatten
 from harness.run.tracking import EXPERIMENT, EXPERIMENT_KIND, Tracker, check_store, damage, training_curve
 from tasks.errors import InputError
-from tests.conftest import tiny_run_arguments
+from tests.fixtures import tiny_run_arguments
 
 
 @pytest.mark.slow

@@ -13,7 +13,7 @@ import pytest
 from harness.cli import build_parser, configs_from
 from harness.results.store import read_json
 from harness.study.executors import Job, execute
-from tests.conftest import tiny_run_arguments
+from tests.fixtures import tiny_run_arguments
 
 REPOSITORY = Path(__file__).resolve().parents[3]
 

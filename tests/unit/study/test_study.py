@@ -24,7 +24,7 @@ from harness.views.base import VIEWS, View
 from harness.views.seeds import elementwise, spread
 from harness.views.summary import summary_metrics
 from tasks.errors import InputError
-from tests.conftest import LEARNS, PNG_ONLY, made_once, tiny_run_arguments
+from tests.fixtures import LEARNS, PNG_ONLY, made_once, tiny_run_arguments
 
 
 def parse(*argv: str):

@@ -4,7 +4,7 @@ import pytest
 
 from tasks.coreference import Mention, coreference_format, read_coreference
 from tasks.errors import InputError
-from tests.conftest import SHARED_DATA
+from tests.fixtures import SHARED_DATA
 
 LITBANK = SHARED_DATA / "litbank" / "conll"
 

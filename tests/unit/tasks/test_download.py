@@ -24,7 +24,7 @@ from tasks.corpora import (
 )
 from tasks.download import download_corpus
 from tasks.errors import InputError
-from tests.conftest import SHARED_DATA, mirror_shared_corpora
+from tests.fixtures import SHARED_DATA, mirror_shared_corpora
 
 CONTENTS = {"conll/a.conll": b"the cat sat .\n" * 40, "conll/b.conll": b"it ran .\n" * 25}
 UPSTREAM_FOLDER = "owner/tiny-corpus/0123abc/coref/"

@@ -21,7 +21,7 @@ from tasks.examples import Example
 from tasks.hub import HUB_DATASET
 from tasks.loading import load_examples
 from tasks.registry import get_task
-from tests.conftest import GLUE_DIR
+from tests.fixtures import GLUE_DIR
 from tests.unit.hub_cache_helpers import ROOT, glue_hub_files, hub_environment, write_hub_snapshot
 
 pytestmark = pytest.mark.skipif(

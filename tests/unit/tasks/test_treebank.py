@@ -2,7 +2,7 @@ import pytest
 
 from tasks.errors import InputError
 from tasks.treebank import read_treebank
-from tests.conftest import SHARED_DATA
+from tests.fixtures import SHARED_DATA
 
 EWT = SHARED_DATA / "ud-english-ewt"
 
