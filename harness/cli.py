@@ -54,6 +54,7 @@ COMMAND_MODULES = {
     "report": STORED,
     "export": STORED,
     "data": DATA,
+    "tasks": DATA,
 }
 DESCRIPTIONS = {
     "run": "fine-tune (or reuse the cached checkpoint), compare the attention of both checkpoints, track in MLflow",
@@ -73,6 +74,8 @@ DESCRIPTIONS = {
     "per-head values, one per row, and a study's metrics over seeds and findings (harness.present.frames)",
     "data": "the pinned default corpora (UD English EWT, LitBank): `harness data list` says which are present, "
     "where, their version and licence; `harness data download [NAME ...]` fetches them into the data cache",
+    "tasks": "the tasks --task takes: each one's texts, labels, metrics and evaluation splits, and where its "
+    "data is read from (the GLUE TSV folder of --data-dir or $GLUE_DIR, else the hub)",
 }
 GROUPS = {
     "run": (TaskConfig, FineTuneConfig, AnalysisConfig, EnvironmentConfig),
@@ -85,6 +88,7 @@ GROUPS = {
     "report": (ReportConfig, EnvironmentConfig),
     "export": (ExportConfig, EnvironmentConfig),
     "data": (DataConfig,),
+    "tasks": (),
 }
 RUN_PARTS = {
     TaskConfig: "task",

@@ -23,7 +23,7 @@ from harness.options import Flags, existing, option, require
 from harness.recipes import AUTO_RECIPE, RECIPES, RECIPES_HELP, recipe_name
 from tasks.corpora import CORPORA, Corpus, get_corpus
 from tasks.errors import InputError
-from tasks.registry import get_task
+from tasks.registry import TASKS, get_task
 
 # The files a figure is written as: PNG always (the report shows it, the figure checks read its
 # drawing), then its vector copies for papers (--vector-formats).
@@ -54,7 +54,7 @@ ABLATION_CHOICES = ("auto", "on", "off")
 class TaskConfig(Flags):
     """What is fine-tuned and compared."""
 
-    task: str = option(None, "GLUE task: cola, sst2, mrpc, stsb, qqp, mnli, qnli, rte, wnli", required=True)
+    task: str = option(None, f"GLUE task: {', '.join(TASKS)} (`harness tasks` describes them)", required=True)
     model: str = option(DEFAULT_MODEL, "Hugging Face id or local path, or 'minilm' for the bundled offline model")
     data_dir: Path | None = option(None, "GLUE TSV folder (default $GLUE_DIR; without either, GLUE comes from the hub)")
     max_length: int = option(
@@ -67,7 +67,7 @@ class TaskConfig(Flags):
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.task is None:
-            raise InputError("--task is required: one of cola, sst2, mrpc, stsb, qqp, mnli, qnli, rte, wnli")
+            raise InputError(f"--task is required: one of {', '.join(TASKS)}")
         self.task = get_task(self.task).name
         chosen = self.data_dir or os.environ.get("GLUE_DIR") or None
         self.data_dir = existing(TaskConfig, "data_dir", Path(chosen) if chosen else None, "folder")

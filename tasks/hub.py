@@ -11,9 +11,7 @@ from huggingface_hub import snapshot_download
 
 from tasks.errors import InputError
 from tasks.examples import Example
-from tasks.registry import GlueTask
-
-HUB_DATASET = "nyu-mll/glue"
+from tasks.registry import HUB_DATASET, GlueTask
 
 
 def hub_split_name(split: str) -> str:

@@ -11,6 +11,8 @@ from dataclasses import dataclass
 
 from tasks.errors import InputError
 
+HUB_DATASET = "nyu-mll/glue"  # GLUE on the hub: one config per task
+
 
 @dataclass(frozen=True)
 class GlueTask:

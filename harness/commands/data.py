@@ -1,11 +1,15 @@
-"""``harness data``: the pinned default corpora, listed (where each is found, or absent) or downloaded. No torch."""
+"""``harness data``: the pinned default corpora, listed (where each is found, or absent) or downloaded;
+``harness tasks``: the tasks a run fine-tunes on. No torch."""
 
 from __future__ import annotations
+
+import os
 
 from harness.config import DataConfig
 from harness.corpus_lookup import corpus_location
 from tasks.corpora import CACHE, DATA_VARIABLE, DOWNLOAD_COMMAND, SHARED, Corpus, cache_folder, data_home, missing_files
 from tasks.download import download_corpus
+from tasks.registry import HUB_DATASET, TASKS, GlueTask
 
 PLACE_NAMES = {CACHE: "in the data cache", SHARED: "in ../shared/data (the development copy)"}
 
@@ -21,6 +25,36 @@ def data(settings: DataConfig) -> None:
     print(
         f"data cache: {data_home()} (${DATA_VARIABLE} moves it); lookup order: the analysis's flag, the data "
         f"cache, ../shared/data beside a checkout, a download"
+    )
+
+
+TASK_COLUMNS = ("task", "inputs", "labels", "metrics", "eval splits", "GLUE folder", "hub config")
+
+
+def tasks() -> None:
+    """``harness tasks``: a row per task, in aligned columns, then where the tasks' data is read from."""
+    rows = [TASK_COLUMNS, *(task_row(task) for task in TASKS.values())]
+    widths = [max(len(row[column]) for row in rows) for column in range(len(TASK_COLUMNS))]
+    for row in rows:
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+    glue = os.environ.get("GLUE_DIR")
+    print(
+        f"data: the GLUE TSV folder of --data-dir or $GLUE_DIR ({f'now {glue}' if glue else 'unset'}), "
+        f"<folder>/<GLUE folder>/<split>.tsv; without either, {HUB_DATASET} from the hub through `datasets` "
+        "(or its cache)"
+    )
+
+
+def task_row(task: GlueTask) -> tuple[str, ...]:
+    """A task's cells under `TASK_COLUMNS`."""
+    return (
+        task.name,
+        "pair of texts" if task.is_pair else "one text",
+        "a score (regression)" if task.is_regression else ", ".join(task.label_names),
+        ", ".join(task.metrics),
+        ", ".join(task.eval_splits),
+        task.folder,
+        task.hub_config,
     )
 
 

@@ -35,9 +35,8 @@ from tasks.corpora import DOWNLOAD_COMMAND, LITBANK, UD_ENGLISH_EWT, Corpus, get
 from tasks.download import download_corpus
 from tasks.errors import InputError, clipped
 from tasks.glue_tsv import split_path
-from tasks.hub import HUB_DATASET
 from tasks.loading import load_examples
-from tasks.registry import get_task
+from tasks.registry import HUB_DATASET, get_task
 
 SELECTION = ("analyses", "ablation")  # which analyses run: not part of any result's key
 

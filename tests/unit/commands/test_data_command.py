@@ -1,5 +1,5 @@
 """``harness data list`` and ``harness data download``: where each corpus is, fetching it from a
-real HTTP server on 127.0.0.1 (``$HARNESS_DATA_MIRROR``), and one-line errors."""
+real HTTP server on 127.0.0.1 (``$HARNESS_DATA_MIRROR``), and one-line errors; ``harness tasks``."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 import harness.corpus_lookup
-from harness.cli import main
+from harness.cli import build_parser, main, subcommands
+from tasks.registry import TASKS
 from tests.fixtures import SHARED_DATA, mirror_shared_corpora
 
 needs_shared = pytest.mark.skipif(
@@ -85,3 +86,19 @@ def test_a_failed_download_is_one_line_and_leaves_the_cache_empty(cache, capsys,
 def test_an_unknown_corpus_is_one_line(cache, capsys):
     code, _, err = data(capsys, "download", "penn-treebank")
     assert code == 2 and err.strip() == "error: unknown corpus 'penn-treebank'; valid: ud-english-ewt, litbank"
+
+
+def test_tasks_lists_each_task_the_task_flag_takes_with_its_labels_metrics_and_data(capsys, monkeypatch):
+    monkeypatch.setenv("GLUE_DIR", "/data/glue")
+    assert main(["tasks"]) == 0
+    header, *rows, data_line = capsys.readouterr().out.splitlines()
+    assert header.split()[:3] == ["task", "inputs", "labels"]
+    assert [row.split()[0] for row in rows] == list(TASKS)
+    rows_by_task = dict(zip(TASKS, rows))
+    assert "pair of texts" in rows_by_task["rte"] and "entailment, not_entailment" in rows_by_task["rte"]
+    assert "one text" in rows_by_task["cola"] and "matthews" in rows_by_task["cola"]
+    assert "a score (regression)" in rows_by_task["stsb"] and "pearson, spearman" in rows_by_task["stsb"]
+    assert "dev_matched, dev_mismatched" in rows_by_task["mnli"]
+    assert data_line.startswith("data: the GLUE TSV folder of --data-dir or $GLUE_DIR (now /data/glue)")
+    task_help = next(action.help for action in subcommands(build_parser())["run"]._actions if action.dest == "task")
+    assert f"{', '.join(TASKS)} (`harness tasks` describes them)" in task_help

@@ -24,7 +24,7 @@ from transformers import AutoModel, AutoTokenizer
 
 from harness.results.store import key_of, read_json
 from harness.run.tracking import HARNESS_RUNS
-from tasks.hub import HUB_DATASET
+from tasks.registry import HUB_DATASET
 from tests.fixtures import TINY_VOCAB, snapshot, tiny_bert, tiny_run_arguments
 from tests.unit.hub_cache_helpers import folder_files, glue_hub_files, hub_environment, write_hub_snapshot
 

@@ -18,9 +18,8 @@ import pytest
 from huggingface_hub import scan_cache_dir, try_to_load_from_cache
 
 from tasks.examples import Example
-from tasks.hub import HUB_DATASET
 from tasks.loading import load_examples
-from tasks.registry import get_task
+from tasks.registry import HUB_DATASET, get_task
 from tests.fixtures import GLUE_DIR
 from tests.unit.hub_cache_helpers import ROOT, glue_hub_files, hub_environment, write_hub_snapshot
 
