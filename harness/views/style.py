@@ -139,7 +139,7 @@ def model_tokens(names: dict[str, str] | None) -> Iterator[None]:
 
 @contextmanager
 def figure_formats(formats: Sequence[str]) -> Iterator[None]:
-    """Figures saved within are written in ``formats`` (among `FIGURE_FORMATS`, PNG among them)."""
+    """Figures saved within are written in ``formats``: PNG, then any of `harness.config.VECTOR_FORMATS`."""
     token = _FORMATS.set(tuple(formats))
     try:
         yield
