@@ -23,7 +23,8 @@ from harness.options import Flags, existing, option, require
 from harness.recipes import AUTO_RECIPE, RECIPES, RECIPES_HELP, recipe_name
 from tasks.corpora import CORPORA, Corpus, get_corpus
 from tasks.errors import InputError
-from tasks.registry import TASKS, get_task
+from tasks.registry import TASKS, find_task, flag_task, get_task
+from tasks.spec import CLASSES, DEFAULT_EVAL_SPLIT, LABEL_KINDS, Task, is_spec_path
 
 # The files a figure is written as: PNG always (the report shows it, the figure checks read its
 # drawing), then its vector copies for papers (--vector-formats).
@@ -54,7 +55,12 @@ ABLATION_CHOICES = ("auto", "on", "off")
 class TaskConfig(Flags):
     """What is fine-tuned and compared."""
 
-    task: str = option(None, f"GLUE task: {', '.join(TASKS)} (`harness tasks` describes them)", required=True)
+    task: str = option(
+        None,
+        f"a task: {', '.join(TASKS)} (`harness tasks` describes them), a task spec file (.toml, .yaml), "
+        "or with --dataset the name of a task defined by flags",
+        required=True,
+    )
     model: str = option(DEFAULT_MODEL, "Hugging Face id or local path, or 'minilm' for the bundled offline model")
     data_dir: Path | None = option(None, "GLUE TSV folder (default $GLUE_DIR; without either, GLUE comes from the hub)")
     max_length: int = option(
@@ -63,14 +69,53 @@ class TaskConfig(Flags):
         minimum=8,
         unit="tokens",
     )
+    dataset: str | None = option(
+        None,
+        "a task of your own without a spec file: a `datasets` hub id or local folder, or CSV/TSV/JSONL/Parquet "
+        "files (one, the training split's; a spec file names one per split)",
+    )
+    dataset_config: str | None = option(None, "the --dataset's configuration on the hub")
+    text_fields: list[str] | None = option(None, "the --dataset's one or two text columns")
+    label_field: str = option("label", "the --dataset's label column")
+    label_kind: str = option(CLASSES, "what the --dataset's label is", choices=LABEL_KINDS)
+    train_split: str = option("train", "the --dataset's split fine-tuned on")
+    eval_split: list[str] | None = option(
+        None, f"the --dataset's splits scored, the main one first (default {DEFAULT_EVAL_SPLIT})"
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.task is None:
-            raise InputError(f"--task is required: one of {', '.join(TASKS)}")
-        self.task = get_task(self.task).name
+            raise InputError(f"--task is required: one of {', '.join(TASKS)}, or a task spec file")
+        if self.dataset is None and not is_spec_path(self.task):
+            self.task = get_task(self.task).name
         chosen = self.data_dir or os.environ.get("GLUE_DIR") or None
         self.data_dir = existing(TaskConfig, "data_dir", Path(chosen) if chosen else None, "folder")
+        self.definition  # noqa: B018 -- a spec or flags that do not make a task fail here, before any work
+
+    @property
+    def definition(self) -> Task:
+        """The task: a registered one, a spec file's, or the one --dataset and its flags define."""
+        if self.dataset is None:
+            return find_task(self.task)
+        flags = {
+            "name": self.task,
+            "dataset": self.dataset,
+            "config": self.dataset_config,
+            "text_fields": self.text_fields,
+            "label_field": self.label_field,
+            "label_kind": self.label_kind,
+            "train_split": self.train_split,
+            "eval_splits": self.eval_split or [DEFAULT_EVAL_SPLIT],
+        }
+        return flag_task(
+            tuple((key, tuple(value) if isinstance(value, list) else value) for key, value in flags.items())
+        )
+
+    @property
+    def name(self) -> str:
+        """The task's name: what run folders, checkpoints, MLflow and tables call it."""
+        return self.definition.name
 
 
 DEFAULT_TRAJECTORY = (0.01, 0.05, 0.1, 0.25, 0.5)  # fractions of the training steps: early on, densely
@@ -153,7 +198,7 @@ class FineTuneConfig(Flags):
             self,
             recipe=name,
             learning_rate=recipe.learning_rate if self.learning_rate is None else self.learning_rate,
-            epochs=recipe.epochs_for(task.task) if self.epochs is None else self.epochs,
+            epochs=recipe.epochs_for(task.name) if self.epochs is None else self.epochs,
         )
 
 
@@ -412,7 +457,8 @@ class StudyConfig(Flags):
 
     tasks: list[str] = option(
         list(STUDY_TASKS),
-        "GLUE tasks, space- or comma-separated (rte mrpc or rte,mrpc); tasks without data are named and skipped",
+        "tasks (`harness tasks`) or task spec files, space- or comma-separated (rte mrpc or rte,mrpc); "
+        "tasks without data are named and skipped",
     )
     seeds: int = option(
         3,
@@ -461,7 +507,8 @@ class StudyConfig(Flags):
         super().__post_init__()
         names = [part for item in self.tasks for part in item.split(",") if part]
         require(bool(names), StudyConfig, "tasks", "", "names no task")
-        self.tasks = list(dict.fromkeys(get_task(name).name for name in names))
+        tasks = {name: find_task(name) for name in names}  # a spec file's task is checked here, kept by its path
+        self.tasks = list(dict.fromkeys(name if is_spec_path(name) else task.name for name, task in tasks.items()))
         require(
             self.name is None or (self.name.strip() != "" and "/" not in self.name),
             StudyConfig,

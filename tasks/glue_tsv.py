@@ -13,32 +13,33 @@ from pathlib import Path
 from tasks.errors import InputError
 from tasks.examples import Example
 from tasks.files import text_lines
-from tasks.registry import GlueTask
+from tasks.spec import GlueLayout, Task
 
 
-def split_path(data_dir: str | Path, task: GlueTask, split: str) -> Path:
+def split_path(data_dir: str | Path, task: Task, split: str) -> Path:
     """Path of ``<data_dir>/<Task folder>/<split>.tsv``, or a clear error if missing."""
-    path = Path(data_dir) / task.folder / f"{split}.tsv"
+    folder = layout(task).folder
+    path = Path(data_dir) / folder / f"{split}.tsv"
     if not path.is_file():
         raise InputError(
-            f"{path} not found: the GLUE folder {data_dir} has no {task.folder}/{split}.tsv; "
+            f"{path} not found: the GLUE folder {data_dir} has no {folder}/{split}.tsv; "
             f"download {task.name} with the GLUE script or drop --data-dir/GLUE_DIR to use `datasets`"
         )
     return path
 
 
-def read_glue_tsv(data_dir: str | Path, task: GlueTask, split: str) -> Iterator[Example]:
+def read_glue_tsv(data_dir: str | Path, task: Task, split: str) -> Iterator[Example]:
     """Yield the examples of one split, checking every row's shape and label."""
-    path = split_path(data_dir, task, split)
+    path, files = split_path(data_dir, task, split), layout(task)
     lines = (line.rstrip("\r\n") for line in text_lines(path, "utf-8-sig"))
-    first = next(lines, None) if task.has_header else ""
+    first = next(lines, None) if files.header else ""
     if first is None:
         raise InputError(
             f"{path} has no examples (the file is empty); check that it is the {task.name.upper()} {split} file of GLUE"
         )
-    header = first.split("\t") if task.has_header else []
-    positions = [_column_position(path, header, column) for column in task.tsv_columns]
-    first_line = 2 if task.has_header else 1
+    header = first.split("\t") if files.header else []
+    positions = [_column_position(path, header, column) for column in files.columns]
+    first_line = 2 if files.header else 1
     rows = 0
     for line_number, line in enumerate(lines, start=first_line):
         if not line.strip():
@@ -47,9 +48,16 @@ def read_glue_tsv(data_dir: str | Path, task: GlueTask, split: str) -> Iterator[
         yield _parse_row(path, line_number, line.split("\t"), positions, task, split)
     if not rows:
         raise InputError(
-            f"{path} has no examples{' below its header' if task.has_header else ''}; "
+            f"{path} has no examples{' below its header' if files.header else ''}; "
             f"check that it is the {task.name.upper()} {split} file of GLUE"
         )
+
+
+def layout(task: Task) -> GlueLayout:
+    """The GLUE folder's layout of ``task``; a task of another kind has none (its data comes from `datasets`)."""
+    if task.glue is None:
+        raise InputError(f"{task.name} is not a GLUE task; its data comes from its spec's dataset, not --data-dir")
+    return task.glue
 
 
 def _column_position(path: Path, header: list[str], column: str | int | None) -> int | None:
@@ -63,7 +71,7 @@ def _column_position(path: Path, header: list[str], column: str | int | None) ->
 
 
 def _parse_row(
-    path: Path, line_number: int, cells: list[str], positions: list[int | None], task: GlueTask, split: str
+    path: Path, line_number: int, cells: list[str], positions: list[int | None], task: Task, split: str
 ) -> Example:
     a_pos, b_pos, label_pos = positions
     needed = max(p for p in positions if p is not None)
@@ -82,12 +90,13 @@ def _parse_row(
     )
 
 
-def _parse_label(path: Path, line_number: int, raw: str, task: GlueTask) -> int | float:
+def _parse_label(path: Path, line_number: int, raw: str, task: Task) -> int | float:
     if task.is_regression:
         try:
             return float(raw)
         except ValueError:
             raise InputError(f"{path}:{line_number}: score {raw!r} is not a number") from None
-    if raw not in task.tsv_labels:
-        raise InputError(f"{path}:{line_number}: label {raw!r} is not one of {list(task.tsv_labels)}")
-    return task.tsv_labels.index(raw)
+    values = layout(task).values
+    if raw not in values:
+        raise InputError(f"{path}:{line_number}: label {raw!r} is not one of {list(values)}")
+    return values.index(raw)

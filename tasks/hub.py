@@ -11,7 +11,8 @@ from huggingface_hub import snapshot_download
 
 from tasks.errors import InputError
 from tasks.examples import Example
-from tasks.registry import HUB_DATASET, GlueTask
+from tasks.registry import HUB_DATASET
+from tasks.spec import Task
 
 
 def hub_split_name(split: str) -> str:
@@ -19,26 +20,26 @@ def hub_split_name(split: str) -> str:
     return split.replace("dev", "validation")
 
 
-def cached_snapshot() -> Path | None:
-    """The folder of the hub's GLUE snapshot in the local hub cache (``refs/main``'s commit, as
-    ``hf download nyu-mll/glue --repo-type dataset`` leaves it), or None when it is not there."""
+def cached_snapshot(repo_id: str) -> Path | None:
+    """The folder of a dataset repository's snapshot in the local hub cache (``refs/main``'s commit,
+    as ``hf download <repo> --repo-type dataset`` leaves it), or None when it is not there."""
     try:
-        return Path(snapshot_download(HUB_DATASET, repo_type="dataset", local_files_only=True))
-    except Exception:  # not cached, or a hub error of any type
+        return Path(snapshot_download(repo_id, repo_type="dataset", local_files_only=True))
+    except Exception:  # not cached, not a repository id, or a hub error of any type
         return None
 
 
-def hub_rows(task: GlueTask, split: str) -> datasets.Dataset:
+def hub_rows(task: Task, split: str) -> datasets.Dataset:
     """The hub's rows of one split. `datasets` reads the hub online, and offline the dataset cache
     an earlier load prepared; it does not read the hub cache's snapshot offline, so that comes next:
     the split's parquet files in the layout of the hub's parquet conversion (``rte/validation-*.parquet``)."""
     name = hub_split_name(split)
     try:
-        return datasets.load_dataset(HUB_DATASET, task.hub_config, split=name)
+        return datasets.load_dataset(HUB_DATASET, task.config, split=name)
     except Exception as error:  # datasets raises many types for offline / missing data
         failure = error
-    snapshot = cached_snapshot()
-    files = sorted((snapshot / task.hub_config).glob(f"{name}-*.parquet")) if snapshot is not None else []
+    snapshot = cached_snapshot(HUB_DATASET)
+    files = sorted((snapshot / task.config).glob(f"{name}-*.parquet")) if snapshot is not None else []
     if files:
         try:
             return datasets.load_dataset("parquet", data_files={name: [str(path) for path in files]}, split=name)
@@ -49,12 +50,12 @@ def hub_rows(task: GlueTask, split: str) -> datasets.Dataset:
                 "at a GLUE TSV folder"
             ) from error
     cached = (
-        f"nor has its hub cache snapshot {snapshot.name} {task.hub_config}/{name}-*.parquet"
+        f"nor has its hub cache snapshot {snapshot.name} {task.config}/{name}-*.parquet"
         if snapshot is not None
         else "nor is it in the hub cache"
     )
     raise InputError(
-        f"could not load {HUB_DATASET}/{task.hub_config} {name} ({first_line(failure)}), {cached}; "
+        f"could not load {HUB_DATASET}/{task.config} {name} ({first_line(failure)}), {cached}; "
         "offline? point --data-dir or GLUE_DIR at a GLUE TSV folder"
     ) from failure
 
@@ -65,11 +66,11 @@ def first_line(error: Exception) -> str:
     return f"{type(error).__name__}: {message[0]}" if message else type(error).__name__
 
 
-def read_glue_hub(task: GlueTask, split: str) -> Iterator[Example]:
+def read_glue_hub(task: Task, split: str) -> Iterator[Example]:
     """Yield the same examples as `read_glue_tsv`, from the hub copy of GLUE. Guids too: the hub's
     ``idx`` counts the rows of GLUE's TSV file, the TSV loader's guid is the row's line in that file."""
-    first_row_line = 2 if task.has_header else 1
-    field_a, field_b = task.hub_fields
+    first_row_line = 2 if task.glue is None or task.glue.header else 1
+    field_a, field_b = task.text_fields
     for row in hub_rows(task, split):
         yield Example(
             guid=f"{task.name}-{row['idx'] + first_row_line}",

@@ -1,4 +1,5 @@
-"""GLUE metrics: Matthews for CoLA, accuracy+F1 for MRPC/QQP, Pearson/Spearman for STS-B."""
+"""Task metrics: GLUE's (Matthews for CoLA, accuracy+F1 for MRPC/QQP, Pearson/Spearman for STS-B)
+and macro-F1, a spec's default beside accuracy for classes (every class counts alike)."""
 
 from __future__ import annotations
 
@@ -8,29 +9,30 @@ import numpy as np
 from scipy.stats import ConstantInputWarning, pearsonr, rankdata, spearmanr
 from sklearn.metrics import accuracy_score, f1_score, matthews_corrcoef
 
-from tasks.registry import GlueTask
+from tasks.spec import Task
 
 _METRICS = {
     "accuracy": accuracy_score,
     "f1": f1_score,
+    "macro_f1": lambda labels, predictions: f1_score(labels, predictions, average="macro"),
     "matthews": matthews_corrcoef,
     "pearson": lambda labels, predictions: pearsonr(labels, predictions)[0],
     "spearman": lambda labels, predictions: spearmanr(labels, predictions)[0],
 }
 
 
-def predictions_from_logits(task: GlueTask, logits: np.ndarray) -> np.ndarray:
+def predictions_from_logits(task: Task, logits: np.ndarray) -> np.ndarray:
     """Class indices (argmax), or the scores themselves for regression; logits (examples, labels)."""
     return logits[:, 0] if task.is_regression else logits.argmax(axis=-1)
 
 
-def compute_metrics(task: GlueTask, logits: np.ndarray, labels: np.ndarray) -> dict[str, float]:
+def compute_metrics(task: Task, logits: np.ndarray, labels: np.ndarray) -> dict[str, float]:
     """The task's metrics of (examples, labels) logits."""
     return score_predictions(task, predictions_from_logits(task, logits), labels)
 
 
 def score_predictions(
-    task: GlueTask, predictions: np.ndarray, labels: np.ndarray, names: tuple[str, ...] | None = None
+    task: Task, predictions: np.ndarray, labels: np.ndarray, names: tuple[str, ...] | None = None
 ) -> dict[str, float]:
     """The task's metrics (or ``names`` among them) of class indices or regression scores; a
     constant prediction gives 0 for correlations instead of NaN."""
@@ -53,6 +55,19 @@ def _correlation_rows(predictions: np.ndarray, labels: np.ndarray) -> np.ndarray
     return np.nan_to_num(values, nan=0.0)
 
 
+def _macro_f1_rows(predictions: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Macro-F1 of each row of ``predictions`` (variants, n): the mean over the classes seen in
+    ``labels`` or the row (sklearn's set) of each class's F1, 0 where a class has none."""
+    scores = np.zeros(len(predictions))
+    for row, predicted in enumerate(predictions):
+        classes = np.union1d(labels, predicted)
+        chosen, truth = predicted[None] == classes[:, None], labels[None] == classes[:, None]
+        true_pos = (chosen & truth).sum(axis=1).astype(float)
+        denominator = chosen.sum(axis=1) + truth.sum(axis=1)
+        scores[row] = np.divide(2 * true_pos, denominator, out=np.zeros_like(true_pos), where=denominator > 0).mean()
+    return scores
+
+
 def metric_rows(metric: str, predictions: np.ndarray, labels: np.ndarray) -> np.ndarray:
     """``metric`` of each row of ``predictions`` (variants, n: class indices or scores) against
     ``labels`` (n,), as `tasks.metrics.score_predictions` computes it for one row."""
@@ -63,6 +78,8 @@ def metric_rows(metric: str, predictions: np.ndarray, labels: np.ndarray) -> np.
         return _correlation_rows(predictions.astype(float), labels.astype(float))
     if metric == "spearman":
         return _correlation_rows(rankdata(predictions, axis=1), rankdata(labels))
+    if metric == "macro_f1":
+        return _macro_f1_rows(predictions, labels)
     positive, truth = predictions == 1, labels == 1
     true_pos = (positive & truth).sum(axis=1).astype(float)
     false_pos = (positive & ~truth).sum(axis=1).astype(float)

@@ -28,7 +28,7 @@ from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.run.engine import GradientTargets, run_checkpoints
 from tasks.corpora import CORPORA
 from tasks.examples import Example
-from tasks.registry import GlueTask
+from tasks.spec import Task
 
 if "OMP_NUM_THREADS" in os.environ:  # a pytest-xdist worker's share of the cores (tests/conftest.py)
     torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
@@ -194,6 +194,21 @@ def snapshot(folder: Path) -> dict[str, tuple[int, bytes]]:
     }
 
 
+def assert_one_line_and_no_work(
+    code: int, message: str, root: Path, capsys: pytest.CaptureFixture, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A command's failure as bad input: exit 2, one line holding ``message`` and no traceback,
+    nothing written under ``root`` (no MLflow store, no checkpoint, no lock)."""
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert not caplog.records  # a log line would be printed beside the error
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert message in err
+    assert not (root / "mlflow.db").exists()
+    assert not (root / "cache").exists() or not any((root / "cache").iterdir())
+    assert not list(root.rglob("*.lock"))
+
+
 def harness_arguments(
     command: str, model: Path | str, data_dir: Path, root: Path, *extra: str, task: str = "rte"
 ) -> list[str]:
@@ -332,7 +347,7 @@ def analysis_context(
     tokenizer: Any = None,
     pairs: tuple[tuple[str, str], ...] = PAIRS,
     device: torch.device = CPU,
-    task: GlueTask | None = None,
+    task: Task | None = None,
     **settings: Any,
 ) -> AnalysisContext:
     return AnalysisContext(

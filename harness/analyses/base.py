@@ -38,7 +38,7 @@ from harness.model.forward import Interventions
 from harness.registry import registrar
 from harness.results.store import FileHashes
 from harness.views.base import BestHead, ChangedHead, View
-from tasks.registry import GlueTask
+from tasks.spec import Task
 
 ATTENTION = "attention"
 GRADIENTS = "gradients"  # |dL/d attention| of each checkpoint that has a loss on the batch
@@ -71,7 +71,7 @@ class AnalysisContext:
     tokenizer: PreTrainedTokenizerBase | None = None
     pairs: tuple[tuple[str, str], ...] = ()
     device: torch.device = torch.device("cpu")
-    task: GlueTask | None = None
+    task: Task | None = None
     max_length: int = 128
     trained: frozenset[str] = frozenset()
     score_variants: Callable[[str, Interventions], torch.Tensor] | None = None

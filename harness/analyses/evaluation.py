@@ -27,13 +27,20 @@ from harness.inputs.batches import AttentionBatch
 from harness.model.forward import TASK_LOSS, summed_loss
 from harness.results.checkpoints import FROZEN_ENCODER
 from harness.views.base import pair_name
-from harness.views.evaluation import PAPER_MODEL, DevComparison, DevScores, EvaluationView, PairedDifference
+from harness.views.evaluation import (
+    PAPER_MODEL,
+    DevComparison,
+    DevScores,
+    EvaluationView,
+    PairedDifference,
+    stored_task,
+)
 from harness.views.papers import KOVALEVA_TABLE_1
 from tasks.metrics import predictions_from_logits, score_predictions
-from tasks.registry import GlueTask, get_task
+from tasks.spec import Task
 
 
-def majority_predictions(task: GlueTask, labels: np.ndarray) -> np.ndarray:
+def majority_predictions(task: Task, labels: np.ndarray) -> np.ndarray:
     """Always the most frequent label (the mean score for a regression task, whose
     correlations are then 0); ``labels`` (examples,)."""
     if task.is_regression:
@@ -41,13 +48,13 @@ def majority_predictions(task: GlueTask, labels: np.ndarray) -> np.ndarray:
     return np.full(len(labels), np.bincount(labels.astype(int), minlength=task.num_labels).argmax())
 
 
-def majority_scores(task: GlueTask, labels: np.ndarray) -> dict[str, float]:
+def majority_scores(task: Task, labels: np.ndarray) -> dict[str, float]:
     """The task's metrics of the majority class."""
     return score_predictions(task, majority_predictions(task, labels), labels)
 
 
 def paired_difference(
-    task: GlueTask, metric: str, predictions: np.ndarray, reference: np.ndarray, labels: np.ndarray
+    task: Task, metric: str, predictions: np.ndarray, reference: np.ndarray, labels: np.ndarray
 ) -> PairedDifference:
     """``metric`` of ``predictions`` minus that of ``reference`` on the same examples, with its
     95% paired bootstrap interval (the same resampled examples scored for both; percentiles)."""
@@ -107,6 +114,7 @@ class Evaluation(Analysis):
                 "majority": majority,
                 "examples": {split: int((splits == split).sum()) for split in names},
                 "task": task.name,
+                **({} if task.glue else {"task_spec": task.as_spec()}),
                 "predictions": {split: predictions[splits == split].tolist() for split in names},
                 "labels": {split: labels[splits == split].tolist() for split in names},
             }
@@ -121,7 +129,7 @@ class Evaluation(Analysis):
         out: dict[str, DevComparison] = {}
         for before, after in pairs:
             first, second = per_checkpoint[before], per_checkpoint[after]
-            task = get_task(second["task"])
+            task = stored_task(second)
             split = next(iter(second["predictions"]))
             labels = np.asarray(second["labels"][split])
             predictions = np.asarray(second["predictions"][split])

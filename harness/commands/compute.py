@@ -79,7 +79,7 @@ def study(settings: StudyConfig, configs: list[RunConfig]) -> bool:
     for line in dict.fromkeys(skipped_line(run.skipped) for run in plan.runs):  # each run's settings are the same
         if line:
             print(line)
-    tasks = list(dict.fromkeys(run.config.task.task for run in plan.runs))
+    tasks = list(dict.fromkeys(run.config.task.name for run in plan.runs))
     print(f"study {plan.name}: {len(plan.runs)} runs ({', '.join(tasks)}; {settings.seeds} seeds each)")
     aggregated, files, page, compare = run_study(plan)
     drawn = (

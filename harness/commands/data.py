@@ -9,7 +9,8 @@ from harness.config import DataConfig
 from harness.corpus_lookup import corpus_location
 from tasks.corpora import CACHE, DATA_VARIABLE, DOWNLOAD_COMMAND, SHARED, Corpus, cache_folder, data_home, missing_files
 from tasks.download import download_corpus
-from tasks.registry import HUB_DATASET, TASKS, GlueTask
+from tasks.registry import HUB_DATASET, TASKS
+from tasks.spec import Task
 
 PLACE_NAMES = {CACHE: "in the data cache", SHARED: "in ../shared/data (the development copy)"}
 
@@ -32,7 +33,8 @@ TASK_COLUMNS = ("task", "inputs", "labels", "metrics", "eval splits", "GLUE fold
 
 
 def tasks() -> None:
-    """``harness tasks``: a row per task, in aligned columns, then where the tasks' data is read from."""
+    """``harness tasks``: a row per task, in aligned columns, then where the tasks' data is read
+    from and how a task of one's own is named."""
     rows = [TASK_COLUMNS, *(task_row(task) for task in TASKS.values())]
     widths = [max(len(row[column]) for row in rows) for column in range(len(TASK_COLUMNS))]
     for row in rows:
@@ -43,9 +45,13 @@ def tasks() -> None:
         f"<folder>/<GLUE folder>/<split>.tsv; without either, {HUB_DATASET} from the hub through `datasets` "
         "(or its cache)"
     )
+    print(
+        "your own task: --task a spec file (.toml or .yaml: a `datasets` hub id, folder or CSV/TSV/JSONL/Parquet "
+        'files, the text fields, the label), or --dataset with --text-fields; README, "Your own task"'
+    )
 
 
-def task_row(task: GlueTask) -> tuple[str, ...]:
+def task_row(task: Task) -> tuple[str, ...]:
     """A task's cells under `TASK_COLUMNS`."""
     return (
         task.name,
@@ -53,8 +59,8 @@ def task_row(task: GlueTask) -> tuple[str, ...]:
         "a score (regression)" if task.is_regression else ", ".join(task.label_names),
         ", ".join(task.metrics),
         ", ".join(task.eval_splits),
-        task.folder,
-        task.hub_config,
+        task.title,
+        task.config or "",
     )
 
 

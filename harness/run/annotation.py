@@ -23,8 +23,7 @@ from harness.model.forward import Capture, forward
 from harness.model.loading import load_finetuned, load_sequence_classifier, load_tokenizer, prepare
 from harness.results.checkpoints import FINETUNED
 from harness.run.plan import Downloads, plan_run, run_device
-from tasks.loading import load_examples
-from tasks.registry import get_task
+from tasks.loading import load_examples, resolved
 
 BATCH = 16
 
@@ -48,7 +47,7 @@ def spread_over_lengths(lengths: list[int], count: int, rng: np.random.Generator
 
 def sample_pool(config: RunConfig, annotation: AnnotationConfig) -> list[Path]:
     """Sample ``annotation.count`` maps of the requested checkpoint into the pool; returns the sheets."""
-    task = get_task(config.task.task)
+    task = resolved(config.task.definition)
     tokenizer = load_tokenizer(config.task.model)
     finetune_key = "-"
     if annotation.checkpoint == FINETUNED:

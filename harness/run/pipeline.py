@@ -146,7 +146,7 @@ def run_description(
     config = plan.config
     model_config = checkpoints[0].model.config
     return {
-        "task": config.task.task,
+        "task": config.task.name,
         "model": config.task.model,
         "provenance": model_provenance(config.task.model),
         "seed": config.finetune.seed,
@@ -240,7 +240,7 @@ def run_planned(plan: RunPlan, tags: dict[str, str] | None = None) -> Finished:
             config.environment.tracking_uri,
             plan.key,
             plan.run_dir.name,
-            {"task": config.task.task, "model": config.task.model, "seed": str(config.finetune.seed), **(tags or {})},
+            {"task": config.task.name, "model": config.task.model, "seed": str(config.finetune.seed), **(tags or {})},
         )
         try:
             summary, phases, children = analyse_and_log(plan, tokenizer, tracker)
@@ -444,12 +444,12 @@ def log_checkpoint_runs(
             {
                 PARENT_TAG: tracker.run_id,
                 CHECKPOINT_TAG: checkpoint,
-                "task": config.task.task,
+                "task": config.task.name,
                 "model": config.task.model,
                 "seed": str(config.finetune.seed),
             },
         )
-        child.log_params({"checkpoint": checkpoint, "task": config.task.task, "model": config.task.model})
+        child.log_params({"checkpoint": checkpoint, "task": config.task.name, "model": config.task.model})
         child.set_tags(flatten("identity", identities[checkpoint]))
         own = checkpoint_metrics(metrics, checkpoint)
         own_headline = checkpoint_metrics(headline, checkpoint)

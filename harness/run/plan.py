@@ -32,11 +32,13 @@ from harness.options import flag_of
 from harness.results.store import FileHashes, ensure_writable, key_of
 from harness.results.summary import SUMMARY
 from tasks.corpora import DOWNLOAD_COMMAND, LITBANK, UD_ENGLISH_EWT, Corpus, get_corpus
+from tasks.dataset_source import dataset_split
 from tasks.download import download_corpus
 from tasks.errors import InputError, clipped
 from tasks.glue_tsv import split_path
-from tasks.loading import load_examples
-from tasks.registry import HUB_DATASET, get_task
+from tasks.loading import load_examples, resolved
+from tasks.registry import HUB_DATASET
+from tasks.spec import Task
 
 SELECTION = ("analyses", "ablation")  # which analyses run: not part of any result's key
 
@@ -58,7 +60,7 @@ class RunPlan:
     def run_dir(self) -> Path:
         """``<output_dir>/<task>-<model>-seed<seed>-<key8>``: the run's folder."""
         config = self.config
-        name = f"{config.task.task}-{config.model_name}-seed{config.finetune.seed}-{self.key[:8]}"
+        name = f"{config.task.name}-{config.model_name}-seed{config.finetune.seed}-{self.key[:8]}"
         return config.environment.output_dir / name
 
 
@@ -189,16 +191,39 @@ def skipped_line(skipped: dict[str, str]) -> str | None:
 
 
 def load_task_data(config: RunConfig, hashes: FileHashes) -> TaskData:
-    """Train and dev examples of the task, read (and so checked) now, with their identity."""
-    task = get_task(config.task.task)
-    data_dir = config.task.data_dir
-    splits = ("train", *task.eval_splits)
+    """Train and dev examples of the task, read (and so checked) now, with their identity: for
+    GLUE its files' hashes or the hub config; for another task its spec and each split's data
+    (`datasets`' fingerprint of the files' content, or the hub dataset's)."""
+    task, data_dir = resolved(config.task.definition), config.task.data_dir
+    splits = (task.train_split, *task.eval_splits)
     examples = {split: load_examples(task, split, data_dir) for split in splits}
-    if data_dir is None:
-        identity: dict[str, Any] = {"hub": HUB_DATASET, "config": task.hub_config}
+    if task.glue is None:
+        identity: dict[str, Any] = own_data_identity(task, splits, hashes)
+    elif data_dir is None:
+        identity = {"hub": HUB_DATASET, "config": task.config}
     else:
         identity = {split: hashes.describe(split_path(data_dir, task, split)) for split in splits}
-    return TaskData(task, examples["train"], {split: examples[split] for split in task.eval_splits}, identity)
+    return TaskData(task, examples[task.train_split], {split: examples[split] for split in task.eval_splits}, identity)
+
+
+def own_data_identity(task: Task, splits: tuple[str, ...], hashes: FileHashes) -> dict[str, Any]:
+    """What a spec's task is: the spec without where its files lie, and each split's data: its
+    files' (or local folder's) content hashes, or the hub dataset's `datasets` fingerprint."""
+    spec = task.as_spec()
+    files = dict(task.data_files)
+    spec["data_files"] = {split: [Path(path).name for path in paths] for split, paths in files.items()}
+    local = Path(task.dataset)
+    if not files and local.is_dir():
+        spec["dataset"] = local.name
+    data = {
+        split: [hashes.describe(Path(path)) for path in files[split]]
+        if files
+        else hashes.describe(local)
+        if local.is_dir()
+        else dataset_split(task, split)._fingerprint
+        for split in splits
+    }
+    return {"spec": spec, **data}
 
 
 def settings_identity(settings: AnalysisConfig, hashes: FileHashes) -> dict[str, Any]:
@@ -272,7 +297,7 @@ def find_run(config: RunConfig) -> Path:
     listing the runs with other settings there are; nothing is downloaded to find it."""
     plan = plan_run(config, Downloads(allowed=False))
     if not (plan.run_dir / SUMMARY).is_file():
-        pattern = f"{config.task.task}-{config.model_name}-seed{config.finetune.seed}-*"
+        pattern = f"{config.task.name}-{config.model_name}-seed{config.finetune.seed}-*"
         others = sorted(p.name for p in config.environment.output_dir.glob(pattern))
         hint = f"; runs with other settings: {', '.join(others)} (pass the flags they were run with)" if others else ""
         raise InputError(f"{plan.run_dir / SUMMARY} not found: run `harness run` with these flags first{hint}")

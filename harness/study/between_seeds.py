@@ -71,7 +71,7 @@ def between_seeds(runs: list[RunPlan]) -> dict[str, dict[str, Any]]:
     by_task: dict[str, list[RunPlan]] = {}
     for plan in runs:
         if stored_result(plan.config, plan.data) is not None:
-            by_task.setdefault(plan.config.task.task, []).append(plan)
+            by_task.setdefault(plan.config.task.name, []).append(plan)
     found = {}
     for task, plans in by_task.items():
         pairs = [compared for first, second in combinations(plans, 2) if (compared := seed_pair(first, second))]

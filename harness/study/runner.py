@@ -36,7 +36,6 @@ from harness.views.seeds import spread
 from tasks.errors import InputError
 from tasks.glue_tsv import split_path
 from tasks.progress import progress_bar
-from tasks.registry import get_task
 
 ABLATION_SECONDS = "seconds_ablation"  # what `harness ablate` logs to the run it completes
 
@@ -65,11 +64,11 @@ class StudyPlan:
 
 
 def missing_data(config: RunConfig) -> str | None:
-    """Why ``config``'s task cannot run from its GLUE folder (a split file missing), else None
-    (GLUE from the hub is found or not when the run reads it)."""
-    if config.task.data_dir is None:
+    """Why ``config``'s GLUE task cannot run from its GLUE folder (a split file missing), else None
+    (GLUE from the hub, and any other task, is found or not when the run reads it)."""
+    task = config.task.definition
+    if config.task.data_dir is None or task.glue is None:
         return None
-    task = get_task(config.task.task)
     try:
         for split in ("train", *task.eval_splits):
             split_path(config.task.data_dir, task, split)
@@ -87,10 +86,10 @@ def plan_study(settings: StudyConfig, configs: list[RunConfig]) -> StudyPlan:
     """Every (task, seed) run planned (data read and checked, run keys), tasks without data set
     aside; the study's key is made of its tasks, seeds and shared flags: the same command is
     the same study (its parent MLflow run is found again), other settings another."""
-    skipped = {config.task.task: why for config in configs if (why := missing_data(config))}
+    skipped = {config.task.name: why for config in configs if (why := missing_data(config))}
     plans, failed, downloads = [], {}, Downloads()  # one Downloads: an unreachable corpus is tried once
     for config in configs:
-        if config.task.task in skipped:
+        if config.task.name in skipped:
             continue
         try:
             plans.append(plan_run(config, downloads))
@@ -121,7 +120,7 @@ def is_done(plan: RunPlan) -> bool:
 
 def run_label(config: RunConfig) -> str:
     """How a study names one of its runs (progress, failures): ``rte seed 42``."""
-    return f"{config.task.task} seed {config.finetune.seed}"
+    return f"{config.task.name} seed {config.finetune.seed}"
 
 
 def run_all(plan: StudyPlan, child_tags: dict[str, str]) -> dict[str, str]:
@@ -204,7 +203,7 @@ def aggregate(
     for run_plan in plan.runs:
         summary = stored_summary(run_plan.run_dir / SUMMARY)
         if summary is not None and run_label(run_plan.config) not in failures:
-            by_task.setdefault(run_plan.config.task.task, {})[run_plan.config.finetune.seed] = summary
+            by_task.setdefault(run_plan.config.task.name, {})[run_plan.config.finetune.seed] = summary
     lost = {} if lost is None else lost
     nothing = {
         "tasks": {},
@@ -261,14 +260,14 @@ def described_study(plan: StudyPlan, failures: dict[str, str]) -> dict[str, Any]
         "tasks_asked": plan.settings.tasks,
         "seeds_asked": plan.settings.seeds,
         "recipes": {
-            run.config.task.task: {k: v for k, v in asdict(run.config.finetune).items() if k != "seed"}
+            run.config.task.name: {k: v for k, v in asdict(run.config.finetune).items() if k != "seed"}
             for run in plan.runs
         },
         "skipped": plan.skipped,
         "failed": failures,
         "analyses_skipped": {name: why for run in plan.runs for name, why in run.skipped.items()},
         "runs": [
-            {"task": r.config.task.task, "seed": r.config.finetune.seed, "key": r.key, "folder": r.run_dir.name}
+            {"task": r.config.task.name, "seed": r.config.finetune.seed, "key": r.key, "folder": r.run_dir.name}
             for r in plan.runs
         ],
     }
@@ -283,9 +282,9 @@ def task_seconds(
     per_task: dict[str, dict[str, list[float]]] = {}
     for run in plan.runs:
         logged = seconds.get(run.key)
-        if logged is None or run.config.finetune.seed not in by_task.get(run.config.task.task, {}):
+        if logged is None or run.config.finetune.seed not in by_task.get(run.config.task.name, {}):
             continue
-        spent = per_task.setdefault(run.config.task.task, {"fine-tuning": [], "analyses": [], "ablation": []})
+        spent = per_task.setdefault(run.config.task.name, {"fine-tuning": [], "analyses": [], "ablation": []})
         spent["fine-tuning"].append(logged.get("train_seconds", 0.0))
         spent["analyses"].append(
             sum(value for name, value in logged.items() if name.startswith("seconds_") and name != ABLATION_SECONDS)
@@ -309,7 +308,7 @@ def log_study(parent: Tracker, plan: StudyPlan, aggregated: dict[str, Any], file
             "study.skipped": ",".join(plan.skipped) or "-",
             **{k: v for k, v in shared_flags(plan.runs[0].config).items() if k not in per_task},
             **{
-                f"recipe.{run.config.task.task}": (
+                f"recipe.{run.config.task.name}": (
                     f"lr {run.config.finetune.learning_rate:g}, epochs {run.config.finetune.epochs:g}"
                 )
                 for run in plan.runs

@@ -12,7 +12,7 @@ study judges on each run that the fine-tuned model beats the majority class.
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 from harness.recipes import describe_recipe
 from harness.results.checkpoints import FINETUNED, FROZEN_ENCODER, MAIN_PAIR, PRETRAINED, RANDOM_INIT
@@ -31,7 +31,8 @@ from harness.views.evidence import interval_verdict
 from harness.views.metrics import BOUNDS, Metric, chosen
 from harness.views.papers import KOVALEVA_TABLE_1, KOVALEVA_TASKS, expected_for
 from harness.views.style import checkpoint_title, markdown_table
-from tasks.registry import GlueTask, get_task
+from tasks.registry import get_task
+from tasks.spec import Task, task_from_spec
 
 PAPER_MODEL = "bert-base-uncased"
 MAJORITY = "majority"  # the majority class: the reference every dev score is set beside
@@ -43,7 +44,8 @@ ABOVE_MAJORITY = "dev_above_majority"
 
 class DevScores(TypedDict):
     """A checkpoint's stored dev evaluation: ``"<split>/<metric>"`` scores (the loss among them) and
-    the majority class's, examples per split, the task, and each split's predictions and labels."""
+    the majority class's, examples per split, the task (and its spec unless it is GLUE's), and each
+    split's predictions and labels."""
 
     metrics: dict[str, float]
     majority: dict[str, float]
@@ -51,6 +53,13 @@ class DevScores(TypedDict):
     task: str
     predictions: dict[str, list[float]]
     labels: dict[str, list[float]]
+    task_spec: NotRequired[dict[str, Any]]  # a task of a spec file or flags (GLUE's: its name says it all)
+
+
+def stored_task(scores: DevScores) -> Task:
+    """The task a checkpoint's stored dev evaluation was scored on."""
+    spec = scores.get("task_spec")
+    return task_from_spec(spec, f"the stored task {scores['task']}") if spec else get_task(scores["task"])
 
 
 class PairedDifference(TypedDict):
@@ -264,7 +273,7 @@ def dev_lines(entry: Entry) -> list[str]:
     ]
 
 
-def table_cell(task: GlueTask, scores: dict[str, float], split: str) -> str:
+def table_cell(task: Task, scores: dict[str, float], split: str) -> str:
     """A checkpoint's main score in percent, as Kovaleva et al.'s Table 1 writes it (F1/accuracy
     for MRPC and QQP, else the task's first metric)."""
     metrics = ("f1", "accuracy") if "f1" in task.metrics else task.metrics[:1]
@@ -277,7 +286,7 @@ def table_1_markdown(entry: Entry, run: dict[str, Any]) -> str:
     paper's numbers in brackets where the model is hers."""
     results = per_checkpoint_results(entry)
     first = next(iter(results.values()))
-    task = get_task(first["task"])
+    task = stored_task(first)
     split = next(iter(first["predictions"]))
     scores = {"majority": first["majority"], **{name: stats["metrics"] for name, stats in results.items()}}
     columns = [name for name in TABLE_COLUMNS if name in scores]
@@ -285,14 +294,14 @@ def table_1_markdown(entry: Entry, run: dict[str, Any]) -> str:
     cells = [table_cell(task, scores[name], split) + (f" ({paper[name]})" if name in paper else "") for name in columns]
     metric = "F1/accuracy" if "f1" in task.metrics else task.metrics[0]
     lines = [
-        f"# Dev scores: {run.get('model', 'the model')} on {task.folder}",
+        f"# Dev scores: {run.get('model', 'the model')} on {task.title}",
         "",
-        f"Dev scores ({split}, {metric}, %) of {run.get('model', 'the model')} on {task.folder}, "
+        f"Dev scores ({split}, {metric}, %) of {run.get('model', 'the model')} on {task.title}, "
         "as Kovaleva et al. 2019's Table 1" + (f"; the paper's numbers ({PAPER_MODEL}) in brackets." if paper else "."),
         "",
         "| task | " + " | ".join(TABLE_COLUMNS[name] for name in columns) + " |",
         "|---" * (len(columns) + 1) + "|",
-        f"| {task.folder} | " + " | ".join(cells) + " |",
+        f"| {task.title} | " + " | ".join(cells) + " |",
     ]
     for (before, after), comparison in zip(entry["pairs"], per_pair_results(entry).values()):
         versus = comparison["against_before"]
@@ -309,14 +318,14 @@ def score_rows(entry: Entry) -> list[Row]:
     majority class's and Kovaleva et al.'s Table 1, then each trained baseline's."""
     results = per_checkpoint_results(entry)
     first = results[FINETUNED]
-    task = get_task(first["task"])
+    task = stored_task(first)
     split = next(iter(first["predictions"]))
     paper = KOVALEVA_TABLE_1.get(task.name, {})
     context = " / ".join(f"{value} {TABLE_COLUMNS[name]}" for name, value in paper.items())
     metric = "F1/accuracy" if "f1" in task.metrics else task.metrics[0]
     rows = [
         (
-            f"{task.folder} {split} {metric} (majority class: {table_cell(task, first['majority'], split)})",
+            f"{task.title} {split} {metric} (majority class: {table_cell(task, first['majority'], split)})",
             table_cell(task, results[PRETRAINED]["metrics"], split),
             table_cell(task, first["metrics"], split),
             f"{context} (Kovaleva Table 1)" if context else "",

@@ -12,6 +12,8 @@ from __future__ import annotations
 import csv
 import hashlib
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import datasets
@@ -108,6 +110,20 @@ def hub_environment(home: Path, **variables: str) -> dict[str, str]:
     (``HF_HOME``) only: every variable of `HUB_VARIABLES` replaced, plus ``variables``."""
     kept = {name: value for name, value in os.environ.items() if name not in HUB_VARIABLES}
     return {**kept, "HF_HOME": str(home), "HF_HUB_DISABLE_TELEMETRY": "1", **variables}
+
+
+def python_in(home: Path, script: str, *arguments: str, **variables: str) -> subprocess.CompletedProcess:
+    """``python -c script arguments`` in the repository with the hub cache under ``home`` alone
+    (`hub_environment`, plus ``variables``): huggingface_hub and datasets read it when imported."""
+    return subprocess.run(
+        [sys.executable, "-c", script, *arguments],
+        check=False,
+        env=hub_environment(home, **variables),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def parquet(rows: list[dict], features: datasets.Features, folder: Path) -> bytes:

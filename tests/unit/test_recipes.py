@@ -2,7 +2,7 @@
 a source and an encoder family, each in a package of its own outside the harness (a temporary
 folder on ``sys.path`` with a ``.dist-info`` naming its modules under the harness's entry-point
 groups, as ``pip install`` leaves one), found by the registries' own discovery and used on the
-tiny model; and a task, added to the task registry and run end to end. After each test the
+tiny model; and a task, one spec file of its own, run end to end. After each test the
 registries, transformers' Auto classes and ``sys.modules`` are restored, so no other test sees a toy."""
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from string import Template
 
+import datasets
 import pytest
 import torch
 from transformers import AutoConfig, AutoModelForMaskedLM, BertConfig, BertForSequenceClassification
@@ -37,7 +38,7 @@ from harness.views import VIEWS, discover_views
 from harness.views.base import per_checkpoint_results
 from harness.views.metrics import values
 from tasks.loading import load_examples
-from tasks.registry import TASKS, GlueTask, get_task
+from tasks.registry import get_task
 from tests.fixtures import PAIRS, as_checkpoints, sentiment_sentences, tiny_bert, tiny_run_arguments
 
 Install = Callable[[str, dict[str, str], dict[str, dict[str, str]]], None]
@@ -149,17 +150,15 @@ AutoConfig.register(ToyBertConfig.model_type, ToyBertConfig)
 AutoModelForMaskedLM.register(ToyBertConfig, ToyBertForMaskedLM)
 AutoModelForSequenceClassification.register(ToyBertConfig, ToyBertForSequenceClassification)
 '''
-# A single-sentence task as GLUE lays one out (SST-2's columns), in a folder of its own.
-TOY_TASK = GlueTask(
-    "toy",
-    "Toy",
-    "toy",
-    ("sentence", None),
-    ("sentence", None, "label"),
-    ("negative", "positive"),
-    ("0", "1"),
-    ("accuracy",),
-)
+# A single-sentence task of TSV files: its spec, the whole recipe for adding a task.
+TOY_SPEC = """name = "toy"
+text_fields = ["sentence"]
+labels = ["0", "1"]
+eval_splits = ["dev"]
+[data_files]
+train = "train.tsv"
+dev = "dev.tsv"
+"""
 
 
 def first_token_modules(package: str, name: str, order: int, source: str) -> dict[str, str]:
@@ -349,33 +348,23 @@ def test_an_encoder_family_registered_with_the_auto_classes_loads_and_is_analyse
         assert per_checkpoint_results(entries[name]) == per_checkpoint_results(bert[name]), name
 
 
-def write_toy_task(glue: Path) -> None:
-    """TOY_TASK's train and dev files: the tiny sentiment sentences, every fourth one for dev."""
-    (glue / TOY_TASK.folder).mkdir(parents=True)
+def write_toy_task(folder: Path) -> Path:
+    """The toy task's spec and its train and dev files: the tiny sentiment sentences, every fourth one for dev."""
+    folder.mkdir(parents=True)
     rows = sentiment_sentences()
     for split, chosen in (("train", [row for i, row in enumerate(rows) if i % 4]), ("dev", rows[::4])):
-        (glue / TOY_TASK.folder / f"{split}.tsv").write_text(
+        (folder / f"{split}.tsv").write_text(
             "sentence\tlabel\n" + "".join(f"{text}\t{label}\n" for text, label in chosen)
         )
+    (folder / "toy.toml").write_text(TOY_SPEC)
+    return folder / "toy.toml"
 
 
 @pytest.mark.slow  # a whole tiny run: fine-tuning, the dev evaluation, MLflow
-def test_a_task_is_one_registry_entry_and_its_files_and_runs_end_to_end(
-    tiny_model_dir, tiny_data, tmp_path, monkeypatch
-):
-    monkeypatch.setitem(TASKS, TOY_TASK.name, TOY_TASK)
-    write_toy_task(tmp_path / "glue")
-    # the last --data-dir is the one argparse keeps: the toy task's folder instead of the tiny GLUE one
-    arguments = tiny_run_arguments(
-        tiny_model_dir,
-        tiny_data,
-        tmp_path,
-        "--analyses",
-        "evaluation",
-        "--data-dir",
-        str(tmp_path / "glue"),
-        task="toy",
-    )
+def test_a_task_is_one_spec_file_and_runs_end_to_end(tiny_model_dir, tiny_data, tmp_path, monkeypatch):
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", str(tmp_path / "hf-datasets"))
+    spec = write_toy_task(tmp_path / "toy")
+    arguments = tiny_run_arguments(tiny_model_dir, tiny_data, tmp_path, "--analyses", "evaluation", task=str(spec))
     assert main(arguments) == 0
     (summary_path,) = (tmp_path / "out").glob("toy-*/summary.json")
     summary = json.loads(summary_path.read_text())

@@ -23,7 +23,7 @@ from harness.registry import registrar
 from harness.results.store import FileHashes
 from tasks.corpora import Corpus
 from tasks.examples import Example
-from tasks.registry import GlueTask
+from tasks.spec import Task
 
 
 @dataclass
@@ -42,7 +42,7 @@ class SourceContext:
     _: KW_ONLY  # the rest by name: a context is never built from a dozen positions
     tokenizer_name: str = ""
     max_length: int = 128
-    task: GlueTask | None = None
+    task: Task | None = None
     task_examples: list[Example] = field(default_factory=list)
     task_identity: dict[str, Any] = field(default_factory=dict)
     eval_examples: dict[str, list[Example]] = field(default_factory=dict)

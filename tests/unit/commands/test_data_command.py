@@ -91,7 +91,7 @@ def test_an_unknown_corpus_is_one_line(cache, capsys):
 def test_tasks_lists_each_task_the_task_flag_takes_with_its_labels_metrics_and_data(capsys, monkeypatch):
     monkeypatch.setenv("GLUE_DIR", "/data/glue")
     assert main(["tasks"]) == 0
-    header, *rows, data_line = capsys.readouterr().out.splitlines()
+    header, *rows, data_line, own_line = capsys.readouterr().out.splitlines()
     assert header.split()[:3] == ["task", "inputs", "labels"]
     assert [row.split()[0] for row in rows] == list(TASKS)
     rows_by_task = dict(zip(TASKS, rows))
@@ -100,5 +100,6 @@ def test_tasks_lists_each_task_the_task_flag_takes_with_its_labels_metrics_and_d
     assert "a score (regression)" in rows_by_task["stsb"] and "pearson, spearman" in rows_by_task["stsb"]
     assert "dev_matched, dev_mismatched" in rows_by_task["mnli"]
     assert data_line.startswith("data: the GLUE TSV folder of --data-dir or $GLUE_DIR (now /data/glue)")
+    assert own_line.startswith("your own task: --task a spec file (.toml or .yaml")
     task_help = next(action.help for action in subcommands(build_parser())["run"]._actions if action.dest == "task")
     assert f"{', '.join(TASKS)} (`harness tasks` describes them)" in task_help

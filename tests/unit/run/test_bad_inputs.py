@@ -15,7 +15,7 @@ import torch
 
 from harness.cli import build_parser, configs_from, main
 from harness.run.plan import plan_run
-from tests.fixtures import harness_arguments, tiny_bert
+from tests.fixtures import assert_one_line_and_no_work, harness_arguments, tiny_bert
 
 CONLLU = "1\tthe\t_\tDET\tDT\t_\t2\tdet\t_\t_\n2\tcat\t_\tNOUN\tNN\t_\t{head}\t{rel}\t_\t_\n"
 
@@ -283,19 +283,6 @@ def arguments(command: str, tiny_model_dir: Path, data: Path, tiny_data: Path, r
         root,
         *("--syntax-data", str(tiny_data / "tiny-dev.conllu"), "--coref-data", str(tiny_data / "coref"), *extra),
     )
-
-
-def assert_one_line_and_no_work(
-    code: int, message: str, root: Path, capsys: pytest.CaptureFixture, caplog: pytest.LogCaptureFixture
-) -> None:
-    err = capsys.readouterr().err
-    assert code == 2, err
-    assert not caplog.records  # a log line would be printed beside the error
-    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
-    assert message in err
-    assert not (root / "mlflow.db").exists()
-    assert not (root / "cache").exists() or not any((root / "cache").iterdir())
-    assert not list(root.rglob("*.lock"))
 
 
 SUMMARIES = {"empty": "", "truncated": '{"schema": 2, "run": {"task": "rte"', "incomplete": '{"schema": 2, "run": {}}'}

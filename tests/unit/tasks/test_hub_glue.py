@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -21,7 +20,7 @@ from tasks.examples import Example
 from tasks.loading import load_examples
 from tasks.registry import HUB_DATASET, get_task
 from tests.fixtures import GLUE_DIR
-from tests.unit.hub_cache_helpers import ROOT, glue_hub_files, hub_environment, write_hub_snapshot
+from tests.unit.hub_cache_helpers import glue_hub_files, python_in, write_hub_snapshot
 
 pytestmark = pytest.mark.skipif(
     not (GLUE_DIR / "RTE").is_dir() or not (GLUE_DIR / "CoLA").is_dir(),
@@ -54,15 +53,7 @@ def glue_home(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, dict
 
 
 def load_in_subprocess(home: Path, task: str, *splits: str, **variables: str) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-c", LOAD, task, *splits],
-        check=False,
-        env=hub_environment(home, **variables),
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
+    return python_in(home, LOAD, task, *splits, **variables)
 
 
 def test_the_snapshot_is_laid_out_as_huggingface_hub_reads_it(glue_home):

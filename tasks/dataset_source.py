@@ -1,0 +1,208 @@
+"""A spec's data through `datasets`' own loaders and cache: a hub id (and config), a local folder
+(its files' names give the splits: ``dev.csv`` is ``validation``), or local CSV / TSV / JSONL /
+Parquet files by split. Every problem a run would meet later is one line here: a split that is
+missing or empty, a field that is not a column, text that is not a string, one class."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import replace
+from functools import cache
+from numbers import Number
+from pathlib import Path
+from typing import Any
+
+import datasets
+
+from tasks.errors import InputError, clipped
+from tasks.examples import Example
+from tasks.hub import cached_snapshot, first_line
+from tasks.spec import Task, check_metrics
+
+TEXT_TYPES = ("string", "large_string")
+
+
+def where(task: Task) -> str:
+    """The task's data as an error names it: its spec (or flags) and dataset."""
+    described = task.dataset if not task.data_files else f"{task.dataset} files"
+    return f"{task.source}: {task.name} ({described}{f', config {task.config}' if task.config else ''})"
+
+
+@cache
+def dataset_split(task: Task, split: str) -> datasets.Dataset:
+    """One split's rows, read by `datasets` (and kept in its cache, keyed on the files' content)."""
+    files = dict(task.data_files)
+    if files and split not in files:
+        raise InputError(f"{where(task)}: data_files has no {split!r} split (it has {', '.join(files)}); add it")
+    try:
+        with loading(progress=not files and not Path(task.dataset).is_dir()):
+            if files:
+                builder, options = ("csv", {"delimiter": "\t"}) if task.dataset == "tsv" else (task.dataset, {})
+                return datasets.load_dataset(builder, data_files={split: list(files[split])}, split=split, **options)
+            return hub_split(task, split)
+    except ValueError as error:
+        message = str(error)
+        if "corresponds to no data" in message:
+            raise InputError(f"{where(task)}: split {split!r} has no rows; point it at data") from error
+        if "Unknown split" in message or "Bad split" in message:
+            raise InputError(f"{where(task)}: no split {split!r} ({first_line(error)}); set the split names") from error
+        raise InputError(f"{where(task)}: could not read split {split!r} ({first_line(error)}); {fix(task)}") from error
+    except Exception as error:  # datasets raises many types for missing files, offline hubs, bad files
+        cause = first_line(root_cause(error))  # type: ignore[arg-type]
+        raise InputError(f"{where(task)}: could not read split {split!r} ({cause}); {fix(task)}") from error
+
+
+def fix(task: Task) -> str:
+    """What to check when a task's data cannot be read."""
+    if task.data_files or Path(task.dataset).exists():
+        return "check the files"
+    return f"check the id; offline, download it first (`hf download {task.dataset} --repo-type dataset`)"
+
+
+def hub_split(task: Task, split: str) -> datasets.Dataset:
+    """A hub dataset's (or local folder's) split: online, or offline from the dataset cache an
+    earlier load prepared; failing both, from the repository's snapshot in the hub cache (as
+    ``hf download --repo-type dataset`` leaves it), which `datasets` reads as the local folder it
+    is (its README's configurations, its data files), since offline it does not look there itself."""
+    try:
+        return datasets.load_dataset(task.dataset, task.config, split=split)
+    except Exception as error:  # offline or unreachable: datasets raises many types
+        snapshot = None if Path(task.dataset).exists() else cached_snapshot(task.dataset)
+        if snapshot is None:
+            raise
+        try:
+            return datasets.load_dataset(str(snapshot), task.config, split=split)
+        except Exception:  # the snapshot lacks this split or config: the hub's own error says more
+            raise error from None
+
+
+@contextmanager
+def loading(progress: bool) -> Iterator[None]:
+    """`datasets` at work within the block: its progress bars shown for a hub download (minutes),
+    not for local files (read in a moment: their bars would only be noise); its error log lines
+    silenced (the failure reaches the user as one line, `dataset_split`'s)."""
+    bars_were_off, verbosity = datasets.are_progress_bars_disabled(), datasets.logging.get_verbosity()
+    if not progress:
+        datasets.disable_progress_bars()
+    datasets.logging.set_verbosity(datasets.logging.CRITICAL)
+    try:
+        yield
+    finally:
+        datasets.logging.set_verbosity(verbosity)
+        if not bars_were_off:
+            datasets.enable_progress_bars()
+
+
+def root_cause(error: BaseException) -> BaseException:
+    """The first exception of a chain (`datasets` wraps a file's parse error in its own)."""
+    while error.__cause__ is not None:
+        error = error.__cause__
+    return error
+
+
+def checked_split(task: Task, split: str) -> datasets.Dataset:
+    """A split with its fields checked: each a column, the texts strings, at least one row."""
+    rows = dataset_split(task, split)
+    for field in (*(name for name in task.text_fields if name), task.label_field):
+        if field not in rows.column_names:
+            raise InputError(
+                f"{where(task)}: {field!r} is not a column of split {split!r} "
+                f"(its columns: {', '.join(rows.column_names)}); fix text_fields or label_field"
+            )
+    for field in (name for name in task.text_fields if name):
+        if kind_of(rows.features[field]) != "text":
+            raise InputError(
+                f"{where(task)}: text field {field!r} holds {kind_of(rows.features[field])}, not strings; "
+                "name a text column"
+            )
+    if task.is_regression and kind_of(rows.features[task.label_field]) not in NUMBER_TYPES:
+        raise InputError(
+            f"{where(task)}: label {task.label_field!r} holds {kind_of(rows.features[task.label_field])}, "
+            "not numbers, and label_kind is score; use label_kind = classes"
+        )
+    if not len(rows):
+        raise InputError(f"{where(task)}: split {split!r} has no rows; point it at data")
+    return rows
+
+
+def kind_of(feature: Any) -> str:
+    """A column's type as an error names it: "text", "int64", "ClassLabel"..."""
+    kind = getattr(feature, "dtype", type(feature).__name__)
+    return "text" if kind in TEXT_TYPES else str(kind)
+
+
+NUMBER_TYPES = tuple(f"{kind}{bits}" for kind in ("int", "uint", "float") for bits in (8, 16, 32, 64)) + ("bool",)
+
+
+def label_text(value: Any) -> str:
+    """A label value as the spec's labels write it ("1" for 1 and 1.0, "pos" for "pos")."""
+    if isinstance(value, Number) and not isinstance(value, bool) and float(value).is_integer():  # type: ignore[arg-type]
+        return str(int(value))  # type: ignore[call-overload]
+    return str(value)
+
+
+def label_texts(rows: datasets.Dataset, field: str) -> list[str]:
+    """A class column's values as the spec's labels write them: a `datasets.ClassLabel`'s by
+    their names (-1, its "no label", as "-1"), any other's as `label_text`."""
+    names = getattr(rows.features[field], "names", None)
+    values = rows[field]
+    if names:
+        return [names[value] if 0 <= value < len(names) else str(value) for value in values]
+    return [label_text(value) for value in values]
+
+
+def sort_key(label: str) -> tuple[int, float, str]:
+    """Numbers in numeric order, then words alphabetically."""
+    try:
+        return (0, float(label), "")
+    except ValueError:
+        return (1, 0.0, label)
+
+
+@cache
+def with_labels(task: Task) -> Task:
+    """``task`` with its classes: the spec's, else the dataset's class names (a `datasets.ClassLabel`
+    column), else its training split's values sorted; at least two seen in training."""
+    if task.is_regression:
+        checked_split(task, task.train_split)
+        return task
+    rows = checked_split(task, task.train_split)
+    seen = set(label_texts(rows, task.label_field))
+    if len(seen) < 2:
+        raise InputError(
+            f"{where(task)}: label {task.label_field!r} has one class in split {task.train_split!r} "
+            f"({clipped(', '.join(sorted(seen)))}); a classifier needs two"
+        )
+    names = getattr(rows.features[task.label_field], "names", None) or sorted(seen, key=sort_key)
+    resolved = task if task.label_names else replace(task, label_names=tuple(names))
+    check_metrics(resolved, resolved.label_kind)
+    return resolved
+
+
+def read_dataset_split(task: Task, split: str) -> list[Example]:
+    """A split's examples: texts stripped, labels as class indices (of `with_labels`) or scores."""
+    rows = checked_split(task, split)
+    first, second = task.text_fields
+    classes = {name: index for index, name in enumerate(task.label_names)}
+    labels = rows[task.label_field] if task.is_regression else label_texts(rows, task.label_field)
+    examples = []
+    for index, (row, label) in enumerate(zip(rows, labels)):
+        texts = [row[first], row[second] if second else ""]
+        if any(value is None for value in (*texts, label)):
+            raise InputError(f"{where(task)}: split {split!r} row {index} has an empty text or label; fill or drop it")
+        if not task.is_regression and label not in classes:
+            raise InputError(
+                f"{where(task)}: split {split!r} row {index}: label {clipped(label)!r} is not one of "
+                f"{', '.join(task.label_names)}"
+            )
+        examples.append(
+            Example(
+                guid=f"{task.name}-{split}-{index}",
+                text_a=texts[0].strip(),
+                text_b=texts[1].strip() if second else None,
+                label=float(label) if task.is_regression else classes[label],
+                split=split,
+            )
+        )
+    return examples

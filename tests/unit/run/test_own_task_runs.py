@@ -1,0 +1,170 @@
+"""A user's own task end to end on the tiny model: a local CSV classification spec (every default
+analysis, figures, the learning check, report, export, MLflow) and a local JSONL pair task with a
+score, defined by flags and by a spec, in a study."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from pathlib import Path
+
+import datasets
+import pandas as pd
+import pytest
+from mlflow.tracking import MlflowClient
+
+from harness.analyses import ANALYSES
+from harness.cli import main
+from harness.results.checkpoints import FINETUNED, PRETRAINED
+from harness.results.store import read_json
+from tests.fixtures import LEARNS, PNG_ONLY, SENTENCES, output_arguments, sentiment_sentences, tiny_run_arguments
+from tests.unit.tasks.test_task_specs import write_sentiment
+
+pytestmark = pytest.mark.slow  # whole tiny runs
+
+DEFAULT_ANALYSES = {name for name, analysis in ANALYSES.items() if analysis.on_by_default}
+
+
+@pytest.fixture(autouse=True)
+def datasets_cache(tmp_path_factory, monkeypatch) -> None:
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", str(tmp_path_factory.mktemp("hf-datasets")))
+
+
+def only_summary(root: Path) -> dict:
+    (path,) = (root / "out").glob("*/summary.json")
+    return read_json(path)
+
+
+def test_a_csv_task_of_ones_own_gets_everything_a_glue_task_gets(tiny_learner_dir, tiny_data, tmp_path, capsys):
+    spec = write_sentiment(tmp_path / "data")
+    argv = tiny_run_arguments(tiny_learner_dir, tiny_data, tmp_path, "--task", str(spec), *LEARNS, *PNG_ONLY)
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "dev finetuned: validation/accuracy 1.0000, validation/macro_f1 1.0000" in out
+    assert "not clearly above the majority class" not in out
+    summary = only_summary(tmp_path)
+    assert summary["run"]["task"] == "sentiment" and summary["run"]["eval_split"] == "validation"
+    assert set(summary["analyses"]) == DEFAULT_ANALYSES and summary["run"]["skipped"] == {}
+    scores = summary["analyses"]["evaluation"]["result"]
+    per_checkpoint, (comparison,) = scores["per_checkpoint"], scores["per_pair"].values()
+    assert per_checkpoint[PRETRAINED]["task_spec"]["labels"] == ["neg", "pos"]
+    assert per_checkpoint[FINETUNED]["majority"] == {
+        "validation/accuracy": 0.5,
+        "validation/macro_f1": pytest.approx(1 / 3),
+    }
+    assert comparison["learned"] and comparison["against_majority"]["interval"][0] > 0
+    folder = next((tmp_path / "out").glob("sentiment-*"))
+    table = (folder / "figures" / "evaluation_table.md").read_text()
+    assert "| sentiment | 50.0 |" in table and "Dev scores (validation, accuracy, %)" in table
+    assert len(list((folder / "figures").glob("*.png"))) > 10
+    page = tmp_path / "report" / "index.html"
+    assert main(["report", "--output-dir", str(tmp_path / "out"), "--out", str(page)]) == 0
+    assert "sentiment" in page.read_text()
+    assert main(["export", "--output-dir", str(tmp_path / "out"), "--out", str(tmp_path / "export")]) == 0
+    rows = pd.read_parquet(tmp_path / "export" / "runs.parquet")
+    assert set(rows["task"]) == {"sentiment"}
+    tuned = rows[(rows["analysis"] == "evaluation") & (rows["checkpoint"] == FINETUNED)]
+    assert dict(zip(tuned["metric"], tuned["value"]))["validation_macro_f1_finetuned"] == 1.0
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path}/mlflow.db")
+    experiments = [experiment.experiment_id for experiment in client.search_experiments()]
+    assert client.search_runs(experiments, "tags.task = 'sentiment'")
+
+
+def similarity_rows() -> list[dict]:
+    """Sentence pairs scored by the share of words they have in common (0 to 5)."""
+    rows = []
+    for first in SENTENCES:
+        for second in SENTENCES:
+            words, others = set(first.split()), set(second.split())
+            rows.append(
+                {"premise": first, "claim": second, "score": round(5 * len(words & others) / len(words | others), 2)}
+            )
+    return rows
+
+
+def write_similarity(folder: Path) -> Path:
+    """A JSONL pair task with a score (train.jsonl, dev.jsonl) and its TOML spec; the spec's path."""
+    folder.mkdir(parents=True, exist_ok=True)
+    rows = similarity_rows()
+    for split, part in (("train", rows[::2]), ("dev", rows[1::2])):
+        (folder / f"{split}.jsonl").write_text("".join(json.dumps(row) + "\n" for row in part))
+    spec = folder / "similarity.toml"
+    spec.write_text(
+        'name = "similarity"\ntext_fields = ["premise", "claim"]\nlabel_field = "score"\nlabel_kind = "score"\n'
+        'eval_splits = ["dev"]\n[data_files]\ntrain = "train.jsonl"\ndev = "dev.jsonl"\n'
+    )
+    return spec
+
+
+def test_a_jsonl_pair_task_with_a_score_runs_by_flags_and_in_a_study(tiny_model_dir, tiny_data, tmp_path, capsys):
+    spec = write_similarity(tmp_path / "data")
+    flags = ["--task", "overlap", "--dataset", str(tmp_path / "data"), "--text-fields", "premise", "claim"]
+    flags += ["--label-field", "score", "--label-kind", "score"]
+    argv = tiny_run_arguments(
+        tiny_model_dir, tiny_data, tmp_path / "flags", *flags, "--analyses", "evaluation", "cosine"
+    )
+    assert main([*argv, "--no-figures"]) == 0
+    scores = only_summary(tmp_path / "flags")["analyses"]["evaluation"]["result"]["per_checkpoint"]
+    assert set(scores[FINETUNED]["metrics"]) == {"validation/pearson", "validation/spearman", "validation/loss"}
+    assert scores[FINETUNED]["majority"] == {"validation/pearson": 0.0, "validation/spearman": 0.0}  # the mean score
+    assert scores[FINETUNED]["task_spec"]["label_kind"] == "score" and scores[FINETUNED]["task_spec"][
+        "text_fields"
+    ] == [
+        "premise",
+        "claim",
+    ]
+    capsys.readouterr()
+    study = [
+        "study",
+        "--tasks",
+        str(spec),
+        "--seeds",
+        "1",
+        "--model",
+        str(tiny_model_dir),
+        "--analyses",
+        "evaluation",
+        "cosine",
+        "--epochs",
+        "1",
+        "--batch-size",
+        "8",
+        "--no-figures",
+        *output_arguments(tmp_path / "study"),
+    ]
+    assert main(study) == 0, capsys.readouterr().err
+    (stored,) = (tmp_path / "study" / "out" / "studies").glob("*/study.json")
+    assert read_json(stored)["tasks_asked"] == [str(spec)]
+    (run,) = (tmp_path / "study" / "out").glob("similarity-*/summary.json")
+    assert read_json(run)["run"]["eval_split"] == "dev"
+
+
+def readme_spec() -> tuple[str, str]:
+    """The README's example spec (the YAML block of "Your own task") and the file name it is given there."""
+    section = (Path(__file__).resolve().parents[3] / "README.md").read_text().split("### Your own task", 1)[1]
+    name = re.search(r"`(\w+\.yaml)`", section)
+    block = re.search(r"```yaml\n(.*?)```", section, re.S)
+    assert name and block
+    return block.group(1), name.group(1)
+
+
+def test_the_readmes_example_spec_runs_as_written(tiny_learner_dir, tiny_data, tmp_path):
+    text, name = readme_spec()
+    assert f"python -m harness run --task {name} --model minilm" in " ".join(
+        (Path(__file__).resolve().parents[3] / "README.md").read_text().split()
+    )
+    (tmp_path / name).write_text(text)
+    (tmp_path / "reviews").mkdir()
+    rows = sentiment_sentences()
+    dev = [row for index, row in enumerate(rows) if (index // 2) % 2 == 0]  # both labels of every other subject
+    for split, part in (("train", [row for row in rows if row not in dev]), ("dev", dev)):
+        with (tmp_path / "reviews" / f"{split}.csv").open("w", newline="") as handle:
+            writer = csv.writer(handle)
+            writer.writerow(["text", "label"])
+            writer.writerows((sentence, ["negative", "positive"][label]) for sentence, label in part)
+    argv = tiny_run_arguments(tiny_learner_dir, tiny_data, tmp_path, "--task", str(tmp_path / name), *LEARNS)
+    assert main([*argv, "--analyses", "evaluation", "--no-figures"]) == 0
+    summary = only_summary(tmp_path)
+    (scores,) = summary["analyses"]["evaluation"]["result"]["per_pair"].values()
+    assert summary["run"]["task"] == "reviews" and scores["learned"]
