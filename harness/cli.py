@@ -1,5 +1,5 @@
 """``python -m harness`` (or ``harness``): subcommands ``run``, ``study``, ``finetune``, ``ablate``, ``figures``,
-``annotate``, ``docs``, ``report``, ``export``, ``data``.
+``annotate``, ``maps``, ``docs``, ``report``, ``export``, ``data``, ``tasks``.
 
 The flags are generated from the configuration dataclasses and validated before anything
 heavy is imported, so a bad flag is reported in a fraction of a second; then only the module
@@ -32,12 +32,13 @@ from harness.config import (
     ExportConfig,
     FiguresConfig,
     FineTuneConfig,
+    MapsConfig,
     ReportConfig,
     RunConfig,
     StudyConfig,
     TaskConfig,
 )
-from harness.config_files import CONFIG_FLAG, expanded
+from harness.config_files import CONFIG_FLAG, RUN_SETTINGS, expanded, flag_tokens, read_settings
 from tasks.errors import InputError, clipped
 from tasks.files import disk_full_message, is_disk_full
 
@@ -50,6 +51,7 @@ COMMAND_MODULES = {
     "ablate": COMPUTE,
     "figures": COMPUTE,
     "annotate": COMPUTE,
+    "maps": COMPUTE,
     "docs": STORED,
     "report": STORED,
     "export": STORED,
@@ -67,6 +69,9 @@ DESCRIPTIONS = {
     "or the flags it was run with",
     "annotate": "sample attention maps of a checkpoint into a labelling pool for the pattern classifier, "
     "or record its labels",
+    "maps": "your own sentences: the attention maps of a text (or pair) you type through a run's pre-trained and "
+    "fine-tuned checkpoints, every layer and head, and their difference; stored in the run's folder, shown on "
+    "its own page (maps/index.html), as arrays from Python (harness.present.maps.run_inputs)",
     "docs": "rebuild the results tables in the README and docs from stored runs (never typed by hand)",
     "report": "one static HTML page of stored results (a study's findings and figures, then each run's analyses "
     "and parameters, and each example's attention before and after fine-tuning), no recompute",
@@ -84,6 +89,7 @@ GROUPS = {
     "ablate": (TaskConfig, FineTuneConfig, AnalysisConfig, EnvironmentConfig),
     "figures": (FiguresConfig, TaskConfig, FineTuneConfig, AnalysisConfig, EnvironmentConfig),
     "annotate": (AnnotationConfig, TaskConfig, FineTuneConfig, EnvironmentConfig),
+    "maps": (MapsConfig, TaskConfig, FineTuneConfig, AnalysisConfig, EnvironmentConfig),
     "docs": (DocsConfig,),
     "report": (ReportConfig, EnvironmentConfig),
     "export": (ExportConfig, EnvironmentConfig),
@@ -96,8 +102,8 @@ RUN_PARTS = {
     AnalysisConfig: "analysis",
     EnvironmentConfig: "environment",
 }
-# `harness figures RUN_FOLDER` needs no --task: the folder names the run.
-FLAGS_OPTIONAL = {("figures", TaskConfig)}
+# `harness figures RUN_FOLDER` and `harness maps RUN_FOLDER` need no --task: the folder names the run.
+FLAGS_OPTIONAL = {("figures", TaskConfig), ("maps", TaskConfig)}
 # What the commands that read stored results only take no part in.
 STORED_ONLY = ("device", "precision", "cache_dir", "tracking_uri")
 # A study sets each run's task from --tasks (and its seeds from --seed on): no --task flag.
@@ -229,6 +235,34 @@ def configs_from(args: argparse.Namespace) -> list[Any]:
     return [RunConfig(**parts), *others] if parts else others
 
 
+def run_settings(run_folder: str | Path) -> Path:
+    """The settings file of a run's folder, or one line saying the folder is not a run's."""
+    settings = Path(run_folder) / RUN_SETTINGS
+    if not settings.is_file():
+        raise InputError(f"{run_folder}: no {RUN_SETTINGS} in it; give a run's folder (<output-dir>/<task>-...)")
+    return settings
+
+
+def with_run_settings(argv: list[str], run_folder: str | Path, parser: argparse.ArgumentParser) -> list[str]:
+    """``argv`` with the run folder first after the command's name, then the flags of the folder's
+    settings file, then the flags typed (which win); the folder first, as a list flag of the file
+    would otherwise take it for one of its values."""
+    settings = run_settings(run_folder)
+    at = argv.index("maps") + 1
+    typed = argv[at:]
+    typed.pop(next(index for index, word in enumerate(typed) if Path(word) == Path(run_folder)))
+    return [*argv[:at], str(run_folder), *flag_tokens(parser, read_settings(settings), settings), *typed]
+
+
+def run_config_of(run_folder: str | Path) -> RunConfig:
+    """The settings a run folder's run ran with (its ``config.json``), validated as ``harness run``
+    validates its flags: what finds its checkpoints from Python (`harness.run.maps.attention_maps`)."""
+    parser = build_parser()
+    settings = run_settings(run_folder)
+    flags = flag_tokens(subcommands(parser)["run"], read_settings(settings), settings)
+    return configs_from(parser.parse_args(["run", *flags]))[0]
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one subcommand; the exit status: 0, 1 (a check found differences), 2 (bad input or a full
     disk, one line on stderr), or 128 + the signal that stopped it."""
@@ -241,6 +275,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     previous = signal.signal(signal.SIGTERM, raise_terminated)
     try:
+        if args.command == "maps" and args.run_folder is not None:  # the run's own settings, then the flags typed
+            args = parser.parse_args(with_run_settings(argv, args.run_folder, subcommands(parser)["maps"]))
         configs = configs_from(args)
         quiet_libraries(args.debug)
         commands = importlib.import_module(command_module(args))

@@ -593,6 +593,31 @@ class FiguresConfig(Flags):
         self.run_folder = existing(FiguresConfig, "run_folder", self.run_folder, "folder")
 
 
+MAX_MAP_TOKENS = 128  # tokens of a typed input whose maps are drawn: every token still has a readable row
+
+
+@dataclass
+class MapsConfig(Flags):
+    """Your own sentences (``harness maps``): a text or a pair, through both checkpoints of a run."""
+
+    run_folder: Path | None = option(
+        None,
+        "the run's folder (<output-dir>/<task>-<model>-seed<seed>-<key>): its settings (config.json) name "
+        "the checkpoints; or give the run's flags",
+        flag="RUN_FOLDER",
+        positional=True,
+    )
+    text: str = option(None, "the text, or the first of a pair, whose attention maps are drawn", required=True)
+    pair: str | None = option(None, "the second text of a pair (a pair task's inputs are pairs)")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.run_folder = existing(MapsConfig, "run_folder", self.run_folder, "folder")
+        for name in ("text", "pair"):
+            value = getattr(self, name)
+            require(value is None or value.strip() != "", MapsConfig, name, value, "is empty; type a sentence")
+
+
 @dataclass
 class StoredSelection(Flags):
     """Which stored study and runs a command reads (``harness report``, ``harness export``), and

@@ -23,6 +23,7 @@ import yaml
 from tasks.errors import InputError, clipped
 
 CONFIG_FLAG = "--config"
+RUN_SETTINGS = "config.json"  # a run's settings in its folder, as `--config` takes them back
 SUFFIXES = (".json", ".yaml", ".yml")
 MAX_BYTES = 256 * 1024  # a settings file is a few hundred bytes; a larger one is the wrong file
 

@@ -22,34 +22,20 @@ import torch
 from harness.analyses.base import Analysis, AnalysisContext, best_head, register_analysis
 from harness.inputs.batches import AttentionBatch
 from harness.views.base import pair_name
-from harness.views.examples import ExampleChange, ExamplesComparison, ExamplesResult, ExamplesView
+from harness.views.examples import (
+    ENCODING,
+    ExampleChange,
+    ExamplesComparison,
+    ExamplesResult,
+    ExamplesView,
+    decode_maps,
+    encode_maps,
+    head_cosines,
+)
 from tasks.examples import Example
 
 NUM_EXAMPLES = 4
 MAX_TOKENS = 40  # special tokens included: short enough to read every token on an axis
-SCALE = 1000  # weights stored in thousandths
-DIGITS = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"  # base64url's alphabet
-ENCODING = (
-    "weights in thousandths, two base-64 digits each (A-Z a-z 0-9 - _, most significant first), "
-    "layer-major, then head, row (attending token), column (attended token)"
-)
-CODES = np.frombuffer(DIGITS.encode(), dtype=np.uint8)
-VALUES = np.zeros(256, dtype=np.int64)
-VALUES[CODES] = np.arange(len(DIGITS))
-
-
-def encode_maps(maps: torch.Tensor) -> str:
-    """(..., n, n) attention weights as `ENCODING`'s text."""
-    values = (maps.float().clamp(0, 1) * SCALE).round().to(torch.int64).flatten().numpy()
-    return np.stack([CODES[values >> 6], CODES[values & 63]], axis=-1).tobytes().decode("ascii")
-
-
-def decode_maps(text: str, layers: int, heads: int) -> np.ndarray:
-    """`encode_maps`'s text back to (layers, heads, n, n) weights (to three decimals)."""
-    digits = VALUES[np.frombuffer(text.encode("ascii"), dtype=np.uint8)].reshape(-1, 2)
-    values = (digits[:, 0] << 6) + digits[:, 1]
-    n = int(round((len(values) / (layers * heads)) ** 0.5))
-    return values.reshape(layers, heads, n, n) / SCALE
 
 
 def selection_rank(seed: int, item: Example) -> str:
@@ -71,13 +57,6 @@ class Kept:
     item: Example
     tokens: list[str]
     maps: dict[str, torch.Tensor]
-
-
-def head_cosines(first: np.ndarray, second: np.ndarray) -> np.ndarray:
-    """(layers, heads) cosine of two checkpoints' (layers, heads, n, n) maps, flattened per head."""
-    a, b = first.reshape(*first.shape[:2], -1), second.reshape(*second.shape[:2], -1)
-    norms = np.linalg.norm(a, axis=-1) * np.linalg.norm(b, axis=-1)
-    return (a * b).sum(axis=-1) / np.maximum(norms, 1e-12)
 
 
 @register_analysis
@@ -122,7 +101,7 @@ class ExampleMaps(Analysis):
                         "text_b": kept.item.text_b,
                         "label": label_text(self.context, kept.item.label),
                         "tokens": kept.tokens,
-                        "maps": encode_maps(kept.maps[name]),
+                        "maps": encode_maps(kept.maps[name].numpy()),
                     }
                     for kept in self.kept
                 ],

@@ -1,4 +1,4 @@
-"""The commands that plan runs and load models: run, study, finetune, ablate, figures, annotate."""
+"""The commands that plan runs and load models: run, study, finetune, ablate, figures, annotate, maps."""
 
 from __future__ import annotations
 
@@ -7,12 +7,14 @@ from dataclasses import asdict, replace
 
 from harness.analyses.ablation import Ablation
 from harness.commands.stored import figures as redraw_folder
-from harness.config import AnnotationConfig, FiguresConfig, FineTuneConfig, RunConfig, StudyConfig
+from harness.config import AnnotationConfig, FiguresConfig, FineTuneConfig, MapsConfig, RunConfig, StudyConfig
 from harness.model.finetune import finetune as finetune_task
 from harness.model.finetune import is_main_process, leave_process_group, stored_result
+from harness.present.maps import MAPS_FOLDER, PAGE
 from harness.recipes import describe_recipe
 from harness.results.summary import SUMMARY
 from harness.run.annotation import annotate as annotate_pool
+from harness.run.maps import typed_maps
 from harness.run.pipeline import dev_evaluation, run_planned, train_baselines
 from harness.run.plan import Downloads, find_run, plan_run, skipped_line
 from harness.study.runner import plan_study
@@ -159,3 +161,19 @@ def figures(config: RunConfig, settings: FiguresConfig) -> None:
 def annotate(config: RunConfig, annotation: AnnotationConfig) -> None:
     """``harness annotate``: a labelling pool of attention maps, or its labels recorded."""
     print(annotate_pool(config, annotation))
+
+
+def maps(config: RunConfig, settings: MapsConfig) -> None:
+    """``harness maps``: a typed text (or pair) through the run's two checkpoints; where its maps
+    and their page are, and which heads changed most on it."""
+    plan = plan_run(config, Downloads(allowed=False))
+    typed = typed_maps(plan, settings.text, settings.pair)
+    cosine = typed.head_cosines()
+    folder = plan.run_dir / MAPS_FOLDER
+    layers = " ".join(f"{value:.3f}" for value in cosine.mean(axis=1))
+    layer, head = divmod(int(cosine.argmin()), cosine.shape[1])
+    cut = f" (cut to --max-length {config.task.max_length})" if typed.truncated else ""
+    print(f"maps of {len(typed.tokens)} tokens{cut}: {folder / PAGE} (every input typed for this run)")
+    print(f"  cosine per layer (pretrained->finetuned), mean over heads: {layers}")
+    print(f"  most changed head on it: {layer + 1}-{head + 1}, cosine {cosine[layer, head]:.3f}")
+    print("  arrays from Python: harness.present.maps.run_inputs(run folder)")

@@ -174,12 +174,15 @@ def build_report(settings: ReportConfig, environment: EnvironmentConfig) -> tupl
     return written, page.figures
 
 
-def render(title: str, study: dict[str, Any] | None, tasks: list[dict[str, Any]], data: dict[str, Any]) -> str:
-    """The whole page from ``templates/page.html``: style, sections, the view's data and its script, all inline."""
+def render(
+    title: str, study: dict[str, Any] | None, tasks: list[dict[str, Any]], data: dict[str, Any], intro: str = ""
+) -> str:
+    """The whole page from ``templates/page.html``: style, sections, the view's data and its script, all
+    inline; the per-example view says ``intro`` of its inputs (default: the runs' seeded dev examples)."""
     # The package's own style sheet and script, inlined as they are (escaping them would break them).
     style, script = Markup(PAGE_STYLE.read_text()), Markup(PAGE_SCRIPT.read_text())
     return TEMPLATES.get_template("page.html").render(
-        title=title, study=study, tasks=tasks, data=inline_json(data), style=style, script=script
+        title=title, study=study, tasks=tasks, data=inline_json(data), style=style, script=script, intro=intro
     )
 
 

@@ -23,7 +23,7 @@ from transformers import PreTrainedTokenizerBase
 from harness.analyses import ANALYSES
 from harness.analyses.evaluation import Evaluation
 from harness.config import RunConfig
-from harness.config_files import settings_file
+from harness.config_files import RUN_SETTINGS, settings_file
 from harness.inputs.sampling import sample
 from harness.inputs.sources import SourceContext
 from harness.model.finetune import FineTuneResult, finetune
@@ -59,7 +59,6 @@ from tasks.files import DiskFull
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 CHECKPOINT_ARTIFACT = "checkpoint"  # the fine-tuned model in MLflow (weights, config with label names, tokenizer)
-RUN_SETTINGS = "config.json"  # the run's settings, as `--config` reads them
 VARIED = ("task.", "finetune.")  # the groups of settings logged as MLflow params (`varied_settings`)
 VARIED_ALONE = ("environment.precision", "analysis.analyses")
 HEADLINE = "headline"  # MLflow's charts group metrics by the prefix before "/": the short list is one section

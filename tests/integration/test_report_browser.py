@@ -143,3 +143,17 @@ def test_the_slider_shows_an_example_at_each_step_kept_along_the_fine_tuning(tra
     assert title.startswith("fine-tuned at step 2 of 6 (33%) (layer ")
     status = attributes(at_first, "report-status")
     assert (status["data-state"], status["data-errors"]) == ("ready", "0") and "Uncaught" not in log
+
+
+def test_the_page_of_typed_inputs_draws_each_input_without_a_script_error(tiny_model_dir, tiny_data, tmp_path):
+    """``harness maps``'s page: the report's per-example view of the inputs typed for a run, alone."""
+    assert main(tiny_run_arguments(tiny_model_dir, tiny_data, tmp_path, "--analyses", "cosine", "--no-figures")) == 0
+    (folder,) = (tmp_path / "out").glob("rte-*")
+    for text, pair in (("the cat sat on the mat .", "a dog sat"), ("he ran", None)):
+        assert main(["maps", str(folder), "--text", text, *(["--pair", pair] if pair else [])]) == 0
+    dom, log = browse(folder / "maps" / "index.html", tmp_path / "profile")
+    view = attributes(dom, "view-maps")
+    assert view["data-drawn"] == "yes" and view["data-example"] == "typed-1"
+    status = attributes(dom, "report-status")
+    assert (status["data-state"], status["data-errors"], status["data-view"]) == ("ready", "0", "drawn")
+    assert "Uncaught" not in log and "data-errors" not in attributes(dom)

@@ -5,10 +5,11 @@ import numpy as np
 import torch
 
 from harness.analyses import examples as module
-from harness.analyses.examples import MAX_TOKENS, NUM_EXAMPLES, ExampleMaps, decode_maps, encode_maps, selection_rank
+from harness.analyses.examples import MAX_TOKENS, NUM_EXAMPLES, ExampleMaps, selection_rank
 from harness.inputs.encoding import batched
 from harness.model.forward import Capture, forward
 from harness.results.checkpoints import FINETUNED, PRETRAINED
+from harness.views.examples import decode_maps, encode_maps
 from tasks.examples import Example
 from tests.fixtures import SENTENCES, as_checkpoints, run_analysis
 
