@@ -51,6 +51,10 @@ PROBE_INITS = ("zeros", "glorot")
 ABLATION_CHOICES = ("auto", "on", "off")
 
 
+# The flags that define a task of one's own with --dataset (and mean nothing without it).
+DATASET_FLAGS = ("dataset", "dataset_config", "text_fields", "label_field", "label_kind", "train_split", "eval_split")
+
+
 @dataclass
 class TaskConfig(Flags):
     """What is fine-tuned and compared."""
@@ -89,6 +93,10 @@ class TaskConfig(Flags):
             raise InputError(f"--task is required: one of {', '.join(TASKS)}, or a task spec file")
         if self.dataset is None and not is_spec_path(self.task):
             self.task = get_task(self.task).name
+        elif self.dataset is None:  # a spec file, by its whole path: the run's config.json works from any folder
+            self.task = str(Path(self.task).expanduser().resolve())
+        elif Path(self.dataset).expanduser().exists():
+            self.dataset = str(Path(self.dataset).expanduser().resolve())
         chosen = self.data_dir or os.environ.get("GLUE_DIR") or None
         self.data_dir = existing(TaskConfig, "data_dir", Path(chosen) if chosen else None, "folder")
         self.definition  # noqa: B018 -- a spec or flags that do not make a task fail here, before any work

@@ -19,6 +19,7 @@ from tasks.errors import InputError, clipped
 from tasks.examples import Example
 from tasks.hub import cached_snapshot, first_line
 from tasks.spec import Task, check_metrics
+from tasks.treebank import Sentence, read_treebank
 
 TEXT_TYPES = ("string", "large_string")
 
@@ -160,10 +161,72 @@ def sort_key(label: str) -> tuple[int, float, str]:
         return (1, 0.0, label)
 
 
+TAG_FIELDS = ("upos", "xpos")  # the columns of a CoNLL-U word a tagging task may be trained to predict
+
+
+def tagged_sentences(task: Task, split: str) -> list[Sentence]:
+    """A tagging task's sentences of one split (its CoNLL-U files), checked: the words' form tagged
+    with one of `TAG_FIELDS`, and at least one sentence."""
+    files = dict(task.data_files)
+    if split not in files:
+        raise InputError(f"{where(task)}: data_files has no {split!r} split (it has {', '.join(files)}); add it")
+    if task.text_fields != ("form", None) or task.label_field not in TAG_FIELDS:
+        raise InputError(
+            f'{where(task)}: a CoNLL-U task tags each word\'s form: text_fields = ["form"], label_field one of '
+            f"{', '.join(TAG_FIELDS)}"
+        )
+    sentences = [sentence for path in files[split] for sentence in read_treebank(path)]
+    if not sentences:
+        raise InputError(f"{where(task)}: split {split!r} has no sentences; point it at a treebank")
+    return sentences
+
+
+def with_tags(task: Task) -> Task:
+    """A tagging task with its tags: the spec's, else those of its training split, sorted."""
+    seen = {tag for sentence in tagged_sentences(task, task.train_split) for tag in tags_of(sentence, task)}
+    if len(seen) < 2:
+        raise InputError(
+            f"{where(task)}: {task.label_field} has one tag in split {task.train_split!r}; tagging needs two"
+        )
+    return task if task.label_names else replace(task, label_names=tuple(sorted(seen)))
+
+
+def tags_of(sentence: Sentence, task: Task) -> list[str]:
+    """The sentence's tags in the spec's column (UPOS or XPOS)."""
+    return sentence.upos if task.label_field == "upos" else sentence.xpos
+
+
+def read_tagged_split(task: Task, split: str) -> list[Example]:
+    """A tagging task's sentences as examples: the words, joined as the text, and each one's tag index."""
+    classes = {name: index for index, name in enumerate(task.label_names)}
+    examples = []
+    for index, sentence in enumerate(tagged_sentences(task, split)):
+        unknown = [tag for tag in tags_of(sentence, task) if tag not in classes]
+        if unknown:
+            raise InputError(
+                f"{where(task)}: sentence {sentence.sent_id or index + 1} of split {split!r} has the tag "
+                f"{clipped(unknown[0])!r}, not one of the task's {len(classes)}; add it to labels"
+            )
+        examples.append(
+            Example(
+                guid=f"{task.name}-{split}-{index}",
+                text_a=" ".join(sentence.words),
+                text_b=None,
+                label=0,
+                split=split,
+                words=tuple(sentence.words),
+                tags=tuple(classes[tag] for tag in tags_of(sentence, task)),
+            )
+        )
+    return examples
+
+
 @cache
 def with_labels(task: Task) -> Task:
     """``task`` with its classes: the spec's, else the dataset's class names (a `datasets.ClassLabel`
     column), else its training split's values sorted; at least two seen in training."""
+    if task.is_tagging:
+        return with_tags(task)
     if task.is_regression:
         checked_split(task, task.train_split)
         return task
@@ -181,7 +244,10 @@ def with_labels(task: Task) -> Task:
 
 
 def read_dataset_split(task: Task, split: str) -> list[Example]:
-    """A split's examples: texts stripped, labels as class indices (of `with_labels`) or scores."""
+    """A split's examples: texts stripped, labels as class indices (of `with_labels`) or scores;
+    a tagging task's sentences with their words' tags."""
+    if task.is_tagging:
+        return read_tagged_split(task, split)
     rows = checked_split(task, split)
     first, second = task.text_fields
     classes = {name: index for index, name in enumerate(task.label_names)}

@@ -19,16 +19,18 @@ import yaml
 
 from tasks.errors import InputError, clipped
 
-CLASSES, SCORE = "classes", "score"
-LABEL_KINDS = (CLASSES, SCORE)
+CLASSES, SCORE, TAGS = "classes", "score", "tags"  # a class per input, a number per input, a class per word
+LABEL_KINDS = (CLASSES, SCORE, TAGS)
 # the metrics a spec may declare, by the label kind they score; two-class ones score class 1
 METRICS_BY_KIND = {
     CLASSES: ("accuracy", "macro_f1", "f1", "matthews"),
     SCORE: ("pearson", "spearman"),
+    TAGS: ("accuracy", "macro_f1"),  # over the words, each scored at its first sub-token
 }
 TWO_CLASS_METRICS = ("f1", "matthews")
-DEFAULT_METRICS = {CLASSES: ("accuracy", "macro_f1"), SCORE: ("pearson", "spearman")}
-FORMATS = {".csv": "csv", ".tsv": "tsv", ".json": "json", ".jsonl": "json", ".parquet": "parquet"}
+DEFAULT_METRICS = {CLASSES: ("accuracy", "macro_f1"), SCORE: ("pearson", "spearman"), TAGS: ("accuracy",)}
+CONLLU = "conllu"  # a treebank's words and their tags (`tasks.treebank`), the one format of word tags
+FORMATS = {".csv": "csv", ".tsv": "tsv", ".json": "json", ".jsonl": "json", ".parquet": "parquet", ".conllu": CONLLU}
 SPEC_SUFFIXES = (".toml", ".yaml", ".yml")
 DEFAULT_EVAL_SPLIT = "validation"  # `datasets`' name for a dev split (a local ``dev.csv`` becomes it too)
 
@@ -67,12 +69,18 @@ class Task:
     train_split: str = "train"
     eval_splits: tuple[str, ...] = (DEFAULT_EVAL_SPLIT,)
     glue: GlueLayout | None = None
+    corpus: str | None = None  # a pinned corpus of the harness (`tasks.corpora`) whose folder data_files are in
     source: str = field(default="", compare=False)  # the spec file or flags it came from, for errors
 
     @property
     def is_regression(self) -> bool:
         """Whether the task is scored as regression (a score: STS-B)."""
         return self.label_kind == SCORE
+
+    @property
+    def is_tagging(self) -> bool:
+        """Whether each word is labelled (a class per word, scored at its first sub-token: UPOS)."""
+        return self.label_kind == TAGS
 
     @property
     def num_labels(self) -> int:
@@ -110,12 +118,13 @@ SPEC_KEYS = {
     "data_files": "local files: one path, a list, or a table of split = path(s)",
     "text_fields": "one or two text columns",
     "label_field": "the label column (default: label)",
-    "label_kind": "classes or score (default: classes)",
+    "label_kind": "classes, score, or tags: a class per word of a CoNLL-U treebank (default: classes)",
     "labels": "the classes in order (default: the training split's values, sorted)",
     "metrics": "what dev is scored by (default: accuracy, macro_f1 for classes; pearson, spearman for a score)",
     "train_split": "the split fine-tuned on (default: train)",
     "eval_splits": f"the splits scored (default: {DEFAULT_EVAL_SPLIT}); the first is the main one",
     "glue": "the GLUE TSV folder's layout (shipped GLUE specs)",
+    "corpus": "a corpus of the harness (`harness data list`) whose folder data_files are in",
 }
 GLUE_KEYS = ("folder", "columns", "values", "header")
 
@@ -154,7 +163,8 @@ def task_from_spec(values: Mapping[str, Any], source: str, folder: Path | None =
     fields = strings(values, "text_fields", source, None)
     if not 1 <= len(fields) <= 2:
         raise InputError(f"{source}: text_fields names one or two text columns, not {len(fields)}")
-    files = data_files(values.get("data_files"), source, folder)
+    corpus = text(values, "corpus", source, None)
+    files = data_files(values.get("data_files"), source, None if corpus else folder)
     dataset = text(values, "dataset", source, data_format(files, source) if files else None)
     if dataset is None:
         raise InputError(f"{source}: the task spec names no data: give dataset (a hub id or folder) or data_files")
@@ -172,9 +182,12 @@ def task_from_spec(values: Mapping[str, Any], source: str, folder: Path | None =
         train_split=text(values, "train_split", source, "train"),
         eval_splits=strings(values, "eval_splits", source, (DEFAULT_EVAL_SPLIT,)),
         glue=glue_layout(values.get("glue"), source),
+        corpus=corpus,
         source=source,
     )
     check_metrics(task, kind)
+    if (kind == TAGS) != (task.dataset == CONLLU):
+        raise InputError(f"{source}: word tags come from CoNLL-U files (.conllu data_files) with label_kind = tags")
     return task
 
 

@@ -93,7 +93,8 @@ class Analysis(ABC):
     result depends on the classification head, not only the encoder), ``settings_used``
     (the `AnalysisConfig` fields its result depends on), ``reference`` (the papers' numbers
     and protocol constants shown beside ours, copied into the summary entry),
-    ``on_by_default`` (False: it runs only when ``--analyses`` names it).
+    ``on_by_default`` (False: it runs only when ``--analyses`` names it), ``per_input_scores``
+    (it scores one prediction per input: a tagging task, with one per word, leaves it out).
     """
 
     view: ClassVar[type[View]]
@@ -106,6 +107,7 @@ class Analysis(ABC):
     settings_used: ClassVar[tuple[str, ...]] = ()
     reference: ClassVar[dict[str, Any]] = {}
     on_by_default: ClassVar[bool] = True  # False: a compatibility protocol that runs only when named
+    per_input_scores: ClassVar[bool] = False  # True: scores one prediction per input, which a tagging task lacks
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """An analysis is named and versioned by its view, so what it stores and what reads it never disagree."""

@@ -44,8 +44,10 @@ def selection_rank(seed: int, item: Example) -> str:
 
 
 def label_text(context: AnalysisContext, label: int | float) -> str | float:
-    """The gold label by name (classification) or as the score (regression)."""
+    """The gold label by name (classification) or as the score (regression); a tagging task's are per word."""
     task = context.task
+    if task is not None and task.is_tagging:
+        return "a tag per word"
     return task.label_names[label] if task is not None and not task.is_regression else label
 
 

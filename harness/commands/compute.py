@@ -42,7 +42,11 @@ def run(config: RunConfig) -> None:
     if config.environment.no_figures:
         print(f"  figures: not drawn (--no-figures); `harness figures {finished.run_dir}` draws them")
     print_lines(finished.summary)
-    if Ablation.name not in finished.summary["analyses"] and config.analysis.ablation == "auto":
+    if (
+        Ablation.name not in finished.summary["analyses"]
+        and config.analysis.ablation == "auto"
+        and not plan.data.task.is_tagging
+    ):
         print(
             "  ablation (head disabling, importance, pruning) is off on the CPU: `harness ablate` with "
             "the same flags runs it on the stored checkpoint (minutes), or pass --ablation on"

@@ -40,10 +40,11 @@ def tasks() -> None:
     for row in rows:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
     glue = os.environ.get("GLUE_DIR")
+    corpora = [f"{task.name} reads {task.corpus}" for task in TASKS.values() if task.corpus]
     print(
         f"data: the GLUE TSV folder of --data-dir or $GLUE_DIR ({f'now {glue}' if glue else 'unset'}), "
         f"<folder>/<GLUE folder>/<split>.tsv; without either, {HUB_DATASET} from the hub through `datasets` "
-        "(or its cache)"
+        f"(or its cache); {', '.join(corpora)}, a pinned corpus (`harness data list`)"
     )
     print(
         "your own task: --task a spec file (.toml or .yaml: a `datasets` hub id, folder or CSV/TSV/JSONL/Parquet "
@@ -55,11 +56,15 @@ def task_row(task: Task) -> tuple[str, ...]:
     """A task's cells under `TASK_COLUMNS`."""
     return (
         task.name,
-        "pair of texts" if task.is_pair else "one text",
-        "a score (regression)" if task.is_regression else ", ".join(task.label_names),
+        "words of a treebank" if task.is_tagging else "pair of texts" if task.is_pair else "one text",
+        f"a tag per word, {len(task.label_names)} ({task.label_field})"
+        if task.is_tagging
+        else "a score (regression)"
+        if task.is_regression
+        else ", ".join(task.label_names),
         ", ".join(task.metrics),
         ", ".join(task.eval_splits),
-        task.title,
+        task.glue.folder if task.glue else "",
         task.config or "",
     )
 

@@ -30,6 +30,7 @@ from typing import Any
 import numpy as np
 import torch
 from transformers import (
+    DataCollatorForTokenClassification,
     DataCollatorWithPadding,
     PreTrainedModel,
     Trainer,
@@ -46,6 +47,7 @@ from transformers.trainer_callback import (
 
 from harness.config import FineTuneConfig, RunConfig
 from harness.inputs.sampling import sample
+from harness.inputs.tagging import token_labels
 from harness.model.dropout import use_fast_dropout
 from harness.model.forward import encoder_layers, use_harness_attention
 from harness.model.loading import load_sequence_classifier, load_tokenizer
@@ -154,7 +156,8 @@ def trained_examples(args: TrainingArguments, state: TrainerState, loader: torch
 
 
 class EncodedExamples(torch.utils.data.Dataset):
-    """Tokenised, unpadded examples; `DataCollatorWithPadding` pads each batch to its longest."""
+    """Tokenised, unpadded examples; `collator` pads each batch to its longest. A tagging task's
+    labels are its words' tags on their first sub-tokens (`harness.inputs.tagging`)."""
 
     def __init__(
         self, tokenizer: PreTrainedTokenizerBase, task: Task, examples: list[Example], max_length: int
@@ -165,7 +168,11 @@ class EncodedExamples(torch.utils.data.Dataset):
             truncation=True,
             max_length=max_length,
         )
-        self.labels = [example.label for example in examples]
+        self.labels: list[Any] = (
+            [token_labels(tokenizer, example, max_length) for example in examples]
+            if task.is_tagging
+            else [example.label for example in examples]
+        )
 
     def __len__(self) -> int:
         return len(self.labels)
@@ -447,7 +454,9 @@ def train(config: RunConfig, data: TaskData, variant: str = FINETUNED) -> FineTu
         model=model,
         args=training_arguments(config, root, layout),
         train_dataset=EncodedExamples(tokenizer, data.task, train_examples, config.task.max_length),
-        data_collator=DataCollatorWithPadding(tokenizer),
+        data_collator=DataCollatorForTokenClassification(tokenizer)
+        if data.task.is_tagging
+        else DataCollatorWithPadding(tokenizer),
         callbacks=[clock, NoCheckpointAfterLastEpoch(), trajectory],
     )
     for printer in (ProgressCallback, PrinterCallback):  # whichever the log level chose

@@ -61,6 +61,7 @@ PROBABILITY_SITES = {"deberta-v2": (DisentangledSelfAttention, "dropout")}
 # Loss kinds a forward pass can differentiate.
 TASK_LOSS = "task"
 MASKED_LM_LOSS = "masked-LM"
+TOKEN_TASK_LOSS = "task, per word"  # a tagging task's: each word's tag at its first sub-token
 UNTRAINED_TASK_LOSS = "task (untrained classifier head)"
 
 
@@ -403,10 +404,10 @@ def summed_loss(logits: torch.Tensor, targets: torch.Tensor, kind: str) -> torch
     not depend on the batch it is in.
 
     ``kind`` `TASK_LOSS`: cross-entropy on (batch, labels) logits, or squared error for a
-    single regression output; `MASKED_LM_LOSS`: per example the mean cross-entropy over its
-    masked positions (``targets`` (batch, seq), -100 elsewhere).
+    single regression output; `MASKED_LM_LOSS` and `TOKEN_TASK_LOSS`: per example the mean
+    cross-entropy over its labelled positions (``targets`` (batch, seq), -100 elsewhere).
     """
-    if kind == MASKED_LM_LOSS:
+    if kind in (MASKED_LM_LOSS, TOKEN_TASK_LOSS):
         token_loss = F.cross_entropy(logits.transpose(1, 2).float(), targets, ignore_index=-100, reduction="none")
         counted = (targets != -100).sum(dim=1).clamp(min=1)
         return (token_loss.sum(dim=1) / counted).sum()

@@ -27,6 +27,7 @@ from transformers import (
     AutoConfig,
     AutoModelForMaskedLM,
     AutoModelForSequenceClassification,
+    AutoModelForTokenClassification,
     AutoTokenizer,
     PretrainedConfig,
     PreTrainedModel,
@@ -219,7 +220,7 @@ def load_tokenizer(name: str) -> PreTrainedTokenizerBase:
 def load_sequence_classifier(
     name: str, task: Task, head_seed: int, attention: str = "eager", random_init: bool = False
 ) -> PreTrainedModel:
-    """A pre-trained encoder with a new sequence-classification (or regression) head for ``task``.
+    """A pre-trained encoder with a new sequence-classification (or regression, or per-token) head for ``task``.
 
     The head is initialised from ``head_seed`` without touching the global random state, so
     the pre-trained checkpoint evaluated before fine-tuning and the one analysed later are
@@ -244,19 +245,28 @@ def load_sequence_classifier(
             torch.manual_seed(head_seed)
             if random_init:
                 config = AutoConfig.from_pretrained(source, **labels)
-                return AutoModelForSequenceClassification.from_config(config, attn_implementation=attention)
+                return head_class(task).from_config(config, attn_implementation=attention)
             # a model folder with a head of other labels (a model fine-tuned before) gets a new head, as any
-            return AutoModelForSequenceClassification.from_pretrained(
+            return head_class(task).from_pretrained(
                 source, attn_implementation=attention, ignore_mismatched_sizes=True, **labels
             )
     except Exception as error:
         raise _load_error(source, error) from error
 
 
+def head_class(task: Task) -> type:
+    """The Auto class of ``task``'s head: a class (or score) per input, or per token for a tagging task."""
+    return AutoModelForTokenClassification if task.is_tagging else AutoModelForSequenceClassification
+
+
 def load_finetuned(checkpoint_dir: str | Path) -> PreTrainedModel:
-    """A fine-tuned checkpoint (``harness.model.finetune`` writes them), with its trained head."""
+    """A fine-tuned checkpoint (``harness.model.finetune`` writes them), with its trained head (a
+    token-classification one where its config says so)."""
     try:
-        return AutoModelForSequenceClassification.from_pretrained(checkpoint_dir, attn_implementation="eager")
+        architectures = AutoConfig.from_pretrained(checkpoint_dir).architectures or []
+        tagging = any(name.endswith("ForTokenClassification") for name in architectures)
+        auto = AutoModelForTokenClassification if tagging else AutoModelForSequenceClassification
+        return auto.from_pretrained(checkpoint_dir, attn_implementation="eager")
     except Exception as error:
         raise _load_error(str(checkpoint_dir), error) from error
 

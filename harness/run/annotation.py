@@ -22,7 +22,7 @@ from harness.model.finetune import finetune
 from harness.model.forward import Capture, forward
 from harness.model.loading import load_finetuned, load_sequence_classifier, load_tokenizer, prepare
 from harness.results.checkpoints import FINETUNED
-from harness.run.plan import Downloads, plan_run, run_device
+from harness.run.plan import Downloads, located, plan_run, run_device
 from tasks.loading import load_examples, resolved
 
 BATCH = 16
@@ -47,7 +47,7 @@ def spread_over_lengths(lengths: list[int], count: int, rng: np.random.Generator
 
 def sample_pool(config: RunConfig, annotation: AnnotationConfig) -> list[Path]:
     """Sample ``annotation.count`` maps of the requested checkpoint into the pool; returns the sheets."""
-    task = resolved(config.task.definition)
+    task = resolved(located(config.task.definition, Downloads(allowed=False)))
     tokenizer = load_tokenizer(config.task.model)
     finetune_key = "-"
     if annotation.checkpoint == FINETUNED:

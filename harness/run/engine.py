@@ -30,9 +30,11 @@ from harness.analyses.base import (
 )
 from harness.inputs.batches import AttentionBatch, EncodedBatch, Gradients
 from harness.inputs.sources import SOURCES, Source, SourceContext
+from harness.inputs.tagging import IGNORED, token_labels
 from harness.model.forward import (
     MASKED_LM_LOSS,
     TASK_LOSS,
+    TOKEN_TASK_LOSS,
     UNTRAINED_TASK_LOSS,
     Capture,
     ForwardOutput,
@@ -115,6 +117,17 @@ class GradientTargets:
         self.tokenizer = tokenizer
         self.generator = torch.Generator().manual_seed(seed)
 
+    def word_tags(self, encoded: EncodedBatch) -> tuple[torch.Tensor, str]:
+        """A tagging batch's (batch, seq) targets: each word's tag at its first sub-token, -100
+        elsewhere (as fine-tuning labelled them: `harness.inputs.tagging`), and their loss."""
+        targets = torch.full(encoded.input_ids.shape, IGNORED, dtype=torch.long)
+        left = getattr(self.tokenizer, "padding_side", "right") == "left"
+        for row, (item, length) in enumerate(zip(encoded.items, encoded.lengths.tolist())):
+            labels = torch.tensor(token_labels(self.tokenizer, item, length))
+            start = targets.shape[1] - length if left else 0
+            targets[row, start : start + length] = labels
+        return targets, TOKEN_TASK_LOSS
+
     def masked(self, encoded: EncodedBatch) -> tuple[EncodedBatch, torch.Tensor]:
         """The batch with ordinary tokens masked, and the (batch, seq) targets (-100 where not masked)."""
         ids = encoded.input_ids
@@ -149,8 +162,10 @@ def run_checkpoints(
                 gate_grad=GATE_GRADIENTS in wanted,
                 value_norms=norms,
             )
-            out = forward(checkpoint.model, encoded, capture=capture, targets=torch.tensor(labels))
-            loss = TASK_LOSS if checkpoint.head_trained else UNTRAINED_TASK_LOSS
+            tagging = bool(encoded.items[0].words)
+            task_targets, kind = targets.word_tags(encoded) if tagging else (torch.tensor(labels), TASK_LOSS)
+            out = forward(checkpoint.model, encoded, capture=capture, targets=task_targets, loss_kind=kind)
+            loss = kind if checkpoint.head_trained else UNTRAINED_TASK_LOSS
             batch.gradients[checkpoint.name] = gradients_of(loss, out)
         else:
             out = forward(checkpoint.model, encoded, capture=Capture(attention=attention, value_norms=norms))

@@ -22,7 +22,7 @@ from transformers import PreTrainedTokenizerBase
 
 from harness.analyses import ANALYSES
 from harness.analyses.evaluation import Evaluation
-from harness.config import RunConfig
+from harness.config import DATASET_FLAGS, RunConfig
 from harness.config_files import RUN_SETTINGS, settings_file
 from harness.inputs.sampling import sample
 from harness.inputs.sources import SourceContext
@@ -392,10 +392,16 @@ def log_run(
 
 def varied_settings(config: RunConfig) -> dict[str, str]:
     """The settings a researcher varies between runs, as MLflow params (the axes its compare view
-    offers): the task and model, the fine-tuning recipe, the precision and the analyses asked
-    for. Every other setting is in the run's config.json artifact."""
+    offers): the task and model (the --dataset flags where they define the task), the fine-tuning
+    recipe, the precision and the analyses asked for. Every other setting is in the run's config.json
+    artifact."""
     flat = flatten("", config)
-    return {name: value for name, value in flat.items() if name.startswith(VARIED) or name in VARIED_ALONE}
+    unused = {f"task.{name}" for name in DATASET_FLAGS} if config.task.dataset is None else set()
+    return {
+        name: value
+        for name, value in flat.items()
+        if (name.startswith(VARIED) or name in VARIED_ALONE) and name not in unused
+    }
 
 
 def run_identity(plan: RunPlan, described: dict[str, Any]) -> dict[str, str]:

@@ -23,7 +23,7 @@ from harness.analyses import ANALYSES, Analysis
 from harness.analyses.ablation import Ablation
 from harness.analyses.evaluation import Evaluation
 from harness.config import AnalysisConfig, RunConfig
-from harness.corpus_lookup import default_corpus_path, looked_in
+from harness.corpus_lookup import corpus_location, default_corpus_path, looked_in
 from harness.inputs.sources import SOURCES, SourceContext
 from harness.inputs.sources.treebank import train_sibling
 from harness.model.finetune import TaskData, cache_key
@@ -167,13 +167,20 @@ def leave_out(settings: AnalysisConfig, analyses: list[type[Analysis]], download
 
 
 def unsupported(config: RunConfig, model: PretrainedConfig, analyses: list[type[Analysis]]) -> dict[str, str]:
-    """The analyses that cannot run on the model (`Analysis.cannot_run_on`), ``{analysis: why}``;
+    """The analyses that cannot run on the model (`Analysis.cannot_run_on`) or the task (one scoring
+    predictions per input, on a tagging task), ``{analysis: why}``;
     one named in ``--analyses`` is an `InputError`."""
     found = {
         analysis.name: f"{config.task.model}: {why}"
         for analysis in analyses
         if (why := analysis.cannot_run_on(model)) is not None
     }
+    if config.task.definition.is_tagging:
+        found |= {
+            analysis.name: f"{config.task.name}: it scores a prediction per input, and a tagging task's are per word"
+            for analysis in analyses
+            if analysis.per_input_scores
+        }
     named = [name for name in found if name in (config.analysis.analyses or [])]
     if named:
         raise InputError(f"--analyses {named[0]}: {found[named[0]]}; leave it out")
@@ -190,11 +197,29 @@ def skipped_line(skipped: dict[str, str]) -> str | None:
     return "skipped " + "; ".join(f"{', '.join(names)}: {why}" for why, names in by_reason.items())
 
 
-def load_task_data(config: RunConfig, hashes: FileHashes) -> TaskData:
+def located(task: Task, downloads: Downloads) -> Task:
+    """``task`` with the data files of its corpus (``corpus`` in its spec) in the folder the corpus
+    is found in, fetched into the data cache where it is missing and downloads are allowed."""
+    if task.corpus is None:
+        return task
+    corpus = get_corpus(task.corpus)
+    if corpus_location(corpus) is None:
+        why = downloads.fetch([corpus]).get(corpus)
+        if why is not None:
+            raise InputError(
+                f"{task.source}: no {corpus.title} {corpus.version} {looked_in()}, and {why}; "
+                f"run `{DOWNLOAD_COMMAND} {corpus.name}` where the network is reachable"
+            )
+    folder = corpus_location(corpus).folder  # type: ignore[union-attr]
+    files = tuple((split, tuple(str(folder / name) for name in names)) for split, names in task.data_files)
+    return replace(task, data_files=files)
+
+
+def load_task_data(config: RunConfig, hashes: FileHashes, downloads: Downloads | None = None) -> TaskData:
     """Train and dev examples of the task, read (and so checked) now, with their identity: for
     GLUE its files' hashes or the hub config; for another task its spec and each split's data
     (`datasets`' fingerprint of the files' content, or the hub dataset's)."""
-    task, data_dir = resolved(config.task.definition), config.task.data_dir
+    task, data_dir = resolved(located(config.task.definition, downloads or Downloads())), config.task.data_dir
     splits = (task.train_split, *task.eval_splits)
     examples = {split: load_examples(task, split, data_dir) for split in splits}
     if task.glue is None:
@@ -259,7 +284,7 @@ def plan_run(config: RunConfig, downloads: Downloads | None = None) -> RunPlan:
     config = resolve_precision(replace(config, analysis=with_default_data(config.analysis)))
     check_inputs(config, analyses)
     hashes = FileHashes()
-    data = load_task_data(config, hashes)
+    data = load_task_data(config, hashes, downloads)
     finetune_key = cache_key(config, data)
     identity = {"finetune": finetune_key, "analysis": settings_identity(config.analysis, hashes)}
     key = key_of({**identity, "baselines": True} if config.finetune.baselines else identity)

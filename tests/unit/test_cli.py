@@ -21,7 +21,7 @@ def test_unknown_task(capsys, tmp_path):
     code, err = run_cli(capsys, "run", "--task", "nope", "--model", "minilm", "--data-dir", str(tmp_path))
     assert code == 2
     assert err.strip() == (
-        "error: unknown task 'nope'; valid tasks: cola, sst2, mrpc, stsb, qqp, mnli, qnli, rte, wnli, "
+        "error: unknown task 'nope'; valid tasks: cola, sst2, mrpc, stsb, qqp, mnli, qnli, rte, wnli, upos, "
         "or a task spec file (.toml, .yaml)"
     )
 

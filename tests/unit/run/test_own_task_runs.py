@@ -10,9 +10,12 @@ import re
 from pathlib import Path
 
 import datasets
+import numpy as np
 import pandas as pd
 import pytest
+import torch
 from mlflow.tracking import MlflowClient
+from transformers import AutoModelForTokenClassification, AutoTokenizer
 
 from harness.analyses import ANALYSES
 from harness.cli import main
@@ -168,3 +171,39 @@ def test_the_readmes_example_spec_runs_as_written(tiny_learner_dir, tiny_data, t
     summary = only_summary(tmp_path)
     (scores,) = summary["analyses"]["evaluation"]["result"]["per_pair"].values()
     assert summary["run"]["task"] == "reviews" and scores["learned"]
+
+
+def test_a_tagging_task_fine_tunes_a_token_head_and_scores_each_word_at_its_first_sub_token(
+    tiny_learner_dir, tiny_data, tmp_path, capsys
+):
+    spec = tmp_path / "tags.toml"
+    spec.write_text(
+        'name = "tiny-upos"\ntext_fields = ["form"]\nlabel_field = "upos"\nlabel_kind = "tags"\n'
+        f'eval_splits = ["dev"]\n[data_files]\ntrain = "{tiny_data / "tiny-train.conllu"}"\n'
+        f'dev = "{tiny_data / "tiny-dev.conllu"}"\n'
+    )
+    argv = tiny_run_arguments(tiny_learner_dir, tiny_data, tmp_path, "--task", str(spec), *LEARNS, "--no-figures")
+    at = argv.index("--corpus")  # without a corpus, the gradients read the dev sentences: the per-word task loss
+    assert main(argv[:at] + argv[at + 2 :]) == 0
+    assert "harness ablate" not in capsys.readouterr().out  # a tagging task has no per-input predictions to ablate
+    summary = only_summary(tmp_path)
+    assert set(summary["analyses"]) == DEFAULT_ANALYSES and summary["run"]["skipped"] == {}
+    assert summary["analyses"]["gradients"]["result"]["per_checkpoint"][FINETUNED]["loss"] == "task, per word"
+    scores = summary["analyses"]["evaluation"]["result"]
+    tuned = scores["per_checkpoint"][FINETUNED]
+    assert tuned["examples"] == {"dev": 6 * 7}  # six sentences of seven words, each scored once
+    assert tuned["majority"]["dev/accuracy"] == pytest.approx(2 / 7)  # DET and NOUN are two words of seven
+    (comparison,) = scores["per_pair"].values()
+    assert comparison["learned"] and tuned["metrics"]["dev/accuracy"] > 0.5
+    # an independent recomputation: transformers' token classifier, words aligned by its own word ids
+    (checkpoint,) = (tmp_path / "cache").glob("tiny-upos-*/final")
+    model = AutoModelForTokenClassification.from_pretrained(checkpoint).eval()
+    tokenizer = AutoTokenizer.from_pretrained(checkpoint)
+    words, tags = ["the", "cat", "sat", "on", "the", "mat", "."], ["DET", "NOUN", "VERB", "ADP", "DET", "NOUN", "PUNCT"]
+    encoded = tokenizer(words, is_split_into_words=True, return_tensors="pt")
+    with torch.no_grad():
+        predicted = model(**encoded).logits[0].argmax(-1).tolist()
+    firsts = {word: position for position, word in reversed(list(enumerate(encoded.word_ids()))) if word is not None}
+    independent = [model.config.id2label[predicted[firsts[index]]] for index in range(len(words))]
+    assert tuned["predictions"]["dev"] == [sorted(set(tags)).index(tag) for tag in independent] * 6
+    assert tuned["metrics"]["dev/accuracy"] == pytest.approx(np.mean([a == b for a, b in zip(independent, tags)]))

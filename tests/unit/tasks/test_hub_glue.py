@@ -74,7 +74,10 @@ def test_glue_from_the_hub_cache_offline_is_what_the_tsv_loader_reads(glue_home,
     home, _, _ = glue_home
     done = load_in_subprocess(home, task, "train", "dev", **OFFLINE)
     assert done.returncode == 0, done.stderr[-3000:]
-    from_hub = {split: [Example(**example) for example in rows] for split, rows in json.loads(done.stdout).items()}
+    from_hub = {
+        split: [Example(**example | {"words": (), "tags": ()}) for example in rows]  # JSON keeps no tuples
+        for split, rows in json.loads(done.stdout).items()
+    }
     for split in ("train", "dev"):
         from_tsv = load_examples(get_task(task), split, GLUE_DIR)
         assert len(from_hub[split]) == len(from_tsv) > 0

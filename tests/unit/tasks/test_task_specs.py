@@ -17,7 +17,7 @@ from harness.config import TaskConfig
 from harness.run.plan import plan_run
 from tasks.registry import TASKS
 from tasks.spec import GlueLayout
-from tests.fixtures import assert_one_line_and_no_work, sentiment_sentences, tiny_run_arguments
+from tests.fixtures import SHARED_DATA, assert_one_line_and_no_work, sentiment_sentences, tiny_run_arguments
 
 # The GLUE registry as it was written in Python before the specs (the oracle the spec files must
 # reproduce): name, folder, text fields, TSV columns, labels, labels in the files, metrics, header, eval splits.
@@ -53,7 +53,7 @@ def test_the_shipped_glue_specs_keep_each_tasks_layout_and_scoring(before):
     assert task.metrics == METRICS_BEFORE.get(name, ("accuracy",))
     assert task.eval_splits == (("dev_matched", "dev_mismatched") if name == "mnli" else ("dev",))
     assert task.is_regression == (name == "stsb") and task.is_pair == (fields[1] is not None)
-    assert list(TASKS) == [row[0] for row in GLUE_BEFORE]  # the benchmark's order, as `harness tasks` lists them
+    assert list(TASKS) == [*(row[0] for row in GLUE_BEFORE), "upos"]  # the benchmark's order, then the others
 
 
 @pytest.fixture
@@ -121,7 +121,7 @@ def bad_spec(root: Path, text: str, suffix: str = ".toml") -> list[str]:
 
 SPEC_CASES = {
     "unknown key": ('name = "x"\ntext_field = ["a"]\ndataset = "csv"\n', "mine.toml: unknown key 'text_field'"),
-    "label kind": ('text_fields = ["a"]\ndataset = "d"\nlabel_kind = "tags"\n', "label_kind 'tags' is not one of"),
+    "label kind": ('text_fields = ["a"]\ndataset = "d"\nlabel_kind = "spans"\n', "label_kind 'spans' is not one of"),
     "metric of the other kind": (
         'text_fields = ["a"]\ndataset = "d"\nlabel_kind = "score"\nmetrics = ["accuracy"]\n',
         "metric 'accuracy' does not score score",
@@ -249,3 +249,20 @@ def test_a_spec_reads_the_examples_and_its_classes_come_from_training(
         "train": ["train.csv"],
         "validation": ["dev.csv"],
     }
+
+
+UD_EWT = SHARED_DATA / "ud-english-ewt"
+
+
+@pytest.mark.slow  # reads the whole treebank (14 MB)
+@pytest.mark.skipif(not (UD_EWT / "en_ewt-ud-train.conllu").is_file(), reason=f"UD English EWT not found at {UD_EWT}")
+def test_the_shipped_upos_task_reads_the_pinned_treebank_as_tagged_sentences(tiny_model_dir, tiny_data, tmp_path):
+    argv = tiny_run_arguments(tiny_model_dir, tiny_data, tmp_path, "--task", "upos", "--analyses", "evaluation")
+    plan = plan_run(configs_from(build_parser().parse_args(argv))[0])
+    task, train, dev = plan.data.task, plan.data.train, plan.data.dev["dev"]
+    assert task.is_tagging and len(task.label_names) == 17 and task.label_names[:3] == ("ADJ", "ADP", "ADV")
+    assert (len(train), len(dev)) == (12544, 2001)  # UD English EWT r2.16's train and dev sentences
+    words = sum(len(example.words) for example in dev)
+    assert words == 25147 and all(len(example.tags) == len(example.words) for example in dev)  # its word lines
+    assert dev[0].text_a == " ".join(dev[0].words) and plan.run_dir.name.startswith("upos-")
+    assert {entry["file"] for entry in plan.data.identity["dev"]} == {"en_ewt-ud-dev.conllu"}

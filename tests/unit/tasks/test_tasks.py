@@ -8,8 +8,9 @@ from tasks.loading import load_examples
 from tasks.metrics import compute_metrics
 
 
-def test_registry_has_the_nine_glue_tasks_with_their_metrics():
-    assert set(TASKS) == {"cola", "sst2", "mrpc", "stsb", "qqp", "mnli", "qnli", "rte", "wnli"}
+def test_registry_has_the_nine_glue_tasks_and_upos_with_their_metrics():
+    assert set(TASKS) == {"cola", "sst2", "mrpc", "stsb", "qqp", "mnli", "qnli", "rte", "wnli", "upos"}
+    assert get_task("upos").is_tagging and get_task("upos").metrics == ("accuracy",)
     assert get_task("CoLA").metrics == ("matthews",)
     assert get_task("mrpc").metrics == get_task("qqp").metrics == ("accuracy", "f1")
     assert get_task("sts-b").is_regression and get_task("stsb").num_labels == 1
