@@ -170,7 +170,7 @@ def own_tokens(text: str, markdown: bool = False, names: dict[str, str] | None =
 def rename_tokens(figure: plt.Figure) -> None:
     """Every text of ``figure`` (titles, labels, ticks, legends) with the model's own token names."""
     names = _TOKEN_NAMES.get()
-    if not names:
+    if not names or all(name == role for role, name in names.items()):  # BERT's own names: nothing to rename
         return
     for axes in figure.axes:  # tick labels are made again from their formatter at each drawing
         for axis in (axes.xaxis, axes.yaxis):
