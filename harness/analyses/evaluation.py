@@ -24,7 +24,7 @@ import torch
 from harness.analyses.base import LOGITS, Analysis, AnalysisContext, register_analysis
 from harness.analyses.significance import bootstrap_differences
 from harness.inputs.batches import AttentionBatch
-from harness.inputs.tagging import first_tokens
+from harness.inputs.tagging import IGNORED, batch_tags
 from harness.model.forward import TASK_LOSS, summed_loss
 from harness.results.checkpoints import FROZEN_ENCODER
 from harness.views.base import pair_name
@@ -101,25 +101,12 @@ class Evaluation(Analysis):
     def update_words(self, batch: AttentionBatch) -> None:
         """A tagging task's rows are its words, each scored at its first sub-token (the tokens
         training labelled: `harness.inputs.tagging`); words that truncation cut off are not scored."""
-        rows, columns = [], []
-        for row, item in enumerate(batch.encoded.items):
-            encoded = self.context.tokenizer(
-                item.text_a, truncation=True, max_length=self.context.max_length, return_offsets_mapping=True
-            )
-            shift = batch.input_ids.shape[1] - len(encoded["input_ids"]) if self.left_padded else 0
-            for position, tag in zip(first_tokens(encoded["offset_mapping"], item.words), item.tags):
-                if position is not None:
-                    rows.append(row)
-                    columns.append(position + shift)
-                    self.labels.append(tag)
-                    self.splits.append(item.split)
+        tags = batch_tags(self.context.tokenizer, batch.encoded)
+        rows, columns = (tags != IGNORED).nonzero(as_tuple=True)
+        self.labels += tags[rows, columns].tolist()
+        self.splits += [batch.encoded.items[row].split for row in rows.tolist()]
         for name in self.context.checkpoints:
             self.logits[name].append(batch.logits[name][rows, columns].float().cpu())
-
-    @property
-    def left_padded(self) -> bool:
-        """Whether the tokenizer pads on the left (positions then count from the row's end)."""
-        return getattr(self.context.tokenizer, "padding_side", "right") == "left"
 
     def result(self) -> dict[str, DevScores]:
         task = self.context.task

@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import torch
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
+from harness.inputs.batches import EncodedBatch
 from tasks.examples import Example
 
 IGNORED = -100  # the label of a token that is not a word's first (PyTorch's cross-entropy skips it)
@@ -37,3 +39,14 @@ def token_labels(tokenizer: PreTrainedTokenizerBase, example: Example, max_lengt
         if position is not None:
             labels[position] = tag
     return labels
+
+
+def batch_tags(tokenizer: PreTrainedTokenizerBase, encoded: EncodedBatch) -> torch.Tensor:
+    """A tagging batch's (batch, seq) tags on its rows' tokens (`token_labels`, each row cut where
+    its encoding was), `IGNORED` elsewhere and on the padding, on whichever side the tokenizer pads."""
+    tags = torch.full(encoded.input_ids.shape, IGNORED, dtype=torch.long)
+    left = getattr(tokenizer, "padding_side", "right") == "left"
+    for row, (item, length) in enumerate(zip(encoded.items, encoded.lengths.tolist())):
+        start = tags.shape[1] - length if left else 0
+        tags[row, start : start + length] = torch.tensor(token_labels(tokenizer, item, length))
+    return tags

@@ -30,7 +30,7 @@ from harness.analyses.base import (
 )
 from harness.inputs.batches import AttentionBatch, EncodedBatch, Gradients
 from harness.inputs.sources import SOURCES, Source, SourceContext
-from harness.inputs.tagging import IGNORED, token_labels
+from harness.inputs.tagging import batch_tags
 from harness.model.forward import (
     MASKED_LM_LOSS,
     TASK_LOSS,
@@ -120,13 +120,7 @@ class GradientTargets:
     def word_tags(self, encoded: EncodedBatch) -> tuple[torch.Tensor, str]:
         """A tagging batch's (batch, seq) targets: each word's tag at its first sub-token, -100
         elsewhere (as fine-tuning labelled them: `harness.inputs.tagging`), and their loss."""
-        targets = torch.full(encoded.input_ids.shape, IGNORED, dtype=torch.long)
-        left = getattr(self.tokenizer, "padding_side", "right") == "left"
-        for row, (item, length) in enumerate(zip(encoded.items, encoded.lengths.tolist())):
-            labels = torch.tensor(token_labels(self.tokenizer, item, length))
-            start = targets.shape[1] - length if left else 0
-            targets[row, start : start + length] = labels
-        return targets, TOKEN_TASK_LOSS
+        return batch_tags(self.tokenizer, encoded), TOKEN_TASK_LOSS
 
     def masked(self, encoded: EncodedBatch) -> tuple[EncodedBatch, torch.Tensor]:
         """The batch with ordinary tokens masked, and the (batch, seq) targets (-100 where not masked)."""
