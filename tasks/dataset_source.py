@@ -33,14 +33,12 @@ def where(task: Task) -> str:
 @cache
 def dataset_split(task: Task, split: str) -> datasets.Dataset:
     """One split's rows, read by `datasets` (and kept in its cache, keyed on the files' content)."""
-    files = dict(task.data_files)
-    if files and split not in files:
-        raise InputError(f"{where(task)}: data_files has no {split!r} split (it has {', '.join(files)}); add it")
+    paths = split_files(task, split) if task.data_files else ()
     try:
-        with loading(progress=not files and not Path(task.dataset).is_dir()):
-            if files:
+        with loading(progress=not paths and not Path(task.dataset).is_dir()):
+            if paths:
                 builder, options = ("csv", {"delimiter": "\t"}) if task.dataset == "tsv" else (task.dataset, {})
-                return datasets.load_dataset(builder, data_files={split: list(files[split])}, split=split, **options)
+                return datasets.load_dataset(builder, data_files={split: list(paths)}, split=split, **options)
             return hub_split(task, split)
     except ValueError as error:
         message = str(error)
@@ -52,6 +50,14 @@ def dataset_split(task: Task, split: str) -> datasets.Dataset:
     except Exception as error:  # datasets raises many types for missing files, offline hubs, bad files
         cause = first_line(root_cause(error))  # type: ignore[arg-type]
         raise InputError(f"{where(task)}: could not read split {split!r} ({cause}); {fix(task)}") from error
+
+
+def split_files(task: Task, split: str) -> tuple[str, ...]:
+    """The data files of one split of the spec, or one line naming the splits it has."""
+    files = dict(task.data_files)
+    if split not in files:
+        raise InputError(f"{where(task)}: data_files has no {split!r} split (it has {', '.join(files)}); add it")
+    return files[split]
 
 
 def fix(task: Task) -> str:
@@ -164,18 +170,17 @@ def sort_key(label: str) -> tuple[int, float, str]:
 TAG_FIELDS = ("upos", "xpos")  # the columns of a CoNLL-U word a tagging task may be trained to predict
 
 
+@cache
 def tagged_sentences(task: Task, split: str) -> list[Sentence]:
-    """A tagging task's sentences of one split (its CoNLL-U files), checked: the words' form tagged
-    with one of `TAG_FIELDS`, and at least one sentence."""
-    files = dict(task.data_files)
-    if split not in files:
-        raise InputError(f"{where(task)}: data_files has no {split!r} split (it has {', '.join(files)}); add it")
+    """A tagging task's sentences of one split (its CoNLL-U files, read once: the training split's
+    tags and examples both come from them), checked: the words' form tagged with one of
+    `TAG_FIELDS`, and at least one sentence."""
     if task.text_fields != ("form", None) or task.label_field not in TAG_FIELDS:
         raise InputError(
             f'{where(task)}: a CoNLL-U task tags each word\'s form: text_fields = ["form"], label_field one of '
             f"{', '.join(TAG_FIELDS)}"
         )
-    sentences = [sentence for path in files[split] for sentence in read_treebank(path)]
+    sentences = [sentence for path in split_files(task, split) for sentence in read_treebank(path)]
     if not sentences:
         raise InputError(f"{where(task)}: split {split!r} has no sentences; point it at a treebank")
     return sentences
