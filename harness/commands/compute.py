@@ -172,12 +172,11 @@ def maps(config: RunConfig, settings: MapsConfig) -> None:
     and their page are, and which heads changed most on it."""
     plan = plan_run(config, Downloads(allowed=False))
     typed = typed_maps(plan, settings.text, settings.pair)
-    cosine = typed.head_cosines()
     folder = plan.run_dir / MAPS_FOLDER
-    layers = " ".join(f"{value:.3f}" for value in cosine.mean(axis=1))
-    layer, head = divmod(int(cosine.argmin()), cosine.shape[1])
+    layers = " ".join(f"{value:.3f}" for value in typed.head_cosines().mean(axis=1))
+    layer, head, cosine = typed.most_changed()
     cut = f" (cut to --max-length {config.task.max_length})" if typed.truncated else ""
     print(f"maps of {len(typed.tokens)} tokens{cut}: {folder / PAGE} (every input typed for this run)")
     print(f"  cosine per layer (pretrained->finetuned), mean over heads: {layers}")
-    print(f"  most changed head on it: {layer + 1}-{head + 1}, cosine {cosine[layer, head]:.3f}")
+    print(f"  most changed head on it: {layer}-{head}, cosine {cosine:.3f}")
     print("  arrays from Python: harness.present.maps.run_inputs(run folder)")

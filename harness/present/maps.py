@@ -61,6 +61,12 @@ class InputMaps:
         """(layers, heads) cosine of each head's two maps: 1 where a head attends as it did."""
         return head_cosines(self.maps[before], self.maps[after])
 
+    def most_changed(self, before: str = PRETRAINED, after: str = FINETUNED) -> tuple[int, int, float]:
+        """The head (layer and head, 1-indexed) whose two maps are least alike, and their cosine."""
+        cosine = self.head_cosines(before, after)
+        layer, head = np.unravel_index(int(np.argmin(cosine)), cosine.shape)
+        return int(layer) + 1, int(head) + 1, float(cosine[layer, head])
+
     def stored(self) -> TypedInput:
         """The input as `write_input` stores it."""
         layers, heads = next(iter(self.maps.values())).shape[:2]
@@ -93,10 +99,15 @@ def write_input(run_folder: Path, maps: InputMaps) -> Path:
     return atomic_write_text(run_folder / MAPS_FOLDER / input_name(maps.text_a, maps.text_b), json.dumps(maps.stored()))
 
 
-def typed_inputs(run_folder: Path) -> list[InputMaps]:
-    """Every input typed to ``harness maps`` for this run, in the order they were typed."""
+def typed_records(run_folder: Path) -> list[TypedInput]:
+    """Every input typed to ``harness maps`` for this run as stored, in the order they were typed."""
     files = sorted((run_folder / MAPS_FOLDER).glob("*.json"), key=lambda path: path.stat().st_mtime_ns)
-    return [from_stored(read_json(path)) for path in files]
+    return [read_json(path) for path in files]
+
+
+def typed_inputs(run_folder: Path) -> list[InputMaps]:
+    """Every input typed to ``harness maps`` for this run, as arrays, in the order they were typed."""
+    return [from_stored(record) for record in typed_records(run_folder)]
 
 
 def example_inputs(run_folder: Path) -> list[InputMaps]:
@@ -125,11 +136,10 @@ def run_inputs(run_folder: Path | str) -> list[InputMaps]:
     return [*example_inputs(folder), *typed_inputs(folder)]
 
 
-def view_input(index: int, maps: InputMaps, before: str, after: str) -> dict[str, Any]:
-    """One typed input as the report's per-example view takes an example."""
-    stored = maps.stored()
-    cosine = maps.head_cosines(before, after)
-    layer, head = np.unravel_index(int(np.argmin(cosine)), cosine.shape)
+def view_input(index: int, record: TypedInput, before: str, after: str) -> dict[str, Any]:
+    """One stored typed input as the report's per-example view takes an example (its maps as stored)."""
+    maps = from_stored(record)
+    layer, head, cosine = maps.most_changed(before, after)
     return {
         "guid": f"typed-{index + 1}",
         "split": "typed" + (f", cut to {len(maps.tokens)} tokens" if maps.truncated else ""),
@@ -137,15 +147,11 @@ def view_input(index: int, maps: InputMaps, before: str, after: str) -> dict[str
         "text_a": maps.text_a,
         "text_b": maps.text_b,
         "tokens": maps.tokens,
-        "before": stored["maps"][before],
-        "after": stored["maps"][after],
+        "before": record["maps"][before],
+        "after": record["maps"][after],
         "steps": [],
-        "cosine": np.round(cosine, 3).tolist(),
-        "most_changed": {
-            "layer": int(layer) + 1,
-            "head": int(head) + 1,
-            "cosine": round(float(cosine[layer, head]), 3),
-        },
+        "cosine": np.round(maps.head_cosines(before, after), 3).tolist(),
+        "most_changed": {"layer": layer, "head": head, "cosine": round(cosine, 3)},
     }
 
 
@@ -160,17 +166,16 @@ PAGE_INTRO = (
 def write_page(run_folder: Path, title: str) -> Path:
     """The page of the run's typed inputs (``maps/index.html``), the report's per-example view."""
     before, after = PAIRS[0]
-    inputs = typed_inputs(run_folder)
-    first = inputs[0].stored()
+    records = typed_records(run_folder)
     run = {
         "label": title,
-        "layers": first["num_layers"],
-        "heads": first["num_heads"],
+        "layers": records[0]["num_layers"],
+        "heads": records[0]["num_heads"],
         "before": checkpoint_title(before),
         "after": checkpoint_title(after),
-        "examples": [view_input(index, maps, before, after) for index, maps in enumerate(inputs)],
-        "candidates": len(inputs),
-        "max_tokens": max(len(maps.tokens) for maps in inputs),
+        "examples": [view_input(index, record, before, after) for index, record in enumerate(records)],
+        "candidates": len(records),
+        "max_tokens": max(len(record["tokens"]) for record in records),
         "steps": [],
     }
     page = render(f"Your own inputs: {title}", None, [], {"runs": [run]}, intro=PAGE_INTRO)
