@@ -75,8 +75,8 @@ class TaskConfig(Flags):
     )
     dataset: str | None = option(
         None,
-        "a task of your own without a spec file: a `datasets` hub id or local folder, or CSV/TSV/JSONL/Parquet "
-        "files (one, the training split's; a spec file names one per split)",
+        "a task of your own without a spec file: a `datasets` hub id, or a local folder of CSV/TSV/JSONL/Parquet "
+        "files whose names give the splits (dev.csv is validation; a spec file names files per split)",
     )
     dataset_config: str | None = option(None, "the --dataset's configuration on the hub")
     text_fields: list[str] | None = option(None, "the --dataset's one or two text columns")
@@ -599,9 +599,6 @@ class FiguresConfig(Flags):
     def __post_init__(self) -> None:
         super().__post_init__()
         self.run_folder = existing(FiguresConfig, "run_folder", self.run_folder, "folder")
-
-
-MAX_MAP_TOKENS = 128  # tokens of a typed input whose maps are drawn: every token still has a readable row
 
 
 @dataclass

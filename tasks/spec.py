@@ -120,7 +120,8 @@ SPEC_KEYS = {
     "label_field": "the label column (default: label)",
     "label_kind": "classes, score, or tags: a class per word of a CoNLL-U treebank (default: classes)",
     "labels": "the classes in order (default: the training split's values, sorted)",
-    "metrics": "what dev is scored by (default: accuracy, macro_f1 for classes; pearson, spearman for a score)",
+    "metrics": "what dev is scored by (default: accuracy, macro_f1 for classes; pearson, spearman for a score; "
+    "accuracy for tags)",
     "train_split": "the split fine-tuned on (default: train)",
     "eval_splits": f"the splits scored (default: {DEFAULT_EVAL_SPLIT}); the first is the main one",
     "glue": "the GLUE TSV folder's layout (shipped GLUE specs)",
