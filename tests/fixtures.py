@@ -8,7 +8,7 @@ import os
 import shutil
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from functools import partial
+from functools import cache, partial
 from http.server import SimpleHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import torch
 from filelock import FileLock
+from mlflow import MlflowClient
 from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast, PreTrainedModel
 
 from harness.analyses.base import Analysis, AnalysisContext
@@ -204,7 +205,7 @@ def assert_one_line_and_no_work(
     assert not caplog.records  # a log line would be printed beside the error
     assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
     assert message in err
-    assert not (root / "mlflow.db").exists()
+    assert store_untouched(root)
     assert not (root / "cache").exists() or not any((root / "cache").iterdir())
     assert not list(root.rglob("*.lock"))
 
@@ -228,15 +229,49 @@ def harness_arguments(
 
 
 def output_arguments(root: Path) -> list[str]:
-    """The flags that put everything a command writes (runs, checkpoints, MLflow store) under ``root``."""
-    return [
-        "--output-dir",
-        str(root / "out"),
-        "--cache-dir",
-        str(root / "cache"),
-        "--tracking-uri",
-        f"sqlite:///{root}/mlflow.db",
-    ]
+    """The flags that put everything a command writes (runs, checkpoints, MLflow store) under
+    ``root`` (its MLflow store: `store_uri`)."""
+    return ["--output-dir", str(root / "out"), "--cache-dir", str(root / "cache"), "--tracking-uri", store_uri(root)]
+
+
+def store_uri(root: Path) -> str:
+    """The URI of the MLflow store in ``root``, which starts as a copy of `empty_store` unless ``root`` has one."""
+    store = root / STORE
+    if not store.exists():
+        root.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(empty_store(), store)
+    return f"sqlite:///{store}"
+
+
+STORE = "mlflow.db"
+_SESSION: dict[str, pytest.TempPathFactory] = {}
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _session_folders(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """What `empty_store` makes its store in: the session's folders (a plain function has no fixtures)."""
+    _SESSION["factory"] = tmp_path_factory
+
+
+@cache
+def empty_store() -> Path:
+    """An MLflow SQLite store as MLflow creates it (its tables, no experiment of the harness), made
+    once per session. Creating one runs MLflow's schema migrations, about 3 s, and tens of tests
+    track runs in a store of their own: they start from a copy, as a user's later runs find the
+    store the first made. The tests of a store's creation (`test_tracking`, two runs started
+    together on a fresh store) pass a URI of their own."""
+
+    def create(folder: Path) -> None:
+        MlflowClient(tracking_uri=f"sqlite:///{folder / STORE}").search_experiments()
+
+    return made_once(_SESSION["factory"], "empty_mlflow_store", create) / STORE
+
+
+def store_untouched(root: Path) -> bool:
+    """Whether nothing was written to the MLflow store under ``root``: none, or the copy of
+    `empty_store` that `output_arguments` put there, byte for byte."""
+    store = root / STORE
+    return not store.exists() or store.read_bytes() == empty_store().read_bytes()
 
 
 TINY_RECIPE = ("--epochs", "1", "--batch-size", "8", "--learning-rate", "1e-3")  # the tiny model, in seconds

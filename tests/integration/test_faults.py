@@ -21,7 +21,7 @@ import pytest
 
 from harness.results.store import read_json
 from harness.run.tracking import CHECKPOINT_TAG
-from tests.fixtures import TINY_RECIPE, harness_arguments, made_once, tiny_run_arguments
+from tests.fixtures import STORE, TINY_RECIPE, harness_arguments, made_once, tiny_run_arguments
 from tests.integration.warm_harness import HarnessProcess, completed
 
 SIGNALS = ("SIGKILL", "SIGTERM", "SIGINT")
@@ -168,10 +168,9 @@ def test_identical_runs_started_together_train_once_and_log_once(reference, tiny
 
 
 def test_different_runs_started_together_on_a_fresh_store_both_finish(tiny_model_dir, tiny_data, tmp_path):
-    processes = [
-        start(run_argv(tiny_model_dir, tiny_data, tmp_path, "--seed", seed, "--analyses", "cosine"))
-        for seed in ("1", "2")
-    ]
+    argvs = [run_argv(tiny_model_dir, tiny_data, tmp_path, "--seed", seed, "--analyses", "cosine") for seed in "12"]
+    (tmp_path / STORE).unlink()  # fresh: `output_arguments` starts a store as a copy of an empty one
+    processes = [start(argv) for argv in argvs]
     outputs = [process.communicate(timeout=900) for process in processes]
     assert [process.returncode for process in processes] == [0, 0], [err[-3000:] for _, err in outputs]
     states = run_states(tmp_path)

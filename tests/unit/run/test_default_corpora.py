@@ -20,7 +20,7 @@ from harness.config import AnalysisConfig
 from harness.results.store import FileHashes
 from harness.run.plan import Downloads, leave_out, select_analyses, settings_identity, with_default_data
 from harness.study.runner import aggregate, plan_study
-from tests.fixtures import SHARED_DATA, mirror_shared_corpora, tiny_run_arguments
+from tests.fixtures import SHARED_DATA, mirror_shared_corpora, store_untouched, tiny_run_arguments
 
 UD_READERS, LITBANK_READERS = ("syntax", "features", "probes", "surface_text"), ("coreference",)
 DATA_FLAGS = ("--syntax-data", "--coref-data", "--corpus")
@@ -73,7 +73,7 @@ def test_an_analysis_named_without_its_corpus_is_one_line_before_any_work(
     assert last.endswith(
         "run `harness data download ud-english-ewt` where the network is reachable, or pass --syntax-data"
     )
-    assert not (tmp_path / "mlflow.db").exists() and not (tmp_path / "cache").exists()
+    assert store_untouched(tmp_path) and not (tmp_path / "cache").exists()
     assert not no_corpora.exists() or not any(path.is_file() for path in no_corpora.rglob("*"))
 
 

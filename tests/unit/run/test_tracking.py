@@ -9,7 +9,7 @@ from harness.config import RunConfig, TaskConfig
 from harness.results.summary import flatten
 from harness.run.tracking import EXPERIMENT, EXPERIMENT_KIND, Tracker, check_store, damage, training_curve
 from tasks.errors import InputError
-from tests.fixtures import tiny_run_arguments
+from tests.fixtures import store_uri, tiny_run_arguments
 
 
 @pytest.mark.slow
@@ -53,7 +53,7 @@ def test_the_experiment_opens_as_model_training_in_the_mlflow_ui(tmp_path):
 
 def damaged_store(tmp_path, runs: int = 20) -> Path:
     """A store with ``runs`` finished runs, then 8 KB of random bytes written into its middle."""
-    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    uri = store_uri(tmp_path)
     for index in range(runs):
         tracker = Tracker(uri, f"k{index}", f"run {index}", {"task": "rte"})
         tracker.log_params(flatten("", RunConfig(TaskConfig(task="rte"))))
@@ -88,6 +88,6 @@ def test_a_store_whose_header_is_damaged_is_said_to_be_so(tmp_path):
 
 
 def test_a_whole_store_passes_its_check(tmp_path):
-    Tracker(f"sqlite:///{tmp_path}/mlflow.db", "k1", "run", {}).finish()
+    Tracker(store_uri(tmp_path), "k1", "run", {}).finish()
     assert damage(tmp_path / "mlflow.db") is None
     check_store(f"sqlite:///{tmp_path}/absent.db")  # a store yet to be made is not damaged
