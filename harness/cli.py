@@ -113,6 +113,7 @@ LEFT_OUT = {
     ("export", EnvironmentConfig): (*STORED_ONLY, "log_checkpoint", "no_figures", "vector_formats"),
     # --no-figures is for the commands that draw at their end; --vector-formats for those that draw
     ("figures", EnvironmentConfig): ("no_figures",),
+    ("figures", AnalysisConfig): ("analyses",),  # which analyses to draw: FiguresConfig's --analyses
     ("finetune", EnvironmentConfig): ("no_figures", "vector_formats"),
     ("annotate", EnvironmentConfig): ("no_figures", "vector_formats"),
 }

@@ -595,10 +595,16 @@ class FiguresConfig(Flags):
         flag="RUN_FOLDER",
         positional=True,
     )
+    analyses: list[str] | None = option(
+        None,
+        "draw only these analyses' figures and tables (default: every analysis of the run); "
+        "the others' stay as they are",
+    )
 
     def __post_init__(self) -> None:
         super().__post_init__()
         self.run_folder = existing(FiguresConfig, "run_folder", self.run_folder, "folder")
+        require(self.analyses is None or len(self.analyses) > 0, FiguresConfig, "analyses", "", "names no analysis")
 
 
 @dataclass

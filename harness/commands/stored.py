@@ -10,7 +10,7 @@ from typing import TypeVar
 from harness.config import DocsConfig, EnvironmentConfig, ExportConfig, FiguresConfig, ReportConfig, StoredSelection
 from harness.present.doc_tables import documents, rebuild, take_run, take_study
 from harness.present.frames import export_tables
-from harness.present.redraw import drawn_files, redraw
+from harness.present.redraw import drawn_files, drawn_names, redraw
 from harness.present.report import build_report
 from harness.results.summary import SUMMARY, whole_summary
 from tasks.errors import InputError
@@ -20,16 +20,24 @@ Selection = TypeVar("Selection", bound=StoredSelection)
 
 def figures(settings: FiguresConfig, environment: EnvironmentConfig) -> None:
     """Every figure (its PNG and the ``--vector-formats``) and table of the run in
-    ``settings.run_folder``, drawn again from its summary."""
+    ``settings.run_folder``, or of the analyses ``settings.analyses`` names, drawn again from its summary."""
     summary = whole_summary(settings.run_folder)
     folder = settings.run_folder / "figures"
+    names = drawn_names(summary)
+    unknown = [name for name in settings.analyses or [] if name not in names]
+    if unknown:
+        raise InputError(
+            f"--analyses: {settings.run_folder} has no figures of {', '.join(unknown)}; "
+            f"its analyses: {', '.join(names)}"
+        )
     formats = environment.figure_formats
-    written = redraw(summary, folder, force=True, formats=formats)
-    figures = [path for path in written if path.suffix == ".png"]
-    tables = [path for path in written if path.suffix == ".md"]
+    redraw(summary, folder, force=True, formats=formats, only=settings.analyses)
+    drawn = [path for name in settings.analyses or names for path in drawn_files(folder).get(name, [])]
+    figures = [path for path in drawn if path.suffix == ".png"]
+    tables = [path for path in drawn if path.suffix == ".md"]
     print(
         f"redrew {len(figures)} figures ({' and '.join(kind.upper() for kind in formats)}) and {len(tables)} "
-        f"tables of {len(drawn_files(folder))} analyses in {folder}"
+        f"tables of {len(settings.analyses or names)} analyses in {folder}"
     )
 
 

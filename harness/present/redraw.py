@@ -44,18 +44,23 @@ def drawing_code_hash() -> str:
 
 
 def redraw(
-    summary: dict[str, Any], out_dir: Path, force: bool = False, formats: Sequence[str] = DEFAULT_FIGURE_FORMATS
+    summary: dict[str, Any],
+    out_dir: Path,
+    force: bool = False,
+    formats: Sequence[str] = DEFAULT_FIGURE_FORMATS,
+    only: Sequence[str] | None = None,
 ) -> list[Path]:
     """Every figure (as each of ``formats``) and table of every analysis entry in ``summary`` whose
     version is the current one: those recorded as drawn from the same entry, run, formats and code
-    are kept, the rest drawn. A full disk is one `DiskFull` line naming ``out_dir`` (each file is
-    written atomically: none is left half drawn, and the rerun draws those missing)."""
+    are kept, the rest drawn; with ``only``, the analyses not named there are left as recorded. A
+    full disk is one `DiskFull` line naming ``out_dir`` (each file is written atomically: none is
+    left half drawn, and the rerun draws those missing)."""
     with (
         writing(out_dir, "the figures and tables"),
         model_tokens(summary["run"].get("special_tokens")),
         figure_formats(formats),
     ):
-        return draw_missing(summary, out_dir, force, tuple(formats))
+        return draw_missing(summary, out_dir, force, tuple(formats), only)
 
 
 def drawings(summary: dict[str, Any]) -> Iterator[tuple[str, Any, Callable[[Path], tuple[list[Path], dict[str, str]]]]]:
@@ -83,13 +88,20 @@ def drawings(summary: dict[str, Any]) -> Iterator[tuple[str, Any, Callable[[Path
         yield TRAJECTORY, {"trajectory": summary["trajectory"], "metrics": metrics}, draw_way
 
 
-def draw_missing(summary: dict[str, Any], out_dir: Path, force: bool, formats: tuple[str, ...]) -> list[Path]:
+def draw_missing(
+    summary: dict[str, Any], out_dir: Path, force: bool, formats: tuple[str, ...], only: Sequence[str] | None
+) -> list[Path]:
     """`redraw`'s drawing, without its translation of a full disk."""
     code = drawing_code_hash()
     recorded = read_json(out_dir / DRAWN, note_damage=False)
     recorded = recorded if isinstance(recorded, dict) else {}
     fingerprints, by_analysis = {}, {}
     for name, depends_on, draw in drawings(summary):
+        if only is not None and name not in only:  # left as recorded, drawn or not
+            if name in recorded.get("fingerprints", {}):
+                fingerprints[name] = recorded["fingerprints"][name]
+                by_analysis[name] = [out_dir / file for file in recorded.get("analyses", {}).get(name, [])]
+            continue
         drawn_from = {"run": summary["run"], "entry": depends_on, "drawn_by": code, "formats": list(formats)}
         fingerprints[name] = key_of(drawn_from, 64)
         kept = [out_dir / file for file in recorded.get("analyses", {}).get(name, [])]
@@ -113,6 +125,11 @@ def draw_missing(summary: dict[str, Any], out_dir: Path, force: bool, formats: t
     if force or record != recorded:  # a forced drawing is recorded anew, as the figures it wrote
         write_json(out_dir / DRAWN, record)
     return [path for paths in by_analysis.values() for path in paths]
+
+
+def drawn_names(summary: dict[str, Any]) -> list[str]:
+    """The names `redraw` draws a summary's figures by: its current analyses, and the trajectory where it has one."""
+    return [name for name, _, _ in drawings(summary)]
 
 
 def sample_note(entry: Entry) -> str:

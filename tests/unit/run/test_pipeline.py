@@ -16,7 +16,7 @@ from mlflow.tracking import MlflowClient
 import harness.present.redraw
 from harness.analyses import ANALYSES
 from harness.cli import main
-from harness.present.redraw import redraw
+from harness.present.redraw import DRAWN, drawn_files, redraw
 from harness.results.checkpoints import FINETUNED
 from harness.results.store import read_json, write_json
 from harness.run.tracking import CHECKPOINT_TAG, HARNESS_RUNS, PARENT_TAG
@@ -272,10 +272,13 @@ def test_figures_redraws_the_run_asked_for(finished, capsys):
     (name,) = summaries(root)
     figure = root / "out" / name / "figures" / "cosine_per_head.png"
     figure.unlink()
-    assert main(["figures", *argv[1:]]) == 0
+    assert main(["figures", *argv[1:], "--analyses", "cosine"]) == 0
     assert figure.is_file() and figure.read_bytes()[:4] == b"\x89PNG"
     assert main(["figures", *argv[1:], "--learning-rate", "0.1"]) == 2
     assert f"runs with other settings: {name}" in capsys.readouterr().err
+    assert main(["figures", *argv[1:], "--analyses", "cosine", "ablation"]) == 2  # the run has no ablation
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith(f"error: --analyses: {root / 'out' / name} has no figures of ablation; its analyses: ")
 
 
 def test_figures_of_a_run_folder_are_redrawn_without_loading_a_model(finished):
@@ -397,15 +400,17 @@ def test_a_rerun_keeps_the_figures_of_an_unchanged_summary_and_figures_redraws_t
     drawn = snapshot(figures)
     assert main(argv) == 0
     assert snapshot(figures) == drawn
-    assert main(["figures", *argv[1:]]) == 0
+    assert main(["figures", *argv[1:], "--analyses", "cosine", "sinks"]) == 0  # those alone, the rest kept
     redrawn = snapshot(figures)
-    assert redrawn.keys() == drawn.keys() and all(redrawn[name][0] != drawn[name][0] for name in drawn)
+    named = {path.name for name in ("cosine", "sinks") for path in drawn_files(figures)[name]} | {DRAWN}
+    assert len(named) > 4 and redrawn.keys() == drawn.keys()
+    assert {name for name in drawn if redrawn[name] != drawn[name]} == named
 
 
-def test_a_rerun_redraws_figures_drawn_by_other_drawing_code(finished, monkeypatch):
-    root, argv = finished
+def test_a_rerun_redraws_figures_drawn_by_other_drawing_code(tiny_model_dir, tiny_data, tmp_path, monkeypatch):
+    argv = tiny_run_arguments(tiny_model_dir, tiny_data, tmp_path, "--analyses", "cosine", *PNG_ONLY)
     assert main(argv) == 0
-    (figures,) = (root / "out").glob("*/figures")
+    (figures,) = (tmp_path / "out").glob("*/figures")
     drawn = snapshot(figures)
     # a new version of the harness draws differently: what drew the figures is part of their key
     monkeypatch.setattr(harness.present.redraw, "drawing_code_hash", lambda: "0" * 64)
@@ -506,4 +511,5 @@ def test_an_edited_summary_is_drawn_and_reported_from_nowhere_until_rebuilt(
     assert snapshot(folder / "figures") == figures and not (root / "out" / "report").exists()
     assert main(tiny_run_arguments(tiny_model_dir, tiny_data, root, "--log-checkpoint", *PNG_ONLY)) == 0  # the fix
     rebuilt = read_json(folder / "summary.json")["analyses"]["evaluation"]["result"]["per_checkpoint"][FINETUNED]
-    assert rebuilt["metrics"]["dev/accuracy"] != 0.987654 and main(["figures", str(folder), *PNG_ONLY]) == 0
+    assert rebuilt["metrics"]["dev/accuracy"] != 0.987654
+    assert main(["figures", str(folder), "--analyses", "evaluation", *PNG_ONLY]) == 0
