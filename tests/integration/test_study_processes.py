@@ -13,11 +13,14 @@ import pytest
 
 from harness.results.store import read_json
 from harness.run.tracking import CHECKPOINT_TAG
-from tests.fixtures import PNG_ONLY, made_once, snapshot, tiny_run_arguments
+from tests.fixtures import made_once, snapshot, tiny_run_arguments
 from tests.integration.test_faults import harness, metric_counts, start
 
 pytestmark = pytest.mark.slow
 SEEDS = 2
+# The studies that are failed, killed or run twice at once: what they compare is stored and logged
+# (the finished study's test checks its figures).
+NO_FIGURES = ("--no-figures",)
 
 
 def study_argv(tiny_model_dir: Path, data: Path, root: Path, tasks: str = "rte,mrpc,qnli", *extra: str) -> list[str]:
@@ -116,7 +119,7 @@ def test_a_failing_task_is_reported_and_the_rest_go_on(tiny_model_dir, tiny_data
     train = data / "glue" / "MRPC" / "train.tsv"
     good = train.read_text()
     train.write_text(good + "not a row\n")
-    failed = harness(study_argv(tiny_model_dir, data, tmp_path, "rte,mrpc", *PNG_ONLY))
+    failed = harness(study_argv(tiny_model_dir, data, tmp_path, "rte,mrpc", *NO_FIGURES))
     assert failed.returncode == 1
     assert "failed: mrpc seed 42" in failed.stdout and "MRPC/train.tsv" in failed.stdout
     parent, children = parent_and_children(tmp_path)
@@ -124,7 +127,7 @@ def test_a_failing_task_is_reported_and_the_rest_go_on(tiny_model_dir, tiny_data
     assert list(the_study(tmp_path)["tasks"]) == ["rte"]
 
     train.write_text(good)  # the fix; the same command retries only what failed
-    fixed = harness(study_argv(tiny_model_dir, data, tmp_path, "rte,mrpc", *PNG_ONLY))
+    fixed = harness(study_argv(tiny_model_dir, data, tmp_path, "rte,mrpc", *NO_FIGURES))
     assert fixed.returncode == 0, fixed.stderr[-3000:]
     again, children = parent_and_children(tmp_path)
     assert again["id"] == parent["id"] and again["status"] == "FINISHED" and len(children) == 4
@@ -133,7 +136,7 @@ def test_a_failing_task_is_reported_and_the_rest_go_on(tiny_model_dir, tiny_data
 
 @pytest.mark.parametrize("signal_name", ["SIGKILL", "SIGTERM"])
 def test_a_killed_study_resumes_to_the_same_study(signal_name, finished_study, tiny_model_dir, tiny_data, tmp_path):
-    argv = study_argv(tiny_model_dir, tiny_data, tmp_path, "rte,mrpc,qnli", *PNG_ONLY)
+    argv = study_argv(tiny_model_dir, tiny_data, tmp_path, "rte,mrpc,qnli", *NO_FIGURES)
     stopped = harness(argv, ("study", signal_name, 3))  # the third (task, seed): two runs done
     expected = -signal.SIGKILL if signal_name == "SIGKILL" else 128 + signal.SIGTERM
     assert stopped.returncode == expected, stopped.stderr[-3000:]
@@ -149,7 +152,7 @@ def test_a_killed_study_resumes_to_the_same_study(signal_name, finished_study, t
 
 
 def test_two_identical_studies_at_once_both_complete(finished_study, tiny_model_dir, tiny_data, tmp_path):
-    argv = study_argv(tiny_model_dir, tiny_data, tmp_path, "rte,mrpc,qnli", *PNG_ONLY)
+    argv = study_argv(tiny_model_dir, tiny_data, tmp_path, "rte,mrpc,qnli", *NO_FIGURES)
     processes = [start(argv), start(argv)]
     outputs = [process.communicate(timeout=900) for process in processes]
     assert [process.returncode for process in processes] == [0, 0], [err[-3000:] for _, err in outputs]
