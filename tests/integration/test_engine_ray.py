@@ -4,6 +4,7 @@ to a real ``mlflow server`` process over HTTP (the store a cluster shares)."""
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -14,7 +15,7 @@ import requests
 from mlflow.tracking import MlflowClient
 
 from harness.run.tracking import EXPERIMENT, HARNESS_RUNS
-from tests.fixtures import PNG_ONLY
+from tests.fixtures import PNG_ONLY, empty_store
 from tests.integration.test_study_processes import study_argv
 from tests.integration.warm_harness import REPOSITORY
 
@@ -31,6 +32,7 @@ def free_port() -> int:
 def mlflow_server(tmp_path):
     """``mlflow server`` on a free port, its store and artifacts under tmp_path; its URL."""
     port = free_port()
+    shutil.copyfile(empty_store(), tmp_path / "server.db")  # its tables made once per session (`empty_store`)
     server = subprocess.Popen(
         [
             sys.executable,

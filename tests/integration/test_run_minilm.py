@@ -24,7 +24,7 @@ pytestmark = [
 ]
 
 
-ABLATION_EXAMPLES = 8  # the sweep's cost grows with them; what is checked does not
+ABLATION_EXAMPLES = 4  # the sweep's cost grows with them; what is checked does not
 
 
 @pytest.fixture(scope="module")

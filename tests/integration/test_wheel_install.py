@@ -88,7 +88,12 @@ TINY_RUN = (
     "16",
     "--max-eval-examples",
     "8",
+    "--max-length",
+    "64",
 )
+# What `harness figures` redraws from the installed package: a head grid and the pattern panels,
+# as PNG and PDF (the fonts and styles it reads); the pipeline's tests draw every figure.
+REDRAWN = ("--analyses", "cosine", "patterns")
 LOCATE = (
     "import importlib.metadata, json, sys, sysconfig, harness, tasks, classifier; print(json.dumps({"
     "'site': sysconfig.get_paths()['purelib'], 'prefix': sys.prefix, 'path': sys.path, "
@@ -251,7 +256,9 @@ def test_the_installed_wheel_runs_redraws_and_reports_from_a_users_project(dist,
     # tags (what identifies the code), and not the commit of the user's project that holds the environment
     assert code == {"harness.version": "0.1.0", "harness.git_commit": "unknown"}
 
-    (said,) = run([harness, "figures", str(run_folder.relative_to(project))], project, env).stdout.splitlines()
+    (said,) = run(
+        [harness, "figures", str(run_folder.relative_to(project)), *REDRAWN], project, env
+    ).stdout.splitlines()
     drawn = list((run_folder / "figures").glob("*.png"))
     assert drawn and said.startswith(f"redrew {len(drawn)} figures (PNG and PDF) and ")
     assert said.endswith(str((run_folder / "figures").relative_to(project)))
