@@ -27,7 +27,7 @@ from harness.run.tracking import CHECKPOINT_TAG, EXPERIMENT, HARNESS_RUNS
 from tasks.corpora import LITBANK, CorpusFile
 from tasks.download import download_corpus
 from tasks.files import DiskFull
-from tests.fixtures import PNG_ONLY, tiny_run_arguments
+from tests.fixtures import PNG_ONLY, store_uri, tiny_run_arguments
 
 pytestmark = pytest.mark.slow
 Mounter = Callable[[str], Path]
@@ -116,7 +116,7 @@ def test_output_dir_filling_while_results_and_figures_are_written(tiny_model_dir
             with_folder(
                 with_folder(arguments, "--output-dir", never_failed),
                 "--tracking-uri",
-                f"sqlite:///{tmp_path}/never-failed.db",
+                store_uri(tmp_path / "never-failed-store"),
             )
             + ["--no-figures"]  # its summary is compared
         )
