@@ -593,7 +593,8 @@ def draw_layer_deltas(result: dict[str, Any], run: dict[str, Any], checkpoint: s
         f"Disabling one layer: {run_title(run)}, {checkpoint_title(checkpoint)}\n"
         f"intact {100 * result['intact']:.1f}; 95% paired bootstrap intervals",
     )
-    axes.legend(fontsize=7)
+    # under the axes: inside, a few layers' bars and intervals leave the legend no free corner
+    axes.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=len(MODES), frameon=False)
     axes.grid(axis="y", alpha=0.3)
     return save(figure, path)
 
@@ -617,12 +618,14 @@ def draw_pruning(result: dict[str, Any], run: dict[str, Any], checkpoint: str, p
     axes.axhline(100 * result["intact"], color="black", lw=0.8, ls="--", label="intact")
     axes.set_xlabel("heads pruned (%)")
     axes.set_ylabel(f"dev {result['metric']} (%)")
-    differences = "; ".join(
-        f"minus {BASELINES[baseline]}: {percent(evidence['value'])} "
-        f"[{percent(evidence['interval'][0])}, {percent(evidence['interval'][1])}]"
-        for baseline in BASELINES
-        if (evidence := pruning.get(f"importance_vs_{baseline}"))
-    )
+    readings: dict[str, list[str]] = {}  # a reading the baselines share is written once, for both
+    for baseline in BASELINES:
+        if evidence := pruning.get(f"importance_vs_{baseline}"):
+            reading = (
+                f"{percent(evidence['value'])} [{percent(evidence['interval'][0])}, {percent(evidence['interval'][1])}]"
+            )
+            readings.setdefault(reading, []).append(f"minus {BASELINES[baseline]}")
+    differences = "; ".join(f"{' and '.join(labels)}: {reading}" for reading, labels in readings.items())
     axes_title(
         axes,
         f"Pruning heads (no retraining): {run_title(run)}, {checkpoint_title(checkpoint)}\n"
@@ -640,9 +643,9 @@ def draw_importance(importances: dict[str, Any], entry: Entry, run: dict[str, An
     cosine = related_cosine(entry)
     panels = len(importances) + len(cosine)
     layers, heads = np.asarray(next(iter(importances.values()))).shape
-    figure, axes = plt.subplots(
-        1, panels, figsize=(0.42 * heads * panels + 3.2, 0.42 * layers + 2.0), squeeze=False, layout="constrained"
-    )
+    # a panel no narrower than its scatter's two-line axis label, however few the heads
+    size = (max(0.42 * heads, 2.8) * panels + 3.2, 0.42 * layers + 2.0)
+    figure, axes = plt.subplots(1, panels, figsize=size, squeeze=False, layout="constrained")
     for panel, (checkpoint, grid) in zip(axes[0], importances.items()):
         image = panel.imshow(np.asarray(grid), cmap="viridis", aspect="auto", vmin=0)
         style_head_axes(panel, layers, heads, f"{checkpoint_title(checkpoint)}: importance", tick_size=7)

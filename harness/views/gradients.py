@@ -13,7 +13,7 @@ from typing import Any, TypedDict
 import numpy as np
 
 from harness.views.base import Entry, View, per_checkpoint_results, register_view
-from harness.views.style import GREY, OKABE_ITO, checkpoint_title, panel_grid, run_title, save
+from harness.views.style import GREY, OKABE_ITO, checkpoint_title, panel_grid, run_title, save, suptitle
 
 CATEGORIES = ("sep", "punct", "cls", "other")
 GRADIENT_COLOURS = {
@@ -69,5 +69,5 @@ class GradientsView(View):
             panel.set_title(f"{checkpoint_title(checkpoint)}: {stats['loss']} loss", fontsize=9)
             panel.grid(alpha=0.3)
             panel.legend(fontsize=7)
-        figure.suptitle(f"Gradient-based importance of attention (Clark Fig. 3): {run_title(run)}", fontsize=10)
+        suptitle(figure, f"Gradient-based importance of attention (Clark Fig. 3): {run_title(run)}")
         return [save(figure, out_dir / "gradients_by_layer.png")]

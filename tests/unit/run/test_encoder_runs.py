@@ -1,10 +1,12 @@
 """A default ``harness run`` on every encoder architecture (tiny random checkpoints, tokenizers
 built offline): every default analysis runs (the ablation too), nothing is skipped, the figures
-and tables name the model's own special tokens, and ``harness report`` shows the run."""
+pass their layout checks and they and the tables name the model's own special tokens, and
+``harness report`` shows the run."""
 
 from __future__ import annotations
 
 import json
+import logging
 
 import pytest
 
@@ -15,8 +17,10 @@ from tests.fixtures import PNG_ONLY, tiny_run_arguments
 pytestmark = pytest.mark.slow  # a whole tiny run per architecture
 
 
-def test_a_default_run_analyses_and_draws_every_architecture(architecture_dir, tiny_data, tmp_path, capsys):
-    assert main(tiny_run_arguments(architecture_dir, tiny_data, tmp_path, "--ablation", "on", *PNG_ONLY)) == 0
+def test_a_default_run_analyses_and_draws_every_architecture(architecture_dir, tiny_data, tmp_path, capsys, caplog):
+    with caplog.at_level(logging.WARNING, logger="harness.views.style"):  # the figures' layout checks
+        assert main(tiny_run_arguments(architecture_dir, tiny_data, tmp_path, "--ablation", "on", *PNG_ONLY)) == 0
+    assert [record.getMessage() for record in caplog.records if record.name == "harness.views.style"] == []
     out = capsys.readouterr().out
     assert not [line for line in out.splitlines() if line.startswith("skipped ")]
     (summary_path,) = (tmp_path / "out").glob("*/summary.json")
