@@ -47,7 +47,7 @@ TINY = [
     "24",
     "--quick",
     "--ablation-examples",
-    "8",
+    "4",
     "--max-length",
     "64",
 ]
