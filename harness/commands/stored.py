@@ -32,7 +32,8 @@ def figures(settings: FiguresConfig, environment: EnvironmentConfig) -> None:
         )
     formats = environment.figure_formats
     redraw(summary, folder, force=True, formats=formats, only=settings.analyses)
-    drawn = [path for name in settings.analyses or names for path in drawn_files(folder).get(name, [])]
+    recorded = drawn_files(folder)
+    drawn = [path for name in settings.analyses or names for path in recorded.get(name, [])]
     figures = [path for path in drawn if path.suffix == ".png"]
     tables = [path for path in drawn if path.suffix == ".md"]
     print(

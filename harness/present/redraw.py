@@ -97,14 +97,13 @@ def draw_missing(
     recorded = recorded if isinstance(recorded, dict) else {}
     fingerprints, by_analysis = {}, {}
     for name, depends_on, draw in drawings(summary):
+        kept = [out_dir / file for file in recorded.get("analyses", {}).get(name, [])]
         if only is not None and name not in only:  # left as recorded, drawn or not
             if name in recorded.get("fingerprints", {}):
-                fingerprints[name] = recorded["fingerprints"][name]
-                by_analysis[name] = [out_dir / file for file in recorded.get("analyses", {}).get(name, [])]
+                fingerprints[name], by_analysis[name] = recorded["fingerprints"][name], kept
             continue
         drawn_from = {"run": summary["run"], "entry": depends_on, "drawn_by": code, "formats": list(formats)}
         fingerprints[name] = key_of(drawn_from, 64)
-        kept = [out_dir / file for file in recorded.get("analyses", {}).get(name, [])]
         if (
             not force
             and recorded.get("fingerprints", {}).get(name) == fingerprints[name]

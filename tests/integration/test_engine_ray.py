@@ -4,7 +4,6 @@ to a real ``mlflow server`` process over HTTP (the store a cluster shares)."""
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -15,7 +14,7 @@ import requests
 from mlflow.tracking import MlflowClient
 
 from harness.run.tracking import EXPERIMENT, HARNESS_RUNS
-from tests.fixtures import PNG_ONLY, empty_store
+from tests.fixtures import PNG_ONLY, store_uri
 from tests.integration.test_study_processes import study_argv
 from tests.integration.warm_harness import REPOSITORY
 
@@ -32,7 +31,6 @@ def free_port() -> int:
 def mlflow_server(tmp_path):
     """``mlflow server`` on a free port, its store and artifacts under tmp_path; its URL."""
     port = free_port()
-    shutil.copyfile(empty_store(), tmp_path / "server.db")  # its tables made once per session (`empty_store`)
     server = subprocess.Popen(
         [
             sys.executable,
@@ -44,7 +42,7 @@ def mlflow_server(tmp_path):
             "--port",
             str(port),
             "--backend-store-uri",
-            f"sqlite:///{tmp_path}/server.db",
+            store_uri(tmp_path / "server"),  # a copy of the session's empty store
             "--artifacts-destination",
             str(tmp_path / "artifacts"),
             "--workers",
