@@ -42,6 +42,7 @@ from PIL import Image
 
 from harness.config import DEFAULT_FIGURE_FORMATS
 from harness.views.font import use_lean_font
+from harness.views.grid_layout import lay_out_grid
 from tasks.files import atomic_path
 
 DPI = 200
@@ -121,9 +122,9 @@ def axes_title(axes: plt.Axes, title: str, fontsize: float = 9) -> None:
     axes.set_title(wrapped(title, width, fontsize), fontsize=fontsize)
 
 
-def suptitle(figure: plt.Figure, title: str, fontsize: float = 10) -> None:
+def suptitle(figure: plt.Figure, title: str, fontsize: float = 10) -> Text:
     """The figure's title, broken into lines that fit its width."""
-    figure.suptitle(wrapped(title, figure.get_figwidth() - 0.5, fontsize), fontsize=fontsize)
+    return figure.suptitle(wrapped(title, figure.get_figwidth() - 0.5, fontsize), fontsize=fontsize)
 
 
 @contextmanager
@@ -190,8 +191,9 @@ def rename_tokens(figure: plt.Figure) -> None:
 def save(figure: plt.Figure, path: Path) -> Path:
     """Write a figure as PNG (``path``) and its vector copies beside it (`figure_formats`: PDF
     unless asked otherwise), check it, close it (figures are many;
-    keep memory flat). Figures with colour bars use constrained layout (tight layout clashes with
-    a colour bar shared by panels); the others are laid out tight here. Nothing is cropped when
+    keep memory flat). Figures with colour bars have a layout engine of their own (constrained
+    layout, or `harness.views.grid_layout` for head grids: tight layout clashes with a colour bar
+    shared by panels); the others are laid out tight here. Nothing is cropped when
     saved (cropping draws a figure twice; the check finds any text that cropping would rescue),
     and the one raster drawing is both checked and written as the PNG. Within `figure_note` the
     figure grows a strip at the bottom for its footnote."""
@@ -606,15 +608,10 @@ def draw_grid_rows(
     per_row = len(values) // len(arrays)  # the grids of a row, before its difference panels
     columns = per_row + len(differences)
     # a quarter inch per cell; small models still get panels wide and tall enough for their labels
-    panel_width, panel_height = max(0.26 * heads + 0.6, 2.2), max(0.26 * layers + 1.1, 2.2)
-    figure, axes = plt.subplots(
-        len(arrays),
-        columns,
-        squeeze=False,
-        layout="constrained",
-        figsize=(columns * panel_width + 1.1 * (1 + bool(differences)), len(arrays) * panel_height + 0.5),
-    )
-    bar_length = len(arrays) * panel_height - 0.6
+    panel_size = (max(0.26 * heads + 0.1, 1.7), max(0.26 * layers + 0.35, 1.5))
+    figure = plt.figure()
+    axes = np.array([[figure.add_axes((0, 0, 1, 1)) for _ in range(columns)] for _ in arrays])
+    bar_length = len(arrays) * (panel_size[1] + 0.7) - 0.6
     scale = {
         "vmin": min(g.min() for g in values) if vmin is None else vmin,
         "vmax": max(g.max() for g in values) if vmax is None else vmax,
@@ -627,14 +624,14 @@ def draw_grid_rows(
             [*((n, g, scale) for n, g in grids.items()), *((n, g, change_scale) for n, g in changes[row].items())]
         ):
             panels[column].imshow(grid, aspect="auto", **kind)
-            style_head_axes(
-                panels[column], layers, heads, wrapped(f"{row}: {name}" if row else name, panel_width), tick_size=7
-            )
-    shared = figure.colorbar(
-        axes[0, 0].images[0], ax=list(axes[:, :per_row].ravel()), label=wrapped(colorbar_label, bar_length, fontsize=10)
-    )
+            title_text = wrapped(f"{row}: {name}" if row else name, panel_size[0] + 0.5)
+            style_head_axes(panels[column], layers, heads, title_text, tick_size=7)
+    groups = [(per_row, figure.add_axes((0, 0, 1, 1)))]
+    label = wrapped(colorbar_label, bar_length, fontsize=10)
+    shared = figure.colorbar(axes[0, 0].images[0], cax=groups[0][1], label=label)
     shared.formatter = ScalarFormatter(useOffset=False)  # values near 1 stay readable, no "+9.999e-1"
     if differences:
-        figure.colorbar(axes[0, -1].images[0], ax=list(axes[:, -len(differences) :].ravel()), label="change")
-    suptitle(figure, title)
+        groups.append((len(differences), figure.add_axes((0, 0, 1, 1))))
+        figure.colorbar(axes[0, -1].images[0], cax=groups[1][1], label="change")
+    lay_out_grid(figure, axes, groups, panel_size, lambda sized: suptitle(sized, title))
     return save(figure, path)
