@@ -244,6 +244,10 @@ def store_uri(root: Path) -> str:
 
 
 STORE = "mlflow.db"
+# The MLflow servers the tests start serve the harness's runs and nothing else: no job runner (MLflow
+# 3 starts seven processes for its GenAI jobs, two minutes of CPU on a 2-core machine) and one web
+# worker (the UI's default is four, each importing MLflow).
+MLFLOW_SERVER_ENVIRONMENT = {"MLFLOW_SERVER_ENABLE_JOB_EXECUTION": "false", "MLFLOW_WORKERS": "1"}
 _SESSION: dict[str, pytest.TempPathFactory] = {}
 
 

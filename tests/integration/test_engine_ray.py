@@ -14,7 +14,7 @@ import requests
 from mlflow.tracking import MlflowClient
 
 from harness.run.tracking import EXPERIMENT, HARNESS_RUNS
-from tests.fixtures import PNG_ONLY, store_uri
+from tests.fixtures import MLFLOW_SERVER_ENVIRONMENT, PNG_ONLY, store_uri
 from tests.integration.test_study_processes import study_argv
 from tests.integration.warm_harness import REPOSITORY
 
@@ -48,6 +48,7 @@ def mlflow_server(tmp_path):
             "--workers",
             "1",
         ],
+        env={**os.environ, **MLFLOW_SERVER_ENVIRONMENT},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )

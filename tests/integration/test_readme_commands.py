@@ -28,7 +28,7 @@ import pytest
 
 from harness.cli import build_parser, configs_from
 from harness.model.loading import hub_unreachable
-from tests.fixtures import output_arguments
+from tests.fixtures import MLFLOW_SERVER_ENVIRONMENT, output_arguments
 
 ROOT = Path(__file__).resolve().parents[2]
 SHARED_GLUE = ROOT.parent / "shared" / "data" / "glue"
@@ -151,7 +151,8 @@ def test_the_online_line_fails_at_once_with_one_line_when_the_hub_is_unreachable
 
 
 def test_the_mlflow_ui_line_serves_the_harness_experiment(workspace):
-    """The UI of the README's line, on the store the harness lines wrote (the test's own)."""
+    """The UI of the README's line, on the store the harness lines wrote (the test's own), with
+    the tests' server settings (`MLFLOW_SERVER_ENVIRONMENT`: one worker, no job runner)."""
     (line,) = [line for line in using_it() if line[0] == ".venv/bin/mlflow"]
     assert line[1:] == ["ui", "--backend-store-uri", "sqlite:///mlruns/mlflow.db"]
     store = workspace["outputs"][workspace["outputs"].index("--tracking-uri") + 1]
@@ -159,6 +160,7 @@ def test_the_mlflow_ui_line_serves_the_harness_experiment(workspace):
     server = subprocess.Popen(
         [str(environment_executable("mlflow")), "ui", "--backend-store-uri", store, "--port", str(port)],
         cwd=ROOT,
+        env={**os.environ, **MLFLOW_SERVER_ENVIRONMENT},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
     )

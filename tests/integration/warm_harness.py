@@ -4,7 +4,8 @@ A fault or study test runs the harness in several processes, and each fresh inte
 about 8 seconds importing torch, transformers and MLflow before its first line of work: most of
 a tiny run. Here each command is a process of its own forked from a server that imported the
 harness once (multiprocessing's fork server; the server ran no harness code, so every child
-starts from the state a fresh ``python -m harness`` has after its imports). The child takes the
+starts from the state a fresh ``python -m harness`` has after its imports, with the modules a run
+imports on first use already imported). The child takes the
 test's working folder, environment and output files, runs the harness's entry point, `main`,
 as ``python -m harness`` does (under the fault injector's hook when asked), and exits through
 the interpreter's exit handlers; a signal ends it as it ends any process, and its exit status
@@ -24,11 +25,16 @@ import tempfile
 from pathlib import Path
 
 from harness.cli import main
+from tasks.tagging import TAGGER_PACKAGES
 from tests.integration import fault_injector
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 FORK_SERVER = multiprocessing.get_context("forkserver")
-FORK_SERVER.set_forkserver_preload(["tests.integration.fault_injector"])  # imports the harness and the hooks
+# The harness and the hooks, and what a run imports on its first use: MLflow's SQL store and the
+# tagger's package (which each child would import again: 1.5 s of its start).
+FORK_SERVER.set_forkserver_preload(
+    ["tests.integration.fault_injector", "mlflow.store.tracking.sqlalchemy_store", *TAGGER_PACKAGES]
+)
 
 
 class HarnessProcess:
