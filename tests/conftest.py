@@ -1,12 +1,10 @@
-"""The suite's hooks: each worker's share of the cores, the imports set aside from the garbage
-collector, the tests over 5 s that lack the slow mark, the tests pytest-xdist keeps on one
-worker, and the shared fixtures (`tests.fixtures`) loaded in the processes that run tests.
-Under pytest-xdist the controller runs none, so it does not import torch, transformers and the
-harness (about 12 s before the workers start)."""
+"""The suite's hooks: each worker's share of the cores, the tests over 5 s that lack the slow mark,
+the tests pytest-xdist keeps on one worker, and the shared fixtures (`tests.fixtures`) loaded in
+the processes that run tests. Under pytest-xdist the controller runs none, so it does not import
+torch, transformers and the harness (about 12 s before the workers start)."""
 
 from __future__ import annotations
 
-import gc
 import os
 
 import pytest
@@ -29,16 +27,6 @@ def pytest_configure(config: pytest.Config) -> None:
     """The fixtures load where tests run."""
     if runs_tests(config):
         config.pluginmanager.import_plugin(FIXTURES)
-
-
-def pytest_collection_finish(session: pytest.Session) -> None:
-    """Set what collection imported (torch, transformers, MLflow, the harness: about 600,000
-    objects that live as long as the process) aside from Python's garbage collector: a full
-    collection, which `accelerate` runs before every fine-tuning and Python whenever many objects
-    outlive their first collections, then walks only what the tests made (0.5 s each before)."""
-    if runs_tests(session.config):
-        gc.collect()
-        gc.freeze()
 
 
 def runs_tests(config: pytest.Config) -> bool:

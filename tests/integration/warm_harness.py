@@ -16,7 +16,6 @@ real executables.
 from __future__ import annotations
 
 import atexit
-import gc
 import multiprocessing
 import os
 import signal
@@ -85,7 +84,6 @@ def run_command(
 ) -> None:
     """In the forked child: the test's folder, environment and output files, then the
     harness's entry point, and an exit as the interpreter's own (exit handlers, flushed files)."""
-    gc.freeze()  # the preloaded modules outlive every collection: full ones skip them (as in tests/conftest.py)
     os.chdir(REPOSITORY)
     os.environ.clear()
     os.environ.update(environment)
