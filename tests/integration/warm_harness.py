@@ -5,12 +5,11 @@ about 8 seconds importing torch, transformers and MLflow before its first line o
 a tiny run. Here each command is a process of its own forked from a server that imported the
 harness once (multiprocessing's fork server; the server ran no harness code, so every child
 starts from the state a fresh ``python -m harness`` has after its imports, with the modules a run
-imports on first use already imported). The child takes the
-test's working folder, environment and output files, runs the harness's entry point, `main`,
-as ``python -m harness`` does (under the fault injector's hook when asked), and exits through
-the interpreter's exit handlers; a signal ends it as it ends any process, and its exit status
-is the one ``python -m harness`` would have. The README, engine and launcher tests run the
-real executables.
+imports on first use already imported). The child takes the test's working folder, environment
+and output files, runs the harness's entry point, `main`, as ``python -m harness`` does (under
+the fault injector's hook when asked), and exits through the interpreter's exit handlers; a
+signal ends it as it ends any process, and its exit status is the one ``python -m harness``
+would have. The README, engine and launcher tests run the real executables.
 """
 
 from __future__ import annotations
