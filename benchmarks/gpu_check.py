@@ -561,18 +561,23 @@ def main() -> None:
     fresh_folder(check.out / "random-model")  # an earlier check's may have another shape
     start = time.perf_counter()
     in_fresh_process(check, os.getpid)  # the fork server up, its imports done, before anything is timed
-    rows = [row for label, measure in MEASUREMENTS for row in guarded(check, label, measure)]
+    rows: list[Row] = []
+    for label, measure in MEASUREMENTS:
+        rows += guarded(check, label, measure)
+        text, seconds = write_report(check, rows, start)
+    print(text + f"\nwhole check: {seconds:.0f} s; written to {check.out}")
+
+
+def write_report(check: Check, rows: list[Row], start: float) -> tuple[str, float]:
+    """The table so far and its raw numbers in ``check.out``, rewritten after each measurement so a
+    check stopped part way (a machine's time limit) keeps the rows it measured; the table and the seconds."""
     found = machine()
     text = f"{machine_line(found)}\n\n{table(rows)}\n"
     (check.out / "gpu-check.md").write_text(text)
-    report = {
-        "machine": found,
-        "sizes": asdict(check.sizes),
-        "seconds": time.perf_counter() - start,
-        "rows": [asdict(row) for row in rows],
-    }
+    seconds = time.perf_counter() - start
+    report = {"machine": found, "sizes": asdict(check.sizes), "seconds": seconds, "rows": [asdict(row) for row in rows]}
     (check.out / "gpu-check.json").write_text(json.dumps(report, indent=2))
-    print(text + f"\nwhole check: {report['seconds']:.0f} s; written to {check.out}")
+    return text, seconds
 
 
 if __name__ == "__main__":
