@@ -135,8 +135,9 @@ def attention_hits(maps: torch.Tensor, heads: torch.Tensor, antecedent_heads: to
 
 def per_group(values: torch.Tensor, types: torch.Tensor) -> torch.Tensor:
     """Sums of ``values`` (..., m) over all mentions and over each type: (len(GROUPS), ...)."""
-    one_hot = torch.nn.functional.one_hot(types, len(MENTION_TYPES)).to(torch.long)
-    by_type = values.to(torch.long) @ one_hot  # (..., types)
+    # Summed by index, not by a product with a one-hot matrix: CUDA has no integer matrix product.
+    by_type = values.new_zeros((*values.shape[:-1], len(MENTION_TYPES)), dtype=torch.long)
+    by_type.index_add_(-1, types, values.to(torch.long))  # (..., types)
     return torch.cat([by_type.sum(dim=-1, keepdim=True), by_type], dim=-1).movedim(-1, 0)
 
 
