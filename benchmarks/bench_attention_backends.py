@@ -1,0 +1,109 @@
+"""Training speed per attention kernel and precision, over batches of many lengths.
+
+    python -m benchmarks.bench_attention_backends           # a GPU: a MiniLM-shaped BERT
+    python -m benchmarks.bench_attention_backends --tiny    # anywhere: a tiny BERT, three steps
+
+Why bf16 fine-tuning ran slower than fp32 on an H200 (`benchmarks.gpu_check`): a BERT of MiniLM's
+shape with random weights trains on batches of 32 whose lengths are drawn from RTE's range, as
+batches padded to their longest are; each configuration makes two passes over the same batches, so
+the first meets every length for the first time and the second meets them again. The
+configurations run one after another in this process, in the order printed: a kernel's per-shape
+caches (cuDNN's execution plans) are warm for a later configuration that meets the same lengths.
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import time
+from contextlib import nullcontext
+
+import torch
+from torch.nn.attention import SDPBackend, sdpa_kernel
+from transformers import BertConfig, BertForSequenceClassification
+
+from benchmarks.common import synchronise
+from harness.model.finetune import TRAINING_ATTENTION
+
+MINILM_SHAPE = {"hidden_size": 384, "num_hidden_layers": 6, "num_attention_heads": 12, "intermediate_size": 1536}
+TINY_SHAPE = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 64}
+BATCH = 32
+SHORTEST, LONGEST = 40, 128  # RTE's pairs, tokenised and cut at 128
+RAGGED = 8  # a batch grouped by length: rows up to this many tokens shorter than its longest
+
+
+def batches(steps: int, multiple: int, device: torch.device) -> list[tuple[torch.Tensor, ...]]:
+    """``steps`` batches of input ids, attention mask and labels, padded to a multiple of ``multiple``."""
+    lengths, rows = random.Random(0), random.Random(1)
+    generator = torch.Generator().manual_seed(0)
+    made = []
+    for _ in range(steps):
+        longest = lengths.randint(SHORTEST, LONGEST)
+        padded = -(-longest // multiple) * multiple
+        ids = torch.randint(1000, 30000, (BATCH, padded), generator=generator)
+        mask = torch.zeros(BATCH, padded, dtype=torch.long)
+        for row in range(BATCH):
+            mask[row, : longest - rows.randint(0, RAGGED)] = 1
+        labels = torch.randint(0, 2, (BATCH,), generator=generator)
+        made.append((ids.to(device), mask.to(device), labels.to(device)))
+    return made
+
+
+def passes(
+    shape: dict[str, int],
+    data: list[tuple[torch.Tensor, ...]],
+    precision: str,
+    attention: str,
+    backends: list[SDPBackend] | None,
+) -> list[float]:
+    """Training examples per second of two passes over ``data``."""
+    device = data[0][0].device
+    torch.manual_seed(0)
+    config = BertConfig(**shape)
+    config._attn_implementation = attention
+    model = BertForSequenceClassification(config).to(device).train()
+    optimiser = torch.optim.AdamW(model.parameters(), lr=5e-5)
+    rates = []
+    for _ in range(2):
+        synchronise()
+        start = time.perf_counter()
+        for ids, mask, labels in data:
+            with (
+                sdpa_kernel(backends) if backends else nullcontext(),
+                torch.autocast(device.type, dtype=torch.bfloat16, enabled=precision == "bf16"),
+            ):
+                loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+            loss.backward()
+            optimiser.step()
+            optimiser.zero_grad(set_to_none=True)
+        synchronise()
+        rates.append(BATCH * len(data) / (time.perf_counter() - start))
+    return rates
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tiny", action="store_true", help="a tiny BERT and three steps (its test, a CPU)")
+    parser.add_argument("--steps", type=int, default=60, help="batches a pass, each of its own length")
+    args = parser.parse_args()
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    shape, steps = (TINY_SHAPE, 3) if args.tiny else (MINILM_SHAPE, args.steps)
+    print(f"{torch.__version__}, {torch.cuda.get_device_name(0) if device.type == 'cuda' else 'CPU'}")
+    rows = [
+        ("fp32, SDPA (PyTorch's choice of kernel)", "fp32", "sdpa", None, 1),
+        ("bf16, SDPA (PyTorch's choice of kernel)", "bf16", "sdpa", None, 1),
+        ("bf16, SDPA without cuDNN (the harness's training)", "bf16", "sdpa", TRAINING_ATTENTION, 1),
+        ("bf16, SDPA, lengths padded to a multiple of 8", "bf16", "sdpa", None, 8),
+        ("bf16, transformers' eager attention", "bf16", "eager", None, 1),
+        ("fp32, transformers' eager attention", "fp32", "eager", None, 1),
+    ]
+    if device.type == "cuda":
+        rows.append(("bf16, SDPA, cuDNN alone", "bf16", "sdpa", [SDPBackend.CUDNN_ATTENTION], 1))
+    rows.append(("fp32, SDPA, again (the first row's caches warm)", "fp32", "sdpa", None, 1))
+    for name, precision, attention, backends, multiple in rows:
+        first, second = passes(shape, batches(steps, multiple, device), precision, attention, backends)
+        print(f"{name:52s} first pass {first:8.1f} ex/s, second {second:8.1f} ex/s", flush=True)
+
+
+if __name__ == "__main__":
+    main()
