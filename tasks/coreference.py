@@ -23,8 +23,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import lru_cache
 from pathlib import Path
 
 from tasks.errors import InputError, clipped
@@ -63,9 +64,10 @@ class Mention:
     cluster: int
 
 
-@dataclass
+@dataclass(frozen=True)
 class Document:
-    """One document: its words, where its sentences start, and its gold mentions.
+    """One document: its words, where its sentences start, and its gold mentions (read-only: a
+    file's documents are read once per process and shared, `parsed`).
 
     ``mentions`` are sorted by (start, end); ``pos`` holds one Penn Treebank tag per word when
     the format has them (CoNLL-2012), else None (LitBank, JSON lines without ``pos_tags`` or
@@ -87,8 +89,8 @@ class Document:
             for mention in self.mentions:
                 self.cluster_sizes[mention.cluster] = self.cluster_sizes.get(mention.cluster, 0) + 1
         if not self.lowercase_words:
-            self.lowercase_words = frozenset(word for word in self.words if word.islower())
-        self.sentence_start_set = frozenset(self.sentence_starts)
+            object.__setattr__(self, "lowercase_words", frozenset(word for word in self.words if word.islower()))
+        object.__setattr__(self, "sentence_start_set", frozenset(self.sentence_starts))
 
     @property
     def clusters(self) -> dict[int, list[Mention]]:
@@ -377,13 +379,27 @@ def read_coreference(path: str | Path) -> list[Document]:
     if not path.exists():
         raise InputError(f"{path} not found; {COREF_FIX}")
     if coreference_format(path) == "jsonlines":
-        documents = list(read_jsonlines(path))
+        documents = list(documents_of(path, read_jsonlines))
     else:
         files = conll_files(path) if path.is_dir() else [path]
-        documents = [document for file in files for document in read_conll_file(file)]
+        documents = [document for file in files for document in documents_of(file, read_conll_file)]
     if not documents:
         raise InputError(f"{path} holds no documents; {COREF_FIX}")
     return documents
+
+
+def documents_of(path: Path, reader: Callable[[Path], Iterator[Document]]) -> tuple[Document, ...]:
+    """The documents of one file, by ``reader``, from `parsed`."""
+    status = path.stat()
+    return parsed(path.resolve(), status.st_size, status.st_mtime_ns, reader)
+
+
+@lru_cache(maxsize=256)  # LitBank is 100 files
+def parsed(path: Path, size: int, modified: int, reader: Callable[[Path], Iterator[Document]]) -> tuple[Document, ...]:
+    """The documents of a version (size, modification time) of a coreference file, read once per
+    process: a run's coreference source reads LitBank twice (1.1 s a read), and a study's runs the
+    same files."""
+    return tuple(reader(path))
 
 
 # --- Head words and mention types (no parses in LitBank; see docs/coreference.md) ---------
