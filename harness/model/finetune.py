@@ -222,12 +222,12 @@ def stored_result(config: RunConfig, data: TaskData, variant: str = FINETUNED) -
     return FineTuneResult(checkpoint_dir=final, key=key, **recorded)
 
 
-# Attention kernels while training, cuDNN's left out: PyTorch picks it for bf16 on recent GPUs, and
-# it builds an execution plan for each new sequence length, which batches padded to their longest
-# bring by the hundred. On an H200, bf16 fine-tuning of MiniLM on RTE ran at 210 examples/s against
-# 843 in fp32 (`benchmarks.gpu_check`); `benchmarks.bench_attention_backends` put bf16's first pass
-# over 60 new lengths at 112 examples/s and its second at 1,734, and the same lengths again without
-# cuDNN at 1,512 and 1,703.
+# Attention kernels while training, cuDNN's left out: it builds an execution plan for each new
+# sequence length, and batches padded to their longest bring them by the hundred. On an H200, bf16
+# fine-tuning of MiniLM on RTE ran at 210 examples/s against 843 in fp32 (`benchmarks.gpu_check`);
+# in `benchmarks.bench_attention_backends` bf16's first pass over 60 lengths ran at 112 examples/s
+# and its second at 1,734 with PyTorch's choice of kernel, and without cuDNN at 1,512 and 1,703
+# (those lengths already met by the other kernels; the README says what this does not prove).
 TRAINING_ATTENTION = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
 
 
