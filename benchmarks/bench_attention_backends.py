@@ -6,20 +6,23 @@
 Why bf16 fine-tuning ran slower than fp32 on an H200 (`benchmarks.gpu_check`): a BERT of MiniLM's
 shape with random weights trains on batches of 32 whose lengths are drawn from RTE's range, as
 batches padded to their longest are; each configuration makes two passes over the same batches, so
-the first meets every length for the first time and the second meets them again. The
-configurations run one after another in this process, in the order printed: a kernel's per-shape
-caches (cuDNN's execution plans) are warm for a later configuration that meets the same lengths.
+the first meets every length for the first time and the second meets them again. Each
+configuration runs in a fresh process (no kernel meets a length another configuration warmed), and
+its row names the attention operators its last step ran (PyTorch's pick shows as
+``aten::_scaled_dot_product_cudnn_attention``, ``..._flash_attention``, ``..._efficient_attention``).
 """
 
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import random
 import time
 from contextlib import nullcontext
 
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
+from torch.profiler import ProfilerActivity, profile
 from transformers import BertConfig, BertForSequenceClassification
 
 from benchmarks.common import synchronise
@@ -30,6 +33,7 @@ TINY_SHAPE = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 
 BATCH = 32
 SHORTEST, LONGEST = 40, 128  # RTE's pairs, tokenised and cut at 128
 RAGGED = 8  # a batch grouped by length: rows up to this many tokens shorter than its longest
+NOT_CUDNN = [backend.name for backend in TRAINING_ATTENTION]  # names: a fresh process is sent them
 
 
 def batches(steps: int, multiple: int, device: torch.device) -> list[tuple[torch.Tensor, ...]]:
@@ -50,35 +54,46 @@ def batches(steps: int, multiple: int, device: torch.device) -> list[tuple[torch
 
 
 def passes(
-    shape: dict[str, int],
-    data: list[tuple[torch.Tensor, ...]],
-    precision: str,
-    attention: str,
-    backends: list[SDPBackend] | None,
-) -> list[float]:
-    """Training examples per second of two passes over ``data``."""
-    device = data[0][0].device
+    shape: dict[str, int], steps: int, multiple: int, precision: str, attention: str, allowed: list[str] | None
+) -> tuple[float, float, list[str]]:
+    """Training examples per second of two passes over the batches, and the attention operators of
+    one more step; ``allowed`` names the `SDPBackend` kernels SDPA may pick (None: PyTorch's choice)."""
+    backends = [getattr(SDPBackend, name) for name in allowed] if allowed is not None else None
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    data = batches(steps, multiple, device)
     torch.manual_seed(0)
     config = BertConfig(**shape)
     config._attn_implementation = attention
     model = BertForSequenceClassification(config).to(device).train()
     optimiser = torch.optim.AdamW(model.parameters(), lr=5e-5)
+
+    def step(ids: torch.Tensor, mask: torch.Tensor, labels: torch.Tensor) -> None:
+        with (
+            sdpa_kernel(backends) if backends else nullcontext(),
+            torch.autocast(device.type, dtype=torch.bfloat16, enabled=precision == "bf16"),
+        ):
+            loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
+        loss.backward()
+        optimiser.step()
+        optimiser.zero_grad(set_to_none=True)
+
     rates = []
     for _ in range(2):
         synchronise()
         start = time.perf_counter()
-        for ids, mask, labels in data:
-            with (
-                sdpa_kernel(backends) if backends else nullcontext(),
-                torch.autocast(device.type, dtype=torch.bfloat16, enabled=precision == "bf16"),
-            ):
-                loss = model(input_ids=ids, attention_mask=mask, labels=labels).loss
-            loss.backward()
-            optimiser.step()
-            optimiser.zero_grad(set_to_none=True)
+        for batch in data:
+            step(*batch)
         synchronise()
         rates.append(BATCH * len(data) / (time.perf_counter() - start))
-    return rates
+    with profile(activities=[ProfilerActivity.CPU]) as profiled:
+        step(*data[-1])
+    operators = sorted({event.key for event in profiled.key_averages() if is_attention_operator(event.key)})
+    return rates[0], rates[1], operators
+
+
+def is_attention_operator(name: str) -> bool:
+    """Whether ``name`` is one of the attention kernels' operators (forward or backward)."""
+    return name.startswith("aten::") and "attention" in name and "backward" not in name
 
 
 def main() -> None:
@@ -92,17 +107,20 @@ def main() -> None:
     rows = [
         ("fp32, SDPA (PyTorch's choice of kernel)", "fp32", "sdpa", None, 1),
         ("bf16, SDPA (PyTorch's choice of kernel)", "bf16", "sdpa", None, 1),
-        ("bf16, SDPA without cuDNN (the harness's training)", "bf16", "sdpa", TRAINING_ATTENTION, 1),
+        ("bf16, SDPA without cuDNN (the harness's training)", "bf16", "sdpa", NOT_CUDNN, 1),
         ("bf16, SDPA, lengths padded to a multiple of 8", "bf16", "sdpa", None, 8),
         ("bf16, transformers' eager attention", "bf16", "eager", None, 1),
         ("fp32, transformers' eager attention", "fp32", "eager", None, 1),
     ]
     if device.type == "cuda":
-        rows.append(("bf16, SDPA, cuDNN alone", "bf16", "sdpa", [SDPBackend.CUDNN_ATTENTION], 1))
-    rows.append(("fp32, SDPA, again (the first row's caches warm)", "fp32", "sdpa", None, 1))
+        rows.append(("bf16, SDPA, cuDNN alone", "bf16", "sdpa", ["CUDNN_ATTENTION"], 1))
+    rows.append(("fp32, SDPA, again (the spread between processes)", "fp32", "sdpa", None, 1))
+    fresh = multiprocessing.get_context("spawn")
     for name, precision, attention, backends, multiple in rows:
-        first, second = passes(shape, batches(steps, multiple, device), precision, attention, backends)
-        print(f"{name:52s} first pass {first:8.1f} ex/s, second {second:8.1f} ex/s", flush=True)
+        with fresh.Pool(1) as pool:
+            first, second, operators = pool.apply(passes, (shape, steps, multiple, precision, attention, backends))
+        shown = ", ".join(operator.removeprefix("aten::") for operator in operators) or "none"
+        print(f"{name:52s} first pass {first:8.1f} ex/s, second {second:8.1f} ex/s; {shown}", flush=True)
 
 
 if __name__ == "__main__":
