@@ -23,13 +23,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 
 from tasks.errors import InputError, clipped
-from tasks.files import text_lines
+from tasks.files import parsed_once, text_lines
 
 COREF_FIX = "give --coref-data a CoNLL-2012 *_gold_conll file, an e2e-coref .jsonlines file or a LitBank conll/ folder"
 JSON_FIX = (
@@ -67,7 +66,7 @@ class Mention:
 @dataclass(frozen=True)
 class Document:
     """One document: its words, where its sentences start, and its gold mentions (read-only: a
-    file's documents are read once per process and shared, `parsed`).
+    file's documents are read once per process and shared, `parsed_once`).
 
     ``mentions`` are sorted by (start, end); ``pos`` holds one Penn Treebank tag per word when
     the format has them (CoNLL-2012), else None (LitBank, JSON lines without ``pos_tags`` or
@@ -379,27 +378,13 @@ def read_coreference(path: str | Path) -> list[Document]:
     if not path.exists():
         raise InputError(f"{path} not found; {COREF_FIX}")
     if coreference_format(path) == "jsonlines":
-        documents = list(documents_of(path, read_jsonlines))
+        documents = list(parsed_once(path, read_jsonlines))
     else:
         files = conll_files(path) if path.is_dir() else [path]
-        documents = [document for file in files for document in documents_of(file, read_conll_file)]
+        documents = [document for file in files for document in parsed_once(file, read_conll_file)]
     if not documents:
         raise InputError(f"{path} holds no documents; {COREF_FIX}")
     return documents
-
-
-def documents_of(path: Path, reader: Callable[[Path], Iterator[Document]]) -> tuple[Document, ...]:
-    """The documents of one file, by ``reader``, from `parsed`."""
-    status = path.stat()
-    return parsed(path.resolve(), status.st_size, status.st_mtime_ns, reader)
-
-
-@lru_cache(maxsize=256)  # LitBank is 100 files
-def parsed(path: Path, size: int, modified: int, reader: Callable[[Path], Iterator[Document]]) -> tuple[Document, ...]:
-    """The documents of a version (size, modification time) of a coreference file, read once per
-    process: a run's coreference source reads LitBank twice (1.1 s a read), and a study's runs the
-    same files."""
-    return tuple(reader(path))
 
 
 # --- Head words and mention types (no parses in LitBank; see docs/coreference.md) ---------

@@ -1,5 +1,6 @@
 """Files in and out: text read line by line with a one-line error for bytes that are not the
-encoding, and every file the project writes written atomically.
+encoding, a corpus file parsed once per process (`parsed_once`), and every file the project
+writes written atomically.
 
 Atomic means a temporary file in the same folder, flushed and fsynced, then renamed over
 the target: a reader (or a rerun after a kill) sees the old content or the new, never half
@@ -19,11 +20,15 @@ import errno
 import os
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
+from functools import lru_cache
 from pathlib import Path
+from typing import TypeVar
 
 from tasks.errors import InputError
+
+Item = TypeVar("Item")
 
 FULL_DISK_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
 # How a full disk reads where no errno survives: safetensors (Rust's io::Error), SQLite through SQLAlchemy.
@@ -65,6 +70,20 @@ class DiskFull(InputError):
     def __init__(self, message: str, needed: int | None = None) -> None:
         super().__init__(message)
         self.needed = needed
+
+
+def parsed_once(path: Path, reader: Callable[[Path], Iterable[Item]]) -> tuple[Item, ...]:
+    """What ``reader`` makes of ``path``, read once per process and version of the file (its size and
+    modification time): a run's sources read the same corpus files several times (UD English EWT's
+    train split and LitBank each take over a second), and a study's runs the same files. The items
+    are shared, so they are read-only."""
+    status = path.stat()
+    return _parsed(path.resolve(), status.st_size, status.st_mtime_ns, reader)
+
+
+@lru_cache(maxsize=256)  # LitBank is 100 files
+def _parsed(path: Path, size: int, modified: int, reader: Callable[[Path], Iterable[Item]]) -> tuple[Item, ...]:
+    return tuple(reader(path))
 
 
 def is_disk_full(error: BaseException | None) -> bool:

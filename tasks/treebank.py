@@ -14,13 +14,12 @@ file name.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from functools import lru_cache
 from pathlib import Path
 
 from tasks.errors import InputError, clipped
-from tasks.files import text_lines
+from tasks.files import parsed_once, text_lines
 
 COLUMNS = 10
 PUNCT_RELATIONS = frozenset({"punct"})
@@ -189,16 +188,7 @@ def read_treebank(path: Path | str) -> list[Sentence]:
             f"{path}: cannot tell the treebank format from the name; use a file ending in "
             f"{' or '.join(TREEBANK_SUFFIXES)} (CoNLL-U or CoNLL-X)"
         )
-    status = path.stat()
-    sentences = parsed(path.resolve(), status.st_size, status.st_mtime_ns, readers[path.suffix])
+    sentences = parsed_once(path, readers[path.suffix])
     if not sentences:
         raise InputError(f"{path} holds no sentences; check that it is a {path.suffix} treebank")
     return list(sentences)
-
-
-@lru_cache(maxsize=8)
-def parsed(path: Path, size: int, modified: int, reader: Callable[[Path], list[Sentence]]) -> tuple[Sentence, ...]:
-    """The sentences of a version (size, modification time) of a treebank file, read once per
-    process: a run's sources each read the treebank, and a study's runs the same one (UD English
-    EWT's train split takes 1.1 s)."""
-    return tuple(reader(path))
