@@ -32,9 +32,18 @@ def git_commit(root: Path = SOURCE_ROOT) -> str:
     return commit + ("+dirty" if dirty else "")
 
 
+def installed_version(package: str = PACKAGE) -> str:
+    """``package``'s installed version; ``not installed`` for a checkout run from its folder without
+    pip (``PYTHONPATH``, as on a machine that cannot install), whose git commit then names the code."""
+    try:
+        return importlib.metadata.version(package)
+    except importlib.metadata.PackageNotFoundError:
+        return "not installed"
+
+
 def code_version() -> dict[str, str]:
     """The harness's installed version and git commit, as MLflow params."""
-    return {"harness.version": importlib.metadata.version(PACKAGE), "harness.git_commit": git_commit()}
+    return {"harness.version": installed_version(), "harness.git_commit": git_commit()}
 
 
 def model_provenance(name: str) -> dict[str, str]:
