@@ -1,6 +1,6 @@
 """The GPU check: the whole harness on the machine at hand in one command, timed, in one table.
 
-    python -m benchmarks.gpu_check            # a GPU machine: 328 s on one H200 (2026-11-28)
+    python -m benchmarks.gpu_check            # a GPU machine: 203 s on one H200 (2026-11-28)
     python -m benchmarks.gpu_check --tiny     # anywhere (its test, a CPU): a tiny BERT in every row, tiny sizes
 
 The first thing to run where a GPU is at hand. Rows: MiniLM end to end on RTE (`harness run`,
