@@ -29,6 +29,7 @@ from harness.views.base import Entry, current_entries
 from harness.views.evaluation import EvaluationView
 from harness.views.style import figure_formats, figure_note, model_tokens, own_tokens, vector_copies
 from harness.views.summary import summary_metrics
+from tasks.collector import frozen_heap
 from tasks.files import atomic_write_text, writing
 
 DRAWN = ".drawn.json"
@@ -59,6 +60,7 @@ def redraw(
         writing(out_dir, "the figures and tables"),
         model_tokens(summary["run"].get("special_tokens")),
         figure_formats(formats),
+        frozen_heap(),  # drawing allocates millions of artists: collections scan those alone
     ):
         return draw_missing(summary, out_dir, force, tuple(formats), only)
 

@@ -25,6 +25,7 @@ from harness.views.style import (
     own_tokens,
     vector_copies,
 )
+from tasks.collector import frozen_heap
 from tasks.files import atomic_write_text
 
 
@@ -38,7 +39,7 @@ def draw_study(
     whose figures or tables fail is named in ``failures`` and the others are drawn."""
     failures = {} if failures is None else failures
     out_dir.mkdir(parents=True, exist_ok=True)
-    with model_tokens(study.get("special_tokens")), figure_formats(formats):
+    with model_tokens(study.get("special_tokens")), figure_formats(formats), frozen_heap():  # see `redraw`
         figures = [
             path
             for view in VIEWS.values()

@@ -54,6 +54,7 @@ from harness.run.trajectory import step_name, trajectory, trajectory_metrics
 from harness.views.metrics import Metric, values
 from harness.views.style import checkpoint_title
 from harness.views.summary import headline_records, summary_records
+from tasks.collector import frozen_heap
 from tasks.errors import InputError
 from tasks.files import DiskFull
 
@@ -242,7 +243,8 @@ def run_planned(plan: RunPlan, tags: dict[str, str] | None = None) -> Finished:
             {"task": config.task.name, "model": config.task.model, "seed": str(config.finetune.seed), **(tags or {})},
         )
         try:
-            summary, phases, children = analyse_and_log(plan, tokenizer, tracker)
+            with frozen_heap():  # what the run holds from here on is not rescanned by each collection
+                summary, phases, children = analyse_and_log(plan, tokenizer, tracker)
         except KeyboardInterrupt:
             end_run(tracker, "KILLED")
             raise
