@@ -25,11 +25,10 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from torch.profiler import ProfilerActivity, profile
 from transformers import BertConfig, BertForSequenceClassification
 
-from benchmarks.common import synchronise
+from benchmarks.common import TINY_BERT_SHAPE, synchronise
 from harness.model.finetune import TRAINING_ATTENTION
 
 MINILM_SHAPE = {"hidden_size": 384, "num_hidden_layers": 6, "num_attention_heads": 12, "intermediate_size": 1536}
-TINY_SHAPE = {"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 64}
 BATCH = 32
 SHORTEST, LONGEST = 40, 128  # RTE's pairs, tokenised and cut at 128
 RAGGED = 8  # a batch grouped by length: rows up to this many tokens shorter than its longest
@@ -102,7 +101,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=60, help="batches a pass, each of its own length")
     args = parser.parse_args()
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    shape, steps = (TINY_SHAPE, 3) if args.tiny else (MINILM_SHAPE, args.steps)
+    shape, steps = (TINY_BERT_SHAPE, 3) if args.tiny else (MINILM_SHAPE, args.steps)
     print(f"{torch.__version__}, {torch.cuda.get_device_name(0) if device.type == 'cuda' else 'CPU'}")
     rows = [
         ("fp32, SDPA (PyTorch's choice of kernel)", "fp32", "sdpa", None, 1),

@@ -44,7 +44,15 @@ import torch
 from huggingface_hub import constants as hub_constants
 from transformers import BertConfig, PreTrainedModel
 
-from benchmarks.common import dev_batches, peak_memory_mb, prepare_bench, random_bert_folder, run_config, synchronise
+from benchmarks.common import (
+    TINY_BERT_SHAPE,
+    dev_batches,
+    peak_memory_mb,
+    prepare_bench,
+    random_bert_folder,
+    run_config,
+    synchronise,
+)
 from harness.analyses.ablation_masks import single_variants
 from harness.cli import main as harness
 from harness.corpus_lookup import SHARED_DATA
@@ -110,7 +118,7 @@ TINY = Sizes(
     train_examples=32,
     epochs=1,
     end_to_end=("--analyses", "cosine", "--max-eval-examples", "16", "--max-dev-examples", "32"),
-    shape={"hidden_size": 32, "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 64},
+    shape=TINY_BERT_SHAPE,
     shape_train_examples=16,
     analyses="cosine and syntax (--tiny)",
     analysis=(
