@@ -223,12 +223,11 @@ def stored_result(config: RunConfig, data: TaskData, variant: str = FINETUNED) -
 
 
 # Attention kernels while training, cuDNN's left out: it builds an execution plan for each new
-# sequence length, and batches padded to their longest bring them by the hundred. On an H200, bf16
-# fine-tuning of MiniLM on RTE ran at 210 examples/s against 843 in fp32 (`benchmarks.gpu_check`);
-# in a probe with `benchmarks.bench_attention_backends`' configurations, bf16's first pass over 60
-# lengths ran at 112 examples/s and its second at 1,734 with PyTorch's choice of kernel, and without
-# cuDNN at 1,512 and 1,703 (those lengths already met by other kernels; the README says what this
-# does not prove).
+# sequence length, and batches padded to their longest bring them by the hundred. On an H200
+# (`benchmarks.bench_attention_backends`, each configuration in a fresh process), bf16 with PyTorch's
+# choice ran cuDNN's attention at 118 examples/s on its first pass over 60 lengths, and the
+# memory-efficient kernel at 891; MiniLM's bf16 fine-tuning on RTE went from 210 to 1,331 examples/s
+# with this list (`benchmarks.gpu_check`, fp32 1,130).
 TRAINING_ATTENTION = [SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.MATH]
 
 
