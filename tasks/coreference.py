@@ -10,8 +10,9 @@
   parse columns and an empty last column where there is no mention.
 * ``*.jsonlines`` / ``*.jsonl``: the e2e-coref format, one JSON object per line with
   ``doc_key``, ``sentences`` (lists of words) and ``clusters`` (lists of ``[start, end]``
-  inclusive word spans over the flattened document), optionally ``pos_tags`` or ``pos`` (a
-  list of Penn Treebank tags per sentence). Every value's type and every span's place in its
+  inclusive word spans over the flattened document), optionally ``pos_tags`` or ``pos`` (Penn
+  Treebank tags: one flat list for the document, as e2e-coref's CoNLL-2012 files have them, or one
+  list per sentence). Every value's type and every span's place in its
   document is checked as the line is read: a bad one is `InputError` ``file:line: ...``.
 
 The module also holds the two word-level decisions the coreference analysis needs and that
@@ -247,12 +248,13 @@ def _json_document(path: Path, number: int, line: str) -> Document:
         if sentence:
             starts.append(position)
         position += len(sentence)
+    name = str(record.get("doc_key", f"{path.name}:{number}"))
     return Document(
-        str(record.get("doc_key", f"{path.name}:{number}")),
+        name,
         words,
         starts,
         _json_mentions(where, record["clusters"], len(words)),
-        _json_pos(where, record, sentences),
+        _json_pos(where, name, record, sentences),
         where,
     )
 
@@ -316,35 +318,51 @@ def _json_mentions(where: str, clusters: object, words: int) -> list[Mention]:
     return sorted(mentions)
 
 
-def _json_pos(where: str, record: dict, sentences: list[list[str]]) -> list[str] | None:
-    """The POS tags of the record's words, flattened, from `POS_KEYS` (one list of tags per
-    sentence, as long as the sentence); None when the record has none."""
+def _json_pos(where: str, name: str, record: dict, sentences: list[list[str]]) -> list[str] | None:
+    """The POS tags of the record's words, flattened, from `POS_KEYS`: one flat list for the
+    document's words (as e2e-coref's CoNLL-2012 files have them) or one list per sentence, each
+    as long as what it tags; None when the record has none."""
     key = next((key for key in POS_KEYS if record.get(key) is not None), None)
     if key is None:
         return None
     tags = record[key]
-    if not (isinstance(tags, list) and all(isinstance(tag_list, list) for tag_list in tags)):
+    document = f"{key!r} of document {clipped(repr(name))}"
+    words = sum(len(sentence) for sentence in sentences)
+    fix = f"give one tag per word, as one list for the document or one list per sentence, or leave {key!r} out"
+    if not isinstance(tags, list):
+        raise InputError(f"{where}: {document} is {clipped(repr(tags))}, not a list of tags; {fix}")
+    if any(isinstance(tag, list) for tag in tags):
+        return _sentence_tags(where, document, tags, sentences, fix)
+    _check_tags(where, document, tags)
+    if len(tags) != words:
         raise InputError(
-            f"{where}: {key!r} must be one list of tags per sentence, not {clipped(repr(tags))}; "
-            f"give each sentence's tags, or leave {key!r} out"
+            f"{where}: {document} has {len(tags)} tags for its {words} words in {len(sentences)} sentences; {fix}"
+        )
+    return tags
+
+
+def _sentence_tags(where: str, document: str, tags: list, sentences: list[list[str]], fix: str) -> list[str]:
+    """Tags given as one list per sentence, checked against the sentences and flattened."""
+    mixed = next((index for index, tag_list in enumerate(tags) if not isinstance(tag_list, list)), None)
+    if mixed is not None:
+        raise InputError(
+            f"{where}: {document} mixes tags and lists of tags (item {mixed} is {clipped(repr(tags[mixed]))}); {fix}"
         )
     if len(tags) != len(sentences):
-        raise InputError(
-            f"{where}: {key!r} has {len(tags)} tag lists for {len(sentences)} sentences; give one "
-            "list of tags per sentence"
-        )
+        raise InputError(f"{where}: {document} has {len(tags)} tag lists for {len(sentences)} sentences; {fix}")
     for index, (tag_list, sentence) in enumerate(zip(tags, sentences)):
-        if not all(isinstance(tag, str) for tag in tag_list):
-            raise InputError(
-                f"{where}: {key!r} of sentence {index} is {clipped(repr(tag_list))}; tags are "
-                "strings (Penn Treebank tags)"
-            )
+        _check_tags(where, f"{document}, sentence {index},", tag_list)
         if len(tag_list) != len(sentence):
             raise InputError(
-                f"{where}: {key!r} of sentence {index} has {len(tag_list)} tags for its "
-                f"{len(sentence)} words; give one tag per word"
+                f"{where}: {document}, sentence {index}, has {len(tag_list)} tags for its {len(sentence)} words; {fix}"
             )
     return [tag for tag_list in tags for tag in tag_list]
+
+
+def _check_tags(where: str, what: str, tags: list) -> None:
+    """Every tag a string (a Penn Treebank tag), else `InputError` quoting the list."""
+    if not all(isinstance(tag, str) for tag in tags):
+        raise InputError(f"{where}: {what} is {clipped(repr(tags))}; tags are strings (Penn Treebank tags)")
 
 
 def coreference_format(path: Path) -> str:

@@ -23,7 +23,7 @@ from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.views.coreference import CoreferenceView
 from harness.views.evidence import UnitSums, paired_change
 from harness.views.metrics import values
-from tasks.coreference import Document, Mention, mention_head, mention_type
+from tasks.coreference import Document, Mention, mention_head, mention_type, read_coreference
 from tasks.errors import InputError
 from tests.fixtures import analysis_context, finish, stream
 
@@ -262,6 +262,65 @@ def test_source_reads_coref_data_and_batches_documents(tmp_path, tiny_tokenizer)
 def test_bad_coref_path_is_a_clear_error(tmp_path):
     with pytest.raises(InputError, match="--coref-data .*missing_gold_conll: no such path"):
         AnalysisConfig(coref_data=tmp_path / "missing_gold_conll")
+
+
+# A CoNLL-2012 document as e2e-coref's dev.english.jsonlines has it: speakers per sentence, constituents
+# and named entities as [start, end, label] over the flattened words, and the POS tags as one flat list.
+#     The0 president1 elected2 in3 May4 said5 he6 liked7 his8 sister9 .10 | She11 smiled12 at13 the14
+#     president15 .16 | Rain17 fell18 .19
+E2E_DOCUMENT = {
+    "doc_key": "bc/cctv/00/cctv_0000_0",
+    "sentences": [
+        ["The", "president", "elected", "in", "May", "said", "he", "liked", "his", "sister", "."],
+        ["She", "smiled", "at", "the", "president", "."],
+        ["Rain", "fell", "."],
+    ],
+    "speakers": [["Speaker#1"] * 11, ["Speaker#1"] * 6, ["Speaker#2"] * 3],
+    "clusters": [[[0, 4], [6, 6], [8, 8], [14, 15]], [[8, 9], [11, 11]]],
+    "constituents": [[0, 4, "NP"], [0, 10, "S"], [14, 15, "NP"]],
+    "ner": [[4, 4, "DATE"]],
+    "pos_tags": "DT NN VBN IN NNP VBD PRP VBD PRP$ NN . PRP VBD IN DT NN . NN VBD .".split(),
+}
+
+
+def coreference_of_file(models, tokenizer, path):
+    """The coreference result of the documents of ``path``, read and batched by the run's source."""
+    source = CoreferenceSource(SourceContext(tokenizer, AnalysisConfig(coref_data=path, max_tokens=64))).stream()
+    analysis = Coreference(analysis_context(models, 2, 4, tokenizer))
+    for batch in stream(models, source.batches):
+        analysis.update(batch)
+    return finish(analysis)
+
+
+def test_conll_2012_jsonlines_with_flat_pos_tags_give_the_results_of_per_sentence_tags(
+    tmp_path, tiny_tokenizer, tiny_pair
+):
+    """e2e-coref's files give a document's tags as one flat list; other converters one list per
+    sentence. The same tags give the same documents and results; without them the head rules differ."""
+    sentence_ends = [11, 17, 20]
+    per_sentence = [E2E_DOCUMENT["pos_tags"][start:end] for start, end in zip([0, *sentence_ends], sentence_ends)]
+    forms = {
+        "flat": E2E_DOCUMENT,
+        "per_sentence": {**E2E_DOCUMENT, "pos_tags": per_sentence},
+        "untagged": {key: value for key, value in E2E_DOCUMENT.items() if key != "pos_tags"},
+    }
+    documents, results = {}, {}
+    for form, record in forms.items():
+        path = tmp_path / f"{form}.english.jsonlines"
+        path.write_text(json.dumps(record) + "\n", encoding="utf-8")
+        (documents[form],) = read_coreference(path)
+        results[form] = coreference_of_file(tiny_pair, tiny_tokenizer, path)
+    flat, per_sentence_document = documents["flat"], documents["per_sentence"]
+    assert flat.pos == E2E_DOCUMENT["pos_tags"] and flat.sentence_starts == [0, 11, 17]
+    for attribute in ("name", "words", "sentence_starts", "mentions", "pos"):
+        assert getattr(flat, attribute) == getattr(per_sentence_document, attribute)
+    assert results["flat"] == results["per_sentence"]
+    # The tags are used: "the president elected in May" has its head at "president" (VBN ends the
+    # noun phrase) and "the president" matches it; without tags the rule stops at "in", at "elected".
+    heads = {form: [mention_head(d, m) for m in d.mentions] for form, d in documents.items()}
+    assert heads["flat"][0] == 1 and heads["untagged"][0] == 2
+    baselines = {form: result["per_checkpoint"][PRETRAINED]["baselines"] for form, result in results.items()}
+    assert baselines["flat"]["head_match"]["all"] > baselines["untagged"]["head_match"]["all"]
 
 
 def test_figures_and_table_are_drawn_from_the_stored_entry(tmp_path, tiny_tokenizer, tiny_pair):

@@ -111,21 +111,33 @@ def case_jsonlines_word_not_text(data, root):
 
 def case_jsonlines_pos_not_a_list(data, root):
     path = jsonlines(root, {"sentences": [["the", "cat"]], "clusters": [], "pos": 5})
-    return ["--coref-data", str(path)], "dev.jsonlines:1: 'pos' must be one list of tags per sentence, not 5"
+    return ["--coref-data", str(path)], "dev.jsonlines:1: 'pos' of document 'dev.jsonlines:1' is 5, not a list of tags"
 
 
 def case_jsonlines_pos_tag_not_text(data, root):
     path = jsonlines(
         root, {"sentences": [["he", "sat", "it", "ran"]], "clusters": [], "pos": [["PRP", "VBD", "PRP", 7]]}
     )
-    return ["--coref-data", str(path)], "dev.jsonlines:1: 'pos' of sentence 0 is ['PRP', 'VBD', 'PRP', 7]; tags are"
+    return ["--coref-data", str(path)], (
+        "dev.jsonlines:1: 'pos' of document 'dev.jsonlines:1', sentence 0, is ['PRP', 'VBD', 'PRP', 7]; tags are"
+    )
 
 
 def case_jsonlines_pos_tags_short(data, root):
     path = jsonlines(
         root, {"sentences": [["the", "cat"], ["it", "ran"]], "clusters": [], "pos_tags": [["DT", "NN"], ["PRP"]]}
     )
-    return ["--coref-data", str(path)], "dev.jsonlines:1: 'pos_tags' of sentence 1 has 1 tags for its 2 words"
+    return ["--coref-data", str(path)], (
+        "dev.jsonlines:1: 'pos_tags' of document 'dev.jsonlines:1', sentence 1, has 1 tags for its 2 words"
+    )
+
+
+def case_jsonlines_flat_pos_tags_short(data, root):
+    record = {"doc_key": "nw/wsj/00/wsj_0001_0", "sentences": [["the", "cat"], ["it", "ran"]], "clusters": []}
+    path = jsonlines(root, {**record, "pos_tags": ["DT", "NN", "PRP"]})
+    return ["--coref-data", str(path)], (
+        "dev.jsonlines:1: 'pos_tags' of document 'nw/wsj/00/wsj_0001_0' has 3 tags for its 4 words in 2 sentences"
+    )
 
 
 def case_conll_too_few_columns(data, root):

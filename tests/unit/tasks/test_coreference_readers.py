@@ -132,13 +132,15 @@ def test_malformed_jsonlines_names_file_and_line(tmp_path):
         read_coreference(path)
 
 
-def test_jsonlines_pos_tags_are_read_under_either_name(tmp_path):
+def test_jsonlines_pos_tags_are_read_under_either_name_flat_or_per_sentence(tmp_path):
     sentences = [["Mary", "left", "."], ["She", "was"]]
-    tags = [["NNP", "VBD", "."], ["PRP", "VBD"]]
+    per_sentence = [["NNP", "VBD", "."], ["PRP", "VBD"]]
+    flat = ["NNP", "VBD", ".", "PRP", "VBD"]  # e2e-coref's CoNLL-2012 files: one list for the document
     for key in ("pos_tags", "pos"):
-        path = write(tmp_path, f"{key}.jsonlines", json.dumps({"sentences": sentences, "clusters": [], key: tags}))
-        (document,) = read_coreference(path)
-        assert document.pos == ["NNP", "VBD", ".", "PRP", "VBD"]
+        for tags in (per_sentence, flat):
+            path = write(tmp_path, f"{key}.jsonlines", json.dumps({"sentences": sentences, "clusters": [], key: tags}))
+            (document,) = read_coreference(path)
+            assert document.pos == flat and document.sentence_starts == [0, 3]
 
 
 SENTENCES = [["he", "sat"], ["it", "ran", "."]]
@@ -166,16 +168,32 @@ SENTENCES = [["he", "sat"], ["it", "ran", "."]]
         ({"sentences": SENTENCES, "clusters": [[0, 1]]}, "cluster 0 has span 0; spans are [start, end] pairs"),
         (
             {"sentences": SENTENCES, "clusters": [], "pos_tags": "PRP VBD"},
-            "'pos_tags' must be one list of tags per sentence, not 'PRP VBD'",
+            "'pos_tags' of document 'bad.jsonlines:1' is 'PRP VBD', not a list of tags; give one tag per word",
         ),
-        ({"sentences": SENTENCES, "clusters": [], "pos": [["PRP", "VBD"]]}, "'pos' has 1 tag lists for 2 sentences"),
+        (
+            {"sentences": SENTENCES, "clusters": [], "pos": [["PRP", "VBD"]]},
+            "'pos' of document 'bad.jsonlines:1' has 1 tag lists for 2 sentences",
+        ),
+        (
+            {"doc_key": "bc/cctv/00/cctv_0000_0", "sentences": SENTENCES, "clusters": [], "pos": ["PRP", "VBD"] * 2},
+            "'pos' of document 'bc/cctv/00/cctv_0000_0' has 4 tags for its 5 words in 2 sentences; give one tag per "
+            "word, as one list for the document or one list per sentence",
+        ),
+        (
+            {"sentences": SENTENCES, "clusters": [], "pos": ["PRP", "VBD", "PRP", None, "."]},
+            "'pos' of document 'bad.jsonlines:1' is ['PRP', 'VBD', 'PRP', None, '.']; tags are strings",
+        ),
+        (
+            {"sentences": SENTENCES, "clusters": [], "pos": [["PRP", "VBD"], "PRP", "VBD", "."]},
+            "'pos' of document 'bad.jsonlines:1' mixes tags and lists of tags (item 1 is 'PRP')",
+        ),
         (
             {"sentences": SENTENCES, "clusters": [], "pos": [["PRP", "VBD"], ["PRP", "VBD", 1.5]]},
-            "'pos' of sentence 1 is ['PRP', 'VBD', 1.5]; tags are strings",
+            "'pos' of document 'bad.jsonlines:1', sentence 1, is ['PRP', 'VBD', 1.5]; tags are strings",
         ),
         (
             {"sentences": SENTENCES, "clusters": [], "pos": [["PRP"], ["PRP", "VBD", "."]]},
-            "'pos' of sentence 0 has 1 tags for its 2 words; give one tag per word",
+            "'pos' of document 'bad.jsonlines:1', sentence 0, has 1 tags for its 2 words; give one tag per word",
         ),
     ],
 )
