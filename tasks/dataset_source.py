@@ -5,6 +5,7 @@ missing or empty, a field that is not a column, text that is not a string, one c
 
 from __future__ import annotations
 
+import csv
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -14,11 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import datasets
+from datasets.data_files import DataFilesDict, get_data_patterns
 
 from tasks.errors import InputError, clipped
 from tasks.examples import Example
 from tasks.hub import cached_snapshot, first_line
-from tasks.spec import Task, check_metrics
+from tasks.spec import FLAG_SOURCE, FORMATS, Task, check_metrics, data_format, named
 from tasks.treebank import Sentence, read_treebank
 
 TEXT_TYPES = ("string", "large_string")
@@ -56,15 +58,45 @@ def split_files(task: Task, split: str) -> tuple[str, ...]:
     """The data files of one split of the spec, or one line naming the splits it has."""
     files = dict(task.data_files)
     if split not in files:
+        if task.source == FLAG_SOURCE:  # the folder's files, named by `with_folder_files`
+            raise InputError(
+                f"{where(task)}: the folder's files give no {split!r} split (they give {', '.join(files)}); "
+                "name one with --train-split or --eval-split, or name a file for it (dev.csv is validation)"
+            )
         raise InputError(f"{where(task)}: data_files has no {split!r} split (it has {', '.join(files)}); add it")
     return files[split]
+
+
+def with_folder_files(task: Task) -> Task:
+    """A task read from a local folder as the same task naming the folder's data files by split,
+    found by `datasets`' own rules (``train.csv`` is train, ``dev.csv`` validation), so that a
+    folder given to --dataset and a spec naming its files are one task: one key, one fine-tuning.
+    Files of other kinds than data (a spec, a README) are left out."""
+    folder = Path(task.dataset)
+    if task.data_files or not folder.is_dir():
+        return task
+    try:
+        found = DataFilesDict.from_patterns(get_data_patterns(str(folder)), str(folder))
+    except Exception as error:  # datasets' EmptyDatasetError and its kin: nothing it could read
+        raise InputError(f"{where(task)}: no data files in the folder ({first_line(error)}); {fix(task)}") from error
+    files = tuple(
+        (str(split), kept)
+        for split, paths in found.items()
+        if (kept := tuple(sorted(str(path) for path in paths if Path(str(path)).suffix.lower() in FORMATS)))
+    )
+    if not files:
+        raise InputError(f"{where(task)}: no data files in the folder (of {', '.join(FORMATS)}); {fix(task)}")
+    return replace(task, dataset=data_format(files, task.source), data_files=files)
 
 
 def fix(task: Task) -> str:
     """What to check when a task's data cannot be read."""
     if task.data_files or Path(task.dataset).exists():
         return "check the files"
-    return f"check the id; offline, download it first (`hf download {task.dataset} --repo-type dataset`)"
+    return (
+        f"no folder {task.dataset!r} here either: check the path, or the hub id; offline, download it "
+        f"first (`hf download {task.dataset} --repo-type dataset`)"
+    )
 
 
 def hub_split(task: Task, split: str) -> datasets.Dataset:
@@ -111,22 +143,23 @@ def root_cause(error: BaseException) -> BaseException:
 def checked_split(task: Task, split: str) -> datasets.Dataset:
     """A split with its fields checked: each a column, the texts strings, at least one row."""
     rows = dataset_split(task, split)
+    texts, label, kind = (named(key, task.source) for key in ("text_fields", "label_field", "label_kind"))
     for field in (*(name for name in task.text_fields if name), task.label_field):
         if field not in rows.column_names:
             raise InputError(
                 f"{where(task)}: {field!r} is not a column of split {split!r} "
-                f"(its columns: {', '.join(rows.column_names)}); fix text_fields or label_field"
+                f"(its columns: {', '.join(rows.column_names)}); fix {texts} or {label}"
             )
     for field in (name for name in task.text_fields if name):
         if kind_of(rows.features[field]) != "text":
             raise InputError(
                 f"{where(task)}: text field {field!r} holds {kind_of(rows.features[field])}, not strings; "
-                "name a text column"
+                f"name a text column in {texts}"
             )
     if task.is_regression and kind_of(rows.features[task.label_field]) not in NUMBER_TYPES:
         raise InputError(
             f"{where(task)}: label {task.label_field!r} holds {kind_of(rows.features[task.label_field])}, "
-            "not numbers, and label_kind is score; use label_kind = classes"
+            f"not numbers, and {kind} is score; use {kind} classes"
         )
     if not len(rows):
         raise InputError(f"{where(task)}: split {split!r} has no rows; point it at data")
@@ -261,10 +294,12 @@ def read_dataset_split(task: Task, split: str) -> list[Example]:
     for index, (row, label) in enumerate(zip(rows, labels)):
         texts = [row[first], row[second] if second else ""]
         if any(value is None for value in (*texts, label)):
-            raise InputError(f"{where(task)}: split {split!r} row {index} has an empty text or label; fill or drop it")
+            raise InputError(
+                f"{where(task)}: {row_place(task, split, index)} has an empty text or label; fill or drop it"
+            )
         if not task.is_regression and label not in classes:
             raise InputError(
-                f"{where(task)}: split {split!r} row {index}: label {clipped(label)!r} is not one of "
+                f"{where(task)}: {row_place(task, split, index)}: label {clipped(label)!r} is not one of "
                 f"{', '.join(task.label_names)}"
             )
         examples.append(
@@ -277,3 +312,33 @@ def read_dataset_split(task: Task, split: str) -> list[Example]:
             )
         )
     return examples
+
+
+def row_place(task: Task, split: str, index: int) -> str:
+    """Where row ``index`` of a split is, as its user finds it: the file and the line it starts on
+    (a CSV or TSV record after the header, a JSON line), else its 1-based row number."""
+    if task.dataset in ("csv", "tsv", "json"):
+        for path in map(Path, split_files(task, split)):
+            lines = record_lines(path, task.dataset)
+            if lines is None:
+                break
+            if index < len(lines):
+                return f"split {split!r}, {path.name} line {lines[index]}"
+            index -= len(lines)
+    return f"split {split!r} row {index + 1}"
+
+
+def record_lines(path: Path, kind: str) -> list[int] | None:
+    """The line each record of a data file starts on, as `datasets` reads them (blank lines
+    skipped, a quoted field may span lines); None for a JSON file that is not one record a line."""
+    with path.open(encoding="utf-8", newline="") as handle:
+        if kind == "json":
+            lines = [(number, line.lstrip()[:1]) for number, line in enumerate(handle, 1) if line.strip()]
+            return None if lines and lines[0][1] == "[" else [number for number, _ in lines]
+        reader = csv.reader(handle, delimiter="\t" if kind == "tsv" else ",")
+        starts, start = [], 1
+        for record in reader:
+            if record:
+                starts.append(start)
+            start = reader.line_num + 1
+        return starts[1:]  # the header

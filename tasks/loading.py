@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tasks.dataset_source import read_dataset_split, with_labels
+from tasks.dataset_source import read_dataset_split, with_folder_files, with_labels
 from tasks.examples import Example
 from tasks.glue_tsv import read_glue_tsv
 from tasks.hub import read_glue_hub
@@ -13,8 +13,9 @@ from tasks.spec import Task
 
 
 def resolved(task: Task) -> Task:
-    """``task`` with its classes known: GLUE's are in its spec, another task's may come from its training split."""
-    return task if task.glue is not None else with_labels(task)
+    """``task`` with its classes known (GLUE's are in its spec, another task's may come from its
+    training split) and a local folder's files named by split, as a spec names them."""
+    return task if task.glue is not None else with_labels(with_folder_files(task))
 
 
 def load_examples(task: Task, split: str, data_dir: str | Path | None = None) -> list[Example]:

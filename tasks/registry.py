@@ -7,12 +7,13 @@ read their column names from the same spec, so they yield the same examples.
 
 from __future__ import annotations
 
+import difflib
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-from tasks.errors import InputError
-from tasks.spec import Task, is_spec_path, read_spec, task_from_spec
+from tasks.errors import InputError, clipped
+from tasks.spec import FLAG_SOURCE, Task, is_spec_path, read_spec, task_from_spec
 
 HUB_DATASET = "nyu-mll/glue"  # GLUE on the hub: one config per task
 SPECS = Path(__file__).with_name("specs")
@@ -66,4 +67,24 @@ def flag_task(flags: tuple[tuple[str, Any], ...]) -> Task:
         )
     if folder.exists():
         values["dataset"] = str(folder.resolve())
-    return task_from_spec(values, "--dataset")
+    else:
+        check_hub_id(values["dataset"])
+    return task_from_spec(values, FLAG_SOURCE)
+
+
+def check_hub_id(name: str) -> None:
+    """``--dataset`` that is no folder here is a hub id: refused in one line when it is written as
+    a path (``./reviews``, ``data/reviews`` whose parent folder exists) or is a near miss of a folder
+    here (``reviewz`` beside ``reviews``), so a typo says "no such folder", not "the hub has no such
+    dataset"."""
+    path = Path(name).expanduser()
+    written_as_path = name.startswith((".", "/", "~")) or (len(path.parts) > 1 and path.parent.is_dir())
+    beside = path.parent if written_as_path or len(path.parts) == 1 else None  # owner/name: the hub's
+    folders = [entry.name for entry in beside.iterdir() if entry.is_dir()] if beside and beside.is_dir() else []
+    close = difflib.get_close_matches(path.name, folders, n=1, cutoff=0.8)
+    if written_as_path or close:
+        hint = f" (did you mean {str(path.with_name(close[0]))!r}?)" if close else ""
+        raise InputError(
+            f"--dataset {clipped(name)}: no such folder{hint}; give the folder of your task's files, "
+            "or a hub id (owner/name)"
+        )

@@ -9,6 +9,7 @@ a local folder, or local CSV / TSV / JSONL / Parquet files by split.
 
 from __future__ import annotations
 
+import difflib
 import tomllib
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
@@ -127,7 +128,34 @@ SPEC_KEYS = {
     "glue": "the GLUE TSV folder's layout (shipped GLUE specs)",
     "corpus": "a corpus of the harness (`harness data list`) whose folder data_files are in",
 }
+SHIPPED_ONLY = ("glue", "corpus")  # keys of the shipped specs (GLUE's TSV layout, a pinned corpus), not a user's
+USER_KEYS = tuple(key for key in SPEC_KEYS if key not in SHIPPED_ONLY)  # what the README's table documents
 GLUE_KEYS = ("folder", "columns", "values", "header")
+FLAG_SOURCE = "--dataset"  # the ``source`` of a task the flags define, in errors
+# The flag that sets each key when --dataset defines the task (`harness.config.TaskConfig`'s fields):
+# an error about a task of flags names the flag the user typed, not the spec key.
+KEY_FLAGS = {
+    "dataset": "--dataset",
+    "config": "--dataset-config",
+    "text_fields": "--text-fields",
+    "label_field": "--label-field",
+    "label_kind": "--label-kind",
+    "train_split": "--train-split",
+    "eval_splits": "--eval-split",
+}
+
+
+def named(key: str, source: str) -> str:
+    """A spec key as the user wrote it: its flag where the flags define the task (``source`` is
+    `FLAG_SOURCE`), else the key."""
+    return KEY_FLAGS.get(key, key) if source == FLAG_SOURCE else key
+
+
+def unknown_key(key: str, source: str) -> InputError:
+    """One line for a key the spec does not take: the closest key, and the keys it takes."""
+    close = difflib.get_close_matches(key, SPEC_KEYS, n=1, cutoff=0.6)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return InputError(f"{source}: unknown key {key!r} in the task spec{hint}; the keys: {', '.join(USER_KEYS)}")
 
 
 def read_spec(path: Path) -> Task:
@@ -144,7 +172,7 @@ def read_spec(path: Path) -> Task:
         ) from error
     if not isinstance(values, Mapping):
         raise InputError(
-            f"{path}: a task spec is a table of keys ({', '.join(SPEC_KEYS)}); found {type(values).__name__}"
+            f"{path}: a task spec is a table of keys ({', '.join(USER_KEYS)}); found {type(values).__name__}"
         )
     return task_from_spec({"name": path.stem, **values}, str(path), path.parent)
 
@@ -154,7 +182,7 @@ def task_from_spec(values: Mapping[str, Any], source: str, folder: Path | None =
     relative data files are found from ``folder``. Labels not given are left to the data."""
     unknown = sorted(set(values) - set(SPEC_KEYS))
     if unknown:
-        raise InputError(f"{source}: unknown key {unknown[0]!r} in the task spec; the keys: {', '.join(SPEC_KEYS)}")
+        raise unknown_key(unknown[0], source)
     kind = text(values, "label_kind", source, CLASSES)
     if kind not in LABEL_KINDS:
         raise InputError(f"{source}: label_kind {kind!r} is not one of {', '.join(LABEL_KINDS)}")
@@ -163,7 +191,7 @@ def task_from_spec(values: Mapping[str, Any], source: str, folder: Path | None =
         raise InputError(f"{source}: labels are for label_kind = classes; a score has none (drop labels)")
     fields = strings(values, "text_fields", source, None)
     if not 1 <= len(fields) <= 2:
-        raise InputError(f"{source}: text_fields names one or two text columns, not {len(fields)}")
+        raise InputError(f"{source}: {named('text_fields', source)} names one or two text columns, not {len(fields)}")
     corpus = text(values, "corpus", source, None)
     files = data_files(values.get("data_files"), source, None if corpus else folder)
     dataset = text(values, "dataset", source, data_format(files, source) if files else None)

@@ -34,8 +34,8 @@ def recipe_line(settings: FineTuneConfig) -> str:
 def run(config: RunConfig) -> None:
     """``harness run``: the whole run, then what each analysis says, the MLflow page and the wall time."""
     start = time.perf_counter()
+    plan = plan_run(config)  # bad input is one line before anything is said of the run
     print(recipe_line(config.finetune))
-    plan = plan_run(config)
     print_skipped(plan.skipped)
     finished = run_planned(plan)
     print(f"done: {finished.run_dir / SUMMARY}")
@@ -142,9 +142,9 @@ def ablate(config: RunConfig) -> None:
 def finetune(config: RunConfig) -> None:
     """``harness finetune``: the checkpoint (and baselines) only, then their dev scores; under several
     processes every rank trains and the main one alone prints."""
+    plan = plan_run(config, Downloads(allowed=False))  # fine-tuning reads no corpus
     if is_main_process():
         print(recipe_line(config.finetune))
-    plan = plan_run(config, Downloads(allowed=False))  # fine-tuning reads no corpus
     result = finetune_task(plan.config, plan.data)
     baselines = train_baselines(plan)
     leave_process_group()

@@ -57,6 +57,7 @@ from harness.views.summary import headline_records, summary_records
 from tasks.collector import frozen_heap
 from tasks.errors import InputError
 from tasks.files import DiskFull
+from tasks.spec import is_spec_path
 
 DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 CHECKPOINT_ARTIFACT = "checkpoint"  # the fine-tuned model in MLflow (weights, config with label names, tokenizer)
@@ -299,7 +300,7 @@ def analyse_and_log(
         if tuned.trajectory
         else None
     )
-    write_json(plan.run_dir / RUN_SETTINGS, settings_file(config))  # `harness run --config` takes it back
+    write_json(plan.run_dir / RUN_SETTINGS, recorded_settings(config))  # `harness run --config` takes it back
     summary_path = plan.run_dir / SUMMARY
     summary = {
         "schema": 2,
@@ -315,6 +316,23 @@ def analyse_and_log(
     children = log_run(tracker, plan, tuned, summary, summary_path, figures, timings)
     last_phase = "figures and MLflow" if drawn else "MLflow"
     return summary, {**phases, **timings, last_phase: time.perf_counter() - start}, children
+
+
+def recorded_settings(config: RunConfig) -> dict[str, Any]:
+    """The run's settings as its config.json keeps them: for a task of a spec file, the --dataset
+    flags (which it does not take) say what the spec says, not the flags' defaults."""
+    settings = settings_file(config)
+    if config.task.dataset is None and is_spec_path(config.task.task):
+        task = config.task.definition
+        settings |= {
+            "text_fields": [name for name in task.text_fields if name is not None],
+            "label_field": task.label_field,
+            "label_kind": task.label_kind,
+            "train_split": task.train_split,
+            "eval_split": list(task.eval_splits),
+            **({"dataset_config": task.config} if task.config else {}),
+        }
+    return settings
 
 
 def source_context(plan: RunPlan, tokenizer: PreTrainedTokenizerBase) -> SourceContext:

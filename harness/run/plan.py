@@ -232,19 +232,16 @@ def load_task_data(config: RunConfig, hashes: FileHashes, downloads: Downloads |
 
 
 def own_data_identity(task: Task, splits: tuple[str, ...], hashes: FileHashes) -> dict[str, Any]:
-    """What a spec's task is: the spec without where its files lie, and each split's data: its
-    files' (or local folder's) content hashes, or the hub dataset's `datasets` fingerprint."""
+    """What a spec's task is: the spec without where its files lie (a local folder's are named
+    by split, `tasks.dataset_source.with_folder_files`: the spec and the --dataset flags that say
+    the same are one task), and each split's data: its files' content hashes, or the hub
+    dataset's `datasets` fingerprint."""
     spec = task.as_spec()
     files = dict(task.data_files)
     spec["data_files"] = {split: [Path(path).name for path in paths] for split, paths in files.items()}
-    local = Path(task.dataset)
-    if not files and local.is_dir():
-        spec["dataset"] = local.name
     data = {
         split: [hashes.describe(Path(path)) for path in files[split]]
         if files
-        else hashes.describe(local)
-        if local.is_dir()
         else dataset_split(task, split)._fingerprint
         for split in splits
     }
@@ -271,6 +268,8 @@ def plan_run(config: RunConfig, downloads: Downloads | None = None) -> RunPlan:
     chosen, default data located (missing corpora downloaded as ``downloads`` allows, by
     default, saying so, or the analyses that read them left out), the run key computed."""
     analyses = select_analyses(config.analysis.analyses, ablation_wanted(config))
+    hashes = FileHashes()
+    data = load_task_data(config, hashes, downloads)  # the task's data first: its errors before the model's
     model = check_model(
         config.task.model, {"--max-length": config.task.max_length, "--max-tokens": config.analysis.max_tokens}
     )
@@ -283,8 +282,6 @@ def plan_run(config: RunConfig, downloads: Downloads | None = None) -> RunPlan:
     analyses = [analysis for analysis in analyses if analysis.name not in skipped]
     config = resolve_precision(replace(config, analysis=with_default_data(config.analysis)))
     check_inputs(config, analyses)
-    hashes = FileHashes()
-    data = load_task_data(config, hashes, downloads)
     finetune_key = cache_key(config, data)
     identity = {"finetune": finetune_key, "analysis": settings_identity(config.analysis, hashes)}
     key = key_of({**identity, "baselines": True} if config.finetune.baselines else identity)

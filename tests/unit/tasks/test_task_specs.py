@@ -184,7 +184,7 @@ def words_as_score(folder: Path) -> str:
 def unseen_dev_label(folder: Path) -> str:
     rows = (folder / "dev.csv").read_text().splitlines()
     (folder / "dev.csv").write_text("\n".join([*rows[:2], rows[2].replace(",neg,", ",meh,"), *rows[3:]]) + "\n")
-    return "split 'validation' row 1: label 'meh' is not one of neg, pos"
+    return "split 'validation', dev.csv line 3: label 'meh' is not one of neg, pos"
 
 
 def missing_split(folder: Path) -> str:
