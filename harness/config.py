@@ -49,6 +49,9 @@ PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 WORD_ATTENTION_FROM = ("mean", "first")
 PROBE_INITS = ("zeros", "glorot")
 ABLATION_CHOICES = ("auto", "on", "off")
+MAX_EPOCHS = 10_000  # more is a mistyped number (1e308 overflowed the Trainer's step count after the model loaded)
+SEEDS = 2**32  # NumPy's seeds, which transformers' set_seed seeds too, are below 2**32
+SEED_RANGE = "NumPy's seeds"
 
 
 # The flags that define a task of one's own with --dataset (and mean nothing without it).
@@ -148,7 +151,8 @@ class FineTuneConfig(Flags):
         None,
         "training epochs (default: the recipe's)",
         above=0,
-        because="a run with no training would compare the pre-trained model with itself",
+        below=MAX_EPOCHS,
+        because="no training compares the pre-trained model with itself; the papers train for 3 to 10",
     )
     learning_rate: float | None = option(
         None, "peak learning rate (default: the recipe's; the papers' code: 5e-5)", above=0
@@ -156,7 +160,9 @@ class FineTuneConfig(Flags):
     warmup_ratio: float = option(0.1, "share of training steps with a linear warm-up", minimum=0, below=1)
     weight_decay: float = option(0.01, "AdamW weight decay", minimum=0)
     max_train_examples: int | None = option(None, "seeded subset of the training set, for quick runs", minimum=1)
-    seed: int = option(42, "fine-tuning seed (classifier head, batch order, dropout)", minimum=0)
+    seed: int = option(
+        42, "fine-tuning seed (classifier head, batch order, dropout)", minimum=0, below=SEEDS, because=SEED_RANGE
+    )
     reinit_layers: int = option(
         0,
         "re-initialise the pooler and this many top encoder layers before fine-tuning "
@@ -226,6 +232,8 @@ class AnalysisConfig(Flags):
         "seed of every analysis sample (dev sample, token samples, probes), "
         "kept apart from the fine-tuning seed so seeds compare on the same inputs",
         minimum=0,
+        below=SEEDS,
+        because=SEED_RANGE,
     )
     corpus: Path | None = option(
         None,
@@ -413,7 +421,7 @@ class AnnotationConfig(Flags):
         "evenly over input lengths (up to 16, 32, 64 tokens, longer)",
         minimum=1,
     )
-    sample_seed: int = option(0, "seed of the sample")
+    sample_seed: int = option(0, "seed of the sample", minimum=0, below=SEEDS, because=SEED_RANGE)
     prefix: str = option("m", "id prefix, unique per pool")
     layers: list[int] | None = option(None, "1-indexed layers to draw from (default all)")
     heads: list[str] | None = option(None, "1-indexed layer:head pairs to draw from, e.g. 1:3 6:12")

@@ -10,11 +10,17 @@ name without '/', two fields together) are the dataclass's own, with `require` a
 
 from __future__ import annotations
 
+import math
 from dataclasses import Field, dataclass, field, fields
 from pathlib import Path
 from typing import Any, cast
 
 from tasks.errors import InputError, clipped
+
+
+def number(value: float | None) -> str:
+    """A bound as the help writes it: a whole number in full (2**32 is 4294967296, not 4.29497e+09)."""
+    return str(int(value)) if value is not None and float(value).is_integer() else f"{value:g}"
 
 
 @dataclass(frozen=True)
@@ -41,12 +47,12 @@ class Bounds:
     def words(self) -> str:
         """The range as the help says it: ``at least 8 tokens``, ``0 or more``, ``above 0``, ``in [0, 1)``."""
         if self.below is not None:
-            lowest = f"[{self.minimum:g}" if self.minimum is not None else f"({self.above:g}"
-            said = f"in {lowest}, {self.below:g})"
+            lowest = f"[{number(self.minimum)}" if self.minimum is not None else f"({number(self.above)}"
+            said = f"in {lowest}, {number(self.below)})"
         elif self.above is not None:
-            said = f"above {self.above:g}"
+            said = f"above {number(self.above)}"
         else:
-            said = "0 or more" if self.minimum == 0 else f"at least {self.minimum:g}"
+            said = "0 or more" if self.minimum == 0 else f"at least {number(self.minimum)}"
         return f"{said} {self.unit}".rstrip()
 
     @property
@@ -133,9 +139,12 @@ def existing(cls: type, name: str, value: Path | str | None, kind: str = "file")
 
 def declared_problem(item: Field, value: Any) -> tuple[Any, str] | None:
     """The value (of a list: the first value) that is not what ``item`` declares, its choices or its
-    range, and what it must be; None if every value is fine."""
+    range, or a number that is not finite (infinity or NaN, from a flag or a settings file), and
+    what it must be; None if every value is fine."""
     choices, bounds = item.metadata.get("choices"), item.metadata.get("bounds")
     for each in [] if value is None else value if isinstance(value, list) else [value]:
+        if isinstance(each, float) and not math.isfinite(each):  # argparse's float() takes "inf" and "nan"
+            return each, "must be a finite number"
         if choices is not None and each not in choices:
             return each, f"must be one of {', '.join(choices)}"
         if bounds is not None and not bounds.hold(each):

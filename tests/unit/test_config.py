@@ -44,7 +44,13 @@ REQUIRED = {TaskConfig: {"task": "rte"}, AnnotationConfig: {"out": "pool"}}
     "build, message",
     [
         (lambda: FineTuneConfig(batch_size=0), "--batch-size 0: must be at least 1"),
-        (lambda: FineTuneConfig(epochs=0), "--epochs 0: must be above 0"),
+        (lambda: FineTuneConfig(epochs=0), "--epochs 0: must be in \\(0, 10000\\)"),
+        (lambda: FineTuneConfig(epochs=1e308), "--epochs 1e\\+308: must be in \\(0, 10000\\)"),
+        (lambda: FineTuneConfig(epochs=float("inf")), "--epochs inf: must be a finite number"),
+        (lambda: FineTuneConfig(learning_rate=float("nan")), "--learning-rate nan: must be a finite number"),
+        (lambda: FineTuneConfig(trajectory=[0.5, float("nan")]), "--trajectory nan: must be a finite number"),
+        (lambda: FineTuneConfig(seed=2**32), "--seed 4294967296: must be in \\[0, 4294967296\\) \\(NumPy's seeds\\)"),
+        (lambda: AnnotationConfig(out="pool", sample_seed=-1), "--sample-seed -1: must be in \\[0, 4294967296\\)"),
         (lambda: FineTuneConfig(max_train_examples=-1), "--max-train-examples -1: must be at least 1"),
         (lambda: AnalysisConfig(max_eval_examples=-5), "--max-eval-examples -5"),
         (lambda: AnalysisConfig(eval_batch_size=0), "--eval-batch-size 0"),
@@ -131,7 +137,8 @@ def test_each_declared_range_is_checked_and_shown_in_the_help(cls, item):
     for value in outside:
         with pytest.raises(InputError) as error:
             cls(**REQUIRED.get(cls, {}), **{item.name: value})
-        assert str(error.value) == f"{flag} {value:g}: {bounds.requirement}"
+        typed = value if isinstance(value, int) else f"{value:g}"  # a whole number as typed: 4294967296
+        assert str(error.value) == f"{flag} {typed}: {bounds.requirement}"
     if bounds.minimum is not None:
         assert getattr(cls(**REQUIRED.get(cls, {}), **{item.name: bounds.minimum}), item.name) == bounds.minimum
     assert f"({bounds.words}" in help_of(cls)

@@ -211,7 +211,7 @@ def case_zero_batch(data, root):
 
 
 def case_zero_epochs(data, root):
-    return ["--epochs", "0"], "--epochs 0: must be above 0"
+    return ["--epochs", "0"], "--epochs 0: must be in (0, 10000)"
 
 
 def case_corpus_typo(data, root):
