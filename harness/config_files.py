@@ -2,8 +2,9 @@
 
 The file is a JSON or YAML mapping of settings to values, each named by its field
 (``max_train_examples``) or its flag (``--max-train-examples``): a list for a flag that takes
-several values, true or false for a switch. It is read only up to `MAX_BYTES`, and YAML
-anchors and aliases are refused, so a small file cannot expand to gigabytes. `expanded` turns
+several values, true or false for a switch. It is read as every small settings file is
+(`tasks.settings_files`): only up to `MAX_BYTES`, YAML anchors and aliases and deep nesting
+refused, so a small file cannot expand to gigabytes or stop the parser. `expanded` turns
 it into the flags it stands for, placed before the command line's own, so that a flag given
 there overrides the file (as ``run_glue.py`` takes a JSON file). Every run writes the
 settings it ran with as ``config.json`` in its folder (`settings_file`), which ``--config``
@@ -13,81 +14,32 @@ takes back: a run is rerun from its folder.
 from __future__ import annotations
 
 import argparse
-import json
 from dataclasses import fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from tasks.errors import InputError, clipped
+from tasks.settings_files import SettingsError, parsed, settings_text
 
 CONFIG_FLAG = "--config"
 RUN_SETTINGS = "config.json"  # a run's settings in its folder, as `--config` takes them back
 SUFFIXES = (".json", ".yaml", ".yml")
 MAX_BYTES = 256 * 1024  # a settings file is a few hundred bytes; a larger one is the wrong file
-
-
-class AliasRefused(yaml.YAMLError):
-    """A YAML anchor or alias, at the 1-based ``line``: refused, see `SettingsLoader`."""
-
-    def __init__(self, line: int) -> None:
-        super().__init__(line)
-        self.line = line
-
-
-class SettingsLoader(yaml.SafeLoader):
-    """YAML's safe loader without anchors and aliases: a settings file needs none, and nested
-    aliases (a few hundred bytes) expand to billions of values."""
-
-    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
-        event = self.peek_event()
-        if getattr(event, "anchor", None) is not None:  # an anchor (&name), or an alias (*name) naming one
-            raise AliasRefused(event.start_mark.line + 1)
-        return super().compose_node(parent, index)
-
-
-def settings_text(path: Path) -> str:
-    """The text of ``path``, read only up to `MAX_BYTES`, or one line saying what is wrong with it."""
-    try:
-        with path.open("rb") as handle:
-            data = handle.read(MAX_BYTES + 1)
-    except OSError as error:
-        raise InputError(f"{CONFIG_FLAG} {path}: cannot be read ({error.strerror}); check the path") from error
-    if len(data) > MAX_BYTES:
-        raise InputError(
-            f"{CONFIG_FLAG} {path}: larger than {MAX_BYTES // 1024} KiB; a settings file is a few "
-            "lines of flag names and values, check that this is the right file"
-        )
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as error:
-        raise InputError(
-            f"{CONFIG_FLAG} {path}: not UTF-8 text (byte {data[error.start : error.start + 1]!r} at "
-            f"offset {error.start}); re-save it as UTF-8"
-        ) from None
+HOLDS = "a settings file is a few lines of flag names and values"
 
 
 def read_settings(path: Path) -> dict[str, Any]:
-    """The mapping in ``path``, or one line naming the file and what is wrong with it."""
+    """The mapping in ``path``, or one line naming the file and what is wrong with it (read as
+    `tasks.settings_files` reads a small file: no anchors, aliases or deep nesting)."""
     if path.suffix not in SUFFIXES:
         raise InputError(f"{CONFIG_FLAG} {path}: must be a .json, .yaml or .yml file")
-    text = settings_text(path)
     try:
-        settings = json.loads(text) if path.suffix == ".json" else yaml.load(text, Loader=SettingsLoader)
-    except AliasRefused as error:
-        raise InputError(
-            f"{CONFIG_FLAG} {path}:{error.line}: YAML anchors and aliases (&name, *name) are not "
-            "taken; write the values out"
-        ) from None
-    except RecursionError:
-        raise InputError(
-            f"{CONFIG_FLAG} {path}: nested too deeply; each setting is a value or a list of values"
-        ) from None
-    except (ValueError, yaml.YAMLError) as error:
-        raise InputError(
-            f"{CONFIG_FLAG} {path}: not valid {path.suffix[1:].upper()} ({clipped(str(error).splitlines()[0])})"
-        ) from error
+        settings = parsed(settings_text(path, MAX_BYTES, HOLDS), "json" if path.suffix == ".json" else "yaml")
+    except OSError as error:
+        raise InputError(f"{CONFIG_FLAG} {path}: cannot be read ({error.strerror}); check the path") from error
+    except SettingsError as error:
+        where = f"{path}:{error.line}" if error.line else str(path)
+        raise InputError(f"{CONFIG_FLAG} {where}: {clipped(error.problem)}") from None
     if not isinstance(settings, dict):
         raise InputError(
             f"{CONFIG_FLAG} {path}: must hold a mapping of settings to values, not {type(settings).__name__}"

@@ -10,15 +10,13 @@ a local folder, or local CSV / TSV / JSONL / Parquet files by split.
 from __future__ import annotations
 
 import difflib
-import tomllib
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from tasks.errors import InputError, clipped
+from tasks.settings_files import SettingsError, parsed, settings_text
 
 CLASSES, SCORE, TAGS = "classes", "score", "tags"  # a class per input, a number per input, a class per word
 LABEL_KINDS = (CLASSES, SCORE, TAGS)
@@ -33,6 +31,8 @@ DEFAULT_METRICS = {CLASSES: ("accuracy", "macro_f1"), SCORE: ("pearson", "spearm
 CONLLU = "conllu"  # a treebank's words and their tags (`tasks.treebank`), the one format of word tags
 FORMATS = {".csv": "csv", ".tsv": "tsv", ".json": "json", ".jsonl": "json", ".parquet": "parquet", ".conllu": CONLLU}
 SPEC_SUFFIXES = (".toml", ".yaml", ".yml")
+SPEC_MAX_BYTES = 1 << 20  # a spec is a few hundred bytes; read no more of a file given in its place
+SPEC_HOLDS = "a task spec is a few lines of keys"
 DEFAULT_EVAL_SPLIT = "validation"  # `datasets`' name for a dev split (a local ``dev.csv`` becomes it too)
 
 
@@ -161,15 +161,15 @@ def unknown_key(key: str, source: str) -> InputError:
 def read_spec(path: Path) -> Task:
     """The task a spec file describes (TOML or YAML), its data files relative to its folder."""
     try:
-        text = path.read_text(encoding="utf-8")
-        values = tomllib.loads(text) if path.suffix == ".toml" else yaml.safe_load(text)
+        values = parsed(settings_text(path, SPEC_MAX_BYTES, SPEC_HOLDS), "toml" if path.suffix == ".toml" else "yaml")
     except OSError as error:
         raise InputError(f"{path}: cannot read the task spec ({error.strerror}); check the path") from error
-    except (tomllib.TOMLDecodeError, yaml.YAMLError) as error:
-        first = str(error).strip().splitlines()[0]
-        raise InputError(
-            f"{path}: not a valid {path.suffix[1:].upper()} task spec ({first}); fix its syntax"
-        ) from error
+    except SettingsError as error:  # bytes or nesting no spec has, or its syntax
+        if error.syntax is not None:
+            raise InputError(
+                f"{path}: not a valid {path.suffix[1:].upper()} task spec ({error.syntax}); fix its syntax"
+            ) from error
+        raise InputError(f"{path}{f':{error.line}' if error.line else ''}: {error.problem}") from None
     if not isinstance(values, Mapping):
         raise InputError(
             f"{path}: a task spec is a table of keys ({', '.join(USER_KEYS)}); found {type(values).__name__}"

@@ -159,7 +159,7 @@ def test_a_file_too_large_for_settings_is_one_line_unread(tmp_path, capsys):
     ("name", "content", "says"),
     [
         ("latin.yaml", "task: caf\xe9\n".encode("latin-1"), "not UTF-8 text (byte b'\\xe9' at offset 9)"),
-        ("deep.json", b'{"task": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "nested too deeply"),
+        ("deep.json", b'{"task": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "nested more than 8 tables or lists deep"),
         ("anchor.yaml", b"task: &t rte\n", ":1: YAML anchors and aliases"),
     ],
     ids=["latin-1", "deep", "anchor"],
