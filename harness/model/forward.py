@@ -28,7 +28,10 @@ pass by stacking them along the batch:
   projection) is multiplied by xi_h (1 = intact, 0 = the head is masked, Michel et al.);
 - ``uniform_heads``: the head's post-softmax attention is replaced by 1/L over the L real
   tokens of the input, 0 on padding (Kovaleva et al.'s "disabling"); in a layer that sees a
-  window (ModernBERT's local layers), uniform over the real tokens in the window.
+  window (ModernBERT's local layers), uniform over the real tokens in the window;
+- ``given_heads`` with ``given_attention``: the head's post-softmax attention is replaced by a
+  given map of the same input, another checkpoint's (the attention transplant: the pre-trained
+  model's maps in the fine-tuned model, whose values, outputs and feed-forward layers stay).
 
 Without a `forward` call in progress the function computes plain eager attention, so a
 model switched to it behaves exactly as before (`use_harness_attention`).
@@ -72,10 +75,17 @@ class Interventions:
     ``head_gates``: (batch, layers, heads) float multiplying each head's output; 1 keeps the
     head, 0 masks it. ``uniform_heads``: (batch, layers, heads) bool; True replaces the
     head's attention by the uniform distribution over the example's real tokens.
+    ``given_heads``: (batch, layers, heads) bool; True replaces the head's attention by its map
+    in ``given_attention``, (examples, layers, heads, seq, seq) post-softmax maps of the batch's
+    distinct examples: the batch is those examples stacked ``batch // examples`` times
+    (`EncodedBatch.repeated`), so row r takes the maps of example ``r % examples`` and many
+    variants share one copy of the maps.
     """
 
     head_gates: torch.Tensor | None = None
     uniform_heads: torch.Tensor | None = None
+    given_heads: torch.Tensor | None = None
+    given_attention: torch.Tensor | None = None
 
 
 @dataclass(frozen=True)
@@ -86,6 +96,7 @@ class Capture:
     attention_grad: bool = False
     gate_grad: bool = False
     value_norms: bool = False
+    hidden_states: bool = False
 
     @property
     def needs_grad(self) -> bool:
@@ -111,7 +122,8 @@ class ForwardOutput:
     ``attentions`` and ``attention_grads``: (batch, layers, heads, seq, seq);
     ``gate_grads``: (batch, layers, heads); ``loss``: the summed per-example loss (scalar);
     ``value_norms``: (batch, layers, heads, seq) float32 ||f_h(x_j)|| of every token j (padding
-    included: mask it), before any head gate.
+    included: mask it), before any head gate; ``hidden_states``: (batch, layers, seq, hidden), what
+    each layer returned (the embeddings left out), in the model's dtype.
     """
 
     logits: torch.Tensor
@@ -120,6 +132,7 @@ class ForwardOutput:
     gate_grads: torch.Tensor | None = None
     loss: torch.Tensor | None = None
     value_norms: torch.Tensor | None = None
+    hidden_states: torch.Tensor | None = None
 
 
 @dataclass
@@ -164,13 +177,16 @@ class _Session:
         value: torch.Tensor | None,
         uniform: Callable[[], torch.Tensor],
     ) -> tuple[torch.Tensor, int]:
-        """The layer's weights with the uniform heads replaced (by ``uniform()``), captured, their
-        value norms measured (``value``: (batch, heads, seq, head_dim), or None where the values
-        come from the module's value projection); and the layer's index."""
+        """The layer's weights with the uniform heads replaced (by ``uniform()``) and the given heads
+        by their given maps, captured, their value norms measured (``value``: (batch, heads, seq,
+        head_dim), or None where the values come from the module's value projection); and the
+        layer's index."""
         layer = self.next_layer()
         if self.interventions.uniform_heads is not None:
             replaced = self.interventions.uniform_heads[:, layer].to(weights.device)[:, :, None, None]
             weights = torch.where(replaced, uniform(), weights)
+        if self.interventions.given_heads is not None:
+            weights = given_maps(weights, self.interventions, layer)
         if self.keep_attention:
             self.attentions.append(weights)
         if self.projections is not None:
@@ -192,6 +208,26 @@ class _Session:
 
 
 _ACTIVE: ContextVar[_Session | None] = ContextVar("harness_forward", default=None)
+
+
+def given_maps(weights: torch.Tensor, interventions: Interventions, layer: int) -> torch.Tensor:
+    """``weights`` (batch, heads, q, k) of ``layer`` with the given heads' rows replaced by their
+    example's given map (`Interventions.given_attention`), broadcast over the stacked copies of the
+    examples rather than copied for each."""
+    given = interventions.given_attention
+    if given is None:
+        raise ValueError("given_heads needs given_attention: the maps the heads are given")
+    rows, heads, queries, keys = weights.shape
+    examples = given.shape[0]
+    if rows % examples or given.shape[-2:] != (queries, keys):
+        raise ValueError(
+            f"given maps of {examples} examples of {tuple(given.shape[-2:])} tokens cannot replace the "
+            f"attention of {rows} rows of {(queries, keys)} tokens: give one map per example of the batch"
+        )
+    chosen = interventions.given_heads[:, layer].to(weights.device).view(rows // examples, examples, heads, 1, 1)
+    maps = given[:, layer].to(device=weights.device, dtype=weights.dtype)[None]
+    stacked = weights.view(rows // examples, examples, heads, queries, keys)
+    return torch.where(chosen, maps, stacked).view(rows, heads, queries, keys)
 
 
 def _uniform_over_real_tokens(weights: torch.Tensor, attention_mask: torch.Tensor | None) -> torch.Tensor:
@@ -462,7 +498,8 @@ def forward(
     )
     grad_mode = torch.enable_grad() if capture.needs_grad else torch.inference_mode()
     with grad_mode, _session(session), _skipping(model, prefix), _keeping_values(session):
-        logits = model(**encoded.model_inputs(device)).logits
+        outputs = model(**encoded.model_inputs(device), output_hidden_states=capture.hidden_states)
+        logits = outputs.logits
         loss = summed_loss(logits, targets.to(device), loss_kind) if targets is not None else None
         if session.layer != num_layers:
             raise InputError(
@@ -479,12 +516,26 @@ def forward(
         loss=None if loss is None else loss.detach(),
         attentions=None if attentions is None or not capture.attention else attentions.detach(),
         value_norms=torch.stack(session.value_norms, dim=1) if capture.value_norms else None,
+        hidden_states=layer_outputs(model, outputs.hidden_states) if capture.hidden_states else None,
     )
     if capture.attention_grad:
         output.attention_grads = torch.stack(grads[: len(session.attentions)], dim=1)
     if capture.gate_grad:
         output.gate_grads = grads[-1]
     return output
+
+
+def layer_outputs(model: PreTrainedModel, hidden_states: tuple[torch.Tensor, ...] | None) -> torch.Tensor:
+    """(batch, layers, seq, hidden): what each encoder layer returned, from the model's
+    ``hidden_states`` (the embeddings, then one per layer)."""
+    count = model.config.num_hidden_layers
+    if hidden_states is None or len(hidden_states) != count + 1:
+        found = "none" if hidden_states is None else len(hidden_states)
+        raise InputError(
+            f"{type(model).__name__} returned {found} hidden states, not its embeddings and {count} "
+            "layers' outputs; its representations cannot be compared"
+        )
+    return torch.stack(hidden_states[1:], dim=1).detach()
 
 
 def _rows_of(masks: torch.Tensor | None, chosen: torch.Tensor, size: int) -> torch.Tensor | None:
@@ -502,8 +553,9 @@ def stacked_rows(device: torch.device) -> int:
 
 
 def variant_count(variants: Interventions) -> int:
-    """How many variants ``variants`` describes: the length of ``head_gates``, or of ``uniform_heads`` without gates."""
-    return len(variants.head_gates if variants.head_gates is not None else variants.uniform_heads)
+    """How many variants ``variants`` describes: the length of its first (V, layers, heads) masks."""
+    masks = (variants.head_gates, variants.uniform_heads, variants.given_heads)
+    return len(next(mask for mask in masks if mask is not None))
 
 
 def first_intervened_layers(variants: Interventions, num_layers: int) -> torch.Tensor:
@@ -513,6 +565,8 @@ def first_intervened_layers(variants: Interventions, num_layers: int) -> torch.T
         touched |= (variants.head_gates != 1).any(dim=-1).cpu()
     if variants.uniform_heads is not None:
         touched |= variants.uniform_heads.any(dim=-1).cpu()
+    if variants.given_heads is not None:
+        touched |= variants.given_heads.any(dim=-1).cpu()
     return torch.where(touched.any(dim=1), touched.int().argmax(dim=1), num_layers)
 
 
@@ -539,12 +593,14 @@ def _intact_layer_outputs(
 def forward_variants(
     model: PreTrainedModel, encoded: EncodedBatch, variants: Interventions, max_rows: int | None = None
 ) -> torch.Tensor:
-    """The logits of ``encoded`` under each of V variants of the model: (V, batch, labels) float32.
+    """The logits of ``encoded`` under each of V variants of the model: (V, batch, labels) float32
+    ((V, batch, seq, labels) for a token classifier).
 
-    ``variants`` holds (V, layers, heads) gates and/or uniform-attention flags, one set per
-    variant. Variants are stacked along the batch (rows v * batch + b), at most ``max_rows``
-    rows per pass (default: `stacked_rows` of the model's device), so many masks share each
-    forward pass (Kovaleva's and Michel's sweeps). The layers below a variant's first
+    ``variants`` holds (V, layers, heads) gates, uniform-attention flags and/or given-attention
+    flags, one set per variant (with the given maps of ``encoded``'s examples, shared by all).
+    Variants are stacked along the batch (rows v * batch + b), at most ``max_rows`` rows per
+    pass (default: `stacked_rows` of the model's device), so many masks share each forward pass
+    (Kovaleva's and Michel's sweeps, the attention transplant). The layers below a variant's first
     intervened layer k compute what the intact model computes, so they run once, in one
     intact pass, and the variant starts at layer k from its output (`Prefix`): a variant of
     layer k costs (L - k) / L of a pass, about half a pass on average over a sweep of every layer.
@@ -560,16 +616,19 @@ def forward_variants(
         members = (starts == start).nonzero().flatten()
         if start == num_layers:  # changes nothing: the intact logits
             order.append(members)
-            parts.append(intact.float()[None].expand(len(members), -1, -1))
+            parts.append(intact.float()[None].expand(len(members), *intact.shape))
             continue
         for chosen in members.split(per_pass):
             stage = Interventions(
-                _rows_of(variants.head_gates, chosen, size), _rows_of(variants.uniform_heads, chosen, size)
+                _rows_of(variants.head_gates, chosen, size),
+                _rows_of(variants.uniform_heads, chosen, size),
+                _rows_of(variants.given_heads, chosen, size),
+                variants.given_attention,
             )
             prefix = Prefix(start, outputs[start - 1].repeat(len(chosen), 1, 1)) if start > 0 else None
             out = forward(model, encoded.repeated(len(chosen)), interventions=stage, prefix=prefix).logits.float()
             order.append(chosen)
-            parts.append(out.view(len(chosen), size, -1))
+            parts.append(out.view(len(chosen), size, *out.shape[1:]))
     stacked = torch.cat(parts)
     logits = torch.empty_like(stacked)
     logits[torch.cat(order).to(stacked.device)] = stacked

@@ -20,6 +20,7 @@ from harness.model.forward import (
     encoder_layers,
     first_intervened_layers,
     forward,
+    forward_variants,
     head_projections,
     use_harness_attention,
 )
@@ -270,3 +271,70 @@ def test_the_projections_are_found_by_what_they_do_whatever_their_names(tiny_tok
     assert head_projections(bert, encoded) == {
         layer.attention.self: HeadProjections(layer.attention.output.dense) for layer in bert.bert.encoder.layer
     }
+
+
+def test_given_heads_take_the_given_maps_and_nothing_else(model, tiny_tokenizer):
+    """A head given maps attends by them (captured, and in the output: given the uniform maps it is
+    the uniform-heads intervention exactly); the other heads of its layer keep their own; a model
+    given its own maps is itself."""
+    encoded = encode_examples(tiny_tokenizer, PAIRS, max_length=32, pair=True)
+    donor = use_harness_attention(tiny_bert(5))
+    given = forward(donor, encoded, capture=Capture(attention=True)).attentions
+    chosen = torch.zeros(3, 2, 4, dtype=torch.bool)
+    chosen[:, 1, 2] = True
+    out = forward(
+        model,
+        encoded,
+        capture=Capture(attention=True),
+        interventions=Interventions(given_heads=chosen, given_attention=given),
+    )
+    intact = forward(model, encoded, capture=Capture(attention=True))
+    assert torch.equal(out.attentions[:, 1, 2], given[:, 1, 2])
+    assert torch.equal(out.attentions[:, 0], intact.attentions[:, 0])
+    assert torch.equal(out.attentions[:, 1, :2], intact.attentions[:, 1, :2])  # layer 2's inputs are unchanged
+    uniform = forward(model, encoded, capture=Capture(attention=True), interventions=Interventions(None, chosen))
+    as_uniform = forward(
+        model, encoded, interventions=Interventions(given_heads=chosen, given_attention=uniform.attentions)
+    )
+    assert torch.allclose(as_uniform.logits, uniform.logits, atol=1e-6)
+    everything = torch.ones(3, 2, 4, dtype=torch.bool)
+    own = forward(
+        model, encoded, interventions=Interventions(given_heads=everything, given_attention=intact.attentions)
+    )
+    assert torch.allclose(own.logits, intact.logits, atol=1e-6)
+    with pytest.raises(ValueError, match="one map per example"):
+        forward(model, encoded, interventions=Interventions(given_heads=chosen, given_attention=given[:2]))
+
+
+def test_stacked_variants_share_one_copy_of_the_given_maps(model, tiny_tokenizer):
+    """Rows of the examples stacked V times take the maps of their example: each variant equals its
+    own pass, and `forward_variants` (variants from their first changed layer) equals both."""
+    encoded = encode_examples(tiny_tokenizer, PAIRS, max_length=32, pair=True)
+    given = forward(use_harness_attention(tiny_bert(5)), encoded, capture=Capture(attention=True)).attentions
+    masks = torch.zeros(4, 2, 4, dtype=torch.bool)
+    masks[1, 0, 0] = masks[2, 1, 3] = True
+    masks[3, 1] = True
+    stacked = forward(
+        model,
+        encoded.repeated(4),
+        interventions=Interventions(given_heads=masks.repeat_interleave(3, dim=0), given_attention=given),
+    ).logits
+    variants = forward_variants(model, encoded, Interventions(given_heads=masks, given_attention=given), max_rows=6)
+    for index in range(4):
+        alone = forward(
+            model, encoded, interventions=Interventions(given_heads=masks[index].expand(3, 2, 4), given_attention=given)
+        ).logits
+        assert torch.allclose(stacked[3 * index : 3 * index + 3], alone, atol=1e-6)
+        assert torch.allclose(variants[index], alone, atol=1e-6)
+    assert first_intervened_layers(Interventions(given_heads=masks), 2).tolist() == [2, 0, 1, 1]
+
+
+def test_hidden_states_are_what_each_layer_returns(model, tiny_tokenizer):
+    encoded = encode_examples(tiny_tokenizer, PAIRS, max_length=32, pair=True)
+    outputs = []
+    hooks = [layer.register_forward_hook(lambda m, a, o: outputs.append(o)) for layer in encoder_layers(model)]
+    hidden = forward(model, encoded, capture=Capture(hidden_states=True)).hidden_states
+    for hook in hooks:
+        hook.remove()
+    assert hidden.shape == (3, 2, encoded.input_ids.shape[1], 16)
+    assert all(torch.equal(hidden[:, layer], outputs[layer]) for layer in range(2))
