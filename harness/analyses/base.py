@@ -26,14 +26,14 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import KW_ONLY, dataclass, fields
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Protocol
 
 import torch
 from transformers import PretrainedConfig
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
 from harness.config import AnalysisConfig
-from harness.inputs.batches import AttentionBatch
+from harness.inputs.batches import AttentionBatch, EncodedBatch
 from harness.model.forward import Interventions
 from harness.registry import registrar
 from harness.results.store import FileHashes
@@ -46,6 +46,21 @@ GATE_GRADIENTS = "gate_gradients"  # dL/d xi_h per example and head (Michel et a
 INTERVENES = "intervenes"  # the analysis re-runs the source under interventions (`AnalysisContext.evaluate`)
 LOGITS = "logits"  # the classifier's output only: no attention captured for it
 VALUE_NORMS = "value_norms"  # ||f_h(x_j)||, each token's transformed vector per head (`AttentionBatch.value_norms`)
+HIDDEN_STATES = "hidden_states"  # what each layer returned, per token (`AttentionBatch.hidden_states`)
+Units = Callable[[EncodedBatch, torch.Tensor], torch.Tensor]  # a batch's (V, batch, ...) logits -> (V, units, labels)
+
+
+class VariantScorer(Protocol):
+    """`AnalysisContext.score_variants`: the logits of ``checkpoint`` on every item of the source, in
+    stream order, under each of V variants (`harness.model.forward.Interventions` of (V, layers,
+    heads) masks): (V, items, labels) float32 on the CPU, one more pass over the source. With
+    ``donor``, the given heads take that checkpoint's attention on the same batch (one pass of it
+    per batch); with ``units``, each batch's logits are cut to the units scored (a tagging task's
+    words) before they are joined."""
+
+    def __call__(
+        self, checkpoint: str, variants: Interventions, donor: str | None = None, units: Units | None = None
+    ) -> torch.Tensor: ...
 
 
 @dataclass(frozen=True)
@@ -57,10 +72,8 @@ class AnalysisContext:
     pipeline declares, as (before, after) names; ``device``: where the attention lives, so
     running statistics can live there too; ``task``: the run's task (its labels and metrics);
     ``max_length``: the truncation of the task's inputs; ``trained``: the checkpoints whose
-    classification head was trained; ``score_variants(checkpoint, variants)``: the logits of that
-    checkpoint on every item of the source, in stream order, under each of V variants
-    (`harness.model.forward.Interventions` of (V, layers, heads) masks): (V, items, labels) float32
-    on the CPU, one more pass over the source (for analyses that intervene: ``INTERVENES``).
+    classification head was trained; ``score_variants``: the logits of a checkpoint under V
+    variants, one more pass over the source (`VariantScorer`; for analyses that intervene: ``INTERVENES``).
     """
 
     checkpoints: tuple[str, ...]
@@ -74,7 +87,7 @@ class AnalysisContext:
     task: Task | None = None
     max_length: int = 128
     trained: frozenset[str] = frozenset()
-    score_variants: Callable[[str, Interventions], torch.Tensor] | None = None
+    score_variants: VariantScorer | None = None
 
     @property
     def seed(self) -> int:
@@ -89,7 +102,7 @@ class Analysis(ABC):
     ``name``, the registry and summary key, and ``version``: bump it when the statistics
     change, and stored results of other versions are recomputed), ``source`` (the
     text it reads), ``needs`` (`ATTENTION`, `GRADIENTS`, `GATE_GRADIENTS`, `INTERVENES`, `LOGITS`,
-    `VALUE_NORMS`), ``joint``, ``uses_head`` (the
+    `VALUE_NORMS`, `HIDDEN_STATES`), ``joint``, ``uses_head`` (the
     result depends on the classification head, not only the encoder), ``settings_used``
     (the `AnalysisConfig` fields its result depends on), ``reference`` (the papers' numbers
     and protocol constants shown beside ours, copied into the summary entry),

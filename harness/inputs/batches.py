@@ -101,7 +101,9 @@ class AttentionBatch:
     it); ``skipped_gradients[name]`` says why another got none. ``logits[name]``: (batch,
     labels) output of checkpoint ``name``'s classifier. ``value_norms[name]``: (batch, layers,
     heads, seq) float32 norm of each token's transformed vector per head (`harness.model.forward`),
-    for analyses that need it (`harness.analyses.base.VALUE_NORMS`).
+    for analyses that need it (`harness.analyses.base.VALUE_NORMS`). ``hidden_states[name]``:
+    (batch, layers, seq, hidden), what each layer of checkpoint ``name`` returned
+    (`harness.analyses.base.HIDDEN_STATES`).
     """
 
     encoded: EncodedBatch
@@ -110,6 +112,7 @@ class AttentionBatch:
     gradients: dict[str, Gradients] = field(default_factory=dict)
     skipped_gradients: dict[str, str] = field(default_factory=dict)
     value_norms: dict[str, torch.Tensor] = field(default_factory=dict)
+    hidden_states: dict[str, torch.Tensor] = field(default_factory=dict)
     row_entropies: dict[str, torch.Tensor] = field(default_factory=dict, init=False, repr=False)  # `row_entropy`
 
     @property

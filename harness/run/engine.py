@@ -23,10 +23,13 @@ from harness.analyses.base import (
     ATTENTION,
     GATE_GRADIENTS,
     GRADIENTS,
+    HIDDEN_STATES,
     INTERVENES,
     VALUE_NORMS,
     Analysis,
     AnalysisContext,
+    Units,
+    VariantScorer,
 )
 from harness.inputs.batches import AttentionBatch, EncodedBatch, Gradients
 from harness.inputs.sources import SOURCES, Source, SourceContext
@@ -147,7 +150,7 @@ def run_checkpoints(
             continue
         differentiated = wanted & {GRADIENTS, GATE_GRADIENTS}
         task_gradients = bool(differentiated) and checkpoint.masked_lm is None and None not in labels
-        norms = VALUE_NORMS in wanted
+        norms, hidden = VALUE_NORMS in wanted, HIDDEN_STATES in wanted
         attention = bool(wanted & {ATTENTION, GRADIENTS})
         if task_gradients:
             capture = Capture(
@@ -155,6 +158,7 @@ def run_checkpoints(
                 attention_grad=GRADIENTS in wanted,
                 gate_grad=GATE_GRADIENTS in wanted,
                 value_norms=norms,
+                hidden_states=hidden,
             )
             tagging = bool(encoded.items[0].words)
             task_targets, kind = targets.word_tags(encoded) if tagging else (torch.tensor(labels), TASK_LOSS)
@@ -162,11 +166,14 @@ def run_checkpoints(
             loss = kind if checkpoint.head_trained else UNTRAINED_TASK_LOSS
             batch.gradients[checkpoint.name] = gradients_of(loss, out)
         else:
-            out = forward(checkpoint.model, encoded, capture=Capture(attention=attention, value_norms=norms))
+            capture = Capture(attention=attention, value_norms=norms, hidden_states=hidden)
+            out = forward(checkpoint.model, encoded, capture=capture)
         if out.attentions is not None:
             batch.attentions[checkpoint.name] = out.attentions
         if out.value_norms is not None:
             batch.value_norms[checkpoint.name] = out.value_norms
+        if out.hidden_states is not None:
+            batch.hidden_states[checkpoint.name] = out.hidden_states
         batch.logits[checkpoint.name] = out.logits
         if differentiated and checkpoint.masked_lm is not None:
             masked, mlm_targets = targets.masked(encoded)
@@ -184,12 +191,16 @@ def gradients_of(loss: str, out: ForwardOutput) -> Gradients:
     return Gradients(loss, magnitudes, out.gate_grads)
 
 
-def variant_scorer(source: Source, checkpoints: list[Checkpoint]) -> Callable[[str, Interventions], torch.Tensor]:
+def variant_scorer(source: Source, checkpoints: list[Checkpoint]) -> VariantScorer:
     """`AnalysisContext.score_variants` for one source: each call streams the source again through one
-    checkpoint under V variants, many variants per forward pass (`harness.model.forward.forward_variants`)."""
+    checkpoint under V variants, many variants per forward pass (`harness.model.forward.forward_variants`);
+    with a ``donor``, its attention on each batch is captured first, in one pass, and given to the
+    variants' given heads."""
     models = {checkpoint.name: checkpoint.model for checkpoint in checkpoints}
 
-    def score(checkpoint: str, variants: Interventions) -> torch.Tensor:
+    def score(
+        checkpoint: str, variants: Interventions, donor: str | None = None, units: Units | None = None
+    ) -> torch.Tensor:
         stream = source.stream()
         count = variant_count(variants)
         parts = []
@@ -197,7 +208,11 @@ def variant_scorer(source: Source, checkpoints: list[Checkpoint]) -> Callable[[s
             total=stream.num_items * count, desc=f"{source.name}: {checkpoint}, {count} variants", unit="ex"
         ) as progress:
             for encoded in stream.batches:
-                parts.append(forward_variants(models[checkpoint], encoded, variants).cpu())
+                if donor is not None:
+                    maps = forward(models[donor], encoded, capture=Capture(attention=True)).attentions
+                    variants = replace(variants, given_attention=maps)
+                logits = forward_variants(models[checkpoint], encoded, variants)
+                parts.append((logits if units is None else units(encoded, logits)).cpu())
                 progress.update(len(encoded.items) * count)
         return torch.cat(parts, dim=1)
 
