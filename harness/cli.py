@@ -33,10 +33,12 @@ from harness.config import (
     FiguresConfig,
     FineTuneConfig,
     MapsConfig,
+    PreviewConfig,
     ReportConfig,
     RunConfig,
     StudyConfig,
     TaskConfig,
+    TasksConfig,
 )
 from harness.config_files import CONFIG_FLAG, RUN_SETTINGS, expanded, flag_tokens, read_settings
 from tasks.errors import InputError, clipped
@@ -44,6 +46,7 @@ from tasks.files import disk_full_message, is_disk_full
 
 # Imported once the flags are valid: torch and transformers take seconds to load.
 COMPUTE, STORED, DATA = "harness.commands.compute", "harness.commands.stored", "harness.commands.data"
+PREVIEW = "harness.commands.preview"  # a task's data read and described: `datasets`, no torch
 COMMAND_MODULES = {
     "run": COMPUTE,
     "study": COMPUTE,
@@ -80,10 +83,11 @@ DESCRIPTIONS = {
     "data": "the pinned default corpora (UD English EWT, LitBank): `harness data list` says which are present, "
     "where, their version and licence; `harness data download [NAME ...]` fetches them into the data cache",
     "tasks": "the tasks --task takes: each one's texts, labels, metrics and evaluation splits, and where its "
-    "data is read from (the GLUE TSV folder of --data-dir or $GLUE_DIR, else the hub)",
+    "data is read from (the GLUE TSV folder of --data-dir or $GLUE_DIR, else the hub); `harness tasks TASK` "
+    "(a name or a spec file) reads and checks its data and says what a run would read",
 }
 GROUPS = {
-    "run": (TaskConfig, FineTuneConfig, AnalysisConfig, EnvironmentConfig),
+    "run": (TaskConfig, FineTuneConfig, AnalysisConfig, EnvironmentConfig, PreviewConfig),
     "study": (StudyConfig, TaskConfig, FineTuneConfig, AnalysisConfig, EnvironmentConfig),
     "finetune": (TaskConfig, FineTuneConfig, EnvironmentConfig),
     "ablate": (TaskConfig, FineTuneConfig, AnalysisConfig, EnvironmentConfig),
@@ -94,7 +98,7 @@ GROUPS = {
     "report": (ReportConfig, EnvironmentConfig),
     "export": (ExportConfig, EnvironmentConfig),
     "data": (DataConfig,),
-    "tasks": (),
+    "tasks": (TasksConfig,),
 }
 RUN_PARTS = {
     TaskConfig: "task",
@@ -166,6 +170,8 @@ def command_module(args: argparse.Namespace) -> str:
     """The module of the command: a redrawing from a run folder needs no model, so no torch."""
     if args.command == "figures" and args.run_folder is not None:
         return STORED
+    if args.command == "tasks" and args.task is not None:
+        return PREVIEW
     return COMMAND_MODULES[args.command]
 
 

@@ -131,6 +131,10 @@ class TaskConfig(Flags):
 
 DEFAULT_TRAJECTORY = (0.01, 0.05, 0.1, 0.25, 0.5)  # fractions of the training steps: early on, densely
 
+# What the kept steps get by default: the analyses that ride the dev sample's one pass (the example maps
+# the report's slider shows among them) and those the study's findings on when attention changes read.
+DEFAULT_TRAJECTORY_ANALYSES = ("cosine", "patterns", "examples")
+ALL_ANALYSES = "all"
 
 @dataclass
 class FineTuneConfig(Flags):
@@ -329,6 +333,12 @@ class AnalysisConfig(Flags):
         cls = AnalysisConfig
         if self.quick:  # caps, so a smaller size given with --quick is kept
             for name, cap in QUICK.items():
+    trajectory_analyses: list[str] | None = option(
+        None,
+        "with --trajectory, the analyses that measure each kept step besides the dev evaluation "
+        f"(default: {' '.join(DEFAULT_TRAJECTORY_ANALYSES)}: one pass over the dev sample, and what the study's "
+        "findings on when attention changes read); all: every analysis of the run but the ablation",
+    )
                 value = getattr(self, name)
                 unbounded = value is None or (name == "probe_train_sentences" and value == 0)
                 setattr(self, name, cap if unbounded else min(value, cap))
@@ -344,6 +354,15 @@ class AnalysisConfig(Flags):
 class EnvironmentConfig(Flags):
     """Where the work runs and where its results go."""
 
+        along = self.trajectory_analyses
+        require(along is None or len(along) > 0, cls, "trajectory_analyses", "", "names no analysis")
+        require(
+            along is None or ALL_ANALYSES not in along or len(along) == 1,
+            cls,
+            "trajectory_analyses",
+            " ".join(along or []),
+            "all names every analysis: give it alone",
+        )
     device: str | None = option(None, "cpu, cuda, cuda:1 ... (default: cuda if available)")
     precision: str = option(
         "auto",
@@ -710,6 +729,36 @@ class DataConfig(Flags):
     """The pinned default corpora of the syntax, probe and coreference analyses (``harness data``)."""
 
     action: str = option(
+@dataclass
+class PreviewConfig(Flags):
+    """Whether ``harness run`` only says what it would do."""
+
+    dry_run: bool = option(
+        False,
+        "say what the run would do and do none of it: the task's data as the run reads it (columns, label "
+        "order, examples per class and split, metrics), the run key and folder, and the cost (fine-tuning "
+        "steps, each source's passes, with --trajectory the passes each kept step adds)",
+    )
+
+
+@dataclass
+class TasksConfig(Flags):
+    """Which task ``harness tasks`` describes (none: every registered task, a line each)."""
+
+    task: str | None = option(
+        None,
+        "a task or a task spec file (.toml, .yaml): its data as a run reads it, checked (columns, label "
+        "order, examples per class and split, metrics); `harness run ... --dry-run` adds the run key and cost",
+        flag="TASK",
+        positional=True,
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.task is not None:
+            find_task(self.task)  # a spec that makes no task fails here, in one line
+
+
         "list",
         "list: each corpus's version, licence and where it is (the data cache, "
         "../shared/data) or that it is absent; download: fetch those not present into the "

@@ -7,16 +7,26 @@ from dataclasses import asdict, replace
 
 from harness.analyses.ablation import Ablation
 from harness.commands.stored import figures as redraw_folder
-from harness.config import AnnotationConfig, FiguresConfig, FineTuneConfig, MapsConfig, RunConfig, StudyConfig
+from harness.config import (
+    AnnotationConfig,
+    FiguresConfig,
+    FineTuneConfig,
+    MapsConfig,
+    PreviewConfig,
+    RunConfig,
+    StudyConfig,
+)
 from harness.model.finetune import finetune as finetune_task
 from harness.model.finetune import is_main_process, leave_process_group, stored_result
-from harness.present.maps import MAPS_FOLDER, PAGE
+from harness.model.loading import load_tokenizer
+from harness.present.maps import MAPS_FOLDER, PAGE, PREDICTED_BY
 from harness.recipes import describe_recipe
 from harness.results.summary import SUMMARY
 from harness.run.annotation import annotate as annotate_pool
 from harness.run.maps import typed_maps
 from harness.run.pipeline import dev_evaluation, run_planned, train_baselines
 from harness.run.plan import Downloads, find_run, plan_run, skipped_line
+from harness.run.preview import dry_run_lines, trajectory_plan
 from harness.study.runner import plan_study
 from harness.study.runner import study as run_study
 from harness.views import trajectory as trajectory_view
@@ -31,12 +41,20 @@ def recipe_line(settings: FineTuneConfig) -> str:
     return f"fine-tuning recipe: {describe_recipe(asdict(settings))} (--recipe, --learning-rate, --epochs change it)"
 
 
-def run(config: RunConfig) -> None:
-    """``harness run``: the whole run, then what each analysis says, the MLflow page and the wall time."""
+def run(config: RunConfig, preview: PreviewConfig | None = None) -> None:
+    """``harness run``: the whole run, then what each analysis says, the MLflow page and the wall
+    time; with ``--dry-run`` what it would read, its key and its cost, and nothing done."""
     start = time.perf_counter()
+    if preview is not None and preview.dry_run:
+        for line in dry_run_lines(plan_run(config, Downloads(allowed=False))):
+            print(line)
+        return
     plan = plan_run(config)  # bad input is one line before anything is said of the run
     print(recipe_line(config.finetune))
     print_skipped(plan.skipped)
+    along = trajectory_plan(plan, load_tokenizer(config.task.model))
+    if along:
+        print(along)
     finished = run_planned(plan)
     print(f"done: {finished.run_dir / SUMMARY}")
     if config.environment.no_figures:
@@ -179,4 +197,8 @@ def maps(config: RunConfig, settings: MapsConfig) -> None:
     print(f"maps of {len(typed.tokens)} tokens{cut}: {folder / PAGE} (every input typed for this run)")
     print(f"  cosine per layer (pretrained->finetuned), mean over heads: {layers}")
     print(f"  most changed head on it: {layer}-{head}, cosine {cosine:.3f}")
+    print(
+        "  predicted: "
+        + "; ".join(f"{PREDICTED_BY[name]} {prediction}" for name, prediction in typed.predictions.items())
+    )
     print("  arrays from Python: harness.present.maps.run_inputs(run folder)")

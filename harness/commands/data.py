@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 
-from harness.config import DataConfig
+from harness.config import DataConfig, TasksConfig
 from harness.corpus_lookup import corpus_location
 from tasks.corpora import CACHE, DATA_VARIABLE, DOWNLOAD_COMMAND, SHARED, Corpus, cache_folder, data_home, missing_files
 from tasks.download import download_corpus
@@ -32,9 +32,9 @@ def data(settings: DataConfig) -> None:
 TASK_COLUMNS = ("task", "inputs", "labels", "metrics", "eval splits", "GLUE folder", "hub config")
 
 
-def tasks() -> None:
+def tasks(settings: TasksConfig) -> None:
     """``harness tasks``: a row per task, in aligned columns, then where the tasks' data is read
-    from and how a task of one's own is named."""
+    from and how a task of one's own is named (``harness tasks TASK`` is `harness.commands.preview`'s)."""
     rows = [TASK_COLUMNS, *(task_row(task) for task in TASKS.values())]
     widths = [max(len(row[column]) for row in rows) for column in range(len(TASK_COLUMNS))]
     for row in rows:
@@ -47,6 +47,7 @@ def tasks() -> None:
         f"(or its cache); {', '.join(corpora)}, a pinned corpus (`harness data list`)"
     )
     print(
+        "one task's data read and checked: `harness tasks TASK` (a name or a spec file); "
         "your own task: --task a spec file (.toml or .yaml: a `datasets` hub id, folder or CSV/TSV/JSONL/Parquet "
         'files, the text fields, the label), or --dataset with --text-fields; README, "Your own task"'
     )

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 import shutil
 import time
@@ -350,6 +351,17 @@ def last_checkpoint(root: Path) -> str | None:
     return None
 
 
+def kept_step(fraction: float, max_steps: int) -> int:
+    """The training step ``--trajectory``'s ``fraction`` keeps: the nearest, at least step 1."""
+    return max(1, round(fraction * max_steps))
+
+
+def training_steps(settings: FineTuneConfig, examples: int) -> int:
+    """The optimiser steps a fine-tuning of ``examples`` takes in one process, as the Trainer counts
+    them: the batches of an epoch (the last one short) times the epochs, rounded up."""
+    return math.ceil(settings.epochs * math.ceil(examples / settings.batch_size))  # type: ignore[operator]
+
+
 class TrajectoryCheckpoints(TrainerCallback):
     """The model at the steps nearest the given fractions of the training steps (at least step
     1), each written whole to ``<root>/trajectory/step-<N>`` (a temporary folder renamed into
@@ -364,7 +376,7 @@ class TrajectoryCheckpoints(TrainerCallback):
     def on_train_begin(self, args, state, control, **kwargs) -> None:
         self.at_step = {}
         for fraction in self.fractions:
-            self.at_step.setdefault(max(1, round(fraction * state.max_steps)), []).append(fraction)
+            self.at_step.setdefault(kept_step(fraction, state.max_steps), []).append(fraction)
 
     def on_step_end(self, args, state, control, model=None, **kwargs) -> None:
         fractions = self.at_step.get(state.global_step)

@@ -11,9 +11,9 @@ view, a page of its own. Nothing here loads a model.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, NotRequired, TypedDict
 
 import numpy as np
 
@@ -40,6 +40,7 @@ class TypedInput(TypedDict):
     num_layers: int
     num_heads: int
     maps: dict[str, str]
+    predictions: NotRequired[dict[str, str]]  # each checkpoint's prediction, as `harness maps` says it
 
 
 @dataclass
@@ -52,6 +53,7 @@ class InputMaps:
     tokens: list[str]
     maps: dict[str, np.ndarray]
     truncated: bool = False
+    predictions: dict[str, str] = field(default_factory=dict)  # each checkpoint's: "pos (0.91)", a score, tags
 
     def change(self, before: str = PRETRAINED, after: str = FINETUNED) -> np.ndarray:
         """``after``'s maps minus ``before``'s: (layers, heads, tokens, tokens)."""
@@ -78,6 +80,7 @@ class InputMaps:
             "num_layers": int(layers),
             "num_heads": int(heads),
             "maps": {name: encode_maps(maps) for name, maps in self.maps.items()},
+            "predictions": self.predictions,
         }
 
 
@@ -85,7 +88,9 @@ def from_stored(record: TypedInput) -> InputMaps:
     """A stored typed input as arrays (to three decimals)."""
     shape = (record["num_layers"], record["num_heads"])
     maps = {name: decode_maps(text, *shape) for name, text in record["maps"].items()}
-    return InputMaps(record["text_a"], record["text_b"], record["tokens"], maps, record["truncated"])
+    return InputMaps(
+        record["text_a"], record["text_b"], record["tokens"], maps, record["truncated"], record.get("predictions", {})
+    )
 
 
 def input_name(text_a: str, text_b: str | None) -> str:
@@ -150,11 +155,16 @@ def view_input(index: int, record: TypedInput, before: str, after: str) -> dict[
         "before": record["maps"][before],
         "after": record["maps"][after],
         "steps": [],
+        "predictions": {
+            PREDICTED_BY[name]: prediction for name, prediction in maps.predictions.items() if name in PREDICTED_BY
+        },
         "cosine": np.round(maps.head_cosines(before, after), 3).tolist(),
         "most_changed": {"layer": layer, "head": head, "cosine": round(cosine, 3)},
     }
 
 
+# Whose prediction the page shows: the pre-trained model's head is the seeded, untrained one.
+PREDICTED_BY = {PRETRAINED: "pre-trained (untrained head)", FINETUNED: checkpoint_title(FINETUNED)}
 PAGE_INTRO = (
     "Each input typed to harness maps for this run, through its pre-trained and fine-tuned checkpoints: each row "
     "of a map is the attention of one token over the tokens it attends to; the change is fine-tuned minus "

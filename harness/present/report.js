@@ -15,9 +15,11 @@
     status.setAttribute("data-failed", String(state.failed.length));
     status.setAttribute("data-view", state.view);
     status.setAttribute("data-errors", String(errors.length));
-    status.textContent = (state.settled - state.failed.length) + " of " + state.images + " figures loaded" +
-      (state.failed.length ? " (missing: " + state.failed.join(", ") + ")" : "") +
-      "; per-example view " + state.view + (errors.length ? "; script errors: " + errors.length : "");
+    var figures = state.images === 0 ? "no figures on this page" :  // the page of typed inputs has none
+      (state.settled - state.failed.length) + " of " + state.images + " figures loaded" +
+      (state.failed.length ? " (missing: " + state.failed.join(", ") + ")" : "");
+    status.textContent = figures + "; per-example view " + state.view +
+      (errors.length ? "; script errors: " + errors.length : "");
     var list = document.getElementById("report-errors");
     list.hidden = errors.length === 0;
     list.textContent = errors.join("\n");
@@ -83,7 +85,8 @@
     select[name] = document.getElementById("view-" + name);
   });
   var slider = document.getElementById("view-step");
-  // A link may open the view at a step of the fine-tuning: index.html#step=0 (the earliest kept).
+  // A link may open the view at a training step of the fine-tuning: index.html#step=16 opens the
+  // kept step nearest step 16.
   var linkedStep = /(?:^#|&)step=(\d+)/.exec(window.location.hash);
   var decoded = {};
   var current = null;  // what is drawn: for the hover line
@@ -182,6 +185,29 @@
       (current.after[k] - current.before[k] >= 0 ? "+" : "") + (current.after[k] - current.before[k]).toFixed(3);
   }
 
+  // The head whose two maps are least alike (lowest cosine), 1-based: at a kept step, from its maps.
+  function mostChanged(run, before, after, n) {
+    var found = null;
+    for (var l = 0; l < run.layers; l += 1) {
+      for (var h = 0; h < run.heads; h += 1) {
+        var c = headCosine(before, after, (l * run.heads + h) * n * n, n * n);
+        if (found === null || c < found.cosine) { found = {layer: l + 1, head: h + 1, cosine: c}; }
+      }
+    }
+    return found;
+  }
+
+  // Where a link's training step opens the slider: the kept step nearest it (the last position,
+  // past the kept ones, is the end of the fine-tuning).
+  function sliderAt(run, trainingStep) {
+    var numbers = (run.step_numbers || []).concat([run.of_steps]);
+    var best = numbers.length - 1;
+    numbers.forEach(function (number, index) {
+      if (Math.abs(number - trainingStep) < Math.abs(numbers[best] - trainingStep)) { best = index; }
+    });
+    return best;
+  }
+
   function draw() {
     var runIndex = Number(select.run.value), exampleIndex = Number(select.example.value);
     var run = data.runs[runIndex], example = run.examples[exampleIndex];
@@ -221,10 +247,10 @@
               function (v) { return colour(DIVERGING, 0.5 + v / (2 * change)); })];
     var cosine = atStep ? headCosine(before, after, offset, n * n).toFixed(3) :
       example.cosine ? example.cosine[layer][head].toFixed(3) : "-";
-    var most = example.most_changed;
+    var most = atStep ? mostChanged(run, before, after, n) : example.most_changed;
     document.getElementById("view-note").textContent = "Cosine of the two maps of this head on this example: " +
-      cosine + (most ? "; the head that changed most on it: layer " + most.layer + ", head " + most.head +
-      " (cosine " + most.cosine.toFixed(3) + ")." : ".");
+      cosine + (most ? "; the head that changed most on it" + (atStep ? " by " + steps[step] : "") + ": layer " +
+      most.layer + ", head " + most.head + " (cosine " + most.cosine.toFixed(3) + ")." : ".");
     var maps = document.getElementById("view-maps");
     maps.setAttribute("data-drawn", painted.every(Boolean) ? "yes" : "no");
     maps.setAttribute("data-example", example.guid);
@@ -238,8 +264,11 @@
   function chooseExample() {
     var run = data.runs[Number(select.run.value)], example = run.examples[Number(select.example.value)];
     var text = document.getElementById("view-text");
+    var predicted = example.predictions ? " Predicted: " + Object.keys(example.predictions).map(function (name) {
+      return name + ": " + example.predictions[name];
+    }).join("; ") + "." : "";
     text.textContent = "Example " + example.guid + " (" + example.split + "), gold label: " + example.label +
-      ". " + example.text_a + (example.text_b !== null ? "  |  " + example.text_b : "");
+      ". " + example.text_a + (example.text_b !== null ? "  |  " + example.text_b : "") + predicted;
     var most = example.most_changed || {layer: run.layers, head: 1};
     select.layer.value = String(most.layer - 1);
     select.head.value = String(most.head - 1);
@@ -257,7 +286,7 @@
     var steps = run.steps || [];
     document.getElementById("view-step-control").hidden = steps.length === 0;
     slider.max = String(steps.length);  // the last position: the end of the fine-tuning
-    slider.value = String(linkedStep ? Math.min(Number(linkedStep[1]), steps.length) : steps.length);
+    slider.value = String(linkedStep ? sliderAt(run, Number(linkedStep[1])) : steps.length);
     linkedStep = null;
     chooseExample();
   }

@@ -46,6 +46,7 @@ from harness.results.store import ensure_writable
 from harness.results.summary import STUDIES, SUMMARY, checked_study, checked_summary, flatten
 from harness.views import VIEWS
 from harness.views.across_tasks import mean_sd
+from harness.views.evaluation import EvaluationView, learned_line, learning_warning
 from harness.views.examples import ExamplesView
 from harness.views.papers import paper_cells
 from harness.views.style import checkpoint_title, model_title
@@ -363,9 +364,22 @@ def run_parameters(summary: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def run_headline(summary: dict[str, Any]) -> list[tuple[str, str]]:
-    """The run's headline metrics as name-value rows."""
+    """Whether the run learned its task, in words, then its headline metrics as name-value rows."""
     metrics = summary_metrics(summary)
-    return [(name, f"{metrics[name]:.4g}") for name in headline_names(summary)]
+    return learning_rows(summary) + [(name, f"{metrics[name]:.4g}") for name in headline_names(summary)]
+
+
+def learning_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
+    """The fine-tuned model's learning check said in words: learned (by how much) or not (and so
+    its attention changes are not what learning the task does); none without a dev evaluation."""
+    entry = summary["analyses"].get(EvaluationView.name)
+    if entry is None:
+        return []
+    warning = learning_warning(entry)
+    if warning is not None:
+        return [("learned the task", "no: " + warning.removeprefix("warning: "))]
+    learned = learned_line(entry)
+    return [("learned the task", "yes: " + learned.removeprefix("learned: "))] if learned else []
 
 
 def analysis_parameters(entry: dict[str, Any]) -> list[tuple[str, str]]:
@@ -486,8 +500,10 @@ def view_run(run: Run, entry: dict[str, Any]) -> dict[str, Any] | None:
         "examples": examples,
         "candidates": first["candidates"],
         "max_tokens": first["max_tokens"],
-        # the slider's positions before the fine-tuned model's
+        # the slider's positions before the fine-tuned model's, and their training steps (index.html#step=N)
         "steps": [f"step {point['step']} of {of_steps} ({point['step'] / of_steps:.0%})" for point in steps],
+        "step_numbers": [point["step"] for point in steps],
+        "of_steps": of_steps,
     }
 
 

@@ -225,10 +225,12 @@ def stream_source(
     checkpoints: list[Checkpoint],
     shared: AnalysisContext,
     store: ResultStore,
+    what: str = "",
 ) -> dict[str, Any]:
     """Stream one source through the checkpoints into the analyses with missing results, each
     given ``shared`` with its own checkpoints (and a way to score variants if it intervenes);
-    store those results; return the source's notes."""
+    store those results; return the source's notes. ``what`` ends the progress bar's label (the
+    steps of a trajectory)."""
     stream = source.stream()
     instances = []
     needs: dict[str, frozenset[str]] = {}
@@ -244,7 +246,7 @@ def stream_source(
     names = [item.analysis.name for item, _ in instances]
     label = (
         source.name if names == [source.name] else f"{source.name}: {', '.join(names)}"
-    )  # not "coreference: coreference"
+    ) + what  # not "coreference: coreference"
     with progress_bar(total=stream.num_items, desc=label, unit="ex") as progress:
         for encoded in stream.batches:
             batch = run_checkpoints(encoded, checkpoints, needs, targets)
@@ -361,11 +363,12 @@ def analyse(
     source_context: SourceContext,
     store: ResultStore,
     on_source_done: Callable[[str, float], None] | None = None,
+    what: str = "",
 ) -> dict[str, dict[str, Any]]:
     """Summary entries of ``classes`` for ``checkpoints``: stored results reused, the rest computed.
 
-    Each source with missing work is streamed once; ``on_source_done(source, seconds)`` is
-    called after each.
+    Each source with missing work is streamed once (``what`` ends its progress bar's label);
+    ``on_source_done(source, seconds)`` is called after each.
     """
     shared = shared_context(checkpoints, pairs, source_context)
     entries: dict[str, dict[str, Any]] = {}
@@ -377,7 +380,7 @@ def analyse(
         notes = store_notes = read_json(notes_path)
         if any(item.missing for item in works) or notes is None:
             start = time.perf_counter()
-            notes = stream_source(source, works, checkpoints, shared, store)
+            notes = stream_source(source, works, checkpoints, shared, store, what)
             if store_notes != notes:
                 write_json(notes_path, notes)
             if on_source_done:

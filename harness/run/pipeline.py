@@ -50,10 +50,12 @@ from harness.run.engine import analyse
 from harness.run.plan import RunPlan, plan_run, run_device
 from harness.run.provenance import code_version, model_provenance
 from harness.run.tracking import CHECKPOINT_TAG, PARENT_TAG, SKIPPED_TAG, Tracker, check_store, training_curve
+from harness.run.trajectory import PREFIX as TRAJECTORY_PREFIX
 from harness.run.trajectory import step_name, trajectory, trajectory_metrics
 from harness.views.metrics import Metric, values
 from harness.views.style import checkpoint_title
 from harness.views.summary import headline_records, summary_records
+from harness.views.trajectory import step_charts
 from tasks.collector import frozen_heap
 from tasks.errors import InputError
 from tasks.files import DiskFull
@@ -289,7 +291,7 @@ def analyse_and_log(
         entries = {Evaluation.name: evaluation_entry(plan, checkpoints, sources, store), **entries}
     way = (
         trajectory(
-            plan.analyses,
+            plan.along,
             *compared,
             along_the_way(config, tuned),
             tuned,
@@ -402,6 +404,7 @@ def log_run(
         + [("train_seconds", tuned.train_seconds, 0)]
         + trajectory_metrics(summary, [metric.name for metric in headline])
     )
+    tracker.log_images_once(f"{TRAJECTORY_PREFIX}/cosine_per_layer", step_charts(summary))
     tracker.log_artifact(summary_path)
     for figure in figures:
         tracker.log_artifact(figure, "figures")

@@ -21,8 +21,9 @@ from transformers import PretrainedConfig
 
 from harness.analyses import ANALYSES, Analysis
 from harness.analyses.ablation import Ablation
+from harness.analyses.base import INTERVENES
 from harness.analyses.evaluation import Evaluation
-from harness.config import AnalysisConfig, RunConfig
+from harness.config import ALL_ANALYSES, DEFAULT_TRAJECTORY_ANALYSES, AnalysisConfig, RunConfig
 from harness.corpus_lookup import corpus_location, default_corpus_path, looked_in
 from harness.inputs.sources import SOURCES, SourceContext
 from harness.inputs.sources.treebank import train_sibling
@@ -40,7 +41,8 @@ from tasks.loading import load_examples, resolved
 from tasks.registry import HUB_DATASET
 from tasks.spec import Task
 
-SELECTION = ("analyses", "ablation")  # which analyses run: not part of any result's key
+# which analyses run: not part of any result's key
+SELECTION = ("analyses", "ablation", "trajectory_analyses")
 
 
 @dataclass
@@ -55,6 +57,7 @@ class RunPlan:
     finetune_key: str
     key: str
     skipped: dict[str, str] = field(default_factory=dict)
+    along: list[type[Analysis]] = field(default_factory=list)  # what measures each --trajectory step
 
     @property
     def run_dir(self) -> Path:
@@ -74,6 +77,25 @@ def select_analyses(names: list[str] | None, ablation: bool = False) -> list[typ
         raise InputError(f"--analyses: unknown analysis {clipped(', '.join(unknown))}; valid: {', '.join(ANALYSES)}")
     chosen = [name for name, analysis in ANALYSES.items() if analysis.on_by_default] if names is None else names
     return [ANALYSES[name] for name in dict.fromkeys([Evaluation.name, *chosen, *([Ablation.name] * ablation)])]
+
+
+def along_analyses(names: list[str] | None, analyses: list[type[Analysis]]) -> list[type[Analysis]]:
+    """The run's analyses that measure each step ``--trajectory`` keeps: the dev evaluation (each
+    step's dev score), then ``--trajectory-analyses`` (by default `DEFAULT_TRAJECTORY_ANALYSES`
+    that the run has; ``all``: every one); never one that intervenes (the ablation), which scores
+    the final model's head under hundreds of masks. A name that is no analysis of the run is an
+    `InputError`."""
+    ran = {analysis.name: analysis for analysis in analyses if INTERVENES not in analysis.needs}
+    if names == [ALL_ANALYSES]:
+        return list(ran.values())
+    missing = [name for name in names or [] if name not in ran]
+    if missing:
+        raise InputError(
+            f"--trajectory-analyses {clipped(missing[0])}: not an analysis this run measures its kept steps "
+            f"with; choose from {', '.join(ran)}, or all"
+        )
+    chosen = names if names is not None else [name for name in DEFAULT_TRAJECTORY_ANALYSES if name in ran]
+    return [ran[name] for name in dict.fromkeys([Evaluation.name, *chosen])]
 
 
 def ablation_wanted(config: RunConfig) -> bool:
@@ -285,7 +307,8 @@ def plan_run(config: RunConfig, downloads: Downloads | None = None) -> RunPlan:
     finetune_key = cache_key(config, data)
     identity = {"finetune": finetune_key, "analysis": settings_identity(config.analysis, hashes)}
     key = key_of({**identity, "baselines": True} if config.finetune.baselines else identity)
-    return RunPlan(config, data, analyses, hashes, finetune_key, key, skipped)
+    along = along_analyses(config.analysis.trajectory_analyses, analyses) if config.finetune.trajectory else []
+    return RunPlan(config, data, analyses, hashes, finetune_key, key, skipped, along)
 
 
 def run_device(config: RunConfig) -> torch.device:

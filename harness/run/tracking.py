@@ -36,6 +36,7 @@ PARENT_TAG = "mlflow.parentRunId"  # MLflow's UI nests a run under the run this 
 CHECKPOINT_TAG = "harness.checkpoint"  # a checkpoint's child run under its harness run
 HARNESS_RUNS = f"tags.`{CHECKPOINT_TAG}` IS NULL"  # a search filter: runs and studies, not their checkpoints
 BATCH_METRICS = 1000  # MLflow's limit per log_batch
+IMAGES = "images"  # where MLflow keeps the images logged by step (its file names: <key>+step+<N>+...)
 RETRY_PAUSES = (0.5, 1, 2, 4, 8, 15, 30, None)
 Result = TypeVar("Result")
 
@@ -213,6 +214,17 @@ class Tracker:
         """Copy a file into the run's artifacts (under ``folder``)."""
         with writing(self.folder, f"the MLflow artifact {path.name}", path.stat().st_size):
             retrying(lambda: self.client.log_artifact(self.run_id, str(path), folder))
+
+    def log_images_once(self, key: str, images: dict[int, Any]) -> None:
+        """Images (RGB arrays) by training step under ``key``, which MLflow's UI shows with a slider
+        over the steps; the steps the run has an image of already are left out (a rerun adds none)."""
+        stored = retrying(lambda: self.client.list_artifacts(self.run_id, IMAGES))
+        named = f"{IMAGES}/{key.replace('/', '~')}+step+"
+        logged = {info.path[len(named) :].split("+")[0] for info in stored if info.path.startswith(named)}
+        with writing(self.folder, f"the MLflow images {key}"):
+            for step, image in images.items():
+                if str(step) not in logged:
+                    retrying(partial(self.client.log_image, self.run_id, image, key=key, step=step))
 
     def log_folder_once(self, folder: Path, name: str) -> None:
         """The files of ``folder`` (a flat folder) as the run's artifact folder ``name``, unless the

@@ -106,13 +106,15 @@ def trajectory(
     store: ResultStore,
     on_source_done: Callable[[str, float], None] | None = None,
 ) -> dict[str, Any]:
-    """Every analysis (the ablation aside) on the checkpoints ``along`` the fine-tuning of
-    ``tuned``, in one pass of each source with the pre-trained and fine-tuned models; the points
-    earliest first, and the training's total steps."""
+    """``analyses`` (the ablation aside: `harness.run.plan.along_analyses` chose them) on the
+    checkpoints ``along`` the fine-tuning of ``tuned``, in one pass of each source with the
+    pre-trained and fine-tuned models, the progress bars naming the steps; the points earliest
+    first, and the training's total steps."""
     names = [checkpoint.name for checkpoint in along]
     pairs = [(PRETRAINED, FINETUNED), *((PRETRAINED, name) for name in names), *((name, FINETUNED) for name in names)]
     measured = [analysis for analysis in analyses if analysis.name not in NOT_ON_THE_WAY]
-    entries = analyse(measured, [pretrained, *along, finetuned], pairs, sources, store, on_source_done)
+    steps = f", along fine-tuning at steps {', '.join(str(record['step']) for record in tuned.trajectory)}"
+    entries = analyse(measured, [pretrained, *along, finetuned], pairs, sources, store, on_source_done, steps)
     return {
         "of_steps": tuned.trajectory[0]["of_steps"] if tuned.trajectory else None,
         "points": [point(record, entries, name) for record, name in zip(tuned.trajectory, names)],

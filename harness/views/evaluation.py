@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, NotRequired, TypedDict
 
+import numpy as np
+
 from harness.recipes import describe_recipe
 from harness.results.checkpoints import FINETUNED, FROZEN_ENCODER, MAIN_PAIR, PRETRAINED, RANDOM_INIT
 from harness.views.across_tasks import mean_sd
@@ -159,8 +161,14 @@ class EvaluationView(View):
             for metric, value in stats["metrics"].items()
         ]
         first = next(iter(results.values()))
+        task = stored_task(first)
         out += [
-            Metric(cls.name, metric.replace("/", "_"), reference=MAJORITY, value=value)
+            Metric(
+                cls.name,
+                metric.replace("/", "_"),
+                reference=MAJORITY,
+                value=None if undefined_for_baseline(task, metric) else value,
+            )
             for metric, value in first["majority"].items()
         ]
         compared: dict[str, list[dict[str, Any]]] = {}
@@ -194,9 +202,7 @@ class EvaluationView(View):
         scores = [
             metric
             for metric in metrics
-            if metric.statistic.startswith("dev_")
-            and not metric.statistic.startswith(("dev_loss", ABOVE_MAJORITY))
-            and (metric.checkpoint == FINETUNED or metric.reference == MAJORITY)
+            if is_dev_score(metric.statistic) and (metric.checkpoint == FINETUNED or metric.reference == MAJORITY)
         ]
         return scores + chosen(
             metrics,
@@ -208,7 +214,8 @@ class EvaluationView(View):
 
     @classmethod
     def tables(cls, entry: Entry, run: dict[str, Any]) -> dict[str, str]:
-        return {"evaluation_table": table_1_markdown(entry, run)}
+        tags = tag_table(entry, run) if stored_task(per_checkpoint_results(entry)[FINETUNED]).is_tagging else None
+        return {"evaluation_table": table_1_markdown(entry, run), **({"evaluation_tags_table": tags} if tags else {})}
 
     @classmethod
     def overview_rows(cls, entries: dict[str, Entry], run: dict[str, Any]) -> list[Row]:
@@ -224,9 +231,11 @@ class EvaluationView(View):
 
     @classmethod
     def printed(cls, entry: Entry) -> list[str]:
-        """Each checkpoint's dev scores, then the warning when a compared checkpoint learned nothing."""
-        warning = learning_warning(entry)
-        return dev_lines(entry) + ([warning] if warning else [])
+        """Each checkpoint's dev scores, what they are scored over (a tagging task's words), then
+        whether the fine-tuned model learned: the warning when a compared checkpoint learned
+        nothing, else by how much it is above the baseline."""
+        verdict = learning_warning(entry) or learned_line(entry)
+        return dev_lines(entry) + scored_over(entry) + ([verdict] if verdict else [])
 
     @classmethod
     def main_metric(cls, entry: Entry) -> str:
@@ -238,15 +247,42 @@ class EvaluationView(View):
         return {"dev_scores_by_task": dev_table(study)} if study["tasks"] else {}
 
 
+CORRELATIONS = ("pearson", "spearman")  # a score's metrics: undefined for the constant mean score
+LOSS = "loss"
+
+
+def is_dev_score(statistic: str) -> bool:
+    """Whether a statistic of this view is a dev score (``dev_accuracy``, ``validation_pearson``):
+    not the loss, the learning verdict or a difference from a reference."""
+    return (
+        not statistic.endswith(f"_{LOSS}")
+        and statistic != "learned"
+        and not statistic.startswith((ABOVE_MAJORITY, "above_"))
+    )
+
+
+def undefined_for_baseline(task: Task, metric: str) -> bool:
+    """Whether ``metric`` (``"<split>/<name>"``) is undefined for the task's baseline: a score's
+    baseline is the mean, a constant, whose correlation with anything is undefined (stored as 0,
+    the value the learning check compares against)."""
+    return task.is_regression and metric.rsplit("/", 1)[-1] in CORRELATIONS
+
+
+def baseline_name(task: Task) -> str:
+    """What a task's dev scores are set beside: the majority class, or for a score the mean."""
+    return "the mean score (no correlation)" if task.is_regression else "the majority class"
+
+
 def learning_warning(entry: Entry) -> str | None:
     """One line when a compared checkpoint is not clearly above the majority class (or the
     frozen-encoder baseline), else None."""
+    task = stored_task(next(iter(per_checkpoint_results(entry).values())))
     for (before, after), comparison in zip(entry["pairs"], per_pair_results(entry).values()):
         if comparison["learned"]:
             continue
         below_majority = comparison["against_majority"]["interval"][0] <= 0
         versus = comparison["against_majority" if below_majority else "against_before"]
-        reference = "the majority class" if below_majority else f"the {before} baseline"
+        reference = baseline_name(task) if below_majority else f"the {before} baseline"
         low, high = versus["interval"]
         return (
             f"warning: {after} is not clearly above {reference} on {comparison['main_metric']} "
@@ -266,11 +302,103 @@ def dev_metrics(entry: Entry) -> dict[str, dict[str, float]]:
 
 
 def dev_lines(entry: Entry) -> list[str]:
-    """``dev finetuned: dev/accuracy 0.6500, ...``: one line per checkpoint and one for the majority class."""
-    return [
-        f"dev {checkpoint}: " + ", ".join(f"{k} {v:.4f}" for k, v in scores.items())
-        for checkpoint, scores in dev_metrics(entry).items()
+    """``dev finetuned: dev/accuracy 0.6500, ...``: one line per checkpoint and one for the majority
+    class (for a score, the mean, whose correlations are undefined: said so, not 0)."""
+    scores = dev_metrics(entry)
+    baseline = scores.pop("majority")
+    task = stored_task(next(iter(per_checkpoint_results(entry).values())))
+    lines = [
+        f"dev {checkpoint}: " + ", ".join(f"{k} {v:.4f}" for k, v in values.items())
+        for checkpoint, values in scores.items()
     ]
+    if not task.is_regression:
+        return lines + ["dev majority: " + ", ".join(f"{k} {v:.4f}" for k, v in baseline.items())]
+    said = ", ".join(
+        f"{k} undefined" if undefined_for_baseline(task, k) else f"{k} {v:.4f}" for k, v in baseline.items()
+    )
+    return lines + [
+        f"dev mean score (the baseline): {said} (a constant has no correlation; the learning check asks "
+        "for one clearly above 0)"
+    ]
+
+
+def scored_over(entry: Entry) -> list[str]:
+    """For a tagging task, what its accuracy counts: the words of how many sentences, each scored
+    at its first sub-token (other tasks' scores are over their examples, as said everywhere)."""
+    first = per_checkpoint_results(entry)[FINETUNED]
+    if not stored_task(first).is_tagging:
+        return []
+    sentences = entry.get("source", {}).get("notes", {}).get("examples")
+    return [
+        f"scored over {words:,} words"
+        + (f" of {count:,} sentences" if (count := sentence_count(sentences, split)) else "")
+        + f" ({split}), each word at its first sub-token: accuracy is the share of words tagged right"
+        for split, words in first["examples"].items()
+    ]
+
+
+def sentence_count(notes: Any, split: str) -> int | None:
+    """How many inputs of ``split`` the dev source's notes count (a number: the main split's)."""
+    if isinstance(notes, dict):
+        return notes.get(split)
+    return notes if isinstance(notes, int) else None
+
+
+def learned_line(entry: Entry) -> str | None:
+    """The fine-tuned model's verdict when it learned: by how much its main score is above the
+    baseline, with its interval and what that is over; None when it did not (`learning_warning`)."""
+    comparison = per_pair_results(entry).get(MAIN_PAIR)
+    if comparison is None or not comparison["learned"]:
+        return None
+    first = per_checkpoint_results(entry)[FINETUNED]
+    task = stored_task(first)
+    split = comparison["main_metric"].split("/")[0]
+    versus = comparison["against_majority"]
+    low, high = versus["interval"]
+    unit = "words" if task.is_tagging else "examples"
+    return (
+        f"learned: fine-tuned above {baseline_name(task)} on {comparison['main_metric']} by "
+        f"{versus['difference']:+.3f} (95% paired bootstrap interval [{low:+.3f}, {high:+.3f}] over "
+        f"{first['examples'][split]:,} dev {unit})"
+    )
+
+
+def tag_table(entry: Entry, run: dict[str, Any]) -> str:
+    """A tagging task's dev words per tag (main split): how many, and each checkpoint's recall,
+    precision and F1 on the tag, the most frequent tag (the majority baseline's) marked."""
+    results = per_checkpoint_results(entry)
+    first = results[FINETUNED]
+    task = stored_task(first)
+    split = next(iter(first["predictions"]))
+    labels = np.asarray(first["labels"][split], dtype=int)
+    counts = np.bincount(labels, minlength=task.num_labels)
+    header = ["tag", "words", *(f"{checkpoint_title(name)}: {what}" for name in results for what in TAG_SCORES)]
+    rows = []
+    for index, tag in enumerate(task.label_names):
+        cells = [f"{tag} (most frequent)" if index == counts.argmax() else tag, f"{counts[index]:,}"]
+        for stats in results.values():
+            predicted = np.asarray(stats["predictions"][split], dtype=int)
+            cells += [f"{value:.3f}" if value is not None else "-" for value in tag_scores(predicted, labels, index)]
+        rows.append(cells)
+    return (
+        f"# Dev words per tag: {run.get('model', 'the model')} on {task.title}\n\n"
+        f"{int(counts.sum()):,} words of {split}, each scored at its first sub-token; recall is the share of the "
+        "tag's words tagged right, precision the share of the words given the tag that have it.\n\n"
+        + markdown_table(header, rows)
+    )
+
+
+TAG_SCORES = ("recall", "precision", "F1")
+
+
+def tag_scores(predicted: np.ndarray, labels: np.ndarray, tag: int) -> tuple[float | None, float | None, float | None]:
+    """Recall, precision and F1 of one tag (None where undefined: no word has the tag, or none is given it)."""
+    hits = float(((predicted == tag) & (labels == tag)).sum())
+    truth, given = float((labels == tag).sum()), float((predicted == tag).sum())
+    recall = hits / truth if truth else None
+    precision = hits / given if given else None
+    f1 = 2 * hits / (truth + given) if truth + given else None
+    return recall, precision, f1
 
 
 def table_cell(task: Task, scores: dict[str, float], split: str) -> str:
@@ -278,6 +406,13 @@ def table_cell(task: Task, scores: dict[str, float], split: str) -> str:
     for MRPC and QQP, else the task's first metric)."""
     metrics = ("f1", "accuracy") if "f1" in task.metrics else task.metrics[:1]
     return "/".join(f"{100 * scores[f'{split}/{metric}']:.1f}" for metric in metrics)
+
+
+def baseline_cell(task: Task, scores: dict[str, float], split: str) -> str:
+    """The majority class's main score as `table_cell` writes it; for a score, whose baseline is
+    the constant mean, "undefined" where that is a correlation."""
+    metric = task.metrics[0]
+    return "undefined" if undefined_for_baseline(task, f"{split}/{metric}") else table_cell(task, scores, split)
 
 
 def table_1_markdown(entry: Entry, run: dict[str, Any]) -> str:
@@ -291,7 +426,11 @@ def table_1_markdown(entry: Entry, run: dict[str, Any]) -> str:
     scores = {"majority": first["majority"], **{name: stats["metrics"] for name, stats in results.items()}}
     columns = [name for name in TABLE_COLUMNS if name in scores]
     paper = KOVALEVA_TABLE_1.get(task.name, {}) if run.get("model") == PAPER_MODEL else {}
-    cells = [table_cell(task, scores[name], split) + (f" ({paper[name]})" if name in paper else "") for name in columns]
+    cells = [
+        (baseline_cell(task, scores[name], split) if name == MAJORITY else table_cell(task, scores[name], split))
+        + (f" ({paper[name]})" if name in paper else "")
+        for name in columns
+    ]
     metric = "F1/accuracy" if "f1" in task.metrics else task.metrics[0]
     lines = [
         f"# Dev scores: {run.get('model', 'the model')} on {task.title}",
@@ -325,7 +464,8 @@ def score_rows(entry: Entry) -> list[Row]:
     metric = "F1/accuracy" if "f1" in task.metrics else task.metrics[0]
     rows = [
         (
-            f"{task.title} {split} {metric} (majority class: {table_cell(task, first['majority'], split)})",
+            f"{task.title} {split} {metric} ({baseline_name(task).removeprefix('the ')}: "
+            f"{baseline_cell(task, first['majority'], split)})",
             table_cell(task, results[PRETRAINED]["metrics"], split),
             table_cell(task, first["metrics"], split),
             f"{context} (Kovaleva Table 1)" if context else "",

@@ -30,8 +30,9 @@ from matplotlib.ticker import MaxNLocator
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.views.across_tasks import study_title, task_colour
 from harness.views.evidence import RESAMPLES, SEED, UnitSums, resampled_verdict
-from harness.views.style import markdown_table, plt, run_title, save, suptitle
+from harness.views.style import CHECKPOINT_COLOURS, GREY, markdown_table, plt, run_title, save, suptitle
 from harness.views.summary import summary_metrics
+from tasks.spec import METRICS_BY_KIND
 
 TO_FINAL = "to_final"  # each point's comparison with the fine-tuned model (the cosine to the final maps)
 
@@ -70,6 +71,16 @@ def series(summary: dict[str, Any], metrics: dict[str, float], names: list[str])
     return found
 
 
+METRIC_NAMES = sorted({name for names in METRICS_BY_KIND.values() for name in names}, key=len, reverse=True)
+
+
+def score_label(main_metric: str) -> str:
+    """The task's main dev metric as a reader says it, from its metric-name stem: ``dev accuracy``,
+    ``validation pearson``, ``dev_matched accuracy`` (the split, then the metric)."""
+    metric = next((name for name in METRIC_NAMES if main_metric.endswith(f"_{name}")), None)
+    return main_metric.replace("_", " ") if metric is None else f"{main_metric[: -len(metric) - 1]} {metric}"
+
+
 def layer_names(metrics: dict[str, float]) -> list[str]:
     """``cosine_layer_1`` ... of a run's metrics, in layer order."""
     return sorted((name for name in metrics if name.startswith(COSINE_LAYER)), key=lambda name: int(name[13:]))
@@ -77,25 +88,14 @@ def layer_names(metrics: dict[str, float]) -> list[str]:
 
 def draw_run(summary: dict[str, Any], metrics: dict[str, float], main_metric: str, out_dir: Path) -> list[Path]:
     """The run's trajectory figures: the per-layer cosine to the pre-trained maps over the training
-    steps with the dev score on a second axis, and the pattern shares over the steps."""
+    steps above the dev score over the same steps, the per-layer cosine at each step, and the
+    pattern shares over the steps."""
     steps = steps_of(summary)
     paths = []
     layers = series(summary, metrics, layer_names(metrics))
-    dev = series(summary, metrics, [f"{main_metric}_{FINETUNED}"])[f"{main_metric}_{FINETUNED}"]
     if layers:
-        figure, axes = plt.subplots(figsize=(6, 3.8))
-        for index, (name, values) in enumerate(layers.items()):
-            axes.plot(steps, values, marker="o", color=task_colour(index), label=f"layer {name[13:]}")
-        axes.set_xlabel("training step")
-        axes.xaxis.set_major_locator(MaxNLocator(integer=True))
-        axes.set_ylabel("cosine to the pre-trained maps")
-        second = axes.twinx()
-        second.plot(steps, dev, color="black", linestyle="--", marker="s", label=f"dev {main_metric[4:]}")
-        second.set_ylabel(f"dev {main_metric[4:]} (dashed)")
-        axes.legend(fontsize=7, ncols=2, loc="lower left")
-        axes.grid(alpha=0.3)
-        suptitle(figure, f"{run_title(summary['run'])}: attention per layer and dev score along fine-tuning")
-        paths.append(save(figure, out_dir / "trajectory_cosine_per_layer.png"))
+        paths += draw_cosine_and_score(summary, metrics, main_metric, layers, out_dir)
+        paths.append(draw_cosine_by_step(summary, metrics, out_dir))
     shares = series(summary, metrics, [f"pattern_{FINETUNED}_{name}" for name in PATTERN_CLASSES])
     if any(value is not None for values in shares.values() for value in values):
         figure, axes = plt.subplots(figsize=(6, 3.6))
@@ -108,6 +108,96 @@ def draw_run(summary: dict[str, Any], metrics: dict[str, float], main_metric: st
         suptitle(figure, f"{run_title(summary['run'])}: attention patterns along fine-tuning")
         paths.append(save(figure, out_dir / "trajectory_patterns.png"))
     return paths
+
+
+def layer_colours(count: int) -> list[tuple[float, ...]]:
+    """One colour per layer along viridis, lowest layer darkest: the layers' order read off the
+    colour, and none the dev score's (the fine-tuned checkpoint's vermillion) or black."""
+    return [plt.get_cmap("viridis")(index / max(count - 1, 1) * 0.9) for index in range(count)]
+
+
+def draw_cosine_and_score(
+    summary: dict[str, Any], metrics: dict[str, float], main_metric: str, layers: Series, out_dir: Path
+) -> list[Path]:
+    """Two panels over the training steps: each layer's cosine to the pre-trained maps (a line a
+    layer, the legend beside the panel), and below it the fine-tuned model's dev score with its
+    baseline: the score never shares a panel, a colour or a line style with a layer."""
+    steps = steps_of(summary)
+    label = score_label(main_metric)
+    dev = series(summary, metrics, [f"{main_metric}_{FINETUNED}"])[f"{main_metric}_{FINETUNED}"]
+    figure, (axes, score_axes) = plt.subplots(
+        2, 1, figsize=(6.4, 4.8), sharex=True, gridspec_kw={"height_ratios": [3, 2]}
+    )
+    for colour, (name, values) in zip(layer_colours(len(layers)), layers.items()):
+        axes.plot(steps, values, marker="o", markersize=3.5, color=colour, label=f"layer {name[13:]}")
+    axes.set_ylabel("cosine to the\npre-trained maps")
+    axes.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="layer lines", title_fontsize=7)
+    score_axes.plot(
+        steps, dev, color=CHECKPOINT_COLOURS[FINETUNED], marker="s", linewidth=2, label=f"fine-tuned, {label}"
+    )
+    baseline = metrics.get(f"{main_metric}_majority")
+    if baseline is not None:
+        score_axes.axhline(baseline, color=GREY, linestyle=":", linewidth=1.2, label="majority class")
+    score_axes.set_ylabel(label)
+    score_axes.set_xlabel("training step (0: the pre-trained model)")
+    score_axes.xaxis.set_major_locator(MaxNLocator(integer=True))
+    score_axes.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    for panel in (axes, score_axes):
+        panel.grid(alpha=0.3)
+    suptitle(figure, f"{run_title(summary['run'])}: attention per layer and the dev score along fine-tuning")
+    return [save(figure, out_dir / "trajectory_cosine_per_layer.png")]
+
+
+def draw_cosine_by_step(summary: dict[str, Any], metrics: dict[str, float], out_dir: Path) -> Path:
+    """Every layer's cosine to the pre-trained maps at each kept step and at the end: a line a
+    step, over the layers (one chart of all layers per step)."""
+    names = layer_names(metrics)
+    points = points_of(summary)
+    of_steps = summary["trajectory"]["of_steps"]
+    rows = [(f"step {point['step']} of {of_steps}", [point["metrics"].get(name) for name in names]) for point in points]
+    rows.append((f"step {of_steps} (the fine-tuned model)", [metrics.get(name) for name in names]))
+    figure, axes = plt.subplots(figsize=(6.4, 3.6))
+    for colour, (label, values) in zip(layer_colours(len(rows)), rows):
+        axes.plot(range(1, len(names) + 1), values, marker="o", markersize=3.5, color=colour, label=label)
+    axes.set_xlabel("layer")
+    axes.xaxis.set_major_locator(MaxNLocator(integer=True))
+    axes.set_ylabel("cosine to the pre-trained maps")
+    axes.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="training step", title_fontsize=7)
+    axes.grid(alpha=0.3)
+    suptitle(figure, f"{run_title(summary['run'])}: each layer's attention at each kept step")
+    return save(figure, out_dir / "trajectory_cosine_by_step.png")
+
+
+def step_charts(summary: dict[str, Any]) -> dict[int, np.ndarray]:
+    """Per kept step and at the last, one chart of every layer's cosine to the pre-trained maps at
+    that step (the fine-tuned model's drawn behind in grey), as an RGB array: what MLflow shows
+    with a slider over the steps (`harness.run.tracking.Tracker.log_images_once`)."""
+    metrics = summary_metrics(summary)
+    names = layer_names(metrics)
+    if not names or not points_of(summary):
+        return {}
+    of_steps = summary["trajectory"]["of_steps"]
+    final = [metrics.get(name, np.nan) for name in names]
+    charts = {}
+    for step, values in [
+        *((point["step"], [point["metrics"].get(name, np.nan) for name in names]) for point in points_of(summary)),
+        (of_steps, final),
+    ]:
+        figure, axes = plt.subplots(figsize=(4.8, 3.0), dpi=100)
+        positions = np.arange(1, len(names) + 1)
+        axes.bar(positions, final, width=0.8, color=GREY, alpha=0.35, label="the fine-tuned model")
+        axes.bar(positions, values, width=0.5, color=CHECKPOINT_COLOURS[FINETUNED], label=f"step {step}")
+        axes.set_ylim(min(0.0, np.nanmin([*values, *final])), 1.0)
+        axes.set_xticks(positions)
+        axes.set_xlabel("layer")
+        axes.set_ylabel("cosine to the pre-trained maps")
+        axes.set_title(f"{run_title(summary['run'])}: step {step} of {of_steps}", fontsize=8)
+        axes.legend(fontsize=7, loc="lower left")
+        figure.tight_layout()
+        figure.canvas.draw()
+        charts[step] = np.asarray(figure.canvas.buffer_rgba())[..., :3].copy()
+        plt.close(figure)
+    return charts
 
 
 def run_table(summary: dict[str, Any], metrics: dict[str, float], main_metric: str) -> str:
@@ -132,7 +222,7 @@ def run_table(summary: dict[str, Any], metrics: dict[str, float], main_metric: s
             [
                 "step",
                 "of training",
-                f"dev {main_metric[4:]}",
+                score_label(main_metric),
                 *(f"cosine, layer {n[13:]}" for n in layers),
                 "last layer: cosine to the final maps",
             ],
@@ -145,8 +235,8 @@ def printed(summary: dict[str, Any], metrics: dict[str, float], main_metric: str
     """One line per point: its step, dev score and per-layer cosine to the pre-trained maps."""
     return [
         f"trajectory step {point['step']} ({point['step'] / summary['trajectory']['of_steps']:.0%}): "
-        f"dev {main_metric[4:]} {point['metrics'].get(f'{main_metric}_{FINETUNED}', float('nan')):.3f}; cosine per "
-        "layer "
+        f"{score_label(main_metric)} {point['metrics'].get(f'{main_metric}_{FINETUNED}', float('nan')):.3f}; "
+        "cosine per layer "
         + " ".join(f"{point['metrics'][name]:.3f}" for name in layer_names(metrics) if name in point["metrics"])
         for point in points_of(summary)
     ]

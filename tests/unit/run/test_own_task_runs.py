@@ -207,3 +207,42 @@ def test_a_tagging_task_fine_tunes_a_token_head_and_scores_each_word_at_its_firs
     independent = [model.config.id2label[predicted[firsts[index]]] for index in range(len(words))]
     assert tuned["predictions"]["dev"] == [sorted(set(tags)).index(tag) for tag in independent] * 6
     assert tuned["metrics"]["dev/accuracy"] == pytest.approx(np.mean([a == b for a, b in zip(independent, tags)]))
+
+
+def test_an_own_task_along_its_fine_tuning_is_named_planned_and_logged_in_its_own_words(
+    tiny_learner_dir, tiny_data, tmp_path, capsys
+):
+    """--trajectory on a CSV task whose split is "validation": the plan is printed before the work,
+    the kept steps get the cheap analyses the findings need (not every analysis), every line and
+    table names the score as "validation accuracy", the figures are the two-panel one and one per
+    step, MLflow charts the dev score itself per step and holds a chart of all layers per step, and
+    the report says whether the task was learned in words."""
+    spec = write_sentiment(tmp_path / "data")
+    argv = tiny_run_arguments(tiny_learner_dir, tiny_data, tmp_path, "--task", str(spec), *LEARNS, *PNG_ONLY)
+    assert main([*argv, "--trajectory", "0.25", "0.5"]) == 0
+    out = capsys.readouterr().out
+    plan, done = out.index("along fine-tuning (--trajectory): steps 20, 40 of 80 kept"), out.index("done:")
+    assert plan < done and "measured by evaluation, cosine, patterns, examples" in out[plan:done]
+    assert "trajectory step 20 (25%): validation accuracy " in out and "dation" not in out.replace("validation", "")
+    assert "learned: fine-tuned above the majority class on validation/accuracy by +" in out
+    summary = only_summary(tmp_path)
+    (point, _) = summary["trajectory"]["points"]
+    assert "validation_accuracy_finetuned" in point["metrics"] and "cosine_layer_2" in point["metrics"]
+    assert not any(name.startswith(("surface", "sinks", "probe")) for name in point["metrics"])
+    folder = next((tmp_path / "out").glob("sentiment-*"))
+    table = (folder / "figures" / "trajectory_table.md").read_text()
+    assert "| validation accuracy |" in table
+    drawn = {path.name for path in (folder / "figures").iterdir()}
+    assert {"trajectory_cosine_per_layer.png", "trajectory_cosine_by_step.png"} <= drawn
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path}/mlflow.db")
+    experiments = [experiment.experiment_id for experiment in client.search_experiments()]
+    (parent,) = [run for run in client.search_runs(experiments) if "trajectory/cosine_mean" in run.data.metrics]
+    history = client.get_metric_history(parent.info.run_id, "trajectory/validation_accuracy_finetuned")
+    assert [point.step for point in history] == [20, 40, 80]
+    images = [info.path for info in client.list_artifacts(parent.info.run_id, "images")]
+    assert {path.split("+")[2] for path in images if path.endswith(".png")} == {"20", "40", "80"}
+    assert main(argv + ["--trajectory", "0.25", "0.5"]) == 0  # the same run again logs no image twice
+    assert len(client.list_artifacts(parent.info.run_id, "images")) == len(images)
+    page = tmp_path / "report" / "index.html"
+    assert main(["report", "--output-dir", str(tmp_path / "out"), "--out", str(page)]) == 0
+    assert "learned the task" in page.read_text() and "yes: fine-tuned above the majority class" in page.read_text()
