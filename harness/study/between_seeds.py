@@ -8,7 +8,9 @@ analysis, one joint pass, stored and reused like any result), giving each exampl
 layer between the seeds. Set beside the first seed's own pre-trained to fine-tuned cosine on
 the same examples, a paired bootstrap over the examples says, per layer, whether fine-tuning
 moved the layer further from pre-training than the seeds are from each other
-(`against_pretraining`: ``rises`` where the cosine between seeds is clearly the higher).
+(`against_pretraining`: ``rises`` where the cosine between seeds is clearly the higher). The
+same pass gives the linear CKA of the two seeds' hidden states (`harness.analyses.cka`), set
+beside the first seed's pre-trained to fine-tuned CKA the same way, where its run has one.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from __future__ import annotations
 from itertools import combinations
 from typing import Any
 
+from harness.analyses.cka import RepresentationChange
 from harness.analyses.cosine import CosineSimilarity
 from harness.model.finetune import stored_result
 from harness.model.loading import load_tokenizer
@@ -25,6 +28,7 @@ from harness.run.engine import analyse
 from harness.run.pipeline import results_store, source_context, trained_checkpoint
 from harness.run.plan import RunPlan
 from harness.views.base import pair_name, per_pair_results
+from harness.views.cka import cka_change
 from harness.views.evidence import UnitSums, paired_change
 from harness.views.seeds import elementwise
 
@@ -34,35 +38,42 @@ def seed_name(plan: RunPlan) -> str:
     return f"finetuned-{plan.config.finetune.seed}"
 
 
-def compared_between(first: RunPlan, second: RunPlan) -> dict[str, Any]:
-    """The cosine entry of ``first``'s and ``second``'s fine-tuned checkpoints on ``first``'s dev
-    sample (the same for every seed: it is drawn with the analysis seed), reused from the store."""
+def compared_between(first: RunPlan, second: RunPlan) -> dict[str, dict[str, Any]]:
+    """The cosine and CKA comparisons of ``first``'s and ``second``'s fine-tuned checkpoints on
+    ``first``'s dev sample (the same for every seed: it is drawn with the analysis seed), by
+    analysis name, reused from the store."""
     tokenizer = load_tokenizer(first.config.task.model)
     checkpoints = [
         trained_checkpoint(plan.config, seed_name(plan), stored_result(plan.config, plan.data))
         for plan in (first, second)
     ]
     pair = (seed_name(first), seed_name(second))
-    entries = analyse(
-        [CosineSimilarity], checkpoints, [pair], source_context(first, tokenizer), results_store(first.config)
-    )
-    return per_pair_results(entries[CosineSimilarity.name])[pair_name(pair)]
+    analyses = [CosineSimilarity, RepresentationChange]
+    entries = analyse(analyses, checkpoints, [pair], source_context(first, tokenizer), results_store(first.config))
+    return {analysis.name: per_pair_results(entries[analysis.name])[pair_name(pair)] for analysis in analyses}
 
 
 def seed_pair(first: RunPlan, second: RunPlan) -> dict[str, Any] | None:
     """One pair of seeds: the cosine per layer between their fine-tuned models, and per layer the
     change from ``first``'s pre-trained to fine-tuned cosine to that cosine (its interval over
-    the dev examples); None when ``first``'s summary has no cosine units to set it beside."""
+    the dev examples); the same of the tokens' CKA where ``first``'s run has one (``cka``); None
+    when ``first``'s summary has no cosine units to set it beside."""
     summary = stored_summary(first.run_dir / SUMMARY)
     own = per_pair_results(summary["analyses"]["cosine"]).get(MAIN_PAIR, {}) if summary else {}
     if "units" not in own:
         return None
     between = compared_between(first, second)
-    return {
+    cosine, cka = between[CosineSimilarity.name], between[RepresentationChange.name]
+    found = {
         "seeds": [first.config.finetune.seed, second.config.finetune.seed],
-        "per_layer": between["per_layer"],
-        "against_pretraining": paired_change(UnitSums.read(own["units"]), UnitSums.read(between["units"]), reduce=None),
+        "per_layer": cosine["per_layer"],
+        "against_pretraining": paired_change(UnitSums.read(own["units"]), UnitSums.read(cosine["units"]), reduce=None),
     }
+    entry = summary["analyses"].get(RepresentationChange.name, {})
+    own_cka = per_pair_results(entry).get(MAIN_PAIR) if entry.get("version") == RepresentationChange.version else None
+    if own_cka is not None:
+        found["cka"] = {"per_layer": cka["tokens"]["per_layer"], "against_pretraining": cka_change(own_cka, cka)}
+    return found
 
 
 def between_seeds(runs: list[RunPlan]) -> dict[str, dict[str, Any]]:
@@ -77,4 +88,7 @@ def between_seeds(runs: list[RunPlan]) -> dict[str, dict[str, Any]]:
         pairs = [compared for first, second in combinations(plans, 2) if (compared := seed_pair(first, second))]
         if pairs:
             found[task] = {"pairs": pairs, "per_layer": elementwise([pair["per_layer"] for pair in pairs])}
+            representations = [pair["cka"]["per_layer"] for pair in pairs if "cka" in pair]
+            if representations:
+                found[task][RepresentationChange.name] = {"per_layer": elementwise(representations)}
     return found

@@ -22,7 +22,7 @@ from harness.run.plan import Downloads, leave_out, select_analyses, settings_ide
 from harness.study.runner import aggregate, plan_study
 from tests.fixtures import SHARED_DATA, mirror_shared_corpora, store_untouched, tiny_run_arguments
 
-UD_READERS, LITBANK_READERS = ("syntax", "features", "probes", "surface_text"), ("coreference",)
+UD_READERS, LITBANK_READERS = ("syntax", "features", "probes", "surface_text", "cka_text"), ("coreference",)
 DATA_FLAGS = ("--syntax-data", "--coref-data", "--corpus")
 
 

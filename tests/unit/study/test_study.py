@@ -327,8 +327,9 @@ def test_an_analysis_on_some_seeds_only_is_aggregated_over_those_seeds(tiny_mode
 def test_two_seeds_of_a_task_are_compared_with_each_other_beside_pre_training(
     mixed_study, tiny_learner_dir, tiny_data, tmp_path
 ):
-    """The yardstick: the cosine between two seeds' fine-tuned maps, per layer, on the dev sample the
-    runs compared, and whether the last layer moved further from pre-training than that."""
+    """The yardstick: the cosine between two seeds' fine-tuned maps (and the CKA of their hidden states),
+    per layer, on the dev sample the runs compared, and whether the last layer moved further from
+    pre-training than that."""
     root = tmp_path / "copy"
     shutil.copytree(mixed_study, root)  # seed 42 of SST-2 is reused; seed 43 is fine-tuned here
     argv = study_arguments(tiny_learner_dir, tiny_data, root, "sst2", "--seeds", "2", "--name", "two", "--no-figures")
@@ -342,6 +343,10 @@ def test_two_seeds_of_a_task_are_compared_with_each_other_beside_pre_training(
     (record,) = finding["per_task"]["sst2"]["per_seed"]
     assert record["seeds"] == [42, 43] and record["state"] in ("holds", "fails", "unclear")
     assert record["value"] == evidence["value"][-1]
+    representations = pair["cka"]  # the same yardstick for the hidden states: linear CKA between the seeds
+    assert len(representations["per_layer"]) == 2 and all(0 <= c <= 1 + 1e-6 for c in representations["per_layer"])
+    assert representations["against_pretraining"]["n"] == 64
+    assert study["tasks"]["sst2"]["between_seeds"]["cka"]["per_layer"]["n"] == 1
 
 
 @pytest.mark.slow
