@@ -1,5 +1,5 @@
 """``python -m harness`` (or ``harness``): subcommands ``run``, ``study``, ``finetune``, ``ablate``, ``figures``,
-``annotate``, ``maps``, ``docs``, ``report``, ``export``, ``data``, ``tasks``.
+``annotate``, ``maps``, ``docs``, ``report``, ``export``, ``data``, ``tasks``, ``pack``, ``unpack``.
 
 The flags are generated from the configuration dataclasses and validated before anything
 heavy is imported, so a bad flag is reported in a fraction of a second; then only the module
@@ -33,12 +33,14 @@ from harness.config import (
     FiguresConfig,
     FineTuneConfig,
     MapsConfig,
+    PackConfig,
     PreviewConfig,
     ReportConfig,
     RunConfig,
     StudyConfig,
     TaskConfig,
     TasksConfig,
+    UnpackConfig,
 )
 from harness.config_files import CONFIG_FLAG, RUN_SETTINGS, expanded, flag_tokens, read_settings
 from tasks.errors import InputError, clipped
@@ -47,6 +49,7 @@ from tasks.files import disk_full_message, is_disk_full
 # Imported once the flags are valid: torch and transformers take seconds to load.
 COMPUTE, STORED, DATA = "harness.commands.compute", "harness.commands.stored", "harness.commands.data"
 PREVIEW = "harness.commands.preview"  # a task's data read and described: `datasets`, no torch
+BUNDLE = "harness.commands.bundle"
 COMMAND_MODULES = {
     "run": COMPUTE,
     "study": COMPUTE,
@@ -60,6 +63,8 @@ COMMAND_MODULES = {
     "export": STORED,
     "data": DATA,
     "tasks": DATA,
+    "pack": BUNDLE,
+    "unpack": BUNDLE,
 }
 DESCRIPTIONS = {
     "run": "fine-tune (or reuse the cached checkpoint), compare the attention of both checkpoints, track in MLflow",
@@ -85,6 +90,10 @@ DESCRIPTIONS = {
     "tasks": "the tasks --task takes: each one's texts, labels, metrics and evaluation splits, and where its "
     "data is read from (the GLUE TSV folder of --data-dir or $GLUE_DIR, else the hub); `harness tasks TASK` "
     "(a name or a spec file) reads and checks its data and says what a run would read",
+    "pack": "for a machine without pip or network (torch installed): the wheels of the harness and its dependencies "
+    "for its Python and platform, the model, the GLUE tasks' files and the corpora, in parts of --part-size",
+    "unpack": "check a bundle's parts (SHA-256), unpack them into a folder and print the command that runs from it "
+    "(without the harness installed: python3 unpack.py --into DIR, beside the parts)",
 }
 GROUPS = {
     "run": (TaskConfig, FineTuneConfig, AnalysisConfig, EnvironmentConfig, PreviewConfig),
@@ -99,6 +108,8 @@ GROUPS = {
     "export": (ExportConfig, EnvironmentConfig),
     "data": (DataConfig,),
     "tasks": (TasksConfig,),
+    "pack": (PackConfig,),
+    "unpack": (UnpackConfig,),
 }
 RUN_PARTS = {
     TaskConfig: "task",

