@@ -23,6 +23,7 @@ from harness.options import Flags, existing, option, require
 from harness.recipes import AUTO_RECIPE, RECIPES, RECIPES_HELP, recipe_name
 from tasks.corpora import CORPORA, Corpus, get_corpus
 from tasks.errors import InputError
+from tasks.files import name_problem
 from tasks.registry import TASKS, find_task, flag_task, get_task
 from tasks.spec import CLASSES, DEFAULT_EVAL_SPLIT, LABEL_KINDS, Task, is_spec_path
 
@@ -544,13 +545,8 @@ class StudyConfig(Flags):
         require(bool(names), StudyConfig, "tasks", "", "names no task")
         tasks = {name: find_task(name) for name in names}  # a spec file's task is checked here, kept by its path
         self.tasks = list(dict.fromkeys(name if is_spec_path(name) else task.name for name, task in tasks.items()))
-        require(
-            self.name is None or (self.name.strip() != "" and "/" not in self.name),
-            StudyConfig,
-            "name",
-            self.name,
-            "must be a non-empty name without '/'",
-        )
+        problem = None if self.name is None else name_problem(self.name)
+        require(problem is None, StudyConfig, "name", repr(self.name), f"{problem}; a study's name is one plain name")
         require(
             self.engine == "ray" or (self.workers == 1 and self.processes_per_run == 1 and not self.ray_address),
             StudyConfig,
@@ -593,6 +589,8 @@ class DocsConfig(Flags):
             for item in getattr(self, name):
                 label, _, folder = item.partition("=")
                 require(bool(label) and bool(folder), DocsConfig, name, item, f"must be LABEL={name.upper()}_FOLDER")
+                problem = name_problem(label)
+                require(problem is None, DocsConfig, name, item, f"the label {problem}; a label is one plain name")
                 existing(DocsConfig, name, Path(folder) / stored)
 
     @property

@@ -6,6 +6,8 @@ missing or empty, a field that is not a column, text that is not a string, one c
 from __future__ import annotations
 
 import csv
+import logging
+import math
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import replace
@@ -24,6 +26,7 @@ from tasks.spec import FLAG_SOURCE, FORMATS, Task, check_metrics, data_format, n
 from tasks.treebank import Sentence, read_treebank
 
 TEXT_TYPES = ("string", "large_string")
+log = logging.getLogger(__name__)
 
 
 def where(task: Task) -> str:
@@ -266,10 +269,12 @@ def with_labels(task: Task) -> Task:
     if task.is_tagging:
         return with_tags(task)
     if task.is_regression:
-        checked_split(task, task.train_split)
+        split = task.train_split
+        without_label(task, split, checked_split(task, split))
         return task
     rows = checked_split(task, task.train_split)
-    seen = set(label_texts(rows, task.label_field))
+    unlabelled = without_label(task, task.train_split, rows)
+    seen = {label for index, label in enumerate(label_texts(rows, task.label_field)) if index not in unlabelled}
     if len(seen) < 2:
         raise InputError(
             f"{where(task)}: label {task.label_field!r} has one class in split {task.train_split!r} "
@@ -290,8 +295,20 @@ def read_dataset_split(task: Task, split: str) -> list[Example]:
     first, second = task.text_fields
     classes = {name: index for index, name in enumerate(task.label_names)}
     labels = rows[task.label_field] if task.is_regression else label_texts(rows, task.label_field)
+    unlabelled = without_label(task, split, rows)
+    if unlabelled:
+        log.warning(
+            "%s: left out %d of the %d rows of split %r that have no label (missing_labels: drop); the first: %s",
+            task.name,
+            len(unlabelled),
+            len(rows),
+            split,
+            row_place(task, split, min(unlabelled)),
+        )
     examples = []
     for index, (row, label) in enumerate(zip(rows, labels)):
+        if index in unlabelled:
+            continue
         texts = [row[first], row[second] if second else ""]
         if any(value is None for value in (*texts, label)):
             raise InputError(
@@ -312,6 +329,34 @@ def read_dataset_split(task: Task, split: str) -> list[Example]:
             )
         )
     return examples
+
+
+def without_label(task: Task, split: str, rows: datasets.Dataset) -> set[int]:
+    """The rows of ``split`` that have no label (an empty cell, NaN, null; a `datasets.ClassLabel`'s
+    -1): with ``missing_labels: drop`` their indices, to leave out; else one line naming the first,
+    as a class "None" or "nan" would otherwise be learned and scored."""
+    names = getattr(rows.features[task.label_field], "names", None)
+    missing = [index for index, value in enumerate(rows[task.label_field]) if no_label(value, bool(names))]
+    if missing and task.missing_labels != "drop":
+        more = f" (and {len(missing) - 1} more row{'s' if len(missing) > 2 else ''})" if len(missing) > 1 else ""
+        fix = (
+            "add missing_labels: drop to the spec"
+            if task.source != FLAG_SOURCE
+            else "write a spec with missing_labels: drop"
+        )
+        raise InputError(
+            f"{where(task)}: {row_place(task, split, missing[0])} has no label (an empty cell, NaN or null){more}; "
+            f"fill it, or {fix} to leave such rows out"
+        )
+    return set(missing)
+
+
+def no_label(value: Any, class_label: bool) -> bool:
+    """Whether a label cell holds nothing: None (an empty CSV cell, "nan", JSON null), a float NaN,
+    blank text, or a `datasets.ClassLabel`'s -1 ("no label")."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return True
+    return (isinstance(value, str) and not value.strip()) or (class_label and value < 0)
 
 
 def row_place(task: Task, split: str, index: int) -> str:

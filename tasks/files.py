@@ -20,6 +20,7 @@ import errno
 import os
 import shutil
 import tempfile
+import unicodedata
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from functools import lru_cache
@@ -39,6 +40,19 @@ RERUN_HINT = (
 )
 UMASK = os.umask(0o022)
 os.umask(UMASK)  # read once: temporary files are created 0600, written files get the usual mode
+
+
+def name_problem(name: str) -> str | None:
+    """What keeps ``name`` (a task's, a study's, a label's) from naming one file or folder inside the
+    folder it is meant for: empty, ``.`` or ``..``, a path separator, or a control character (a
+    newline, a tab, NUL: folders named with them break every listing); None for a plain name."""
+    if name.strip() in ("", ".", ".."):
+        return "is not a name"
+    if "/" in name or "\\" in name:
+        return "holds a path separator"
+    if any(unicodedata.category(character) == "Cc" for character in name):
+        return "holds a control character"
+    return None
 
 
 def text_lines(path: Path, encoding: str = "utf-8") -> Iterator[str]:

@@ -10,12 +10,14 @@ a local folder, or local CSV / TSV / JSONL / Parquet files by split.
 from __future__ import annotations
 
 import difflib
+import os
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from tasks.errors import InputError, clipped
+from tasks.files import name_problem
 from tasks.settings_files import SettingsError, parsed, settings_text
 
 CLASSES, SCORE, TAGS = "classes", "score", "tags"  # a class per input, a number per input, a class per word
@@ -31,6 +33,7 @@ DEFAULT_METRICS = {CLASSES: ("accuracy", "macro_f1"), SCORE: ("pearson", "spearm
 CONLLU = "conllu"  # a treebank's words and their tags (`tasks.treebank`), the one format of word tags
 FORMATS = {".csv": "csv", ".tsv": "tsv", ".json": "json", ".jsonl": "json", ".parquet": "parquet", ".conllu": CONLLU}
 SPEC_SUFFIXES = (".toml", ".yaml", ".yml")
+MISSING_LABELS = ("error", "drop")  # what a spec's missing_labels takes: the default first
 SPEC_MAX_BYTES = 1 << 20  # a spec is a few hundred bytes; read no more of a file given in its place
 SPEC_HOLDS = "a task spec is a few lines of keys"
 DEFAULT_EVAL_SPLIT = "validation"  # `datasets`' name for a dev split (a local ``dev.csv`` becomes it too)
@@ -71,7 +74,9 @@ class Task:
     eval_splits: tuple[str, ...] = (DEFAULT_EVAL_SPLIT,)
     glue: GlueLayout | None = None
     corpus: str | None = None  # a pinned corpus of the harness (`tasks.corpora`) whose folder data_files are in
+    missing_labels: str | None = None  # "drop": rows without a label are left out (counted); else each is an error
     source: str = field(default="", compare=False)  # the spec file or flags it came from, for errors
+    data_outside: bool = field(default=False, compare=False)  # the spec reads data outside its folder (not a key)
 
     @property
     def is_regression(self) -> bool:
@@ -105,7 +110,7 @@ class Task:
 
     def as_spec(self) -> dict[str, Any]:
         """The task as the keys of a spec (JSON-ready, files as written): what a run stores and keys on."""
-        spec = {name: value for name, value in asdict(self).items() if name != "source"}
+        spec = {name: value for name, value in asdict(self).items() if name not in ("source", "data_outside")}
         spec["text_fields"] = [name for name in self.text_fields if name is not None]
         spec["labels"] = list(spec.pop("label_names"))
         spec["data_files"] = {split: list(files) for split, files in self.data_files}
@@ -125,6 +130,9 @@ SPEC_KEYS = {
     "accuracy for tags)",
     "train_split": "the split fine-tuned on (default: train)",
     "eval_splits": f"the splits scored (default: {DEFAULT_EVAL_SPLIT}); the first is the main one",
+    "missing_labels": "error: a row without a label (empty, None, NaN) is an error naming it; drop: such rows are "
+    "left out, counted (default: error)",
+    "data_outside": "true: data_files (and a dataset folder) may lie outside the spec's folder (default: false)",
     "glue": "the GLUE TSV folder's layout (shipped GLUE specs)",
     "corpus": "a corpus of the harness (`harness data list`) whose folder data_files are in",
 }
@@ -194,12 +202,25 @@ def task_from_spec(values: Mapping[str, Any], source: str, folder: Path | None =
         raise InputError(f"{source}: {named('text_fields', source)} names one or two text columns, not {len(fields)}")
     corpus = text(values, "corpus", source, None)
     files = data_files(values.get("data_files"), source, None if corpus else folder)
-    dataset = text(values, "dataset", source, data_format(files, source) if files else None)
+    dataset = text(values, "dataset", source, None)
+    if dataset is None and files:  # the format from the files' suffix, unless the spec names it
+        dataset = data_format(files, source)
+    outside = values.get("data_outside", False)
+    if not isinstance(outside, bool):
+        raise InputError(f"{source}: data_outside is {clipped(repr(outside))}, not true or false")
+    if folder is not None and not corpus and not outside:
+        check_inside(files, dataset, source, folder)
+    missing = text(values, "missing_labels", source, None)
+    if missing not in (None, *MISSING_LABELS):
+        raise InputError(f"{source}: missing_labels {clipped(repr(missing))} is not one of {', '.join(MISSING_LABELS)}")
     if dataset is None:
         raise InputError(f"{source}: the task spec names no data: give dataset (a hub id or folder) or data_files")
     metrics = strings(values, "metrics", source, DEFAULT_METRICS[kind])
+    name = text(values, "name", source, None)
+    if (problem := name_problem(name)) is not None:  # it names the run's folder and its checkpoint's
+        raise InputError(f"{source}: name {clipped(repr(name))} {problem}; give the task one plain name")
     task = Task(
-        name=text(values, "name", source, None),
+        name=name,
         text_fields=(fields[0], fields[1] if len(fields) > 1 else None),
         label_names=labels,
         metrics=metrics,
@@ -212,7 +233,9 @@ def task_from_spec(values: Mapping[str, Any], source: str, folder: Path | None =
         eval_splits=strings(values, "eval_splits", source, (DEFAULT_EVAL_SPLIT,)),
         glue=glue_layout(values.get("glue"), source),
         corpus=corpus,
+        missing_labels=None if missing == MISSING_LABELS[0] else missing,  # the default leaves the key as it was
         source=source,
+        data_outside=outside,
     )
     check_metrics(task, kind)
     if (kind == TAGS) != (task.dataset == CONLLU):
@@ -272,6 +295,25 @@ def data_files(value: Any, source: str, folder: Path | None) -> tuple[tuple[str,
         paths = [Path(item).expanduser() for item in listed]
         pairs.append((str(split), tuple(str(folder / p if folder and not p.is_absolute() else p) for p in paths)))
     return tuple(pairs)
+
+
+def check_inside(
+    files: tuple[tuple[str, tuple[str, ...]], ...], dataset: str | None, source: str, folder: Path
+) -> None:
+    """Every data file (and a local dataset folder) inside the spec's ``folder``, links followed: a
+    spec read from elsewhere reads nothing outside its folder (``../``, an absolute path, a link out)
+    unless it says ``data_outside: true``."""
+    inside = folder.resolve()
+    local = [("dataset", dataset)] if dataset and Path(dataset).expanduser().is_dir() else []
+    for split, path in [*((split, path) for split, paths in files for path in paths), *local]:
+        resolved = Path(path).expanduser().resolve()
+        if not resolved.is_relative_to(inside):
+            linked = f" (a link to {clipped(str(resolved))})" if resolved != Path(os.path.abspath(path)) else ""
+            raise InputError(
+                f"{source}: {'the dataset folder' if split == 'dataset' else f'data file {split!r}'} "
+                f"{clipped(path)}{linked} lies outside the spec's folder {folder}; move it beside the spec, or "
+                "add data_outside: true to read it from there"
+            )
 
 
 def data_format(files: tuple[tuple[str, tuple[str, ...]], ...], source: str) -> str:

@@ -4,6 +4,7 @@ plugin by `tests/conftest.py` in the processes that run tests; test modules impo
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import threading
@@ -266,7 +267,13 @@ def empty_store() -> Path:
     together on a fresh store) pass a URI of their own."""
 
     def create(folder: Path) -> None:
-        MlflowClient(tracking_uri=f"sqlite:///{folder / STORE}").search_experiments()
+        notes = logging.getLogger("mlflow")  # its notes on creating the tables are no test's output
+        level = notes.level
+        notes.setLevel(logging.WARNING)
+        try:
+            MlflowClient(tracking_uri=f"sqlite:///{folder / STORE}").search_experiments()
+        finally:
+            notes.setLevel(level)
 
     return made_once(_SESSION["factory"], "empty_mlflow_store", create) / STORE
 

@@ -48,7 +48,7 @@ from harness.results.store import ResultStore, write_json
 from harness.results.summary import SUMMARY, flatten, seal, stored_summary
 from harness.run.engine import analyse
 from harness.run.plan import RunPlan, plan_run, run_device
-from harness.run.provenance import code_version, model_provenance
+from harness.run.provenance import code_version, data_provenance, model_provenance
 from harness.run.tracking import CHECKPOINT_TAG, PARENT_TAG, SKIPPED_TAG, Tracker, check_store, training_curve
 from harness.run.trajectory import PREFIX as TRAJECTORY_PREFIX
 from harness.run.trajectory import step_name, trajectory, trajectory_metrics
@@ -151,7 +151,7 @@ def run_description(
     return {
         "task": config.task.name,
         "model": config.task.model,
-        "provenance": model_provenance(config.task.model),
+        "provenance": {**model_provenance(config.task.model), **data_provenance(plan.data.task)},
         "seed": config.finetune.seed,
         "key": plan.key,
         "finetune_key": plan.finetune_key,
@@ -434,6 +434,7 @@ def run_identity(plan: RunPlan, described: dict[str, Any]) -> dict[str, str]:
         **flatten("data", plan.data.identity),
         **code_version(),
         **model_provenance(plan.config.task.model),
+        **data_provenance(plan.data.task),
         "model.weights_sha256": described["checkpoints"][PRETRAINED]["weights_sha256"],
         "examples.compared": str(described["num_eval_examples"]),
         "examples.trained": str(described["train_examples"]),

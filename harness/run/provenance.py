@@ -1,5 +1,6 @@
-"""What produced a run, for its MLflow record: the harness's version and git commit, and the
-real model behind ``--model`` (its id and revision, never a path of the machine that ran it)."""
+"""What produced a run, for its MLflow record: the harness's version and git commit, the
+real model behind ``--model`` (its id and revision, never a path of the machine that ran it), and
+the data files a task spec reads from outside its folder (``data_outside: true``)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 from harness.model.loading import MINILM_ID, resolve_model, snapshot_revision
+from tasks.spec import Task
 
 PACKAGE = "attention-shift-harness"
 SOURCE_ROOT = Path(__file__).resolve().parents[2]
@@ -58,3 +60,19 @@ def model_provenance(name: str) -> dict[str, str]:
     if Path(source).exists():
         return {"model.id": Path(source).resolve().name, "model.revision": "local folder"}
     return {"model.id": source, "model.revision": snapshot_revision(source)}
+
+
+def data_provenance(task: Task) -> dict[str, str]:
+    """``data.outside_spec``: the files a spec with ``data_outside: true`` reads from outside its
+    folder, by split and whole path (its run key holds their content, not where they lie, so the
+    record says where they were read); nothing for any other task."""
+    if not task.data_outside:
+        return {}
+    folder = Path(task.source).parent.resolve()
+    outside = [
+        f"{split}: {Path(path).resolve()}"
+        for split, paths in task.data_files
+        for path in paths
+        if not Path(path).resolve().is_relative_to(folder)
+    ]
+    return {"data.outside_spec": "; ".join(outside)} if outside else {}

@@ -70,6 +70,10 @@ REQUIRED = {TaskConfig: {"task": "rte"}, AnnotationConfig: {"out": "pool"}}
         (lambda: EnvironmentConfig(vector_formats=["pdf", "eps"]), "--vector-formats eps: must be one of pdf"),
         (lambda: EnvironmentConfig(vector_formats=["none", "pdf"]), "--vector-formats none pdf: none leaves every"),
         (lambda: ReportConfig(out="page.txt"), "--out page.txt: must end in .html"),
+        (lambda: StudyConfig(tasks=["rte"], name=".."), "--name '..': is not a name; a study's name is one plain name"),
+        (lambda: StudyConfig(tasks=["rte"], name="a/b"), "--name 'a/b': holds a path separator"),
+        (lambda: StudyConfig(tasks=["rte"], name="two\nlines"), "--name 'two\\\\nlines': holds a control character"),
+        (lambda: DocsConfig(run=["../rte=runs/x"]), "--run ../rte=runs/x: the label holds a path separator"),
     ],
 )
 def test_bad_values_are_one_line_errors_naming_the_flag(build, message):

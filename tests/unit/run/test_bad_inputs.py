@@ -10,6 +10,7 @@ import json
 import shutil
 from pathlib import Path
 
+import datasets
 import pytest
 import torch
 
@@ -275,16 +276,124 @@ def case_model_config_not_json(data, root):
     return ["--model", str(folder)], f"{folder / 'config.json'}: not valid JSON (Expecting property name"
 
 
+def own_task(root: Path, train: str, dev: str, spec: str = "", suffix: str = ".csv") -> list[str]:
+    """A task spec of one's own in ``root/own`` (text and label), its splits ``train`` and ``dev``
+    as written (CSV, or JSON lines for ``suffix=".jsonl"``), more keys in ``spec``."""
+    folder = root / "own"
+    folder.mkdir(exist_ok=True)
+    (folder / f"train{suffix}").write_text(train)
+    (folder / f"dev{suffix}").write_text(dev)
+    path = folder / "own.yaml"
+    path.write_text(f"data_files: {{train: train{suffix}, validation: dev{suffix}}}\ntext_fields: text\n{spec}")
+    return ["--task", str(path)]
+
+
+LABELLED = "text,label\nthe cat sat,pos\nthe dog ran,neg\n"
+
+
+def case_label_empty_in_a_csv(data, root):
+    task = own_task(root, "text,label\nthe cat sat,pos\nthe dog ran,\nhe is happy,neg\n", LABELLED)
+    return task, (
+        "own (csv files): split 'train', train.csv line 3 has no label (an empty cell, NaN or null); fill it, "
+        "or add missing_labels: drop to the spec to leave such rows out"
+    )
+
+
+def case_labels_nan_in_a_csv(data, root):
+    task = own_task(root, LABELLED, "text,label\nthe cat sat,nan\nthe dog ran,neg\nhe sat,NaN\n")
+    return task, "split 'validation', dev.csv line 2 has no label (an empty cell, NaN or null) (and 1 more row);"
+
+
+def case_score_nan_in_a_csv(data, root):
+    task = own_task(root, "text,label\nthe cat sat,1.5\nthe dog ran,nan\n", LABELLED, "label_kind: score\n")
+    return task, "split 'train', train.csv line 3 has no label (an empty cell, NaN or null)"
+
+
+def case_label_null_in_json_lines(data, root):
+    rows = '{"text": "the cat sat", "label": "pos"}\n{"text": "he ran", "label": null}\n'
+    task = own_task(root, rows + '{"text": "she sat", "label": "neg"}\n', rows, suffix=".jsonl")
+    return task, "split 'train', train.jsonl line 2 has no label"
+
+
+def case_spec_name_out_of_its_folder(data, root):
+    task = own_task(root, LABELLED, LABELLED, "name: ../../../escaped/run\n")
+    return task, "own.yaml: name '../../../escaped/run' holds a path separator; give the task one plain name"
+
+
+def case_spec_name_with_a_newline(data, root):
+    return own_task(root, LABELLED, LABELLED, 'name: "two\\nlines"\n'), "name 'two\\nlines' holds a control character"
+
+
+def case_spec_data_file_outside_its_folder(data, root):
+    (root / "elsewhere.csv").write_text(LABELLED)
+    task = own_task(root, LABELLED, LABELLED)
+    spec = Path(task[1])
+    spec.write_text(spec.read_text().replace("train: train.csv", "train: ../elsewhere.csv"))
+    return task, f"own.yaml: data file 'train' {spec.parent}/../elsewhere.csv lies outside the spec's folder"
+
+
+def case_spec_data_file_linked_out_of_its_folder(data, root):
+    (root / "secret.txt").write_text("not,data\n")
+    task = own_task(root, LABELLED, LABELLED)
+    (root / "own" / "train.csv").unlink()
+    (root / "own" / "train.csv").symlink_to(root / "secret.txt")
+    return task, f"data file 'train' {root}/own/train.csv (a link to {root}/secret.txt) lies outside the spec's folder"
+
+
+def case_spec_naming_its_format_and_a_file_outside(data, root):
+    task = own_task(root, LABELLED, LABELLED, "dataset: csv\n")
+    spec = Path(task[1])
+    spec.write_text(spec.read_text().replace("train: train.csv", "train: ../../../../../../etc/passwd"))
+    return task, "data file 'train' " + f"{spec.parent}/../../../../../../etc/passwd lies outside the spec's folder"
+
+
+def case_spec_nested_past_the_limit(data, root):
+    path = root / "deep.toml"
+    path.write_text('text_fields = ["text"]\nx = ' + "[" * 3000 + "]" * 3000 + "\n")
+    return ["--task", str(path)], "deep.toml: nested more than 8 tables or lists deep"
+
+
+def case_spec_not_utf8(data, root):
+    path = root / "latin.yaml"
+    path.write_bytes(b"text_fields: text\nname: caf\xe9\n")
+    return ["--task", str(path)], "latin.yaml:2: not UTF-8 text (byte b'\\xe9' at offset 27); re-save it as UTF-8"
+
+
+def settings(root: Path, text: str) -> list[str]:
+    path = root / "settings.yaml"
+    path.write_text(text)
+    return ["--config", str(path)]
+
+
+def case_config_epochs_past_any_float(data, root):
+    return settings(root, "epochs: 1e308\n"), "--epochs 1e+308: must be in (0, 10000)"
+
+
+def case_config_epochs_infinite(data, root):
+    return settings(root, "epochs: .inf\n"), "--epochs inf: must be a finite number"
+
+
+def case_learning_rate_nan(data, root):
+    return ["--learning-rate", "nan"], "--learning-rate nan: must be a finite number"
+
+
 CASES = {name[len("case_") :]: function for name, function in list(globals().items()) if name.startswith("case_")}
 
 
+@pytest.fixture
+def datasets_cache(tmp_path_factory, monkeypatch) -> None:
+    """`datasets`' cache of the own tasks' files, outside the folder that must stay untouched."""
+    monkeypatch.setattr(datasets.config, "HF_DATASETS_CACHE", str(tmp_path_factory.mktemp("hf-datasets")))
+
+
 @pytest.mark.parametrize("name", CASES)
-def test_bad_input_is_one_line_before_any_work(name, tiny_model_dir, tiny_data, tmp_path, capsys, caplog):
+def test_bad_input_is_one_line_before_any_work(
+    name, tiny_model_dir, tiny_data, tmp_path, capsys, caplog, datasets_cache
+):
     data = glue_copy(tiny_data, tmp_path)
     extra, message = CASES[name](data, tmp_path)
-    assert_one_line_and_no_work(
-        main(arguments("run", tiny_model_dir, data, tiny_data, tmp_path, *extra)), message, tmp_path, capsys, caplog
-    )
+    argv = arguments("run", tiny_model_dir, data, tiny_data, tmp_path, *extra)
+    assert_one_line_and_no_work(main(argv), message, tmp_path, capsys, caplog)
 
 
 def arguments(command: str, tiny_model_dir: Path, data: Path, tiny_data: Path, root: Path, *extra: str) -> list[str]:
