@@ -168,11 +168,12 @@ def draw_cosine_by_step(summary: dict[str, Any], metrics: dict[str, float], out_
     return save(figure, out_dir / "trajectory_cosine_by_step.png")
 
 
-def step_charts(summary: dict[str, Any]) -> dict[int, np.ndarray]:
+def step_charts(summary: dict[str, Any], metrics: dict[str, float] | None = None) -> dict[int, np.ndarray]:
     """Per kept step and at the last, one chart of every layer's cosine to the pre-trained maps at
     that step (the fine-tuned model's drawn behind in grey), as an RGB array: what MLflow shows
-    with a slider over the steps (`harness.run.tracking.Tracker.log_images_once`)."""
-    metrics = summary_metrics(summary)
+    with a slider over the steps (`harness.run.tracking.Tracker.log_images_once`); ``metrics``: the
+    run's own (default: its summary's)."""
+    metrics = summary_metrics(summary) if metrics is None else metrics
     names = layer_names(metrics)
     if not names or not points_of(summary):
         return {}

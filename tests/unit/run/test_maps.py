@@ -97,3 +97,27 @@ def test_the_readmes_python_block_gives_the_arrays(run_folder):
     layers, heads = scope["typed"].maps[FINETUNED].shape[:2]
     assert (layers, heads) == (2, 4) and scope["typed"].head_cosines().shape == (2, 4)
     assert scope["stored"][-1].text_a == scope["typed"].text_a
+
+
+def test_each_checkpoints_prediction_of_a_typed_input_is_said_and_shown(run_folder, capsys):
+    """The class each checkpoint's head gives the typed pair, with its probability, as transformers'
+    own classifier computes it (the pre-trained one's head is the run's seeded, untrained one),
+    printed by `harness maps` and shown beside the input on its page."""
+    config = run_config_of(run_folder)
+    (checkpoint,) = config.environment.cache_dir.glob("rte-*/final")
+    tokenizer = AutoTokenizer.from_pretrained(checkpoint)
+    model = AutoModelForSequenceClassification.from_pretrained(checkpoint).eval()
+    with torch.no_grad():
+        probabilities = model(**tokenizer(TEXT, PAIR, return_tensors="pt")).logits[0].softmax(-1)
+    best = int(probabilities.argmax())
+    expected = f"{('entailment', 'not_entailment')[best]} ({float(probabilities[best]):.2f})"
+    assert main(["maps", str(run_folder), "--text", TEXT, "--pair", PAIR]) == 0
+    printed = capsys.readouterr().out
+    assert "predicted: pre-trained (untrained head) " in printed and f"; fine-tuned {expected}" in printed
+    page = (run_folder / MAPS_FOLDER / PAGE).read_text()
+    data = json.loads(page.split('id="example-data">')[1].split("</script>")[0].replace("\\u003c", "<"))
+    shown = next(example for example in data["runs"][0]["examples"] if example["text_b"] == PAIR)
+    assert shown["predictions"]["fine-tuned"] == expected and set(shown["predictions"]) == {
+        "pre-trained (untrained head)",
+        "fine-tuned",
+    }

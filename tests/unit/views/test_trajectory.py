@@ -4,9 +4,13 @@ resamples, on hand-made series whose order is clear, reversed or noise by constr
 from __future__ import annotations
 
 import numpy as np
+from matplotlib.colors import to_hex
 
+from harness.results.checkpoints import FINETUNED
+from harness.views import trajectory as trajectory_view
 from harness.views.evidence import UnitSums
-from harness.views.trajectory import EARLY, cosine_before_dev, half_way, share_early, study_series
+from harness.views.style import CHECKPOINT_COLOURS
+from harness.views.trajectory import EARLY, cosine_before_dev, half_way, score_label, share_early, study_series
 from tasks.metrics import metric_rows
 
 UNITS = 300
@@ -105,3 +109,74 @@ def test_a_tasks_seeds_are_aligned_by_the_fraction_of_training_with_their_spread
     assert np.allclose(found["series"]["last"]["mean"][:2], [1.0, 0.85])  # the pre-trained maps against themselves: 1
     assert found["series"]["dev"]["mean"][0] is None  # no pre-trained score in these summaries
     assert round(found["series"]["dev"]["std"][1], 3) == 0.141
+
+
+def test_the_main_score_is_named_by_its_split_and_metric_whatever_the_split():
+    assert score_label("dev_accuracy") == "dev accuracy"
+    assert score_label("validation_pearson") == "validation pearson"  # was "dation_pearson"
+    assert score_label("dev_matched_accuracy") == "dev_matched accuracy"
+    assert score_label("test_macro_f1") == "test macro_f1"
+
+
+def along(steps: list[int], last: int) -> tuple[dict, dict]:
+    """A run's summary kept at ``steps`` of ``last`` (two layers, a validation split) and its own metrics."""
+    metrics = {
+        "cosine_layer_1": 0.99,
+        "cosine_layer_2": 0.6,
+        "validation_accuracy_finetuned": 0.9,
+        "validation_accuracy_pretrained": 0.5,
+        "validation_accuracy_majority": 0.5,
+    }
+    points = [
+        {
+            "step": step,
+            "metrics": {
+                "cosine_layer_1": 1 - 0.01 * index,
+                "cosine_layer_2": 1 - 0.2 * (index + 1),
+                "validation_accuracy_finetuned": 0.5 + 0.1 * index,
+            },
+        }
+        for index, step in enumerate(steps)
+    ]
+    return {"run": {"task": "mine", "model": "minilm"}, "trajectory": {"points": points, "of_steps": last}}, metrics
+
+
+def test_the_dev_score_has_a_panel_and_colour_of_its_own_and_no_legend_covers_a_line(tmp_path, monkeypatch):
+    """The dev score never looks like a layer's line (another panel, the fine-tuned checkpoint's
+    colour, no layer's), each legend lies outside every panel, and a chart of every layer per step
+    is drawn beside it."""
+    drawn, saving = {}, trajectory_view.save
+
+    def kept(figure, path):  # what the test reads of a figure before `save` writes and closes it
+        figure.canvas.draw()
+        drawn[path.name] = (figure, figure.canvas.get_renderer())
+        return saving(figure, path)
+
+    monkeypatch.setattr(trajectory_view, "save", kept)
+    summary, metrics = along([10, 20], 40)
+    paths = trajectory_view.draw_run(summary, metrics, "validation_accuracy", tmp_path)
+    assert {path.name for path in paths} >= {"trajectory_cosine_per_layer.png", "trajectory_cosine_by_step.png"}
+    figure, renderer = drawn["trajectory_cosine_per_layer.png"]
+    layers, score = figure.axes
+    layer_colours = {to_hex(line.get_color()) for line in layers.get_lines()}
+    dev, baseline = score.get_lines()
+    assert to_hex(dev.get_color()) == CHECKPOINT_COLOURS[FINETUNED].lower()
+    assert to_hex(dev.get_color()) not in layer_colours and dev.get_linestyle() == "-"
+    assert baseline.get_label() == "majority class" and score.get_ylabel() == "validation accuracy"
+    panels = [axes.get_window_extent(renderer) for axes in figure.axes]
+    for axes in (layers, score):
+        legend = axes.get_legend().get_window_extent(renderer)
+        assert not any(legend.overlaps(panel) for panel in panels)
+    by_step, _ = drawn["trajectory_cosine_by_step.png"]
+    assert [line.get_label() for line in by_step.axes[0].get_lines()] == [
+        "step 10 of 40",
+        "step 20 of 40",
+        "step 40 (the fine-tuned model)",
+    ]
+
+
+def test_a_chart_of_every_layer_is_made_for_each_kept_step_and_the_last():
+    summary, metrics = along([10, 20], 40)
+    charts = trajectory_view.step_charts(summary, metrics)
+    assert sorted(charts) == [10, 20, 40] and all(chart.ndim == 3 and chart.shape[2] == 3 for chart in charts.values())
+    assert not np.array_equal(charts[10], charts[40])
