@@ -259,10 +259,10 @@ UD_EWT = SHARED_DATA / "ud-english-ewt"
 def test_the_shipped_upos_task_reads_the_pinned_treebank_as_tagged_sentences(tiny_model_dir, tiny_data, tmp_path):
     argv = tiny_run_arguments(tiny_model_dir, tiny_data, tmp_path, "--task", "upos", "--analyses", "evaluation")
     plan = plan_run(configs_from(build_parser().parse_args(argv))[0])
-    task, train, dev = plan.data.task, plan.data.train, plan.data.dev["dev"]
+    task, train, dev = plan.data.task, plan.data.train, plan.data.dev["validation"]  # named as every task's
     assert task.is_tagging and len(task.label_names) == 17 and task.label_names[:3] == ("ADJ", "ADP", "ADV")
     assert (len(train), len(dev)) == (12544, 2001)  # UD English EWT r2.16's train and dev sentences
     words = sum(len(example.words) for example in dev)
     assert words == 25147 and all(len(example.tags) == len(example.words) for example in dev)  # its word lines
     assert dev[0].text_a == " ".join(dev[0].words) and plan.run_dir.name.startswith("upos-")
-    assert {entry["file"] for entry in plan.data.identity["dev"]} == {"en_ewt-ud-dev.conllu"}
+    assert {entry["file"] for entry in plan.data.identity["validation"]} == {"en_ewt-ud-dev.conllu"}
