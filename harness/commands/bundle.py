@@ -7,9 +7,10 @@ index and has torch but no pip (a cluster's GPU node).
   --python-version --platform``, so pip's index settings, ``PIP_INDEX_URL`` or ``PIP_FIND_LINKS``,
   apply): the harness's own (built from the source it runs from, a checkout or an editable install,
   else its installed version from the index), its dependencies and theirs, the bundled model's
-  package for ``--model minilm`` and ``--with``'s. What ``--exclude`` names (torch) is left out,
-  with everything only it needs (torch's CUDA libraries): the requirements are followed wheel by
-  wheel from each one's metadata, markers evaluated for the target, never into an excluded package;
+  package for ``--model minilm`` and ``--with``'s, as pip resolves them. What ``--exclude`` names
+  (torch) the target has, at the version given or else the one installed here: pip is offered an
+  empty stand-in of that version, so what requires it is chosen to work with it, and it and what
+  only it needs (torch's CUDA libraries) are never fetched (`resolve_wheels`);
 * **the model**: a folder written by save_pretrained, or a hub id's snapshot (its weights,
   configuration and tokenizer files) laid out as the Hugging Face cache, so ``--model <id>`` works
   there unchanged;
@@ -43,8 +44,8 @@ from typing import Any
 from huggingface_hub import snapshot_download
 from huggingface_hub.file_download import repo_folder_name
 from packaging.requirements import InvalidRequirement, Requirement
-from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name, parse_wheel_filename
+from packaging.version import Version
 from tqdm import tqdm
 
 from harness.commands import unbundle
@@ -65,11 +66,14 @@ STEM = "harness-bundle"
 MODEL_FILES = ("*.json", "*.txt", "*.model", "*.safetensors")
 LEGACY_WEIGHTS = ("pytorch_model*.bin",)
 MACHINES = {"win32": "x86", "win_amd64": "AMD64", "win_arm64": "ARM64"}
+STUB_LABEL = "harness.pack.excluded"  # the local version label of an excluded package's stand-in
+ROUNDS = 10  # of requirements that apply on the target but not where pip runs (a marker): one is usual
 
 
 def pack(settings: PackConfig) -> None:
     """Gather the GLUE files, model, corpora and wheels, write them as parts with their manifest and
     unpack.py, and say what was packed and how to unpack it."""
+    excluded = excluded_versions(settings.exclude)
     out = settings.out
     out.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(prefix=".packing-", dir=out) as scratch:
@@ -80,17 +84,18 @@ def pack(settings: PackConfig) -> None:
             add_corpus(bundle, corpus, Path(scratch))
         wheels = resolve_wheels(
             [harness_requirement(Path(scratch)), *model_requirement, *settings.with_packages],
-            {str(canonicalize_name(name)) for name in settings.exclude},
+            excluded,
             Target(settings.python, tuple(settings.platform)),
             Path(scratch) / WHEELS,
         )
         bundle.files += [(wheel, f"{WHEELS}/{wheel.name}") for wheel in wheels]
-        bundle.contents.update(wheels=[wheel.name for wheel in wheels], excluded=settings.exclude)
+        bundle.contents.update(wheels=[wheel.name for wheel in wheels], excluded=excluded)
         manifest = write_bundle(bundle, out, settings.part_bytes, python=settings.python, platforms=settings.platform)
     said = "".join(f", {line}" for line in unbundle.contents_said(manifest))
+    has = ", ".join(f"{name} {version}" for name, version in excluded.items()) or "nothing"
     print(
-        f"packed {len(wheels)} wheels for Python {settings.python} on {', '.join(settings.platform)} (left out: "
-        f"{', '.join(settings.exclude) or 'nothing'}, and what only they need){said}: "
+        f"packed {len(wheels)} wheels for Python {settings.python} on {', '.join(settings.platform)} (left out, as "
+        f"the target has them: {has}, and what only they need){said}: "
         f"{manifest['size'] / 1e6:,.1f} MB in {len(manifest['parts'])} parts of at most {settings.part_size}, in {out}"
     )
     print(f"copy {out} to the machine, then there: python3 {out / SCRIPT} --into DIR")
@@ -197,79 +202,116 @@ def harness_requirement(scratch: Path) -> str:
 
 
 def pip(arguments: list[str], what: str) -> None:
-    """``python -m pip`` with ``arguments``; a failure is one line with pip's errors (`pip_failed`)."""
-    errors = pip_errors(arguments)
-    if errors is not None:
-        raise pip_failed(what, errors)
-
-
-def pip_errors(arguments: list[str]) -> str | None:
-    """``python -m pip`` with ``arguments``: None when it succeeds, else its error lines, joined."""
+    """``python -m pip`` with ``arguments``; a failure is one line with pip's errors."""
     done = subprocess.run([sys.executable, "-m", "pip", "-q", *arguments], capture_output=True, text=True)
-    if done.returncode == 0:
-        return None
-    lines = [line.strip() for line in done.stderr.splitlines() if line.strip()]
-    return "; ".join([line for line in lines if line.startswith("ERROR")] or lines[-1:])
+    if done.returncode != 0:
+        lines = [line.strip() for line in done.stderr.splitlines() if line.strip()]
+        errors = "; ".join([line for line in lines if line.startswith("ERROR")] or lines[-1:])
+        raise InputError(
+            f"pack: pip could not get {what} ({clipped(errors)}); check the requirement and pip's index "
+            "(PIP_INDEX_URL, PIP_FIND_LINKS), or give the target's version of what it has: --exclude NAME==VERSION"
+        )
 
 
-def pip_failed(what: str, errors: str) -> InputError:
-    return InputError(
-        f"pack: pip could not get {what} ({clipped(errors)}); check the requirement and pip's index "
-        "(PIP_INDEX_URL, PIP_FIND_LINKS), or leave the package to --exclude"
-    )
+def resolve_wheels(roots: list[str], excluded: dict[str, str], target: Target, folder: Path) -> list[Path]:
+    """The wheels of ``roots`` (requirements or wheel files) and of what they require on ``target``,
+    into ``folder``; ``excluded`` (name: the version the target has) are never fetched or followed.
 
-
-def resolve_wheels(roots: list[str], exclude: set[str], target: Target, folder: Path) -> list[Path]:
-    """The wheels of ``roots`` (requirements or wheel files) and of everything they require on
-    ``target``, into ``folder``: round by round, what is newly required is downloaded without its
-    dependencies (one pip call a round) and its metadata read for the next round; a package
-    required again with a specifier its chosen version misses is downloaded again under both.
-    Excluded names are never followed."""
+    pip resolves (and backtracks: a release whose dependency's matching release is not on the index
+    yet gives way to the one before), with each excluded package offered as an empty wheel of the
+    target's version (`stub_wheel`), pinned by a constraint, so that what requires it is satisfied
+    and what only it needs is never reached. pip evaluates markers for the machine it runs on, so
+    each round's wheels are read for requirements that apply on the target and were not fetched;
+    the next round fetches them with everything chosen so far pinned."""
     folder.mkdir(parents=True, exist_ok=True)
+    stubs = folder.parent / "excluded"
+    constraints = [f"{name}=={stub_version(version)}" for name, version in excluded.items()]
+    for name, version in excluded.items():
+        stub_wheel(stubs, name, stub_version(version))
     chosen: dict[str, Path] = {}
-    specifiers: dict[str, SpecifierSet] = {}
-    extras: dict[str, set[str]] = {}
-    followed: dict[str, set[str]] = {}  # the extras of each chosen wheel whose requirements are queued
-    queue: list[Requirement] = []
-    for root in roots:
-        if root.endswith(".whl") and Path(root).is_file():
-            chosen[wheel_name(Path(root))] = Path(shutil.copy2(root, folder))
-        else:
-            queue.append(requirement(root))
-    markers = target.markers()
-    for round_number in range(1, 100):
-        download: dict[str, str] = {}
-        for needed in queue:
-            name = str(canonicalize_name(needed.name))
-            if name in exclude:
-                continue
-            specifiers[name] = specifiers.get(name, SpecifierSet()) & needed.specifier
-            extras.setdefault(name, set()).update(needed.extras)
-            if name not in chosen or not specifiers[name].contains(wheel_version(chosen[name]), prereleases=True):
-                download[name] = f"{name}{specifiers[name]}"
-        if download:
-            for wheel in download_wheels(sorted(download.values()), target, folder, round_number):
-                name = wheel_name(wheel)
-                if name in chosen and chosen[name] != wheel:
-                    chosen[name].unlink()
-                chosen[name], followed[name] = wheel, set()
-        queue = []
-        for name, wheel in chosen.items():
-            wanted = {"", *extras.get(name, ())} - followed.setdefault(name, set())
-            if wanted:
-                queue += requirements_of(wheel, wanted, markers)
-                followed[name] |= wanted
-        if not queue:
+    wanted = roots
+    for round_number in range(1, ROUNDS + 1):
+        pins = [f"{name}=={wheel_version(wheel)}" for name, wheel in chosen.items()]
+        for wheel in download_wheels(wanted, [*constraints, *pins], stubs, target, folder, round_number):
+            if wheel_name(wheel) in excluded:
+                wheel.unlink()
+            else:
+                chosen[wheel_name(wheel)] = wheel
+        wanted = missing_on_target(roots, chosen, excluded, target)
+        if not wanted:
             return sorted(chosen.values())
-    raise InputError("pack: the requirements did not settle after 99 rounds; pin the packages that keep changing")
+    raise InputError(f"pack: requirements still missing after {ROUNDS} rounds: {', '.join(wanted)}")
 
 
-def requirement(text: str) -> Requirement:
-    """``text`` as a requirement, or one line saying it is none."""
+def excluded_versions(exclude: list[str]) -> dict[str, str]:
+    """``--exclude``'s packages by normalised name, each with the version the target has: the one
+    given (``torch==2.5.1``), else the one installed here."""
+    versions = {}
+    for text in exclude:
+        given = requirement(text, "--exclude")
+        pinned = [spec.version for spec in given.specifier if spec.operator in ("==", "===")]
+        try:
+            version = pinned[0] if pinned else importlib.metadata.version(given.name)
+        except importlib.metadata.PackageNotFoundError:
+            raise InputError(
+                f"--exclude {text}: not installed here; name the target's version, as --exclude {given.name}==2.5.1"
+            ) from None
+        versions[str(canonicalize_name(given.name))] = version
+    return versions
+
+
+def stub_version(version: str) -> str:
+    """The version of an excluded package's stand-in: the target's, with a local label no real
+    release has, so a constraint on it picks the stand-in and never a real wheel."""
+    return f"{Version(version).public}+{STUB_LABEL}"
+
+
+def stub_wheel(folder: Path, name: str, version: str) -> Path:
+    """An empty wheel of project ``name`` at ``version`` (no files, no requirements) in ``folder``."""
+    module = name.replace("-", "_")
+    dist_info = f"{module}-{version}.dist-info"
+    files = {
+        f"{dist_info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
+        f"{dist_info}/WHEEL": "Wheel-Version: 1.0\nGenerator: harness pack\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+        f"{dist_info}/RECORD": "",
+    }
+    folder.mkdir(parents=True, exist_ok=True)
+    wheel = folder / f"{module}-{version}-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for path, text in files.items():
+            archive.writestr(path, text)
+    return wheel
+
+
+def missing_on_target(roots: list[str], chosen: dict[str, Path], excluded: dict[str, str], target: Target) -> list[str]:
+    """What ``roots`` and the chosen wheels require on ``target`` (their markers evaluated there, with
+    the extras asked for) that is neither chosen nor excluded."""
+    markers = target.markers()
+    queue = [requirement(root) for root in roots if not root.endswith(".whl")]
+    queue += [Requirement(wheel_name(Path(root))) for root in roots if root.endswith(".whl")]
+    read: dict[str, set[str]] = {}  # the extras of each chosen wheel whose requirements are read
+    missing = set()
+    while queue:
+        needed = queue.pop()
+        name = str(canonicalize_name(needed.name))
+        if name in excluded:
+            continue
+        if name not in chosen:
+            needed.marker = None  # it applies: the requirement alone
+            missing.add(str(needed))
+            continue
+        extras = {"", *needed.extras} - read.setdefault(name, set())
+        read[name] |= extras
+        queue += requirements_of(chosen[name], extras, markers) if extras else []
+    return sorted(missing)
+
+
+def requirement(text: str, flag: str = "--with") -> Requirement:
+    """``text`` as a requirement, or one line naming ``flag``."""
     try:
         return Requirement(text)
     except InvalidRequirement as error:
-        raise InputError(f"--with {text}: not a requirement or a wheel file ({error})") from None
+        raise InputError(f"{flag} {text}: not a requirement or a wheel file ({error})") from None
 
 
 def wheel_name(wheel: Path) -> str:
@@ -281,17 +323,17 @@ def wheel_version(wheel: Path) -> str:
     return str(parse_wheel_filename(wheel.name)[1])
 
 
-def download_wheels(requirements: list[str], target: Target, folder: Path, round_number: int) -> list[Path]:
-    """The wheels pip chooses for ``requirements`` on ``target`` (no dependencies), moved into ``folder``."""
-    print(f"wheels, round {round_number}: {len(requirements)} to download", file=sys.stderr)
+def download_wheels(
+    requirements: list[str], constraints: list[str], stubs: Path, target: Target, folder: Path, round_number: int
+) -> list[Path]:
+    """The wheels pip resolves for ``requirements`` on ``target`` under ``constraints`` (the stand-ins
+    of the excluded packages found in ``stubs``), moved into ``folder``."""
+    print(f"wheels, round {round_number}: resolving {len(requirements)} requirements", file=sys.stderr)
     with tempfile.TemporaryDirectory(dir=folder.parent) as landing:
-        download = ["download", "--no-deps", *target.pip_flags(), "--dest", landing]
-        errors = pip_errors([*download, *requirements])
-        if errors is not None:  # pip names no culprit when one of several has no wheel: ask one by one
-            for single in requirements if len(requirements) > 1 else []:
-                if (alone := pip_errors([*download, single])) is not None:
-                    raise pip_failed(single, alone)
-            raise pip_failed(", ".join(requirements), errors)
+        pinned = Path(landing) / "constraints.txt"
+        pinned.write_text("".join(f"{line}\n" for line in constraints), encoding="utf-8")
+        download = ["download", *target.pip_flags(), "--find-links", str(stubs), "--constraint", str(pinned)]
+        pip([*download, "--dest", landing, *requirements], ", ".join(requirements))
         return [Path(shutil.move(wheel, folder / wheel.name)) for wheel in sorted(Path(landing).glob("*.whl"))]
 
 

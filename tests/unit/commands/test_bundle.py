@@ -4,12 +4,13 @@ wheel has there, the wheels followed round by round through real pip from a loca
 
 from __future__ import annotations
 
+import importlib.metadata
 from pathlib import Path
 
 import pytest
 
 from harness.cli import main
-from harness.commands.bundle import Target, machine_of, requirements_of, resolve_wheels
+from harness.commands.bundle import Target, excluded_versions, machine_of, requirements_of, resolve_wheels
 from tasks.errors import InputError
 from tests.unit.wheel_helpers import local_wheels_only, write_wheel
 
@@ -63,6 +64,9 @@ def wheel_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     write_wheel(folder, "toy-helper", "1.0")
     write_wheel(folder, "toy-helper", "2.0")
     write_wheel(folder, "toy-gpu", "1.0", tag="py3-none-manylinux2014_x86_64")
+    write_wheel(folder, "toy-windows", "1.0")
+    write_wheel(folder, "toy-cuda", "1.0")
+    write_wheel(folder, "torch", "2.5.1", requires=("toy-cuda",))  # as torch needs its CUDA libraries
     write_wheel(
         folder,
         "toy-extension",
@@ -74,11 +78,11 @@ def wheel_folder(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return folder
 
 
-def test_wheels_are_followed_round_by_round_without_what_is_excluded(wheel_folder, tmp_path):
-    """toy-helper, asked for alone, is first its newest (2.0); toy-extension then needs it below 2,
-    so 1.0 replaces it. torch (excluded) and toy-windows (not on Linux) are never fetched; the gpu
-    extra brings its platform wheel."""
-    wheels = resolve_wheels(["toy-helper", "toy-extension[gpu]"], {"torch"}, LINUX, tmp_path / "wheels")
+def test_pip_resolves_the_wheels_and_never_fetches_what_the_target_has(wheel_folder, tmp_path):
+    """toy-helper, asked for alone, meets toy-extension's bound (1.0, not the newest); torch, which the
+    target has, is offered as an empty stand-in, so neither its wheel nor toy-cuda, which only it
+    needs, is fetched; toy-windows is not needed on Linux; the gpu extra brings its platform wheel."""
+    wheels = resolve_wheels(["toy-helper", "toy-extension[gpu]"], {"torch": "2.5.1"}, LINUX, tmp_path / "wheels")
     assert [wheel.name for wheel in wheels] == [
         "toy_extension-0.3-py3-none-any.whl",
         "toy_gpu-1.0-py3-none-manylinux2014_x86_64.whl",
@@ -87,13 +91,34 @@ def test_wheels_are_followed_round_by_round_without_what_is_excluded(wheel_folde
     assert sorted(path.name for path in (tmp_path / "wheels").iterdir()) == [wheel.name for wheel in wheels]
 
 
-@pytest.mark.slow  # three pip processes
+def test_a_requirement_only_the_target_has_is_fetched_in_a_second_round(wheel_folder, tmp_path, capsys):
+    """pip evaluates markers where it runs (Linux); toy-windows applies on the Windows target, so the
+    wheels are read with the target's markers and it is fetched next, the rest pinned."""
+    wheels = resolve_wheels(["toy-extension"], {"torch": "2.5.1"}, Target("3.12", ("win_amd64",)), tmp_path / "w")
+    assert [wheel.name for wheel in wheels] == [
+        "toy_extension-0.3-py3-none-any.whl",
+        "toy_helper-1.0-py3-none-any.whl",
+        "toy_windows-1.0-py3-none-any.whl",
+    ]
+    assert capsys.readouterr().err.count("wheels, round") == 2
+
+
 def test_a_requirement_no_wheel_meets_is_one_line_with_pips_reason(wheel_folder, tmp_path):
     with pytest.raises(InputError) as raised:
-        resolve_wheels(["toy-extension"], set(), LINUX, tmp_path / "wheels")  # torch is not in the folder
+        resolve_wheels(["toy-extension", "toy-helper>=2"], {"torch": "2.5.1"}, LINUX, tmp_path / "wheels")
     message = str(raised.value)
-    assert message.startswith("pack: pip could not get torch>=2 (ERROR: Could not find a version that satisfies")
-    assert "\n" not in message and "--exclude" in message
+    assert message.startswith("pack: pip could not get toy-extension, toy-helper>=2 (ERROR: Cannot install ")
+    assert "toy-extension==0.3 and toy-helper>=2 because these package versions have conflicting" in message
+    assert "\n" not in message and "--exclude NAME==VERSION" in message
+
+
+def test_what_the_target_has_is_at_the_version_given_else_the_one_installed_here():
+    assert excluded_versions(["torch==2.5.1", "Markdown_It_Py"]) == {
+        "torch": "2.5.1",
+        "markdown-it-py": importlib.metadata.version("markdown-it-py"),
+    }
+    with pytest.raises(InputError, match=r"^--exclude toy-absent: not installed here; name the target's version"):
+        excluded_versions(["toy-absent"])
 
 
 @pytest.mark.parametrize(
