@@ -57,6 +57,35 @@ def corrected_shares(
     return shares, intervals
 
 
+def corrected_changes(
+    observed: tuple[np.ndarray, np.ndarray],
+    resampled: tuple[np.ndarray, np.ndarray],
+    confusion: np.ndarray,
+    possible: np.ndarray,
+    seed: int = 0,
+) -> tuple[np.ndarray, np.ndarray]:
+    """The change of each corrected share from one checkpoint to another (classes,) and its 95%
+    interval (classes, 2); impossible classes get 0. ``observed``: each checkpoint's (classes,)
+    shares; ``resampled``: each checkpoint's (R, classes) shares on the same R paired resamples
+    of the examples. One classifier labelled both checkpoints' maps, so each resample corrects
+    both with the same draw of the confusion matrix: the change carries the classifier's
+    uncertainty as the shares do, without counting it twice."""
+    counts = confusion[np.ix_(possible, possible)].astype(float)
+    totals = counts.sum(axis=1)
+    rates = counts / np.maximum(totals, 1)[:, None]
+    rng = np.random.default_rng(seed)
+    draws = []
+    for before, after in zip(*resampled):
+        drawn = drawn_rates(rng, totals, rates)
+        draws.append(correct(normalised(after[possible]), drawn) - correct(normalised(before[possible]), drawn))
+    changes = np.zeros(len(possible))
+    intervals = np.zeros((len(possible), 2))
+    before, after = (correct(normalised(shares[possible]), rates) for shares in observed)
+    changes[possible] = after - before
+    intervals[possible] = np.percentile(np.array(draws), [2.5, 97.5], axis=0).T
+    return changes, intervals
+
+
 def normalised(shares: np.ndarray) -> np.ndarray:
     """``shares`` scaled to sum to 1 (all zeros stay zeros)."""
     return shares / max(shares.sum(), 1e-12)

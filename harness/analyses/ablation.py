@@ -17,13 +17,21 @@ only, no retraining, on the main dev split (`harness.inputs.sources.dev.Ablation
   masked-LM head, else a recorded note (an untrained classifier's loss measures nothing).
 - **Pruning** (Michel et al. §4): heads gated to 0 in increasing importance, 10% of all heads
   at a time, no retraining; against the individual oracle order of the disabling sweep (the
-  heads whose removal hurt least first; Michel et al.'s Fig. 3) and five seeded random orders
+  heads whose removal hurt least first; Michel et al.'s Fig. 3) and 20 seeded random orders
   (ours). Cross-fitted: the examples are split in two seeded halves, the importance and the
   oracle order are ranked on one half (from its examples' gate gradients and single-head
   predictions, which the sweep already has) and the curve is scored on the other, and the
   halves swapped; the two held-out halves are pooled into one curve per order. Importance
   against random and against the oracle: the area under the curve, with a 95% paired
-  bootstrap interval over the examples.
+  bootstrap interval over the examples (and, against random, over the random orders too:
+  they are a sample of all orders, and their spread is as large as the examples').
+
+Beside each family's Holm-adjusted p-values the intervals shown are simultaneous (Bonferroni's
+level over the family); each member's own 95% interval is kept for the equivalence test of
+"disabling some head helps" (`harness.views.ablation.disabling_gain`). Every prediction the
+statistics are computed from is stored (``units``: labels, the intact predictions, each
+single variant's, each pruning order's cross-fitted ones), so every interval can be
+recomputed from the stored result alone.
 
 Many variants share each forward pass (`harness.model.forward.forward_variants`); every mask
 is scored on every example once, and each pruning mask's predictions are read on the half its
@@ -50,6 +58,7 @@ from harness.analyses.ablation_masks import (
 from harness.analyses.ablation_statistics import (
     area_comparisons,
     family,
+    gain_bounds,
     held_out_predictions,
     normalised_per_layer,
     spearman,
@@ -71,6 +80,7 @@ from harness.views.ablation import (
     Pruning,
 )
 from harness.views.base import pair_name, per_checkpoint_results, per_pair_results
+from harness.views.evidence import pack
 from tasks.metrics import predictions_from_logits
 
 NO_IMPORTANCE = {
@@ -106,6 +116,7 @@ class Ablation(Analysis):
         self.skipped: dict[str, str] = {}
         self.labels: list[float] = []
         self.guids: list[str] = []  # the examples' ids, in stream order: what the stored halves name
+        self.held_out: dict[str, dict[str, np.ndarray]] = {}  # per checkpoint and order: (steps, examples)
 
     def update(self, batch: AttentionBatch) -> None:
         for name in self.context.checkpoints:
@@ -170,6 +181,12 @@ class Ablation(Analysis):
             "pruning": pruning,
             "correlations": correlations,
             "variants": len(described) + pruning["variants"],
+            "units": {
+                "labels": pack(labels),
+                "intact": pack(intact),
+                "single": pack(single),
+                "held_out": {order: pack(rows) for order, rows in self.held_out[name].items()},
+            },
         }
 
     def disabling(
@@ -188,7 +205,10 @@ class Ablation(Analysis):
         for mode in MODES:
             for scope, shape in zip(SCOPES, ((layers, heads), (layers,))):
                 rows = [i for i, variant in enumerate(described) if (variant["mode"], scopes[i]) == (mode, scope)]
-                families[scope][mode] = family(paired_differences(metric, predictions[rows], intact, labels), shape)
+                differences = paired_differences(metric, predictions[rows], intact, labels)
+                families[scope][mode] = family(
+                    differences, shape, gain_bounds(metric, predictions[rows], intact, labels)
+                )
         return families
 
     def predictions(self, name: str, variants: Interventions) -> np.ndarray:
@@ -218,6 +238,7 @@ class Ablation(Analysis):
         where, masks = pruning_masks(orders, layers, heads)
         predictions = self.predictions(name, Interventions(head_gates=masks))
         held_out = held_out_predictions(where, predictions, halves, intact, len(PRUNING_FRACTIONS))
+        self.held_out[name] = held_out
         curves = {order: metric_rows(metric, rows, labels).tolist() for order, rows in held_out.items()}
         randoms = np.asarray([curve for order, curve in curves.items() if order.startswith(RANDOM)])
         return {

@@ -20,7 +20,7 @@ from harness.model.forward import Interventions
 from harness.views.ablation import MODES, RANDOM
 
 PRUNING_FRACTIONS = tuple(step / 10 for step in range(11))  # Michel et al.: 10% of all heads at a time
-RANDOM_ORDERS = 5
+RANDOM_ORDERS = 20  # a sample of all orders large enough to resample (their areas spread as much as the examples')
 
 
 def single_variants(layers: int, heads: int) -> tuple[list[dict[str, Any]], Interventions]:

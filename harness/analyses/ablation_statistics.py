@@ -12,16 +12,24 @@ import warnings
 from typing import Any
 
 import numpy as np
-from scipy.stats import ConstantInputWarning, spearmanr
+from scipy.stats import ConstantInputWarning, beta, spearmanr
 
-from harness.analyses.significance import Differences, bootstrap_metric_rows, holm, metric_rows
+from harness.analyses.significance import (
+    Differences,
+    bootstrap_differences,
+    bootstrap_metric_rows,
+    holm,
+    metric_rows,
+    simultaneous_level,
+)
 from harness.views.ablation import ALPHA, RANDOM, Areas, Family
-from harness.views.evidence import Evidence, interval_of, interval_verdict
+from harness.views.evidence import LEVEL, Evidence, interval_of, interval_verdict
 
+ORDER_RESAMPLING_SEED = 1  # the random orders' resamples: fixed, so a stored area's interval recomputes the same
 ONE_POINT = 0.01  # "a drop of 1 point": 0.01 of the metric (1 percentage point of accuracy)
 Halves = tuple[np.ndarray, np.ndarray]  # the example indices of the two halves the pruning is cross-fitted on
 AGAINST = {
-    "random": "the mean of the seeded random orders (ours)",
+    "random": "the mean of the seeded random orders (ours; the orders resampled too)",
     "oracle": "the individual oracle order (single heads gated to 0, least harmful first)",
 }
 
@@ -69,15 +77,16 @@ def area_comparisons(
     """The area under each order's cross-fitted pruning curve and, where there is an importance
     order, its area minus the random orders' mean and minus the oracle's: each with its 95%
     interval over paired bootstrap resamples of the examples (the same resamples for every
-    order; the orders as ranked, held fixed) and a verdict, above 0 or not."""
+    order; the orders as ranked, held fixed), the random orders' mean also over resamples of
+    the random orders (`resampled_random_mean`), and a verdict, above 0 or not."""
     names = list(held_out)
     stacked = np.concatenate([held_out[name] for name in names])
     shape = (len(names), len(fractions))
     observed = area_under(metric_rows(metric, stacked, labels).reshape(shape), fractions)
     resampled = area_under(bootstrap_metric_rows(metric, stacked, labels).reshape(-1, *shape), fractions)
-    randoms = [index for index, name in enumerate(names) if name.startswith(RANDOM)]
+    randoms = np.asarray([index for index, name in enumerate(names) if name.startswith(RANDOM)])
     against = {
-        "random": (observed[randoms].mean(), resampled[:, randoms].mean(axis=1)),
+        "random": (observed[randoms].mean(), resampled_random_mean(resampled[:, randoms])),
         "oracle": (observed[names.index("oracle")], resampled[:, names.index("oracle")]),
     }
     out: Areas = {"areas": dict(zip(names, observed.tolist()))}
@@ -97,19 +106,56 @@ def area_comparisons(
     return out
 
 
+def resampled_random_mean(areas: np.ndarray) -> np.ndarray:
+    """The random orders' mean area on each bootstrap resample of the examples (``areas``: (R,
+    orders)), over a resample of the orders drawn with them (seeded): the orders are a sample of
+    all random orders, so their own spread belongs in the interval of their mean."""
+    draws = np.random.default_rng(ORDER_RESAMPLING_SEED).integers(0, areas.shape[1], areas.shape)
+    return np.take_along_axis(areas, draws, axis=1).mean(axis=1)
+
+
 def area_difference(value: float, samples: np.ndarray, count: int, statistic: str) -> Evidence:
     """A difference of areas with its bootstrap ``samples``: its value, 95% interval and verdict."""
     return {"value": float(value), **interval_verdict(interval_of(samples), "dev examples", count, statistic)}
 
 
-def family(differences: Differences, shape: tuple[int, ...]) -> Family:
+def gain_bounds(metric: str, predictions: np.ndarray, reference: np.ndarray, labels: np.ndarray) -> list[float | None]:
+    """Each row's upper 95% bound on its gain over ``reference``, what the equivalence test of
+    "disabling some head helps" reads (`harness.views.ablation.disabling_gain`). For accuracy an
+    exact bound: the gain is the rate of examples the row puts right minus the rate it puts
+    wrong, so its bound is the Clopper-Pearson upper bound of the first minus the lower bound of
+    the second, each at 98.75% (Bonferroni over the two); a row that changes no prediction is
+    not taken to change nothing beyond the sample (its bound is about 3.7 / n, not 0). For other
+    metrics the row's bootstrap interval's upper end, and None (no evidence) for a row that
+    changes no prediction, whose bootstrap interval is [0, 0] however few the examples."""
+    predictions = np.atleast_2d(predictions)
+    if metric != "accuracy":
+        _, intervals = bootstrap_differences(metric, predictions, reference, labels)
+        changed = (predictions != reference).any(axis=1)
+        return [float(high) if moved else None for high, moved in zip(intervals[:, 1], changed)]
+    right, reference_right = predictions == labels, reference == labels
+    gained, lost = (right & ~reference_right).sum(axis=1), (~right & reference_right).sum(axis=1)
+    count, tail = len(labels), (1 - LEVEL) / 4
+    upper_gained = np.where(gained < count, beta.ppf(1 - tail, gained + 1, count - gained), 1.0)
+    lower_lost = np.where(lost > 0, beta.ppf(tail, lost, count - lost + 1), 0.0)
+    return (upper_gained - lower_lost).tolist()
+
+
+def family(differences: Differences, shape: tuple[int, ...], bounds: list[float | None]) -> Family:
     """One family of tests (all heads or all layers of one mode) as grids: the deltas, their
-    interval bounds, the p-values and the Holm-adjusted p-values."""
+    95% interval bounds, their simultaneous interval bounds at the family's Bonferroni-adjusted
+    level (what is shown beside the Holm-adjusted p), each member's upper bound on its gain for
+    the equivalence test (``gain_bound``, `gain_bounds`), the p-values and the Holm-adjusted
+    p-values."""
     adjusted = holm(differences.p_values)
     return {
         "delta": differences.differences.reshape(shape).tolist(),
         "low": differences.intervals[:, 0].reshape(shape).tolist(),
         "high": differences.intervals[:, 1].reshape(shape).tolist(),
+        "low_simultaneous": differences.simultaneous[:, 0].reshape(shape).tolist(),
+        "high_simultaneous": differences.simultaneous[:, 1].reshape(shape).tolist(),
+        "simultaneous_level": simultaneous_level(differences.differences.size),
+        "gain_bound": np.asarray(bounds, dtype=object).reshape(shape).tolist(),
         "p": differences.p_values.reshape(shape).tolist(),
         "p_holm": adjusted.reshape(shape).tolist(),
         "significant": int((adjusted < ALPHA).sum()),

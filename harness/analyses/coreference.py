@@ -54,7 +54,7 @@ from harness.views.coreference import (
     CoreferenceResult,
     CoreferenceView,
 )
-from harness.views.evidence import UnitSums, paired_change
+from harness.views.evidence import UnitSums, best_of_many_change, head_names
 from tasks.coreference import MENTION_TYPES, Document, Mention, mention_head, mention_type
 
 
@@ -235,17 +235,21 @@ class Coreference(WordLevelAnalysis):
     def compare(
         cls, per_checkpoint: dict[str, CoreferenceResult], pairs: list[tuple[str, str]]
     ) -> dict[str, CoreferenceComparison]:
-        """After minus before, by group: best head vs best head, and at the before model's best
-        head overall (does the head that tracked coreference keep it?); and the evidence of the
-        best head's change on all mentions, the best head chosen again in every resample of the
-        documents."""
+        """After minus before, by group: best head vs best head (each the best of all heads on the
+        mentions it is scored on, as the paper), and at the before model's best head overall
+        (does the head that tracked coreference keep it?); and the evidence of the best head's
+        change on all mentions, cross-fitted over the documents (`best_of_many_change`: chosen on
+        one half, scored on the other)."""
 
         def changed(before: CoreferenceResult, after: CoreferenceResult) -> CoreferenceComparison:
             mentions = [before["mentions"][group] for group in GROUPS]
             grids = [np.asarray([stats["accuracy_per_head"][group] for group in GROUPS]) for stats in (before, after)]
             layer, head = before["best_head"]["all"]["layer"] - 1, before["best_head"]["all"]["head"] - 1
             best_change = grids[1].reshape(len(GROUPS), -1).max(axis=1) - grids[0].reshape(len(GROUPS), -1).max(axis=1)
-            evidence = paired_change(UnitSums.read(before["units"]), UnitSums.read(after["units"]), reduce="max")
+            layers, heads = grids[0].shape[1:]
+            evidence = best_of_many_change(
+                UnitSums.read(before["units"]), UnitSums.read(after["units"]), head_names(layers, heads)
+            )
             return {
                 "best_head": by_group(best_change.tolist(), mentions),
                 "at_before_best_head": {

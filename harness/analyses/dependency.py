@@ -50,7 +50,7 @@ from harness.views.dependency import (
     SyntaxResult,
     paper_row,
 )
-from harness.views.evidence import UnitSums, paired_change
+from harness.views.evidence import UnitSums, best_of_many_change, head_names
 from tasks.treebank import PUNCT_RELATIONS, Sentence
 
 OFFSETS = (-3, -2, -1, 1, 2)  # Clark et al.'s code: range(-3, 3), less 0 (a word is never its own head)
@@ -143,6 +143,16 @@ def best_per_direction(accuracy: torch.Tensor) -> dict[str, DirectedHead]:
         direction: {**best(accuracy[index : index + 1]), "direction": direction}
         for index, direction in enumerate(DIRECTIONS)
     }
+
+
+def members(result: SyntaxResult) -> list[str]:
+    """The names of the (direction, layer, head) members of a result's units, in their order:
+    ``"5-4 head->dependent"``."""
+    width = UnitSums.read(result["units"]).numerators.shape[1]
+    if not result["relations"]:
+        return [f"member {index + 1}" for index in range(width)]
+    _, layers, heads = np.asarray(result["relations"][0]["per_head"]).shape
+    return [f"{name} {direction}" for direction in DIRECTIONS for name in head_names(layers, heads)]
 
 
 @register_analysis
@@ -266,7 +276,8 @@ class DependencyHeads(WordLevelAnalysis):
         """Per relation: best head before and after, the change, and the after model's accuracy
         at the before model's best head (does the head that tracked the relation keep it?); and
         the evidence of the best head's change on ours `all` (in points), the best (head,
-        direction) chosen again in every resample of the sentences."""
+        direction) cross-fitted over the sentences (`best_of_many_change`: chosen on one half,
+        scored on the other)."""
 
         def changed(before: RelationRow, after: RelationRow) -> RelationChange:
             head = before["best"]
@@ -285,7 +296,7 @@ class DependencyHeads(WordLevelAnalysis):
             return {
                 "relations": [changed(b, a) for b, a in zip(before["relations"], after["relations"])],
                 ALL_CLARK: clark,
-                "evidence": {CHANGE: paired_change(*in_points, reduce="max")},
+                "evidence": {CHANGE: best_of_many_change(*in_points, members(before))},
             }
 
         return {pair_name((a, b)): compared(per_checkpoint[a], per_checkpoint[b]) for a, b in pairs}

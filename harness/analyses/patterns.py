@@ -8,7 +8,9 @@ are kept, per head and per example (examples x classes numbers, never maps). The
 the share of each class over all maps (the paper's Figure 2, per checkpoint), corrected for
 the classifier's errors with an interval over both the dev examples and the classifier's
 confusion, the majority class of each head, the heads whose majority class changed with
-fine-tuning, and each share's change with its paired interval over the dev examples.
+fine-tuning, and each share's change with its paired interval over the dev examples: of the
+corrected shares, the same confusion draw correcting both checkpoints in each resample, where
+the shipped classifier's cross-validation gives its confusion (of the labelled shares otherwise).
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import numpy as np
 import torch
 
 from classifier import CLASSES
-from classifier.correction import corrected_shares
+from classifier.correction import corrected_changes, corrected_shares
 from classifier.crossval import load_report
 from classifier.model import BLOCK, WEIGHTS_FILE, load_classifier
 from harness.analyses.base import Analysis, AnalysisContext, changed_heads, register_analysis
@@ -27,7 +29,7 @@ from harness.config import AnalysisConfig
 from harness.inputs.batches import AttentionBatch
 from harness.results.store import FileHashes
 from harness.views.base import pair_name
-from harness.views.evidence import Evidence, UnitSums, paired_change, resample_weights
+from harness.views.evidence import Evidence, UnitSums, direction, paired_change, resample_weights
 from harness.views.patterns import UNIT, PatternComparison, PatternResult, PatternsView, share
 
 
@@ -86,6 +88,7 @@ class AttentionPatterns(Analysis):
             results[name] = {
                 "proportions": dict(zip(CLASSES, shares.tolist())),
                 **correction,
+                **({} if self.cross_validation is None else {"confusion": self.cross_validation["confusion"]}),
                 "per_head": [[CLASSES[index] for index in row] for row in majority[c].tolist()],
                 "counts_per_head": self.counts[c].cpu().tolist(),
                 "num_examples": self.count,
@@ -148,10 +151,15 @@ def corrected(units: UnitSums, cross_validation: dict[str, Any], pairs_seen: boo
 
 def share_changes(before: PatternResult, after: PatternResult) -> dict[str, Evidence]:
     """Each class's change of share from ``before``'s stored result to ``after``'s, with its paired
-    interval over the dev examples, by the signed change's metric name (``pattern_change_vertical``);
-    ``block`` only where either checkpoint saw a sentence pair (it cannot occur otherwise)."""
-    change = paired_change(UnitSums.read(before["units"]), UnitSums.read(after["units"]), reduce=None)
+    interval over the dev examples, by the signed change's metric name (``pattern_change_vertical``):
+    of the shares corrected for the classifier's errors where both results hold its confusion
+    (`corrected_change`), else of the labelled shares; ``block`` only where either checkpoint saw a
+    sentence pair (it cannot occur otherwise)."""
+    units = UnitSums.read(before["units"]), UnitSums.read(after["units"])
     pairs_seen = before["pair_inputs"] > 0 or after["pair_inputs"] > 0
+    both_corrected = "confusion" in before and "confusion" in after
+    change = corrected_change(*units, np.asarray(before["confusion"]), pairs_seen) if both_corrected else None
+    change = change or paired_change(*units, reduce=None)
     return {
         share(name).changed().name: {
             **change,
@@ -161,6 +169,30 @@ def share_changes(before: PatternResult, after: PatternResult) -> dict[str, Evid
         }
         for k, name in enumerate(CLASSES)
         if k != BLOCK or pairs_seen
+    }
+
+
+def corrected_change(before: UnitSums, after: UnitSums, confusion: np.ndarray, pairs_seen: bool) -> Evidence:
+    """Each class's change of the share corrected for the classifier's errors, with 95% intervals
+    over paired resamples of the examples, both checkpoints corrected with the same draw of the
+    classifier's ``confusion`` in each (`classifier.correction.corrected_changes`)."""
+    possible = np.ones(len(CLASSES), dtype=bool)
+    possible[BLOCK] = pairs_seen
+    everything, weights = np.ones((1, before.count)), resample_weights(before.count)
+    changes, intervals = corrected_changes(
+        (before.ratios(everything)[0], after.ratios(everything)[0]),
+        (before.ratios(weights), after.ratios(weights)),
+        confusion,
+        possible,
+    )
+    return {
+        "value": changes.tolist(),
+        "interval": intervals.tolist(),
+        "unit": before.unit,
+        "n": before.count,
+        "direction": [direction(pair) for pair in intervals],
+        "statistic": "the share corrected for the classifier's cross-validated errors (the same confusion draw "
+        "for both checkpoints in each resample)",
     }
 
 

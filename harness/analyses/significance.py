@@ -7,6 +7,10 @@ and its reference predict the same examples) and vectorised over variants:
 - `metric_rows` (`tasks.metrics`): a GLUE metric of each variant's predictions, (variants, examples) -> (variants,);
 - `bootstrap_differences`: the difference to a reference with its 95% percentile interval over
   resampled examples (the same resamples for every variant, so intervals are comparable);
+- `simultaneous_intervals`: the same percentile intervals at the Bonferroni-adjusted level of a
+  family of V tests (1 - 0.05 / V), so an interval shown beside a Holm-adjusted p is at the
+  level of that test: it covers all V changes at once with 95% probability; enough resamples
+  are drawn for its tails (`SIMULTANEOUS_TAIL_DRAWS` in each);
 - `bootstrap_metric_rows`: the metric of every variant on each of those resamples, for a
   statistic that combines several variants (the area under a pruning curve);
 - `paired_p_values`: exact McNemar for accuracy (a two-sided binomial test on the examples the
@@ -27,16 +31,21 @@ from tasks.metrics import metric_rows
 BOOTSTRAP_RESAMPLES = 1000
 BOOTSTRAP_SEED = 0  # fixed, so an interval drawn again from the same stored predictions is the same
 PERMUTATIONS = 10_000  # p-values down to 1e-4: below the Holm threshold 0.05 / 144 of a 12 x 12 sweep
+FAMILY_ALPHA = 0.05  # the family-wise error rate of Holm's correction and of the simultaneous intervals
+SIMULTANEOUS_TAIL_DRAWS = 10  # resamples beyond each end of a simultaneous interval, at least
+CHUNK = 2048  # resamples drawn and scored at a time (memory)
 
 
 @dataclass
 class Differences:
     """Per variant: the metric difference to the reference, its 95% bootstrap interval
-    (variants, 2) and the two-sided paired p-value."""
+    (variants, 2), its simultaneous interval at the family's Bonferroni-adjusted level
+    (variants, 2; `simultaneous_intervals`) and the two-sided paired p-value."""
 
     differences: np.ndarray
     intervals: np.ndarray
     p_values: np.ndarray
+    simultaneous: np.ndarray
 
 
 def bootstrap_differences(
@@ -58,6 +67,52 @@ def bootstrap_differences(
         axis=1,
     )
     return observed, np.percentile(resampled, [2.5, 97.5], axis=1).T
+
+
+def simultaneous_level(family_size: int) -> float:
+    """The Bonferroni-adjusted confidence level of each of ``family_size`` intervals that are to
+    cover all of them at once with probability 1 - `FAMILY_ALPHA`."""
+    return 1 - FAMILY_ALPHA / max(family_size, 1)
+
+
+def simultaneous_intervals(
+    metric: str, predictions: np.ndarray, reference: np.ndarray, labels: np.ndarray
+) -> np.ndarray:
+    """Percentile intervals (variants, 2) of each row's ``metric`` minus the reference's, at the
+    Bonferroni-adjusted level over the rows (`simultaneous_level`), from enough paired bootstrap
+    resamples of the examples that each tail holds `SIMULTANEOUS_TAIL_DRAWS` of them (the first
+    `BOOTSTRAP_RESAMPLES` are those of `bootstrap_differences`)."""
+    predictions = np.atleast_2d(predictions)
+    tail = (1 - simultaneous_level(len(predictions))) / 2
+    resamples = max(BOOTSTRAP_RESAMPLES, int(np.ceil(SIMULTANEOUS_TAIL_DRAWS / tail)))
+    samples = resampled_differences(metric, predictions, reference, labels, resamples)
+    return np.percentile(samples, [100 * tail, 100 * (1 - tail)], axis=0).T
+
+
+def resampled_differences(
+    metric: str, predictions: np.ndarray, reference: np.ndarray, labels: np.ndarray, resamples: int
+) -> np.ndarray:
+    """Each row's ``metric`` minus the reference's on ``resamples`` paired bootstrap resamples of
+    the examples, drawn as `bootstrap_differences` draws them: (resamples, variants). Accuracy is
+    a mean of per-example hits, so its resamples are one product of counts; other metrics are
+    computed on each resample."""
+    count = len(labels)
+    generator = np.random.default_rng(BOOTSTRAP_SEED)
+    hits = (predictions == labels).astype(float) - (reference == labels) if metric == "accuracy" else None
+    parts = []
+    for start in range(0, resamples, CHUNK):
+        chosen = generator.integers(0, count, (min(CHUNK, resamples - start), count))
+        if hits is not None:
+            offsets = (chosen + count * np.arange(len(chosen))[:, None]).ravel()
+            drawn = np.bincount(offsets, minlength=len(chosen) * count).reshape(len(chosen), count)
+            parts.append(drawn @ hits.T / count)
+        else:
+            parts += [
+                metric_rows(metric, predictions[:, rows], labels[rows])
+                - metric_rows(metric, reference[None, rows], labels[rows])[0]
+                for rows in chosen
+            ]
+    return np.vstack(parts) if hits is not None else np.stack(parts)
 
 
 def bootstrap_metric_rows(metric: str, predictions: np.ndarray, labels: np.ndarray) -> np.ndarray:
@@ -100,13 +155,15 @@ def permutation_p_values(
 
 
 def paired_differences(metric: str, predictions: np.ndarray, reference: np.ndarray, labels: np.ndarray) -> Differences:
-    """Differences, bootstrap intervals and p-values (McNemar for accuracy, else permutation)."""
+    """Differences, their 95% and simultaneous bootstrap intervals over the rows as one family,
+    and p-values (McNemar for accuracy, else permutation)."""
     observed, intervals = bootstrap_differences(metric, predictions, reference, labels)
     if metric == "accuracy":
         p_values = mcnemar_p_values(predictions, reference, labels)
     else:
         p_values = permutation_p_values(metric, predictions, reference, labels, observed)
-    return Differences(observed, intervals, p_values)
+    simultaneous = simultaneous_intervals(metric, predictions, reference, labels)
+    return Differences(observed, intervals, p_values, simultaneous)
 
 
 def holm(p_values: np.ndarray) -> np.ndarray:

@@ -61,7 +61,7 @@ from harness.analyses.base import Analysis, AnalysisContext, best_head, changed_
 from harness.inputs.batches import AttentionBatch, EncodedBatch, real_tokens
 from harness.inputs.encoding import token_spans
 from harness.views.base import BestHead, HeadValue, pair_name
-from harness.views.evidence import Evidence, UnitSums, paired_change
+from harness.views.evidence import Evidence, UnitSums, best_of_many_change, head_names, paired_change
 from harness.views.vig import CROSS, STATISTICS, UNIT, VigComparison, VigResult, VigView, change_of
 
 WORD = re.compile(r"\w+")
@@ -289,9 +289,10 @@ class VigBehaviours(Analysis):
     @classmethod
     def compare(cls, per_checkpoint: dict[str, VigResult], pairs: list[tuple[str, str]]) -> dict[str, VigComparison]:
         """Per pair (a, b): b minus a of every statistic per head, the heads whose labels changed,
-        and the evidence of the changes of the strongest head's and of the mean share of attention
-        to identical words in the other sentence, over the examples; none where no example has
-        such rows (a single-sentence task, or pairs whose sentences share no word)."""
+        and the evidence of the changes of the strongest head's (cross-fitted: chosen on one half
+        of the examples, scored on the other) and of the mean share of attention to identical
+        words in the other sentence, over the examples; none where no example has such rows (a
+        single-sentence task, or pairs whose sentences share no word)."""
 
         def change(before: list[list[float]], after: list[list[float]]) -> list[list[float]]:
             return [[b - a for a, b in zip(old, new)] for old, new in zip(before, after)]
@@ -300,7 +301,11 @@ class VigBehaviours(Analysis):
             if not before["examples"][CROSS]:
                 return {}
             units = [UnitSums.read(stats["units"]) for stats in (before, after)]
-            return {change_of(f"{CROSS}_{reduce}"): paired_change(*units, reduce=reduce) for reduce in ("max", "mean")}
+            layers, heads = np.asarray(before["per_head"][CROSS]).shape
+            return {
+                change_of(f"{CROSS}_max"): best_of_many_change(*units, head_names(layers, heads)),
+                change_of(f"{CROSS}_mean"): paired_change(*units, reduce="mean"),
+            }
 
         return {
             pair_name((a, b)): {

@@ -191,7 +191,7 @@ def load_findings(study: Where, output_dir: Where = "outputs") -> pd.DataFrame:
                 task,
                 record["seed"],
                 record["state"],
-                record["state"] == found.get("holds_as", "holds"),
+                record["state"] == cell.get("holds_as", found.get("holds_as", "holds")),
                 record.get("value"),
                 *(record.get("interval") or (None, None)),
                 record.get("support"),

@@ -17,6 +17,7 @@ from harness.views import VIEWS
 from harness.views import trajectory as trajectory_view
 from harness.views.across_tasks import metric_table
 from harness.views.base import Failures, attempt
+from harness.views.evidence import effect_text
 from harness.views.papers import paper_cells
 from harness.views.style import (
     figure_formats,
@@ -66,17 +67,30 @@ def seed_text(record: dict[str, Any]) -> str:
 
 
 def task_text(cell: dict[str, Any], holds: str) -> str:
-    """A task's cell of a finding: on how many seeds it is clear, how the others went, and each
-    seed's evidence: ``2 of 3 (1 no clear change): +0.031 [+0.012, +0.050]; ...``."""
+    """A task's cell of a finding: on how many seeds it is clear (``holds``, unless the cell says
+    what it counts), how the others went, the directions its clear changes went, its effect over
+    the seeds, and each seed's evidence: ``2 of 3 (1 no clear change; 2 rises); effect +0.031
+    [+0.012, +0.050] (3 seeds): +0.031 [+0.012, +0.050]; ...``."""
+    holds = cell.get("holds_as", holds)
     others = ", ".join(f"{count} {state}" for state, count in cell.get("states", {}).items() if state != holds)
+    ways = ", ".join(f"{count} {way}" for way, count in cell.get("directions", {}).items())
+    noted = "; ".join(part for part in (others, ways) if part)
+    size = f"; effect {effect_text(cell['effect'])}" if cell.get("effect") else ""
     seeds = "; ".join(seed_text(record) for record in cell.get("per_seed", []))
-    return f"{cell['holds']} of {cell['seeds']}" + (f" ({others})" if others else "") + (f": {seeds}" if seeds else "")
+    return (
+        f"{cell['holds']} of {cell['seeds']}"
+        + (f" ({noted})" if noted else "")
+        + size
+        + (f": {seeds}" if seeds else "")
+    )
 
 
 def tasks_text(finding: dict[str, Any]) -> str:
-    """On how many tasks a finding is clear on every seed, or where it is not defined."""
+    """On how many tasks a finding is clear on every seed, where it is not defined, or why it was not judged."""
     if "undefined_on" in finding:
         return f"not defined on {', '.join(finding['undefined_on'])}"
+    if "not_judged" in finding:
+        return f"not judged: {finding['not_judged']}"
     return f"{finding['tasks_every_seed']} of {finding['tasks']}"
 
 

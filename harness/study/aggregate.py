@@ -2,13 +2,18 @@
 spread over the seeds of each task, the series each analysis's view keeps over seeds (cosine
 per layer and head, [CLS]/[SEP] attention per layer), which tasks the fine-tuned models
 learned, and the findings: each view's claims judged on every run of the tasks learned, and
-the direction of each signed change it declares, with the seeds and tasks they hold for and
-what the papers found on the same point beside them. A seed counts for a finding only where
-its evidence is clear of its sampling error (`harness.views.evidence`: a change whose 95%
-interval over the units the analysis sampled excludes 0, a claim that holds on 97.5% of the
-resamples); every other seed says "no clear change" or "unclear", with its interval. An
-analysis that ran on some seeds only (the ablation on a CPU: one seed per task) is aggregated
-and judged over those seeds, and says how many. Nothing here imports torch.
+each signed change it declares, with the seeds and tasks they hold for, their size, and what
+the papers found on the same point beside them. A seed counts for a finding only where its
+evidence is clear of its sampling error (`harness.views.evidence`: a change whose 95% interval
+over the units the analysis sampled excludes 0, a claim that holds on 97.5% of the
+resamples); every other seed says "no clear change" or "unclear", with its interval.
+Directions are fixed before the data: a change a paper gives a direction for is tested in the
+paper's direction on the tasks it measured (a seed counts when clearly the paper's way), any
+other change two-sided (a seed counts when clearly either way, and the direction it went is
+reported, not counted as a prediction). Each task's effect is the mean of its seeds' values
+with an interval (`effect`). A finding that cannot be judged says why. An analysis that ran on
+some seeds only (the ablation on a CPU: one seed per task) is aggregated and judged over
+those seeds, and says how many. Nothing here imports torch.
 """
 
 from __future__ import annotations
@@ -17,19 +22,32 @@ from functools import partial
 from typing import Any
 
 import numpy as np
+from scipy.stats import t as student_t
 
 from harness.results.checkpoints import FINETUNED, MAIN_PAIR, PRETRAINED
 from harness.views import VIEWS
 from harness.views import trajectory as trajectory_view
 from harness.views.base import Entry, Failures, PaperPoint, View, attempt, per_checkpoint_results, per_pair_results
 from harness.views.evaluation import EvaluationView
-from harness.views.evidence import FAILS, FALLS, HOLDS, NO_CLEAR_CHANGE, RISES, UNCLEAR, Evidence, described
+from harness.views.evidence import (
+    FAILS,
+    FALLS,
+    HOLDS,
+    NO_CLEAR_CHANGE,
+    RISES,
+    UNCLEAR,
+    Evidence,
+    described,
+    effect_text,
+)
 from harness.views.seeds import spread
 from harness.views.summary import headline_names, summary_metrics
 from tasks.metrics import metric_rows
 
 Summaries = dict[str, dict[int, dict[str, Any]]]  # {task: {seed: summary}}
 LEARNED = "beats_majority"  # the evaluation's claim that decides whether a task's findings are judged
+AS_PAPER, AGAINST_PAPER = "as the paper", "against the paper"  # a seed's change against the paper's direction
+CHANGES = "changes"  # a seed's change clear either way, in a two-sided finding
 
 
 def entries_of(view: type[View], summaries: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -119,9 +137,10 @@ def judged_tasks(checked: dict[str, dict[str, Any]], findings_from: str) -> tupl
 
 
 def seed_record(seed: int, state: str, evidence: Evidence) -> dict[str, Any]:
-    """One seed's part of a finding: its state (holds, fails, unclear; or rises, falls, no clear
-    change) and the evidence it rests on (value and interval, or support over resamples)."""
-    kept = ("value", "interval", "support", "statistic", "unit", "n")
+    """One seed's part of a finding: its state (holds, fails, unclear; as the paper, against it;
+    changes; or no clear change), the direction it went where it is a change, and the evidence it
+    rests on (value and interval, or support over resamples)."""
+    kept = ("value", "interval", "support", "statistic", "unit", "n", "direction")
     return {
         "seed": seed,
         "state": state,
@@ -130,14 +149,39 @@ def seed_record(seed: int, state: str, evidence: Evidence) -> dict[str, Any]:
     }
 
 
+def effect(records: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """A task's effect over its seeds: the mean of their values, with its interval: the seed's own
+    95% interval where there is one seed, else a 95% t interval of the mean over the seeds (it
+    takes in the sampling error of each seed and the difference between fine-tunings); None
+    where the seeds give no value (a yes/no statement without a size)."""
+    values = [record["value"] for record in records if isinstance(record.get("value"), int | float)]
+    if not values or len(values) != len(records):
+        return None
+    if len(values) == 1:
+        interval = records[0].get("interval")
+        return {"value": values[0], "interval": interval, "seeds": 1, "how": "the seed's 95% interval"}
+    mean, error = float(np.mean(values)), float(np.std(values, ddof=1) / np.sqrt(len(values)))
+    half = float(student_t.ppf(0.975, len(values) - 1)) * error
+    return {
+        "value": mean,
+        "interval": [mean - half, mean + half],
+        "seeds": len(values),
+        "how": f"95% t interval of the mean over {len(values)} seeds",
+    }
+
+
 def task_cell(records: list[dict[str, Any]], holds: str) -> dict[str, Any]:
     """A task's part of a finding: on how many seeds it ``holds`` (its state counted), how many
-    went each other way, and each seed's record."""
+    went each other way, each seed's record, the directions clear changes went, and the effect."""
     states = [record["state"] for record in records]
+    directions = [record["direction"] for record in records if record.get("direction") in (RISES, FALLS)]
     return {
         "holds": states.count(holds),
+        "holds_as": holds,
         "seeds": len(states),
         "states": {state: states.count(state) for state in dict.fromkeys(states)},
+        "directions": {way: directions.count(way) for way in dict.fromkeys(directions)},
+        "effect": effect(records),
         "per_seed": records,
     }
 
@@ -150,9 +194,10 @@ def counted(cell: dict[str, Any], holds: str) -> str:
 
 def support(claim: str, per_task: dict[str, dict[str, Any]], holds: str = HOLDS) -> dict[str, Any]:
     """A finding with, per task, the seeds where it holds clear of its sampling error
-    (``per_task``: `task_cell`s)."""
+    (``per_task``: `task_cell`s) and its effect."""
     everywhere = [task for task, cell in per_task.items() if cell["holds"] == cell["seeds"]]
-    detail = "; ".join(f"{task} {counted(cell, holds)}" for task, cell in per_task.items())
+    detail = "; ".join(f"{task} {counted(cell, cell.get('holds_as', holds))}" for task, cell in per_task.items())
+    sizes = "; ".join(f"{task} {effect_text(cell.get('effect'))}" for task, cell in per_task.items())
     return {
         "claim": claim,
         "per_task": per_task,
@@ -160,7 +205,19 @@ def support(claim: str, per_task: dict[str, dict[str, Any]], holds: str = HOLDS)
         "tasks": len(per_task),
         "holds_as": holds,
         "text": f"{claim}: clear of its sampling error on every seed of {len(everywhere)} of {len(per_task)} "
-        f"tasks (seeds where it is: {detail})",
+        f"tasks (seeds where it is: {detail}; effect: {sizes})",
+    }
+
+
+def not_judged(claim: str, why: str) -> dict[str, Any]:
+    """A finding that was asked for and could not be judged, and why."""
+    return {
+        "claim": claim,
+        "per_task": {},
+        "tasks_every_seed": 0,
+        "tasks": 0,
+        "not_judged": why,
+        "text": f"{claim}: not judged: {why}",
     }
 
 
@@ -168,9 +225,10 @@ def beside_paper(paper: PaperPoint, states: dict[str, list[str]]) -> dict[str, A
     """What the paper found, and whether the study agrees: ``states`` holds, per task the paper
     has an expectation for, each seed's state against it (``paper``: clearly the paper's way;
     ``other``: clearly the other way; ``unclear``). ``agrees`` when every seed of every such
-    task is clearly the paper's way; ``disagrees`` when seeds clearly the other way outnumber
-    those clearly the paper's and make half of all; ``unclear`` when no seed is clear; ``partly``
-    between; ``not compared`` where the paper measured no such thing (or none of its tasks ran)."""
+    task is clearly the paper's way; ``partly`` when more seeds are clearly the paper's way than
+    clearly the other; ``disagrees`` when more are clearly the other way; ``unclear`` when as
+    many are clear each way (none, most often); ``not compared`` where the paper measured no such
+    thing (or none of its tasks ran)."""
     verdict, detail = "not compared", ""
     seeds = [state for values in states.values() for state in values]
     if seeds:
@@ -178,11 +236,11 @@ def beside_paper(paper: PaperPoint, states: dict[str, list[str]]) -> dict[str, A
         verdict = (
             "agrees"
             if paper_way == len(seeds)
-            else "unclear"
-            if unclear == len(seeds)
-            else "disagrees"
-            if other > paper_way and 2 * other >= len(seeds)
             else "partly"
+            if paper_way > other
+            else "disagrees"
+            if other > paper_way
+            else "unclear"
         )
         every = sum(all(state == "paper" for state in values) for values in states.values())
         detail = (
@@ -199,7 +257,11 @@ def claim_findings(view: type[View], by_task: Summaries) -> dict[str, Any]:
     found = {}
     for name, claim in view.claims.items():
         judged = {task: {seed: claim.judge(entry) for seed, entry in seeds.items()} for task, seeds in entries.items()}
-        if not entries or any(evidence is None for seeds in judged.values() for evidence in seeds.values()):
+        if not entries:
+            continue  # the analysis did not run: the run's list of analyses says so
+        missing = [f"{task} seed {seed}" for task, seeds in judged.items() for seed, e in seeds.items() if e is None]
+        if missing:
+            found[name] = not_judged(claim.text, f"its runs cannot give its evidence on {', '.join(missing)}")
             continue
         per_task = {
             task: task_cell(
@@ -234,23 +296,45 @@ def undefined(claim: str, tasks: list[str]) -> dict[str, Any]:
     }
 
 
-def finding_direction(evidence: dict[str, dict[int, Evidence]]) -> str:
-    """Which way a change went over every seed: the way most of its clear seeds went (by the
-    mean change where as many went each way, or none is clear)."""
-    directions = [e["direction"] for seeds in evidence.values() for e in seeds.values()]
-    if directions.count(RISES) != directions.count(FALLS):
-        return RISES if directions.count(RISES) > directions.count(FALLS) else FALLS
-    return RISES if np.mean([e["value"] for seeds in evidence.values() for e in seeds.values()]) > 0 else FALLS
+def paper_directions(view: type[View], name: str, tasks: list[str]) -> dict[str, str]:
+    """The direction the paper beside signed change ``name`` found, on each of ``tasks`` it measured."""
+    paper = view.papers.get(name)
+    expected = {task: paper.expectation(task) if paper else None for task in tasks}
+    return {task: way for task, way in expected.items() if way in (RISES, FALLS)}
+
+
+def change_claim(what: str, paper: PaperPoint | None, expected: dict[str, str], tasks: list[str]) -> str:
+    """A signed change's claim, its direction stated before the data: the paper's on the tasks it
+    measured, else two-sided."""
+    two_sided = "changes with fine-tuning (two-sided: the direction each seed went is reported, not predicted)"
+    if not expected or paper is None:
+        return f"{what} {two_sided}"
+    ways = ", ".join(f"{task} {way}" for task, way in expected.items())
+    rest = [task for task in tasks if task not in expected]
+    return f"{what} moves with fine-tuning as {paper.source} found ({ways})" + (
+        f"; on {', '.join(rest)}, which it did not measure, {two_sided}" if rest else ""
+    )
+
+
+def seed_state(direction: str, expected: str | None) -> str:
+    """A seed's change as a two-sided finding counts it, or against the paper's ``expected`` direction."""
+    if direction == NO_CLEAR_CHANGE:
+        return NO_CLEAR_CHANGE
+    if expected is None:
+        return CHANGES
+    return AS_PAPER if direction == expected else AGAINST_PAPER
 
 
 def change_findings(view: type[View], by_task: Summaries) -> dict[str, Any]:
-    """The direction of each signed change the view declares, over every task whose runs have
-    the analysis and give the change's evidence: per seed ``rises`` or ``falls`` when its 95%
-    interval over the sampled units excludes 0, else ``no clear change``. A task where the
-    change is undefined (a cross-sentence share of a single-sentence task) is not judged; where
-    no task defines it the finding says so. That each declared name is one the view's metrics
-    give is the views' tests' to check (tests/unit/run/test_pipeline.py, on a run of a pair
-    task), not a study's to find out at its end."""
+    """Each signed change the view declares, over every task whose runs have the analysis and give
+    the change's evidence, its direction fixed before the data (`change_claim`): per seed ``as
+    the paper``, ``against the paper`` or ``no clear change`` on a task the paper measured,
+    ``changes`` (clear either way) or ``no clear change`` on any other, clear meaning its 95%
+    interval over the sampled units excludes 0. A task where the change is undefined (a
+    cross-sentence share of a single-sentence task) is not judged; where no task defines it the
+    finding says so. That each declared name is one the view's metrics give is the views' tests'
+    to check (tests/unit/run/test_pipeline.py, on a run of a pair task), not a study's to find
+    out at its end."""
     entries = {task: found for task, summaries in by_task.items() if (found := seed_entries(view, summaries))}
     if not entries:
         return {}
@@ -264,20 +348,23 @@ def change_findings(view: type[View], by_task: Summaries) -> dict[str, Any]:
         if not evidence:
             found[name] = undefined(f"{what} with fine-tuning", list(entries))
             continue
-        way = finding_direction(evidence)
+        expected = paper_directions(view, name, list(evidence))
         per_task = {
-            task: task_cell([seed_record(seed, e["direction"], e) for seed, e in seeds.items()], way)
+            task: task_cell(
+                [seed_record(seed, seed_state(e["direction"], expected.get(task)), e) for seed, e in seeds.items()],
+                AS_PAPER if task in expected else CHANGES,
+            )
             for task, seeds in evidence.items()
         }
-        found[name] = support(f"{what} {way} with fine-tuning", per_task, way)
+        claim = change_claim(what, view.papers.get(name), expected, list(evidence))
+        found[name] = support(claim, per_task, AS_PAPER if expected else CHANGES)
         if name in view.papers:
-            paper = view.papers[name]
             found[name]["paper"] = beside_paper(
-                paper,
+                view.papers[name],
                 {
-                    task: [paper_state(e["direction"], paper.expectation(task)) for e in seeds.values()]
+                    task: [paper_state(e["direction"], expected[task]) for e in seeds.values()]
                     for task, seeds in evidence.items()
-                    if paper.expectation(task) in (RISES, FALLS)
+                    if task in expected
                 },
             )
     return found
@@ -381,7 +468,11 @@ def seed_timings(summary: dict[str, Any]) -> dict[str, Evidence | None]:
 
 
 def timing_findings(by_task: Summaries, judged: list[str]) -> dict[str, Any]:
-    """Each finding on when things change, over the judged tasks' seeds that kept a trajectory."""
+    """Each finding on when things change, over the judged tasks' seeds that kept a trajectory;
+    where the study asked for trajectories (some run kept one) and a finding has no seed to be
+    judged on, why."""
+    if not any(trajectory_view.points_of(summary) for summaries in by_task.values() for summary in summaries.values()):
+        return {}
     judged_seeds = {task: {seed: seed_timings(summary) for seed, summary in by_task[task].items()} for task in judged}
     found = {}
     for name, claim in TIMING.items():
@@ -397,9 +488,20 @@ def timing_findings(by_task: Summaries, judged: list[str]) -> dict[str, Any]:
             for task, seeds in judged_seeds.items()
         }
         per_task = {task: cell for task, cell in per_task.items() if cell["seeds"]}
-        if per_task:
-            found[name] = support(claim, per_task)
+        found[name] = support(claim, per_task) if per_task else not_judged(claim, timing_missing(by_task, judged, name))
     return found
+
+
+def timing_missing(by_task: Summaries, judged: list[str], name: str) -> str:
+    """Why a finding on when things change has no seed to judge: no judged task, no trajectory
+    kept, or the analyses it reads not run along it."""
+    if not judged:
+        return "no task's fine-tuned model is clearly above the majority class on every seed"
+    kept = [summary for task in judged for summary in by_task[task].values() if trajectory_view.points_of(summary)]
+    if not kept:
+        return "no judged run kept a trajectory (--trajectory)"
+    needs = {"cosine_before_dev": "cosine", "heterogeneous_early": "patterns"}[name]
+    return f"its runs' trajectories lack the {needs} analysis (--trajectory-analyses, --analyses)"
 
 
 def findings(
@@ -423,4 +525,10 @@ def findings(
         found.update(attempt(failures, f"{view.name} changes", partial(change_findings, view, kept), {}))
     found.update(attempt(failures, "between seeds", partial(seed_noise_finding, between or {}, judged), {}))
     found.update(attempt(failures, "trajectory", partial(timing_findings, by_task, judged), {}))
+    left_out = [task for task in by_task if task not in judged]
+    for name, finding in found.items():
+        if name != LEARNED and left_out and "not_judged" not in finding:
+            finding["text"] += (
+                f"; not judged on {', '.join(left_out)} (not learned on every seed: see the learning check)"
+            )
     return found

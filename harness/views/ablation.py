@@ -1,9 +1,11 @@
 """Heads that matter: Kovaleva et al.'s disabling (§6) and Michel et al.'s importance and pruning.
 
 What a stored sweep says, per checkpoint with a trained classification head: the single head
-and the single layer whose disabling helps and hurts most in each mode, how many of each
+and the single layer whose disabling changes the score most up and down in each mode (with
+simultaneous intervals, at the level of the Holm-adjusted tests beside them), how many of each
 family are significant after Holm's correction, and whether disabling helps at all (some gain
-significant after Holm over its family: metrics, claims, and the lines a run prints); the
+significant after Holm over its family; fails when every member is shown, by its interval, to
+gain less than the paper's smallest reported gain: metrics, claims, and the lines a run prints); the
 cross-fitted pruning (each order ranked on one half of the examples, scored on the other):
 how many heads each order removes before the score first drops by more than one point, and
 the area under the importance order's curve against the random orders' (ours) and the oracle
@@ -24,7 +26,7 @@ from matplotlib.ticker import MaxNLocator
 
 from harness.results.checkpoints import FINETUNED
 from harness.views.base import Claim, Entry, PaperPoint, View, pair_name, per_checkpoint_results, register_view
-from harness.views.evidence import FAILS, HOLDS, UNCLEAR, Evidence
+from harness.views.evidence import FAILS, HOLDS, UNCLEAR, Evidence, Packed
 from harness.views.metrics import BOUNDS, Metric
 from harness.views.papers import KOVALEVA_TASKS, expected_for
 from harness.views.style import (
@@ -49,6 +51,10 @@ MODE_TITLES = {
 MODE_SHORT = {"uniform": "1/L", "zero": "gated to 0"}
 SCOPES = ("heads", "layers")  # what one disabling variant switches off: a single head, or a whole layer
 ALPHA = 0.05  # family-wise error rate of Holm's correction: what counts as significant
+# The equivalence margin of "disabling some head helps": Kovaleva et al.'s smallest reported single-head
+# gain (Section 6: 0.1 point, STS-B), as a fraction of the metric. The claim fails where every member's
+# gain is shown below it by its 95% interval.
+SMALLEST_PAPER_GAIN = 0.001
 HELPS_MODE = "uniform"  # Kovaleva et al.'s disabling (attention made uniform): what the claims judge
 RANDOM = "random"  # the seeded random pruning orders' names start so; they are ours (Michel et al. ran none)
 BASELINES = {"random": "random orders (ours)", "oracle": "oracle order"}  # what the importance order is set against
@@ -138,8 +144,8 @@ def areas_sentence(pruning: dict[str, Any], examples: int) -> str:
         f"on one half of the {examples} examples, scored on the other): {named}, {BASELINES['random']} "
         f"{100 * randoms:.1f}"
         + (
-            f"; {'; '.join(differences)}: points, 95% intervals over 1,000 paired "
-            "bootstrap resamples of the examples, the orders held as ranked"
+            f"; {'; '.join(differences)}: points, 95% intervals over 1,000 paired bootstrap resamples of "
+            "the examples (and of the random orders, for their mean), the orders held as ranked"
             if differences
             else ""
         )
@@ -195,29 +201,36 @@ def significant_gains(family: dict[str, Any]) -> int:
 
 def disabling_gain(result: dict[str, Any], scope: str, mode: str) -> Evidence:
     """Whether disabling some single head (or layer) raises the score, judged over its whole
-    family (every head, or every layer, of one mode) with Holm's correction: ``holds`` when some
-    gain's Holm-adjusted p is below `ALPHA` (the largest such gain named); ``fails`` only when
-    every member's disabling clearly lowers the score, each 95% interval below 0 (each one's gain
-    rejected on its own: an intersection-union test, which needs no correction; an interval of
-    [0, 0], a member that changes no prediction of this sample, is no evidence against a small
-    gain); else ``unclear``, the largest change named."""
-    stats = {key: np.asarray(result[scope][mode][key], dtype=float) for key in ("delta", "low", "high", "p_holm")}
+    family (every head, or every layer, of one mode), each way by a test that can say so:
+    ``holds`` when some gain's Holm-adjusted p is below `ALPHA` (the largest such gain named,
+    with its simultaneous interval); ``fails`` when every member's gain is shown smaller than
+    the paper's smallest reported gain (`SMALLEST_PAPER_GAIN`, 0.1 point): each member's upper
+    95% bound on its gain (``gain_bound``) lies below that margin (an equivalence test of each
+    member, combined as an intersection-union test, which needs no correction: all must reject);
+    else ``unclear``, the largest change named."""
+    keys = ("delta", "low_simultaneous", "high_simultaneous", "p_holm")
+    stats = {key: np.asarray(result[scope][mode][key], dtype=float) for key in keys}
     deltas, adjusted = stats["delta"].ravel(), stats["p_holm"].ravel()
     surviving = np.flatnonzero((deltas > 0) & (adjusted < ALPHA))
     chosen = int(surviving[deltas[surviving].argmax()]) if surviving.size else int(deltas.argmax())
-    verdict = HOLDS if surviving.size else FAILS if (stats["high"] < 0).all() else UNCLEAR
+    bounds = np.ravel(np.asarray(result[scope][mode]["gain_bound"], dtype=object))
+    below_margin = np.array([bound is not None and bound < SMALLEST_PAPER_GAIN for bound in bounds])
+    verdict = HOLDS if surviving.size else FAILS if below_margin.all() else UNCLEAR
     where = "-".join(str(int(i) + 1) for i in np.unravel_index(chosen, stats["delta"].shape))
-    low, high = float(stats["low"].ravel()[chosen]), float(stats["high"].ravel()[chosen])
+    low, high = (float(stats[f"{side}_simultaneous"].ravel()[chosen]) for side in ("low", "high"))
+    level = 100 * result[scope][mode]["simultaneous_level"]
     named = (
         f"{'layer-head' if scope == 'heads' else 'layer'} {where}: {percent(deltas[chosen])} points "
-        f"[{percent(low)}, {percent(high)}], Holm-adjusted p {adjusted[chosen]:.2g}"
+        f"[{percent(low)}, {percent(high)}] (simultaneous, {level:.2f}% each), Holm-adjusted p {adjusted[chosen]:.2g}"
     )
     one, count = scope[:-1], deltas.size
+    margin = f"{100 * SMALLEST_PAPER_GAIN:.1f} point"
     text = {
         HOLDS: named,
-        FAILS: f"disabling any one of {count} {scope} lowers the score, every 95% interval below 0 (the "
-        f"smallest loss: {named})",
-        UNCLEAR: f"no {one}'s gain is significant after Holm over {count} {scope} (the largest change: {named})",
+        FAILS: f"every one of the {count} {scope} gains less than {margin} (Kovaleva et al.'s smallest reported "
+        f"gain), each one's upper 95% bound below it (the largest change: {named})",
+        UNCLEAR: f"no {one}'s gain is significant after Holm over {count} {scope}, and {int((~below_margin).sum())} "
+        f"of them may still gain {margin} or more (the largest change: {named})",
     }[verdict]
     return {
         "verdict": verdict,
@@ -227,8 +240,9 @@ def disabling_gain(result: dict[str, Any], scope: str, mode: str) -> Evidence:
         "where": where,
         "unit": "dev examples",
         "n": result["examples"],
+        "members_below_margin": int(below_margin.sum()),
         "statistic": f"the largest gain of disabling one of {count} {scope} ({MODE_SHORT[mode]}), "
-        f"Holm-adjusted over them",
+        f"Holm-adjusted over them; fails when each one's upper 95% bound on its gain lies below {margin}",
         "text": f"{text}; {result['examples']} dev examples",
     }
 
@@ -268,12 +282,19 @@ class Importance(TypedDict):
 
 class Family(TypedDict):
     """One family of tests, every head or every layer of one mode: the changes of the score, their
-    95% interval bounds, p-values and Holm-adjusted p-values (layers x heads, or per layer), and
-    how many are significant after Holm."""
+    95% interval bounds (each member's own), their simultaneous interval bounds at the level
+    (``simultaneous_level``, Bonferroni's over the family) of the Holm-adjusted tests, each member's
+    upper 95% bound on its gain (``gain_bound``: exact for accuracy; None where it changed no
+    prediction of another metric), p-values and Holm-adjusted p-values (layers x heads, or per
+    layer), and how many are significant after Holm."""
 
     delta: list[Any]
     low: list[Any]
     high: list[Any]
+    low_simultaneous: list[Any]
+    high_simultaneous: list[Any]
+    simultaneous_level: float
+    gain_bound: list[Any]
     p: list[Any]
     p_holm: list[Any]
     significant: int
@@ -304,6 +325,18 @@ class Pruning(Areas):
     variants: int
 
 
+class AblationUnits(TypedDict):
+    """Every prediction a trained checkpoint's statistics are computed from (`harness.views.evidence.pack`):
+    the labels and the intact predictions (examples,), each single variant's (variants, examples;
+    heads layer-major then layers, per mode, as `harness.analyses.ablation_masks.single_variants`
+    orders them), and each pruning order's cross-fitted ones (steps, examples)."""
+
+    labels: Packed
+    intact: Packed
+    single: Packed
+    held_out: dict[str, Packed]
+
+
 class AblationResult(TypedDict):
     """A checkpoint's stored ablation. Every checkpoint: whether its head is ``trained``, its
     importance. An untrained head: a ``note``. A trained one: the metric, the examples scored,
@@ -321,6 +354,7 @@ class AblationResult(TypedDict):
     pruning: NotRequired[Pruning]
     correlations: NotRequired[dict[str, float | None]]
     variants: NotRequired[int]
+    units: NotRequired[AblationUnits]
 
 
 class ImportanceAgreement(TypedDict):
@@ -333,21 +367,19 @@ class ImportanceAgreement(TypedDict):
 class AblationView(View):
     name = ANALYSIS
     order = 160
-    version = 2
+    version = 3  # 3: simultaneous intervals, the equivalence margin, 20 random orders resampled, predictions stored
     stored = AblationResult
     compared = ImportanceAgreement
     left_out = ("halves", "orders")
     claims = {
         "disabling_a_head_helps": Claim(
-            "making some single head's attention uniform raises the fine-tuned "
-            "model's dev score, significant after Holm's correction over all "
-            "heads",
+            "making some single head's attention uniform raises the fine-tuned model's dev score, significant "
+            "after Holm's correction over all heads (fails: every head's gain below 0.1 point by its interval)",
             disabling_helps("heads"),
         ),
         "disabling_a_layer_helps": Claim(
-            "making some whole layer's attention uniform raises the fine-tuned "
-            "model's dev score, significant after Holm's correction over all "
-            "layers",
+            "making some whole layer's attention uniform raises the fine-tuned model's dev score, significant "
+            "after Holm's correction over all layers (fails: every layer's gain below 0.1 point by its interval)",
             disabling_helps("layers"),
         ),
         "importance_beats_random": Claim(
@@ -439,23 +471,25 @@ class AblationView(View):
     @classmethod
     def printed(cls, entry: Entry) -> list[str]:
         """What ``harness run`` and ``harness ablate`` print: per trained checkpoint, the intact
-        score, the single head and layer whose disabling helps and hurts most (each mode), what
-        is significant after Holm and whether disabling helps (`disabling_gain`), and the
-        cross-fitted pruning."""
+        score, the single head and layer whose disabling changes the score most up and down (each
+        mode, with simultaneous intervals), what is significant after Holm and whether disabling
+        helps (`disabling_gain`), and the cross-fitted pruning."""
         lines = []
         for checkpoint, result in per_checkpoint_results(entry).items():
             if not result["trained"]:
                 continue
             lines.append(
                 f"ablation ({checkpoint}): intact dev {result['metric']} {100 * result['intact']:.1f} on "
-                f"{result['examples']} examples; changes in points, 95% bootstrap intervals"
+                f"{result['examples']} examples; changes in points, simultaneous bootstrap intervals over each "
+                "family (the level of its Holm-adjusted tests)"
             )
             for mode, scope, family in families(result):
-                stats = {key: np.asarray(family[key]) for key in ("delta", "low", "high")}
+                stats = {key: np.asarray(family[key]) for key in ("delta", "low_simultaneous", "high_simultaneous")}
+                extremes = dict(best_and_worst(family))
                 parts = [
-                    f"{label} {'-'.join(str(int(i) + 1) for i in where)} {percent(stats['delta'][where])} "
-                    f"[{percent(stats['low'][where])}, {percent(stats['high'][where])}]"
-                    for label, where in best_and_worst(family)
+                    f"{word} {'-'.join(str(int(i) + 1) for i in where)} {percent(stats['delta'][where])} "
+                    f"[{percent(stats['low_simultaneous'][where])}, {percent(stats['high_simultaneous'][where])}]"
+                    for word, where in (("largest change", extremes["best"]), ("smallest", extremes["worst"]))
                 ]
                 parts.append(
                     f"{family['significant']} significant after Holm, {significant_gains(family)} of "
@@ -468,11 +502,11 @@ class AblationView(View):
 
     @classmethod
     def study_tables(cls, study: dict[str, Any]) -> dict[str, str]:
-        """Per task where it ran, the fine-tuned model's single head and layer whose disabling helps
-        and hurts most (Kovaleva et al. section 6), the heads and layers significant after Holm (the
-        gains among them), the heads each pruning order removes within a point and the importance
-        order's area against our random orders' and the oracle's (Michel et al.), all cross-fitted,
-        over its seeds."""
+        """Per task where it ran, the fine-tuned model's single head and layer whose disabling changes
+        the score most up and down (Kovaleva et al. section 6; ranked, not tested), the heads and
+        layers significant after Holm (the gains among them), the heads each pruning order removes
+        within a point and the importance order's area against our random orders' and the oracle's
+        (Michel et al.), all cross-fitted, over its seeds."""
         intact = ablation_metric("intact").name
         tasks = {task: entry["metrics"] for task, entry in study["tasks"].items() if intact in entry["metrics"]}
         if not tasks:
@@ -497,10 +531,10 @@ class AblationView(View):
             "task",
             "seeds",
             "intact score",
-            "best head, 1/L",
-            "worst head, 1/L",
-            "best layer, 1/L",
-            "worst layer, 1/L",
+            "largest change, head, 1/L",
+            "smallest change, head, 1/L",
+            "largest change, layer, 1/L",
+            "smallest change, layer, 1/L",
             "significant after Holm, gains of all: heads 1/L / heads 0 / layers 1/L / layers 0",
             "heads pruned within a point, cross-fitted: importance / oracle order",
             *(f"pruning area in points, cross-fitted: importance minus {title}" for title in BASELINES.values()),
@@ -568,13 +602,16 @@ def draw_head_deltas(result: dict[str, Any], run: dict[str, Any], checkpoint: st
 
 
 def draw_layer_deltas(result: dict[str, Any], run: dict[str, Any], checkpoint: str, path: Path) -> Path:
-    """Per-layer bars of the whole-layer deltas per mode, with their 95% bootstrap intervals."""
+    """Per-layer bars of the whole-layer deltas per mode, with their simultaneous bootstrap intervals
+    (the level of the Holm-adjusted tests); a bar whose test is significant is outlined."""
     figure, axes = plt.subplots(figsize=(5.6, 3.6))
     layers = np.arange(1, len(result["layers"][MODES[0]]["delta"]) + 1)
     width = 0.8 / len(MODES)
     for index, (mode, colour) in enumerate(zip(MODES, (OKABE_ITO["blue"], OKABE_ITO["orange"]))):
-        stats = {key: 100 * np.asarray(result["layers"][mode][key]) for key in ("delta", "low", "high")}
-        errors = [stats["delta"] - stats["low"], stats["high"] - stats["delta"]]
+        keys = ("delta", "low_simultaneous", "high_simultaneous")
+        stats = {key: 100 * np.asarray(result["layers"][mode][key]) for key in keys}
+        errors = [stats["delta"] - stats["low_simultaneous"], stats["high_simultaneous"] - stats["delta"]]
+        significant = np.asarray(result["layers"][mode]["p_holm"]) < ALPHA
         axes.bar(
             layers + (index - (len(MODES) - 1) / 2) * width,
             stats["delta"],
@@ -582,6 +619,8 @@ def draw_layer_deltas(result: dict[str, Any], run: dict[str, Any], checkpoint: s
             yerr=errors,
             capsize=2,
             color=colour,
+            edgecolor=["black" if flag else colour for flag in significant],
+            linewidth=1.2,
             label=MODE_TITLES[mode],
         )
     axes.axhline(0, color="black", lw=0.8)
@@ -591,7 +630,8 @@ def draw_layer_deltas(result: dict[str, Any], run: dict[str, Any], checkpoint: s
     axes_title(
         axes,
         f"Disabling one layer: {run_title(run)}, {checkpoint_title(checkpoint)}\n"
-        f"intact {100 * result['intact']:.1f}; 95% paired bootstrap intervals",
+        f"intact {100 * result['intact']:.1f}; simultaneous paired bootstrap intervals over the layers; "
+        "outlined: significant after Holm",
     )
     # under the axes: inside, a few layers' bars and intervals leave the legend no free corner
     axes.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=len(MODES), frameon=False)
@@ -663,26 +703,37 @@ def draw_importance(importances: dict[str, Any], entry: Entry, run: dict[str, An
     return save(figure, path)
 
 
+def tested(delta: float, p_holm: float) -> str:
+    """What a member's Holm-adjusted test says of its change: ``helps``, ``hurts`` or ``no clear change``."""
+    if p_holm >= ALPHA:
+        return "no clear change"
+    return "helps" if delta > 0 else "hurts"
+
+
 def extreme_rows(result: dict[str, Any], mode: str, count: int = 3) -> list[str]:
-    """Table rows of the ``count`` heads whose disabling helps most and hurts most."""
-    stats = {key: np.asarray(value) for key, value in result["heads"][mode].items() if key != "significant"}
+    """Table rows of the ``count`` heads whose disabling changes the score most up and most down,
+    each with its simultaneous interval and what its Holm-adjusted test says."""
+    stats = {key: np.asarray(value) for key, value in result["heads"][mode].items() if isinstance(value, list)}
     order = np.argsort(stats["delta"].ravel(), kind="stable")
     rows = []
-    for label, chosen in (("helps", order[::-1][:count]), ("hurts", order[:count])):
+    for label, chosen in (("largest gains", order[::-1][:count]), ("largest losses", order[:count])):
         for flat in chosen:
             layer, head = np.unravel_index(flat, stats["delta"].shape)
+            delta, p_holm = stats["delta"][layer, head], stats["p_holm"][layer, head]
             rows.append(
-                f"| {mode} | {label} | {layer + 1}-{head + 1} | {percent(stats['delta'][layer, head])} | "
-                f"[{percent(stats['low'][layer, head])}, {percent(stats['high'][layer, head])}] | "
-                f"{stats['p'][layer, head]:.3g} | {stats['p_holm'][layer, head]:.3g} |"
+                f"| {mode} | {label} | {layer + 1}-{head + 1} | {percent(delta)} | "
+                f"[{percent(stats['low_simultaneous'][layer, head])}, "
+                f"{percent(stats['high_simultaneous'][layer, head])}] | "
+                f"{stats['p'][layer, head]:.3g} | {p_holm:.3g} | {tested(delta, p_holm)} |"
             )
     return rows
 
 
 def layer_rows(result: dict[str, Any]) -> list[str]:
-    """The table of the whole-layer changes: a row per layer, a column per mode."""
+    """The table of the whole-layer changes: a row per layer, a column per mode, each change with its
+    simultaneous interval, its Holm-adjusted p and what that test says."""
     lines = [
-        "| layer | " + " | ".join(f"{mode}: change [interval] (p Holm)" for mode in MODES) + " |",
+        "| layer | " + " | ".join(f"{mode}: change [simultaneous interval] (p Holm): test" for mode in MODES) + " |",
         "|---" * (len(MODES) + 1) + "|",
     ]
     for layer in range(len(result["layers"][MODES[0]]["delta"])):
@@ -690,8 +741,9 @@ def layer_rows(result: dict[str, Any]) -> list[str]:
         for mode in MODES:
             stats = result["layers"][mode]
             cells.append(
-                f"{percent(stats['delta'][layer])} [{percent(stats['low'][layer])}, "
-                f"{percent(stats['high'][layer])}] ({stats['p_holm'][layer]:.3g})"
+                f"{percent(stats['delta'][layer])} [{percent(stats['low_simultaneous'][layer])}, "
+                f"{percent(stats['high_simultaneous'][layer])}] ({stats['p_holm'][layer]:.3g}): "
+                f"{tested(stats['delta'][layer], stats['p_holm'][layer])}"
             )
         lines.append(f"| {layer + 1} | " + " | ".join(cells) + " |")
     return lines
@@ -751,12 +803,17 @@ def checkpoint_lines(result: dict[str, Any], checkpoint: str, related: list[tupl
         f"**{checkpoint_title(checkpoint)}**: intact dev {metric} {100 * result['intact']:.1f} "
         f"on {result['examples']} examples.",
         "",
-        "Changes in points, 95% paired bootstrap intervals, p-values "
+        "Changes in points; p-values "
         + ("(exact McNemar)" if metric == "accuracy" else "(paired permutation test)")
-        + ", Holm-adjusted within each family.",
+        + ", Holm-adjusted within each family (all heads, or all layers, of one mode); the intervals are "
+        "simultaneous over the family (paired bootstrap at Bonferroni's level: "
+        f"{100 * result['heads'][MODES[0]]['simultaneous_level']:.2f}% each over the heads, "
+        f"{100 * result['layers'][MODES[0]]['simultaneous_level']:.2f}% over the layers), the level of the "
+        "test beside them; a change helps or hurts only where its Holm-adjusted p is below "
+        f"{ALPHA:g}.",
         "",
-        "| mode | disabling the head | layer-head | change | 95% interval | p | p (Holm) |",
-        "|---|---|---|---|---|---|---|",
+        "| mode | ranked by change | layer-head | change | simultaneous interval | p | p (Holm) | test |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for mode in MODES:
         lines += extreme_rows(result, mode)

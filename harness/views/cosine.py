@@ -95,6 +95,7 @@ def last_layers_change_most(entry: Entry) -> Evidence | None:
         units.unit,
         "the smaller change (1 - cosine) of the last two layers minus the largest of the "
         f"other layers: {observed:+.3g}",
+        effect=margin,
     )
 
 

@@ -98,12 +98,15 @@ def beats_majority(entry: Entry) -> dict[str, Any]:
     (the ``learned`` of the pre-trained vs fine-tuned comparison)."""
     comparison = per_pair_results(entry)[MAIN_PAIR]
     examples = next(iter(per_checkpoint_results(entry).values()))["examples"]
-    return interval_verdict(
-        comparison["against_majority"]["interval"],
-        "dev examples",
-        sum(examples.values()),
-        f"fine-tuned minus majority class on {comparison['main_metric']}",
-    )
+    return {
+        "value": comparison["against_majority"]["difference"],
+        **interval_verdict(
+            comparison["against_majority"]["interval"],
+            "dev examples",
+            sum(examples.values()),
+            f"fine-tuned minus majority class on {comparison['main_metric']}",
+        ),
+    }
 
 
 def dev_table(study: dict[str, Any]) -> str:

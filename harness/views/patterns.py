@@ -96,13 +96,15 @@ def draw_pattern_shares(study: dict[str, Any], path: Path) -> Path:
 
 class PatternResult(TypedDict):
     """A checkpoint's stored patterns: the share of each class over all maps (and, with the shipped
-    classifier's cross-validation, corrected for its errors with 95% intervals), each head's
+    classifier's cross-validation, corrected for its errors with 95% intervals, and the
+    cross-validated confusion counts the correction used), each head's
     majority class and its count of each class, how many examples (and sentence pairs) were
     classified, and each example's count of heads per class (`UNIT`)."""
 
     proportions: dict[str, float]
     corrected: NotRequired[dict[str, float]]
     corrected_interval: NotRequired[dict[str, list[float]]]
+    confusion: NotRequired[list[list[int]]]
     per_head: list[list[str]]
     counts_per_head: list[list[list[int]]]
     num_examples: int
@@ -126,8 +128,9 @@ class PatternsView(View):
     # 5: boosted trees on the maps' measurements; 7: retrained on 1,325 labels with pure synthetic blocks;
     # 8: the within-segment measure per token (fair to unequal segments), 1,405 labels, longer synthetic maps;
     # 9: the band against chance (band lift) and its diagonal / heterogeneous line, depth-2 trees;
-    # 10: per-example class counts (`units`), the corrected intervals over the examples too
-    version = 10
+    # 10: per-example class counts (`units`), the corrected intervals over the examples too;
+    # 11: the changes of the corrected shares (the classifier's confusion stored with them)
+    version = 11
     stored = PatternResult
     compared = PatternComparison
     signed_changes = {share(name).changed().name: f"the share of {name} attention maps" for name in CLASSES}
@@ -142,7 +145,6 @@ class PatternsView(View):
             directions(PRASANNA_HETEROGENEOUS),
         )
     }
-    left_out = ("units",)
 
     @classmethod
     def metrics(cls, entry: Entry) -> list[Metric]:

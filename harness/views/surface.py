@@ -33,7 +33,7 @@ from harness.views.base import (
     per_pair_results,
     register_view,
 )
-from harness.views.evidence import Evidence, StoredUnits, UnitSums, resampled_verdict
+from harness.views.evidence import Evidence, StoredUnits, UnitSums, best_above, resampled_verdict
 from harness.views.metrics import Metric
 from harness.views.papers import KOVALEVA_TASKS, expected_for
 from harness.views.seeds import elementwise
@@ -116,26 +116,25 @@ def cls_peaks_before_sep(checkpoint: str) -> Callable[[Entry], Evidence | None]:
             cls_units.count,
             cls_units.unit,
             f"{checkpoint_title(checkpoint)}: the layer of the largest mean attention to [CLS] "
-            "comes before the layer of the largest mean attention to [SEP]",
+            "comes before the layer of the largest mean attention to [SEP] (effect: layers between them)",
+            effect=lambda weights: (peak_layers(sep_units, weights) - peak_layers(cls_units, weights)).astype(float),
         )
 
     return judge
 
 
 def sep_takes_half_a_layer(checkpoint: str) -> Callable[[Entry], Evidence | None]:
-    """The judge of "in ``checkpoint``, over half of some layer's attention goes to [SEP]": on
-    each resample of the inputs, the largest mean attention to [SEP] of any layer is above 0.5."""
+    """The judge of "in ``checkpoint``, over half of some layer's attention goes to [SEP]": the
+    layer with the largest mean attention to [SEP], chosen on one half of the inputs and scored
+    on the other (`harness.views.evidence.best_above`: the largest of the layers scored where it
+    was chosen is biased upward), is above 0.5."""
 
     def judge(entry: Entry) -> Evidence | None:
         units = special_token_units(entry, checkpoint)
         if units is None:
             return None
-        sep_units = units["sep"]
-        return resampled_verdict(
-            lambda weights: sep_units.ratios(weights).max(axis=-1) > HALF,
-            sep_units.count,
-            sep_units.unit,
-            f"{checkpoint_title(checkpoint)}: the largest mean attention to [SEP] of any layer is above {HALF}",
+        return best_above(
+            units["sep"], HALF, f"{checkpoint_title(checkpoint)}: the largest layer's mean attention to [SEP]"
         )
 
     return judge

@@ -6,10 +6,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
+from scipy.stats import beta
 
 from harness.analyses.ablation import Ablation
 from harness.analyses.ablation_masks import (
     PRUNING_FRACTIONS,
+    RANDOM_ORDERS,
     cross_fitted_orders,
     cross_fitting_halves,
     pruned_counts,
@@ -20,11 +22,19 @@ from harness.analyses.ablation_masks import (
 from harness.analyses.ablation_statistics import (
     area_comparisons,
     family,
+    gain_bounds,
     held_out_predictions,
     normalised_per_layer,
     within_one_point,
 )
-from harness.analyses.significance import holm, mcnemar_p_values, metric_rows, paired_differences
+from harness.analyses.significance import (
+    bootstrap_differences,
+    holm,
+    mcnemar_p_values,
+    metric_rows,
+    paired_differences,
+    simultaneous_intervals,
+)
 from harness.config import AnalysisConfig
 from harness.inputs.encoding import encode_examples
 from harness.inputs.sources import SourceContext
@@ -63,7 +73,8 @@ def test_single_variants_disable_exactly_one_head_or_one_layer_each_way():
 def test_pruning_steps_cover_ten_percent_of_all_heads_and_share_identical_masks():
     first = pruning_orders(np.arange(24.0).reshape(2, 12), np.zeros((2, 12)), seed=0)
     second = pruning_orders(-np.arange(24.0).reshape(2, 12), np.zeros((2, 12)), seed=0)
-    assert set(first) == {"oracle", "importance", "random1", "random2", "random3", "random4", "random5"}
+    assert set(first) == {"oracle", "importance", *(f"random{index + 1}" for index in range(RANDOM_ORDERS))}
+    assert RANDOM_ORDERS >= 20  # enough random orders to resample their mean
     assert first["importance"] == list(range(24)) and first["random1"] != first["random2"]
     assert second["importance"] == list(range(24))[::-1] and second["random1"] == first["random1"]
     orders = {name: [first[name], second[name]] for name in first}  # each order ranked on each half
@@ -78,7 +89,12 @@ def test_pruning_steps_cover_ten_percent_of_all_heads_and_share_identical_masks(
         )
     # a random order is the same on both halves, the oracle of all-zero deltas is the first half's importance
     # order, and every order's last step (all heads) is one mask: each distinct mask is scored once
-    assert len(gates) == len({tuple(g.flatten().tolist()) for g in gates}) == 7 * 9 + 1
+    distinct = {
+        tuple(sorted(ranked[half][:pruned])) for ranked in orders.values() for half in (0, 1) for pruned in counts[1:]
+    }
+    assert (
+        len(gates) == len({tuple(g.flatten().tolist()) for g in gates}) == len(distinct) <= (RANDOM_ORDERS + 2) * 9 + 1
+    )
 
 
 def test_the_halves_are_disjoint_seeded_and_cover_every_example():
@@ -145,7 +161,7 @@ def test_importance_beats_random_by_the_area_under_its_curve_with_a_paired_inter
     assert beats["value"] == pytest.approx(0.3) and beats["verdict"] == "holds"
     assert 0 < beats["interval"][0] < 0.3 < beats["interval"][1]
     assert (beats["unit"], beats["n"]) == ("dev examples", 200)
-    assert "random orders (ours)" in beats["statistic"]
+    assert "random orders (ours; the orders resampled too)" in beats["statistic"]
     tie = compared["importance_vs_oracle"]  # the same curve: a tie is a tie
     assert (tie["value"], tie["interval"], tie["verdict"]) == (0.0, [0.0, 0.0], "unclear")
 
@@ -174,7 +190,10 @@ def sweep(gained: list[int], lost: list[int], count: int = 200, seed: int = 0) -
         for chosen in (generator.choice(wrong, gains, replace=False), generator.choice(right, losses, replace=False)):
             row[chosen] = 1 - row[chosen]
         rows.append(row)
-    grids = family(paired_differences("accuracy", np.stack(rows), intact, labels), (2, 4))
+    rows = np.stack(rows)
+    grids = family(
+        paired_differences("accuracy", rows, intact, labels), (2, 4), gain_bounds("accuracy", rows, intact, labels)
+    )
     return {"examples": count, "heads": {"uniform": grids}}
 
 
@@ -184,19 +203,62 @@ def test_disabling_helps_only_where_a_gain_survives_holm_over_the_family():
     assert evidence["verdict"] == "holds" and evidence["where"] == "1-1"
     assert evidence["value"] == pytest.approx(0.2) and evidence["p_holm"] < 0.05 and evidence["n"] == 200
     assert evidence["text"].startswith("layer-head 1-1: +20.0 points [") and "Holm-adjusted p" in evidence["text"]
+    assert "(simultaneous, 99.38% each)" in evidence["text"]  # 1 - 0.05 / 8: the level of the Holm test beside it
 
     noise = sweep([3, 2, 4, 1, 2, 3, 2, 4], [2, 3, 2, 2, 1, 2, 3, 3])
     evidence = disabling_gain(noise, "heads", "uniform")
     assert evidence["verdict"] == "unclear" and evidence["value"] > 0  # the best of 8 noisy changes is a gain ...
     assert evidence["text"].startswith("no head's gain is significant after Holm over 8 heads")  # ... not a finding
 
-    hurts = sweep([0] * 8, [20] * 8)
-    evidence = disabling_gain(hurts, "heads", "uniform")
-    assert evidence["verdict"] == "fails"  # every head's disabling loses 10 points: none helps, clearly
-    assert evidence["text"].startswith("disabling any one of 8 heads lowers the score, every 95% interval below 0")
+    borderline = sweep([12, 3, 2, 0, 1, 3, 2, 1], [2, 2, 3, 1, 1, 2, 3, 2])  # 12 gains against 2: p 0.013 alone
+    grids = borderline["heads"]["uniform"]
+    assert grids["p"][0][0] < 0.05 < grids["p_holm"][0][0]  # raw p would call it a gain; Holm over 8 heads does not
+    assert disabling_gain(borderline, "heads", "uniform")["verdict"] == "unclear"
 
-    unchanged = sweep([0] * 8, [0] * 8)  # no head changes a prediction: every interval [0, 0], no evidence either way
+    hurts = sweep([0] * 8, [40] * 8)
+    evidence = disabling_gain(hurts, "heads", "uniform")
+    assert evidence["verdict"] == "fails"  # every head's disabling loses 20 points: each gain shown below 0.1 point
+    assert evidence["text"].startswith("every one of the 8 heads gains less than 0.1 point")
+    assert evidence["members_below_margin"] == 8
+
+    one_unclear = sweep([0] * 7 + [1], [40] * 7 + [2])  # one head changes three examples: its gain may be a point
+    assert disabling_gain(one_unclear, "heads", "uniform")["verdict"] == "unclear"
+
+    unchanged = sweep([0] * 8, [0] * 8)  # no head changes a prediction of 200: each may still flip 1.8% elsewhere
     assert disabling_gain(unchanged, "heads", "uniform")["verdict"] == "unclear"
+
+
+def test_the_equivalence_bound_of_accuracy_is_exact_where_the_bootstrap_is_degenerate():
+    """A head that changes none of 200 predictions has a bootstrap interval of [0, 0]; what the
+    sample shows is only that it flips under about 3.7 / 200 of the examples, so its gain may
+    be 1.8 points: Clopper-Pearson, not the bootstrap, bounds it."""
+    labels = np.ones(200, dtype=int)
+    intact = np.ones(200, dtype=int)
+    same = intact[None].copy()
+    (bound,) = gain_bounds("accuracy", same, intact, labels)
+    assert bound == pytest.approx(beta.ppf(1 - 0.0125, 1, 200), abs=1e-12) and 0.018 < bound < 0.022
+    _, interval = bootstrap_differences("accuracy", same, intact, labels)
+    assert interval.tolist() == [[0.0, 0.0]]  # what a percentile interval would have claimed
+    lost = intact[None].copy()
+    lost[0, :30] = 0  # 30 losses, no gain: shown below the margin
+    (bound,) = gain_bounds("accuracy", lost, intact, labels)
+    assert bound < 0.001
+
+
+def test_simultaneous_intervals_are_wider_than_each_members_and_at_bonferronis_level():
+    rows = sweep([3, 2, 4, 1, 2, 3, 2, 4], [2, 3, 2, 2, 1, 2, 3, 3])["heads"]["uniform"]
+    low, high = np.asarray(rows["low"]), np.asarray(rows["high"])
+    low_all, high_all = np.asarray(rows["low_simultaneous"]), np.asarray(rows["high_simultaneous"])
+    assert (low_all <= low).all() and (high_all >= high).all() and ((low_all < low) | (high_all > high)).any()
+    assert rows["simultaneous_level"] == pytest.approx(1 - 0.05 / 8)
+    generator = np.random.default_rng(3)
+    labels = generator.integers(0, 2, 300)
+    reference = labels.copy()
+    predictions = np.where(generator.random((40, 300)) < 0.1, 1 - labels, labels)  # 40 variants, each ~10% wrong
+    # under Bonferroni's level the intervals cover the true changes (-0.1 each) all at once about 95% of
+    # the time: here each one covers it, which a 95% interval of each would do for about 0.95^40 = 13% of samples
+    intervals = simultaneous_intervals("accuracy", predictions, reference, labels)
+    assert ((intervals[:, 0] <= -0.1) & (-0.1 <= intervals[:, 1])).all()
 
 
 def test_a_score_counts_the_steps_before_its_first_drop_of_more_than_one_point():

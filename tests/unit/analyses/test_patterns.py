@@ -81,11 +81,15 @@ def test_known_maps_give_known_proportions_and_changed_heads(tiny_tokenizer):
     assert metrics["pattern_finetuned_diagonal"] == 0.5 and metrics["pattern_pretrained_vertical_diagonal"] == 0.0
     evidence = PatternsView.change_evidence({"result": result})
     assert set(evidence) == set(PatternsView.signed_changes) - {"pattern_change_block"}  # no pair: block cannot occur
-    assert (evidence["pattern_change_vertical"]["value"], evidence["pattern_change_vertical"]["direction"]) == (
-        -0.5,
-        "falls",
-    )  # every example lost its vertical head 2 to diagonal
-    assert evidence["pattern_change_diagonal"]["interval"] == [0.5, 0.5]
+    # every example lost its vertical head 2 to diagonal: the labelled share falls by 0.5 exactly; the change a
+    # finding reads is of the shares corrected for the classifier's errors, with the classifier's confusion in
+    # its interval (a labelled change's interval here would be [0.5, 0.5]: every resample the same)
+    vertical, diagonal = (evidence[f"pattern_change_{name}"] for name in ("vertical", "diagonal"))
+    corrected = {name: stats["corrected"] for name, stats in result["per_checkpoint"].items()}
+    assert vertical["value"] == pytest.approx(corrected["finetuned"]["vertical"] - corrected["pretrained"]["vertical"])
+    assert -0.55 < vertical["value"] < -0.45 and vertical["direction"] == "falls"
+    low, high = diagonal["interval"]
+    assert low < diagonal["value"] < high and high - low > 0.005 and "corrected" in diagonal["statistic"]
     assert evidence["pattern_change_heterogeneous"]["direction"] == "no clear change"
 
 

@@ -10,7 +10,7 @@ from harness.analyses.surface_text import SurfaceText
 from harness.inputs.sources.corpus import segment_batches
 from harness.inputs.sources.running_text import running_text_segments
 from harness.results.checkpoints import FINETUNED, PRETRAINED
-from harness.views.evidence import FAILS, HOLDS, UNCLEAR, UnitSums
+from harness.views.evidence import FAILS, HOLDS, UNCLEAR, UnitSums, best_above
 from harness.views.surface import SurfaceView, cls_peaks_before_sep, sep_takes_half_a_layer
 from harness.views.surface_text import SurfaceTextView
 from tasks.examples import Example
@@ -183,7 +183,20 @@ def test_cls_before_sep_is_judged_on_resamples_of_the_inputs(cls_means, sep_mean
 def test_sep_over_half_a_layer_is_judged_on_resamples_of_the_inputs(sep_means, verdict):
     evidence = sep_takes_half_a_layer(PRETRAINED)(units_entry([0.5, 0.2, 0.1], sep_means))
     assert evidence["verdict"] == verdict
-    assert evidence["statistic"] == "pre-trained: the largest mean attention to [SEP] of any layer is above 0.5"
+    assert evidence["statistic"].startswith("pre-trained: the largest layer's mean attention to [SEP], cross-fitted")
+    assert evidence["value"] == pytest.approx(max(sep_means) - 0.5, abs=0.03)  # the held-out layer's, minus 0.5
+
+
+def test_sep_over_half_a_layer_is_not_the_best_of_noisy_layers_scored_where_chosen():
+    """Six layers each at 0.49 on average, noisy per input: the largest of six read on the inputs
+    it was chosen on is above 0.5 most of the time; chosen on one half and read on the other, it
+    is not."""
+    generator = np.random.default_rng(7)
+    shares = np.clip(0.49 + 0.25 * generator.standard_normal((60, 6)), 0, 1)
+    units = UnitSums.of(shares, np.ones(60), "segments")
+    assert units.ratios(np.ones((1, 60))).max() > 0.5  # the best of many, scored where chosen
+    evidence = best_above(units, 0.5, "the largest layer's share")
+    assert evidence["verdict"] != HOLDS and evidence["value"] < 0.02
 
 
 def test_a_claim_about_a_checkpoint_the_run_lacks_is_not_judged():

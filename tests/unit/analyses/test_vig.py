@@ -473,10 +473,12 @@ def test_a_head_linking_the_sentences_lost_in_most_examples_is_a_clear_fall(tiny
     assert set(evidence) == set(VigView.signed_changes)
     strongest, mean = (evidence[f"vig_change_{CROSS}_{what}"] for what in ("max", "mean"))
     chance = CHANCE[CROSS]
-    # before, the "identical" head gives 1; after, 1 in two examples and chance in eight
-    assert strongest["value"] == pytest.approx(0.2 + 0.8 * chance - 1, abs=1e-6)
+    # before, the "identical" head gives 1; after, 1 in two examples and chance in eight: the best of many chosen
+    # where it is scored (the metric) reads that; cross-fitted, a half without the two examples chooses a head
+    # that is at chance on both halves, so the strongest head's level after is lower and its fall larger
     metrics = values(VigView.metrics({"result": result}) + changes(VigView.metrics({"result": result})))
-    assert strongest["value"] == pytest.approx(metrics[f"vig_change_{CROSS}_max"], abs=1e-6)
+    assert metrics[f"vig_change_{CROSS}_max"] == pytest.approx(0.2 + 0.8 * chance - 1, abs=1e-6)
+    assert strongest["levels"][0] == pytest.approx(1.0) and strongest["value"] <= metrics[f"vig_change_{CROSS}_max"]
     assert mean["value"] == pytest.approx(metrics[f"vig_change_{CROSS}_mean"], abs=1e-6)
     for change in (strongest, mean):
         assert change["interval"][1] < 0 and change["direction"] == "falls" and change["n"] == 10

@@ -32,6 +32,10 @@ def ablation(head_p_holm: float, importance_minus_random: list[float]) -> dict:
         "delta": [[0.02, -0.01]],
         "low": [[0.005, -0.03]],
         "high": [[0.04, 0.01]],
+        "low_simultaneous": [[0.001, -0.035]],
+        "high_simultaneous": [[0.045, 0.015]],
+        "simultaneous_level": 0.975,
+        "gain_bound": [[0.04, 0.01]],
         "p": [[head_p_holm / 2, 1.0]],
         "p_holm": [[head_p_holm, 1.0]],
         "significant": int(head_p_holm < 0.05),
@@ -64,7 +68,9 @@ def test_the_ablation_claims_read_the_fine_tuned_models_disabling_and_pruning():
     helps, noise = ablation(0.01, [0.01, 0.05]), ablation(0.5, [0.01, 0.05])
     evidence = AblationView.claims["disabling_a_head_helps"].judge(helps)
     assert (evidence["verdict"], evidence["where"], evidence["n"]) == ("holds", "1-1", 200)
-    assert evidence["text"] == "layer-head 1-1: +2.0 points [+0.5, +4.0], Holm-adjusted p 0.01; 200 dev examples"
+    assert evidence["text"] == (
+        "layer-head 1-1: +2.0 points [+0.1, +4.5] (simultaneous, 97.50% each), Holm-adjusted p 0.01; 200 dev examples"
+    )
     evidence = AblationView.claims["disabling_a_head_helps"].judge(noise)
     assert evidence["verdict"] == "unclear"  # the largest of the changes is a gain, but not clear of Holm's correction
     assert evidence["text"].startswith("no head's gain is significant after Holm over 2 heads")

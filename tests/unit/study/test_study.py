@@ -103,8 +103,16 @@ def test_a_finding_says_on_how_many_seeds_of_how_many_tasks_it_is_clear():
     }
     assert finding["text"] == (
         "the claim: clear of its sampling error on every seed of 1 of 2 tasks (seeds where it "
-        "is: rte 3 of 3; mrpc 2 of 3 (1 unclear))"
+        "is: rte 3 of 3; mrpc 2 of 3 (1 unclear); effect: rte no size (a yes/no statement); "
+        "mrpc no size (a yes/no statement))"
     )
+    sized = support(
+        "y", {"rte": task_cell([{"seed": s, "state": "holds", "value": v} for s, v in ((1, 0.1), (2, 0.3))], "holds")}
+    )
+    assert sized["per_task"]["rte"]["effect"]["value"] == pytest.approx(0.2)  # the mean of the seeds' values ...
+    low, high = sized["per_task"]["rte"]["effect"]["interval"]  # ... with a t interval over them: 0.2 +- 12.71 * 0.1
+    assert (low, high) == (pytest.approx(0.2 - 1.27062, abs=1e-4), pytest.approx(0.2 + 1.27062, abs=1e-4))
+    assert "effect: rte +0.2 [-1.07, +1.47] (2 seeds)" in sized["text"]
     uneven = support("x", cells({"rte": ["holds", "holds"], "mrpc": ["holds"]}))
     assert uneven["text"].startswith("x: clear of its sampling error on every seed of 2 of 2 tasks")
 
