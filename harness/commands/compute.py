@@ -116,6 +116,12 @@ def study(settings: StudyConfig, configs: list[RunConfig]) -> bool:
         print(f"  {finding['text']}" + (f"; {paper_line(finding['paper'])}" if "paper" in finding else ""))
     for task, why in aggregated["kept_out_of_findings"].items():
         print(f"  not in the findings: {task}: {why}")
+    if aggregated["kept_out_of_findings"] and not aggregated["judged_tasks"]:
+        print(
+            "  no task was learned on every seed, so no finding is judged: fine-tune on more examples "
+            "(--max-train-examples) or for more epochs (--epochs), or judge every task anyway, as an exploration "
+            "(--findings-from all)"
+        )
     for label, error in aggregated["failed"].items():
         print(f"  failed: {label}: {error} (the same command again retries it)")
     for what, error in aggregated["aggregation_failed"].items():
