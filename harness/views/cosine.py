@@ -165,7 +165,6 @@ class CosineView(View):
         )
     }
     overview_reads = ("clustering",)
-    left_out = ("units",)
 
     @classmethod
     def metrics(cls, entry: Entry) -> list[Metric]:

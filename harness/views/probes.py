@@ -106,7 +106,6 @@ class ProbesView(View):
             "pre-trained BERT-base only: the attention probe reaches 61 UAS (PTB dev), right-branching 26",
         )
     }
-    left_out = ("units",)
 
     @classmethod
     def metrics(cls, entry: Entry) -> list[Metric]:

@@ -109,7 +109,7 @@ class SinksView(View):
             "middle layers, [CLS] in the early ones; no pre-trained comparison",
         ),
     )
-    left_out = ("per_head", "units")
+    left_out = ("per_head",)
 
     @classmethod
     def metrics(cls, entry: Entry) -> list[Metric]:

@@ -189,7 +189,7 @@ class SurfaceView(View):
         )
     }
     version = 3
-    left_out = ("per_head", "units")
+    left_out = ("per_head",)
     stored = SurfaceResult
     compared = LabelChanges
 
