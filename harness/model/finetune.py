@@ -55,7 +55,7 @@ from harness.model.forward import encoder_layers, use_harness_attention
 from harness.model.loading import load_sequence_classifier, load_tokenizer
 from harness.results.checkpoints import FINETUNED, FROZEN_ENCODER, RANDOM_INIT
 from harness.results.locking import exclusive
-from harness.results.store import key_of, read_json, write_json
+from harness.results.store import key_of, read_json, read_sealed, write_sealed
 from tasks.errors import InputError
 from tasks.examples import Example
 from tasks.files import DiskFull, writing
@@ -215,8 +215,8 @@ def stored_result(config: RunConfig, data: TaskData, variant: str = FINETUNED) -
     """The cached fine-tune of this configuration (or of its baseline ``variant``), if it finished."""
     key = cache_key(config, data, variant)
     final = checkpoint_root(config, key, variant) / "final"
-    stored = read_json(final / RESULT_FILE)
-    if not isinstance(stored, dict):
+    stored = read_sealed(final / RESULT_FILE, f"delete {final.parent} to fine-tune again, or put back what it wrote")
+    if stored is None:
         return None
     known = {item.name for item in fields(FineTuneResult)}
     recorded = {name: value for name, value in stored.items() if name in known}  # older files hold dev metrics too
@@ -389,7 +389,7 @@ class TrajectoryCheckpoints(TrainerCallback):
         examples = (
             state.global_step * args.per_device_train_batch_size * args.gradient_accumulation_steps * args.world_size
         )
-        write_json(
+        write_sealed(
             partial / RESULT_FILE,
             {"step": state.global_step, "fractions": fractions, "examples_seen": examples, "of_steps": state.max_steps},
         )
@@ -398,8 +398,9 @@ class TrajectoryCheckpoints(TrainerCallback):
 
     def records(self) -> list[dict[str, Any]]:
         """What each kept checkpoint is (its record and folder name), by step."""
+        refit = f"delete {self.folder.parent} to fine-tune again"
         return [
-            {**read_json(self.folder / f"step-{step}" / RESULT_FILE), "folder": f"step-{step}"}
+            {**read_sealed(self.folder / f"step-{step}" / RESULT_FILE, refit), "folder": f"step-{step}"}  # type: ignore[dict-item]
             for step in sorted(self.at_step)
         ]
 
@@ -504,7 +505,7 @@ def train(config: RunConfig, data: TaskData, variant: str = FINETUNED) -> FineTu
         trainer.save_model(str(final))  # the Trainer writes on the first process only
         if trainer.is_world_process_zero():
             tokenizer.save_pretrained(str(final))
-            write_json(final / RESULT_FILE, _jsonable(stored))
+            write_sealed(final / RESULT_FILE, _jsonable(stored))
         for folder in root.glob("checkpoint-*"):  # resuming is over: final/ holds the model
             shutil.rmtree(folder)
     trainer.accelerator.wait_for_everyone()

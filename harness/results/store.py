@@ -10,7 +10,9 @@ model on the treebank) is found again by every task and seed that needs it.
 Every file is written atomically (temporary file in the same folder, fsync, rename), so a
 crash leaves either the old file or the new one, never half of one; a file that cannot be
 read back as JSON is treated as missing and recomputed. A result is checked against the
-shape its analysis declared (`harness.results.shapes`) before it is written.
+shape its analysis declared (`harness.results.shapes`) before it is written, and written
+sealed (`write_sealed`: with the SHA-256 of its content), so that a result edited afterwards is
+one line naming the file (`read_sealed`), never a number shown that the harness did not compute.
 """
 
 from __future__ import annotations
@@ -61,6 +63,32 @@ def read_json(path: Path, note_damage: bool = True) -> Any | None:
         if note_damage:
             log.warning("ignoring damaged %s (%s); it will be recomputed", path, error)
         return None
+
+
+SEAL = "sha256"  # the field of a sealed file that holds the SHA-256 of the rest of it
+RECOMPUTE = "delete it and run the same command again: it alone is recomputed"
+
+
+def write_sealed(path: Path, document: dict[str, Any]) -> Path:
+    """Atomically write the JSON object ``document`` with the SHA-256 of its content (`SEAL`), so
+    that any later change to what it says is found when it is read (`read_sealed`)."""
+    return write_json(path, {**document, SEAL: key_of(plain(document), 64)})
+
+
+def read_sealed(path: Path, fix: str = RECOMPUTE) -> dict[str, Any] | None:
+    """The JSON object at ``path`` as `write_sealed` wrote it (its seal left out), or None when it is
+    missing or damaged (a kill's torn file: recomputed); one line naming the file and ``fix`` when
+    what it says is not what was written (a number edited by hand, a merge, a sync conflict:
+    whitespace and key order aside). A file written before files were sealed is read as it is."""
+    stored = read_json(path)
+    if not isinstance(stored, dict):
+        return None
+    sealed = stored.pop(SEAL, None)
+    if sealed is not None and sealed != key_of(stored, 64):
+        raise InputError(
+            f"{path}: not what the harness wrote (its content differs from the SHA-256 stored in it); {fix}"
+        )
+    return stored
 
 
 def plain(value: Any) -> Any:
@@ -145,8 +173,9 @@ class ResultStore:
         return self.root / identity.analysis / f"{identity.key}.json"
 
     def load(self, identity: ResultIdentity) -> dict[str, Any] | None:
-        """The stored result of ``identity``, or None (never stored, or damaged)."""
-        stored = read_json(self.path(identity))
+        """The stored result of ``identity``, or None (never stored, or damaged); one line naming the
+        file when it was edited after it was written (`read_sealed`)."""
+        stored = read_sealed(self.path(identity))
         if not isinstance(stored, dict) or stored.get("identity") != identity.as_dict():
             return None
         return stored["result"]
@@ -156,4 +185,4 @@ class ResultStore:
         A result whose keys differ from the shape its analysis declared is refused, naming the key
         (`harness.results.shapes.ShapeError`), and nothing is written."""
         check(identity.analysis, result)
-        return write_json(self.path(identity), {"schema": SCHEMA, "identity": identity.as_dict(), "result": result})
+        return write_sealed(self.path(identity), {"schema": SCHEMA, "identity": identity.as_dict(), "result": result})

@@ -47,7 +47,7 @@ from harness.model.forward import (
     variant_count,
 )
 from harness.model.loading import Checkpoint, checkpoint_device
-from harness.results.store import ResultIdentity, ResultStore, plain, read_json, write_json
+from harness.results.store import ResultIdentity, ResultStore, plain, read_sealed, write_sealed
 from harness.views.base import pair_name
 from tasks.errors import InputError
 from tasks.progress import progress_bar
@@ -377,12 +377,12 @@ def analyse(
         settings = {a.name: a.settings_identity(source_context.settings, source_context.hashes) for a in group}
         works = [look_up(a, checkpoints, inputs, settings[a.name], store) for a in group]
         notes_path = store.root / "sources" / f"{ResultIdentity(source_name, 1, (), inputs, {}).key}.json"
-        notes = store_notes = read_json(notes_path)
+        notes = store_notes = read_sealed(notes_path)
         if any(item.missing for item in works) or notes is None:
             start = time.perf_counter()
             notes = stream_source(source, works, checkpoints, shared, store, what)
             if store_notes != notes:
-                write_json(notes_path, notes)
+                write_sealed(notes_path, notes)
             if on_source_done:
                 on_source_done(source_name, time.perf_counter() - start)
         for item in works:

@@ -4,6 +4,7 @@ import os
 import pytest
 
 from harness.results.store import FileHashes, ResultIdentity, ResultStore, atomic_write_bytes, read_json, write_json
+from tasks.errors import InputError
 
 
 def identity(version: int = 1, **settings) -> ResultIdentity:
@@ -28,6 +29,25 @@ def test_a_damaged_or_foreign_file_reads_as_missing(tmp_path):
     assert store.load(identity()) is None
     path.write_text(json.dumps({"identity": identity(seed=3).as_dict(), "result": {"x": 2}}))  # a key collision
     assert store.load(identity()) is None
+
+
+def test_a_result_edited_after_it_was_stored_is_one_line_naming_the_file(tmp_path):
+    store = ResultStore(tmp_path)
+    path = store.save(identity(), {"accuracy": 0.5508, "per_head": [[0.25, 0.75]]})
+    written = json.loads(path.read_text())
+    path.write_text(json.dumps(written, indent=4, sort_keys=True))  # reformatted, reordered: the same content
+    assert store.load(identity()) == {"accuracy": 0.5508, "per_head": [[0.25, 0.75]]}
+    written["result"]["accuracy"] = 0.9508  # still valid JSON, still its identity
+    path.write_text(json.dumps(written))
+    with pytest.raises(InputError) as refused:
+        store.load(identity())
+    assert str(refused.value) == (
+        f"{path}: not what the harness wrote (its content differs from the SHA-256 stored in it); "
+        "delete it and run the same command again: it alone is recomputed"
+    )
+    del written["sha256"]  # written before files were sealed: read as it is
+    path.write_text(json.dumps(written))
+    assert store.load(identity())["accuracy"] == 0.9508
 
 
 def test_writes_are_atomic_and_leave_no_temporary_files(tmp_path, monkeypatch):
