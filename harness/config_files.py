@@ -7,8 +7,8 @@ several values, true or false for a switch. It is read as every small settings f
 refused, so a small file cannot expand to gigabytes or stop the parser. `expanded` turns
 it into the flags it stands for, placed before the command line's own, so that a flag given
 there overrides the file (as ``run_glue.py`` takes a JSON file). Every run writes the
-settings it ran with as ``config.json`` in its folder (`settings_file`), which ``--config``
-takes back: a run is rerun from its folder.
+settings it ran with as ``config.json`` in its folder (`settings_file`, its paths absolute), which
+``--config`` takes back from any folder: a run is rerun from its folder.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ RUN_SETTINGS = "config.json"  # a run's settings in its folder, as `--config` ta
 SUFFIXES = (".json", ".yaml", ".yml")
 MAX_BYTES = 256 * 1024  # a settings file is a few hundred bytes; a larger one is the wrong file
 HOLDS = "a settings file is a few lines of flag names and values"
+SQLITE = "sqlite:///"  # a tracking URI of a SQLite file: relative after the third slash, absolute after a fourth
 
 
 def read_settings(path: Path) -> dict[str, Any]:
@@ -101,7 +102,8 @@ def expanded(argv: list[str], subcommands: dict[str, argparse.ArgumentParser]) -
 
 def settings_file(*configs: Any) -> dict[str, Any]:
     """The settings of dataclass ``configs`` (and of their dataclass parts) by field name, as
-    ``--config`` takes them back: paths as text, unset ones left out."""
+    ``--config`` takes them back from any folder: paths (and a SQLite tracking store's) made
+    absolute, unset ones left out."""
     settings: dict[str, Any] = {}
     for config in configs:
         for item in fields(config):
@@ -109,11 +111,15 @@ def settings_file(*configs: Any) -> dict[str, Any]:
             if is_dataclass(value):
                 settings |= settings_file(value)
             elif value is not None:
-                settings[item.name] = (
-                    [str(part) if isinstance(part, Path) else part for part in value]
-                    if isinstance(value, list)
-                    else str(value)
-                    if isinstance(value, Path)
-                    else value
-                )
+                settings[item.name] = [whole(part) for part in value] if isinstance(value, list) else whole(value)
     return settings
+
+
+def whole(value: Any) -> Any:
+    """A setting as a file read from another folder means it: a path absolute, a SQLite store's URI
+    (``sqlite:///mlruns/mlflow.db``, relative to the folder it was run from) by its absolute path."""
+    if isinstance(value, Path):
+        return str(value.expanduser().absolute())
+    if isinstance(value, str) and value.startswith(SQLITE) and not Path(value[len(SQLITE) :]).is_absolute():
+        return SQLITE + str(Path(value[len(SQLITE) :]).absolute())
+    return value

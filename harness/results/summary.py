@@ -10,10 +10,12 @@ command that rebuilds it from the stored results.
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import Any
 
+from harness.config_files import RUN_SETTINGS
 from harness.results.store import key_of, plain, read_json, write_json
 from tasks.errors import InputError
 
@@ -21,10 +23,18 @@ SUMMARY = "summary.json"
 STUDY = "study.json"
 STUDIES = "studies"  # <output_dir>/studies/<name>/study.json
 SEALS = "seals"  # <output_dir>/store/seals/{runs,studies}/<run or study key>.json
-RUN_FIX = (
-    "run `harness run --config {folder}/config.json` to rebuild it from the stored results (nothing is recomputed)"
-)
 STUDY_FIX = "run the `harness study` command that made it again to rebuild it from the runs' stored results"
+
+
+def run_fix(folder: Path) -> str:
+    """The command that rebuilds the summary of the run in ``folder`` from the stored results beside
+    it, wherever the folder was copied or moved: its settings (config.json, paths absolute) with
+    the output folder the run folder is in, so the rebuild reads that store and writes that folder."""
+    settings, output = shlex.quote(str(Path(folder) / RUN_SETTINGS)), shlex.quote(str(Path(folder).absolute().parent))
+    return (
+        f"run `harness run --config {settings} --output-dir {output}` to rebuild it from the stored results "
+        "(nothing is recomputed)"
+    )
 
 
 def content_hash(document: Any) -> str:
@@ -82,7 +92,7 @@ def checked(path: Path, document: dict[str, Any], fix: str) -> dict[str, Any]:
     """``document`` read from ``path`` if its seal confirms it, else one line naming the file and ``fix``."""
     problem = seal_problem(path.parent, document)
     if problem is not None:
-        raise InputError(f"{path}: {problem}; {fix.format(folder=path.parent)}")
+        raise InputError(f"{path}: {problem}; {fix}")
     return document
 
 
@@ -109,7 +119,7 @@ def checked_summary(path: Path) -> dict[str, Any] | None:
     """The whole summary.json at ``path``, None when missing or not whole (a run that did not
     finish), one line when it is whole but differs from its seal (an edited summary is never shown)."""
     summary = whole_file(path)
-    return None if summary is None else checked(path, summary, RUN_FIX)
+    return None if summary is None else checked(path, summary, run_fix(path.parent))
 
 
 def whole_summary(run_dir: Path) -> dict[str, Any]:
@@ -119,7 +129,7 @@ def whole_summary(run_dir: Path) -> dict[str, Any]:
         raise InputError(f"{path} not found: the folder holds no finished run; `harness run` writes it")
     summary = checked_summary(path)
     if summary is None:
-        raise InputError(f"{path}: empty, truncated or incomplete; {RUN_FIX.format(folder=run_dir)}")
+        raise InputError(f"{path}: empty, truncated or incomplete; {run_fix(run_dir)}")
     return summary
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import tracemalloc
 from dataclasses import asdict
+from pathlib import Path
 
 import pytest
 
@@ -30,8 +31,8 @@ def test_a_file_sets_the_flags_and_the_command_line_wins(tmp_path):
     assert config.analysis.analyses == ["cosine", "surface"] and config.analysis.quick
 
 
-def test_a_runs_written_settings_give_back_the_same_configuration(tmp_path):
-    (original,) = configured(
+def test_a_runs_written_settings_give_back_the_same_configuration_from_any_folder(tmp_path, monkeypatch):
+    original = configured(
         "run",
         "--task",
         "rte",
@@ -46,11 +47,19 @@ def test_a_runs_written_settings_give_back_the_same_configuration(tmp_path):
         "3",
         "--output-dir",
         str(tmp_path),
-    )
+    )[0]
     path = tmp_path / "config.json"
-    path.write_text(json.dumps(settings_file(original)))
-    (again,) = configured("run", "--config", str(path))
-    assert asdict(again) == asdict(original)
+    written = settings_file(original)
+    path.write_text(json.dumps(written))
+    # relative paths (the default cache, a SQLite store) are written whole: the file means the same from any folder
+    assert written["cache_dir"] == str(Path.cwd() / ".cache" / "checkpoints")
+    assert written["tracking_uri"] in (f"sqlite:///{Path.cwd()}/mlruns/mlflow.db", original.environment.tracking_uri)
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")
+    again = configured("run", "--config", str(path))[0]
+    expected = asdict(original)
+    expected["environment"] |= {"cache_dir": Path(written["cache_dir"]), "tracking_uri": written["tracking_uri"]}
+    assert asdict(again) == expected
 
 
 @pytest.mark.parametrize(

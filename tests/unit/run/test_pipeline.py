@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import shlex
 import shutil
 import subprocess
 import sys
@@ -485,11 +486,13 @@ def test_every_figure_is_drawn_as_png_and_pdf_without_clipped_or_overlapping_tex
     assert [record.getMessage() for record in caplog.records] == []
 
 
-def test_an_edited_summary_is_drawn_and_reported_from_nowhere_until_rebuilt(
-    finished, tiny_model_dir, tiny_data, tmp_path, capsys
+def test_an_edited_summary_is_drawn_and_reported_from_nowhere_until_rebuilt_by_the_command_it_names(
+    finished, tmp_path, capsys, monkeypatch
 ):
-    """A number changed by hand in summary.json (the store holds another): figures and the report
-    stop with one line naming the run folder and the command that rebuilds it, and draw nothing."""
+    """A number changed by hand in summary.json (the store holds another) of a copied run folder:
+    figures and the report stop with one line naming the run folder and the command that rebuilds
+    it, and draw nothing; that command, run from another folder, rebuilds the copy's summary from
+    the copy's store, recomputing nothing and leaving the original run as it was."""
     root = tmp_path / "copy"
     shutil.copytree(finished[0], root)
     (name,) = summaries(root)
@@ -505,11 +508,23 @@ def test_an_edited_summary_is_drawn_and_reported_from_nowhere_until_rebuilt(
         (line,) = capsys.readouterr().err.strip().splitlines()
         assert line == (
             f"error: {folder / 'summary.json'}: it differs from what the harness wrote (analysis "
-            f"evaluation); run `harness run --config {folder}/config.json` to rebuild it from the stored "
-            "results (nothing is recomputed)"
+            f"evaluation); run `harness run --config {folder}/config.json --output-dir {root / 'out'}` to rebuild "
+            "it from the stored results (nothing is recomputed)"
         )
     assert snapshot(folder / "figures") == figures and not (root / "out" / "report").exists()
-    assert main(tiny_run_arguments(tiny_model_dir, tiny_data, root, "--log-checkpoint", *PNG_ONLY)) == 0  # the fix
+    fix = shlex.split(line.split("run `", 1)[1].split("`", 1)[0])
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)  # config.json's paths are whole: the command works from any folder
+    original, cache, store = (
+        snapshot(path) for path in (finished[0] / "out", finished[0] / "cache", root / "out" / "store")
+    )
+    # the copy's own MLflow store (a flag typed after --config wins), so the module's run keeps its record as it was
+    assert main([*fix[1:], "--tracking-uri", f"sqlite:///{root / 'mlflow.db'}"]) == 0
+    assert "wall time: cached checkpoint" in capsys.readouterr().out  # no fine-tuning
+    assert snapshot(root / "out" / "store") == store  # every result read, none computed or written again
+    assert snapshot(finished[0] / "cache") == cache and snapshot(finished[0] / "out") == original
+    assert not any(elsewhere.iterdir())
     rebuilt = read_json(folder / "summary.json")["analyses"]["evaluation"]["result"]["per_checkpoint"][FINETUNED]
     assert rebuilt["metrics"]["dev/accuracy"] != 0.987654
     assert main(["figures", str(folder), "--analyses", "evaluation", *PNG_ONLY]) == 0
