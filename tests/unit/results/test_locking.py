@@ -1,8 +1,9 @@
-"""Lock files between real processes: a second process says once whose work it waits for, and a
-holder killed with SIGKILL leaves no stale lock."""
+"""Lock files between real processes: a second process says once whose work it waits for, a
+holder killed with SIGKILL leaves no stale lock, and no lock file stays after its work."""
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
 import subprocess
@@ -10,6 +11,8 @@ import sys
 import threading
 import time
 from pathlib import Path
+
+import pytest
 
 from harness.results.locking import exclusive, owner_file
 
@@ -59,3 +62,38 @@ def test_the_lock_of_a_holder_killed_before_is_free_at_once(tmp_path, caplog):
     with caplog.at_level(logging.WARNING), exclusive(lock, WHAT):
         assert time.monotonic() - started < 1
     assert caplog.records == []
+
+
+RELEASE = f"""
+import sys, time
+from pathlib import Path
+from harness.results.locking import exclusive
+with exclusive(Path(sys.argv[1]), {WHAT!r}):
+    print("held", flush=True)
+    sys.stdin.readline()
+print("released", flush=True)
+time.sleep(60)
+"""
+
+
+def test_no_lock_file_stays_and_a_waiter_locks_the_file_the_path_names_after_its_holder_removed_it(tmp_path):
+    """The holder removes the lock and pid files as it lets go; this process, waiting on the file
+    it opened before, then holds the file the path names (made anew), and removes it in turn."""
+    lock = tmp_path / "locks" / "run-abc.lock"
+    holder = subprocess.Popen(
+        [sys.executable, "-c", RELEASE, str(lock)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, cwd=ROOT
+    )
+    assert holder.stdout.readline() == "held\n"
+    waited = threading.Timer(0.5, lambda: (holder.stdin.write("\n"), holder.stdin.flush()))
+    waited.start()
+    with exclusive(lock, WHAT):
+        assert holder.stdout.readline() == "released\n"  # it let go, and its files went with it
+        probe = os.open(lock, os.O_RDWR)  # the file the path names now is the one this process holds
+        with pytest.raises(BlockingIOError):
+            fcntl.flock(probe, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.close(probe)
+        assert owner_file(lock).read_text() == str(os.getpid())
+        assert sorted(path.name for path in lock.parent.iterdir()) == ["run-abc.lock", "run-abc.lock.pid"]
+    holder.kill()
+    holder.wait()
+    assert list(lock.parent.iterdir()) == []
