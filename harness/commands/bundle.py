@@ -23,6 +23,7 @@ parts where the harness is not installed yet. `unpack` is the same code as a har
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import importlib.metadata
 import importlib.util
@@ -219,7 +220,7 @@ def resolve_wheels(roots: list[str], excluded: dict[str, str], target: Target, f
 
     pip resolves (and backtracks: a release whose dependency's matching release is not on the index
     yet gives way to the one before), with each excluded package offered as an empty wheel of the
-    target's version (`stub_wheel`), pinned by a constraint, so that what requires it is satisfied
+    target's version (`write_wheel`), pinned by a constraint, so that what requires it is satisfied
     and what only it needs is never reached. pip evaluates markers for the machine it runs on, so
     each round's wheels are read for requirements that apply on the target and were not fetched;
     the next round fetches them with everything chosen so far pinned."""
@@ -227,7 +228,7 @@ def resolve_wheels(roots: list[str], excluded: dict[str, str], target: Target, f
     stubs = folder.parent / "excluded"
     constraints = [f"{name}=={stub_version(version)}" for name, version in excluded.items()]
     for name, version in excluded.items():
-        stub_wheel(stubs, name, stub_version(version))
+        write_wheel(stubs, name, stub_version(version))
     chosen: dict[str, Path] = {}
     wanted = roots
     for round_number in range(1, ROUNDS + 1):
@@ -266,21 +267,38 @@ def stub_version(version: str) -> str:
     return f"{Version(version).public}+{STUB_LABEL}"
 
 
-def stub_wheel(folder: Path, name: str, version: str) -> Path:
-    """An empty wheel of project ``name`` at ``version`` (no files, no requirements) in ``folder``."""
+def write_wheel(
+    folder: Path,
+    name: str,
+    version: str,
+    requires: tuple[str, ...] = (),
+    files: dict[str, bytes] | None = None,
+    tag: str = "py3-none-any",
+) -> Path:
+    """The wheel of project ``name`` at ``version`` in ``folder`` (PEP 427: ``files``, then its
+    dist-info: METADATA with ``requires`` as Requires-Dist, WHEEL and RECORD); without files and
+    requirements, an excluded package's stand-in."""
     module = name.replace("-", "_")
     dist_info = f"{module}-{version}.dist-info"
-    files = {
-        f"{dist_info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n",
-        f"{dist_info}/WHEEL": "Wheel-Version: 1.0\nGenerator: harness pack\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
-        f"{dist_info}/RECORD": "",
+    metadata = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+    contents = {
+        **(files or {}),
+        f"{dist_info}/METADATA": (metadata + "".join(f"Requires-Dist: {line}\n" for line in requires)).encode(),
+        f"{dist_info}/WHEEL": f"Wheel-Version: 1.0\nGenerator: harness\nRoot-Is-Purelib: true\nTag: {tag}\n".encode(),
     }
+    record = "".join(f"{path},sha256={record_hash(data)},{len(data)}\n" for path, data in contents.items())
+    contents[f"{dist_info}/RECORD"] = (record + f"{dist_info}/RECORD,,\n").encode()
     folder.mkdir(parents=True, exist_ok=True)
-    wheel = folder / f"{module}-{version}-py3-none-any.whl"
+    wheel = folder / f"{module}-{version}-{tag}.whl"
     with zipfile.ZipFile(wheel, "w") as archive:
-        for path, text in files.items():
-            archive.writestr(path, text)
+        for path, data in contents.items():
+            archive.writestr(path, data)
     return wheel
+
+
+def record_hash(data: bytes) -> str:
+    """A file's hash as a wheel's RECORD writes it: SHA-256, URL-safe base64 without padding."""
+    return base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
 
 
 def missing_on_target(roots: list[str], chosen: dict[str, Path], excluded: dict[str, str], target: Target) -> list[str]:

@@ -29,11 +29,11 @@ from packaging.requirements import Requirement
 from transformers import AutoConfig
 
 from harness.cli import main
-from harness.commands.bundle import PACKAGE
+from harness.commands.bundle import PACKAGE, write_wheel
 from tasks.corpora import LITBANK, missing_files
 from tests.fixtures import GLUE_DIR, SHARED_DATA
 from tests.unit.hub_cache_helpers import HUB_VARIABLES, folder_files, write_hub_snapshot
-from tests.unit.wheel_helpers import local_wheels_only, write_wheel
+from tests.unit.wheel_helpers import local_wheels_only
 
 CHECKOUT = Path(__file__).resolve().parents[2]
 MODEL_ID = "tiny-org/tiny-bert"

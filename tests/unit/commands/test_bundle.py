@@ -10,9 +10,16 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.commands.bundle import Target, excluded_versions, machine_of, requirements_of, resolve_wheels
+from harness.commands.bundle import (
+    Target,
+    excluded_versions,
+    machine_of,
+    requirements_of,
+    resolve_wheels,
+    write_wheel,
+)
 from tasks.errors import InputError
-from tests.unit.wheel_helpers import local_wheels_only, write_wheel
+from tests.unit.wheel_helpers import local_wheels_only
 
 LINUX = Target("3.12", ("manylinux2014_x86_64",))
 

@@ -11,9 +11,8 @@ from pathlib import Path
 import pytest
 
 from harness.cli import main
-from harness.commands.bundle import Bundle, write_bundle
+from harness.commands.bundle import Bundle, write_bundle, write_wheel
 from harness.commands.unbundle import MANIFEST, SCRIPT
-from tests.unit.wheel_helpers import write_wheel
 
 MIB = 1 << 20
 
