@@ -824,7 +824,8 @@ class PackConfig(Flags):
     )
     exclude: list[str] = option(
         ["torch"],
-        "packages the target already has: left out, with what only they need (torch's CUDA libraries)",
+        "packages the target already has, at the version installed here or given as NAME==VERSION: the rest is "
+        "chosen to work with it, and it and what only it needs (torch's CUDA libraries) are left out",
     )
     part_size: str = option("2G", "the size of each part: bytes, or K, M, G (binary: 60M is 60 MiB; at least 1M)")
 
