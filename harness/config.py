@@ -131,11 +131,11 @@ class TaskConfig(Flags):
 
 
 DEFAULT_TRAJECTORY = (0.01, 0.05, 0.1, 0.25, 0.5)  # fractions of the training steps: early on, densely
-
 # What the kept steps get by default: the analyses that ride the dev sample's one pass (the example maps
 # the report's slider shows among them) and those the study's findings on when attention changes read.
 DEFAULT_TRAJECTORY_ANALYSES = ("cosine", "patterns", "examples")
 ALL_ANALYSES = "all"
+
 
 @dataclass
 class FineTuneConfig(Flags):
@@ -314,14 +314,30 @@ class AnalysisConfig(Flags):
         "GPU, off on the CPU (then `harness ablate` runs it on the stored checkpoint)",
         choices=ABLATION_CHOICES,
     )
+    transplant: str = option(
+        "auto",
+        "attention transplant: the fine-tuned model scored with the pre-trained model's attention in "
+        "one head, one layer, layers k and up, all but layer k, all layers (docs/transplant.md): a "
+        "few hundred passes over the dev split, each starting at its first changed layer; auto = "
+        "on when the model runs on a GPU, off on the CPU",
+        choices=ABLATION_CHOICES,
+    )
     ablation_examples: int | None = option(
-        None, "seeded sample of the main dev split that the ablation scores (default: all of it)", minimum=2
+        None,
+        "seeded sample of the main dev split that the ablation and the transplant score (default: all of it)",
+        minimum=2,
     )
     max_dev_examples: int | None = option(
         None,
         "seeded sample of at most N examples of each evaluation split that "
         "the dev metrics score (default: all, as the papers)",
         minimum=1,
+    )
+    trajectory_analyses: list[str] | None = option(
+        None,
+        "with --trajectory, the analyses that measure each kept step besides the dev evaluation "
+        f"(default: {' '.join(DEFAULT_TRAJECTORY_ANALYSES)}: one pass over the dev sample, and what the study's "
+        "findings on when attention changes read); all: every analysis of the run but the ablation",
     )
     quick: bool = option(
         False,
@@ -334,16 +350,19 @@ class AnalysisConfig(Flags):
         cls = AnalysisConfig
         if self.quick:  # caps, so a smaller size given with --quick is kept
             for name, cap in QUICK.items():
-    trajectory_analyses: list[str] | None = option(
-        None,
-        "with --trajectory, the analyses that measure each kept step besides the dev evaluation "
-        f"(default: {' '.join(DEFAULT_TRAJECTORY_ANALYSES)}: one pass over the dev sample, and what the study's "
-        "findings on when attention changes read); all: every analysis of the run but the ablation",
-    )
                 value = getattr(self, name)
                 unbounded = value is None or (name == "probe_train_sentences" and value == 0)
                 setattr(self, name, cap if unbounded else min(value, cap))
         require(self.analyses is None or len(self.analyses) > 0, cls, "analyses", "", "names no analysis")
+        along = self.trajectory_analyses
+        require(along is None or len(along) > 0, cls, "trajectory_analyses", "", "names no analysis")
+        require(
+            along is None or ALL_ANALYSES not in along or len(along) == 1,
+            cls,
+            "trajectory_analyses",
+            " ".join(along or []),
+            "all names every analysis: give it alone",
+        )
         self.corpus = existing(cls, "corpus", self.corpus)
         self.syntax_data = existing(cls, "syntax_data", self.syntax_data)
         self.syntax_train_data = existing(cls, "syntax_train_data", self.syntax_train_data)
@@ -355,15 +374,6 @@ class AnalysisConfig(Flags):
 class EnvironmentConfig(Flags):
     """Where the work runs and where its results go."""
 
-        along = self.trajectory_analyses
-        require(along is None or len(along) > 0, cls, "trajectory_analyses", "", "names no analysis")
-        require(
-            along is None or ALL_ANALYSES not in along or len(along) == 1,
-            cls,
-            "trajectory_analyses",
-            " ".join(along or []),
-            "all names every analysis: give it alone",
-        )
     device: str | None = option(None, "cpu, cuda, cuda:1 ... (default: cuda if available)")
     precision: str = option(
         "auto",
@@ -719,14 +729,6 @@ class ExportConfig(StoredSelection):
     )
 
 
-DATA_ACTIONS = ("list", "download")
-
-
-@dataclass
-class DataConfig(Flags):
-    """The pinned default corpora of the syntax, probe and coreference analyses (``harness data``)."""
-
-    action: str = option(
 @dataclass
 class PreviewConfig(Flags):
     """Whether ``harness run`` only says what it would do."""
@@ -757,6 +759,14 @@ class TasksConfig(Flags):
             find_task(self.task)  # a spec that makes no task fails here, in one line
 
 
+DATA_ACTIONS = ("list", "download")
+
+
+@dataclass
+class DataConfig(Flags):
+    """The pinned default corpora of the syntax, probe and coreference analyses (``harness data``)."""
+
+    action: str = option(
         "list",
         "list: each corpus's version, licence and where it is (the data cache, "
         "../shared/data) or that it is absent; download: fetch those not present into the "

@@ -6,6 +6,7 @@ import time
 from dataclasses import asdict, replace
 
 from harness.analyses.ablation import Ablation
+from harness.analyses.transplant import Transplant
 from harness.commands.stored import figures as redraw_folder
 from harness.config import (
     AnnotationConfig,
@@ -68,6 +69,11 @@ def run(config: RunConfig, preview: PreviewConfig | None = None) -> None:
         print(
             "  ablation (head disabling, importance, pruning) is off on the CPU: `harness ablate` with "
             "the same flags runs it on the stored checkpoint (minutes), or pass --ablation on"
+        )
+    if Transplant.name not in finished.summary["analyses"] and config.analysis.transplant == "auto":
+        print(
+            "  transplant (the pre-trained attention in the fine-tuned model) is off on the CPU: the same "
+            "command with --transplant on adds it, reusing the stored checkpoint and results (minutes)"
         )
     print_mlflow_page(config.environment.tracking_uri, finished.page)
     print(f"  MLflow, pre-trained and fine-tuned side by side: http://127.0.0.1:5000/{finished.compare}")

@@ -23,6 +23,7 @@ from harness.analyses import ANALYSES, Analysis
 from harness.analyses.ablation import Ablation
 from harness.analyses.base import INTERVENES
 from harness.analyses.evaluation import Evaluation
+from harness.analyses.transplant import Transplant
 from harness.config import ALL_ANALYSES, DEFAULT_TRAJECTORY_ANALYSES, AnalysisConfig, RunConfig
 from harness.corpus_lookup import corpus_location, default_corpus_path, looked_in
 from harness.inputs.sources import SOURCES, SourceContext
@@ -42,7 +43,7 @@ from tasks.registry import HUB_DATASET
 from tasks.spec import Task
 
 # which analyses run: not part of any result's key
-SELECTION = ("analyses", "ablation", "trajectory_analyses")
+SELECTION = ("analyses", "ablation", "transplant", "trajectory_analyses")
 
 
 @dataclass
@@ -67,16 +68,17 @@ class RunPlan:
         return config.environment.output_dir / name
 
 
-def select_analyses(names: list[str] | None, ablation: bool = False) -> list[type[Analysis]]:
+def select_analyses(names: list[str] | None, ablation: bool = False, transplant: bool = False) -> list[type[Analysis]]:
     """The analyses asked for (by default all but those that run only when named: the
-    compatibility protocols, and the ablation unless ``ablation``), always with the dev
-    evaluation: no change of attention is read without knowing whether the fine-tuned model
-    learned the task."""
+    compatibility protocols, and the ablation and the transplant unless ``ablation`` and
+    ``transplant``), always with the dev evaluation: no change of attention is read without
+    knowing whether the fine-tuned model learned the task."""
     unknown = [name for name in names or [] if name not in ANALYSES]
     if unknown:
         raise InputError(f"--analyses: unknown analysis {clipped(', '.join(unknown))}; valid: {', '.join(ANALYSES)}")
     chosen = [name for name, analysis in ANALYSES.items() if analysis.on_by_default] if names is None else names
-    return [ANALYSES[name] for name in dict.fromkeys([Evaluation.name, *chosen, *([Ablation.name] * ablation)])]
+    sweeps = [*([Ablation.name] * ablation), *([Transplant.name] * transplant)]
+    return [ANALYSES[name] for name in dict.fromkeys([Evaluation.name, *chosen, *sweeps])]
 
 
 def along_analyses(names: list[str] | None, analyses: list[type[Analysis]]) -> list[type[Analysis]]:
@@ -101,9 +103,19 @@ def along_analyses(names: list[str] | None, analyses: list[type[Analysis]]) -> l
 def ablation_wanted(config: RunConfig) -> bool:
     """``--ablation``: on, off, or (auto) on when the model runs on a GPU, where its hundreds of
     dev passes take seconds; on the CPU they take minutes (`harness ablate` runs them then)."""
-    if config.analysis.ablation == "auto":
+    return sweep_wanted(config, config.analysis.ablation)
+
+
+def transplant_wanted(config: RunConfig) -> bool:
+    """``--transplant``: on, off, or (auto) on when the model runs on a GPU, as the ablation."""
+    return sweep_wanted(config, config.analysis.transplant)
+
+
+def sweep_wanted(config: RunConfig, choice: str) -> bool:
+    """A sweep of masked passes: ``on``, ``off``, or ``auto``: on when the model runs on a GPU."""
+    if choice == "auto":
         return run_device(config).type == "cuda"
-    return config.analysis.ablation == "on"
+    return choice == "on"
 
 
 def with_default_data(settings: AnalysisConfig) -> AnalysisConfig:
@@ -289,7 +301,7 @@ def plan_run(config: RunConfig, downloads: Downloads | None = None) -> RunPlan:
     """Validate and describe a run without touching a model: data read and hashed, analyses
     chosen, default data located (missing corpora downloaded as ``downloads`` allows, by
     default, saying so, or the analyses that read them left out), the run key computed."""
-    analyses = select_analyses(config.analysis.analyses, ablation_wanted(config))
+    analyses = select_analyses(config.analysis.analyses, ablation_wanted(config), transplant_wanted(config))
     hashes = FileHashes()
     data = load_task_data(config, hashes, downloads)  # the task's data first: its errors before the model's
     model = check_model(

@@ -20,6 +20,7 @@ from typing import Any
 from harness.analyses.ablation import Ablation
 from harness.analyses.base import Analysis
 from harness.analyses.examples import ExampleMaps
+from harness.analyses.transplant import Transplant
 from harness.inputs.sources import SourceContext
 from harness.model.finetune import FineTuneResult
 from harness.model.loading import Checkpoint
@@ -32,7 +33,9 @@ from harness.views.trajectory import TO_FINAL
 
 PREFIX = "trajectory"  # MLflow's section of the metrics over the training steps
 TO_FINAL_ANALYSES = ("cosine",)  # joint comparisons that say how far a point still is from the end
-NOT_ON_THE_WAY = (Ablation.name,)  # the ablation scores one trained head under many masks: the final one only
+# The ablation and the transplant score one trained head under many masks: the final one only.
+NOT_ON_THE_WAY = (Ablation.name, Transplant.name)
+ALONG_LAYERS = ("cosine_layer_", "cka_tokens_layer_")  # the per-layer metrics logged at each kept step
 
 
 def step_name(step: int) -> str:
@@ -124,13 +127,13 @@ def trajectory(
 def trajectory_metrics(summary: dict[str, Any], headline: list[str]) -> list[tuple[str, float, int]]:
     """The run's trajectory as MLflow metrics with their training step, under ``trajectory/`` (MLflow's
     charts draw each over the steps): the ``headline`` metrics and the per-layer cosine to the
-    pre-trained maps at each point and, at the last step, the run's own values; the cosine to the
-    final maps under ``trajectory/to_final/``."""
+    pre-trained maps and CKA to the pre-trained hidden states at each point and, at the last step,
+    the run's own values; the cosine to the final maps under ``trajectory/to_final/``."""
     trajectory = summary.get("trajectory")
     if not trajectory:
         return []
     final = summary_metrics(summary)
-    wanted = [*headline, *(name for name in final if name.startswith("cosine_layer_") and name not in headline)]
+    wanted = [*headline, *(name for name in final if name.startswith(ALONG_LAYERS) and name not in headline)]
     logged = [
         (f"{PREFIX}/{name}", value, point["step"])
         for point in trajectory["points"]

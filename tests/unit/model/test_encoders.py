@@ -216,3 +216,33 @@ def test_a_decoder_only_model_is_refused_in_one_line_before_any_work(tiny_data, 
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith(f"error: --model {folder}: a gpt2 model is a decoder-only model")
     assert not (tmp_path / "cache").exists() and not (tmp_path / "out").exists()
+
+
+def test_given_maps_replace_the_attention_and_the_hidden_states_are_transformers_own(loaded):
+    """The transplant's intervention and the CKA's capture on every family: a head given another
+    model's maps attends by them, a model given its own maps is itself, and each layer's hidden
+    states are those transformers returns."""
+    model, reference, tokenizer = loaded
+    encoded = encode_examples(tokenizer, PAIRS, max_length=64, pair=True)
+    layers, heads = model.config.num_hidden_layers, model.config.num_attention_heads
+    intact = forward(model, encoded, capture=Capture(attention=True, hidden_states=True))
+    everything = torch.ones(3, layers, heads, dtype=torch.bool)
+    own = forward(
+        model, encoded, interventions=Interventions(given_heads=everything, given_attention=intact.attentions)
+    )
+    assert torch.allclose(own.logits, intact.logits, atol=1e-5)
+    other = torch.rand_like(intact.attentions) * (intact.attentions > 0)  # another map on the same real tokens
+    other = other / other.sum(dim=-1, keepdim=True).clamp(min=1e-9)
+    chosen = torch.zeros(3, layers, heads, dtype=torch.bool)
+    chosen[:, -1, 1] = True
+    given = forward(
+        model,
+        encoded,
+        capture=Capture(attention=True),
+        interventions=Interventions(given_heads=chosen, given_attention=other),
+    )
+    assert torch.equal(given.attentions[:, -1, 1], other[:, -1, 1].to(given.attentions.dtype))
+    assert not torch.allclose(given.logits, intact.logits, atol=1e-6)
+    with torch.inference_mode():
+        expected = reference(**encoded.model_inputs("cpu"), output_hidden_states=True).hidden_states
+    assert torch.allclose(intact.hidden_states, torch.stack(expected[1:], dim=1), atol=1e-5)

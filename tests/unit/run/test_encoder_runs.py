@@ -1,5 +1,5 @@
 """A default ``harness run`` on every encoder architecture (tiny random checkpoints, tokenizers
-built offline): every default analysis runs (the ablation too), nothing is skipped, the figures
+built offline): every default analysis runs (the ablation and the transplant too), nothing is skipped, the figures
 pass their layout checks and they and the tables name the model's own special tokens, and
 ``harness report`` shows the run."""
 
@@ -11,6 +11,7 @@ import logging
 import pytest
 
 from harness.cli import main
+from harness.present.frames import load_runs
 from harness.run.plan import select_analyses
 from tests.fixtures import PNG_ONLY, tiny_run_arguments
 
@@ -19,13 +20,15 @@ pytestmark = pytest.mark.slow  # a whole tiny run per architecture
 
 def test_a_default_run_analyses_and_draws_every_architecture(architecture_dir, tiny_data, tmp_path, capsys, caplog):
     with caplog.at_level(logging.WARNING, logger="harness.views.style"):  # the figures' layout checks
-        assert main(tiny_run_arguments(architecture_dir, tiny_data, tmp_path, "--ablation", "on", *PNG_ONLY)) == 0
+        argv = tiny_run_arguments(architecture_dir, tiny_data, tmp_path, "--ablation", "on", "--transplant", "on")
+        assert main([*argv, *PNG_ONLY]) == 0
     assert [record.getMessage() for record in caplog.records if record.name == "harness.views.style"] == []
     out = capsys.readouterr().out
     assert not [line for line in out.splitlines() if line.startswith("skipped ")]
     (summary_path,) = (tmp_path / "out").glob("*/summary.json")
     summary = json.loads(summary_path.read_text())
-    assert set(summary["analyses"]) == {analysis.name for analysis in select_analyses(None, ablation=True)}
+    everything = select_analyses(None, ablation=True, transplant=True)
+    assert set(summary["analyses"]) == {analysis.name for analysis in everything}
     assert summary["run"]["skipped"] == {}
     figures = summary_path.parent / "figures"
     assert len(list(figures.glob("*.png"))) > 10
@@ -38,3 +41,6 @@ def test_a_default_run_analyses_and_draws_every_architecture(architecture_dir, t
     page = tmp_path / "report" / "index.html"
     assert main(["report", "--output-dir", str(tmp_path / "out"), "--out", str(page)]) == 0
     assert f"{summary['run']['num_layers']} x {summary['run']['num_heads']}" in page.read_text()
+    exported = load_runs(tmp_path / "out")  # `harness export`'s table: every analysis's per-layer arrays
+    assert {"transplant", "cka", "cka_text"} <= set(exported.analysis)
+    assert "alone.delta" in set(exported[exported.analysis == "transplant"].metric)
