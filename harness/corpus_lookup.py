@@ -4,9 +4,11 @@ data: the data cache, else the development copy ``../shared/data`` beside a chec
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 from tasks.corpora import Corpus, Location, find
+from tasks.spec import Task
 
 
 def development_data() -> Path | None:
@@ -36,3 +38,10 @@ def default_corpus_path(corpus: Corpus) -> Path | None:
     """What the readers take of ``corpus`` when no flag names other data (`corpus_location`), or None."""
     location = corpus_location(corpus)
     return location.entry if location else None
+
+
+def in_corpus_folder(task: Task, folder: Path) -> Task:
+    """``task`` (a spec naming its ``data_files`` in a pinned corpus: ``corpus`` in its spec) with
+    those files in ``folder``, where the corpus is found."""
+    files = tuple((split, tuple(str(folder / name) for name in names)) for split, names in task.data_files)
+    return replace(task, data_files=files)

@@ -18,6 +18,7 @@ from typing import Any
 
 import datasets
 from datasets.data_files import DataFilesDict, get_data_patterns
+from huggingface_hub.utils import logging as hub_logging
 
 from tasks.errors import InputError, clipped
 from tasks.examples import Example
@@ -123,15 +124,19 @@ def hub_split(task: Task, split: str) -> datasets.Dataset:
 def loading(progress: bool) -> Iterator[None]:
     """`datasets` at work within the block: its progress bars shown for a hub download (minutes),
     not for local files (read in a moment: their bars would only be noise); its error log lines
-    silenced (the failure reaches the user as one line, `dataset_split`'s)."""
+    silenced, and those of `huggingface_hub` it calls (an unreachable hub's warning), so the failure
+    reaches the user as one line, `dataset_split`'s."""
     bars_were_off, verbosity = datasets.are_progress_bars_disabled(), datasets.logging.get_verbosity()
+    hub_verbosity = hub_logging.get_verbosity()
     if not progress:
         datasets.disable_progress_bars()
     datasets.logging.set_verbosity(datasets.logging.CRITICAL)
+    hub_logging.set_verbosity(hub_logging.CRITICAL)
     try:
         yield
     finally:
         datasets.logging.set_verbosity(verbosity)
+        hub_logging.set_verbosity(hub_verbosity)
         if not bars_were_off:
             datasets.enable_progress_bars()
 

@@ -18,10 +18,12 @@ from tasks.spec import FLAG_SOURCE, Task
 SHOWN_TAGS = 6  # a tagging split's most frequent tags named in its line
 
 
-def task_lines(task: Task, data_dir: str | Path | None = None) -> list[str]:
-    """What a run of ``task`` reads and scores, a line each: the task and its data, its columns,
-    its labels in the model's order, each split's counts, and its metrics beside their baseline."""
-    read = resolved(task)
+def task_lines(task: Task, data_dir: str | Path | None = None, located: Task | None = None) -> list[str]:
+    """What a run of ``task`` (as its spec or flags say it) reads and scores, a line each: the task
+    and its data, its columns, its labels in the model's order, each split's counts, and its metrics
+    beside their baseline; ``located``: the same task with its files where they are found (a
+    pinned corpus's)."""
+    read = resolved(located or task)
     splits = dict.fromkeys((read.train_split, *read.eval_splits))
     examples = {split: load_examples(read, split, data_dir) for split in splits}
     return [

@@ -25,7 +25,7 @@ from harness.analyses.base import INTERVENES
 from harness.analyses.evaluation import Evaluation
 from harness.analyses.transplant import Transplant
 from harness.config import ALL_ANALYSES, DEFAULT_TRAJECTORY_ANALYSES, AnalysisConfig, RunConfig
-from harness.corpus_lookup import corpus_location, default_corpus_path, looked_in
+from harness.corpus_lookup import corpus_location, default_corpus_path, in_corpus_folder, looked_in
 from harness.inputs.sources import SOURCES, SourceContext
 from harness.inputs.sources.treebank import train_sibling
 from harness.model.finetune import TaskData, cache_key
@@ -244,9 +244,7 @@ def located(task: Task, downloads: Downloads) -> Task:
                 f"{task.source}: no {corpus.title} {corpus.version} {looked_in()}, and {why}; "
                 f"run `{DOWNLOAD_COMMAND} {corpus.name}` where the network is reachable"
             )
-    folder = corpus_location(corpus).folder  # type: ignore[union-attr]
-    files = tuple((split, tuple(str(folder / name) for name in names)) for split, names in task.data_files)
-    return replace(task, data_files=files)
+    return in_corpus_folder(task, corpus_location(corpus).folder)  # type: ignore[union-attr]
 
 
 def load_task_data(config: RunConfig, hashes: FileHashes, downloads: Downloads | None = None) -> TaskData:

@@ -73,7 +73,7 @@ def dry_run_lines(plan: RunPlan) -> list[str]:
     along = trajectory_plan(plan, tokenizer)
     skipped = skipped_line(plan.skipped)
     return [
-        *task_lines(config.task.definition, config.task.data_dir),
+        *task_lines(config.task.definition, config.task.data_dir, plan.data.task),
         f"run key {plan.key}: {plan.run_dir}",
         f"fine-tuning ({config.model_name}, fine-tune key {plan.finetune_key}): {tuned}",
         "analyses, one pass of each source through both checkpoints: "

@@ -143,6 +143,11 @@ def test_the_slider_shows_an_example_at_each_step_kept_along_the_fine_tuning(tra
     assert title.startswith("fine-tuned at step 2 of 6 (33%) (layer ")
     status = attributes(at_first, "report-status")
     assert (status["data-state"], status["data-errors"]) == ("ready", "0") and "Uncaught" not in log
+    # #step= is a training step: step 4 is the second kept one, whose own most changed head is named
+    at_four, _ = browse(trajectory_page, tmp_path / "profile-four", "#step=4")
+    assert attributes(at_four, "view-maps")["data-step"] == "step 4 of 6 (67%)"
+    note = re.search(r'<p id="view-note">([^<]*)</p>', at_four).group(1)
+    assert "the head that changed most on it by step 4 of 6 (67%): layer " in note
 
 
 def test_the_page_of_typed_inputs_draws_each_input_without_a_script_error(tiny_model_dir, tiny_data, tmp_path):
@@ -157,3 +162,7 @@ def test_the_page_of_typed_inputs_draws_each_input_without_a_script_error(tiny_m
     status = attributes(dom, "report-status")
     assert (status["data-state"], status["data-errors"], status["data-view"]) == ("ready", "0", "drawn")
     assert "Uncaught" not in log and "data-errors" not in attributes(dom)
+    said = re.search(r'<p id="report-status"[^>]*>([^<]*)</p>', dom).group(1)
+    assert said == "no figures on this page; per-example view drawn"  # not "0 of 0 figures loaded"
+    text = re.search(r'<p id="view-text">([^<]*)</p>', dom).group(1)
+    assert "Predicted: pre-trained (untrained head): " in text and "; fine-tuned: " in text

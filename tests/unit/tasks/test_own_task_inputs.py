@@ -6,7 +6,10 @@ misspelt one, the flags a flag-form task was given, the spec key meant."""
 from __future__ import annotations
 
 import csv
+import os
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import datasets
@@ -39,9 +42,7 @@ def planned(argv: list[str]):
 
 
 @pytest.mark.slow  # plans two runs, each reading and hashing the data and the model
-def test_a_spec_and_the_flags_saying_the_same_are_one_run_key_and_one_fine_tuning(
-    tiny_model_dir, tiny_data, tmp_path
-):
+def test_a_spec_and_the_flags_saying_the_same_are_one_run_key_and_one_fine_tuning(tiny_model_dir, tiny_data, tmp_path):
     spec = write_sentiment(tmp_path / "data")
     by_spec = planned(tiny_run_arguments(tiny_model_dir, tiny_data, tmp_path, "--task", str(spec)))
     by_flags = planned(tiny_run_arguments(tiny_model_dir, tiny_data, tmp_path, *flags_of(spec.parent)))
@@ -106,7 +107,9 @@ def test_a_task_of_flags_is_told_its_mistakes_in_flags(tiny_model_dir, tiny_data
         (["--text-fields", "review", "--eval-split", "test"], "name one with --train-split or --eval-split"),
     )
     for extra, message in cases:
-        argv = tiny_run_arguments(tiny_model_dir, tiny_data, tmp_path / "run", "--task", "mine", "--dataset", str(folder))
+        argv = tiny_run_arguments(
+            tiny_model_dir, tiny_data, tmp_path / "run", "--task", "mine", "--dataset", str(folder)
+        )
         assert_one_line_and_no_work(
             main([*argv, "--label-field", "sentiment", *extra]), message, tmp_path / "run", capsys, caplog
         )
@@ -124,3 +127,19 @@ def test_an_unknown_spec_key_gets_the_key_meant_and_the_keys_the_readme_document
     table = section.split("| key | what it holds (default) |", 1)[1].split("\n\n", 1)[0]
     documented = [key for row in table.splitlines()[2:] for key in re.findall(r"`(\w+)`", row.split("|")[1])]
     assert documented == list(USER_KEYS)
+
+
+@pytest.mark.slow  # a harness process of its own, offline
+def test_a_name_that_is_no_folder_here_and_no_dataset_on_the_hub_says_both_in_one_line(tiny_model_dir, tmp_path):
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "HF_DATASETS_CACHE": str(tmp_path / "hf")}
+    flags = ["--task", "mine", "--dataset", "reviewz", "--text-fields", "review", "--model", str(tiny_model_dir)]
+    done = subprocess.run(
+        [sys.executable, "-m", "harness", "run", *flags, "--output-dir", str(tmp_path / "out")],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "could not read split 'train'" in done.stderr and "no folder 'reviewz' here either" in done.stderr
