@@ -7,6 +7,7 @@ from __future__ import annotations
 import csv
 import json
 import re
+import shutil
 from pathlib import Path
 
 import datasets
@@ -21,6 +22,8 @@ from harness.analyses import ANALYSES
 from harness.cli import main
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.results.store import read_json
+from harness.run.tracking import HARNESS_RUNS
+from harness.views.evaluation import EvaluationView
 from tests.fixtures import LEARNS, PNG_ONLY, SENTENCES, output_arguments, sentiment_sentences, tiny_run_arguments
 from tests.unit.tasks.test_task_specs import write_sentiment
 
@@ -108,9 +111,20 @@ def test_a_jsonl_pair_task_with_a_score_runs_by_flags_and_in_a_study(tiny_model_
         tiny_model_dir, tiny_data, tmp_path / "flags", *flags, "--analyses", "evaluation", "cosine"
     )
     assert main([*argv, "--no-figures"]) == 0
+    printed = capsys.readouterr().out
+    assert "dev mean score (the baseline): validation/pearson undefined, validation/spearman undefined" in printed
+    assert "dev majority" not in printed  # a score has no majority class, and its mean no correlation
     scores = only_summary(tmp_path / "flags")["analyses"]["evaluation"]["result"]["per_checkpoint"]
     assert set(scores[FINETUNED]["metrics"]) == {"validation/pearson", "validation/spearman", "validation/loss"}
-    assert scores[FINETUNED]["majority"] == {"validation/pearson": 0.0, "validation/spearman": 0.0}  # the mean score
+    # stored as 0, what the learning check compares against; said undefined, and logged as nothing
+    assert scores[FINETUNED]["majority"] == {"validation/pearson": 0.0, "validation/spearman": 0.0}
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'flags'}/mlflow.db")
+    experiments = [experiment.experiment_id for experiment in client.search_experiments()]
+    (logged,) = client.search_runs(experiments, f"tags.task = 'overlap' and {HARNESS_RUNS}")
+    assert (
+        "validation_pearson_majority" not in logged.data.metrics
+        and "validation_pearson_finetuned" in logged.data.metrics
+    )
     assert scores[FINETUNED]["task_spec"]["label_kind"] == "score" and scores[FINETUNED]["task_spec"][
         "text_fields"
     ] == [
@@ -177,16 +191,22 @@ def test_a_tagging_task_fine_tunes_a_token_head_and_scores_each_word_at_its_firs
     tiny_learner_dir, tiny_data, tmp_path, capsys
 ):
     spec = tmp_path / "tags.toml"
+    for name in ("tiny-train.conllu", "tiny-dev.conllu"):  # beside the spec, as a user's files are
+        shutil.copy(tiny_data / name, tmp_path / name)
     spec.write_text(
         'name = "tiny-upos"\ntext_fields = ["form"]\nlabel_field = "upos"\nlabel_kind = "tags"\n'
-        f'eval_splits = ["dev"]\n[data_files]\ntrain = "{tiny_data / "tiny-train.conllu"}"\n'
-        f'dev = "{tiny_data / "tiny-dev.conllu"}"\n'
+        'eval_splits = ["dev"]\n[data_files]\ntrain = "tiny-train.conllu"\ndev = "tiny-dev.conllu"\n'
     )
     argv = tiny_run_arguments(tiny_learner_dir, tiny_data, tmp_path, "--task", str(spec), *LEARNS, "--no-figures")
     at = argv.index("--corpus")  # without a corpus, the gradients read the dev sentences: the per-word task loss
     assert main(argv[:at] + argv[at + 2 :]) == 0
-    assert "harness ablate" not in capsys.readouterr().out  # a tagging task has no per-input predictions to ablate
+    out = capsys.readouterr().out
+    assert "harness ablate" not in out  # a tagging task has no per-input predictions to ablate
+    assert "scored over 42 words of 6 sentences (dev), each word at its first sub-token: accuracy is the share" in out
+    assert "learned: fine-tuned above the majority class on dev/accuracy by +" in out and "over 42 dev words)" in out
     summary = only_summary(tmp_path)
+    tags = EvaluationView.tables(summary["analyses"]["evaluation"], summary["run"])["evaluation_tags_table"]
+    assert "42 words of dev" in tags and "| DET (most frequent) | 12 |" in tags and "| VERB | 6 |" in tags
     assert set(summary["analyses"]) == DEFAULT_ANALYSES and summary["run"]["skipped"] == {}
     assert summary["analyses"]["gradients"]["result"]["per_checkpoint"][FINETUNED]["loss"] == "task, per word"
     scores = summary["analyses"]["evaluation"]["result"]
