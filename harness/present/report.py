@@ -304,8 +304,9 @@ class Page:
             "version": None,
             "description": Markup(
                 MARKDOWN.renderInline(
-                    "Every analysis but the ablation on the checkpoints kept along the fine-tuning, each "
-                    "beside the pre-trained model and compared with the final one: when attention changes."
+                    "The analyses `--trajectory-analyses` chose (by default the dev evaluation, cosine, patterns "
+                    "and the example maps) on the checkpoints kept along the fine-tuning, each beside the "
+                    "pre-trained model and compared with the final one: when attention changes."
                 )
             ),
             "in_view": False,

@@ -1,10 +1,11 @@
-"""When does attention change? Every analysis on the checkpoints kept part-way through fine-tuning.
+"""When does attention change? The analyses on the checkpoints kept part-way through fine-tuning.
 
 A run with ``--trajectory`` keeps the model at a few fractions of its training steps
 (`harness.model.finetune.TrajectoryCheckpoints`). Here those checkpoints are streamed with the
 pre-trained and the fine-tuned model through one pass of each source (the engine's N
-checkpoints), every analysis of the run measuring each of them, each compared with the
-pre-trained model and with the final one. A point of the trajectory is then said as a run is:
+checkpoints), the analyses ``--trajectory-analyses`` chose (`harness.run.plan.along_analyses`:
+by default the dev evaluation, cosine, patterns and the example maps) measuring each of them,
+each compared with the pre-trained model and with the final one. A point of the trajectory is then said as a run is:
 its checkpoint named "finetuned" beside the pre-trained model (`renamed_entry`), so each view
 gives its own metrics at that step, the same names as the run's, and the dev score of that
 checkpoint is among them. What a point keeps for the study's findings on *when* things change
