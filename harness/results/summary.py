@@ -116,10 +116,15 @@ def stored_summary(path: Path) -> dict[str, Any] | None:
 
 
 def checked_summary(path: Path) -> dict[str, Any] | None:
-    """The whole summary.json at ``path``, None when missing or not whole (a run that did not
-    finish), one line when it is whole but differs from its seal (an edited summary is never shown)."""
+    """The whole summary.json at ``path``, None when there is none (a run that did not finish: the
+    file is written whole or not at all); one line when it is there but not whole (cut short, emptied)
+    or differs from its seal (edited): such a summary is never shown, nor passed over in silence."""
+    if not path.is_file():
+        return None
     summary = whole_file(path)
-    return None if summary is None else checked(path, summary, run_fix(path.parent))
+    if summary is None:
+        raise InputError(f"{path}: empty, truncated or incomplete; {run_fix(path.parent)}")
+    return checked(path, summary, run_fix(path.parent))
 
 
 def whole_summary(run_dir: Path) -> dict[str, Any]:
@@ -127,10 +132,7 @@ def whole_summary(run_dir: Path) -> dict[str, Any]:
     path = run_dir / SUMMARY
     if not path.is_file():
         raise InputError(f"{path} not found: the folder holds no finished run; `harness run` writes it")
-    summary = checked_summary(path)
-    if summary is None:
-        raise InputError(f"{path}: empty, truncated or incomplete; {run_fix(run_dir)}")
-    return summary
+    return checked_summary(path)  # type: ignore[return-value]  # a file is there: whole, or one line
 
 
 def checked_study(folder: Path) -> dict[str, Any]:

@@ -409,14 +409,23 @@ def arguments(command: str, tiny_model_dir: Path, data: Path, tiny_data: Path, r
 SUMMARIES = {"empty": "", "truncated": '{"schema": 2, "run": {"task": "rte"', "incomplete": '{"schema": 2, "run": {}}'}
 
 
+@pytest.mark.parametrize("command", ["figures", "figures RUN_FOLDER", "report", "export"])
 @pytest.mark.parametrize("damage", SUMMARIES)
-def test_figures_on_a_summary_that_is_not_whole_is_one_line(
-    damage, tiny_model_dir, tiny_data, capsys, caplog, tmp_path
+def test_a_summary_that_is_not_whole_is_one_line_for_every_command_that_reads_it(
+    damage, command, tiny_model_dir, tiny_data, capsys, caplog, tmp_path
 ):
     argv = arguments("figures", tiny_model_dir, tiny_data / "glue", tiny_data, tmp_path)
-    plan = plan_run(configs_from(build_parser().parse_args(argv))[0])
-    (plan.run_dir / "summary.json").parent.mkdir(parents=True)
-    (plan.run_dir / "summary.json").write_text(SUMMARIES[damage])
+    out = tmp_path / "out"
+    run_dir = plan_run(configs_from(build_parser().parse_args(argv))[0]).run_dir if command == "figures" else None
+    run_dir = run_dir or out / "rte-model-seed42-0123abcd"  # the commands given a folder read any run's
+    (run_dir / "summary.json").parent.mkdir(parents=True)
+    (run_dir / "summary.json").write_text(SUMMARIES[damage])
+    argv = {
+        "figures": argv,
+        "figures RUN_FOLDER": ["figures", str(run_dir)],
+        "report": ["report", "--output-dir", str(out)],
+        "export": ["export", "--output-dir", str(out)],
+    }[command]
     assert_one_line_and_no_work(
-        main(argv), f"{plan.run_dir / 'summary.json'}: empty, truncated or incomplete; run", tmp_path, capsys, caplog
+        main(argv), f"{run_dir / 'summary.json'}: empty, truncated or incomplete; run", tmp_path, capsys, caplog
     )
