@@ -18,7 +18,9 @@ from __future__ import annotations
 import codecs
 import errno
 import os
+import re
 import shutil
+import socket
 import tempfile
 import unicodedata
 from collections.abc import Callable, Iterable, Iterator
@@ -160,6 +162,38 @@ def writing(folder: Path, what: str, needed: int | None = None) -> Iterator[None
         raise DiskFull(disk_full_message(folder, what, needed), needed) from error
 
 
+# A temporary file names the machine and process writing it (``.figure.k3j2.host-1234.tmp.pdf``),
+# so one left by a killed process is told from one a live writer is still writing (`remove_orphans`).
+HOST = socket.gethostname().replace(".", "_").replace("-", "_") or "host"
+TEMPORARY = re.compile(r"^\..*\.(?P<host>[^.]+)-(?P<pid>\d+)\.tmp(\.[^.]*)?$")
+
+
+def remove_orphans(folder: Path) -> list[Path]:
+    """Remove the temporary files `atomic_path` left in ``folder`` when their process was killed
+    before it could (SIGKILL, a power cut): those of this machine whose process is gone. A live
+    writer's, or another machine's on a shared disk, are left alone. Returns those removed."""
+    removed = []
+    for path in Path(folder).glob(".*.tmp*"):
+        found = TEMPORARY.match(path.name)
+        if found and found["host"] == HOST and not running(int(found["pid"])):
+            path.unlink(missing_ok=True)
+            removed.append(path)
+    return removed
+
+
+def running(pid: int) -> bool:
+    """Whether process ``pid`` exists on this machine (on Windows, where signal 0 would end it, always)."""
+    if os.name == "nt":
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's
+        return True
+    return True
+
+
 @contextmanager
 def atomic_path(path: Path) -> Iterator[Path]:
     """A temporary path beside ``path`` (same suffix, for writers that go by it) to write to;
@@ -167,7 +201,9 @@ def atomic_path(path: Path) -> Iterator[Path]:
     path = Path(path)
     with writing(path.parent, path.name):
         path.parent.mkdir(parents=True, exist_ok=True)
-        handle, name = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=f".tmp{path.suffix}")
+        handle, name = tempfile.mkstemp(
+            dir=path.parent, prefix=f".{path.stem}.", suffix=f".{HOST}-{os.getpid()}.tmp{path.suffix}"
+        )
         os.close(handle)
         temporary = Path(name)
         try:

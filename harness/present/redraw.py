@@ -30,7 +30,7 @@ from harness.views.evaluation import EvaluationView
 from harness.views.style import figure_formats, figure_note, model_tokens, own_tokens, vector_copies
 from harness.views.summary import summary_metrics
 from tasks.collector import frozen_heap
-from tasks.files import atomic_write_text, writing
+from tasks.files import atomic_write_text, remove_orphans, writing
 
 DRAWN = ".drawn.json"
 TRAJECTORY = "trajectory"  # what the drawn record names the trajectory's figures by, beside the analyses
@@ -94,6 +94,7 @@ def draw_missing(
     summary: dict[str, Any], out_dir: Path, force: bool, formats: tuple[str, ...], only: Sequence[str] | None
 ) -> list[Path]:
     """`redraw`'s drawing, without its translation of a full disk."""
+    remove_orphans(out_dir)  # a drawing killed before it could rename its files left them
     code = drawing_code_hash()
     recorded = read_json(out_dir / DRAWN, note_damage=False)
     recorded = recorded if isinstance(recorded, dict) else {}

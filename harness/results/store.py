@@ -28,7 +28,7 @@ from typing import Any
 
 from harness.results.shapes import check
 from tasks.errors import InputError
-from tasks.files import atomic_write_bytes
+from tasks.files import atomic_write_bytes, remove_orphans
 
 log = logging.getLogger(__name__)
 SCHEMA = 2
@@ -167,6 +167,7 @@ class ResultStore:
 
     def __init__(self, root: Path) -> None:
         self.root = Path(root)
+        self.tidied: set[Path] = set()  # the folders rid of a killed writer's temporary files
 
     def path(self, identity: ResultIdentity) -> Path:
         """Where the result of ``identity`` is stored (whether or not it exists)."""
@@ -185,4 +186,8 @@ class ResultStore:
         A result whose keys differ from the shape its analysis declared is refused, naming the key
         (`harness.results.shapes.ShapeError`), and nothing is written."""
         check(identity.analysis, result)
+        folder = self.path(identity).parent
+        if folder not in self.tidied:
+            remove_orphans(folder)
+            self.tidied.add(folder)
         return write_sealed(self.path(identity), {"schema": SCHEMA, "identity": identity.as_dict(), "result": result})
