@@ -11,6 +11,7 @@ records why (`RunPlan.skipped`); an analysis named in ``--analyses`` is a one-li
 
 from __future__ import annotations
 
+import logging
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -43,6 +44,7 @@ from tasks.registry import HUB_DATASET
 from tasks.spec import Task
 
 # which analyses run: not part of any result's key
+log = logging.getLogger(__name__)
 SELECTION = ("analyses", "ablation", "transplant", "trajectory_analyses")
 
 
@@ -300,6 +302,7 @@ def plan_run(config: RunConfig, downloads: Downloads | None = None) -> RunPlan:
     chosen, default data located (missing corpora downloaded as ``downloads`` allows, by
     default, saying so, or the analyses that read them left out), the run key computed."""
     analyses = select_analyses(config.analysis.analyses, ablation_wanted(config), transplant_wanted(config))
+    given = config.analysis  # the data flags as typed, before the default data is filled in
     hashes = FileHashes()
     data = load_task_data(config, hashes, downloads)  # the task's data first: its errors before the model's
     model = check_model(
@@ -318,7 +321,32 @@ def plan_run(config: RunConfig, downloads: Downloads | None = None) -> RunPlan:
     identity = {"finetune": finetune_key, "analysis": settings_identity(config.analysis, hashes)}
     key = key_of({**identity, "baselines": True} if config.finetune.baselines else identity)
     along = along_analyses(config.analysis.trajectory_analyses, analyses) if config.finetune.trajectory else []
+    for flag, value, readers in unread_data(given, analyses):
+        log.warning(
+            "%s %s: no analysis of this run reads it (%s do); it goes into the run's key but into no result",
+            flag,
+            value,
+            ", ".join(readers),
+        )
     return RunPlan(config, data, analyses, hashes, finetune_key, key, skipped, along)
+
+
+DATA_FLAGS = ("corpus", "syntax_data", "coref_data")  # the `AnalysisConfig` fields that name a source's data
+
+
+def unread_data(settings: AnalysisConfig, analyses: list[type[Analysis]]) -> list[tuple[str, Path, list[str]]]:
+    """The data flags given that none of ``analyses`` reads (``--corpus`` with ``--analyses surface``,
+    which reads the task's dev sample), each with its value and the analyses that would read it."""
+    read = {SOURCES[analysis.source].data_flag for analysis in analyses}
+    return [
+        (
+            flag_of(AnalysisConfig, name),
+            getattr(settings, name),
+            [analysis.name for analysis in ANALYSES.values() if SOURCES[analysis.source].data_flag == name],
+        )
+        for name in DATA_FLAGS
+        if getattr(settings, name) is not None and name not in read
+    ]
 
 
 def run_device(config: RunConfig) -> torch.device:

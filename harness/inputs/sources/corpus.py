@@ -202,6 +202,7 @@ class CorpusSource(Source):
     """Packed segments of ``--corpus``; without a corpus its analyses read the task source."""
 
     name = "corpus"
+    data_flag = "corpus"  # instead of the task's dev sample
 
     def streams_as(self) -> str:
         return self.name if self.context.settings.corpus is not None else TaskSource.name
