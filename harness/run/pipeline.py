@@ -44,7 +44,7 @@ from harness.results.checkpoints import (
     PRETRAINED,
 )
 from harness.results.locking import exclusive
-from harness.results.store import ResultStore, write_json
+from harness.results.store import ResultStore, read_json, write_json
 from harness.results.summary import SUMMARY, flatten, seal, stored_summary
 from harness.run.engine import analyse
 from harness.run.plan import RunPlan, plan_run, run_device
@@ -65,6 +65,7 @@ DTYPES = {"fp32": torch.float32, "bf16": torch.bfloat16, "fp16": torch.float16}
 CHECKPOINT_ARTIFACT = "checkpoint"  # the fine-tuned model in MLflow (weights, config with label names, tokenizer)
 VARIED = ("task.", "finetune.")  # the groups of settings logged as MLflow params (`varied_settings`)
 VARIED_ALONE = ("environment.precision", "analysis.analyses")
+TIMINGS = ".timings.json"  # the seconds of the sources streamed so far, until they are on the MLflow run
 HEADLINE = "headline"  # MLflow's charts group metrics by the prefix before "/": the short list is one section
 
 
@@ -283,10 +284,10 @@ def analyse_and_log(
     compared = [checkpoint for checkpoint in checkpoints if checkpoint.name in {PRETRAINED, FINETUNED}]
     sources = source_context(plan, tokenizer)
     store = results_store(config)
-    timings: dict[str, float] = {}
+    timings = Timings(plan.run_dir / TIMINGS)
     # With baselines the dev evaluation measures every checkpoint, so it is its own pass over dev.
     analyses = [analysis for analysis in plan.analyses if not (baselines and analysis is Evaluation)]
-    entries = analyse(analyses, compared, PAIRS, sources, store, timings.__setitem__)
+    entries = analyse(analyses, compared, PAIRS, sources, store, timings)
     if baselines:
         entries = {Evaluation.name: evaluation_entry(plan, checkpoints, sources, store), **entries}
     way = (
@@ -297,7 +298,7 @@ def analyse_and_log(
             tuned,
             sources,
             store,
-            lambda source, seconds: timings.__setitem__(f"{source}_trajectory", seconds),
+            lambda source, seconds: timings(f"{source}_trajectory", seconds),
         )
         if tuned.trajectory
         else None
@@ -312,12 +313,39 @@ def analyse_and_log(
     }
     write_json(summary_path, summary)
     seal(plan.run_dir, summary)
+    phases |= timings
+    drawing, figures = config.environment, []
+    if not drawing.no_figures:
+        start = time.perf_counter()
+        formats, processes = drawing.figure_formats, drawing.figure_processes
+        figures = redraw(summary, plan.run_dir / "figures", formats=formats, processes=processes)
+        phases["figures"] = time.perf_counter() - start
     start = time.perf_counter()
-    drawn = not config.environment.no_figures
-    figures = redraw(summary, plan.run_dir / "figures", formats=config.environment.figure_formats) if drawn else []
-    children = log_run(tracker, plan, tuned, summary, summary_path, figures, timings)
-    last_phase = "figures and MLflow" if drawn else "MLflow"
-    return summary, {**phases, **timings, last_phase: time.perf_counter() - start}, children
+    children = log_run(tracker, plan, tuned, summary, summary_path, figures, timings.logged)
+    timings.path.unlink(missing_ok=True)  # on the MLflow run now
+    return summary, {**phases, "MLflow": time.perf_counter() - start}, children
+
+
+class Timings(dict[str, float]):
+    """Each source's seconds in this attempt (printed), kept in the run folder as each source
+    finishes (`TIMINGS`) with those of an earlier attempt that was killed, so that the resumed
+    run's MLflow record gets the seconds of the sources streamed before the kill (`logged`)."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path = path
+        earlier = read_json(path, note_damage=False)
+        self.earlier: dict[str, float] = earlier if isinstance(earlier, dict) else {}
+
+    def __call__(self, source: str, seconds: float) -> None:
+        """The engine's ``on_source_done``."""
+        self[source] = seconds
+        write_json(self.path, self.logged)
+
+    @property
+    def logged(self) -> dict[str, float]:
+        """The seconds of every source streamed for this run, in this attempt or a killed one before it."""
+        return {**self.earlier, **self}
 
 
 def recorded_settings(config: RunConfig) -> dict[str, Any]:
