@@ -49,6 +49,8 @@ from tasks.files import disk_full_message, is_disk_full
 # Imported once the flags are valid: torch and transformers take seconds to load.
 COMPUTE, STORED, DATA = "harness.commands.compute", "harness.commands.stored", "harness.commands.data"
 PREVIEW = "harness.commands.preview"  # a task's data read and described: `datasets`, no torch
+LOCAL_DATA = "tasks.loading"  # an own task's files read and checked before a command that loads a model
+DATA_FIRST = ("run", "finetune", "ablate", "annotate")  # those whose first configuration is a run's
 BUNDLE = "harness.commands.bundle"
 COMMAND_MODULES = {
     "run": COMPUTE,
@@ -297,6 +299,8 @@ def main(argv: list[str] | None = None) -> int:
             args = parser.parse_args(with_run_settings(argv, args.run_folder, subcommands(parser)["maps"]))
         configs = configs_from(args)
         quiet_libraries(args.debug)
+        if args.command in DATA_FIRST and configs[0].task.definition.is_local:  # its errors before torch loads
+            importlib.import_module(LOCAL_DATA).check_local(configs[0].task.definition)
         commands = importlib.import_module(command_module(args))
         if getattr(commands, args.command)(*configs) is False:  # a check that found differences
             return 1

@@ -28,6 +28,7 @@ from tasks.treebank import Sentence, read_treebank
 
 TEXT_TYPES = ("string", "large_string")
 log = logging.getLogger(__name__)
+SAID: set[tuple[Task, str]] = set()  # the splits whose rows left out were said
 
 
 def where(task: Task) -> str:
@@ -301,7 +302,8 @@ def read_dataset_split(task: Task, split: str) -> list[Example]:
     classes = {name: index for index, name in enumerate(task.label_names)}
     labels = rows[task.label_field] if task.is_regression else label_texts(rows, task.label_field)
     unlabelled = without_label(task, split, rows)
-    if unlabelled:
+    if unlabelled and (task, split) not in SAID:  # once per process: the CLI reads the files before the run
+        SAID.add((task, split))
         log.warning(
             "%s: left out %d of the %d rows of split %r that have no label (missing_labels: drop); the first: %s",
             task.name,

@@ -94,6 +94,12 @@ class Task:
         return 1 if self.is_regression else len(self.label_names)
 
     @property
+    def is_local(self) -> bool:
+        """Whether the task's data are files on this machine read through `datasets` (a spec's
+        ``data_files`` or a local folder): not GLUE's, a pinned corpus's or the hub's."""
+        return self.glue is None and self.corpus is None and (bool(self.data_files) or Path(self.dataset).is_dir())
+
+    @property
     def is_pair(self) -> bool:
         """Whether an example is a pair of texts (the task has a second text field)."""
         return self.text_fields[1] is not None
