@@ -13,7 +13,8 @@ import functools
 import os
 import signal
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from mlflow.tracking import MlflowClient
 import harness.results.store
 import harness.run.engine
 import harness.study.executors
+import harness.views.style
 from harness.cli import main
 from tasks.files import atomic_path
 
@@ -38,6 +40,15 @@ def torn_write(path: Path, data: bytes) -> Path:
     return path
 
 
+@contextmanager
+def killed_before_rename(path: Path) -> Iterator[Path]:
+    """The harness's atomic writer, signalled once the file is written and before it is renamed
+    into place: what a kill in the middle of saving a figure leaves (its temporary file)."""
+    with atomic_path(path) as temporary:
+        yield temporary
+        os.kill(os.getpid(), SIGNAL)
+
+
 # phase -> (owner, attribute) of the function whose CALL-th call is interrupted
 HOOKS: dict[str, tuple[Any, str]] = {
     "training": (transformers.Trainer, "training_step"),
@@ -46,7 +57,9 @@ HOOKS: dict[str, tuple[Any, str]] = {
     "results": (harness.results.store, "atomic_write_bytes"),
     "mlflow": (MlflowClient, "log_batch"),
     "study": (harness.study.executors, "run_pipeline"),  # a study between its (task, seed) runs
+    "figures": (harness.views.style, "atomic_path"),  # saving a figure (PNG, then its vector copies)
 }
+REPLACEMENTS: dict[str, Callable] = {"results": torn_write, "figures": killed_before_rename}
 
 
 def interrupting(original: Callable, call: int, replacement: Callable | None) -> Callable:
@@ -67,13 +80,11 @@ def interrupting(original: Callable, call: int, replacement: Callable | None) ->
 
 def hook(phase: str, signal_name: str, call: int) -> None:
     """The ``call``-th call of ``phase``'s function sends ``signal_name`` (for ``results``:
-    half-way through the write)."""
+    half-way through the write; for ``figures``: once the file is written, before its rename)."""
     global SIGNAL
     SIGNAL = signal.Signals[signal_name]
     owner, attribute = HOOKS[phase]
-    setattr(
-        owner, attribute, interrupting(getattr(owner, attribute), int(call), torn_write if phase == "results" else None)
-    )
+    setattr(owner, attribute, interrupting(getattr(owner, attribute), int(call), REPLACEMENTS.get(phase)))
 
 
 if __name__ == "__main__":

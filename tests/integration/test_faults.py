@@ -1,19 +1,37 @@
-"""Fault injection: real processes, real signals, torn files, concurrent runs.
+"""Fault injection: real processes, real signals, torn and edited files, concurrent runs, hostile
+input. One slow file a contributor runs to see the README's guarantees ("Interruptions,
+concurrent runs, bad input") hold:
 
-Every case runs ``harness run`` in a process of its own (started warm: `warm_harness`) on the
-tiny BERT (two epochs, so a kill in the second resumes from the first epoch's checkpoint),
-stops it with SIGKILL, SIGTERM or SIGINT at a chosen call inside one phase
-(`fault_injector`), checks how it ended, runs the same command again and checks that the
-rerun's summary and fine-tuned weights equal an
-uninterrupted run's, and that MLflow holds exactly one FINISHED run for the key with each
-metric logged exactly as often as in the uninterrupted run.
+- kills: every case runs ``harness run`` in a process of its own (started warm: `warm_harness`) on
+  the tiny BERT (two epochs, so a kill in the second resumes from the first epoch's checkpoint),
+  stops it with SIGKILL, SIGTERM or SIGINT at a chosen call inside one phase (`fault_injector`),
+  checks how it ended, runs the same command again and checks that the rerun's summary and
+  fine-tuned weights equal an uninterrupted run's, that MLflow holds exactly one FINISHED run for
+  the key with each metric logged exactly as often as in the uninterrupted run (the seconds of the
+  sources streamed before the kill too), and that no lock file or temporary file stays; a kill
+  while figures are saved leaves a temporary file that the next drawing removes;
+- concurrency: identical and different runs started together;
+- damaged stores: torn files are recomputed, an edited stored result is one line naming it;
+- hostile input, in real ``python -m harness`` processes: specs of nested YAML aliases, deep
+  nesting or other bytes than UTF-8, names that leave their folder, numbers past any range, each
+  one line, exit 2, in a few MB.
+
+Elsewhere, each in its own tier: every bad input's exact line, in process (tests/unit/run/
+test_bad_inputs.py), full disks (tests/unit/run/test_full_disk.py), a damaged MLflow store
+(tests/unit/run/test_tracking.py), an edited summary and the command that rebuilds it on a copied
+run folder (tests/unit/run/test_pipeline.py), hostile texts in the report and maps pages
+(tests/integration/test_report_browser.py).
 """
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
 import signal
 import sqlite3
 import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
@@ -22,7 +40,7 @@ import pytest
 from harness.results.store import read_json
 from harness.run.tracking import CHECKPOINT_TAG
 from tests.fixtures import STORE, TINY_RECIPE, harness_arguments, made_once, tiny_run_arguments
-from tests.integration.warm_harness import HarnessProcess, completed
+from tests.integration.warm_harness import REPOSITORY, HarnessProcess, completed
 
 SIGNALS = ("SIGKILL", "SIGTERM", "SIGINT")
 # phase -> the call of its hooked function that is interrupted (see fault_injector.HOOKS)
@@ -78,15 +96,14 @@ def metric_counts(root: Path) -> Counter:
 
 
 def assert_logged_as_in(root: Path, reference: Path) -> None:
-    """Every metric has as many values as in the uninterrupted run: none lost, none twice.
-    The ``seconds_<source>`` timings are logged by the attempt that streamed the source, so
-    a source finished before a kill has none (at most one, never two)."""
-    counts, expected = metric_counts(root), metric_counts(reference)
-    timings = {name for name in expected if name.startswith("seconds_")}
-    assert {k: v for k, v in counts.items() if k not in timings} == {
-        k: v for k, v in expected.items() if k not in timings
-    }
-    assert all(counts[name] <= 1 for name in timings)
+    """Every metric has as many values as in the uninterrupted run: none lost, none twice (the
+    ``seconds_<source>`` of a source streamed before a kill are logged by the attempt that resumes)."""
+    assert metric_counts(root) == metric_counts(reference)
+
+
+def assert_nothing_left_over(root: Path) -> None:
+    """No lock file, pid file or temporary file of an atomic write anywhere under ``root``."""
+    assert not [path for path in root.rglob("*") if path.name.endswith((".lock", ".lock.pid")) or ".tmp" in path.name]
 
 
 def run_argv(tiny_model_dir: Path, tiny_data: Path, root: Path, *extra: str) -> list[str]:
@@ -131,6 +148,7 @@ def test_an_interrupted_run_resumes_to_the_uninterrupted_result(
     ((status, key),) = run_states(tmp_path)
     assert status == "FINISHED" and key == the_summary(reference)["run"]["key"]
     assert_logged_as_in(tmp_path, reference)
+    assert_nothing_left_over(tmp_path)
     if phase == "checkpoint":
         assert any((tmp_path / "cache").glob("*/incomplete-checkpoint-3-*"))
         assert "set aside the incomplete Trainer checkpoint" in resumed.stderr
@@ -229,3 +247,100 @@ def test_a_killed_fine_tuning_resumes_with_the_checkpoints_kept_on_the_way(tiny_
     assert the_weights(killed) == the_weights(whole)
     (result,) = killed.glob("cache/*/final/result.json")
     assert [point["step"] for point in read_json(result)["trajectory"]] == [2, 4]
+
+
+def test_a_kill_while_figures_are_saved_leaves_a_temporary_file_the_next_drawing_removes(reference, tmp_path):
+    """SIGKILL after a figure's PDF is written and before its rename: the half-done drawing leaves
+    its temporary file (nothing runs in a killed process); the next drawing removes it, and the
+    figures are whole."""
+    shutil.copytree(reference, tmp_path, dirs_exist_ok=True)
+    (folder,) = (path.parent for path in (tmp_path / "out").glob("*/summary.json"))
+    argv = ["figures", str(folder), "--analyses", "cosine", "--vector-formats", "pdf"]
+    stopped = harness(argv, ("figures", "SIGKILL", 2))  # the 2nd file saved: the first figure's PDF
+    assert stopped.returncode == -signal.SIGKILL
+    (orphan,) = (folder / "figures").glob(".*.tmp.pdf")
+    drawn = harness(argv)
+    assert drawn.returncode == 0, drawn.stderr[-3000:]
+    assert not orphan.exists() and not list((folder / "figures").glob(".*tmp*"))
+    assert all(path.with_suffix(".pdf").is_file() for path in (folder / "figures").glob("cosine*.png"))
+
+
+def test_a_stored_result_edited_by_hand_is_one_line_naming_it_and_nothing_is_built_from_it(
+    reference, tiny_model_dir, tiny_data, tmp_path
+):
+    """A dev accuracy changed in the evaluation's stored result (still valid JSON, still its
+    identity): the rerun that would rebuild the summary from it stops with one line naming the file;
+    the summary and figures keep what was computed."""
+    shutil.copytree(reference, tmp_path, dirs_exist_ok=True)
+    (summary_path,) = (tmp_path / "out").glob("*/summary.json")
+    summary_path.unlink()  # the rerun rebuilds the summary from the stored results
+    for path in (tmp_path / "out" / "store" / "evaluation").glob("*.json"):
+        stored = json.loads(path.read_text())
+        stored["result"]["metrics"] = {key: 0.9508 for key in stored["result"]["metrics"]}
+        path.write_text(json.dumps(stored))
+    rerun = harness(run_argv(tiny_model_dir, tiny_data, tmp_path))
+    assert rerun.returncode == 2, rerun.stderr[-3000:]
+    (line,) = rerun.stderr.strip().splitlines()[-1:]
+    assert line.startswith("error: " + str(tmp_path / "out" / "store" / "evaluation")) and line.endswith(
+        ".json: not what the harness wrote (its content differs from the SHA-256 stored in it); delete it and "
+        "run the same command again: it alone is recomputed"
+    )
+    assert not summary_path.exists()
+    assert_nothing_left_over(tmp_path)
+
+
+LAUGHS = "\n".join(
+    ["name: laughs", "data_files: {train: train.csv, validation: dev.csv}", "text_fields: text", "labels:"]
+    + [f"  - &a [{', '.join(['lol'] * 9)}]"]
+    + [f"  - &{name} [{', '.join([f'*{below}'] * 9)}]" for below, name in zip("abcdefgh", "bcdefghi")]
+)
+LABELLED = "text,label\nthe cat sat,pos\nthe dog ran,neg\n"
+HOSTILE = {  # spec file name -> (its bytes, what the one line says)
+    "laughs.yaml": (LAUGHS.encode(), "laughs.yaml:5: YAML anchors and aliases (&name, *name) are not taken"),
+    "deep.toml": (b"x = " + b"[" * 5000 + b"]" * 5000, "deep.toml: nested more than 8 tables or lists deep"),
+    "latin.yaml": (b"text_fields: text\nname: caf\xe9\n", "latin.yaml:2: not UTF-8 text (byte b'\\xe9'"),
+    "escape.yaml": (
+        b"name: ../../../escaped/run\ndata_files: {train: train.csv, validation: dev.csv}\ntext_fields: text\n",
+        "escape.yaml: name '../../../escaped/run' holds a path separator",
+    ),
+    "outside.yaml": (
+        b"dataset: csv\ndata_files: {train: ../../../../../../etc/passwd}\ntext_fields: text\n",
+        "outside.yaml: data file 'train' ",
+    ),
+    "unlabelled.yaml": (  # its data read through `datasets` before torch is imported
+        b"data_files: {train: unlabelled.csv, validation: dev.csv}\ntext_fields: text\n",
+        "split 'train', unlabelled.csv line 4 has no label (an empty cell, NaN or null)",
+    ),
+}
+# ``python -m harness`` that says on stdout which of the libraries a model needs it imported, and its
+# peak memory (VmHWM, kB: that of the program exec'd, where getrusage would count the forking parent's)
+REPORTING = (
+    "import atexit, sys; from harness.cli import main; "
+    "atexit.register(lambda: print(' '.join(name for name in ('torch', 'transformers', 'mlflow') if name in "
+    "sys.modules) + '|' + next(line.split()[1] for line in open('/proc/self/status') if line.startswith('VmHWM')))); "
+    "sys.exit(main(sys.argv[1:]))"
+)
+
+
+@pytest.mark.parametrize("name", HOSTILE)
+def test_a_hostile_spec_is_one_line_before_any_model_library_loads_in_a_few_mb(
+    name, tiny_model_dir, tiny_data, tmp_path
+):
+    """In a fresh process, as ``python -m harness run``: exit 2, one line, no traceback, nothing
+    written, torch, transformers and MLflow never imported, its peak memory a small part of theirs."""
+    content, says = HOSTILE[name]
+    spec = tmp_path / "specs" / name
+    spec.parent.mkdir()
+    spec.write_bytes(content)
+    for table, text in (("train.csv", LABELLED), ("dev.csv", LABELLED), ("unlabelled.csv", LABELLED + "he sat,\n")):
+        (spec.parent / table).write_text(text)
+    argv = tiny_run_arguments(tiny_model_dir, tiny_data, tmp_path / "run", "--task", str(spec))
+    cache = {"HF_DATASETS_CACHE": str(tmp_path / "datasets")}  # `datasets`' cache, not the user's
+    process = subprocess.run(
+        [sys.executable, "-c", REPORTING, *argv], capture_output=True, text=True, cwd=REPOSITORY, env=os.environ | cache
+    )
+    said, (imported, peak) = process.stderr, process.stdout.strip().split("|")
+    assert process.returncode == 2 and len(said.strip().splitlines()) == 1, said[-3000:]
+    assert says in said and len(said) < 600 and imported == ""
+    assert int(peak) < (300_000 if name == "unlabelled.yaml" else 100_000)  # kB; a run's imports take 640 MB
+    assert not (tmp_path / "run" / "out").exists() and not (tmp_path / "escaped").exists()
