@@ -1,5 +1,6 @@
 """How much fine-tuning changes the representations, beside the attention: linear CKA (Kornblith
-et al. 2019) between two checkpoints' hidden states, per layer, on the task's dev inputs.
+et al. 2019) between two checkpoints' hidden states, per layer, on the task's dev inputs (`cka`)
+and on running text (`cka_text`).
 
 For each declared pair and layer, linear CKA(X, Y) = ‖YᵀX‖²_F / (‖XᵀX‖_F ‖YᵀY‖_F) of the two
 checkpoints' column-centred hidden states on the same inputs as the attention cosine: over the
@@ -109,8 +110,8 @@ def layer_intervals(grams: np.ndarray) -> tuple[list[float], list[float], list[f
     """Per layer, the CKA and the bounds of its 95% interval over `resample_weights` of the groups."""
     groups = grams.shape[-1]
     observed = cka_of(grams, np.ones((1, groups)))[0]
-    low, high = interval_of(cka_of(grams, resample_weights(groups)))
-    return observed.tolist(), list(low), list(high)
+    bounds = np.asarray(interval_of(cka_of(grams, resample_weights(groups))))
+    return observed.tolist(), bounds[0].tolist(), bounds[1].tolist()
 
 
 def group_weights(pair: dict[str, Any], seed: int = SEED) -> np.ndarray:
