@@ -251,7 +251,8 @@ def configs_from(args: argparse.Namespace) -> list[Any]:
         return [build(FiguresConfig, args), build(EnvironmentConfig, args)]
     built = {cls: build(cls, args) for cls in GROUPS[args.command]}
     parts = {RUN_PARTS[cls]: value for cls, value in built.items() if cls in RUN_PARTS}
-    others = [value for cls, value in built.items() if cls not in RUN_PARTS]
+    # --dry-run says how the command runs, not what it runs on: `main` reads it, the configurations leave it out
+    others = [value for cls, value in built.items() if cls not in RUN_PARTS and cls is not PreviewConfig]
     return [RunConfig(**parts), *others] if parts else others
 
 
@@ -302,7 +303,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.command in DATA_FIRST and configs[0].task.definition.is_local:  # its errors before torch loads
             importlib.import_module(LOCAL_DATA).check_local(configs[0].task.definition)
         commands = importlib.import_module(command_module(args))
-        if getattr(commands, args.command)(*configs) is False:  # a check that found differences
+        command = "dry_run" if getattr(args, "dry_run", False) else args.command  # said, not done
+        if getattr(commands, command)(*configs) is False:  # a check that found differences
             return 1
     except InputError as error:  # a full disk at a known write is one too (`tasks.files.DiskFull`)
         if args.debug:

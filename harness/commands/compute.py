@@ -13,7 +13,6 @@ from harness.config import (
     FiguresConfig,
     FineTuneConfig,
     MapsConfig,
-    PreviewConfig,
     RunConfig,
     StudyConfig,
 )
@@ -42,14 +41,15 @@ def recipe_line(settings: FineTuneConfig) -> str:
     return f"fine-tuning recipe: {describe_recipe(asdict(settings))} (--recipe, --learning-rate, --epochs change it)"
 
 
-def run(config: RunConfig, preview: PreviewConfig | None = None) -> None:
-    """``harness run``: the whole run, then what each analysis says, the MLflow page and the wall
-    time; with ``--dry-run`` what it would read, its key and its cost, and nothing done."""
+def dry_run(config: RunConfig) -> None:
+    """``harness run --dry-run``: what the run would read, its key and folder and its cost, and nothing done."""
+    for line in dry_run_lines(plan_run(config, Downloads(allowed=False))):
+        print(line)
+
+
+def run(config: RunConfig) -> None:
+    """``harness run``: the whole run, then what each analysis says, the MLflow page and the wall time."""
     start = time.perf_counter()
-    if preview is not None and preview.dry_run:
-        for line in dry_run_lines(plan_run(config, Downloads(allowed=False))):
-            print(line)
-        return
     plan = plan_run(config)  # bad input is one line before anything is said of the run
     print(recipe_line(config.finetune))
     print_skipped(plan.skipped)

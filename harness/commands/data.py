@@ -47,9 +47,9 @@ def tasks(settings: TasksConfig) -> None:
         f"(or its cache); {', '.join(corpora)}, a pinned corpus (`harness data list`)"
     )
     print(
-        "one task's data read and checked: `harness tasks TASK` (a name or a spec file); "
         "your own task: --task a spec file (.toml or .yaml: a `datasets` hub id, folder or CSV/TSV/JSONL/Parquet "
-        'files, the text fields, the label), or --dataset with --text-fields; README, "Your own task"'
+        'files, the text fields, the label), or --dataset with --text-fields; README, "Your own task"; '
+        "`harness tasks TASK` reads, checks and describes one task's data"
     )
 
 

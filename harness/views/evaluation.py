@@ -273,19 +273,24 @@ def undefined_for_baseline(task: Task, metric: str) -> bool:
 
 def baseline_name(task: Task) -> str:
     """What a task's dev scores are set beside: the majority class, or for a score the mean."""
-    return "the mean score (no correlation)" if task.is_regression else "the majority class"
+    return baseline_of(task.metrics[0]) if task.is_regression else "the majority class"
+
+
+def baseline_of(metric: str) -> str:
+    """The baseline a ``"<split>/<metric>"`` score is set beside: the mean for a correlation (a
+    score's), else the majority class."""
+    return "the mean score (no correlation)" if metric.rsplit("/", 1)[-1] in CORRELATIONS else "the majority class"
 
 
 def learning_warning(entry: Entry) -> str | None:
     """One line when a compared checkpoint is not clearly above the majority class (or the
     frozen-encoder baseline), else None."""
-    task = stored_task(next(iter(per_checkpoint_results(entry).values())))
     for (before, after), comparison in zip(entry["pairs"], per_pair_results(entry).values()):
         if comparison["learned"]:
             continue
         below_majority = comparison["against_majority"]["interval"][0] <= 0
         versus = comparison["against_majority" if below_majority else "against_before"]
-        reference = baseline_name(task) if below_majority else f"the {before} baseline"
+        reference = baseline_of(comparison["main_metric"]) if below_majority else f"the {before} baseline"
         low, high = versus["interval"]
         return (
             f"warning: {after} is not clearly above {reference} on {comparison['main_metric']} "
