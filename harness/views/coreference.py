@@ -98,7 +98,6 @@ class CoreferenceView(View):
             "(CoNLL-2012), head match 52%, nearest 27%",
         )
     }
-    left_out = ("accuracy_per_head",)
 
     @classmethod
     def metrics(cls, entry: Entry) -> list[Metric]:

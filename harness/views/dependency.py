@@ -186,7 +186,6 @@ class DependencyView(View):
             "against 26.3% for the best offset (PTB)",
         )
     }
-    left_out = ("per_head",)
 
     @classmethod
     def metrics(cls, entry: Entry) -> list[Metric]:
