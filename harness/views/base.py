@@ -118,10 +118,11 @@ class View:
     one a name `metrics` gives), ``papers`` (``{claim or signed change: PaperPoint}``: what
     the papers found on it, set beside the study's finding), ``left_out`` (heavy result keys no
     table reads, dropped from the results the docs keep; never what a shown interval is computed
-    from, such as the per-unit sums: a reader recomputes every interval from the snapshot), ``overview_reads`` (other analyses whose entries its
-    `overview_rows` read), ``stored`` (the TypedDict of one result the analysis stores: a
-    checkpoint's, or the joint one; the results store refuses a result of other keys:
-    `harness.results.shapes`) and ``compared`` (that of one pair's comparison, `Analysis.compare`).
+    from, such as the per-unit sums: a reader recomputes every interval from the snapshot),
+    ``overview_reads`` (other analyses whose entries its `overview_rows` read), ``stored`` (the
+    TypedDict of one result the analysis stores: a checkpoint's, or the joint one; the results
+    store refuses a result of other keys: `harness.results.shapes`) and ``compared`` (that of
+    one pair's comparison, `Analysis.compare`).
     """
 
     name: ClassVar[str]
