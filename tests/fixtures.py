@@ -35,7 +35,7 @@ from tasks.spec import Task
 if "OMP_NUM_THREADS" in os.environ:  # a pytest-xdist worker's share of the cores (tests/conftest.py)
     torch.set_num_threads(int(os.environ["OMP_NUM_THREADS"]))
 SHARED_DATA = Path(__file__).resolve().parents[2] / "shared" / "data"  # beside this checkout
-GLUE_DIR = Path(os.environ.get("GLUE_DIR", SHARED_DATA / "glue"))
+GLUE_DIR = Path(os.environ.get("GLUE_DIR", SHARED_DATA / "glue")).resolve()  # subprocesses run in other folders
 CPU = torch.device("cpu")
 PAIRS = ((PRETRAINED, FINETUNED),)
 
