@@ -35,7 +35,6 @@ from harness.analyses.significance import (
 from harness.inputs.batches import AttentionBatch, EncodedBatch
 from harness.inputs.tagging import IGNORED, batch_tags
 from harness.model.forward import Interventions
-from harness.results.checkpoints import PRETRAINED
 from harness.views.base import pair_name
 from harness.views.evidence import Evidence, interval_of, interval_verdict
 from harness.views.transplant import (
@@ -129,8 +128,9 @@ def edge_layers(metric: str, first_two: np.ndarray, last_two: np.ndarray, labels
 
 @register_analysis
 class Transplant(Analysis):
-    """Per pair from the pre-trained model to a trained checkpoint: the transplant's families, share
-    kept and edge layers (see the module)."""
+    """Per pair into a trained checkpoint (the pre-trained model to the fine-tuned one, or any
+    declared pair of named checkpoints): the earlier checkpoint's attention in the later one, its
+    families, share kept and edge layers (see the module)."""
 
     view = TransplantView
     source = "ablation"
@@ -161,7 +161,7 @@ class Transplant(Analysis):
             "per_pair": {
                 pair_name((before, after)): self.transplanted(before, after)
                 for before, after in self.context.pairs
-                if before == PRETRAINED and after in self.context.trained
+                if after in self.context.trained
             }
         }
 

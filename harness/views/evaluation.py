@@ -217,7 +217,8 @@ class EvaluationView(View):
 
     @classmethod
     def tables(cls, entry: Entry, run: dict[str, Any]) -> dict[str, str]:
-        tags = tag_table(entry, run) if stored_task(per_checkpoint_results(entry)[FINETUNED]).is_tagging else None
+        any_result = next(iter(per_checkpoint_results(entry).values()))  # every checkpoint's is of one task
+        tags = tag_table(entry, run) if stored_task(any_result).is_tagging else None
         return {"evaluation_table": table_1_markdown(entry, run), **({"evaluation_tags_table": tags} if tags else {})}
 
     @classmethod

@@ -451,7 +451,7 @@ class TransplantView(View):
 def draw_layers(result: dict[str, Any], run: dict[str, Any], path: Path) -> Path:
     """Per layer, the change of the score with each per-layer family's attention pre-trained, in
     points, with simultaneous intervals; the majority class's level dashed."""
-    figure, axes = plt.subplots(figsize=(6.4, 3.8))
+    figure, axes = plt.subplots(figsize=(7.6, 3.8))
     colours = (OKABE_ITO["blue"], OKABE_ITO["vermillion"], OKABE_ITO["green"])
     layers = np.arange(1, len(result["layers"]["alone"]["delta"]) + 1)
     for offset, family, colour in zip((-0.2, 0.0, 0.2), LAYER_FAMILIES, colours):
@@ -474,7 +474,7 @@ def draw_layers(result: dict[str, Any], run: dict[str, Any], path: Path) -> Path
     axes.set_xlabel("layer k")
     axes.set_ylabel(f"change of dev {result['metric']} (points)")
     axes.grid(alpha=0.3)
-    axes.legend(fontsize=7, loc="lower left")
+    axes.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))  # beside the axes: no interval hidden
     suptitle(
         figure,
         f"{run_title(run)}: pre-trained attention in the fine-tuned model "
