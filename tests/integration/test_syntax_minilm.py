@@ -45,10 +45,13 @@ def test_minilm_heads_and_probes_read_syntax_that_random_attention_does_not(mini
     assert pre["all"]["best"]["accuracy"] > pre["all"]["baseline"]["accuracy"] + 5
     changes = {row["relation"]: row for row in syntax["per_pair"]["pretrained->finetuned"]["relations"]}
     assert changes["all"]["change"] < -10
-    # clear of resampling the 150 sentences, the best (head, direction) chosen again in each resample
+    # clear of resampling the 150 sentences, the best (head, direction) chosen on one half of them and
+    # scored on the other (cross-fitted): within a few points of the change of the best on all of them
     evidence = DependencyView.change_evidence({"result": syntax})["syntax_change_all"]
     assert (evidence["n"], evidence["unit"], evidence["direction"]) == (150, "treebank sentences", "falls")
-    assert evidence["value"] == pytest.approx(changes["all"]["change"])
+    assert evidence["protocol"].startswith("cross-fitted") and evidence["interval"][1] < -10
+    assert evidence["value"] == pytest.approx(evidence["levels"][1] - evidence["levels"][0])
+    assert abs(evidence["value"] - changes["all"]["change"]) < 5
     assert syntax["per_checkpoint"][PRETRAINED]["offsets"] == [-3, -2, -1, 1, 2]
     # Clark's protocol counts every word: the roots (never predicted) and punctuation pull it down
     clark = syntax["per_checkpoint"][PRETRAINED][ALL_CLARK]

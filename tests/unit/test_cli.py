@@ -49,7 +49,7 @@ def test_unknown_analysis(capsys, tmp_path):
     )
     assert (
         code == 2
-        and "--analyses: unknown analysis astrology; valid: evaluation, cosine, cosine_padded, clustering" in err
+        and "--analyses: unknown analysis astrology; valid: evaluation, cosine, cka, cosine_padded, clustering" in err
     )
 
 

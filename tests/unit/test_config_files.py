@@ -59,6 +59,9 @@ def test_a_runs_written_settings_give_back_the_same_configuration_from_any_folde
     again = configured("run", "--config", str(path))[0]
     expected = asdict(original)
     expected["environment"] |= {"cache_dir": Path(written["cache_dir"]), "tracking_uri": written["tracking_uri"]}
+    if original.task.data_dir is not None:  # $GLUE_DIR, relative in the README's commands, is written whole too
+        assert Path(written["data_dir"]).is_absolute()
+        expected["task"] |= {"data_dir": Path(written["data_dir"])}
     assert asdict(again) == expected
 
 

@@ -237,13 +237,13 @@ def task_sample(tiny_tokenizer, tiny_data) -> SourceContext:
 def test_an_analysis_is_its_two_modules_found_by_discovery_and_run_by_the_engine(install, task_sample, tmp_path):
     install(
         "toy_analysis",
-        first_token_modules("toy_analysis", "first-token", 25, "task"),
+        first_token_modules("toy_analysis", "first-token", 27, "task"),
         first_token_groups("toy_analysis"),
     )
-    # its view's order (25) puts it after cosine (20) and before cosine_padded (30), in both registries
+    # its view's order (27) puts it after cka (25) and before cosine_padded (30), in both registries
     for registry in (list(VIEWS), list(ANALYSES)):
         assert registry[registry.index("first-token") - 1 : registry.index("first-token") + 2] == [
-            "cosine",
+            "cka",
             "first-token",
             "cosine_padded",
         ]

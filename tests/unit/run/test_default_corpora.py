@@ -146,7 +146,7 @@ def test_a_default_run_without_its_corpora_and_offline_skips_their_analyses_says
     skipped_lines = [line for line in out if line.startswith("skipped ")]
     assert len(skipped_lines) == 1
     assert skipped_lines[0].startswith(
-        "skipped surface_text, syntax, probes, features: no UD English EWT r2.16 in "
+        "skipped surface_text, cka_text, syntax, probes, features: no UD English EWT r2.16 in "
         "the data cache or ../shared/data, and the download failed (http://127.0.0.1:"
     )
     assert skipped_lines[0].endswith(
@@ -163,7 +163,7 @@ def test_a_default_run_without_its_corpora_and_offline_skips_their_analyses_says
     assert {"evaluation", "cosine"} <= set(summary["analyses"])
     with sqlite3.connect(tmp_path / "mlflow.db") as database:
         (tag,) = database.execute("SELECT value FROM tags WHERE key = 'harness.analyses_skipped'").fetchone()
-    assert tag == "surface_text, syntax, probes, features, coreference"
+    assert tag == "surface_text, cka_text, syntax, probes, features, coreference"
     page = tmp_path / "report" / "index.html"
     assert main(["report", "--output-dir", str(tmp_path / "out"), "--out", str(page)]) == 0
     text = html.unescape(page.read_text())

@@ -59,7 +59,10 @@ def test_every_analysis_has_an_entry_of_the_one_schema(finished):
     (summary,) = summaries(root).values()
     assert set(summary["analyses"]) == DEFAULT_ANALYSES
     for name, entry in summary["analyses"].items():
-        assert set(entry) == ENTRY_KEYS, name
+        # what an entry says together with the others (`Analysis.relate`) is there exactly when it says something
+        related = ANALYSES[name].relate({**entry}, summary["analyses"])
+        assert set(entry) == ENTRY_KEYS | ({"related"} if related is not None else set()), name
+        assert entry.get("related") == related, name
         assert entry["checkpoints"] == ["pretrained", "finetuned"] and entry["pairs"] == [["pretrained", "finetuned"]]
         assert entry["version"] == ANALYSES[name].version
         if not entry["joint"]:
@@ -126,6 +129,7 @@ def test_one_mlflow_run_per_key_and_no_metric_logged_twice(finished, capsys):
         "cosine_last_two_layers",
         "coref_all_change",
         "probes_uas_change_attn",
+        *(f"cka{text}_{rows}_mean" for text in ("", "_text") for rows in ("tokens", "cls")),
         *(f"pattern_change_{name}" for name in ("vertical", "diagonal", "vertical_diagonal", "block", "heterogeneous")),
         *(
             f"vig_{checkpoint}_other_segment_identical_{what}"

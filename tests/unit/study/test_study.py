@@ -53,7 +53,7 @@ def test_one_run_per_task_and_seed_each_with_its_tasks_recipe(tmp_path):
         (["--tasks", "rte,nope"], "unknown task 'nope'"),
         (["--seeds", "0"], "--seeds 0: must be at least 1"),
         (["--tasks", ","], "--tasks : names no task"),
-        (["--name", "a/b"], "--name a/b: must be a non-empty name without '/'"),
+        (["--name", "a/b"], "--name 'a/b': holds a path separator; a study's name is one plain name"),
     ],
 )
 def test_bad_study_flags_are_one_line(capsys, argv, message):
@@ -263,7 +263,7 @@ def test_a_study_judged_on_single_sentence_tasks_ends_with_its_study_json(mixed_
     assert study["aggregation_failed"] == {}
     other_sentence = study["findings"]["vig_change_other_segment_identical_max"]
     assert other_sentence["undefined_on"] == ["sst2"] and other_sentence["text"].endswith(
-        "not defined on these tasks (sst2)"
+        "not defined on these tasks (sst2); not judged on rte (not learned on every seed: see the learning check)"
     )
     shares = study["findings"]["pattern_change_vertical"]["per_task"]["sst2"]  # judged on the learned task alone
     assert shares["seeds"] == 1 and shares["per_seed"][0]["unit"] == "dev examples"
