@@ -4,7 +4,10 @@ Constrained layout measures every text of every panel twice before a figure is d
 about two fifths of a head grid's time (a run draws dozens of them). The panels of a grid have
 the same ticks and axis labels, so one panel's margins, each row's tallest title and each
 colour bar's labels, measured once, place every panel: the grid is laid out in inches from the
-figure's top left corner, and the figure is sized to hold it. Figures are checked as they are
+figure's top left corner, and the figure is sized to hold it. The axis labels are pinned where
+that measurement placed them (as far from each panel and bar as matplotlib puts them): left to
+itself, matplotlib measures every tick label of every panel again, at each drawing, to place
+its axis labels. Figures are checked as they are
 saved (`harness.views.style.save`), so a text this arithmetic let off the canvas or onto
 another would be reported.
 """
@@ -88,6 +91,9 @@ def lay_out_grid(
     right_overhang = max(0.0, (around.x1 - inside.x1) / inch)
     bottom_labels = (inside.y0 - around.y0) / inch
     title_pad = first.titleOffsetTrans.transform((0, 0))[1] / inch  # the title's distance above the panel
+    # where measuring placed the axis labels, in pixels from the panel: every panel's are pinned there
+    x_label, y_label = first.xaxis.label.get_position(), first.yaxis.label.get_position()
+    x_label_gap, y_label_gap = inside.y0 - x_label[1], inside.x0 - y_label[0]
 
     tops, y = [], 0.0  # each row's panel top, from the top of the first row's titles
     for row in panels:
@@ -105,8 +111,10 @@ def lay_out_grid(
         x += BAR_PAD - right_overhang - GAP
         bars.append((bar, x))
         bar.set_position((0, 0, BAR_WIDTH / figure.get_figwidth(), bar_height / figure.get_figheight()))
-        bar_around = bar.get_tightbbox(renderer, for_layout_only=True)
-        x += BAR_WIDTH + max(0.0, (bar_around.x1 - bar.get_window_extent(renderer).x1) / inch) + GAP
+        bar_around, bar_inside = bar.get_tightbbox(renderer, for_layout_only=True), bar.get_window_extent(renderer)
+        bar_label = bar.yaxis.label.get_position()
+        bar.yaxis.set_label_coords(1 + (bar_label[0] - bar_inside.x1) / (BAR_WIDTH * inch), bar_label[1])
+        x += BAR_WIDTH + max(0.0, (bar_around.x1 - bar_inside.x1) / inch) + GAP
     figure.set_figwidth(x - GAP + MARGIN)
     title = heading(figure)
     above = MARGIN + (extent(title)[1] + GAP if title.get_text() else 0.0)
@@ -116,5 +124,9 @@ def lay_out_grid(
         for column, axes in enumerate(row)
     ]
     boxes += [(bar, Box(left, above + bar_top, BAR_WIDTH, bar_height)) for bar, left in bars]
+    for row in panels:
+        for axes in row:
+            axes.xaxis.set_label_coords(x_label[0], -x_label_gap / (height * inch))
+            axes.yaxis.set_label_coords(-y_label_gap / (width * inch), y_label[1])
     figure.set_figheight(above + y - GAP + MARGIN)
     figure.set_layout_engine(InchLayout(boxes, title, MARGIN))

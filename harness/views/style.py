@@ -21,7 +21,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import matplotlib
 
@@ -161,6 +161,26 @@ def figure_note(note: str) -> Iterator[None]:
         _NOTE.reset(token)
 
 
+class DrawingSettings(NamedTuple):
+    """What the figures saved at a point are drawn with: `model_tokens`, `figure_formats` and `figure_note`."""
+
+    tokens: dict[str, str] | None
+    formats: tuple[str, ...]
+    note: str
+
+
+def drawing_settings() -> DrawingSettings:
+    """The settings figures saved here and now are drawn with (for `drawn_as` in another process)."""
+    return DrawingSettings(_TOKEN_NAMES.get(), _FORMATS.get(), _NOTE.get())
+
+
+@contextmanager
+def drawn_as(settings: DrawingSettings) -> Iterator[None]:
+    """Within the block figures are drawn with ``settings`` (`drawing_settings` of another process)."""
+    with model_tokens(settings.tokens), figure_formats(settings.formats), figure_note(settings.note):
+        yield
+
+
 def own_tokens(text: str, markdown: bool = False, names: dict[str, str] | None = None) -> str:
     """``text`` with each special token's role name replaced by the model's own token (``names``,
     default those of `model_tokens`); in ``markdown`` as code, so RoBERTa's ``<s>`` is no tag."""
@@ -249,26 +269,52 @@ def vector_copies(path: Path) -> list[Path]:
 
 
 def figure_problems(figure: plt.Figure) -> list[str]:
-    """Everything `save` warns about on a drawn figure: layout, error bars, titles, colours and wording."""
+    """Everything `save` warns about on a drawn figure: layout, error bars, titles, colours and
+    wording; its artists found and each text measured once for all the checks."""
+    drawn = DrawnFigure(figure)
     return (
-        layout_problems(figure)
-        + error_bar_problems(figure)
+        layout_problems(figure, drawn)
+        + error_bar_problems(figure, drawn)
         + title_problems(figure)
-        + colour_problems(figure)
-        + wording_problems(figure)
+        + colour_problems(figure, drawn)
+        + wording_problems(figure, drawn)
     )
 
 
-def error_bar_problems(figure: plt.Figure) -> list[str]:
+class DrawnFigure:
+    """What the checks read of a drawn figure: its artists (found in one walk), its texts, those
+    drawn (visible, not empty, and no tick label outside its axis's view, which matplotlib keeps
+    but does not draw), each axis's tick labels drawn and not, and each text's extent (measured
+    once, when first asked for)."""
+
+    def __init__(self, figure: plt.Figure) -> None:
+        self.renderer = figure.canvas.get_renderer()
+        self.artists = figure.findobj()
+        self.texts = [artist for artist in self.artists if isinstance(artist, Text)]
+        self.tick_labels = {id(axis): drawn_tick_labels(axis) for _, _, axis in axes_of(figure)}
+        undrawn = {id(label) for _, hidden in self.tick_labels.values() for label in hidden}
+        self.drawn_texts = [
+            text for text in self.texts if text.get_visible() and text.get_text().strip() and id(text) not in undrawn
+        ]
+        self.extents: dict[int, Bbox] = {}
+
+    def extent(self, text: Text) -> Bbox:
+        """The window extent of ``text``, as drawn."""
+        if id(text) not in self.extents:
+            self.extents[id(text)] = text.get_window_extent(self.renderer)
+        return self.extents[id(text)]
+
+
+def error_bar_problems(figure: plt.Figure, drawn: DrawnFigure | None = None) -> list[str]:
     """Text drawn over a line or cap of an error bar (a value label hiding the interval it sits
     on, a legend over it), on a drawn figure."""
-    renderer = figure.canvas.get_renderer()
-    bars = [box for axes in figure.axes for box in error_bar_boxes(axes, renderer)]
+    drawn = drawn or DrawnFigure(figure)
+    bars = [box for axes in figure.axes for box in error_bar_boxes(axes, drawn.renderer)]
     return sorted(
         {
             f"text {text.get_text()!r} overlaps an error bar"
-            for text in drawn_texts(figure)
-            if any(text.get_window_extent(renderer).overlaps(bar) for bar in bars)
+            for text in (drawn.drawn_texts if bars else [])
+            if any(drawn.extent(text).overlaps(bar) for bar in bars)
         }
     )
 
@@ -325,20 +371,21 @@ def repeated_phrases(title: str) -> list[str]:
     return [phrase for phrase, count in said.items() if phrase and count > 1]
 
 
-def wording_problems(figure: plt.Figure) -> list[str]:
+def wording_problems(figure: plt.Figure, drawn: DrawnFigure | None = None) -> list[str]:
     """Text that names a checkpoint by its key ("pretrained") instead of its title ("pre-trained")."""
     return [
         f"text {text.get_text()!r} names a checkpoint by its key; use checkpoint_title"
-        for text in figure.findobj(Text)
+        for text in (drawn or DrawnFigure(figure)).texts
         if RAW_CHECKPOINT_NAME.search(text.get_text())
     ]
 
 
-def colour_problems(figure: plt.Figure) -> list[str]:
+def colour_problems(figure: plt.Figure, drawn: DrawnFigure | None = None) -> list[str]:
     """Lines, markers and bars in a colour outside Okabe & Ito's palette and the greys, and
     images or colour bars in a colour map outside `SAFE_COLOUR_MAPS`."""
     problems = set()
-    for artist in figure.findobj(lambda a: isinstance(a, (Line2D, Collection, Patch, AxesImage))):
+    coloured = (Line2D, Collection, Patch, AxesImage)
+    for artist in (artist for artist in (drawn or DrawnFigure(figure)).artists if isinstance(artist, coloured)):
         if isinstance(artist, AxesImage) or (isinstance(artist, Collection) and artist.get_array() is not None):
             if not safe_colour_map(artist.get_cmap()):
                 problems.add(f"colour map {artist.get_cmap().name!r} is not colour-blind safe")
@@ -391,23 +438,22 @@ def safe_colour_map(colour_map: Colormap) -> bool:
     return colour_map.name in SAFE_COLOUR_MAPS
 
 
-def layout_problems(figure: plt.Figure) -> list[str]:
+def layout_problems(figure: plt.Figure, drawn: DrawnFigure | None = None) -> list[str]:
     """Text outside the canvas, tick labels of one axis that overlap and text over the footnote,
     on a drawn figure. Tick labels outside an axis's view are ignored: matplotlib keeps them but
     does not draw them."""
-    renderer = figure.canvas.get_renderer()
+    drawn = drawn or DrawnFigure(figure)
     canvas = figure.bbox
-    texts = drawn_texts(figure)
-    notes = [text.get_window_extent(renderer) for text in texts if text.get_gid() == FOOTNOTE]
+    notes = [drawn.extent(text) for text in drawn.drawn_texts if text.get_gid() == FOOTNOTE]
     problems = []
-    for text in texts:
-        box = text.get_window_extent(renderer)
+    for text in drawn.drawn_texts:
+        box = drawn.extent(text)
         if box.x0 < canvas.x0 - 1 or box.y0 < canvas.y0 - 1 or box.x1 > canvas.x1 + 1 or box.y1 > canvas.y1 + 1:
             problems.append(f"text {text.get_text()!r} leaves the canvas")
         if text.get_gid() != FOOTNOTE and any(box.overlaps(note) for note in notes):
             problems.append(f"text {text.get_text()!r} overlaps the footnote")
     for axes, name, axis in axes_of(figure):
-        boxes = [label.get_window_extent(renderer) for label in drawn_tick_labels(axis)[0]]
+        boxes = [drawn.extent(label) for label in drawn.tick_labels[id(axis)][0]]
         if any(first.overlaps(second) for first, second in zip(boxes, boxes[1:])):
             problems.append(f"{name} tick labels of {axes.get_title() or 'a panel'!r} overlap")
     return problems
@@ -416,17 +462,6 @@ def layout_problems(figure: plt.Figure) -> list[str]:
 def axes_of(figure: plt.Figure) -> list[tuple[plt.Axes, str, matplotlib.axis.Axis]]:
     """Each panel of ``figure`` with each of its axes and the axis's name (x, y)."""
     return [(axes, name, axis) for axes in figure.axes for name, axis in (("x", axes.xaxis), ("y", axes.yaxis))]
-
-
-def drawn_texts(figure: plt.Figure) -> list[Text]:
-    """The texts of ``figure`` that are drawn: visible and not empty; tick labels outside their
-    axis's view are left out (matplotlib keeps them but does not draw them)."""
-    undrawn = {id(label) for _, _, axis in axes_of(figure) for label in drawn_tick_labels(axis)[1]}
-    return [
-        text
-        for text in figure.findobj(Text)
-        if text.get_visible() and text.get_text().strip() and id(text) not in undrawn
-    ]
 
 
 def drawn_tick_labels(axis: matplotlib.axis.Axis) -> tuple[list[Text], list[Text]]:
@@ -446,12 +481,14 @@ def drawn_tick_labels(axis: matplotlib.axis.Axis) -> tuple[list[Text], list[Text
 def style_head_axes(
     axes: plt.Axes, layers: int, heads: int, title: str, tick_size: float | None = None, title_size: float = 9
 ) -> None:
-    """Ticks 1..heads on x and 1..layers on y (layer 1 at the top), axis labels and a title."""
+    """Ticks 1..heads on x and 1..layers on y (layer 1 at the top), axis labels and a title (at
+    the panel's top, where matplotlib would place it over fixed ticks: placed, it is not measured
+    against the axes' tick labels at each drawing)."""
     axes.set_xticks(range(heads), [str(h + 1) for h in range(heads)], fontsize=tick_size)
     axes.set_yticks(range(layers), [str(layer + 1) for layer in range(layers)], fontsize=tick_size)
     axes.set_xlabel("head")
     axes.set_ylabel("layer")
-    axes.set_title(title, fontsize=title_size)
+    axes.set_title(title, fontsize=title_size, y=1.0)
 
 
 def draw_head_grid(
@@ -612,7 +649,7 @@ def draw_grid_rows(
     columns = per_row + len(differences)
     # a quarter inch per cell; small models still get panels wide and tall enough for their labels
     panel_size = (max(0.26 * heads + 0.1, 1.7), max(0.26 * layers + 0.35, 1.5))
-    figure = plt.figure()
+    figure = plt.figure(dpi=DPI)  # measured (`lay_out_grid`) as it is drawn
     axes = np.array([[figure.add_axes((0, 0, 1, 1)) for _ in range(columns)] for _ in arrays])
     bar_length = len(arrays) * (panel_size[1] + 0.7) - 0.6
     scale = {
