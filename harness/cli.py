@@ -123,16 +123,17 @@ RUN_PARTS = {
 FLAGS_OPTIONAL = {("figures", TaskConfig), ("maps", TaskConfig)}
 # What the commands that read stored results only take no part in.
 STORED_ONLY = ("device", "precision", "cache_dir", "tracking_uri")
+DRAWING = ("no_figures", "vector_formats", "figure_processes")  # what only the commands that draw figures take
 # A study sets each run's task from --tasks (and its seeds from --seed on): no --task flag.
 LEFT_OUT = {
     ("study", TaskConfig): ("task",),
-    ("report", EnvironmentConfig): (*STORED_ONLY, "no_figures", "vector_formats"),  # --output-dir
-    ("export", EnvironmentConfig): (*STORED_ONLY, "log_checkpoint", "no_figures", "vector_formats"),
+    ("report", EnvironmentConfig): (*STORED_ONLY, *DRAWING),  # --output-dir
+    ("export", EnvironmentConfig): (*STORED_ONLY, "log_checkpoint", *DRAWING),
     # --no-figures is for the commands that draw at their end; --vector-formats for those that draw
     ("figures", EnvironmentConfig): ("no_figures",),
     ("figures", AnalysisConfig): ("analyses",),  # which analyses to draw: FiguresConfig's --analyses
-    ("finetune", EnvironmentConfig): ("no_figures", "vector_formats"),
-    ("annotate", EnvironmentConfig): ("no_figures", "vector_formats"),
+    ("finetune", EnvironmentConfig): DRAWING,
+    ("annotate", EnvironmentConfig): DRAWING,
 }
 
 

@@ -28,9 +28,10 @@ from tasks.registry import TASKS, find_task, flag_task, get_task
 from tasks.spec import CLASSES, DEFAULT_EVAL_SPLIT, LABEL_KINDS, Task, is_spec_path
 
 # The files a figure is written as: PNG always (the report shows it, the figure checks read its
-# drawing), then its vector copies for papers (--vector-formats).
+# drawing), then the vector copies for a paper where asked for (--vector-formats): each is the
+# figure drawn again by another backend, and a PDF embeds a subset of its fonts.
 VECTOR_FORMATS = ("pdf", "svg")
-DEFAULT_FIGURE_FORMATS = ("png", "pdf")
+DEFAULT_FIGURE_FORMATS = ("png",)
 
 DEFAULT_MODEL = "bert-base-uncased"
 DEFAULT_TRACKING_URI = "sqlite:///mlruns/mlflow.db"
@@ -402,9 +403,16 @@ class EnvironmentConfig(Flags):
     )
     vector_formats: list[str] = option(
         list(DEFAULT_FIGURE_FORMATS[1:]),
-        "the vector copies written beside each figure's PNG (which the report shows): pdf (fonts embedded, "
-        "for a paper), svg (text editable), or none (a quarter less drawing time)",
+        "vector copies written beside each figure's PNG (which the report shows), for a paper: pdf (fonts "
+        "embedded), svg (text editable); none by default (each copy is the figure drawn again; "
+        "`harness figures RUN_FOLDER --vector-formats pdf` adds them later)",
         choices=(*VECTOR_FORMATS, "none"),
+    )
+    figure_processes: int = option(
+        0,
+        "processes that draw the figures, each a share of the analyses: 0 = one per core this process may use "
+        "(OMP_NUM_THREADS caps it) where six analyses or more are drawn, else one",
+        minimum=0,
     )
 
     def __post_init__(self) -> None:

@@ -31,7 +31,7 @@ def figures(settings: FiguresConfig, environment: EnvironmentConfig) -> None:
             f"its analyses: {', '.join(names)}"
         )
     formats = environment.figure_formats
-    redraw(summary, folder, force=True, formats=formats, only=settings.analyses)
+    redraw(summary, folder, force=True, formats=formats, only=settings.analyses, processes=environment.figure_processes)
     recorded = drawn_files(folder)
     drawn = [path for name in settings.analyses or names for path in recorded.get(name, [])]
     figures = [path for path in drawn if path.suffix == ".png"]

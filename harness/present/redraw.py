@@ -18,12 +18,14 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Iterator, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 from harness.config import DEFAULT_FIGURE_FORMATS, QUICK
+from harness.present.parallel import drawn
 from harness.results.store import key_of, read_json, write_json
-from harness.views import VIEWS_FOLDER
+from harness.views import VIEWS, VIEWS_FOLDER
 from harness.views import trajectory as trajectory_view
 from harness.views.base import Entry, current_entries
 from harness.views.evaluation import EvaluationView
@@ -50,10 +52,12 @@ def redraw(
     force: bool = False,
     formats: Sequence[str] = DEFAULT_FIGURE_FORMATS,
     only: Sequence[str] | None = None,
+    processes: int = 1,
 ) -> list[Path]:
     """Every figure (as each of ``formats``) and table of every analysis entry in ``summary`` whose
     version is the current one: those recorded as drawn from the same entry, run, formats and code
-    are kept, the rest drawn; with ``only``, the analyses not named there are left as recorded. A
+    are kept, the rest drawn, each analysis's in one of ``processes`` processes (0: one per core;
+    `harness.present.parallel`); with ``only``, the analyses not named there are left as recorded. A
     full disk is one `DiskFull` line naming ``out_dir`` (each file is written atomically: none is
     left half drawn, and the rerun draws those missing)."""
     with (
@@ -62,43 +66,59 @@ def redraw(
         figure_formats(formats),
         frozen_heap(),  # drawing allocates millions of artists: collections scan those alone
     ):
-        return draw_missing(summary, out_dir, force, tuple(formats), only)
+        return draw_missing(summary, out_dir, force, tuple(formats), only, processes)
 
 
-def drawings(summary: dict[str, Any]) -> Iterator[tuple[str, Any, Callable[[Path], tuple[list[Path], dict[str, str]]]]]:
+Drawer = Callable[[Path], tuple[list[Path], dict[str, str]]]
+
+
+def drawings(summary: dict[str, Any]) -> Iterator[tuple[str, Any, Drawer]]:
     """What a summary draws, piece by piece: each current analysis entry, then the trajectory
     along fine-tuning where the run has one; each as its name, what its drawing depends on, and
-    a drawer of its figures and tables (by file stem) into a folder."""
+    a drawer of its figures and tables (by file stem) into a folder (picklable: a worker process
+    of `harness.present.parallel` may draw it)."""
     run = summary["run"]
-    for name, (view, entry) in current_entries(summary).items():
-
-        def draw(out_dir: Path, view: type = view, entry: Entry = entry) -> tuple[list[Path], dict[str, str]]:
-            with figure_note(sample_note(entry)):
-                return view.draw(entry, run, out_dir), view.tables(entry, run)
-
-        yield name, entry, draw
+    for name, (_, entry) in current_entries(summary).items():
+        yield name, entry, partial(draw_entry, name, entry, run)
     if "trajectory" in summary and EvaluationView.name in summary["analyses"]:
         metrics = summary_metrics(summary)
         main = EvaluationView.main_metric(summary["analyses"][EvaluationView.name])
+        depends_on = {"trajectory": summary["trajectory"], "metrics": metrics}
+        yield TRAJECTORY, depends_on, partial(draw_trajectory, summary, metrics, main)
 
-        def draw_way(out_dir: Path) -> tuple[list[Path], dict[str, str]]:
-            return (
-                trajectory_view.draw_run(summary, metrics, main, out_dir),
-                {"trajectory_table": trajectory_view.run_table(summary, metrics, main)},
-            )
 
-        yield TRAJECTORY, {"trajectory": summary["trajectory"], "metrics": metrics}, draw_way
+def draw_entry(name: str, entry: Entry, run: dict[str, Any], out_dir: Path) -> tuple[list[Path], dict[str, str]]:
+    """The figures (files) and tables (by file stem) of the analysis ``name``'s entry, each
+    figure with the sample it was drawn from as its footnote (`sample_note`)."""
+    view = VIEWS[name]
+    with figure_note(sample_note(entry)):
+        return view.draw(entry, run, out_dir), view.tables(entry, run)
+
+
+def draw_trajectory(
+    summary: dict[str, Any], metrics: dict[str, float], main: str, out_dir: Path
+) -> tuple[list[Path], dict[str, str]]:
+    """The figures and table of the run's trajectory along fine-tuning."""
+    return (
+        trajectory_view.draw_run(summary, metrics, main, out_dir),
+        {"trajectory_table": trajectory_view.run_table(summary, metrics, main)},
+    )
 
 
 def draw_missing(
-    summary: dict[str, Any], out_dir: Path, force: bool, formats: tuple[str, ...], only: Sequence[str] | None
+    summary: dict[str, Any],
+    out_dir: Path,
+    force: bool,
+    formats: tuple[str, ...],
+    only: Sequence[str] | None,
+    processes: int,
 ) -> list[Path]:
     """`redraw`'s drawing, without its translation of a full disk."""
     remove_orphans(out_dir)  # a drawing killed before it could rename its files left them
     code = drawing_code_hash()
     recorded = read_json(out_dir / DRAWN, note_damage=False)
     recorded = recorded if isinstance(recorded, dict) else {}
-    fingerprints, by_analysis = {}, {}
+    fingerprints, by_analysis, pieces = {}, {}, {}
     for name, depends_on, draw in drawings(summary):
         kept = [out_dir / file for file in recorded.get("analyses", {}).get(name, [])]
         if only is not None and name not in only:  # left as recorded, drawn or not
@@ -114,12 +134,16 @@ def draw_missing(
         ):
             by_analysis[name] = kept
             continue
-        figures, texts = draw(out_dir)
-        tables = [
-            atomic_write_text(out_dir / f"{stem}.md", own_tokens(text, markdown=True)) for stem, text in texts.items()
-        ]
-        copies = [copy for path in figures for copy in vector_copies(path) if copy.is_file()]
-        by_analysis[name] = figures + copies + tables
+        by_analysis[name], pieces[name] = [], partial(draw, out_dir)  # its place in the record, filled when drawn
+    with drawn(list(pieces.values()), processes) as results:
+        for name, result in zip(pieces, results):
+            figures, texts = result()
+            tables = [
+                atomic_write_text(out_dir / f"{stem}.md", own_tokens(text, markdown=True))
+                for stem, text in texts.items()
+            ]
+            copies = [copy for path in figures for copy in vector_copies(path) if copy.is_file()]
+            by_analysis[name] = figures + copies + tables
     record = {
         "fingerprints": fingerprints,
         "analyses": {name: relative(paths, out_dir) for name, paths in by_analysis.items()},

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.config import DEFAULT_FIGURE_FORMATS
+from harness.present.parallel import drawn
 from harness.views import VIEWS
 from harness.views import trajectory as trajectory_view
 from harness.views.across_tasks import metric_table
@@ -35,22 +36,29 @@ def draw_study(
     out_dir: Path,
     failures: Failures | None = None,
     formats: Sequence[str] = DEFAULT_FIGURE_FORMATS,
+    processes: int = 1,
 ) -> list[Path]:
-    """Every figure (as each of ``formats``) and table of the study; the files written. A view
+    """Every figure (as each of ``formats``) and table of the study, each view's figures in one of
+    ``processes`` processes (0: one per core; `harness.present.parallel`); the files written. A view
     whose figures or tables fail is named in ``failures`` and the others are drawn."""
     failures = {} if failures is None else failures
     out_dir.mkdir(parents=True, exist_ok=True)
+    pieces = {
+        **{f"{name} figures": partial(draw_view_study, name, study, out_dir) for name in VIEWS},
+        "trajectory figures": partial(trajectory_view.draw_study, study, out_dir),
+    }
     with model_tokens(study.get("special_tokens")), figure_formats(formats), frozen_heap():  # see `redraw`
-        figures = [
-            path
-            for view in VIEWS.values()
-            for path in attempt(failures, f"{view.name} figures", partial(view.draw_study, study, out_dir), [])
-        ]
-        figures += attempt(failures, "trajectory figures", partial(trajectory_view.draw_study, study, out_dir), [])
+        with drawn(list(pieces.values()), processes) as results:
+            figures = [path for what, result in zip(pieces, results) for path in attempt(failures, what, result, [])]
         written = [*figures, *(copy for path in figures for copy in vector_copies(path))]
         for stem, text in study_tables(study, failures).items():
             written.append(atomic_write_text(out_dir / f"{stem}.md", own_tokens(text, markdown=True)))
     return written
+
+
+def draw_view_study(name: str, study: dict[str, Any], out_dir: Path) -> list[Path]:
+    """The cross-task figures of the view ``name``."""
+    return VIEWS[name].draw_study(study, out_dir)
 
 
 def seed_text(record: dict[str, Any]) -> str:

@@ -313,13 +313,17 @@ def analyse_and_log(
     }
     write_json(summary_path, summary)
     seal(plan.run_dir, summary)
+    phases |= timings
+    drawing, figures = config.environment, []
+    if not drawing.no_figures:
+        start = time.perf_counter()
+        formats, processes = drawing.figure_formats, drawing.figure_processes
+        figures = redraw(summary, plan.run_dir / "figures", formats=formats, processes=processes)
+        phases["figures"] = time.perf_counter() - start
     start = time.perf_counter()
-    drawn = not config.environment.no_figures
-    figures = redraw(summary, plan.run_dir / "figures", formats=config.environment.figure_formats) if drawn else []
     children = log_run(tracker, plan, tuned, summary, summary_path, figures, timings.logged)
     timings.path.unlink(missing_ok=True)  # on the MLflow run now
-    last_phase = "figures and MLflow" if drawn else "MLflow"
-    return summary, {**phases, **timings, last_phase: time.perf_counter() - start}, children
+    return summary, {**phases, "MLflow": time.perf_counter() - start}, children
 
 
 class Timings(dict[str, float]):

@@ -78,8 +78,10 @@ def missing_data(config: RunConfig) -> str | None:
 
 
 def shared_flags(config: RunConfig) -> dict[str, str]:
-    """The flags every run of a study shares: its settings without the task and the seed."""
-    return {name: value for name, value in flatten("", config).items() if name not in ("task.task", "finetune.seed")}
+    """The flags every run of a study shares: its settings without the task and the seed (and the
+    processes that draw, which change no figure)."""
+    left_out = ("task.task", "finetune.seed", "environment.figure_processes")
+    return {name: value for name, value in flatten("", config).items() if name not in left_out}
 
 
 def plan_study(settings: StudyConfig, configs: list[RunConfig]) -> StudyPlan:
@@ -165,7 +167,11 @@ def study(plan: StudyPlan) -> tuple[dict[str, Any], list[Path], str, str]:
                 []
                 if environment.no_figures
                 else draw_study(
-                    aggregated, plan.folder / "figures", aggregated["aggregation_failed"], environment.figure_formats
+                    aggregated,
+                    plan.folder / "figures",
+                    aggregated["aggregation_failed"],
+                    environment.figure_formats,
+                    environment.figure_processes,
                 )
             )
             if aggregated["aggregation_failed"]:

@@ -21,6 +21,7 @@ SEEDS = 2
 # The studies that are failed, killed or run twice at once: what they compare is stored and logged
 # (the finished study's test checks its figures).
 NO_FIGURES = ("--no-figures",)
+WITH_PDF = ("--vector-formats", "pdf")  # the finished study's figures, as a paper's are made
 
 
 def study_argv(tiny_model_dir: Path, data: Path, root: Path, tasks: str = "rte,mrpc,qnli", *extra: str) -> list[str]:
@@ -58,7 +59,7 @@ def finished_study(tiny_model_dir, tiny_data, tmp_path_factory) -> Path:
     """A whole study, once for the session, whichever pytest-xdist worker runs the tests (they read it)."""
 
     def finish(root: Path) -> None:
-        done = harness(study_argv(tiny_model_dir, tiny_data, root))
+        done = harness(study_argv(tiny_model_dir, tiny_data, root, "rte,mrpc,qnli", *WITH_PDF))
         assert done.returncode == 0, done.stderr[-3000:]
         assert "skipped qnli: no data" in done.stdout and "QNLI/train.tsv not found" in done.stdout
 
@@ -107,7 +108,7 @@ def test_every_task_and_seed_is_a_child_of_one_finished_parent(finished_study):
 def test_the_same_study_again_reuses_every_run(finished_study, tiny_model_dir, tiny_data):
     run_folders = {path: snapshot(path) for path in (finished_study / "out").glob("*-seed*")}
     before, counts = runs(finished_study), metric_counts(finished_study)
-    again = harness(study_argv(tiny_model_dir, tiny_data, finished_study))
+    again = harness(study_argv(tiny_model_dir, tiny_data, finished_study, "rte,mrpc,qnli", *WITH_PDF))
     assert again.returncode == 0, again.stderr[-3000:]
     assert {path: snapshot(path) for path in run_folders} == run_folders  # nothing rewritten
     assert runs(finished_study) == before and metric_counts(finished_study) == counts

@@ -92,8 +92,9 @@ TINY_RUN = (
     "64",
 )
 # What `harness figures` redraws from the installed package: a head grid and the pattern panels,
-# as PNG and PDF (the fonts and styles it reads); the pipeline's tests draw every figure.
-REDRAWN = ("--analyses", "cosine", "patterns")
+# as PNG and, as a paper's figures are made, PDF (the fonts and styles it reads); the pipeline's
+# tests draw every figure.
+REDRAWN = ("--analyses", "cosine", "patterns", "--vector-formats", "pdf")
 LOCATE = (
     "import importlib.metadata, json, sys, sysconfig, harness, tasks, classifier; print(json.dumps({"
     "'site': sysconfig.get_paths()['purelib'], 'prefix': sys.prefix, 'path': sys.path, "
@@ -261,6 +262,7 @@ def test_the_installed_wheel_runs_redraws_and_reports_from_a_users_project(dist,
     ).stdout.splitlines()
     drawn = list((run_folder / "figures").glob("*.png"))
     assert drawn and said.startswith(f"redrew {len(drawn)} figures (PNG and PDF) and ")
+    assert {path.with_suffix(".pdf") for path in drawn} <= set((run_folder / "figures").glob("*.pdf"))
     assert said.endswith(str((run_folder / "figures").relative_to(project)))
 
     reported = run([harness, "report"], project, env).stdout

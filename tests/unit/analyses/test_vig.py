@@ -24,7 +24,7 @@ from harness.model.loading import load_tokenizer
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.views.metrics import changes, values
 from harness.views.seeds import spread
-from harness.views.style import plt
+from harness.views.style import figure_formats, plt
 from harness.views.vig import NOT_DEFINED, STATISTICS, VigView
 from tasks.examples import Example
 from tests.fixtures import analysis_context, finish, run_analysis, stream, tiny_bert
@@ -387,7 +387,8 @@ def test_a_pair_task_shows_the_other_sentence_once_per_checkpoint(entry, tmp_pat
 @pytest.mark.slow
 def test_view_figures_and_tables_from_a_stored_entry(entry, tmp_path):
     run = {"model": "tiny", "task": "test"}
-    files = VigView.draw(entry, run, tmp_path)
+    with figure_formats(("png", "pdf")):  # a PDF beside each PNG where asked for
+        files = VigView.draw(entry, run, tmp_path)
     assert len(files) == 1 + len(STATISTICS) and all(path.stat().st_size > 0 for path in files)
     assert all(path.with_suffix(".pdf").is_file() for path in files)
     tables = VigView.tables(entry, run)

@@ -307,12 +307,13 @@ def test_figures_of_a_run_folder_are_redrawn_without_loading_a_model(finished):
 
 def test_no_figures_leaves_the_drawing_to_harness_figures(tiny_model_dir, tiny_data, tmp_path, capsys):
     """A run with --no-figures stores and logs everything but draws nothing, says which command
-    draws the figures later, and that command draws them from the stored summary."""
+    draws the figures later, and that command draws them from the stored summary (with the PDFs
+    of a paper where asked for)."""
     assert main(tiny_run_arguments(tiny_model_dir, tiny_data, tmp_path, "--analyses", "cosine", "--no-figures")) == 0
     (run_dir,) = (tmp_path / "out").glob("rte-*")
     assert not list(run_dir.glob("figures/*.png"))
     assert f"figures: not drawn (--no-figures); `harness figures {run_dir}` draws them" in capsys.readouterr().out
-    assert main(["figures", str(run_dir)]) == 0
+    assert main(["figures", str(run_dir), "--vector-formats", "pdf"]) == 0
     assert list(run_dir.glob("figures/cosine*.png")) and list(run_dir.glob("figures/cosine*.pdf"))
 
 
@@ -320,7 +321,8 @@ def test_vector_formats_choose_the_copies_beside_each_png_and_a_change_redraws(
     tiny_model_dir, tiny_data, tmp_path, capsys
 ):
     """``--vector-formats svg``: each figure as PNG and SVG (text kept as text), no PDF; the same
-    run asking for the default (PDF) draws again, as the record of what was drawn keeps the formats."""
+    run asking for PDF draws again, as the record of what was drawn keeps the formats, and so does
+    the default, PNG alone."""
     argv = tiny_run_arguments(tiny_model_dir, tiny_data, tmp_path, "--analyses", "cosine")
     assert main([*argv, "--vector-formats", "svg"]) == 0
     (figures,) = (tmp_path / "out").glob("rte-*/figures")
@@ -329,10 +331,12 @@ def test_vector_formats_choose_the_copies_beside_each_png_and_a_change_redraws(
     assert not list(figures.glob("*.pdf"))
     svg = pngs[0].with_suffix(".svg").read_text()
     assert svg.lstrip().startswith("<?xml") and "<text" in svg  # svg.fonttype none: editable text
-    assert main(argv) == 0  # the default: PNG and PDF
+    assert main([*argv, "--vector-formats", "pdf"]) == 0
     assert sorted(figures.glob("*.pdf")) == [png.with_suffix(".pdf") for png in pngs]
     recorded = read_json(figures / ".drawn.json")["analyses"]["cosine"]
     assert {Path(name).suffix for name in recorded} == {".png", ".pdf"}
+    assert main(argv) == 0  # the default: no vector copy
+    assert {Path(name).suffix for name in read_json(figures / ".drawn.json")["analyses"]["cosine"]} == {".png"}
     capsys.readouterr()
     assert main(["figures", str(figures.parent), *PNG_ONLY]) == 0
     assert "figures (PNG) and " in capsys.readouterr().out
@@ -481,13 +485,30 @@ def test_every_figure_is_drawn_as_png_and_pdf_without_clipped_or_overlapping_tex
     root, _ = finished
     (summary,) = summaries(root).values()
     with caplog.at_level(logging.WARNING, logger="harness.views.style"):
-        written = redraw(summary, tmp_path, force=True)
+        written = redraw(summary, tmp_path, force=True, formats=("png", "pdf"))
     pngs = [path for path in written if path.suffix == ".png"]
     assert len(pngs) > 20 and {path.with_suffix(".pdf") for path in pngs} <= set(written)
     for png in pngs:
         pdf = png.with_suffix(".pdf").read_bytes()
         assert pdf.startswith(b"%PDF") and (b"/FontFile2" in pdf or b"/Font" not in pdf), png.name
     assert [record.getMessage() for record in caplog.records] == []
+
+
+def test_figures_drawn_in_two_processes_are_those_drawn_in_one(finished, tmp_path, caplog):
+    """Each analysis's figures drawn in a process of its own (`harness.present.parallel`): the same
+    files, byte for byte, in the same order, the same record of what drew them, and no warning of
+    the figure checks in either."""
+    root, _ = finished
+    (summary,) = summaries(root).values()
+    with caplog.at_level(logging.WARNING, logger="harness.views.style"):
+        one, two = (redraw(summary, tmp_path / str(count), force=True, processes=count) for count in (1, 2))
+    assert [path.relative_to(tmp_path / "1") for path in one] == [path.relative_to(tmp_path / "2") for path in two]
+    assert len(one) > 20 and caplog.records == []
+    for folder in ("1", "2"):
+        assert (tmp_path / folder / DRAWN).is_file()
+    assert {path.name: path.read_bytes() for path in (tmp_path / "1").iterdir()} == {
+        path.name: path.read_bytes() for path in (tmp_path / "2").iterdir()
+    }
 
 
 def test_an_edited_summary_is_drawn_and_reported_from_nowhere_until_rebuilt_by_the_command_it_names(

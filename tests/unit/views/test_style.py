@@ -13,6 +13,7 @@ from harness.views.style import (
     colour_problems,
     draw_side_by_side_grids,
     error_bar_problems,
+    figure_formats,
     figure_note,
     figure_problems,
     layout_problems,
@@ -80,7 +81,7 @@ def test_head_grids_get_a_centred_difference_panel(tmp_path, caplog, monkeypatch
     after = before + np.array([[0.01, 0.0, -0.005], [0.0, 0.0, 0.0]])
     captured = []
     monkeypatch.setattr(plt, "close", captured.append)  # keep the figure to look at its panels
-    with caplog.at_level(logging.WARNING, logger="harness.views.style"):
+    with caplog.at_level(logging.WARNING, logger="harness.views.style"), figure_formats(("png", "pdf")):
         draw_side_by_side_grids(
             {"pre-trained": before, "fine-tuned": after},
             tmp_path / "grid.png",

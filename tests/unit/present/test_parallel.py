@@ -1,0 +1,52 @@
+"""Pieces of a drawing in a pool of processes: each piece's value or error in the order given,
+the warnings a worker logged handled here, and no torch in a worker though the asking process has it."""
+
+from __future__ import annotations
+
+import logging
+import sys
+from functools import partial
+
+import pytest
+
+from harness.present.parallel import ENOUGH_PIECES, cores, drawing_processes, drawn
+from harness.views.style import figure_formats, model_tokens, own_tokens
+
+TORCH_LOADED = "'torch' in __import__('sys').modules"
+
+
+def test_pieces_come_back_in_order_with_their_errors_and_warnings(caplog):
+    warn = logging.getLogger("harness.views.style").warning
+    pieces = [partial(eval, "2 + 3"), partial(int, "x"), partial(warn, "figure %s: %s", "a.png", "overlap")]
+    with caplog.at_level(logging.WARNING, logger="harness.views.style"), drawn(pieces, 2) as results:
+        assert results[0]() == 5
+        with pytest.raises(ValueError, match="invalid literal"):
+            results[1]()
+        assert results[2]() is None
+    assert [(record.name, record.getMessage()) for record in caplog.records] == [
+        ("harness.views.style", "figure a.png: overlap")
+    ]
+
+
+def test_a_worker_imports_no_torch_and_draws_with_the_asking_process_settings():
+    assert "torch" in sys.modules  # the test process loaded the model fixtures
+    pieces = [partial(eval, TORCH_LOADED), partial(own_tokens, "[CLS] x"), partial(eval, TORCH_LOADED)]
+    with model_tokens({"[CLS]": "<s>"}), figure_formats(("png", "svg")), drawn(pieces, 2) as results:
+        assert [result() for result in results] == [False, "<s> x", False]
+
+
+def test_one_process_draws_here_when_called():
+    called = []
+    with drawn([partial(called.append, 1), partial(called.append, 2)], 1) as results:
+        assert called == []
+        results[1]()
+    assert called == [2]
+
+
+def test_unasked_a_few_pieces_draw_here_and_many_on_each_core_the_share_allows(monkeypatch):
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # a scheduler's (or a test worker's) share of the cores
+    assert cores() == 1
+    monkeypatch.delenv("OMP_NUM_THREADS")
+    allowed = cores()
+    assert allowed >= 1 and drawing_processes(0, ENOUGH_PIECES) == allowed
+    assert drawing_processes(0, ENOUGH_PIECES - 1) == 1 and drawing_processes(3, 1) == 3  # asked: as asked
