@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import quote
 
-from mlflow.entities import Metric, Param, Run
+from mlflow.entities import Metric, Param, Run, RunTag
 from mlflow.tracking import MlflowClient
 
 from harness.results.locking import exclusive
@@ -35,7 +35,8 @@ SKIPPED_TAG = "harness.analyses_skipped"  # the analyses the last invocation lef
 PARENT_TAG = "mlflow.parentRunId"  # MLflow's UI nests a run under the run this tag names
 CHECKPOINT_TAG = "harness.checkpoint"  # a checkpoint's child run under its harness run
 HARNESS_RUNS = f"tags.`{CHECKPOINT_TAG}` IS NULL"  # a search filter: runs and studies, not their checkpoints
-BATCH_METRICS = 1000  # MLflow's limit per log_batch
+BATCH_METRICS = 1000  # MLflow's limits per log_batch
+BATCH_PARAMS = BATCH_TAGS = 100
 IMAGES = "images"  # where MLflow keeps the images logged by step (its file names: <key>+step+<N>+...)
 RETRY_PAUSES = (0.5, 1, 2, 4, 8, 15, 30, None)
 Result = TypeVar("Result")
@@ -181,23 +182,23 @@ class Tracker:
             ).info.run_id
         if runs:  # a run made outside a study, then taken into one, gets the study's tags (its parent)
             present = (finished or runs)[0].data.tags
-            for name, value in tags.items():
-                if name not in present:
-                    retrying(partial(self.client.set_tag, self.run_id, name, value))
+            self.set_tags({name: value for name, value in tags.items() if name not in present})
 
     def set_tags(self, tags: dict[str, str]) -> None:
-        """Set ``tags`` on the run, replacing their earlier values (what a tag says may change, unlike a param)."""
+        """Set ``tags`` on the run, replacing their earlier values (what a tag says may change, unlike
+        a param), a batch of MLflow's 100 at a time: one transaction each, not one per tag."""
+        given = [RunTag(name, value) for name, value in tags.items()]
         with writing(self.folder, "the MLflow run's tags"):
-            for name, value in tags.items():
-                retrying(partial(self.client.set_tag, self.run_id, name, value))
+            for start in range(0, len(given), BATCH_TAGS):
+                retrying(partial(self.client.log_batch, self.run_id, tags=given[start : start + BATCH_TAGS]))
 
     def log_params(self, params: dict[str, str]) -> None:
         """Log the params the run does not have yet (MLflow's params cannot change), 6000 characters each at most."""
         logged = retrying(lambda: self.client.get_run(self.run_id)).data.params
         fresh = [Param(key, value[:6000]) for key, value in params.items() if key not in logged]
         with writing(self.folder, "the MLflow run's params"):
-            for start in range(0, len(fresh), 100):  # MLflow's batch limit
-                retrying(partial(self.client.log_batch, self.run_id, params=fresh[start : start + 100]))
+            for start in range(0, len(fresh), BATCH_PARAMS):
+                retrying(partial(self.client.log_batch, self.run_id, params=fresh[start : start + BATCH_PARAMS]))
 
     def log_metrics(self, metrics: Iterable[tuple[str, float, int]]) -> None:
         """(name, value, step) triples, e.g. a training curve; names already on the run are skipped."""
