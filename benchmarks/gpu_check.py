@@ -59,6 +59,7 @@ from harness.corpus_lookup import SHARED_DATA
 from harness.inputs.batches import EncodedBatch
 from harness.model.finetune import RESULT_FILE
 from harness.model.forward import Interventions, forward, forward_variants, stacked_rows, variant_count
+from harness.present.parallel import cores
 from harness.results.checkpoints import FINETUNED
 from harness.results.summary import SUMMARY
 from harness.run.pipeline import DTYPES
@@ -360,6 +361,23 @@ def default_analyses(check: Check) -> list[Row]:
     return rows
 
 
+def parallel_figures(check: Check) -> list[Row]:
+    """The random model's run figures (`default_analyses`'s) redrawn by `harness figures` in a fresh
+    process, drawing in one process and then in one per core (`harness.present.parallel`): their
+    seconds, the drawing's peak memory and the ratio."""
+    (summary,) = (check.out / "random-model-analyses" / "out").glob(f"*/{SUMMARY}")
+    rows, seconds = [], {}
+    for processes in (1, cores()):
+        folder = fresh_folder(check.out / f"figures-{processes}-processes")
+        argv = ["figures", str(summary.parent), "--vector-formats", "none", "--figure-processes", str(processes)]
+        measured, seconds[processes] = harness_command(check, folder, argv)
+        pngs = len(list((summary.parent / "figures").glob("*.png")))
+        what = f"figures ({pngs} PNG) in {processes} process{'es' if processes > 1 else ''}"
+        rows.append(Row(what, "cpu", "-", seconds[processes], **peak(measured)))
+    rows[-1].result = f"{seconds[1] / seconds[cores()]:.2f}x faster on {cores()} cores than in one process"
+    return rows
+
+
 def timed_variants(
     model: PreTrainedModel, batches: list[EncodedBatch], variants: Interventions, rows: int | None
 ) -> dict[str, Any]:
@@ -491,6 +509,7 @@ MEASUREMENTS: list[tuple[str, Callable[[Check], list[Row]]]] = [
     ("random-weight BERT through the analyses", default_analyses),
     ("ablation variants, stacked vs one a pass", stacked_variants),
     ("torchrun, 2 processes vs 1", two_processes),
+    ("figures, one process vs every core", parallel_figures),
 ]
 
 
