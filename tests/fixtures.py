@@ -24,6 +24,7 @@ from harness.analyses.base import Analysis, AnalysisContext
 from harness.config import AnalysisConfig
 from harness.inputs.batches import AttentionBatch, EncodedBatch
 from harness.inputs.encoding import batched
+from harness.inputs.sources import SourceContext
 from harness.model.forward import use_harness_attention
 from harness.model.loading import Checkpoint
 from harness.results.checkpoints import FINETUNED, PRETRAINED
@@ -289,6 +290,23 @@ TINY_RECIPE = ("--epochs", "1", "--batch-size", "8", "--learning-rate", "1e-3") 
 # Figures as PNG alone, where a test checks the drawing, not its vector copies (a quarter of the
 # drawing time): `test_every_figure_is_drawn_as_png_and_pdf...` and the study tests check those.
 PNG_ONLY = ("--vector-formats", "none")
+
+
+def tiny_dev_sources(
+    tokenizer: Any, task: Task, examples: list[Example], settings: AnalysisConfig | None = None
+) -> SourceContext:
+    """The sources of a tiny run whose task sample and dev split are both ``examples``."""
+    return SourceContext(
+        tokenizer,
+        settings or AnalysisConfig(eval_batch_size=4),
+        tokenizer_name="tiny",
+        max_length=64,
+        task=task,
+        task_examples=examples,
+        task_identity={"split": "dev"},
+        eval_examples={"dev": examples},
+        eval_identity={"dev": "tiny dev"},
+    )
 
 
 def tiny_run_arguments(tiny_model_dir: Path, tiny_data: Path, root: Path, *extra: str, task: str = "rte") -> list[str]:

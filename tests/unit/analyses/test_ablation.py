@@ -37,7 +37,6 @@ from harness.analyses.significance import (
 )
 from harness.config import AnalysisConfig
 from harness.inputs.encoding import encode_examples
-from harness.inputs.sources import SourceContext
 from harness.model.forward import Capture, Interventions, forward, forward_variants, use_harness_attention
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.results.store import ResultStore
@@ -48,7 +47,7 @@ from tasks.examples import Example
 from tasks.loading import load_examples
 from tasks.metrics import score_predictions
 from tasks.registry import get_task
-from tests.fixtures import as_checkpoints, snapshot, tiny_bert
+from tests.fixtures import as_checkpoints, snapshot, tiny_bert, tiny_dev_sources
 
 PAIRS = [(PRETRAINED, FINETUNED)]
 PAIR_EXAMPLES = [
@@ -292,17 +291,7 @@ def ablated(tiny_tokenizer, tiny_data, tmp_path_factory):
     rte = get_task("rte")
     examples = load_examples(rte, "dev", tiny_data / "glue")
     settings = AnalysisConfig(eval_batch_size=4)
-    sources = SourceContext(
-        tiny_tokenizer,
-        settings,
-        tokenizer_name="tiny",
-        max_length=64,
-        task=rte,
-        task_examples=examples,
-        task_identity={"split": "dev"},
-        eval_examples={"dev": examples},
-        eval_identity={"dev": "tiny dev"},
-    )
+    sources = tiny_dev_sources(tiny_tokenizer, rte, examples, settings)
     checkpoints = as_checkpoints({PRETRAINED: tiny_bert(0), FINETUNED: tiny_bert(1)})
     store = ResultStore(tmp_path_factory.mktemp("ablation_store"))
     entry = analyse([Ablation], checkpoints, PAIRS, sources, store)["ablation"]

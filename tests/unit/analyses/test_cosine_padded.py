@@ -15,7 +15,6 @@ from harness.analyses.cosine_padded import PaddedCosineSimilarity
 from harness.cli import main
 from harness.config import AnalysisConfig, RunConfig, TaskConfig
 from harness.inputs.batches import AttentionBatch, EncodedBatch
-from harness.inputs.sources import SourceContext
 from harness.inputs.sources.task import KOVALEVA_PADDED_LENGTH
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.results.store import ResultStore
@@ -25,7 +24,7 @@ from harness.views.cosine_padded import PaddedCosineView
 from tasks.errors import InputError
 from tasks.loading import load_examples
 from tasks.registry import get_task
-from tests.fixtures import analysis_context, as_checkpoints, tiny_bert, tiny_run_arguments
+from tests.fixtures import analysis_context, as_checkpoints, tiny_bert, tiny_dev_sources, tiny_run_arguments
 
 PAIR = f"{PRETRAINED}->{FINETUNED}"
 
@@ -60,17 +59,7 @@ def test_the_cropped_part_of_a_padded_pass_is_the_cosine_analysis_and_the_padded
 ):
     task = get_task("rte")
     dev = load_examples(task, "dev", tiny_data / "glue")
-    context = SourceContext(
-        tiny_tokenizer,
-        AnalysisConfig(eval_batch_size=3),
-        tokenizer_name="tiny",
-        max_length=64,
-        task=task,
-        task_examples=dev,
-        task_identity={"examples": len(dev)},
-        eval_examples={"dev": dev},
-        eval_identity={"dev": "tiny dev"},
-    )
+    context = tiny_dev_sources(tiny_tokenizer, task, dev, AnalysisConfig(eval_batch_size=3))
     models = {PRETRAINED: tiny_bert(0, positions=256), FINETUNED: tiny_bert(1, positions=256)}
     entries = analyse(
         [CosineSimilarity, PaddedCosineSimilarity],

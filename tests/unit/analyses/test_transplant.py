@@ -14,7 +14,6 @@ from harness.analyses.significance import metric_rows, paired_differences
 from harness.analyses.transplant import Transplant, edge_layers, family_statistics, share_kept, transplant_masks
 from harness.config import AnalysisConfig
 from harness.inputs.encoding import encode_examples
-from harness.inputs.sources import SourceContext
 from harness.model.forward import Capture, Interventions, forward
 from harness.results.checkpoints import FINETUNED, MAIN_PAIR, PRETRAINED
 from harness.results.store import ResultStore
@@ -32,7 +31,7 @@ from harness.views.transplant import (
 from tasks.loading import load_examples, resolved
 from tasks.registry import get_task
 from tasks.spec import task_from_spec
-from tests.fixtures import TINY_VOCAB, as_checkpoints, tiny_bert
+from tests.fixtures import TINY_VOCAB, as_checkpoints, tiny_bert, tiny_dev_sources
 
 PAIRS = [(PRETRAINED, FINETUNED)]
 
@@ -58,17 +57,7 @@ def test_each_variant_gives_the_donors_maps_to_exactly_its_heads():
 def rte_sources(tiny_tokenizer, tiny_data, **settings):
     rte = get_task("rte")
     examples = load_examples(rte, "dev", tiny_data / "glue")
-    return examples, SourceContext(
-        tiny_tokenizer,
-        AnalysisConfig(eval_batch_size=4, **settings),
-        tokenizer_name="tiny",
-        max_length=64,
-        task=rte,
-        task_examples=examples,
-        task_identity={"split": "dev"},
-        eval_examples={"dev": examples},
-        eval_identity={"dev": "tiny dev"},
-    )
+    return examples, tiny_dev_sources(tiny_tokenizer, rte, examples, AnalysisConfig(eval_batch_size=4, **settings))
 
 
 @pytest.fixture(scope="module")
@@ -212,17 +201,7 @@ def test_a_tagging_task_scores_its_words(tiny_tokenizer, tiny_data, tmp_path):
         )
         return BertForTokenClassification(config).eval()
 
-    sources = SourceContext(
-        tiny_tokenizer,
-        AnalysisConfig(eval_batch_size=4),
-        tokenizer_name="tiny",
-        max_length=64,
-        task=task,
-        task_examples=sentences,
-        task_identity={"split": "dev"},
-        eval_examples={"dev": sentences},
-        eval_identity={"dev": "tiny dev"},
-    )
+    sources = tiny_dev_sources(tiny_tokenizer, task, sentences, AnalysisConfig(eval_batch_size=4))
     checkpoints = as_checkpoints({PRETRAINED: tagger(0), FINETUNED: tagger(1)})
     entry = analyse([Transplant], checkpoints, PAIRS, sources, ResultStore(tmp_path))["transplant"]
     result = entry["result"]["per_pair"][MAIN_PAIR]

@@ -11,7 +11,7 @@ from harness.analyses.base import Analysis, register_analysis
 from harness.config import AnalysisConfig
 from harness.inputs.batches import AttentionBatch
 from harness.inputs.encoding import batched
-from harness.inputs.sources import SOURCES, Source, SourceContext, SourceStream, register_source
+from harness.inputs.sources import SOURCES, Source, SourceStream, register_source
 from harness.present.redraw import redraw
 from harness.results.store import ResultStore
 from harness.run.engine import analyse
@@ -19,7 +19,7 @@ from harness.views.base import per_checkpoint_results
 from tasks.errors import InputError
 from tasks.loading import load_examples
 from tasks.registry import get_task
-from tests.fixtures import as_checkpoints, snapshot, tiny_bert
+from tests.fixtures import as_checkpoints, snapshot, tiny_bert, tiny_dev_sources
 
 NAMES = ("a", "b", "c")
 PAIRS = [("a", "b"), ("b", "c")]
@@ -37,17 +37,7 @@ def sources(tiny_tokenizer, tiny_data):
         clustering_tokens_per_example=2,
     )
     examples = load_examples(rte, "dev", tiny_data / "glue")
-    return SourceContext(
-        tiny_tokenizer,
-        settings,
-        tokenizer_name="tiny",
-        max_length=64,
-        task=rte,
-        task_examples=examples,
-        task_identity={"split": "dev"},
-        eval_examples={"dev": examples},
-        eval_identity={"dev": "tiny dev"},
-    )
+    return tiny_dev_sources(tiny_tokenizer, rte, examples, settings)
 
 
 @pytest.fixture(scope="module")
