@@ -29,8 +29,9 @@ from harness.views.cka import (
     cka_of,
     example_blocks,
     half_way_layer,
+    layer_intervals,
 )
-from harness.views.evidence import UnitSums
+from harness.views.evidence import UnitSums, interval_of, resample_weights
 from tasks.examples import Example
 from tests.fixtures import SENTENCES, run_analysis, tiny_bert
 
@@ -208,3 +209,19 @@ def test_the_change_between_seeds_is_paired_over_the_same_groups():
     far = synthetic_pair([0.8, 1.6], [0.9, 0.9], seed=0)
     found = cka_change(far, near)  # seeds closer to each other than pre-trained to fine-tuned
     assert found["direction"] == ["rises", "rises"] and found["value"][1] > found["value"][0] > 0
+
+
+def test_a_small_cka_lies_inside_its_interval_where_a_bootstrap_of_the_groups_lies_above_it():
+    """Independent states (a CKA near its chance level): a bootstrap of the 40 groups draws some
+    twice and raises the CKA, so its percentile interval lies above the sample's CKA; the jackknife
+    over the groups (`layer_intervals`), leaving each out once, holds it."""
+    generator = torch.Generator().manual_seed(0)
+    first, second = (torch.randn(400, 1, 24, generator=generator, dtype=torch.float64) for _ in range(2))
+    blocks = torch.as_tensor(example_blocks(400, 0))
+    stored = similarity(first, second, blocks, 40)
+    grams = np.stack([block_grams(first[:, 0], second[:, 0], blocks, 40).numpy()])
+    (value,), (low,), (high,) = layer_intervals(grams)
+    assert value == pytest.approx(independent_cka(first[:, 0].numpy(), second[:, 0].numpy()), rel=1e-9)
+    assert low < value < high and (stored["low_per_layer"][0], stored["high_per_layer"][0]) == (low, high)
+    bootstrap_low, _ = np.asarray(interval_of(cka_of(grams, resample_weights(40)))).ravel()
+    assert bootstrap_low > value  # the percentile interval the jackknife replaced
