@@ -41,6 +41,7 @@ with model_tokens({"[CLS]": "<s>"}), figure_formats(("png", "svg")), drawn(piece
 """
 
 
+@pytest.mark.slow  # a fresh Python that imports torch, then a fork server: 6 s
 def test_a_worker_imports_no_torch_and_draws_with_the_asking_process_settings():
     done = subprocess.run(
         [sys.executable, "-c", NO_TORCH_IN_WORKERS], capture_output=True, text=True, timeout=120, check=False
