@@ -102,12 +102,11 @@ class TaskConfig(Flags):
             self.task = str(Path(self.task).expanduser().resolve())
         elif Path(self.dataset).expanduser().exists():
             self.dataset = str(Path(self.dataset).expanduser().resolve())
+        glue = self.definition.glue is not None  # a spec or flags that make no task fail here, before any work
         # $GLUE_DIR is read for a GLUE task alone: an own task's run, or pack, started in another
         # folder than the one a relative $GLUE_DIR was set in, reads no GLUE file
-        glue = self.dataset is None and not is_spec_path(self.task) and get_task(self.task).glue
         chosen = self.data_dir or (os.environ.get("GLUE_DIR") if glue else None) or None
         self.data_dir = existing(TaskConfig, "data_dir", Path(chosen) if chosen else None, "folder")
-        self.definition  # noqa: B018 -- a spec or flags that do not make a task fail here, before any work
 
     @property
     def definition(self) -> Task:

@@ -25,9 +25,9 @@ from typing import Any
 from harness.config import DEFAULT_FIGURE_FORMATS, QUICK
 from harness.present.parallel import drawn
 from harness.results.store import key_of, read_json, write_json
-from harness.views import VIEWS, VIEWS_FOLDER
+from harness.views import VIEWS_FOLDER
 from harness.views import trajectory as trajectory_view
-from harness.views.base import Entry, current_entries
+from harness.views.base import Entry, View, current_entries
 from harness.views.evaluation import EvaluationView
 from harness.views.style import figure_formats, figure_note, model_tokens, own_tokens, vector_copies
 from harness.views.summary import summary_metrics
@@ -78,8 +78,8 @@ def drawings(summary: dict[str, Any]) -> Iterator[tuple[str, Any, Drawer]]:
     a drawer of its figures and tables (by file stem) into a folder (picklable: a worker process
     of `harness.present.parallel` may draw it)."""
     run = summary["run"]
-    for name, (_, entry) in current_entries(summary).items():
-        yield name, entry, partial(draw_entry, name, entry, run)
+    for name, (view, entry) in current_entries(summary).items():
+        yield name, entry, partial(draw_entry, view, entry, run)
     if "trajectory" in summary and EvaluationView.name in summary["analyses"]:
         metrics = summary_metrics(summary)
         main = EvaluationView.main_metric(summary["analyses"][EvaluationView.name])
@@ -87,10 +87,9 @@ def drawings(summary: dict[str, Any]) -> Iterator[tuple[str, Any, Drawer]]:
         yield TRAJECTORY, depends_on, partial(draw_trajectory, summary, metrics, main)
 
 
-def draw_entry(name: str, entry: Entry, run: dict[str, Any], out_dir: Path) -> tuple[list[Path], dict[str, str]]:
-    """The figures (files) and tables (by file stem) of the analysis ``name``'s entry, each
-    figure with the sample it was drawn from as its footnote (`sample_note`)."""
-    view = VIEWS[name]
+def draw_entry(view: type[View], entry: Entry, run: dict[str, Any], out_dir: Path) -> tuple[list[Path], dict[str, str]]:
+    """The figures (files) and tables (by file stem) of ``view``'s entry, each figure with the
+    sample it was drawn from as its footnote (`sample_note`)."""
     with figure_note(sample_note(entry)):
         return view.draw(entry, run, out_dir), view.tables(entry, run)
 

@@ -44,7 +44,7 @@ def draw_study(
     failures = {} if failures is None else failures
     out_dir.mkdir(parents=True, exist_ok=True)
     pieces = {
-        **{f"{name} figures": partial(draw_view_study, name, study, out_dir) for name in VIEWS},
+        **{f"{view.name} figures": partial(view.draw_study, study, out_dir) for view in VIEWS.values()},
         "trajectory figures": partial(trajectory_view.draw_study, study, out_dir),
     }
     with model_tokens(study.get("special_tokens")), figure_formats(formats), frozen_heap():  # see `redraw`
@@ -54,11 +54,6 @@ def draw_study(
         for stem, text in study_tables(study, failures).items():
             written.append(atomic_write_text(out_dir / f"{stem}.md", own_tokens(text, markdown=True)))
     return written
-
-
-def draw_view_study(name: str, study: dict[str, Any], out_dir: Path) -> list[Path]:
-    """The cross-task figures of the view ``name``."""
-    return VIEWS[name].draw_study(study, out_dir)
 
 
 def seed_text(record: dict[str, Any]) -> str:

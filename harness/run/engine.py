@@ -383,7 +383,7 @@ def analyse(
             notes = stream_source(source, works, checkpoints, shared, store, what)
             if store_notes != notes:
                 write_sealed(notes_path, notes)
-            if on_source_done is not None:  # a Timings is an empty dict, so false, until its first source
+            if on_source_done is not None:
                 on_source_done(source_name, time.perf_counter() - start)
         for item in works:
             entries[item.analysis.name] = summary_entry(

@@ -287,7 +287,7 @@ def analyse_and_log(
     timings = Timings(plan.run_dir / TIMINGS)
     # With baselines the dev evaluation measures every checkpoint, so it is its own pass over dev.
     analyses = [analysis for analysis in plan.analyses if not (baselines and analysis is Evaluation)]
-    entries = analyse(analyses, compared, PAIRS, sources, store, timings)
+    entries = analyse(analyses, compared, PAIRS, sources, store, timings.record)
     if baselines:
         entries = {Evaluation.name: evaluation_entry(plan, checkpoints, sources, store), **entries}
     way = (
@@ -298,7 +298,7 @@ def analyse_and_log(
             tuned,
             sources,
             store,
-            lambda source, seconds: timings(f"{source}_trajectory", seconds),
+            lambda source, seconds: timings.record(f"{source}_trajectory", seconds),
         )
         if tuned.trajectory
         else None
@@ -314,10 +314,10 @@ def analyse_and_log(
     write_json(summary_path, summary)
     seal(plan.run_dir, summary)
     phases |= timings
-    drawing, figures = config.environment, []
-    if not drawing.no_figures:
+    environment, figures = config.environment, []
+    if not environment.no_figures:
         start = time.perf_counter()
-        formats, processes = drawing.figure_formats, drawing.figure_processes
+        formats, processes = environment.figure_formats, environment.figure_processes
         figures = redraw(summary, plan.run_dir / "figures", formats=formats, processes=processes)
         phases["figures"] = time.perf_counter() - start
     start = time.perf_counter()
@@ -337,7 +337,7 @@ class Timings(dict[str, float]):
         earlier = read_json(path, note_damage=False)
         self.earlier: dict[str, float] = earlier if isinstance(earlier, dict) else {}
 
-    def __call__(self, source: str, seconds: float) -> None:
+    def record(self, source: str, seconds: float) -> None:
         """The engine's ``on_source_done``."""
         self[source] = seconds
         write_json(self.path, self.logged)

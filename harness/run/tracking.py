@@ -36,7 +36,7 @@ PARENT_TAG = "mlflow.parentRunId"  # MLflow's UI nests a run under the run this 
 CHECKPOINT_TAG = "harness.checkpoint"  # a checkpoint's child run under its harness run
 HARNESS_RUNS = f"tags.`{CHECKPOINT_TAG}` IS NULL"  # a search filter: runs and studies, not their checkpoints
 BATCH_METRICS = 1000  # MLflow's limits per log_batch
-BATCH_PARAMS = BATCH_TAGS = 100
+BATCH_ENTITIES = 100  # of params, and of tags
 IMAGES = "images"  # where MLflow keeps the images logged by step (its file names: <key>+step+<N>+...)
 RETRY_PAUSES = (0.5, 1, 2, 4, 8, 15, 30, None)
 Result = TypeVar("Result")
@@ -187,18 +187,21 @@ class Tracker:
     def set_tags(self, tags: dict[str, str]) -> None:
         """Set ``tags`` on the run, replacing their earlier values (what a tag says may change, unlike
         a param), a batch of MLflow's 100 at a time: one transaction each, not one per tag."""
-        given = [RunTag(name, value) for name, value in tags.items()]
         with writing(self.folder, "the MLflow run's tags"):
-            for start in range(0, len(given), BATCH_TAGS):
-                retrying(partial(self.client.log_batch, self.run_id, tags=given[start : start + BATCH_TAGS]))
+            self.log_batches("tags", [RunTag(name, value) for name, value in tags.items()])
 
     def log_params(self, params: dict[str, str]) -> None:
         """Log the params the run does not have yet (MLflow's params cannot change), 6000 characters each at most."""
         logged = retrying(lambda: self.client.get_run(self.run_id)).data.params
         fresh = [Param(key, value[:6000]) for key, value in params.items() if key not in logged]
         with writing(self.folder, "the MLflow run's params"):
-            for start in range(0, len(fresh), BATCH_PARAMS):
-                retrying(partial(self.client.log_batch, self.run_id, params=fresh[start : start + BATCH_PARAMS]))
+            self.log_batches("params", fresh)
+
+    def log_batches(self, kind: str, entities: list[Param] | list[RunTag]) -> None:
+        """``entities`` (``kind``: params or tags) logged `BATCH_ENTITIES` at a time, one transaction each."""
+        for start in range(0, len(entities), BATCH_ENTITIES):
+            batch = {kind: entities[start : start + BATCH_ENTITIES]}
+            retrying(partial(self.client.log_batch, self.run_id, **batch))
 
     def log_metrics(self, metrics: Iterable[tuple[str, float, int]]) -> None:
         """(name, value, step) triples, e.g. a training curve; names already on the run are skipped."""
