@@ -11,6 +11,7 @@ red so two-segment blocks can be judged). The annotator looks at the sheets and 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -60,7 +61,7 @@ def separator_ticks(source: MapSource) -> list[int]:
 
 
 def draw_sheet(
-    sources: list[MapSource],
+    sources: Sequence[MapSource],
     maps: dict[str, np.ndarray],
     separators: dict[str, list[int]],
     path: Path,

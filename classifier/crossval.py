@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 from sklearn.metrics import confusion_matrix, f1_score
@@ -39,9 +39,20 @@ from tasks.files import atomic_path
 from tasks.progress import progress_bar
 
 GROUPINGS = ("task", "input", "task-nested")
+
+
 # The tree recipes compared by hand to choose the shipped one (docs/classifier.md), as
 # changes to `TrainConfig`: nested selection chooses among them without the held-out task.
-CANDIDATES: tuple[dict[str, int], ...] = (  # each whole, whatever the defaults of `TrainConfig`
+class Recipe(TypedDict):
+    """The settings of `TrainConfig` a nested selection chooses among."""
+
+    tree_depth: int
+    tree_rounds: int
+    synthetic_per_class: int
+    synthetic_max_length: int
+
+
+CANDIDATES: tuple[Recipe, ...] = (  # each whole, whatever the defaults of `TrainConfig`
     {"tree_depth": 2, "tree_rounds": 200, "synthetic_per_class": 100, "synthetic_max_length": 320},
     {"tree_depth": 3, "tree_rounds": 200, "synthetic_per_class": 100, "synthetic_max_length": 320},
     {"tree_depth": 4, "tree_rounds": 200, "synthetic_per_class": 100, "synthetic_max_length": 320},
@@ -146,7 +157,7 @@ class FoldTrainer:
 
 
 def out_of_fold(
-    config: TrainConfig, grouping: str, candidates: tuple[dict[str, int], ...] = CANDIDATES
+    config: TrainConfig, grouping: str, candidates: tuple[Recipe, ...] = CANDIDATES
 ) -> tuple[list[LabelledMap], np.ndarray, np.ndarray, dict[str, Any]]:
     """The labelled maps, their labels, the prediction of each by the fold that held it out,
     and (``task-nested``) the recipe each fold chose among ``candidates`` with its inner score."""
@@ -156,17 +167,18 @@ def out_of_fold(
         iterable=folds(trainer.rows, trainer.labels, grouping, config.seed), desc=f"folds by {grouping}", unit="fold"
     ):
         trained = np.setdiff1d(np.arange(len(trainer.rows)), held_out)
-        changes: dict[str, int] = {}
+        fold_config = config
         if grouping == "task-nested":
             changes, inner = chosen_recipe(trainer, config, trained, candidates)
             chosen[name] = {"changes": changes, "inner_macro_f1": inner}
-        predicted[held_out] = trainer.predict(replace(config, **changes), trained, held_out)
+            fold_config = replace(config, **changes)
+        predicted[held_out] = trainer.predict(fold_config, trained, held_out)
     return trainer.rows, trainer.labels, predicted, chosen
 
 
 def chosen_recipe(
-    trainer: FoldTrainer, config: TrainConfig, trained: np.ndarray, candidates: tuple[dict[str, int], ...] = CANDIDATES
-) -> tuple[dict[str, int], float]:
+    trainer: FoldTrainer, config: TrainConfig, trained: np.ndarray, candidates: tuple[Recipe, ...] = CANDIDATES
+) -> tuple[Recipe, float]:
     """The changes to ``config`` (one of ``candidates``) with the best leave-one-task-out
     macro-F1 on the ``trained`` maps alone (the first of equals), and that score."""
     if config.kind != "trees":

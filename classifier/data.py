@@ -104,7 +104,7 @@ def _read_rows(path: Path, columns: list[str]) -> list[dict]:
         return [{key: int(value) if key in _INTEGER_COLUMNS else value for key, value in row.items()} for row in reader]
 
 
-def write_rows(path: Path, rows: list[MapSource]) -> None:
+def write_rows(path: Path, rows: Sequence[MapSource]) -> None:
     """Write sources or labelled maps as TSV with a header."""
     columns = [field.name for field in fields(rows[0])] if rows else COLUMNS
     with atomic_path(path) as temporary, temporary.open("w", newline="") as handle:
@@ -122,4 +122,5 @@ def read_maps(path: Path = MAPS_FILE) -> dict[str, np.ndarray]:
 def write_maps(path: Path, maps: dict[str, np.ndarray]) -> None:
     """Store maps compressed, as float16 (attention weights need no more precision to be seen)."""
     with atomic_path(path) as temporary:
-        np.savez_compressed(temporary, **{key: value.astype(np.float16) for key, value in maps.items()})
+        # numpy's stub lets a key of ``**`` arrays match its ``allow_pickle`` flag; every key here is a map's id
+        np.savez_compressed(temporary, **{key: value.astype(np.float16) for key, value in maps.items()})  # type: ignore[arg-type]

@@ -40,7 +40,7 @@ them beside the image, since the guideline's lines are drawn on them); `map_feat
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 import torch
@@ -72,7 +72,6 @@ class MapFeatures:
 
 
 MEASURES = len(fields(MapFeatures))
-PAIR_ONLY = tuple(index for index, field in enumerate(fields(MapFeatures)) if "segment" in field.name)
 
 
 def in_second_segment(tokens: torch.Tensor, second_segments: torch.Tensor) -> torch.Tensor:
@@ -195,9 +194,8 @@ class _SegmentSizes:
 def map_features(attention: np.ndarray, second_segment: int = NO_SECOND_SEGMENT) -> MapFeatures:
     """The guideline's measurements of an (n, n) map whose second segment starts at token
     ``second_segment`` (`NO_SECOND_SEGMENT` for a single-segment input)."""
-    attention = torch.as_tensor(np.asarray(attention, dtype=np.float64))
-    values = measure_padded(attention[None], torch.tensor([len(attention)]), torch.tensor([second_segment]))[0]
+    weights = torch.as_tensor(np.asarray(attention, dtype=np.float64))
+    values = measure_padded(weights[None], torch.tensor([len(weights)]), torch.tensor([second_segment]))[0]
     pair = second_segment != NO_SECOND_SEGMENT
-    return MapFeatures(
-        *(value if pair or index not in PAIR_ONLY else None for index, value in enumerate(values.tolist()))
-    )
+    features = MapFeatures(*values.tolist())
+    return features if pair else replace(features, within_segments=None, same_segment=None)

@@ -84,7 +84,8 @@ def fold_batch_norm(network: PatternCNN) -> nn.Module:
         if isinstance(module, nn.BatchNorm2d):
             continue
         if isinstance(module, nn.Conv2d) and isinstance(modules[index + 1], nn.BatchNorm2d):
-            module = fuse_conv_bn_eval(module, modules[index + 1])
+            norm = modules[index + 1]
+            module = fuse_conv_bn_eval(module, norm) if isinstance(norm, nn.BatchNorm2d) else module
         layers.append(module)
     return nn.Sequential(*layers).eval()
 
@@ -110,9 +111,12 @@ class PatternClassifier:
 
     def __init__(self, network: MeasuredTrees | PatternCNN, info: dict[str, Any] | None = None) -> None:
         self.network = network.eval()
-        # channels-last runs the small convolutions 2-3x faster on CPU (oneDNN)
+        # channels-last runs the small convolutions 2-3x faster on CPU (oneDNN); torch's stub of
+        # Module.to omits the memory_format keyword its implementation takes
         self.folded = (
-            fold_batch_norm(network).to(memory_format=torch.channels_last) if isinstance(network, PatternCNN) else None
+            fold_batch_norm(network).to(memory_format=torch.channels_last)  # type: ignore[call-overload]
+            if isinstance(network, PatternCNN)
+            else None
         )
         self.info = info or {}
 

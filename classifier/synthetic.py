@@ -73,7 +73,9 @@ def _blocks(n: int, separators: list[int], rng: np.random.Generator) -> np.ndarr
         if rng.random() < 0.4:  # phrase-like sub-blocks along the diagonal inside the segment
             cuts = (
                 np.sort(
-                    rng.choice(np.arange(start + 1, end), size=min(end - start - 1, rng.integers(1, 4)), replace=False)
+                    rng.choice(
+                        np.arange(start + 1, end), size=min(end - start - 1, int(rng.integers(1, 4))), replace=False
+                    )
                 )
                 if end - start > 2
                 else np.array([], dtype=int)

@@ -74,10 +74,16 @@ class TrainConfig:
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"classifier kind {self.kind!r} is not one of {', '.join(KINDS)}")
-        if self.synthetic_per_class is None:
-            self.synthetic_per_class = SYNTHETIC_PER_CLASS[self.kind]
-        if self.synthetic_max_length is None:
-            self.synthetic_max_length = SYNTHETIC_MAX_LENGTH[self.kind]
+        self.synthetic_per_class, self.synthetic_max_length = self.synthetic_size
+
+    @property
+    def synthetic_size(self) -> tuple[int, int]:
+        """Maps per class of the synthetic set and their longest length, the kind's defaults where unset."""
+        per_class, max_length = self.synthetic_per_class, self.synthetic_max_length
+        return (
+            SYNTHETIC_PER_CLASS[self.kind] if per_class is None else per_class,
+            SYNTHETIC_MAX_LENGTH[self.kind] if max_length is None else max_length,
+        )
 
 
 @dataclass
@@ -164,9 +170,8 @@ def recipe_description(config: TrainConfig) -> dict[str, str]:
 
 def synthetic_inputs(config: TrainConfig) -> tuple[MapInputs, list[int]]:
     """The balanced synthetic training set of ``config``, as the inputs of its kind, and its labels."""
-    maps, second_segments, labels = synthetic_set(
-        config.synthetic_per_class, seed=config.seed, max_length=config.synthetic_max_length
-    )
+    per_class, max_length = config.synthetic_size
+    maps, second_segments, labels = synthetic_set(per_class, seed=config.seed, max_length=max_length)
     return normalise_list(maps, second_segments, images=config.kind == "cnn"), labels
 
 

@@ -52,6 +52,12 @@ class MeasuredTrees(nn.Module):
 
     uses_images = False
     chunk = 256  # maps per step: the (splits, chunk) comparisons stay in cache (256-512 measured fastest on CPU)
+    feature: torch.Tensor  # the buffers, declared so that reading one is a tensor, not any module attribute
+    threshold: torch.Tensor
+    value: torch.Tensor
+    tree_class: torch.Tensor
+    baseline: torch.Tensor
+    per_class: torch.Tensor
 
     def __init__(
         self,

@@ -83,6 +83,7 @@ class Document:
     source: str = ""
     cluster_sizes: dict[int, int] = field(default_factory=dict)
     lowercase_words: frozenset[str] = frozenset()
+    sentence_start_set: frozenset[int] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.cluster_sizes:

@@ -38,7 +38,12 @@ def read_glue_tsv(data_dir: str | Path, task: Task, split: str) -> Iterator[Exam
             f"{path} has no examples (the file is empty); check that it is the {task.name.upper()} {split} file of GLUE"
         )
     header = first.split("\t") if files.header else []
-    positions = [_column_position(path, header, column) for column in files.columns]
+    text, second, label = files.columns
+    positions = (
+        _column_index(path, header, text),
+        _optional_column(path, header, second),
+        _column_index(path, header, label),
+    )
     first_line = 2 if files.header else 1
     rows = 0
     for line_number, line in enumerate(lines, start=first_line):
@@ -60,8 +65,12 @@ def layout(task: Task) -> GlueLayout:
     return task.glue
 
 
-def _column_position(path: Path, header: list[str], column: str | int | None) -> int | None:
-    if column is None or isinstance(column, int):
+def _optional_column(path: Path, header: list[str], column: str | int | None) -> int | None:
+    return None if column is None else _column_index(path, header, column)
+
+
+def _column_index(path: Path, header: list[str], column: str | int) -> int:
+    if isinstance(column, int):
         return column
     if column not in header:
         raise InputError(
@@ -71,7 +80,7 @@ def _column_position(path: Path, header: list[str], column: str | int | None) ->
 
 
 def _parse_row(
-    path: Path, line_number: int, cells: list[str], positions: list[int | None], task: Task, split: str
+    path: Path, line_number: int, cells: list[str], positions: tuple[int, int | None, int], task: Task, split: str
 ) -> Example:
     a_pos, b_pos, label_pos = positions
     needed = max(p for p in positions if p is not None)

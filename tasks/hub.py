@@ -39,7 +39,8 @@ def hub_rows(task: Task, split: str) -> datasets.Dataset:
     except Exception as error:  # datasets raises many types for offline / missing data
         failure = error
     snapshot = cached_snapshot(HUB_DATASET)
-    files = sorted((snapshot / task.config).glob(f"{name}-*.parquet")) if snapshot is not None else []
+    folder = None if snapshot is None else snapshot / task.config if task.config else snapshot
+    files = sorted(folder.glob(f"{name}-*.parquet")) if folder is not None else []
     if files:
         try:
             return datasets.load_dataset("parquet", data_files={name: [str(path) for path in files]}, split=name)
