@@ -15,14 +15,14 @@ import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, TypedDict, TypeVar
+from typing import Any, ClassVar, Generic, TypedDict, TypeVar
 
 from harness.registry import registrar
 from harness.results.checkpoints import MAIN_PAIR
+from harness.results.entries import Compared, Entry, Pairs, PerCheckpoint, Result, Stored, decoded
 from harness.results.shapes import declare
 from harness.views.metrics import Metric
 
-Entry = dict[str, Any]  # one analysis's entry of summary.json: version, identity, pairs, reference, result
 Row = tuple[str, ...]  # a row of the overview table: what, pre-trained, fine-tuned, the paper's number
 Failures = dict[str, str]  # {what a study could not aggregate or draw: the error}, written to its study.json
 Value = TypeVar("Value")
@@ -68,12 +68,12 @@ def pair_name(pair: tuple[str, str]) -> str:
     return f"{pair[0]}->{pair[1]}"
 
 
-def per_checkpoint_results(entry: Entry) -> dict[str, Any]:
+def per_checkpoint_results(entry: Entry[PerCheckpoint[Stored, Compared]]) -> dict[str, Stored]:
     """The ``{checkpoint: statistics}`` of a per-checkpoint analysis's summary entry."""
     return entry["result"]["per_checkpoint"]
 
 
-def per_pair_results(entry: Entry) -> dict[str, Any]:
+def per_pair_results(entry: Entry[Pairs[Compared]]) -> dict[str, Compared]:
     """The ``{pair name: comparison}`` of any analysis's summary entry."""
     return entry["result"].get("per_pair", {})
 
@@ -87,7 +87,7 @@ class Claim:
     seeds and tasks it holds clearly, fails clearly, or is unclear."""
 
     text: str
-    judge: Callable[[Entry], dict[str, Any] | None]
+    judge: Callable[[Entry[Any]], dict[str, Any] | None]
 
 
 @dataclass(frozen=True)
@@ -109,8 +109,11 @@ class PaperPoint:
         return self.expects
 
 
-class View:
-    """The outputs of one analysis, read from its stored summary entry.
+class View(Generic[Result]):
+    """The outputs of one analysis, read from its stored summary entry (`Entry` of the view's
+    ``Result``: `PerCheckpoint` of its ``stored`` and ``compared`` TypedDicts, or a joint
+    analysis's ``stored`` one), so that mypy checks every key a view reads against what the
+    analysis stores.
 
     Class attributes: ``name`` and ``version`` (the analysis's: an entry of another version
     is not shown), ``claims`` (`Claim`s judged per run, by name), ``signed_changes``
@@ -143,11 +146,12 @@ class View:
             declare(cls.name, cls.stored)
 
     @classmethod
-    def change_evidence(cls, entry: Entry) -> dict[str, dict[str, Any]]:
+    def change_evidence(cls, entry: Entry[Any]) -> dict[str, dict[str, Any]]:
         """Each signed change's evidence on this run (`harness.views.evidence.paired_change`: its
         value, 95% interval over the units sampled, and direction, ``rises``, ``falls`` or ``no
         clear change``), by metric name; a change the run does not define is absent. What the
-        analysis's comparison stored for the main pair."""
+        analysis's comparison stored for the main pair (any view's entry: each compared TypedDict
+        that has evidence keeps it under the same key)."""
         return per_pair_results(entry).get(MAIN_PAIR, {}).get("evidence", {})
 
     @classmethod
@@ -156,7 +160,7 @@ class View:
         return " ".join((sys.modules[cls.__module__].__doc__ or "").strip().split("\n\n")[0].split())
 
     @classmethod
-    def metrics(cls, entry: Entry) -> list[Metric]:
+    def metrics(cls, entry: Entry[Result]) -> list[Metric]:
         """Scalars of a stored summary entry (`harness.views.metrics.Metric`), logged as MLflow metrics."""
         return []
 
@@ -168,19 +172,19 @@ class View:
         return []
 
     @classmethod
-    def draw(cls, entry: Entry, run: dict[str, Any], out_dir: Path) -> list[Path]:
+    def draw(cls, entry: Entry[Result], run: dict[str, Any], out_dir: Path) -> list[Path]:
         """Figures from a stored summary entry and the run's description; the files written."""
         return []
 
     @classmethod
-    def tables(cls, entry: Entry, run: dict[str, Any]) -> dict[str, str]:
+    def tables(cls, entry: Entry[Result], run: dict[str, Any]) -> dict[str, str]:
         """Markdown tables from a stored summary entry, by file stem (``{"syntax_table1": "# ...\\n..."}``),
         each opening with a ``# title`` line: written beside the figures, and embedded in the
         README and docs by ``harness docs``."""
         return {}
 
     @classmethod
-    def overview_rows(cls, entries: dict[str, Entry], run: dict[str, Any]) -> list[Row]:
+    def overview_rows(cls, entries: dict[str, Entry[Any]], run: dict[str, Any]) -> list[Row]:
         """Its rows of a run's overview table (what, pre-trained, fine-tuned, the papers'
         number), from the run's entries by analysis name (a row may say what another analysis
         adds); called only when the run has this analysis's entry."""
@@ -194,7 +198,7 @@ class View:
         )
 
     @classmethod
-    def printed(cls, entry: Entry) -> list[str]:
+    def printed(cls, entry: Entry[Result]) -> list[str]:
         """Lines printed in the terminal at the end of a run."""
         return []
 
@@ -210,20 +214,20 @@ class View:
         return {}
 
     @classmethod
-    def across_seeds(cls, entries: list[Entry]) -> dict[str, Any]:
+    def across_seeds(cls, entries: list[Entry[Result]]) -> dict[str, Any]:
         """What a study keeps of this analysis over one task's seeds (one entry per seed),
         besides the spread of every metric: ``{key in the task's aggregate: value}``."""
         return {}
 
 
-VIEWS: dict[str, type[View]] = {}
+VIEWS: dict[str, type[View[Any]]] = {}  # each view's own Result: its methods are called with the entry it declares
 register_view = registrar(VIEWS, "view")  # class decorator: adds a view to VIEWS under its name
 
 
-def current_entries(summary: dict[str, Any]) -> dict[str, tuple[type[View], Entry]]:
+def current_entries(summary: dict[str, Any]) -> dict[str, tuple[type[View[Any]], Entry[Any]]]:
     """``{name: (view, entry)}`` of the summary's analysis entries whose version is the view's."""
     return {
-        name: (VIEWS[name], entry)
+        name: (VIEWS[name], decoded(entry))
         for name, entry in summary["analyses"].items()
         if name in VIEWS and entry.get("version") == VIEWS[name].version
     }
