@@ -17,9 +17,11 @@ one line naming the file (`read_sealed`), never a number shown that the harness 
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
 import logging
+import os
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -36,10 +38,15 @@ HASH_CHUNK = 1 << 20
 
 
 def ensure_writable(folder: Path, flag: str) -> None:
-    """Create ``folder`` if needed and check that files can be written in it (one-line error otherwise)."""
+    """Check that ``folder`` can be made and written in (one-line error otherwise), making
+    nothing: a check before the work (or a dry run) leaves no empty folder behind. A file is
+    made and removed in ``folder``, or, where it does not exist yet, in its nearest existing
+    parent, which the writes make it under."""
+    existing = next(path for path in (folder.absolute(), *folder.absolute().parents) if path.exists())
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        with tempfile.TemporaryFile(dir=folder):
+        if not existing.is_dir():
+            raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR))
+        with tempfile.TemporaryFile(dir=existing):
             pass
     except OSError as error:
         raise InputError(
