@@ -12,13 +12,16 @@ from __future__ import annotations
 import argparse
 import types
 import typing
-from dataclasses import MISSING, fields
+from dataclasses import MISSING, Field, fields
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from harness.options import Bounds, flag_of
 
-Config = TypeVar("Config")
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
+Config = TypeVar("Config", bound="DataclassInstance")
 SCALARS = (int, float, str, Path)
 
 
@@ -32,6 +35,15 @@ def _base_type(annotation: Any) -> tuple[Any, bool]:
     return annotation, False
 
 
+def field_default(item: Field[Any]) -> Any:
+    """The value a dataclass field takes when it is not given (its default, or its factory's product)."""
+    if item.default is not MISSING:
+        return item.default
+    if item.default_factory is not MISSING:
+        return item.default_factory()
+    raise TypeError(f"field {item.name} has no default")
+
+
 def with_notes(help_text: str, bounds: Bounds | None, default: Any) -> str:
     """``help_text`` with the range the flag takes and its default, where it has them."""
     notes = [bounds.words] if bounds is not None else []
@@ -42,20 +54,20 @@ def with_notes(help_text: str, bounds: Bounds | None, default: Any) -> str:
 
 def add_arguments(
     parser: argparse.ArgumentParser,
-    cls: type,
+    cls: type[DataclassInstance],
     title: str | None = None,
     only: tuple[str, ...] | None = None,
     optional: bool = False,
 ) -> None:
     """Flags for the fields of dataclass ``cls`` (or those named in ``only``) in one group;
     ``optional``: no flag is required by the parser (the dataclass still checks what it needs)."""
-    group = parser.add_argument_group(title or cls.__doc__.splitlines()[0].rstrip("."))
+    group = parser.add_argument_group(title or (cls.__doc__ or cls.__name__).splitlines()[0].rstrip("."))
     hints = typing.get_type_hints(cls)
     for item in fields(cls):
         if only is not None and item.name not in only:
             continue
         scalar, is_list = _base_type(hints[item.name])
-        default = item.default if item.default is not MISSING else item.default_factory()  # type: ignore[misc]
+        default = field_default(item)
         help_text = with_notes(item.metadata.get("help", ""), item.metadata.get("bounds"), default)
         flag = flag_of(cls, item.name)
         if scalar is bool:
@@ -93,13 +105,13 @@ def build(cls: type[Config], namespace: argparse.Namespace) -> Config:
     return cls(**{item.name: values[item.name] for item in fields(cls) if item.name in values})
 
 
-def to_argv(instance: Any) -> list[str]:
+def to_argv(instance: DataclassInstance) -> list[str]:
     """The flags that `build` turns back into ``instance``: each field that differs from its
     default (e.g. the command a study's job launches for one of its runs)."""
     argv: list[str] = []
     for item in fields(instance):
         value = getattr(instance, item.name)
-        default = item.default if item.default is not MISSING else item.default_factory()  # type: ignore[misc]
+        default = field_default(item)
         if value == default or value is None or value is False:
             continue
         flag = flag_of(type(instance), item.name)

@@ -16,6 +16,7 @@ import logging
 import os
 import signal
 import sys
+from collections.abc import Sequence
 from dataclasses import fields
 from pathlib import Path
 from typing import Any, NoReturn
@@ -52,6 +53,9 @@ PREVIEW = "harness.commands.preview"  # a task's data read and described: `datas
 LOCAL_DATA = "tasks.loading"  # an own task's files read and checked before a command that loads a model
 DATA_FIRST = ("run", "finetune", "ablate", "annotate")  # those whose first configuration is a run's
 BUNDLE = "harness.commands.bundle"
+# Each analysis declares its own settings in its view's module (`harness.config.analysis_settings`), so the
+# views are imported before the flags are built: no torch, but matplotlib and scipy (about 2 s).
+ANALYSIS_SETTINGS_FROM = "harness.views"
 COMMAND_MODULES = {
     "run": COMPUTE,
     "study": COMPUTE,
@@ -151,7 +155,10 @@ class SubcommandParser(argparse.ArgumentParser):
     """A subcommand's parser that rejects unknown flags itself, with its own usage and the
     closest known flag ("did you mean --model?"), instead of leaving them to the top parser."""
 
-    def parse_known_args(self, args: list[str] | None = None, namespace: argparse.Namespace | None = None):
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        # argparse's stub overloads this on the type of a given namespace; subcommands are parsed into Namespace alone
         self.given = list(sys.argv[1:] if args is None else args)
         parsed, unknown = super().parse_known_args(args, namespace)
         if unknown:
@@ -212,6 +219,7 @@ def quiet_libraries(debug: bool) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     """The ``harness`` parser: one subcommand per entry of `GROUPS`, its flags from those dataclasses."""
+    importlib.import_module(ANALYSIS_SETTINGS_FROM)  # AnalysisConfig gains each analysis's own settings
     parser = argparse.ArgumentParser(prog="harness", description="What does fine-tuning do to BERT's attention?")
     parser.add_argument("--debug", action="store_true", help="show tracebacks and library warnings")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=SubcommandParser)
@@ -250,7 +258,8 @@ def configs_from(args: argparse.Namespace) -> list[Any]:
         return [build(cls, args) for cls in GROUPS[args.command]]
     if args.command == "figures" and args.run_folder is not None:  # the folder names the run: no run to configure
         return [build(FiguresConfig, args), build(EnvironmentConfig, args)]
-    built = {cls: build(cls, args) for cls in GROUPS[args.command]}
+    # each group's configuration; Any as the classes differ by command (RunConfig checks its parts' types)
+    built: dict[type, Any] = {cls: build(cls, args) for cls in GROUPS[args.command]}
     parts = {RUN_PARTS[cls]: value for cls, value in built.items() if cls in RUN_PARTS}
     # --dry-run says how the command runs, not what it runs on: `main` reads it, the configurations leave it out
     others = [value for cls, value in built.items() if cls not in RUN_PARTS and cls is not PreviewConfig]
