@@ -690,6 +690,7 @@ class StoredSelection(Flags):
         "run folders (paths, or names under --output-dir; a glob pattern, quoted or not, "
         "names the run folders it matches, sorted) instead of every run under --output-dir",
     )
+    out: Path | None = None  # each command declares its own, with its help
 
     def __post_init__(self) -> None:
         super().__post_init__()
