@@ -34,7 +34,7 @@ from PIL import Image
 from harness.present.parallel import cores
 from harness.present.redraw import drawn_files, drawn_names, redraw
 from harness.results.summary import whole_summary
-from harness.views.style import DPI
+from harness.views.saving import DPI
 
 
 def cpu_seconds() -> float:

@@ -34,7 +34,8 @@ from harness.results.store import key_of, read_json, write_json
 from harness.results.summary import checked_study, whole_summary
 from harness.views import VIEWS
 from harness.views.base import current_entries
-from harness.views.style import markdown_table, model_tokens, own_tokens
+from harness.views.markdown import markdown_table
+from harness.views.tokens import model_tokens, own_tokens
 from tasks.errors import InputError
 from tasks.files import atomic_write_text
 

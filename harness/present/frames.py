@@ -70,8 +70,8 @@ from harness.results.store import ensure_writable
 from harness.results.summary import STUDIES, SUMMARY, checked_study, checked_summary, whole_summary
 from harness.views.base import current_entries, pair_name
 from harness.views.metrics import Metric
-from harness.views.style import model_title
 from harness.views.summary import summary_records
+from harness.views.titles import model_title
 from harness.views.trajectory import TO_FINAL
 from tasks.errors import InputError
 from tasks.files import atomic_path, atomic_write_text

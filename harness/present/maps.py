@@ -22,7 +22,7 @@ from harness.results.checkpoints import FINETUNED, PAIRS, PRETRAINED
 from harness.results.store import key_of, read_json
 from harness.results.summary import SUMMARY
 from harness.views.examples import ExamplesView, decode_maps, encode_maps, head_cosines
-from harness.views.style import checkpoint_title
+from harness.views.titles import checkpoint_title
 from tasks.files import atomic_write_text
 
 MAPS_FOLDER = "maps"  # in a run's folder: one JSON file per typed input, and the page

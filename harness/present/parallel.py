@@ -10,7 +10,7 @@ threads, is never forked, and a worker imports what it unpickles, `harness.views
 `harness`'s imports the CLI alone).
 
 A worker draws a piece as the asking process would: with its special-token names and file
-formats (`harness.views.style.model_tokens`, `figure_formats`), its collector frozen
+formats (`harness.views.tokens.model_tokens`, `harness.views.saving.figure_formats`), its collector frozen
 (`tasks.collector.frozen_heap`); it sends back the piece's value and the warnings it logged (the
 figure checks' among them), which are handled again here under their own loggers, so a figure's
 problem reads the same from either. Results are taken in the order the pieces were given, so what
@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from functools import partial
 from typing import TypeVar
 
-from harness.views.style import DrawingSettings, drawing_settings, drawn_as
+from harness.views.saving import DrawingSettings, drawing_settings, drawn_as
 from tasks.collector import frozen_heap
 
 Value = TypeVar("Value")

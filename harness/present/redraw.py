@@ -29,8 +29,9 @@ from harness.views import VIEWS_FOLDER
 from harness.views import trajectory as trajectory_view
 from harness.views.base import Entry, View, current_entries
 from harness.views.evaluation import EvaluationView
-from harness.views.style import figure_formats, figure_note, model_tokens, own_tokens, vector_copies
+from harness.views.saving import figure_formats, figure_note, vector_copies
 from harness.views.summary import summary_metrics
+from harness.views.tokens import model_tokens, own_tokens
 from tasks.collector import frozen_heap
 from tasks.files import atomic_write_text, remove_orphans, writing
 

@@ -49,8 +49,8 @@ from harness.views.across_tasks import mean_sd
 from harness.views.evaluation import EvaluationView, learned_line, learning_warning
 from harness.views.examples import ExamplesView
 from harness.views.papers import paper_cells
-from harness.views.style import checkpoint_title, model_title
 from harness.views.summary import headline_names, summary_metrics
+from harness.views.titles import checkpoint_title, model_title
 from harness.views.trajectory import points_of
 from tasks.errors import InputError
 from tasks.files import atomic_write_text

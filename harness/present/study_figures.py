@@ -19,14 +19,10 @@ from harness.views import trajectory as trajectory_view
 from harness.views.across_tasks import metric_table
 from harness.views.base import Failures, attempt
 from harness.views.evidence import effect_text
+from harness.views.markdown import markdown_table
 from harness.views.papers import paper_cells
-from harness.views.style import (
-    figure_formats,
-    markdown_table,
-    model_tokens,
-    own_tokens,
-    vector_copies,
-)
+from harness.views.saving import figure_formats, vector_copies
+from harness.views.tokens import model_tokens, own_tokens
 from tasks.collector import frozen_heap
 from tasks.files import atomic_write_text
 

@@ -53,8 +53,8 @@ from harness.run.tracking import CHECKPOINT_TAG, PARENT_TAG, SKIPPED_TAG, Tracke
 from harness.run.trajectory import PREFIX as TRAJECTORY_PREFIX
 from harness.run.trajectory import step_name, trajectory, trajectory_metrics
 from harness.views.metrics import Metric, values
-from harness.views.style import checkpoint_title
 from harness.views.summary import headline_records, summary_records
+from harness.views.titles import checkpoint_title
 from harness.views.trajectory import step_charts
 from tasks.collector import frozen_heap
 from tasks.errors import InputError

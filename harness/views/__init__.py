@@ -1,7 +1,8 @@
 """How results look, read from what analyses stored and never recomputed: each analysis's view
 (one module per analysis, `base.View`: its metrics, figures, tables, overview rows, printed
 lines, series over seeds and claims), what a whole summary says (`summary`), statistics over
-seeds (`seeds`), the house style of every figure (`style`) and its font (`font`). Importing
+seeds (`seeds`), the house style of every figure (`palette`, `titles`, `tokens`, `drawing`, `saving`
+(which checks each by `figure_checks`), `markdown` for tables) and its font (`font`). Importing
 this package imports every module of it (and of the extensions named under the entry-point
 group ``harness.views``: `harness.registry.discover`), which registers every view in `VIEWS`,
 sorted by the views' ``order``: the order in which the README's overview table shows their rows.

@@ -26,21 +26,14 @@ from matplotlib.ticker import MaxNLocator
 
 from harness.results.checkpoints import FINETUNED
 from harness.views.base import Claim, Entry, PaperPoint, View, pair_name, per_checkpoint_results, register_view
+from harness.views.drawing import style_head_axes
 from harness.views.evidence import FAILS, HOLDS, UNCLEAR, Evidence, Packed
+from harness.views.markdown import markdown_table
 from harness.views.metrics import BOUNDS, Metric
+from harness.views.palette import GREY, OKABE_ITO
 from harness.views.papers import KOVALEVA_TASKS, expected_for
-from harness.views.style import (
-    GREY,
-    OKABE_ITO,
-    axes_title,
-    checkpoint_title,
-    markdown_table,
-    plt,
-    run_title,
-    save,
-    style_head_axes,
-    suptitle,
-)
+from harness.views.saving import plt, save
+from harness.views.titles import axes_title, checkpoint_title, run_title, suptitle
 
 ANALYSIS = "ablation"
 MODES = ("uniform", "zero")

@@ -10,17 +10,11 @@ from typing import Any
 import numpy as np
 
 from harness.results.checkpoints import FINETUNED, PRETRAINED
-from harness.views.style import (
-    CHECKPOINT_COLOURS,
-    OKABE_ITO,
-    axes_title,
-    checkpoint_title,
-    markdown_table,
-    model_title,
-    panels_for,
-    save,
-    suptitle,
-)
+from harness.views.drawing import panels_for
+from harness.views.markdown import markdown_table
+from harness.views.palette import CHECKPOINT_COLOURS, OKABE_ITO
+from harness.views.saving import save
+from harness.views.titles import axes_title, checkpoint_title, model_title, suptitle
 
 CHECKPOINTS = (PRETRAINED, FINETUNED)
 CHECKPOINT_STYLES = {PRETRAINED: "--", FINETUNED: "-"}

@@ -43,9 +43,12 @@ from harness.views.evidence import (
     resample_weights,
     unpack,
 )
+from harness.views.markdown import markdown_table
 from harness.views.metrics import Metric
+from harness.views.palette import OKABE_ITO
+from harness.views.saving import plt, save
 from harness.views.seeds import elementwise
-from harness.views.style import OKABE_ITO, checkpoint_title, markdown_table, plt, run_title, save, suptitle
+from harness.views.titles import checkpoint_title, run_title, suptitle
 
 KINDS = ("tokens", "cls")  # the rows CKA is taken over: ordinary tokens, and each input's first token
 KIND_TITLES = {"tokens": "tokens", "cls": "[CLS]"}
@@ -320,6 +323,11 @@ class CkaView(View):
     }
 
     @classmethod
+    def along_layers(cls, metric: Metric) -> bool:
+        """The first pair's CKA of the tokens per layer (``cka_tokens_layer_2``)."""
+        return metric.layer is not None and not metric.pair_said and metric.detail == KINDS[0]
+
+    @classmethod
     def metrics(cls, entry: Entry) -> list[Metric]:
         """Per pair, each kind's CKA per layer and its mean over layers (the first pair's names leave
         the pair unsaid: ``cka_tokens_layer_2``, ``cka_cls_mean``)."""
@@ -550,6 +558,11 @@ class CkaTextView(CkaView):
     @classmethod
     def series(cls) -> tuple[str, ...]:
         return (*KINDS, "attention_cosine")
+
+    @classmethod
+    def along_layers(cls, metric: Metric) -> bool:
+        """None: along fine-tuning, the per-layer CKA charted is the task inputs' (`CkaView`)."""
+        return False
 
     @classmethod
     def input_title(cls, entry: Entry) -> str:

@@ -9,13 +9,18 @@ the cosine's rows (`harness.views.cosine`).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict
 
 import numpy as np
 
+from harness.config import Settings, analysis_settings
+from harness.options import option
 from harness.views.base import Entry, View, per_pair_results, register_view
-from harness.views.style import axes_title, checkpoint_title, draw_side_by_side_grids, plt, run_title, save
+from harness.views.drawing import draw_side_by_side_grids
+from harness.views.saving import plt, save
+from harness.views.titles import axes_title, checkpoint_title, run_title
 
 
 class WithinCheckpoint(TypedDict):
@@ -49,6 +54,16 @@ class ClusteringResult(TypedDict):
     num_items: int
     distance: str
     per_pair: dict[str, BetweenVersions]
+
+
+@analysis_settings
+@dataclass
+class ClusteringSettings(Settings):
+    """How many tokens of each example the head distances sample."""
+
+    clustering_tokens_per_example: int = option(
+        2, "tokens sampled per example for the Jensen-Shannon head distances", flag="--clustering-tokens", minimum=1
+    )
 
 
 @register_view

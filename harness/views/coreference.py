@@ -19,9 +19,12 @@ import numpy as np
 
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.views.base import Entry, PaperPoint, Row, View, per_checkpoint_results, per_pair_results, register_view
+from harness.views.drawing import draw_side_by_side_grids
 from harness.views.evidence import Evidence, StoredUnits, best_of_many_words
 from harness.views.metrics import Metric
-from harness.views.style import GREY, checkpoint_title, draw_side_by_side_grids, plt, run_title, save, titled_pairs
+from harness.views.palette import GREY
+from harness.views.saving import plt, save
+from harness.views.titles import checkpoint_title, run_title, titled_pairs
 from tasks.coreference import MENTION_TYPES
 
 GROUPS = ("all", *MENTION_TYPES)

@@ -19,22 +19,14 @@ import numpy as np
 from harness.results.checkpoints import MAIN_PAIR
 from harness.views.across_tasks import study_title, task_colour
 from harness.views.base import Claim, Entry, HeadValue, PaperPoint, Row, View, per_pair_results, register_view
+from harness.views.drawing import draw_head_grid, draw_layer_lines, panels_for, style_head_axes
 from harness.views.evidence import Evidence, StoredUnits, UnitSums, resampled_verdict
+from harness.views.markdown import markdown_table
 from harness.views.metrics import Metric
 from harness.views.papers import KOVALEVA_TASKS, expected_for
+from harness.views.saving import plt, save
 from harness.views.seeds import elementwise
-from harness.views.style import (
-    checkpoint_title,
-    draw_head_grid,
-    draw_layer_lines,
-    markdown_table,
-    panels_for,
-    plt,
-    run_title,
-    save,
-    style_head_axes,
-    suptitle,
-)
+from harness.views.titles import checkpoint_title, run_title, suptitle
 
 LAST_LAYERS = 2  # Kovaleva et al.: "the last two layers change most"
 SUMMED = ("mean", "last_two_layers")  # the metrics over layers: every layer's, and the last two's
@@ -165,6 +157,18 @@ class CosineView(View):
         )
     }
     overview_reads = ("clustering",)
+    to_final = True
+
+    @classmethod
+    def timed_units(cls, entry: Entry) -> StoredUnits:
+        """The first pair's per-example sums of the cosine per layer, which the findings on when the
+        maps change resample."""
+        return per_pair_results(entry)[MAIN_PAIR]["units"]
+
+    @classmethod
+    def along_layers(cls, metric: Metric) -> bool:
+        """The first pair's cosine per layer (``cosine_layer_2``)."""
+        return metric.layer is not None and not metric.pair_said
 
     @classmethod
     def metrics(cls, entry: Entry) -> list[Metric]:

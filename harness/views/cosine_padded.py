@@ -15,8 +15,9 @@ from typing import Any, TypedDict
 
 from harness.views.base import Entry, HeadValue, View, per_pair_results, register_view
 from harness.views.cosine import CosineStats
+from harness.views.drawing import draw_head_grid, draw_layer_lines
 from harness.views.metrics import Metric
-from harness.views.style import checkpoint_title, draw_head_grid, draw_layer_lines, run_title
+from harness.views.titles import checkpoint_title, run_title
 
 PROTOCOLS = ("padded", "cropped")
 

@@ -11,24 +11,21 @@ each pair's change of the best head on ours ``all`` with its interval over resam
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final, TypedDict
 
 import numpy as np
 
+from harness.config import Settings, analysis_settings
+from harness.options import option
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.views.base import Entry, PaperPoint, Row, View, per_checkpoint_results, per_pair_results, register_view
+from harness.views.drawing import draw_side_by_side_grids
 from harness.views.evidence import Evidence, StoredUnits, best_of_many_words
 from harness.views.metrics import Metric
-from harness.views.style import (
-    axes_title,
-    checkpoint_title,
-    draw_side_by_side_grids,
-    plt,
-    run_title,
-    save,
-    titled_pairs,
-)
+from harness.views.saving import plt, save
+from harness.views.titles import axes_title, checkpoint_title, run_title, titled_pairs
 
 DIRECTIONS = ("dependent->head", "head->dependent")
 ALL = "all"
@@ -169,6 +166,16 @@ class SyntaxComparison(TypedDict):
     relations: list[RelationChange]
     all_clark: RelationChange | None
     evidence: dict[str, Evidence]
+
+
+@analysis_settings
+@dataclass
+class SyntaxSettings(Settings):
+    """Which dependency relations are scored: those with enough dependents."""
+
+    syntax_min_count: int = option(
+        100, "drop dependency relations with fewer scored dependents (Clark et al.: 100)", minimum=1, quick=20
+    )
 
 
 @register_view

@@ -30,9 +30,10 @@ from harness.views.base import (
     register_view,
 )
 from harness.views.evidence import interval_verdict
+from harness.views.markdown import markdown_table
 from harness.views.metrics import BOUNDS, Metric, chosen
 from harness.views.papers import KOVALEVA_TABLE_1, KOVALEVA_TASKS, expected_for
-from harness.views.style import checkpoint_title, markdown_table
+from harness.views.titles import checkpoint_title
 from tasks.registry import get_task
 from tasks.spec import Task, task_from_spec
 
@@ -240,6 +241,13 @@ class EvaluationView(View):
         nothing, else by how much it is above the baseline."""
         verdict = learning_warning(entry) or learned_line(entry)
         return dev_lines(entry) + scored_over(entry) + ([verdict] if verdict else [])
+
+    @classmethod
+    def timed_units(cls, entry: Entry) -> dict[str, Any]:
+        """The fine-tuned checkpoint's dev predictions and scores, which the findings on when the dev
+        score changes resample."""
+        scores = per_checkpoint_results(entry)[FINETUNED]
+        return {"predictions": scores["predictions"], "metrics": scores["metrics"]}
 
     @classmethod
     def main_metric(cls, entry: Entry) -> str:

@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any, TypedDict
 
 from harness.views.base import BestHead, Entry, View, per_checkpoint_results, per_pair_results, register_view
+from harness.views.drawing import draw_layer_lines, draw_side_by_side_grids
 from harness.views.metrics import Metric
-from harness.views.style import checkpoint_title, draw_layer_lines, draw_side_by_side_grids, model_title, titled_pairs
+from harness.views.titles import checkpoint_title, model_title, titled_pairs
 
 SPECIAL = ("[CLS]", "[SEP]")
 

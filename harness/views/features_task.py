@@ -16,7 +16,8 @@ import numpy as np
 from harness.views.base import Entry, View, per_checkpoint_results, register_view
 from harness.views.features import FeatureChanges, FeatureStatistics, draw_feature_panels, feature_names, slug
 from harness.views.metrics import Metric
-from harness.views.style import axes_title, checkpoint_title, plt, run_title, save
+from harness.views.saving import plt, save
+from harness.views.titles import axes_title, checkpoint_title, run_title
 
 
 class TaskFeaturesResult(FeatureStatistics):

@@ -13,7 +13,10 @@ from typing import Any, TypedDict
 import numpy as np
 
 from harness.views.base import Entry, View, per_checkpoint_results, register_view
-from harness.views.style import GREY, OKABE_ITO, checkpoint_title, panel_grid, run_title, save, suptitle
+from harness.views.drawing import panel_grid
+from harness.views.palette import GREY, OKABE_ITO
+from harness.views.saving import save
+from harness.views.titles import checkpoint_title, run_title, suptitle
 
 CATEGORIES = ("sep", "punct", "cls", "other")
 GRADIENT_COLOURS = {

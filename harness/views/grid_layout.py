@@ -8,7 +8,7 @@ figure's top left corner, and the figure is sized to hold it. The axis labels ar
 that measurement placed them (as far from each panel and bar as matplotlib puts them): left to
 itself, matplotlib measures every tick label of every panel again, at each drawing, to place
 its axis labels. Figures are checked as they are
-saved (`harness.views.style.save`), so a text this arithmetic let off the canvas or onto
+saved (`harness.views.saving.save`), so a text this arithmetic let off the canvas or onto
 another would be reported.
 """
 
@@ -39,7 +39,7 @@ class Box:
 
 class InchLayout(LayoutEngine):
     """Keeps each axes at its `Box` and the figure's title at its height from the top, in inches:
-    a strip grown under the figure (a footnote, `harness.views.style.add_footnote`) moves nothing."""
+    a strip grown under the figure (a footnote, `harness.views.saving.add_footnote`) moves nothing."""
 
     _adjust_compatible = False
     _colorbar_gridspec = False

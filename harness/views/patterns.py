@@ -13,6 +13,7 @@ dev examples (each example's count of heads per class is stored, `harness.views.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NotRequired, TypedDict
 
@@ -21,6 +22,8 @@ from matplotlib.colors import ListedColormap
 from matplotlib.patches import Patch, Rectangle
 
 from classifier import CLASSES
+from harness.config import Settings, analysis_settings
+from harness.options import existing, option
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.views.across_tasks import CHECKPOINTS, study_title
 from harness.views.base import (
@@ -29,24 +32,18 @@ from harness.views.base import (
     PaperPoint,
     Row,
     View,
+    checkpoint_units,
     per_checkpoint_results,
     per_pair_results,
     register_view,
 )
 from harness.views.evidence import Evidence, StoredUnits
+from harness.views.markdown import markdown_table
 from harness.views.metrics import Metric
+from harness.views.palette import GREY, OKABE_ITO
 from harness.views.papers import PRASANNA_HETEROGENEOUS, directions
-from harness.views.style import (
-    GREY,
-    OKABE_ITO,
-    axes_title,
-    checkpoint_title,
-    markdown_table,
-    plt,
-    run_title,
-    save,
-    suptitle,
-)
+from harness.views.saving import plt, save
+from harness.views.titles import axes_title, checkpoint_title, run_title, suptitle
 
 ANALYSIS = "patterns"
 UNIT = "dev examples"  # what the shares sample: each example's maps, all heads of it together
@@ -120,6 +117,20 @@ class PatternComparison(TypedDict):
     evidence: dict[str, Evidence]
 
 
+@analysis_settings
+@dataclass
+class PatternSettings(Settings):
+    """Which weights classify the attention maps."""
+
+    pattern_weights: Path | None = option(
+        None, "attention-pattern classifier weights from `python -m classifier train` (default: the shipped weights)"
+    )
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.pattern_weights = existing(PatternSettings, "pattern_weights", self.pattern_weights)
+
+
 @register_view
 class PatternsView(View):
     name = ANALYSIS
@@ -145,6 +156,11 @@ class PatternsView(View):
             directions(PRASANNA_HETEROGENEOUS),
         )
     }
+
+    @classmethod
+    def timed_units(cls, entry: Entry) -> dict[str, Any]:
+        """Each checkpoint's per-example class counts: what the findings on when the shares change resample."""
+        return checkpoint_units(entry)
 
     @classmethod
     def metrics(cls, entry: Entry) -> list[Metric]:

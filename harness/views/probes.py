@@ -9,24 +9,21 @@ Attn + GloVe.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict
 
 import numpy as np
 
+from harness.config import Settings, analysis_settings
+from harness.options import option
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.views.base import Entry, PaperPoint, Row, View, per_checkpoint_results, per_pair_results, register_view
+from harness.views.drawing import draw_side_by_side_grids
 from harness.views.evidence import RESAMPLES, Evidence, StoredUnits
 from harness.views.metrics import Metric
-from harness.views.style import (
-    axes_title,
-    checkpoint_title,
-    draw_side_by_side_grids,
-    plt,
-    run_title,
-    save,
-    titled_pairs,
-)
+from harness.views.saving import plt, save
+from harness.views.titles import axes_title, checkpoint_title, run_title, titled_pairs
 
 LEARNING_RATE = 0.002
 PAPER_TABLE3 = {
@@ -90,6 +87,23 @@ class ProbesComparison(TypedDict):
 
     uas_change: dict[str, float]
     evidence: dict[str, Evidence]
+
+
+PROBE_INITS = ("zeros", "glorot")
+
+
+@analysis_settings
+@dataclass
+class ProbeSettings(Settings):
+    """Where every probe starts."""
+
+    probe_init: str = option(
+        "zeros",
+        "probe initialisation: zeros = every head's weight 0 and the ROOT mix 1 (all "
+        "heads start equal), linear maps at PyTorch's defaults; glorot = Clark et al.'s "
+        "code (TensorFlow's default): every weight Glorot-uniform, biases 0",
+        choices=PROBE_INITS,
+    )
 
 
 @register_view

@@ -18,21 +18,21 @@ from typing import Any, TypedDict
 from matplotlib.axes import Axes
 
 from harness.results.checkpoints import FINETUNED
-from harness.views.base import Entry, PaperPoint, View, per_checkpoint_results, per_pair_results, register_view
+from harness.views.base import (
+    Entry,
+    PaperPoint,
+    View,
+    checkpoint_units,
+    per_checkpoint_results,
+    per_pair_results,
+    register_view,
+)
+from harness.views.drawing import draw_grid_rows, panel_grid, panels_for, scatter_by_layer
 from harness.views.evidence import Evidence, StoredUnits
 from harness.views.metrics import Metric
-from harness.views.style import (
-    OKABE_ITO,
-    checkpoint_colour,
-    checkpoint_title,
-    draw_grid_rows,
-    panel_grid,
-    panels_for,
-    run_title,
-    save,
-    scatter_by_layer,
-    titled_pairs,
-)
+from harness.views.palette import OKABE_ITO, checkpoint_colour
+from harness.views.saving import save
+from harness.views.titles import checkpoint_title, run_title, titled_pairs
 
 ANALYSIS = "sinks"
 EPSILON = 0.3  # Gu et al.'s sink threshold on a token's mean received attention
@@ -110,6 +110,11 @@ class SinksView(View):
         ),
     )
     left_out = ("per_head",)
+
+    @classmethod
+    def timed_units(cls, entry: Entry) -> dict[str, Any]:
+        """Each checkpoint's per-input shares of [CLS] and [SEP], kept at each trajectory point."""
+        return checkpoint_units(entry)
 
     @classmethod
     def metrics(cls, entry: Entry) -> list[Metric]:

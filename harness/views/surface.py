@@ -33,22 +33,15 @@ from harness.views.base import (
     per_pair_results,
     register_view,
 )
+from harness.views.drawing import draw_side_by_side_grids, panels_for, scatter_by_layer
 from harness.views.evidence import Evidence, StoredUnits, UnitSums, best_above, resampled_verdict
+from harness.views.markdown import markdown_table
 from harness.views.metrics import Metric
+from harness.views.palette import checkpoint_colour
 from harness.views.papers import KOVALEVA_TASKS, expected_for
+from harness.views.saving import save
 from harness.views.seeds import elementwise
-from harness.views.style import (
-    checkpoint_colour,
-    checkpoint_title,
-    draw_side_by_side_grids,
-    markdown_table,
-    panels_for,
-    run_title,
-    save,
-    scatter_by_layer,
-    suptitle,
-    titled_pairs,
-)
+from harness.views.titles import checkpoint_title, run_title, suptitle, titled_pairs
 
 # Statistic name -> how it is shown in tables and figures.
 STATISTICS = {

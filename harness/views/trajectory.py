@@ -30,8 +30,11 @@ from matplotlib.ticker import MaxNLocator
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.views.across_tasks import study_title, task_colour
 from harness.views.evidence import RESAMPLES, SEED, UnitSums, resampled_verdict
-from harness.views.style import CHECKPOINT_COLOURS, GREY, markdown_table, plt, run_title, save, suptitle
+from harness.views.markdown import markdown_table
+from harness.views.palette import CHECKPOINT_COLOURS, GREY
+from harness.views.saving import plt, save
 from harness.views.summary import summary_metrics
+from harness.views.titles import run_title, suptitle
 from tasks.spec import METRICS_BY_KIND
 
 TO_FINAL = "to_final"  # each point's comparison with the fine-tuned model (the cosine to the final maps)

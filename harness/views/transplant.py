@@ -30,20 +30,14 @@ import numpy as np
 from harness.results.checkpoints import MAIN_PAIR
 from harness.views.across_tasks import study_title
 from harness.views.base import Claim, Entry, PaperPoint, Row, View, pair_name, per_pair_results, register_view
+from harness.views.drawing import draw_head_grid, panels_for
 from harness.views.evidence import Evidence, described
+from harness.views.markdown import markdown_table
 from harness.views.metrics import BOUNDS, Metric
+from harness.views.palette import GREY, OKABE_ITO
+from harness.views.saving import plt, save
 from harness.views.seeds import elementwise, spread
-from harness.views.style import (
-    GREY,
-    OKABE_ITO,
-    draw_head_grid,
-    markdown_table,
-    panels_for,
-    plt,
-    run_title,
-    save,
-    suptitle,
-)
+from harness.views.titles import run_title, suptitle
 
 ANALYSIS = "transplant"
 ALPHA = 0.05  # the family-wise error rate of Holm's correction and of the simultaneous intervals

@@ -39,24 +39,15 @@ from harness.views.base import (
     per_pair_results,
     register_view,
 )
+from harness.views.drawing import draw_side_by_side_grids, panels_for, scatter_by_layer
 from harness.views.evidence import RESAMPLES, Evidence, StoredUnits, best_of_many_words
+from harness.views.markdown import markdown_table
 from harness.views.metrics import Metric, chosen
+from harness.views.palette import checkpoint_colour
+from harness.views.saving import save
 from harness.views.seeds import elementwise
-from harness.views.style import (
-    axes_title,
-    checkpoint_colour,
-    checkpoint_title,
-    difference_title,
-    draw_side_by_side_grids,
-    markdown_table,
-    panels_for,
-    run_title,
-    save,
-    scatter_by_layer,
-    suptitle,
-    titled_pairs,
-)
 from harness.views.surface import label_change_table
+from harness.views.titles import axes_title, checkpoint_title, difference_title, run_title, suptitle, titled_pairs
 
 # Statistic name -> how it is shown; each behaviour's label is named as its statistic.
 STATISTICS = {

@@ -24,7 +24,7 @@ from mlflow.tracking import MlflowClient
 import harness.results.store
 import harness.run.engine
 import harness.study.executors
-import harness.views.style
+import harness.views.saving
 from harness.cli import main
 from tasks.files import atomic_path
 
@@ -57,7 +57,7 @@ HOOKS: dict[str, tuple[Any, str]] = {
     "results": (harness.results.store, "atomic_write_bytes"),
     "mlflow": (MlflowClient, "log_batch"),
     "study": (harness.study.executors, "run_pipeline"),  # a study between its (task, seed) runs
-    "figures": (harness.views.style, "atomic_path"),  # saving a figure (PNG, then its vector copies)
+    "figures": (harness.views.saving, "atomic_path"),  # saving a figure (PNG, then its vector copies)
 }
 REPLACEMENTS: dict[str, Callable] = {"results": torn_write, "figures": killed_before_rename}
 

@@ -69,7 +69,7 @@ def bert_base_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[
         *("--max-dev-examples", "16", "--max-corpus-items", "6", "--probe-train-sentences", "16", "--max-length", "64"),
         *PNG_ONLY,
     )
-    figure_checks, collected = logging.getLogger("harness.views.style"), Collected()
+    figure_checks, collected = logging.getLogger("harness.views.saving"), Collected()
     figure_checks.addHandler(collected)
     try:
         assert main(argv) == 0

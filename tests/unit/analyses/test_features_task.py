@@ -14,7 +14,7 @@ from harness.inputs.batches import AttentionBatch
 from harness.inputs.encoding import encode_examples
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.views.features_task import TaskFeaturesView
-from harness.views.style import plt
+from harness.views.saving import plt
 from tasks.examples import Example
 from tasks.registry import get_task
 from tasks.tagging import TaggedToken, tagger_identity
@@ -97,7 +97,7 @@ def test_each_figure_title_says_the_inputs_once(tiny_tokenizer, tmp_path, monkey
     entry = {"pairs": [[PRETRAINED, FINETUNED]], "result": finish(uniform_features(tiny_tokenizer))}
     closed = []
     monkeypatch.setattr(plt, "close", closed.append)  # keep the figures to read their titles
-    with caplog.at_level(logging.WARNING, logger="harness.views.style"):
+    with caplog.at_level(logging.WARNING, logger="harness.views.saving"):
         files = TaskFeaturesView.draw(entry, {"model": "tiny", "task": "sst2"}, tmp_path)
     monkeypatch.undo()
     titles = {path.name: " ".join(figure.get_suptitle().split()) for path, figure in zip(files, closed)}

@@ -19,7 +19,7 @@ from harness.results.store import FileHashes
 from harness.views.evidence import UnitSums
 from harness.views.metrics import values
 from harness.views.patterns import PatternsView, draw_proportions
-from harness.views.style import plt
+from harness.views.saving import plt
 from tasks.examples import Example
 from tests.fixtures import analysis_context, finish, run_analysis, stream
 
@@ -150,7 +150,7 @@ def test_value_labels_sit_above_the_corrected_intervals_not_on_them(tmp_path, mo
     }  # intervals reaching well above the bars
     closed = []
     monkeypatch.setattr(plt, "close", closed.append)  # keep the figure to read its labels
-    with caplog.at_level(logging.WARNING, logger="harness.views.style"):
+    with caplog.at_level(logging.WARNING, logger="harness.views.saving"):
         draw_proportions(proportions, corrected, tmp_path / "shares.png", title="tiny on test: patterns")
     monkeypatch.undo()
     (figure,) = closed

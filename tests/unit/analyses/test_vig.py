@@ -23,8 +23,8 @@ from harness.inputs.encoding import batched, encode_examples
 from harness.model.loading import load_tokenizer
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.views.metrics import changes, values
+from harness.views.saving import figure_formats, plt
 from harness.views.seeds import spread
-from harness.views.style import figure_formats, plt
 from harness.views.vig import NOT_DEFINED, STATISTICS, VigView
 from tasks.examples import Example
 from tests.fixtures import analysis_context, finish, run_analysis, stream, tiny_bert
@@ -352,7 +352,7 @@ def test_a_single_sentence_task_says_nothing_of_the_other_sentence(single_entry,
     counts, strongest = VigView.overview_rows({"vig": single_entry}, {"model": "tiny", "task": "sst2"})
     assert counts[1].split(" / ")[1] == "not defined" and strongest[1:3] == (NOT_DEFINED, NOT_DEFINED)
     assert NOT_DEFINED == "not defined: one sentence per example"
-    with caplog.at_level(logging.WARNING, logger="harness.views.style"):
+    with caplog.at_level(logging.WARNING, logger="harness.views.saving"):
         files, titles = drawn_panels(single_entry, tmp_path, monkeypatch)
     assert caplog.records == []
     assert files == ["vig_by_layer.png", *(f"vig_heads_{name}.png" for name in STATISTICS if name != CROSS)]
@@ -437,7 +437,7 @@ def test_a_study_draws_no_other_sentence_line_for_a_single_sentence_task(
     }
     closed = []
     monkeypatch.setattr(plt, "close", closed.append)
-    with caplog.at_level(logging.WARNING, logger="harness.views.style"):
+    with caplog.at_level(logging.WARNING, logger="harness.views.saving"):
         VigView.draw_study({"model": "tiny", "tasks": tasks}, tmp_path)
     monkeypatch.undo()
     (figure,) = closed

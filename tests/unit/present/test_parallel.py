@@ -14,15 +14,15 @@ from harness.present.parallel import ENOUGH_PIECES, cores, drawing_processes, dr
 
 
 def test_pieces_come_back_in_order_with_their_errors_and_warnings(caplog):
-    warn = logging.getLogger("harness.views.style").warning
+    warn = logging.getLogger("harness.views.saving").warning
     pieces = [partial(eval, "2 + 3"), partial(int, "x"), partial(warn, "figure %s: %s", "a.png", "overlap")]
-    with caplog.at_level(logging.WARNING, logger="harness.views.style"), drawn(pieces, 2) as results:
+    with caplog.at_level(logging.WARNING, logger="harness.views.saving"), drawn(pieces, 2) as results:
         assert results[0]() == 5
         with pytest.raises(ValueError, match="invalid literal"):
             results[1]()
         assert results[2]() is None
     assert [(record.name, record.getMessage()) for record in caplog.records] == [
-        ("harness.views.style", "figure a.png: overlap")
+        ("harness.views.saving", "figure a.png: overlap")
     ]
 
 
@@ -33,7 +33,8 @@ import sys
 from functools import partial
 import torch
 from harness.present.parallel import drawn
-from harness.views.style import figure_formats, model_tokens, own_tokens
+from harness.views.saving import figure_formats
+from harness.views.tokens import model_tokens, own_tokens
 loaded = "'torch' in __import__('sys').modules"
 pieces = [partial(eval, loaded), partial(own_tokens, "[CLS] x"), partial(eval, loaded)]
 with model_tokens({"[CLS]": "<s>"}), figure_formats(("png", "svg")), drawn(pieces, 2) as results:

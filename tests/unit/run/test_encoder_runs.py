@@ -19,10 +19,10 @@ pytestmark = pytest.mark.slow  # a whole tiny run per architecture
 
 
 def test_a_default_run_analyses_and_draws_every_architecture(architecture_dir, tiny_data, tmp_path, capsys, caplog):
-    with caplog.at_level(logging.WARNING, logger="harness.views.style"):  # the figures' layout checks
+    with caplog.at_level(logging.WARNING, logger="harness.views.saving"):  # the figures' layout checks
         argv = tiny_run_arguments(architecture_dir, tiny_data, tmp_path, "--ablation", "on", "--transplant", "on")
         assert main([*argv, *PNG_ONLY]) == 0
-    assert [record.getMessage() for record in caplog.records if record.name == "harness.views.style"] == []
+    assert [record.getMessage() for record in caplog.records if record.name == "harness.views.saving"] == []
     out = capsys.readouterr().out
     assert not [line for line in out.splitlines() if line.startswith("skipped ")]
     (summary_path,) = (tmp_path / "out").glob("*/summary.json")

@@ -444,9 +444,9 @@ def test_ablate_adds_the_ablation_to_the_run_and_recomputes_nothing_else(
     stored = snapshot(tmp_path / "out" / "store")
     (figures,) = (tmp_path / "out").glob("*/figures")
     drawn = snapshot(figures)
-    with caplog.at_level(logging.WARNING, logger="harness.views.style"):
+    with caplog.at_level(logging.WARNING, logger="harness.views.saving"):
         assert main(["ablate", *argv[1:]]) == 0
-    assert [record.getMessage() for record in caplog.records if record.name == "harness.views.style"] == []
+    assert [record.getMessage() for record in caplog.records if record.name == "harness.views.saving"] == []
     printed = capsys.readouterr().out
     assert "ablation (finetuned): intact dev accuracy" in printed and "pruning: heads pruned before" in printed
     after = snapshot(tmp_path / "out" / "store")
@@ -480,11 +480,11 @@ def test_ablate_adds_the_ablation_to_the_run_and_recomputes_nothing_else(
 
 def test_every_figure_is_drawn_as_png_and_pdf_without_clipped_or_overlapping_text(finished, tmp_path, caplog):
     """Every figure of every analysis, redrawn from the stored summary: each PNG has a PDF with
-    its fonts embedded, and the checks (`harness.views.style.figure_problems`: layout, colour-blind-safe
+    its fonts embedded, and the checks (`harness.views.figure_checks.figure_problems`: layout, colour-blind-safe
     colours, checkpoint wording) find nothing."""
     root, _ = finished
     (summary,) = summaries(root).values()
-    with caplog.at_level(logging.WARNING, logger="harness.views.style"):
+    with caplog.at_level(logging.WARNING, logger="harness.views.saving"):
         written = redraw(summary, tmp_path, force=True, formats=("png", "pdf"))
     pngs = [path for path in written if path.suffix == ".png"]
     assert len(pngs) > 20 and {path.with_suffix(".pdf") for path in pngs} <= set(written)
@@ -500,7 +500,7 @@ def test_figures_drawn_in_two_processes_are_those_drawn_in_one(finished, tmp_pat
     the figure checks in either."""
     root, _ = finished
     (summary,) = summaries(root).values()
-    with caplog.at_level(logging.WARNING, logger="harness.views.style"):
+    with caplog.at_level(logging.WARNING, logger="harness.views.saving"):
         one, two = (redraw(summary, tmp_path / str(count), force=True, processes=count) for count in (1, 2))
     assert [path.relative_to(tmp_path / "1") for path in one] == [path.relative_to(tmp_path / "2") for path in two]
     assert len(one) > 20 and caplog.records == []

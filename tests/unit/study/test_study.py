@@ -153,7 +153,7 @@ def study_of(tasks: list[str], layers: int = 2, heads: int = 3) -> dict:
 
 
 def test_cross_task_figures_and_tables_are_drawn_from_the_study_alone(tmp_path, caplog):
-    with caplog.at_level(logging.WARNING, logger="harness.views.style"):
+    with caplog.at_level(logging.WARNING, logger="harness.views.saving"):
         files = draw_study(study_of(["rte", "mrpc", "stsb", "sst2"]), tmp_path, formats=("png", "pdf"))
     assert not caplog.records, [record.getMessage() for record in caplog.records]  # layout, colours, wording
     names = {path.name for path in files}

@@ -9,7 +9,7 @@ from matplotlib.colors import to_hex
 from harness.results.checkpoints import FINETUNED
 from harness.views import trajectory as trajectory_view
 from harness.views.evidence import UnitSums
-from harness.views.style import CHECKPOINT_COLOURS
+from harness.views.palette import CHECKPOINT_COLOURS
 from harness.views.trajectory import EARLY, cosine_before_dev, half_way, score_label, share_early, study_series
 from tasks.metrics import metric_rows
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import logging
 
 from harness.views.cka import CkaTextView, CkaView
+from harness.views.saving import figure_formats
 from harness.views.seeds import elementwise, spread
-from harness.views.style import figure_formats
 from harness.views.transplant import TransplantView
 
 
@@ -41,7 +41,7 @@ def task_entry(layers: int, offset: float) -> dict:
 
 def test_the_transplant_is_drawn_beside_each_layers_change_one_panel_per_task(tmp_path, caplog):
     study = {"model": "minilm", "tasks": {"rte": task_entry(6, 0.0), "sst2": task_entry(6, 0.02)}}
-    with caplog.at_level(logging.WARNING, logger="harness.views.style"), figure_formats(("png", "pdf")):
+    with caplog.at_level(logging.WARNING, logger="harness.views.saving"), figure_formats(("png", "pdf")):
         paths = [
             *TransplantView.draw_study(study, tmp_path),
             *CkaView.draw_study(study, tmp_path),

@@ -1,0 +1,200 @@
+"""Drawing primitives shared by the views: head heatmaps (heads on x, layers on y, layer 1 at
+the top, 1-indexed as in both papers; side by side or in rows, with difference panels), lines and
+Clark's per-head dots over layers, and grids of panels.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from matplotlib.ticker import ScalarFormatter
+
+from harness.views.grid_layout import lay_out_grid
+from harness.views.palette import DIFFERENCE_MAP
+from harness.views.saving import DPI, plt, save
+from harness.views.titles import difference_title, suptitle, wrapped
+
+
+def style_head_axes(
+    axes: plt.Axes, layers: int, heads: int, title: str, tick_size: float | None = None, title_size: float = 9
+) -> None:
+    """Ticks 1..heads on x and 1..layers on y (layer 1 at the top), axis labels and a title (at
+    the panel's top, where matplotlib would place it over fixed ticks: placed, it is not measured
+    against the axes' tick labels at each drawing)."""
+    axes.set_xticks(range(heads), [str(h + 1) for h in range(heads)], fontsize=tick_size)
+    axes.set_yticks(range(layers), [str(layer + 1) for layer in range(layers)], fontsize=tick_size)
+    axes.set_xlabel("head")
+    axes.set_ylabel("layer")
+    axes.set_title(title, fontsize=title_size, y=1.0)
+
+
+def draw_head_grid(
+    values: Sequence[Sequence[float]],
+    path: Path,
+    *,
+    title: str,
+    colorbar_label: str,
+    vmin: float | None = None,
+    vmax: float | None = None,
+    cmap: str = "viridis",
+) -> Path:
+    """One heatmap with heads on the x axis and layers on the y axis (layer 1 at the top)."""
+    return draw_side_by_side_grids(
+        {"": values}, path, title=title, colorbar_label=colorbar_label, vmin=vmin, vmax=vmax, cmap=cmap
+    )
+
+
+def draw_layer_lines(
+    series: dict[str, Sequence[float]],
+    path: Path,
+    *,
+    title: str,
+    ylabel: str,
+) -> Path:
+    """One line per series over layers (1-indexed)."""
+    figure, axes = plt.subplots(figsize=(5, 3.4))
+    for label, values in series.items():
+        layers = np.arange(1, len(values) + 1)
+        axes.plot(layers, values, marker="o", label=label)
+        axes.set_xticks(layers)
+    axes.set_xlabel("layer")
+    axes.set_ylabel(ylabel)
+    axes.set_title(wrapped(title, 3.6), fontsize=9)
+    axes.grid(alpha=0.3)
+    axes.legend(fontsize=8)
+    return save(figure, path)
+
+
+def scatter_by_layer(
+    axes: plt.Axes,
+    per_head: Sequence[Sequence[float]],
+    color: str,
+    label: str,
+    *,
+    band: tuple[int, int] = (0, 1),
+    linestyle: str = "-",
+    marker: str = "o",
+) -> None:
+    """Clark's style: one dot per head at its layer, and a line through the layer means.
+    ``band`` (index, count): series overlaid on one panel put their dots side by side within
+    each layer's slot, so that none hides another."""
+    grid = np.asarray(per_head, dtype=float)
+    layers = np.arange(1, grid.shape[0] + 1)
+    index, count = band
+    width = 0.36 / count
+    jitter = np.linspace(-0.18 + index * width, -0.18 + (index + 1) * width, grid.shape[1])
+    axes.scatter(
+        (layers[:, None] + jitter[None, :]).ravel(),
+        grid.ravel(),
+        s=9,
+        color=color,
+        alpha=0.45,
+        marker=marker,
+        linewidths=0,
+    )
+    axes.plot(layers, grid.mean(axis=1), color=color, marker=marker, linestyle=linestyle, label=label)
+    axes.set_xticks(layers)
+    axes.grid(alpha=0.3)
+
+
+def panel_grid(
+    rows: int, columns: int, *, sharey: str | bool = "row", layout: str | None = None
+) -> tuple[plt.Figure, np.ndarray]:
+    """A rows x columns grid of panels; ``layout="constrained"`` for figures with a colour bar
+    shared by panels (see `save`)."""
+    figure, axes = plt.subplots(
+        rows, columns, figsize=(4.2 * columns, 2.6 * rows + 0.6), sharey=sharey, squeeze=False, layout=layout
+    )
+    return figure, axes
+
+
+def panels_for(count: int, columns: int = 2, layout: str | None = None) -> tuple[plt.Figure, list[plt.Axes]]:
+    """``count`` panels, ``columns`` to a row, as a flat list (spare cells of the last row removed)."""
+    rows = -(-count // columns)
+    figure, axes = panel_grid(rows, min(columns, count), sharey=False, layout=layout)
+    for spare in axes.ravel()[count:]:
+        spare.remove()
+    return figure, list(axes.ravel()[:count])
+
+
+def draw_side_by_side_grids(
+    grids: dict[str, Sequence[Sequence[float]]],
+    path: Path,
+    *,
+    title: str,
+    colorbar_label: str,
+    differences: Sequence[tuple[str, str]] = (),
+    vmin: float | None = None,
+    vmax: float | None = None,
+    cmap: str = "viridis",
+) -> Path:
+    """One row of head heatmaps (`draw_grid_rows` with a single row)."""
+    return draw_grid_rows(
+        {"": grids},
+        path,
+        title=title,
+        colorbar_label=colorbar_label,
+        differences=differences,
+        vmin=vmin,
+        vmax=vmax,
+        cmap=cmap,
+    )
+
+
+def draw_grid_rows(
+    rows: dict[str, dict[str, Sequence[Sequence[float]]]],
+    path: Path,
+    *,
+    title: str,
+    colorbar_label: str,
+    differences: Sequence[tuple[str, str]] = (),
+    vmin: float | None = None,
+    vmax: float | None = None,
+    cmap: str = "viridis",
+) -> Path:
+    """Head heatmaps (heads on x, layers on y, layer 1 on top): one row per entry of ``rows``
+    (row label -> panel title -> (layers, heads) grid, the same panel titles in every row),
+    sharing one colour scale that spans the values unless ``vmin``/``vmax`` fix it; then, per
+    (before, after) pair of panel titles in ``differences``, a panel of after minus before on a
+    diverging scale centred on 0 with its own colour bar, so small changes stay visible."""
+    arrays = {
+        row: {name: np.asarray(grid, dtype=float) for name, grid in panels.items()} for row, panels in rows.items()
+    }
+    changes = {
+        row: {difference_title(before, after): panels[after] - panels[before] for before, after in differences}
+        for row, panels in arrays.items()
+    }
+    values = [grid for panels in arrays.values() for grid in panels.values()]
+    layers, heads = values[0].shape
+    per_row = len(values) // len(arrays)  # the grids of a row, before its difference panels
+    columns = per_row + len(differences)
+    # a quarter inch per cell; small models still get panels wide and tall enough for their labels
+    panel_size = (max(0.26 * heads + 0.1, 1.7), max(0.26 * layers + 0.35, 1.5))
+    figure = plt.figure(dpi=DPI)  # measured (`lay_out_grid`) as it is drawn
+    axes = np.array([[figure.add_axes((0, 0, 1, 1)) for _ in range(columns)] for _ in arrays])
+    bar_length = len(arrays) * (panel_size[1] + 0.7) - 0.6
+    scale = {
+        "vmin": min(g.min() for g in values) if vmin is None else vmin,
+        "vmax": max(g.max() for g in values) if vmax is None else vmax,
+        "cmap": cmap,
+    }
+    limit = max((float(np.abs(g).max()) for panels in changes.values() for g in panels.values()), default=0.0) or 1.0
+    change_scale = {"vmin": -limit, "vmax": limit, "cmap": DIFFERENCE_MAP}  # symmetric: white is no change
+    for panels, (row, grids) in zip(axes, arrays.items()):
+        for column, (name, grid, kind) in enumerate(
+            [*((n, g, scale) for n, g in grids.items()), *((n, g, change_scale) for n, g in changes[row].items())]
+        ):
+            panels[column].imshow(grid, aspect="auto", **kind)
+            title_text = wrapped(f"{row}: {name}" if row else name, panel_size[0] + 0.5)
+            style_head_axes(panels[column], layers, heads, title_text, tick_size=7)
+    groups = [(per_row, figure.add_axes((0, 0, 1, 1)))]
+    label = wrapped(colorbar_label, bar_length, fontsize=10)
+    shared = figure.colorbar(axes[0, 0].images[0], cax=groups[0][1], label=label)
+    shared.formatter = ScalarFormatter(useOffset=False)  # values near 1 stay readable, no "+9.999e-1"
+    if differences:
+        groups.append((len(differences), figure.add_axes((0, 0, 1, 1))))
+        figure.colorbar(axes[0, -1].images[0], cax=groups[1][1], label="change")
+    lay_out_grid(figure, axes, groups, panel_size, lambda sized: suptitle(sized, title))
+    return save(figure, path)
