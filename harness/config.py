@@ -15,11 +15,13 @@ under a second.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, replace
+import typing
+from collections.abc import Iterable
+from dataclasses import Field, dataclass, field, fields, replace
 from pathlib import Path
-from typing import ClassVar
+from typing import Any, ClassVar, TypeVar
 
-from harness.options import Flags, existing, option, require
+from harness.options import Flags, existing, option, refield, require
 from harness.recipes import AUTO_RECIPE, RECIPES, RECIPES_HELP, recipe_name
 from tasks.corpora import CORPORA, Corpus, get_corpus
 from tasks.errors import InputError
@@ -35,21 +37,8 @@ DEFAULT_FIGURE_FORMATS = ("png",)
 
 DEFAULT_MODEL = "bert-base-uncased"
 DEFAULT_TRACKING_URI = "sqlite:///mlruns/mlflow.db"
-# --quick: dev examples compared and corpus segments, treebank sentences and coreference
-# documents, probe training sentences, the relation count a dependency needs to be scored,
-# the dev examples the ablation scores, and those of each split the dev metrics score.
-QUICK = {
-    "max_eval_examples": 64,
-    "max_corpus_items": 100,
-    "probe_train_sentences": 200,
-    "syntax_min_count": 20,
-    "ablation_examples": 64,
-    "max_dev_examples": 256,
-}
-QUICK_SIZES = ", ".join(f"{name} {size}" for name, size in QUICK.items())
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 WORD_ATTENTION_FROM = ("mean", "first")
-PROBE_INITS = ("zeros", "glorot")
 ABLATION_CHOICES = ("auto", "on", "off")
 MAX_EPOCHS = 10_000  # more is a mistyped number (1e308 overflowed the Trainer's step count after the model loaded)
 SEEDS = 2**32  # NumPy's seeds, which transformers' set_seed seeds too, are below 2**32
@@ -233,7 +222,9 @@ class AnalysisConfig(Flags):
         "analyses to run (default: all registered but cosine_padded, "
         "Kovaleva's padded-map protocol, which runs only when named)",
     )
-    max_eval_examples: int = option(1000, "seeded sample of the dev set to compare (Kovaleva et al.: 1000)", minimum=1)
+    max_eval_examples: int = option(
+        1000, "seeded sample of the dev set to compare (Kovaleva et al.: 1000)", minimum=1, quick=64
+    )
     eval_batch_size: int = option(16, "batch size of the comparison's forward passes", minimum=1)
     analysis_seed: int = option(
         42,
@@ -258,22 +249,13 @@ class AnalysisConfig(Flags):
     syntax_train_data: Path | None = option(
         None, "probe training treebank (default: the --syntax-data file with 'train' for 'dev')"
     )
-    syntax_min_count: int = option(
-        100, "drop dependency relations with fewer scored dependents (Clark et al.: 100)", minimum=1
-    )
     probe_train_sentences: int = option(
         2000,
         "seeded sample of training sentences for the attention probes "
         "(0: the whole training treebank, as Clark et al.)",
         minimum=0,
         because="0: the whole training treebank",
-    )
-    probe_init: str = option(
-        "zeros",
-        "probe initialisation: zeros = every head's weight 0 and the ROOT mix 1 (all "
-        "heads start equal), linear maps at PyTorch's defaults; glorot = Clark et al.'s "
-        "code (TensorFlow's default): every weight Glorot-uniform, biases 0",
-        choices=PROBE_INITS,
+        quick=200,
     )
     coref_data: Path | None = option(
         None,
@@ -298,17 +280,12 @@ class AnalysisConfig(Flags):
         "attention from a split word: mean of its sub-tokens, or the first (Clark et al.'s code)",
         choices=WORD_ATTENTION_FROM,
     )
-    pattern_weights: Path | None = option(
-        None, "attention-pattern classifier weights from `python -m classifier train` (default: the shipped weights)"
-    )
-    clustering_tokens_per_example: int = option(
-        2, "tokens sampled per example for the Jensen-Shannon head distances", flag="--clustering-tokens", minimum=1
-    )
     max_corpus_items: int | None = option(
         None,
         "seeded sample of at most N treebank sentences (syntax and probe "
         "dev) and coreference documents (default: all, as the papers)",
         minimum=1,
+        quick=100,
     )
     ablation: str = option(
         "auto",
@@ -329,12 +306,14 @@ class AnalysisConfig(Flags):
         None,
         "seeded sample of the main dev split that the ablation and the transplant score (default: all of it)",
         minimum=2,
+        quick=64,
     )
     max_dev_examples: int | None = option(
         None,
         "seeded sample of at most N examples of each evaluation split that "
         "the dev metrics score (default: all, as the papers)",
         minimum=1,
+        quick=256,
     )
     trajectory_analyses: list[str] | None = option(
         None,
@@ -342,17 +321,17 @@ class AnalysisConfig(Flags):
         f"(default: {' '.join(DEFAULT_TRAJECTORY_ANALYSES)}: one pass over the dev sample, and what the study's "
         "findings on when attention changes read); all: every analysis of the run but the ablation",
     )
-    quick: bool = option(
-        False,
-        f"a quick look: caps every source ({QUICK_SIZES}) so that every analysis runs "
-        "in minutes; the sizes used are recorded with the results",
-    )
+    quick: bool = option(False, "")  # its help names every cap, the analyses' own too (`quick_help`)
 
     def __post_init__(self) -> None:
         super().__post_init__()
         cls = AnalysisConfig
+        for part in ANALYSIS_SETTINGS.values():  # each analysis's own checks (a file that must exist), as checked
+            checked = part.of(self)
+            for item in fields(part):
+                setattr(self, item.name, getattr(checked, item.name))
         if self.quick:  # caps, so a smaller size given with --quick is kept
-            for name, cap in QUICK.items():
+            for name, cap in quick_caps(fields(self)).items():
                 value = getattr(self, name)
                 unbounded = value is None or (name == "probe_train_sentences" and value == 0)
                 setattr(self, name, cap if unbounded else min(value, cap))
@@ -370,7 +349,69 @@ class AnalysisConfig(Flags):
         self.syntax_data = existing(cls, "syntax_data", self.syntax_data)
         self.syntax_train_data = existing(cls, "syntax_train_data", self.syntax_train_data)
         self.coref_data = existing(cls, "coref_data", self.coref_data, "path")
-        self.pattern_weights = existing(cls, "pattern_weights", self.pattern_weights)
+
+
+Part = TypeVar("Part", bound="Settings")
+
+
+class Settings(Flags):
+    """An analysis's own settings: a dataclass of `option` fields in the module of its view (which the
+    command line imports without torch), registered with `analysis_settings`. Its fields become
+    `AnalysisConfig`'s, after the shared ones, so each is a flag, a key of a settings file, an MLflow
+    param and a key of config.json as a shared setting is; the analysis reads them, typed, with `of`."""
+
+    @classmethod
+    def of(cls: type[Part], config: AnalysisConfig) -> Part:
+        """These settings as ``config`` holds them, checked by their own class (a file that must exist)."""
+        return cls(**{item.name: getattr(config, item.name) for item in fields(cls)})  # type: ignore[arg-type]
+
+
+SHARED_SETTINGS = fields(AnalysisConfig)  # the settings every analysis may read; each one's own come after
+SHARED_TYPES = typing.get_type_hints(AnalysisConfig)
+ANALYSIS_SETTINGS: dict[str, type[Settings]] = {}  # "module.Class" -> an analysis's own settings, as registered
+QUICK_HELP = (
+    "a quick look: caps every source ({}) so that every analysis runs in minutes; the sizes used are "
+    "recorded with the results"
+)
+
+
+def quick_caps(items: Iterable[Field[Any]]) -> dict[str, int]:
+    """The cap ``--quick`` puts on each of the fields ``items`` that declares one (`option`'s ``quick``)."""
+    return {item.name: item.metadata["quick"] for item in items if item.metadata.get("quick") is not None}
+
+
+def analysis_settings(part: type[Part]) -> type[Part]:
+    """Class decorator of an analysis's `Settings`: its fields become `AnalysisConfig`'s; a name
+    that another analysis's settings or a shared setting has is refused."""
+    key = f"{part.__module__}.{part.__qualname__}"  # the same class imported again replaces itself
+    taken = {item.name: "a shared setting" for item in SHARED_SETTINGS} | {
+        item.name: name for name, other in ANALYSIS_SETTINGS.items() if name != key for item in fields(other)
+    }
+    for item in fields(part):
+        if item.name in taken:
+            raise TypeError(f"{key}.{item.name}: {taken[item.name]} has this name; name the setting after the analysis")
+    ANALYSIS_SETTINGS[key] = part
+    assemble_analysis_config()
+    return part
+
+
+def assemble_analysis_config() -> None:
+    """`AnalysisConfig`, in place: the shared settings, then those of `ANALYSIS_SETTINGS` in the
+    order they were registered, and last ``--quick``, whose help names every cap."""
+    types = dict(SHARED_TYPES)
+    own = []
+    for part in ANALYSIS_SETTINGS.values():
+        types |= typing.get_type_hints(part)
+        own += fields(part)
+    shared = [item for item in SHARED_SETTINGS if item.name != "quick"]
+    sizes = ", ".join(f"{name} {cap}" for name, cap in quick_caps([*shared, *own]).items())
+    quick = field(default=False, metadata={"help": QUICK_HELP.format(sizes)})
+    quick.name = "quick"
+    refield(AnalysisConfig, [*shared, *own, quick], types)
+
+
+assemble_analysis_config()
+QUICK = quick_caps(SHARED_SETTINGS)  # the shared sizes' caps (dev, corpus, probe, ablation and dev-metric samples)
 
 
 @dataclass

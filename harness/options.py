@@ -11,6 +11,7 @@ name without '/', two fields together) are the dataclass's own, with `require` a
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import Field, dataclass, field, fields
 from pathlib import Path
 from typing import Any, cast
@@ -75,13 +76,15 @@ def option(
     required: bool = False,
     positional: bool = False,
     values_optional: bool = False,
+    quick: int | None = None,
 ) -> Any:
     """A dataclass field with the metadata the CLI and the checks are generated from: its help,
     its flag (``positional``: an optional argument without a flag, shown as ``flag``), the
     ``choices`` it takes, or its range (`Bounds`: ``minimum``, ``above``, ``below``, with the
     ``unit`` and the reason, ``because``, that the error adds; a list's range is each value's).
     ``values_optional``: a list flag that may be given alone (an empty list: the dataclass
-    gives its defaults). None, a value not given, is not checked."""
+    gives its defaults). ``quick``: the cap ``--quick`` puts on a size (`harness.config.quick_caps`).
+    None, a value not given, is not checked."""
     given = (minimum, above, below) != (None, None, None)
     bounds = Bounds(minimum, above, below, unit, because) if given else None
     metadata = {
@@ -92,6 +95,7 @@ def option(
         "required": required,
         "positional": positional,
         "values_optional": values_optional,
+        "quick": quick,
     }
     if isinstance(default, list):
         return field(default_factory=lambda: list(default), metadata=metadata)
@@ -161,3 +165,22 @@ class Flags:
             problem = declared_problem(item, getattr(self, item.name))
             if problem is not None:
                 raise flag_error(type(self), item.name, *problem)
+
+
+# What `dataclasses.dataclass` writes into a class, removed before it writes them again (`refield`).
+GENERATED = ("__init__", "__repr__", "__eq__", "__match_args__", "__dataclass_fields__", "__dataclass_params__")
+
+
+def refield(cls: type, items: Sequence[Field[Any]], types: dict[str, Any]) -> None:
+    """Make dataclass ``cls`` one of exactly the fields ``items`` (their types in ``types``), in
+    place: the class every module imported keeps its identity, and gains fields declared
+    elsewhere (`harness.config.analysis_settings`)."""
+    for name in [*getattr(cls, "__dataclass_fields__", {}), *GENERATED]:
+        if name in cls.__dict__:
+            delattr(cls, name)
+    cls.__annotations__ = {item.name: types[item.name] for item in items}
+    for item in items:
+        setattr(
+            cls, item.name, field(default=item.default, default_factory=item.default_factory, metadata=item.metadata)
+        )
+    dataclass(cls)

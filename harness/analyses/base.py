@@ -32,7 +32,7 @@ import torch
 from transformers import PretrainedConfig
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
-from harness.config import AnalysisConfig
+from harness.config import AnalysisConfig, Settings
 from harness.inputs.batches import AttentionBatch, EncodedBatch
 from harness.model.forward import Interventions
 from harness.registry import registrar
@@ -103,8 +103,9 @@ class Analysis(ABC):
     change, and stored results of other versions are recomputed), ``source`` (the
     text it reads), ``needs`` (`ATTENTION`, `GRADIENTS`, `GATE_GRADIENTS`, `INTERVENES`, `LOGITS`,
     `VALUE_NORMS`, `HIDDEN_STATES`), ``joint``, ``uses_head`` (the
-    result depends on the classification head, not only the encoder), ``settings_used``
-    (the `AnalysisConfig` fields its result depends on), ``reference`` (the papers' numbers
+    result depends on the classification head, not only the encoder), ``settings`` (its own
+    `harness.config.Settings`, declared in its view's module; its result depends on each),
+    ``settings_used`` (the shared `AnalysisConfig` fields its result depends on), ``reference`` (the papers' numbers
     and protocol constants shown beside ours, copied into the summary entry),
     ``on_by_default`` (False: it runs only when ``--analyses`` names it), ``per_input_scores``
     (it scores one prediction per input: a tagging task, with one per word, leaves it out).
@@ -117,6 +118,7 @@ class Analysis(ABC):
     needs: ClassVar[frozenset[str]] = frozenset({ATTENTION})
     joint: ClassVar[bool] = False
     uses_head: ClassVar[bool] = False
+    settings: ClassVar[type[Settings] | None] = None
     settings_used: ClassVar[tuple[str, ...]] = ()
     reference: ClassVar[dict[str, Any]] = {}
     on_by_default: ClassVar[bool] = True  # False: a compatibility protocol that runs only when named
@@ -153,9 +155,9 @@ class Analysis(ABC):
     @classmethod
     def settings_identity(cls, settings: AnalysisConfig, hashes: FileHashes) -> dict[str, Any]:
         """The settings the result depends on, with files replaced by their content hashes."""
-        values = {
-            item.name: getattr(settings, item.name) for item in fields(settings) if item.name in cls.settings_used
-        }
+        own = fields(cls.settings) if cls.settings is not None else ()
+        used = {*cls.settings_used, *(item.name for item in own)}
+        values = {item.name: getattr(settings, item.name) for item in fields(settings) if item.name in used}
         return {name: hashes.describe(value) if isinstance(value, Path) else value for name, value in values.items()}
 
     @classmethod

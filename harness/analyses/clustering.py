@@ -25,7 +25,13 @@ from sklearn.manifold import MDS
 from harness.analyses.base import Analysis, AnalysisContext, register_analysis
 from harness.inputs.batches import AttentionBatch, real_tokens
 from harness.views.base import pair_name
-from harness.views.clustering import BetweenVersions, ClusteringResult, ClusteringView, WithinCheckpoint
+from harness.views.clustering import (
+    BetweenVersions,
+    ClusteringResult,
+    ClusteringSettings,
+    ClusteringView,
+    WithinCheckpoint,
+)
 
 CHUNK_ELEMENTS = 2**22  # bounds the (heads chunk, heads, rows, seq) temporary to 16 MB (cache-sized chunks run faster)
 
@@ -99,11 +105,12 @@ class Clustering(Analysis):
     view = ClusteringView
     source = "corpus"
     joint = True
-    settings_used = ("clustering_tokens_per_example", "analysis_seed")
+    settings = ClusteringSettings
+    settings_used = ("analysis_seed",)
 
     def __init__(self, context: AnalysisContext) -> None:
         super().__init__(context)
-        self.per_example = context.settings.clustering_tokens_per_example
+        self.per_example = ClusteringSettings.of(context.settings).clustering_tokens_per_example
         self.generator = torch.Generator().manual_seed(context.seed)
         heads = len(context.checkpoints) * context.num_layers * context.num_heads
         self.totals = torch.zeros(heads, heads, dtype=torch.float64, device=context.device)

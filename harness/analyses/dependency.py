@@ -48,6 +48,7 @@ from harness.views.dependency import (
     RelationRow,
     SyntaxComparison,
     SyntaxResult,
+    SyntaxSettings,
     paper_row,
 )
 from harness.views.evidence import UnitSums, best_of_many_change, head_names
@@ -161,7 +162,8 @@ class DependencyHeads(WordLevelAnalysis):
 
     view = DependencyView
     source = "syntax"
-    settings_used = ("word_attention_from", "syntax_min_count")
+    settings = SyntaxSettings
+    settings_used = ("word_attention_from",)
     # keyed by our row: the paper's `all` sits under `all_clark`, the protocol it was measured with
     reference = {
         "clark_table1": {row: paper_row(row) for row in (ALL_CLARK, *PAPER_TABLE1) if paper_row(row)},
@@ -171,7 +173,7 @@ class DependencyHeads(WordLevelAnalysis):
 
     def __init__(self, context: AnalysisContext) -> None:
         super().__init__(context)
-        self.min_count = context.settings.syntax_min_count
+        self.min_count = SyntaxSettings.of(context.settings).syntax_min_count
         shape = (len(context.checkpoints), len(DIRECTIONS), context.num_layers, context.num_heads)
         self.heads = RelationCounts(shape, context.device)
         self.baseline = RelationCounts((2, len(OFFSETS)), torch.device("cpu"))  # (OURS/CLARK, offsets)

@@ -30,7 +30,7 @@ from harness.inputs.batches import AttentionBatch
 from harness.results.store import FileHashes
 from harness.views.base import pair_name
 from harness.views.evidence import Evidence, UnitSums, direction, paired_change, resample_weights
-from harness.views.patterns import UNIT, PatternComparison, PatternResult, PatternsView, share
+from harness.views.patterns import UNIT, PatternComparison, PatternResult, PatternSettings, PatternsView, share
 
 
 @register_analysis
@@ -38,12 +38,12 @@ class AttentionPatterns(Analysis):
     """Per-head and per-example counts of the classifier's class, for each checkpoint."""
 
     view = PatternsView
-    settings_used = ("pattern_weights",)
+    settings = PatternSettings
     reference = {"kovaleva_bert_base": "heterogeneous 32% (MRPC) to 61% (QQP) of maps; ~30% of labelled maps vertical"}
 
     def __init__(self, context: AnalysisContext) -> None:
         super().__init__(context)
-        weights = context.settings.pattern_weights or WEIGHTS_FILE
+        weights = PatternSettings.of(context.settings).pattern_weights or WEIGHTS_FILE
         self.classifier = load_classifier(weights).to(context.device)
         self.cross_validation = shipped_cross_validation(context.settings)
         shape = (len(context.checkpoints), context.num_layers, context.num_heads, len(CLASSES))
@@ -58,7 +58,8 @@ class AttentionPatterns(Analysis):
         cross-validated score of the shipped classifier's recipe (None for other weights)."""
         report = shipped_cross_validation(settings)
         score = None if report is None else {"grouping": report["grouping"], **report["overall"]}
-        return {"pattern_weights": hashes.describe(settings.pattern_weights or WEIGHTS_FILE), "cross_validation": score}
+        weights = PatternSettings.of(settings).pattern_weights or WEIGHTS_FILE
+        return {"pattern_weights": hashes.describe(weights), "cross_validation": score}
 
     def update(self, batch: AttentionBatch) -> None:
         attentions = [batch.attentions[name] for name in self.context.checkpoints]
@@ -199,4 +200,4 @@ def corrected_change(before: UnitSums, after: UnitSums, confusion: np.ndarray, p
 def shipped_cross_validation(settings: AnalysisConfig) -> dict[str, Any] | None:
     """The leave-one-task-out report of the shipped classifier (`classifier.crossval`), which
     describes how it does on a task it was not trained on; None for other weights."""
-    return load_report("task") if settings.pattern_weights is None else None
+    return load_report("task") if PatternSettings.of(settings).pattern_weights is None else None

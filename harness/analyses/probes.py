@@ -51,6 +51,7 @@ from harness.views.probes import (
     UNIT,
     ProbeCounts,
     ProbesComparison,
+    ProbeSettings,
     ProbesResult,
     ProbesView,
 )
@@ -250,7 +251,8 @@ class Probes(WordLevelAnalysis):
 
     view = ProbesView
     source = "syntax-probe"
-    settings_used = ("word_attention_from", "analysis_seed", "probe_init")  # the seed and init start every probe
+    settings = ProbeSettings  # with the seed, the init starts every probe
+    settings_used = ("word_attention_from", "analysis_seed")
     reference = {
         "clark_table3_uas": PAPER_TABLE3,
         "paper_setting": PAPER_SETTING,
@@ -261,7 +263,7 @@ class Probes(WordLevelAnalysis):
     def __init__(self, context: AnalysisContext) -> None:
         super().__init__(context)
         self.glove = glove()
-        self.init = context.settings.probe_init
+        self.init = ProbeSettings.of(context.settings).probe_init
         num_maps = 2 * context.num_layers * context.num_heads
         self.probes = {
             (c, kind): self._trainer(AttentionProbe, num_maps, self.glove.dim if kind == "attn_glove" else 0)
