@@ -214,8 +214,8 @@ def given_maps(weights: torch.Tensor, interventions: Interventions, layer: int) 
     """``weights`` (batch, heads, q, k) of ``layer`` with the given heads' rows replaced by their
     example's given map (`Interventions.given_attention`), broadcast over the stacked copies of the
     examples rather than copied for each."""
-    given = interventions.given_attention
-    if given is None:
+    given, given_heads = interventions.given_attention, interventions.given_heads
+    if given is None or given_heads is None:
         raise ValueError("given_heads needs given_attention: the maps the heads are given")
     rows, heads, queries, keys = weights.shape
     examples = given.shape[0]
@@ -224,7 +224,7 @@ def given_maps(weights: torch.Tensor, interventions: Interventions, layer: int) 
             f"given maps of {examples} examples of {tuple(given.shape[-2:])} tokens cannot replace the "
             f"attention of {rows} rows of {(queries, keys)} tokens: give one map per example of the batch"
         )
-    chosen = interventions.given_heads[:, layer].to(weights.device).view(rows // examples, examples, heads, 1, 1)
+    chosen = given_heads[:, layer].to(weights.device).view(rows // examples, examples, heads, 1, 1)
     maps = given[:, layer].to(device=weights.device, dtype=weights.dtype)[None]
     stacked = weights.view(rows // examples, examples, heads, queries, keys)
     return torch.where(chosen, maps, stacked).view(rows, heads, queries, keys)
@@ -361,7 +361,7 @@ def harness_attention(model: PreTrainedModel) -> bool:
     return model.config._attn_implementation == IMPLEMENTATION or hasattr(model, HOOKED)
 
 
-def encoder_layers(model: torch.nn.Module) -> list[torch.nn.Module]:
+def encoder_layers(model: PreTrainedModel) -> list[torch.nn.Module]:
     """The model's encoder layers in order (a ``layer`` or ``layers`` list of one module per
     hidden layer, as in BERT, RoBERTa, ELECTRA, XLM-R, DistilBERT, DeBERTa, ModernBERT), or []
     where it has no such single list (ALBERT runs one shared layer again and again)."""
@@ -377,11 +377,11 @@ def encoder_layers(model: torch.nn.Module) -> list[torch.nn.Module]:
 
 
 @contextmanager
-def _skipping(model: torch.nn.Module, prefix: Prefix | None) -> Iterator[None]:
+def _skipping(model: PreTrainedModel, prefix: Prefix | None) -> Iterator[None]:
     """Within the block the layers below ``prefix.start`` return ``prefix.output`` without computing."""
-    skipped = encoder_layers(model)[: prefix.start] if prefix is not None else []
+    skipped, output = (encoder_layers(model)[: prefix.start], prefix.output) if prefix is not None else ([], None)
     for layer in skipped:  # an instance attribute shadows the class's forward; deleting it restores that
-        layer.forward = lambda *args, **kwargs: prefix.output
+        layer.forward = lambda *args, **kwargs: output
     try:
         yield
     finally:
@@ -508,8 +508,9 @@ def forward(
             )
         attentions = torch.stack(session.attentions, dim=1) if session.attentions else None
         grads: tuple[torch.Tensor, ...] = ()
-        if capture.needs_grad:
-            inputs = [*(session.attentions if capture.attention_grad else []), *([gates] if capture.gate_grad else [])]
+        if capture.needs_grad and loss is not None:  # always: targets were checked above
+            gated = [gates] if capture.gate_grad and gates is not None else []  # gate_grad made gates above
+            inputs = [*(session.attentions if capture.attention_grad else []), *gated]
             grads = torch.autograd.grad(loss, inputs)
     output = ForwardOutput(
         logits=logits.detach(),
@@ -586,8 +587,9 @@ def _intact_layer_outputs(
     finally:
         for hook in hooks:
             hook.remove()
-    reusable = len(outputs) == model.config.num_hidden_layers and all(isinstance(o, torch.Tensor) for o in outputs)
-    return logits, outputs if reusable else None
+    tensors = [output for output in outputs if isinstance(output, torch.Tensor)]
+    reusable = len(tensors) == len(outputs) == model.config.num_hidden_layers
+    return logits, tensors if reusable else None
 
 
 def forward_variants(
@@ -614,7 +616,7 @@ def forward_variants(
     order, parts = [], []
     for start in starts.unique().tolist():
         members = (starts == start).nonzero().flatten()
-        if start == num_layers:  # changes nothing: the intact logits
+        if start == num_layers and intact is not None:  # changes nothing: the intact logits (a start > 0 ran it)
             order.append(members)
             parts.append(intact.float()[None].expand(len(members), *intact.shape))
             continue
@@ -625,7 +627,7 @@ def forward_variants(
                 _rows_of(variants.given_heads, chosen, size),
                 variants.given_attention,
             )
-            prefix = Prefix(start, outputs[start - 1].repeat(len(chosen), 1, 1)) if start > 0 else None
+            prefix = Prefix(start, outputs[start - 1].repeat(len(chosen), 1, 1)) if start > 0 and outputs is not None else None
             out = forward(model, encoded.repeated(len(chosen)), interventions=stage, prefix=prefix).logits.float()
             order.append(chosen)
             parts.append(out.view(len(chosen), size, *out.shape[1:]))

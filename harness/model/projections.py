@@ -66,7 +66,8 @@ def tracing_linears(model: torch.nn.Module, trace: list[LinearCall | AttentionCa
     """Within the block every linear layer of ``model`` appends its calls to ``trace``."""
 
     def record(module: torch.nn.Module, args: tuple, output: torch.Tensor) -> None:
-        trace.append(LinearCall(module, args[0].detach(), output.detach()))
+        if isinstance(module, torch.nn.Linear):  # always: only linear layers are hooked
+            trace.append(LinearCall(module, args[0].detach(), output.detach()))
 
     hooks = [module.register_forward_hook(record) for module in model.modules() if isinstance(module, torch.nn.Linear)]
     try:
@@ -125,7 +126,8 @@ def resolve_call(call: AttentionCall, before: list[LinearCall], after: list[Line
 
 def resolve(trace: list[LinearCall | AttentionCall]) -> dict[torch.nn.Module, HeadProjections]:
     """Each attention module of a traced pass -> its `HeadProjections` (see the module's docstring)."""
-    calls = [index for index, event in enumerate(trace) if isinstance(event, AttentionCall)]
+    attention = {index: event for index, event in enumerate(trace) if isinstance(event, AttentionCall)}
+    calls = list(attention)
     if not calls:
         raise InputError("no attention call was traced; the model's attention does not run through the harness")
     found = {}
@@ -134,5 +136,5 @@ def resolve(trace: list[LinearCall | AttentionCall]) -> dict[torch.nn.Module, He
         end = calls[position + 1] if position + 1 < len(calls) else len(trace)
         linears = [event for event in trace[start:end] if isinstance(event, LinearCall)]
         split = sum(1 for event in trace[start:index] if isinstance(event, LinearCall))
-        found[trace[index].module] = resolve_call(trace[index], linears[:split], linears[split:])
+        found[attention[index].module] = resolve_call(attention[index], linears[:split], linears[split:])
     return found
