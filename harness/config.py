@@ -19,7 +19,7 @@ import typing
 from collections.abc import Iterable
 from dataclasses import Field, dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar
+from typing import Any, ClassVar, TypeVar, cast
 
 from harness.options import Flags, existing, option, refield, require
 from harness.recipes import AUTO_RECIPE, RECIPES, RECIPES_HELP, recipe_name
@@ -360,10 +360,12 @@ class Settings(Flags):
     `AnalysisConfig`'s, after the shared ones, so each is a flag, a key of a settings file, an MLflow
     param and a key of config.json as a shared setting is; the analysis reads them, typed, with `of`."""
 
+    __dataclass_fields__: ClassVar[dict[str, Field[Any]]]  # each subclass is a dataclass
+
     @classmethod
     def of(cls: type[Part], config: AnalysisConfig) -> Part:
         """These settings as ``config`` holds them, checked by their own class (a file that must exist)."""
-        return cls(**{item.name: getattr(config, item.name) for item in fields(cls)})  # type: ignore[arg-type]
+        return cls(**{item.name: getattr(config, item.name) for item in fields(cls)})
 
 
 SHARED_SETTINGS = fields(AnalysisConfig)  # the settings every analysis may read; each one's own come after
@@ -399,13 +401,13 @@ def assemble_analysis_config() -> None:
     """`AnalysisConfig`, in place: the shared settings, then those of `ANALYSIS_SETTINGS` in the
     order they were registered, and last ``--quick``, whose help names every cap."""
     types = dict(SHARED_TYPES)
-    own = []
+    own: list[Field[Any]] = []
     for part in ANALYSIS_SETTINGS.values():
         types |= typing.get_type_hints(part)
         own += fields(part)
     shared = [item for item in SHARED_SETTINGS if item.name != "quick"]
     sizes = ", ".join(f"{name} {cap}" for name, cap in quick_caps([*shared, *own]).items())
-    quick = field(default=False, metadata={"help": QUICK_HELP.format(sizes)})
+    quick = cast("Field[Any]", field(default=False, metadata={"help": QUICK_HELP.format(sizes)}))
     quick.name = "quick"
     refield(AnalysisConfig, [*shared, *own, quick], types)
 

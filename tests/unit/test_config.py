@@ -1,13 +1,14 @@
 """The configuration dataclasses: validated once, each bad value a one-line error naming its flag."""
 
 import argparse
-from dataclasses import fields
+from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
 import pytest
 
 from harness.arguments import add_arguments
 from harness.config import (
+    ANALYSIS_SETTINGS,
     AnalysisConfig,
     AnnotationConfig,
     DataConfig,
@@ -18,10 +19,14 @@ from harness.config import (
     FineTuneConfig,
     ReportConfig,
     RunConfig,
+    Settings,
     StudyConfig,
     TaskConfig,
+    analysis_settings,
 )
-from harness.options import flag_of
+from harness.options import flag_of, option
+from harness.results.store import key_of
+from harness.views import VIEWS
 from tasks.errors import InputError
 
 FLAGS = (
@@ -166,3 +171,28 @@ def test_a_path_too_long_for_the_system_is_one_line_naming_the_flag(flag):
         f"{flag_of(AnalysisConfig, flag)} {'a' * 200}... (100,000 characters): cannot be looked up (file name too long)"
     )
     assert message.endswith("check the path") and len(message) < 400
+
+
+def test_the_analyses_own_settings_are_flags_and_keys_as_when_this_module_declared_them():
+    assert VIEWS  # the views' modules, imported, declare their analyses' settings
+    own = {item.name for part in ANALYSIS_SETTINGS.values() for item in fields(part)}
+    assert {"clustering_tokens_per_example", "syntax_min_count", "probe_init", "pattern_weights"} <= own
+    assert own <= {item.name for item in fields(AnalysisConfig)} and fields(AnalysisConfig)[-1].name == "quick"
+    assert "syntax_min_count 20" in fields(AnalysisConfig)[-1].metadata["help"]  # --quick names every cap
+    assert AnalysisConfig(quick=True).syntax_min_count == 20
+    # the keys these settings had while AnalysisConfig declared them all: run keys and stored results depend on them
+    assert key_of(asdict(AnalysisConfig())) == "cc068709bc1a7a49"
+    assert key_of(asdict(AnalysisConfig(quick=True))) == "b3284f9a48205097"
+    changed = AnalysisConfig(probe_init="glorot", syntax_min_count=7, clustering_tokens_per_example=3)
+    assert key_of(asdict(changed)) == "4cbfe43172155dfc"
+
+
+def test_a_setting_named_as_one_declared_already_is_refused():
+    @dataclass
+    class Again(Settings):
+        probe_init: str = option("zeros", "the probes' setting, declared a second time")
+
+    before = dict(ANALYSIS_SETTINGS)
+    with pytest.raises(TypeError, match="probe_init: .*ProbeSettings has this name"):
+        analysis_settings(Again)
+    assert ANALYSIS_SETTINGS == before
