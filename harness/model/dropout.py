@@ -11,6 +11,8 @@ already) and when not training it is torch's dropout.
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -18,6 +20,7 @@ from torch import nn
 RESOLUTION_BITS = 16
 LEVELS = 2**RESOLUTION_BITS
 PER_DRAW = 64 // RESOLUTION_BITS  # 16-bit fields in one 64-bit draw
+Model = TypeVar("Model", bound=nn.Module)
 
 
 def fast_dropout(inputs: torch.Tensor, p: float, training: bool) -> torch.Tensor:
@@ -40,7 +43,7 @@ class FastDropout(nn.Dropout):
         return fast_dropout(inputs, self.p, self.training)
 
 
-def use_fast_dropout(model: nn.Module) -> nn.Module:
+def use_fast_dropout(model: Model) -> Model:
     """Replace every `nn.Dropout` of ``model`` (in place) with a `FastDropout` of the same p."""
     for parent in list(model.modules()):
         for name, child in list(parent.named_children()):

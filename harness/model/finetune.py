@@ -24,9 +24,10 @@ import os
 import shutil
 import time
 import zipfile
+from collections.abc import Sized
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 import numpy as np
 import torch
@@ -105,6 +106,16 @@ def is_main_process() -> bool:
     return int(os.environ.get("RANK", "0")) == 0
 
 
+class TrainingRecord(TypedDict):
+    """What training measured, stored beside the checkpoint (`FineTuneResult`'s fields of the same names)."""
+
+    log_history: list[dict[str, Any]]  # JSON: the Trainer's log lines, each of its own keys
+    train_examples: int
+    train_seconds: float
+    layout: dict[str, int]
+    trajectory: list[dict[str, Any]]
+
+
 @dataclass
 class FineTuneResult:
     """Where the fine-tuned checkpoint lies, its cache key, and what training measured."""
@@ -127,6 +138,8 @@ class QuietProgress(ProgressCallback):
     """The Trainer's progress bars, the training bar counted in examples (so it shows examples/s
     and the time left), with the latest loss on it instead of a printed log dictionary per
     logging step (the whole curve goes to MLflow)."""
+
+    training_bar: Any  # a tqdm bar from the first step (transformers declares it None until then)
 
     def on_train_begin(self, args, state, control, train_dataloader=None, **kwargs) -> None:
         self.examples_per_step = args.per_device_train_batch_size * args.gradient_accumulation_steps * args.world_size
@@ -152,7 +165,7 @@ def trained_examples(args: TrainingArguments, state: TrainerState, loader: torch
     epoch's last batch is short, so steps times the batch size would overcount), or the steps'
     batches where ``max_steps`` bounds the training."""
     by_steps = state.max_steps * args.per_device_train_batch_size * args.gradient_accumulation_steps * args.world_size
-    if loader is None or args.max_steps > 0:
+    if loader is None or args.max_steps > 0 or not isinstance(loader.dataset, Sized):
         return by_steps
     return min(by_steps, round(len(loader.dataset) * args.num_train_epochs))
 
@@ -276,6 +289,8 @@ def trains_on_cpu(config: RunConfig) -> bool:
 def training_arguments(config: RunConfig, output_dir: Path, layout: Layout) -> TrainingArguments:
     """The Trainer's arguments for the run's recipe, precision and process layout."""
     settings = config.finetune
+    if settings.epochs is None or settings.learning_rate is None:
+        raise ValueError("training needs the recipe resolved for the task (FineTuneConfig.resolved)")
     precision = config.environment.precision
     return TrainingArguments(
         output_dir=str(output_dir),
@@ -493,7 +508,7 @@ def train(config: RunConfig, data: TaskData, variant: str = FINETUNED) -> FineTu
         if trainer.is_world_process_zero():
             remove_incomplete_checkpoints(root)
         raise
-    stored = {
+    stored: TrainingRecord = {
         "log_history": trainer.state.log_history,
         "train_examples": len(train_examples),
         "train_seconds": clock.seconds,

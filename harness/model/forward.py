@@ -627,7 +627,11 @@ def forward_variants(
                 _rows_of(variants.given_heads, chosen, size),
                 variants.given_attention,
             )
-            prefix = Prefix(start, outputs[start - 1].repeat(len(chosen), 1, 1)) if start > 0 and outputs is not None else None
+            prefix = (
+                Prefix(start, outputs[start - 1].repeat(len(chosen), 1, 1))
+                if start > 0 and outputs is not None
+                else None
+            )
             out = forward(model, encoded.repeated(len(chosen)), interventions=stage, prefix=prefix).logits.float()
             order.append(chosen)
             parts.append(out.view(len(chosen), size, *out.shape[1:]))

@@ -16,7 +16,7 @@ import zipfile
 from dataclasses import dataclass, field
 from functools import cache, cached_property
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlparse
 
 import torch
@@ -98,6 +98,8 @@ def snapshot_revision(model_id: str) -> str:
     try:
         config = cached_file(model_id, "config.json", local_files_only=True)
     except Exception:  # not cached, or a hub error of any type
+        return "unknown"
+    if config is None:  # not cached, said without an exception
         return "unknown"
     path = Path(config)
     return path.parent.name if path.parent.parent.name == "snapshots" else "unknown"
@@ -205,7 +207,9 @@ def training_attention(source: str, wanted: str) -> str:
     if wanted != "sdpa":
         return wanted
     config = AutoConfig.from_pretrained(source)
-    return "sdpa" if MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING[type(config)]._supports_sdpa else "eager"
+    # transformers types the lazy mapping's values as (config, model) pairs; a lookup returns the model class
+    model_class = cast("type[PreTrainedModel]", MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING[type(config)])
+    return "sdpa" if model_class._supports_sdpa else "eager"
 
 
 def load_tokenizer(name: str) -> PreTrainedTokenizerBase:
@@ -230,7 +234,7 @@ def load_sequence_classifier(
     initialisation), for the random-initialisation baseline.
     """
     source = resolve_model(name)
-    labels = {
+    labels: dict[str, Any] = {  # AutoConfig's keyword arguments, of their several types
         "num_labels": task.num_labels,
         "problem_type": "regression" if task.is_regression else "single_label_classification",
     }
@@ -254,7 +258,7 @@ def load_sequence_classifier(
         raise _load_error(source, error) from error
 
 
-def head_class(task: Task) -> type:
+def head_class(task: Task) -> type[AutoModelForTokenClassification | AutoModelForSequenceClassification]:
     """The Auto class of ``task``'s head: a class (or score) per input, or per token for a tagging task."""
     return AutoModelForTokenClassification if task.is_tagging else AutoModelForSequenceClassification
 
@@ -288,7 +292,7 @@ def weights_files(source: str) -> list[Path]:
         index = cached_file(source, name, _raise_exceptions_for_missing_entries=False)
         if index:
             shards = sorted(set(json.loads(Path(index).read_text())["weight_map"].values()))
-            return [Path(cached_file(source, shard)) for shard in shards]
+            return [Path(path) for shard in shards if (path := cached_file(source, shard))]  # each, or it raises
     return []
 
 
@@ -348,7 +352,8 @@ class Checkpoint:
 
 def prepare(model: PreTrainedModel, device: torch.device, dtype: torch.dtype) -> PreTrainedModel:
     """Evaluation mode on ``device`` in ``dtype``, attention through the harness."""
-    return use_harness_attention(model.to(device=device, dtype=dtype).eval())
+    # transformers decorates PreTrainedModel.to with functools.wraps(Module.to), whose type keeps the unbound self
+    return use_harness_attention(model.to(device=device, dtype=dtype).eval())  # type: ignore[call-arg]
 
 
 def checkpoint_device(checkpoints: list[Checkpoint]) -> torch.device:
