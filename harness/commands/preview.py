@@ -16,7 +16,7 @@ from tasks.spec import Task
 def tasks(settings: TasksConfig) -> None:
     """The task's data (its spec's, the registry's; GLUE's from $GLUE_DIR, else the hub) said a line a
     part, then how to see a run's key and cost."""
-    asked = find_task(settings.task)  # type: ignore[arg-type]
+    asked = find_task(settings.task)
     for line in task_lines(asked, os.environ.get("GLUE_DIR") or None, found(asked)):
         print(line)
     print(

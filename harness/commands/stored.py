@@ -21,8 +21,11 @@ Selection = TypeVar("Selection", bound=StoredSelection)
 def figures(settings: FiguresConfig, environment: EnvironmentConfig) -> None:
     """Every figure (its PNG and the ``--vector-formats``) and table of the run in
     ``settings.run_folder``, or of the analyses ``settings.analyses`` names, drawn again from its summary."""
-    summary = whole_summary(settings.run_folder)
-    folder = settings.run_folder / "figures"
+    run_folder = settings.run_folder
+    if run_folder is None:  # `harness figures` without a folder finds its run first (harness.commands.compute)
+        raise ValueError("figures are redrawn from a run's folder: find the run of the flags first")
+    summary = whole_summary(run_folder)
+    folder = run_folder / "figures"
     names = drawn_names(summary)
     unknown = [name for name in settings.analyses or [] if name not in names]
     if unknown:

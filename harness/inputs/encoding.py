@@ -12,8 +12,26 @@ from harness.inputs.batches import EncodedBatch
 from tasks.examples import Example
 
 
+def token_ids(tokenizer: PreTrainedTokenizerBase, tokens: Sequence[str]) -> list[int]:
+    """The vocabulary ids of ``tokens`` (transformers types the result as one id or a list: a list in gives a list)."""
+    ids = tokenizer.convert_tokens_to_ids(list(tokens))
+    return [ids] if isinstance(ids, int) else ids
+
+
+def token_strings(tokenizer: PreTrainedTokenizerBase, ids: Sequence[int]) -> list[str]:
+    """The tokens of vocabulary ``ids`` (transformers types the result as one token or a list: a list gives a list)."""
+    tokens = tokenizer.convert_ids_to_tokens(list(ids))
+    return [tokens] if isinstance(tokens, str) else tokens
+
+
 def _texts(examples: Sequence[Example], pair: bool) -> tuple[list[str], list[str] | None]:
-    return [example.text_a for example in examples], [example.text_b for example in examples] if pair else None
+    firsts = [example.text_a for example in examples]
+    if not pair:
+        return firsts, None
+    seconds = [example.text_b for example in examples if example.text_b is not None]
+    if len(seconds) != len(firsts):
+        raise ValueError("a pair task's example has no second text")
+    return firsts, seconds
 
 
 @dataclass(frozen=True)

@@ -134,6 +134,13 @@ class ForwardOutput:
     value_norms: torch.Tensor | None = None
     hidden_states: torch.Tensor | None = None
 
+    @property
+    def captured_attentions(self) -> torch.Tensor:
+        """``attentions``, which a pass with ``Capture(attention=True)`` returns."""
+        if self.attentions is None:
+            raise ValueError("attention was not captured: call forward with capture=Capture(attention=True)")
+        return self.attentions
+
 
 @dataclass
 class _Session:

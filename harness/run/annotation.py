@@ -68,7 +68,7 @@ def sample_pool(config: RunConfig, annotation: AnnotationConfig) -> list[Path]:
     for start in range(0, len(chosen), BATCH):
         indices = chosen[start : start + BATCH]
         encoded = encode_examples(tokenizer, [examples[i] for i in indices], config.task.max_length, task.is_pair)
-        attentions = forward(model, encoded, capture=Capture(attention=True)).attentions.float().cpu()
+        attentions = forward(model, encoded, capture=Capture(attention=True)).captured_attentions.float().cpu()
         for row, example_index in enumerate(indices):
             layer, head = heads[int(rng.integers(len(heads)))]
             length = int(encoded.lengths[row])

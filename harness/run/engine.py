@@ -242,7 +242,7 @@ def stream_source(
         instances.append((item, item.analysis(replace(shared, checkpoints=measured, score_variants=scorer))))
         for name in measured:
             needs[name] = needs.get(name, frozenset()) | item.analysis.needs
-    targets = GradientTargets(shared.tokenizer, shared.settings.analysis_seed)
+    targets = GradientTargets(source.context.tokenizer, shared.settings.analysis_seed)
     names = [item.analysis.name for item, _ in instances]
     label = (
         source.name if names == [source.name] else f"{source.name}: {', '.join(names)}"

@@ -11,7 +11,7 @@ import torch
 from transformers import PreTrainedTokenizerBase
 
 from harness.config import RunConfig
-from harness.inputs.encoding import encode_examples
+from harness.inputs.encoding import encode_examples, token_strings
 from harness.inputs.tagging import first_tokens
 from harness.model.finetune import stored_result
 from harness.model.forward import Capture, forward
@@ -56,9 +56,9 @@ def typed_maps(plan: RunPlan, text: str, pair: str | None) -> InputMaps:
     for name, model in models.items():
         model = prepare(model, device, model.dtype)
         output = forward(model, encoded, capture=Capture(attention=True))
-        maps[name] = output.attentions[0, :, :, :length, :length].float().cpu().numpy()
+        maps[name] = output.captured_attentions[0, :, :, :length, :length].float().cpu().numpy()
         predictions[name] = predicted(plan.data.task, output.logits[0].float().cpu(), tokenizer, typed, length)
-    tokens = tokenizer.convert_ids_to_tokens(encoded.input_ids[0, :length].tolist())
+    tokens = token_strings(tokenizer, encoded.input_ids[0, :length].tolist())
     result = InputMaps(typed.text_a, typed.text_b, tokens, maps, truncated=whole > length, predictions=predictions)
     store(plan, result)
     return result

@@ -27,7 +27,7 @@ from harness.analyses.evaluation import Evaluation
 from harness.analyses.transplant import Transplant
 from harness.config import ALL_ANALYSES, DEFAULT_TRAJECTORY_ANALYSES, AnalysisConfig, RunConfig
 from harness.corpus_lookup import corpus_location, default_corpus_path, in_corpus_folder, looked_in
-from harness.inputs.sources import SOURCES, SourceContext
+from harness.inputs.sources import SOURCES
 from harness.inputs.sources.treebank import train_sibling
 from harness.model.finetune import TaskData, cache_key
 from harness.model.loading import check_model
@@ -137,7 +137,7 @@ def corpora_wanted(settings: AnalysisConfig, analyses: list[type[Analysis]]) -> 
     wanted: dict[Corpus, list[type[Analysis]]] = {}
     for analysis in analyses:
         source = SOURCES[analysis.source]
-        if source.corpus is not None and getattr(settings, source.data_flag) is None:
+        if source.corpus is not None and getattr(settings, source.other_data_flag()) is None:
             if default_corpus_path(source.corpus) is None:
                 wanted.setdefault(source.corpus, []).append(analysis)
     return wanted
@@ -189,7 +189,7 @@ def leave_out(settings: AnalysisConfig, analyses: list[type[Analysis]], download
         readers = wanted[corpus]
         named = [analysis.name for analysis in readers if analysis.name in (settings.analyses or [])]
         if named:
-            flag = flag_of(AnalysisConfig, SOURCES[readers[0].source].data_flag)
+            flag = flag_of(AnalysisConfig, SOURCES[readers[0].source].other_data_flag())
             raise InputError(
                 f"--analyses {named[0]}: {absent}; run `{DOWNLOAD_COMMAND} {corpus.name}` where the "
                 f"network is reachable, or pass {flag}"
@@ -292,9 +292,8 @@ def check_inputs(config: RunConfig, analyses: list[type[Analysis]]) -> None:
     """The folders the run writes and every file the chosen analyses read, checked before any model work."""
     ensure_writable(config.environment.output_dir, "--output-dir")
     ensure_writable(config.environment.cache_dir, "--cache-dir")
-    context = SourceContext(None, config.analysis)
     for source in dict.fromkeys(analysis.source for analysis in analyses):
-        SOURCES[source](context).check()
+        SOURCES[source].check(config.analysis)
 
 
 def plan_run(config: RunConfig, downloads: Downloads | None = None) -> RunPlan:

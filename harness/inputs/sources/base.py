@@ -53,6 +53,13 @@ class SourceContext:
     def seed(self) -> int:
         return self.settings.analysis_seed
 
+    @property
+    def run_task(self) -> Task:
+        """The run's task, for the sources that read it (a context of a run without one has none of them)."""
+        if self.task is None:
+            raise ValueError("this source reads the run's task, and its context has none")
+        return self.task
+
 
 @dataclass
 class SourceStream:
@@ -74,6 +81,13 @@ class Source(ABC):
     def __init__(self, context: SourceContext) -> None:
         self.context = context
 
+    @classmethod
+    def other_data_flag(cls) -> str:
+        """`data_flag`, which every source with a default corpus has."""
+        if cls.data_flag is None:
+            raise TypeError(f"the {cls.name} source reads no data a flag names")
+        return cls.data_flag
+
     @abstractmethod
     def identity(self) -> dict[str, Any]:
         """Everything the batches depend on besides the model: files and hashes, sizes, seeds."""
@@ -87,10 +101,11 @@ class Source(ABC):
         to another (then the run streams that source once for the analyses of both)."""
         return self.name
 
-    def check(self) -> None:  # noqa: B027 (a source whose files are read up front has nothing to check first)
+    @classmethod  # noqa: B027 (a source whose files are read up front has nothing to check first)
+    def check(cls, settings: AnalysisConfig) -> None:
         """Read and validate the source's files before any model work, each problem one
-        `InputError` line; needs no tokenizer. Sources whose files are read up front anyway
-        (the task's) check nothing here."""
+        `InputError` line, from the settings alone (no tokenizer). Sources whose files are read
+        up front anyway (the task's) check nothing here."""
 
 
 SOURCES: dict[str, type[Source]] = {}

@@ -11,6 +11,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from harness.config import AnalysisConfig
 from harness.corpus_lookup import default_corpus_path
 from harness.inputs.batches import EncodedBatch
 from harness.inputs.sampling import sample
@@ -112,8 +113,9 @@ class CoreferenceSource(Source):
             "seed": self.context.seed,
         }
 
-    def check(self) -> None:
-        path = coref_data_path(self.context.settings.coref_data)
+    @classmethod
+    def check(cls, settings: AnalysisConfig) -> None:
+        path = coref_data_path(settings.coref_data)
         documents = read_coreference(path)
         if coreference_format(path) == "jsonlines":
             say_untagged(path, sum(document.pos is None for document in documents), len(documents))

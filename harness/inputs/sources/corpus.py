@@ -23,8 +23,9 @@ from typing import Any
 import torch
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
+from harness.config import AnalysisConfig
 from harness.inputs.batches import EncodedBatch
-from harness.inputs.encoding import PairTemplate
+from harness.inputs.encoding import PairTemplate, token_ids
 from harness.inputs.sources.base import Source, SourceStream, register_source
 from harness.inputs.sources.task import TaskSource
 from tasks.errors import InputError
@@ -171,7 +172,7 @@ def encode_segments(tokenizer: PreTrainedTokenizerBase, segments: Sequence[Segme
     second_text = torch.zeros((len(segments), seq_len), dtype=torch.long)
     attention_mask = torch.zeros((len(segments), seq_len), dtype=torch.long)
     for row, segment in enumerate(segments):
-        ids_a, ids_b = (tokenizer.convert_tokens_to_ids(list(part)) for part in (segment.tokens_a, segment.tokens_b))
+        ids_a, ids_b = (token_ids(tokenizer, part) for part in (segment.tokens_a, segment.tokens_b))
         ids, types = template.assemble(ids_a, ids_b)
         input_ids[row, : len(ids)] = torch.tensor(ids)
         if types is not None:
@@ -207,31 +208,39 @@ class CorpusSource(Source):
     def streams_as(self) -> str:
         return self.name if self.context.settings.corpus is not None else TaskSource.name
 
+    @property
+    def corpus_file(self) -> Path:
+        """The --corpus file; without one the task source streams instead (`streams_as`)."""
+        if self.context.settings.corpus is None:
+            raise ValueError("no --corpus: its analyses read the task source")
+        return Path(self.context.settings.corpus)
+
     def identity(self) -> dict[str, Any]:
         settings = self.context.settings
         return {
             "source": self.name,
-            **self.context.hashes.describe(settings.corpus),
+            **self.context.hashes.describe(self.corpus_file),
             "max_tokens": settings.max_tokens,
             "max_segments": settings.max_eval_examples,
             "seed": self.context.seed,
         }
 
-    def check(self) -> None:
-        if self.context.settings.corpus is not None:
-            check_corpus(Path(self.context.settings.corpus))
+    @classmethod
+    def check(cls, settings: AnalysisConfig) -> None:
+        if settings.corpus is not None:
+            check_corpus(Path(settings.corpus))
 
     def stream(self) -> SourceStream:
         context = self.context
         settings = context.settings
         segments, counts = pack_corpus(
-            Path(settings.corpus), context.tokenizer, settings.max_tokens, settings.max_eval_examples, context.seed
+            self.corpus_file, context.tokenizer, settings.max_tokens, settings.max_eval_examples, context.seed
         )
         return SourceStream(
             batches=segment_batches(context.tokenizer, segments, settings.eval_batch_size),
             num_items=len(segments),
             notes={
-                "corpus": Path(settings.corpus).name,
+                "corpus": self.corpus_file.name,
                 "max_tokens": settings.max_tokens,
                 "segments": counts.segments,
                 "truncated_segments": counts.truncated_segments,

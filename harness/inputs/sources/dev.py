@@ -38,7 +38,7 @@ class DevSource(Source):
         context = self.context
         identity = {
             "source": self.name,
-            "task": context.task.name,
+            "task": context.run_task.name,
             "splits": context.eval_identity,
             "max_length": context.max_length,
         }
@@ -57,7 +57,11 @@ class DevSource(Source):
         examples = [example for split in splits.values() for example in split]
         return SourceStream(
             batches=batched(
-                context.tokenizer, examples, context.settings.eval_batch_size, context.max_length, context.task.is_pair
+                context.tokenizer,
+                examples,
+                context.settings.eval_batch_size,
+                context.max_length,
+                context.run_task.is_pair,
             ),
             num_items=len(examples),
             notes={"examples": {split: len(items) for split, items in splits.items()}},
@@ -83,7 +87,7 @@ class AblationSource(Source):
         split = next(iter(context.eval_identity))
         return {
             "source": self.name,
-            "task": context.task.name,
+            "task": context.run_task.name,
             "split": split,
             "data": context.eval_identity[split],
             "examples": len(self.examples()),
@@ -96,7 +100,11 @@ class AblationSource(Source):
         examples = self.examples()
         return SourceStream(
             batches=batched(
-                context.tokenizer, examples, context.settings.eval_batch_size, context.max_length, context.task.is_pair
+                context.tokenizer,
+                examples,
+                context.settings.eval_batch_size,
+                context.max_length,
+                context.run_task.is_pair,
             ),
             num_items=len(examples),
             notes={"examples": len(examples)},

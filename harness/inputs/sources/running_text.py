@@ -21,6 +21,7 @@ from typing import Any
 
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
+from harness.config import AnalysisConfig
 from harness.corpus_lookup import default_corpus_path, looked_in
 from harness.inputs.sampling import sample
 from harness.inputs.sources.base import Source, SourceStream, register_source
@@ -120,12 +121,13 @@ class RunningTextSource(Source):
             "seed": self.context.seed,
         }
 
-    def check(self) -> None:
+    @classmethod
+    def check(cls, settings: AnalysisConfig) -> None:
         """The ``--corpus`` file read as the corpus source reads it; the default treebank only found:
         its files are pinned (size-checked where found, hashed when downloaded), and reading the
         train file's 12,544 sentences twice would cost every run seconds."""
-        if self.context.settings.corpus is not None:
-            check_corpus(Path(self.context.settings.corpus))
+        if settings.corpus is not None:
+            check_corpus(Path(settings.corpus))
         else:
             running_text_files()
 

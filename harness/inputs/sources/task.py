@@ -22,7 +22,7 @@ class TaskSource(Source):
 
     def stream(self) -> SourceStream:
         context = self.context
-        examples, pair = context.task_examples, context.task.is_pair
+        examples, pair = context.task_examples, context.run_task.is_pair
         return SourceStream(
             batches=batched(context.tokenizer, examples, context.settings.eval_batch_size, context.max_length, pair),
             num_items=len(examples),
@@ -52,7 +52,7 @@ class PaddedTaskSource(TaskSource):
             context.task_examples,
             context.settings.eval_batch_size,
             context.max_length,
-            context.task.is_pair,
+            context.run_task.is_pair,
             pad_to=KOVALEVA_PADDED_LENGTH,
         )
         return stream

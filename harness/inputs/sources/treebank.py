@@ -126,8 +126,9 @@ class SyntaxSource(Source):
             "seed": self.context.seed,
         }
 
-    def check(self) -> None:
-        read_treebank(treebank_path(self.context.settings))
+    @classmethod
+    def check(cls, settings: AnalysisConfig) -> None:
+        read_treebank(treebank_path(settings))
 
     def stream(self) -> SourceStream:
         settings = self.context.settings
@@ -160,9 +161,10 @@ class ProbeSource(Source):
             "max_dev_sentences": settings.max_corpus_items,
         }
 
-    def check(self) -> None:
-        read_treebank(treebank_path(self.context.settings))
-        read_treebank(train_treebank_path(self.context.settings))
+    @classmethod
+    def check(cls, settings: AnalysisConfig) -> None:
+        read_treebank(treebank_path(settings))
+        read_treebank(train_treebank_path(settings))
 
     def stream(self) -> SourceStream:
         context = self.context

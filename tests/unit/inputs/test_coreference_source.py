@@ -7,14 +7,13 @@ import json
 import logging
 
 from harness.config import AnalysisConfig
-from harness.inputs.sources.base import SourceContext
 from harness.inputs.sources.coreference import CoreferenceSource
 
 RECORD = {"sentences": [["Mary", "left", "."], ["She", "was", "tired"]], "clusters": [[[0, 0], [3, 3]]]}
 
 
 def check(path) -> None:
-    CoreferenceSource(SourceContext(None, AnalysisConfig(coref_data=path))).check()
+    CoreferenceSource.check(AnalysisConfig(coref_data=path))
 
 
 def test_documents_without_pos_tags_are_said_once(tmp_path, caplog):
