@@ -430,7 +430,7 @@ class EnvironmentConfig(Flags):
     )
     output_dir: Path = option(Path("outputs"), "run folders and the shared results store")
     cache_dir: Path = option(Path(".cache/checkpoints"), "fine-tuned checkpoint cache")
-    tracking_uri: str | None = option(
+    tracking_uri: str = option(  # not given (None): resolved in __post_init__, so a str after it
         None, f"MLflow tracking URI (default $MLFLOW_TRACKING_URI or {DEFAULT_TRACKING_URI})"
     )
     log_checkpoint: bool = option(
