@@ -28,7 +28,7 @@ only, no retraining, on the main dev split (`harness.inputs.sources.dev.Ablation
 
 Beside each family's Holm-adjusted p-values the intervals shown are simultaneous (Bonferroni's
 level over the family); each member's own 95% interval is kept for the equivalence test of
-"disabling some head helps" (`harness.views.ablation.disabling_gain`). Every prediction the
+"disabling some head helps" (`harness.views.ablation_evidence.disabling_gain`). Every prediction the
 statistics are computed from is stored (``units``: labels, the intact predictions, each
 single variant's, each pruning order's cross-fitted ones), so every interval can be
 recomputed from the stored result alone.
@@ -68,12 +68,12 @@ from harness.analyses.base import GATE_GRADIENTS, INTERVENES, LOGITS, Analysis, 
 from harness.analyses.significance import metric_rows, paired_differences
 from harness.inputs.batches import AttentionBatch
 from harness.model.forward import UNTRAINED_TASK_LOSS, Interventions
-from harness.views.ablation import (
+from harness.views.ablation import AblationView
+from harness.views.ablation_results import (
     MODES,
     RANDOM,
     SCOPES,
     AblationResult,
-    AblationView,
     Family,
     Importance,
     ImportanceAgreement,

@@ -17,7 +17,7 @@ import torch
 from harness.analyses.ablation_statistics import Halves, normalised_per_layer
 from harness.analyses.significance import metric_rows
 from harness.model.forward import Interventions
-from harness.views.ablation import MODES, RANDOM
+from harness.views.ablation_results import MODES, RANDOM
 
 PRUNING_FRACTIONS = tuple(step / 10 for step in range(11))  # Michel et al.: 10% of all heads at a time
 RANDOM_ORDERS = 20  # a sample of all orders large enough to resample (their areas spread as much as the examples')

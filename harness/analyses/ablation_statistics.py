@@ -22,7 +22,8 @@ from harness.analyses.significance import (
     metric_rows,
     simultaneous_level,
 )
-from harness.views.ablation import ALPHA, RANDOM, Areas, Family
+from harness.views.ablation_evidence import ALPHA
+from harness.views.ablation_results import RANDOM, Areas, Family
 from harness.views.evidence import LEVEL, Evidence, interval_of, interval_verdict
 
 ORDER_RESAMPLING_SEED = 1  # the random orders' resamples: fixed, so a stored area's interval recomputes the same
@@ -121,7 +122,7 @@ def area_difference(value: float, samples: np.ndarray, count: int, statistic: st
 
 def gain_bounds(metric: str, predictions: np.ndarray, reference: np.ndarray, labels: np.ndarray) -> list[float | None]:
     """Each row's upper 95% bound on its gain over ``reference``, what the equivalence test of
-    "disabling some head helps" reads (`harness.views.ablation.disabling_gain`). For accuracy an
+    "disabling some head helps" reads (`harness.views.ablation_evidence.disabling_gain`). For accuracy an
     exact bound: the gain is the rate of examples the row puts right minus the rate it puts
     wrong, so its bound is the Clopper-Pearson upper bound of the first minus the lower bound of
     the second, each at 98.75% (Bonferroni over the two); a row that changes no prediction is

@@ -210,7 +210,7 @@ NOT_YET_MOVED = {
     "harness/study/aggregate.py": {"cosine", "patterns"},
     "harness/study/between_seeds.py": {"cka", "cosine"},
     "harness/study/runner.py": {"ablation"},
-    "harness/views/ablation.py": {"cosine"},
+    "harness/views/ablation_results.py": {"cosine"},
     "harness/analyses/ablation.py": {"cosine"},
     "harness/views/cosine.py": {"clustering"},
     "harness/views/trajectory.py": {"cosine", "evaluation", "patterns"},

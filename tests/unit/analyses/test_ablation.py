@@ -41,7 +41,9 @@ from harness.model.forward import Capture, Interventions, forward, forward_varia
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.results.store import ResultStore
 from harness.run.engine import analyse
-from harness.views.ablation import MODES, AblationView, disabling_gain
+from harness.views.ablation import AblationView
+from harness.views.ablation_evidence import disabling_gain
+from harness.views.ablation_results import MODES
 from harness.views.base import per_checkpoint_results
 from tasks.examples import Example
 from tasks.loading import load_examples

@@ -1,0 +1,136 @@
+"""What a stored ablation holds: the disabling modes and scopes, the pruning baselines, each
+checkpoint's result as typed when written and read (`AblationResult`, its families, pruning and
+importance; `ImportanceAgreement` per pair), and what a view reads of an entry (the fine-tuned
+checkpoint's result, the pairs' cosine beside it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any, NotRequired, TypedDict
+
+from harness.results.checkpoints import FINETUNED
+from harness.views.base import Entry, pair_name, per_checkpoint_results
+from harness.views.evidence import Evidence, Packed
+
+MODES = ("uniform", "zero")
+SCOPES = ("heads", "layers")  # what one disabling variant switches off: a single head, or a whole layer
+RANDOM = "random"  # the seeded random pruning orders' names start so; they are ours (Michel et al. ran none)
+BASELINES = {"random": "random orders (ours)", "oracle": "oracle order"}  # what the importance order is set against
+
+
+def families(result: dict[str, Any]) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    """Each family of tests of a trained checkpoint's result, mode by mode: (mode, scope, its grids)."""
+    for mode in MODES:
+        for scope in SCOPES:
+            yield mode, scope, result[scope][mode]
+
+
+def related_cosine(entry: Entry) -> list[tuple[tuple[str, str], dict[str, Any]]]:
+    """The entry's declared pairs that its ``related`` part has against the cosine entry (those
+    whose second checkpoint is trained), each with what it holds there."""
+    cosine = (entry.get("related") or {}).get("cosine", {})
+    return [
+        ((before, after), cosine[pair_name((before, after))])
+        for before, after in entry["pairs"]
+        if pair_name((before, after)) in cosine
+    ]
+
+
+def fine_tuned_result(entry: Entry) -> dict[str, Any] | None:
+    """The fine-tuned checkpoint's ablation result, or None where it has no trained head."""
+    result = per_checkpoint_results(entry).get(FINETUNED)
+    return result if result and result["trained"] else None
+
+
+class Importance(TypedDict):
+    """A checkpoint's head importance (Michel et al.), raw and normalised per layer, and the loss it
+    is of; or, without one, why (``skipped_because``)."""
+
+    loss: str | None
+    skipped_because: NotRequired[str]
+    raw: NotRequired[list[list[float]]]
+    normalised: NotRequired[list[list[float]]]
+
+
+class Family(TypedDict):
+    """One family of tests, every head or every layer of one mode: the changes of the score, their
+    95% interval bounds (each member's own), their simultaneous interval bounds at the level
+    (``simultaneous_level``, Bonferroni's over the family) of the Holm-adjusted tests, each member's
+    upper 95% bound on its gain (``gain_bound``: exact for accuracy; None where it changed no
+    prediction of another metric), p-values and Holm-adjusted p-values (layers x heads, or per
+    layer), and how many are significant after Holm."""
+
+    delta: list[Any]
+    low: list[Any]
+    high: list[Any]
+    low_simultaneous: list[Any]
+    high_simultaneous: list[Any]
+    simultaneous_level: float
+    gain_bound: list[Any]
+    p: list[Any]
+    p_holm: list[Any]
+    significant: int
+
+
+class Areas(TypedDict):
+    """The area under each order's cross-fitted pruning curve, and, with an importance order, its
+    area minus the random orders' and minus the oracle's (`Evidence`)."""
+
+    areas: dict[str, float]
+    importance_vs_random: NotRequired[Evidence]
+    importance_vs_oracle: NotRequired[Evidence]
+
+
+class Pruning(Areas):
+    """The cross-fitted pruning: the fractions and numbers of heads pruned, the two halves of the
+    examples (their guids), each order's curve and the random orders' mean and spread, the step
+    at which each first drops more than a point, each half's order of heads, and how many variants."""
+
+    fractions: list[float]
+    heads_pruned: list[int]
+    halves: list[list[str]]
+    curves: dict[str, list[float]]
+    random_mean: list[float]
+    random_std: list[float]
+    steps_within_one_point: dict[str, int]
+    orders: dict[str, list[list[int]]]
+    variants: int
+
+
+class AblationUnits(TypedDict):
+    """Every prediction a trained checkpoint's statistics are computed from (`harness.views.evidence.pack`):
+    the labels and the intact predictions (examples,), each single variant's (variants, examples;
+    heads layer-major then layers, per mode, as `harness.analyses.ablation_masks.single_variants`
+    orders them), and each pruning order's cross-fitted ones (steps, examples)."""
+
+    labels: Packed
+    intact: Packed
+    single: Packed
+    held_out: dict[str, Packed]
+
+
+class AblationResult(TypedDict):
+    """A checkpoint's stored ablation. Every checkpoint: whether its head is ``trained``, its
+    importance. An untrained head: a ``note``. A trained one: the metric, the examples scored,
+    the intact score, the families by scope and mode (``heads``, ``layers``), the pruning, the
+    importance's Spearman correlations with each mode's single-head changes, how many variants."""
+
+    trained: bool
+    importance: Importance
+    note: NotRequired[str]
+    metric: NotRequired[str]
+    examples: NotRequired[int]
+    intact: NotRequired[float]
+    heads: NotRequired[dict[str, Family]]
+    layers: NotRequired[dict[str, Family]]
+    pruning: NotRequired[Pruning]
+    correlations: NotRequired[dict[str, float | None]]
+    variants: NotRequired[int]
+    units: NotRequired[AblationUnits]
+
+
+class ImportanceAgreement(TypedDict):
+    """A pair's Spearman correlation between the two checkpoints' importance (None where constant)."""
+
+    importance_spearman: float | None
