@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import sys
 from collections.abc import Callable, Iterator
+from dataclasses import replace
 from pathlib import Path
 from string import Template
 
@@ -24,19 +25,20 @@ from transformers.models.auto.modeling_auto import (
 )
 
 from harness.analyses import ANALYSES, discover_analyses
-from harness.cli import main
-from harness.config import AnalysisConfig
+from harness.cli import build_parser, main, subcommands
+from harness.config import ANALYSIS_SETTINGS, AnalysisConfig, assemble_analysis_config
 from harness.inputs.encoding import encode_examples
 from harness.inputs.sources import SOURCES, SourceContext, discover_sources
 from harness.model.forward import Capture, forward, harness_attention
 from harness.model.loading import check_model, load_sequence_classifier, load_tokenizer, prepare
 from harness.registry import extensions
-from harness.results.store import ResultStore
+from harness.results.store import FileHashes, ResultStore
 from harness.run.engine import analyse
 from harness.run.plan import select_analyses
 from harness.views import VIEWS, discover_views
 from harness.views.base import per_checkpoint_results
 from harness.views.metrics import values
+from tasks.errors import InputError
 from tasks.loading import load_examples
 from tasks.registry import get_task
 from tests.fixtures import PAIRS, as_checkpoints, sentiment_sentences, tiny_bert, tiny_run_arguments
@@ -47,15 +49,26 @@ Install = Callable[[str, dict[str, str], dict[str, dict[str, str]]], None]
 TOY_VIEW = Template('''"""Each head's mean attention to the first token of its input (a toy analysis)."""
 
 import statistics
-
+from dataclasses import dataclass
 from typing import TypedDict
 
+from harness.config import Settings, analysis_settings
+from harness.options import option
 from harness.views.base import View, per_checkpoint_results, register_view
 from harness.views.metrics import Metric
 
 
 class FirstTokenResult(TypedDict):
     per_head: list[list[float]]
+
+
+@analysis_settings
+@dataclass
+class FirstTokenSettings(Settings):
+    first_token_rows: int | None = option(
+        None, "the rows of each input the first-token analysis averages: its first N tokens' (default: all)",
+        minimum=1, quick=3,
+    )
 
 
 @register_view
@@ -75,26 +88,30 @@ import torch
 
 from harness.analyses.base import Analysis, register_analysis
 from harness.inputs.batches import real_tokens
-from $package.first_token_view import FirstTokenView
+from $package.first_token_view import FirstTokenSettings, FirstTokenView
 
 
 @register_analysis
 class FirstTokenAttention(Analysis):
     view = FirstTokenView
     source = "$source"
+    settings = FirstTokenSettings
 
     def __init__(self, context):
         super().__init__(context)
         self.total = torch.zeros(len(context.checkpoints), context.num_layers, context.num_heads,
                                  dtype=torch.float64, device=context.device)
         self.rows = 0
+        self.first_rows = FirstTokenSettings.of(context.settings).first_token_rows
 
     def update(self, batch):
-        real = real_tokens(batch.lengths, batch.input_ids.shape[1])[:, None, None, :]  # padding rows left out
+        real = real_tokens(batch.lengths, batch.input_ids.shape[1])  # padding rows left out
+        if self.first_rows is not None:  # and those after the first N
+            real[:, self.first_rows :] = False
         for index, name in enumerate(self.context.checkpoints):
             to_first = batch.attentions[name][..., 0]  # (batch, layers, heads, rows): each row's weight on token 0
-            self.total[index] += (to_first * real).sum(dim=(0, 3)).double()
-        self.rows += int(batch.lengths.sum())
+            self.total[index] += (to_first * real[:, None, None, :]).sum(dim=(0, 3)).double()
+        self.rows += int(real.sum())
 
     def result(self):
         return {name: {"per_head": (self.total[index] / self.rows).tolist()}
@@ -183,7 +200,7 @@ def install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Install
     installs one (the package beside its ``.dist-info`` with ``entry_points.txt``), puts it on
     ``sys.path`` and runs each registry's discovery again, as a new process would on import."""
     site = tmp_path / "site"
-    registries = (ANALYSES, VIEWS, SOURCES)
+    registries = (ANALYSES, VIEWS, SOURCES, ANALYSIS_SETTINGS)
     kept = [dict(registry) for registry in registries]
     for mapping in (CONFIG_MAPPING, MODEL_FOR_MASKED_LM_MAPPING, MODEL_FOR_SEQUENCE_CLASSIFICATION_MAPPING):
         monkeypatch.setattr(mapping, "_extra_content", dict(mapping._extra_content))  # what the toy registers
@@ -213,7 +230,8 @@ def install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Install
     yield install_package
     for registry, before in zip(registries, kept):
         registry.clear()
-        registry.update(before)
+        registry.update(before)  # type: ignore[arg-type]
+    assemble_analysis_config()  # AnalysisConfig without the toy's settings
     for name in [name for name in sys.modules if name.split(".")[0] in installed]:
         del sys.modules[name]
 
@@ -248,8 +266,17 @@ def test_an_analysis_is_its_two_modules_found_by_discovery_and_run_by_the_engine
             "cosine_padded",
         ]
     assert "first-token" in [analysis.name for analysis in select_analyses(None)]  # a default run makes it
+    # its setting, declared in its view's module: a flag of the commands that run analyses, checked as
+    # declared, capped by --quick, and part of what its stored result is keyed by
+    assert "--first-token-rows FIRST_TOKEN_ROWS" in subcommands(build_parser())["run"].format_help()
+    with pytest.raises(InputError, match="^--first-token-rows 0: must be at least 1$"):
+        AnalysisConfig(first_token_rows=0)
+    quick = AnalysisConfig(quick=True, eval_batch_size=4)
+    assert quick.first_token_rows == 3
+    assert ANALYSES["first-token"].settings_identity(quick, FileHashes()) == {"first_token_rows": 3}
     checkpoints = as_checkpoints({name: tiny_bert(seed) for seed, name in enumerate(PAIRS[0])})
-    entries = analyse([ANALYSES["first-token"]], checkpoints, list(PAIRS), task_sample, ResultStore(tmp_path))
+    sample = replace(task_sample, settings=quick)
+    entries = analyse([ANALYSES["first-token"]], checkpoints, list(PAIRS), sample, ResultStore(tmp_path))
     measured = per_checkpoint_results(entries["first-token"])
     for checkpoint in checkpoints:  # against each example run alone (no padding): (layers, heads, rows) to token 0
         alone = [
@@ -257,7 +284,7 @@ def test_an_analysis_is_its_two_modules_found_by_discovery_and_run_by_the_engine
                 checkpoint.model,
                 encode_examples(task_sample.tokenizer, [example], 64, pair=True),
                 capture=Capture(attention=True),
-            ).attentions[0, ..., 0]
+            ).attentions[0, ..., :3, 0]  # the first three rows
             for example in task_sample.task_examples
         ]
         expected = sum(rows.sum(-1) for rows in alone) / sum(rows.shape[-1] for rows in alone)
