@@ -94,6 +94,27 @@ class AnalysisContext:
         """The run's ``analysis_seed``, from which analyses draw their samples and random starts."""
         return self.settings.analysis_seed
 
+    @property
+    def run_tokenizer(self) -> PreTrainedTokenizerBase:
+        """The tokenizer of the run, which every run's context has (tests may build one without)."""
+        if self.tokenizer is None:
+            raise ValueError("this analysis reads the tokenizer, and its context has none")
+        return self.tokenizer
+
+    @property
+    def run_task(self) -> Task:
+        """The run's task, for the analyses that read its labels and metrics."""
+        if self.task is None:
+            raise ValueError("this analysis reads the run's task, and its context has none")
+        return self.task
+
+    @property
+    def variant_scorer(self) -> VariantScorer:
+        """``score_variants``, which the run gives every analysis that intervenes (``INTERVENES``)."""
+        if self.score_variants is None:
+            raise ValueError("this analysis scores variants of the model: declare INTERVENES in its needs")
+        return self.score_variants
+
 
 class Analysis(ABC):
     """Streams attention batches in, gives JSON-serialisable statistics out.

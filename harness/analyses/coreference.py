@@ -149,11 +149,12 @@ def by_group(values: torch.Tensor | list[float], mentions: list[int]) -> dict[st
 def best_heads(accuracy: torch.Tensor, mentions: list[int]) -> dict[str, Any]:
     """The best head (1-indexed) of each group in ``accuracy`` (groups, layers, heads), and the
     overall best head's accuracy by group (Clark's Table 2 row "5-4")."""
-    best = {}
-    for group, grid, count in zip(GROUPS, accuracy, mentions):
-        top = best_head(grid)
-        best[group] = {"layer": top["layer"], "head": top["head"], "accuracy": top["value"] if count else None}
-    layer, head = best["all"]["layer"] - 1, best["all"]["head"] - 1
+    tops = {group: best_head(grid) for group, grid in zip(GROUPS, accuracy)}
+    best: dict[str, Any] = {  # `CoreferenceResult`'s best_head: the groups' heads, then another shape
+        group: {"layer": top["layer"], "head": top["head"], "accuracy": top["value"] if count else None}
+        for (group, top), count in zip(tops.items(), mentions)
+    }
+    layer, head = tops["all"]["layer"] - 1, tops["all"]["head"] - 1
     best["overall_head_by_type"] = by_group(accuracy[:, layer, head], mentions)
     return best
 

@@ -298,7 +298,7 @@ class DependencyHeads(WordLevelAnalysis):
             return {
                 "relations": [changed(b, a) for b, a in zip(before["relations"], after["relations"])],
                 ALL_CLARK: clark,
-                "evidence": {CHANGE: best_of_many_change(*in_points, members(before))},
+                "evidence": {CHANGE: best_of_many_change(in_points[0], in_points[1], members(before))},
             }
 
         return {pair_name((a, b)): compared(per_checkpoint[a], per_checkpoint[b]) for a, b in pairs}

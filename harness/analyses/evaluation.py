@@ -18,6 +18,8 @@ numbers beside ours when the model is hers (bert-base-uncased).
 
 from __future__ import annotations
 
+from typing import Any, TypedDict
+
 import numpy as np
 import torch
 
@@ -69,6 +71,12 @@ def mean_loss(logits: np.ndarray, labels: np.ndarray) -> float:
     return float(summed_loss(torch.from_numpy(logits), torch.from_numpy(labels), TASK_LOSS)) / max(len(labels), 1)
 
 
+class TaskSpec(TypedDict, total=False):
+    """`DevScores`' key of a task defined by a spec file or flags (GLUE's is known by its name)."""
+
+    task_spec: dict[str, Any]  # JSON: the spec's fields, of their several types
+
+
 @register_analysis
 class Evaluation(Analysis):
     """Per checkpoint: ``{"metrics": {"<split>/<metric>": value}, "majority": {...}, "examples": {split: n},
@@ -101,7 +109,7 @@ class Evaluation(Analysis):
     def update_words(self, batch: AttentionBatch) -> None:
         """A tagging task's rows are its words, each scored at its first sub-token (the tokens
         training labelled: `harness.inputs.tagging`); words that truncation cut off are not scored."""
-        tags = batch_tags(self.context.tokenizer, batch.encoded)
+        tags = batch_tags(self.context.run_tokenizer, batch.encoded)
         rows, columns = (tags != IGNORED).nonzero(as_tuple=True)
         self.labels += tags[rows, columns].tolist()
         self.splits += [batch.encoded.items[row].split for row in rows.tolist()]
@@ -109,14 +117,16 @@ class Evaluation(Analysis):
             self.logits[name].append(batch.logits[name][rows, columns].float().cpu())
 
     def result(self) -> dict[str, DevScores]:
-        task = self.context.task
+        task = self.context.run_task
         labels, splits = np.asarray(self.labels), np.asarray(self.splits)
         names = list(dict.fromkeys(self.splits))
         out: dict[str, DevScores] = {}
+        spec: TaskSpec = {} if task.glue else {"task_spec": task.as_spec()}
         for checkpoint, parts in self.logits.items():
             logits = torch.cat(parts).numpy() if parts else np.zeros((0, task.num_labels))
             predictions = predictions_from_logits(task, logits)
-            scores, majority = {}, {}
+            scores: dict[str, float] = {}
+            majority: dict[str, float] = {}
             for split in names:
                 chosen = splits == split
                 scores |= {
@@ -129,7 +139,7 @@ class Evaluation(Analysis):
                 "majority": majority,
                 "examples": {split: int((splits == split).sum()) for split in names},
                 "task": task.name,
-                **({} if task.glue else {"task_spec": task.as_spec()}),
+                **spec,
                 "predictions": {split: predictions[splits == split].tolist() for split in names},
                 "labels": {split: labels[splits == split].tolist() for split in names},
             }

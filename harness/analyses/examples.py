@@ -21,6 +21,7 @@ import torch
 
 from harness.analyses.base import Analysis, AnalysisContext, best_head, register_analysis
 from harness.inputs.batches import AttentionBatch
+from harness.inputs.encoding import token_strings
 from harness.views.base import pair_name
 from harness.views.examples import (
     ENCODING,
@@ -48,7 +49,7 @@ def label_text(context: AnalysisContext, label: int | float) -> str | float:
     task = context.task
     if task is not None and task.is_tagging:
         return "a tag per word"
-    return task.label_names[label] if task is not None and not task.is_regression else label
+    return task.label_names[int(label)] if task is not None and not task.is_regression else label
 
 
 @dataclass
@@ -84,7 +85,7 @@ class ExampleMaps(Analysis):
             rank = selection_rank(self.context.seed, item)
             if len(self.kept) == NUM_EXAMPLES and rank >= self.kept[-1].rank:
                 continue
-            tokens = self.context.tokenizer.convert_ids_to_tokens(batch.encoded.input_ids[row, :length].tolist())
+            tokens = token_strings(self.context.run_tokenizer, batch.encoded.input_ids[row, :length].tolist())
             maps = {name: batch.maps(name, row).float().cpu() for name in self.context.checkpoints}
             self.kept = sorted([*self.kept, Kept(rank, item, tokens, maps)], key=lambda kept: kept.rank)[:NUM_EXAMPLES]
 

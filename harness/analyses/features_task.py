@@ -104,8 +104,8 @@ class TaskFeatures(Analysis):
 
     def membership(self, batch: AttentionBatch) -> torch.Tensor:
         """(batch, features, seq) bool on the attention's device: the word pieces of each feature."""
-        items, pair = batch.encoded.items, self.context.task.is_pair
-        spans = token_spans(self.context.tokenizer, items, self.context.max_length, pair)
+        items, pair = batch.encoded.items, self.context.run_task.is_pair
+        spans = token_spans(self.context.run_tokenizer, items, self.context.max_length, pair)
         texts_a = tag([item.text_a for item in items])
         texts_b = tag([item.text_b for item in items]) if pair else [[] for _ in items]
         seq_len = batch.encoded.input_ids.shape[1]
@@ -113,7 +113,7 @@ class TaskFeatures(Analysis):
             [feature_membership(example, (a, b), seq_len) for example, a, b in zip(spans, texts_a, texts_b)]
         )
         membership[:, NAMES.index("[CLS]"), 0] = True
-        membership[:, NAMES.index("[SEP]")] = batch.encoded.input_ids == self.context.tokenizer.sep_token_id
+        membership[:, NAMES.index("[SEP]")] = batch.encoded.input_ids == self.context.run_tokenizer.sep_token_id
         return membership.to(batch.device)
 
     def update(self, batch: AttentionBatch) -> None:

@@ -57,7 +57,7 @@ class GradientImportance(Analysis):
 
     def __init__(self, context: AnalysisContext) -> None:
         super().__init__(context)
-        self.ids = SpecialIds.of(context.tokenizer)
+        self.ids = SpecialIds.of(context.run_tokenizer)
         shape = (len(context.checkpoints), len(CATEGORIES), context.num_layers, context.num_heads)
         self.totals = torch.zeros(shape, dtype=torch.float64, device=context.device)
         self.counts = torch.zeros(shape[:2], dtype=torch.float64, device=context.device)
@@ -73,7 +73,9 @@ class GradientImportance(Analysis):
                 continue
             gradients = batch.gradients[checkpoint]
             self.losses[checkpoint] = gradients.loss
-            for position, (values, valid) in enumerate(category_means(gradients.magnitudes.float(), masks).values()):
+            for position, (values, valid) in enumerate(
+                category_means(gradients.attention_magnitudes.float(), masks).values()
+            ):
                 self.totals[index, position] += values[valid].double().sum(dim=0)
                 self.counts[index, position] += valid.sum()
         self.num_items += len(batch.items)

@@ -89,7 +89,6 @@ class AttentionPatterns(Analysis):
             results[name] = {
                 "proportions": dict(zip(CLASSES, shares.tolist())),
                 **correction,
-                **({} if self.cross_validation is None else {"confusion": self.cross_validation["confusion"]}),
                 "per_head": [[CLASSES[index] for index in row] for row in majority[c].tolist()],
                 "counts_per_head": self.counts[c].cpu().tolist(),
                 "num_examples": self.count,
@@ -123,11 +122,13 @@ class AttentionPatterns(Analysis):
 
 
 class Correction(TypedDict, total=False):
-    """The shares corrected for the classifier's errors, and their intervals: a result's with the
-    shipped classifier, none with other weights."""
+    """The shares corrected for the classifier's errors, their intervals, and the cross-validated
+    confusion counts they were corrected with: a result's with the shipped classifier, none with
+    other weights."""
 
     corrected: dict[str, float]
     corrected_interval: dict[str, list[float]]
+    confusion: list[list[int]]
 
 
 def corrected(units: UnitSums, cross_validation: dict[str, Any], pairs_seen: bool, seed: int) -> Correction:
@@ -147,6 +148,7 @@ def corrected(units: UnitSums, cross_validation: dict[str, Any], pairs_seen: boo
     return {
         "corrected": dict(zip(CLASSES, shares.tolist())),
         "corrected_interval": dict(zip(CLASSES, intervals.tolist())),
+        "confusion": cross_validation["confusion"],
     }
 
 

@@ -155,7 +155,7 @@ class AttentionProbe(nn.Module):
         """Logits (words, words + 1) over candidate heads (column 0 = ROOT) from ``maps``
         (layers, heads, words + 2, words + 2) and, for Attn + GloVe, ``pairs`` (words, words + 1, 2 * dim)."""
         features = attention_features(maps, torch.stack([self.root_start, self.root_end]))
-        weights = self.pair_weights(pairs) if self.pair_weights is not None else self.weights
+        weights = self.pair_weights(pairs) if self.pair_weights is not None else self.get_parameter("weights")
         return (features * weights).sum(dim=-1)
 
 
@@ -371,7 +371,7 @@ class Probes(WordLevelAnalysis):
 
     def _head_weights(self, checkpoint: str) -> dict[str, list[list[float]]]:
         """The Attn probe's weight per head and direction, (layers, heads) each: what it reads."""
-        weights = self.probes[(checkpoint, "attn")].module.weights.detach().cpu()
+        weights = self.probes[(checkpoint, "attn")].module.get_parameter("weights").detach().cpu()
         per_head = weights.reshape(2, self.context.num_layers, self.context.num_heads)
         return {"dependent->head": per_head[0].tolist(), "head->dependent": per_head[1].tolist()}
 
@@ -384,7 +384,8 @@ class Probes(WordLevelAnalysis):
 
         def evidence(before: ProbesResult, after: ProbesResult) -> Evidence:
             units = [UnitSums.read(stats["units"]) for stats in (before, after)]
-            return paired_change(*(replace(sums, numerators=100 * sums.numerators) for sums in units))
+            first, second = (replace(sums, numerators=100 * sums.numerators) for sums in units)
+            return paired_change(first, second)
 
         return {
             pair_name((a, b)): {

@@ -126,7 +126,7 @@ class AttentionSinks(Analysis):
 
     def __init__(self, context: AnalysisContext) -> None:
         super().__init__(context)
-        self.ids = SpecialIds.of(context.tokenizer)
+        self.ids = SpecialIds.of(context.run_tokenizer)
         shape = (len(context.checkpoints), len(STATISTICS), context.num_layers, context.num_heads, len(KINDS))
         self.totals = torch.zeros(shape, dtype=torch.float64, device=context.device)
         self.counts = torch.zeros(shape, dtype=torch.float64, device=context.device)

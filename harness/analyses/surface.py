@@ -23,6 +23,7 @@ examples). `harness.analyses.surface_text` measures the same on Clark's kind of 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import torch
@@ -30,6 +31,7 @@ from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
 from harness.analyses.base import Analysis, AnalysisContext, changed_heads, register_analysis
 from harness.inputs.batches import AttentionBatch, real_tokens
+from harness.inputs.encoding import token_text
 from harness.views.base import pair_name
 from harness.views.evidence import StoredUnits, UnitSums
 from harness.views.surface import SPECIAL_TOKENS, STATISTICS, LabelChanges, SurfaceResult, SurfaceView
@@ -63,7 +65,7 @@ def spellings(tokenizer: PreTrainedTokenizerBase, mark: str) -> tuple[int, ...]:
         token_id
         for text in (mark, f"a {mark}", f"a{mark}")
         for token_id in tokenizer(text, add_special_tokens=False)["input_ids"]
-        if token_id != tokenizer.unk_token_id and tokenizer.decode([token_id]).strip() == mark
+        if token_id != tokenizer.unk_token_id and token_text(tokenizer, token_id) == mark
     }
     return tuple(sorted(found))
 
@@ -159,7 +161,9 @@ def behaviour_labels(per_head: dict[str, list[list[float]]]) -> list[list[list[s
     ]
 
 
-THRESHOLDS = {"thresholds": {label: {"statistic": stat, "above": bound} for label, (stat, bound) in BEHAVIOURS.items()}}
+THRESHOLDS: dict[str, Any] = {
+    "thresholds": {label: {"statistic": stat, "above": bound} for label, (stat, bound) in BEHAVIOURS.items()}
+}
 
 
 @register_analysis
@@ -174,7 +178,7 @@ class Surface(Analysis):
 
     def __init__(self, context: AnalysisContext) -> None:
         super().__init__(context)
-        self.ids = SpecialIds.of(context.tokenizer)
+        self.ids = SpecialIds.of(context.run_tokenizer)
         shape = (len(context.checkpoints), len(STATISTICS), context.num_layers, context.num_heads)
         self.totals = torch.zeros(shape, dtype=torch.float64, device=context.device)
         self.counts = torch.zeros(shape[:2], dtype=torch.float64, device=context.device)

@@ -146,14 +146,14 @@ class Transplant(Analysis):
 
     def update(self, batch: AttentionBatch) -> None:
         if self.tagging:
-            tags = batch_tags(self.context.tokenizer, batch.encoded)
+            tags = batch_tags(self.context.run_tokenizer, batch.encoded)
             self.labels += tags[tags != IGNORED].tolist()
         else:
             self.labels += [item.label for item in batch.items]
 
     def words(self, encoded: EncodedBatch, logits: torch.Tensor) -> torch.Tensor:
         """A tagging batch's (V, batch, seq, tags) logits at its words' first sub-tokens: (V, words, tags)."""
-        tags = batch_tags(self.context.tokenizer, encoded).to(logits.device)
+        tags = batch_tags(self.context.run_tokenizer, encoded).to(logits.device)
         return logits[:, tags != IGNORED]
 
     def result(self) -> TransplantResult:
@@ -168,11 +168,11 @@ class Transplant(Analysis):
     def transplanted(self, donor: str, recipient: str) -> TransplantPair:
         """``donor``'s attention in ``recipient``: every variant scored and tested."""
         context = self.context
-        task = context.task
+        task = context.run_task
         metric, unit = task.metrics[0], "words" if self.tagging else "dev examples"
         layers, heads = context.num_layers, context.num_heads
         labels = np.asarray(self.labels)
-        logits = context.score_variants(
+        logits = context.variant_scorer(
             recipient,
             Interventions(given_heads=transplant_masks(layers, heads)),
             donor=donor,

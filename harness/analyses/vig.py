@@ -236,7 +236,7 @@ class VigBehaviours(Analysis):
         self.cross_examples: list[torch.Tensor] = []
 
     def update(self, batch: AttentionBatch) -> None:
-        roles = token_roles(self.context.tokenizer, batch.encoded, self.context.max_length)
+        roles = token_roles(self.context.run_tokenizer, batch.encoded, self.context.max_length)
         targets = behaviour_targets(roles).to(batch.device, torch.float32)
         rows = target_rows(targets)
         valid = (rows > 0).float()  # (batch, statistics): the examples that have rows with such targets
@@ -300,11 +300,11 @@ class VigBehaviours(Analysis):
         def evidence(before: VigResult, after: VigResult) -> dict[str, Evidence]:
             if not before["examples"][CROSS]:
                 return {}
-            units = [UnitSums.read(stats["units"]) for stats in (before, after)]
+            first, second = (UnitSums.read(stats["units"]) for stats in (before, after))
             layers, heads = np.asarray(before["per_head"][CROSS]).shape
             return {
-                change_of(f"{CROSS}_max"): best_of_many_change(*units, head_names(layers, heads)),
-                change_of(f"{CROSS}_mean"): paired_change(*units, reduce="mean"),
+                change_of(f"{CROSS}_max"): best_of_many_change(first, second, head_names(layers, heads)),
+                change_of(f"{CROSS}_mean"): paired_change(first, second, reduce="mean"),
             }
 
         return {

@@ -88,6 +88,20 @@ class Gradients:
     magnitudes: torch.Tensor | None = None
     gates: torch.Tensor | None = None
 
+    @property
+    def attention_magnitudes(self) -> torch.Tensor:
+        """``magnitudes``, which an analysis that needs attention gradients is given."""
+        if self.magnitudes is None:
+            raise ValueError("no attention gradients were captured: the analysis must need them")
+        return self.magnitudes
+
+    @property
+    def gate_gradients(self) -> torch.Tensor:
+        """``gates``, which an analysis that needs the heads' gate gradients is given."""
+        if self.gates is None:
+            raise ValueError("no gate gradients were captured: the analysis must need them")
+        return self.gates
+
 
 @dataclass
 class AttentionBatch:

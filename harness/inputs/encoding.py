@@ -24,6 +24,12 @@ def token_strings(tokenizer: PreTrainedTokenizerBase, ids: Sequence[int]) -> lis
     return [tokens] if isinstance(tokens, str) else tokens
 
 
+def token_text(tokenizer: PreTrainedTokenizerBase, token_id: int) -> str:
+    """One token as text, without the space some tokenizers write before a word (RoBERTa's ``Ġ``)."""
+    text = tokenizer.decode([token_id])
+    return (text if isinstance(text, str) else "".join(text)).strip()  # one id in gives one text
+
+
 def _texts(examples: Sequence[Example], pair: bool) -> tuple[list[str], list[str] | None]:
     firsts = [example.text_a for example in examples]
     if not pair:
