@@ -1,8 +1,9 @@
 """``python -m harness`` (or ``harness``): subcommands ``run``, ``study``, ``finetune``, ``ablate``, ``figures``,
 ``annotate``, ``maps``, ``docs``, ``report``, ``export``, ``data``, ``tasks``, ``pack``, ``unpack``.
 
-The flags are generated from the configuration dataclasses and validated before anything
-heavy is imported, so a bad flag is reported in a fraction of a second; then only the module
+The flags are generated from the configuration dataclasses and validated before torch is
+imported, so a bad flag is reported in a fraction of a second (in about 2 s by a command that runs
+analyses: their views, which declare the analyses' own settings, are imported first); then only the module
 of the command is imported (`harness.commands`: those that load models import torch and
 transformers, those that read stored results do not).
 """
@@ -54,7 +55,8 @@ LOCAL_DATA = "tasks.loading"  # an own task's files read and checked before a co
 DATA_FIRST = ("run", "finetune", "ablate", "annotate")  # those whose first configuration is a run's
 BUNDLE = "harness.commands.bundle"
 # Each analysis declares its own settings in its view's module (`harness.config.analysis_settings`), so the
-# views are imported before the flags are built: no torch, but matplotlib and scipy (about 2 s).
+# views are imported before the flags of a command that analyses are built: no torch, but matplotlib and
+# scipy (about 2 s); the other commands' flags are checked without them.
 ANALYSIS_SETTINGS_FROM = "harness.views"
 COMMAND_MODULES = {
     "run": COMPUTE,
@@ -217,9 +219,12 @@ def quiet_libraries(debug: bool) -> None:
         transformers.logging.disable_progress_bar()
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The ``harness`` parser: one subcommand per entry of `GROUPS`, its flags from those dataclasses."""
-    importlib.import_module(ANALYSIS_SETTINGS_FROM)  # AnalysisConfig gains each analysis's own settings
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The ``harness`` parser: one subcommand per entry of `GROUPS`, its flags from those dataclasses.
+    ``command``: the one subcommand it will parse, where known; unless it takes no `AnalysisConfig`, the
+    analyses' own settings are imported first (`ANALYSIS_SETTINGS_FROM`)."""
+    if AnalysisConfig in GROUPS.get(command or "", (AnalysisConfig,)):
+        importlib.import_module(ANALYSIS_SETTINGS_FROM)  # AnalysisConfig gains each analysis's own settings
     parser = argparse.ArgumentParser(prog="harness", description="What does fine-tuning do to BERT's attention?")
     parser.add_argument("--debug", action="store_true", help="show tracebacks and library warnings")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=SubcommandParser)
@@ -297,9 +302,10 @@ def run_config_of(run_folder: str | Path) -> RunConfig:
 def main(argv: list[str] | None = None) -> int:
     """Run one subcommand; the exit status: 0, 1 (a check found differences), 2 (bad input or a full
     disk, one line on stderr), or 128 + the signal that stopped it."""
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(next((word for word in argv if not word.startswith("-")), None))
     try:
-        argv = expanded(list(sys.argv[1:] if argv is None else argv), subcommands(parser))
+        argv = expanded(argv, subcommands(parser))
     except InputError as error:
         print(f"error: {clipped(str(error), MESSAGE_MAX)}", file=sys.stderr)
         return 2
