@@ -9,12 +9,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
-from matplotlib.ticker import ScalarFormatter
 
-from harness.views.grid_layout import lay_out_grid
-from harness.views.palette import DIFFERENCE_MAP
-from harness.views.saving import DPI, plt, save
-from harness.views.titles import difference_title, suptitle, wrapped
+from harness.views.head_grid import draw_grid_rows
+from harness.views.saving import plt, save
+from harness.views.titles import wrapped
 
 
 def style_head_axes(
@@ -141,60 +139,3 @@ def draw_side_by_side_grids(
         vmax=vmax,
         cmap=cmap,
     )
-
-
-def draw_grid_rows(
-    rows: dict[str, dict[str, Sequence[Sequence[float]]]],
-    path: Path,
-    *,
-    title: str,
-    colorbar_label: str,
-    differences: Sequence[tuple[str, str]] = (),
-    vmin: float | None = None,
-    vmax: float | None = None,
-    cmap: str = "viridis",
-) -> Path:
-    """Head heatmaps (heads on x, layers on y, layer 1 on top): one row per entry of ``rows``
-    (row label -> panel title -> (layers, heads) grid, the same panel titles in every row),
-    sharing one colour scale that spans the values unless ``vmin``/``vmax`` fix it; then, per
-    (before, after) pair of panel titles in ``differences``, a panel of after minus before on a
-    diverging scale centred on 0 with its own colour bar, so small changes stay visible."""
-    arrays = {
-        row: {name: np.asarray(grid, dtype=float) for name, grid in panels.items()} for row, panels in rows.items()
-    }
-    changes = {
-        row: {difference_title(before, after): panels[after] - panels[before] for before, after in differences}
-        for row, panels in arrays.items()
-    }
-    values = [grid for panels in arrays.values() for grid in panels.values()]
-    layers, heads = values[0].shape
-    per_row = len(values) // len(arrays)  # the grids of a row, before its difference panels
-    columns = per_row + len(differences)
-    # a quarter inch per cell; small models still get panels wide and tall enough for their labels
-    panel_size = (max(0.26 * heads + 0.1, 1.7), max(0.26 * layers + 0.35, 1.5))
-    figure = plt.figure(dpi=DPI)  # measured (`lay_out_grid`) as it is drawn
-    axes = np.array([[figure.add_axes((0, 0, 1, 1)) for _ in range(columns)] for _ in arrays])
-    bar_length = len(arrays) * (panel_size[1] + 0.7) - 0.6
-    scale = {
-        "vmin": min(g.min() for g in values) if vmin is None else vmin,
-        "vmax": max(g.max() for g in values) if vmax is None else vmax,
-        "cmap": cmap,
-    }
-    limit = max((float(np.abs(g).max()) for panels in changes.values() for g in panels.values()), default=0.0) or 1.0
-    change_scale = {"vmin": -limit, "vmax": limit, "cmap": DIFFERENCE_MAP}  # symmetric: white is no change
-    for panels, (row, grids) in zip(axes, arrays.items()):
-        for column, (name, grid, kind) in enumerate(
-            [*((n, g, scale) for n, g in grids.items()), *((n, g, change_scale) for n, g in changes[row].items())]
-        ):
-            panels[column].imshow(grid, aspect="auto", **kind)
-            title_text = wrapped(f"{row}: {name}" if row else name, panel_size[0] + 0.5)
-            style_head_axes(panels[column], layers, heads, title_text, tick_size=7)
-    groups = [(per_row, figure.add_axes((0, 0, 1, 1)))]
-    label = wrapped(colorbar_label, bar_length, fontsize=10)
-    shared = figure.colorbar(axes[0, 0].images[0], cax=groups[0][1], label=label)
-    shared.formatter = ScalarFormatter(useOffset=False)  # values near 1 stay readable, no "+9.999e-1"
-    if differences:
-        groups.append((len(differences), figure.add_axes((0, 0, 1, 1))))
-        figure.colorbar(axes[0, -1].images[0], cax=groups[1][1], label="change")
-    lay_out_grid(figure, axes, groups, panel_size, lambda sized: suptitle(sized, title))
-    return save(figure, path)

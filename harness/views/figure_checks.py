@@ -26,6 +26,10 @@ from matplotlib.transforms import Bbox
 from harness.views.palette import safe_colour, safe_colour_map
 
 FOOTNOTE = "footnote"  # the footnote's id among the figure's texts
+# A panel drawn without an axes of its own (`harness.views.head_grid`) has its title and tick labels
+# as texts with these ids: its title is read with the figure's, each row of its tick labels checked.
+PANEL_TITLE = "panel title"
+TICK_LABELS = "tick labels"
 PARENTHESISED = re.compile(r"\(([^()]*)\)")
 RAW_CHECKPOINT_NAME = re.compile(r"\b(pretrained|finetuned)\b")
 
@@ -37,7 +41,7 @@ def figure_problems(figure: plt.Figure) -> list[str]:
     return (
         layout_problems(figure, drawn)
         + error_bar_problems(figure, drawn)
-        + title_problems(figure)
+        + title_problems(figure, drawn)
         + colour_problems(figure, drawn)
         + wording_problems(figure, drawn)
     )
@@ -107,7 +111,12 @@ def error_bar_boxes(axes: plt.Axes, renderer: Any) -> list[Bbox]:
     return [box for box in drawn if box is not None]
 
 
-def title_problems(figure: plt.Figure) -> list[str]:
+def tick_labels_id(axis: str, panel: str) -> str:
+    """The id of the tick labels of ``panel``'s ``axis`` (x, y) drawn as texts of their own."""
+    return f"{TICK_LABELS}:{axis}:{panel}"
+
+
+def title_problems(figure: plt.Figure, drawn: DrawnFigure | None = None) -> list[str]:
     """A title that says a thing twice, read as a reader reads it: the figure's title, then each
     panel's. A parenthesised phrase, or one item of one ("(64 inputs, spaCy tags) ... (64
     inputs)"), or a clause (the parts between colons and semicolons) said twice is found."""
@@ -116,6 +125,7 @@ def title_problems(figure: plt.Figure) -> list[str]:
         ": ".join(part for part in (axes.get_title(loc) for loc in ("left", "center", "right")) if part)
         for axes in figure.axes
     ]
+    panels += [text.get_text() for text in (drawn or DrawnFigure(figure)).texts if text.get_gid() == PANEL_TITLE]
     found: dict[str, str] = {}  # each phrase said twice, with the first title that says it
     for read in dict.fromkeys([title, *(f"{title}: {panel}" for panel in panels if panel)]):
         for phrase in repeated_phrases(read):
@@ -191,6 +201,15 @@ def layout_problems(figure: plt.Figure, drawn: DrawnFigure | None = None) -> lis
         boxes = [drawn.extent(label) for label in drawn.tick_labels[id(axis)][0]]
         if any(first.overlaps(second) for first, second in zip(boxes, boxes[1:])):
             problems.append(f"{name} tick labels of {axes.get_title() or 'a panel'!r} overlap")
+    rows: dict[str, list[Bbox]] = {}  # tick labels drawn as texts of their own, by panel and axis
+    for text in drawn.drawn_texts:
+        gid = str(text.get_gid())
+        if gid.startswith(f"{TICK_LABELS}:"):
+            rows.setdefault(gid, []).append(drawn.extent(text))
+    for gid, boxes in rows.items():
+        _, name, panel = gid.split(":", 2)
+        if any(first.overlaps(second) for first, second in zip(boxes, boxes[1:])):
+            problems.append(f"{name} tick labels of {panel!r} overlap")
     return problems
 
 

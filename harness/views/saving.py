@@ -91,7 +91,7 @@ def save(figure: plt.Figure, path: Path) -> Path:
     """Write a figure as PNG (``path``) and its vector copies beside it (`figure_formats`: PDF
     unless asked otherwise), check it, close it (figures are many;
     keep memory flat). Figures with colour bars have a layout engine of their own (constrained
-    layout, or `harness.views.grid_layout` for head grids: tight layout clashes with a colour bar
+    layout, or `harness.views.head_grid`'s for head grids: tight layout clashes with a colour bar
     shared by panels); the others are laid out tight here. Nothing is cropped when
     saved (cropping draws a figure twice; the check finds any text that cropping would rescue),
     and the one raster drawing is both checked and written as the PNG. Within `figure_note` the

@@ -27,8 +27,9 @@ from harness.views.base import (
     per_pair_results,
     register_view,
 )
-from harness.views.drawing import draw_grid_rows, panel_grid, panels_for, scatter_by_layer
+from harness.views.drawing import panel_grid, panels_for, scatter_by_layer
 from harness.views.evidence import Evidence, StoredUnits
+from harness.views.head_grid import draw_grid_rows
 from harness.views.metrics import Metric
 from harness.views.palette import OKABE_ITO, checkpoint_colour
 from harness.views.saving import save

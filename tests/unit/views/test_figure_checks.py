@@ -6,10 +6,12 @@ import numpy as np
 import pytest
 
 from harness.views.figure_checks import (
+    PANEL_TITLE,
     colour_problems,
     error_bar_problems,
     figure_problems,
     layout_problems,
+    tick_labels_id,
     title_problems,
     wording_problems,
 )
@@ -30,6 +32,17 @@ def test_text_off_the_canvas_and_overlapping_ticks_are_found():
     problems = layout_problems(drawn(figure))
     assert "text 'outside' leaves the canvas" in problems
     assert any("x tick labels" in problem and "overlap" in problem for problem in problems)
+    plt.close(figure)
+
+
+def test_tick_labels_and_panel_titles_drawn_as_texts_of_their_own_are_checked():
+    figure = plt.figure(figsize=(2, 2))
+    for x in (0.1, 0.12):
+        figure.text(x, 0.5, "12", gid=tick_labels_id("x", "pre-trained"))
+    figure.text(0.05, 0.2, "fine-tuned (64 inputs)", gid=PANEL_TITLE, fontsize=6)
+    suptitle(figure, "cosine (64 inputs)")
+    assert layout_problems(drawn(figure)) == ["x tick labels of 'pre-trained' overlap"]
+    assert title_problems(figure) == ["title 'cosine (64 inputs): fine-tuned (64 inputs)' says '64 inputs' twice"]
     plt.close(figure)
 
 

@@ -1,0 +1,83 @@
+"""Head grids drawn on one canvas keep what an axes per panel showed: titles, colour scales,
+difference panels, and tick and axis labels where matplotlib's own axes put them."""
+
+from __future__ import annotations
+
+import logging
+
+import numpy as np
+import pytest
+
+from harness.views.drawing import draw_side_by_side_grids, style_head_axes
+from harness.views.figure_checks import PANEL_TITLE, TICK_LABELS
+from harness.views.head_grid import draw_grid_rows
+from harness.views.saving import figure_formats, plt
+from harness.views.titles import titled_pairs
+
+
+def drawn_figure(monkeypatch, draw) -> plt.Figure:
+    """The figure ``draw()`` saves, kept open to look at."""
+    captured = []
+    monkeypatch.setattr(plt, "close", captured.append)
+    draw()
+    monkeypatch.undo()
+    (figure,) = captured
+    return figure
+
+
+def test_head_grids_get_a_centred_difference_panel(tmp_path, caplog, monkeypatch):
+    before = np.full((2, 3), 0.02)
+    after = before + np.array([[0.01, 0.0, -0.005], [0.0, 0.0, 0.0]])
+    with caplog.at_level(logging.WARNING, logger="harness.views.saving"), figure_formats(("png", "pdf")):
+        figure = drawn_figure(
+            monkeypatch,
+            lambda: draw_side_by_side_grids(
+                {"pre-trained": before, "fine-tuned": after},
+                tmp_path / "grid.png",
+                title="t",
+                colorbar_label="mean attention",
+                differences=titled_pairs([("pretrained", "finetuned")]),
+            ),
+        )
+    (canvas, *bars) = figure.axes
+    titles = [text.get_text() for text in canvas.texts if text.get_gid() == PANEL_TITLE]
+    assert titles == ["pre-trained", "fine-tuned", "fine-tuned − pre-trained"] and len(bars) == 2
+    images = canvas.images
+    # the checkpoints' scale spans their values, not 0..1, so faint maps keep their contrast
+    assert images[0].norm.vmin == pytest.approx(0.015) and images[0].norm.vmax == pytest.approx(0.03)
+    np.testing.assert_allclose(images[2].get_array(), after - before)
+    assert images[2].norm.vmin == pytest.approx(-0.01) and images[2].norm.vmax == pytest.approx(0.01)
+    assert [bar.get_ylabel() for bar in bars] == ["mean attention", "change"]
+    assert (tmp_path / "grid.pdf").is_file() and caplog.records == []
+    plt.close(figure)
+
+
+def test_a_panels_labels_stand_where_an_axes_of_its_own_puts_them(tmp_path, caplog, monkeypatch):
+    grids = {"pre-trained": np.random.default_rng(0).random((6, 12)), "fine-tuned": np.zeros((6, 12))}
+    with caplog.at_level(logging.WARNING, logger="harness.views.saving"):
+        figure = drawn_figure(
+            monkeypatch,
+            lambda: draw_grid_rows({"raw": grids, "norm": grids}, tmp_path / "rows.png", title="t", colorbar_label="v"),
+        )
+    assert caplog.records == []
+    canvas, renderer = figure.axes[0], figure.canvas.get_renderer()
+    first = canvas.images[0].get_window_extent(renderer)
+    reference = figure.add_axes(first.transformed(figure.transFigure.inverted()).bounds)
+    style_head_axes(reference, 6, 12, "raw: pre-trained", tick_size=7)
+    reference.imshow(grids["pre-trained"], aspect="auto")
+    figure.canvas.draw()
+
+    def boxes(texts):
+        return np.array([text.get_window_extent(renderer).extents for text in texts])
+
+    def own(gid):
+        return [text for text in canvas.texts if text.get_gid() == gid][:12]
+
+    panel = "raw: pre-trained"
+    labels = {name: next(text for text in canvas.texts if text.get_text() == name) for name in ("head", "layer")}
+    np.testing.assert_allclose(boxes(own(f"{TICK_LABELS}:x:{panel}")), boxes(reference.get_xticklabels()), atol=2)
+    np.testing.assert_allclose(boxes(own(f"{TICK_LABELS}:y:{panel}")), boxes(reference.get_yticklabels()), atol=2)
+    np.testing.assert_allclose(boxes([labels["head"]]), boxes([reference.xaxis.label]), atol=2)
+    np.testing.assert_allclose(boxes([labels["layer"]]), boxes([reference.yaxis.label]), atol=2)
+    np.testing.assert_allclose(boxes(own(PANEL_TITLE)[:1]), boxes([reference.title]), atol=2)
+    plt.close(figure)
