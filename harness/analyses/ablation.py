@@ -80,6 +80,7 @@ from harness.views.ablation_results import (
     Pruning,
 )
 from harness.views.base import pair_name, per_checkpoint_results, per_pair_results
+from harness.views.cosine import CosineView
 from harness.views.evidence import pack
 from tasks.metrics import predictions_from_logits
 
@@ -275,7 +276,7 @@ class Ablation(Analysis):
     def relate(cls, entry: dict[str, Any], entries: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
         """Against each head's cosine similarity between the checkpoints (the ``cosine`` entry):
         do the heads that fine-tuning changed most matter most?"""
-        cosine = entries.get("cosine")
+        cosine = entries.get(CosineView.name)
         if cosine is None:
             return None
         out = {}
@@ -292,4 +293,4 @@ class Ablation(Analysis):
                     for mode in MODES
                 },
             }
-        return {"cosine": out} if out else None
+        return {CosineView.name: out} if out else None

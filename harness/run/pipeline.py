@@ -49,7 +49,17 @@ from harness.results.summary import SUMMARY, flatten, seal, stored_summary
 from harness.run.engine import analyse
 from harness.run.plan import RunPlan, plan_run, run_device
 from harness.run.provenance import code_version, data_provenance, model_provenance
-from harness.run.tracking import CHECKPOINT_TAG, PARENT_TAG, SKIPPED_TAG, Tracker, check_store, training_curve
+from harness.run.tracking import (
+    CHECKPOINT_TAG,
+    PARENT_TAG,
+    SKIPPED_TAG,
+    TRAIN_SECONDS,
+    Tracker,
+    check_store,
+    seconds_metric,
+    timed_along,
+    training_curve,
+)
 from harness.run.trajectory import PREFIX as TRAJECTORY_PREFIX
 from harness.run.trajectory import step_name, trajectory, trajectory_metrics
 from harness.views.metrics import Metric, values
@@ -298,7 +308,7 @@ def analyse_and_log(
             tuned,
             sources,
             store,
-            lambda source, seconds: timings.record(f"{source}_trajectory", seconds),
+            lambda source, seconds: timings.record(timed_along(source), seconds),
         )
         if tuned.trajectory
         else None
@@ -422,14 +432,14 @@ def log_run(
     # tags, not params: the rerun with the corpora present adds their analyses under the same key
     tracker.set_tags({**run_identity(plan, described), SKIPPED_TAG: ", ".join(plan.skipped) or "none"})
     tracker.log_artifact(plan.run_dir / RUN_SETTINGS)
-    timing_metrics = [(f"seconds_{source}", seconds, 0) for source, seconds in timings.items()]
+    timing_metrics = [(seconds_metric(timed), seconds, 0) for timed, seconds in timings.items()]
     records, headline = summary_records(summary), headline_records(summary)
     tracker.log_metrics(
         training_curve(tuned.log_history)
         + timing_metrics
         + [(name, value, 0) for name, value in values(records).items()]
         + [(f"{HEADLINE}/{name}", value, 0) for name, value in values(headline).items()]
-        + [("train_seconds", tuned.train_seconds, 0)]
+        + [(TRAIN_SECONDS, tuned.train_seconds, 0)]
         + trajectory_metrics(summary, [metric.name for metric in headline])
     )
     tracker.log_images_once(f"{TRAJECTORY_PREFIX}/cosine_per_layer", step_charts(summary))

@@ -36,6 +36,7 @@ PARENT_TAG = "mlflow.parentRunId"  # MLflow's UI nests a run under the run this 
 CHECKPOINT_TAG = "harness.checkpoint"  # a checkpoint's child run under its harness run
 HARNESS_RUNS = f"tags.`{CHECKPOINT_TAG}` IS NULL"  # a search filter: runs and studies, not their checkpoints
 BATCH_METRICS = 1000  # MLflow's limits per log_batch
+TRAIN_SECONDS = "train_seconds"  # a run's metric: its checkpoint's training (kept with a reused checkpoint)
 BATCH_ENTITIES = 100  # of params, and of tags
 IMAGES = "images"  # where MLflow keeps the images logged by step (its file names: <key>+step+<N>+...)
 RETRY_PAUSES = (0.5, 1, 2, 4, 8, 15, 30, None)
@@ -57,6 +58,17 @@ def damage(database: Path) -> str | None:
     except sqlite3.DatabaseError as error:  # "file is not a database": the header itself is damaged
         return str(error)
     return None if said == ["ok"] else "; ".join(said)
+
+
+def seconds_metric(timed: str) -> str:
+    """The MLflow metric of the seconds a run timed ``timed`` (a source's analyses, `timed_along`):
+    ``seconds_task``."""
+    return f"seconds_{timed}"
+
+
+def timed_along(source: str) -> str:
+    """What a run times as ``source``'s analyses on the checkpoints kept along fine-tuning: ``task_trajectory``."""
+    return f"{source}_trajectory"
 
 
 def check_store(uri: str) -> None:
@@ -257,21 +269,18 @@ class Tracker:
         )
         return [run.info.run_id for run in runs]
 
-    def children_seconds(self) -> dict[str, dict[str, float]]:
-        """Per finished child run (by its run key), the seconds it logged: ``train_seconds`` (the
-        checkpoint's training, kept with a reused checkpoint) and ``seconds_<source>`` (each
-        source's analyses; a later ``harness ablate`` adds its own)."""
+    def children_seconds(self, timed: Iterable[str]) -> dict[str, dict[str, float]]:
+        """Per finished child run (by its run key), the seconds it logged: `TRAIN_SECONDS` and the
+        metrics named in ``timed`` (`seconds_metric`: each source's analyses; a later ``harness
+        ablate`` adds its own)."""
+        wanted = {TRAIN_SECONDS, *timed}
         runs = retrying(
             lambda: self.client.search_runs(
                 [self.experiment_id], f"tags.`{PARENT_TAG}` = '{self.run_id}' and attributes.status = 'FINISHED'"
             )
         )
         return {
-            run.data.tags[RUN_KEY_TAG]: {
-                name: value
-                for name, value in run.data.metrics.items()
-                if name == "train_seconds" or name.startswith("seconds_")
-            }
+            run.data.tags[RUN_KEY_TAG]: {name: value for name, value in run.data.metrics.items() if name in wanted}
             for run in runs
             if RUN_KEY_TAG in run.data.tags
         }

@@ -18,25 +18,22 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from harness.analyses.ablation import Ablation
-from harness.analyses.base import Analysis
+from harness.analyses.base import INTERVENES, Analysis
 from harness.analyses.examples import ExampleMaps
-from harness.analyses.transplant import Transplant
 from harness.inputs.sources import SourceContext
 from harness.model.finetune import FineTuneResult
 from harness.model.loading import Checkpoint
-from harness.results.checkpoints import FINETUNED, MAIN_PAIR, PRETRAINED
+from harness.results.checkpoints import FINETUNED, PRETRAINED
+from harness.results.entries import decoded
 from harness.results.store import ResultStore
 from harness.run.engine import analyse, renamed_entry
-from harness.views.base import per_checkpoint_results, per_pair_results
-from harness.views.summary import summary_metrics
+from harness.views import VIEWS
+from harness.views.base import current_entries, per_checkpoint_results
+from harness.views.metrics import values
+from harness.views.summary import summary_metrics, view_metrics
 from harness.views.trajectory import TO_FINAL
 
 PREFIX = "trajectory"  # MLflow's section of the metrics over the training steps
-TO_FINAL_ANALYSES = ("cosine",)  # joint comparisons that say how far a point still is from the end
-# The ablation and the transplant score one trained head under many masks: the final one only.
-NOT_ON_THE_WAY = (Ablation.name, Transplant.name)
-ALONG_LAYERS = ("cosine_layer_", "cka_tokens_layer_")  # the per-layer metrics logged at each kept step
 
 
 def step_name(step: int) -> str:
@@ -45,23 +42,12 @@ def step_name(step: int) -> str:
 
 
 def timed_units(entries: dict[str, dict[str, Any]]) -> dict[str, Any]:
-    """What a point keeps for the findings on when things change, from its entries (said as a run's):
-    the fine-tuned checkpoint's dev predictions, and the per-unit sums of the cosine to the
-    pre-trained maps, the pattern counts and the [CLS]/[SEP] shares, where the run has them."""
-    kept: dict[str, Any] = {}
-    if "evaluation" in entries:
-        evaluation = per_checkpoint_results(entries["evaluation"])[FINETUNED]
-        kept["evaluation"] = {"predictions": evaluation["predictions"], "metrics": evaluation["metrics"]}
-    if "cosine" in entries:
-        kept["cosine"] = per_pair_results(entries["cosine"])[MAIN_PAIR]["units"]
-    for name in ("patterns", "sinks"):
-        if name in entries:
-            kept[name] = {
-                checkpoint: stats["units"]
-                for checkpoint, stats in per_checkpoint_results(entries[name]).items()
-                if "units" in stats
-            }
-    return kept
+    """What a point keeps for the findings on when things change, from its entries (said as a run's),
+    by analysis: each view's part (`harness.views.base.View.timed_units`: the fine-tuned
+    checkpoint's dev predictions, the per-unit sums of the cosine to the pre-trained maps, the
+    pattern counts, the [CLS]/[SEP] shares), where the run has it."""
+    kept = {name: VIEWS[name].timed_units(decoded(entry)) for name, entry in entries.items()}
+    return {name: units for name, units in kept.items() if units is not None}
 
 
 def point(record: dict[str, Any], entries: dict[str, dict[str, Any]], name: str) -> dict[str, Any]:
@@ -74,8 +60,8 @@ def point(record: dict[str, Any], entries: dict[str, dict[str, Any]], name: str)
     }
     to_final = {
         analysis: renamed_entry(entries[analysis], {name: PRETRAINED, FINETUNED: FINETUNED}, [(PRETRAINED, FINETUNED)])
-        for analysis in TO_FINAL_ANALYSES
-        if analysis in entries
+        for analysis in entries
+        if VIEWS[analysis].to_final
     }
     return {
         "step": record["step"],
@@ -116,7 +102,8 @@ def trajectory(
     first, and the training's total steps."""
     names = [checkpoint.name for checkpoint in along]
     pairs = [(PRETRAINED, FINETUNED), *((PRETRAINED, name) for name in names), *((name, FINETUNED) for name in names)]
-    measured = [analysis for analysis in analyses if analysis.name not in NOT_ON_THE_WAY]
+    # An analysis that intervenes scores one trained head under many masks: the final model only.
+    measured = [analysis for analysis in analyses if INTERVENES not in analysis.needs]
     steps = f", along fine-tuning at steps {', '.join(str(record['step']) for record in tuned.trajectory)}"
     entries = analyse(measured, [pretrained, *along, finetuned], pairs, sources, store, on_source_done, steps)
     return {
@@ -128,13 +115,18 @@ def trajectory(
 def trajectory_metrics(summary: dict[str, Any], headline: list[str]) -> list[tuple[str, float, int]]:
     """The run's trajectory as MLflow metrics with their training step, under ``trajectory/`` (MLflow's
     charts draw each over the steps): the ``headline`` metrics and the per-layer cosine to the
-    pre-trained maps and CKA to the pre-trained hidden states at each point and, at the last step,
-    the run's own values; the cosine to the final maps under ``trajectory/to_final/``."""
+    pre-trained maps and CKA to the pre-trained hidden states at each point (each view's
+    `harness.views.base.View.along_layers`) and, at the last step, the run's own values; the
+    cosine to the final maps under ``trajectory/to_final/``."""
     trajectory = summary.get("trajectory")
     if not trajectory:
         return []
-    final = summary_metrics(summary)
-    wanted = [*headline, *(name for name in final if name.startswith(ALONG_LAYERS) and name not in headline)]
+    records = [
+        (view, metric) for view, entry in current_entries(summary).values() for metric in view_metrics(view, entry)
+    ]
+    final = values(metric for _, metric in records)
+    layers = [metric.name for view, metric in records if metric.value is not None and view.along_layers(metric)]
+    wanted = [*headline, *(name for name in layers if name not in headline)]
     logged = [
         (f"{PREFIX}/{name}", value, point["step"])
         for point in trajectory["points"]
@@ -145,6 +137,6 @@ def trajectory_metrics(summary: dict[str, Any], headline: list[str]) -> list[tup
         (f"{PREFIX}/{TO_FINAL}/{name}", value, point["step"])
         for point in trajectory["points"]
         for name, value in point[TO_FINAL].items()
-        if name.startswith("cosine_layer_")
+        if name in layers
     ]
     return logged + [(f"{PREFIX}/{name}", final[name], trajectory["of_steps"]) for name in wanted if name in final]

@@ -28,6 +28,7 @@ from harness.results.checkpoints import FINETUNED, MAIN_PAIR, PRETRAINED
 from harness.views import VIEWS
 from harness.views import trajectory as trajectory_view
 from harness.views.base import Entry, Failures, PaperPoint, View, attempt, per_checkpoint_results, per_pair_results
+from harness.views.cosine import CosineView
 from harness.views.evaluation import EvaluationView
 from harness.views.evidence import (
     FAILS,
@@ -40,6 +41,7 @@ from harness.views.evidence import (
     described,
     effect_text,
 )
+from harness.views.patterns import PatternsView
 from harness.views.seeds import spread
 from harness.views.summary import headline_names, summary_metrics
 from tasks.metrics import metric_rows
@@ -418,6 +420,7 @@ TIMING = {
     "heterogeneous_early": f"the share of heterogeneous maps makes half its change within the first "
     f"{trajectory_view.EARLY:.0%} of training",
 }
+TIMED_BY: dict[str, type[View[Any]]] = {"cosine_before_dev": CosineView, "heterogeneous_early": PatternsView}
 
 
 def trajectory_aggregate(summaries: dict[int, dict[str, Any]]) -> dict[str, Any]:
@@ -444,12 +447,12 @@ def seed_timings(summary: dict[str, Any]) -> dict[str, Evidence | None]:
         return {}
     evaluation = per_checkpoint_results(analyses[EvaluationView.name])[FINETUNED]
     split, metric = per_pair_results(analyses[EvaluationView.name])[MAIN_PAIR]["main_metric"].split("/")
-    found: dict[str, Evidence | None] = {"cosine_before_dev": None, "heterogeneous_early": None}
-    if "cosine" in analyses:
+    found: dict[str, Evidence | None] = dict.fromkeys(TIMED_BY)
+    if CosineView.name in analyses:
         found["cosine_before_dev"] = trajectory_view.cosine_before_dev(
             points,
             {
-                "cosine": per_pair_results(analyses["cosine"])[MAIN_PAIR]["units"],
+                CosineView.name: CosineView.timed_units(analyses[CosineView.name]),
                 "predictions": evaluation["predictions"][split],
                 "labels": evaluation["labels"][split],
                 "majority": evaluation["majority"][f"{split}/{metric}"],
@@ -458,11 +461,11 @@ def seed_timings(summary: dict[str, Any]) -> dict[str, Evidence | None]:
             metric,
             metric_rows,
         )
-    if "patterns" in analyses:
-        patterns = per_checkpoint_results(analyses["patterns"])
+    if PatternsView.name in analyses:
+        patterns = PatternsView.timed_units(analyses[PatternsView.name])
         early = sum(max(point["fractions"]) <= trajectory_view.EARLY for point in points)
         found["heterogeneous_early"] = trajectory_view.share_early(
-            points, patterns[FINETUNED]["units"], patterns[PRETRAINED]["units"], "heterogeneous", early
+            points, patterns[FINETUNED], patterns[PRETRAINED], "heterogeneous", early
         )
     return found
 
@@ -500,8 +503,7 @@ def timing_missing(by_task: Summaries, judged: list[str], name: str) -> str:
     kept = [summary for task in judged for summary in by_task[task].values() if trajectory_view.points_of(summary)]
     if not kept:
         return "no judged run kept a trajectory (--trajectory)"
-    needs = {"cosine_before_dev": "cosine", "heterogeneous_early": "patterns"}[name]
-    return f"its runs' trajectories lack the {needs} analysis (--trajectory-analyses, --analyses)"
+    return f"its runs' trajectories lack the {TIMED_BY[name].name} analysis (--trajectory-analyses, --analyses)"
 
 
 def findings(

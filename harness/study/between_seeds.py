@@ -59,7 +59,7 @@ def seed_pair(first: RunPlan, second: RunPlan) -> dict[str, Any] | None:
     the dev examples); the same of the tokens' CKA where ``first``'s run has one (``cka``); None
     when ``first``'s summary has no cosine units to set it beside."""
     summary = stored_summary(first.run_dir / SUMMARY)
-    own = per_pair_results(summary["analyses"]["cosine"]).get(MAIN_PAIR, {}) if summary else {}
+    own = per_pair_results(summary["analyses"][CosineSimilarity.name]).get(MAIN_PAIR, {}) if summary else {}
     if "units" not in own:
         return None
     between = compared_between(first, second)
@@ -72,7 +72,10 @@ def seed_pair(first: RunPlan, second: RunPlan) -> dict[str, Any] | None:
     entry = summary["analyses"].get(RepresentationChange.name, {})
     own_cka = per_pair_results(entry).get(MAIN_PAIR) if entry.get("version") == RepresentationChange.version else None
     if own_cka is not None:
-        found["cka"] = {"per_layer": cka["tokens"]["per_layer"], "against_pretraining": cka_change(own_cka, cka)}
+        found[RepresentationChange.name] = {
+            "per_layer": cka["tokens"]["per_layer"],
+            "against_pretraining": cka_change(own_cka, cka),
+        }
     return found
 
 
@@ -88,7 +91,9 @@ def between_seeds(runs: list[RunPlan]) -> dict[str, dict[str, Any]]:
         pairs = [compared for first, second in combinations(plans, 2) if (compared := seed_pair(first, second))]
         if pairs:
             found[task] = {"pairs": pairs, "per_layer": elementwise([pair["per_layer"] for pair in pairs])}
-            representations = [pair["cka"]["per_layer"] for pair in pairs if "cka" in pair]
+            representations = [
+                pair[RepresentationChange.name]["per_layer"] for pair in pairs if RepresentationChange.name in pair
+            ]
             if representations:
                 found[task][RepresentationChange.name] = {"per_layer": elementwise(representations)}
     return found

@@ -21,13 +21,24 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from harness.analyses import ANALYSES
+from harness.analyses.base import INTERVENES
 from harness.config import RunConfig, StudyConfig
+from harness.inputs.sources import SOURCES
 from harness.present.study_figures import draw_study
 from harness.results.locking import exclusive
 from harness.results.store import key_of, write_json
 from harness.results.summary import STUDIES, STUDY, SUMMARY, flatten, seal, stored_summary
 from harness.run.plan import Downloads, RunPlan, plan_run
-from harness.run.tracking import PARENT_TAG, Tracker, check_store, is_finished
+from harness.run.tracking import (
+    PARENT_TAG,
+    TRAIN_SECONDS,
+    Tracker,
+    check_store,
+    is_finished,
+    seconds_metric,
+    timed_along,
+)
 from harness.study.aggregate import findings, judged_tasks, learning, task_aggregate
 from harness.study.between_seeds import between_seeds
 from harness.study.executors import Job, run_inline, run_on_ray
@@ -37,7 +48,7 @@ from tasks.errors import InputError
 from tasks.glue_tsv import split_path
 from tasks.progress import progress_bar
 
-ABLATION_SECONDS = "seconds_ablation"  # what `harness ablate` logs to the run it completes
+FINE_TUNING, ANALYSES_PHASE = "fine-tuning", "analyses"  # a study's phases besides each source read to intervene
 
 
 @dataclass
@@ -161,7 +172,7 @@ def study(plan: StudyPlan) -> tuple[dict[str, Any], list[Path], str, str]:
             lost: Failures = {}
             finished = [run for run in plan.runs if run_label(run.config) not in failures]
             between = attempt(lost, "between seeds", partial(between_seeds, finished), {})
-            aggregated = aggregate(plan, failures, parent.children_seconds(), between, lost)
+            aggregated = aggregate(plan, failures, parent.children_seconds(timed_sources()), between, lost)
             write_study(plan.folder, aggregated)
             files = (
                 []
@@ -282,24 +293,41 @@ def described_study(plan: StudyPlan, failures: dict[str, str]) -> dict[str, Any]
 def task_seconds(
     plan: StudyPlan, by_task: dict[str, dict[int, dict[str, Any]]], seconds: dict[str, dict[str, float]]
 ) -> dict[str, dict[str, Any]]:
-    """Per task, over its finished seeds: the seconds of fine-tuning, of the analyses, and of the
-    ablation over the seeds it ran on (a CPU study's ``harness ablate`` on one seed), each as a
-    spread over those seeds."""
+    """Per task, over its finished seeds: the seconds of fine-tuning, of the analyses, and of each
+    source read to intervene (the ablation's dev sample, named after it) over the seeds it ran on
+    (a CPU study's ``harness ablate`` on one seed), each as a spread over those seeds."""
+    timed, intervening = timed_sources(), intervening_sources()
     per_task: dict[str, dict[str, list[float]]] = {}
     for run in plan.runs:
         logged = seconds.get(run.key)
         if logged is None or run.config.finetune.seed not in by_task.get(run.config.task.name, {}):
             continue
-        spent = per_task.setdefault(run.config.task.name, {"fine-tuning": [], "analyses": [], "ablation": []})
-        spent["fine-tuning"].append(logged.get("train_seconds", 0.0))
-        spent["analyses"].append(
-            sum(value for name, value in logged.items() if name.startswith("seconds_") and name != ABLATION_SECONDS)
+        spent = per_task.setdefault(
+            run.config.task.name, {FINE_TUNING: [], ANALYSES_PHASE: [], **{source: [] for source in intervening}}
         )
-        if ABLATION_SECONDS in logged:
-            spent["ablation"].append(logged[ABLATION_SECONDS])
+        spent[FINE_TUNING].append(logged.get(TRAIN_SECONDS, 0.0))
+        phases = {ANALYSES_PHASE: 0.0}
+        for name, value in logged.items():
+            if name in timed:
+                phase = timed[name] if timed[name] in intervening else ANALYSES_PHASE
+                phases[phase] = phases.get(phase, 0.0) + value
+        for phase, value in phases.items():
+            spent[phase].append(value)
     return {
         task: {phase: spread(values) for phase, values in spent.items() if values} for task, spent in per_task.items()
     }
+
+
+def timed_sources() -> dict[str, str]:
+    """``{MLflow metric: source}`` of the seconds a run logs per source (`seconds_metric`), on the
+    final checkpoints and along fine-tuning."""
+    return {seconds_metric(timed): source for source in SOURCES for timed in (source, timed_along(source))}
+
+
+def intervening_sources() -> list[str]:
+    """The sources that analyses read only to intervene (the ablation's and the transplant's dev
+    sample): a study times them apart from the analyses, being GPU work a CPU study runs on one seed."""
+    return list(dict.fromkeys(analysis.source for analysis in ANALYSES.values() if INTERVENES in analysis.needs))
 
 
 def log_study(parent: Tracker, plan: StudyPlan, aggregated: dict[str, Any], files: list[Path]) -> None:

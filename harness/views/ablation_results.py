@@ -11,6 +11,7 @@ from typing import Any, NotRequired, TypedDict
 
 from harness.results.checkpoints import FINETUNED
 from harness.views.base import Entry, pair_name, per_checkpoint_results
+from harness.views.cosine import CosineView
 from harness.views.evidence import Evidence, Packed
 
 MODES = ("uniform", "zero")
@@ -29,7 +30,7 @@ def families(result: dict[str, Any]) -> Iterator[tuple[str, str, dict[str, Any]]
 def related_cosine(entry: Entry) -> list[tuple[tuple[str, str], dict[str, Any]]]:
     """The entry's declared pairs that its ``related`` part has against the cosine entry (those
     whose second checkpoint is trained), each with what it holds there."""
-    cosine = (entry.get("related") or {}).get("cosine", {})
+    cosine = (entry.get("related") or {}).get(CosineView.name, {})
     return [
         ((before, after), cosine[pair_name((before, after))])
         for before, after in entry["pairs"]

@@ -78,6 +78,14 @@ def per_pair_results(entry: Entry[Pairs[Compared]]) -> dict[str, Compared]:
     return entry["result"].get("per_pair", {})
 
 
+def checkpoint_units(entry: Entry[PerCheckpoint[Any, Any]]) -> dict[str, Any]:
+    """``{checkpoint: its per-unit sums}`` of a per-checkpoint entry whose results keep them
+    (``units``, `harness.views.evidence.StoredUnits`): a view's part in a trajectory point."""
+    return {
+        checkpoint: stats["units"] for checkpoint, stats in per_checkpoint_results(entry).items() if "units" in stats
+    }
+
+
 @dataclass(frozen=True)
 class Claim:
     """A yes/no statement judged on each run's summary entry of its analysis: ``judge`` returns
@@ -125,7 +133,9 @@ class View(Generic[Result]):
     ``overview_reads`` (other analyses whose entries its `overview_rows` read), ``stored`` (the
     TypedDict of one result the analysis stores: a checkpoint's, or the joint one; the results
     store refuses a result of other keys: `harness.results.shapes`) and ``compared`` (that of
-    one pair's comparison, `Analysis.compare`).
+    one pair's comparison, `Analysis.compare`); ``to_final`` (a comparison of two checkpoints that
+    says how far a point of a run's trajectory still is from the fine-tuned model: the point is
+    compared with it too, `harness.run.trajectory`).
     """
 
     name: ClassVar[str]
@@ -138,6 +148,7 @@ class View(Generic[Result]):
     order: ClassVar[int]  # where its overview rows come, and its analysis in a run's list: ascending
     stored: ClassVar[type | None] = None
     compared: ClassVar[type | None] = None
+    to_final: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """A view that names its analysis and declares what it stores gives the store that shape to check."""
@@ -212,6 +223,19 @@ class View(Generic[Result]):
     def study_tables(cls, study: dict[str, Any]) -> dict[str, str]:
         """A study's cross-task Markdown tables of this analysis, by file stem."""
         return {}
+
+    @classmethod
+    def timed_units(cls, entry: Entry[Result]) -> Any | None:
+        """Its part in a point of a run's trajectory (`harness.run.trajectory`): what the point keeps
+        of its entry there (said as a run's: the point's checkpoint as the fine-tuned one) for a
+        study's findings on when things change, which resample it; None: nothing."""
+        return None
+
+    @classmethod
+    def along_layers(cls, metric: Metric) -> bool:
+        """Whether ``metric``, one of its own, is a per-layer metric that a run with ``--trajectory``
+        logs at each kept step (`harness.run.trajectory.trajectory_metrics`: MLflow charts it over the steps)."""
+        return False
 
     @classmethod
     def across_seeds(cls, entries: list[Entry[Result]]) -> dict[str, Any]:
