@@ -134,8 +134,8 @@ def lay_out(figure: plt.Figure, bottom: float) -> None:
     """Lay ``figure`` out above the share ``bottom`` of its height (its footnote's strip): tight,
     or by its own layout engine where it has one (see `save`)."""
     engine = figure.get_layout_engine()
-    if engine is None:
-        figure.tight_layout(rect=(0, bottom, 1, 1))
+    if engine is None:  # without a footnote no rect: tight layout measures every axes again to fit one
+        figure.tight_layout(rect=(0, bottom, 1, 1) if bottom else None)
     elif bottom:
         engine.set(rect=(0, bottom, 1, 1 - bottom))
 
