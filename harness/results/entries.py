@@ -14,6 +14,7 @@ check, not a run. `decoded` is where the JSON read from disk becomes that type, 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Generic, NotRequired, TypedDict, TypeVar, cast
 
 if TYPE_CHECKING:  # for the type checker alone (it ships typing_extensions); Python 3.13 has typing.ReadOnly
@@ -33,9 +34,10 @@ class PerCheckpoint(TypedDict, Generic[Stored, Compared]):
 
 
 class Pairs(TypedDict, Generic[Compared]):
-    """What every analysis's result holds, joint or per checkpoint: each pair's comparison."""
+    """What every analysis's result holds, joint or per checkpoint: each pair's comparison (read-only
+    here, so that a reader of a part of a comparison reads any comparison that has that part)."""
 
-    per_pair: dict[str, Compared]
+    per_pair: ReadOnly[Mapping[str, Compared]]
 
 
 class Source(TypedDict):

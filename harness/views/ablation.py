@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from harness.results.entries import PerCheckpoint
 from harness.views.ablation_evidence import (
     best_and_worst,
     disabling_gain,
@@ -48,9 +49,11 @@ from harness.views.markdown import markdown_table
 from harness.views.metrics import Metric
 from harness.views.papers import KOVALEVA_TASKS, expected_for
 
+AblationEntry = Entry[PerCheckpoint[AblationResult, ImportanceAgreement]]
+
 
 @register_view
-class AblationView(View):
+class AblationView(View[PerCheckpoint[AblationResult, ImportanceAgreement]]):
     name = ANALYSIS
     order = 160
     version = 3  # 3: simultaneous intervals, the equivalence margin, 20 random orders resampled, predictions stored
@@ -102,7 +105,7 @@ class AblationView(View):
     }
 
     @classmethod
-    def metrics(cls, entry: Entry) -> list[Metric]:
+    def metrics(cls, entry: AblationEntry) -> list[Metric]:
         """Per trained checkpoint: the intact score, the best and worst single head and layer of
         each mode (delta and 1-indexed position), the heads significant after Holm (and those of
         them that are gains), the cross-fitted pruning (`pruning_metrics`), and the importance
@@ -132,7 +135,7 @@ class AblationView(View):
         return out
 
     @classmethod
-    def draw(cls, entry: Entry, run: dict[str, Any], out_dir: Path) -> list[Path]:
+    def draw(cls, entry: AblationEntry, run: dict[str, Any], out_dir: Path) -> list[Path]:
         written = []
         for checkpoint, result in per_checkpoint_results(entry).items():
             if result["trained"]:
@@ -151,11 +154,11 @@ class AblationView(View):
         return written
 
     @classmethod
-    def tables(cls, entry: Entry, run: dict[str, Any]) -> dict[str, str]:
+    def tables(cls, entry: AblationEntry, run: dict[str, Any]) -> dict[str, str]:
         return {"ablation_table": ablation_markdown(entry, run)}
 
     @classmethod
-    def printed(cls, entry: Entry) -> list[str]:
+    def printed(cls, entry: AblationEntry) -> list[str]:
         """What ``harness run`` and ``harness ablate`` print: per trained checkpoint, the intact
         score, the single head and layer whose disabling changes the score most up and down (each
         mode, with simultaneous intervals), what is significant after Holm and whether disabling

@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.views.ablation_results import fine_tuned_result
+from harness.views.ablation_results import AblationResult, fine_tuned_result
 from harness.views.base import Entry
 from harness.views.evidence import FAILS, HOLDS, UNCLEAR, Evidence
 
@@ -43,7 +43,7 @@ def significant_gains(family: dict[str, Any]) -> int:
     return int(((np.asarray(family["delta"]) > 0) & (np.asarray(family["p_holm"]) < ALPHA)).sum())
 
 
-def disabling_gain(result: dict[str, Any], scope: str, mode: str) -> Evidence:
+def disabling_gain(result: AblationResult, scope: str, mode: str) -> Evidence:
     """Whether disabling some single head (or layer) raises the score, judged over its whole
     family (every head, or every layer, of one mode), each way by a test that can say so:
     ``holds`` when some gain's Holm-adjusted p is below `ALPHA` (the largest such gain named,

@@ -12,7 +12,7 @@ from matplotlib.colors import TwoSlopeNorm
 from matplotlib.ticker import MaxNLocator
 
 from harness.views.ablation_evidence import ALPHA, percent
-from harness.views.ablation_results import BASELINES, MODES, RANDOM, related_cosine
+from harness.views.ablation_results import BASELINES, MODES, RANDOM, AblationResult, related_cosine
 from harness.views.base import Entry
 from harness.views.drawing import style_head_axes
 from harness.views.palette import GREY, OKABE_ITO
@@ -25,7 +25,7 @@ MODE_TITLES = {
 }
 
 
-def draw_head_deltas(result: dict[str, Any], run: dict[str, Any], checkpoint: str, path: Path) -> Path:
+def draw_head_deltas(result: AblationResult, run: dict[str, Any], checkpoint: str, path: Path) -> Path:
     """Layers x heads heatmaps of the single-head deltas (percentage points) per mode, on one
     diverging scale centred on 0; heads significant after Holm's correction are boxed."""
     grids = {mode: 100 * np.asarray(result["heads"][mode]["delta"]) for mode in MODES}
@@ -54,7 +54,7 @@ def draw_head_deltas(result: dict[str, Any], run: dict[str, Any], checkpoint: st
     return save(figure, path)
 
 
-def draw_layer_deltas(result: dict[str, Any], run: dict[str, Any], checkpoint: str, path: Path) -> Path:
+def draw_layer_deltas(result: AblationResult, run: dict[str, Any], checkpoint: str, path: Path) -> Path:
     """Per-layer bars of the whole-layer deltas per mode, with their simultaneous bootstrap intervals
     (the level of the Holm-adjusted tests); a bar whose test is significant is outlined."""
     figure, axes = plt.subplots(figsize=(5.6, 3.6))
@@ -92,7 +92,7 @@ def draw_layer_deltas(result: dict[str, Any], run: dict[str, Any], checkpoint: s
     return save(figure, path)
 
 
-def draw_pruning(result: dict[str, Any], run: dict[str, Any], checkpoint: str, path: Path) -> Path:
+def draw_pruning(result: AblationResult, run: dict[str, Any], checkpoint: str, path: Path) -> Path:
     """Cross-fitted score against the share of heads pruned: importance order, oracle order, and
     our random orders' mean with their spread (one standard deviation); the importance order's
     area against theirs, with its interval, under the title."""

@@ -4,10 +4,8 @@ its best and worst single head and layer, and the cross-fitted pruning's metrics
 
 from __future__ import annotations
 
-from typing import Any
-
 from harness.results.checkpoints import FINETUNED
-from harness.views.ablation_results import BASELINES
+from harness.views.ablation_results import BASELINES, Pruning
 from harness.views.metrics import BOUNDS, Metric
 
 ANALYSIS = "ablation"
@@ -29,7 +27,7 @@ def area_statistic(baseline: str) -> str:
     return f"importance_minus_{baseline}_area"
 
 
-def pruning_metrics(pruning: dict[str, Any], checkpoint: str) -> list[Metric]:
+def pruning_metrics(pruning: Pruning, checkpoint: str) -> list[Metric]:
     """The heads the importance and the oracle order prune within one point, and the importance
     order's area minus each baseline's with its interval's bounds (all cross-fitted)."""
     out = [

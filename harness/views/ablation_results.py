@@ -7,20 +7,22 @@ checkpoint's result, the pairs' cosine beside it).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, NotRequired, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
 from harness.results.checkpoints import FINETUNED
+from harness.results.entries import PerCheckpoint
 from harness.views.base import Entry, pair_name, per_checkpoint_results
 from harness.views.cosine import CosineView
 from harness.views.evidence import Evidence, Packed
 
 MODES = ("uniform", "zero")
-SCOPES = ("heads", "layers")  # what one disabling variant switches off: a single head, or a whole layer
+# what one disabling variant switches off: a single head, or a whole layer
+SCOPES: tuple[Literal["heads"], Literal["layers"]] = ("heads", "layers")
 RANDOM = "random"  # the seeded random pruning orders' names start so; they are ours (Michel et al. ran none)
 BASELINES = {"random": "random orders (ours)", "oracle": "oracle order"}  # what the importance order is set against
 
 
-def families(result: dict[str, Any]) -> Iterator[tuple[str, str, dict[str, Any]]]:
+def families(result: AblationResult) -> Iterator[tuple[str, str, Family]]:
     """Each family of tests of a trained checkpoint's result, mode by mode: (mode, scope, its grids)."""
     for mode in MODES:
         for scope in SCOPES:
@@ -38,7 +40,7 @@ def related_cosine(entry: Entry) -> list[tuple[tuple[str, str], dict[str, Any]]]
     ]
 
 
-def fine_tuned_result(entry: Entry) -> dict[str, Any] | None:
+def fine_tuned_result(entry: Entry[PerCheckpoint[AblationResult, ImportanceAgreement]]) -> AblationResult | None:
     """The fine-tuned checkpoint's ablation result, or None where it has no trained head."""
     result = per_checkpoint_results(entry).get(FINETUNED)
     return result if result and result["trained"] else None

@@ -10,7 +10,7 @@ import numpy as np
 
 from harness.views.ablation_evidence import ALPHA, MODE_SHORT, disabling_gain, percent, significant_gains
 from harness.views.ablation_metrics import ablation_metric, area_statistic, extreme_statistic
-from harness.views.ablation_results import BASELINES, MODES, RANDOM, families, related_cosine
+from harness.views.ablation_results import BASELINES, MODES, RANDOM, Pruning, families, related_cosine
 from harness.views.base import Entry, pair_name, per_checkpoint_results
 from harness.views.evidence import FAILS, HOLDS, UNCLEAR
 from harness.views.metrics import BOUNDS
@@ -33,7 +33,7 @@ def extreme_cell(metrics: dict[str, Any], extreme: str, scope: str, mode: str) -
     return "-".join(str(int(values[0])) for values in places) + f": {delta}"
 
 
-def pruning_sentence(pruning: dict[str, Any]) -> str:
+def pruning_sentence(pruning: Pruning) -> str:
     """How many heads each order prunes before the cross-fitted score first drops by more than
     one point below the intact score."""
     pruned = {order: pruning["heads_pruned"][steps] for order, steps in pruning["steps_within_one_point"].items()}
@@ -46,7 +46,7 @@ def pruning_sentence(pruning: dict[str, Any]) -> str:
     )
 
 
-def areas_sentence(pruning: dict[str, Any], examples: int) -> str:
+def areas_sentence(pruning: Pruning, examples: int) -> str:
     """The area under each cross-fitted pruning curve, and the importance order's against the
     random orders' mean and the oracle order's with their intervals and verdicts."""
     areas = pruning["areas"]

@@ -73,7 +73,7 @@ def per_checkpoint_results(entry: Entry[PerCheckpoint[Stored, Compared]]) -> dic
     return entry["result"]["per_checkpoint"]
 
 
-def per_pair_results(entry: Entry[Pairs[Compared]]) -> dict[str, Compared]:
+def per_pair_results(entry: Entry[Pairs[Compared]]) -> Mapping[str, Compared]:
     """The ``{pair name: comparison}`` of any analysis's summary entry."""
     return entry["result"].get("per_pair", {})
 

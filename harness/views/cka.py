@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, ClassVar, TypedDict
+from typing import Any, ClassVar, Literal, TypedDict
 
 import numpy as np
 from scipy.stats import norm, rankdata
@@ -50,7 +50,8 @@ from harness.views.saving import plt, save
 from harness.views.seeds import elementwise
 from harness.views.titles import checkpoint_title, run_title, suptitle
 
-KINDS = ("tokens", "cls")  # the rows CKA is taken over: ordinary tokens, and each input's first token
+Kind = Literal["tokens", "cls"]
+KINDS: tuple[Kind, ...] = ("tokens", "cls")  # the rows CKA is taken over: ordinary tokens, and each input's first token
 KIND_TITLES = {"tokens": "tokens", "cls": "[CLS]"}
 TOKENS_PER_EXAMPLE = 8  # seeded ordinary tokens of each input: the token rows stay few times the width
 BLOCKS = 40  # seeded groups of inputs the bootstrap resamples: the stored grams are BLOCKS x BLOCKS per layer
@@ -125,12 +126,12 @@ def layer_intervals(grams: np.ndarray) -> tuple[list[float], list[float], list[f
     return observed.tolist(), (observed - spread).tolist(), (observed + spread).tolist()
 
 
-def group_weights(pair: dict[str, Any], seed: int = SEED) -> np.ndarray:
+def group_weights(pair: CkaPair, seed: int = SEED) -> np.ndarray:
     """Bootstrap weights of a pair's groups of inputs (R, groups)."""
     return resample_weights(int(max(pair["blocks"]) + 1), seed=seed)
 
 
-def changes(pair: dict[str, Any], weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def changes(pair: CkaPair, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Per row of group ``weights`` (R, G), each layer's representation change (1 - the tokens'
     CKA) and attention change (1 - the mean cosine of the maps): two (R, layers) arrays."""
     representations = 1 - cka_of(similarity_of(pair["tokens"]), weights)
@@ -163,7 +164,18 @@ def half_way_layer(change: np.ndarray) -> np.ndarray:
     return crossing + inside
 
 
-def main_pair(entry: Entry) -> dict[str, Any] | None:
+def layer_series(stats: CkaPair, series: str) -> list[float]:
+    """One of a pair's per-layer series (`CkaView.series`): a kind's CKA, or the attention's cosine."""
+    if series == "tokens":
+        return stats["tokens"]["per_layer"]
+    if series == "cls":
+        return stats["cls"]["per_layer"]
+    if series == "attention_cosine":
+        return stats["attention_cosine_per_layer"]
+    raise ValueError(f"no per-layer series {series!r} in a CKA pair's result")
+
+
+def main_pair(entry: CkaEntry) -> CkaPair | None:
     """The pre-trained to fine-tuned pair's stored result, or None."""
     return per_pair_results(entry).get(MAIN_PAIR)
 
@@ -173,7 +185,7 @@ def interval_evidence(observed: float, samples: np.ndarray, unit: str, count: in
     return {"value": float(observed), **interval_verdict(interval_of(samples), unit, count, statistic)}
 
 
-def follows_attention(entry: Entry) -> Evidence | None:
+def follows_attention(entry: CkaEntry) -> Evidence | None:
     """Spearman's rho over layers of the representation change (1 - CKA of the tokens) with the
     attention change (1 - cosine), with its 95% interval over resamples of the inputs; holds when
     the interval lies above 0. None without the main pair, or under three layers to rank."""
@@ -191,7 +203,7 @@ def follows_attention(entry: Entry) -> Evidence | None:
     )
 
 
-def changes_lower(entry: Entry) -> Evidence | None:
+def changes_lower(entry: CkaEntry) -> Evidence | None:
     """The layer by which the attention makes half its summed change over the layers, minus the
     layer by which the representations do (`half_way_layer`), with its 95% interval; above 0 (the
     representations' change sits lower) holds. None without the main pair or a second layer."""
@@ -214,12 +226,12 @@ def changes_lower(entry: Entry) -> Evidence | None:
     )
 
 
-def entry_unit(pair: dict[str, Any]) -> str:
+def entry_unit(pair: CkaPair) -> str:
     """What the pair's inputs are (its units' name)."""
     return pair["units"]["unit"]
 
 
-def against_other_inputs(own: dict[str, Any], other: dict[str, Any]) -> dict[str, Evidence]:
+def against_other_inputs(own: CkaPair, other: CkaPair) -> dict[str, Evidence]:
     """Per measure (``representations``: 1 - CKA of the tokens; ``attention``: 1 - cosine), its
     change on ``other``'s inputs (the task's) minus on ``own``'s (running text): the mean over
     layers with its 95% interval (the two samples resampled each on its own) and verdict (above 0:
@@ -256,14 +268,14 @@ def out_of_domain_judge(measure: str) -> Any:
     """A judge: whether ``measure`` changes less on running text than on the task's inputs, from what
     the running-text entry's ``related`` part holds for the main pair."""
 
-    def judge(entry: Entry) -> Evidence | None:
+    def judge(entry: CkaEntry) -> Evidence | None:
         related = (entry.get("related") or {}).get("task_inputs", {}).get(MAIN_PAIR)
         return None if related is None else related[measure]
 
     return judge
 
 
-def cka_change(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+def cka_change(before: CkaPair, after: CkaPair) -> dict[str, Any]:
     """Per layer, the tokens' CKA of ``after`` minus that of ``before``, two pairs measured on the same
     inputs in the same groups (two seeds' fine-tuned models against the pre-trained and fine-tuned
     model of the first): the change, its 95% paired interval and its direction."""
@@ -291,8 +303,11 @@ def interval_cells(stored: Similarity) -> list[str]:
     ]
 
 
+CkaEntry = Entry[CkaResult]
+
+
 @register_view
-class CkaView(View):
+class CkaView(View[CkaResult]):
     """Class attributes beyond `View`'s: ``inputs`` (what was measured, as titles name it)."""
 
     name = "cka"
@@ -328,14 +343,14 @@ class CkaView(View):
         return metric.layer is not None and not metric.pair_said and metric.detail == KINDS[0]
 
     @classmethod
-    def metrics(cls, entry: Entry) -> list[Metric]:
+    def metrics(cls, entry: CkaEntry) -> list[Metric]:
         """Per pair, each kind's CKA per layer and its mean over layers (the first pair's names leave
         the pair unsaid: ``cka_tokens_layer_2``, ``cka_cls_mean``)."""
         out = []
         for index, (pair, stats) in enumerate(zip(entry["pairs"], per_pair_results(entry).values())):
             record = Metric(cls.name, cls.name, pair=(pair[0], pair[1]), pair_said=index > 0)
             for kind in cls.series():
-                values = stats[kind]["per_layer"] if kind in KINDS else stats[f"{kind}_per_layer"]
+                values = layer_series(stats, kind)
                 out += [replace(record, detail=kind, layer=layer, value=v) for layer, v in enumerate(values, 1)]
                 out.append(replace(record, detail=f"{kind}_mean", value=float(np.mean(values))))
         return out
@@ -353,7 +368,7 @@ class CkaView(View):
         return [metric for metric in metrics if not metric.pair_said and metric.detail in wanted]
 
     @classmethod
-    def draw(cls, entry: Entry, run: dict[str, Any], out_dir: Path) -> list[Path]:
+    def draw(cls, entry: CkaEntry, run: dict[str, Any], out_dir: Path) -> list[Path]:
         """Per layer, 1 - CKA of each kind with its 95% band, and 1 - cosine of the attention, per pair."""
         pairs = per_pair_results(entry)
         if not pairs:
@@ -399,12 +414,12 @@ class CkaView(View):
         return [save(figure, out_dir / f"{cls.name}_per_layer.png")]
 
     @classmethod
-    def input_title(cls, entry: Entry) -> str:
+    def input_title(cls, entry: CkaEntry) -> str:
         """What the entry was measured on, for titles."""
         return cls.inputs
 
     @classmethod
-    def tables(cls, entry: Entry, run: dict[str, Any]) -> dict[str, str]:
+    def tables(cls, entry: CkaEntry, run: dict[str, Any]) -> dict[str, str]:
         pair = main_pair(entry)
         if pair is None:
             return {}
@@ -425,7 +440,7 @@ class CkaView(View):
         }
 
     @classmethod
-    def printed(cls, entry: Entry) -> list[str]:
+    def printed(cls, entry: CkaEntry) -> list[str]:
         pair = main_pair(entry)
         if pair is None:
             return []
@@ -436,7 +451,7 @@ class CkaView(View):
         ]
 
     @classmethod
-    def overview_rows(cls, entries: dict[str, Entry], run: dict[str, Any]) -> list[Row]:
+    def overview_rows(cls, entries: dict[str, Entry[Any]], run: dict[str, Any]) -> list[Row]:
         """The tokens' CKA per layer between the pre-trained and fine-tuned hidden states."""
         pair = main_pair(entries[cls.name])
         if pair is None:
@@ -452,7 +467,7 @@ class CkaView(View):
         ]
 
     @classmethod
-    def across_seeds(cls, entries: list[Entry]) -> dict[str, Any]:
+    def across_seeds(cls, entries: list[CkaEntry]) -> dict[str, Any]:
         """Each kind's CKA per layer and the attention's cosine on the same inputs, over seeds."""
         pairs = [pair for entry in entries if (pair := main_pair(entry)) is not None]
         if not pairs:
@@ -565,12 +580,12 @@ class CkaTextView(CkaView):
         return False
 
     @classmethod
-    def input_title(cls, entry: Entry) -> str:
+    def input_title(cls, entry: CkaEntry) -> str:
         """``two-paragraph segments of UD English EWT r2.16`` (or of the ``--corpus`` file)."""
         notes = entry.get("source", {}).get("notes", {})
         text = notes.get("text") or notes.get("corpus")
         return f"two-paragraph segments of {text}" if text else cls.inputs
 
     @classmethod
-    def overview_rows(cls, entries: dict[str, Entry], run: dict[str, Any]) -> list[Row]:
+    def overview_rows(cls, entries: dict[str, Entry[Any]], run: dict[str, Any]) -> list[Row]:
         return []

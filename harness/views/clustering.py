@@ -66,8 +66,11 @@ class ClusteringSettings(Settings):
     )
 
 
+ClusteringEntry = Entry[ClusteringResult]
+
+
 @register_view
-class ClusteringView(View):
+class ClusteringView(View[ClusteringResult]):
     name = "clustering"
     order = 40
     version = 2
@@ -75,11 +78,11 @@ class ClusteringView(View):
     left_out = ("js_divergence", "mds")
 
     @classmethod
-    def draw(cls, entry: Entry, run: dict[str, Any], out_dir: Path) -> list[Path]:
+    def draw(cls, entry: ClusteringEntry, run: dict[str, Any], out_dir: Path) -> list[Path]:
         return draw_clustering(entry, run, out_dir)
 
 
-def draw_clustering(entry: dict[str, Any], run: dict[str, Any], out_dir: Path) -> list[Path]:
+def draw_clustering(entry: ClusteringEntry, run: dict[str, Any], out_dir: Path) -> list[Path]:
     """The joint MDS map (one marker per checkpoint, a line from each head's earlier to its later
     version for each declared pair) and, per pair, the per-head divergence between versions."""
     clustering: ClusteringResult = entry["result"]

@@ -12,12 +12,14 @@ paper computes it: chosen on the mentions it is scored on).
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypedDict
 
 import numpy as np
 
 from harness.results.checkpoints import FINETUNED, PRETRAINED
+from harness.results.entries import PerCheckpoint
 from harness.views.base import Entry, PaperPoint, Row, View, per_checkpoint_results, per_pair_results, register_view
 from harness.views.drawing import draw_side_by_side_grids
 from harness.views.evidence import Evidence, StoredUnits, best_of_many_words
@@ -43,8 +45,27 @@ def best_head_accuracy(
 CHANGE = best_head_accuracy("all").changed().name  # coref_all_change: the best head's, all mentions
 UNIT = "documents"  # what is sampled: the mentions of one document are not independent
 
+
+class PaperBestHead(TypedDict):
+    """A paper's best head (1-indexed) and its accuracy by mention group."""
+
+    layer: int
+    head: int
+    accuracy: dict[str, float]
+
+
+class ClarkTable2(TypedDict):
+    """Clark et al.'s Table 2: each method's accuracy by mention group, and their best head's."""
+
+    nearest: dict[str, float]
+    head_match: dict[str, float]
+    rule_based: dict[str, float]
+    neural_coref: dict[str, float]
+    best_head: PaperBestHead
+
+
 # Clark et al. 2019, Table 2 (BERT-base, CoNLL-2012 dev, documents cut to 128 tokens), as fractions.
-CLARK_TABLE_2 = {
+CLARK_TABLE_2: ClarkTable2 = {
     "nearest": {"all": 0.27, "pronoun": 0.29, "proper": 0.29, "nominal": 0.19},
     "head_match": {"all": 0.52, "pronoun": 0.47, "proper": 0.67, "nominal": 0.40},
     "rule_based": {"all": 0.69, "pronoun": 0.70, "proper": 0.77, "nominal": 0.60},
@@ -86,8 +107,11 @@ class CoreferenceComparison(TypedDict):
     evidence: dict[str, Evidence]
 
 
+CoreferenceEntry = Entry[PerCheckpoint[CoreferenceResult, CoreferenceComparison]]
+
+
 @register_view
-class CoreferenceView(View):
+class CoreferenceView(View[PerCheckpoint[CoreferenceResult, CoreferenceComparison]]):
     name = ANALYSIS
     order = 110
     version = 5  # 5: the best head's change cross-fitted (a re-chosen maximum is biased upward)
@@ -103,7 +127,7 @@ class CoreferenceView(View):
     }
 
     @classmethod
-    def metrics(cls, entry: Entry) -> list[Metric]:
+    def metrics(cls, entry: CoreferenceEntry) -> list[Metric]:
         """Per mention type: each baseline, and each checkpoint's best head (None where no mention
         of the type was scored)."""
         checkpoints = per_checkpoint_results(entry)
@@ -125,12 +149,14 @@ class CoreferenceView(View):
         return [metric for metric in metrics if metric.key == best_head_accuracy("all").changed()]
 
     @classmethod
-    def draw(cls, entry: Entry, run: dict[str, Any], out_dir: Path) -> list[Path]:
+    def draw(cls, entry: CoreferenceEntry, run: dict[str, Any], out_dir: Path) -> list[Path]:
         checkpoints = per_checkpoint_results(entry)
         first = next(iter(checkpoints.values()))
         data = entry["source"]["notes"].get("coref_data", "coreference data")
         title = f"{run_title(run)} on {data}, {first['mentions']['all']} mentions"
-        grids = {checkpoint_title(c): stats["accuracy_per_head"]["all"] for c, stats in checkpoints.items()}
+        grids: dict[str, Sequence[Sequence[float]]] = {
+            checkpoint_title(c): stats["accuracy_per_head"]["all"] for c, stats in checkpoints.items()
+        }
         return [
             draw_side_by_side_grids(
                 grids,
@@ -143,14 +169,14 @@ class CoreferenceView(View):
         ]
 
     @classmethod
-    def tables(cls, entry: Entry, run: dict[str, Any]) -> dict[str, str]:
+    def tables(cls, entry: CoreferenceEntry, run: dict[str, Any]) -> dict[str, str]:
         data = "/".join(Path(entry["source"]["notes"].get("coref_data", "data")).parts[-2:])  # no machine's path
         return {"coreference_table": table_markdown(entry, data)}
 
     @classmethod
-    def overview_rows(cls, entries: dict[str, Entry], run: dict[str, Any]) -> list[Row]:
+    def overview_rows(cls, entries: dict[str, Entry[Any]], run: dict[str, Any]) -> list[Row]:
         """The best head on all mentions, beside Clark et al.'s best head."""
-        entry = entries[cls.name]
+        entry: CoreferenceEntry = entries[cls.name]
         results = per_checkpoint_results(entry)
         paper = entry["reference"]["clark_table2"]["best_head"]
         cells = [
@@ -167,7 +193,7 @@ class CoreferenceView(View):
         ]
 
 
-def our_rows(checkpoints: dict[str, Any]) -> list[tuple[str, dict[str, float | None], dict[str, float]]]:
+def our_rows(checkpoints: dict[str, CoreferenceResult]) -> list[tuple[str, dict[str, float | None], dict[str, float]]]:
     """(label, accuracy by group, Clark's Table 2 row of the same protocol or {}): the baselines,
     then each checkpoint's best head overall."""
     baselines = next(iter(checkpoints.values()))["baselines"]
@@ -200,20 +226,21 @@ def paper_rows() -> list[tuple[str, dict[str, float]]]:
     ]
 
 
-def draw_by_type(checkpoints: dict[str, Any], data: str, out_dir: Path, title: str) -> Path:
+def draw_by_type(checkpoints: dict[str, CoreferenceResult], data: str, out_dir: Path, title: str) -> Path:
     """Grouped bars by mention type: our baselines and best heads, and Clark's Table 2 beside."""
     mentions = next(iter(checkpoints.values()))["mentions"]
     figure, panels = plt.subplots(1, 2, figsize=(11, 4.2), sharey=True)
     x = np.arange(len(GROUPS))
-    ours = [(label, values) for label, values, _ in our_rows(checkpoints)]
+    ours: list[tuple[str, Mapping[str, float | None]]] = [(label, values) for label, values, _ in our_rows(checkpoints)]
+    theirs: list[tuple[str, Mapping[str, float | None]]] = list(paper_rows())
     panel_rows = (
         (panels[0], ours, f"ours: {data}", [f"{g}\n(n={mentions[g]})" for g in GROUPS]),
-        (panels[1], paper_rows(), "Clark et al. 2019: BERT-base, CoNLL-2012", list(GROUPS)),
+        (panels[1], theirs, "Clark et al. 2019: BERT-base, CoNLL-2012", list(GROUPS)),
     )
     for panel, rows, heading, ticks in panel_rows:
         width = 0.8 / len(rows)
         for offset, (label, values) in enumerate(rows):
-            heights = [np.nan if values.get(g) is None else values[g] for g in GROUPS]
+            heights = [np.nan if (value := values.get(g)) is None else value for g in GROUPS]
             panel.bar(
                 x + (offset - (len(rows) - 1) / 2) * width,
                 heights,
@@ -239,14 +266,15 @@ def points(evidence: Evidence) -> str:
     return f"{100 * evidence['value']:+.1f} [{100 * low:+.1f}, {100 * high:+.1f}]"
 
 
-def table_markdown(entry: dict[str, Any], data: str) -> str:
+def table_markdown(entry: CoreferenceEntry, data: str) -> str:
     """Clark's Table 2 layout as Markdown: ours, with Clark's number in brackets; then each pair's change."""
 
     def line(label: str, ours: dict[str, float | None], theirs: dict[str, float]) -> str:
         cells = []
         for group in GROUPS:
-            mine = "–" if ours.get(group) is None else f"{100 * ours[group]:.1f}"
-            cells.append(mine if theirs.get(group) is None else f"{mine} ({100 * theirs[group]:.0f})")
+            value, paper = ours.get(group), theirs.get(group)
+            mine = "–" if value is None else f"{100 * value:.1f}"
+            cells.append(mine if paper is None else f"{mine} ({100 * paper:.0f})")
         return f"| {label} | " + " | ".join(cells) + " |"
 
     checkpoints = per_checkpoint_results(entry)

@@ -19,6 +19,7 @@ import numpy as np
 from harness.results.checkpoints import MAIN_PAIR
 from harness.views.across_tasks import study_title, task_colour
 from harness.views.base import Claim, Entry, HeadValue, PaperPoint, Row, View, per_pair_results, register_view
+from harness.views.clustering import ClusteringView
 from harness.views.drawing import draw_head_grid, draw_layer_lines, panels_for, style_head_axes
 from harness.views.evidence import Evidence, StoredUnits, UnitSums, resampled_verdict
 from harness.views.markdown import markdown_table
@@ -63,7 +64,7 @@ def most_changed(per_head: list[list[float]]) -> HeadValue:
     return {"layer": int(layer) + 1, "head": int(head) + 1, "value": float(grid[layer, head])}
 
 
-def last_layers_change_most(entry: Entry) -> Evidence | None:
+def last_layers_change_most(entry: CosineEntry) -> Evidence | None:
     """Whether the last two layers have the two lowest per-layer cosines, judged on bootstrap
     resamples of the dev examples; the statistic is the margin, the smaller change (1 - cosine)
     of the last two layers minus the largest change of the others (above 0: the claim holds).
@@ -100,7 +101,8 @@ def draw_cosine_heads(study: dict[str, Any], path: Path) -> Path:
     figure, panels = panels_for(len(grids), columns=3, layout="constrained")
     for axes, (task, grid) in zip(panels, grids.items()):
         image = axes.imshow(grid, aspect="auto", vmin=low, vmax=high, cmap="viridis")
-        style_head_axes(axes, *grid.shape, task, tick_size=6)
+        layers, heads = grid.shape
+        style_head_axes(axes, layers, heads, task, tick_size=6)
     figure.colorbar(image, ax=panels, label="cosine, pre-trained vs fine-tuned")
     suptitle(figure, study_title(study, "Per-head cosine similarity of the attention maps per task"))
     return save(figure, path)
@@ -137,8 +139,11 @@ def cells(per_layer: dict[str, Any]) -> list[str]:
     return [f"{mean:.3f} ± {std:.3f}" for mean, std in zip(per_layer["mean"], per_layer["std"])]
 
 
+CosineEntry = Entry[CosineResult]
+
+
 @register_view
-class CosineView(View):
+class CosineView(View[CosineResult]):
     name = "cosine"
     order = 20
     version = 3
@@ -156,11 +161,11 @@ class CosineView(View):
             expected_for(tuple(task for task in KOVALEVA_TASKS if task != "qqp")),
         )
     }
-    overview_reads = ("clustering",)
+    overview_reads = (ClusteringView.name,)
     to_final = True
 
     @classmethod
-    def timed_units(cls, entry: Entry) -> StoredUnits:
+    def timed_units(cls, entry: CosineEntry) -> StoredUnits:
         """The first pair's per-example sums of the cosine per layer, which the findings on when the
         maps change resample."""
         return per_pair_results(entry)[MAIN_PAIR]["units"]
@@ -171,7 +176,7 @@ class CosineView(View):
         return metric.layer is not None and not metric.pair_said
 
     @classmethod
-    def metrics(cls, entry: Entry) -> list[Metric]:
+    def metrics(cls, entry: CosineEntry) -> list[Metric]:
         """Per pair, the mean cosine per layer, over all heads, and over the last two layers (the
         first pair's names leave the pair unsaid: ``cosine_mean``)."""
         out = []
@@ -190,7 +195,7 @@ class CosineView(View):
         return [metric for detail in SUMMED for metric in metrics if not metric.pair_said and metric.detail == detail]
 
     @classmethod
-    def draw(cls, entry: Entry, run: dict[str, Any], out_dir: Path) -> list[Path]:
+    def draw(cls, entry: CosineEntry, run: dict[str, Any], out_dir: Path) -> list[Path]:
         pairs = per_pair_results(entry)
         paths = []
         for index, ((before, after), stats) in enumerate(zip(entry["pairs"], pairs.values())):
@@ -219,21 +224,22 @@ class CosineView(View):
         return paths
 
     @classmethod
-    def printed(cls, entry: Entry) -> list[str]:
+    def printed(cls, entry: CosineEntry) -> list[str]:
         return [
             f"cosine per layer ({pair}): " + " ".join(f"{v:.3f}" for v in stats["per_layer"])
             for pair, stats in per_pair_results(entry).items()
         ]
 
     @classmethod
-    def overview_rows(cls, entries: dict[str, Entry], run: dict[str, Any]) -> list[Row]:
+    def overview_rows(cls, entries: dict[str, Entry[Any]], run: dict[str, Any]) -> list[Row]:
         """The per-layer cosines and the head that changed most (with the clustering's largest
         Jensen-Shannon distance between the two versions of a head, when the run has it)."""
         stats = next(iter(per_pair_results(entries[cls.name]).values()))
         head = most_changed(stats["per_head"])
         changed = f"{head['layer']}-{head['head']} (cosine {head['value']:.3f})"
-        if "clustering" in entries:
-            distances = np.asarray(next(iter(per_pair_results(entries["clustering"]).values()))["between_versions"])
+        if ClusteringView.name in entries:
+            clustering = per_pair_results(entries[ClusteringView.name])
+            distances = np.asarray(next(iter(clustering.values()))["between_versions"])
             layer, index = np.unravel_index(distances.argmax(), distances.shape)
             changed += f"; largest Jensen-Shannon distance: {layer + 1}-{index + 1}"
         return [
@@ -247,7 +253,7 @@ class CosineView(View):
         ]
 
     @classmethod
-    def across_seeds(cls, entries: list[Entry]) -> dict[str, Any]:
+    def across_seeds(cls, entries: list[CosineEntry]) -> dict[str, Any]:
         """The pre-trained vs fine-tuned cosine per layer and per head, mean and spread over seeds."""
         pair = [per_pair_results(entry)[MAIN_PAIR] for entry in entries]
         return {

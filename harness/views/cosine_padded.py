@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, Literal, TypedDict
 
 from harness.views.base import Entry, HeadValue, View, per_pair_results, register_view
 from harness.views.cosine import CosineStats
@@ -19,7 +19,7 @@ from harness.views.drawing import draw_head_grid, draw_layer_lines
 from harness.views.metrics import Metric
 from harness.views.titles import checkpoint_title, run_title
 
-PROTOCOLS = ("padded", "cropped")
+PROTOCOLS: tuple[Literal["padded"], Literal["cropped"]] = ("padded", "cropped")
 
 
 class PaddedPair(TypedDict):
@@ -40,15 +40,18 @@ class PaddedResult(TypedDict):
     padded_to: int
 
 
+PaddedCosineEntry = Entry[PaddedResult]
+
+
 @register_view
-class PaddedCosineView(View):
+class PaddedCosineView(View[PaddedResult]):
     name = "cosine_padded"
     order = 30
     version = 1
     stored = PaddedResult
 
     @classmethod
-    def metrics(cls, entry: Entry) -> list[Metric]:
+    def metrics(cls, entry: PaddedCosineEntry) -> list[Metric]:
         """The first pair's padded cosine per layer and the Spearman agreement of the two protocols'
         head rankings (their names leave the pair unsaid)."""
         pairs = per_pair_results(entry)
@@ -63,11 +66,11 @@ class PaddedCosineView(View):
         return per_layer + [replace(padded, detail="ranking_spearman", value=first["ranking_spearman"])]
 
     @classmethod
-    def tables(cls, entry: Entry, run: dict[str, Any]) -> dict[str, str]:
+    def tables(cls, entry: PaddedCosineEntry, run: dict[str, Any]) -> dict[str, str]:
         return {"cosine_padded_table": f"# Cosine per protocol: {run_title(run)}\n\n{protocol_table(entry)}"}
 
     @classmethod
-    def draw(cls, entry: Entry, run: dict[str, Any], out_dir: Path) -> list[Path]:
+    def draw(cls, entry: PaddedCosineEntry, run: dict[str, Any], out_dir: Path) -> list[Path]:
         padded_to = entry["result"]["padded_to"]
         paths = []
         for (before, after), stats in zip(entry["pairs"], per_pair_results(entry).values()):
@@ -96,7 +99,7 @@ class PaddedCosineView(View):
         return paths
 
 
-def protocol_table(entry: Entry) -> str:
+def protocol_table(entry: PaddedCosineEntry) -> str:
     """Markdown, per pair: the per-layer cosine and the most-changed head of each protocol,
     and the agreement of their head rankings."""
     padded_to = entry["result"]["padded_to"]

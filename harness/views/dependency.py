@@ -13,13 +13,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Final, TypedDict
+from typing import Any, Final, TypedDict, overload
 
 import numpy as np
 
 from harness.config import Settings, analysis_settings
 from harness.options import option
 from harness.results.checkpoints import FINETUNED, PRETRAINED
+from harness.results.entries import PerCheckpoint
 from harness.views.base import Entry, PaperPoint, Row, View, per_checkpoint_results, per_pair_results, register_view
 from harness.views.drawing import draw_side_by_side_grids
 from harness.views.evidence import Evidence, StoredUnits, best_of_many_words
@@ -178,8 +179,11 @@ class SyntaxSettings(Settings):
     )
 
 
+DependencyEntry = Entry[PerCheckpoint[SyntaxResult, SyntaxComparison]]
+
+
 @register_view
-class DependencyView(View):
+class DependencyView(View[PerCheckpoint[SyntaxResult, SyntaxComparison]]):
     name = ANALYSIS
     order = 100
     version = 5  # 5: the best head's change cross-fitted (a re-chosen maximum is biased upward)
@@ -195,7 +199,7 @@ class DependencyView(View):
     }
 
     @classmethod
-    def metrics(cls, entry: Entry) -> list[Metric]:
+    def metrics(cls, entry: DependencyEntry) -> list[Metric]:
         """Best-head accuracy per relation and checkpoint (`all_clark`, the paper's protocol, too),
         and the offset baseline."""
         out = [
@@ -210,7 +214,7 @@ class DependencyView(View):
         ]
 
     @classmethod
-    def draw(cls, entry: Entry, run: dict[str, Any], out_dir: Path) -> list[Path]:
+    def draw(cls, entry: DependencyEntry, run: dict[str, Any], out_dir: Path) -> list[Path]:
         if not next(iter(per_checkpoint_results(entry).values()))["relations"]:
             return []
         title = run_title(run)
@@ -220,16 +224,16 @@ class DependencyView(View):
         ]
 
     @classmethod
-    def tables(cls, entry: Entry, run: dict[str, Any]) -> dict[str, str]:
+    def tables(cls, entry: DependencyEntry, run: dict[str, Any]) -> dict[str, str]:
         if not next(iter(per_checkpoint_results(entry).values()))["relations"]:
             return {}
         return {"syntax_table1": table_markdown(entry, title=run_title(run))}
 
     @classmethod
-    def overview_rows(cls, entries: dict[str, Entry], run: dict[str, Any]) -> list[Row]:
+    def overview_rows(cls, entries: dict[str, Entry[Any]], run: dict[str, Any]) -> list[Row]:
         """The best head on `all` by our protocol and by Clark's (every word), each with its
         offset baseline, the paper's number beside Clark's."""
-        entry = entries[cls.name]
+        entry: DependencyEntry = entries[cls.name]
         results = per_checkpoint_results(entry)
         paper = entry["reference"]["clark_table1"][ALL_CLARK]
         return [
@@ -246,25 +250,32 @@ class DependencyView(View):
         ]
 
 
-def overview_cell(row: dict[str, Any]) -> str:
-    """``"7-6: 34.5 (offset 26.3)"``: a row's best head, its accuracy and the offset baseline's."""
+def overview_cell(row: RelationRow | None) -> str:
+    """``"7-6: 34.5 (offset 26.3)"``: a row's best head, its accuracy and the offset baseline's (a
+    dash for Clark's row of a run without relations)."""
+    if row is None:
+        return "–"
     best = row["best"]
     return f"{best['layer']}-{best['head']}: {best['accuracy']:.1f} (offset {row['baseline']['accuracy']:.1f})"
 
 
-def rows_of(stats: dict[str, Any]) -> list[dict[str, Any]]:
+@overload
+def rows_of(stats: SyntaxResult) -> list[RelationRow]: ...
+@overload
+def rows_of(stats: SyntaxComparison) -> list[RelationChange]: ...
+def rows_of(stats: SyntaxResult | SyntaxComparison) -> list[Any]:  # the overloads type each caller's rows
     """A checkpoint's (or a pair's) rows for tables and figures: ours `all`, then `all_clark`, then the relations."""
     rows = stats["relations"]
     return [*rows[:1], stats[ALL_CLARK], *rows[1:]] if stats[ALL_CLARK] else rows
 
 
-def head_name(best_entry: dict[str, Any]) -> str:
+def head_name(best_entry: DirectedHead) -> str:
     """``"7-6 d>h"``: a best head as layer-head and direction (d>h: dependent attends to head)."""
     arrow = "d>h" if best_entry["direction"] == DIRECTIONS[0] else "h>d"
     return f"{best_entry['layer']}-{best_entry['head']} {arrow}"
 
 
-def table_markdown(entry: dict[str, Any], *, title: str) -> str:
+def table_markdown(entry: DependencyEntry, *, title: str) -> str:
     """Clark et al.'s Table 1 per checkpoint, each pair's change, and the paper's BERT-base numbers."""
     checkpoints = per_checkpoint_results(entry)
     first = next(iter(checkpoints.values()))
@@ -348,7 +359,7 @@ def table_markdown(entry: dict[str, Any], *, title: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def draw_relation_bars(entry: dict[str, Any], path: Path, *, title: str, limit: int = 20) -> Path:
+def draw_relation_bars(entry: DependencyEntry, path: Path, *, title: str, limit: int = 20) -> Path:
     """Grouped bars per relation: best head of each checkpoint, the offset baseline, the paper."""
     checkpoints = per_checkpoint_results(entry)
     rows = rows_of(next(iter(checkpoints.values())))[:limit]
@@ -382,7 +393,7 @@ def draw_relation_bars(entry: dict[str, Any], path: Path, *, title: str, limit: 
     return save(figure, path)
 
 
-def draw_all_heads(entry: dict[str, Any], path: Path, *, title: str) -> Path:
+def draw_all_heads(entry: DependencyEntry, path: Path, *, title: str) -> Path:
     """Per-head accuracy on all relations (better direction), one panel per checkpoint."""
     grids = {
         checkpoint_title(c): np.asarray(stats["relations"][0]["per_head"]).max(axis=0)

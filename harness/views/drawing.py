@@ -5,7 +5,7 @@ Clark's per-head dots over layers, and grids of panels.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -45,7 +45,7 @@ def draw_head_grid(
 
 
 def draw_layer_lines(
-    series: dict[str, Sequence[float]],
+    series: Mapping[str, Sequence[float]],
     path: Path,
     *,
     title: str,
@@ -118,7 +118,7 @@ def panels_for(count: int, columns: int = 2, layout: str | None = None) -> tuple
 
 
 def draw_side_by_side_grids(
-    grids: dict[str, Sequence[Sequence[float]]],
+    grids: Mapping[str, Sequence[Sequence[float]]],
     path: Path,
     *,
     title: str,

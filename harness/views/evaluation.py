@@ -18,6 +18,7 @@ import numpy as np
 
 from harness.recipes import describe_recipe
 from harness.results.checkpoints import FINETUNED, FROZEN_ENCODER, MAIN_PAIR, PRETRAINED, RANDOM_INIT
+from harness.results.entries import PerCheckpoint
 from harness.views.across_tasks import mean_sd
 from harness.views.base import (
     Claim,
@@ -93,7 +94,7 @@ TABLE_COLUMNS = {
 }
 
 
-def beats_majority(entry: Entry) -> dict[str, Any]:
+def beats_majority(entry: EvaluationEntry) -> dict[str, Any]:
     """Whether the fine-tuned model is clearly above the majority class on dev: the paired
     bootstrap interval of its main metric minus the majority class's, over the dev examples
     (the ``learned`` of the pre-trained vs fine-tuned comparison)."""
@@ -135,8 +136,11 @@ def dev_table(study: dict[str, Any]) -> str:
     return markdown_table(header + (["Kovaleva et al. (fine-tuned)"] if with_paper else []), rows)
 
 
+EvaluationEntry = Entry[PerCheckpoint[DevScores, DevComparison]]
+
+
 @register_view
-class EvaluationView(View):
+class EvaluationView(View[PerCheckpoint[DevScores, DevComparison]]):
     name = "evaluation"
     order = 10
     version = 2
@@ -153,7 +157,7 @@ class EvaluationView(View):
     }
 
     @classmethod
-    def metrics(cls, entry: Entry) -> list[Metric]:
+    def metrics(cls, entry: EvaluationEntry) -> list[Metric]:
         """``dev_accuracy_finetuned``, ``dev_accuracy_pretrained``, ``dev_accuracy_majority``, ... per
         split; per compared checkpoint whether it learned and how far it is above the majority class
         (``dev_above_majority_low_finetuned``: the low end of the interval), and above each trained
@@ -175,7 +179,7 @@ class EvaluationView(View):
             )
             for metric, value in first["majority"].items()
         ]
-        compared: dict[str, list[dict[str, Any]]] = {}
+        compared: dict[str, list[DevComparison]] = {}
         for (before, after), comparison in zip(entry["pairs"], per_pair_results(entry).values()):
             compared.setdefault(after, []).append(comparison)
             if before != PRETRAINED:  # a trained baseline: is the checkpoint clearly above it?
@@ -217,16 +221,16 @@ class EvaluationView(View):
         )
 
     @classmethod
-    def tables(cls, entry: Entry, run: dict[str, Any]) -> dict[str, str]:
+    def tables(cls, entry: EvaluationEntry, run: dict[str, Any]) -> dict[str, str]:
         any_result = next(iter(per_checkpoint_results(entry).values()))  # every checkpoint's is of one task
         tags = tag_table(entry, run) if stored_task(any_result).is_tagging else None
         return {"evaluation_table": table_1_markdown(entry, run), **({"evaluation_tags_table": tags} if tags else {})}
 
     @classmethod
-    def overview_rows(cls, entries: dict[str, Entry], run: dict[str, Any]) -> list[Row]:
+    def overview_rows(cls, entries: dict[str, Entry[Any]], run: dict[str, Any]) -> list[Row]:
         """The fine-tuning recipe, each checkpoint's main dev score beside the majority class's and
         Kovaleva et al.'s Table 1, and the fine-tuned model against the majority class."""
-        entry = entries[cls.name]
+        entry: EvaluationEntry = entries[cls.name]
         recipe = f"{describe_recipe(run['recipe'])}, {run['train_examples']} training examples"
         return [
             ("fine-tuning recipe", "", recipe, "batch 32, 3 epochs (Kovaleva et al.)"),
@@ -235,7 +239,7 @@ class EvaluationView(View):
         ]
 
     @classmethod
-    def printed(cls, entry: Entry) -> list[str]:
+    def printed(cls, entry: EvaluationEntry) -> list[str]:
         """Each checkpoint's dev scores, what they are scored over (a tagging task's words), then
         whether the fine-tuned model learned: the warning when a compared checkpoint learned
         nothing, else by how much it is above the baseline."""
@@ -243,14 +247,14 @@ class EvaluationView(View):
         return dev_lines(entry) + scored_over(entry) + ([verdict] if verdict else [])
 
     @classmethod
-    def timed_units(cls, entry: Entry) -> dict[str, Any]:
+    def timed_units(cls, entry: EvaluationEntry) -> dict[str, Any]:
         """The fine-tuned checkpoint's dev predictions and scores, which the findings on when the dev
         score changes resample."""
         scores = per_checkpoint_results(entry)[FINETUNED]
         return {"predictions": scores["predictions"], "metrics": scores["metrics"]}
 
     @classmethod
-    def main_metric(cls, entry: Entry) -> str:
+    def main_metric(cls, entry: EvaluationEntry) -> str:
         """The task's main dev metric as a metric-name stem (``dev_accuracy``)."""
         return per_pair_results(entry)[MAIN_PAIR]["main_metric"].replace("/", "_")
 
@@ -291,7 +295,7 @@ def baseline_of(metric: str) -> str:
     return "the mean score (no correlation)" if metric.rsplit("/", 1)[-1] in CORRELATIONS else "the majority class"
 
 
-def learning_warning(entry: Entry) -> str | None:
+def learning_warning(entry: EvaluationEntry) -> str | None:
     """One line when a compared checkpoint is not clearly above the majority class (or the
     frozen-encoder baseline), else None."""
     for (before, after), comparison in zip(entry["pairs"], per_pair_results(entry).values()):
@@ -309,7 +313,7 @@ def learning_warning(entry: Entry) -> str | None:
     return None
 
 
-def dev_metrics(entry: Entry) -> dict[str, dict[str, float]]:
+def dev_metrics(entry: EvaluationEntry) -> dict[str, dict[str, float]]:
     """``{checkpoint: {"<split>/<metric>": value}, "majority": {...}}`` from a stored entry."""
     results = per_checkpoint_results(entry)
     return {
@@ -318,7 +322,7 @@ def dev_metrics(entry: Entry) -> dict[str, dict[str, float]]:
     }
 
 
-def dev_lines(entry: Entry) -> list[str]:
+def dev_lines(entry: EvaluationEntry) -> list[str]:
     """``dev finetuned: dev/accuracy 0.6500, ...``: one line per checkpoint and one for the majority
     class (for a score, the mean, whose correlations are undefined: said so, not 0)."""
     scores = dev_metrics(entry)
@@ -339,7 +343,7 @@ def dev_lines(entry: Entry) -> list[str]:
     ]
 
 
-def scored_over(entry: Entry) -> list[str]:
+def scored_over(entry: EvaluationEntry) -> list[str]:
     """For a tagging task, what its accuracy counts: the words of how many sentences, each scored
     at its first sub-token (other tasks' scores are over their examples, as said everywhere)."""
     first = per_checkpoint_results(entry)[FINETUNED]
@@ -361,7 +365,7 @@ def sentence_count(notes: Any, split: str) -> int | None:
     return notes if isinstance(notes, int) else None
 
 
-def learned_line(entry: Entry) -> str | None:
+def learned_line(entry: EvaluationEntry) -> str | None:
     """The fine-tuned model's verdict when it learned: by how much its main score is above the
     baseline, with its interval and what that is over; None when it did not (`learning_warning`)."""
     comparison = per_pair_results(entry).get(MAIN_PAIR)
@@ -380,7 +384,7 @@ def learned_line(entry: Entry) -> str | None:
     )
 
 
-def tag_table(entry: Entry, run: dict[str, Any]) -> str:
+def tag_table(entry: EvaluationEntry, run: dict[str, Any]) -> str:
     """A tagging task's dev words per tag (main split): how many, and each checkpoint's recall,
     precision and F1 on the tag, the most frequent tag (the majority baseline's) marked."""
     results = per_checkpoint_results(entry)
@@ -432,7 +436,7 @@ def baseline_cell(task: Task, scores: dict[str, float], split: str) -> str:
     return "undefined" if undefined_for_baseline(task, f"{split}/{metric}") else table_cell(task, scores, split)
 
 
-def table_1_markdown(entry: Entry, run: dict[str, Any]) -> str:
+def table_1_markdown(entry: EvaluationEntry, run: dict[str, Any]) -> str:
     """Kovaleva et al.'s Table 1 for this run: the majority class, the untrained pre-trained
     model, the baselines that were trained and the fine-tuned model, on the main split; the
     paper's numbers in brackets where the model is hers."""
@@ -469,7 +473,7 @@ def table_1_markdown(entry: Entry, run: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def score_rows(entry: Entry) -> list[Row]:
+def score_rows(entry: EvaluationEntry) -> list[Row]:
     """Overview rows: the main dev score of the pre-trained and fine-tuned models beside the
     majority class's and Kovaleva et al.'s Table 1, then each trained baseline's."""
     results = per_checkpoint_results(entry)
@@ -495,7 +499,7 @@ def score_rows(entry: Entry) -> list[Row]:
     ]
 
 
-def majority_rows(entry: Entry) -> list[Row]:
+def majority_rows(entry: EvaluationEntry) -> list[Row]:
     """Overview rows: per pair from the pre-trained model, the fine-tuned model minus the majority
     class in points with its paired bootstrap interval, and whether it learned."""
     rows = []

@@ -12,6 +12,7 @@ from typing import TypedDict
 
 import numpy as np
 
+from harness.results.entries import Entry, PerCheckpoint
 from harness.views.base import View, register_view
 
 SCALE = 1000  # weights stored in thousandths
@@ -91,8 +92,11 @@ class ExamplesComparison(TypedDict):
     examples: list[ExampleChange]
 
 
+ExamplesEntry = Entry[PerCheckpoint[ExamplesResult, ExamplesComparison]]
+
+
 @register_view
-class ExamplesView(View):
+class ExamplesView(View[PerCheckpoint[ExamplesResult, ExamplesComparison]]):
     name = "examples"
     order = 170
     version = 2  # 2: GLUE from the hub names its examples by their TSV line, as the TSV loader does

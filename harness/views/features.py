@@ -9,8 +9,9 @@ checkpoint. The panels of one feature are drawn here for ``features_task`` too.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, TypedDict, TypeVar
 
+from harness.results.entries import PerCheckpoint
 from harness.views.base import BestHead, Entry, View, per_checkpoint_results, per_pair_results, register_view
 from harness.views.drawing import draw_layer_lines, draw_side_by_side_grids
 from harness.views.metrics import Metric
@@ -24,7 +25,7 @@ def slug(name: str) -> str:
     return name.strip("[]").lower()
 
 
-def feature_names(entry: Entry) -> list[str]:
+def feature_names(entry: Entry[PerCheckpoint[Statistics, FeatureChanges]]) -> list[str]:
     """The features of a stored entry, in the order the analysis measured them."""
     return next(iter(per_checkpoint_results(entry).values()))["names"]
 
@@ -37,6 +38,9 @@ class FeatureStatistics(TypedDict):
     per_head: dict[str, list[list[float]]]
     per_layer: dict[str, list[float]]
     max_head: dict[str, BestHead]
+
+
+Statistics = TypeVar("Statistics", bound=FeatureStatistics)  # the treebank's features or the task's
 
 
 class FeaturesResult(FeatureStatistics):
@@ -55,8 +59,11 @@ class FeatureChanges(TypedDict):
     change_per_layer: dict[str, list[float]]
 
 
+FeaturesEntry = Entry[PerCheckpoint[FeaturesResult, FeatureChanges]]
+
+
 @register_view
-class FeaturesView(View):
+class FeaturesView(View[PerCheckpoint[FeaturesResult, FeatureChanges]]):
     name = "features"
     order = 130
     version = 2
@@ -64,7 +71,7 @@ class FeaturesView(View):
     compared = FeatureChanges
 
     @classmethod
-    def metrics(cls, entry: Entry) -> list[Metric]:
+    def metrics(cls, entry: FeaturesEntry) -> list[Metric]:
         """Per feature and checkpoint, the largest per-head value (``features_finetuned_nouns_max``)."""
         return [
             Metric(
@@ -79,11 +86,12 @@ class FeaturesView(View):
         ]
 
     @classmethod
-    def draw(cls, entry: Entry, run: dict[str, Any], out_dir: Path) -> list[Path]:
+    def draw(cls, entry: FeaturesEntry, run: dict[str, Any], out_dir: Path) -> list[Path]:
         # the sentences are the treebank's, whatever task the run fine-tuned on
         on = f"{model_title(run.get('model', 'model'))} on {entry['source']['notes'].get('treebank', 'the treebank')}"
+        sentences = next(iter(per_checkpoint_results(entry).values()))["sentences_with_feature"]
         paths = [
-            draw_feature_panels(entry, name, out_dir / f"features_{slug(name)}.png", title=on)
+            draw_feature_panels(entry, name, out_dir / f"features_{slug(name)}.png", title=on, counts=sentences)
             for name in feature_names(entry)
         ]
         for (before, after), comparison in zip(entry["pairs"], per_pair_results(entry).values()):
@@ -100,19 +108,18 @@ class FeaturesView(View):
 
 
 def draw_feature_panels(
-    entry: dict[str, Any],
+    entry: Entry[PerCheckpoint[Statistics, FeatureChanges]],
     name: str,
     path: Path,
     *,
     title: str,
-    counts: dict[str, int] | None = None,
+    counts: dict[str, int],
     unit: str = "sentences",
 ) -> Path:
     """One feature: each checkpoint per head (shared colour scale), then each pair's change
-    (diverging); the title says how many ``unit`` had the feature (``counts``, by default the
-    treebank sentences)."""
+    (diverging); the title says how many ``unit`` had the feature (``counts``)."""
     checkpoints = per_checkpoint_results(entry)
-    count = (counts or next(iter(checkpoints.values()))["sentences_with_feature"])[name]
+    count = counts[name]
     return draw_side_by_side_grids(
         {checkpoint_title(c): stats["per_head"][name] for c, stats in checkpoints.items()},
         path,

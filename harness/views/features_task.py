@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from harness.results.entries import PerCheckpoint
 from harness.views.base import Entry, View, per_checkpoint_results, register_view
 from harness.views.features import FeatureChanges, FeatureStatistics, draw_feature_panels, feature_names, slug
 from harness.views.metrics import Metric
@@ -31,8 +32,11 @@ class TaskFeaturesResult(FeatureStatistics):
     cls_last_layer: dict[str, list[float]]
 
 
+TaskFeaturesEntry = Entry[PerCheckpoint[TaskFeaturesResult, FeatureChanges]]
+
+
 @register_view
-class TaskFeaturesView(View):
+class TaskFeaturesView(View[PerCheckpoint[TaskFeaturesResult, FeatureChanges]]):
     name = "features_task"
     order = 140
     version = 1
@@ -40,7 +44,7 @@ class TaskFeaturesView(View):
     compared = FeatureChanges
 
     @classmethod
-    def metrics(cls, entry: Entry) -> list[Metric]:
+    def metrics(cls, entry: TaskFeaturesEntry) -> list[Metric]:
         """Per feature and checkpoint: the largest per-head value (``features_task_finetuned_nouns_max``),
         and §5's mean over last-layer heads (``cls_last_layer_finetuned_nouns``)."""
         out = []
@@ -65,7 +69,7 @@ class TaskFeaturesView(View):
         return out
 
     @classmethod
-    def draw(cls, entry: Entry, run: dict[str, Any], out_dir: Path) -> list[Path]:
+    def draw(cls, entry: TaskFeaturesEntry, run: dict[str, Any], out_dir: Path) -> list[Path]:
         first = next(iter(per_checkpoint_results(entry).values()))
         inputs = first["examples"]
         # a feature's panels say how many of the inputs have it ("3 of 64 inputs"): the count once
@@ -90,7 +94,7 @@ class TaskFeaturesView(View):
         ]
 
 
-def draw_cls_focus(entry: dict[str, Any], path: Path, *, title: str) -> Path:
+def draw_cls_focus(entry: TaskFeaturesEntry, path: Path, *, title: str) -> Path:
     """§5: per feature, the last layer's [CLS] attention (mean over heads, with the range of
     heads as error bars), one bar per checkpoint."""
     results = per_checkpoint_results(entry)

@@ -12,6 +12,7 @@ from typing import Any, TypedDict
 
 import numpy as np
 
+from harness.results.entries import PerCheckpoint
 from harness.views.base import Entry, View, per_checkpoint_results, register_view
 from harness.views.drawing import panel_grid
 from harness.views.palette import GREY, OKABE_ITO
@@ -46,8 +47,11 @@ class GradientsComparison(TypedDict):
     losses: list[str | None]
 
 
+GradientsEntry = Entry[PerCheckpoint[GradientsResult, GradientsComparison]]
+
+
 @register_view
-class GradientsView(View):
+class GradientsView(View[PerCheckpoint[GradientsResult, GradientsComparison]]):
     name = "gradients"
     order = 150
     version = 2
@@ -55,7 +59,7 @@ class GradientsView(View):
     compared = GradientsComparison
 
     @classmethod
-    def draw(cls, entry: Entry, run: dict[str, Any], out_dir: Path) -> list[Path]:
+    def draw(cls, entry: GradientsEntry, run: dict[str, Any], out_dir: Path) -> list[Path]:
         usable = {c: g for c, g in per_checkpoint_results(entry).items() if g["loss"] is not None}
         if not usable:
             return []

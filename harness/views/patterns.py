@@ -25,6 +25,7 @@ from classifier import CLASSES
 from harness.config import Settings, analysis_settings
 from harness.options import existing, option
 from harness.results.checkpoints import FINETUNED, PRETRAINED
+from harness.results.entries import PerCheckpoint
 from harness.views.across_tasks import CHECKPOINTS, study_title
 from harness.views.base import (
     ChangedHead,
@@ -131,8 +132,11 @@ class PatternSettings(Settings):
         self.pattern_weights = existing(PatternSettings, "pattern_weights", self.pattern_weights)
 
 
+PatternsEntry = Entry[PerCheckpoint[PatternResult, PatternComparison]]
+
+
 @register_view
-class PatternsView(View):
+class PatternsView(View[PerCheckpoint[PatternResult, PatternComparison]]):
     name = ANALYSIS
     order = 50
     # 3: `block` never predicted for single sentences; 4: the CNN sees the segments and measurements;
@@ -158,12 +162,12 @@ class PatternsView(View):
     }
 
     @classmethod
-    def timed_units(cls, entry: Entry) -> dict[str, Any]:
+    def timed_units(cls, entry: PatternsEntry) -> dict[str, Any]:
         """Each checkpoint's per-example class counts: what the findings on when the shares change resample."""
         return checkpoint_units(entry)
 
     @classmethod
-    def metrics(cls, entry: Entry) -> list[Metric]:
+    def metrics(cls, entry: PatternsEntry) -> list[Metric]:
         """Share of each class per checkpoint, e.g. ``pattern_finetuned_vertical_diagonal``, and the
         classifier's cross-validated macro-F1."""
         shares = [
@@ -180,7 +184,7 @@ class PatternsView(View):
         return [metric for metric in metrics if metric.change]
 
     @classmethod
-    def draw(cls, entry: Entry, run: dict[str, Any], out_dir: Path) -> list[Path]:
+    def draw(cls, entry: PatternsEntry, run: dict[str, Any], out_dir: Path) -> list[Path]:
         results = per_checkpoint_results(entry)
         changed = [change for comparison in per_pair_results(entry).values() for change in comparison["changed_heads"]]
         return [
@@ -199,7 +203,7 @@ class PatternsView(View):
         ]
 
     @classmethod
-    def overview_rows(cls, entries: dict[str, Entry], run: dict[str, Any]) -> list[Row]:
+    def overview_rows(cls, entries: dict[str, Entry[Any]], run: dict[str, Any]) -> list[Row]:
         """The share of each class, pre-trained and fine-tuned, in percent."""
         shares = {
             name: " / ".join(f"{100 * stats['proportions'][label]:.1f}" for label in CLASSES)
@@ -215,7 +219,7 @@ class PatternsView(View):
         ]
 
     @classmethod
-    def across_seeds(cls, entries: list[Entry]) -> dict[str, Any]:
+    def across_seeds(cls, entries: list[PatternsEntry]) -> dict[str, Any]:
         """Per checkpoint and class, the share corrected for the classifier's errors: its mean
         over seeds and the envelope of the seeds' 95% intervals (lowest low, highest high)."""
         results = [
@@ -348,7 +352,7 @@ def draw_proportions(
 
 
 def draw_pattern_grid(
-    per_head: dict[str, list[list[str]]], changed: list[dict[str, Any]], path: Path, *, title: str
+    per_head: dict[str, list[list[str]]], changed: list[ChangedHead], path: Path, *, title: str
 ) -> Path:
     """One categorical layers x heads panel per checkpoint; changed heads outlined in all."""
     colours = ListedColormap([CLASS_COLOURS[name] for name in CLASSES])

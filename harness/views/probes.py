@@ -18,6 +18,7 @@ import numpy as np
 from harness.config import Settings, analysis_settings
 from harness.options import option
 from harness.results.checkpoints import FINETUNED, PRETRAINED
+from harness.results.entries import PerCheckpoint
 from harness.views.base import Entry, PaperPoint, Row, View, per_checkpoint_results, per_pair_results, register_view
 from harness.views.drawing import draw_side_by_side_grids
 from harness.views.evidence import RESAMPLES, Evidence, StoredUnits
@@ -106,8 +107,11 @@ class ProbeSettings(Settings):
     )
 
 
+ProbesEntry = Entry[PerCheckpoint[ProbesResult, ProbesComparison]]
+
+
 @register_view
-class ProbesView(View):
+class ProbesView(View[PerCheckpoint[ProbesResult, ProbesComparison]]):
     name = ANALYSIS
     order = 120
     version = 4
@@ -122,7 +126,7 @@ class ProbesView(View):
     }
 
     @classmethod
-    def metrics(cls, entry: Entry) -> list[Metric]:
+    def metrics(cls, entry: ProbesEntry) -> list[Metric]:
         """Dev UAS of every checkpoint's attention probes, and of the baselines."""
         checkpoints = per_checkpoint_results(entry)
         baselines = next(iter(checkpoints.values()))["uas"]
@@ -136,7 +140,7 @@ class ProbesView(View):
         return [metric for metric in metrics if metric.key == uas("attn", checkpoint=FINETUNED).changed()]
 
     @classmethod
-    def draw(cls, entry: Entry, run: dict[str, Any], out_dir: Path) -> list[Path]:
+    def draw(cls, entry: ProbesEntry, run: dict[str, Any], out_dir: Path) -> list[Path]:
         title = run_title(run)
         checkpoints = per_checkpoint_results(entry)
         weights = {
@@ -158,13 +162,13 @@ class ProbesView(View):
         ]
 
     @classmethod
-    def tables(cls, entry: Entry, run: dict[str, Any]) -> dict[str, str]:
+    def tables(cls, entry: ProbesEntry, run: dict[str, Any]) -> dict[str, str]:
         return {"probes_table3": probe_table_markdown(entry, title=run_title(run))}
 
     @classmethod
-    def overview_rows(cls, entries: dict[str, Entry], run: dict[str, Any]) -> list[Row]:
+    def overview_rows(cls, entries: dict[str, Entry[Any]], run: dict[str, Any]) -> list[Row]:
         """The dev UAS of the Attn and Attn + GloVe probes, beside the paper's."""
-        entry = entries[cls.name]
+        entry: ProbesEntry = entries[cls.name]
         paper = entry["reference"]["clark_table3_uas"]
         cells = [
             f"{stats['uas']['attn']:.1f} / {stats['uas']['attn_glove']:.1f}"
@@ -173,7 +177,7 @@ class ProbesView(View):
         return [("probe UAS Attn / Attn+GloVe", *cells, f"{paper['attn']:.0f} / {paper['attn_glove']:.0f}")]
 
 
-def probe_table_markdown(entry: dict[str, Any], *, title: str) -> str:
+def probe_table_markdown(entry: ProbesEntry, *, title: str) -> str:
     """Clark et al.'s Table 3 layout: UAS per checkpoint, each pair's change, the paper's number."""
     checkpoints = per_checkpoint_results(entry)
     first = next(iter(checkpoints.values()))

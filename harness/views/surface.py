@@ -21,6 +21,7 @@ from typing import Any, ClassVar, TypedDict
 import numpy as np
 
 from harness.results.checkpoints import FINETUNED, PRETRAINED
+from harness.results.entries import Pairs, PerCheckpoint
 from harness.views.across_tasks import draw_per_layer_by_task
 from harness.views.base import (
     ChangedHead,
@@ -82,7 +83,7 @@ def draw_special_tokens(study: dict[str, Any], key: str, inputs: str, path: Path
     )
 
 
-def special_token_units(entry: Entry, checkpoint: str) -> dict[str, UnitSums] | None:
+def special_token_units(entry: SurfaceEntry, checkpoint: str) -> dict[str, UnitSums] | None:
     """``checkpoint``'s attention to [CLS] and to [SEP] per input and layer, as the analysis kept
     it, by token; None where the entry has no such checkpoint."""
     stats = per_checkpoint_results(entry).get(checkpoint)
@@ -99,7 +100,7 @@ def cls_peaks_before_sep(checkpoint: str) -> Callable[[Entry], Evidence | None]:
     to [SEP]": on each resample of the inputs, the layer of the largest mean attention to [CLS]
     comes before the layer of the largest mean attention to [SEP]."""
 
-    def judge(entry: Entry) -> Evidence | None:
+    def judge(entry: SurfaceEntry) -> Evidence | None:
         units = special_token_units(entry, checkpoint)
         if units is None:
             return None
@@ -122,7 +123,7 @@ def sep_takes_half_a_layer(checkpoint: str) -> Callable[[Entry], Evidence | None
     on the other (`harness.views.evidence.best_above`: the largest of the layers scored where it
     was chosen is biased upward), is above 0.5."""
 
-    def judge(entry: Entry) -> Evidence | None:
+    def judge(entry: SurfaceEntry) -> Evidence | None:
         units = special_token_units(entry, checkpoint)
         if units is None:
             return None
@@ -153,8 +154,11 @@ class LabelChanges(TypedDict):
     label_changes: list[ChangedHead]
 
 
+SurfaceEntry = Entry[PerCheckpoint[SurfaceResult, LabelChanges]]
+
+
 @register_view
-class SurfaceView(View):
+class SurfaceView(View[PerCheckpoint[SurfaceResult, LabelChanges]]):
     """Class attributes beyond `View`'s: ``inputs`` (what was measured, as titles name it),
     ``study_key`` (its per-layer series in a study's task aggregate), ``paper_row`` (the
     papers' cell of its overview row) and ``heatmaps`` (the statistics drawn as per-head grids)."""
@@ -187,12 +191,12 @@ class SurfaceView(View):
     compared = LabelChanges
 
     @classmethod
-    def input_title(cls, entry: Entry) -> str:
+    def input_title(cls, entry: SurfaceEntry) -> str:
         """The inputs the entry measured, as its titles name them."""
         return cls.inputs
 
     @classmethod
-    def metrics(cls, entry: Entry) -> list[Metric]:
+    def metrics(cls, entry: SurfaceEntry) -> list[Metric]:
         """Per checkpoint: how many heads carry each of Clark's behaviour labels (``surface_finetuned_cls_heads``)."""
         return [
             Metric(cls.name, cls.name, detail=f"{label}_heads", checkpoint=checkpoint, value=count)
@@ -201,11 +205,11 @@ class SurfaceView(View):
         ]
 
     @classmethod
-    def draw(cls, entry: Entry, run: dict[str, Any], out_dir: Path) -> list[Path]:
+    def draw(cls, entry: SurfaceEntry, run: dict[str, Any], out_dir: Path) -> list[Path]:
         return draw_surface(entry, run, out_dir, cls.name, cls.input_title(entry), cls.heatmaps)
 
     @classmethod
-    def tables(cls, entry: Entry, run: dict[str, Any]) -> dict[str, str]:
+    def tables(cls, entry: SurfaceEntry, run: dict[str, Any]) -> dict[str, str]:
         inputs = cls.input_title(entry)
         return {
             f"{cls.name}_label_changes": f"# Heads whose Clark label changed on {inputs}: {run_title(run)}\n\n"
@@ -215,9 +219,9 @@ class SurfaceView(View):
         }
 
     @classmethod
-    def overview_rows(cls, entries: dict[str, Entry], run: dict[str, Any]) -> list[Row]:
+    def overview_rows(cls, entries: dict[str, Entry[Any]], run: dict[str, Any]) -> list[Row]:
         """The heads carrying each of four Clark labels, pre-trained and fine-tuned, on the inputs it measured."""
-        entry = entries[cls.name]
+        entry: SurfaceEntry = entries[cls.name]
         cells = {
             name: " / ".join(head_list(labelled_heads(stats["labels"], label)) for label in OVERVIEW_LABELS)
             for name, stats in per_checkpoint_results(entry).items()
@@ -232,7 +236,7 @@ class SurfaceView(View):
         ]
 
     @classmethod
-    def across_seeds(cls, entries: list[Entry]) -> dict[str, Any]:
+    def across_seeds(cls, entries: list[SurfaceEntry]) -> dict[str, Any]:
         """Attention to [CLS] and [SEP] per layer, pre-trained and fine-tuned, mean and spread over seeds."""
         return {
             cls.study_key: {
@@ -290,7 +294,7 @@ def labelled_heads(labels: list[list[list[str]]], label: str) -> list[tuple[int,
 
 
 def draw_by_layer(
-    entry: Entry,
+    entry: SurfaceEntry,
     run: dict[str, Any],
     rows: dict[str, tuple[str, ...]],
     path: Path,
@@ -328,7 +332,7 @@ def draw_by_layer(
     return save(figure, path)
 
 
-def label_change_table(entry: Entry) -> str:
+def label_change_table(entry: Entry[Pairs[LabelChanges]]) -> str:
     """Markdown tables, one per declared pair, of the heads whose Clark behaviour labels changed."""
     parts = []
     for (before, after), comparison in zip(entry["pairs"], per_pair_results(entry).values()):
@@ -347,7 +351,7 @@ def label_change_table(entry: Entry) -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def layer_table(entry: Entry) -> str:
+def layer_table(entry: SurfaceEntry) -> str:
     """Markdown: every statistic per layer (1-indexed), one column per checkpoint."""
     results = per_checkpoint_results(entry)
     lines = [
@@ -361,7 +365,7 @@ def layer_table(entry: Entry) -> str:
 
 
 def draw_surface(
-    entry: Entry, run: dict[str, Any], out_dir: Path, prefix: str, inputs: str, heatmaps: tuple[str, ...]
+    entry: SurfaceEntry, run: dict[str, Any], out_dir: Path, prefix: str, inputs: str, heatmaps: tuple[str, ...]
 ) -> list[Path]:
     """The per-layer figures of special tokens, relative position and entropy on ``inputs``, then
     a per-head grid of each statistic of ``heatmaps``, in files named ``prefix_...``; the files written."""

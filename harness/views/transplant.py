@@ -23,13 +23,15 @@ import base64
 from collections.abc import Callable
 from functools import partial
 from pathlib import Path
-from typing import Any, NotRequired, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
 import numpy as np
 
 from harness.results.checkpoints import MAIN_PAIR
 from harness.views.across_tasks import study_title
 from harness.views.base import Claim, Entry, PaperPoint, Row, View, pair_name, per_pair_results, register_view
+from harness.views.cka import CkaTextView, CkaView
+from harness.views.cosine import CosineView
 from harness.views.drawing import draw_head_grid, panels_for
 from harness.views.evidence import Evidence, described
 from harness.views.markdown import markdown_table
@@ -158,15 +160,15 @@ class TransplantResult(TypedDict):
     per_pair: dict[str, TransplantPair]
 
 
-def main_result(entry: Entry) -> dict[str, Any] | None:
+def main_result(entry: TransplantEntry) -> TransplantPair | None:
     """The pre-trained into fine-tuned transplant of a run, or None where it has none."""
     return per_pair_results(entry).get(MAIN_PAIR)
 
 
-def evidence_judge(key: str) -> Callable[[Entry], Evidence | None]:
+def evidence_judge(key: Literal["share_kept", "last_two_vs_first_two"]) -> Callable[[TransplantEntry], Evidence | None]:
     """A judge reading the main pair's stored evidence under ``key`` (None where it is undefined)."""
 
-    def judge(entry: Entry) -> Evidence | None:
+    def judge(entry: TransplantEntry) -> Evidence | None:
         result = main_result(entry)
         evidence = None if result is None else result.get(key)
         return evidence if evidence and evidence.get("verdict") else None
@@ -179,14 +181,18 @@ def points(value: float) -> str:
     return f"{100 * value:+.1f}"
 
 
-def change_cell(family: dict[str, Any], index: tuple[int, ...]) -> str:
+def change_cell(family: TransplantFamily, index: tuple[int, ...]) -> str:
     """``-4.2 [-7.9, -0.5] p=0.003 hurts``: a member's change with its simultaneous interval, its
     Holm-adjusted p, and what the Holm test says (nothing where it says nothing)."""
-    value = lambda key: float(np.asarray(family[key], dtype=float)[index])  # noqa: E731
-    said = verdict_word(value("delta"), value("p_holm"))
+
+    def at(values: list[Any]) -> float:
+        return float(np.asarray(values, dtype=float)[index])
+
+    delta, p_holm = at(family["delta"]), at(family["p_holm"])
+    said = verdict_word(delta, p_holm)
     return (
-        f"{points(value('delta'))} [{points(value('low'))}, {points(value('high'))}] "
-        f"p={value('p_holm'):.2g}{' ' + said if said else ''}"
+        f"{points(delta)} [{points(at(family['low']))}, {points(at(family['high']))}] "
+        f"p={p_holm:.2g}{' ' + said if said else ''}"
     )
 
 
@@ -213,12 +219,12 @@ def transplant_metric(statistic: str, pair: tuple[str, str], index: int, **field
     return Metric(ANALYSIS, f"transplant_{statistic}", pair=pair, pair_said=index > 0, **fields)
 
 
-def family_grid(result: dict[str, Any], family: str) -> dict[str, Any]:
+def family_grid(result: TransplantPair, family: str) -> TransplantFamily:
     """The stored grids of a family: ``heads``, or a per-layer one."""
     return result["heads"] if family == "heads" else result["layers"][family]
 
 
-def layer_table(result: dict[str, Any]) -> str:
+def layer_table(result: TransplantPair) -> str:
     """Per layer, the score with its attention alone transplanted and the change of each per-layer
     family with its simultaneous interval and Holm-adjusted p."""
     alone = result["layers"]["alone"]
@@ -240,7 +246,7 @@ def layer_table(result: dict[str, Any]) -> str:
     )
 
 
-def head_lines(result: dict[str, Any]) -> list[str]:
+def head_lines(result: TransplantPair) -> list[str]:
     """The single heads whose transplant helps or hurts after Holm's correction over all heads."""
     heads = result["heads"]
     deltas, adjusted = np.asarray(heads["delta"]), np.asarray(heads["p_holm"])
@@ -252,7 +258,7 @@ def head_lines(result: dict[str, Any]) -> list[str]:
     return found or [f"no single head's transplant changes the score after Holm's correction over {deltas.size} heads"]
 
 
-def summary_lines(result: dict[str, Any]) -> list[str]:
+def summary_lines(result: TransplantPair) -> list[str]:
     """What the run says overall: the intact and majority scores, the share kept, the edge layers."""
     everything = result["layers"]["from"]
     lines = [
@@ -271,8 +277,11 @@ def summary_lines(result: dict[str, Any]) -> list[str]:
     return lines
 
 
+TransplantEntry = Entry[TransplantResult]
+
+
 @register_view
-class TransplantView(View):
+class TransplantView(View[TransplantResult]):
     name = ANALYSIS
     order = 165
     version = 1
@@ -299,7 +308,7 @@ class TransplantView(View):
     }
 
     @classmethod
-    def metrics(cls, entry: Entry) -> list[Metric]:
+    def metrics(cls, entry: TransplantEntry) -> list[Metric]:
         """Per pair: the intact and majority scores, all attention transplanted (score, change and the
         share kept with its bounds), the edge layers' comparison with its bounds, per layer each
         family's score and change, and how many members of each family help and hurt after Holm."""
@@ -341,7 +350,7 @@ class TransplantView(View):
         return [metric for metric in metrics if not metric.pair_said and (metric.statistic, metric.detail) in wanted]
 
     @classmethod
-    def draw(cls, entry: Entry, run: dict[str, Any], out_dir: Path) -> list[Path]:
+    def draw(cls, entry: TransplantEntry, run: dict[str, Any], out_dir: Path) -> list[Path]:
         """The main pair's per-layer changes (each family, with simultaneous intervals) and per-head changes."""
         result = main_result(entry)
         if result is None:
@@ -349,7 +358,7 @@ class TransplantView(View):
         return [draw_layers(result, run, out_dir / "transplant_per_layer.png"), draw_heads(result, run, out_dir)]
 
     @classmethod
-    def tables(cls, entry: Entry, run: dict[str, Any]) -> dict[str, str]:
+    def tables(cls, entry: TransplantEntry, run: dict[str, Any]) -> dict[str, str]:
         result = main_result(entry)
         if result is None:
             return {}
@@ -364,7 +373,7 @@ class TransplantView(View):
         }
 
     @classmethod
-    def printed(cls, entry: Entry) -> list[str]:
+    def printed(cls, entry: TransplantEntry) -> list[str]:
         result = main_result(entry)
         if result is None:
             return []
@@ -376,7 +385,7 @@ class TransplantView(View):
         ]
 
     @classmethod
-    def overview_rows(cls, entries: dict[str, Entry], run: dict[str, Any]) -> list[Row]:
+    def overview_rows(cls, entries: dict[str, Entry[Any]], run: dict[str, Any]) -> list[Row]:
         """The share of the gain kept with all attention pre-trained."""
         result = main_result(entries[cls.name])
         if result is None or result["share_kept"].get("value") is None:
@@ -393,7 +402,7 @@ class TransplantView(View):
         ]
 
     @classmethod
-    def across_seeds(cls, entries: list[Entry]) -> dict[str, Any]:
+    def across_seeds(cls, entries: list[TransplantEntry]) -> dict[str, Any]:
         """Per layer, the score with that layer's attention pre-trained (each seed's own), and the
         intact and majority scores, over the seeds."""
         results = [result for entry in entries if (result := main_result(entry)) is not None]
@@ -442,7 +451,7 @@ class TransplantView(View):
         return [draw_transplant_beside_change(study, out_dir / "transplant_beside_change_by_task.png")]
 
 
-def draw_layers(result: dict[str, Any], run: dict[str, Any], path: Path) -> Path:
+def draw_layers(result: TransplantPair, run: dict[str, Any], path: Path) -> Path:
     """Per layer, the change of the score with each per-layer family's attention pre-trained, in
     points, with simultaneous intervals; the majority class's level dashed."""
     figure, axes = plt.subplots(figsize=(7.6, 3.8))
@@ -477,7 +486,7 @@ def draw_layers(result: dict[str, Any], run: dict[str, Any], path: Path) -> Path
     return save(figure, path)
 
 
-def draw_heads(result: dict[str, Any], run: dict[str, Any], out_dir: Path) -> Path:
+def draw_heads(result: TransplantPair, run: dict[str, Any], out_dir: Path) -> Path:
     """Each head's change of the score with its attention alone pre-trained (points)."""
     deltas = 100 * np.asarray(result["heads"]["delta"], dtype=float)
     reach = max(float(np.abs(deltas).max()), 0.1)
@@ -506,10 +515,10 @@ def draw_transplant_beside_change(study: dict[str, Any], path: Path) -> Path:
     tasks = {task: entry for task, entry in study["tasks"].items() if "transplant" in entry}
     figure, panels = panels_for(len(tasks), columns=3, layout="constrained")
     changes = (
-        ("cosine", "per_layer", OKABE_ITO["vermillion"], "-", "1 - cosine, task inputs"),
-        ("cka", "tokens", OKABE_ITO["green"], "-", "1 - CKA, task inputs"),
-        ("cka_text", "attention_cosine", OKABE_ITO["vermillion"], "--", "1 - cosine, running text"),
-        ("cka_text", "tokens", OKABE_ITO["green"], "--", "1 - CKA, running text"),
+        (CosineView.name, "per_layer", OKABE_ITO["vermillion"], "-", "1 - cosine, task inputs"),
+        (CkaView.name, "tokens", OKABE_ITO["green"], "-", "1 - CKA, task inputs"),
+        (CkaTextView.name, "attention_cosine", OKABE_ITO["vermillion"], "--", "1 - cosine, running text"),
+        (CkaTextView.name, "tokens", OKABE_ITO["green"], "--", "1 - CKA, running text"),
     )
     for index, (axes, (task, entry)) in enumerate(zip(panels, tasks.items())):
         transplant = entry["transplant"]

@@ -27,6 +27,7 @@ from typing import Any, NotRequired, TypedDict
 import numpy as np
 
 from harness.results.checkpoints import FINETUNED, PRETRAINED
+from harness.results.entries import PerCheckpoint
 from harness.views.across_tasks import CHECKPOINTS, draw_per_layer_by_task, metric_table
 from harness.views.base import (
     ChangedHead,
@@ -85,7 +86,7 @@ def cross_keys(what: str) -> list[Metric]:
     return [behaviour(what, checkpoint) for checkpoint in CHECKPOINTS] + [behaviour(what, FINETUNED).changed()]
 
 
-def defined(stats: dict[str, Any], statistic: str) -> bool:
+def defined(stats: VigResult, statistic: str) -> bool:
     """Whether ``statistic`` means anything on the inputs of a checkpoint's ``stats``: every one
     does but attention to the other sentence, which needs pairs of sentences. Results stored
     before the pairs were counted (no ``pair_items``) tell a single-sentence task by its having
@@ -93,13 +94,13 @@ def defined(stats: dict[str, Any], statistic: str) -> bool:
     return statistic != CROSS or stats.get("pair_items", stats["examples"][CROSS]) > 0
 
 
-def defined_statistics(entry: Entry) -> list[str]:
+def defined_statistics(entry: VigEntry) -> list[str]:
     """The statistics of `STATISTICS` that an entry's inputs define (`defined`)."""
     first = next(iter(per_checkpoint_results(entry).values()))
     return [statistic for statistic in STATISTICS if defined(first, statistic)]
 
 
-def strongest_cell(stats: dict[str, Any], statistic: str) -> str:
+def strongest_cell(stats: VigResult, statistic: str) -> str:
     """``5-3: 0.421 (chance 0.031)``: a checkpoint's strongest head of ``statistic``, or why there is none."""
     if not defined(stats, statistic):
         return NOT_DEFINED
@@ -144,8 +145,11 @@ class VigComparison(TypedDict):
     evidence: dict[str, Evidence]
 
 
+VigEntry = Entry[PerCheckpoint[VigResult, VigComparison]]
+
+
 @register_view
-class VigView(View):
+class VigView(View[PerCheckpoint[VigResult, VigComparison]]):
     name = ANALYSIS
     order = 90
     version = 3  # 3: the strongest head's change cross-fitted (a re-chosen maximum is biased upward)
@@ -165,7 +169,7 @@ class VigView(View):
     )
 
     @classmethod
-    def metrics(cls, entry: Entry) -> list[Metric]:
+    def metrics(cls, entry: VigEntry) -> list[Metric]:
         """Per checkpoint and behaviour: the strongest head's share (``_max``), the mean over heads
         (``_mean``), how many heads carry its label (``_heads``); and each chance level. A
         behaviour no example has rows for (pairs whose sentences share no word) has only its head
@@ -202,7 +206,7 @@ class VigView(View):
         return chosen(metrics, [key for what in ("max", "heads") for key in cross_keys(f"{CROSS}_{what}")])
 
     @classmethod
-    def draw(cls, entry: Entry, run: dict[str, Any], out_dir: Path) -> list[Path]:
+    def draw(cls, entry: VigEntry, run: dict[str, Any], out_dir: Path) -> list[Path]:
         return [
             draw_by_layer(entry, run, out_dir / "vig_by_layer.png"),
             *(
@@ -212,7 +216,7 @@ class VigView(View):
         ]
 
     @classmethod
-    def tables(cls, entry: Entry, run: dict[str, Any]) -> dict[str, str]:
+    def tables(cls, entry: VigEntry, run: dict[str, Any]) -> dict[str, str]:
         tables = {
             "vig_label_changes": f"# Heads whose Vig behaviour label changed: {run_title(run)}\n\n"
             f"{label_change_table(entry)}"
@@ -230,7 +234,7 @@ class VigView(View):
         return tables
 
     @classmethod
-    def overview_rows(cls, entries: dict[str, Entry], run: dict[str, Any]) -> list[Row]:
+    def overview_rows(cls, entries: dict[str, Entry[Any]], run: dict[str, Any]) -> list[Row]:
         """How many heads carry each Vig label, and the strongest head on identical words in the other sentence."""
         results = per_checkpoint_results(entries[cls.name])
         return [
@@ -244,7 +248,7 @@ class VigView(View):
         ]
 
     @classmethod
-    def printed(cls, entry: Entry) -> list[str]:
+    def printed(cls, entry: VigEntry) -> list[str]:
         """Per checkpoint the heads per label and, on pairs of sentences, the strongest head
         linking them; per pair how many heads changed label."""
         labels = defined_statistics(entry)
@@ -260,7 +264,7 @@ class VigView(View):
         ]
 
     @classmethod
-    def across_seeds(cls, entries: list[Entry]) -> dict[str, Any]:
+    def across_seeds(cls, entries: list[VigEntry]) -> dict[str, Any]:
         """Attention to identical words per layer, pre-trained and fine-tuned, mean and spread over
         seeds (in the other sentence only where the task has pairs of sentences)."""
         kept = [name for name in IDENTICAL if all(name in defined_statistics(entry) for entry in entries)]
@@ -293,7 +297,7 @@ class VigView(View):
         return {"vig_by_task": metric_table(study, names)} if names else {}
 
 
-def draw_by_layer(entry: Entry, run: dict[str, Any], path: Path) -> Path:
+def draw_by_layer(entry: VigEntry, run: dict[str, Any], path: Path) -> Path:
     """One panel per behaviour: each checkpoint's share per head (dots) and per layer (line)
     overlaid in its colour, and the chance level (dotted)."""
     checkpoints = per_checkpoint_results(entry)
@@ -318,7 +322,7 @@ def draw_by_layer(entry: Entry, run: dict[str, Any], path: Path) -> Path:
     return save(figure, path)
 
 
-def draw_heads(entry: Entry, run: dict[str, Any], statistic: str, path: Path) -> Path:
+def draw_heads(entry: VigEntry, run: dict[str, Any], statistic: str, path: Path) -> Path:
     """A per-head grid of ``statistic`` for every checkpoint, side by side with each pair's difference."""
     checkpoints = per_checkpoint_results(entry)
     chance = next(iter(checkpoints.values()))["chance"][statistic]
@@ -332,7 +336,7 @@ def draw_heads(entry: Entry, run: dict[str, Any], statistic: str, path: Path) ->
     )
 
 
-def table_heads(entry: Entry, statistic: str) -> list[tuple[int, int]]:
+def table_heads(entry: VigEntry, statistic: str) -> list[tuple[int, int]]:
     """0-indexed (layer, head) of the heads carrying ``statistic``'s label in any checkpoint and
     the `TABLE_HEADS` strongest of each checkpoint, strongest (over checkpoints) first."""
     grids = [np.asarray(stats["per_head"][statistic]) for stats in per_checkpoint_results(entry).values()]
@@ -351,7 +355,7 @@ def table_heads(entry: Entry, statistic: str) -> list[tuple[int, int]]:
     return sorted(labelled | strongest, key=lambda cell: (-max(grid[cell] for grid in grids), cell))
 
 
-def head_table(entry: Entry, statistic: str) -> str:
+def head_table(entry: VigEntry, statistic: str) -> str:
     """Markdown: per head of `table_heads`, each checkpoint's share, each declared pair's change,
     the chance level and the labels it carries."""
     checkpoints = per_checkpoint_results(entry)
@@ -380,7 +384,7 @@ def head_table(entry: Entry, statistic: str) -> str:
     return markdown_table(header, rows)
 
 
-def change_lines(entry: Entry) -> str:
+def change_lines(entry: VigEntry) -> str:
     """Each pair's changes of the strongest head's and of the mean share of attention to
     identical words in the other sentence, with their intervals over the dev examples (none
     where no example has such rows)."""
