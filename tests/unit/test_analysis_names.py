@@ -206,9 +206,7 @@ NOT_YET_MOVED = {
     "harness/present/redraw.py": {"ablation", "coreference", "syntax"},
     "harness/present/study_figures.py": {"ablation"},
     "harness/run/plan.py": {"ablation", "transplant"},
-    "harness/views/cosine.py": {"clustering"},
     "harness/views/trajectory.py": {"cosine", "evaluation", "patterns"},
-    "harness/views/transplant.py": {"cka", "cka_text", "cosine"},
 }
 
 
