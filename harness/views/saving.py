@@ -103,7 +103,8 @@ def save(figure: plt.Figure, path: Path) -> Path:
     for problem in figure_problems(figure):
         log.warning("figure %s: %s", path.name, problem)
     with atomic_path(path) as temporary:
-        image = Image.fromarray(np.asarray(figure.canvas.buffer_rgba())[..., :3])
+        # RGB converted by PIL from the canvas's own RGBA buffer: a numpy slice of it is copied pixel by pixel
+        image = Image.fromarray(np.asarray(figure.canvas.buffer_rgba())).convert("RGB")
         image.save(temporary, format="png", compress_level=PNG_COMPRESSION)
     # A vector copy keeps the layout just checked: a layout engine left on would lay the figure out
     # again (a dry-run drawing and the layout: a third of the PDF's time) at its own resolution.
