@@ -229,16 +229,16 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true", help="show tracebacks and library warnings")
     commands = parser.add_subparsers(dest="command", required=True, parser_class=SubcommandParser)
     for name, groups in GROUPS.items():
-        command = commands.add_parser(name, help=DESCRIPTIONS[name], description=DESCRIPTIONS[name])
+        subcommand = commands.add_parser(name, help=DESCRIPTIONS[name], description=DESCRIPTIONS[name])
         for group in groups:
             left_out = LEFT_OUT.get((name, group), ())
             add_arguments(
-                command,
+                subcommand,
                 group,
                 only=tuple(f.name for f in fields(group) if f.name not in left_out),
                 optional=(name, group) in FLAGS_OPTIONAL,
             )
-        command.add_argument(
+        subcommand.add_argument(
             CONFIG_FLAG,
             metavar="FILE",
             help="a JSON or YAML file of settings (by field or flag "

@@ -47,6 +47,7 @@ from harness.model.forward import (
     variant_count,
 )
 from harness.model.loading import Checkpoint, checkpoint_device
+from harness.results.entries import Entry
 from harness.results.store import ResultIdentity, ResultStore, plain, read_sealed, write_sealed
 from harness.views.base import pair_name
 from tasks.errors import InputError
@@ -269,7 +270,7 @@ def summary_entry(
     settings: dict[str, Any],
     checkpoints: list[Checkpoint],
     pairs: list[tuple[str, str]],
-) -> dict[str, Any]:
+) -> Entry[Any]:
     """The analysis's entry in summary.json, from stored results only; one schema for all."""
     analysis = item.analysis
     if analysis.joint:
@@ -292,7 +293,7 @@ def summary_entry(
     }
 
 
-def renamed_entry(entry: dict[str, Any], names: dict[str, str], pairs: list[tuple[str, str]]) -> dict[str, Any]:
+def renamed_entry(entry: Entry[Any], names: dict[str, str], pairs: list[tuple[str, str]]) -> Entry[Any]:
     """A summary entry of checkpoints measured together, as if only ``names`` had been (``{measured
     name: name in the new entry}``) and only ``pairs`` (in the new names) compared: a checkpoint
     part-way through fine-tuning said as "finetuned" beside the pre-trained model, so every view
@@ -364,14 +365,14 @@ def analyse(
     store: ResultStore,
     on_source_done: Callable[[str, float], None] | None = None,
     what: str = "",
-) -> dict[str, dict[str, Any]]:
+) -> dict[str, Entry[Any]]:
     """Summary entries of ``classes`` for ``checkpoints``: stored results reused, the rest computed.
 
     Each source with missing work is streamed once (``what`` ends its progress bar's label);
     ``on_source_done(source, seconds)`` is called after each.
     """
     shared = shared_context(checkpoints, pairs, source_context)
-    entries: dict[str, dict[str, Any]] = {}
+    entries: dict[str, Entry[Any]] = {}
     for source_name, (source, group) in sources_to_stream(classes, source_context).items():
         inputs = {**source.identity(), "tokenizer": source_context.tokenizer_name}
         settings = {a.name: a.settings_identity(source_context.settings, source_context.hashes) for a in group}

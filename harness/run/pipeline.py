@@ -43,6 +43,7 @@ from harness.results.checkpoints import (
     PAIRS,
     PRETRAINED,
 )
+from harness.results.entries import Entry
 from harness.results.locking import exclusive
 from harness.results.store import ResultStore, read_json, write_json
 from harness.results.summary import SUMMARY, flatten, seal, stored_summary
@@ -139,7 +140,7 @@ def train_baselines(plan: RunPlan) -> dict[str, FineTuneResult]:
 
 def evaluation_entry(
     plan: RunPlan, checkpoints: list[Checkpoint], sources: SourceContext, store: ResultStore
-) -> dict[str, Any]:
+) -> Entry[Any]:
     """The ``evaluation`` entry of every checkpoint, baselines included, with the baseline pairs
     (stored results of any checkpoint are reused)."""
     pairs = PAIRS + [pair for pair in BASELINE_PAIRS if pair[0] in {c.name for c in checkpoints}]
@@ -292,6 +293,7 @@ def analyse_and_log(
     phases = {"fine-tuning" if trained_now else "cached checkpoint": time.perf_counter() - start}
     checkpoints = load_checkpoints(plan, tuned, baselines)
     compared = [checkpoint for checkpoint in checkpoints if checkpoint.name in {PRETRAINED, FINETUNED}]
+    pretrained, finetuned = compared  # in that order, as load_checkpoints loads them
     sources = source_context(plan, tokenizer)
     store = results_store(config)
     timings = Timings(plan.run_dir / TIMINGS)
@@ -303,7 +305,8 @@ def analyse_and_log(
     way = (
         trajectory(
             plan.along,
-            *compared,
+            pretrained,
+            finetuned,
             along_the_way(config, tuned),
             tuned,
             sources,
@@ -402,7 +405,7 @@ def results_store(config: RunConfig) -> ResultStore:
 
 def dev_evaluation(
     plan: RunPlan, tuned: FineTuneResult, baselines: dict[str, FineTuneResult] | None = None
-) -> dict[str, Any]:
+) -> Entry[Any]:
     """The ``evaluation`` entry of every checkpoint (for ``harness finetune``), stored where
     ``harness run`` with the same flags finds and reuses it."""
     tokenizer = load_tokenizer(plan.config.task.model)

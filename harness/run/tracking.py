@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import closing
 from functools import partial
 from pathlib import Path
@@ -200,20 +200,20 @@ class Tracker:
         """Set ``tags`` on the run, replacing their earlier values (what a tag says may change, unlike
         a param), a batch of MLflow's 100 at a time: one transaction each, not one per tag."""
         with writing(self.folder, "the MLflow run's tags"):
-            self.log_batches("tags", [RunTag(name, value) for name, value in tags.items()])
+            self.log_batches(tags=[RunTag(name, value) for name, value in tags.items()])
 
     def log_params(self, params: dict[str, str]) -> None:
         """Log the params the run does not have yet (MLflow's params cannot change), 6000 characters each at most."""
         logged = retrying(lambda: self.client.get_run(self.run_id)).data.params
         fresh = [Param(key, value[:6000]) for key, value in params.items() if key not in logged]
         with writing(self.folder, "the MLflow run's params"):
-            self.log_batches("params", fresh)
+            self.log_batches(params=fresh)
 
-    def log_batches(self, kind: str, entities: list[Param] | list[RunTag]) -> None:
-        """``entities`` (``kind``: params or tags) logged `BATCH_ENTITIES` at a time, one transaction each."""
-        for start in range(0, len(entities), BATCH_ENTITIES):
-            batch = {kind: entities[start : start + BATCH_ENTITIES]}
-            retrying(partial(self.client.log_batch, self.run_id, **batch))
+    def log_batches(self, params: Sequence[Param] = (), tags: Sequence[RunTag] = ()) -> None:
+        """``params`` and ``tags`` logged `BATCH_ENTITIES` at a time, one transaction each."""
+        for start in range(0, max(len(params), len(tags)), BATCH_ENTITIES):
+            end = start + BATCH_ENTITIES
+            retrying(partial(self.client.log_batch, self.run_id, params=params[start:end], tags=tags[start:end]))
 
     def log_metrics(self, metrics: Iterable[tuple[str, float, int]]) -> None:
         """(name, value, step) triples, e.g. a training curve; names already on the run are skipped."""

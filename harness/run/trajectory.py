@@ -24,7 +24,7 @@ from harness.inputs.sources import SourceContext
 from harness.model.finetune import FineTuneResult
 from harness.model.loading import Checkpoint
 from harness.results.checkpoints import FINETUNED, PRETRAINED
-from harness.results.entries import decoded
+from harness.results.entries import Entry
 from harness.results.store import ResultStore
 from harness.run.engine import analyse, renamed_entry
 from harness.views import VIEWS
@@ -41,16 +41,16 @@ def step_name(step: int) -> str:
     return f"step-{step}"
 
 
-def timed_units(entries: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def timed_units(entries: dict[str, Entry[Any]]) -> dict[str, Any]:
     """What a point keeps for the findings on when things change, from its entries (said as a run's),
     by analysis: each view's part (`harness.views.base.View.timed_units`: the fine-tuned
     checkpoint's dev predictions, the per-unit sums of the cosine to the pre-trained maps, the
     pattern counts, the [CLS]/[SEP] shares), where the run has it."""
-    kept = {name: VIEWS[name].timed_units(decoded(entry)) for name, entry in entries.items()}
+    kept = {name: VIEWS[name].timed_units(entry) for name, entry in entries.items()}
     return {name: units for name, units in kept.items() if units is not None}
 
 
-def point(record: dict[str, Any], entries: dict[str, dict[str, Any]], name: str) -> dict[str, Any]:
+def point(record: dict[str, Any], entries: dict[str, Entry[Any]], name: str) -> dict[str, Any]:
     """One point of the trajectory: the checkpoint ``name`` at ``record``'s step, its metrics as a
     run's beside the pre-trained model, its distance to the final model, `timed_units`, and the
     stored example maps at that step (the report's per-example view slides over them)."""
@@ -74,7 +74,7 @@ def point(record: dict[str, Any], entries: dict[str, dict[str, Any]], name: str)
     }
 
 
-def example_maps(entries: dict[str, dict[str, Any]], name: str) -> dict[str, list[str]]:
+def example_maps(entries: dict[str, Entry[Any]], name: str) -> dict[str, list[str]]:
     """``{"example_maps": [...]}``: the checkpoint ``name``'s maps of each stored example (the
     `ExampleMaps` analysis's text, in its order), where the run has that analysis."""
     if ExampleMaps.name not in entries:
