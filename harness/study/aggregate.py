@@ -24,10 +24,11 @@ from typing import Any
 import numpy as np
 from scipy.stats import t as student_t
 
-from harness.results.checkpoints import FINETUNED, MAIN_PAIR, PRETRAINED
+from harness.results.checkpoints import FINETUNED, PRETRAINED
+from harness.results.entries import decoded
 from harness.views import VIEWS
 from harness.views import trajectory as trajectory_view
-from harness.views.base import Entry, Failures, PaperPoint, View, attempt, per_checkpoint_results, per_pair_results
+from harness.views.base import Entry, Failures, PaperPoint, View, attempt, per_checkpoint_results
 from harness.views.cosine import CosineView
 from harness.views.evaluation import EvaluationView
 from harness.views.evidence import (
@@ -52,11 +53,11 @@ AS_PAPER, AGAINST_PAPER = "as the paper", "against the paper"  # a seed's change
 CHANGES = "changes"  # a seed's change clear either way, in a two-sided finding
 
 
-def entries_of(view: type[View], summaries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def entries_of(view: type[View[Any]], summaries: list[dict[str, Any]]) -> list[Entry[Any]]:
     """The view's analysis entry (current version) of every summary that has one; the ablation,
     run on one seed of a CPU study, has fewer entries than seeds."""
     entries = [summary["analyses"].get(view.name) for summary in summaries]
-    return [entry for entry in entries if entry is not None and entry.get("version") == view.version]
+    return [decoded(entry) for entry in entries if entry is not None and entry.get("version") == view.version]
 
 
 def task_aggregate(summaries: dict[int, dict[str, Any]], failures: Failures | None = None) -> dict[str, Any]:
@@ -81,17 +82,17 @@ def task_aggregate(summaries: dict[int, dict[str, Any]], failures: Failures | No
         entries = entries_of(view, list(summaries.values()))
         if entries:
             task = first["run"]["task"]
-            entry.update(
-                attempt(failures, f"{view.name} over the seeds of {task}", partial(view.across_seeds, entries), {})
+            kept: dict[str, Any] = attempt(
+                failures, f"{view.name} over the seeds of {task}", partial(view.across_seeds, entries), {}
             )
-    entry.update(
-        attempt(
-            failures,
-            f"the trajectory over the seeds of {first['run']['task']}",
-            partial(trajectory_aggregate, summaries),
-            {},
-        )
+            entry.update(kept)
+    trajectory: dict[str, Any] = attempt(
+        failures,
+        f"the trajectory over the seeds of {first['run']['task']}",
+        partial(trajectory_aggregate, summaries),
+        {},
     )
+    entry.update(trajectory)
     return entry
 
 
@@ -255,7 +256,7 @@ def beside_paper(paper: PaperPoint, states: dict[str, list[str]]) -> dict[str, A
 def claim_findings(view: type[View], by_task: Summaries) -> dict[str, Any]:
     """The view's claims, each judged on every run of every task that has the analysis: per seed
     ``holds`` or ``fails`` clear of its sampling error, or ``unclear``."""
-    entries = {task: found for task, summaries in by_task.items() if (found := seed_entries(view, summaries))}
+    entries = {task: seeds for task, summaries in by_task.items() if (seeds := seed_entries(view, summaries))}
     found = {}
     for name, claim in view.claims.items():
         judged = {task: {seed: claim.judge(entry) for seed, entry in seeds.items()} for task, seeds in entries.items()}
@@ -265,11 +266,12 @@ def claim_findings(view: type[View], by_task: Summaries) -> dict[str, Any]:
         if missing:
             found[name] = not_judged(claim.text, f"its runs cannot give its evidence on {', '.join(missing)}")
             continue
+        given = {task: {seed: e for seed, e in seeds.items() if e is not None} for task, seeds in judged.items()}
         per_task = {
             task: task_cell(
                 [seed_record(seed, evidence["verdict"], evidence) for seed, evidence in seeds.items()], HOLDS
             )
-            for task, seeds in judged.items()
+            for task, seeds in given.items()
         }
         found[name] = support(claim.text, per_task)
         if name in view.papers:
@@ -279,7 +281,7 @@ def claim_findings(view: type[View], by_task: Summaries) -> dict[str, Any]:
                 paper,
                 {
                     task: [as_paper[evidence["verdict"]] for evidence in seeds.values()]
-                    for task, seeds in judged.items()
+                    for task, seeds in given.items()
                     if paper.expectation(task) == "holds"
                 },
             )
@@ -337,16 +339,20 @@ def change_findings(view: type[View], by_task: Summaries) -> dict[str, Any]:
     finding says so. That each declared name is one the view's metrics give is the views' tests'
     to check (tests/unit/run/test_pipeline.py, on a run of a pair task), not a study's to find
     out at its end."""
-    entries = {task: found for task, summaries in by_task.items() if (found := seed_entries(view, summaries))}
+    entries = {task: seeds for task, summaries in by_task.items() if (seeds := seed_entries(view, summaries))}
     if not entries:
         return {}
     found = {}
     for name, what in view.signed_changes.items():
-        evidence = {
+        stated = {
             task: {seed: view.change_evidence(entry).get(name) for seed, entry in seeds.items()}
             for task, seeds in entries.items()
         }
-        evidence = {task: seeds for task, seeds in evidence.items() if all(e is not None for e in seeds.values())}
+        evidence = {
+            task: {seed: e for seed, e in seeds.items() if e is not None}
+            for task, seeds in stated.items()
+            if all(e is not None for e in seeds.values())
+        }
         if not evidence:
             found[name] = undefined(f"{what} with fine-tuning", list(entries))
             continue
@@ -446,7 +452,7 @@ def seed_timings(summary: dict[str, Any]) -> dict[str, Evidence | None]:
     if not points or EvaluationView.name not in analyses:
         return {}
     evaluation = per_checkpoint_results(analyses[EvaluationView.name])[FINETUNED]
-    split, metric = per_pair_results(analyses[EvaluationView.name])[MAIN_PAIR]["main_metric"].split("/")
+    split, metric = EvaluationView.main_score(analyses[EvaluationView.name])
     found: dict[str, Evidence | None] = dict.fromkeys(TIMED_BY)
     if CosineView.name in analyses:
         found["cosine_before_dev"] = trajectory_view.cosine_before_dev(
@@ -521,12 +527,14 @@ def findings(
     found = {name: finding for name, finding in claim_findings(EvaluationView, by_task).items() if name == LEARNED}
     kept = {task: by_task[task] for task in judged}
     for view in VIEWS.values():
-        claims = attempt(failures, f"{view.name} claims", partial(claim_findings, view, kept), {})
+        claims: dict[str, Any] = attempt(failures, f"{view.name} claims", partial(claim_findings, view, kept), {})
         found.update({name: finding for name, finding in claims.items() if name != LEARNED})
     for view in VIEWS.values():
-        found.update(attempt(failures, f"{view.name} changes", partial(change_findings, view, kept), {}))
-    found.update(attempt(failures, "between seeds", partial(seed_noise_finding, between or {}, judged), {}))
-    found.update(attempt(failures, "trajectory", partial(timing_findings, by_task, judged), {}))
+        changes: dict[str, Any] = attempt(failures, f"{view.name} changes", partial(change_findings, view, kept), {})
+        found.update(changes)
+    noise: dict[str, Any] = attempt(failures, "between seeds", partial(seed_noise_finding, between or {}, judged), {})
+    timing: dict[str, Any] = attempt(failures, "trajectory", partial(timing_findings, by_task, judged), {})
+    found.update({**noise, **timing})
     left_out = [task for task in by_task if task not in judged]
     for name, finding in found.items():
         if name != LEARNED and left_out and "not_judged" not in finding:

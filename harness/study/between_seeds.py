@@ -20,17 +20,20 @@ from typing import Any
 
 from harness.analyses.cka import RepresentationChange
 from harness.analyses.cosine import CosineSimilarity
-from harness.model.finetune import stored_result
+from harness.model.finetune import FineTuneResult, stored_result
 from harness.model.loading import load_tokenizer
 from harness.results.checkpoints import MAIN_PAIR
+from harness.results.entries import decoded
 from harness.results.summary import SUMMARY, stored_summary
 from harness.run.engine import analyse
 from harness.run.pipeline import results_store, source_context, trained_checkpoint
 from harness.run.plan import RunPlan
 from harness.views.base import pair_name, per_pair_results
-from harness.views.cka import cka_change
+from harness.views.cka import CkaEntry, CkaPair, cka_change
+from harness.views.cosine import CosineEntry, CosinePair
 from harness.views.evidence import UnitSums, paired_change
 from harness.views.seeds import elementwise
+from tasks.errors import InputError
 
 
 def seed_name(plan: RunPlan) -> str:
@@ -38,19 +41,26 @@ def seed_name(plan: RunPlan) -> str:
     return f"finetuned-{plan.config.finetune.seed}"
 
 
-def compared_between(first: RunPlan, second: RunPlan) -> dict[str, dict[str, Any]]:
+def compared_between(first: RunPlan, second: RunPlan) -> tuple[CosinePair, CkaPair]:
     """The cosine and CKA comparisons of ``first``'s and ``second``'s fine-tuned checkpoints on
-    ``first``'s dev sample (the same for every seed: it is drawn with the analysis seed), by
-    analysis name, reused from the store."""
+    ``first``'s dev sample (the same for every seed: it is drawn with the analysis seed), reused
+    from the store."""
     tokenizer = load_tokenizer(first.config.task.model)
-    checkpoints = [
-        trained_checkpoint(plan.config, seed_name(plan), stored_result(plan.config, plan.data))
-        for plan in (first, second)
-    ]
+    checkpoints = [trained_checkpoint(plan.config, seed_name(plan), fine_tune_of(plan)) for plan in (first, second)]
     pair = (seed_name(first), seed_name(second))
     analyses = [CosineSimilarity, RepresentationChange]
     entries = analyse(analyses, checkpoints, [pair], source_context(first, tokenizer), results_store(first.config))
-    return {analysis.name: per_pair_results(entries[analysis.name])[pair_name(pair)] for analysis in analyses}
+    cosine: CosineEntry = entries[CosineSimilarity.name]
+    cka: CkaEntry = entries[RepresentationChange.name]
+    return per_pair_results(cosine)[pair_name(pair)], per_pair_results(cka)[pair_name(pair)]
+
+
+def fine_tune_of(plan: RunPlan) -> FineTuneResult:
+    """The stored fine-tune of a finished run of the study."""
+    result = stored_result(plan.config, plan.data)
+    if result is None:
+        raise InputError(f"{plan.run_dir}: its fine-tuned checkpoint is not stored; run the study again to train it")
+    return result
 
 
 def seed_pair(first: RunPlan, second: RunPlan) -> dict[str, Any] | None:
@@ -59,18 +69,21 @@ def seed_pair(first: RunPlan, second: RunPlan) -> dict[str, Any] | None:
     the dev examples); the same of the tokens' CKA where ``first``'s run has one (``cka``); None
     when ``first``'s summary has no cosine units to set it beside."""
     summary = stored_summary(first.run_dir / SUMMARY)
-    own = per_pair_results(summary["analyses"][CosineSimilarity.name]).get(MAIN_PAIR, {}) if summary else {}
-    if "units" not in own:
+    if summary is None:
         return None
-    between = compared_between(first, second)
-    cosine, cka = between[CosineSimilarity.name], between[RepresentationChange.name]
+    cosine_entry: CosineEntry = decoded(summary["analyses"][CosineSimilarity.name])
+    own = per_pair_results(cosine_entry).get(MAIN_PAIR)
+    if own is None or "units" not in own:
+        return None
+    cosine, cka = compared_between(first, second)
     found = {
         "seeds": [first.config.finetune.seed, second.config.finetune.seed],
         "per_layer": cosine["per_layer"],
         "against_pretraining": paired_change(UnitSums.read(own["units"]), UnitSums.read(cosine["units"]), reduce=None),
     }
     entry = summary["analyses"].get(RepresentationChange.name, {})
-    own_cka = per_pair_results(entry).get(MAIN_PAIR) if entry.get("version") == RepresentationChange.version else None
+    current = entry.get("version") == RepresentationChange.version
+    own_cka = per_pair_results(decoded(entry)).get(MAIN_PAIR) if current else None
     if own_cka is not None:
         found[RepresentationChange.name] = {
             "per_layer": cka["tokens"]["per_layer"],

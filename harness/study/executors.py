@@ -35,7 +35,7 @@ from tasks.errors import InputError
 try:
     import ray
 except ImportError:  # the `cluster` extra (pip install -e '.[cluster]'); --engine ray says so
-    ray = None
+    ray = None  # type: ignore[assignment]  # the module or None, checked before each use
 
 
 @dataclass

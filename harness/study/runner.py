@@ -171,7 +171,7 @@ def study(plan: StudyPlan) -> tuple[dict[str, Any], list[Path], str, str]:
             failures = run_all(plan, {"study": plan.name, PARENT_TAG: parent.run_id})
             lost: Failures = {}
             finished = [run for run in plan.runs if run_label(run.config) not in failures]
-            between = attempt(lost, "between seeds", partial(between_seeds, finished), {})
+            between: dict[str, dict[str, Any]] = attempt(lost, "between seeds", partial(between_seeds, finished), {})
             aggregated = aggregate(plan, failures, parent.children_seconds(timed_sources()), between, lost)
             write_study(plan.folder, aggregated)
             files = (
@@ -222,7 +222,7 @@ def aggregate(
         if summary is not None and run_label(run_plan.config) not in failures:
             by_task.setdefault(run_plan.config.task.name, {})[run_plan.config.finetune.seed] = summary
     lost = {} if lost is None else lost
-    nothing = {
+    nothing: dict[str, Any] = {
         "tasks": {},
         "special_tokens": None,
         "learning": {},
@@ -252,6 +252,9 @@ def across_runs(
     }
     checked = learning(by_task)
     judged, kept_out = judged_tasks(checked, plan.settings.findings_from)
+    per_task: dict[str, dict[str, Any]] = attempt(
+        lost, "seconds per task", partial(task_seconds, plan, by_task, seconds), {}
+    )
     return {
         "tasks": tasks,
         "special_tokens": next(
@@ -261,7 +264,7 @@ def across_runs(
         "findings_from": plan.settings.findings_from,
         "judged_tasks": judged,
         "kept_out_of_findings": kept_out,
-        "seconds": attempt(lost, "seconds per task", partial(task_seconds, plan, by_task, seconds), {}),
+        "seconds": per_task,
         "findings": findings(by_task, judged, lost, between),
     }
 
