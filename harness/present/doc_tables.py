@@ -33,7 +33,7 @@ from harness.present.study_figures import study_tables
 from harness.results.store import key_of, read_json, write_json
 from harness.results.summary import checked_study, whole_summary
 from harness.views import VIEWS
-from harness.views.base import current_entries
+from harness.views.base import Row, current_entries
 from harness.views.markdown import markdown_table
 from harness.views.tokens import model_tokens, own_tokens
 from tasks.errors import InputError
@@ -85,7 +85,7 @@ def without(value: Any, keys: tuple[str, ...]) -> Any:
 def overview(results: dict[str, Any]) -> str:
     """One run at a glance: dev scores and the learning check, then each analysis's headline,
     pre-trained beside fine-tuned, the papers' BERT-base numbers for context (`View.overview_rows`)."""
-    rows = [("", "pre-trained (untrained head)", "fine-tuned", "paper (BERT-base)")]
+    rows: list[Row] = [("", "pre-trained (untrained head)", "fine-tuned", "paper (BERT-base)")]
     for name, view in VIEWS.items():
         if name in results["analyses"]:
             rows += view.overview_rows(results["analyses"], results["run"])

@@ -66,6 +66,7 @@ import pandas as pd
 from classifier import CLASSES
 from harness.config import ExportConfig
 from harness.results.checkpoints import FINETUNED
+from harness.results.entries import Entry
 from harness.results.store import ensure_writable
 from harness.results.summary import STUDIES, SUMMARY, checked_study, checked_summary, whole_summary
 from harness.views.base import current_entries, pair_name
@@ -279,7 +280,7 @@ def study_placement(metric: Metric | None) -> tuple[str | None, str | None, str 
     return (None, None, None) if metric is None else (metric.analysis, metric.checkpoint, pair_of(metric))
 
 
-def entry_arrays(analysis: str, entry: dict[str, Any], shape: tuple[int, int]) -> Iterator[tuple[Any, ...]]:
+def entry_arrays(analysis: str, entry: Entry[Any], shape: tuple[int, int]) -> Iterator[tuple[Any, ...]]:
     """(checkpoint, pair, metric, layer, head, value) of every per-layer and per-head value an
     analysis stored per checkpoint and per pair."""
     result = entry["result"]
@@ -394,8 +395,9 @@ def export_tables(settings: ExportConfig, output_dir: Path) -> list[Path]:
     tables = {"runs": load_runs(exported_runs(settings, study, output_dir))}
     if study is not None:
         tables |= {"study": load_study(study), "findings": load_findings(study)}
-    ensure_writable(settings.out, "--out")
-    return [path for stem, frame in tables.items() for path in write_table(frame, settings.out / stem)]
+    out = settings.out_under(output_dir)
+    ensure_writable(out, "--out")
+    return [path for stem, frame in tables.items() for path in write_table(frame, out / stem)]
 
 
 def exported_runs(settings: ExportConfig, study: Path | None, output_dir: Path) -> list[Path]:

@@ -19,9 +19,11 @@ import numpy as np
 
 from harness.present.report import render
 from harness.results.checkpoints import FINETUNED, PAIRS, PRETRAINED
+from harness.results.entries import decoded
 from harness.results.store import key_of, read_json
 from harness.results.summary import SUMMARY
-from harness.views.examples import ExamplesView, decode_maps, encode_maps, head_cosines
+from harness.views.base import per_checkpoint_results
+from harness.views.examples import ExamplesEntry, ExamplesView, decode_maps, encode_maps, head_cosines
 from harness.views.titles import checkpoint_title
 from tasks.files import atomic_write_text
 
@@ -107,7 +109,7 @@ def write_input(run_folder: Path, maps: InputMaps) -> Path:
 def typed_records(run_folder: Path) -> list[TypedInput]:
     """Every input typed to ``harness maps`` for this run as stored, in the order they were typed."""
     files = sorted((run_folder / MAPS_FOLDER).glob("*.json"), key=lambda path: path.stat().st_mtime_ns)
-    return [read_json(path) for path in files]
+    return [record for path in files if (record := read_json(path)) is not None]  # a damaged file is said and skipped
 
 
 def typed_inputs(run_folder: Path) -> list[InputMaps]:
@@ -117,11 +119,12 @@ def typed_inputs(run_folder: Path) -> list[InputMaps]:
 
 def example_inputs(run_folder: Path) -> list[InputMaps]:
     """The run's seeded dev examples (its ``examples`` analysis), as arrays; none when it did not run."""
-    summary = read_json(run_folder / SUMMARY) if (run_folder / SUMMARY).is_file() else {}
+    summary = (read_json(run_folder / SUMMARY) if (run_folder / SUMMARY).is_file() else None) or {}
     entry = summary.get("analyses", {}).get(ExamplesView.name)
     if entry is None:
         return []
-    per_checkpoint = entry["result"]["per_checkpoint"]
+    examples: ExamplesEntry = decoded(entry)
+    per_checkpoint = per_checkpoint_results(examples)
     first = next(iter(per_checkpoint.values()))
     shape = (first["num_layers"], first["num_heads"])
     return [

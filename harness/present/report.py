@@ -42,12 +42,14 @@ from harness.present.redraw import TRAJECTORY, drawn_files
 from harness.present.study_figures import task_text, tasks_text
 from harness.recipes import describe_recipe
 from harness.results.checkpoints import PAIRS
+from harness.results.entries import decoded
 from harness.results.store import ensure_writable
 from harness.results.summary import STUDIES, SUMMARY, checked_study, checked_summary, flatten
 from harness.views import VIEWS
 from harness.views.across_tasks import mean_sd
+from harness.views.base import pair_name, per_checkpoint_results, per_pair_results
 from harness.views.evaluation import EvaluationView, learned_line, learning_warning
-from harness.views.examples import ExamplesView
+from harness.views.examples import ExamplesEntry, ExamplesView
 from harness.views.papers import paper_cells
 from harness.views.summary import headline_names, summary_metrics
 from harness.views.titles import checkpoint_title, model_title
@@ -124,10 +126,14 @@ def gather(settings: ReportConfig, environment: EnvironmentConfig) -> Stored:
     study = checked_study(folder) if folder is not None else None
     if settings.runs:
         runs = [named_run(name, output_dir) for name in settings.runs]
-    elif settings.study:
+    elif folder is not None and study is not None:  # --study: find_study found its folder
         runs = [load_run(folder.parent.parent / run["folder"]) for run in study["runs"]]  # <output>/studies/<name>
     else:
-        failed = [load_run(folder.parent.parent / run["folder"]) for run in study["runs"]] if study else []
+        failed = (
+            [load_run(folder.parent.parent / run["folder"]) for run in study["runs"]]
+            if folder is not None and study is not None
+            else []
+        )
         runs = [
             *(load_run(path.parent) for path in sorted(output_dir.glob(f"*/{SUMMARY}"))),
             *(run for run in failed if run.summary is None),
@@ -165,12 +171,17 @@ def load_run(folder: Path) -> Run:
 def build_report(settings: ReportConfig, environment: EnvironmentConfig) -> tuple[Path, int]:
     """Write the page and copy its figures beside it; returns the page and the number of figures."""
     stored = gather(settings, environment)
-    ensure_writable(settings.out.parent, "--out")
-    page = Page(settings.out.parent / ASSETS)
-    study = page.study_section(stored.study, stored.study_folder) if stored.study is not None else None
+    out = settings.out_under(environment.output_dir)
+    ensure_writable(out.parent, "--out")
+    page = Page(out.parent / ASSETS)
+    study = (
+        page.study_section(stored.study, stored.study_folder)
+        if stored.study is not None and stored.study_folder is not None
+        else None
+    )
     title = f"Study {stored.study['name']}" if stored.study else f"Runs under {environment.output_dir.name}"
     text = render(title, study, page.tasks_section(stored), example_data(stored))
-    written = atomic_write_text(settings.out, text)
+    written = atomic_write_text(out, text)
     page.remove_unshown()
     return written, page.figures
 
@@ -457,25 +468,26 @@ def example_data(stored: Stored) -> dict[str, Any]:
     """The maps the view shows: every run with stored examples (in a study, the first seed of each task)."""
     runs, tasks = [], set()
     for run in stored.runs:
-        entry = run.summary and run.summary["analyses"].get(ExamplesView.name)
-        if entry is None or (stored.study is not None and run.task in tasks):
+        entry = run.summary["analyses"].get(ExamplesView.name) if run.summary is not None else None
+        if run.summary is None or entry is None or (stored.study is not None and run.task in tasks):
             continue
         tasks.add(run.task)
-        runs.append(view_run(run, entry))
+        runs.append(view_run(run.summary, run.label, decoded(entry)))
     return {"runs": [run for run in runs if run is not None]}
 
 
-def view_run(run: Run, entry: dict[str, Any]) -> dict[str, Any] | None:
+def view_run(summary: dict[str, Any], label: str, entry: ExamplesEntry) -> dict[str, Any] | None:
     """One run's examples for the view: tokens, both checkpoints' maps and the pair's comparison,
     and, for a run with a trajectory, each example's maps at every kept step (`stored_steps`)."""
     before, after = PAIRS[0]
-    per_checkpoint = entry["result"]["per_checkpoint"]
+    per_checkpoint = per_checkpoint_results(entry)
     if before not in per_checkpoint or after not in per_checkpoint:
         return None
-    compared = entry["result"]["per_pair"].get(f"{before}->{after}", {}).get("examples", [])
+    comparison = per_pair_results(entry).get(pair_name((before, after)))
+    compared = comparison["examples"] if comparison is not None else []
     first, second = per_checkpoint[before], per_checkpoint[after]
-    steps = stored_steps(run.summary, len(first["examples"]))
-    of_steps = run.summary.get("trajectory", {}).get("of_steps")
+    steps = stored_steps(summary, len(first["examples"]))
+    of_steps = summary.get("trajectory", {}).get("of_steps")
     examples = [
         {
             "guid": a["guid"],
@@ -493,7 +505,7 @@ def view_run(run: Run, entry: dict[str, Any]) -> dict[str, Any] | None:
         for index, (a, b, c) in enumerate(zip(first["examples"], second["examples"], compared))
     ]
     return {
-        "label": f"{run.label} ({model_title(run.summary['run']['model'])})",
+        "label": f"{label} ({model_title(summary['run']['model'])})",
         "layers": first["num_layers"],
         "heads": first["num_heads"],
         "before": checkpoint_title(before),

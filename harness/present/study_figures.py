@@ -45,7 +45,10 @@ def draw_study(
     }
     with model_tokens(study.get("special_tokens")), figure_formats(formats), frozen_heap():  # see `redraw`
         with drawn(list(pieces.values()), processes) as results:
-            figures = [path for what, result in zip(pieces, results) for path in attempt(failures, what, result, [])]
+            drawn_paths: list[list[Path]] = [
+                attempt(failures, what, result, []) for what, result in zip(pieces, results)
+            ]
+            figures = [path for paths in drawn_paths for path in paths]
         written = [*figures, *(copy for path in figures for copy in vector_copies(path))]
         for stem, text in study_tables(study, failures).items():
             written.append(atomic_write_text(out_dir / f"{stem}.md", own_tokens(text, markdown=True)))
@@ -163,7 +166,8 @@ def study_tables(study: dict[str, Any], failures: Failures | None = None) -> dic
     if not study["tasks"]:
         return tables
     for view in VIEWS.values():
-        tables.update(attempt(failures, f"{view.name} tables", partial(view.study_tables, study), {}))
+        view_tables: dict[str, str] = attempt(failures, f"{view.name} tables", partial(view.study_tables, study), {})
+        tables.update(view_tables)
     if study.get("seconds"):
         tables["time_by_task"] = time_table(study["seconds"])
     headline = list(dict.fromkeys(name for entry in study["tasks"].values() for name in entry["headline"]))
