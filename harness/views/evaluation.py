@@ -256,7 +256,14 @@ class EvaluationView(View[PerCheckpoint[DevScores, DevComparison]]):
     @classmethod
     def main_metric(cls, entry: EvaluationEntry) -> str:
         """The task's main dev metric as a metric-name stem (``dev_accuracy``)."""
-        return per_pair_results(entry)[MAIN_PAIR]["main_metric"].replace("/", "_")
+        return "_".join(cls.main_score(entry))
+
+    @classmethod
+    def main_score(cls, entry: EvaluationEntry) -> tuple[str, str]:
+        """The split and the metric of the task's main dev score (``("dev", "accuracy")``), as the
+        comparisons score it: the fine-tuned checkpoint's first split scored, its task's first metric."""
+        scores = per_checkpoint_results(entry)[FINETUNED]
+        return next(iter(scores["predictions"])), stored_task(scores).metrics[0]
 
     @classmethod
     def study_tables(cls, study: dict[str, Any]) -> dict[str, str]:
@@ -373,7 +380,7 @@ def learned_line(entry: EvaluationEntry) -> str | None:
         return None
     first = per_checkpoint_results(entry)[FINETUNED]
     task = stored_task(first)
-    split = comparison["main_metric"].split("/")[0]
+    split, _ = EvaluationView.main_score(entry)
     versus = comparison["against_majority"]
     low, high = versus["interval"]
     unit = "words" if task.is_tagging else "examples"

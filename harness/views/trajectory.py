@@ -29,9 +29,12 @@ from matplotlib.ticker import MaxNLocator
 
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.views.across_tasks import study_title, task_colour
+from harness.views.cosine import CosineView
+from harness.views.evaluation import EvaluationView
 from harness.views.evidence import RESAMPLES, SEED, UnitSums, resampled_verdict
 from harness.views.markdown import markdown_table
 from harness.views.palette import CHECKPOINT_COLOURS, GREY
+from harness.views.patterns import PatternsView
 from harness.views.saving import plt, save
 from harness.views.summary import summary_metrics
 from harness.views.titles import run_title, suptitle
@@ -43,6 +46,8 @@ PATTERN_CLASSES = ("vertical", "diagonal", "vertical_diagonal", "block", "hetero
 EARLY = 0.1  # "in the first 10% of training"
 COSINE_LAYER = "cosine_layer_"  # the cosine to the pre-trained maps per layer: cosine_layer_1, ...
 Series = dict[str, list[float]]  # {metric: its value at each step}
+# The analyses whose units (`harness.views.base.View.timed_units`) the findings on when things change read
+COSINE, DEV, PATTERNS = CosineView.name, EvaluationView.name, PatternsView.name
 
 
 def points_of(summary: dict[str, Any]) -> list[dict[str, Any]]:
@@ -260,7 +265,7 @@ def half_way(values: np.ndarray, start: float | np.ndarray) -> np.ndarray:
 def cosine_series(points: list[dict[str, Any]], final_units: dict[str, Any], weights: np.ndarray) -> np.ndarray:
     """The last layer's cosine to the pre-trained maps at each point and at the end, on each row of
     unit ``weights``: (R, points + 1)."""
-    units = [UnitSums.read(point["units"]["cosine"]) for point in points] + [UnitSums.read(final_units)]
+    units = [UnitSums.read(point["units"][COSINE]) for point in points] + [UnitSums.read(final_units)]
     return np.stack([sums.ratios(weights)[:, -1] for sums in units], axis=1)
 
 
@@ -300,17 +305,17 @@ def cosine_before_dev(
     the task sample, the score's of the dev split's predictions); ``final``: the run's own cosine
     units, dev predictions, labels and majority score. None when a point lacks either, or the
     final model is not above the majority class."""
-    if not points or any("cosine" not in point["units"] or "evaluation" not in point["units"] for point in points):
+    if not points or any(COSINE not in point["units"] or DEV not in point["units"] for point in points):
         return None
     labels = np.asarray(final["labels"])
-    predictions = [point["units"]["evaluation"]["predictions"][split] for point in points] + [final["predictions"]]
+    predictions = [point["units"][DEV]["predictions"][split] for point in points] + [final["predictions"]]
     scores = score_series(predictions, labels, metric, score)
     if scores[0, -1] <= final["majority"]:
         return None
-    count = UnitSums.read(final["cosine"]).count
+    count = UnitSums.read(final[COSINE]).count
 
     def holds(weights: np.ndarray) -> np.ndarray:
-        cosine = half_way(cosine_series(points, final["cosine"], weights), 1.0)
+        cosine = half_way(cosine_series(points, final[COSINE], weights), 1.0)
         dev = half_way(scores[:1] if len(weights) == 1 else scores[1 : len(weights) + 1], final["majority"])
         return cosine < dev
 
@@ -333,11 +338,11 @@ def share_early(
 ) -> dict | None:
     """Whether the share of ``name`` maps has made half its change by the last point within the
     first `EARLY` of training (``early_points`` of the points are), on each resample of the examples."""
-    if not early_points or any(FINETUNED not in point["units"].get("patterns", {}) for point in points):
+    if not early_points or any(FINETUNED not in point["units"].get(PATTERNS, {}) for point in points):
         return None
     column = PATTERN_CLASSES.index(name)
     start = UnitSums.read(pretrained_units)
-    units = [UnitSums.read(point["units"]["patterns"][FINETUNED]) for point in points] + [UnitSums.read(final_units)]
+    units = [UnitSums.read(point["units"][PATTERNS][FINETUNED]) for point in points] + [UnitSums.read(final_units)]
 
     def holds(weights: np.ndarray) -> np.ndarray:
         shares = np.stack([sums.ratios(weights)[:, column] for sums in units], axis=1)

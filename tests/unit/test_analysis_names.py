@@ -206,7 +206,6 @@ NOT_YET_MOVED = {
     "harness/present/redraw.py": {"ablation", "coreference", "syntax"},
     "harness/present/study_figures.py": {"ablation"},
     "harness/run/plan.py": {"ablation", "transplant"},
-    "harness/views/trajectory.py": {"cosine", "evaluation", "patterns"},
 }
 
 
