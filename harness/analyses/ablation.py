@@ -68,7 +68,8 @@ from harness.analyses.base import GATE_GRADIENTS, INTERVENES, LOGITS, Analysis, 
 from harness.analyses.significance import metric_rows, paired_differences
 from harness.inputs.batches import AttentionBatch
 from harness.model.forward import UNTRAINED_TASK_LOSS, Interventions
-from harness.views.ablation import AblationView
+from harness.results.entries import decoded
+from harness.views.ablation import AblationEntry, AblationView
 from harness.views.ablation_results import (
     MODES,
     RANDOM,
@@ -80,7 +81,7 @@ from harness.views.ablation_results import (
     Pruning,
 )
 from harness.views.base import pair_name, per_checkpoint_results, per_pair_results
-from harness.views.cosine import CosineView
+from harness.views.cosine import CosineEntry, CosineView
 from harness.views.evidence import pack
 from tasks.metrics import predictions_from_logits
 
@@ -127,7 +128,7 @@ class Ablation(Analysis):
                 self.skipped[name] = batch.skipped_gradients.get(name, "no gradients captured")
                 continue
             self.losses[name] = gradients.loss
-            self.gates.setdefault(name, []).append(gradients.gates.abs().double().cpu().numpy())
+            self.gates.setdefault(name, []).append(gradients.gate_gradients.abs().double().cpu().numpy())
         self.labels += [item.label for item in batch.items]
         self.guids += [item.guid for item in batch.items]
 
@@ -138,7 +139,7 @@ class Ablation(Analysis):
         """The checkpoint's head importance on all the examples, raw and normalised per layer, or
         why there is none."""
         loss = self.losses.get(name)
-        reason = self.skipped.get(name) or NO_IMPORTANCE.get(loss)
+        reason = self.skipped.get(name) or (NO_IMPORTANCE.get(loss) if loss is not None else None)
         if reason is not None or name not in self.gates:
             return {"loss": None, "skipped_because": reason or "no gradients captured"}
         raw = np.concatenate(self.gates[name]).mean(axis=0)
@@ -155,9 +156,9 @@ class Ablation(Analysis):
                 "importance": importance,
                 "note": "untrained classifier head: disabling heads changes nothing the task measures",
             }
-        metric = self.context.task.metrics[0]
+        metric = self.context.run_task.metrics[0]
         labels = np.asarray(self.labels)
-        intact = predictions_from_logits(self.context.task, torch.cat(self.logits[name]).numpy())
+        intact = predictions_from_logits(self.context.run_task, torch.cat(self.logits[name]).numpy())
         score = float(metric_rows(metric, intact[None], labels)[0])
         described, variants = single_variants(self.context.num_layers, self.context.num_heads)
         single = self.predictions(name, variants)
@@ -214,10 +215,10 @@ class Ablation(Analysis):
 
     def predictions(self, name: str, variants: Interventions) -> np.ndarray:
         """(V, examples) predictions of checkpoint ``name`` under each variant, in the update order."""
-        logits = self.context.score_variants(name, variants)
+        logits = self.context.variant_scorer(name, variants)
         if logits.shape[1] != len(self.labels):
             raise RuntimeError(f"the ablation source streamed {logits.shape[1]} items, not {len(self.labels)}")
-        return np.stack([predictions_from_logits(self.context.task, part.numpy()) for part in logits])
+        return np.stack([predictions_from_logits(self.context.run_task, part.numpy()) for part in logits])
 
     def pruning(
         self,
@@ -276,13 +277,15 @@ class Ablation(Analysis):
     def relate(cls, entry: dict[str, Any], entries: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
         """Against each head's cosine similarity between the checkpoints (the ``cosine`` entry):
         do the heads that fine-tuning changed most matter most?"""
-        cosine = entries.get(CosineView.name)
-        if cosine is None:
+        found = entries.get(CosineView.name)
+        if found is None:
             return None
+        cosine: CosineEntry = decoded(found)
+        ablation: AblationEntry = decoded(entry)
         out = {}
         for (_, after), (pair, stats) in zip(cosine["pairs"], per_pair_results(cosine).items()):
-            result = per_checkpoint_results(entry).get(after, {})
-            if not result.get("trained"):
+            result = per_checkpoint_results(ablation).get(after)
+            if result is None or not result["trained"] or "heads" not in result:
                 continue
             importance = result["importance"].get("normalised")
             out[pair] = {

@@ -21,7 +21,7 @@ from harness.analyses.base import Analysis, AnalysisContext, register_analysis
 from harness.analyses.cosine import CosineSums, cosine_per_example
 from harness.inputs.batches import AttentionBatch
 from harness.inputs.sources.task import KOVALEVA_PADDED_LENGTH
-from harness.views.base import pair_name
+from harness.views.base import HeadValue, pair_name
 from harness.views.cosine import most_changed
 from harness.views.cosine_padded import PROTOCOLS, PaddedCosineView, PaddedPair, PaddedResult
 
@@ -66,7 +66,9 @@ class PaddedCosineSimilarity(Analysis):
         out: dict[str, PaddedPair] = {}
         for index, pair in enumerate(self.context.pairs):
             stats = {protocol: sums.stats(index) for protocol, sums in self.sums.items()}
-            heads = {protocol: most_changed(stats[protocol]["per_head"]) for protocol in PROTOCOLS}
+            heads: dict[str, HeadValue] = {
+                protocol: most_changed(stats[protocol]["per_head"]) for protocol in PROTOCOLS
+            }
             rho = spearmanr(
                 torch.tensor(stats["padded"]["per_head"]).flatten(),
                 torch.tensor(stats["cropped"]["per_head"]).flatten(),

@@ -34,7 +34,15 @@ from harness.views.ablation_evidence import (
 )
 from harness.views.ablation_figures import draw_head_deltas, draw_importance, draw_layer_deltas, draw_pruning
 from harness.views.ablation_metrics import ANALYSIS, ablation_metric, extreme_statistic, pruning_metrics
-from harness.views.ablation_results import BASELINES, MODES, SCOPES, AblationResult, ImportanceAgreement, families
+from harness.views.ablation_results import (
+    BASELINES,
+    MODES,
+    SCOPES,
+    AblationResult,
+    ImportanceAgreement,
+    families,
+    family_grids,
+)
 from harness.views.ablation_text import (
     ablation_markdown,
     area_cell,
@@ -173,7 +181,7 @@ class AblationView(View[PerCheckpoint[AblationResult, ImportanceAgreement]]):
                 "family (the level of its Holm-adjusted tests)"
             )
             for mode, scope, family in families(result):
-                stats = {key: np.asarray(family[key]) for key in ("delta", "low_simultaneous", "high_simultaneous")}
+                stats = family_grids(family)
                 extremes = dict(best_and_worst(family))
                 parts = [
                     f"{word} {'-'.join(str(int(i) + 1) for i in where)} {percent(stats['delta'][where])} "

@@ -6,11 +6,10 @@ baseline, as `harness.views.evidence.Evidence` for the claims.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 
-from harness.views.ablation_results import AblationResult, fine_tuned_result
+from harness.views.ablation_results import AblationResult, Family, Scope, family_grids, fine_tuned_result, versus
 from harness.views.base import Entry
 from harness.views.evidence import FAILS, HOLDS, UNCLEAR, Evidence
 
@@ -23,12 +22,12 @@ SMALLEST_PAPER_GAIN = 0.001
 HELPS_MODE = "uniform"  # Kovaleva et al.'s disabling (attention made uniform): what the claims judge
 
 
-def best_and_worst(family: dict[str, Any]) -> list[tuple[str, tuple[int, ...]]]:
+def best_and_worst(family: Family) -> list[tuple[str, tuple[int, ...]]]:
     """The 0-indexed positions of the largest (``"best"``) and the smallest (``"worst"``) change
     of one family's grid, each the first in row-major order on ties."""
     deltas = np.asarray(family["delta"])
     return [
-        (label, np.unravel_index(flat, deltas.shape))
+        (label, tuple(int(i) for i in np.unravel_index(flat, deltas.shape)))
         for label, flat in (("best", deltas.argmax()), ("worst", deltas.argmin()))
     ]
 
@@ -38,12 +37,12 @@ def percent(value: float) -> str:
     return f"{100 * value:+.1f}"
 
 
-def significant_gains(family: dict[str, Any]) -> int:
+def significant_gains(family: Family) -> int:
     """How many of one family's changes are gains significant after Holm's correction."""
     return int(((np.asarray(family["delta"]) > 0) & (np.asarray(family["p_holm"]) < ALPHA)).sum())
 
 
-def disabling_gain(result: AblationResult, scope: str, mode: str) -> Evidence:
+def disabling_gain(result: AblationResult, scope: Scope, mode: str) -> Evidence:
     """Whether disabling some single head (or layer) raises the score, judged over its whole
     family (every head, or every layer, of one mode), each way by a test that can say so:
     ``holds`` when some gain's Holm-adjusted p is below `ALPHA` (the largest such gain named,
@@ -52,17 +51,17 @@ def disabling_gain(result: AblationResult, scope: str, mode: str) -> Evidence:
     95% bound on its gain (``gain_bound``) lies below that margin (an equivalence test of each
     member, combined as an intersection-union test, which needs no correction: all must reject);
     else ``unclear``, the largest change named."""
-    keys = ("delta", "low_simultaneous", "high_simultaneous", "p_holm")
-    stats = {key: np.asarray(result[scope][mode][key], dtype=float) for key in keys}
+    family = result[scope][mode]
+    stats = family_grids(family)
     deltas, adjusted = stats["delta"].ravel(), stats["p_holm"].ravel()
     surviving = np.flatnonzero((deltas > 0) & (adjusted < ALPHA))
     chosen = int(surviving[deltas[surviving].argmax()]) if surviving.size else int(deltas.argmax())
-    bounds = np.ravel(np.asarray(result[scope][mode]["gain_bound"], dtype=object))
+    bounds = np.asarray(family["gain_bound"], dtype=np.object_).ravel()
     below_margin = np.array([bound is not None and bound < SMALLEST_PAPER_GAIN for bound in bounds])
     verdict = HOLDS if surviving.size else FAILS if below_margin.all() else UNCLEAR
     where = "-".join(str(int(i) + 1) for i in np.unravel_index(chosen, stats["delta"].shape))
     low, high = (float(stats[f"{side}_simultaneous"].ravel()[chosen]) for side in ("low", "high"))
-    level = 100 * result[scope][mode]["simultaneous_level"]
+    level = 100 * family["simultaneous_level"]
     named = (
         f"{'layer-head' if scope == 'heads' else 'layer'} {where}: {percent(deltas[chosen])} points "
         f"[{percent(low)}, {percent(high)}] (simultaneous, {level:.2f}% each), Holm-adjusted p {adjusted[chosen]:.2g}"
@@ -91,7 +90,7 @@ def disabling_gain(result: AblationResult, scope: str, mode: str) -> Evidence:
     }
 
 
-def disabling_helps(scope: str) -> Callable[[Entry], Evidence | None]:
+def disabling_helps(scope: Scope) -> Callable[[Entry], Evidence | None]:
     """A judge: whether making some single head's (or layer's) attention uniform raises the
     fine-tuned score significantly after Holm's correction over all of them (`disabling_gain`)."""
 
@@ -109,6 +108,6 @@ def importance_beats(baseline: str) -> Callable[[Entry], Evidence | None]:
 
     def judge(entry: Entry) -> Evidence | None:
         result = fine_tuned_result(entry)
-        return None if result is None else result["pruning"].get(f"importance_vs_{baseline}")
+        return None if result is None or "pruning" not in result else versus(result["pruning"], baseline)
 
     return judge

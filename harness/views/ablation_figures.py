@@ -12,7 +12,15 @@ from matplotlib.colors import TwoSlopeNorm
 from matplotlib.ticker import MaxNLocator
 
 from harness.views.ablation_evidence import ALPHA, percent
-from harness.views.ablation_results import BASELINES, MODES, RANDOM, AblationResult, related_cosine
+from harness.views.ablation_results import (
+    BASELINES,
+    MODES,
+    RANDOM,
+    AblationResult,
+    family_grids,
+    related_cosine,
+    versus,
+)
 from harness.views.base import Entry
 from harness.views.drawing import style_head_axes
 from harness.views.palette import GREY, OKABE_ITO
@@ -61,8 +69,7 @@ def draw_layer_deltas(result: AblationResult, run: dict[str, Any], checkpoint: s
     layers = np.arange(1, len(result["layers"][MODES[0]]["delta"]) + 1)
     width = 0.8 / len(MODES)
     for index, (mode, colour) in enumerate(zip(MODES, (OKABE_ITO["blue"], OKABE_ITO["orange"]))):
-        keys = ("delta", "low_simultaneous", "high_simultaneous")
-        stats = {key: 100 * np.asarray(result["layers"][mode][key]) for key in keys}
+        stats = {key: 100 * grid for key, grid in family_grids(result["layers"][mode]).items()}
         errors = [stats["delta"] - stats["low_simultaneous"], stats["high_simultaneous"] - stats["delta"]]
         significant = np.asarray(result["layers"][mode]["p_holm"]) < ALPHA
         axes.bar(
@@ -113,7 +120,7 @@ def draw_pruning(result: AblationResult, run: dict[str, Any], checkpoint: str, p
     axes.set_ylabel(f"dev {result['metric']} (%)")
     readings: dict[str, list[str]] = {}  # a reading the baselines share is written once, for both
     for baseline in BASELINES:
-        if evidence := pruning.get(f"importance_vs_{baseline}"):
+        if evidence := versus(pruning, baseline):
             reading = (
                 f"{percent(evidence['value'])} [{percent(evidence['interval'][0])}, {percent(evidence['interval'][1])}]"
             )

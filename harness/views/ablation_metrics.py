@@ -5,7 +5,7 @@ its best and worst single head and layer, and the cross-fitted pruning's metrics
 from __future__ import annotations
 
 from harness.results.checkpoints import FINETUNED
-from harness.views.ablation_results import BASELINES, Pruning
+from harness.views.ablation_results import BASELINES, Pruning, versus
 from harness.views.metrics import BOUNDS, Metric
 
 ANALYSIS = "ablation"
@@ -40,7 +40,7 @@ def pruning_metrics(pruning: Pruning, checkpoint: str) -> list[Metric]:
         if order in pruning["steps_within_one_point"]
     ]
     for baseline in BASELINES:
-        if (evidence := pruning.get(f"importance_vs_{baseline}")) is not None:
+        if (evidence := versus(pruning, baseline)) is not None:
             area = area_statistic(baseline)
             out += [
                 ablation_metric(area, checkpoint, evidence["value"]),

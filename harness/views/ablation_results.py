@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, Literal, NotRequired, TypedDict
 
+import numpy as np
+
 from harness.results.checkpoints import FINETUNED
 from harness.results.entries import PerCheckpoint
 from harness.views.base import Entry, pair_name, per_checkpoint_results
@@ -22,11 +24,37 @@ RANDOM = "random"  # the seeded random pruning orders' names start so; they are 
 BASELINES = {"random": "random orders (ours)", "oracle": "oracle order"}  # what the importance order is set against
 
 
-def families(result: AblationResult) -> Iterator[tuple[str, str, Family]]:
+Scope = Literal["heads", "layers"]
+
+
+def families(result: AblationResult) -> Iterator[tuple[str, Scope, Family]]:
     """Each family of tests of a trained checkpoint's result, mode by mode: (mode, scope, its grids)."""
     for mode in MODES:
         for scope in SCOPES:
             yield mode, scope, result[scope][mode]
+
+
+def family_grids(family: Family) -> dict[str, np.ndarray]:
+    """A family's per-member values as float arrays (layers x heads, or one per layer), by key."""
+    keyed = (
+        ("delta", family["delta"]),
+        ("low", family["low"]),
+        ("high", family["high"]),
+        ("low_simultaneous", family["low_simultaneous"]),
+        ("high_simultaneous", family["high_simultaneous"]),
+        ("p", family["p"]),
+        ("p_holm", family["p_holm"]),
+    )
+    return {key: np.asarray(values, dtype=np.float64) for key, values in keyed}
+
+
+def versus(pruning: Areas, baseline: str) -> Evidence | None:
+    """The importance order's area minus ``baseline``'s (one of `BASELINES`), where the pruning has it."""
+    if baseline == "random":
+        return pruning.get("importance_vs_random")
+    if baseline == "oracle":
+        return pruning.get("importance_vs_oracle")
+    raise ValueError(f"no pruning baseline {baseline!r}: one of {', '.join(BASELINES)}")
 
 
 def related_cosine(entry: Entry) -> list[tuple[tuple[str, str], dict[str, Any]]]:

@@ -10,7 +10,17 @@ import numpy as np
 
 from harness.views.ablation_evidence import ALPHA, MODE_SHORT, disabling_gain, percent, significant_gains
 from harness.views.ablation_metrics import ablation_metric, area_statistic, extreme_statistic
-from harness.views.ablation_results import BASELINES, MODES, RANDOM, Pruning, families, related_cosine
+from harness.views.ablation_results import (
+    BASELINES,
+    MODES,
+    RANDOM,
+    AblationResult,
+    Pruning,
+    families,
+    family_grids,
+    related_cosine,
+    versus,
+)
 from harness.views.base import Entry, pair_name, per_checkpoint_results
 from harness.views.evidence import FAILS, HOLDS, UNCLEAR
 from harness.views.metrics import BOUNDS
@@ -57,7 +67,7 @@ def areas_sentence(pruning: Pruning, examples: int) -> str:
         f"[{percent(evidence['interval'][0])}, {percent(evidence['interval'][1])}], "
         f"{INTERVAL_WORDS[evidence['verdict']]}"
         for baseline in BASELINES
-        if (evidence := pruning.get(f"importance_vs_{baseline}")) is not None
+        if (evidence := versus(pruning, baseline)) is not None
     ]
     return (
         f"area under the cross-fitted curve (the mean score over 0-100% of heads pruned; each order ranked "
@@ -109,26 +119,26 @@ def tested(delta: float, p_holm: float) -> str:
     return "helps" if delta > 0 else "hurts"
 
 
-def extreme_rows(result: dict[str, Any], mode: str, count: int = 3) -> list[str]:
+def extreme_rows(result: AblationResult, mode: str, count: int = 3) -> list[str]:
     """Table rows of the ``count`` heads whose disabling changes the score most up and most down,
     each with its simultaneous interval and what its Holm-adjusted test says."""
-    stats = {key: np.asarray(value) for key, value in result["heads"][mode].items() if isinstance(value, list)}
+    stats = family_grids(result["heads"][mode])
     order = np.argsort(stats["delta"].ravel(), kind="stable")
     rows = []
     for label, chosen in (("largest gains", order[::-1][:count]), ("largest losses", order[:count])):
         for flat in chosen:
             layer, head = np.unravel_index(flat, stats["delta"].shape)
-            delta, p_holm = stats["delta"][layer, head], stats["p_holm"][layer, head]
+            delta, p_holm = float(stats["delta"][layer, head]), float(stats["p_holm"][layer, head])
             rows.append(
                 f"| {mode} | {label} | {layer + 1}-{head + 1} | {percent(delta)} | "
-                f"[{percent(stats['low_simultaneous'][layer, head])}, "
-                f"{percent(stats['high_simultaneous'][layer, head])}] | "
+                f"[{percent(float(stats['low_simultaneous'][layer, head]))}, "
+                f"{percent(float(stats['high_simultaneous'][layer, head]))}] | "
                 f"{stats['p'][layer, head]:.3g} | {p_holm:.3g} | {tested(delta, p_holm)} |"
             )
     return rows
 
 
-def layer_rows(result: dict[str, Any]) -> list[str]:
+def layer_rows(result: AblationResult) -> list[str]:
     """The table of the whole-layer changes: a row per layer, a column per mode, each change with its
     simultaneous interval, its Holm-adjusted p and what that test says."""
     lines = [
@@ -148,7 +158,7 @@ def layer_rows(result: dict[str, Any]) -> list[str]:
     return lines
 
 
-def helps_lines(result: dict[str, Any]) -> list[str]:
+def helps_lines(result: AblationResult) -> list[str]:
     """Whether disabling helps in each family (`disabling_gain`), a list item each: its verdict and evidence."""
     lines = []
     for mode, scope, _ in families(result):
@@ -157,7 +167,7 @@ def helps_lines(result: dict[str, Any]) -> list[str]:
     return lines
 
 
-def findings_lines(result: dict[str, Any], checkpoint: str, related: list[tuple[tuple[str, str], Any]]) -> list[str]:
+def findings_lines(result: AblationResult, checkpoint: str, related: list[tuple[tuple[str, str], Any]]) -> list[str]:
     """What is significant after Holm, whether disabling helps, the cross-fitted pruning, and the
     Spearman correlations of a trained checkpoint (its importance against the changes, and
     against each head's cosine)."""
@@ -192,7 +202,7 @@ def findings_lines(result: dict[str, Any], checkpoint: str, related: list[tuple[
     return lines
 
 
-def checkpoint_lines(result: dict[str, Any], checkpoint: str, related: list[tuple[tuple[str, str], Any]]) -> list[str]:
+def checkpoint_lines(result: AblationResult, checkpoint: str, related: list[tuple[tuple[str, str], Any]]) -> list[str]:
     """The Markdown of one checkpoint: a note when its head is untrained, else its tables and findings."""
     if not result["trained"]:
         note = result["importance"].get("skipped_because") or "importance below"
