@@ -3,7 +3,7 @@ the tasks' colours, titles that say over how many seeds a mean is, and mean ± s
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -56,7 +56,7 @@ def metric_table(study: dict[str, Any], names: list[str]) -> str:
 
 def draw_per_layer_by_task(
     study: dict[str, Any],
-    panels: dict[str, Callable[[dict[str, Any], str], list[float]]],
+    panels: Mapping[str, Callable[[dict[str, Any], str], list[float]]],
     ylabel: str,
     title: str,
     path: Path,

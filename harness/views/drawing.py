@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 
@@ -98,7 +99,7 @@ def scatter_by_layer(
 
 
 def panel_grid(
-    rows: int, columns: int, *, sharey: str | bool = "row", layout: str | None = None
+    rows: int, columns: int, *, sharey: Literal["none", "all", "row", "col"] | bool = "row", layout: str | None = None
 ) -> tuple[plt.Figure, np.ndarray]:
     """A rows x columns grid of panels; ``layout="constrained"`` for figures with a colour bar
     shared by panels (see `save`)."""

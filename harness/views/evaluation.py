@@ -490,7 +490,7 @@ def score_rows(entry: EvaluationEntry) -> list[Row]:
     paper = KOVALEVA_TABLE_1.get(task.name, {})
     context = " / ".join(f"{value} {TABLE_COLUMNS[name]}" for name, value in paper.items())
     metric = "F1/accuracy" if "f1" in task.metrics else task.metrics[0]
-    rows = [
+    rows: list[Row] = [
         (
             f"{task.title} {split} {metric} ({baseline_name(task).removeprefix('the ')}: "
             f"{baseline_cell(task, first['majority'], split)})",
@@ -509,7 +509,7 @@ def score_rows(entry: EvaluationEntry) -> list[Row]:
 def majority_rows(entry: EvaluationEntry) -> list[Row]:
     """Overview rows: per pair from the pre-trained model, the fine-tuned model minus the majority
     class in points with its paired bootstrap interval, and whether it learned."""
-    rows = []
+    rows: list[Row] = []
     for (before, _after), comparison in zip(entry["pairs"], per_pair_results(entry).values()):
         if before != PRETRAINED:
             continue

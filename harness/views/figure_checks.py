@@ -14,6 +14,7 @@ from typing import Any
 import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.collections import Collection
 from matplotlib.colors import to_rgb, to_rgba
 from matplotlib.container import ErrorbarContainer
@@ -47,6 +48,15 @@ def figure_problems(figure: plt.Figure) -> list[str]:
     )
 
 
+def agg_canvas(figure: plt.Figure) -> FigureCanvasAgg:
+    """The figure's canvas, an Agg one (the drawing layer selects Agg: `harness.views.saving`), whose
+    renderer measures text and whose pixels are written."""
+    canvas = figure.canvas
+    if not isinstance(canvas, FigureCanvasAgg):
+        raise TypeError(f"figures are drawn by Agg, not {type(canvas).__name__}")
+    return canvas
+
+
 class DrawnFigure:
     """What the checks read of a drawn figure: its artists (found in one walk), its texts, those
     drawn (visible, not empty, and no tick label outside its axis's view, which matplotlib keeps
@@ -54,7 +64,7 @@ class DrawnFigure:
     once, when first asked for)."""
 
     def __init__(self, figure: plt.Figure) -> None:
-        self.renderer = figure.canvas.get_renderer()
+        self.renderer = agg_canvas(figure).get_renderer()
         self.artists = figure.findobj()
         self.texts = [artist for artist in self.artists if isinstance(artist, Text)]
         self.tick_labels = {id(axis): drawn_tick_labels(axis) for _, _, axis in axes_of(figure)}
@@ -102,7 +112,7 @@ def error_bar_boxes(axes: plt.Axes, renderer: Any) -> list[Bbox]:
                 for x, y in cap.get_transform().transform(cap.get_xydata())
             ]
         for column in columns:
-            widths = np.resize(column.get_linewidths(), len(column.get_segments()))
+            widths = np.resize(column.get_linewidth(), len(column.get_segments()))
             boxes += [
                 Bbox(column.get_transform().transform(segment)).padded(width * pixels / 2)
                 for segment, width in zip(column.get_segments(), widths)
@@ -173,9 +183,11 @@ def drawn_colours(artist: matplotlib.artist.Artist) -> list[tuple[float, float, 
     if isinstance(artist, Line2D):
         colours = [artist.get_color(), artist.get_markerfacecolor()]
     elif isinstance(artist, Collection):
-        colours = [*artist.get_facecolors(), *artist.get_edgecolors()]
-    else:
+        colours = [*artist.get_facecolor(), *artist.get_edgecolor()]
+    elif isinstance(artist, Patch):
         colours = [artist.get_facecolor(), artist.get_edgecolor()] if artist.get_fill() else [artist.get_edgecolor()]
+    else:  # an artist that draws no colour of its own
+        colours = []
     return [
         to_rgb(colour)
         for colour in colours
@@ -223,7 +235,8 @@ def drawn_tick_labels(axis: matplotlib.axis.Axis) -> tuple[list[Text], list[Text
     and those that are not."""
     low, high = sorted(axis.get_view_interval())
     margin = 1e-9 * max(abs(low), abs(high), 1.0)
-    drawn, hidden = [], []
+    drawn: list[Text] = []
+    hidden: list[Text] = []
     for tick in axis.get_major_ticks():
         for label in (tick.label1, tick.label2):
             if not (label.get_visible() and label.get_text().strip()):

@@ -13,7 +13,7 @@ checked with the figure's title, each row of tick labels for overlaps.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -48,7 +48,7 @@ FRAME_WIDTH = 0.8  # points, as matplotlib's spines and ticks
 
 
 def draw_grid_rows(
-    rows: dict[str, dict[str, Sequence[Sequence[float]]]],
+    rows: Mapping[str, Mapping[str, Sequence[Sequence[float]]]],
     path: Path,
     *,
     title: str,

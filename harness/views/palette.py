@@ -6,10 +6,14 @@ colour (a palette colour, a colour of a safe map, or a grey) for the figure chec
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import cast
+
 import matplotlib
 import numpy as np
 from cycler import cycler
 from matplotlib.colors import Colormap, ListedColormap, to_rgb
+from matplotlib.typing import ColorType
 
 # Okabe & Ito's palette: told apart with every common colour-vision deficiency and in greyscale
 # print by lightness. Lines and bars take these (and greys); images take the colour maps below.
@@ -62,5 +66,6 @@ def safe_colour(rgb: tuple[float, float, float]) -> bool:
 def safe_colour_map(colour_map: Colormap) -> bool:
     """A named safe map, or a listed map of palette colours (the pattern classes)."""
     if isinstance(colour_map, ListedColormap) and colour_map.name not in SAFE_COLOUR_MAPS:
-        return all(safe_colour(to_rgb(colour)) for colour in colour_map.colors)
+        # matplotlib types a listed map's colours as any array-like; a listed map holds a sequence of colours
+        return all(safe_colour(to_rgb(colour)) for colour in cast("Sequence[ColorType]", colour_map.colors))
     return colour_map.name in SAFE_COLOUR_MAPS

@@ -21,10 +21,11 @@ import matplotlib
 matplotlib.use("Agg")  # headless: figures go to files
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.layout_engine import ConstrainedLayoutEngine, TightLayoutEngine
 from PIL import Image
 
 from harness.config import DEFAULT_FIGURE_FORMATS
-from harness.views.figure_checks import FOOTNOTE, figure_problems
+from harness.views.figure_checks import FOOTNOTE, agg_canvas, figure_problems
 from harness.views.font import use_lean_font
 from harness.views.titles import wrapped
 from harness.views.tokens import TOKEN_NAMES, model_tokens, rename_tokens
@@ -104,7 +105,7 @@ def save(figure: plt.Figure, path: Path) -> Path:
         log.warning("figure %s: %s", path.name, problem)
     with atomic_path(path) as temporary:
         # RGB converted by PIL from the canvas's own RGBA buffer: a numpy slice of it is copied pixel by pixel
-        image = Image.fromarray(np.asarray(figure.canvas.buffer_rgba())).convert("RGB")
+        image = Image.fromarray(np.asarray(agg_canvas(figure).buffer_rgba())).convert("RGB")
         image.save(temporary, format="png", compress_level=PNG_COMPRESSION)
     # A vector copy keeps the layout just checked: a layout engine left on would lay the figure out
     # again (a dry-run drawing and the layout: a third of the PDF's time) at its own resolution.
@@ -137,7 +138,7 @@ def lay_out(figure: plt.Figure, bottom: float) -> None:
     engine = figure.get_layout_engine()
     if engine is None:  # without a footnote no rect: tight layout measures every axes again to fit one
         figure.tight_layout(rect=(0, bottom, 1, 1) if bottom else None)
-    elif bottom:
+    elif bottom and isinstance(engine, ConstrainedLayoutEngine | TightLayoutEngine):  # the engines that take a rect
         engine.set(rect=(0, bottom, 1, 1 - bottom))
 
 

@@ -31,7 +31,8 @@ from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.views.across_tasks import study_title, task_colour
 from harness.views.cosine import CosineView
 from harness.views.evaluation import EvaluationView
-from harness.views.evidence import RESAMPLES, SEED, UnitSums, resampled_verdict
+from harness.views.evidence import RESAMPLES, SEED, StoredUnits, UnitSums, resampled_verdict
+from harness.views.figure_checks import agg_canvas
 from harness.views.markdown import markdown_table
 from harness.views.palette import CHECKPOINT_COLOURS, GREY
 from harness.views.patterns import PatternsView
@@ -204,7 +205,7 @@ def step_charts(summary: dict[str, Any], metrics: dict[str, float] | None = None
         axes.legend(fontsize=7, loc="lower left")
         figure.tight_layout()
         figure.canvas.draw()
-        charts[step] = np.asarray(figure.canvas.buffer_rgba())[..., :3].copy()
+        charts[step] = np.asarray(agg_canvas(figure).buffer_rgba())[..., :3].copy()
         plt.close(figure)
     return charts
 
@@ -262,7 +263,7 @@ def half_way(values: np.ndarray, start: float | np.ndarray) -> np.ndarray:
     return reached.argmax(axis=1)
 
 
-def cosine_series(points: list[dict[str, Any]], final_units: dict[str, Any], weights: np.ndarray) -> np.ndarray:
+def cosine_series(points: list[dict[str, Any]], final_units: StoredUnits, weights: np.ndarray) -> np.ndarray:
     """The last layer's cosine to the pre-trained maps at each point and at the end, on each row of
     unit ``weights``: (R, points + 1)."""
     units = [UnitSums.read(point["units"][COSINE]) for point in points] + [UnitSums.read(final_units)]
@@ -331,8 +332,8 @@ def cosine_before_dev(
 
 def share_early(
     points: list[dict[str, Any]],
-    final_units: dict[str, Any],
-    pretrained_units: dict[str, Any],
+    final_units: StoredUnits,
+    pretrained_units: StoredUnits,
     name: str,
     early_points: int,
 ) -> dict | None:

@@ -110,7 +110,7 @@ def strongest_cell(stats: VigResult, statistic: str) -> str:
     return f"{best['layer']}-{best['head']}: {best['value']:.3f} (chance {stats['chance'][statistic]:.3f})"
 
 
-def label_counts_cell(stats: dict[str, Any]) -> str:
+def label_counts_cell(stats: VigResult) -> str:
     """``0 / 1 / 2 / 3 / 4 / 30``: how many heads carry each label, in `STATISTICS` order ("not
     defined" for a label the inputs do not define)."""
     return " / ".join(
@@ -347,10 +347,11 @@ def table_heads(entry: VigEntry, statistic: str) -> list[tuple[int, int]]:
         for head, labels in enumerate(row)
         if statistic in labels
     }
-    strongest = {
-        tuple(int(i) for i in np.unravel_index(flat, grid.shape))
+    strongest: set[tuple[int, int]] = {
+        (int(layer), int(head))
         for grid in grids
         for flat in np.argsort(-grid, axis=None, kind="stable")[:TABLE_HEADS]
+        for layer, head in [np.unravel_index(flat, grid.shape)]
     }
     return sorted(labelled | strongest, key=lambda cell: (-max(grid[cell] for grid in grids), cell))
 
