@@ -8,6 +8,7 @@ registries, transformers' Auto classes and ``sys.modules`` are restored, so no o
 from __future__ import annotations
 
 import json
+import statistics
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import replace
@@ -32,9 +33,11 @@ from harness.inputs.sources import SOURCES, SourceContext, discover_sources
 from harness.model.forward import Capture, forward, harness_attention
 from harness.model.loading import check_model, load_sequence_classifier, load_tokenizer, prepare
 from harness.registry import extensions
+from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.results.store import FileHashes, ResultStore
-from harness.run.engine import analyse
+from harness.run.engine import analyse, renamed_entry
 from harness.run.plan import select_analyses
+from harness.run.trajectory import point, step_name, trajectory_metrics
 from harness.views import VIEWS, discover_views
 from harness.views.base import per_checkpoint_results
 from harness.views.metrics import values
@@ -78,9 +81,14 @@ class FirstTokenView(View):
     stored = FirstTokenResult
 
     @classmethod
-    def metrics(cls, entry):
-        return [Metric(cls.name, "$metric", checkpoint=checkpoint, value=statistics.fmean(sum(stats["per_head"], [])))
-                for checkpoint, stats in per_checkpoint_results(entry).items()]
+    def metrics(cls, entry):  # each checkpoint's mean, and each layer's
+        return [Metric(cls.name, "$metric", checkpoint=checkpoint, layer=layer, value=statistics.fmean(heads))
+                for checkpoint, stats in per_checkpoint_results(entry).items()
+                for layer, heads in [(None, sum(stats["per_head"], [])), *enumerate(stats["per_head"], 1)]]
+
+    @classmethod
+    def along_layers(cls, metric):  # with --trajectory, the per-layer metrics are logged at each kept step
+        return metric.layer is not None
 ''')
 TOY_ANALYSIS = Template('''"""What FirstTokenView says, measured."""
 
@@ -291,8 +299,37 @@ def test_an_analysis_is_its_two_modules_found_by_discovery_and_run_by_the_engine
         assert torch.allclose(torch.tensor(measured[checkpoint.name]["per_head"]), expected, atol=1e-6)
     assert measured[PAIRS[0][0]] != measured[PAIRS[0][1]]
     metrics = values(VIEWS["first-token"].metrics(entries["first-token"]))
-    assert set(metrics) == {f"first_token_{name}" for name in PAIRS[0]}
+    assert set(metrics) == {f"first_token_{name}{layer}" for name in PAIRS[0] for layer in ("", "_layer_1", "_layer_2")}
     assert all(0 < value < 1 for value in metrics.values())
+
+
+def test_an_analysis_joins_a_runs_trajectory_through_its_view(install, task_sample, tmp_path):
+    install(
+        "toy_analysis",
+        first_token_modules("toy_analysis", "first-token", 27, "task"),
+        first_token_groups("toy_analysis"),
+    )
+    # a checkpoint kept at step 4 of 8, measured with the two a run compares, as harness.run.trajectory does
+    step = step_name(4)
+    checkpoints = as_checkpoints({PRETRAINED: tiny_bert(0), step: tiny_bert(1), FINETUNED: tiny_bert(2)})
+    pairs = [(PRETRAINED, FINETUNED), (PRETRAINED, step), (step, FINETUNED)]
+    entries = analyse([ANALYSES["first-token"]], checkpoints, pairs, task_sample, ResultStore(tmp_path))
+    record = {"step": 4, "fractions": [0.5], "examples_seen": 32}
+    summary = {
+        "analyses": {
+            name: renamed_entry(entry, {PRETRAINED: PRETRAINED, FINETUNED: FINETUNED}, [(PRETRAINED, FINETUNED)])
+            for name, entry in entries.items()
+        },
+        "trajectory": {"of_steps": 8, "points": [point(record, entries, step)]},
+    }
+    measured = per_checkpoint_results(entries["first-token"])
+    logged = {(name, at): value for name, value, at in trajectory_metrics(summary, headline=[])}
+    # its per-layer metrics (along_layers) over the steps: the kept checkpoint's at step 4, the final one's at 8
+    for layer, heads in enumerate(measured[step]["per_head"], 1):
+        name = f"trajectory/first_token_finetuned_layer_{layer}"
+        assert logged[name, 4] == pytest.approx(statistics.fmean(heads))
+        assert logged[name, 8] == pytest.approx(statistics.fmean(measured[FINETUNED]["per_head"][layer - 1]))
+    assert "trajectory/first_token_finetuned" not in {name for name, _ in logged}  # the mean is no layer's
 
 
 def test_a_source_is_one_module_and_the_analyses_naming_it_read_its_stream(install, task_sample, tmp_path):
