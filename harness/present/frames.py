@@ -63,13 +63,12 @@ from typing import Any
 
 import pandas as pd
 
-from classifier import CLASSES
 from harness.config import ExportConfig
 from harness.results.checkpoints import FINETUNED
 from harness.results.entries import Entry
 from harness.results.store import ensure_writable
 from harness.results.summary import STUDIES, SUMMARY, checked_study, checked_summary, whole_summary
-from harness.views.base import current_entries, pair_name
+from harness.views.base import View, current_entries, pair_name
 from harness.views.metrics import Metric
 from harness.views.summary import summary_records
 from harness.views.titles import model_title
@@ -129,7 +128,6 @@ FINDING_COLUMNS = {
 }
 LEVEL_KEYS = {"per_head", "per_layer", "heads", "layers"}  # keys that only say the level, dropped from names
 LEVEL_IN_KEY = re.compile(r"(?:^|_)per_(?:head|layer)(?=_|$)")  # accuracy_per_head, per_head_std, per_layer_change
-PATTERN_COUNTS = ("patterns", "counts_per_head")  # (analysis, key): maps of each class per head, in CLASSES' order
 
 
 def load_runs(where: Where | Iterable[Where] = "outputs") -> pd.DataFrame:
@@ -246,8 +244,8 @@ def run_rows(summary: dict[str, Any]) -> Iterator[tuple[Any, ...]]:
             metric.value,
             None,
         )
-    for analysis, (_, entry) in current_entries(summary).items():
-        for checkpoint, pair, metric, layer, head, value in entry_arrays(analysis, entry, shape):
+    for analysis, (view, entry) in current_entries(summary).items():
+        for checkpoint, pair, metric, layer, head, value in entry_arrays(view, entry, shape):
             yield *identity, analysis, checkpoint, pair, metric, layer, head, value, None
     yield from trajectory_rows(summary, identity)
 
@@ -256,7 +254,7 @@ def trajectory_rows(summary: dict[str, Any], identity: tuple[Any, ...]) -> Itera
     """A ``--trajectory`` run's metrics at each kept step, each on the record of the run's metric
     of that name (a point is measured as a run is), and each step's cosine to the final maps."""
     records = {metric.name: metric for metric in summary_records(summary)}
-    for point in (summary.get("trajectory") or {}).get("points", []):
+    for point in (summary.get("trajectory") or {}).get("points", []):  # its metrics and its cosine to the final maps
         step = point["step"]
         for name, value in point["metrics"].items():
             metric = records.get(name)
@@ -266,8 +264,9 @@ def trajectory_rows(summary: dict[str, Any], identity: tuple[Any, ...]) -> Itera
                 else (metric.analysis, metric.checkpoint, pair_of(metric), metric.layer)
             )
             yield *identity, *placed[:3], name, placed[3], None, value, step
-        for name, value in point[TO_FINAL].items():
-            yield *identity, "cosine", None, f"step-{step}->{FINETUNED}", f"{TO_FINAL}.{name}", None, None, value, step
+        for name, value in point[TO_FINAL].items():  # of a view that says to_final: the run's metric of that name
+            analysis = records[name].analysis if name in records else None
+            yield *identity, analysis, None, f"step-{step}->{FINETUNED}", f"{TO_FINAL}.{name}", None, None, value, step
 
 
 def pair_of(metric: Metric) -> str | None:
@@ -280,31 +279,35 @@ def study_placement(metric: Metric | None) -> tuple[str | None, str | None, str 
     return (None, None, None) if metric is None else (metric.analysis, metric.checkpoint, pair_of(metric))
 
 
-def entry_arrays(analysis: str, entry: Entry[Any], shape: tuple[int, int]) -> Iterator[tuple[Any, ...]]:
+def entry_arrays(view: type[View[Any]], entry: Entry[Any], shape: tuple[int, int]) -> Iterator[tuple[Any, ...]]:
     """(checkpoint, pair, metric, layer, head, value) of every per-layer and per-head value an
     analysis stored per checkpoint and per pair."""
     result = entry["result"]
     for checkpoint, stored in result.get("per_checkpoint", {}).items():
-        for metric, layer, head, value in arrays(analysis, stored, shape):
+        for metric, layer, head, value in arrays(view, stored, shape):
             yield checkpoint, None, metric, layer, head, value
     for pair, stored in result.get("per_pair", {}).items():
-        for metric, layer, head, value in arrays(analysis, stored, shape):
+        for metric, layer, head, value in arrays(view, stored, shape):
             yield None, pair, metric, layer, head, value
 
 
-def arrays(analysis: str, stored: dict[str, Any], shape: tuple[int, int]) -> Iterator[tuple[str, int, Any, float]]:
+def arrays(
+    view: type[View[Any]], stored: dict[str, Any], shape: tuple[int, int]
+) -> Iterator[tuple[str, int, Any, float]]:
     """(metric, layer, head, value) of a checkpoint's or pair's result: each layers x heads grid
-    of numbers anywhere in it, each list of one number per layer under a per-layer key, and the
-    pattern classifier's maps per head and class."""
+    of numbers anywhere in it, each list of one number per layer under a per-layer key, and each
+    part of the lists per head that the view names (`View.per_head_parts`: the pattern
+    classifier's maps of each class)."""
     for path, node in leaves(stored, ()):
-        metric = array_metric(path, analysis)
+        metric = array_metric(path, view.name)
         if is_grid(node, shape):
             yield from ((metric, layer, head, value) for layer, head, value in cells(node) if value is not None)
         elif is_per_layer(path) and is_numbers(node, shape[0]):
             yield from ((metric, layer, None, value) for layer, value in enumerate(node, 1) if value is not None)
-        elif (analysis, path[-1]) == PATTERN_COUNTS:
+        elif path[-1] in view.per_head_parts:
+            parts = view.per_head_parts[path[-1]]
             yield from (
-                (f"counts.{CLASSES[index]}", layer, head, count)
+                (parts[index], layer, head, count)
                 for layer, head, counts in cells(node)
                 for index, count in enumerate(counts)
             )

@@ -135,7 +135,9 @@ class View(Generic[Result]):
     store refuses a result of other keys: `harness.results.shapes`) and ``compared`` (that of
     one pair's comparison, `Analysis.compare`); ``to_final`` (a comparison of two checkpoints that
     says how far a point of a run's trajectory still is from the fine-tuned model: the point is
-    compared with it too, `harness.run.trajectory`).
+    compared with it too, `harness.run.trajectory`); ``per_head_parts`` (result keys whose value per
+    head is a list of named parts, such as the pattern classifier's count of each class, with the
+    parts' names: the exported tables' metric of each part, `harness.present.frames`).
     """
 
     name: ClassVar[str]
@@ -149,6 +151,7 @@ class View(Generic[Result]):
     stored: ClassVar[type | None] = None
     compared: ClassVar[type | None] = None
     to_final: ClassVar[bool] = False
+    per_head_parts: ClassVar[dict[str, tuple[str, ...]]] = {}
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """A view that names its analysis and declares what it stores gives the store that shape to check."""

@@ -149,6 +149,7 @@ class PatternsView(View[PerCheckpoint[PatternResult, PatternComparison]]):
     stored = PatternResult
     compared = PatternComparison
     signed_changes = {share(name).changed().name: f"the share of {name} attention maps" for name in CLASSES}
+    per_head_parts = {"counts_per_head": tuple(f"counts.{name}" for name in CLASSES)}
     papers = {
         share("heterogeneous").changed().name: PaperPoint(
             "Prasanna et al. 2020 (Kovaleva et al.'s classes, Fig. 2)",
