@@ -30,7 +30,7 @@ from harness.cli import build_parser, main, subcommands
 from harness.config import ANALYSIS_SETTINGS, AnalysisConfig, assemble_analysis_config
 from harness.inputs.encoding import encode_examples
 from harness.inputs.sources import SOURCES, SourceContext, discover_sources
-from harness.model.forward import Capture, forward, harness_attention
+from harness.model.forward import Capture, Interventions, forward, harness_attention
 from harness.model.loading import check_model, load_sequence_classifier, load_tokenizer, prepare
 from harness.registry import extensions
 from harness.results.checkpoints import FINETUNED, PRETRAINED
@@ -89,14 +89,32 @@ class FirstTokenView(View):
     @classmethod
     def along_layers(cls, metric):  # with --trajectory, the per-layer metrics are logged at each kept step
         return metric.layer is not None
+
+
+class MaskedLayersResult(TypedDict):
+    logit_change: list[float]
+
+
+@register_view
+class MaskedLayersView(View):
+    name = "$name-masked"
+    order = 175
+    stored = MaskedLayersResult
+
+    @classmethod
+    def metrics(cls, entry):
+        return [Metric(cls.name, "masked_logit_change", checkpoint=checkpoint, layer=layer, value=value)
+                for checkpoint, stats in per_checkpoint_results(entry).items()
+                for layer, value in enumerate(stats["logit_change"], 1)]
 ''')
-TOY_ANALYSIS = Template('''"""What FirstTokenView says, measured."""
+TOY_ANALYSIS = Template('''"""What FirstTokenView and MaskedLayersView say, measured."""
 
 import torch
 
-from harness.analyses.base import Analysis, register_analysis
+from harness.analyses.base import INTERVENES, Analysis, register_analysis
 from harness.inputs.batches import real_tokens
-from $package.first_token_view import FirstTokenSettings, FirstTokenView
+from harness.model.forward import Interventions
+from $package.first_token_view import FirstTokenSettings, FirstTokenView, MaskedLayersView
 
 
 @register_analysis
@@ -124,6 +142,28 @@ class FirstTokenAttention(Analysis):
     def result(self):
         return {name: {"per_head": (self.total[index] / self.rows).tolist()}
                 for index, name in enumerate(self.context.checkpoints)}
+
+
+@register_analysis
+class MaskedLayers(Analysis):
+    view = MaskedLayersView
+    source = "$source"
+    needs = frozenset({INTERVENES})  # no attention: the source again, under interventions
+    on_by_default = False  # a pass per checkpoint more: only when --analyses names it
+
+    def update(self, batch):
+        pass
+
+    def result(self):
+        layers, heads = self.context.num_layers, self.context.num_heads
+        gates = torch.ones(layers + 1, layers, heads)  # variant 0: intact; variant l: layer l's heads masked
+        for layer in range(layers):
+            gates[layer + 1, layer] = 0
+        results = {}
+        for name in self.context.checkpoints:
+            logits = self.context.variant_scorer(name, Interventions(head_gates=gates))  # (variants, items, labels)
+            results[name] = {"logit_change": (logits[1:] - logits[0]).abs().sum(-1).mean(-1).tolist()}
+        return results
 ''')
 TOY_SOURCE = '''"""The run's task sample with the words of each text in reverse order (a toy source)."""
 
@@ -438,3 +478,36 @@ def test_a_task_is_one_spec_file_and_runs_end_to_end(tiny_model_dir, tiny_data, 
     for stats in dev.values():
         assert stats["task"] == "toy" and stats["examples"] == {"dev": len(sentiment_sentences()[::4])}
         assert 0 <= stats["metrics"]["dev/accuracy"] <= 1
+
+
+def test_an_analysis_that_intervenes_scores_its_checkpoints_under_masks(install, task_sample, tmp_path):
+    install(
+        "toy_analysis",
+        first_token_modules("toy_analysis", "first-token", 27, "task"),
+        first_token_groups("toy_analysis"),
+    )
+    assert "first-token-masked" not in [analysis.name for analysis in select_analyses(None)]  # only when named
+    assert "first-token-masked" in [analysis.name for analysis in select_analyses(["first-token-masked"])]
+    checkpoints = as_checkpoints({name: tiny_bert(seed) for seed, name in enumerate(PAIRS[0])})
+    entries = analyse([ANALYSES["first-token-masked"]], checkpoints, list(PAIRS), task_sample, ResultStore(tmp_path))
+    measured = per_checkpoint_results(entries["first-token-masked"])
+    layers, heads = checkpoints[0].model.config.num_hidden_layers, checkpoints[0].model.config.num_attention_heads
+    encoded = [
+        encode_examples(task_sample.tokenizer, [example], 64, pair=True) for example in task_sample.task_examples
+    ]
+    for checkpoint in checkpoints:  # against each example run alone, intact and with one layer's heads gated to 0
+        intact = torch.cat([forward(checkpoint.model, one).logits for one in encoded])
+        for layer in range(layers):
+            gates = torch.ones(1, layers, heads)
+            gates[0, layer] = 0
+            masked = torch.cat(
+                [
+                    forward(checkpoint.model, one, interventions=Interventions(head_gates=gates)).logits
+                    for one in encoded
+                ]
+            )
+            expected = float((masked - intact).abs().sum(-1).mean())
+            assert measured[checkpoint.name]["logit_change"][layer] == pytest.approx(expected, abs=1e-5)
+    assert all(value > 0 for stats in measured.values() for value in stats["logit_change"])
+    metrics = values(VIEWS["first-token-masked"].metrics(entries["first-token-masked"]))
+    assert set(metrics) == {f"masked_logit_change_{name}_layer_{layer}" for name in PAIRS[0] for layer in (1, 2)}
