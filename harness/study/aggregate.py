@@ -42,7 +42,7 @@ from harness.views.evidence import (
     described,
     effect_text,
 )
-from harness.views.patterns import PatternsView
+from harness.views.patterns import PatternsView, share
 from harness.views.seeds import spread
 from harness.views.summary import headline_names, summary_metrics
 from tasks.metrics import metric_rows
@@ -437,11 +437,11 @@ def trajectory_aggregate(summaries: dict[int, dict[str, Any]]) -> dict[str, Any]
     if not kept or EvaluationView.name not in kept[0]["analyses"]:
         return {}
     main = EvaluationView.main_metric(kept[0]["analyses"][EvaluationView.name])
-    layers = trajectory_view.layer_names(summary_metrics(kept[0]))
+    layers = trajectory_view.layer_keys(summary_metrics(kept[0]))
     named = {
-        "dev_score": f"{main}_{FINETUNED}",
+        "dev_score": trajectory_view.dev_score(main),
         **({"last_layer_cosine": layers[-1]} if layers else {}),
-        **{f"pattern_{name}": f"pattern_{FINETUNED}_{name}" for name in trajectory_view.PATTERN_CLASSES},
+        **{f"pattern_{name}": share(name, FINETUNED) for name in trajectory_view.PATTERN_CLASSES},
     }
     return {"trajectory": trajectory_view.study_series(kept, named)}
 

@@ -21,6 +21,7 @@ curves).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -30,12 +31,13 @@ from matplotlib.ticker import MaxNLocator
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.views.across_tasks import study_title, task_colour
 from harness.views.cosine import CosineView
-from harness.views.evaluation import EvaluationView
+from harness.views.evaluation import MAJORITY, EvaluationView
 from harness.views.evidence import RESAMPLES, SEED, StoredUnits, UnitSums, resampled_verdict
 from harness.views.figure_checks import agg_canvas
 from harness.views.markdown import markdown_table
+from harness.views.metrics import Metric
 from harness.views.palette import CHECKPOINT_COLOURS, GREY
-from harness.views.patterns import PatternsView
+from harness.views.patterns import PatternsView, share
 from harness.views.saving import plt, save
 from harness.views.summary import summary_metrics
 from harness.views.titles import run_title, suptitle
@@ -45,7 +47,6 @@ TO_FINAL = "to_final"  # each point's comparison with the fine-tuned model (the 
 
 PATTERN_CLASSES = ("vertical", "diagonal", "vertical_diagonal", "block", "heterogeneous")
 EARLY = 0.1  # "in the first 10% of training"
-COSINE_LAYER = "cosine_layer_"  # the cosine to the pre-trained maps per layer: cosine_layer_1, ...
 Series = dict[str, list[float]]  # {metric: its value at each step}
 # The analyses whose units (`harness.views.base.View.timed_units`) the findings on when things change read
 COSINE, DEV, PATTERNS = CosineView.name, EvaluationView.name, PatternsView.name
@@ -62,18 +63,30 @@ def steps_of(summary: dict[str, Any]) -> list[int]:
     return [0, *(point["step"] for point in trajectory["points"]), trajectory["of_steps"]]
 
 
-def series(summary: dict[str, Any], metrics: dict[str, float], names: list[str]) -> Series:
-    """Each of ``names`` over `steps_of`: its pre-trained value at step 0 (the name with
-    ``pretrained`` for ``finetuned``; a cosine to the pre-trained maps is 1 there; None where
-    there is none), each point's, the run's own."""
+def cosine_layer(layer: int) -> Metric:
+    """The cosine to the pre-trained maps at ``layer`` (the first pair's: ``cosine_layer_2``), without its value."""
+    return Metric(COSINE, COSINE, pair=(PRETRAINED, FINETUNED), pair_said=False, layer=layer)
+
+
+def dev_score(main_metric: str, reference: str | None = None) -> Metric:
+    """The fine-tuned checkpoint's main dev score (``dev_accuracy_finetuned``), or the ``reference``'s
+    in its place (``dev_accuracy_majority``), without its value; ``main_metric``: its stem."""
+    return Metric(DEV, main_metric, checkpoint=None if reference else FINETUNED, reference=reference)
+
+
+def series(summary: dict[str, Any], metrics: dict[str, float], keys: list[Metric]) -> Series:
+    """Each of ``keys`` (metrics without their values) over `steps_of`, by name: its pre-trained
+    value at step 0 (the same record's of the pre-trained checkpoint; a cosine to the pre-trained
+    maps is 1 there; None where there is none), each point's, the run's own."""
     points = points_of(summary)
     found = {}
-    for name in names:
+    for key in keys:
+        name = key.name
         start = (
             1.0
-            if name.startswith(COSINE_LAYER)
-            else metrics.get(name.replace(FINETUNED, PRETRAINED))
-            if FINETUNED in name
+            if key.analysis == COSINE and key.layer is not None
+            else metrics.get(replace(key, checkpoint=PRETRAINED).name)
+            if key.checkpoint == FINETUNED
             else None
         )
         found[name] = [start, *(point["metrics"].get(name) for point in points), metrics.get(name)]
@@ -90,9 +103,17 @@ def score_label(main_metric: str) -> str:
     return main_metric.replace("_", " ") if metric is None else f"{main_metric[: -len(metric) - 1]} {metric}"
 
 
+def layer_keys(metrics: dict[str, float]) -> list[Metric]:
+    """The cosine to the pre-trained maps of each layer that a run's metrics have (`cosine_layer`), in layer order."""
+    keys: list[Metric] = []
+    while (key := cosine_layer(len(keys) + 1)).name in metrics:
+        keys.append(key)
+    return keys
+
+
 def layer_names(metrics: dict[str, float]) -> list[str]:
     """``cosine_layer_1`` ... of a run's metrics, in layer order."""
-    return sorted((name for name in metrics if name.startswith(COSINE_LAYER)), key=lambda name: int(name[13:]))
+    return [key.name for key in layer_keys(metrics)]
 
 
 def draw_run(summary: dict[str, Any], metrics: dict[str, float], main_metric: str, out_dir: Path) -> list[Path]:
@@ -101,15 +122,14 @@ def draw_run(summary: dict[str, Any], metrics: dict[str, float], main_metric: st
     pattern shares over the steps."""
     steps = steps_of(summary)
     paths = []
-    layers = series(summary, metrics, layer_names(metrics))
-    if layers:
-        paths += draw_cosine_and_score(summary, metrics, main_metric, layers, out_dir)
+    if layer_keys(metrics):
+        paths += draw_cosine_and_score(summary, metrics, main_metric, out_dir)
         paths.append(draw_cosine_by_step(summary, metrics, out_dir))
-    shares = series(summary, metrics, [f"pattern_{FINETUNED}_{name}" for name in PATTERN_CLASSES])
+    shares = series(summary, metrics, [share(name, FINETUNED) for name in PATTERN_CLASSES])
     if any(value is not None for values in shares.values() for value in values):
         figure, axes = plt.subplots(figsize=(6, 3.6))
-        for index, (name, values) in enumerate(shares.items()):
-            axes.plot(steps, values, marker="o", color=task_colour(index), label=name.split("_", 2)[2])
+        for index, (name, values) in enumerate(zip(PATTERN_CLASSES, shares.values())):
+            axes.plot(steps, values, marker="o", color=task_colour(index), label=name)
         axes.set_xlabel("training step")
         axes.set_ylabel("share of attention maps")
         axes.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
@@ -126,25 +146,27 @@ def layer_colours(count: int) -> list[tuple[float, ...]]:
 
 
 def draw_cosine_and_score(
-    summary: dict[str, Any], metrics: dict[str, float], main_metric: str, layers: Series, out_dir: Path
+    summary: dict[str, Any], metrics: dict[str, float], main_metric: str, out_dir: Path
 ) -> list[Path]:
     """Two panels over the training steps: each layer's cosine to the pre-trained maps (a line a
     layer, the legend beside the panel), and below it the fine-tuned model's dev score with its
     baseline: the score never shares a panel, a colour or a line style with a layer."""
     steps = steps_of(summary)
     label = score_label(main_metric)
-    dev = series(summary, metrics, [f"{main_metric}_{FINETUNED}"])[f"{main_metric}_{FINETUNED}"]
+    (dev,) = series(summary, metrics, [dev_score(main_metric)]).values()
+    keys = layer_keys(metrics)
+    layers = series(summary, metrics, keys)
     figure, (axes, score_axes) = plt.subplots(
         2, 1, figsize=(6.4, 4.8), sharex=True, gridspec_kw={"height_ratios": [3, 2]}
     )
-    for colour, (name, values) in zip(layer_colours(len(layers)), layers.items()):
-        axes.plot(steps, values, marker="o", markersize=3.5, color=colour, label=f"layer {name[13:]}")
+    for colour, key, values in zip(layer_colours(len(layers)), keys, layers.values()):
+        axes.plot(steps, values, marker="o", markersize=3.5, color=colour, label=f"layer {key.layer}")
     axes.set_ylabel("cosine to the\npre-trained maps")
     axes.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="layer lines", title_fontsize=7)
     score_axes.plot(
         steps, dev, color=CHECKPOINT_COLOURS[FINETUNED], marker="s", linewidth=2, label=f"fine-tuned, {label}"
     )
-    baseline = metrics.get(f"{main_metric}_majority")
+    baseline = metrics.get(dev_score(main_metric, MAJORITY).name)
     if baseline is not None:
         score_axes.axhline(baseline, color=GREY, linestyle=":", linewidth=1.2, label="majority class")
     score_axes.set_ylabel(label)
@@ -214,8 +236,9 @@ def run_table(summary: dict[str, Any], metrics: dict[str, float], main_metric: s
     """The dev score, the per-layer cosine to the pre-trained maps and the last layer's cosine to
     the final model at each step."""
     steps = steps_of(summary)
-    layers = layer_names(metrics)
-    found = series(summary, metrics, [f"{main_metric}_{FINETUNED}", *layers])
+    keys = layer_keys(metrics)
+    layers = [key.name for key in keys]
+    found = series(summary, metrics, [dev_score(main_metric), *keys])
     to_final = [None, *(point[TO_FINAL].get(layers[-1]) for point in points_of(summary)), 1.0]
     rows = [
         [
@@ -233,7 +256,7 @@ def run_table(summary: dict[str, Any], metrics: dict[str, float], main_metric: s
                 "step",
                 "of training",
                 score_label(main_metric),
-                *(f"cosine, layer {n[13:]}" for n in layers),
+                *(f"cosine, layer {key.layer}" for key in keys),
                 "last layer: cosine to the final maps",
             ],
             rows,
@@ -245,7 +268,7 @@ def printed(summary: dict[str, Any], metrics: dict[str, float], main_metric: str
     """One line per point: its step, dev score and per-layer cosine to the pre-trained maps."""
     return [
         f"trajectory step {point['step']} ({point['step'] / summary['trajectory']['of_steps']:.0%}): "
-        f"{score_label(main_metric)} {point['metrics'].get(f'{main_metric}_{FINETUNED}', float('nan')):.3f}; "
+        f"{score_label(main_metric)} {point['metrics'].get(dev_score(main_metric).name, float('nan')):.3f}; "
         "cosine per layer "
         + " ".join(f"{point['metrics'][name]:.3f}" for name in layer_names(metrics) if name in point["metrics"])
         for point in points_of(summary)
@@ -354,17 +377,17 @@ def share_early(
     )
 
 
-def study_series(summaries: list[dict[str, Any]], named: dict[str, str]) -> dict[str, Any]:
+def study_series(summaries: list[dict[str, Any]], named: dict[str, Metric]) -> dict[str, Any]:
     """Over a task's seeds (their summaries, aligned by the fraction of training: the same steps for
-    every seed), each metric of ``named`` (``{key: metric name}``) at each fraction: mean and spread."""
+    every seed), each metric of ``named`` (``{key: metric without its value}``) at each fraction: mean and spread."""
     fractions = [step / steps_of(summaries[0])[-1] for step in steps_of(summaries[0])]
     found = {}
-    for key, name in named.items():
+    for key, metric in named.items():
         grid = np.array(
             [
                 [
                     np.nan if value is None else value
-                    for value in series(summary, summary_metrics(summary), [name])[name]
+                    for value in series(summary, summary_metrics(summary), [metric])[metric.name]
                 ]
                 for summary in summaries
             ],

@@ -3,15 +3,33 @@ resamples, on hand-made series whose order is clear, reversed or noise by constr
 
 from __future__ import annotations
 
+import gzip
+import json
+from pathlib import Path
+
 import numpy as np
 from matplotlib.colors import to_hex
 
 from harness.results.checkpoints import FINETUNED
 from harness.views import trajectory as trajectory_view
+from harness.views.cosine import CosineView
+from harness.views.evaluation import MAJORITY, EvaluationView
 from harness.views.evidence import UnitSums
 from harness.views.palette import CHECKPOINT_COLOURS
-from harness.views.trajectory import EARLY, cosine_before_dev, half_way, score_label, share_early, study_series
+from harness.views.summary import summary_metrics, summary_records
+from harness.views.trajectory import (
+    EARLY,
+    cosine_before_dev,
+    cosine_layer,
+    dev_score,
+    half_way,
+    score_label,
+    share_early,
+    study_series,
+)
 from tasks.metrics import metric_rows
+
+DATA = Path(__file__).resolve().parents[2] / "data"
 
 UNITS = 300
 
@@ -103,7 +121,7 @@ def test_a_tasks_seeds_are_aligned_by_the_fraction_of_training_with_their_spread
         }
 
     found = study_series(
-        [summary(0.9, 0.6), summary(0.8, 0.8)], {"last": "cosine_layer_2", "dev": "dev_accuracy_finetuned"}
+        [summary(0.9, 0.6), summary(0.8, 0.8)], {"last": cosine_layer(2), "dev": dev_score("dev_accuracy")}
     )
     assert found["fractions"] == [0.0, 0.1, 1.0]
     assert np.allclose(found["series"]["last"]["mean"][:2], [1.0, 0.85])  # the pre-trained maps against themselves: 1
@@ -180,3 +198,22 @@ def test_a_chart_of_every_layer_is_made_for_each_kept_step_and_the_last():
     charts = trajectory_view.step_charts(summary, metrics)
     assert sorted(charts) == [10, 20, 40] and all(chart.ndim == 3 and chart.shape[2] == 3 for chart in charts.values())
     assert not np.array_equal(charts[10], charts[40])
+
+
+def test_the_series_are_named_by_the_views_own_records_not_by_editing_names():
+    """The metrics along fine-tuning are records (`Metric`), each named as its view names it: the
+    cosine per layer a run logs, the dev score and its majority class; a series' pre-trained start is
+    the same record's of the pre-trained checkpoint, never a name with one word replaced."""
+    summary = json.loads(gzip.decompress((DATA / "tiny_run_summary.json.gz").read_bytes()))
+    metrics = summary_metrics(summary)
+    cosine = [
+        metric.name
+        for metric in summary_records(summary)
+        if metric.analysis == CosineView.name and CosineView.along_layers(metric)
+    ]
+    assert trajectory_view.layer_names(metrics) == cosine and len(cosine) == 2
+    main = EvaluationView.main_metric(summary["analyses"][EvaluationView.name])
+    assert dev_score(main).name in metrics and dev_score(main, MAJORITY).name in metrics
+    summary["trajectory"] = {"of_steps": 10, "points": [{"step": 5, "metrics": {}}]}
+    (start, _, end) = trajectory_view.series(summary, metrics, [dev_score(main)])[dev_score(main).name]
+    assert start == metrics[f"{main}_pretrained"] and end == metrics[f"{main}_finetuned"]
