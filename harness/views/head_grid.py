@@ -190,7 +190,7 @@ class HeadGrid:
                 x += max(left_labels, overhang)
                 lefts.append(x)
                 x += width + overhang + GAP
-            x += BAR_PAD - overhang - GAP
+            x += BAR_PAD - GAP  # clear of the last panel's title where it is wider than the panel
             bars.append((bar, x))
             x += BAR_WIDTH + bar_overhang(figure, bar, bar_height) + GAP
         figure.set_figwidth(x - GAP + MARGIN)

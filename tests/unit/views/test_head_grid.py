@@ -81,3 +81,23 @@ def test_a_panels_labels_stand_where_an_axes_of_its_own_puts_them(tmp_path, capl
     np.testing.assert_allclose(boxes([labels["layer"]]), boxes([reference.yaxis.label]), atol=2)
     np.testing.assert_allclose(boxes(own(PANEL_TITLE)[:1]), boxes([reference.title]), atol=2)
     plt.close(figure)
+
+
+def test_titles_wider_than_their_panels_stay_clear_of_the_colour_bars(tmp_path, monkeypatch):
+    grid = np.random.default_rng(1).random((2, 4))
+    figure = drawn_figure(
+        monkeypatch,
+        lambda: draw_grid_rows(
+            {"norm-weighted": {"pre-trained": grid, "fine-tuned": grid}},
+            tmp_path / "tiny.png",
+            title="t",
+            colorbar_label="share",
+            differences=titled_pairs([("pretrained", "finetuned")]),
+        ),
+    )
+    canvas, *bars = figure.axes
+    renderer = figure.canvas.get_renderer()
+    titles = [text.get_window_extent(renderer) for text in canvas.texts if text.get_gid() == PANEL_TITLE]
+    assert max(title.width for title in titles) > canvas.images[0].get_window_extent(renderer).width
+    assert not any(title.overlaps(bar.get_tightbbox(renderer)) for title in titles for bar in bars)
+    plt.close(figure)
