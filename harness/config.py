@@ -215,7 +215,9 @@ class FineTuneConfig(Flags):
 
 @dataclass
 class AnalysisConfig(Flags):
-    """Which analyses run, on how much data, and where their extra inputs come from."""
+    """Which analyses run, on how much data, and where their extra inputs come from: the settings
+    sources read and analyses share. Each analysis's own settings join these fields when its view's
+    module is imported (`Settings`, `analysis_settings`)."""
 
     analyses: list[str] | None = option(
         None,
