@@ -18,6 +18,7 @@ from typing import Any, TypedDict
 from matplotlib.axes import Axes
 
 from harness.results.checkpoints import FINETUNED
+from harness.results.entries import PerCheckpoint
 from harness.views.base import (
     Entry,
     PaperPoint,
@@ -94,8 +95,11 @@ class SinksComparison(TypedDict):
     evidence: dict[str, Evidence]
 
 
+SinksEntry = Entry[PerCheckpoint[SinksResult, SinksComparison]]
+
+
 @register_view
-class SinksView(View):
+class SinksView(View[PerCheckpoint[SinksResult, SinksComparison]]):
     name = ANALYSIS
     order = 80
     version = 2
@@ -113,12 +117,12 @@ class SinksView(View):
     left_out = ("per_head",)
 
     @classmethod
-    def timed_units(cls, entry: Entry) -> dict[str, Any]:
+    def timed_units(cls, entry: SinksEntry) -> dict[str, Any]:
         """Each checkpoint's per-input shares of [CLS] and [SEP], kept at each trajectory point."""
         return checkpoint_units(entry)
 
     @classmethod
-    def metrics(cls, entry: Entry) -> list[Metric]:
+    def metrics(cls, entry: SinksEntry) -> list[Metric]:
         """Per checkpoint, statistic and kind the overall value; per pair its change
         (``sinks_pretrained_to_finetuned_raw_share_cls_change``)."""
         out = [
@@ -135,7 +139,7 @@ class SinksView(View):
         ]
 
     @classmethod
-    def draw(cls, entry: Entry, run: dict[str, Any], out_dir: Path) -> list[Path]:
+    def draw(cls, entry: SinksEntry, run: dict[str, Any], out_dir: Path) -> list[Path]:
         written = [
             draw_raw_vs_norm(entry, run, out_dir / "sinks_raw_vs_norm_weighted.png"),
             draw_sink_shares(entry, run, out_dir / "sinks_sink_share.png"),
@@ -162,13 +166,13 @@ class SinksView(View):
         return written
 
     @classmethod
-    def tables(cls, entry: Entry, run: dict[str, Any]) -> dict[str, str]:
+    def tables(cls, entry: SinksEntry, run: dict[str, Any]) -> dict[str, str]:
         return {
             "sinks_by_layer": f"# Attention sinks and norm-weighted attention: {run_title(run)}\n\n{layer_table(entry)}"
         }
 
 
-def draw_raw_vs_norm(entry: Entry, run: dict[str, Any], path: Path) -> Path:
+def draw_raw_vs_norm(entry: SinksEntry, run: dict[str, Any], path: Path) -> Path:
     """One row of panels per token kind, one column per measure (raw, norm-weighted): each
     checkpoint's share per head (dots) and per layer (line) overlaid in its colour, as Clark's
     Figure 2 beside Kobayashi's norm-based view."""
@@ -207,7 +211,7 @@ def plot_kinds(panel: Axes, per_layer: dict[str, list[float]], labels: dict[str,
     panel.legend(fontsize=7)
 
 
-def draw_sink_shares(entry: Entry, run: dict[str, Any], path: Path) -> Path:
+def draw_sink_shares(entry: SinksEntry, run: dict[str, Any], path: Path) -> Path:
     """One panel per token kind: its sink share per layer, every checkpoint overlaid in its colour
     (overall share in the legend)."""
     checkpoints = per_checkpoint_results(entry)
@@ -235,7 +239,7 @@ def draw_sink_shares(entry: Entry, run: dict[str, Any], path: Path) -> Path:
     return save(figure, path)
 
 
-def draw_changes(entry: Entry, run: dict[str, Any], path: Path) -> Path:
+def draw_changes(entry: SinksEntry, run: dict[str, Any], path: Path) -> Path:
     """One row per declared pair, one column per share: its change (b minus a) per layer and kind."""
     pairs = per_pair_results(entry)
     figure, axes = panel_grid(len(pairs), len(SHARES), sharey=False)
@@ -251,7 +255,7 @@ def draw_changes(entry: Entry, run: dict[str, Any], path: Path) -> Path:
     return save(figure, path)
 
 
-def layer_table(entry: Entry) -> str:
+def layer_table(entry: SinksEntry) -> str:
     """Markdown: per checkpoint, every statistic and kind per layer and overall."""
     parts = []
     for checkpoint, stats in per_checkpoint_results(entry).items():
