@@ -93,7 +93,7 @@ def print_lines(summary: dict) -> None:
     lines = printed_lines(summary)
     if trajectory_view.points_of(summary) and EvaluationView.name in summary["analyses"]:
         lines += trajectory_view.printed(
-            summary, summary_metrics(summary), EvaluationView.main_metric(summary["analyses"][EvaluationView.name])
+            summary, summary_metrics(summary), EvaluationView.main_score(summary["analyses"][EvaluationView.name])
         )
     for line in lines:
         print(f"  {line}")

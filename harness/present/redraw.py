@@ -83,7 +83,7 @@ def drawings(summary: dict[str, Any]) -> Iterator[tuple[str, Any, Drawer]]:
         yield name, entry, partial(draw_entry, view, entry, run)
     if "trajectory" in summary and EvaluationView.name in summary["analyses"]:
         metrics = summary_metrics(summary)
-        main = EvaluationView.main_metric(summary["analyses"][EvaluationView.name])
+        main = EvaluationView.main_score(summary["analyses"][EvaluationView.name])
         depends_on = {"trajectory": summary["trajectory"], "metrics": metrics}
         yield TRAJECTORY, depends_on, partial(draw_trajectory, summary, metrics, main)
 
@@ -96,7 +96,7 @@ def draw_entry(view: type[View], entry: Entry, run: dict[str, Any], out_dir: Pat
 
 
 def draw_trajectory(
-    summary: dict[str, Any], metrics: dict[str, float], main: str, out_dir: Path
+    summary: dict[str, Any], metrics: dict[str, float], main: tuple[str, str], out_dir: Path
 ) -> tuple[list[Path], dict[str, str]]:
     """The figures and table of the run's trajectory along fine-tuning."""
     return (

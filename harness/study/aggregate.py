@@ -436,7 +436,7 @@ def trajectory_aggregate(summaries: dict[int, dict[str, Any]]) -> dict[str, Any]
     kept = [summary for summary in summaries.values() if "trajectory" in summary]
     if not kept or EvaluationView.name not in kept[0]["analyses"]:
         return {}
-    main = EvaluationView.main_metric(kept[0]["analyses"][EvaluationView.name])
+    main = EvaluationView.main_score(kept[0]["analyses"][EvaluationView.name])
     layers = trajectory_view.layer_keys(summary_metrics(kept[0]))
     named = {
         "dev_score": trajectory_view.dev_score(main),

@@ -164,20 +164,22 @@ class EvaluationView(View[PerCheckpoint[DevScores, DevComparison]]):
         baseline (``above_frozen-encoder_low_finetuned``: the pair's, said in its own words)."""
         results = per_checkpoint_results(entry)
         out = [
-            Metric(cls.name, metric.replace("/", "_"), checkpoint=checkpoint, value=value)
+            Metric(
+                cls.name, f"{split}_{metric}", checkpoint=checkpoint, value=stats["metrics"][score_key(split, metric)]
+            )
             for checkpoint, stats in results.items()
-            for metric, value in stats["metrics"].items()
+            for split, metric in scored(stats, with_loss=True)
         ]
         first = next(iter(results.values()))
         task = stored_task(first)
         out += [
             Metric(
                 cls.name,
-                metric.replace("/", "_"),
+                f"{split}_{metric}",
                 reference=MAJORITY,
-                value=None if undefined_for_baseline(task, metric) else value,
+                value=None if undefined_for_baseline(task, metric) else first["majority"][score_key(split, metric)],
             )
-            for metric, value in first["majority"].items()
+            for split, metric in scored(first, with_loss=False)
         ]
         compared: dict[str, list[DevComparison]] = {}
         for (before, after), comparison in zip(entry["pairs"], per_pair_results(entry).values()):
@@ -284,11 +286,23 @@ def is_dev_score(statistic: str) -> bool:
     )
 
 
+def score_key(split: str, metric: str) -> str:
+    """The key a split's score is stored under in `DevScores` (``"dev/accuracy"``)."""
+    return f"{split}/{metric}"
+
+
+def scored(scores: DevScores, with_loss: bool) -> list[tuple[str, str]]:
+    """The (split, metric) of each score a checkpoint's `DevScores` stores, in its order: per split
+    scored, the task's metrics, then the loss ``with_loss`` (the majority class's have none)."""
+    metrics = [*stored_task(scores).metrics, *([LOSS] if with_loss else [])]
+    return [(split, metric) for split in scores["examples"] for metric in metrics]
+
+
 def undefined_for_baseline(task: Task, metric: str) -> bool:
-    """Whether ``metric`` (``"<split>/<name>"``) is undefined for the task's baseline: a score's
-    baseline is the mean, a constant, whose correlation with anything is undefined (stored as 0,
-    the value the learning check compares against)."""
-    return task.is_regression and metric.rsplit("/", 1)[-1] in CORRELATIONS
+    """Whether ``metric`` (``"accuracy"``) is undefined for the task's baseline: a score's baseline
+    is the mean, a constant, whose correlation with anything is undefined (stored as 0, the value
+    the learning check compares against)."""
+    return task.is_regression and metric in CORRELATIONS
 
 
 def baseline_name(task: Task) -> str:
@@ -297,9 +311,9 @@ def baseline_name(task: Task) -> str:
 
 
 def baseline_of(metric: str) -> str:
-    """The baseline a ``"<split>/<metric>"`` score is set beside: the mean for a correlation (a
+    """The baseline a metric's score (``"pearson"``) is set beside: the mean for a correlation (a
     score's), else the majority class."""
-    return "the mean score (no correlation)" if metric.rsplit("/", 1)[-1] in CORRELATIONS else "the majority class"
+    return "the mean score (no correlation)" if metric in CORRELATIONS else "the majority class"
 
 
 def learning_warning(entry: EvaluationEntry) -> str | None:
@@ -310,7 +324,9 @@ def learning_warning(entry: EvaluationEntry) -> str | None:
             continue
         below_majority = comparison["against_majority"]["interval"][0] <= 0
         versus = comparison["against_majority" if below_majority else "against_before"]
-        reference = baseline_of(comparison["main_metric"]) if below_majority else f"the {before} baseline"
+        reference = (
+            baseline_of(comparison["against_majority"]["metric"]) if below_majority else f"the {before} baseline"
+        )
         low, high = versus["interval"]
         return (
             f"warning: {after} is not clearly above {reference} on {comparison['main_metric']} "
@@ -334,15 +350,18 @@ def dev_lines(entry: EvaluationEntry) -> list[str]:
     class (for a score, the mean, whose correlations are undefined: said so, not 0)."""
     scores = dev_metrics(entry)
     baseline = scores.pop("majority")
-    task = stored_task(next(iter(per_checkpoint_results(entry).values())))
+    first = next(iter(per_checkpoint_results(entry).values()))
+    task = stored_task(first)
     lines = [
         f"dev {checkpoint}: " + ", ".join(f"{k} {v:.4f}" for k, v in values.items())
         for checkpoint, values in scores.items()
     ]
     if not task.is_regression:
         return lines + ["dev majority: " + ", ".join(f"{k} {v:.4f}" for k, v in baseline.items())]
+    keys = [(score_key(split, metric), metric) for split, metric in scored(first, with_loss=False)]
     said = ", ".join(
-        f"{k} undefined" if undefined_for_baseline(task, k) else f"{k} {v:.4f}" for k, v in baseline.items()
+        f"{key} undefined" if undefined_for_baseline(task, metric) else f"{key} {baseline[key]:.4f}"
+        for key, metric in keys
     )
     return lines + [
         f"dev mean score (the baseline): {said} (a constant has no correlation; the learning check asks "
@@ -433,14 +452,14 @@ def table_cell(task: Task, scores: dict[str, float], split: str) -> str:
     """A checkpoint's main score in percent, as Kovaleva et al.'s Table 1 writes it (F1/accuracy
     for MRPC and QQP, else the task's first metric)."""
     metrics = ("f1", "accuracy") if "f1" in task.metrics else task.metrics[:1]
-    return "/".join(f"{100 * scores[f'{split}/{metric}']:.1f}" for metric in metrics)
+    return "/".join(f"{100 * scores[score_key(split, metric)]:.1f}" for metric in metrics)
 
 
 def baseline_cell(task: Task, scores: dict[str, float], split: str) -> str:
     """The majority class's main score as `table_cell` writes it; for a score, whose baseline is
     the constant mean, "undefined" where that is a correlation."""
     metric = task.metrics[0]
-    return "undefined" if undefined_for_baseline(task, f"{split}/{metric}") else table_cell(task, scores, split)
+    return "undefined" if undefined_for_baseline(task, metric) else table_cell(task, scores, split)
 
 
 def table_1_markdown(entry: EvaluationEntry, run: dict[str, Any]) -> str:

@@ -41,7 +41,6 @@ from harness.views.patterns import PatternsView, share
 from harness.views.saving import plt, save
 from harness.views.summary import summary_metrics
 from harness.views.titles import run_title, suptitle
-from tasks.spec import METRICS_BY_KIND
 
 TO_FINAL = "to_final"  # each point's comparison with the fine-tuned model (the cosine to the final maps)
 
@@ -68,10 +67,11 @@ def cosine_layer(layer: int) -> Metric:
     return Metric(COSINE, COSINE, pair=(PRETRAINED, FINETUNED), pair_said=False, layer=layer)
 
 
-def dev_score(main_metric: str, reference: str | None = None) -> Metric:
+def dev_score(score: tuple[str, str], reference: str | None = None) -> Metric:
     """The fine-tuned checkpoint's main dev score (``dev_accuracy_finetuned``), or the ``reference``'s
-    in its place (``dev_accuracy_majority``), without its value; ``main_metric``: its stem."""
-    return Metric(DEV, main_metric, checkpoint=None if reference else FINETUNED, reference=reference)
+    in its place (``dev_accuracy_majority``), without its value; ``score``: its split and metric
+    (`EvaluationView.main_score`)."""
+    return Metric(DEV, "_".join(score), checkpoint=None if reference else FINETUNED, reference=reference)
 
 
 def series(summary: dict[str, Any], metrics: dict[str, float], keys: list[Metric]) -> Series:
@@ -93,14 +93,10 @@ def series(summary: dict[str, Any], metrics: dict[str, float], keys: list[Metric
     return found
 
 
-METRIC_NAMES = sorted({name for names in METRICS_BY_KIND.values() for name in names}, key=len, reverse=True)
-
-
-def score_label(main_metric: str) -> str:
-    """The task's main dev metric as a reader says it, from its metric-name stem: ``dev accuracy``,
-    ``validation pearson``, ``dev_matched accuracy`` (the split, then the metric)."""
-    metric = next((name for name in METRIC_NAMES if main_metric.endswith(f"_{name}")), None)
-    return main_metric.replace("_", " ") if metric is None else f"{main_metric[: -len(metric) - 1]} {metric}"
+def score_label(score: tuple[str, str]) -> str:
+    """The task's main dev metric as a reader says it, from its split and metric: ``dev accuracy``,
+    ``validation pearson``, ``dev_matched accuracy``."""
+    return " ".join(score)
 
 
 def layer_keys(metrics: dict[str, float]) -> list[Metric]:
@@ -116,14 +112,14 @@ def layer_names(metrics: dict[str, float]) -> list[str]:
     return [key.name for key in layer_keys(metrics)]
 
 
-def draw_run(summary: dict[str, Any], metrics: dict[str, float], main_metric: str, out_dir: Path) -> list[Path]:
+def draw_run(summary: dict[str, Any], metrics: dict[str, float], score: tuple[str, str], out_dir: Path) -> list[Path]:
     """The run's trajectory figures: the per-layer cosine to the pre-trained maps over the training
     steps above the dev score over the same steps, the per-layer cosine at each step, and the
     pattern shares over the steps."""
     steps = steps_of(summary)
     paths = []
     if layer_keys(metrics):
-        paths += draw_cosine_and_score(summary, metrics, main_metric, out_dir)
+        paths += draw_cosine_and_score(summary, metrics, score, out_dir)
         paths.append(draw_cosine_by_step(summary, metrics, out_dir))
     shares = series(summary, metrics, [share(name, FINETUNED) for name in PATTERN_CLASSES])
     if any(value is not None for values in shares.values() for value in values):
@@ -146,14 +142,14 @@ def layer_colours(count: int) -> list[tuple[float, ...]]:
 
 
 def draw_cosine_and_score(
-    summary: dict[str, Any], metrics: dict[str, float], main_metric: str, out_dir: Path
+    summary: dict[str, Any], metrics: dict[str, float], score: tuple[str, str], out_dir: Path
 ) -> list[Path]:
     """Two panels over the training steps: each layer's cosine to the pre-trained maps (a line a
     layer, the legend beside the panel), and below it the fine-tuned model's dev score with its
     baseline: the score never shares a panel, a colour or a line style with a layer."""
     steps = steps_of(summary)
-    label = score_label(main_metric)
-    (dev,) = series(summary, metrics, [dev_score(main_metric)]).values()
+    label = score_label(score)
+    (dev,) = series(summary, metrics, [dev_score(score)]).values()
     keys = layer_keys(metrics)
     layers = series(summary, metrics, keys)
     figure, (axes, score_axes) = plt.subplots(
@@ -166,7 +162,7 @@ def draw_cosine_and_score(
     score_axes.plot(
         steps, dev, color=CHECKPOINT_COLOURS[FINETUNED], marker="s", linewidth=2, label=f"fine-tuned, {label}"
     )
-    baseline = metrics.get(dev_score(main_metric, MAJORITY).name)
+    baseline = metrics.get(dev_score(score, MAJORITY).name)
     if baseline is not None:
         score_axes.axhline(baseline, color=GREY, linestyle=":", linewidth=1.2, label="majority class")
     score_axes.set_ylabel(label)
@@ -232,13 +228,13 @@ def step_charts(summary: dict[str, Any], metrics: dict[str, float] | None = None
     return charts
 
 
-def run_table(summary: dict[str, Any], metrics: dict[str, float], main_metric: str) -> str:
+def run_table(summary: dict[str, Any], metrics: dict[str, float], score: tuple[str, str]) -> str:
     """The dev score, the per-layer cosine to the pre-trained maps and the last layer's cosine to
     the final model at each step."""
     steps = steps_of(summary)
     keys = layer_keys(metrics)
     layers = [key.name for key in keys]
-    found = series(summary, metrics, [dev_score(main_metric), *keys])
+    found = series(summary, metrics, [dev_score(score), *keys])
     to_final = [None, *(point[TO_FINAL].get(layers[-1]) for point in points_of(summary)), 1.0]
     rows = [
         [
@@ -255,7 +251,7 @@ def run_table(summary: dict[str, Any], metrics: dict[str, float], main_metric: s
             [
                 "step",
                 "of training",
-                score_label(main_metric),
+                score_label(score),
                 *(f"cosine, layer {key.layer}" for key in keys),
                 "last layer: cosine to the final maps",
             ],
@@ -264,11 +260,11 @@ def run_table(summary: dict[str, Any], metrics: dict[str, float], main_metric: s
     )
 
 
-def printed(summary: dict[str, Any], metrics: dict[str, float], main_metric: str) -> list[str]:
+def printed(summary: dict[str, Any], metrics: dict[str, float], score: tuple[str, str]) -> list[str]:
     """One line per point: its step, dev score and per-layer cosine to the pre-trained maps."""
     return [
         f"trajectory step {point['step']} ({point['step'] / summary['trajectory']['of_steps']:.0%}): "
-        f"{score_label(main_metric)} {point['metrics'].get(dev_score(main_metric).name, float('nan')):.3f}; "
+        f"{score_label(score)} {point['metrics'].get(dev_score(score).name, float('nan')):.3f}; "
         "cosine per layer "
         + " ".join(f"{point['metrics'][name]:.3f}" for name in layer_names(metrics) if name in point["metrics"])
         for point in points_of(summary)

@@ -9,7 +9,9 @@ or key with ``metric`` in it: ``main_metric``, ``comparison["main_metric"]``), o
 checkpoint's name or a metric-name fragment among its arguments (``name.replace(FINETUNED,
 PRETRAINED)``, ``name.startswith("seconds_")``). The trajectory's series, the study's timings and
 its main score were such calls and are records now (tests/unit/views/test_trajectory.py checks the
-records' names); what is left is listed in `NOT_YET_MOVED`, a list that may only shrink.
+records' names); the evaluation builds its stored score keys from a split and a metric
+(`harness.views.evaluation.score_key`), and the trajectory's label takes the main score's split and
+metric. None is left.
 """
 
 from __future__ import annotations
@@ -21,9 +23,6 @@ ROOT = Path(__file__).resolve().parents[2]
 SCANNED = ("harness", "tasks", "classifier")
 PARSING = {"split", "rsplit", "replace", "startswith", "endswith", "removeprefix", "removesuffix", "partition"}
 FRAGMENTS = ("FINETUNED", "PRETRAINED", "COSINE_LAYER", "seconds_", "_layer_", "_finetuned", "_pretrained")
-# By file: how many such calls remain. The evaluation reads its own stored score keys ("dev/accuracy")
-# into a statistic and a metric; the trajectory's axis label reads the main metric's stem.
-NOT_YET_MOVED = {"harness/views/evaluation.py": 4, "harness/views/trajectory.py": 2}
 
 
 def names_a_metric(expression: ast.expr) -> bool:
@@ -67,8 +66,7 @@ def test_the_rule_finds_each_kind_of_parsing() -> None:
 
 def test_no_metric_name_is_parsed() -> None:
     found = parsed_names()
-    new = {path: calls for path, calls in found.items() if len(calls) > NOT_YET_MOVED.get(path, 0)}
-    assert not new, "metric names parsed:\n" + "\n".join(call for calls in new.values() for call in calls)
+    assert not found, "metric names parsed:\n" + "\n".join(call for calls in found.values() for call in calls)
 
 
 if __name__ == "__main__":  # the whole list: python -m tests.unit.test_metric_names_parsed

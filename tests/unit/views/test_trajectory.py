@@ -121,7 +121,7 @@ def test_a_tasks_seeds_are_aligned_by_the_fraction_of_training_with_their_spread
         }
 
     found = study_series(
-        [summary(0.9, 0.6), summary(0.8, 0.8)], {"last": cosine_layer(2), "dev": dev_score("dev_accuracy")}
+        [summary(0.9, 0.6), summary(0.8, 0.8)], {"last": cosine_layer(2), "dev": dev_score(("dev", "accuracy"))}
     )
     assert found["fractions"] == [0.0, 0.1, 1.0]
     assert np.allclose(found["series"]["last"]["mean"][:2], [1.0, 0.85])  # the pre-trained maps against themselves: 1
@@ -130,10 +130,11 @@ def test_a_tasks_seeds_are_aligned_by_the_fraction_of_training_with_their_spread
 
 
 def test_the_main_score_is_named_by_its_split_and_metric_whatever_the_split():
-    assert score_label("dev_accuracy") == "dev accuracy"
-    assert score_label("validation_pearson") == "validation pearson"  # was "dation_pearson"
-    assert score_label("dev_matched_accuracy") == "dev_matched accuracy"
-    assert score_label("test_macro_f1") == "test macro_f1"
+    assert score_label(("dev", "accuracy")) == "dev accuracy"
+    assert score_label(("validation", "pearson")) == "validation pearson"
+    assert score_label(("dev_matched", "accuracy")) == "dev_matched accuracy"
+    assert score_label(("test", "macro_f1")) == "test macro_f1"
+    assert dev_score(("dev_matched", "accuracy")).name == "dev_matched_accuracy_finetuned"
 
 
 def along(steps: list[int], last: int) -> tuple[dict, dict]:
@@ -172,7 +173,7 @@ def test_the_dev_score_has_a_panel_and_colour_of_its_own_and_no_legend_covers_a_
 
     monkeypatch.setattr(trajectory_view, "save", kept)
     summary, metrics = along([10, 20], 40)
-    paths = trajectory_view.draw_run(summary, metrics, "validation_accuracy", tmp_path)
+    paths = trajectory_view.draw_run(summary, metrics, ("validation", "accuracy"), tmp_path)
     assert {path.name for path in paths} >= {"trajectory_cosine_per_layer.png", "trajectory_cosine_by_step.png"}
     figure, renderer = drawn["trajectory_cosine_per_layer.png"]
     layers, score = figure.axes
@@ -212,8 +213,9 @@ def test_the_series_are_named_by_the_views_own_records_not_by_editing_names():
         if metric.analysis == CosineView.name and CosineView.along_layers(metric)
     ]
     assert trajectory_view.layer_names(metrics) == cosine and len(cosine) == 2
-    main = EvaluationView.main_metric(summary["analyses"][EvaluationView.name])
+    main = EvaluationView.main_score(summary["analyses"][EvaluationView.name])
+    stem = EvaluationView.main_metric(summary["analyses"][EvaluationView.name])
     assert dev_score(main).name in metrics and dev_score(main, MAJORITY).name in metrics
     summary["trajectory"] = {"of_steps": 10, "points": [{"step": 5, "metrics": {}}]}
     (start, _, end) = trajectory_view.series(summary, metrics, [dev_score(main)])[dev_score(main).name]
-    assert start == metrics[f"{main}_pretrained"] and end == metrics[f"{main}_finetuned"]
+    assert start == metrics[f"{stem}_pretrained"] and end == metrics[f"{stem}_finetuned"]
