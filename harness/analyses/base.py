@@ -128,8 +128,10 @@ class Analysis(ABC):
     `harness.config.Settings`, declared in its view's module; its result depends on each),
     ``settings_used`` (the shared `AnalysisConfig` fields its result depends on), ``reference`` (the papers' numbers
     and protocol constants shown beside ours, copied into the summary entry),
-    ``on_by_default`` (False: it runs only when ``--analyses`` names it), ``per_input_scores``
-    (it scores one prediction per input: a tagging task, with one per word, leaves it out).
+    ``on_by_default`` (False: it runs only when ``--analyses`` names it), ``switch`` (the
+    `AnalysisConfig` setting, auto/on/off, that adds it to a run ``--analyses`` leaves it out of: a
+    choice of what runs, kept out of the run key), ``per_input_scores`` (it scores one prediction per
+    input: a tagging task, with one per word, leaves it out).
     """
 
     view: ClassVar[type[View]]
@@ -143,6 +145,7 @@ class Analysis(ABC):
     settings_used: ClassVar[tuple[str, ...]] = ()
     reference: ClassVar[dict[str, Any]] = {}
     on_by_default: ClassVar[bool] = True  # False: a compatibility protocol that runs only when named
+    switch: ClassVar[str | None] = None
     per_input_scores: ClassVar[bool] = False  # True: scores one prediction per input, which a tagging task lacks
 
     def __init_subclass__(cls, **kwargs: Any) -> None:

@@ -138,6 +138,7 @@ class Transplant(Analysis):
     joint = True  # the donor's attention and the recipient's model
     uses_head = True
     on_by_default = False  # a few hundred masked passes: `--transplant` decides (see harness.run.plan)
+    switch = "transplant"
 
     def __init__(self, context: AnalysisContext) -> None:
         super().__init__(context)

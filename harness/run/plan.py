@@ -43,9 +43,8 @@ from tasks.loading import load_examples, resolved
 from tasks.registry import HUB_DATASET
 from tasks.spec import Task
 
-# which analyses run: not part of any result's key
 log = logging.getLogger(__name__)
-SELECTION = ("analyses", "ablation", "transplant", "trajectory_analyses")
+SELECTION = ("analyses", "trajectory_analyses")  # which analyses run: not part of any result's key, nor their switches
 
 
 @dataclass
@@ -284,7 +283,8 @@ def own_data_identity(task: Task, splits: tuple[str, ...], hashes: FileHashes) -
 
 def settings_identity(settings: AnalysisConfig, hashes: FileHashes) -> dict[str, Any]:
     """Every analysis setting but the selection, with files and folders replaced by their content hashes."""
-    values = {name: value for name, value in asdict(settings).items() if name not in SELECTION}
+    selection = {*SELECTION, *(analysis.switch for analysis in ANALYSES.values() if analysis.switch)}
+    values = {name: value for name, value in asdict(settings).items() if name not in selection}
     return {name: hashes.describe(value) if isinstance(value, Path) else value for name, value in values.items()}
 
 

@@ -209,8 +209,6 @@ NOT_YET_MOVED = {
     "harness/present/redraw.py": {"ablation", "coreference", "syntax"},
     # the study's time table has a column for the intervening source's phase even when no seed ran it
     "harness/present/study_figures.py": {"ablation"},
-    # --ablation and --transplant: AnalysisConfig's fields, which move with the analyses' settings
-    "harness/run/plan.py": {"ablation", "transplant"},
 }
 
 
