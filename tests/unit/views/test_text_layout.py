@@ -1,0 +1,53 @@
+"""A text's kept layout is matplotlib's own, made again whenever what it depends on changes, and
+made once for the texts of a figure that share it."""
+
+from __future__ import annotations
+
+from harness.views.saving import plt
+from harness.views.text_layout import _LAYOUTS, _MATPLOTLIB_LAYOUT, kept_layout
+
+
+def extents(layout) -> tuple:
+    """A layout's numbers: its box's bounds, each line's text, size and place, the aligned box."""
+    box, lines, aligned = layout
+    return tuple(box.bounds), lines, aligned
+
+
+def test_a_kept_layout_follows_every_change_to_its_text():
+    figure = plt.figure(dpi=100)
+    renderer = figure.canvas.get_renderer()
+    text = figure.text(0.5, 0.5, "layer", fontsize=10)
+    changes = [
+        lambda: text.set_text("head\n12"),
+        lambda: text.set_fontsize(7),
+        lambda: text.set_rotation(90),
+        lambda: text.set_rotation_mode("anchor"),
+        lambda: text.set_horizontalalignment("right"),
+        lambda: text.set_verticalalignment("center_baseline"),
+        lambda: text.set_multialignment("center"),
+        lambda: text.set_linespacing(2.0),
+        lambda: text.set_fontweight("bold"),
+        lambda: text.set_text(r"$\rho$ = 0.5"),
+        lambda: figure.set_dpi(200),
+    ]
+    assert extents(kept_layout(text, renderer)) == extents(_MATPLOTLIB_LAYOUT(text, renderer))
+    for change in changes:
+        before = extents(kept_layout(text, renderer))
+        change()
+        assert extents(kept_layout(text, renderer)) == extents(_MATPLOTLIB_LAYOUT(text, renderer))
+        assert extents(kept_layout(text, renderer)) != before
+    plt.close(figure)
+
+
+def test_texts_that_share_a_layout_are_laid_out_once_and_measured_where_they_stand():
+    figure = plt.figure(dpi=100)
+    renderer = figure.canvas.get_renderer()
+    labels = [figure.text(x / 10, 0.5, str(x % 3), fontsize=7, ha="center") for x in range(9)]
+    boxes = [label.get_window_extent(renderer) for label in labels]
+    assert len(_LAYOUTS[renderer]) == 3
+    assert [box.x0 for box in boxes] == sorted(box.x0 for box in boxes)  # each at its own place
+    assert boxes[0].bounds == figure.text(0.0, 0.5, "0", fontsize=7, ha="center").get_window_extent(renderer).bounds
+    moved = kept_layout(labels[0], renderer)[0]
+    moved.x0 += 5  # a caller's box is its own: the kept one stays
+    assert labels[3].get_window_extent(renderer).bounds == boxes[3].bounds
+    plt.close(figure)
