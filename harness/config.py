@@ -123,10 +123,17 @@ class TaskConfig(Flags):
 
 
 DEFAULT_TRAJECTORY = (0.01, 0.05, 0.1, 0.25, 0.5)  # fractions of the training steps: early on, densely
-# What the kept steps get by default: the analyses that ride the dev sample's one pass (the example maps
-# the report's slider shows among them) and those the study's findings on when attention changes read.
-DEFAULT_TRAJECTORY_ANALYSES = ("cosine", "patterns", "examples")
+# What the kept steps get by default, in their views' order (`measured_along`): the analyses that ride the
+# dev sample's one pass (the example maps the report's slider shows among them) and those the study's
+# findings on when attention changes read.
+MEASURED_ALONG: list[str] = []
+ALONG_ORDER: dict[str, int] = {}  # each of them: its view's order
 ALL_ANALYSES = "all"
+TRAJECTORY_HELP = (
+    "with --trajectory, the analyses that measure each kept step besides the dev evaluation "
+    "(default: {}: one pass over the dev sample, and what the study's "
+    "findings on when attention changes read); all: every analysis of the run but the ablation"
+)
 
 
 @dataclass
@@ -317,12 +324,7 @@ class AnalysisConfig(Flags):
         minimum=1,
         quick=256,
     )
-    trajectory_analyses: list[str] | None = option(
-        None,
-        "with --trajectory, the analyses that measure each kept step besides the dev evaluation "
-        f"(default: {' '.join(DEFAULT_TRAJECTORY_ANALYSES)}: one pass over the dev sample, and what the study's "
-        "findings on when attention changes read); all: every analysis of the run but the ablation",
-    )
+    trajectory_analyses: list[str] | None = option(None, TRAJECTORY_HELP)  # its help names `MEASURED_ALONG`
     quick: bool = option(False, "")  # its help names every cap, the analyses' own too (`quick_help`)
 
     def __post_init__(self) -> None:
@@ -401,17 +403,38 @@ def analysis_settings(part: type[Part]) -> type[Part]:
 
 def assemble_analysis_config() -> None:
     """`AnalysisConfig`, in place: the shared settings, then those of `ANALYSIS_SETTINGS` in the
-    order they were registered, and last ``--quick``, whose help names every cap."""
+    order they were registered, and last ``--quick``, whose help names every cap; ``--trajectory-analyses``'
+    help names the analyses measured along by default (`measured_along`)."""
     types = dict(SHARED_TYPES)
     own: list[Field[Any]] = []
     for part in ANALYSIS_SETTINGS.values():
         types |= typing.get_type_hints(part)
         own += fields(part)
-    shared = [item for item in SHARED_SETTINGS if item.name != "quick"]
+    shared = [
+        retold(item, TRAJECTORY_HELP.format(" ".join(MEASURED_ALONG))) if item.name == "trajectory_analyses" else item
+        for item in SHARED_SETTINGS
+        if item.name != "quick"
+    ]
     sizes = ", ".join(f"{name} {cap}" for name, cap in quick_caps([*shared, *own]).items())
     quick = cast("Field[Any]", field(default=False, metadata={"help": QUICK_HELP.format(sizes)}))
     quick.name = "quick"
     refield(AnalysisConfig, [*shared, *own, quick], types)
+
+
+def retold(item: Field[Any], said: str) -> Field[Any]:
+    """``item`` with ``said`` as its help: a setting whose help names what the analyses declare."""
+    told = cast("Field[Any]", field(default=item.default, metadata={**item.metadata, "help": said}))
+    told.name = item.name
+    return told
+
+
+def measured_along(name: str, order: int) -> None:
+    """Analysis ``name`` (its view's ``order``) measures each step ``--trajectory`` keeps unless
+    ``--trajectory-analyses`` says otherwise (its view's ``along_by_default``, registered): one of
+    `MEASURED_ALONG`, named in the flag's help."""
+    ALONG_ORDER[name] = order
+    MEASURED_ALONG[:] = sorted(ALONG_ORDER, key=ALONG_ORDER.__getitem__)
+    assemble_analysis_config()
 
 
 assemble_analysis_config()

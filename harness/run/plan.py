@@ -25,7 +25,7 @@ from harness.analyses.ablation import Ablation
 from harness.analyses.base import INTERVENES
 from harness.analyses.evaluation import Evaluation
 from harness.analyses.transplant import Transplant
-from harness.config import ALL_ANALYSES, DEFAULT_TRAJECTORY_ANALYSES, AnalysisConfig, RunConfig
+from harness.config import ALL_ANALYSES, MEASURED_ALONG, AnalysisConfig, RunConfig
 from harness.corpus_lookup import corpus_location, default_corpus_path, in_corpus_folder, looked_in
 from harness.inputs.sources import SOURCES
 from harness.inputs.sources.treebank import train_sibling
@@ -84,7 +84,7 @@ def select_analyses(names: list[str] | None, ablation: bool = False, transplant:
 
 def along_analyses(names: list[str] | None, analyses: list[type[Analysis]]) -> list[type[Analysis]]:
     """The run's analyses that measure each step ``--trajectory`` keeps: the dev evaluation (each
-    step's dev score), then ``--trajectory-analyses`` (by default `DEFAULT_TRAJECTORY_ANALYSES`
+    step's dev score), then ``--trajectory-analyses`` (by default `MEASURED_ALONG`
     that the run has; ``all``: every one); never one that intervenes (the ablation), which scores
     the final model's head under hundreds of masks. A name that is no analysis of the run is an
     `InputError`."""
@@ -97,7 +97,7 @@ def along_analyses(names: list[str] | None, analyses: list[type[Analysis]]) -> l
             f"--trajectory-analyses {clipped(missing[0])}: not an analysis this run measures its kept steps "
             f"with; choose from {', '.join(ran)}, or all"
         )
-    chosen = names if names is not None else [name for name in DEFAULT_TRAJECTORY_ANALYSES if name in ran]
+    chosen = names if names is not None else [name for name in MEASURED_ALONG if name in ran]
     return [ran[name] for name in dict.fromkeys([Evaluation.name, *chosen])]
 
 

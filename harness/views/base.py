@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar, Generic, TypedDict, TypeVar
 
+from harness.config import measured_along
 from harness.registry import registrar
 from harness.results.checkpoints import MAIN_PAIR
 from harness.results.entries import Compared, Entry, Pairs, PerCheckpoint, Result, Stored, decoded
@@ -137,7 +138,9 @@ class View(Generic[Result]):
     says how far a point of a run's trajectory still is from the fine-tuned model: the point is
     compared with it too, `harness.run.trajectory`); ``per_head_parts`` (result keys whose value per
     head is a list of named parts, such as the pattern classifier's count of each class, with the
-    parts' names: the exported tables' metric of each part, `harness.present.frames`).
+    parts' names: the exported tables' metric of each part, `harness.present.frames`);
+    ``along_by_default`` (its analysis measures each step ``--trajectory`` keeps unless
+    ``--trajectory-analyses`` says otherwise: `harness.config.measured_along`).
     """
 
     name: ClassVar[str]
@@ -152,6 +155,7 @@ class View(Generic[Result]):
     compared: ClassVar[type | None] = None
     to_final: ClassVar[bool] = False
     per_head_parts: ClassVar[dict[str, tuple[str, ...]]] = {}
+    along_by_default: ClassVar[bool] = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """A view that names its analysis and declares what it stores gives the store that shape to check."""
@@ -248,7 +252,17 @@ class View(Generic[Result]):
 
 
 VIEWS: dict[str, type[View[Any]]] = {}  # each view's own Result: its methods are called with the entry it declares
-register_view = registrar(VIEWS, "view")  # class decorator: adds a view to VIEWS under its name
+AnyView = TypeVar("AnyView", bound=View[Any])
+registered_view = registrar(VIEWS, "view")
+
+
+def register_view(view: type[AnyView]) -> type[AnyView]:
+    """Class decorator: adds a view to `VIEWS` under its name, and its analysis to those measured
+    along a run's trajectory by default where it says so (``along_by_default``)."""
+    registered_view(view)
+    if view.along_by_default:
+        measured_along(view.name, view.order)
+    return view
 
 
 def current_entries(summary: dict[str, Any]) -> dict[str, tuple[type[View[Any]], Entry[Any]]]:

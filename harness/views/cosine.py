@@ -146,6 +146,7 @@ CosineEntry = Entry[CosineResult]
 class CosineView(View[CosineResult]):
     name = "cosine"
     order = 20
+    along_by_default = True  # the study's findings on when attention changes read it
     version = 3
     stored = CosineResult
     claims = {

@@ -99,6 +99,7 @@ ExamplesEntry = Entry[PerCheckpoint[ExamplesResult, ExamplesComparison]]
 class ExamplesView(View[PerCheckpoint[ExamplesResult, ExamplesComparison]]):
     name = "examples"
     order = 170
+    along_by_default = True  # the report's slider shows each kept step's maps
     version = 2  # 2: GLUE from the hub names its examples by their TSV line, as the TSV loader does
     stored = ExamplesResult
     compared = ExamplesComparison

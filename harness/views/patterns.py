@@ -139,6 +139,7 @@ PatternsEntry = Entry[PerCheckpoint[PatternResult, PatternComparison]]
 class PatternsView(View[PerCheckpoint[PatternResult, PatternComparison]]):
     name = ANALYSIS
     order = 50
+    along_by_default = True  # the study's findings on when attention changes read it
     # 3: `block` never predicted for single sentences; 4: the CNN sees the segments and measurements;
     # 5: boosted trees on the maps' measurements; 7: retrained on 1,325 labels with pure synthetic blocks;
     # 8: the within-segment measure per token (fair to unequal segments), 1,405 labels, longer synthetic maps;

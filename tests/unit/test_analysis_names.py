@@ -201,9 +201,6 @@ def test_an_analysis_owns_its_two_modules_and_its_helpers() -> None:
 # What remains to move into the analyses' classes (issue 62, item 3), by file and name: a list that
 # may only shrink. A name used anew outside its files, or in another file, fails the test.
 NOT_YET_MOVED = {
-    # --trajectory-analyses' default, shown in --help: the configuration layer imports no analysis; it
-    # moves with the analyses' settings (item 4) as a class attribute the plan reads
-    "harness/config.py": {"cosine", "examples", "patterns"},
     # the sample each source drew, by source name: sources (harness.inputs) lie above harness.present,
     # so their description of a sample needs a torch-free home first
     "harness/present/redraw.py": {"ablation", "coreference", "syntax"},

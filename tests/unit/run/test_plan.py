@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import logging
+from dataclasses import fields
 
+from harness.analyses import ANALYSES
 from harness.cli import build_parser, configs_from
-from harness.run.plan import plan_run
+from harness.config import MEASURED_ALONG, AnalysisConfig
+from harness.run.plan import along_analyses, plan_run
 from tests.fixtures import tiny_run_arguments
 
 
@@ -32,3 +35,13 @@ def test_a_data_flag_no_analysis_reads_is_one_warning_naming_the_analyses_that_w
     with caplog.at_level(logging.WARNING, logger="harness.run.plan"):
         planned([*argv, "--analyses", "surface_text", "syntax", "coreference"])
     assert [record for record in caplog.records if record.name == "harness.run.plan"] == []
+
+
+def test_the_steps_a_trajectory_keeps_are_measured_by_the_analyses_whose_views_say_so():
+    """--trajectory-analyses' default comes from the views (``along_by_default``), in their order, as
+    the flag's help says: the analyses the plan measures each kept step with, after the dev evaluation."""
+    assert MEASURED_ALONG == ["cosine", "patterns", "examples"]
+    (said,) = [item.metadata["help"] for item in fields(AnalysisConfig) if item.name == "trajectory_analyses"]
+    assert "(default: cosine patterns examples: one pass over the dev sample" in said
+    along = along_analyses(None, list(ANALYSES.values()))
+    assert [analysis.name for analysis in along] == ["evaluation", *MEASURED_ALONG]
