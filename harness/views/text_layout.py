@@ -48,7 +48,7 @@ def layout_key(text: Text) -> Hashable | None:
         text.get_verticalalignment(),
         text._get_multialignment(),  # type: ignore[attr-defined]
         text._linespacing,  # type: ignore[attr-defined]
-        text.get_figure(root=True).dpi,  # type: ignore[union-attr]
+        text.get_figure().dpi,  # type: ignore[union-attr]  # a subfigure's is its figure's
     )
 
 
@@ -65,5 +65,7 @@ def kept_layout(text: Text, renderer: RendererBase) -> Layout:
 
 
 def keep_layouts() -> None:
-    """Lay every text out through `kept_layout` (called once, where matplotlib is set up)."""
-    Text._get_layout = kept_layout  # type: ignore[attr-defined]
+    """Lay every text out through `kept_layout` (called once, where matplotlib is set up), where
+    this matplotlib lays texts out as `kept_layout` expects (3.8 and later)."""
+    if all(hasattr(Text, name) for name in ("_get_multialignment", "get_parse_math")):
+        Text._get_layout = kept_layout  # type: ignore[attr-defined]
