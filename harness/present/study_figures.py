@@ -127,31 +127,35 @@ def findings_table(study: dict[str, Any]) -> str:
 
 
 def time_table(seconds: dict[str, dict[str, Any]]) -> str:
-    """Minutes per seed of fine-tuning, of the analyses and of the ablation (over the seeds it
-    ran on) per task, each task's total, and the study's."""
+    """Minutes per seed of fine-tuning, of the analyses and of each source read only to intervene
+    (`View.timed_apart`: the ablation's, over the seeds it ran on) per task, each task's total, and
+    the study's."""
+    apart = list(dict.fromkeys(view.timed_apart for view in VIEWS.values() if view.timed_apart))
     rows, total = [], 0.0
     for task, phases in seconds.items():
         spent = sum(sum(phase["values"]) for phase in phases.values())
         total += spent
-        ablation = phases.get("ablation")
         rows.append(
             [
                 task,
                 str(phases["fine-tuning"]["n"]),
                 f"{phases['fine-tuning']['mean'] / 60:.1f}",
                 f"{phases['analyses']['mean'] / 60:.1f}",
-                f"{ablation['mean'] / 60:.1f} ({ablation['n']})" if ablation else "-",
+                *(
+                    f"{phases[phase]['mean'] / 60:.1f} ({phases[phase]['n']})" if phase in phases else "-"
+                    for phase in apart
+                ),
                 f"{spent / 60:.0f}",
             ]
         )
-    rows.append(["all tasks", "", "", "", "", f"{total / 60:.0f}"])
+    rows.append(["all tasks", "", "", "", *[""] * len(apart), f"{total / 60:.0f}"])
     return markdown_table(
         [
             "task",
             "seeds",
             "fine-tuning, min per seed",
             "analyses, min per seed",
-            "ablation, min per seed (seeds)",
+            *(f"{phase}, min per seed (seeds)" for phase in apart),
             "task total, min",
         ],
         rows,

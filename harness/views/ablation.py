@@ -64,6 +64,7 @@ AblationEntry = Entry[PerCheckpoint[AblationResult, ImportanceAgreement]]
 class AblationView(View[PerCheckpoint[AblationResult, ImportanceAgreement]]):
     name = ANALYSIS
     order = 160
+    timed_apart = "ablation"  # its source, the dev sample it scores under hundreds of masks
     version = 3  # 3: simultaneous intervals, the equivalence margin, 20 random orders resampled, predictions stored
     stored = AblationResult
     compared = ImportanceAgreement

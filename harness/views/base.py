@@ -140,7 +140,9 @@ class View(Generic[Result]):
     head is a list of named parts, such as the pattern classifier's count of each class, with the
     parts' names: the exported tables' metric of each part, `harness.present.frames`);
     ``along_by_default`` (its analysis measures each step ``--trajectory`` keeps unless
-    ``--trajectory-analyses`` says otherwise: `harness.config.measured_along`).
+    ``--trajectory-analyses`` says otherwise: `harness.config.measured_along`); ``timed_apart`` (the
+    source its analysis reads only to intervene, whose seconds a study sets apart from the analyses':
+    a column of its time table, shown where no seed ran it too).
     """
 
     name: ClassVar[str]
@@ -156,6 +158,7 @@ class View(Generic[Result]):
     to_final: ClassVar[bool] = False
     per_head_parts: ClassVar[dict[str, tuple[str, ...]]] = {}
     along_by_default: ClassVar[bool] = False
+    timed_apart: ClassVar[str | None] = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """A view that names its analysis and declares what it stores gives the store that shape to check."""

@@ -204,8 +204,6 @@ NOT_YET_MOVED = {
     # the sample each source drew, by source name: sources (harness.inputs) lie above harness.present,
     # so their description of a sample needs a torch-free home first
     "harness/present/redraw.py": {"ablation", "coreference", "syntax"},
-    # the study's time table has a column for the intervening source's phase even when no seed ran it
-    "harness/present/study_figures.py": {"ablation"},
 }
 
 

@@ -11,6 +11,8 @@ from harness.config import StudyConfig
 from harness.present.study_figures import time_table
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.study.aggregate import claim_findings
+from harness.study.runner import intervening_sources
+from harness.views import VIEWS
 from harness.views.ablation import AblationView
 from harness.views.evidence import interval_verdict
 from harness.views.patterns import pattern_shares_table
@@ -117,6 +119,12 @@ def test_the_time_table_gives_minutes_per_seed_and_the_totals():
     )
     assert "| rte | 2 | 6.0 | 1.0 | 10.0 (1) | 24 |" in table and "| wnli | 1 | 0.5 | 0.5 | - | 1 |" in table
     assert table.splitlines()[-1] == "| all tasks |  |  |  |  | 25 |"
+
+
+def test_the_time_tables_own_columns_are_the_sources_read_only_to_intervene():
+    """The views that say which source their analysis reads only to intervene (`View.timed_apart`)
+    name what the study times apart from the analyses (`intervening_sources`, from the analyses' needs)."""
+    assert [view.timed_apart for view in VIEWS.values() if view.timed_apart] == intervening_sources()
 
 
 def test_the_ablation_table_names_the_heads_and_layers_that_help_and_hurt_most_per_task():
