@@ -325,7 +325,7 @@ class AnalysisConfig(Flags):
         quick=256,
     )
     trajectory_analyses: list[str] | None = option(None, TRAJECTORY_HELP)  # its help names `MEASURED_ALONG`
-    quick: bool = option(False, "")  # its help names every cap, the analyses' own too (`quick_help`)
+    quick: bool = option(False, "")  # its help names every cap, the analyses' own too (`assemble_analysis_config`)
 
     def __post_init__(self) -> None:
         super().__post_init__()
