@@ -91,7 +91,7 @@ def drawings(summary: dict[str, Any]) -> Iterator[tuple[str, Any, Drawer]]:
 def draw_entry(view: type[View], entry: Entry, run: dict[str, Any], out_dir: Path) -> tuple[list[Path], dict[str, str]]:
     """The figures (files) and tables (by file stem) of ``view``'s entry, each figure with the
     sample it was drawn from as its footnote (`sample_note`)."""
-    with figure_note(sample_note(entry)):
+    with figure_note(sample_note(view, entry)):
         return view.draw(entry, run, out_dir), view.tables(entry, run)
 
 
@@ -158,45 +158,18 @@ def drawn_names(summary: dict[str, Any]) -> list[str]:
     return [name for name, _, _ in drawings(summary)]
 
 
-def sample_note(entry: Entry) -> str:
+def sample_note(view: type[View], entry: Entry) -> str:
     """``"quick look: 64 dev examples"``: the footnote of an analysis's figures where its source
     drew a sample no larger than ``--quick`` makes it (`harness.config.QUICK`, whether --quick or
-    a smaller flag capped it), read from the sizes the entry's source recorded; "" otherwise."""
+    a smaller flag capped it), read from the sizes the entry's source recorded (`View.samples`);
+    "" otherwise."""
     source = entry.get("source", {})
     small = [
         f"{size} {what}"
-        for size, cap, what in samples(source.get("identity", {}), source.get("notes", {}))
+        for size, cap, what in view.samples(source.get("identity", {}), source.get("notes", {}))
         if size is not None and size <= QUICK[cap]
     ]
     return f"quick look: {', '.join(small)}" if small else ""
-
-
-def samples(identity: dict[str, Any], notes: dict[str, Any]) -> list[tuple[int | None, str, str]]:
-    """The samples a source drew, from its stored identity and notes: each one's size, the
-    setting --quick caps it with, and what it counts. Data read whole (no cap recorded) is no sample."""
-    name = identity.get("source")
-    examples = f"{identity.get('split', 'dev')} examples"
-    if name in ("task", "task-padded"):  # always a seeded sample of the split
-        return [(identity.get("examples"), "max_eval_examples", examples)]
-    if name == "ablation":
-        return [(identity.get("examples"), "ablation_examples", examples)]
-    if name == "dev":  # whole splits unless --max-dev-examples asked for a sample
-        return [
-            (count, "max_dev_examples", f"{split} examples")
-            for split, count in notes.get("examples", {}).items()
-            if "sample" in identity
-        ]
-    if name in ("corpus", "running-text"):
-        return [(notes.get("segments"), "max_eval_examples", "segments of running text")]
-    if name == "coreference":
-        return [(notes.get("documents"), "max_corpus_items", "documents")] if identity.get("max_documents") else []
-    if name not in ("syntax", "syntax-probe"):
-        return []
-    capped = identity.get("max_sentences") or identity.get("max_dev_sentences")
-    trained = identity.get("train_sentences")  # 0: the whole training treebank
-    return ([(notes.get("sentences"), "max_corpus_items", "treebank sentences")] if capped else []) + (
-        [(notes.get("train_sentences"), "probe_train_sentences", "probe training sentences")] if trained else []
-    )
 
 
 def relative(paths: list[Path], folder: Path) -> list[str]:

@@ -56,6 +56,7 @@ from harness.views.base import Claim, Entry, PaperPoint, View, per_checkpoint_re
 from harness.views.markdown import markdown_table
 from harness.views.metrics import Metric
 from harness.views.papers import KOVALEVA_TASKS, expected_for
+from harness.views.samples import intervention_sample
 
 AblationEntry = Entry[PerCheckpoint[AblationResult, ImportanceAgreement]]
 
@@ -63,6 +64,7 @@ AblationEntry = Entry[PerCheckpoint[AblationResult, ImportanceAgreement]]
 @register_view
 class AblationView(View[PerCheckpoint[AblationResult, ImportanceAgreement]]):
     name = ANALYSIS
+    samples = intervention_sample
     order = 160
     timed_apart = "ablation"  # its source, the dev sample it scores under hundreds of masks
     version = 3  # 3: simultaneous intervals, the equivalence margin, 20 random orders resampled, predictions stored

@@ -23,6 +23,7 @@ from harness.results.checkpoints import MAIN_PAIR
 from harness.results.entries import Compared, Entry, Pairs, PerCheckpoint, Result, Stored, decoded
 from harness.results.shapes import declare
 from harness.views.metrics import Metric
+from harness.views.samples import Sampler, dev_sample
 
 Row = tuple[str, ...]  # a row of the overview table: what, pre-trained, fine-tuned, the paper's number
 Failures = dict[str, str]  # {what a study could not aggregate or draw: the error}, written to its study.json
@@ -142,7 +143,9 @@ class View(Generic[Result]):
     ``along_by_default`` (its analysis measures each step ``--trajectory`` keeps unless
     ``--trajectory-analyses`` says otherwise: `harness.config.measured_along`); ``timed_apart`` (the
     source its analysis reads only to intervene, whose seconds a study sets apart from the analyses':
-    a column of its time table, shown where no seed ran it too).
+    a column of its time table, shown where no seed ran it too); ``samples`` (the samples its analysis's
+    source draws, read from what the source stored: `harness.views.samples`; by default a task's dev
+    sample, the default source's).
     """
 
     name: ClassVar[str]
@@ -159,6 +162,7 @@ class View(Generic[Result]):
     per_head_parts: ClassVar[dict[str, tuple[str, ...]]] = {}
     along_by_default: ClassVar[bool] = False
     timed_apart: ClassVar[str | None] = None
+    samples: ClassVar[Sampler] = dev_sample
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         """A view that names its analysis and declares what it stores gives the store that shape to check."""

@@ -46,6 +46,7 @@ from harness.views.evidence import (
 from harness.views.markdown import markdown_table
 from harness.views.metrics import Metric
 from harness.views.palette import OKABE_ITO
+from harness.views.samples import running_text_sample
 from harness.views.saving import plt, save
 from harness.views.seeds import elementwise
 from harness.views.titles import checkpoint_title, run_title, suptitle
@@ -545,6 +546,7 @@ RUNNING_TEXT = "two-paragraph segments of running text"
 @register_view
 class CkaTextView(CkaView):
     name = "cka_text"
+    samples = running_text_sample
     order = 75
     version = 2
     inputs = RUNNING_TEXT

@@ -19,6 +19,7 @@ from harness.config import Settings, analysis_settings
 from harness.options import option
 from harness.views.base import Entry, View, per_pair_results, register_view
 from harness.views.drawing import draw_side_by_side_grids
+from harness.views.samples import running_text_sample
 from harness.views.saving import plt, save
 from harness.views.titles import axes_title, checkpoint_title, run_title
 
@@ -72,6 +73,7 @@ ClusteringEntry = Entry[ClusteringResult]
 @register_view
 class ClusteringView(View[ClusteringResult]):
     name = "clustering"
+    samples = running_text_sample
     order = 40
     version = 2
     stored = ClusteringResult

@@ -25,6 +25,7 @@ from harness.views.drawing import draw_side_by_side_grids
 from harness.views.evidence import Evidence, StoredUnits, best_of_many_words
 from harness.views.metrics import Metric
 from harness.views.palette import GREY
+from harness.views.samples import documents_sample
 from harness.views.saving import plt, save
 from harness.views.titles import checkpoint_title, run_title, titled_pairs
 from tasks.coreference import MENTION_TYPES
@@ -113,6 +114,7 @@ CoreferenceEntry = Entry[PerCheckpoint[CoreferenceResult, CoreferenceComparison]
 @register_view
 class CoreferenceView(View[PerCheckpoint[CoreferenceResult, CoreferenceComparison]]):
     name = ANALYSIS
+    samples = documents_sample
     order = 110
     version = 5  # 5: the best head's change cross-fitted (a re-chosen maximum is biased upward)
     stored = CoreferenceResult

@@ -25,6 +25,7 @@ from harness.views.base import Entry, PaperPoint, Row, View, per_checkpoint_resu
 from harness.views.drawing import draw_side_by_side_grids
 from harness.views.evidence import Evidence, StoredUnits, best_of_many_words
 from harness.views.metrics import Metric
+from harness.views.samples import treebank_samples
 from harness.views.saving import plt, save
 from harness.views.titles import axes_title, checkpoint_title, run_title, titled_pairs
 
@@ -185,6 +186,7 @@ DependencyEntry = Entry[PerCheckpoint[SyntaxResult, SyntaxComparison]]
 @register_view
 class DependencyView(View[PerCheckpoint[SyntaxResult, SyntaxComparison]]):
     name = ANALYSIS
+    samples = treebank_samples
     order = 100
     version = 5  # 5: the best head's change cross-fitted (a re-chosen maximum is biased upward)
     stored = SyntaxResult

@@ -34,6 +34,7 @@ from harness.views.evidence import interval_verdict
 from harness.views.markdown import markdown_table
 from harness.views.metrics import BOUNDS, Metric, chosen
 from harness.views.papers import KOVALEVA_TABLE_1, KOVALEVA_TASKS, expected_for
+from harness.views.samples import evaluation_samples
 from harness.views.titles import checkpoint_title
 from tasks.registry import get_task
 from tasks.spec import Task, task_from_spec
@@ -142,6 +143,7 @@ EvaluationEntry = Entry[PerCheckpoint[DevScores, DevComparison]]
 @register_view
 class EvaluationView(View[PerCheckpoint[DevScores, DevComparison]]):
     name = "evaluation"
+    samples = evaluation_samples
     order = 10
     version = 2
     stored = DevScores

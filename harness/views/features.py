@@ -15,6 +15,7 @@ from harness.results.entries import PerCheckpoint
 from harness.views.base import BestHead, Entry, View, per_checkpoint_results, per_pair_results, register_view
 from harness.views.drawing import draw_layer_lines, draw_side_by_side_grids
 from harness.views.metrics import Metric
+from harness.views.samples import treebank_samples
 from harness.views.titles import checkpoint_title, model_title, titled_pairs
 
 SPECIAL = ("[CLS]", "[SEP]")
@@ -65,6 +66,7 @@ FeaturesEntry = Entry[PerCheckpoint[FeaturesResult, FeatureChanges]]
 @register_view
 class FeaturesView(View[PerCheckpoint[FeaturesResult, FeatureChanges]]):
     name = "features"
+    samples = treebank_samples
     order = 130
     version = 2
     stored = FeaturesResult

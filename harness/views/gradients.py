@@ -16,6 +16,7 @@ from harness.results.entries import PerCheckpoint
 from harness.views.base import Entry, View, per_checkpoint_results, register_view
 from harness.views.drawing import panel_grid
 from harness.views.palette import GREY, OKABE_ITO
+from harness.views.samples import running_text_sample
 from harness.views.saving import save
 from harness.views.titles import checkpoint_title, run_title, suptitle
 
@@ -53,6 +54,7 @@ GradientsEntry = Entry[PerCheckpoint[GradientsResult, GradientsComparison]]
 @register_view
 class GradientsView(View[PerCheckpoint[GradientsResult, GradientsComparison]]):
     name = "gradients"
+    samples = running_text_sample
     order = 150
     version = 2
     stored = GradientsResult

@@ -23,6 +23,7 @@ from harness.views.base import Entry, PaperPoint, Row, View, per_checkpoint_resu
 from harness.views.drawing import draw_side_by_side_grids
 from harness.views.evidence import RESAMPLES, Evidence, StoredUnits
 from harness.views.metrics import Metric
+from harness.views.samples import treebank_samples
 from harness.views.saving import plt, save
 from harness.views.titles import axes_title, checkpoint_title, run_title, titled_pairs
 
@@ -113,6 +114,7 @@ ProbesEntry = Entry[PerCheckpoint[ProbesResult, ProbesComparison]]
 @register_view
 class ProbesView(View[PerCheckpoint[ProbesResult, ProbesComparison]]):
     name = ANALYSIS
+    samples = treebank_samples
     order = 120
     version = 4
     stored = ProbesResult

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from harness.results.checkpoints import PRETRAINED
 from harness.views.base import Claim, Entry, PaperPoint, register_view
+from harness.views.samples import running_text_sample
 from harness.views.surface import SurfaceView, cls_peaks_before_sep, sep_takes_half_a_layer
 
 RUNNING_TEXT = "two-paragraph segments of running text"
@@ -30,6 +31,7 @@ CLARK_SETTING = (
 @register_view
 class SurfaceTextView(SurfaceView):
     name = "surface_text"
+    samples = running_text_sample
     order = 70
     version = 1
     inputs = RUNNING_TEXT

@@ -37,6 +37,7 @@ from harness.views.evidence import Evidence, described
 from harness.views.markdown import markdown_table
 from harness.views.metrics import BOUNDS, Metric
 from harness.views.palette import GREY, OKABE_ITO
+from harness.views.samples import intervention_sample
 from harness.views.saving import plt, save
 from harness.views.seeds import elementwise, spread
 from harness.views.titles import run_title, suptitle
@@ -283,6 +284,7 @@ TransplantEntry = Entry[TransplantResult]
 @register_view
 class TransplantView(View[TransplantResult]):
     name = ANALYSIS
+    samples = intervention_sample
     order = 165
     version = 1
     stored = TransplantResult

@@ -198,21 +198,12 @@ def test_an_analysis_owns_its_two_modules_and_its_helpers() -> None:
     assert owners_of("harness/views/cosine_padded.py", owners) == {"cosine_padded"}
 
 
-# What remains to move into the analyses' classes (issue 62, item 3), by file and name: a list that
-# may only shrink. A name used anew outside its files, or in another file, fails the test.
-NOT_YET_MOVED = {
-    # the sample each source drew, by source name: sources (harness.inputs) lie above harness.present,
-    # so their description of a sample needs a torch-free home first
-    "harness/present/redraw.py": {"ablation", "coreference", "syntax"},
-}
-
-
 def test_no_analysis_is_named_outside_its_files() -> None:
-    found = [use for use in analysis_names_outside() if use.name not in NOT_YET_MOVED.get(use.path, set())]
+    found = analysis_names_outside()
     assert not found, f"{len(found)} analysis names outside their files:\n" + "\n".join(map(str, found))
 
 
-if __name__ == "__main__":  # the whole list, those not yet moved included: python -m tests.unit.test_analysis_names
+if __name__ == "__main__":  # the whole list: python -m tests.unit.test_analysis_names
     listed = analysis_names_outside()
     print("\n".join(map(str, listed)))
     print(f"{len(listed)} analysis names outside their files")
