@@ -1,4 +1,5 @@
-"""Each text of a figure laid out once per renderer, not at every measuring and drawing.
+"""Each text of a figure laid out once per renderer, not at every measuring and drawing, and
+each string shaped once per renderer and font.
 
 Matplotlib lays a text out (its lines measured, its font looked up and its line metrics read,
 its box rotated and aligned) each time it is measured or drawn: for tight layout, for the
@@ -6,7 +7,11 @@ drawing, for the figure checks (`harness.views.figure_checks`), and a head grid'
 repeat the same few strings in every panel. The layout depends only on what `layout_key` lists,
 never on the text's position, so it is kept per renderer (a figure's canvas has its own, and the
 kept layouts go with it) under that key; a text that wraps (its lines depend on where it stands)
-or turns with its transform is laid out each time, as matplotlib does.
+or turns with its transform is laid out each time, as matplotlib does. Likewise Agg shapes a
+string into placed glyphs (its fonts found, its glyphs chosen, kerned and advanced) at each
+drawing; the glyphs depend on the string, font, size, dpi, hinting and the text's font features
+and language, not on where it is drawn, so a figure's repeated strings (a head grid's tick labels)
+are shaped once and only rendered at each place (`draw_shaped_text`).
 """
 
 from __future__ import annotations
@@ -15,23 +20,22 @@ from collections.abc import Callable, Hashable
 from typing import Any
 from weakref import WeakKeyDictionary
 
-from matplotlib.backend_bases import RendererBase
+from matplotlib.backend_bases import GraphicsContextBase, RendererBase
+from matplotlib.backends.backend_agg import RendererAgg, get_hinting_flag
+from matplotlib.font_manager import FontProperties
 from matplotlib.text import Text
 
 Layout = tuple[Any, Any, Any]  # matplotlib's (box, lines, text-aligned box) of a text
 _LAYOUTS: WeakKeyDictionary[RendererBase, dict[Hashable, Layout]] = WeakKeyDictionary()
 _MATPLOTLIB_LAYOUT: Callable[[Text, RendererBase], Layout] = Text._get_layout  # type: ignore[attr-defined]
+Glyph = tuple[Any, int, float, float]  # (FT2Font, glyph index, x, y in pixels from the text's origin)
+_SHAPES: WeakKeyDictionary[RendererAgg, dict[Hashable, list[Glyph]]] = WeakKeyDictionary()
+_MATPLOTLIB_DRAW_TEXT = RendererAgg.draw_text
 
 
-def layout_key(text: Text) -> Hashable | None:
-    """Everything matplotlib's layout of ``text`` reads (its string, font, size, alignments,
-    rotation, line spacing, TeX and mathtext settings, the figure's dpi); None for a text whose
-    layout depends on its position."""
-    if text.get_wrap() or text.get_transform_rotates_text():
-        return None
-    font = text.get_fontproperties()
+def font_key(font: FontProperties) -> tuple[Hashable, ...]:
+    """Everything of ``font`` that chooses and sizes its glyphs."""
     return (
-        text.get_text(),
         tuple(font.get_family()),
         font.get_slant(),
         font.get_variant(),
@@ -40,6 +44,18 @@ def layout_key(text: Text) -> Hashable | None:
         font.get_size(),
         font.get_file(),
         font.get_math_fontfamily(),
+    )
+
+
+def layout_key(text: Text) -> Hashable | None:
+    """Everything matplotlib's layout of ``text`` reads (its string, font, size, alignments,
+    rotation, line spacing, TeX and mathtext settings, the figure's dpi); None for a text whose
+    layout depends on its position."""
+    if text.get_wrap() or text.get_transform_rotates_text():
+        return None
+    return (
+        text.get_text(),
+        font_key(text.get_fontproperties()),
         text.get_usetex(),
         text.get_parse_math(),
         text.get_rotation(),
@@ -64,8 +80,41 @@ def kept_layout(text: Text, renderer: RendererBase) -> Layout:
     return box.frozen(), lines, aligned  # callers get a box of their own to move
 
 
+def draw_shaped_text(
+    renderer: RendererAgg,
+    gc: GraphicsContextBase,
+    x: float,
+    y: float,
+    s: str,
+    prop: FontProperties,
+    angle: float,
+    ismath: bool | str = False,
+    mtext: Text | None = None,
+) -> None:
+    """Agg's drawing of a text's string (`RendererAgg.draw_text`), its glyphs shaped once per
+    renderer under everything that shapes them; mathtext is drawn by matplotlib."""
+    features = mtext.get_fontfeatures() if mtext is not None else None
+    language = mtext.get_language() if mtext is not None else None
+    if ismath or not isinstance(language, str | None):
+        _MATPLOTLIB_DRAW_TEXT(renderer, gc, x, y, s, prop, angle, ismath, mtext)
+        return
+    flags = get_hinting_flag()
+    key = (s, font_key(prop), renderer.dpi, flags, None if features is None else tuple(features), language)
+    shapes = _SHAPES.setdefault(renderer, {})
+    if key not in shapes:
+        font = renderer._prepare_font(prop)
+        items = font._layout(s, flags=flags, features=features, language=language)
+        shapes[key] = [(item.ft_object, item.glyph_index, item.x, item.y) for item in items]
+    size = prop.get_size_in_points()
+    glyphs = ((font, size, index, 0, 1, dx, dy) for font, index, dx, dy in shapes[key])
+    renderer._draw_text_glyphs_and_boxes(gc, x, y, angle, glyphs, [])
+
+
 def keep_layouts() -> None:
-    """Lay every text out through `kept_layout` (called once, where matplotlib is set up), where
-    this matplotlib lays texts out as `kept_layout` expects (3.8 and later)."""
+    """Lay every text out through `kept_layout` and draw its string through `draw_shaped_text`
+    (called once, where matplotlib is set up), each where this matplotlib works as they expect
+    (layouts from 3.8, Agg's glyphs as matplotlib 3.11 draws them)."""
     if all(hasattr(Text, name) for name in ("_get_multialignment", "get_parse_math")):
         Text._get_layout = kept_layout  # type: ignore[attr-defined]
+    if hasattr(RendererAgg, "_draw_text_glyphs_and_boxes") and hasattr(Text, "get_language"):
+        RendererAgg.draw_text = draw_shaped_text  # type: ignore[method-assign]

@@ -1,10 +1,14 @@
 """A text's kept layout is matplotlib's own, made again whenever what it depends on changes, and
-made once for the texts of a figure that share it."""
+made once for the texts of a figure that share it; a string's glyphs are shaped once per figure
+and drawn as matplotlib draws them."""
 
 from __future__ import annotations
 
+import numpy as np
+from matplotlib.backends.backend_agg import RendererAgg
+
 from harness.views.saving import plt
-from harness.views.text_layout import _LAYOUTS, _MATPLOTLIB_LAYOUT, kept_layout
+from harness.views.text_layout import _LAYOUTS, _MATPLOTLIB_DRAW_TEXT, _MATPLOTLIB_LAYOUT, _SHAPES, kept_layout
 
 
 def extents(layout) -> tuple:
@@ -51,3 +55,31 @@ def test_texts_that_share_a_layout_are_laid_out_once_and_measured_where_they_sta
     moved.x0 += 5  # a caller's box is its own: the kept one stays
     assert labels[3].get_window_extent(renderer).bounds == boxes[3].bounds
     plt.close(figure)
+
+
+def drawn_pixels(draw_text) -> tuple[np.ndarray, int]:
+    """The pixels of a figure of repeated, rotated, bold, mathtext and kerned strings drawn with
+    ``draw_text`` as Agg's, and how many strings were shaped for it."""
+    figure = plt.figure(figsize=(3, 2), dpi=100)
+    for index in range(12):
+        figure.text(index / 12, 0.2, str(index % 4 + 1), fontsize=7)
+    figure.text(0.1, 0.5, "AVAT layer", fontsize=10, rotation=30, fontweight="bold")
+    figure.text(0.5, 0.5, r"$\rho$ = 0.51 (head 3)", fontsize=9)
+    figure.text(0.1, 0.8, "fi ffl", fontsize=9, fontfeatures=["-liga"])
+    saved = RendererAgg.draw_text
+    RendererAgg.draw_text = draw_text
+    try:
+        figure.canvas.draw()
+    finally:
+        RendererAgg.draw_text = saved
+    renderer = figure.canvas.get_renderer()
+    pixels = np.asarray(renderer.buffer_rgba()).copy()
+    plt.close(figure)
+    return pixels, len(_SHAPES.get(renderer, {}))
+
+
+def test_strings_shaped_once_draw_the_pixels_matplotlib_draws():
+    shaped, strings = drawn_pixels(RendererAgg.draw_text)
+    matplotlibs, _ = drawn_pixels(_MATPLOTLIB_DRAW_TEXT)
+    assert strings == 4 + 1 + 1  # the four digits, the rotated and the kerned strings; mathtext is matplotlib's
+    assert (shaped == matplotlibs).all()
