@@ -72,11 +72,12 @@ def test_dev_metrics_are_what_the_model_scores_directly_beside_the_majority_clas
 
 
 def stored(predictions: list[int], labels: list[int]) -> dict:
-    """A per-checkpoint evaluation result as the store keeps it (only what compare reads)."""
+    """A per-checkpoint evaluation result as the store keeps it (what compare and the view's metrics read)."""
     accuracy = float(np.mean(np.array(predictions) == np.array(labels)))
     return {
         "task": "rte",
-        "metrics": {"dev/accuracy": accuracy},
+        "metrics": {"dev/accuracy": accuracy, "dev/loss": 1.0 - accuracy},  # the loss every stored result has
+        "examples": {"dev": len(labels)},
         "predictions": {"dev": predictions},
         "labels": {"dev": labels},
     }
