@@ -126,7 +126,7 @@ def gather(settings: ReportConfig, environment: EnvironmentConfig) -> Stored:
     study = checked_study(folder) if folder is not None else None
     if settings.runs:
         runs = [named_run(name, output_dir) for name in settings.runs]
-    elif folder is not None and study is not None:  # --study: find_study found its folder
+    elif settings.study and folder is not None and study is not None:  # --study: find_study found its folder
         runs = [load_run(folder.parent.parent / run["folder"]) for run in study["runs"]]  # <output>/studies/<name>
     else:
         failed = (
