@@ -11,7 +11,8 @@ threads, is never forked, and a worker imports what it unpickles, `harness.views
 
 A worker draws a piece as the asking process would: with its special-token names and file
 formats (`harness.views.tokens.model_tokens`, `harness.views.saving.figure_formats`), its collector frozen
-(`tasks.collector.frozen_heap`); it sends back the piece's value and the warnings it logged (the
+(`tasks.collector.frozen_heap`), each text laid out and shaped once (`harness.views.text_layout.kept_layouts`,
+as in the asking process, and only while drawing); it sends back the piece's value and the warnings it logged (the
 figure checks' among them), which are handled again here under their own loggers, so a figure's
 problem reads the same from either. Results are taken in the order the pieces were given, so what
 is recorded of a drawing does not depend on which process finished first. One piece, one process
@@ -30,6 +31,7 @@ from functools import partial
 from typing import TypeVar
 
 from harness.views.saving import DrawingSettings, drawing_settings, drawn_as
+from harness.views.text_layout import kept_layouts
 from tasks.collector import frozen_heap
 
 Value = TypeVar("Value")
@@ -64,7 +66,8 @@ def drawn(pieces: Sequence[Callable[[], Value]], processes: int) -> Iterator[lis
     Leaving the block cancels the pieces not begun (after an error) and waits for those under way."""
     workers = min(drawing_processes(processes, len(pieces)), len(pieces))
     if workers <= 1 or multiprocessing.current_process().daemon:
-        yield list(pieces)
+        with kept_layouts():
+            yield list(pieces)
         return
     settings = drawing_settings()
     with ProcessPoolExecutor(workers, mp_context=context()) as pool:
@@ -91,7 +94,7 @@ def draw_piece(piece: Callable[[], Value], settings: DrawingSettings) -> tuple[V
     root, kept = logging.getLogger(), Kept()
     handlers, root.handlers = root.handlers, [kept]  # said once, by the asking process
     try:
-        with drawn_as(settings), frozen_heap():
+        with drawn_as(settings), frozen_heap(), kept_layouts():
             return piece(), kept.records
     finally:
         root.handlers = handlers

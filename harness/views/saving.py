@@ -27,7 +27,6 @@ from PIL import Image
 from harness.config import DEFAULT_FIGURE_FORMATS
 from harness.views.figure_checks import FOOTNOTE, agg_canvas, figure_problems
 from harness.views.font import use_lean_font
-from harness.views.text_layout import keep_layouts
 from harness.views.titles import wrapped
 from harness.views.tokens import TOKEN_NAMES, model_tokens, rename_tokens
 from tasks.files import atomic_path
@@ -38,7 +37,6 @@ PNG_COMPRESSION = 3
 matplotlib.rcParams["pdf.fonttype"] = 42  # TrueType (Type 42) fonts, not Type 3: editable text, as journals ask
 matplotlib.rcParams["svg.fonttype"] = "none"  # text as text, editable in a vector editor
 use_lean_font()
-keep_layouts()  # each text laid out once per figure, not at each measuring and drawing
 log = logging.getLogger(__name__)
 # What the figures saved within `figure_note` were drawn from, said under each (empty: nothing to say).
 _NOTE: ContextVar[str] = ContextVar("figure_note", default="")

@@ -16,7 +16,8 @@ are shaped once and only rendered at each place (`draw_shaped_text`).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Hashable, Iterator
+from contextlib import contextmanager
 from typing import Any
 from weakref import WeakKeyDictionary
 
@@ -110,11 +111,23 @@ def draw_shaped_text(
     renderer._draw_text_glyphs_and_boxes(gc, x, y, angle, glyphs, [])
 
 
-def keep_layouts() -> None:
-    """Lay every text out through `kept_layout` and draw its string through `draw_shaped_text`
-    (called once, where matplotlib is set up), each where this matplotlib works as they expect
-    (layouts from 3.8, Agg's glyphs as matplotlib 3.11 draws them)."""
+@contextmanager
+def kept_layouts() -> Iterator[None]:
+    """Within the block (the harness's own drawing: `harness.present.parallel.drawn`), every text
+    is laid out through `kept_layout` and its string drawn through `draw_shaped_text`, each where
+    this matplotlib works as they expect (layouts from 3.8, Agg's glyphs as matplotlib 3.11 draws
+    them); outside it, matplotlib is as it ships, so a researcher's own figures drawn in the same
+    process never meet these private hooks."""
+    hooks: list[tuple[type, str, Callable[..., Any]]] = []
     if all(hasattr(Text, name) for name in ("_get_multialignment", "get_parse_math")):
-        Text._get_layout = kept_layout  # type: ignore[attr-defined]
+        hooks.append((Text, "_get_layout", kept_layout))
     if hasattr(RendererAgg, "_draw_text_glyphs_and_boxes") and hasattr(Text, "get_language"):
-        RendererAgg.draw_text = draw_shaped_text  # type: ignore[method-assign]
+        hooks.append((RendererAgg, "draw_text", draw_shaped_text))
+    shipped = [(owner, name, vars(owner)[name]) for owner, name, _ in hooks]
+    try:
+        for owner, name, hook in hooks:
+            setattr(owner, name, hook)
+        yield
+    finally:
+        for owner, name, original in shipped:
+            setattr(owner, name, original)

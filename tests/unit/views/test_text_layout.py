@@ -6,9 +6,19 @@ from __future__ import annotations
 
 import numpy as np
 from matplotlib.backends.backend_agg import RendererAgg
+from matplotlib.text import Text
 
+from harness.present.parallel import drawn
 from harness.views.saving import plt
-from harness.views.text_layout import _LAYOUTS, _MATPLOTLIB_DRAW_TEXT, _MATPLOTLIB_LAYOUT, _SHAPES, kept_layout
+from harness.views.text_layout import (
+    _LAYOUTS,
+    _MATPLOTLIB_DRAW_TEXT,
+    _MATPLOTLIB_LAYOUT,
+    _SHAPES,
+    draw_shaped_text,
+    kept_layout,
+    kept_layouts,
+)
 
 
 def extents(layout) -> tuple:
@@ -44,17 +54,18 @@ def test_a_kept_layout_follows_every_change_to_its_text():
 
 
 def test_texts_that_share_a_layout_are_laid_out_once_and_measured_where_they_stand():
-    figure = plt.figure(dpi=100)
-    renderer = figure.canvas.get_renderer()
-    labels = [figure.text(x / 10, 0.5, str(x % 3), fontsize=7, ha="center") for x in range(9)]
-    boxes = [label.get_window_extent(renderer) for label in labels]
-    assert len(_LAYOUTS[renderer]) == 3
-    assert [box.x0 for box in boxes] == sorted(box.x0 for box in boxes)  # each at its own place
-    assert boxes[0].bounds == figure.text(0.0, 0.5, "0", fontsize=7, ha="center").get_window_extent(renderer).bounds
-    moved = kept_layout(labels[0], renderer)[0]
-    moved.x0 += 5  # a caller's box is its own: the kept one stays
-    assert labels[3].get_window_extent(renderer).bounds == boxes[3].bounds
-    plt.close(figure)
+    with kept_layouts():
+        figure = plt.figure(dpi=100)
+        renderer = figure.canvas.get_renderer()
+        labels = [figure.text(x / 10, 0.5, str(x % 3), fontsize=7, ha="center") for x in range(9)]
+        boxes = [label.get_window_extent(renderer) for label in labels]
+        assert len(_LAYOUTS[renderer]) == 3
+        assert [box.x0 for box in boxes] == sorted(box.x0 for box in boxes)  # each at its own place
+        assert boxes[0].bounds == figure.text(0.0, 0.5, "0", fontsize=7, ha="center").get_window_extent(renderer).bounds
+        moved = kept_layout(labels[0], renderer)[0]
+        moved.x0 += 5  # a caller's box is its own: the kept one stays
+        assert labels[3].get_window_extent(renderer).bounds == boxes[3].bounds
+        plt.close(figure)
 
 
 def drawn_pixels(draw_text) -> tuple[np.ndarray, int]:
@@ -79,7 +90,18 @@ def drawn_pixels(draw_text) -> tuple[np.ndarray, int]:
 
 
 def test_strings_shaped_once_draw_the_pixels_matplotlib_draws():
-    shaped, strings = drawn_pixels(RendererAgg.draw_text)
+    shaped, strings = drawn_pixels(draw_shaped_text)
     matplotlibs, _ = drawn_pixels(_MATPLOTLIB_DRAW_TEXT)
     assert strings == 4 + 1 + 1  # the four digits, the rotated and the kerned strings; mathtext is matplotlib's
     assert (shaped == matplotlibs).all()
+
+
+def test_the_kept_layouts_hold_within_the_harnesss_drawing_alone():
+    """A researcher's own figures, drawn in the same process outside the harness's drawing, meet
+    matplotlib as it ships."""
+    assert vars(Text)["_get_layout"] is _MATPLOTLIB_LAYOUT and vars(RendererAgg)["draw_text"] is _MATPLOTLIB_DRAW_TEXT
+    with kept_layouts():
+        assert vars(Text)["_get_layout"] is kept_layout
+    with drawn([lambda: vars(Text)["_get_layout"]], 1) as (piece,):
+        assert piece() is kept_layout
+    assert vars(Text)["_get_layout"] is _MATPLOTLIB_LAYOUT and vars(RendererAgg)["draw_text"] is _MATPLOTLIB_DRAW_TEXT
