@@ -41,9 +41,9 @@ def wrapped(title: str, width_inches: float, fontsize: float = 9) -> str:
 def axes_title(axes: plt.Axes, title: str, fontsize: float = 9) -> None:
     """A panel's title, broken into lines that fit the panel's width (a long model name or hub id
     must not push it off the canvas)."""
-    figure = axes.get_figure(root=True)
-    if figure is None:
-        raise ValueError("a panel's title is fitted to its figure's width, and this panel is in none")
+    figure = axes.get_figure()  # not root=True: matplotlib 3.8 and 3.9 take none; the harness draws no subfigures
+    if not isinstance(figure, plt.Figure):
+        raise ValueError("a panel's title is fitted to its figure's width, and this panel is in no figure of its own")
     width = axes.get_position().width * figure.get_figwidth()
     axes.set_title(wrapped(title, width, fontsize), fontsize=fontsize)
 
