@@ -13,7 +13,7 @@ from __future__ import annotations
 import importlib
 import pkgutil
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from importlib.metadata import entry_points
 from types import ModuleType
 from typing import Any, TypeVar
@@ -44,13 +44,20 @@ def extensions(group: str) -> list[ModuleType]:
     return [importlib.import_module(entry.module) for entry in entry_points(group=group)]
 
 
-def discover(package: str, registry: dict[str, Registered], order: Callable[[Registered], Any] | None = None) -> None:
+def discover(
+    package: str,
+    registry: dict[str, Registered],
+    order: Callable[[Registered], Any] | None = None,
+    leave_out: Collection[str] = (),
+) -> None:
     """Fill ``registry`` by importing every module of ``package`` (a package being initialised,
-    or one already imported) and the `extensions` of the group named after it; then sort it by
-    ``order`` (a member's key; equal keys by name). Called again, it imports only what is new
+    or one already imported) but those named in ``leave_out`` (modules that register nothing and
+    are imported where they are used), and the `extensions` of the group named after it; then sort
+    it by ``order`` (a member's key; equal keys by name). Called again, it imports only what is new
     (an extension installed into a running process, as the tests do) and sorts again."""
     for module in pkgutil.iter_modules(sys.modules[package].__path__, f"{package}."):
-        importlib.import_module(module.name)
+        if module.name.removeprefix(f"{package}.") not in leave_out:
+            importlib.import_module(module.name)
     extensions(package)
     if order is not None:
         members = sorted(registry.items(), key=lambda item: (order(item[1]), item[0]))

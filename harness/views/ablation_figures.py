@@ -8,8 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from matplotlib.colors import TwoSlopeNorm
-from matplotlib.ticker import MaxNLocator
 
 from harness.views.ablation_evidence import ALPHA, percent
 from harness.views.ablation_results import (
@@ -23,6 +21,7 @@ from harness.views.ablation_results import (
 )
 from harness.views.base import Entry
 from harness.views.drawing import style_head_axes
+from harness.views.lazy import mpl
 from harness.views.palette import GREY, OKABE_ITO
 from harness.views.saving import plt, save
 from harness.views.titles import axes_title, checkpoint_title, run_title, suptitle
@@ -46,7 +45,7 @@ def draw_head_deltas(result: AblationResult, run: dict[str, Any], checkpoint: st
         squeeze=False,
         layout="constrained",
     )
-    norm = TwoSlopeNorm(vcenter=0.0, vmin=-limit, vmax=limit)
+    norm = mpl.colors.TwoSlopeNorm(vcenter=0.0, vmin=-limit, vmax=limit)
     for panel, mode in zip(axes[0], MODES):
         image = panel.imshow(grids[mode], cmap="RdBu", norm=norm, aspect="auto")
         significant = np.argwhere(np.asarray(result["heads"][mode]["p_holm"]) < ALPHA)
@@ -155,7 +154,7 @@ def draw_importance(importances: dict[str, Any], entry: Entry, run: dict[str, An
             panel.scatter(np.ravel(stats["cosine_per_head"]), np.ravel(importances[after]), s=10)
         rho = stats["importance_vs_cosine"]
         panel.set_xlabel("cosine similarity of the head's maps\n(pre-trained vs fine-tuned)")
-        panel.xaxis.set_major_locator(MaxNLocator(4))  # similarities near 1 have long tick labels
+        panel.xaxis.set_major_locator(mpl.ticker.MaxNLocator(4))  # similarities near 1 have long tick labels
         panel.set_ylabel(f"{checkpoint_title(after)} importance")
         panel.set_title("Spearman rho " + ("n/a" if rho is None else f"{rho:.2f}"), fontsize=9)
         panel.grid(alpha=0.3)

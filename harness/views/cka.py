@@ -25,7 +25,6 @@ from pathlib import Path
 from typing import Any, ClassVar, Literal, TypedDict
 
 import numpy as np
-from scipy.stats import norm, rankdata
 
 from harness.results.checkpoints import MAIN_PAIR
 from harness.views.across_tasks import study_title, task_colour
@@ -43,6 +42,7 @@ from harness.views.evidence import (
     resample_weights,
     unpack,
 )
+from harness.views.lazy import scipy_stats
 from harness.views.markdown import markdown_table
 from harness.views.metrics import Metric
 from harness.views.palette import OKABE_ITO
@@ -123,7 +123,7 @@ def layer_intervals(grams: np.ndarray) -> tuple[list[float], list[float], list[f
     observed = cka_of(grams, np.ones((1, groups)))[0]
     left_out = cka_of(grams, 1 - np.eye(groups))  # (groups, layers)
     error = np.sqrt((groups - 1) / groups * ((left_out - left_out.mean(axis=0)) ** 2).sum(axis=0))
-    spread = norm.ppf(0.5 + LEVEL / 2) * error
+    spread = scipy_stats.norm.ppf(0.5 + LEVEL / 2) * error
     return observed.tolist(), (observed - spread).tolist(), (observed + spread).tolist()
 
 
@@ -144,7 +144,7 @@ def changes(pair: CkaPair, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]
 def rank_correlations(first: np.ndarray, second: np.ndarray) -> np.ndarray:
     """Spearman's rho of each row of ``first`` with the same row of ``second`` (R, K): (R,), 0 where
     a row is constant."""
-    a, b = (rankdata(values, axis=1) for values in (first, second))
+    a, b = (scipy_stats.rankdata(values, axis=1) for values in (first, second))
     a, b = a - a.mean(axis=1, keepdims=True), b - b.mean(axis=1, keepdims=True)
     scale = np.sqrt((a * a).sum(axis=1) * (b * b).sum(axis=1))
     return np.divide((a * b).sum(axis=1), scale, out=np.zeros(len(a)), where=scale > 0)

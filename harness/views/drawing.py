@@ -7,13 +7,18 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import numpy as np
 
-from harness.views.head_grid import draw_grid_rows
+from harness.views.lazy import Deferred
 from harness.views.saving import plt, save
 from harness.views.titles import wrapped
+
+if TYPE_CHECKING:
+    from harness.views import head_grid
+else:
+    head_grid = Deferred("harness.views.head_grid")
 
 
 def style_head_axes(
@@ -130,7 +135,7 @@ def draw_side_by_side_grids(
     cmap: str = "viridis",
 ) -> Path:
     """One row of head heatmaps (`draw_grid_rows` with a single row)."""
-    return draw_grid_rows(
+    return head_grid.draw_grid_rows(
         {"": grids},
         path,
         title=title,

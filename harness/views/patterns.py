@@ -18,8 +18,6 @@ from pathlib import Path
 from typing import Any, NotRequired, TypedDict
 
 import numpy as np
-from matplotlib.colors import ListedColormap
-from matplotlib.patches import Patch, Rectangle
 
 from classifier import CLASSES
 from harness.config import Settings, analysis_settings
@@ -39,6 +37,7 @@ from harness.views.base import (
     register_view,
 )
 from harness.views.evidence import Evidence, StoredUnits
+from harness.views.lazy import mpl
 from harness.views.markdown import markdown_table
 from harness.views.metrics import Metric
 from harness.views.palette import GREY, OKABE_ITO
@@ -357,7 +356,7 @@ def draw_pattern_grid(
     per_head: dict[str, list[list[str]]], changed: list[ChangedHead], path: Path, *, title: str
 ) -> Path:
     """One categorical layers x heads panel per checkpoint; changed heads outlined in all."""
-    colours = ListedColormap([CLASS_COLOURS[name] for name in CLASSES])
+    colours = mpl.colors.ListedColormap([CLASS_COLOURS[name] for name in CLASSES])
     layers, heads = len(next(iter(per_head.values()))), len(next(iter(per_head.values()))[0])
     figure, panels = plt.subplots(
         1,
@@ -371,7 +370,7 @@ def draw_pattern_grid(
         axes.imshow(grid, cmap=colours, vmin=-0.5, vmax=len(CLASSES) - 0.5, aspect="auto")
         for entry in changed:
             axes.add_patch(
-                Rectangle(
+                mpl.patches.Rectangle(
                     (entry["head"] - 1.5, entry["layer"] - 1.5), 1, 1, fill=False, edgecolor="black", linewidth=1.5
                 )
             )
@@ -381,7 +380,7 @@ def draw_pattern_grid(
         axes.set_ylabel("layer")
         axes.set_title(checkpoint_title(checkpoint), fontsize=9)
     figure.legend(
-        handles=[Patch(color=CLASS_COLOURS[name], label=name) for name in CLASSES],
+        handles=[mpl.patches.Patch(color=CLASS_COLOURS[name], label=name) for name in CLASSES],
         loc="outside right center",
         fontsize=7,
         frameon=False,

@@ -3,8 +3,8 @@ entries), never from live tensors. Each is written as PNG and, by default, as PD
 TrueType fonts embedded; text in DejaVu Sans, `harness.views.font`); `figure_formats` chooses
 the vector copies (PDF, SVG or none), with a footnote where its drawer says what it was drawn
 from (`figure_note`: a quick look's sample), and checked when saved
-(`harness.views.figure_checks`). Drawing modules take ``plt`` from here: matplotlib set up
-headless, before any figure is made.
+(`harness.views.figure_checks`). Drawing modules take ``plt`` from here: pyplot, imported and set up
+for the house's figures where the first is made (`harness.views.lazy`).
 """
 
 from __future__ import annotations
@@ -14,29 +14,27 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-import matplotlib
-
-matplotlib.use("Agg")  # headless: figures go to files
-import matplotlib.pyplot as plt
 import numpy as np
-from matplotlib.layout_engine import ConstrainedLayoutEngine, TightLayoutEngine
-from PIL import Image
 
 from harness.config import DEFAULT_FIGURE_FORMATS
-from harness.views.figure_checks import FOOTNOTE, agg_canvas, figure_problems
-from harness.views.font import use_lean_font
+from harness.views.lazy import Deferred, mpl, plt
 from harness.views.titles import wrapped
 from harness.views.tokens import TOKEN_NAMES, model_tokens, rename_tokens
 from tasks.files import atomic_path
 
+if TYPE_CHECKING:
+    from PIL import Image
+
+    from harness.views import figure_checks
+else:
+    Image = Deferred("PIL.Image")
+    figure_checks = Deferred("harness.views.figure_checks")
+
 DPI = 200
 # zlib's level 3, not PIL's 6: a run's PNGs are about a tenth larger and written in three fifths of the time.
 PNG_COMPRESSION = 3
-matplotlib.rcParams["pdf.fonttype"] = 42  # TrueType (Type 42) fonts, not Type 3: editable text, as journals ask
-matplotlib.rcParams["svg.fonttype"] = "none"  # text as text, editable in a vector editor
-use_lean_font()
 log = logging.getLogger(__name__)
 # What the figures saved within `figure_note` were drawn from, said under each (empty: nothing to say).
 _NOTE: ContextVar[str] = ContextVar("figure_note", default="")
@@ -101,11 +99,11 @@ def save(figure: plt.Figure, path: Path) -> Path:
     rename_tokens(figure)
     lay_out(figure, add_footnote(figure, _NOTE.get()))
     figure.canvas.draw()
-    for problem in figure_problems(figure):
+    for problem in figure_checks.figure_problems(figure):
         log.warning("figure %s: %s", path.name, problem)
     with atomic_path(path) as temporary:
         # RGB converted by PIL from the canvas's own RGBA buffer: a numpy slice of it is copied pixel by pixel
-        image = Image.fromarray(np.asarray(agg_canvas(figure).buffer_rgba())).convert("RGB")
+        image = Image.fromarray(np.asarray(figure_checks.agg_canvas(figure).buffer_rgba())).convert("RGB")
         image.save(temporary, format="png", compress_level=PNG_COMPRESSION)
     # A vector copy keeps the layout just checked: a layout engine left on would lay the figure out
     # again (a dry-run drawing and the layout: a third of the PDF's time) at its own resolution.
@@ -127,7 +125,14 @@ def add_footnote(figure: plt.Figure, note: str) -> float:
     height = figure.get_figheight() + strip
     figure.set_figheight(height)
     figure.text(
-        0.01, strip / 2 / height, text, fontsize=NOTE_SIZE, color=NOTE_COLOUR, ha="left", va="center", gid=FOOTNOTE
+        0.01,
+        strip / 2 / height,
+        text,
+        fontsize=NOTE_SIZE,
+        color=NOTE_COLOUR,
+        ha="left",
+        va="center",
+        gid=figure_checks.FOOTNOTE,
     )
     return strip / height
 
@@ -136,9 +141,10 @@ def lay_out(figure: plt.Figure, bottom: float) -> None:
     """Lay ``figure`` out above the share ``bottom`` of its height (its footnote's strip): tight,
     or by its own layout engine where it has one (see `save`)."""
     engine = figure.get_layout_engine()
+    taking_rect = (mpl.layout_engine.ConstrainedLayoutEngine, mpl.layout_engine.TightLayoutEngine)
     if engine is None:  # without a footnote no rect: tight layout measures every axes again to fit one
         figure.tight_layout(rect=(0, bottom, 1, 1) if bottom else None)
-    elif bottom and isinstance(engine, ConstrainedLayoutEngine | TightLayoutEngine):  # the engines that take a rect
+    elif bottom and isinstance(engine, taking_rect):
         engine.set(rect=(0, bottom, 1, 1 - bottom))
 
 

@@ -13,9 +13,7 @@ the two kinds is stored, `harness.views.evidence`).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, TypedDict
-
-from matplotlib.axes import Axes
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from harness.results.checkpoints import FINETUNED
 from harness.results.entries import PerCheckpoint
@@ -28,13 +26,15 @@ from harness.views.base import (
     per_pair_results,
     register_view,
 )
-from harness.views.drawing import panel_grid, panels_for, scatter_by_layer
+from harness.views.drawing import head_grid, panel_grid, panels_for, scatter_by_layer
 from harness.views.evidence import Evidence, StoredUnits
-from harness.views.head_grid import draw_grid_rows
 from harness.views.metrics import Metric
 from harness.views.palette import OKABE_ITO, checkpoint_colour
 from harness.views.saving import save
 from harness.views.titles import checkpoint_title, run_title, titled_pairs
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
 
 ANALYSIS = "sinks"
 EPSILON = 0.3  # Gu et al.'s sink threshold on a token's mean received attention
@@ -155,7 +155,7 @@ class SinksView(View[PerCheckpoint[SinksResult, SinksComparison]]):
                 for stat, measure in (("raw_share", "raw"), ("norm_share", "norm-weighted"))
             }
             written.append(
-                draw_grid_rows(
+                head_grid.draw_grid_rows(
                     rows,
                     out_dir / f"sinks_heads_{kind}.png",
                     colorbar_label="share",

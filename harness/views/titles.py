@@ -7,10 +7,12 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import matplotlib.pyplot as plt
-from matplotlib.text import Text
+from harness.views.lazy import plt
+
+if TYPE_CHECKING:
+    from matplotlib.text import Text
 
 CHECKPOINT_TITLES = {"pretrained": "pre-trained", "finetuned": "fine-tuned"}
 

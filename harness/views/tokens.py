@@ -9,9 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-import matplotlib.pyplot as plt
-from matplotlib.text import Text
-from matplotlib.ticker import FuncFormatter
+from harness.views.lazy import mpl, plt
 
 # The figures and tables name special tokens by role, as BERT calls them; while a run's are drawn
 # (`model_tokens`) each role is written as the model calls it ({"[CLS]": "<s>", "[SEP]": "</s>"}).
@@ -48,11 +46,11 @@ def rename_tokens(figure: plt.Figure) -> None:
             if any(own_tokens(label.get_text()) != label.get_text() for label in axis.get_ticklabels()):
                 formatter = axis.get_major_formatter()
                 axis.set_major_formatter(
-                    FuncFormatter(
+                    mpl.ticker.FuncFormatter(
                         lambda value, position, named=formatter: own_tokens(named(value, position), names=names)
                     )
                 )
-    for text in figure.findobj(Text):
+    for text in figure.findobj(mpl.text.Text):
         renamed = own_tokens(text.get_text())
         if renamed != text.get_text():
             text.set_text(renamed)

@@ -26,19 +26,18 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from matplotlib.ticker import MaxNLocator
 
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.views.across_tasks import study_title, task_colour
 from harness.views.cosine import CosineView
 from harness.views.evaluation import MAJORITY, EvaluationView
 from harness.views.evidence import RESAMPLES, SEED, StoredUnits, UnitSums, resampled_verdict
-from harness.views.figure_checks import agg_canvas
+from harness.views.lazy import mpl
 from harness.views.markdown import markdown_table
 from harness.views.metrics import Metric
 from harness.views.palette import CHECKPOINT_COLOURS, GREY
 from harness.views.patterns import PatternsView, share
-from harness.views.saving import plt, save
+from harness.views.saving import figure_checks, plt, save
 from harness.views.summary import summary_metrics
 from harness.views.titles import run_title, suptitle
 
@@ -167,7 +166,7 @@ def draw_cosine_and_score(
         score_axes.axhline(baseline, color=GREY, linestyle=":", linewidth=1.2, label="majority class")
     score_axes.set_ylabel(label)
     score_axes.set_xlabel("training step (0: the pre-trained model)")
-    score_axes.xaxis.set_major_locator(MaxNLocator(integer=True))
+    score_axes.xaxis.set_major_locator(mpl.ticker.MaxNLocator(integer=True))
     score_axes.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     for panel in (axes, score_axes):
         panel.grid(alpha=0.3)
@@ -187,7 +186,7 @@ def draw_cosine_by_step(summary: dict[str, Any], metrics: dict[str, float], out_
     for colour, (label, values) in zip(layer_colours(len(rows)), rows):
         axes.plot(range(1, len(names) + 1), values, marker="o", markersize=3.5, color=colour, label=label)
     axes.set_xlabel("layer")
-    axes.xaxis.set_major_locator(MaxNLocator(integer=True))
+    axes.xaxis.set_major_locator(mpl.ticker.MaxNLocator(integer=True))
     axes.set_ylabel("cosine to the pre-trained maps")
     axes.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="training step", title_fontsize=7)
     axes.grid(alpha=0.3)
@@ -223,7 +222,7 @@ def step_charts(summary: dict[str, Any], metrics: dict[str, float] | None = None
         axes.legend(fontsize=7, loc="lower left")
         figure.tight_layout()
         figure.canvas.draw()
-        charts[step] = np.asarray(agg_canvas(figure).buffer_rgba())[..., :3].copy()
+        charts[step] = np.asarray(figure_checks.agg_canvas(figure).buffer_rgba())[..., :3].copy()
         plt.close(figure)
     return charts
 

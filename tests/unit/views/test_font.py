@@ -7,7 +7,7 @@ import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
 
-import harness.views.saving  # noqa: F401  (figures draw in the reduced copy from here on)
+import harness.views.canvas  # noqa: F401  (the house's figures draw in the reduced copy once it is set up)
 from harness.views.font import FAMILY, LEAN_FAMILY, lean_copy
 
 KERNED_AND_SYMBOLS = "AVAWAY To Ty fine-tuned ffi −0.25 ≥ Δ ± → α β Dušek"
