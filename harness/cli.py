@@ -2,9 +2,9 @@
 ``annotate``, ``maps``, ``docs``, ``report``, ``export``, ``data``, ``tasks``, ``pack``, ``unpack``.
 
 The flags are generated from the configuration dataclasses and validated before torch is
-imported, so a bad flag is reported in a fraction of a second (in about 2 s by a command that runs
-analyses: their views, which declare the analyses' own settings, are imported first; a task spec
-typed after --task is read before them); then only the module
+imported, so a bad flag is reported in a fraction of a second (a command that runs analyses
+imports their views first, which declare the analyses' own settings: no matplotlib or scipy,
+`harness.views.lazy`); then only the module
 of the command is imported (`harness.commands`: those that load models import torch and
 transformers, those that read stored results do not).
 """
@@ -48,8 +48,6 @@ from harness.config import (
 from harness.config_files import CONFIG_FLAG, RUN_SETTINGS, expanded, flag_tokens, read_settings
 from tasks.errors import InputError, clipped
 from tasks.files import disk_full_message, is_disk_full
-from tasks.registry import find_task
-from tasks.spec import is_spec_path
 
 # Imported once the flags are valid: torch and transformers take seconds to load.
 COMPUTE, STORED, DATA = "harness.commands.compute", "harness.commands.stored", "harness.commands.data"
@@ -58,8 +56,8 @@ LOCAL_DATA = "tasks.loading"  # an own task's files read and checked before a co
 DATA_FIRST = ("run", "finetune", "ablate", "annotate")  # those whose first configuration is a run's
 BUNDLE = "harness.commands.bundle"
 # Each analysis declares its own settings in its view's module (`harness.config.analysis_settings`), so the
-# views are imported before the flags of a command that analyses are built: no torch, but matplotlib and
-# scipy (about 2 s); the other commands' flags are checked without them.
+# views are imported before the flags of a command that analyses are built (no torch, matplotlib or scipy);
+# the other commands' flags are checked without them.
 ANALYSIS_SETTINGS_FROM = "harness.views"
 COMMAND_MODULES = {
     "run": COMPUTE,
@@ -302,27 +300,12 @@ def run_config_of(run_folder: str | Path) -> RunConfig:
     return configs_from(parser.parse_args(["run", *flags]))[0]
 
 
-def read_spec_first(argv: list[str]) -> None:
-    """The task spec typed after ``--task``, read and checked before the parser is built: an
-    analysing command's parser imports the views (matplotlib, scipy: about 2 s and 150 MB), which a
-    broken or hostile spec's one line does not need. A spec named in a settings file is read with
-    the other flags, after the parser expands the file."""
-    if "-h" in argv or "--help" in argv:
-        return
-    typed = [value for flag, value in zip(argv, argv[1:]) if flag == "--task"]
-    typed += [word.split("=", 1)[1] for word in argv if word.startswith("--task=")]
-    for name in typed:
-        if is_spec_path(name):
-            find_task(name)
-
-
 def main(argv: list[str] | None = None) -> int:
     """Run one subcommand; the exit status: 0, 1 (a check found differences), 2 (bad input or a full
     disk, one line on stderr), or 128 + the signal that stopped it."""
     argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(next((word for word in argv if not word.startswith("-")), None))
     try:
-        read_spec_first(argv)
-        parser = build_parser(next((word for word in argv if not word.startswith("-")), None))
         argv = expanded(argv, subcommands(parser))
     except InputError as error:
         print(f"error: {clipped(str(error), MESSAGE_MAX)}", file=sys.stderr)
