@@ -222,9 +222,10 @@ class FineTuneConfig(Flags):
 
 @dataclass
 class AnalysisConfig(Flags):
-    """Which analyses run, on how much data, and where their extra inputs come from: the settings
-    sources read and analyses share. Each analysis's own settings join these fields when its view's
-    module is imported (`Settings`, `analysis_settings`)."""
+    """Which analyses run, on how much data, and where their extra inputs come from.
+
+    The settings sources read and analyses share; each analysis's own settings join these fields
+    when its view's module is imported (`Settings`, `analysis_settings`)."""
 
     analyses: list[str] | None = option(
         None,
@@ -295,6 +296,7 @@ class AnalysisConfig(Flags):
         "dev) and coreference documents (default: all, as the papers)",
         minimum=1,
         quick=100,
+        quick_after="max_eval_examples",
     )
     ablation: str = option(
         "auto",
@@ -361,8 +363,9 @@ Part = TypeVar("Part", bound="Settings")
 class Settings(Flags):
     """An analysis's own settings: a dataclass of `option` fields in the module of its view (which the
     command line imports without torch), registered with `analysis_settings`. Its fields become
-    `AnalysisConfig`'s, after the shared ones, so each is a flag, a key of a settings file, an MLflow
-    param and a key of config.json as a shared setting is; the analysis reads them, typed, with `of`."""
+    `AnalysisConfig`'s, each beside the shared setting its option names (``after`` or ``before``) or
+    after them all, so each is a flag, a key of a settings file, an MLflow param and a key of
+    config.json as a shared setting is; the analysis reads them, typed, with `of`."""
 
     __dataclass_fields__: ClassVar[dict[str, Field[Any]]]  # each subclass is a dataclass
 
@@ -388,7 +391,8 @@ def quick_caps(items: Iterable[Field[Any]]) -> dict[str, int]:
 
 def analysis_settings(part: type[Part]) -> type[Part]:
     """Class decorator of an analysis's `Settings`: its fields become `AnalysisConfig`'s; a name
-    that another analysis's settings or a shared setting has is refused."""
+    that another analysis's settings or a shared setting has is refused, and so is a place beside a
+    setting that is not shared (`placement_problem`)."""
     key = f"{part.__module__}.{part.__qualname__}"  # the same class imported again replaces itself
     taken = {item.name: "a shared setting" for item in SHARED_SETTINGS} | {
         item.name: name for name, other in ANALYSIS_SETTINGS.items() if name != key for item in fields(other)
@@ -396,14 +400,57 @@ def analysis_settings(part: type[Part]) -> type[Part]:
     for item in fields(part):
         if item.name in taken:
             raise TypeError(f"{key}.{item.name}: {taken[item.name]} has this name; name the setting after the analysis")
+        problem = placement_problem(item)
+        if problem is not None:
+            raise TypeError(f"{key}.{item.name}: {problem}")
     ANALYSIS_SETTINGS[key] = part
     assemble_analysis_config()
     return part
 
 
+def placement_problem(item: Field[Any]) -> str | None:
+    """What is wrong with the place an analysis's own setting ``item`` asks for (its option's ``after``
+    or ``before``, and ``quick_after`` for its cap in ``--quick``'s help), or None."""
+    shared = {part.name: part for part in SHARED_SETTINGS if part.name != "quick"}
+    after, before, quick_after = (item.metadata.get(name) for name in ("after", "before", "quick_after"))
+    if after is not None and before is not None:
+        return "give after= or before=, not both"
+    for said, name in (("after", after), ("before", before), ("quick_after", quick_after)):
+        if name is not None and name not in shared:
+            return f"{said}={name!r} names no shared setting"
+    if quick_after is not None and shared[quick_after].metadata.get("quick") is None:
+        return f"quick_after={quick_after!r} names a setting --quick does not cap"
+    return None
+
+
+def placed(shared: list[Field[Any]], own: list[Field[Any]]) -> list[Field[Any]]:
+    """The shared settings with the analyses' own beside them: each before or after the shared setting
+    its option names (several beside one in the order registered), the others after them all."""
+
+    def beside(where: str, name: str) -> list[Field[Any]]:
+        return [item for item in own if item.metadata.get(where) == name]
+
+    ordered = [item for at in shared for item in (*beside("before", at.name), at, *beside("after", at.name))]
+    return ordered + [item for item in own if item not in ordered]
+
+
+def quick_sizes(items: list[Field[Any]]) -> str:
+    """``--quick``'s caps as its help names them (``name cap``): in the order of ``items``, each whose
+    option names ``quick_after`` right after that setting's (several after one in their order)."""
+    caps = quick_caps(items)
+    index = {item.name: place for place, item in enumerate(items)}
+    anchors = {item.name: item.metadata.get("quick_after") for item in items}
+
+    def key(name: str) -> tuple[int, ...]:
+        anchor = anchors[name]
+        return (index[name],) if anchor is None else (*key(anchor), index[name])
+
+    return ", ".join(f"{name} {caps[name]}" for name in sorted(caps, key=key))
+
+
 def assemble_analysis_config() -> None:
-    """`AnalysisConfig`, in place: the shared settings, then those of `ANALYSIS_SETTINGS` in the
-    order they were registered, and last ``--quick``, whose help names every cap; ``--trajectory-analyses``'
+    """`AnalysisConfig`, in place: the shared settings with those of `ANALYSIS_SETTINGS` beside them
+    (`placed`), and last ``--quick``, whose help names every cap (`quick_sizes`); ``--trajectory-analyses``'
     help names the analyses measured along by default (`measured_along`)."""
     types = dict(SHARED_TYPES)
     own: list[Field[Any]] = []
@@ -415,10 +462,10 @@ def assemble_analysis_config() -> None:
         for item in SHARED_SETTINGS
         if item.name != "quick"
     ]
-    sizes = ", ".join(f"{name} {cap}" for name, cap in quick_caps([*shared, *own]).items())
-    quick = cast("Field[Any]", field(default=False, metadata={"help": QUICK_HELP.format(sizes)}))
+    settings = placed(shared, own)
+    quick = cast("Field[Any]", field(default=False, metadata={"help": QUICK_HELP.format(quick_sizes(settings))}))
     quick.name = "quick"
-    refield(AnalysisConfig, [*shared, *own, quick], types)
+    refield(AnalysisConfig, [*settings, quick], types)
 
 
 def retold(item: Field[Any], said: str) -> Field[Any]:

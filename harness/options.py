@@ -77,13 +77,18 @@ def option(
     positional: bool = False,
     values_optional: bool = False,
     quick: int | None = None,
+    quick_after: str | None = None,
+    after: str | None = None,
+    before: str | None = None,
 ) -> Any:
     """A dataclass field with the metadata the CLI and the checks are generated from: its help,
     its flag (``positional``: an optional argument without a flag, shown as ``flag``), the
     ``choices`` it takes, or its range (`Bounds`: ``minimum``, ``above``, ``below``, with the
     ``unit`` and the reason, ``because``, that the error adds; a list's range is each value's).
     ``values_optional``: a list flag that may be given alone (an empty list: the dataclass
-    gives its defaults). ``quick``: the cap ``--quick`` puts on a size (`harness.config.quick_caps`).
+    gives its defaults). ``quick``: the cap ``--quick`` puts on a size (`harness.config.quick_caps`),
+    named in its help after the cap of setting ``quick_after`` where given. ``after`` or ``before``: the
+    shared setting an analysis's own one is placed beside (`harness.config.analysis_settings`).
     None, a value not given, is not checked."""
     given = (minimum, above, below) != (None, None, None)
     bounds = Bounds(minimum, above, below, unit, because) if given else None
@@ -96,6 +101,9 @@ def option(
         "positional": positional,
         "values_optional": values_optional,
         "quick": quick,
+        "quick_after": quick_after,
+        "after": after,
+        "before": before,
     }
     if isinstance(default, list):
         return field(default_factory=lambda: list(default), metadata=metadata)

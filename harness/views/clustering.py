@@ -63,7 +63,11 @@ class ClusteringSettings(Settings):
     """How many tokens of each example the head distances sample."""
 
     clustering_tokens_per_example: int = option(
-        2, "tokens sampled per example for the Jensen-Shannon head distances", flag="--clustering-tokens", minimum=1
+        2,
+        "tokens sampled per example for the Jensen-Shannon head distances",
+        flag="--clustering-tokens",
+        minimum=1,
+        before="max_corpus_items",
     )
 
 

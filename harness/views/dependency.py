@@ -176,7 +176,12 @@ class SyntaxSettings(Settings):
     """Which dependency relations are scored: those with enough dependents."""
 
     syntax_min_count: int = option(
-        100, "drop dependency relations with fewer scored dependents (Clark et al.: 100)", minimum=1, quick=20
+        100,
+        "drop dependency relations with fewer scored dependents (Clark et al.: 100)",
+        minimum=1,
+        quick=20,
+        quick_after="probe_train_sentences",
+        after="syntax_train_data",
     )
 
 

@@ -123,7 +123,9 @@ class PatternSettings(Settings):
     """Which weights classify the attention maps."""
 
     pattern_weights: Path | None = option(
-        None, "attention-pattern classifier weights from `python -m classifier train` (default: the shipped weights)"
+        None,
+        "attention-pattern classifier weights from `python -m classifier train` (default: the shipped weights)",
+        after="word_attention_from",
     )
 
     def __post_init__(self) -> None:

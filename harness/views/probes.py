@@ -105,6 +105,7 @@ class ProbeSettings(Settings):
         "heads start equal), linear maps at PyTorch's defaults; glorot = Clark et al.'s "
         "code (TensorFlow's default): every weight Glorot-uniform, biases 0",
         choices=PROBE_INITS,
+        after="probe_train_sentences",
     )
 
 

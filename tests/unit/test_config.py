@@ -196,3 +196,23 @@ def test_a_setting_named_as_one_declared_already_is_refused():
     with pytest.raises(TypeError, match="probe_init: .*ProbeSettings has this name"):
         analysis_settings(Again)
     assert ANALYSIS_SETTINGS == before
+
+
+@pytest.mark.parametrize(
+    "place, says",
+    [
+        ({"after": "syntax_min_count"}, "after='syntax_min_count' names no shared setting"),
+        ({"before": "quick"}, "before='quick' names no shared setting"),
+        ({"after": "corpus", "before": "max_tokens"}, "give after= or before=, not both"),
+        ({"quick": 3, "quick_after": "max_tokens"}, "quick_after='max_tokens' names a setting --quick does not cap"),
+    ],
+)
+def test_a_setting_placed_beside_no_shared_setting_is_refused(place, says):
+    @dataclass
+    class Placed(Settings):
+        placed_setting: int = option(1, "a setting asking for a place", **place)
+
+    before = dict(ANALYSIS_SETTINGS)
+    with pytest.raises(TypeError, match=f"Placed.placed_setting: {says}"):
+        analysis_settings(Placed)
+    assert ANALYSIS_SETTINGS == before
