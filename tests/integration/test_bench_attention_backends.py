@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
-pytestmark = pytest.mark.slow  # eight configurations, each in a fresh process: about 45 s on 2 cores
+pytestmark = pytest.mark.slow  # seven or eight configurations, each in a fresh process: about 30 s on 2 cores
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 ROW = re.compile(r"^(?P<name>.+?)\s+first pass\s+(?P<first>[\d.]+) ex/s, second\s+(?P<second>[\d.]+) ex/s; (?P<ops>.+)")
