@@ -23,14 +23,13 @@ import torch
 import transformers
 from huggingface_hub import constants as hub_constants
 from safetensors import SafetensorError, safe_open
-from transformers import (
+from transformers import PretrainedConfig, PreTrainedModel
+from transformers.models.auto import (
     AutoConfig,
     AutoModelForMaskedLM,
     AutoModelForSequenceClassification,
     AutoModelForTokenClassification,
     AutoTokenizer,
-    PretrainedConfig,
-    PreTrainedModel,
 )
 from transformers.models.auto.modeling_auto import (
     MODEL_FOR_MASKED_LM_MAPPING,
