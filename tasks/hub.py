@@ -11,6 +11,7 @@ from huggingface_hub import snapshot_download
 
 from tasks.errors import InputError
 from tasks.examples import Example
+from tasks.hub_reach import read_cache_only_if_unreachable
 from tasks.registry import HUB_DATASET
 from tasks.spec import Task
 
@@ -34,6 +35,7 @@ def hub_rows(task: Task, split: str) -> datasets.Dataset:
     an earlier load prepared; it does not read the hub cache's snapshot offline, so that comes next:
     the split's parquet files in the layout of the hub's parquet conversion (``rte/validation-*.parquet``)."""
     name = hub_split_name(split)
+    read_cache_only_if_unreachable()
     try:
         return datasets.load_dataset(HUB_DATASET, task.config, split=name)
     except Exception as error:  # datasets raises many types for offline / missing data

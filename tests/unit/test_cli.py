@@ -2,12 +2,13 @@
 
 from dataclasses import fields
 
+import datasets
 import pytest
 from huggingface_hub import constants as hub_constants
 
 from harness.cli import GROUPS, LEFT_OUT, build_parser, configs_from, main
-from harness.model import loading as models
 from harness.options import flag_of
+from tasks import hub_reach
 from tests.fixtures import harness_arguments
 
 
@@ -67,14 +68,15 @@ def test_an_unreachable_hub_is_detected_not_retried(capsys, tmp_path, monkeypatc
     the first attempt, saying so, and later hub accesses read the local cache only."""
     monkeypatch.setattr(hub_constants, "ENDPOINT", "http://127.0.0.1:9")
     monkeypatch.setattr(hub_constants, "HF_HUB_OFFLINE", False)
-    for name in models.PROXY_VARIABLES:
+    monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", False)  # set for the run, restored for later tests
+    for name in hub_reach.PROXY_VARIABLES:
         monkeypatch.delenv(name, raising=False)
-    models.hub_unreachable.cache_clear()
+    hub_reach.hub_unreachable.cache_clear()
     (tmp_path / "RTE").mkdir()
     for split in ("train", "dev"):
         (tmp_path / "RTE" / f"{split}.tsv").write_text("index\tsentence1\tsentence2\tlabel\n0\ta\tb\tentailment\n")
     code, err = run_cli(capsys, *harness_arguments("run", "no-such-org/no-such-model", tmp_path, tmp_path))
-    models.hub_unreachable.cache_clear()
+    hub_reach.hub_unreachable.cache_clear()
     assert code == 2 and len(err.strip().splitlines()) == 1
     assert "the hub is unreachable (127.0.0.1:9" in err and "--model minilm" in err
     assert hub_constants.is_offline_mode()
