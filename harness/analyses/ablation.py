@@ -71,14 +71,16 @@ from harness.model.forward import UNTRAINED_TASK_LOSS, Interventions
 from harness.results.entries import decoded
 from harness.views.ablation import AblationEntry, AblationView
 from harness.views.ablation_results import (
+    IMPORTANCE_VS_DELTA,
     MODES,
-    RANDOM,
     SCOPES,
+    VS_COSINE,
     AblationResult,
     Family,
     Importance,
     ImportanceAgreement,
     Pruning,
+    is_random,
 )
 from harness.views.base import pair_name, per_checkpoint_results, per_pair_results
 from harness.views.cosine import CosineEntry, CosineView
@@ -169,7 +171,7 @@ class Ablation(Analysis):
         pruning = self.pruning(name, gates, zero_heads, intact, labels, metric)
         scores = np.asarray(importance["normalised"]) if "normalised" in importance else None
         correlations = (
-            {f"importance_vs_{mode}_delta": spearman(scores, families["heads"][mode]["delta"]) for mode in MODES}
+            {IMPORTANCE_VS_DELTA[mode]: spearman(scores, families["heads"][mode]["delta"]) for mode in MODES}
             if scores is not None
             else {}
         )
@@ -243,7 +245,7 @@ class Ablation(Analysis):
         held_out = held_out_predictions(where, predictions, halves, intact, len(PRUNING_FRACTIONS))
         self.held_out[name] = held_out
         curves = {order: metric_rows(metric, rows, labels).tolist() for order, rows in held_out.items()}
-        randoms = np.asarray([curve for order, curve in curves.items() if order.startswith(RANDOM)])
+        randoms = np.asarray([curve for order, curve in curves.items() if is_random(order)])
         return {
             "fractions": list(PRUNING_FRACTIONS),
             "heads_pruned": pruned_counts(layers * heads),
@@ -291,10 +293,7 @@ class Ablation(Analysis):
             importance = result["importance"].get("normalised")
             out[pair] = {
                 "cosine_per_head": stats["per_head"],
-                "importance_vs_cosine": None if importance is None else spearman(importance, stats["per_head"]),
-                **{
-                    f"{mode}_delta_vs_cosine": spearman(result["heads"][mode]["delta"], stats["per_head"])
-                    for mode in MODES
-                },
+                VS_COSINE["importance"]: None if importance is None else spearman(importance, stats["per_head"]),
+                **{VS_COSINE[mode]: spearman(result["heads"][mode]["delta"], stats["per_head"]) for mode in MODES},
             }
         return {CosineView.name: out} if out else None

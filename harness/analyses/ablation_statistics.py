@@ -23,7 +23,7 @@ from harness.analyses.significance import (
     simultaneous_level,
 )
 from harness.views.ablation_evidence import ALPHA
-from harness.views.ablation_results import RANDOM, Areas, Family
+from harness.views.ablation_results import Areas, Family, is_random
 from harness.views.evidence import LEVEL, Evidence, interval_of, interval_verdict
 
 ORDER_RESAMPLING_SEED = 1  # the random orders' resamples: fixed, so a stored area's interval recomputes the same
@@ -85,7 +85,7 @@ def area_comparisons(
     shape = (len(names), len(fractions))
     observed = area_under(metric_rows(metric, stacked, labels).reshape(shape), fractions)
     resampled = area_under(bootstrap_metric_rows(metric, stacked, labels).reshape(-1, *shape), fractions)
-    randoms = np.asarray([index for index, name in enumerate(names) if name.startswith(RANDOM)])
+    randoms = np.asarray([index for index, name in enumerate(names) if is_random(name)])
     against = {
         "random": (observed[randoms].mean(), resampled_random_mean(resampled[:, randoms])),
         "oracle": (observed[names.index("oracle")], resampled[:, names.index("oracle")]),

@@ -37,6 +37,7 @@ from harness.views.ablation_metrics import ANALYSIS, ablation_metric, extreme_st
 from harness.views.ablation_results import (
     BASELINES,
     MODES,
+    RANKED,
     SCOPES,
     AblationResult,
     ImportanceAgreement,
@@ -222,7 +223,7 @@ class AblationView(View[PerCheckpoint[AblationResult, ImportanceAgreement]]):
                     for extreme in ("best", "worst")
                 ),
                 " / ".join(significant_cell(metrics, scope, mode) for scope in SCOPES for mode in MODES),
-                " / ".join(pruned_cell(metrics, order) for order in ("importance", "oracle")),
+                " / ".join(pruned_cell(metrics, order) for order in RANKED),
                 *(area_cell(metrics, baseline) for baseline in BASELINES),
             ]
             for task, metrics in tasks.items()

@@ -13,9 +13,10 @@ from harness.views.ablation_evidence import ALPHA, percent
 from harness.views.ablation_results import (
     BASELINES,
     MODES,
-    RANDOM,
+    VS_COSINE,
     AblationResult,
     family_grids,
+    is_random,
     related_cosine,
     versus,
 )
@@ -104,7 +105,7 @@ def draw_pruning(result: AblationResult, run: dict[str, Any], checkpoint: str, p
     area against theirs, with its interval, under the title."""
     pruning = result["pruning"]
     fractions = 100 * np.asarray(pruning["fractions"])
-    randoms = sum(order.startswith(RANDOM) for order in pruning["curves"])
+    randoms = sum(is_random(order) for order in pruning["curves"])
     figure, axes = plt.subplots(figsize=(6.4, 4.0))
     mean, std = 100 * np.asarray(pruning["random_mean"]), 100 * np.asarray(pruning["random_std"])
     axes.plot(fractions, mean, color=GREY, marker=".", label=f"random orders, ours (mean of {randoms}, 1 sd)")
@@ -152,7 +153,7 @@ def draw_importance(importances: dict[str, Any], entry: Entry, run: dict[str, An
     for panel, ((_, after), stats) in zip(axes[0][len(importances) :], cosine):
         if after in importances:
             panel.scatter(np.ravel(stats["cosine_per_head"]), np.ravel(importances[after]), s=10)
-        rho = stats["importance_vs_cosine"]
+        rho = stats[VS_COSINE["importance"]]
         panel.set_xlabel("cosine similarity of the head's maps\n(pre-trained vs fine-tuned)")
         panel.xaxis.set_major_locator(mpl.ticker.MaxNLocator(4))  # similarities near 1 have long tick labels
         panel.set_ylabel(f"{checkpoint_title(after)} importance")

@@ -5,7 +5,7 @@ its best and worst single head and layer, and the cross-fitted pruning's metrics
 from __future__ import annotations
 
 from harness.results.checkpoints import FINETUNED
-from harness.views.ablation_results import BASELINES, Pruning, versus
+from harness.views.ablation_results import BASELINES, RANKED, Pruning, versus
 from harness.views.metrics import BOUNDS, Metric
 
 ANALYSIS = "ablation"
@@ -36,7 +36,7 @@ def pruning_metrics(pruning: Pruning, checkpoint: str) -> list[Metric]:
             checkpoint,
             float(pruning["heads_pruned"][pruning["steps_within_one_point"][order]]),
         )
-        for order in ("importance", "oracle")
+        for order in RANKED
         if order in pruning["steps_within_one_point"]
     ]
     for baseline in BASELINES:

@@ -20,11 +20,21 @@ from harness.views.evidence import Evidence, Packed
 MODES = ("uniform", "zero")
 # what one disabling variant switches off: a single head, or a whole layer
 SCOPES: tuple[Literal["heads"], Literal["layers"]] = ("heads", "layers")
-RANDOM = "random"  # the seeded random pruning orders' names start so; they are ours (Michel et al. ran none)
+RANDOM = "random"  # the seeded random pruning orders are named so and numbered; they are ours (Michel et al. ran none)
+RANKED = ("importance", "oracle")  # the pruning orders ranked on the heads; every other one is a random one
 BASELINES = {"random": "random orders (ours)", "oracle": "oracle order"}  # what the importance order is set against
+# The keys of the Spearman correlations stored: a trained checkpoint's importance against each mode's single-head
+# changes, by mode; against the cosine (the entry's related part), the importance's and each mode's changes.
+IMPORTANCE_VS_DELTA = {mode: f"importance_vs_{mode}_delta" for mode in MODES}
+VS_COSINE = {"importance": "importance_vs_cosine", **{mode: f"{mode}_delta_vs_cosine" for mode in MODES}}
 
 
 Scope = Literal["heads", "layers"]
+
+
+def is_random(order: str) -> bool:
+    """Whether the pruning order named ``order`` is one of the seeded random ones (not one of `RANKED`)."""
+    return order not in RANKED
 
 
 def families(result: AblationResult) -> Iterator[tuple[str, Scope, Family]]:

@@ -12,12 +12,15 @@ from harness.views.ablation_evidence import ALPHA, MODE_SHORT, disabling_gain, p
 from harness.views.ablation_metrics import ablation_metric, area_statistic, extreme_statistic
 from harness.views.ablation_results import (
     BASELINES,
+    IMPORTANCE_VS_DELTA,
     MODES,
-    RANDOM,
+    RANKED,
+    VS_COSINE,
     AblationResult,
     Pruning,
     families,
     family_grids,
+    is_random,
     related_cosine,
     versus,
 )
@@ -47,8 +50,8 @@ def pruning_sentence(pruning: Pruning) -> str:
     """How many heads each order prunes before the cross-fitted score first drops by more than
     one point below the intact score."""
     pruned = {order: pruning["heads_pruned"][steps] for order, steps in pruning["steps_within_one_point"].items()}
-    named = ", ".join(f"{order} order {count}" for order, count in pruned.items() if not order.startswith(RANDOM))
-    randoms = [count for order, count in pruned.items() if order.startswith(RANDOM)]
+    named = ", ".join(f"{order} order {count}" for order, count in pruned.items() if not is_random(order))
+    randoms = [count for order, count in pruned.items() if is_random(order)]
     return (
         f"heads pruned before the score first drops by more than one point, cross-fitted: {named}, "
         f"{BASELINES['random']} {', '.join(map(str, randoms))} (of {pruning['heads_pruned'][-1]}; 10% steps, "
@@ -60,8 +63,8 @@ def areas_sentence(pruning: Pruning, examples: int) -> str:
     """The area under each cross-fitted pruning curve, and the importance order's against the
     random orders' mean and the oracle order's with their intervals and verdicts."""
     areas = pruning["areas"]
-    randoms = np.mean([area for order, area in areas.items() if order.startswith(RANDOM)])
-    named = ", ".join(f"{order} {100 * areas[order]:.1f}" for order in ("importance", "oracle") if order in areas)
+    randoms = np.mean([area for order, area in areas.items() if is_random(order)])
+    named = ", ".join(f"{order} {100 * areas[order]:.1f}" for order in RANKED if order in areas)
     differences = [
         f"importance minus {BASELINES[baseline]} {percent(evidence['value'])} "
         f"[{percent(evidence['interval'][0])}, {percent(evidence['interval'][1])}], "
@@ -187,16 +190,19 @@ def findings_lines(result: AblationResult, checkpoint: str, related: list[tuple[
         f"Pruning: {pruning_sentence(result['pruning'])}; {areas_sentence(result['pruning'], result['examples'])}.",
     ]
     correlations = ", ".join(
-        f"{name.replace('_', ' ')} {value:+.2f}" for name, value in result["correlations"].items() if value is not None
+        f"importance vs {mode} delta {value:+.2f}"
+        for mode, key in IMPORTANCE_VS_DELTA.items()
+        if (value := result["correlations"].get(key)) is not None
     )
     if correlations:
         lines.append(f"Spearman: {correlations}.")
     for pair, stats in related:
         if pair[1] == checkpoint:
+            said = {mode: f"{mode} delta" for mode in MODES}  # what each mode's correlation is of
             values = ", ".join(
-                f"{name.replace('_', ' ')} {value:+.2f}"
-                for name, value in stats.items()
-                if name != "cosine_per_head" and value is not None
+                f"{said.get(of, of)} vs cosine {value:+.2f}"
+                for of, key in VS_COSINE.items()
+                if (value := stats.get(key)) is not None
             )
             lines.append(f"Against each head's cosine similarity ({pair_name(pair)}): {values}.")
     return lines
