@@ -55,7 +55,6 @@ same types with ``pd.read_csv(path, dtype=RUN_COLUMNS)``.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Iterator
 from os import PathLike
 from pathlib import Path
@@ -126,8 +125,8 @@ FINDING_COLUMNS = {
     "paper_says": "string",
     "paper_verdict": "string",
 }
-LEVEL_KEYS = {"per_head", "per_layer", "heads", "layers"}  # keys that only say the level, dropped from names
-LEVEL_IN_KEY = re.compile(r"(?:^|_)per_(?:head|layer)(?=_|$)")  # accuracy_per_head, per_head_std, per_layer_change
+LAYER_KEYS = {"per_layer", "layers"}  # keys that only say the level: one value per layer, or a grid per head
+LEVEL_KEYS = {"per_head", "heads", *LAYER_KEYS}  # dropped from names
 
 
 def load_runs(where: Where | Iterable[Where] = "outputs") -> pd.DataFrame:
@@ -299,10 +298,10 @@ def arrays(
     part of the lists per head that the view names (`View.per_head_parts`: the pattern
     classifier's maps of each class)."""
     for path, node in leaves(stored, ()):
-        metric = array_metric(path, view.name)
+        metric = array_metric(path, view)
         if is_grid(node, shape):
             yield from ((metric, layer, head, value) for layer, head, value in cells(node) if value is not None)
-        elif is_per_layer(path) and is_numbers(node, shape[0]):
+        elif is_per_layer(path, view) and is_numbers(node, shape[0]):
             yield from ((metric, layer, None, value) for layer, value in enumerate(node, 1) if value is not None)
         elif path[-1] in view.per_head_parts:
             parts = view.per_head_parts[path[-1]]
@@ -341,18 +340,20 @@ def is_grid(node: Any, shape: tuple[int, int]) -> bool:
     return isinstance(node, list) and len(node) == shape[0] and all(is_numbers(row, shape[1]) for row in node)
 
 
-def is_per_layer(path: tuple[str, ...]) -> bool:
-    """Whether the keys leading to a list say it holds one value per layer."""
-    return any(key == "layers" or "per_layer" in key for key in path)
+def is_per_layer(path: tuple[str, ...], view: type[View[Any]]) -> bool:
+    """Whether the keys leading to a list say it holds one value per layer (`LAYER_KEYS`, or one of the
+    view's ``per_layer_keys``)."""
+    return any(key in LAYER_KEYS or key in view.per_layer_keys for key in path)
 
 
-def array_metric(path: tuple[str, ...], analysis: str) -> str:
+def array_metric(path: tuple[str, ...], view: type[View[Any]]) -> str:
     """An array's metric name: its path without the keys that only say per head or per layer
-    (``per_head.sink_share.cls`` -> ``sink_share.cls``, ``accuracy_per_head.all`` ->
-    ``accuracy.all``, ``heads.zero.delta`` -> ``zero.delta``); the analysis's name where
-    nothing is left (the cosine's ``per_head``)."""
-    parts = [LEVEL_IN_KEY.sub("", key).strip("_") for key in path if key not in LEVEL_KEYS]
-    return ".".join(part for part in parts if part) or analysis
+    (``per_head.sink_share.cls`` -> ``sink_share.cls``, ``heads.zero.delta`` -> ``zero.delta``), a key
+    that says its level as the view names its value (``accuracy_per_head.all`` -> ``accuracy.all``:
+    ``per_head_keys``, ``per_layer_keys``); the analysis's name where nothing is left (the cosine's
+    ``per_head``)."""
+    named = view.per_head_keys | view.per_layer_keys
+    return ".".join(named.get(key, key) for key in path if key not in LEVEL_KEYS) or view.name
 
 
 def study_folder(study: Where, output_dir: Path) -> Path:

@@ -140,6 +140,9 @@ class View(Generic[Result]):
     compared with it too, `harness.run.trajectory`); ``per_head_parts`` (result keys whose value per
     head is a list of named parts, such as the pattern classifier's count of each class, with the
     parts' names: the exported tables' metric of each part, `harness.present.frames`);
+    ``per_head_keys`` and ``per_layer_keys`` (result keys that say their level, whose value is one number
+    per head or per layer, with what the exported tables call the value: ``{"accuracy_per_head":
+    "accuracy"}``; a key that is only the level, such as ``per_layer``, is said by none);
     ``along_by_default`` (its analysis measures each step ``--trajectory`` keeps unless
     ``--trajectory-analyses`` says otherwise: `harness.config.measured_along`); ``timed_apart`` (the
     source its analysis reads only to intervene, whose seconds a study sets apart from the analyses':
@@ -160,6 +163,8 @@ class View(Generic[Result]):
     compared: ClassVar[type | None] = None
     to_final: ClassVar[bool] = False
     per_head_parts: ClassVar[dict[str, tuple[str, ...]]] = {}
+    per_head_keys: ClassVar[dict[str, str]] = {}
+    per_layer_keys: ClassVar[dict[str, str]] = {}
     along_by_default: ClassVar[bool] = False
     timed_apart: ClassVar[str | None] = None
     samples: ClassVar[Sampler] = dev_sample
@@ -190,10 +195,11 @@ class View(Generic[Result]):
         return []
 
     @classmethod
-    def headline(cls, metrics: list[Metric]) -> list[Metric]:
-        """The few of its ``metrics`` (its own and their fine-tuned minus pre-trained changes) that
-        answer the run's question at a glance: logged again under ``headline/``, the short list
-        MLflow's compare view lines up across runs."""
+    def headline(cls, entry: Entry[Result], metrics: list[Metric]) -> list[Metric]:
+        """The few of its ``metrics`` of ``entry`` (its own and their fine-tuned minus pre-trained changes)
+        that answer the run's question at a glance: logged again under ``headline/``, the short list
+        MLflow's compare view lines up across runs; chosen on the records, or built from the entry
+        (`harness.views.metrics.chosen`)."""
         return []
 
     @classmethod

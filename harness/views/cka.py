@@ -315,6 +315,7 @@ class CkaView(View[CkaResult]):
     order = 25
     version = 2  # 2: a layer's interval by the jackknife over groups (the bootstrap's lay above small CKAs)
     stored = CkaResult
+    per_layer_keys = {f"{kind}_per_layer": kind for kind in ("attention_cosine", "chance", "high", "low")}
     # nothing left out of the docs' snapshots: every interval shown is recomputed from the grams and units
     inputs: ClassVar[str] = "the task's dev inputs"
     claims = {
@@ -363,7 +364,7 @@ class CkaView(View[CkaResult]):
         return KINDS
 
     @classmethod
-    def headline(cls, metrics: list[Metric]) -> list[Metric]:
+    def headline(cls, entry: CkaEntry, metrics: list[Metric]) -> list[Metric]:
         """The first pair's mean CKA over layers, of the tokens and of [CLS]."""
         wanted = {f"{kind}_mean" for kind in KINDS}
         return [metric for metric in metrics if not metric.pair_said and metric.detail in wanted]

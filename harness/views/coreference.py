@@ -119,6 +119,7 @@ class CoreferenceView(View[PerCheckpoint[CoreferenceResult, CoreferenceCompariso
     version = 5  # 5: the best head's change cross-fitted (a re-chosen maximum is biased upward)
     stored = CoreferenceResult
     compared = CoreferenceComparison
+    per_head_keys = {"accuracy_per_head": "accuracy"}
     signed_changes = {CHANGE: "the best head's coreference antecedent accuracy"}
     papers = {
         CHANGE: PaperPoint(
@@ -146,7 +147,7 @@ class CoreferenceView(View[PerCheckpoint[CoreferenceResult, CoreferenceCompariso
         ]
 
     @classmethod
-    def headline(cls, metrics: list[Metric]) -> list[Metric]:
+    def headline(cls, entry: CoreferenceEntry, metrics: list[Metric]) -> list[Metric]:
         """How the best head's antecedent accuracy changed (all mentions)."""
         return [metric for metric in metrics if metric.key == best_head_accuracy("all").changed()]
 

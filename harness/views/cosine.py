@@ -149,6 +149,7 @@ class CosineView(View[CosineResult]):
     along_by_default = True  # the study's findings on when attention changes read it
     version = 3
     stored = CosineResult
+    per_head_keys = {"per_head_std": "std"}
     claims = {
         "last_layers_change_most": Claim(
             "the last two layers change most (the two lowest per-layer cosines)", last_layers_change_most
@@ -191,7 +192,7 @@ class CosineView(View[CosineResult]):
         return out
 
     @classmethod
-    def headline(cls, metrics: list[Metric]) -> list[Metric]:
+    def headline(cls, entry: CosineEntry, metrics: list[Metric]) -> list[Metric]:
         """The first pair's mean cosine over all heads and over the last two layers."""
         return [metric for detail in SUMMED for metric in metrics if not metric.pair_said and metric.detail == detail]
 

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Literal, TypedDict
 
 from harness.views.base import Entry, HeadValue, View, per_pair_results, register_view
-from harness.views.cosine import CosineStats
+from harness.views.cosine import CosineStats, CosineView
 from harness.views.drawing import draw_head_grid, draw_layer_lines
 from harness.views.metrics import Metric
 from harness.views.titles import checkpoint_title, run_title
@@ -49,6 +49,7 @@ class PaddedCosineView(View[PaddedResult]):
     order = 30
     version = 1
     stored = PaddedResult
+    per_head_keys = CosineView.per_head_keys  # its statistics are the cosine's
 
     @classmethod
     def metrics(cls, entry: PaddedCosineEntry) -> list[Metric]:

@@ -45,6 +45,8 @@ MAJORITY = "majority"  # the majority class: the reference every dev score is se
 # name order) set it beside the dev scores, not first of a checkpoint's metrics (where the pre-trained
 # checkpoint, which has none, shows NaN).
 ABOVE_MAJORITY = "dev_above_majority"
+MAIN_SCORE = "main_score"  # a study's record of each task's main dev score: its split and metric
+GLUE_DEV = "dev"  # GLUE's dev file (MNLI's are dev_matched and dev_mismatched)
 
 
 class DevScores(TypedDict):
@@ -112,6 +114,14 @@ def beats_majority(entry: EvaluationEntry) -> dict[str, Any]:
     }
 
 
+def table_metric(split: str, metric: str) -> str:
+    """How the study's dev table names a task's main score: its metric (``accuracy``), after its split
+    where that is not GLUE's dev file: the part of the data a GLUE dev file holds (MNLI's ``dev_matched``:
+    ``matched_accuracy``), else the split's name (``validation_accuracy``)."""
+    part = "" if split == GLUE_DEV else split.removeprefix(f"{GLUE_DEV}_")
+    return f"{part}_{metric}" if part else metric
+
+
 def dev_table(study: dict[str, Any]) -> str:
     """Table 1: the fine-tuned model's main dev metric per task beside the pre-trained model
     (untrained head), the majority class and how many seeds beat it; with bert-base-uncased,
@@ -121,13 +131,13 @@ def dev_table(study: dict[str, Any]) -> str:
     beats = study["findings"].get("beats_majority", {}).get("per_task", {})
     rows = []
     for task, entry in study["tasks"].items():
-        stem, metrics = entry["main_metric"], entry["metrics"]
-        main = Metric(EvaluationView.name, stem)
+        score, metrics = entry[MAIN_SCORE], entry["metrics"]
+        main = Metric(EvaluationView.name, entry["main_metric"])
         majority = replace(main, reference=MAJORITY).name
         counts = beats.get(task)
         row = [
             task,
-            stem.removeprefix("dev_"),
+            table_metric(score["split"], score["metric"]),
             mean_sd(metrics[replace(main, checkpoint=PRETRAINED).name]),
             mean_sd(metrics[replace(main, checkpoint=FINETUNED).name]),
             mean_sd(metrics[majority]) if majority in metrics else "-",
@@ -206,22 +216,20 @@ class EvaluationView(View[PerCheckpoint[DevScores, DevComparison]]):
         return out
 
     @classmethod
-    def headline(cls, metrics: list[Metric]) -> list[Metric]:
+    def headline(cls, entry: EvaluationEntry, metrics: list[Metric]) -> list[Metric]:
         """The dev scores (not the loss) of the fine-tuned model and the majority class, and how far
         the fine-tuned model is above the majority class with the low end of its interval: what a
         fine-tuning learned is measured against the majority class, not against the pre-trained
-        encoder's untrained head (whose chance score makes any run's "change" look like learning)."""
-        scores = [
-            metric
-            for metric in metrics
-            if is_dev_score(metric.statistic) and (metric.checkpoint == FINETUNED or metric.reference == MAJORITY)
-        ]
-        return scores + chosen(
+        encoder's untrained head (whose chance score makes any run's "change" look like learning); a
+        majority class's undefined score (a correlation with the mean) has no metric to choose."""
+        first = next(iter(per_checkpoint_results(entry).values()))
+        scores = [Metric(cls.name, f"{split}_{metric}") for split, metric in scored(first, with_loss=False)]
+        above = [ABOVE_MAJORITY, f"{ABOVE_MAJORITY}_{BOUNDS[0]}"]
+        return chosen(
             metrics,
-            [
-                Metric(cls.name, statistic, checkpoint=FINETUNED)
-                for statistic in (ABOVE_MAJORITY, f"{ABOVE_MAJORITY}_{BOUNDS[0]}")
-            ],
+            [replace(score, checkpoint=FINETUNED) for score in scores]
+            + [replace(score, reference=MAJORITY) for score in scores]
+            + [Metric(cls.name, statistic, checkpoint=FINETUNED) for statistic in above],
         )
 
     @classmethod
@@ -270,22 +278,19 @@ class EvaluationView(View[PerCheckpoint[DevScores, DevComparison]]):
         return next(iter(scores["predictions"])), stored_task(scores).metrics[0]
 
     @classmethod
+    def across_seeds(cls, entries: list[EvaluationEntry]) -> dict[str, Any]:
+        """The task's main dev score, as its split and metric (``{"split": "dev", "metric": "accuracy"}``),
+        which the study's dev table names."""
+        split, metric = cls.main_score(entries[0])
+        return {MAIN_SCORE: {"split": split, "metric": metric}}
+
+    @classmethod
     def study_tables(cls, study: dict[str, Any]) -> dict[str, str]:
         return {"dev_scores_by_task": dev_table(study)} if study["tasks"] else {}
 
 
 CORRELATIONS = ("pearson", "spearman")  # a score's metrics: undefined for the constant mean score
 LOSS = "loss"
-
-
-def is_dev_score(statistic: str) -> bool:
-    """Whether a statistic of this view is a dev score (``dev_accuracy``, ``validation_pearson``):
-    not the loss, the learning verdict or a difference from a reference."""
-    return (
-        not statistic.endswith(f"_{LOSS}")
-        and statistic != "learned"
-        and not statistic.startswith((ABOVE_MAJORITY, "above_"))
-    )
 
 
 def score_key(split: str, metric: str) -> str:

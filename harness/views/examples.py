@@ -103,3 +103,4 @@ class ExamplesView(View[PerCheckpoint[ExamplesResult, ExamplesComparison]]):
     version = 2  # 2: GLUE from the hub names its examples by their TSV line, as the TSV loader does
     stored = ExamplesResult
     compared = ExamplesComparison
+    per_head_keys = {"cosine_per_head": "cosine"}

@@ -71,6 +71,8 @@ class FeaturesView(View[PerCheckpoint[FeaturesResult, FeatureChanges]]):
     version = 2
     stored = FeaturesResult
     compared = FeatureChanges
+    per_head_keys = {"change_per_head": "change"}
+    per_layer_keys = {"change_per_layer": "change"}
 
     @classmethod
     def metrics(cls, entry: FeaturesEntry) -> list[Metric]:

@@ -15,7 +15,14 @@ import numpy as np
 
 from harness.results.entries import PerCheckpoint
 from harness.views.base import Entry, View, per_checkpoint_results, register_view
-from harness.views.features import FeatureChanges, FeatureStatistics, draw_feature_panels, feature_names, slug
+from harness.views.features import (
+    FeatureChanges,
+    FeatureStatistics,
+    FeaturesView,
+    draw_feature_panels,
+    feature_names,
+    slug,
+)
 from harness.views.metrics import Metric
 from harness.views.saving import plt, save
 from harness.views.titles import axes_title, checkpoint_title, run_title
@@ -42,6 +49,7 @@ class TaskFeaturesView(View[PerCheckpoint[TaskFeaturesResult, FeatureChanges]]):
     version = 1
     stored = TaskFeaturesResult
     compared = FeatureChanges
+    per_head_keys, per_layer_keys = FeaturesView.per_head_keys, FeaturesView.per_layer_keys  # the same changes
 
     @classmethod
     def metrics(cls, entry: TaskFeaturesEntry) -> list[Metric]:

@@ -59,6 +59,7 @@ class GradientsView(View[PerCheckpoint[GradientsResult, GradientsComparison]]):
     version = 2
     stored = GradientsResult
     compared = GradientsComparison
+    per_layer_keys = {"per_layer_change": "change"}
 
     @classmethod
     def draw(cls, entry: GradientsEntry, run: dict[str, Any], out_dir: Path) -> list[Path]:

@@ -182,7 +182,7 @@ class PatternsView(View[PerCheckpoint[PatternResult, PatternComparison]]):
         return shares + ([Metric(cls.name, "pattern_classifier_cv_macro_f1", value=score["macro_f1"])] if score else [])
 
     @classmethod
-    def headline(cls, metrics: list[Metric]) -> list[Metric]:
+    def headline(cls, entry: PatternsEntry, metrics: list[Metric]) -> list[Metric]:
         """How the share of each pattern changed."""
         return [metric for metric in metrics if metric.change]
 

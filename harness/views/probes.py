@@ -138,7 +138,7 @@ class ProbesView(View[PerCheckpoint[ProbesResult, ProbesComparison]]):
         ]
 
     @classmethod
-    def headline(cls, metrics: list[Metric]) -> list[Metric]:
+    def headline(cls, entry: ProbesEntry, metrics: list[Metric]) -> list[Metric]:
         """How the attention-only probe's UAS changed."""
         return [metric for metric in metrics if metric.key == uas("attn", checkpoint=FINETUNED).changed()]
 

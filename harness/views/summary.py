@@ -32,7 +32,7 @@ def headline_records(summary: dict[str, Any]) -> list[Metric]:
     return [
         metric
         for view, entry in current_entries(summary).values()
-        for metric in view.headline(view_metrics(view, entry))
+        for metric in view.headline(entry, view_metrics(view, entry))
     ]
 
 

@@ -346,7 +346,7 @@ class TransplantView(View[TransplantResult]):
         return out
 
     @classmethod
-    def headline(cls, metrics: list[Metric]) -> list[Metric]:
+    def headline(cls, entry: TransplantEntry, metrics: list[Metric]) -> list[Metric]:
         """The first pair's share of its gain kept with all attention pre-trained, and that score's change."""
         wanted = {("transplant_share_kept", ""), ("transplant_delta", "all")}
         return [metric for metric in metrics if not metric.pair_said and (metric.statistic, metric.detail) in wanted]

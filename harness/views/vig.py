@@ -198,7 +198,7 @@ class VigView(View[PerCheckpoint[VigResult, VigComparison]]):
         ]
 
     @classmethod
-    def headline(cls, metrics: list[Metric]) -> list[Metric]:
+    def headline(cls, entry: VigEntry, metrics: list[Metric]) -> list[Metric]:
         """The issue's question, does fine-tuning build or remove heads that link the two sentences
         through identical words: the strongest such head's share and how many heads carry the
         label, per checkpoint and their changes (the other labels' counts are metrics and a

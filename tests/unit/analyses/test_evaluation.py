@@ -16,7 +16,7 @@ from harness.inputs.sources import SOURCES, SourceContext
 from harness.results.store import ResultStore
 from harness.run.engine import analyse
 from harness.run.plan import select_analyses
-from harness.views.evaluation import dev_metrics, learning_warning
+from harness.views.evaluation import dev_metrics, learning_warning, table_metric
 from tasks.loading import load_examples
 from tasks.metrics import compute_metrics
 from tasks.registry import get_task
@@ -148,6 +148,13 @@ def test_each_evaluation_split_is_scored_on_its_own_examples(tiny_tokenizer, dev
     assert result["examples"] == {"dev_matched": len(dev), "dev_mismatched": 4}
     assert result["majority"]["dev_mismatched/accuracy"] == 1.0  # every mismatched label is 2
     assert entry["source"]["identity"]["source"] == "dev"
+
+
+def test_the_study_dev_table_names_a_main_score_by_its_split_and_metric():
+    """As it did when it took GLUE's dev prefix off the score's stem (``dev_matched_accuracy``)."""
+    assert table_metric("dev", "accuracy") == "accuracy"
+    assert table_metric("dev_matched", "accuracy") == "matched_accuracy"
+    assert table_metric("validation", "pearson") == "validation_pearson"
 
 
 def test_majority_scores_of_regression_and_classification():

@@ -282,7 +282,7 @@ def test_view_metrics_headline_printed_and_overview(entry):
     assert named["vig_pretrained_next_heads"] == pretrained["label_counts"]["next"]
     assert named["vig_chance_delimiters"] == pretrained["chance"]["delimiters"]
     assert set(VigView.signed_changes) <= named.keys()
-    headline = [metric.name for metric in VigView.headline(metrics + changes(metrics))]
+    headline = [metric.name for metric in VigView.headline(entry, metrics + changes(metrics))]
     assert headline == [
         f"vig_{checkpoint}_other_segment_identical_{what}"
         for what in ("max", "heads")

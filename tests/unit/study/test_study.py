@@ -138,6 +138,7 @@ def study_of(tasks: list[str], layers: int = 2, heads: int = 3) -> dict:
         "metrics": metrics,
         "headline": ["dev_accuracy_finetuned", "cosine_mean"],
         "main_metric": "dev_accuracy",
+        "main_score": {"split": "dev", "metric": "accuracy"},
         "num_layers": layers,
         "num_heads": heads,
         "cosine": {"per_layer": {"mean": [0.95, 0.8], "std": [0.01, 0.02], "n": 2}, "per_head": grid},
