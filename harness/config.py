@@ -39,7 +39,7 @@ DEFAULT_MODEL = "bert-base-uncased"
 DEFAULT_TRACKING_URI = "sqlite:///mlruns/mlflow.db"
 PRECISIONS = ("auto", "fp32", "bf16", "fp16")
 WORD_ATTENTION_FROM = ("mean", "first")
-ABLATION_CHOICES = ("auto", "on", "off")
+SWITCH_CHOICES = ("auto", "on", "off")  # an intervention's switch (`Analysis.switch`): auto = on when on a GPU
 MAX_EPOCHS = 10_000  # more is a mistyped number (1e308 overflowed the Trainer's step count after the model loaded)
 SEEDS = 2**32  # NumPy's seeds, which transformers' set_seed seeds too, are below 2**32
 SEED_RANGE = "NumPy's seeds"
@@ -224,19 +224,20 @@ class FineTuneConfig(Flags):
 class AnalysisConfig(Flags):
     """Which analyses run, on how much data, and where their extra inputs come from.
 
-    The settings sources read and analyses share; each analysis's own settings join these fields
-    when its view's module is imported (`Settings`, `analysis_settings`)."""
+    The settings that several analyses, their sources or the run plan read (each field's comment says
+    whose); each analysis's own settings, its source's among them, join these fields when its view's
+    module is imported (`Settings`, `analysis_settings`)."""
 
-    analyses: list[str] | None = option(
+    analyses: list[str] | None = option(  # the run plan (harness.run.plan.select_analyses)
         None,
         "analyses to run (default: all registered but cosine_padded, "
         "Kovaleva's padded-map protocol, which runs only when named)",
     )
-    max_eval_examples: int = option(
+    max_eval_examples: int = option(  # the run's dev sample (harness.run.pipeline), the corpus and running text
         1000, "seeded sample of the dev set to compare (Kovaleva et al.: 1000)", minimum=1, quick=64
     )
-    eval_batch_size: int = option(16, "batch size of the comparison's forward passes", minimum=1)
-    analysis_seed: int = option(
+    eval_batch_size: int = option(16, "batch size of the comparison's forward passes", minimum=1)  # every source
+    analysis_seed: int = option(  # every sample the run and its sources draw, and the analyses that draw
         42,
         "seed of every analysis sample (dev sample, token samples, probes), "
         "kept apart from the fine-tuning seed so seeds compare on the same inputs",
@@ -244,53 +245,40 @@ class AnalysisConfig(Flags):
         below=SEEDS,
         because=SEED_RANGE,
     )
-    corpus: Path | None = option(
+    corpus: Path | None = option(  # the corpus and running-text sources; the run plan warns where none reads it
         None,
         "plain text (one paragraph a line, a blank line between documents) for "
         "the analyses of running text: Clark's surface statistics (default: UD "
         "English EWT's paragraphs), the clustering and the gradients (default: the "
         "task's dev sample)",
     )
-    syntax_data: Path | None = option(
+    syntax_data: Path | None = option(  # the treebank and probe sources; the run plan fills in the default
         None,
         "treebank, .conllu or .conllx (default: UD English EWT dev, from the data "
         "cache, ../shared/data or downloaded: see `harness data`)",
     )
-    syntax_train_data: Path | None = option(
+    syntax_train_data: Path | None = option(  # the probe source; the run plan fills in the default beside syntax_data
         None, "probe training treebank (default: the --syntax-data file with 'train' for 'dev')"
     )
-    probe_train_sentences: int = option(
-        2000,
-        "seeded sample of training sentences for the attention probes "
-        "(0: the whole training treebank, as Clark et al.)",
-        minimum=0,
-        because="0: the whole training treebank",
-        quick=200,
-    )
-    coref_data: Path | None = option(
+    coref_data: Path | None = option(  # the coreference source; the run plan fills in the default
         None,
         "coreference data: *_conll, .jsonlines or a LitBank conll/ folder "
         "(default: LitBank, from the data cache, ../shared/data or downloaded: "
         "see `harness data`)",
     )
-    coref_windows: bool = option(
-        False,
-        "score coreference over whole documents cut into sentence windows, instead "
-        "of only their first --max-tokens tokens (Clark et al.)",
-    )
-    max_tokens: int = option(
+    max_tokens: int = option(  # the word-level, corpus and running-text sources; the run plan checks the model's
         128,
         "truncation of word-level inputs and corpus segments (Clark et al.: 128)",
         minimum=5,
         unit="tokens",
         because="three special tokens and two words",
     )
-    word_attention_from: str = option(
+    word_attention_from: str = option(  # the word-level analyses (coreference, dependency, features, probes)
         "mean",
         "attention from a split word: mean of its sub-tokens, or the first (Clark et al.'s code)",
         choices=WORD_ATTENTION_FROM,
     )
-    max_corpus_items: int | None = option(
+    max_corpus_items: int | None = option(  # the treebank, probe and coreference sources
         None,
         "seeded sample of at most N treebank sentences (syntax and probe "
         "dev) and coreference documents (default: all, as the papers)",
@@ -298,35 +286,13 @@ class AnalysisConfig(Flags):
         quick=100,
         quick_after="max_eval_examples",
     )
-    ablation: str = option(
-        "auto",
-        "head disabling, importance and pruning (Kovaleva et al. section 6, Michel et al. "
-        "2019): hundreds of passes over the dev split; auto = on when the model runs on a "
-        "GPU, off on the CPU (then `harness ablate` runs it on the stored checkpoint)",
-        choices=ABLATION_CHOICES,
-    )
-    transplant: str = option(
-        "auto",
-        "attention transplant: the fine-tuned model scored with the pre-trained model's attention in "
-        "one head, one layer, layers k and up, all but layer k, all layers (docs/transplant.md): a "
-        "few hundred passes over the dev split, each starting at its first changed layer; auto = "
-        "on when the model runs on a GPU, off on the CPU",
-        choices=ABLATION_CHOICES,
-    )
-    ablation_examples: int | None = option(
+    ablation_examples: int | None = option(  # the intervention source, which the ablation and the transplant read
         None,
         "seeded sample of the main dev split that the ablation and the transplant score (default: all of it)",
         minimum=2,
         quick=64,
     )
-    max_dev_examples: int | None = option(
-        None,
-        "seeded sample of at most N examples of each evaluation split that "
-        "the dev metrics score (default: all, as the papers)",
-        minimum=1,
-        quick=256,
-    )
-    trajectory_analyses: list[str] | None = option(None, TRAJECTORY_HELP)  # its help names `MEASURED_ALONG`
+    trajectory_analyses: list[str] | None = option(None, TRAJECTORY_HELP)  # the run plan; help: `MEASURED_ALONG`
     quick: bool = option(False, "")  # its help names every cap, the analyses' own too (`assemble_analysis_config`)
 
     def __post_init__(self) -> None:
@@ -337,10 +303,11 @@ class AnalysisConfig(Flags):
             for item in fields(part):
                 setattr(self, item.name, getattr(checked, item.name))
         if self.quick:  # caps, so a smaller size given with --quick is kept
-            for name, cap in quick_caps(fields(self)).items():
-                value = getattr(self, name)
-                unbounded = value is None or (name == "probe_train_sentences" and value == 0)
-                setattr(self, name, cap if unbounded else min(value, cap))
+            for item in fields(self):
+                cap, value = item.metadata.get("quick"), getattr(self, item.name)
+                if cap is not None:
+                    unbounded = value is None or value == item.metadata.get("unbounded")
+                    setattr(self, item.name, cap if unbounded else min(value, cap))
         require(self.analyses is None or len(self.analyses) > 0, cls, "analyses", "", "names no analysis")
         along = self.trajectory_analyses
         require(along is None or len(along) > 0, cls, "trajectory_analyses", "", "names no analysis")
@@ -376,6 +343,7 @@ class Settings(Flags):
 
 
 SHARED_SETTINGS = fields(AnalysisConfig)  # the settings every analysis may read; each one's own come after
+QUICK: dict[str, int] = {}  # every setting's --quick cap, the analyses' own too (`assemble_analysis_config`)
 SHARED_TYPES = typing.get_type_hints(AnalysisConfig)
 ANALYSIS_SETTINGS: dict[str, type[Settings]] = {}  # "module.Class" -> an analysis's own settings, as registered
 QUICK_HELP = (
@@ -450,8 +418,8 @@ def quick_sizes(items: list[Field[Any]]) -> str:
 
 def assemble_analysis_config() -> None:
     """`AnalysisConfig`, in place: the shared settings with those of `ANALYSIS_SETTINGS` beside them
-    (`placed`), and last ``--quick``, whose help names every cap (`quick_sizes`); ``--trajectory-analyses``'
-    help names the analyses measured along by default (`measured_along`)."""
+    (`placed`), and last ``--quick``, whose help names every cap (`quick_sizes`, kept in `QUICK`);
+    ``--trajectory-analyses``' help names the analyses measured along by default (`measured_along`)."""
     types = dict(SHARED_TYPES)
     own: list[Field[Any]] = []
     for part in ANALYSIS_SETTINGS.values():
@@ -463,6 +431,8 @@ def assemble_analysis_config() -> None:
         if item.name != "quick"
     ]
     settings = placed(shared, own)
+    QUICK.clear()
+    QUICK.update(quick_caps(settings))
     quick = cast("Field[Any]", field(default=False, metadata={"help": QUICK_HELP.format(quick_sizes(settings))}))
     quick.name = "quick"
     refield(AnalysisConfig, [*settings, quick], types)
@@ -485,7 +455,6 @@ def measured_along(name: str, order: int) -> None:
 
 
 assemble_analysis_config()
-QUICK = quick_caps(SHARED_SETTINGS)  # the shared sizes' caps (dev, corpus, probe, ablation and dev-metric samples)
 
 
 @dataclass

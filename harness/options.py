@@ -78,6 +78,7 @@ def option(
     values_optional: bool = False,
     quick: int | None = None,
     quick_after: str | None = None,
+    unbounded: Any = None,
     after: str | None = None,
     before: str | None = None,
 ) -> Any:
@@ -87,8 +88,10 @@ def option(
     ``unit`` and the reason, ``because``, that the error adds; a list's range is each value's).
     ``values_optional``: a list flag that may be given alone (an empty list: the dataclass
     gives its defaults). ``quick``: the cap ``--quick`` puts on a size (`harness.config.quick_caps`),
-    named in its help after the cap of setting ``quick_after`` where given. ``after`` or ``before``: the
-    shared setting an analysis's own one is placed beside (`harness.config.analysis_settings`).
+    named in its help after the cap of setting ``quick_after`` where given; it caps None, and the
+    value ``unbounded`` says means no bound (the probes' 0: the whole treebank), as a larger size.
+    ``after`` or ``before``: the shared setting an analysis's own one is placed beside
+    (`harness.config.analysis_settings`).
     None, a value not given, is not checked."""
     given = (minimum, above, below) != (None, None, None)
     bounds = Bounds(minimum, above, below, unit, because) if given else None
@@ -102,6 +105,7 @@ def option(
         "values_optional": values_optional,
         "quick": quick,
         "quick_after": quick_after,
+        "unbounded": unbounded,
         "after": after,
         "before": before,
     }

@@ -102,7 +102,7 @@ class Ablation(Analysis):
     source = "ablation"
     needs = frozenset({LOGITS, GATE_GRADIENTS, INTERVENES})
     uses_head = True
-    on_by_default = False  # hundreds of dev passes: `--ablation` decides (see harness.run.pipeline)
+    on_by_default = False  # hundreds of dev passes: `--ablation` decides (harness.run.plan.switch_on)
     switch = "ablation"
     per_input_scores = True  # each variant's metric over the inputs' predictions
     settings_used = ("analysis_seed",)  # the random pruning orders, the cross-fitting halves, the masked-LM masking

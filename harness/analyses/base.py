@@ -129,8 +129,9 @@ class Analysis(ABC):
     ``settings_used`` (the shared `AnalysisConfig` fields its result depends on), ``reference`` (the papers' numbers
     and protocol constants shown beside ours, copied into the summary entry),
     ``on_by_default`` (False: it runs only when ``--analyses`` names it), ``switch`` (the
-    `AnalysisConfig` setting, auto/on/off, that adds it to a run ``--analyses`` leaves it out of: a
-    choice of what runs, kept out of the run key), ``per_input_scores`` (it scores one prediction per
+    setting, auto/on/off (`harness.config.SWITCH_CHOICES`), declared with its view's settings, that adds it
+    to a run ``--analyses`` leaves it out of: `harness.run.plan.switch_on`; a choice of what runs, kept
+    out of the run key), ``per_input_scores`` (it scores one prediction per
     input: a tagging task, with one per word, leaves it out).
     """
 

@@ -137,7 +137,7 @@ class Transplant(Analysis):
     needs = frozenset({INTERVENES})
     joint = True  # the donor's attention and the recipient's model
     uses_head = True
-    on_by_default = False  # a few hundred masked passes: `--transplant` decides (see harness.run.plan)
+    on_by_default = False  # a few hundred masked passes: `--transplant` decides (harness.run.plan.switch_on)
     switch = "transplant"
 
     def __init__(self, context: AnalysisContext) -> None:

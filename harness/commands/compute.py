@@ -30,9 +30,11 @@ from harness.run.preview import dry_run_lines, trajectory_plan
 from harness.study.runner import plan_study
 from harness.study.runner import study as run_study
 from harness.views import trajectory as trajectory_view
+from harness.views.ablation import AblationSwitch
 from harness.views.evaluation import EvaluationView
 from harness.views.papers import paper_line
 from harness.views.summary import printed_lines, summary_metrics
+from harness.views.transplant import TransplantSwitch
 from tasks.errors import InputError
 
 
@@ -63,14 +65,17 @@ def run(config: RunConfig) -> None:
     print_lines(finished.summary)
     if (
         Ablation.name not in finished.summary["analyses"]
-        and config.analysis.ablation == "auto"
+        and AblationSwitch.of(config.analysis).ablation == "auto"
         and not plan.data.task.is_tagging
     ):
         print(
             "  ablation (head disabling, importance, pruning) is off on the CPU: `harness ablate` with "
             "the same flags runs it on the stored checkpoint (minutes), or pass --ablation on"
         )
-    if Transplant.name not in finished.summary["analyses"] and config.analysis.transplant == "auto":
+    if (
+        Transplant.name not in finished.summary["analyses"]
+        and TransplantSwitch.of(config.analysis).transplant == "auto"
+    ):
         print(
             "  transplant (the pre-trained attention in the fine-tuned model) is off on the CPU: the same "
             "command with --transplant on adds it, reusing the stored checkpoint and results (minutes)"
@@ -156,7 +161,8 @@ def ablate(config: RunConfig) -> None:
     """Disabling, importance and pruning of the stored fine-tuned checkpoint of these flags,
     added to the run folder's summary (nothing else is recomputed)."""
     start = time.perf_counter()
-    plan = plan_run(replace(config, analysis=replace(config.analysis, analyses=[Ablation.name], ablation="on")))
+    switched = asdict(AblationSwitch(ablation="on"))
+    plan = plan_run(replace(config, analysis=replace(config.analysis, analyses=[Ablation.name], **switched)))
     if stored_result(plan.config, plan.data) is None:
         raise InputError(
             f"no fine-tuned checkpoint for these flags under {config.environment.cache_dir}: run "

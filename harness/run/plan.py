@@ -12,7 +12,9 @@ records why (`RunPlan.skipped`); an analysis named in ``--analyses`` is a one-li
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -21,10 +23,8 @@ from huggingface_hub import constants as hub_constants
 from transformers import PretrainedConfig
 
 from harness.analyses import ANALYSES, Analysis
-from harness.analyses.ablation import Ablation
 from harness.analyses.base import INTERVENES
 from harness.analyses.evaluation import Evaluation
-from harness.analyses.transplant import Transplant
 from harness.config import ALL_ANALYSES, MEASURED_ALONG, AnalysisConfig, RunConfig
 from harness.corpus_lookup import corpus_location, default_corpus_path, in_corpus_folder, looked_in
 from harness.inputs.sources import SOURCES
@@ -69,17 +69,19 @@ class RunPlan:
         return config.environment.output_dir / name
 
 
-def select_analyses(names: list[str] | None, ablation: bool = False, transplant: bool = False) -> list[type[Analysis]]:
+def select_analyses(
+    names: list[str] | None, switched_on: Callable[[type[Analysis]], bool] = lambda analysis: False
+) -> list[type[Analysis]]:
     """The analyses asked for (by default all but those that run only when named: the
-    compatibility protocols, and the ablation and the transplant unless ``ablation`` and
-    ``transplant``), always with the dev evaluation: no change of attention is read without
-    knowing whether the fine-tuned model learned the task."""
+    compatibility protocols, and those with a switch unless ``switched_on`` says it is on, as
+    `switch_on` does for a run), always with the dev evaluation: no change of attention is read
+    without knowing whether the fine-tuned model learned the task."""
     unknown = [name for name in names or [] if name not in ANALYSES]
     if unknown:
         raise InputError(f"--analyses: unknown analysis {clipped(', '.join(unknown))}; valid: {', '.join(ANALYSES)}")
     chosen = [name for name, analysis in ANALYSES.items() if analysis.on_by_default] if names is None else names
-    sweeps = [*([Ablation.name] * ablation), *([Transplant.name] * transplant)]
-    return [ANALYSES[name] for name in dict.fromkeys([Evaluation.name, *chosen, *sweeps])]
+    switched = [name for name, analysis in ANALYSES.items() if analysis.switch and switched_on(analysis)]
+    return [ANALYSES[name] for name in dict.fromkeys([Evaluation.name, *chosen, *switched])]
 
 
 def along_analyses(names: list[str] | None, analyses: list[type[Analysis]]) -> list[type[Analysis]]:
@@ -101,22 +103,12 @@ def along_analyses(names: list[str] | None, analyses: list[type[Analysis]]) -> l
     return [ran[name] for name in dict.fromkeys([Evaluation.name, *chosen])]
 
 
-def ablation_wanted(config: RunConfig) -> bool:
-    """``--ablation``: on, off, or (auto) on when the model runs on a GPU, where its hundreds of
-    dev passes take seconds; on the CPU they take minutes (`harness ablate` runs them then)."""
-    return sweep_wanted(config, config.analysis.ablation)
-
-
-def transplant_wanted(config: RunConfig) -> bool:
-    """``--transplant``: on, off, or (auto) on when the model runs on a GPU, as the ablation."""
-    return sweep_wanted(config, config.analysis.transplant)
-
-
-def sweep_wanted(config: RunConfig, choice: str) -> bool:
-    """A sweep of masked passes: ``on``, ``off``, or ``auto``: on when the model runs on a GPU."""
-    if choice == "auto":
-        return run_device(config).type == "cuda"
-    return choice == "on"
+def switch_on(config: RunConfig, analysis: type[Analysis]) -> bool:
+    """Whether the run's setting that switches ``analysis`` on (`Analysis.switch`: ``--ablation``,
+    ``--transplant``) is on: ``on``, or ``auto`` where the model runs on a GPU, where a sweep's hundreds
+    of dev passes take seconds; on the CPU they take minutes (`harness ablate` runs the ablation then)."""
+    choice = getattr(config.analysis, analysis.switch) if analysis.switch else "off"
+    return choice == "on" or (choice == "auto" and run_device(config).type == "cuda")
 
 
 def with_default_data(settings: AnalysisConfig) -> AnalysisConfig:
@@ -300,7 +292,7 @@ def plan_run(config: RunConfig, downloads: Downloads | None = None) -> RunPlan:
     """Validate and describe a run without touching a model: data read and hashed, analyses
     chosen, default data located (missing corpora downloaded as ``downloads`` allows, by
     default, saying so, or the analyses that read them left out), the run key computed."""
-    analyses = select_analyses(config.analysis.analyses, ablation_wanted(config), transplant_wanted(config))
+    analyses = select_analyses(config.analysis.analyses, partial(switch_on, config))
     given = config.analysis  # the data flags as typed, before the default data is filled in
     hashes = FileHashes()
     data = load_task_data(config, hashes, downloads)  # the task's data first: its errors before the model's

@@ -18,11 +18,14 @@ tests' verdicts (`ablation_evidence`), figures (`ablation_figures`) and words (`
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from harness.config import SWITCH_CHOICES, Settings, analysis_settings
+from harness.options import option
 from harness.results.entries import PerCheckpoint
 from harness.views.ablation_evidence import (
     best_and_worst,
@@ -58,6 +61,23 @@ from harness.views.markdown import markdown_table
 from harness.views.metrics import Metric
 from harness.views.papers import KOVALEVA_TASKS, expected_for
 from harness.views.samples import intervention_sample
+
+
+@analysis_settings
+@dataclass
+class AblationSwitch(Settings):
+    """Whether a run adds the ablation (`harness.analyses.ablation.Ablation.switch`): a choice of what
+    runs, in no result's key."""
+
+    ablation: str = option(
+        "auto",
+        "head disabling, importance and pruning (Kovaleva et al. section 6, Michel et al. "
+        "2019): hundreds of passes over the dev split; auto = on when the model runs on a "
+        "GPU, off on the CPU (then `harness ablate` runs it on the stored checkpoint)",
+        choices=SWITCH_CHOICES,
+        after="max_corpus_items",
+    )
+
 
 AblationEntry = Entry[PerCheckpoint[AblationResult, ImportanceAgreement]]
 

@@ -13,11 +13,14 @@ paper computes it: chosen on the mentions it is scored on).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict
 
 import numpy as np
 
+from harness.config import Settings, analysis_settings
+from harness.options import option
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.results.entries import PerCheckpoint
 from harness.views.base import Entry, PaperPoint, Row, View, per_checkpoint_results, per_pair_results, register_view
@@ -106,6 +109,20 @@ class CoreferenceComparison(TypedDict):
     best_head: dict[str, float | None]
     at_before_best_head: dict[str, Any]
     evidence: dict[str, Evidence]
+
+
+@analysis_settings
+@dataclass
+class CoreferenceSourceSettings(Settings):
+    """How the coreference source cuts its documents: it records it with the data it read (its
+    identity, in every result's key), so it is not among the analysis's own `settings`."""
+
+    coref_windows: bool = option(
+        False,
+        "score coreference over whole documents cut into sentence windows, instead "
+        "of only their first --max-tokens tokens (Clark et al.)",
+        after="coref_data",
+    )
 
 
 CoreferenceEntry = Entry[PerCheckpoint[CoreferenceResult, CoreferenceComparison]]

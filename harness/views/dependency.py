@@ -179,8 +179,7 @@ class SyntaxSettings(Settings):
         100,
         "drop dependency relations with fewer scored dependents (Clark et al.: 100)",
         minimum=1,
-        quick=20,
-        quick_after="probe_train_sentences",
+        quick=20,  # named in --quick's help where its place puts it: after the probes' training sample
         after="syntax_train_data",
     )
 

@@ -11,11 +11,13 @@ study judges on each run that the fine-tuned model beats the majority class.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any, NotRequired, TypedDict
 
 import numpy as np
 
+from harness.config import Settings, analysis_settings
+from harness.options import option
 from harness.recipes import describe_recipe
 from harness.results.checkpoints import FINETUNED, FROZEN_ENCODER, MAIN_PAIR, PRETRAINED, RANDOM_INIT
 from harness.results.entries import PerCheckpoint
@@ -145,6 +147,22 @@ def dev_table(study: dict[str, Any]) -> str:
         ]
         rows.append(row + ([KOVALEVA_TABLE_1.get(task, {}).get("finetuned", "-")] if with_paper else []))
     return markdown_table(header + (["Kovaleva et al. (fine-tuned)"] if with_paper else []), rows)
+
+
+@analysis_settings
+@dataclass
+class DevSampleSettings(Settings):
+    """How much of each evaluation split the dev source scores: it records it with the data it read
+    (its identity, in every result's key)."""
+
+    max_dev_examples: int | None = option(
+        None,
+        "seeded sample of at most N examples of each evaluation split that "
+        "the dev metrics score (default: all, as the papers)",
+        minimum=1,
+        quick=256,
+        after="ablation_examples",
+    )
 
 
 EvaluationEntry = Entry[PerCheckpoint[DevScores, DevComparison]]

@@ -96,6 +96,25 @@ PROBE_INITS = ("zeros", "glorot")
 
 @analysis_settings
 @dataclass
+class ProbeSampleSettings(Settings):
+    """How many training sentences the probes' source draws: it records them with the data it read
+    (its identity, in every result's key), so they are not among the probes' own `settings`."""
+
+    probe_train_sentences: int = option(
+        2000,
+        "seeded sample of training sentences for the attention probes "
+        "(0: the whole training treebank, as Clark et al.)",
+        minimum=0,
+        because="0: the whole training treebank",
+        quick=200,
+        quick_after="max_corpus_items",
+        unbounded=0,
+        before="coref_data",
+    )
+
+
+@analysis_settings
+@dataclass
 class ProbeSettings(Settings):
     """Where every probe starts."""
 
@@ -105,7 +124,7 @@ class ProbeSettings(Settings):
         "heads start equal), linear maps at PyTorch's defaults; glorot = Clark et al.'s "
         "code (TensorFlow's default): every weight Glorot-uniform, biases 0",
         choices=PROBE_INITS,
-        after="probe_train_sentences",
+        before="coref_data",  # after the training sample's size
     )
 
 

@@ -21,12 +21,15 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Callable
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any, Literal, NotRequired, TypedDict
 
 import numpy as np
 
+from harness.config import SWITCH_CHOICES, Settings, analysis_settings
+from harness.options import option
 from harness.results.checkpoints import MAIN_PAIR
 from harness.views.across_tasks import study_title
 from harness.views.base import Claim, Entry, PaperPoint, Row, View, pair_name, per_pair_results, register_view
@@ -276,6 +279,23 @@ def summary_lines(result: TransplantPair) -> list[str]:
             f"{described(evidence)} ({evidence['verdict']})"
         )
     return lines
+
+
+@analysis_settings
+@dataclass
+class TransplantSwitch(Settings):
+    """Whether a run adds the transplant (`harness.analyses.transplant.Transplant.switch`): a choice of
+    what runs, in no result's key."""
+
+    transplant: str = option(
+        "auto",
+        "attention transplant: the fine-tuned model scored with the pre-trained model's attention in "
+        "one head, one layer, layers k and up, all but layer k, all layers (docs/transplant.md): a "
+        "few hundred passes over the dev split, each starting at its first changed layer; auto = "
+        "on when the model runs on a GPU, off on the CPU",
+        choices=SWITCH_CHOICES,
+        before="ablation_examples",
+    )
 
 
 TransplantEntry = Entry[TransplantResult]

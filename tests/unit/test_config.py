@@ -177,9 +177,12 @@ def test_the_analyses_own_settings_are_flags_and_keys_as_when_this_module_declar
     assert VIEWS  # the views' modules, imported, declare their analyses' settings
     own = {item.name for part in ANALYSIS_SETTINGS.values() for item in fields(part)}
     assert {"clustering_tokens_per_example", "syntax_min_count", "probe_init", "pattern_weights"} <= own
+    # those only one analysis or its source reads, and the switches (issue 62, item 4)
+    assert {"probe_train_sentences", "coref_windows", "max_dev_examples", "ablation", "transplant"} <= own
     assert own <= {item.name for item in fields(AnalysisConfig)} and fields(AnalysisConfig)[-1].name == "quick"
     assert "syntax_min_count 20" in fields(AnalysisConfig)[-1].metadata["help"]  # --quick names every cap
     assert AnalysisConfig(quick=True).syntax_min_count == 20
+    assert AnalysisConfig(quick=True, probe_train_sentences=0).probe_train_sentences == 200  # 0: unbounded
     # the keys these settings had while AnalysisConfig declared them all: run keys and stored results depend on them
     assert key_of(asdict(AnalysisConfig())) == "cc068709bc1a7a49"
     assert key_of(asdict(AnalysisConfig(quick=True))) == "b3284f9a48205097"

@@ -17,6 +17,7 @@ from harness.inputs.batches import EncodedBatch
 from harness.inputs.sampling import sample
 from harness.inputs.sources.base import Source, SourceStream, register_source
 from harness.inputs.words import encode_words
+from harness.views.coreference import CoreferenceSourceSettings
 from tasks.coreference import Document, coreference_format, read_coreference
 from tasks.corpora import DOWNLOAD_COMMAND, LITBANK, cache_folder
 from tasks.errors import InputError
@@ -108,7 +109,7 @@ class CoreferenceSource(Source):
             "source": self.name,
             **self.context.hashes.describe(coref_data_path(settings.coref_data)),
             "max_tokens": settings.max_tokens,
-            "windows": settings.coref_windows,
+            "windows": CoreferenceSourceSettings.of(settings).coref_windows,
             "max_documents": settings.max_corpus_items,
             "seed": self.context.seed,
         }
@@ -126,7 +127,7 @@ class CoreferenceSource(Source):
         path = coref_data_path(settings.coref_data)
         documents = sample(read_coreference(path), settings.max_corpus_items, context.seed, in_order=True)
         notes: dict[str, Any] = {"coref_data": "/".join(path.parts[-2:]), "documents": len(documents)}
-        if settings.coref_windows:
+        if CoreferenceSourceSettings.of(settings).coref_windows:
             documents = split_into_windows(context.tokenizer, documents, settings.max_tokens)
             notes["windows"] = len(documents)
         return SourceStream(

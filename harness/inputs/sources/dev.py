@@ -11,6 +11,7 @@ from harness.inputs.encoding import batched
 from harness.inputs.sampling import sample
 from harness.inputs.sources.base import Source, SourceStream, register_source
 from harness.inputs.sources.task import TaskSource
+from harness.views.evaluation import DevSampleSettings
 
 
 @register_source
@@ -29,8 +30,9 @@ class DevSource(Source):
     def splits(self) -> dict[str, list]:
         """Each evaluation split's examples that are scored."""
         context = self.context
+        wanted = DevSampleSettings.of(context.settings).max_dev_examples
         return {
-            split: sample(examples, context.settings.max_dev_examples, context.seed, in_order=True)
+            split: sample(examples, wanted, context.seed, in_order=True)
             for split, examples in context.eval_examples.items()
         }
 
@@ -42,8 +44,9 @@ class DevSource(Source):
             "splits": context.eval_identity,
             "max_length": context.max_length,
         }
-        if context.settings.max_dev_examples is not None:  # the whole splits keep the key they always had
-            identity["sample"] = {"max_examples": context.settings.max_dev_examples, "seed": context.seed}
+        wanted = DevSampleSettings.of(context.settings).max_dev_examples
+        if wanted is not None:  # the whole splits keep the key they always had
+            identity["sample"] = {"max_examples": wanted, "seed": context.seed}
         return identity
 
     def streams_as(self) -> str:

@@ -22,6 +22,7 @@ from harness.inputs.batches import EncodedBatch
 from harness.inputs.sampling import sample
 from harness.inputs.sources.base import Source, SourceStream, register_source
 from harness.inputs.words import encode_words
+from harness.views.probes import ProbeSampleSettings
 from tasks.corpora import DOWNLOAD_COMMAND, UD_ENGLISH_EWT, cache_folder
 from tasks.errors import InputError
 from tasks.treebank import Sentence, read_treebank
@@ -155,7 +156,7 @@ class ProbeSource(Source):
             "source": self.name,
             "dev": self.context.hashes.describe(treebank_path(settings)),
             "train": self.context.hashes.describe(train_treebank_path(settings)),
-            "train_sentences": settings.probe_train_sentences,
+            "train_sentences": ProbeSampleSettings.of(settings).probe_train_sentences,
             "seed": self.context.seed,
             "max_tokens": settings.max_tokens,
             "max_dev_sentences": settings.max_corpus_items,
@@ -172,7 +173,7 @@ class ProbeSource(Source):
         dev_path, train_path = treebank_path(settings), train_treebank_path(settings)
         rng = random.Random(context.seed)
         train = read_treebank(train_path)
-        wanted = settings.probe_train_sentences or len(train)  # 0: all of them
+        wanted = ProbeSampleSettings.of(settings).probe_train_sentences or len(train)  # 0: all of them
         train = rng.sample(train, min(wanted, len(train)))
         dev = _by_length(sample(read_treebank(dev_path), settings.max_corpus_items, context.seed, in_order=True))
         train = _windowed_shuffle(train, settings.eval_batch_size, rng)

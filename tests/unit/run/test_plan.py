@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import logging
 from dataclasses import fields
+from functools import partial
 
 from harness.analyses import ANALYSES
 from harness.cli import build_parser, configs_from
-from harness.config import MEASURED_ALONG, AnalysisConfig
-from harness.run.plan import along_analyses, plan_run
+from harness.config import ANALYSIS_SETTINGS, MEASURED_ALONG, SHARED_SETTINGS, AnalysisConfig
+from harness.run.plan import along_analyses, plan_run, select_analyses, switch_on
 from tests.fixtures import tiny_run_arguments
 
 
@@ -45,3 +46,20 @@ def test_the_steps_a_trajectory_keeps_are_measured_by_the_analyses_whose_views_s
     assert "(default: cosine patterns examples: one pass over the dev sample" in said
     along = along_analyses(None, list(ANALYSES.values()))
     assert [analysis.name for analysis in along] == ["evaluation", *MEASURED_ALONG]
+
+
+def test_each_switch_is_its_analysis_own_setting_and_the_plan_asks_each_analysis_whether_it_is_on(
+    tiny_model_dir, tiny_data, tmp_path
+):
+    """--ablation and --transplant are declared with their analyses (`Analysis.switch` names each), not
+    shared; the plan adds an analysis whose switch is on, and leaves it out where it is off, or auto on
+    the CPU."""
+    switches = {analysis.switch: analysis for analysis in ANALYSES.values() if analysis.switch}
+    own = {item.name for part in ANALYSIS_SETTINGS.values() for item in fields(part)}
+    assert len(switches) == 2 and set(switches) <= own - {item.name for item in SHARED_SETTINGS}
+    argv = tiny_run_arguments(tiny_model_dir, tiny_data, tmp_path, "--analyses", "cosine", "--device", "cpu")
+    for switch, analysis in switches.items():
+        for choice, added in (("on", True), ("off", False), ("auto", False)):
+            config = configs_from(build_parser().parse_args([*argv, f"--{switch}", choice]))[0]
+            chosen = [chosen.name for chosen in select_analyses(config.analysis.analyses, partial(switch_on, config))]
+            assert chosen == ["evaluation", "cosine", *([analysis.name] if added else [])], (switch, choice)
