@@ -132,6 +132,11 @@ def dev_table(study: dict[str, Any]) -> str:
     header = ["task", "metric", "pre-trained", "fine-tuned", "majority class", "seeds above majority"]
     beats = study["findings"].get("beats_majority", {}).get("per_task", {})
     rows = []
+    if any(MAIN_SCORE not in entry for entry in study["tasks"].values()):
+        raise ValueError(
+            "the study was aggregated by an earlier harness, without each task's main score: run its "
+            "`harness study` command again (its runs are reused) to aggregate it anew"
+        )
     for task, entry in study["tasks"].items():
         score, metrics = entry[MAIN_SCORE], entry["metrics"]
         main = Metric(EvaluationView.name, entry["main_metric"])

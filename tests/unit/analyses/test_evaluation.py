@@ -16,7 +16,7 @@ from harness.inputs.sources import SOURCES, SourceContext
 from harness.results.store import ResultStore
 from harness.run.engine import analyse
 from harness.run.plan import select_analyses
-from harness.views.evaluation import dev_metrics, learning_warning, table_metric
+from harness.views.evaluation import dev_metrics, dev_table, learning_warning, table_metric
 from tasks.loading import load_examples
 from tasks.metrics import compute_metrics
 from tasks.registry import get_task
@@ -155,6 +155,12 @@ def test_the_study_dev_table_names_a_main_score_by_its_split_and_metric():
     assert table_metric("dev", "accuracy") == "accuracy"
     assert table_metric("dev_matched", "accuracy") == "matched_accuracy"
     assert table_metric("validation", "pearson") == "validation_pearson"
+
+
+def test_a_study_aggregated_before_main_scores_were_kept_is_told_to_aggregate_again():
+    study = {"model": "minilm", "findings": {}, "tasks": {"rte": {"main_metric": "dev_accuracy", "metrics": {}}}}
+    with pytest.raises(ValueError, match="run its `harness study` command again"):
+        dev_table(study)
 
 
 def test_majority_scores_of_regression_and_classification():
