@@ -31,6 +31,7 @@ from typing import Any
 
 from harness.present.study_figures import study_tables
 from harness.results.store import key_of, read_json, write_json
+from harness.results.study_record import decoded_study
 from harness.results.summary import checked_study, whole_summary
 from harness.views import VIEWS
 from harness.views.base import Row, current_entries
@@ -142,7 +143,9 @@ def is_study(results: dict[str, Any]) -> bool:
 def render(name: str, results: dict[str, Any]) -> str:
     """Table NAME from a run's or a study's stored results."""
     if is_study(results):
-        tables = study_tables(results)
+        tables = study_tables(
+            decoded_study(results)
+        )  # a study.json kept under docs/results: its writer is what is checked
         if name not in tables:
             raise InputError(f"table {name!r}: the stored study gives no such table; its tables: {', '.join(tables)}")
         with model_tokens(results.get("special_tokens")):

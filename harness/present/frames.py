@@ -66,6 +66,7 @@ from harness.config import ExportConfig
 from harness.results.checkpoints import FINETUNED
 from harness.results.entries import Entry
 from harness.results.store import ensure_writable
+from harness.results.study_record import StudyRecord
 from harness.results.summary import STUDIES, SUMMARY, checked_study, checked_summary, whole_summary
 from harness.views.base import View, current_entries, pair_name
 from harness.views.metrics import Metric
@@ -366,12 +367,12 @@ def study_folder(study: Where, output_dir: Path) -> Path:
     raise InputError(f"study {study}: no study.json there nor in {studies / study} (studies under {studies}: {known})")
 
 
-def study_run_folders(folder: Path, stored: dict[str, Any]) -> list[Path]:
+def study_run_folders(folder: Path, stored: StudyRecord) -> list[Path]:
     """The folders of a study's runs (under the output folder that holds ``studies/<name>``)."""
     return [folder.parent.parent / run["folder"] for run in stored["runs"]]
 
 
-def metric_records(folder: Path, stored: dict[str, Any]) -> dict[str, Metric]:
+def metric_records(folder: Path, stored: StudyRecord) -> dict[str, Metric]:
     """``{name: record}`` of the metrics of the first whole summary of each task among the study's runs."""
     found: dict[str, Metric] = {}
     for task in stored["tasks"]:

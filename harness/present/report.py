@@ -44,6 +44,7 @@ from harness.recipes import describe_recipe
 from harness.results.checkpoints import PAIRS
 from harness.results.entries import decoded
 from harness.results.store import ensure_writable
+from harness.results.study_record import StudyRecord
 from harness.results.summary import STUDIES, SUMMARY, checked_study, checked_summary, flatten
 from harness.views import VIEWS
 from harness.views.across_tasks import mean_sd
@@ -96,7 +97,7 @@ class Stored:
     """What the page shows: a study (its folder and study.json) or none, and the runs."""
 
     study_folder: Path | None
-    study: dict[str, Any] | None
+    study: StudyRecord | None
     runs: list[Run]
 
 
@@ -140,7 +141,7 @@ def gather(settings: ReportConfig, environment: EnvironmentConfig) -> Stored:
         ]
     if not runs:
         raise InputError(f"nothing stored under {output_dir}: run `harness run` or `harness study` first")
-    tasks = (study or {}).get("tasks_asked", [])  # a study's tasks in its order, then any others by name
+    tasks = study["tasks_asked"] if study else []  # a study's tasks in its order, then any others by name
 
     def order(run: Run) -> tuple:
         seed = run.summary["run"]["seed"] if run.summary else -1
@@ -236,7 +237,7 @@ class Page:
             elif path.is_dir() and not any(path.iterdir()):
                 path.rmdir()
 
-    def study_section(self, study: dict[str, Any], folder: Path) -> dict[str, Any]:
+    def study_section(self, study: StudyRecord, folder: Path) -> dict[str, Any]:
         """The study's settings, findings, figures and tables."""
         figures = folder / "figures"
         tables = [path for path in sorted(figures.glob("*.md")) if path.name != STUDY_FINDINGS]
@@ -256,9 +257,9 @@ class Page:
             self.task_section(task, [run for run in stored.runs if run.task == task], stored.study) for task in tasks
         ]
 
-    def task_section(self, task: str, runs: list[Run], study: dict[str, Any] | None) -> dict[str, Any]:
+    def task_section(self, task: str, runs: list[Run], study: StudyRecord | None) -> dict[str, Any]:
         """One task: its metrics over the study's seeds (None without a study) and its runs."""
-        entry = (study or {}).get("tasks", {}).get(task)
+        entry = study["tasks"].get(task) if study else None
         return {
             "name": task,
             "spread": seed_spread(entry) if entry else None,
@@ -414,7 +415,7 @@ def seed_spread(entry: dict[str, Any]) -> list[tuple[str, str, str, int]]:
     ]
 
 
-def study_settings(study: dict[str, Any]) -> list[tuple[str, str]]:
+def study_settings(study: StudyRecord) -> list[tuple[str, str]]:
     """The study's model, tasks, seeds, key, what it skipped or lost, and each task's recipe, as rows."""
     rows = [
         ("model", model_title(study["model"])),

@@ -14,6 +14,7 @@ from typing import Any
 
 from harness.config import DEFAULT_FIGURE_FORMATS
 from harness.present.parallel import drawn
+from harness.results.study_record import Finding, StudyRecord, TaskCell
 from harness.views import VIEWS
 from harness.views import trajectory as trajectory_view
 from harness.views.across_tasks import metric_table
@@ -28,7 +29,7 @@ from tasks.files import atomic_write_text
 
 
 def draw_study(
-    study: dict[str, Any],
+    study: StudyRecord,
     out_dir: Path,
     failures: Failures | None = None,
     formats: Sequence[str] = DEFAULT_FIGURE_FORMATS,
@@ -68,7 +69,7 @@ def seed_text(record: dict[str, Any]) -> str:
     return record["state"]
 
 
-def task_text(cell: dict[str, Any], holds: str) -> str:
+def task_text(cell: TaskCell, holds: str) -> str:
     """A task's cell of a finding: on how many seeds it is clear (``holds``, unless the cell says
     what it counts), how the others went, the directions its clear changes went, its effect over
     the seeds, and each seed's evidence: ``2 of 3 (1 no clear change; 2 rises); effect +0.031
@@ -87,7 +88,7 @@ def task_text(cell: dict[str, Any], holds: str) -> str:
     )
 
 
-def tasks_text(finding: dict[str, Any]) -> str:
+def tasks_text(finding: Finding) -> str:
     """On how many tasks a finding is clear on every seed, where it is not defined, or why it was not judged."""
     if "undefined_on" in finding:
         return f"not defined on {', '.join(finding['undefined_on'])}"
@@ -96,7 +97,7 @@ def tasks_text(finding: dict[str, Any]) -> str:
     return f"{finding['tasks_every_seed']} of {finding['tasks']}"
 
 
-def findings_table(study: dict[str, Any]) -> str:
+def findings_table(study: StudyRecord) -> str:
     """The findings beside the papers: each with the tasks it is clear on every seed of, per
     task its seeds and each seed's evidence (interval or share of resamples), what the paper
     found and whether the study agrees; then the tasks kept out of the findings (not learned),
@@ -162,7 +163,7 @@ def time_table(seconds: dict[str, dict[str, Any]]) -> str:
     )
 
 
-def study_tables(study: dict[str, Any], failures: Failures | None = None) -> dict[str, str]:
+def study_tables(study: StudyRecord, failures: Failures | None = None) -> dict[str, str]:
     """The study's Markdown tables by file stem: ``findings`` always; with tasks, each view's
     tables (one that fails is named in ``failures``) and ``headline_by_task``."""
     failures = {} if failures is None else failures

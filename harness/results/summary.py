@@ -11,12 +11,14 @@ command that rebuilds it from the stored results.
 from __future__ import annotations
 
 import shlex
+from collections.abc import Mapping
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
 from typing import Any
 
 from harness.config_files import RUN_SETTINGS
 from harness.results.store import key_of, plain, read_json, write_json
+from harness.results.study_record import StudyRecord, decoded_study
 from tasks.errors import InputError
 
 SUMMARY = "summary.json"
@@ -50,7 +52,7 @@ def seal_record(document: dict[str, Any]) -> dict[str, Any]:
     return {"sha256": content_hash(document), "parts": {name: content_hash(value) for name, value in parts.items()}}
 
 
-def seal_path(folder: Path, document: dict[str, Any]) -> Path:
+def seal_path(folder: Path, document: Mapping[str, Any]) -> Path:
     """Where the seal of the run or study ``document`` in ``folder`` is kept: in the results store
     of its output folder, under its run or study key (a copy of the folder under another name is
     the same run; an edited key finds no seal)."""
@@ -60,7 +62,7 @@ def seal_path(folder: Path, document: dict[str, Any]) -> Path:
     return folder.parent / "store" / SEALS / "runs" / f"{document.get('run', {}).get('key')}.json"
 
 
-def seal(folder: Path, document: dict[str, Any]) -> Path:
+def seal(folder: Path, document: Mapping[str, Any]) -> Path:
     """Record in the store what ``document`` (the summary or study just written in ``folder``) holds,
     as it reads back from its file (integer keys become text there, so the seal is of that); an
     unchanged seal is not written again."""
@@ -135,13 +137,13 @@ def whole_summary(run_dir: Path) -> dict[str, Any]:
     return checked_summary(path)  # type: ignore[return-value]  # a file is there: whole, or one line
 
 
-def checked_study(folder: Path) -> dict[str, Any]:
+def checked_study(folder: Path) -> StudyRecord:
     """The study.json in ``folder`` if it is whole and its seal confirms it, else one line naming it and the fix."""
     path = folder / STUDY
     study = read_json(path, note_damage=False)
     if not isinstance(study, dict) or not isinstance(study.get("tasks"), dict):
         raise InputError(f"{path}: damaged; {STUDY_FIX}")
-    return checked(path, study, STUDY_FIX)
+    return decoded_study(checked(path, study, STUDY_FIX))
 
 
 def flatten(prefix: str, value: Any) -> dict[str, str]:

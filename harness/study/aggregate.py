@@ -26,6 +26,7 @@ from scipy.stats import t as student_t
 
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.results.entries import decoded
+from harness.results.study_record import Effect, Finding, Learning, PaperBeside, TaskAggregate, TaskCell
 from harness.views import VIEWS
 from harness.views import trajectory as trajectory_view
 from harness.views.base import Entry, Failures, PaperPoint, View, attempt, per_checkpoint_results
@@ -60,7 +61,7 @@ def entries_of(view: type[View[Any]], summaries: list[dict[str, Any]]) -> list[E
     return [decoded(entry) for entry in entries if entry is not None and entry.get("version") == view.version]
 
 
-def task_aggregate(summaries: dict[int, dict[str, Any]], failures: Failures | None = None) -> dict[str, Any]:
+def task_aggregate(summaries: dict[int, dict[str, Any]], failures: Failures | None = None) -> TaskAggregate:
     """One task over its seeds (``{seed: summary}``): every metric's spread over the seeds that
     have it (its ``n``), the headline names, each view's series over the seeds it ran on
     (`View.across_seeds`; one that fails is recorded in ``failures`` and left out), the main dev
@@ -69,7 +70,7 @@ def task_aggregate(summaries: dict[int, dict[str, Any]], failures: Failures | No
     metrics = {seed: summary_metrics(summary) for seed, summary in summaries.items()}
     names = sorted(set().union(*metrics.values()))
     first = next(iter(summaries.values()))
-    entry: dict[str, Any] = {
+    entry: TaskAggregate = {
         "seeds": sorted(summaries),
         "run_keys": {str(seed): summary["run"]["key"] for seed, summary in summaries.items()},
         "metrics": {name: spread([values[name] for values in metrics.values() if name in values]) for name in names},
@@ -107,11 +108,11 @@ def current_entry(view: type[View], summary: dict[str, Any]) -> Entry | None:
     return found[0] if found else None
 
 
-def learning(by_task: Summaries) -> dict[str, dict[str, Any]]:
+def learning(by_task: Summaries) -> dict[str, Learning]:
     """Per task, the harness's learning check on each seed: whether its fine-tuned model is
     clearly above the majority class on dev (a seed without a dev evaluation did not show it)."""
     judge = EvaluationView.claims[LEARNED].judge
-    checked = {}
+    checked: dict[str, Learning] = {}
     for task, summaries in by_task.items():
         seeds = {}
         for seed, summary in summaries.items():
@@ -126,7 +127,7 @@ def learning(by_task: Summaries) -> dict[str, dict[str, Any]]:
     return checked
 
 
-def judged_tasks(checked: dict[str, dict[str, Any]], findings_from: str) -> tuple[list[str], dict[str, str]]:
+def judged_tasks(checked: dict[str, Learning], findings_from: str) -> tuple[list[str], dict[str, str]]:
     """The tasks the findings are judged on, and, in the study's words, why each other task is not."""
     if findings_from == "all":
         return list(checked), {}
@@ -152,7 +153,7 @@ def seed_record(seed: int, state: str, evidence: Evidence) -> dict[str, Any]:
     }
 
 
-def effect(records: list[dict[str, Any]]) -> dict[str, Any] | None:
+def effect(records: list[dict[str, Any]]) -> Effect | None:
     """A task's effect over its seeds: the mean of their values, with its interval: the seed's own
     95% interval where there is one seed, else a 95% t interval of the mean over the seeds (it
     takes in the sampling error of each seed and the difference between fine-tunings); None
@@ -173,7 +174,7 @@ def effect(records: list[dict[str, Any]]) -> dict[str, Any] | None:
     }
 
 
-def task_cell(records: list[dict[str, Any]], holds: str) -> dict[str, Any]:
+def task_cell(records: list[dict[str, Any]], holds: str) -> TaskCell:
     """A task's part of a finding: on how many seeds it ``holds`` (its state counted), how many
     went each other way, each seed's record, the directions clear changes went, and the effect."""
     states = [record["state"] for record in records]
@@ -189,13 +190,13 @@ def task_cell(records: list[dict[str, Any]], holds: str) -> dict[str, Any]:
     }
 
 
-def counted(cell: dict[str, Any], holds: str) -> str:
+def counted(cell: TaskCell, holds: str) -> str:
     """``3 of 3`` or ``1 of 3 (2 no clear change)``: a task cell in words."""
     others = ", ".join(f"{count} {state}" for state, count in cell["states"].items() if state != holds)
     return f"{cell['holds']} of {cell['seeds']}" + (f" ({others})" if others else "")
 
 
-def support(claim: str, per_task: dict[str, dict[str, Any]], holds: str = HOLDS) -> dict[str, Any]:
+def support(claim: str, per_task: dict[str, TaskCell], holds: str = HOLDS) -> Finding:
     """A finding with, per task, the seeds where it holds clear of its sampling error
     (``per_task``: `task_cell`s) and its effect."""
     everywhere = [task for task, cell in per_task.items() if cell["holds"] == cell["seeds"]]
@@ -212,7 +213,7 @@ def support(claim: str, per_task: dict[str, dict[str, Any]], holds: str = HOLDS)
     }
 
 
-def not_judged(claim: str, why: str) -> dict[str, Any]:
+def not_judged(claim: str, why: str) -> Finding:
     """A finding that was asked for and could not be judged, and why."""
     return {
         "claim": claim,
@@ -224,7 +225,7 @@ def not_judged(claim: str, why: str) -> dict[str, Any]:
     }
 
 
-def beside_paper(paper: PaperPoint, states: dict[str, list[str]]) -> dict[str, Any]:
+def beside_paper(paper: PaperPoint, states: dict[str, list[str]]) -> PaperBeside:
     """What the paper found, and whether the study agrees: ``states`` holds, per task the paper
     has an expectation for, each seed's state against it (``paper``: clearly the paper's way;
     ``other``: clearly the other way; ``unclear``). ``agrees`` when every seed of every such
@@ -253,7 +254,7 @@ def beside_paper(paper: PaperPoint, states: dict[str, list[str]]) -> dict[str, A
     return {"source": paper.source, "says": paper.says, "verdict": verdict, "detail": detail}
 
 
-def claim_findings(view: type[View], by_task: Summaries) -> dict[str, Any]:
+def claim_findings(view: type[View], by_task: Summaries) -> dict[str, Finding]:
     """The view's claims, each judged on every run of every task that has the analysis: per seed
     ``holds`` or ``fails`` clear of its sampling error, or ``unclear``."""
     entries = {task: seeds for task, summaries in by_task.items() if (seeds := seed_entries(view, summaries))}
@@ -288,7 +289,7 @@ def claim_findings(view: type[View], by_task: Summaries) -> dict[str, Any]:
     return found
 
 
-def undefined(claim: str, tasks: list[str]) -> dict[str, Any]:
+def undefined(claim: str, tasks: list[str]) -> Finding:
     """A finding none of ``tasks`` defines (a cross-sentence share on single-sentence tasks only)."""
     return {
         "claim": claim,
@@ -329,7 +330,7 @@ def seed_state(direction: str, expected: str | None) -> str:
     return AS_PAPER if direction == expected else AGAINST_PAPER
 
 
-def change_findings(view: type[View], by_task: Summaries) -> dict[str, Any]:
+def change_findings(view: type[View], by_task: Summaries) -> dict[str, Finding]:
     """Each signed change the view declares, over every task whose runs have the analysis and give
     the change's evidence, its direction fixed before the data (`change_claim`): per seed ``as
     the paper``, ``against the paper`` or ``no clear change`` on a task the paper measured,
@@ -399,7 +400,7 @@ def last_layer(evidence: Evidence) -> Evidence:
     }
 
 
-def seed_noise_finding(between: dict[str, dict[str, Any]], judged: list[str]) -> dict[str, Any]:
+def seed_noise_finding(between: dict[str, dict[str, Any]], judged: list[str]) -> dict[str, Finding]:
     """Whether the last layer's change from pre-training stands clear of the difference between
     two fine-tunings of the same task (`harness.study.between_seeds`), per pair of seeds of each
     judged task: ``holds`` where the cosine between the seeds is clearly above the first seed's
@@ -476,7 +477,7 @@ def seed_timings(summary: dict[str, Any]) -> dict[str, Evidence | None]:
     return found
 
 
-def timing_findings(by_task: Summaries, judged: list[str]) -> dict[str, Any]:
+def timing_findings(by_task: Summaries, judged: list[str]) -> dict[str, Finding]:
     """Each finding on when things change, over the judged tasks' seeds that kept a trajectory;
     where the study asked for trajectories (some run kept one) and a finding has no seed to be
     judged on, why."""
@@ -517,7 +518,7 @@ def findings(
     judged: list[str],
     failures: Failures | None = None,
     between: dict[str, dict[str, Any]] | None = None,
-) -> dict[str, Any]:
+) -> dict[str, Finding]:
     """The learning check over every task, then every view's claims and signed changes over
     the ``judged`` tasks, with their support over seeds and tasks and the papers beside them,
     from the runs' summaries, and the last layer's change against the difference between seeds
@@ -527,13 +528,17 @@ def findings(
     found = {name: finding for name, finding in claim_findings(EvaluationView, by_task).items() if name == LEARNED}
     kept = {task: by_task[task] for task in judged}
     for view in VIEWS.values():
-        claims: dict[str, Any] = attempt(failures, f"{view.name} claims", partial(claim_findings, view, kept), {})
+        claims: dict[str, Finding] = attempt(failures, f"{view.name} claims", partial(claim_findings, view, kept), {})
         found.update({name: finding for name, finding in claims.items() if name != LEARNED})
     for view in VIEWS.values():
-        changes: dict[str, Any] = attempt(failures, f"{view.name} changes", partial(change_findings, view, kept), {})
+        changes: dict[str, Finding] = attempt(
+            failures, f"{view.name} changes", partial(change_findings, view, kept), {}
+        )
         found.update(changes)
-    noise: dict[str, Any] = attempt(failures, "between seeds", partial(seed_noise_finding, between or {}, judged), {})
-    timing: dict[str, Any] = attempt(failures, "trajectory", partial(timing_findings, by_task, judged), {})
+    noise: dict[str, Finding] = attempt(
+        failures, "between seeds", partial(seed_noise_finding, between or {}, judged), {}
+    )
+    timing: dict[str, Finding] = attempt(failures, "trajectory", partial(timing_findings, by_task, judged), {})
     found.update({**noise, **timing})
     left_out = [task for task in by_task if task not in judged]
     for name, finding in found.items():

@@ -28,6 +28,7 @@ from harness.inputs.sources import SOURCES
 from harness.present.study_figures import draw_study
 from harness.results.locking import exclusive
 from harness.results.store import key_of, write_json
+from harness.results.study_record import Spread, StudyDescription, StudyFindings, StudyRecord
 from harness.results.summary import STUDIES, STUDY, SUMMARY, flatten, seal, stored_summary
 from harness.run.plan import Downloads, RunPlan, plan_run
 from harness.run.tracking import (
@@ -149,7 +150,7 @@ def run_all(plan: StudyPlan, child_tags: dict[str, str]) -> dict[str, str]:
     return {**plan.failed, **ran}
 
 
-def study(plan: StudyPlan) -> tuple[dict[str, Any], list[Path], str, str]:
+def study(plan: StudyPlan) -> tuple[StudyRecord, list[Path], str, str]:
     """Run the study (see the module's docstring); returns the aggregate written to
     ``study.json``, the figure and table files, the parent MLflow run's page and the compare
     view of its (task, seed) runs.
@@ -198,7 +199,7 @@ def study(plan: StudyPlan) -> tuple[dict[str, Any], list[Path], str, str]:
     return aggregated, files, parent.page(), parent.compare_page(parent.children())
 
 
-def write_study(folder: Path, aggregated: dict[str, Any]) -> None:
+def write_study(folder: Path, aggregated: StudyRecord) -> None:
     """study.json in the study's folder, and its seal in the results store."""
     write_json(folder / STUDY, aggregated)
     seal(folder, aggregated)
@@ -210,7 +211,7 @@ def aggregate(
     seconds: dict[str, dict[str, float]],
     between: dict[str, dict[str, Any]] | None = None,
     lost: Failures | None = None,
-) -> dict[str, Any]:
+) -> StudyRecord:
     """The study from its runs' stored summaries (finished runs only), with the seconds each
     run's MLflow record logged (``{run key: {metric: seconds}}``) and the cosine between its
     seeds' fine-tuned models (``between``, `harness.study.between_seeds`). What cannot be
@@ -222,7 +223,7 @@ def aggregate(
         if summary is not None and run_label(run_plan.config) not in failures:
             by_task.setdefault(run_plan.config.task.name, {})[run_plan.config.finetune.seed] = summary
     lost = {} if lost is None else lost
-    nothing: dict[str, Any] = {
+    nothing: StudyFindings = {
         "tasks": {},
         "special_tokens": None,
         "learning": {},
@@ -244,7 +245,7 @@ def across_runs(
     seconds: dict[str, dict[str, float]],
     between: dict[str, dict[str, Any]],
     lost: Failures,
-) -> dict[str, Any]:
+) -> StudyFindings:
     """What the runs' summaries say across seeds and tasks (`aggregate`); a view that fails is named in ``lost``."""
     tasks = {
         task: task_aggregate(summaries, lost) | ({"between_seeds": between[task]} if task in between else {})
@@ -252,7 +253,7 @@ def across_runs(
     }
     checked = learning(by_task)
     judged, kept_out = judged_tasks(checked, plan.settings.findings_from)
-    per_task: dict[str, dict[str, Any]] = attempt(
+    per_task: dict[str, dict[str, Spread]] = attempt(
         lost, "seconds per task", partial(task_seconds, plan, by_task, seconds), {}
     )
     return {
@@ -269,7 +270,7 @@ def across_runs(
     }
 
 
-def described_study(plan: StudyPlan, failures: dict[str, str]) -> dict[str, Any]:
+def described_study(plan: StudyPlan, failures: dict[str, str]) -> StudyDescription:
     """What the study is, whatever its runs hold: model, tasks and seeds asked, recipes, what was skipped or
     failed, its runs."""
     return {
@@ -295,7 +296,7 @@ def described_study(plan: StudyPlan, failures: dict[str, str]) -> dict[str, Any]
 
 def task_seconds(
     plan: StudyPlan, by_task: dict[str, dict[int, dict[str, Any]]], seconds: dict[str, dict[str, float]]
-) -> dict[str, dict[str, Any]]:
+) -> dict[str, dict[str, Spread]]:
     """Per task, over its finished seeds: the seconds of fine-tuning, of the analyses, and of each
     source read to intervene (the ablation's dev sample, named after it) over the seeds it ran on
     (a CPU study's ``harness ablate`` on one seed), each as a spread over those seeds."""
@@ -333,7 +334,7 @@ def intervening_sources() -> list[str]:
     return list(dict.fromkeys(analysis.source for analysis in ANALYSES.values() if INTERVENES in analysis.needs))
 
 
-def log_study(parent: Tracker, plan: StudyPlan, aggregated: dict[str, Any], files: list[Path]) -> None:
+def log_study(parent: Tracker, plan: StudyPlan, aggregated: StudyRecord, files: list[Path]) -> None:
     """The parent MLflow run: the study's settings as params, and, once every (task, seed)
     finished, each task's headline metrics as ``<task>/<metric>`` (mean over seeds) and
     ``<task>/<metric>_std``, with study.json and the figures as artifacts."""

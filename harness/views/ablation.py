@@ -27,6 +27,7 @@ import numpy as np
 from harness.config import SWITCH_CHOICES, Settings, analysis_settings
 from harness.options import option
 from harness.results.entries import PerCheckpoint
+from harness.results.study_record import StudyRecord
 from harness.views.ablation_evidence import (
     best_and_worst,
     disabling_gain,
@@ -222,7 +223,7 @@ class AblationView(View[PerCheckpoint[AblationResult, ImportanceAgreement]]):
         return lines
 
     @classmethod
-    def study_tables(cls, study: dict[str, Any]) -> dict[str, str]:
+    def study_tables(cls, study: StudyRecord) -> dict[str, str]:
         """Per task where it ran, the fine-tuned model's single head and layer whose disabling changes
         the score most up and down (Kovaleva et al. section 6; ranked, not tested), the heads and
         layers significant after Holm (the gains among them), the heads each pruning order removes

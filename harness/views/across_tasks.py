@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from harness.results.checkpoints import FINETUNED, PRETRAINED
+from harness.results.study_record import StudyRecord
 from harness.views.drawing import panels_for
 from harness.views.markdown import markdown_table
 from harness.views.palette import CHECKPOINT_COLOURS, OKABE_ITO
@@ -28,7 +29,7 @@ def task_colour(index: int) -> str:
     return TASK_COLOURS[index % len(TASK_COLOURS)]
 
 
-def study_title(study: dict[str, Any], what: str) -> str:
+def study_title(study: StudyRecord, what: str) -> str:
     """A figure title: ``what``, the model and how many seeds the means are over."""
     seeds = sorted({len(entry["seeds"]) for entry in study["tasks"].values()})
     seed_words = f"{seeds[0]} seeds" if len(seeds) == 1 else f"{seeds[0]}-{seeds[-1]} seeds"
@@ -40,7 +41,7 @@ def mean_sd(values: dict[str, Any], digits: int = 3) -> str:
     return f"{values['mean']:.{digits}f} ± {values['std']:.{digits}f}"
 
 
-def metric_table(study: dict[str, Any], names: list[str]) -> str:
+def metric_table(study: StudyRecord, names: list[str]) -> str:
     """Mean ± s.d. over seeds of ``names`` (rows) per task (columns); '-' where a task lacks one."""
     tasks = list(study["tasks"])
     rows = [
@@ -55,7 +56,7 @@ def metric_table(study: dict[str, Any], names: list[str]) -> str:
 
 
 def draw_per_layer_by_task(
-    study: dict[str, Any],
+    study: StudyRecord,
     panels: Mapping[str, Callable[[dict[str, Any], str], list[float]]],
     ylabel: str,
     title: str,

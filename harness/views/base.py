@@ -22,6 +22,7 @@ from harness.registry import registrar
 from harness.results.checkpoints import MAIN_PAIR
 from harness.results.entries import Compared, Entry, Pairs, PerCheckpoint, Result, Stored, decoded
 from harness.results.shapes import declare
+from harness.results.study_record import StudyRecord
 from harness.views.metrics import Metric
 from harness.views.samples import Sampler, dev_sample
 
@@ -234,13 +235,13 @@ class View(Generic[Result]):
         return []
 
     @classmethod
-    def draw_study(cls, study: dict[str, Any], out_dir: Path) -> list[Path]:
+    def draw_study(cls, study: StudyRecord, out_dir: Path) -> list[Path]:
         """A study's cross-task figures of this analysis (PNG, each with a PDF beside it), from
         ``study.json`` (what `across_seeds` and the metrics' spreads kept); the PNGs written."""
         return []
 
     @classmethod
-    def study_tables(cls, study: dict[str, Any]) -> dict[str, str]:
+    def study_tables(cls, study: StudyRecord) -> dict[str, str]:
         """A study's cross-task Markdown tables of this analysis, by file stem."""
         return {}
 

@@ -27,6 +27,7 @@ from typing import Any, ClassVar, Literal, TypedDict
 import numpy as np
 
 from harness.results.checkpoints import MAIN_PAIR
+from harness.results.study_record import StudyRecord
 from harness.views.across_tasks import study_title, task_colour
 from harness.views.base import Claim, Entry, PaperPoint, Row, View, per_pair_results, register_view
 from harness.views.evidence import (
@@ -482,7 +483,7 @@ class CkaView(View[CkaResult]):
         }
 
     @classmethod
-    def study_tables(cls, study: dict[str, Any]) -> dict[str, str]:
+    def study_tables(cls, study: StudyRecord) -> dict[str, str]:
         """The tokens' CKA per layer and task (mean ± s.d. over seeds) and, under each task with two
         seeds or more, the CKA between two seeds' fine-tuned models."""
         tasks = {task: entry for task, entry in study["tasks"].items() if cls.name in entry}
@@ -505,7 +506,7 @@ class CkaView(View[CkaResult]):
         }
 
     @classmethod
-    def draw_study(cls, study: dict[str, Any], out_dir: Path) -> list[Path]:
+    def draw_study(cls, study: StudyRecord, out_dir: Path) -> list[Path]:
         """1 - CKA of the tokens per layer, a line per task, and dashed the same between two seeds."""
         tasks = {task: entry for task, entry in study["tasks"].items() if cls.name in entry}
         if not tasks:

@@ -17,6 +17,7 @@ from typing import Any, TypedDict
 import numpy as np
 
 from harness.results.checkpoints import MAIN_PAIR
+from harness.results.study_record import StudyRecord
 from harness.views.across_tasks import study_title, task_colour
 from harness.views.base import Claim, Entry, HeadValue, PaperPoint, Row, View, per_pair_results, register_view
 from harness.views.clustering import ClusteringView
@@ -92,7 +93,7 @@ def last_layers_change_most(entry: CosineEntry) -> Evidence | None:
     )
 
 
-def draw_cosine_heads(study: dict[str, Any], path: Path) -> Path:
+def draw_cosine_heads(study: StudyRecord, path: Path) -> Path:
     """Per-head cosine grids (mean over seeds), a panel per task on one colour scale, saved at ``path``
     (PNG, with a PDF beside it); returns ``path``."""
     tasks = study["tasks"]
@@ -108,7 +109,7 @@ def draw_cosine_heads(study: dict[str, Any], path: Path) -> Path:
     return save(figure, path)
 
 
-def draw_cosine_layers(study: dict[str, Any], path: Path) -> Path:
+def draw_cosine_layers(study: StudyRecord, path: Path) -> Path:
     """Per-layer cosine, a line per task with a band of ±1 s.d. over seeds, and dashed, the cosine
     between two seeds' fine-tuned maps (mean over pairs of seeds), the yardstick each change is
     read against; saved at ``path`` (PNG, with a PDF beside it); returns ``path``."""
@@ -266,7 +267,7 @@ class CosineView(View[CosineResult]):
         }
 
     @classmethod
-    def study_tables(cls, study: dict[str, Any]) -> dict[str, str]:
+    def study_tables(cls, study: StudyRecord) -> dict[str, str]:
         """The cosine per layer and task, mean ± s.d. over seeds (Kovaleva et al.'s Figure 5 as numbers),
         and under each task with two seeds or more, the cosine between two seeds' fine-tuned maps
         (mean ± s.d. over pairs of seeds): what the seed alone changes."""
@@ -293,7 +294,7 @@ class CosineView(View[CosineResult]):
         }
 
     @classmethod
-    def draw_study(cls, study: dict[str, Any], out_dir: Path) -> list[Path]:
+    def draw_study(cls, study: StudyRecord, out_dir: Path) -> list[Path]:
         """Kovaleva et al.'s Figure 5 per task: the per-head cosine grids, and the per-layer lines."""
         tasks = study["tasks"].values()
         if not tasks or not all("cosine" in entry for entry in tasks):

@@ -21,6 +21,7 @@ from harness.options import option
 from harness.recipes import describe_recipe
 from harness.results.checkpoints import FINETUNED, FROZEN_ENCODER, MAIN_PAIR, PRETRAINED, RANDOM_INIT
 from harness.results.entries import PerCheckpoint
+from harness.results.study_record import StudyRecord
 from harness.views.across_tasks import mean_sd
 from harness.views.base import (
     Claim,
@@ -124,13 +125,14 @@ def table_metric(split: str, metric: str) -> str:
     return f"{part}_{metric}" if part else metric
 
 
-def dev_table(study: dict[str, Any]) -> str:
+def dev_table(study: StudyRecord) -> str:
     """Table 1: the fine-tuned model's main dev metric per task beside the pre-trained model
     (untrained head), the majority class and how many seeds beat it; with bert-base-uncased,
     Kovaleva et al.'s fine-tuned score (their metric, in percent) beside it."""
     with_paper = study["model"] == PAPER_MODEL
     header = ["task", "metric", "pre-trained", "fine-tuned", "majority class", "seeds above majority"]
-    beats = study["findings"].get("beats_majority", {}).get("per_task", {})
+    learned = study["findings"].get("beats_majority")
+    beats = learned["per_task"] if learned else {}
     rows = []
     if any(MAIN_SCORE not in entry for entry in study["tasks"].values()):
         raise ValueError(
@@ -308,7 +310,7 @@ class EvaluationView(View[PerCheckpoint[DevScores, DevComparison]]):
         return {MAIN_SCORE: {"split": split, "metric": metric}}
 
     @classmethod
-    def study_tables(cls, study: dict[str, Any]) -> dict[str, str]:
+    def study_tables(cls, study: StudyRecord) -> dict[str, str]:
         return {"dev_scores_by_task": dev_table(study)} if study["tasks"] else {}
 
 

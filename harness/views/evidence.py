@@ -35,6 +35,8 @@ from typing import Any, NotRequired, TypedDict
 
 import numpy as np
 
+from harness.results.study_record import Effect
+
 RESAMPLES = 1000
 SEED = 0  # fixed: the same stored units give the same interval every time they are read
 LEVEL = 0.95
@@ -332,7 +334,7 @@ def best_of_many_words(evidence: Evidence, scale: float = 100.0) -> str:
     )
 
 
-def effect_text(found: dict[str, Any] | None) -> str:
+def effect_text(found: Effect | None) -> str:
     """A task's effect over its seeds (`harness.study.aggregate.effect`): ``+0.031 [+0.012, +0.050] (3
     seeds)``, or why there is no size."""
     if found is None:

@@ -4,9 +4,8 @@ Prasanna et al.'s pattern shares and the directions of change they give per task
 
 from __future__ import annotations
 
-from typing import Any
-
 from harness.results.checkpoints import FINETUNED, FROZEN_ENCODER, RANDOM_INIT
+from harness.results.study_record import PaperBeside
 
 # Kovaleva et al. 2019, Table 1 (dev; MRPC and QQP as F1/accuracy).
 KOVALEVA_TABLE_1 = {
@@ -45,17 +44,17 @@ def directions(shares: dict[str, tuple[float, float]]) -> dict[str, str]:
     return {task: "rises" if after > before else "falls" for task, (before, after) in shares.items()}
 
 
-def verdict_text(paper: dict[str, Any]) -> str:
+def verdict_text(paper: PaperBeside) -> str:
     """How a study's finding stands beside its paper: ``partly (the paper's way on every seed of 2 of 4 tasks)``."""
     return paper["verdict"] + (f" ({paper['detail']})" if paper["detail"] else "")
 
 
-def paper_line(paper: dict[str, Any]) -> str:
+def paper_line(paper: PaperBeside) -> str:
     """A finding's paper in one phrase: ``Kovaleva et al. 2019, Fig. 5: agrees (...)``."""
     return f"{paper['source']}: {verdict_text(paper)}"
 
 
-def paper_cells(paper: dict[str, Any] | None) -> tuple[str, str]:
+def paper_cells(paper: PaperBeside | None) -> tuple[str, str]:
     """Table cells of a finding's paper: what it found (source: finding), and the verdict."""
     if paper is None:
         return "not measured by the papers", "-"

@@ -24,6 +24,7 @@ from harness.config import Settings, analysis_settings
 from harness.options import existing, option
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.results.entries import PerCheckpoint
+from harness.results.study_record import StudyRecord
 from harness.views.across_tasks import CHECKPOINTS, study_title
 from harness.views.base import (
     ChangedHead,
@@ -62,7 +63,7 @@ def share(name: str, checkpoint: str | None = None, value: float | None = None) 
     return Metric(ANALYSIS, "pattern", detail=name.replace("+", "_"), checkpoint=checkpoint, value=value)
 
 
-def draw_pattern_shares(study: dict[str, Any], path: Path) -> Path:
+def draw_pattern_shares(study: StudyRecord, path: Path) -> Path:
     """Stacked shares of each attention pattern per task, pre-trained and fine-tuned bars side by side (mean over
     seeds), saved at ``path`` (PNG, with a PDF beside it); returns ``path``."""
     tasks = list(study["tasks"])
@@ -250,7 +251,7 @@ class PatternsView(View[PerCheckpoint[PatternResult, PatternComparison]]):
         )
 
     @classmethod
-    def study_tables(cls, study: dict[str, Any]) -> dict[str, str]:
+    def study_tables(cls, study: StudyRecord) -> dict[str, str]:
         """Each class's share per task and checkpoint beside Prasanna et al.'s heterogeneous share."""
         tasks = study["tasks"]
         if not tasks or not all(share(CLASSES[0], PRETRAINED).name in entry["metrics"] for entry in tasks.values()):
@@ -258,7 +259,7 @@ class PatternsView(View[PerCheckpoint[PatternResult, PatternComparison]]):
         return {"pattern_shares_by_task": pattern_shares_table(tasks)}
 
     @classmethod
-    def draw_study(cls, study: dict[str, Any], out_dir: Path) -> list[Path]:
+    def draw_study(cls, study: StudyRecord, out_dir: Path) -> list[Path]:
         """Kovaleva et al.'s Figure 2 per task: each pattern's share, pre-trained beside fine-tuned."""
         tasks = study["tasks"].values()
         if not tasks or not all(share(CLASSES[0], PRETRAINED).name in entry["metrics"] for entry in tasks):

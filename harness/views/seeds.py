@@ -6,8 +6,10 @@ from typing import Any
 
 import numpy as np
 
+from harness.results.study_record import Spread
 
-def spread(values: list[float]) -> dict[str, Any]:
+
+def spread(values: list[float]) -> Spread:
     """Mean and spread of one quantity over seeds: the sample standard deviation (0 for one
     seed), the range and the values themselves."""
     array = np.asarray(values, dtype=float)

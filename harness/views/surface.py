@@ -22,6 +22,7 @@ import numpy as np
 
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.results.entries import Pairs, PerCheckpoint
+from harness.results.study_record import StudyRecord
 from harness.views.across_tasks import draw_per_layer_by_task
 from harness.views.base import (
     ChangedHead,
@@ -71,7 +72,7 @@ TOKEN_TITLES = {"cls": "[CLS]", "sep": "[SEP]"}
 HALF = 0.5  # Clark et al.: over half of a layer's attention goes to [SEP] (layers 6-10 of BERT-base)
 
 
-def draw_special_tokens(study: dict[str, Any], key: str, inputs: str, path: Path) -> Path:
+def draw_special_tokens(study: StudyRecord, key: str, inputs: str, path: Path) -> Path:
     """Mean attention to [CLS] and to [SEP] per layer on ``inputs``, a line per task and checkpoint, a panel per
     token, from each task's ``key`` series; saved at ``path`` (PNG, with a PDF beside it); returns ``path``."""
     panels = {
@@ -251,7 +252,7 @@ class SurfaceView(View[PerCheckpoint[SurfaceResult, LabelChanges]]):
         }
 
     @classmethod
-    def study_tables(cls, study: dict[str, Any]) -> dict[str, str]:
+    def study_tables(cls, study: StudyRecord) -> dict[str, str]:
         """Attention to [CLS] and to [SEP] per layer, task and checkpoint, mean over seeds."""
         tasks = study["tasks"]
         if not tasks or not all(cls.study_key in entry for entry in tasks.values()):
@@ -273,7 +274,7 @@ class SurfaceView(View[PerCheckpoint[SurfaceResult, LabelChanges]]):
         }
 
     @classmethod
-    def draw_study(cls, study: dict[str, Any], out_dir: Path) -> list[Path]:
+    def draw_study(cls, study: StudyRecord, out_dir: Path) -> list[Path]:
         """Attention to [CLS] and [SEP] per layer and task on the inputs it measured."""
         tasks = study["tasks"].values()
         if not tasks or not all(cls.study_key in entry for entry in tasks):

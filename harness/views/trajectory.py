@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from harness.results.checkpoints import FINETUNED, PRETRAINED
+from harness.results.study_record import StudyRecord
 from harness.views.across_tasks import study_title, task_colour
 from harness.views.cosine import CosineView
 from harness.views.evaluation import MAJORITY, EvaluationView
@@ -400,7 +401,7 @@ def study_series(summaries: list[dict[str, Any]], named: dict[str, Metric]) -> d
     return {"fractions": fractions, "series": found}
 
 
-def draw_study(study: dict[str, Any], out_dir: Path) -> list[Path]:
+def draw_study(study: StudyRecord, out_dir: Path) -> list[Path]:
     """The last layer's cosine to the pre-trained maps and the dev score over the fraction of
     training, per task (mean over seeds, band ±1 s.d.): what changes first."""
     tasks = {task: entry["trajectory"] for task, entry in study["tasks"].items() if "trajectory" in entry}

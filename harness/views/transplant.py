@@ -31,6 +31,7 @@ import numpy as np
 from harness.config import SWITCH_CHOICES, Settings, analysis_settings
 from harness.options import option
 from harness.results.checkpoints import MAIN_PAIR
+from harness.results.study_record import StudyRecord
 from harness.views.across_tasks import study_title
 from harness.views.base import Claim, Entry, PaperPoint, Row, View, pair_name, per_pair_results, register_view
 from harness.views.cka import CkaTextView, CkaView
@@ -440,7 +441,7 @@ class TransplantView(View[TransplantResult]):
         }
 
     @classmethod
-    def study_tables(cls, study: dict[str, Any]) -> dict[str, str]:
+    def study_tables(cls, study: StudyRecord) -> dict[str, str]:
         """Per task, the dev score with each layer's attention pre-trained (mean ± s.d. over seeds)."""
         tasks = {task: entry["transplant"] for task, entry in study["tasks"].items() if "transplant" in entry}
         if not tasks:
@@ -465,7 +466,7 @@ class TransplantView(View[TransplantResult]):
         }
 
     @classmethod
-    def draw_study(cls, study: dict[str, Any], out_dir: Path) -> list[Path]:
+    def draw_study(cls, study: StudyRecord, out_dir: Path) -> list[Path]:
         """Per task, the score with each layer's attention transplanted beside the change of each
         layer's attention and representations."""
         if not any("transplant" in entry for entry in study["tasks"].values()):
@@ -529,7 +530,7 @@ def change_series(entry: dict[str, Any], key: str, per_layer: str) -> np.ndarray
     return None if kept is None else 1 - np.asarray(kept["mean"], dtype=float)
 
 
-def draw_transplant_beside_change(study: dict[str, Any], path: Path) -> Path:
+def draw_transplant_beside_change(study: StudyRecord, path: Path) -> Path:
     """A panel per task: the dev score with each layer's attention transplanted (left axis, the
     intact and majority scores as lines), and on the right axis each layer's change, 1 - cosine of
     the attention maps and 1 - linear CKA of the tokens' hidden states, on the task's inputs

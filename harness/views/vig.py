@@ -28,6 +28,7 @@ import numpy as np
 
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.results.entries import PerCheckpoint
+from harness.results.study_record import StudyRecord
 from harness.views.across_tasks import CHECKPOINTS, draw_per_layer_by_task, metric_table
 from harness.views.base import (
     ChangedHead,
@@ -281,7 +282,7 @@ class VigView(View[PerCheckpoint[VigResult, VigComparison]]):
         }
 
     @classmethod
-    def draw_study(cls, study: dict[str, Any], out_dir: Path) -> list[Path]:
+    def draw_study(cls, study: StudyRecord, out_dir: Path) -> list[Path]:
         """Attention to identical words in the same and in the other sentence per layer and task."""
         tasks = study["tasks"].values()
         if not tasks or not all("vig_identical" in entry for entry in tasks):
@@ -289,7 +290,7 @@ class VigView(View[PerCheckpoint[VigResult, VigComparison]]):
         return [draw_identical_by_task(study, out_dir / "vig_identical_by_task.png")]
 
     @classmethod
-    def study_tables(cls, study: dict[str, Any]) -> dict[str, str]:
+    def study_tables(cls, study: StudyRecord) -> dict[str, str]:
         """Heads per label and the strongest head linking the sentences per task, mean ± s.d. over seeds."""
         present = {name for entry in study["tasks"].values() for name in entry["metrics"]}
         keys = [behaviour(f"{label}_heads", checkpoint) for label in STATISTICS for checkpoint in CHECKPOINTS]
@@ -407,7 +408,7 @@ def change_lines(entry: VigEntry) -> str:
     return "".join(f"\n{line}\n" for line in lines)
 
 
-def draw_identical_by_task(study: dict[str, Any], path: Path) -> Path:
+def draw_identical_by_task(study: StudyRecord, path: Path) -> Path:
     """Attention to identical words in the same and in the other sentence per layer, a line per
     task and checkpoint (none in the other sentence for a single-sentence task), a panel per
     behaviour some task has, saved at ``path`` (PNG, with a PDF beside it)."""

@@ -1,0 +1,138 @@
+"""A study's record, study.json, typed as `harness.study.runner` writes it.
+
+The writer builds a `StudyRecord`, so mypy checks every key it writes against this shape, and
+every reader (the study's tables and figures, the report, the docs' tables) reads the same
+declared keys. `decoded_study` is where the JSON read from disk becomes that type, once.
+
+Keys a study written before they existed lacks (the docs' stored studies) are ``NotRequired``,
+and their readers ask with ``.get``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NotRequired, TypedDict, cast
+
+
+class Spread(TypedDict):
+    """One quantity over seeds (`harness.views.seeds.spread`): mean, sample standard deviation
+    (0 for one seed), range, how many seeds and their values."""
+
+    mean: float
+    std: float
+    min: float
+    max: float
+    n: int
+    values: list[float]
+
+
+class RunRecord(TypedDict):
+    """One (task, seed) run of the study: its key and its folder's name under ``runs/``."""
+
+    task: str
+    seed: int
+    key: str
+    folder: str
+
+
+class Learning(TypedDict):
+    """A task's learning check: per seed (by its string) whether its fine-tuned model is clearly
+    above the majority class on dev, how many seeds are, of how many, and whether all are."""
+
+    seeds: dict[str, bool]
+    learned: int
+    of: int
+    every_seed: bool
+
+
+class Effect(TypedDict):
+    """A task's effect over its seeds: the mean of their values, its interval, and how it was made."""
+
+    value: float
+    interval: list[float] | None
+    seeds: int
+    how: str
+
+
+class TaskCell(TypedDict):
+    """A task's part of a finding: on how many seeds it holds (its state ``holds_as``), of how many,
+    each state's and each direction's count, the effect and each seed's record."""
+
+    holds: int
+    holds_as: str
+    seeds: int
+    states: dict[str, int]
+    directions: dict[str, int]
+    effect: Effect | None
+    per_seed: list[dict[str, Any]]  # a seed's state beside its evidence's own keys (`Evidence` is untyped JSON)
+
+
+class PaperBeside(TypedDict):
+    """What the paper beside a finding found, and whether the study agrees."""
+
+    source: str
+    says: str
+    verdict: str
+    detail: str
+
+
+class Finding(TypedDict):
+    """One finding: the claim, its task cells, on how many tasks it holds on every seed, of how
+    many, its sentence; why it was not judged or which tasks do not define it, and the paper
+    beside it, where those apply."""
+
+    claim: str
+    per_task: dict[str, TaskCell]
+    tasks_every_seed: int
+    tasks: int
+    text: str
+    holds_as: NotRequired[str]
+    not_judged: NotRequired[str]
+    undefined_on: NotRequired[list[str]]
+    paper: NotRequired[PaperBeside]
+
+
+# A task's aggregate: the metrics' spreads (``metrics``: {name: `Spread`}), ``headline``, ``main_metric``,
+# ``seeds``, ``run_keys``, the model's shape, and beside them each view's own `View.across_seeds` keys,
+# which this layer cannot name (mypy has no TypedDict with extra keys): left open.
+TaskAggregate = dict[str, Any]
+
+
+class StudyFindings(TypedDict):
+    """What the study says across its runs (`harness.study.runner.across_runs`)."""
+
+    tasks: dict[str, TaskAggregate]
+    special_tokens: NotRequired[dict[str, str] | None]
+    learning: dict[str, Learning]
+    findings_from: str
+    judged_tasks: list[str]
+    kept_out_of_findings: NotRequired[dict[str, str]]
+    seconds: NotRequired[dict[str, dict[str, Spread]]]
+    findings: dict[str, Finding]
+
+
+class StudyDescription(TypedDict):
+    """What the study is, whatever its runs hold (`harness.study.runner.described_study`): model,
+    tasks and seeds asked, recipes, what was skipped or failed, its runs."""
+
+    schema: int
+    name: str
+    key: str
+    model: str
+    tasks_asked: list[str]
+    seeds_asked: int
+    recipes: dict[str, dict[str, Any]]  # each task's fine-tuning settings, a dataclass's fields as JSON
+    skipped: dict[str, str]
+    failed: dict[str, str]
+    analyses_skipped: NotRequired[dict[str, str]]
+    runs: list[RunRecord]
+
+
+class StudyRecord(StudyDescription, StudyFindings):
+    """study.json: what the study is, what it says across its runs, and what could not be aggregated or drawn."""
+
+    aggregation_failed: dict[str, str]
+
+
+def decoded_study(stored: dict[str, Any]) -> StudyRecord:
+    """study.json as read from disk, typed: the writer is what mypy checks, so the file is taken at its word."""
+    return cast(StudyRecord, stored)
