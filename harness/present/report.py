@@ -44,7 +44,7 @@ from harness.recipes import describe_recipe
 from harness.results.checkpoints import PAIRS
 from harness.results.entries import decoded
 from harness.results.store import ensure_writable
-from harness.results.study_record import StudyRecord
+from harness.results.study_record import Finding, StudyRecord, TaskAggregate
 from harness.results.summary import STUDIES, SUMMARY, checked_study, checked_summary, flatten
 from harness.views import VIEWS
 from harness.views.across_tasks import mean_sd
@@ -406,7 +406,7 @@ def analysis_parameters(entry: dict[str, Any]) -> list[tuple[str, str]]:
     ]
 
 
-def seed_spread(entry: dict[str, Any]) -> list[tuple[str, str, str, int]]:
+def seed_spread(entry: TaskAggregate) -> list[tuple[str, str, str, int]]:
     """The task's headline metrics over the study's seeds: name, mean ± s.d., range, seeds."""
     metrics = entry["metrics"]
     return [
@@ -432,7 +432,7 @@ def study_settings(study: StudyRecord) -> list[tuple[str, str]]:
     return rows
 
 
-def findings(found: dict[str, Any]) -> dict[str, Any] | None:
+def findings(found: dict[str, Finding]) -> dict[str, Any] | None:
     """Each finding once, as a row: the claim, on how many tasks it is clear on every seed, per
     task its seeds and each seed's evidence (`task_text`), and the papers beside it (None when
     there is none)."""

@@ -14,7 +14,7 @@ from typing import Any
 
 from harness.config import DEFAULT_FIGURE_FORMATS
 from harness.present.parallel import drawn
-from harness.results.study_record import Finding, StudyRecord, TaskCell
+from harness.results.study_record import Finding, Spread, StudyRecord, TaskCell
 from harness.views import VIEWS
 from harness.views import trajectory as trajectory_view
 from harness.views.across_tasks import metric_table
@@ -127,7 +127,7 @@ def findings_table(study: StudyRecord) -> str:
     return table + kept_out
 
 
-def time_table(seconds: dict[str, dict[str, Any]]) -> str:
+def time_table(seconds: dict[str, dict[str, Spread]]) -> str:
     """Minutes per seed of fine-tuning, of the analyses and of each source read only to intervene
     (`View.timed_apart`: the ablation's, over the seeds it ran on) per task, each task's total, and
     the study's."""

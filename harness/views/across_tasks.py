@@ -5,12 +5,11 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from harness.results.checkpoints import FINETUNED, PRETRAINED
-from harness.results.study_record import StudyRecord
+from harness.results.study_record import Spread, StudyRecord, TaskAggregate
 from harness.views.drawing import panels_for
 from harness.views.markdown import markdown_table
 from harness.views.palette import CHECKPOINT_COLOURS, OKABE_ITO
@@ -36,7 +35,7 @@ def study_title(study: StudyRecord, what: str) -> str:
     return f"{what} ({model_title(study['model'])}, mean over {seed_words})"
 
 
-def mean_sd(values: dict[str, Any], digits: int = 3) -> str:
+def mean_sd(values: Spread, digits: int = 3) -> str:
     """``values``' ``mean`` and ``std`` as "mean ± sd", to ``digits`` decimals."""
     return f"{values['mean']:.{digits}f} ± {values['std']:.{digits}f}"
 
@@ -57,7 +56,7 @@ def metric_table(study: StudyRecord, names: list[str]) -> str:
 
 def draw_per_layer_by_task(
     study: StudyRecord,
-    panels: Mapping[str, Callable[[dict[str, Any], str], list[float]]],
+    panels: Mapping[str, Callable[[TaskAggregate, str], list[float]]],
     ylabel: str,
     title: str,
     path: Path,
