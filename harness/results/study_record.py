@@ -25,6 +25,15 @@ class Spread(TypedDict):
     values: list[float]
 
 
+class Elementwise(TypedDict):
+    """Same-shaped series over seeds, element by element (`harness.views.seeds.elementwise`): mean and
+    sample standard deviation, and how many seeds."""
+
+    mean: Any  # the series' own shape: nested lists per layer (and head), or one float
+    std: Any  # as ``mean``
+    n: int
+
+
 class RunRecord(TypedDict):
     """One (task, seed) run of the study: its key and its folder's name under ``runs/``."""
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from harness.results.study_record import Spread
+from harness.results.study_record import Elementwise, Spread
 
 
 def spread(values: list[float]) -> Spread:
@@ -23,7 +23,7 @@ def spread(values: list[float]) -> Spread:
     }
 
 
-def elementwise(arrays: list[Any]) -> dict[str, Any]:
+def elementwise(arrays: list[Any]) -> Elementwise:
     """Mean and sample standard deviation, element by element, of same-shaped nested lists
     (per layer, or layers x heads) over seeds."""
     stacked = np.asarray(arrays, dtype=float)
