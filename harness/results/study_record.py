@@ -100,9 +100,23 @@ class Finding(TypedDict):
     paper: NotRequired[PaperBeside]
 
 
-# A task's aggregate: the metrics' spreads (``metrics``: {name: `Spread`}), ``headline``, ``main_metric``,
-# ``seeds``, ``run_keys``, the model's shape, and beside them each view's own `View.across_seeds` keys,
-# which this layer cannot name (mypy has no TypedDict with extra keys): left open.
+class TaskCore(TypedDict):
+    """What every task's aggregate holds, whatever its views: its seeds and their run keys, every
+    metric's spread over the seeds that have it, the headline metrics' names, the main dev metric
+    and the model's shape."""
+
+    seeds: list[int]
+    run_keys: dict[str, str]
+    metrics: dict[str, Spread]
+    headline: list[str]
+    main_metric: str
+    num_layers: int
+    num_heads: int
+
+
+# A task's aggregate: `TaskCore`'s keys and beside them each view's own `View.across_seeds` keys, the
+# trajectory's and the between-seeds comparison's, which this layer cannot name (mypy has no TypedDict
+# with extra keys): left open.
 TaskAggregate = dict[str, Any]
 
 

@@ -26,7 +26,7 @@ from scipy.stats import t as student_t
 
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.results.entries import decoded
-from harness.results.study_record import Effect, Finding, Learning, PaperBeside, TaskAggregate, TaskCell
+from harness.results.study_record import Effect, Finding, Learning, PaperBeside, TaskAggregate, TaskCell, TaskCore
 from harness.views import VIEWS
 from harness.views import trajectory as trajectory_view
 from harness.views.base import Entry, Failures, PaperPoint, View, attempt, per_checkpoint_results
@@ -70,7 +70,7 @@ def task_aggregate(summaries: dict[int, dict[str, Any]], failures: Failures | No
     metrics = {seed: summary_metrics(summary) for seed, summary in summaries.items()}
     names = sorted(set().union(*metrics.values()))
     first = next(iter(summaries.values()))
-    entry: TaskAggregate = {
+    core: TaskCore = {
         "seeds": sorted(summaries),
         "run_keys": {str(seed): summary["run"]["key"] for seed, summary in summaries.items()},
         "metrics": {name: spread([values[name] for values in metrics.values() if name in values]) for name in names},
@@ -79,6 +79,7 @@ def task_aggregate(summaries: dict[int, dict[str, Any]], failures: Failures | No
         "num_layers": first["run"]["num_layers"],
         "num_heads": first["run"]["num_heads"],
     }
+    entry: TaskAggregate = {**core}
     for view in VIEWS.values():
         entries = entries_of(view, list(summaries.values()))
         if entries:
