@@ -35,7 +35,7 @@ SHORTEST, LONGEST = 40, 128  # RTE's pairs, tokenised and cut at 128
 RAGGED = 8  # a batch grouped by length: rows up to this many tokens shorter than its longest
 # What the fork server imports: this module's heavy imports (the module itself runs again in each
 # worker, as multiprocessing runs a main module, in a fraction of a second once these are loaded).
-PRELOADED = ["benchmarks.common", "torch.profiler", "harness.model.finetune"]
+PRELOADED = ["benchmarks.common", "torch.profiler"]  # common imports torch, transformers and the harness
 NOT_CUDNN = [backend.name for backend in TRAINING_ATTENTION]  # names: a fresh process is sent them
 
 

@@ -129,16 +129,16 @@ def dev_table(study: StudyRecord) -> str:
     """Table 1: the fine-tuned model's main dev metric per task beside the pre-trained model
     (untrained head), the majority class and how many seeds beat it; with bert-base-uncased,
     Kovaleva et al.'s fine-tuned score (their metric, in percent) beside it."""
-    with_paper = study["model"] == PAPER_MODEL
-    header = ["task", "metric", "pre-trained", "fine-tuned", "majority class", "seeds above majority"]
-    learned = study["findings"].get("beats_majority")
-    beats = learned["per_task"] if learned else {}
-    rows = []
     if any(MAIN_SCORE not in entry for entry in study["tasks"].values()):
         raise ValueError(
             "the study was aggregated by an earlier harness, without each task's main score: run its "
             "`harness study` command again (its runs are reused) to aggregate it anew"
         )
+    with_paper = study["model"] == PAPER_MODEL
+    header = ["task", "metric", "pre-trained", "fine-tuned", "majority class", "seeds above majority"]
+    learned = study["findings"].get("beats_majority")
+    beats = learned["per_task"] if learned else {}
+    rows = []
     for task, entry in study["tasks"].items():
         score, metrics = entry[MAIN_SCORE], entry["metrics"]
         main = Metric(EvaluationView.name, entry["main_metric"])
