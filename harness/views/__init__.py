@@ -19,7 +19,7 @@ from harness.views.base import VIEWS, View
 
 VIEWS_FOLDER = Path(__file__).parent  # the code that draws: its files' hash decides when figures are redrawn
 # The modules that import matplotlib as they load: what a figure's drawing needs (`lazy` imports them then).
-DRAWING = ("canvas", "figure_checks", "font", "head_grid", "text_layout")
+DRAWING = ("canvas", "colour_bar", "figure_checks", "font", "head_grid", "text_layout")
 
 
 def discover_views() -> None:

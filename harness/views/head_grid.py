@@ -5,10 +5,10 @@ matplotlib axes builds a tick object (two lines, two texts) per head and per lay
 drawing measures and places them again. Here the whole figure is one axes whose data units are
 inches from the top left corner: each panel is an image, its frame and tick marks are one line
 collection for the figure, and its tick labels, axis labels and title are texts placed once, from
-a few measured sizes, where matplotlib would put them (tick marks 3.5 pt long, labels 3.5 pt from
-them, axis labels 4 pt further, titles 6 pt above). The colour bars are matplotlib's own. The
-texts carry the ids the figure checks read (`harness.views.figure_checks`): each panel's title is
-checked with the figure's title, each row of tick labels for overlaps.
+a few measured sizes, where matplotlib would put them (`harness.views.axis_marks`); the colour
+bars are drawn the same way (`harness.views.colour_bar`). The texts carry the ids the figure
+checks read (`harness.views.figure_checks`): each panel's title is checked with the figure's
+title, each row of tick labels for overlaps.
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ from matplotlib.layout_engine import LayoutEngine
 from matplotlib.text import Text
 from matplotlib.ticker import ScalarFormatter
 
+from harness.views.axis_marks import FRAME_WIDTH, LABEL_PAD, LABEL_SIZE, TICK, TICK_PAD, TITLE_PAD
+from harness.views.colour_bar import ColourBar, spread_limits
 from harness.views.figure_checks import PANEL_TITLE, tick_labels_id
 from harness.views.palette import DIFFERENCE_MAP
 from harness.views.saving import DPI, plt, save
@@ -36,15 +38,8 @@ MARGIN = 0.08  # inches around the grid
 GAP = 0.14  # inches between a panel's labels and the next thing beside or under it
 BAR_PAD = 0.1  # inches between the panels and their colour bar
 BAR_WIDTH = 0.13  # inches
-POINT = 1 / 72  # inches
-TICK = 3.5 * POINT  # a tick mark's length, outside the panel
-TICK_PAD = 3.5 * POINT  # between a tick mark and its label
-LABEL_PAD = 4 * POINT  # between the tick labels and the axis label
-TITLE_PAD = 6 * POINT  # between the panel and its title's baseline
 TICK_SIZE = 7  # points
 TITLE_SIZE = 9
-LABEL_SIZE = 10
-FRAME_WIDTH = 0.8  # points, as matplotlib's spines and ticks
 
 
 def draw_grid_rows(
@@ -75,11 +70,11 @@ def draw_grid_rows(
     per_row = len(values) // len(arrays)  # the grids of a row, before its difference panels
     # a quarter inch per cell; small models still get panels wide and tall enough for their labels
     size = (max(0.26 * heads + 0.1, 1.7), max(0.26 * layers + 0.35, 1.5))
-    scale = {
-        "vmin": min(g.min() for g in values) if vmin is None else vmin,
-        "vmax": max(g.max() for g in values) if vmax is None else vmax,
-        "cmap": cmap,
-    }
+    low, high = spread_limits(
+        float(min(g.min() for g in values)) if vmin is None else vmin,
+        float(max(g.max() for g in values)) if vmax is None else vmax,
+    )
+    scale = {"vmin": low, "vmax": high, "cmap": cmap}
     limit = max((float(np.abs(g).max()) for panels in changes.values() for g in panels.values()), default=0.0) or 1.0
     change_scale = {"vmin": -limit, "vmax": limit, "cmap": DIFFERENCE_MAP}  # symmetric: white is no change
     figure = plt.figure(dpi=DPI)  # sized once its parts are measured
@@ -87,13 +82,12 @@ def draw_grid_rows(
     for row, grids in arrays.items():
         panels = [*((n, g, scale) for n, g in grids.items()), *((n, g, change_scale) for n, g in changes[row].items())]
         grid.add_row([(wrapped(f"{row}: {name}" if row else name, size[0] + 0.5), g, kind) for name, g, kind in panels])
-    groups = [(per_row, figure.add_axes((0, 0, 1, 1)))]
     bar_length = len(arrays) * (size[1] + 0.7) - 0.6
-    shared = figure.colorbar(grid.images[0], cax=groups[0][1], label=wrapped(colorbar_label, bar_length, fontsize=10))
-    shared.formatter = ScalarFormatter(useOffset=False)  # values near 1 stay readable, no "+9.999e-1"
+    # values near 1 stay readable on the shared bar: no offset ("+9.999e-1")
+    label = wrapped(colorbar_label, bar_length, fontsize=LABEL_SIZE)
+    groups = [(per_row, ColourBar(grid.canvas, grid.images[0], label, ScalarFormatter(useOffset=False)))]
     if differences:
-        groups.append((len(differences), figure.add_axes((0, 0, 1, 1))))
-        figure.colorbar(grid.images[per_row + len(differences) - 1], cax=groups[1][1], label="change")
+        groups.append((len(differences), ColourBar(grid.canvas, grid.images[per_row], "change")))
     grid.lay_out(groups, title)
     return save(figure, path)
 
@@ -163,9 +157,9 @@ class HeadGrid:
             ]
         )
 
-    def lay_out(self, groups: Sequence[tuple[int, plt.Axes]], title: str) -> None:
+    def lay_out(self, groups: Sequence[tuple[int, ColourBar]], title: str) -> None:
         """Place the panels, each group of columns' colour bar (``groups``: (how many columns, its
-        colour bar's axes), left to right) right of its columns and as tall as the rows, and
+        colour bar), left to right) right of its columns and as tall as the rows, and
         over them the figure's ``title`` (wrapped to the figure's width); size the figure."""
         figure, renderer = self.figure, agg_renderer(self.figure)
         (width, height), layers = self.size, self.shape[0]
@@ -192,7 +186,7 @@ class HeadGrid:
                 x += width + overhang + GAP
             x += BAR_PAD - GAP  # clear of the last panel's title where it is wider than the panel
             bars.append((bar, x))
-            x += BAR_WIDTH + bar_overhang(figure, bar, bar_height) + GAP
+            x += BAR_WIDTH + bar.measure(renderer, bar_height) + GAP
         figure.set_figwidth(x - GAP + MARGIN)
         heading = suptitle(figure, title)
         above = MARGIN + (heading.get_window_extent(renderer).height / figure.dpi + GAP if heading.get_text() else 0.0)
@@ -206,12 +200,12 @@ class HeadGrid:
                 segments += self.place_panel(
                     text, image, Box(left, above + top, width, height), tick_width, tick_height
                 )
+        for bar, left in bars:
+            segments += bar.place(left, above + bar_top, BAR_WIDTH, bar_height)
         self.canvas.add_collection(
             LineCollection(segments, colors="black", linewidths=FRAME_WIDTH, capstyle="projecting"), autolim=False
         )
-        boxes = [(self.canvas, Box(0, 0, *page))]
-        boxes += [(bar, Box(left, above + bar_top, BAR_WIDTH, bar_height)) for bar, left in bars]
-        figure.set_layout_engine(InchLayout(boxes, heading, MARGIN))
+        figure.set_layout_engine(InchLayout([(self.canvas, Box(0, 0, *page))], heading, MARGIN))
 
     def place_panel(
         self, title: Text, image: AxesImage, box: Box, tick_width: float, tick_height: float
@@ -276,16 +270,3 @@ def above_baseline(text: Text, renderer: RendererAgg) -> tuple[float, float]:
     box = text.get_window_extent(renderer)
     anchor = text.get_transform().transform(text.get_unitless_position())
     return box.width / renderer.dpi, (box.y1 - anchor[1]) / renderer.dpi
-
-
-def bar_overhang(figure: plt.Figure, bar: plt.Axes, height: float) -> float:
-    """How far a colour bar's tick labels and label reach right of it, in inches, once it is
-    ``height`` inches tall; its label pinned where measuring put it (matplotlib would measure
-    its tick labels again at each drawing to place it)."""
-    renderer = agg_renderer(figure)
-    bar.set_position((0, 0, BAR_WIDTH / figure.get_figwidth(), height / figure.get_figheight()))
-    inside = bar.get_window_extent(renderer)
-    around = bar.get_tightbbox(renderer, for_layout_only=True) or inside
-    label = bar.yaxis.label.get_position()
-    bar.yaxis.set_label_coords(1 + (label[0] - inside.x1) / (BAR_WIDTH * figure.dpi), label[1])
-    return max(0.0, (around.x1 - inside.x1) / figure.dpi)

@@ -1,5 +1,6 @@
-"""Head grids drawn on one canvas keep what an axes per panel showed: titles, colour scales,
-difference panels, and tick and axis labels where matplotlib's own axes put them."""
+"""Head grids drawn on one canvas keep what an axes per panel and matplotlib's colour bars
+showed: titles, colour scales, difference panels, and tick labels, offsets and axis labels where
+matplotlib's own axes and colour bars put them."""
 
 from __future__ import annotations
 
@@ -7,9 +8,11 @@ import logging
 
 import numpy as np
 import pytest
+from matplotlib.ticker import ScalarFormatter
 
+from harness.views.colour_bar import LABEL
 from harness.views.drawing import draw_side_by_side_grids, style_head_axes
-from harness.views.figure_checks import PANEL_TITLE, TICK_LABELS
+from harness.views.figure_checks import PANEL_TITLE, TICK_LABELS, tick_labels_id
 from harness.views.head_grid import draw_grid_rows
 from harness.views.saving import figure_formats, plt
 from harness.views.titles import titled_pairs
@@ -39,15 +42,15 @@ def test_head_grids_get_a_centred_difference_panel(tmp_path, caplog, monkeypatch
                 differences=titled_pairs([("pretrained", "finetuned")]),
             ),
         )
-    (canvas, *bars) = figure.axes
+    (canvas,) = figure.axes  # panels and colour bars alike drawn on it
     titles = [text.get_text() for text in canvas.texts if text.get_gid() == PANEL_TITLE]
-    assert titles == ["pre-trained", "fine-tuned", "fine-tuned − pre-trained"] and len(bars) == 2
+    assert titles == ["pre-trained", "fine-tuned", "fine-tuned − pre-trained"]
     images = canvas.images
     # the checkpoints' scale spans their values, not 0..1, so faint maps keep their contrast
     assert images[0].norm.vmin == pytest.approx(0.015) and images[0].norm.vmax == pytest.approx(0.03)
     np.testing.assert_allclose(images[2].get_array(), after - before)
     assert images[2].norm.vmin == pytest.approx(-0.01) and images[2].norm.vmax == pytest.approx(0.01)
-    assert [bar.get_ylabel() for bar in bars] == ["mean attention", "change"]
+    assert [text.get_text() for text in canvas.texts if text.get_gid() == LABEL] == ["mean attention", "change"]
     assert (tmp_path / "grid.pdf").is_file() and caplog.records == []
     plt.close(figure)
 
@@ -95,9 +98,67 @@ def test_titles_wider_than_their_panels_stay_clear_of_the_colour_bars(tmp_path, 
             differences=titled_pairs([("pretrained", "finetuned")]),
         ),
     )
-    canvas, *bars = figure.axes
+    (canvas,) = figure.axes
     renderer = figure.canvas.get_renderer()
     titles = [text.get_window_extent(renderer) for text in canvas.texts if text.get_gid() == PANEL_TITLE]
+    bars = [image.get_window_extent(renderer) for image in canvas.images[-2:]]
+    bars += [text.get_window_extent(renderer) for text in canvas.texts if "colour bar" in (text.get_gid() or "")]
     assert max(title.width for title in titles) > canvas.images[0].get_window_extent(renderer).width
-    assert not any(title.overlaps(bar.get_tightbbox(renderer)) for title in titles for bar in bars)
+    assert len(bars) > 4 and not any(title.overlaps(bar) for title in titles for bar in bars)
     plt.close(figure)
+
+
+@pytest.mark.parametrize(
+    ("scale", "change", "offsets"),
+    [(0.3, 0.02, ("", "")), (1e-6, 1e-8, ("1e−7", "1e−8")), (0.0, 0.0, ("", ""))],
+    ids=["attention", "tiny values with an offset", "one value"],
+)
+def test_colour_bars_drawn_on_the_canvas_say_what_matplotlibs_say_where_it_says_it(
+    tmp_path, monkeypatch, scale, change, offsets
+):
+    rng = np.random.default_rng(2)
+    before = rng.random((6, 12)) * scale
+    grids = {"pre-trained": before, "fine-tuned": before + rng.normal(0, change, (6, 12))}
+    label = "mean attention to the token"
+    figure = drawn_figure(
+        monkeypatch,
+        lambda: draw_grid_rows(
+            {"": grids},
+            tmp_path / "bars.png",
+            title="t",
+            colorbar_label=label,
+            differences=titled_pairs([("pretrained", "finetuned")]),
+        ),
+    )
+    (canvas,) = figure.axes
+    renderer = figure.canvas.get_renderer()
+    own_labels = [text for text in canvas.texts if text.get_gid() == LABEL]
+    for bar, panel, own_label, offset in zip(canvas.images[-2:], canvas.images[:3:2], own_labels, offsets):
+        # matplotlib's own colour bar of the same panel, in an axes where the drawn bar stands
+        box = bar.get_window_extent(renderer).transformed(figure.transFigure.inverted()).bounds
+        reference = figure.colorbar(panel, cax=figure.add_axes(box), label=own_label.get_text())
+        if own_label is own_labels[0]:
+            reference.formatter = ScalarFormatter(useOffset=False)
+        figure.canvas.draw()
+        axis = reference.ax.yaxis
+        low, high = axis.get_view_interval()
+        theirs = [text for text in axis.get_ticklabels() if low - 1e-12 <= text.get_position()[1] <= high + 1e-12]
+        ours = [
+            text
+            for text in canvas.texts
+            if text.get_gid() == tick_labels_id("y", f"colour bar: {own_label.get_text()}")
+        ]
+        assert [text.get_text() for text in ours] == [text.get_text() for text in theirs] and len(ours) >= 3
+        np.testing.assert_allclose(boxes(ours, renderer), boxes(theirs, renderer), atol=1)
+        np.testing.assert_allclose(boxes([own_label], renderer), boxes([axis.label], renderer), atol=1)
+        assert axis.offsetText.get_text() == offset
+        if offset:
+            (own_offset,) = [text for text in canvas.texts if text.get_text() == offset]
+            np.testing.assert_allclose(boxes([own_offset], renderer), boxes([axis.offsetText], renderer), atol=1)
+        np.testing.assert_array_equal(bar.cmap(bar.norm(bar.get_array()[[0, -1], 0])), panel.cmap([1.0, 0.0]))
+    plt.close(figure)
+
+
+def boxes(texts, renderer) -> np.ndarray:
+    """Each text's extent as drawn (x0, y0, x1, y1), in pixels."""
+    return np.array([text.get_window_extent(renderer).extents for text in texts])
