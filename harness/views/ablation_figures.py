@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from harness.results.run_record import RunSection
 from harness.views.ablation_evidence import ALPHA, percent
 from harness.views.ablation_results import (
     BASELINES,
@@ -21,7 +22,7 @@ from harness.views.ablation_results import (
     versus,
 )
 from harness.views.base import Entry
-from harness.views.drawing import style_head_axes
+from harness.views.drawing import draw_side_by_side_grids, style_head_axes
 from harness.views.lazy import mpl
 from harness.views.palette import GREY, OKABE_ITO
 from harness.views.saving import plt, save
@@ -33,36 +34,31 @@ MODE_TITLES = {
 }
 
 
-def draw_head_deltas(result: AblationResult, run: dict[str, Any], checkpoint: str, path: Path) -> Path:
+def draw_head_deltas(result: AblationResult, run: RunSection, checkpoint: str, path: Path) -> Path:
     """Layers x heads heatmaps of the single-head deltas (percentage points) per mode, on one
     diverging scale centred on 0; heads significant after Holm's correction are boxed."""
-    grids = {mode: 100 * np.asarray(result["heads"][mode]["delta"]) for mode in MODES}
-    limit = max(max(abs(grid).max() for grid in grids.values()), 0.1)
-    layers, heads = grids[MODES[0]].shape
-    figure, axes = plt.subplots(
-        1,
-        len(MODES),
-        figsize=(0.42 * heads * len(MODES) + 2.8, 0.42 * layers + 1.9),
-        squeeze=False,
-        layout="constrained",
-    )
-    norm = mpl.colors.TwoSlopeNorm(vcenter=0.0, vmin=-limit, vmax=limit)
-    for panel, mode in zip(axes[0], MODES):
-        image = panel.imshow(grids[mode], cmap="RdBu", norm=norm, aspect="auto")
-        significant = np.argwhere(np.asarray(result["heads"][mode]["p_holm"]) < ALPHA)
-        for layer, head in significant:
-            panel.add_patch(plt.Rectangle((head - 0.5, layer - 0.5), 1, 1, fill=False, edgecolor="black", lw=1.5))
-        style_head_axes(panel, layers, heads, MODE_TITLES[mode], tick_size=7)
-    figure.colorbar(image, ax=list(axes[0]), label=f"change of dev {result['metric']} (points)")
-    suptitle(
-        figure,
-        f"Disabling one head: {run_title(run)}, {checkpoint_title(checkpoint)} (intact "
+    deltas = {MODE_TITLES[mode]: 100 * np.asarray(result["heads"][mode]["delta"]) for mode in MODES}
+    limit = max(max(float(abs(grid).max()) for grid in deltas.values()), 0.1)
+    grids = {title: grid.tolist() for title, grid in deltas.items()}
+    significant = {
+        MODE_TITLES[mode]: [(int(layer), int(head)) for layer, head in np.argwhere(np.asarray(p_holm) < ALPHA)]
+        for mode in MODES
+        for p_holm in [result["heads"][mode]["p_holm"]]
+    }
+    return draw_side_by_side_grids(
+        grids,
+        path,
+        title=f"Disabling one head: {run_title(run)}, {checkpoint_title(checkpoint)} (intact "
         f"{100 * result['intact']:.1f}; boxed: significant after Holm)",
+        colorbar_label=f"change of dev {result['metric']} (points)",
+        vmin=-limit,
+        vmax=limit,
+        cmap="RdBu",
+        boxed=significant,
     )
-    return save(figure, path)
 
 
-def draw_layer_deltas(result: AblationResult, run: dict[str, Any], checkpoint: str, path: Path) -> Path:
+def draw_layer_deltas(result: AblationResult, run: RunSection, checkpoint: str, path: Path) -> Path:
     """Per-layer bars of the whole-layer deltas per mode, with their simultaneous bootstrap intervals
     (the level of the Holm-adjusted tests); a bar whose test is significant is outlined."""
     figure, axes = plt.subplots(figsize=(5.6, 3.6))
@@ -99,7 +95,7 @@ def draw_layer_deltas(result: AblationResult, run: dict[str, Any], checkpoint: s
     return save(figure, path)
 
 
-def draw_pruning(result: AblationResult, run: dict[str, Any], checkpoint: str, path: Path) -> Path:
+def draw_pruning(result: AblationResult, run: RunSection, checkpoint: str, path: Path) -> Path:
     """Cross-fitted score against the share of heads pruned: importance order, oracle order, and
     our random orders' mean with their spread (one standard deviation); the importance order's
     area against theirs, with its interval, under the title."""
@@ -137,7 +133,7 @@ def draw_pruning(result: AblationResult, run: dict[str, Any], checkpoint: str, p
     return save(figure, path)
 
 
-def draw_importance(importances: dict[str, Any], entry: Entry, run: dict[str, Any], path: Path) -> Path:
+def draw_importance(importances: dict[str, Any], entry: Entry, run: RunSection, path: Path) -> Path:
     """Michel et al.'s importance per head (normalised per layer) of each checkpoint that has
     one, and, for the fine-tuned one, against how much fine-tuning changed the head."""
     cosine = related_cosine(entry)

@@ -11,14 +11,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import TypedDict
 
 import numpy as np
 
 from harness.config import Settings, analysis_settings
 from harness.options import option
+from harness.results.run_record import RunSection
 from harness.views.base import Entry, View, per_pair_results, register_view
 from harness.views.drawing import draw_side_by_side_grids
+from harness.views.lazy import mpl
 from harness.views.samples import running_text_sample
 from harness.views.saving import plt, save
 from harness.views.titles import axes_title, checkpoint_title, run_title
@@ -84,11 +86,11 @@ class ClusteringView(View[ClusteringResult]):
     left_out = ("js_divergence", "mds")
 
     @classmethod
-    def draw(cls, entry: ClusteringEntry, run: dict[str, Any], out_dir: Path) -> list[Path]:
+    def draw(cls, entry: ClusteringEntry, run: RunSection, out_dir: Path) -> list[Path]:
         return draw_clustering(entry, run, out_dir)
 
 
-def draw_clustering(entry: ClusteringEntry, run: dict[str, Any], out_dir: Path) -> list[Path]:
+def draw_clustering(entry: ClusteringEntry, run: RunSection, out_dir: Path) -> list[Path]:
     """The joint MDS map (one marker per checkpoint, a line from each head's earlier to its later
     version for each declared pair) and, per pair, the per-head divergence between versions."""
     clustering: ClusteringResult = entry["result"]
@@ -98,17 +100,16 @@ def draw_clustering(entry: ClusteringEntry, run: dict[str, Any], out_dir: Path) 
     colours = plt.get_cmap("viridis")(np.linspace(0, 1, layers))
     figure, axes = plt.subplots(figsize=(6.4, 5.4), layout="constrained")
     markers = ("o", "^", "s", "D", "v", "P")
+    versions = [(checkpoints.index(before), checkpoints.index(after)) for before, after in entry["pairs"]]
     for layer in range(layers):
-        for before, after in entry["pairs"]:
-            i, j = checkpoints.index(before), checkpoints.index(after)
-            for head in range(heads):
-                axes.plot(
-                    points[[i, j], layer, head, 0],
-                    points[[i, j], layer, head, 1],
-                    color=colours[layer],
-                    alpha=0.5,
-                    linewidth=0.8,
-                )
+        # a layer's lines are one collection (an artist per line built and drew most of the figure)
+        # under its markers and over the earlier layers', as lines drawn one by one would stand
+        lines = [points[[i, j], layer, head] for i, j in versions for head in range(heads)]
+        axes.add_collection(
+            mpl.collections.LineCollection(
+                lines, colors=[colours[layer]], alpha=0.5, linewidths=0.8, capstyle="projecting"
+            )
+        )
         for index in range(len(checkpoints)):
             axes.scatter(
                 points[index, layer, :, 0],

@@ -133,6 +133,7 @@ def draw_side_by_side_grids(
     vmin: float | None = None,
     vmax: float | None = None,
     cmap: str = "viridis",
+    boxed: Mapping[str, Sequence[tuple[int, int]]] | None = None,
 ) -> Path:
     """One row of head heatmaps (`draw_grid_rows` with a single row)."""
     return head_grid.draw_grid_rows(
@@ -144,4 +145,5 @@ def draw_side_by_side_grids(
         vmin=vmin,
         vmax=vmax,
         cmap=cmap,
+        boxed=boxed,
     )

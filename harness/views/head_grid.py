@@ -52,12 +52,14 @@ def draw_grid_rows(
     vmin: float | None = None,
     vmax: float | None = None,
     cmap: str = "viridis",
+    boxed: Mapping[str, Sequence[tuple[int, int]]] | None = None,
 ) -> Path:
     """Head heatmaps (heads on x, layers on y, layer 1 on top): one row per entry of ``rows``
     (row label -> panel title -> (layers, heads) grid, the same panel titles in every row),
     sharing one colour scale that spans the values unless ``vmin``/``vmax`` fix it; then, per
     (before, after) pair of panel titles in ``differences``, a panel of after minus before on a
-    diverging scale centred on 0 with its own colour bar, so small changes stay visible."""
+    diverging scale centred on 0 with its own colour bar, so small changes stay visible. The
+    (layer, head) cells ``boxed`` lists under a panel title (0-indexed) are outlined in it."""
     arrays = {
         row: {name: np.asarray(grid, dtype=float) for name, grid in panels.items()} for row, panels in rows.items()
     }
@@ -89,6 +91,9 @@ def draw_grid_rows(
     if differences:
         groups.append((len(differences), ColourBar(grid.canvas, grid.images[per_row], "change")))
     grid.lay_out(groups, title)
+    titles = [name for row, grids in arrays.items() for name in [*grids, *changes[row]]]
+    cells = [[(int(layer), int(head)) for layer, head in (boxed or {}).get(name, ())] for name in titles]
+    grid.outline([(image, outlined) for image, outlined in zip(grid.images, cells) if outlined])
     return save(figure, path)
 
 
@@ -206,6 +211,23 @@ class HeadGrid:
             LineCollection(segments, colors="black", linewidths=FRAME_WIDTH, capstyle="projecting"), autolim=False
         )
         figure.set_layout_engine(InchLayout([(self.canvas, Box(0, 0, *page))], heading, MARGIN))
+
+    def outline(self, panels: Sequence[tuple[AxesImage, Sequence[tuple[int, int]]]]) -> None:
+        """Outline the (layer, head) cells of each laid-out panel's image, as a patch per cell
+        1.5 pt wide would."""
+        layers, heads = self.shape
+        boxes = []
+        for image, cells in panels:
+            left, right, bottom, top = image.get_extent()
+            width, height = (right - left) / heads, (bottom - top) / layers
+            for layer, head in cells:
+                x, y = left + head * width, top + layer * height
+                boxes.append([(x, y), (x + width, y), (x + width, y + height), (x, y + height), (x, y)])
+        if boxes:
+            self.canvas.add_collection(
+                LineCollection(boxes, colors="black", linewidths=1.5, capstyle="projecting", joinstyle="miter"),
+                autolim=False,
+            )
 
     def place_panel(
         self, title: Text, image: AxesImage, box: Box, tick_width: float, tick_height: float

@@ -162,3 +162,21 @@ def test_colour_bars_drawn_on_the_canvas_say_what_matplotlibs_say_where_it_says_
 def boxes(texts, renderer) -> np.ndarray:
     """Each text's extent as drawn (x0, y0, x1, y1), in pixels."""
     return np.array([text.get_window_extent(renderer).extents for text in texts])
+
+
+def test_boxed_cells_are_outlined_in_their_panel_only(tmp_path, monkeypatch):
+    grids = {"uniform": np.zeros((3, 4)), "zero": np.ones((3, 4))}
+    figure = drawn_figure(
+        monkeypatch,
+        lambda: draw_side_by_side_grids(
+            grids, tmp_path / "boxed.png", title="t", colorbar_label="v", boxed={"zero": [(1, 2)]}
+        ),
+    )
+    (canvas,) = figure.axes
+    (outlines,) = [c for c in canvas.collections if c.get_linewidths()[0] == 1.5]
+    (box,) = outlines.get_segments()
+    left, right, bottom, top = canvas.images[1].get_extent()  # the "zero" panel, in inches from the top left
+    cell = ((right - left) / 4, (bottom - top) / 3)
+    np.testing.assert_allclose(box.min(axis=0), (left + 2 * cell[0], top + 1 * cell[1]))
+    np.testing.assert_allclose(box.max(axis=0), (left + 3 * cell[0], top + 2 * cell[1]))
+    plt.close(figure)
