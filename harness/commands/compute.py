@@ -21,6 +21,7 @@ from harness.model.finetune import is_main_process, leave_process_group, stored_
 from harness.model.loading import load_tokenizer
 from harness.present.maps import MAPS_FOLDER, PAGE, PREDICTED_BY
 from harness.recipes import describe_recipe
+from harness.results.run_record import RunSummary
 from harness.results.summary import SUMMARY
 from harness.run.annotation import annotate as annotate_pool
 from harness.run.maps import typed_maps
@@ -92,7 +93,7 @@ def print_skipped(skipped: dict[str, str]) -> None:
         print(line)
 
 
-def print_lines(summary: dict) -> None:
+def print_lines(summary: RunSummary) -> None:
     """What each analysis says in the terminal (`harness.views.base.View.printed`), then the trajectory along
     fine-tuning, where the run kept one."""
     lines = printed_lines(summary)

@@ -27,9 +27,11 @@ import shutil
 import statistics
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from harness.present.study_figures import study_tables
+from harness.results.entries import Entry
+from harness.results.run_record import Analysed, RunSection, RunSummary
 from harness.results.store import key_of, read_json, write_json
 from harness.results.study_record import decoded_study
 from harness.results.summary import checked_study, whole_summary
@@ -56,13 +58,26 @@ def documents(root: Path = ROOT) -> list[Path]:
     return [root / "README.md", *sorted((root / "docs").glob("*.md"))]
 
 
-def snapshot(summary: dict[str, Any], run_folder: Path) -> dict[str, Any]:
+class RunSnapshot(Analysed):
+    """A run's results as the docs keep them (``docs/results/LABEL.json``, written by `snapshot`):
+    where they came from, the run's description and the entries its tables read."""
+
+    source: dict[str, str]
+    run: RunSection
+
+
+def decoded_snapshot(stored: dict[str, Any]) -> RunSnapshot:
+    """A run's stored results read back, typed: `snapshot` is what mypy checks, so the file is taken at its word."""
+    return cast(RunSnapshot, stored)
+
+
+def snapshot(summary: RunSummary, run_folder: Path) -> RunSnapshot:
     """What a run's tables read: its description and the entries of analyses with overview rows
     or tables (and those their rows read), less their heavy parts, and where they came from."""
     entries = current_entries(summary)
-    read = {name for name, (view, entry) in entries.items() if view.in_overview() or view.tables(entry, {})}
+    read = {name for name, (view, entry) in entries.items() if view.in_overview() or view.tables(entry, summary["run"])}
     read |= {other for name in read for other in VIEWS[name].overview_reads}
-    analyses = {
+    analyses: dict[str, Entry[Any]] = {
         name: {**entry, "result": without(entry["result"], view.left_out)}
         for name, (view, entry) in entries.items()
         if name in read
@@ -152,8 +167,9 @@ def render(name: str, results: dict[str, Any]) -> str:
             return own_tokens(tables[name], markdown=True)
     if name in OVERVIEWS:
         return OVERVIEWS[name](results)
-    for view, entry in current_entries(results).values():
-        tables = view.tables(entry, results["run"])
+    run = decoded_snapshot(results)
+    for view, entry in current_entries(run).values():
+        tables = view.tables(entry, run["run"])
         if name in tables:
             return without_title(tables[name])
     raise InputError(

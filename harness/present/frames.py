@@ -65,6 +65,7 @@ import pandas as pd
 from harness.config import ExportConfig
 from harness.results.checkpoints import FINETUNED
 from harness.results.entries import Entry
+from harness.results.run_record import RunSummary
 from harness.results.store import ensure_writable
 from harness.results.study_record import StudyRecord
 from harness.results.summary import STUDIES, SUMMARY, checked_study, checked_summary, whole_summary
@@ -217,7 +218,7 @@ def table(rows: list[tuple[Any, ...]], columns: dict[str, str]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=list(columns), dtype=object).astype(columns)
 
 
-def run_summaries(place: Path) -> list[dict[str, Any]]:
+def run_summaries(place: Path) -> list[RunSummary]:
     """The whole summary of the run folder ``place``, or those of the run folders in it."""
     if (place / SUMMARY).is_file():
         return [whole_summary(place)]
@@ -227,7 +228,7 @@ def run_summaries(place: Path) -> list[dict[str, Any]]:
     return [summary for summary in found if summary is not None]
 
 
-def run_rows(summary: dict[str, Any]) -> Iterator[tuple[Any, ...]]:
+def run_rows(summary: RunSummary) -> Iterator[tuple[Any, ...]]:
     """The rows of one run: its identity, then each analysis's scalar metrics and arrays."""
     run = summary["run"]
     identity = (run["task"], model_title(run["model"]), run["seed"], run["key"])
@@ -250,11 +251,12 @@ def run_rows(summary: dict[str, Any]) -> Iterator[tuple[Any, ...]]:
     yield from trajectory_rows(summary, identity)
 
 
-def trajectory_rows(summary: dict[str, Any], identity: tuple[Any, ...]) -> Iterator[tuple[Any, ...]]:
+def trajectory_rows(summary: RunSummary, identity: tuple[Any, ...]) -> Iterator[tuple[Any, ...]]:
     """A ``--trajectory`` run's metrics at each kept step, each on the record of the run's metric
     of that name (a point is measured as a run is), and each step's cosine to the final maps."""
     records = {metric.name: metric for metric in summary_records(summary)}
-    for point in (summary.get("trajectory") or {}).get("points", []):  # its metrics and its cosine to the final maps
+    trajectory = summary.get("trajectory")
+    for point in trajectory.get("points", []) if trajectory else []:  # its metrics and its cosine to the final maps
         step = point["step"]
         for name, value in point["metrics"].items():
             metric = records.get(name)

@@ -24,6 +24,8 @@ from typing import Any
 
 from harness.config import DEFAULT_FIGURE_FORMATS, QUICK
 from harness.present.parallel import drawn
+from harness.results.entries import decoded
+from harness.results.run_record import RunSection, RunSummary
 from harness.results.store import key_of, read_json, write_json
 from harness.views import VIEWS_FOLDER
 from harness.views import trajectory as trajectory_view
@@ -48,7 +50,7 @@ def drawing_code_hash() -> str:
 
 
 def redraw(
-    summary: dict[str, Any],
+    summary: RunSummary,
     out_dir: Path,
     force: bool = False,
     formats: Sequence[str] = DEFAULT_FIGURE_FORMATS,
@@ -73,7 +75,7 @@ def redraw(
 Drawer = Callable[[Path], tuple[list[Path], dict[str, str]]]
 
 
-def drawings(summary: dict[str, Any]) -> Iterator[tuple[str, Any, Drawer]]:
+def drawings(summary: RunSummary) -> Iterator[tuple[str, Any, Drawer]]:
     """What a summary draws, piece by piece: each current analysis entry, then the trajectory
     along fine-tuning where the run has one; each as its name, what its drawing depends on, and
     a drawer of its figures and tables (by file stem) into a folder (picklable: a worker process
@@ -83,12 +85,12 @@ def drawings(summary: dict[str, Any]) -> Iterator[tuple[str, Any, Drawer]]:
         yield name, entry, partial(draw_entry, view, entry, run)
     if "trajectory" in summary and EvaluationView.name in summary["analyses"]:
         metrics = summary_metrics(summary)
-        main = EvaluationView.main_score(summary["analyses"][EvaluationView.name])
+        main = EvaluationView.main_score(decoded(summary["analyses"][EvaluationView.name]))
         depends_on = {"trajectory": summary["trajectory"], "metrics": metrics}
         yield TRAJECTORY, depends_on, partial(draw_trajectory, summary, metrics, main)
 
 
-def draw_entry(view: type[View], entry: Entry, run: dict[str, Any], out_dir: Path) -> tuple[list[Path], dict[str, str]]:
+def draw_entry(view: type[View], entry: Entry, run: RunSection, out_dir: Path) -> tuple[list[Path], dict[str, str]]:
     """The figures (files) and tables (by file stem) of ``view``'s entry, each figure with the
     sample it was drawn from as its footnote (`sample_note`)."""
     with figure_note(sample_note(view, entry)):
@@ -96,7 +98,7 @@ def draw_entry(view: type[View], entry: Entry, run: dict[str, Any], out_dir: Pat
 
 
 def draw_trajectory(
-    summary: dict[str, Any], metrics: dict[str, float], main: tuple[str, str], out_dir: Path
+    summary: RunSummary, metrics: dict[str, float], main: tuple[str, str], out_dir: Path
 ) -> tuple[list[Path], dict[str, str]]:
     """The figures and table of the run's trajectory along fine-tuning."""
     return (
@@ -106,7 +108,7 @@ def draw_trajectory(
 
 
 def draw_missing(
-    summary: dict[str, Any],
+    summary: RunSummary,
     out_dir: Path,
     force: bool,
     formats: tuple[str, ...],
@@ -153,7 +155,7 @@ def draw_missing(
     return [path for paths in by_analysis.values() for path in paths]
 
 
-def drawn_names(summary: dict[str, Any]) -> list[str]:
+def drawn_names(summary: RunSummary) -> list[str]:
     """The names `redraw` draws a summary's figures by: its current analyses, and the trajectory where it has one."""
     return [name for name, _, _ in drawings(summary)]
 

@@ -42,7 +42,8 @@ from harness.present.redraw import TRAJECTORY, drawn_files
 from harness.present.study_figures import task_text, tasks_text
 from harness.recipes import describe_recipe
 from harness.results.checkpoints import PAIRS
-from harness.results.entries import decoded
+from harness.results.entries import Entry, decoded
+from harness.results.run_record import RunSummary, Trajectory
 from harness.results.store import ensure_writable
 from harness.results.study_record import Finding, StudyRecord, TaskAggregate
 from harness.results.summary import STUDIES, SUMMARY, checked_study, checked_summary, flatten
@@ -79,7 +80,7 @@ class Run:
     """A run folder and its summary (None when it has none that is whole: a failed run)."""
 
     folder: Path
-    summary: dict[str, Any] | None
+    summary: RunSummary | None
 
     @property
     def task(self) -> str:
@@ -295,7 +296,7 @@ class Page:
             "tables": markdown_files([path for path in files if path.suffix == ".md"], titled=False),
         }
 
-    def analysis_section(self, name: str, entry: dict[str, Any], files: list[Path], group: str) -> dict[str, Any]:
+    def analysis_section(self, name: str, entry: Entry[Any], files: list[Path], group: str) -> dict[str, Any]:
         """One analysis of a run: what it measures, its inputs and settings, figures and tables."""
         return {
             "name": name,
@@ -307,7 +308,7 @@ class Page:
             "tables": markdown_files([path for path in files if path.suffix == ".md"], titled=False),
         }
 
-    def trajectory_section(self, trajectory: dict[str, Any], files: list[Path], group: str) -> dict[str, Any]:
+    def trajectory_section(self, trajectory: Trajectory, files: list[Path], group: str) -> dict[str, Any]:
         """A --trajectory run's checkpoints along the fine-tuning: which steps, and the figures and
         table drawn over them."""
         steps = ", ".join(f"{point['step']} ({point['examples_seen']:,} examples)" for point in trajectory["points"])
@@ -348,7 +349,7 @@ def key_values(values: dict[str, Any]) -> str:
     return "; ".join(f"{name} = {shown(name, value)}" for name, value in flatten("", values).items()) or "-"
 
 
-def run_parameters(summary: dict[str, Any]) -> list[tuple[str, str]]:
+def run_parameters(summary: RunSummary) -> list[tuple[str, str]]:
     """The ``run`` section as name-value rows: model, seed, recipe, keys, examples, checkpoints,
     the model's id and revision, and the analyses left out for want of their data."""
     run = summary["run"]
@@ -376,13 +377,13 @@ def run_parameters(summary: dict[str, Any]) -> list[tuple[str, str]]:
     return rows
 
 
-def run_headline(summary: dict[str, Any]) -> list[tuple[str, str]]:
+def run_headline(summary: RunSummary) -> list[tuple[str, str]]:
     """Whether the run learned its task, in words, then its headline metrics as name-value rows."""
     metrics = summary_metrics(summary)
     return learning_rows(summary) + [(name, f"{metrics[name]:.4g}") for name in headline_names(summary)]
 
 
-def learning_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
+def learning_rows(summary: RunSummary) -> list[tuple[str, str]]:
     """The fine-tuned model's learning check said in words: learned (by how much) or not (and so
     its attention changes are not what learning the task does); none without a dev evaluation."""
     entry = summary["analyses"].get(EvaluationView.name)
@@ -395,7 +396,7 @@ def learning_rows(summary: dict[str, Any]) -> list[tuple[str, str]]:
     return [("learned the task", "yes: " + learned.removeprefix("learned: "))] if learned else []
 
 
-def analysis_parameters(entry: dict[str, Any]) -> list[tuple[str, str]]:
+def analysis_parameters(entry: Entry[Any]) -> list[tuple[str, str]]:
     """An analysis's input, input notes, settings and stored result keys as name-value rows."""
     source = entry.get("source", {})
     return [
@@ -477,7 +478,7 @@ def example_data(stored: Stored) -> dict[str, Any]:
     return {"runs": [run for run in runs if run is not None]}
 
 
-def view_run(summary: dict[str, Any], label: str, entry: ExamplesEntry) -> dict[str, Any] | None:
+def view_run(summary: RunSummary, label: str, entry: ExamplesEntry) -> dict[str, Any] | None:
     """One run's examples for the view: tokens, both checkpoints' maps and the pair's comparison,
     and, for a run with a trajectory, each example's maps at every kept step (`stored_steps`)."""
     before, after = PAIRS[0]
@@ -521,6 +522,6 @@ def view_run(summary: dict[str, Any], label: str, entry: ExamplesEntry) -> dict[
     }
 
 
-def stored_steps(summary: dict[str, Any], examples: int) -> list[dict[str, Any]]:
+def stored_steps(summary: RunSummary, examples: int) -> list[dict[str, Any]]:
     """The trajectory's points (earliest first) that stored the maps of all ``examples`` examples."""
     return [point for point in points_of(summary) if len(point.get("example_maps", [])) == examples]

@@ -68,7 +68,7 @@ class Entry(TypedDict, Generic[Result]):
     related: NotRequired[dict[str, Any]]  # JSON: other analyses' results, by the name the analysis asked them by
 
 
-def decoded(entry: dict[str, Any]) -> Entry[Any]:
+def decoded(entry: Mapping[str, Any]) -> Entry[Any]:
     """``entry`` as read from summary.json, as the type its view reads. Not checked again here:
     the results store checked each result's keys against the same declared shape when it was
     written (`harness.results.shapes.check`), and a summary is read only when its seal matches

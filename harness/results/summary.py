@@ -14,9 +14,10 @@ import shlex
 from collections.abc import Mapping
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from harness.config_files import RUN_SETTINGS
+from harness.results.run_record import RunSummary, decoded_summary
 from harness.results.store import key_of, plain, read_json, write_json
 from harness.results.study_record import StudyRecord, decoded_study
 from tasks.errors import InputError
@@ -25,6 +26,7 @@ SUMMARY = "summary.json"
 STUDY = "study.json"
 STUDIES = "studies"  # <output_dir>/studies/<name>/study.json
 SEALS = "seals"  # <output_dir>/store/seals/{runs,studies}/<run or study key>.json
+Document = TypeVar("Document", bound=Mapping[str, Any])  # a summary or a study, as read from its file
 STUDY_FIX = "run the `harness study` command that made it again to rebuild it from the runs' stored results"
 
 
@@ -44,7 +46,7 @@ def content_hash(document: Any) -> str:
     return key_of(document, 64)
 
 
-def seal_record(document: dict[str, Any]) -> dict[str, Any]:
+def seal_record(document: Mapping[str, Any]) -> dict[str, Any]:
     """What the store keeps of a summary or study: the hash of the whole, and of each part (a run's
     description and each analysis entry; a study's sections), so a mismatch can say where it is."""
     parts = {f"analysis {name}": entry for name, entry in document.get("analyses", {}).items()}
@@ -70,7 +72,7 @@ def seal(folder: Path, document: Mapping[str, Any]) -> Path:
     return path if read_json(path, note_damage=False) == record else write_json(path, record)
 
 
-def seal_problem(folder: Path, document: dict[str, Any]) -> str | None:
+def seal_problem(folder: Path, document: Mapping[str, Any]) -> str | None:
     """What differs between ``document`` and its seal in the store, or None when it is what was written."""
     path = seal_path(folder, document)
     sealed = read_json(path, note_damage=False)
@@ -90,7 +92,7 @@ def seal_problem(folder: Path, document: dict[str, Any]) -> str | None:
     return f"it differs from what the harness wrote ({', '.join(differing) or 'its layout'})"
 
 
-def checked(path: Path, document: dict[str, Any], fix: str) -> dict[str, Any]:
+def checked(path: Path, document: Document, fix: str) -> Document:
     """``document`` read from ``path`` if its seal confirms it, else one line naming the file and ``fix``."""
     problem = seal_problem(path.parent, document)
     if problem is not None:
@@ -98,7 +100,7 @@ def checked(path: Path, document: dict[str, Any], fix: str) -> dict[str, Any]:
     return document
 
 
-def whole_file(path: Path) -> dict[str, Any] | None:
+def whole_file(path: Path) -> RunSummary | None:
     """The summary.json at ``path`` if it is whole: a ``run`` description and analysis entries
     that each have a version and a result; None when missing, truncated or damaged."""
     summary = read_json(path, note_damage=False)
@@ -107,17 +109,18 @@ def whole_file(path: Path) -> dict[str, Any] | None:
     ):
         return None
     entries = summary["analyses"].values()
-    return summary if all(isinstance(e, dict) and {"version", "result"} <= e.keys() for e in entries) else None
+    whole = all(isinstance(e, dict) and {"version", "result"} <= e.keys() for e in entries)
+    return decoded_summary(summary) if whole else None
 
 
-def stored_summary(path: Path) -> dict[str, Any] | None:
+def stored_summary(path: Path) -> RunSummary | None:
     """The summary.json at ``path`` if it is whole and its seal confirms it; None otherwise (a run
     rewrites it from the stored results, a study runs that (task, seed) again)."""
     summary = whole_file(path)
     return summary if summary is not None and seal_problem(path.parent, summary) is None else None
 
 
-def checked_summary(path: Path) -> dict[str, Any] | None:
+def checked_summary(path: Path) -> RunSummary | None:
     """The whole summary.json at ``path``, None when there is none (a run that did not finish: the
     file is written whole or not at all); one line when it is there but not whole (cut short, emptied)
     or differs from its seal (edited): such a summary is never shown, nor passed over in silence."""
@@ -129,7 +132,7 @@ def checked_summary(path: Path) -> dict[str, Any] | None:
     return checked(path, summary, run_fix(path.parent))
 
 
-def whole_summary(run_dir: Path) -> dict[str, Any]:
+def whole_summary(run_dir: Path) -> RunSummary:
     """The whole, sealed summary of the run in ``run_dir``, or one line saying how to get it."""
     path = run_dir / SUMMARY
     if not path.is_file():

@@ -45,6 +45,7 @@ from harness.results.checkpoints import (
 )
 from harness.results.entries import Entry
 from harness.results.locking import exclusive
+from harness.results.run_record import RunSection, RunSummary
 from harness.results.store import ResultStore, read_json, write_json
 from harness.results.summary import SUMMARY, flatten, seal, stored_summary
 from harness.run.engine import analyse
@@ -153,7 +154,7 @@ def run_description(
     checkpoints: list[Checkpoint],
     dev_sample: list,
     tokenizer: PreTrainedTokenizerBase,
-) -> dict[str, Any]:
+) -> RunSection:
     """The ``run`` part of summary.json: what was fine-tuned and compared (the dev scores are
     the ``evaluation`` analysis's entry), the model's id and revision (``provenance``), its own
     special tokens by role (``special_tokens``, which the figures and tables name), and the
@@ -181,12 +182,12 @@ def run_description(
     }
 
 
-def merged_analyses(previous: dict[str, Any] | None, entries: dict[str, Any]) -> dict[str, Any]:
+def merged_analyses(previous: RunSummary | None, entries: dict[str, Any]) -> dict[str, Any]:
     """Entries computed now, plus those an earlier run under the same key stored (current
     versions only), each with what it says together with the others (`Analysis.relate`)."""
     kept = {
         name: entry
-        for name, entry in (previous or {}).get("analyses", {}).items()
+        for name, entry in (previous["analyses"] if previous is not None else {}).items()
         if name in ANALYSES and entry.get("version") == ANALYSES[name].version
     }
     merged = {**kept, **entries}
@@ -223,7 +224,7 @@ class Finished:
     compare view of its checkpoints' child runs (`Tracker.compare_page`)."""
 
     run_dir: Path
-    summary: dict[str, Any]
+    summary: RunSummary
     phases: dict[str, float]
     page: str
     compare: str
@@ -281,7 +282,7 @@ def end_run(tracker: Tracker, status: str) -> None:
 
 def analyse_and_log(
     plan: RunPlan, tokenizer: PreTrainedTokenizerBase, tracker: Tracker
-) -> tuple[dict[str, Any], dict[str, float], list[str]]:
+) -> tuple[RunSummary, dict[str, float], list[str]]:
     """Fine-tune (or reuse), analyse both checkpoints, write summary.json and figures, log to
     MLflow (the run, and a child run per checkpoint); returns the summary, the seconds of each
     phase and the checkpoints' child run ids."""
@@ -318,12 +319,13 @@ def analyse_and_log(
     )
     write_json(plan.run_dir / RUN_SETTINGS, recorded_settings(config))  # `harness run --config` takes it back
     summary_path = plan.run_dir / SUMMARY
-    summary = {
+    summary: RunSummary = {
         "schema": 2,
         "run": run_description(plan, tuned, checkpoints, sources.task_examples, tokenizer),
         "analyses": merged_analyses(stored_summary(summary_path), entries),
-        **({"trajectory": way} if way is not None else {}),
     }
+    if way is not None:
+        summary["trajectory"] = way
     write_json(summary_path, summary)
     seal(plan.run_dir, summary)
     phases |= timings
@@ -418,7 +420,7 @@ def log_run(
     tracker: Tracker,
     plan: RunPlan,
     tuned: FineTuneResult,
-    summary: dict[str, Any],
+    summary: RunSummary,
     summary_path: Path,
     figures: list[Path],
     timings: dict[str, float],
@@ -468,7 +470,7 @@ def varied_settings(config: RunConfig) -> dict[str, str]:
     }
 
 
-def run_identity(plan: RunPlan, described: dict[str, Any]) -> dict[str, str]:
+def run_identity(plan: RunPlan, described: RunSection) -> dict[str, str]:
     """What identifies the run's inputs, as MLflow tags: the data's files and hashes, the code's
     version and commit, the model's id, revision and weights, and the examples counted."""
     return {

@@ -25,6 +25,7 @@ from harness.model.finetune import FineTuneResult
 from harness.model.loading import Checkpoint
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.results.entries import Entry
+from harness.results.run_record import RunSummary, Trajectory
 from harness.results.store import ResultStore
 from harness.run.engine import analyse, renamed_entry
 from harness.views import VIEWS
@@ -95,7 +96,7 @@ def trajectory(
     sources: SourceContext,
     store: ResultStore,
     on_source_done: Callable[[str, float], None] | None = None,
-) -> dict[str, Any]:
+) -> Trajectory:
     """``analyses`` (the ablation aside: `harness.run.plan.along_analyses` chose them) on the
     checkpoints ``along`` the fine-tuning of ``tuned``, in one pass of each source with the
     pre-trained and fine-tuned models, the progress bars naming the steps; the points earliest
@@ -112,7 +113,7 @@ def trajectory(
     }
 
 
-def trajectory_metrics(summary: dict[str, Any], headline: list[str]) -> list[tuple[str, float, int]]:
+def trajectory_metrics(summary: RunSummary, headline: list[str]) -> list[tuple[str, float, int]]:
     """The run's trajectory as MLflow metrics with their training step, under ``trajectory/`` (MLflow's
     charts draw each over the steps): the ``headline`` metrics and the per-layer cosine to the
     pre-trained maps and CKA to the pre-trained hidden states at each point (each view's

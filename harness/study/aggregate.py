@@ -26,6 +26,7 @@ from scipy.stats import t as student_t
 
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.results.entries import decoded
+from harness.results.run_record import RunSummary
 from harness.results.study_record import Effect, Finding, Learning, PaperBeside, TaskAggregate, TaskCell, TaskCore
 from harness.views import VIEWS
 from harness.views import trajectory as trajectory_view
@@ -48,20 +49,20 @@ from harness.views.seeds import spread
 from harness.views.summary import headline_names, summary_metrics
 from tasks.metrics import metric_rows
 
-Summaries = dict[str, dict[int, dict[str, Any]]]  # {task: {seed: summary}}
+Summaries = dict[str, dict[int, RunSummary]]  # {task: {seed: summary}}
 LEARNED = "beats_majority"  # the evaluation's claim that decides whether a task's findings are judged
 AS_PAPER, AGAINST_PAPER = "as the paper", "against the paper"  # a seed's change against the paper's direction
 CHANGES = "changes"  # a seed's change clear either way, in a two-sided finding
 
 
-def entries_of(view: type[View[Any]], summaries: list[dict[str, Any]]) -> list[Entry[Any]]:
+def entries_of(view: type[View[Any]], summaries: list[RunSummary]) -> list[Entry[Any]]:
     """The view's analysis entry (current version) of every summary that has one; the ablation,
     run on one seed of a CPU study, has fewer entries than seeds."""
     entries = [summary["analyses"].get(view.name) for summary in summaries]
     return [decoded(entry) for entry in entries if entry is not None and entry.get("version") == view.version]
 
 
-def task_aggregate(summaries: dict[int, dict[str, Any]], failures: Failures | None = None) -> TaskAggregate:
+def task_aggregate(summaries: dict[int, RunSummary], failures: Failures | None = None) -> TaskAggregate:
     """One task over its seeds (``{seed: summary}``): every metric's spread over the seeds that
     have it (its ``n``), the headline names, each view's series over the seeds it ran on
     (`View.across_seeds`; one that fails is recorded in ``failures`` and left out), the main dev
@@ -98,12 +99,12 @@ def task_aggregate(summaries: dict[int, dict[str, Any]], failures: Failures | No
     return entry
 
 
-def seed_entries(view: type[View], summaries: dict[int, dict[str, Any]]) -> dict[int, Entry]:
+def seed_entries(view: type[View], summaries: dict[int, RunSummary]) -> dict[int, Entry]:
     """``{seed: the view's entry}`` of the seeds whose summary has the analysis (current version)."""
     return {seed: entry for seed, summary in summaries.items() if (entry := current_entry(view, summary))}
 
 
-def current_entry(view: type[View], summary: dict[str, Any]) -> Entry | None:
+def current_entry(view: type[View], summary: RunSummary) -> Entry | None:
     """The view's analysis entry of ``summary`` if it has one of the view's version."""
     found = entries_of(view, [summary])
     return found[0] if found else None
@@ -431,7 +432,7 @@ TIMING = {
 TIMED_BY: dict[str, type[View[Any]]] = {"cosine_before_dev": CosineView, "heterogeneous_early": PatternsView}
 
 
-def trajectory_aggregate(summaries: dict[int, dict[str, Any]]) -> dict[str, Any]:
+def trajectory_aggregate(summaries: dict[int, RunSummary]) -> dict[str, Any]:
     """A task's series along fine-tuning over the seeds that kept a trajectory: the last layer's
     cosine to the pre-trained maps, the dev score and the pattern shares at each fraction of
     training (`harness.views.trajectory.study_series`); empty without a trajectory."""
@@ -448,7 +449,7 @@ def trajectory_aggregate(summaries: dict[int, dict[str, Any]]) -> dict[str, Any]
     return {"trajectory": trajectory_view.study_series(kept, named)}
 
 
-def seed_timings(summary: dict[str, Any]) -> dict[str, Evidence | None]:
+def seed_timings(summary: RunSummary) -> dict[str, Evidence | None]:
     """The findings on when things change, judged on one run's trajectory (`harness.views.trajectory`)."""
     points, analyses = trajectory_view.points_of(summary), summary["analyses"]
     if not points or EvaluationView.name not in analyses:

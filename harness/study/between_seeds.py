@@ -81,9 +81,9 @@ def seed_pair(first: RunPlan, second: RunPlan) -> dict[str, Any] | None:
         "per_layer": cosine["per_layer"],
         "against_pretraining": paired_change(UnitSums.read(own["units"]), UnitSums.read(cosine["units"]), reduce=None),
     }
-    entry = summary["analyses"].get(RepresentationChange.name, {})
-    current = entry.get("version") == RepresentationChange.version
-    own_cka = per_pair_results(decoded(entry)).get(MAIN_PAIR) if current else None
+    entry = summary["analyses"].get(RepresentationChange.name)
+    current = entry is not None and entry.get("version") == RepresentationChange.version
+    own_cka = per_pair_results(entry).get(MAIN_PAIR) if entry is not None and current else None
     if own_cka is not None:
         found[RepresentationChange.name] = {
             "per_layer": cka["tokens"]["per_layer"],

@@ -27,6 +27,7 @@ from harness.config import RunConfig, StudyConfig
 from harness.inputs.sources import SOURCES
 from harness.present.study_figures import draw_study
 from harness.results.locking import exclusive
+from harness.results.run_record import RunSummary
 from harness.results.store import key_of, write_json
 from harness.results.study_record import Spread, StudyDescription, StudyFindings, StudyRecord
 from harness.results.summary import STUDIES, STUDY, SUMMARY, flatten, seal, stored_summary
@@ -217,7 +218,7 @@ def aggregate(
     seeds' fine-tuned models (``between``, `harness.study.between_seeds`). What cannot be
     aggregated is named under ``aggregation_failed`` (with what ``lost`` already names) and the
     rest is kept: the study never ends without its study.json, whatever one analysis's code does."""
-    by_task: dict[str, dict[int, dict[str, Any]]] = {}
+    by_task: dict[str, dict[int, RunSummary]] = {}
     for run_plan in plan.runs:
         summary = stored_summary(run_plan.run_dir / SUMMARY)
         if summary is not None and run_label(run_plan.config) not in failures:
@@ -241,7 +242,7 @@ def aggregate(
 
 def across_runs(
     plan: StudyPlan,
-    by_task: dict[str, dict[int, dict[str, Any]]],
+    by_task: dict[str, dict[int, RunSummary]],
     seconds: dict[str, dict[str, float]],
     between: dict[str, dict[str, Any]],
     lost: Failures,
@@ -295,7 +296,7 @@ def described_study(plan: StudyPlan, failures: dict[str, str]) -> StudyDescripti
 
 
 def task_seconds(
-    plan: StudyPlan, by_task: dict[str, dict[int, dict[str, Any]]], seconds: dict[str, dict[str, float]]
+    plan: StudyPlan, by_task: dict[str, dict[int, RunSummary]], seconds: dict[str, dict[str, float]]
 ) -> dict[str, dict[str, Spread]]:
     """Per task, over its finished seeds: the seconds of fine-tuning, of the analyses, and of each
     source read to intervene (the ablation's dev sample, named after it) over the seeds it ran on

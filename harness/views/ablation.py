@@ -20,13 +20,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from harness.config import SWITCH_CHOICES, Settings, analysis_settings
 from harness.options import option
 from harness.results.entries import PerCheckpoint
+from harness.results.run_record import RunSection
 from harness.results.study_record import StudyRecord
 from harness.views.ablation_evidence import (
     best_and_worst,
@@ -168,7 +168,7 @@ class AblationView(View[PerCheckpoint[AblationResult, ImportanceAgreement]]):
         return out
 
     @classmethod
-    def draw(cls, entry: AblationEntry, run: dict[str, Any], out_dir: Path) -> list[Path]:
+    def draw(cls, entry: AblationEntry, run: RunSection, out_dir: Path) -> list[Path]:
         written = []
         for checkpoint, result in per_checkpoint_results(entry).items():
             if result["trained"]:
@@ -187,7 +187,7 @@ class AblationView(View[PerCheckpoint[AblationResult, ImportanceAgreement]]):
         return written
 
     @classmethod
-    def tables(cls, entry: AblationEntry, run: dict[str, Any]) -> dict[str, str]:
+    def tables(cls, entry: AblationEntry, run: RunSection) -> dict[str, str]:
         return {"ablation_table": ablation_markdown(entry, run)}
 
     @classmethod

@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from harness.results.run_record import RunSection
 from harness.views.ablation_evidence import ALPHA, MODE_SHORT, disabling_gain, percent, significant_gains
 from harness.views.ablation_metrics import ablation_metric, area_statistic, extreme_statistic
 from harness.views.ablation_results import (
@@ -235,7 +236,7 @@ def checkpoint_lines(result: AblationResult, checkpoint: str, related: list[tupl
     return [*lines, "", *layer_rows(result), *findings_lines(result, checkpoint, related), ""]
 
 
-def ablation_markdown(entry: Entry, run: dict[str, Any]) -> str:
+def ablation_markdown(entry: Entry, run: RunSection) -> str:
     """The disabling, importance and pruning results of each checkpoint as Markdown."""
     lines = [f"# Heads that matter: {run_title(run)}", ""]
     related = related_cosine(entry)

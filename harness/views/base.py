@@ -21,6 +21,7 @@ from harness.config import measured_along
 from harness.registry import registrar
 from harness.results.checkpoints import MAIN_PAIR
 from harness.results.entries import Compared, Entry, Pairs, PerCheckpoint, Result, Stored, decoded
+from harness.results.run_record import Analysed, RunSection
 from harness.results.shapes import declare
 from harness.results.study_record import StudyRecord
 from harness.views.metrics import Metric
@@ -204,19 +205,19 @@ class View(Generic[Result]):
         return []
 
     @classmethod
-    def draw(cls, entry: Entry[Result], run: dict[str, Any], out_dir: Path) -> list[Path]:
+    def draw(cls, entry: Entry[Result], run: RunSection, out_dir: Path) -> list[Path]:
         """Figures from a stored summary entry and the run's description; the files written."""
         return []
 
     @classmethod
-    def tables(cls, entry: Entry[Result], run: dict[str, Any]) -> dict[str, str]:
+    def tables(cls, entry: Entry[Result], run: RunSection) -> dict[str, str]:
         """Markdown tables from a stored summary entry, by file stem (``{"syntax_table1": "# ...\\n..."}``),
         each opening with a ``# title`` line: written beside the figures, and embedded in the
         README and docs by ``harness docs``."""
         return {}
 
     @classmethod
-    def overview_rows(cls, entries: dict[str, Entry[Any]], run: dict[str, Any]) -> list[Row]:
+    def overview_rows(cls, entries: dict[str, Entry[Any]], run: RunSection) -> list[Row]:
         """Its rows of a run's overview table (what, pre-trained, fine-tuned, the papers'
         number), from the run's entries by analysis name (a row may say what another analysis
         adds); called only when the run has this analysis's entry."""
@@ -279,7 +280,7 @@ def register_view(view: type[AnyView]) -> type[AnyView]:
     return view
 
 
-def current_entries(summary: dict[str, Any]) -> dict[str, tuple[type[View[Any]], Entry[Any]]]:
+def current_entries(summary: Analysed) -> dict[str, tuple[type[View[Any]], Entry[Any]]]:
     """``{name: (view, entry)}`` of the summary's analysis entries whose version is the view's."""
     return {
         name: (VIEWS[name], decoded(entry))

@@ -27,6 +27,7 @@ from typing import Any, ClassVar, Literal, TypedDict
 import numpy as np
 
 from harness.results.checkpoints import MAIN_PAIR
+from harness.results.run_record import RunSection
 from harness.results.study_record import StudyRecord
 from harness.views.across_tasks import study_title, task_colour
 from harness.views.base import Claim, Entry, PaperPoint, Row, View, per_pair_results, register_view
@@ -371,7 +372,7 @@ class CkaView(View[CkaResult]):
         return [metric for metric in metrics if not metric.pair_said and metric.detail in wanted]
 
     @classmethod
-    def draw(cls, entry: CkaEntry, run: dict[str, Any], out_dir: Path) -> list[Path]:
+    def draw(cls, entry: CkaEntry, run: RunSection, out_dir: Path) -> list[Path]:
         """Per layer, 1 - CKA of each kind with its 95% band, and 1 - cosine of the attention, per pair."""
         pairs = per_pair_results(entry)
         if not pairs:
@@ -422,7 +423,7 @@ class CkaView(View[CkaResult]):
         return cls.inputs
 
     @classmethod
-    def tables(cls, entry: CkaEntry, run: dict[str, Any]) -> dict[str, str]:
+    def tables(cls, entry: CkaEntry, run: RunSection) -> dict[str, str]:
         pair = main_pair(entry)
         if pair is None:
             return {}
@@ -454,7 +455,7 @@ class CkaView(View[CkaResult]):
         ]
 
     @classmethod
-    def overview_rows(cls, entries: dict[str, Entry[Any]], run: dict[str, Any]) -> list[Row]:
+    def overview_rows(cls, entries: dict[str, Entry[Any]], run: RunSection) -> list[Row]:
         """The tokens' CKA per layer between the pre-trained and fine-tuned hidden states."""
         pair = main_pair(entries[cls.name])
         if pair is None:
@@ -591,5 +592,5 @@ class CkaTextView(CkaView):
         return f"two-paragraph segments of {text}" if text else cls.inputs
 
     @classmethod
-    def overview_rows(cls, entries: dict[str, Entry[Any]], run: dict[str, Any]) -> list[Row]:
+    def overview_rows(cls, entries: dict[str, Entry[Any]], run: RunSection) -> list[Row]:
         return []

@@ -23,6 +23,7 @@ from harness.config import Settings, analysis_settings
 from harness.options import option
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.results.entries import PerCheckpoint
+from harness.results.run_record import RunSection
 from harness.views.base import Entry, PaperPoint, Row, View, per_checkpoint_results, per_pair_results, register_view
 from harness.views.drawing import draw_side_by_side_grids
 from harness.views.evidence import Evidence, StoredUnits, best_of_many_words
@@ -169,7 +170,7 @@ class CoreferenceView(View[PerCheckpoint[CoreferenceResult, CoreferenceCompariso
         return [metric for metric in metrics if metric.key == best_head_accuracy("all").changed()]
 
     @classmethod
-    def draw(cls, entry: CoreferenceEntry, run: dict[str, Any], out_dir: Path) -> list[Path]:
+    def draw(cls, entry: CoreferenceEntry, run: RunSection, out_dir: Path) -> list[Path]:
         checkpoints = per_checkpoint_results(entry)
         first = next(iter(checkpoints.values()))
         data = entry["source"]["notes"].get("coref_data", "coreference data")
@@ -189,12 +190,12 @@ class CoreferenceView(View[PerCheckpoint[CoreferenceResult, CoreferenceCompariso
         ]
 
     @classmethod
-    def tables(cls, entry: CoreferenceEntry, run: dict[str, Any]) -> dict[str, str]:
+    def tables(cls, entry: CoreferenceEntry, run: RunSection) -> dict[str, str]:
         data = "/".join(Path(entry["source"]["notes"].get("coref_data", "data")).parts[-2:])  # no machine's path
         return {"coreference_table": table_markdown(entry, data)}
 
     @classmethod
-    def overview_rows(cls, entries: dict[str, Entry[Any]], run: dict[str, Any]) -> list[Row]:
+    def overview_rows(cls, entries: dict[str, Entry[Any]], run: RunSection) -> list[Row]:
         """The best head on all mentions, beside Clark et al.'s best head."""
         entry: CoreferenceEntry = entries[cls.name]
         results = per_checkpoint_results(entry)

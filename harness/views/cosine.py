@@ -17,6 +17,7 @@ from typing import Any, TypedDict
 import numpy as np
 
 from harness.results.checkpoints import MAIN_PAIR
+from harness.results.run_record import RunSection
 from harness.results.study_record import StudyRecord
 from harness.views.across_tasks import study_title, task_colour
 from harness.views.base import Claim, Entry, HeadValue, PaperPoint, Row, View, per_pair_results, register_view
@@ -198,7 +199,7 @@ class CosineView(View[CosineResult]):
         return [metric for detail in SUMMED for metric in metrics if not metric.pair_said and metric.detail == detail]
 
     @classmethod
-    def draw(cls, entry: CosineEntry, run: dict[str, Any], out_dir: Path) -> list[Path]:
+    def draw(cls, entry: CosineEntry, run: RunSection, out_dir: Path) -> list[Path]:
         pairs = per_pair_results(entry)
         paths = []
         for index, ((before, after), stats) in enumerate(zip(entry["pairs"], pairs.values())):
@@ -234,7 +235,7 @@ class CosineView(View[CosineResult]):
         ]
 
     @classmethod
-    def overview_rows(cls, entries: dict[str, Entry[Any]], run: dict[str, Any]) -> list[Row]:
+    def overview_rows(cls, entries: dict[str, Entry[Any]], run: RunSection) -> list[Row]:
         """The per-layer cosines and the head that changed most (with the clustering's largest
         Jensen-Shannon distance between the two versions of a head, when the run has it)."""
         stats = next(iter(per_pair_results(entries[cls.name]).values()))

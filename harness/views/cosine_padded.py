@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Literal, TypedDict
+from typing import Literal, TypedDict
 
+from harness.results.run_record import RunSection
 from harness.views.base import Entry, HeadValue, View, per_pair_results, register_view
 from harness.views.cosine import CosineStats, CosineView
 from harness.views.drawing import draw_head_grid, draw_layer_lines
@@ -67,11 +68,11 @@ class PaddedCosineView(View[PaddedResult]):
         return per_layer + [replace(padded, detail="ranking_spearman", value=first["ranking_spearman"])]
 
     @classmethod
-    def tables(cls, entry: PaddedCosineEntry, run: dict[str, Any]) -> dict[str, str]:
+    def tables(cls, entry: PaddedCosineEntry, run: RunSection) -> dict[str, str]:
         return {"cosine_padded_table": f"# Cosine per protocol: {run_title(run)}\n\n{protocol_table(entry)}"}
 
     @classmethod
-    def draw(cls, entry: PaddedCosineEntry, run: dict[str, Any], out_dir: Path) -> list[Path]:
+    def draw(cls, entry: PaddedCosineEntry, run: RunSection, out_dir: Path) -> list[Path]:
         padded_to = entry["result"]["padded_to"]
         paths = []
         for (before, after), stats in zip(entry["pairs"], per_pair_results(entry).values()):

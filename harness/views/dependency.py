@@ -21,6 +21,7 @@ from harness.config import Settings, analysis_settings
 from harness.options import option
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.results.entries import PerCheckpoint
+from harness.results.run_record import RunSection
 from harness.views.base import Entry, PaperPoint, Row, View, per_checkpoint_results, per_pair_results, register_view
 from harness.views.drawing import draw_side_by_side_grids
 from harness.views.evidence import Evidence, StoredUnits, best_of_many_words
@@ -220,7 +221,7 @@ class DependencyView(View[PerCheckpoint[SyntaxResult, SyntaxComparison]]):
         ]
 
     @classmethod
-    def draw(cls, entry: DependencyEntry, run: dict[str, Any], out_dir: Path) -> list[Path]:
+    def draw(cls, entry: DependencyEntry, run: RunSection, out_dir: Path) -> list[Path]:
         if not next(iter(per_checkpoint_results(entry).values()))["relations"]:
             return []
         title = run_title(run)
@@ -230,13 +231,13 @@ class DependencyView(View[PerCheckpoint[SyntaxResult, SyntaxComparison]]):
         ]
 
     @classmethod
-    def tables(cls, entry: DependencyEntry, run: dict[str, Any]) -> dict[str, str]:
+    def tables(cls, entry: DependencyEntry, run: RunSection) -> dict[str, str]:
         if not next(iter(per_checkpoint_results(entry).values()))["relations"]:
             return {}
         return {"syntax_table1": table_markdown(entry, title=run_title(run))}
 
     @classmethod
-    def overview_rows(cls, entries: dict[str, Entry[Any]], run: dict[str, Any]) -> list[Row]:
+    def overview_rows(cls, entries: dict[str, Entry[Any]], run: RunSection) -> list[Row]:
         """The best head on `all` by our protocol and by Clark's (every word), each with its
         offset baseline, the paper's number beside Clark's."""
         entry: DependencyEntry = entries[cls.name]

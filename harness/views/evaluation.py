@@ -21,6 +21,7 @@ from harness.options import option
 from harness.recipes import describe_recipe
 from harness.results.checkpoints import FINETUNED, FROZEN_ENCODER, MAIN_PAIR, PRETRAINED, RANDOM_INIT
 from harness.results.entries import PerCheckpoint
+from harness.results.run_record import RunSection
 from harness.results.study_record import StudyRecord
 from harness.views.across_tasks import mean_sd
 from harness.views.base import (
@@ -258,13 +259,13 @@ class EvaluationView(View[PerCheckpoint[DevScores, DevComparison]]):
         )
 
     @classmethod
-    def tables(cls, entry: EvaluationEntry, run: dict[str, Any]) -> dict[str, str]:
+    def tables(cls, entry: EvaluationEntry, run: RunSection) -> dict[str, str]:
         any_result = next(iter(per_checkpoint_results(entry).values()))  # every checkpoint's is of one task
         tags = tag_table(entry, run) if stored_task(any_result).is_tagging else None
         return {"evaluation_table": table_1_markdown(entry, run), **({"evaluation_tags_table": tags} if tags else {})}
 
     @classmethod
-    def overview_rows(cls, entries: dict[str, Entry[Any]], run: dict[str, Any]) -> list[Row]:
+    def overview_rows(cls, entries: dict[str, Entry[Any]], run: RunSection) -> list[Row]:
         """The fine-tuning recipe, each checkpoint's main dev score beside the majority class's and
         Kovaleva et al.'s Table 1, and the fine-tuned model against the majority class."""
         entry: EvaluationEntry = entries[cls.name]
@@ -442,7 +443,7 @@ def learned_line(entry: EvaluationEntry) -> str | None:
     )
 
 
-def tag_table(entry: EvaluationEntry, run: dict[str, Any]) -> str:
+def tag_table(entry: EvaluationEntry, run: RunSection) -> str:
     """A tagging task's dev words per tag (main split): how many, and each checkpoint's recall,
     precision and F1 on the tag, the most frequent tag (the majority baseline's) marked."""
     results = per_checkpoint_results(entry)
@@ -494,7 +495,7 @@ def baseline_cell(task: Task, scores: dict[str, float], split: str) -> str:
     return "undefined" if undefined_for_baseline(task, metric) else table_cell(task, scores, split)
 
 
-def table_1_markdown(entry: EvaluationEntry, run: dict[str, Any]) -> str:
+def table_1_markdown(entry: EvaluationEntry, run: RunSection) -> str:
     """Kovaleva et al.'s Table 1 for this run: the majority class, the untrained pre-trained
     model, the baselines that were trained and the fine-tuned model, on the main split; the
     paper's numbers in brackets where the model is hers."""

@@ -9,9 +9,10 @@ checkpoint. The panels of one feature are drawn here for ``features_task`` too.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, TypedDict, TypeVar
+from typing import TypedDict, TypeVar
 
 from harness.results.entries import PerCheckpoint
+from harness.results.run_record import RunSection
 from harness.views.base import BestHead, Entry, View, per_checkpoint_results, per_pair_results, register_view
 from harness.views.drawing import draw_layer_lines, draw_side_by_side_grids
 from harness.views.metrics import Metric
@@ -90,7 +91,7 @@ class FeaturesView(View[PerCheckpoint[FeaturesResult, FeatureChanges]]):
         ]
 
     @classmethod
-    def draw(cls, entry: FeaturesEntry, run: dict[str, Any], out_dir: Path) -> list[Path]:
+    def draw(cls, entry: FeaturesEntry, run: RunSection, out_dir: Path) -> list[Path]:
         # the sentences are the treebank's, whatever task the run fine-tuned on
         on = f"{model_title(run.get('model', 'model'))} on {entry['source']['notes'].get('treebank', 'the treebank')}"
         sentences = next(iter(per_checkpoint_results(entry).values()))["sentences_with_feature"]

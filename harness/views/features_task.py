@@ -9,11 +9,11 @@ per-head value and §5's mean over last-layer heads, per feature and checkpoint.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from harness.results.entries import PerCheckpoint
+from harness.results.run_record import RunSection
 from harness.views.base import Entry, View, per_checkpoint_results, register_view
 from harness.views.features import (
     FeatureChanges,
@@ -77,7 +77,7 @@ class TaskFeaturesView(View[PerCheckpoint[TaskFeaturesResult, FeatureChanges]]):
         return out
 
     @classmethod
-    def draw(cls, entry: TaskFeaturesEntry, run: dict[str, Any], out_dir: Path) -> list[Path]:
+    def draw(cls, entry: TaskFeaturesEntry, run: RunSection, out_dir: Path) -> list[Path]:
         first = next(iter(per_checkpoint_results(entry).values()))
         inputs = first["examples"]
         # a feature's panels say how many of the inputs have it ("3 of 64 inputs"): the count once

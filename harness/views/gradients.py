@@ -8,11 +8,12 @@ titled with the loss it was taken of.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import TypedDict
 
 import numpy as np
 
 from harness.results.entries import PerCheckpoint
+from harness.results.run_record import RunSection
 from harness.views.base import Entry, View, per_checkpoint_results, register_view
 from harness.views.drawing import panel_grid
 from harness.views.palette import GREY, OKABE_ITO
@@ -62,7 +63,7 @@ class GradientsView(View[PerCheckpoint[GradientsResult, GradientsComparison]]):
     per_layer_keys = {"per_layer_change": "change"}
 
     @classmethod
-    def draw(cls, entry: GradientsEntry, run: dict[str, Any], out_dir: Path) -> list[Path]:
+    def draw(cls, entry: GradientsEntry, run: RunSection, out_dir: Path) -> list[Path]:
         usable = {c: g for c, g in per_checkpoint_results(entry).items() if g["loss"] is not None}
         if not usable:
             return []

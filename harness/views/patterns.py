@@ -24,6 +24,7 @@ from harness.config import Settings, analysis_settings
 from harness.options import existing, option
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.results.entries import PerCheckpoint
+from harness.results.run_record import RunSection
 from harness.results.study_record import StudyRecord
 from harness.views.across_tasks import CHECKPOINTS, study_title
 from harness.views.base import (
@@ -188,7 +189,7 @@ class PatternsView(View[PerCheckpoint[PatternResult, PatternComparison]]):
         return [metric for metric in metrics if metric.change]
 
     @classmethod
-    def draw(cls, entry: PatternsEntry, run: dict[str, Any], out_dir: Path) -> list[Path]:
+    def draw(cls, entry: PatternsEntry, run: RunSection, out_dir: Path) -> list[Path]:
         results = per_checkpoint_results(entry)
         changed = [change for comparison in per_pair_results(entry).values() for change in comparison["changed_heads"]]
         return [
@@ -207,7 +208,7 @@ class PatternsView(View[PerCheckpoint[PatternResult, PatternComparison]]):
         ]
 
     @classmethod
-    def overview_rows(cls, entries: dict[str, Entry[Any]], run: dict[str, Any]) -> list[Row]:
+    def overview_rows(cls, entries: dict[str, Entry[Any]], run: RunSection) -> list[Row]:
         """The share of each class, pre-trained and fine-tuned, in percent."""
         shares = {
             name: " / ".join(f"{100 * stats['proportions'][label]:.1f}" for label in CLASSES)

@@ -19,6 +19,7 @@ from harness.config import Settings, analysis_settings
 from harness.options import option
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.results.entries import PerCheckpoint
+from harness.results.run_record import RunSection
 from harness.views.base import Entry, PaperPoint, Row, View, per_checkpoint_results, per_pair_results, register_view
 from harness.views.drawing import draw_side_by_side_grids
 from harness.views.evidence import RESAMPLES, Evidence, StoredUnits
@@ -162,7 +163,7 @@ class ProbesView(View[PerCheckpoint[ProbesResult, ProbesComparison]]):
         return [metric for metric in metrics if metric.key == uas("attn", checkpoint=FINETUNED).changed()]
 
     @classmethod
-    def draw(cls, entry: ProbesEntry, run: dict[str, Any], out_dir: Path) -> list[Path]:
+    def draw(cls, entry: ProbesEntry, run: RunSection, out_dir: Path) -> list[Path]:
         title = run_title(run)
         checkpoints = per_checkpoint_results(entry)
         weights = {
@@ -184,11 +185,11 @@ class ProbesView(View[PerCheckpoint[ProbesResult, ProbesComparison]]):
         ]
 
     @classmethod
-    def tables(cls, entry: ProbesEntry, run: dict[str, Any]) -> dict[str, str]:
+    def tables(cls, entry: ProbesEntry, run: RunSection) -> dict[str, str]:
         return {"probes_table3": probe_table_markdown(entry, title=run_title(run))}
 
     @classmethod
-    def overview_rows(cls, entries: dict[str, Entry[Any]], run: dict[str, Any]) -> list[Row]:
+    def overview_rows(cls, entries: dict[str, Entry[Any]], run: RunSection) -> list[Row]:
         """The dev UAS of the Attn and Attn + GloVe probes, beside the paper's."""
         entry: ProbesEntry = entries[cls.name]
         paper = entry["reference"]["clark_table3_uas"]

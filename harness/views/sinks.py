@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from harness.results.checkpoints import FINETUNED
 from harness.results.entries import PerCheckpoint
+from harness.results.run_record import RunSection
 from harness.views.base import (
     Entry,
     PaperPoint,
@@ -139,7 +140,7 @@ class SinksView(View[PerCheckpoint[SinksResult, SinksComparison]]):
         ]
 
     @classmethod
-    def draw(cls, entry: SinksEntry, run: dict[str, Any], out_dir: Path) -> list[Path]:
+    def draw(cls, entry: SinksEntry, run: RunSection, out_dir: Path) -> list[Path]:
         written = [
             draw_raw_vs_norm(entry, run, out_dir / "sinks_raw_vs_norm_weighted.png"),
             draw_sink_shares(entry, run, out_dir / "sinks_sink_share.png"),
@@ -166,13 +167,13 @@ class SinksView(View[PerCheckpoint[SinksResult, SinksComparison]]):
         return written
 
     @classmethod
-    def tables(cls, entry: SinksEntry, run: dict[str, Any]) -> dict[str, str]:
+    def tables(cls, entry: SinksEntry, run: RunSection) -> dict[str, str]:
         return {
             "sinks_by_layer": f"# Attention sinks and norm-weighted attention: {run_title(run)}\n\n{layer_table(entry)}"
         }
 
 
-def draw_raw_vs_norm(entry: SinksEntry, run: dict[str, Any], path: Path) -> Path:
+def draw_raw_vs_norm(entry: SinksEntry, run: RunSection, path: Path) -> Path:
     """One row of panels per token kind, one column per measure (raw, norm-weighted): each
     checkpoint's share per head (dots) and per layer (line) overlaid in its colour, as Clark's
     Figure 2 beside Kobayashi's norm-based view."""
@@ -211,7 +212,7 @@ def plot_kinds(panel: Axes, per_layer: dict[str, list[float]], labels: dict[str,
     panel.legend(fontsize=7)
 
 
-def draw_sink_shares(entry: SinksEntry, run: dict[str, Any], path: Path) -> Path:
+def draw_sink_shares(entry: SinksEntry, run: RunSection, path: Path) -> Path:
     """One panel per token kind: its sink share per layer, every checkpoint overlaid in its colour
     (overall share in the legend)."""
     checkpoints = per_checkpoint_results(entry)
@@ -239,7 +240,7 @@ def draw_sink_shares(entry: SinksEntry, run: dict[str, Any], path: Path) -> Path
     return save(figure, path)
 
 
-def draw_changes(entry: SinksEntry, run: dict[str, Any], path: Path) -> Path:
+def draw_changes(entry: SinksEntry, run: RunSection, path: Path) -> Path:
     """One row per declared pair, one column per share: its change (b minus a) per layer and kind."""
     pairs = per_pair_results(entry)
     figure, axes = panel_grid(len(pairs), len(SHARES), sharey=False)

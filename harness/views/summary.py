@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from harness.results.entries import Entry
+from harness.results.run_record import Analysed
 from harness.views.base import View, current_entries
 from harness.views.metrics import Metric, changes, defined, values
 
@@ -17,17 +18,17 @@ def view_metrics(view: type[View[Any]], entry: Entry[Any]) -> list[Metric]:
     return metrics + changes(metrics)
 
 
-def summary_records(summary: dict[str, Any]) -> list[Metric]:
+def summary_records(summary: Analysed) -> list[Metric]:
     """Every scalar of a stored summary as a record (`view_metrics` of each view, in analysis order)."""
     return [metric for view, entry in current_entries(summary).values() for metric in view_metrics(view, entry)]
 
 
-def summary_metrics(summary: dict[str, Any]) -> dict[str, float]:
+def summary_metrics(summary: Analysed) -> dict[str, float]:
     """Every scalar of a stored summary, as MLflow metrics: ``{name: value}``."""
     return values(summary_records(summary))
 
 
-def headline_records(summary: dict[str, Any]) -> list[Metric]:
+def headline_records(summary: Analysed) -> list[Metric]:
     """The few metrics that answer the run's question (`View.headline`), in analysis order."""
     return [
         metric
@@ -36,11 +37,11 @@ def headline_records(summary: dict[str, Any]) -> list[Metric]:
     ]
 
 
-def headline_names(summary: dict[str, Any]) -> list[str]:
+def headline_names(summary: Analysed) -> list[str]:
     """The names of `headline_records`."""
     return [metric.name for metric in headline_records(summary)]
 
 
-def printed_lines(summary: dict[str, Any]) -> list[str]:
+def printed_lines(summary: Analysed) -> list[str]:
     """What each analysis of the run says in the terminal (`View.printed`), in analysis order."""
     return [line for view, entry in current_entries(summary).values() for line in view.printed(entry)]

@@ -22,6 +22,7 @@ import numpy as np
 
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.results.entries import Pairs, PerCheckpoint
+from harness.results.run_record import RunSection
 from harness.results.study_record import StudyRecord
 from harness.views.across_tasks import draw_per_layer_by_task
 from harness.views.base import (
@@ -206,11 +207,11 @@ class SurfaceView(View[PerCheckpoint[SurfaceResult, LabelChanges]]):
         ]
 
     @classmethod
-    def draw(cls, entry: SurfaceEntry, run: dict[str, Any], out_dir: Path) -> list[Path]:
+    def draw(cls, entry: SurfaceEntry, run: RunSection, out_dir: Path) -> list[Path]:
         return draw_surface(entry, run, out_dir, cls.name, cls.input_title(entry), cls.heatmaps)
 
     @classmethod
-    def tables(cls, entry: SurfaceEntry, run: dict[str, Any]) -> dict[str, str]:
+    def tables(cls, entry: SurfaceEntry, run: RunSection) -> dict[str, str]:
         inputs = cls.input_title(entry)
         return {
             f"{cls.name}_label_changes": f"# Heads whose Clark label changed on {inputs}: {run_title(run)}\n\n"
@@ -220,7 +221,7 @@ class SurfaceView(View[PerCheckpoint[SurfaceResult, LabelChanges]]):
         }
 
     @classmethod
-    def overview_rows(cls, entries: dict[str, Entry[Any]], run: dict[str, Any]) -> list[Row]:
+    def overview_rows(cls, entries: dict[str, Entry[Any]], run: RunSection) -> list[Row]:
         """The heads carrying each of four Clark labels, pre-trained and fine-tuned, on the inputs it measured."""
         entry: SurfaceEntry = entries[cls.name]
         cells = {
@@ -296,7 +297,7 @@ def labelled_heads(labels: list[list[list[str]]], label: str) -> list[tuple[int,
 
 def draw_by_layer(
     entry: SurfaceEntry,
-    run: dict[str, Any],
+    run: RunSection,
     rows: dict[str, tuple[str, ...]],
     path: Path,
     *,
@@ -366,7 +367,7 @@ def layer_table(entry: SurfaceEntry) -> str:
 
 
 def draw_surface(
-    entry: SurfaceEntry, run: dict[str, Any], out_dir: Path, prefix: str, inputs: str, heatmaps: tuple[str, ...]
+    entry: SurfaceEntry, run: RunSection, out_dir: Path, prefix: str, inputs: str, heatmaps: tuple[str, ...]
 ) -> list[Path]:
     """The per-layer figures of special tokens, relative position and entropy on ``inputs``, then
     a per-head grid of each statistic of ``heatmaps``, in files named ``prefix_...``; the files written."""

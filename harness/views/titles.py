@@ -7,8 +7,9 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from harness.results.run_record import RunSection
 from harness.views.lazy import plt
 
 if TYPE_CHECKING:
@@ -28,7 +29,7 @@ def model_title(model: str) -> str:
     return Path(model).name if Path(model).is_absolute() else model
 
 
-def run_title(run: dict[str, Any]) -> str:
+def run_title(run: RunSection) -> str:
     """``"minilm on rte"``: the model and the task of a run, for figure titles."""
     return f"{model_title(run.get('model', 'model'))} on {run.get('task', 'task')}"
 

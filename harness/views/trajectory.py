@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from harness.results.checkpoints import FINETUNED, PRETRAINED
+from harness.results.run_record import RunSummary
 from harness.results.study_record import StudyRecord
 from harness.views.across_tasks import study_title, task_colour
 from harness.views.cosine import CosineView
@@ -51,12 +52,12 @@ Series = dict[str, list[float]]  # {metric: its value at each step}
 COSINE, DEV, PATTERNS = CosineView.name, EvaluationView.name, PatternsView.name
 
 
-def points_of(summary: dict[str, Any]) -> list[dict[str, Any]]:
+def points_of(summary: RunSummary) -> list[dict[str, Any]]:
     """The trajectory's points of a run's summary, earliest first (none without ``--trajectory``)."""
     return summary.get("trajectory", {}).get("points", [])
 
 
-def steps_of(summary: dict[str, Any]) -> list[int]:
+def steps_of(summary: RunSummary) -> list[int]:
     """The training steps the series are at: 0 (the pre-trained model), each point's, the last."""
     trajectory = summary["trajectory"]
     return [0, *(point["step"] for point in trajectory["points"]), trajectory["of_steps"]]
@@ -74,7 +75,7 @@ def dev_score(score: tuple[str, str], reference: str | None = None) -> Metric:
     return Metric(DEV, "_".join(score), checkpoint=None if reference else FINETUNED, reference=reference)
 
 
-def series(summary: dict[str, Any], metrics: dict[str, float], keys: list[Metric]) -> Series:
+def series(summary: RunSummary, metrics: dict[str, float], keys: list[Metric]) -> Series:
     """Each of ``keys`` (metrics without their values) over `steps_of`, by name: its pre-trained
     value at step 0 (the same record's of the pre-trained checkpoint; a cosine to the pre-trained
     maps is 1 there; None where there is none), each point's, the run's own."""
@@ -112,7 +113,7 @@ def layer_names(metrics: dict[str, float]) -> list[str]:
     return [key.name for key in layer_keys(metrics)]
 
 
-def draw_run(summary: dict[str, Any], metrics: dict[str, float], score: tuple[str, str], out_dir: Path) -> list[Path]:
+def draw_run(summary: RunSummary, metrics: dict[str, float], score: tuple[str, str], out_dir: Path) -> list[Path]:
     """The run's trajectory figures: the per-layer cosine to the pre-trained maps over the training
     steps above the dev score over the same steps, the per-layer cosine at each step, and the
     pattern shares over the steps."""
@@ -142,7 +143,7 @@ def layer_colours(count: int) -> list[tuple[float, ...]]:
 
 
 def draw_cosine_and_score(
-    summary: dict[str, Any], metrics: dict[str, float], score: tuple[str, str], out_dir: Path
+    summary: RunSummary, metrics: dict[str, float], score: tuple[str, str], out_dir: Path
 ) -> list[Path]:
     """Two panels over the training steps: each layer's cosine to the pre-trained maps (a line a
     layer, the legend beside the panel), and below it the fine-tuned model's dev score with its
@@ -175,7 +176,7 @@ def draw_cosine_and_score(
     return [save(figure, out_dir / "trajectory_cosine_per_layer.png")]
 
 
-def draw_cosine_by_step(summary: dict[str, Any], metrics: dict[str, float], out_dir: Path) -> Path:
+def draw_cosine_by_step(summary: RunSummary, metrics: dict[str, float], out_dir: Path) -> Path:
     """Every layer's cosine to the pre-trained maps at each kept step and at the end: a line a
     step, over the layers (one chart of all layers per step)."""
     names = layer_names(metrics)
@@ -195,7 +196,7 @@ def draw_cosine_by_step(summary: dict[str, Any], metrics: dict[str, float], out_
     return save(figure, out_dir / "trajectory_cosine_by_step.png")
 
 
-def step_charts(summary: dict[str, Any], metrics: dict[str, float] | None = None) -> dict[int, np.ndarray]:
+def step_charts(summary: RunSummary, metrics: dict[str, float] | None = None) -> dict[int, np.ndarray]:
     """Per kept step and at the last, one chart of every layer's cosine to the pre-trained maps at
     that step (the fine-tuned model's drawn behind in grey), as an RGB array: what MLflow shows
     with a slider over the steps (`harness.run.tracking.Tracker.log_images_once`); ``metrics``: the
@@ -228,7 +229,7 @@ def step_charts(summary: dict[str, Any], metrics: dict[str, float] | None = None
     return charts
 
 
-def run_table(summary: dict[str, Any], metrics: dict[str, float], score: tuple[str, str]) -> str:
+def run_table(summary: RunSummary, metrics: dict[str, float], score: tuple[str, str]) -> str:
     """The dev score, the per-layer cosine to the pre-trained maps and the last layer's cosine to
     the final model at each step."""
     steps = steps_of(summary)
@@ -260,7 +261,7 @@ def run_table(summary: dict[str, Any], metrics: dict[str, float], score: tuple[s
     )
 
 
-def printed(summary: dict[str, Any], metrics: dict[str, float], score: tuple[str, str]) -> list[str]:
+def printed(summary: RunSummary, metrics: dict[str, float], score: tuple[str, str]) -> list[str]:
     """One line per point: its step, dev score and per-layer cosine to the pre-trained maps."""
     return [
         f"trajectory step {point['step']} ({point['step'] / summary['trajectory']['of_steps']:.0%}): "
@@ -373,7 +374,7 @@ def share_early(
     )
 
 
-def study_series(summaries: list[dict[str, Any]], named: dict[str, Metric]) -> dict[str, Any]:
+def study_series(summaries: list[RunSummary], named: dict[str, Metric]) -> dict[str, Any]:
     """Over a task's seeds (their summaries, aligned by the fraction of training: the same steps for
     every seed), each metric of ``named`` (``{key: metric without its value}``) at each fraction: mean and spread."""
     fractions = [step / steps_of(summaries[0])[-1] for step in steps_of(summaries[0])]

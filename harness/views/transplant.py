@@ -31,6 +31,7 @@ import numpy as np
 from harness.config import SWITCH_CHOICES, Settings, analysis_settings
 from harness.options import option
 from harness.results.checkpoints import MAIN_PAIR
+from harness.results.run_record import RunSection
 from harness.results.study_record import StudyRecord
 from harness.views.across_tasks import study_title
 from harness.views.base import Claim, Entry, PaperPoint, Row, View, pair_name, per_pair_results, register_view
@@ -373,7 +374,7 @@ class TransplantView(View[TransplantResult]):
         return [metric for metric in metrics if not metric.pair_said and (metric.statistic, metric.detail) in wanted]
 
     @classmethod
-    def draw(cls, entry: TransplantEntry, run: dict[str, Any], out_dir: Path) -> list[Path]:
+    def draw(cls, entry: TransplantEntry, run: RunSection, out_dir: Path) -> list[Path]:
         """The main pair's per-layer changes (each family, with simultaneous intervals) and per-head changes."""
         result = main_result(entry)
         if result is None:
@@ -381,7 +382,7 @@ class TransplantView(View[TransplantResult]):
         return [draw_layers(result, run, out_dir / "transplant_per_layer.png"), draw_heads(result, run, out_dir)]
 
     @classmethod
-    def tables(cls, entry: TransplantEntry, run: dict[str, Any]) -> dict[str, str]:
+    def tables(cls, entry: TransplantEntry, run: RunSection) -> dict[str, str]:
         result = main_result(entry)
         if result is None:
             return {}
@@ -408,7 +409,7 @@ class TransplantView(View[TransplantResult]):
         ]
 
     @classmethod
-    def overview_rows(cls, entries: dict[str, Entry[Any]], run: dict[str, Any]) -> list[Row]:
+    def overview_rows(cls, entries: dict[str, Entry[Any]], run: RunSection) -> list[Row]:
         """The share of the gain kept with all attention pre-trained."""
         result = main_result(entries[cls.name])
         if result is None or result["share_kept"].get("value") is None:
@@ -474,7 +475,7 @@ class TransplantView(View[TransplantResult]):
         return [draw_transplant_beside_change(study, out_dir / "transplant_beside_change_by_task.png")]
 
 
-def draw_layers(result: TransplantPair, run: dict[str, Any], path: Path) -> Path:
+def draw_layers(result: TransplantPair, run: RunSection, path: Path) -> Path:
     """Per layer, the change of the score with each per-layer family's attention pre-trained, in
     points, with simultaneous intervals; the majority class's level dashed."""
     figure, axes = plt.subplots(figsize=(7.6, 3.8))
@@ -509,7 +510,7 @@ def draw_layers(result: TransplantPair, run: dict[str, Any], path: Path) -> Path
     return save(figure, path)
 
 
-def draw_heads(result: TransplantPair, run: dict[str, Any], out_dir: Path) -> Path:
+def draw_heads(result: TransplantPair, run: RunSection, out_dir: Path) -> Path:
     """Each head's change of the score with its attention alone pre-trained (points)."""
     deltas = 100 * np.asarray(result["heads"]["delta"], dtype=float)
     reach = max(float(np.abs(deltas).max()), 0.1)

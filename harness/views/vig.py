@@ -28,6 +28,7 @@ import numpy as np
 
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.results.entries import PerCheckpoint
+from harness.results.run_record import RunSection
 from harness.results.study_record import StudyRecord
 from harness.views.across_tasks import CHECKPOINTS, draw_per_layer_by_task, metric_table
 from harness.views.base import (
@@ -207,7 +208,7 @@ class VigView(View[PerCheckpoint[VigResult, VigComparison]]):
         return chosen(metrics, [key for what in ("max", "heads") for key in cross_keys(f"{CROSS}_{what}")])
 
     @classmethod
-    def draw(cls, entry: VigEntry, run: dict[str, Any], out_dir: Path) -> list[Path]:
+    def draw(cls, entry: VigEntry, run: RunSection, out_dir: Path) -> list[Path]:
         return [
             draw_by_layer(entry, run, out_dir / "vig_by_layer.png"),
             *(
@@ -217,7 +218,7 @@ class VigView(View[PerCheckpoint[VigResult, VigComparison]]):
         ]
 
     @classmethod
-    def tables(cls, entry: VigEntry, run: dict[str, Any]) -> dict[str, str]:
+    def tables(cls, entry: VigEntry, run: RunSection) -> dict[str, str]:
         tables = {
             "vig_label_changes": f"# Heads whose Vig behaviour label changed: {run_title(run)}\n\n"
             f"{label_change_table(entry)}"
@@ -235,7 +236,7 @@ class VigView(View[PerCheckpoint[VigResult, VigComparison]]):
         return tables
 
     @classmethod
-    def overview_rows(cls, entries: dict[str, Entry[Any]], run: dict[str, Any]) -> list[Row]:
+    def overview_rows(cls, entries: dict[str, Entry[Any]], run: RunSection) -> list[Row]:
         """How many heads carry each Vig label, and the strongest head on identical words in the other sentence."""
         results = per_checkpoint_results(entries[cls.name])
         return [
@@ -298,7 +299,7 @@ class VigView(View[PerCheckpoint[VigResult, VigComparison]]):
         return {"vig_by_task": metric_table(study, names)} if names else {}
 
 
-def draw_by_layer(entry: VigEntry, run: dict[str, Any], path: Path) -> Path:
+def draw_by_layer(entry: VigEntry, run: RunSection, path: Path) -> Path:
     """One panel per behaviour: each checkpoint's share per head (dots) and per layer (line)
     overlaid in its colour, and the chance level (dotted)."""
     checkpoints = per_checkpoint_results(entry)
@@ -323,7 +324,7 @@ def draw_by_layer(entry: VigEntry, run: dict[str, Any], path: Path) -> Path:
     return save(figure, path)
 
 
-def draw_heads(entry: VigEntry, run: dict[str, Any], statistic: str, path: Path) -> Path:
+def draw_heads(entry: VigEntry, run: RunSection, statistic: str, path: Path) -> Path:
     """A per-head grid of ``statistic`` for every checkpoint, side by side with each pair's difference."""
     checkpoints = per_checkpoint_results(entry)
     chance = next(iter(checkpoints.values()))["chance"][statistic]
