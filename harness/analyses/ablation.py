@@ -42,6 +42,7 @@ sweep says, in `harness.views.ablation`.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
@@ -68,7 +69,7 @@ from harness.analyses.base import GATE_GRADIENTS, INTERVENES, LOGITS, Analysis, 
 from harness.analyses.significance import metric_rows, paired_differences
 from harness.inputs.batches import AttentionBatch
 from harness.model.forward import UNTRAINED_TASK_LOSS, Interventions
-from harness.results.entries import decoded
+from harness.results.entries import Entry, decoded
 from harness.views.ablation import AblationEntry, AblationView
 from harness.views.ablation_results import (
     IMPORTANCE_VS_DELTA,
@@ -277,7 +278,7 @@ class Ablation(Analysis):
         return out
 
     @classmethod
-    def relate(cls, entry: dict[str, Any], entries: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+    def relate(cls, entry: Entry[Any], entries: Mapping[str, Entry[Any]]) -> dict[str, Any] | None:
         """Against each head's cosine similarity between the checkpoints (the ``cosine`` entry):
         do the heads that fine-tuning changed most matter most?"""
         found = entries.get(CosineView.name)

@@ -36,6 +36,7 @@ from harness.config import AnalysisConfig, Settings
 from harness.inputs.batches import AttentionBatch, EncodedBatch
 from harness.model.forward import Interventions
 from harness.registry import registrar
+from harness.results.entries import Entry
 from harness.results.store import FileHashes
 from harness.views.base import BestHead, ChangedHead, View
 from tasks.spec import Task
@@ -186,7 +187,7 @@ class Analysis(ABC):
         return {name: hashes.describe(value) if isinstance(value, Path) else value for name, value in values.items()}
 
     @classmethod
-    def relate(cls, entry: dict[str, Any], entries: dict[str, dict[str, Any]]) -> dict[str, Any] | None:
+    def relate(cls, entry: Entry[Any], entries: Mapping[str, Entry[Any]]) -> dict[str, Any] | None:
         """What this entry says together with the run's other entries (``{name: entry}``), kept
         under the entry's ``"related"`` key (e.g. head importance against the cosine of each
         head); None when nothing relates."""

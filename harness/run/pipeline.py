@@ -182,7 +182,7 @@ def run_description(
     }
 
 
-def merged_analyses(previous: RunSummary | None, entries: dict[str, Any]) -> dict[str, Any]:
+def merged_analyses(previous: RunSummary | None, entries: dict[str, Entry[Any]]) -> dict[str, Entry[Any]]:
     """Entries computed now, plus those an earlier run under the same key stored (current
     versions only), each with what it says together with the others (`Analysis.relate`)."""
     kept = {
