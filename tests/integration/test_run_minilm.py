@@ -25,6 +25,7 @@ pytestmark = [
 
 
 ABLATION_EXAMPLES = 4  # the sweep's cost grows with them; what is checked does not
+MAX_LENGTH = 48  # tokens: every pass (training, evaluation, the ablation's sweep) costs as its inputs' length
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +37,7 @@ def finished_run(tmp_path_factory):
         GLUE_DIR,
         root,
         *("--max-train-examples", "96", "--epochs", "1", "--learning-rate", "1e-4"),
-        *("--max-eval-examples", "40", "--analyses", "cosine"),
+        *("--max-eval-examples", "40", "--analyses", "cosine", "--max-length", str(MAX_LENGTH)),
     )
     assert main(argv) == 0
     (run_dir,) = (root / "out").glob("rte-minilm-seed42-*")
@@ -120,7 +121,7 @@ def test_ablate_scores_the_stored_fine_tuned_minilm_on_a_dev_sample(finished_run
     examples = sample(load_examples(get_task("rte"), "dev", GLUE_DIR), ABLATION_EXAMPLES, 42, in_order=True)
     (folder,) = (root / "cache").glob("rte-minilm-*/final")
     model = prepare(load_finetuned(folder), torch.device("cpu"), torch.float32)
-    encoded = encode_examples(load_tokenizer("minilm"), examples, max_length=128, pair=True)
+    encoded = encode_examples(load_tokenizer("minilm"), examples, max_length=MAX_LENGTH, pair=True)
     predictions = forward(model, encoded).logits.argmax(-1)
     labels = torch.tensor([example.label for example in examples])
     assert tuned["intact"] == pytest.approx(float((predictions == labels).float().mean()))
