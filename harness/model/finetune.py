@@ -27,7 +27,7 @@ import zipfile
 from collections.abc import Sized
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any, TypedDict, cast
 
 import numpy as np
 import torch
@@ -106,6 +106,17 @@ def is_main_process() -> bool:
     return int(os.environ.get("RANK", "0")) == 0
 
 
+class KeptStep(TypedDict):
+    """A checkpoint `TrajectoryCheckpoints` kept part-way through training: its step, the fractions of
+    the training steps it stands for, the examples seen by then, the training's total steps, its folder."""
+
+    step: int
+    fractions: list[float]
+    examples_seen: int
+    of_steps: int
+    folder: str
+
+
 class TrainingRecord(TypedDict):
     """What training measured, stored beside the checkpoint (`FineTuneResult`'s fields of the same names)."""
 
@@ -113,7 +124,7 @@ class TrainingRecord(TypedDict):
     train_examples: int
     train_seconds: float
     layout: dict[str, int]
-    trajectory: list[dict[str, Any]]
+    trajectory: list[KeptStep]
 
 
 @dataclass
@@ -127,7 +138,7 @@ class FineTuneResult:
     train_seconds: float
     layout: dict[str, int]
     trained_now: bool = False  # False when the checkpoint came from the cache
-    trajectory: list[dict[str, Any]] = field(default_factory=list)  # `TrajectoryCheckpoints`' records, by step
+    trajectory: list[KeptStep] = field(default_factory=list)  # `TrajectoryCheckpoints`' records, by step
 
     def trajectory_dirs(self) -> list[Path]:
         """The folders of the checkpoints kept part-way through training, earliest first."""
@@ -411,11 +422,12 @@ class TrajectoryCheckpoints(TrainerCallback):
         shutil.rmtree(target, ignore_errors=True)  # a folder without its record was cut short
         partial.rename(target)
 
-    def records(self) -> list[dict[str, Any]]:
-        """What each kept checkpoint is (its record and folder name), by step."""
+    def records(self) -> list[KeptStep]:
+        """What each kept checkpoint is (its record and folder name), by step: `on_step_end` wrote each
+        record, so it is taken at its word."""
         refit = f"delete {self.folder.parent} to fine-tune again"
         return [
-            {**read_sealed(self.folder / f"step-{step}" / RESULT_FILE, refit), "folder": f"step-{step}"}  # type: ignore[dict-item]
+            cast(KeptStep, {**read_sealed(self.folder / f"step-{step}" / RESULT_FILE, refit), "folder": f"step-{step}"})  # type: ignore[dict-item]
             for step in sorted(self.at_step)
         ]
 

@@ -43,7 +43,7 @@ from harness.present.study_figures import task_text, tasks_text
 from harness.recipes import describe_recipe
 from harness.results.checkpoints import PAIRS
 from harness.results.entries import Entry, decoded
-from harness.results.run_record import RunSummary, Trajectory
+from harness.results.run_record import RunSummary, Trajectory, TrajectoryPoint
 from harness.results.store import ensure_writable
 from harness.results.study_record import Finding, StudyRecord, TaskAggregate
 from harness.results.summary import STUDIES, SUMMARY, checked_study, checked_summary, flatten
@@ -489,7 +489,8 @@ def view_run(summary: RunSummary, label: str, entry: ExamplesEntry) -> dict[str,
     compared = comparison["examples"] if comparison is not None else []
     first, second = per_checkpoint[before], per_checkpoint[after]
     steps = stored_steps(summary, len(first["examples"]))
-    of_steps = summary.get("trajectory", {}).get("of_steps")
+    trajectory = summary.get("trajectory")
+    of_steps = trajectory["of_steps"] if trajectory else None  # and no steps
     examples = [
         {
             "guid": a["guid"],
@@ -516,12 +517,14 @@ def view_run(summary: RunSummary, label: str, entry: ExamplesEntry) -> dict[str,
         "candidates": first["candidates"],
         "max_tokens": first["max_tokens"],
         # the slider's positions before the fine-tuned model's, and their training steps (index.html#step=N)
-        "steps": [f"step {point['step']} of {of_steps} ({point['step'] / of_steps:.0%})" for point in steps],
+        "steps": [f"step {point['step']} of {of_steps} ({point['step'] / of_steps:.0%})" for point in steps]
+        if of_steps is not None
+        else [],
         "step_numbers": [point["step"] for point in steps],
         "of_steps": of_steps,
     }
 
 
-def stored_steps(summary: RunSummary, examples: int) -> list[dict[str, Any]]:
+def stored_steps(summary: RunSummary, examples: int) -> list[TrajectoryPoint]:
     """The trajectory's points (earliest first) that stored the maps of all ``examples`` examples."""
     return [point for point in points_of(summary) if len(point.get("example_maps", [])) == examples]

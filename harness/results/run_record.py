@@ -40,13 +40,31 @@ class RunSection(TypedDict):
     skipped: NotRequired[dict[str, str]]
 
 
+class PointMaps(TypedDict, total=False):
+    """A point's example maps, where the run has the example maps analysis."""
+
+    example_maps: list[str]  # each stored example's maps at the point's step, in the analysis's order
+
+
+class TrajectoryPoint(PointMaps):
+    """One checkpoint kept along fine-tuning (`harness.run.trajectory.point`): its step, the fractions
+    of training it stands for, the examples seen by then, its metrics as a run's beside the pre-trained
+    model, those of its comparison with the fine-tuned model (``to_final``) and each view's per-unit sums."""
+
+    step: int
+    fractions: list[float]
+    examples_seen: int
+    metrics: dict[str, float]
+    to_final: dict[str, float]
+    units: dict[str, Any]  # each view's own per-unit sums (`harness.views.base.View.timed_units`): JSON of its shape
+
+
 class Trajectory(TypedDict):
     """What a run with ``--trajectory`` keeps along fine-tuning (`harness.run.trajectory.trajectory`):
     the training's total steps and a point per kept checkpoint, earliest first."""
 
-    of_steps: int | None
-    # each point's step, its metrics as its views said them and each view's own per-unit sums: JSON
-    points: list[dict[str, Any]]
+    of_steps: int
+    points: list[TrajectoryPoint]
 
 
 class Analysed(TypedDict):

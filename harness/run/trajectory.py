@@ -21,11 +21,11 @@ from typing import Any
 from harness.analyses.base import INTERVENES, Analysis
 from harness.analyses.examples import ExampleMaps
 from harness.inputs.sources import SourceContext
-from harness.model.finetune import FineTuneResult
+from harness.model.finetune import FineTuneResult, KeptStep
 from harness.model.loading import Checkpoint
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.results.entries import Entry
-from harness.results.run_record import RunSummary, Trajectory
+from harness.results.run_record import PointMaps, RunSummary, Trajectory, TrajectoryPoint
 from harness.results.store import ResultStore
 from harness.run.engine import analyse, renamed_entry
 from harness.views import VIEWS
@@ -51,7 +51,7 @@ def timed_units(entries: dict[str, Entry[Any]]) -> dict[str, Any]:
     return {name: units for name, units in kept.items() if units is not None}
 
 
-def point(record: dict[str, Any], entries: dict[str, Entry[Any]], name: str) -> dict[str, Any]:
+def point(record: KeptStep, entries: dict[str, Entry[Any]], name: str) -> TrajectoryPoint:
     """One point of the trajectory: the checkpoint ``name`` at ``record``'s step, its metrics as a
     run's beside the pre-trained model, its distance to the final model, `timed_units`, and the
     stored example maps at that step (the report's per-example view slides over them)."""
@@ -75,7 +75,7 @@ def point(record: dict[str, Any], entries: dict[str, Entry[Any]], name: str) -> 
     }
 
 
-def example_maps(entries: dict[str, Entry[Any]], name: str) -> dict[str, list[str]]:
+def example_maps(entries: dict[str, Entry[Any]], name: str) -> PointMaps:
     """``{"example_maps": [...]}``: the checkpoint ``name``'s maps of each stored example (the
     `ExampleMaps` analysis's text, in its order), where the run has that analysis."""
     if ExampleMaps.name not in entries:
@@ -100,7 +100,8 @@ def trajectory(
     """``analyses`` (the ablation aside: `harness.run.plan.along_analyses` chose them) on the
     checkpoints ``along`` the fine-tuning of ``tuned``, in one pass of each source with the
     pre-trained and fine-tuned models, the progress bars naming the steps; the points earliest
-    first, and the training's total steps."""
+    first, and the training's total steps. ``tuned`` kept at least one checkpoint (the pipeline
+    asks for a trajectory only then): its records say the total steps."""
     names = [checkpoint.name for checkpoint in along]
     pairs = [(PRETRAINED, FINETUNED), *((PRETRAINED, name) for name in names), *((name, FINETUNED) for name in names)]
     # An analysis that intervenes scores one trained head under many masks: the final model only.
@@ -108,7 +109,7 @@ def trajectory(
     steps = f", along fine-tuning at steps {', '.join(str(record['step']) for record in tuned.trajectory)}"
     entries = analyse(measured, [pretrained, *along, finetuned], pairs, sources, store, on_source_done, steps)
     return {
-        "of_steps": tuned.trajectory[0]["of_steps"] if tuned.trajectory else None,
+        "of_steps": tuned.trajectory[0]["of_steps"],
         "points": [point(record, entries, name) for record, name in zip(tuned.trajectory, names)],
     }
 

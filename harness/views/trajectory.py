@@ -23,12 +23,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Final
 
 import numpy as np
 
 from harness.results.checkpoints import FINETUNED, PRETRAINED
-from harness.results.run_record import RunSummary
+from harness.results.run_record import RunSummary, TrajectoryPoint
 from harness.results.study_record import StudyRecord
 from harness.views.across_tasks import study_title, task_colour
 from harness.views.cosine import CosineView
@@ -43,16 +43,16 @@ from harness.views.saving import figure_checks, plt, save
 from harness.views.summary import summary_metrics
 from harness.views.titles import run_title, suptitle
 
-TO_FINAL = "to_final"  # each point's comparison with the fine-tuned model (the cosine to the final maps)
+TO_FINAL: Final = "to_final"  # each point's comparison with the fine-tuned model (the cosine to the final maps)
 
 PATTERN_CLASSES = ("vertical", "diagonal", "vertical_diagonal", "block", "heterogeneous")
 EARLY = 0.1  # "in the first 10% of training"
-Series = dict[str, list[float]]  # {metric: its value at each step}
+Series = dict[str, list[float | None]]  # {metric: its value at each step, None where it has none}
 # The analyses whose units (`harness.views.base.View.timed_units`) the findings on when things change read
 COSINE, DEV, PATTERNS = CosineView.name, EvaluationView.name, PatternsView.name
 
 
-def points_of(summary: RunSummary) -> list[dict[str, Any]]:
+def points_of(summary: RunSummary) -> list[TrajectoryPoint]:
     """The trajectory's points of a run's summary, earliest first (none without ``--trajectory``)."""
     return summary.get("trajectory", {}).get("points", [])
 
@@ -94,6 +94,11 @@ def series(summary: RunSummary, metrics: dict[str, float], keys: list[Metric]) -
     return found
 
 
+def gaps(values: list[float | None]) -> np.ndarray:
+    """A series as matplotlib draws it: each None a NaN, a gap in its line."""
+    return np.array(values, dtype=float)
+
+
 def score_label(score: tuple[str, str]) -> str:
     """The task's main dev metric as a reader says it, from its split and metric: ``dev accuracy``,
     ``validation pearson``, ``dev_matched accuracy``."""
@@ -126,7 +131,7 @@ def draw_run(summary: RunSummary, metrics: dict[str, float], score: tuple[str, s
     if any(value is not None for values in shares.values() for value in values):
         figure, axes = plt.subplots(figsize=(6, 3.6))
         for index, (name, values) in enumerate(zip(PATTERN_CLASSES, shares.values())):
-            axes.plot(steps, values, marker="o", color=task_colour(index), label=name)
+            axes.plot(steps, gaps(values), marker="o", color=task_colour(index), label=name)
         axes.set_xlabel("training step")
         axes.set_ylabel("share of attention maps")
         axes.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.0, 1.0))
@@ -157,11 +162,11 @@ def draw_cosine_and_score(
         2, 1, figsize=(6.4, 4.8), sharex=True, gridspec_kw={"height_ratios": [3, 2]}
     )
     for colour, key, values in zip(layer_colours(len(layers)), keys, layers.values()):
-        axes.plot(steps, values, marker="o", markersize=3.5, color=colour, label=f"layer {key.layer}")
+        axes.plot(steps, gaps(values), marker="o", markersize=3.5, color=colour, label=f"layer {key.layer}")
     axes.set_ylabel("cosine to the\npre-trained maps")
     axes.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0), title="layer lines", title_fontsize=7)
     score_axes.plot(
-        steps, dev, color=CHECKPOINT_COLOURS[FINETUNED], marker="s", linewidth=2, label=f"fine-tuned, {label}"
+        steps, gaps(dev), color=CHECKPOINT_COLOURS[FINETUNED], marker="s", linewidth=2, label=f"fine-tuned, {label}"
     )
     baseline = metrics.get(dev_score(score, MAJORITY).name)
     if baseline is not None:
@@ -186,7 +191,7 @@ def draw_cosine_by_step(summary: RunSummary, metrics: dict[str, float], out_dir:
     rows.append((f"step {of_steps} (the fine-tuned model)", [metrics.get(name) for name in names]))
     figure, axes = plt.subplots(figsize=(6.4, 3.6))
     for colour, (label, values) in zip(layer_colours(len(rows)), rows):
-        axes.plot(range(1, len(names) + 1), values, marker="o", markersize=3.5, color=colour, label=label)
+        axes.plot(range(1, len(names) + 1), gaps(values), marker="o", markersize=3.5, color=colour, label=label)
     axes.set_xlabel("layer")
     axes.xaxis.set_major_locator(mpl.ticker.MaxNLocator(integer=True))
     axes.set_ylabel("cosine to the pre-trained maps")
@@ -283,7 +288,7 @@ def half_way(values: np.ndarray, start: float | np.ndarray) -> np.ndarray:
     return reached.argmax(axis=1)
 
 
-def cosine_series(points: list[dict[str, Any]], final_units: StoredUnits, weights: np.ndarray) -> np.ndarray:
+def cosine_series(points: list[TrajectoryPoint], final_units: StoredUnits, weights: np.ndarray) -> np.ndarray:
     """The last layer's cosine to the pre-trained maps at each point and at the end, on each row of
     unit ``weights``: (R, points + 1)."""
     units = [UnitSums.read(point["units"][COSINE]) for point in points] + [UnitSums.read(final_units)]
@@ -315,7 +320,7 @@ def score_series(
 
 
 def cosine_before_dev(
-    points: list[dict[str, Any]],
+    points: list[TrajectoryPoint],
     final: dict[str, Any],
     split: str,
     metric: str,
@@ -351,7 +356,7 @@ def cosine_before_dev(
 
 
 def share_early(
-    points: list[dict[str, Any]],
+    points: list[TrajectoryPoint],
     final_units: StoredUnits,
     pretrained_units: StoredUnits,
     name: str,
