@@ -56,7 +56,7 @@ from harness.model.forward import encoder_layers, use_harness_attention
 from harness.model.loading import load_sequence_classifier, load_tokenizer
 from harness.results.checkpoints import FINETUNED, FROZEN_ENCODER, RANDOM_INIT
 from harness.results.locking import exclusive
-from harness.results.store import key_of, read_json, read_sealed, write_sealed
+from harness.results.store import JsonObject, SourceIdentity, key_of, read_json, read_sealed, write_sealed
 from tasks.errors import InputError
 from tasks.examples import Example
 from tasks.files import DiskFull, writing
@@ -80,7 +80,7 @@ class TaskData:
     task: Task
     train: list[Example]
     dev: dict[str, list[Example]]  # eval split -> examples
-    identity: dict[str, Any]
+    identity: SourceIdentity
 
 
 @dataclass(frozen=True)
@@ -120,7 +120,7 @@ class KeptStep(TypedDict):
 class TrainingRecord(TypedDict):
     """What training measured, stored beside the checkpoint (`FineTuneResult`'s fields of the same names)."""
 
-    log_history: list[dict[str, Any]]  # JSON: the Trainer's log lines, each of its own keys
+    log_history: list[JsonObject]  # the Trainer's log lines, each of its own keys
     train_examples: int
     train_seconds: float
     layout: dict[str, int]
@@ -133,7 +133,7 @@ class FineTuneResult:
 
     checkpoint_dir: Path
     key: str
-    log_history: list[dict[str, Any]]
+    log_history: list[JsonObject]  # as `TrainingRecord`
     train_examples: int
     train_seconds: float
     layout: dict[str, int]

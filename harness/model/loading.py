@@ -35,7 +35,7 @@ from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 from transformers.utils import cached_file
 
 from harness.model.forward import device_of, use_harness_attention
-from harness.results.store import FileHashes, key_of
+from harness.results.store import CheckpointIdentity, FileHashes, key_of
 from tasks.errors import InputError, clipped
 from tasks.hub_reach import hub_unreachable, read_cache_only_if_unreachable
 from tasks.spec import Task
@@ -272,7 +272,7 @@ def weights_files(source: str) -> list[Path]:
     return []
 
 
-def pretrained_identity(name: str, hashes: FileHashes) -> dict[str, Any]:
+def pretrained_identity(name: str, hashes: FileHashes) -> CheckpointIdentity:
     """Identity of a pre-trained encoder: its source and the hash of its weights files."""
     source = resolve_model(name)
     files = weights_files(source)
@@ -290,11 +290,11 @@ class Checkpoint:
 
     name: str
     model: PreTrainedModel
-    encoder_identity: dict[str, Any]
-    head: dict[str, Any] = field(default_factory=dict)
+    encoder_identity: CheckpointIdentity
+    head: CheckpointIdentity = field(default_factory=dict)
 
     @property
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> CheckpointIdentity:
         """``encoder_identity`` with the classification head's identity under ``"head"``."""
         return {**self.encoder_identity, "head": self.head}
 

@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Any, Generic, NotRequired, TypedDict, TypeVar,
 if TYPE_CHECKING:  # for the type checker alone (it ships typing_extensions); Python 3.13 has typing.ReadOnly
     from typing_extensions import ReadOnly
 
+from harness.results.store import Settings, SourceIdentity, SourceNotes
+
 Result = TypeVar("Result")  # an entry's result: `PerCheckpoint`, or a joint analysis's stored TypedDict
 Stored = TypeVar("Stored")  # one checkpoint's stored result (a view's ``stored`` TypedDict)
 Compared = TypeVar("Compared")  # one pair's comparison (a view's ``compared`` TypedDict)
@@ -44,8 +46,8 @@ class Source(TypedDict):
     """What the analysis read: the source's identity (`harness.results.store.ResultIdentity`'s
     inputs) and its notes (counts, skipped inputs), as the source described them."""
 
-    identity: dict[str, Any]  # JSON: each source names its own inputs (task, split, files, their hashes)
-    notes: dict[str, Any]  # JSON: each source's own counts and remarks
+    identity: SourceIdentity
+    notes: SourceNotes
 
 
 class Entry(TypedDict, Generic[Result]):
@@ -62,7 +64,7 @@ class Entry(TypedDict, Generic[Result]):
     pair_names: list[str]
     keys: dict[str, str]
     source: Source
-    settings: dict[str, Any]  # JSON: the analysis's settings, of the types each declares
+    settings: Settings
     result: ReadOnly[Result]  # read-only: an entry of `PerCheckpoint` results is also one of `Pairs`
     reference: dict[str, Any]  # JSON: the papers' numbers, as each analysis words them
     related: NotRequired[dict[str, Any]]  # JSON: other analyses' results, by the name the analysis asked them by

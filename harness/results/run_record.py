@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any, NotRequired, TypedDict, cast
 
 from harness.results.entries import Entry
+from harness.results.store import CheckpointIdentity, JsonObject
 
 
 class RunSection(TypedDict):
@@ -34,7 +35,7 @@ class RunSection(TypedDict):
     train_examples: NotRequired[int]
     recipe: dict[str, Any]  # the fine-tuning recipe, a dataclass's fields as JSON
     precision: NotRequired[str]
-    checkpoints: NotRequired[dict[str, dict[str, Any]]]  # each checkpoint's identity: JSON, its own keys by kind
+    checkpoints: NotRequired[dict[str, CheckpointIdentity]]
     pairs: list[list[str]]
     special_tokens: NotRequired[dict[str, str]]
     skipped: NotRequired[dict[str, str]]
@@ -85,6 +86,6 @@ class RunSummary(Analysed):
     trajectory: NotRequired[Trajectory]
 
 
-def decoded_summary(stored: dict[str, Any]) -> RunSummary:
+def decoded_summary(stored: JsonObject) -> RunSummary:
     """summary.json as read from disk, typed: the writer is what mypy checks, so the file is taken at its word."""
     return cast(RunSummary, stored)

@@ -33,6 +33,15 @@ from tasks.errors import InputError
 from tasks.files import atomic_write_bytes, remove_orphans
 
 log = logging.getLogger(__name__)
+
+# JSON at the harness's boundaries, left Any inside: each is an object whose keys its own writer
+# names (a source, an analysis's or a run's settings, a kind of checkpoint, a file before it is
+# typed), so no one TypedDict says them; the alias says where each comes from.
+JsonObject = dict[str, Any]  # a JSON object as read from a file or about to be written, its keys its writer's
+SourceIdentity = dict[str, Any]  # each source's (or task data's) own inputs: task, split, spec, files and their hashes
+SourceNotes = dict[str, Any]  # each source's own counts and remarks
+Settings = dict[str, Any]  # settings as JSON (an analysis's, of the types each declares; a run's config)
+CheckpointIdentity = dict[str, Any]  # what a checkpoint is, its keys by kind: weights' hashes, fine-tune key, step
 SCHEMA = 2
 HASH_CHUNK = 1 << 20
 
@@ -76,13 +85,13 @@ SEAL = "sha256"  # the field of a sealed file that holds the SHA-256 of the rest
 RECOMPUTE = "delete it and run the same command again: it alone is recomputed"
 
 
-def write_sealed(path: Path, document: dict[str, Any]) -> Path:
+def write_sealed(path: Path, document: JsonObject) -> Path:
     """Atomically write the JSON object ``document`` with the SHA-256 of its content (`SEAL`), so
     that any later change to what it says is found when it is read (`read_sealed`)."""
     return write_json(path, {**document, SEAL: key_of(plain(document), 64)})
 
 
-def read_sealed(path: Path, fix: str = RECOMPUTE) -> dict[str, Any] | None:
+def read_sealed(path: Path, fix: str = RECOMPUTE) -> JsonObject | None:
     """The JSON object at ``path`` as `write_sealed` wrote it (its seal left out), or None when it is
     missing or damaged (a kill's torn file: recomputed); one line naming the file and ``fix`` when
     what it says is not what was written (a number edited by hand, a merge, a sync conflict:
@@ -151,7 +160,7 @@ class ResultIdentity:
     inputs: Mapping[str, Any]
     settings: Mapping[str, Any]
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> JsonObject:
         """The identity as plain JSON values (paths as strings, tuples as lists), as stored."""
         return plain(
             {
@@ -180,7 +189,7 @@ class ResultStore:
         """Where the result of ``identity`` is stored (whether or not it exists)."""
         return self.root / identity.analysis / f"{identity.key}.json"
 
-    def load(self, identity: ResultIdentity) -> dict[str, Any] | None:
+    def load(self, identity: ResultIdentity) -> JsonObject | None:
         """The stored result of ``identity``, or None (never stored, or damaged); one line naming the
         file when it was edited after it was written (`read_sealed`)."""
         stored = read_sealed(self.path(identity))

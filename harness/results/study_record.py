@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any, NotRequired, TypedDict, cast
 
+from harness.results.store import JsonObject
+
 
 class Spread(TypedDict):
     """One quantity over seeds (`harness.views.seeds.spread`): mean, sample standard deviation
@@ -156,6 +158,6 @@ class StudyRecord(StudyDescription, StudyFindings):
     aggregation_failed: dict[str, str]
 
 
-def decoded_study(stored: dict[str, Any]) -> StudyRecord:
+def decoded_study(stored: JsonObject) -> StudyRecord:
     """study.json as read from disk, typed: the writer is what mypy checks, so the file is taken at its word."""
     return cast(StudyRecord, stored)

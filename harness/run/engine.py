@@ -48,7 +48,17 @@ from harness.model.forward import (
 )
 from harness.model.loading import Checkpoint, checkpoint_device
 from harness.results.entries import Entry
-from harness.results.store import ResultIdentity, ResultStore, plain, read_sealed, write_sealed
+from harness.results.store import (
+    CheckpointIdentity,
+    ResultIdentity,
+    ResultStore,
+    Settings,
+    SourceIdentity,
+    SourceNotes,
+    plain,
+    read_sealed,
+    write_sealed,
+)
 from harness.views.base import pair_name
 from tasks.errors import InputError
 from tasks.progress import progress_bar
@@ -67,7 +77,7 @@ class AnalysisWork:
 
     analysis: type[Analysis]
     identities: dict[str, ResultIdentity]
-    stored: dict[str, Any] = field(default_factory=dict)
+    stored: dict[str, Any] = field(default_factory=dict)  # each stored result, of its analysis's declared shape
 
     @property
     def missing(self) -> tuple[str, ...]:
@@ -84,13 +94,13 @@ class AnalysisWork:
 def look_up(
     analysis: type[Analysis],
     checkpoints: list[Checkpoint],
-    inputs: dict[str, Any],
-    settings: dict[str, Any],
+    inputs: SourceIdentity,
+    settings: Settings,
     store: ResultStore,
 ) -> AnalysisWork:
     """Look the results of ``analysis`` up in the store; what is absent (or damaged) is missing."""
 
-    def identity_of(checkpoint: Checkpoint) -> dict[str, Any]:
+    def identity_of(checkpoint: Checkpoint) -> CheckpointIdentity:
         return checkpoint.identity if analysis.uses_head else checkpoint.encoder_identity
 
     if analysis.joint:
@@ -227,7 +237,7 @@ def stream_source(
     shared: AnalysisContext,
     store: ResultStore,
     what: str = "",
-) -> dict[str, Any]:
+) -> SourceNotes:
     """Stream one source through the checkpoints into the analyses with missing results, each
     given ``shared`` with its own checkpoints (and a way to score variants if it intervenes);
     store those results; return the source's notes. ``what`` ends the progress bar's label (the
@@ -265,9 +275,9 @@ def stream_source(
 
 def summary_entry(
     item: AnalysisWork,
-    inputs: dict[str, Any],
-    notes: dict[str, Any],
-    settings: dict[str, Any],
+    inputs: SourceIdentity,
+    notes: SourceNotes,
+    settings: Settings,
     checkpoints: list[Checkpoint],
     pairs: list[tuple[str, str]],
 ) -> Entry[Any]:

@@ -46,7 +46,7 @@ from harness.results.checkpoints import (
 from harness.results.entries import Entry
 from harness.results.locking import exclusive
 from harness.results.run_record import RunSection, RunSummary
-from harness.results.store import ResultStore, read_json, write_json
+from harness.results.store import CheckpointIdentity, ResultStore, Settings, SourceIdentity, read_json, write_json
 from harness.results.summary import SUMMARY, flatten, seal, stored_summary
 from harness.run.engine import analyse
 from harness.run.plan import RunPlan, plan_run, run_device
@@ -199,12 +199,12 @@ def merged_analyses(previous: RunSummary | None, entries: dict[str, Entry[Any]])
     return merged
 
 
-def eval_identity(plan: RunPlan) -> dict[str, Any]:
+def eval_identity(plan: RunPlan) -> SourceIdentity:
     """What each evaluation split is: ``{split: file and hash}``, or the hub dataset."""
     return {split: plan.data.identity.get(split, plan.data.identity) for split in plan.data.task.eval_splits}
 
 
-def task_identity(plan: RunPlan, dev_sample: list) -> dict[str, Any]:
+def task_identity(plan: RunPlan, dev_sample: list) -> SourceIdentity:
     """What the task source's examples are: the dev data, the split, the sample size and seed."""
     split = plan.data.task.main_eval_split
     data = eval_identity(plan)[split]
@@ -363,7 +363,7 @@ class Timings(dict[str, float]):
         return {**self.earlier, **self}
 
 
-def recorded_settings(config: RunConfig) -> dict[str, Any]:
+def recorded_settings(config: RunConfig) -> Settings:
     """The run's settings as its config.json keeps them: for a task of a spec file, the --dataset
     flags (which it does not take) say what the spec says, not the flags' defaults."""
     settings = settings_file(config)
@@ -498,7 +498,7 @@ def checkpoint_metrics(metrics: list[Metric], checkpoint: str) -> dict[str, floa
 def log_checkpoint_runs(
     tracker: Tracker,
     plan: RunPlan,
-    identities: dict[str, dict[str, Any]],
+    identities: dict[str, CheckpointIdentity],
     metrics: list[Metric],
     headline: list[Metric],
 ) -> list[str]:

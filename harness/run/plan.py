@@ -16,7 +16,6 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass, field, replace
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 import torch
 from huggingface_hub import constants as hub_constants
@@ -32,7 +31,7 @@ from harness.inputs.sources.treebank import train_sibling
 from harness.model.finetune import TaskData, cache_key
 from harness.model.loading import check_model
 from harness.options import flag_of
-from harness.results.store import FileHashes, ensure_writable, key_of
+from harness.results.store import FileHashes, Settings, SourceIdentity, ensure_writable, key_of
 from harness.results.summary import SUMMARY
 from tasks.corpora import DOWNLOAD_COMMAND, LITBANK, UD_ENGLISH_EWT, Corpus, get_corpus
 from tasks.dataset_source import dataset_split
@@ -248,7 +247,7 @@ def load_task_data(config: RunConfig, hashes: FileHashes, downloads: Downloads |
     splits = (task.train_split, *task.eval_splits)
     examples = {split: load_examples(task, split, data_dir) for split in splits}
     if task.glue is None:
-        identity: dict[str, Any] = own_data_identity(task, splits, hashes)
+        identity: SourceIdentity = own_data_identity(task, splits, hashes)
     elif data_dir is None:
         identity = {"hub": HUB_DATASET, "config": task.config}
     else:
@@ -256,7 +255,7 @@ def load_task_data(config: RunConfig, hashes: FileHashes, downloads: Downloads |
     return TaskData(task, examples[task.train_split], {split: examples[split] for split in task.eval_splits}, identity)
 
 
-def own_data_identity(task: Task, splits: tuple[str, ...], hashes: FileHashes) -> dict[str, Any]:
+def own_data_identity(task: Task, splits: tuple[str, ...], hashes: FileHashes) -> SourceIdentity:
     """What a spec's task is: the spec without where its files lie (a local folder's are named
     by split, `tasks.dataset_source.with_folder_files`: the spec and the --dataset flags that say
     the same are one task), and each split's data: its files' content hashes, or the hub
@@ -273,7 +272,7 @@ def own_data_identity(task: Task, splits: tuple[str, ...], hashes: FileHashes) -
     return {"spec": spec, **data}
 
 
-def settings_identity(settings: AnalysisConfig, hashes: FileHashes) -> dict[str, Any]:
+def settings_identity(settings: AnalysisConfig, hashes: FileHashes) -> Settings:
     """Every analysis setting but the selection, with files and folders replaced by their content hashes."""
     selection = {*SELECTION, *(analysis.switch for analysis in ANALYSES.values() if analysis.switch)}
     values = {name: value for name, value in asdict(settings).items() if name not in selection}

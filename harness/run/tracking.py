@@ -15,13 +15,15 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import closing
 from functools import partial
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TypeVar
 from urllib.parse import quote
 
+import numpy as np
 from mlflow.entities import Metric, Param, Run, RunTag
 from mlflow.tracking import MlflowClient
 
 from harness.results.locking import exclusive
+from harness.results.store import JsonObject
 from tasks.errors import InputError
 from tasks.files import DiskFull, is_disk_full, writing
 
@@ -231,7 +233,7 @@ class Tracker:
         with writing(self.folder, f"the MLflow artifact {path.name}", path.stat().st_size):
             retrying(lambda: self.client.log_artifact(self.run_id, str(path), folder))
 
-    def log_images_once(self, key: str, images: dict[int, Any]) -> None:
+    def log_images_once(self, key: str, images: dict[int, np.ndarray]) -> None:
         """Images (RGB arrays) by training step under ``key``, which MLflow's UI shows with a slider
         over the steps; the steps the run has an image of already are left out (a rerun adds none)."""
         stored = retrying(lambda: self.client.list_artifacts(self.run_id, IMAGES))
@@ -327,7 +329,7 @@ def metric_batches(groups: Iterable[list[Metric]]) -> Iterator[list[Metric]]:
         yield batch
 
 
-def training_curve(log_history: list[dict[str, Any]]) -> list[tuple[str, float, int]]:
+def training_curve(log_history: list[JsonObject]) -> list[tuple[str, float, int]]:
     """Trainer's log history as (metric, value, step) triples for MLflow."""
     curve = []
     for entry in log_history:
