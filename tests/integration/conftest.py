@@ -15,6 +15,7 @@ from transformers import PreTrainedModel
 
 from harness.analyses.base import Analysis
 from harness.inputs.encoding import batched
+from harness.model.forward import use_harness_attention
 from harness.model.loading import load_sequence_classifier, load_tokenizer
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from tasks.loading import load_examples
@@ -35,13 +36,17 @@ def with_last_layer_redrawn(model: PreTrainedModel, seed: int = 0) -> PreTrained
 
 @pytest.fixture(scope="session")
 def minilm() -> dict[str, Any]:
-    """The tokenizer, and the two MiniLM checkpoints (``pretrained`` as shipped, ``finetuned`` changed)."""
+    """The tokenizer, and the two MiniLM checkpoints (``pretrained`` as shipped, ``finetuned``
+    changed), their attention routed through the harness as every analysis's models are, so a
+    test's own `forward` on them does not depend on an earlier test having analysed them."""
     task = get_task("rte")
     return {
         "tokenizer": load_tokenizer("minilm"),
         "models": {
-            PRETRAINED: load_sequence_classifier("minilm", task, head_seed=0).eval(),
-            FINETUNED: with_last_layer_redrawn(load_sequence_classifier("minilm", task, head_seed=0)).eval(),
+            PRETRAINED: use_harness_attention(load_sequence_classifier("minilm", task, head_seed=0)).eval(),
+            FINETUNED: use_harness_attention(
+                with_last_layer_redrawn(load_sequence_classifier("minilm", task, head_seed=0))
+            ).eval(),
         },
     }
 

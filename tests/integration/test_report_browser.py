@@ -37,7 +37,7 @@ def page(tmp_path_factory) -> Path:
                 "minilm",
                 GLUE_DIR,
                 root,
-                *("--max-train-examples", "64", "--epochs", "1", "--max-eval-examples", "80"),
+                *("--max-train-examples", "64", "--epochs", "1", "--max-eval-examples", "80", "--max-length", "48"),
                 *("--analyses", "cosine", "surface", "examples"),
             )
         )
