@@ -10,11 +10,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 from harness.config import DEFAULT_FIGURE_FORMATS
 from harness.present.parallel import drawn
-from harness.results.study_record import Finding, Spread, StudyRecord, TaskCell
+from harness.results.study_record import Finding, SeedRecord, Spread, StudyRecord, TaskCell
 from harness.views import VIEWS
 from harness.views import trajectory as trajectory_view
 from harness.views.across_tasks import metric_table
@@ -56,7 +55,7 @@ def draw_study(
     return written
 
 
-def seed_text(record: dict[str, Any]) -> str:
+def seed_text(record: SeedRecord) -> str:
     """One seed's evidence in a cell: ``+0.031 [+0.012, +0.050]``, ``holds (99%)`` or ``[+0.02, +0.09]``."""
     if "value" in record:
         low, high = record["interval"]

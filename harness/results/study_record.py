@@ -64,6 +64,26 @@ class Effect(TypedDict):
     how: str
 
 
+class SeedRecord(TypedDict):
+    """One seed's part of a finding (`harness.study.aggregate.seed_record`): the seed, its state, the
+    keys of its evidence a reader reads, where the evidence has them, and the evidence in words; a
+    finding on a pair of seeds names both."""
+
+    seed: int
+    state: str
+    # each as the evidence gave it, of the kind its statistic gives (a number, an interval, a word):
+    # `harness.views.evidence.Evidence` is untyped JSON
+    value: NotRequired[Any]
+    interval: NotRequired[Any]
+    support: NotRequired[Any]
+    statistic: NotRequired[Any]
+    unit: NotRequired[Any]
+    n: NotRequired[Any]
+    direction: NotRequired[Any]
+    evidence: str
+    seeds: NotRequired[list[int]]
+
+
 class TaskCell(TypedDict):
     """A task's part of a finding: on how many seeds it holds (its state ``holds_as``), of how many,
     each state's and each direction's count, the effect and each seed's record."""
@@ -74,7 +94,7 @@ class TaskCell(TypedDict):
     states: dict[str, int]
     directions: dict[str, int]
     effect: Effect | None
-    per_seed: list[dict[str, Any]]  # a seed's state beside its evidence's own keys (`Evidence` is untyped JSON)
+    per_seed: list[SeedRecord]
 
 
 class PaperBeside(TypedDict):
@@ -115,6 +135,28 @@ class TaskCore(TypedDict):
     num_layers: int
     num_heads: int
 
+
+class StudySeries(TypedDict):
+    """One quantity along fine-tuning over a task's seeds, at each fraction of training: mean and
+    sample standard deviation (None where no seed has it), and how many seeds."""
+
+    mean: list[float | None]
+    std: list[float | None]
+    n: int
+
+
+class StudyTrajectory(TypedDict):
+    """A task's series along fine-tuning over its seeds (`harness.views.trajectory.study_series`): the
+    fractions of training, and each quantity's `StudySeries` by its key (``last_layer_cosine``...)."""
+
+    fractions: list[float]
+    series: dict[str, StudySeries]
+
+
+# The comparison of a task's seeds' fine-tuned models with each other, or of one pair of them
+# (`harness.study.between_seeds`): JSON, its parts beside the cosine's keyed by the analysis's name,
+# which a TypedDict cannot key by.
+BetweenSeeds = dict[str, Any]
 
 # A task's aggregate: `TaskCore`'s keys and beside them each view's own `View.across_seeds` keys, the
 # trajectory's and the between-seeds comparison's, which this layer cannot name (mypy has no TypedDict

@@ -19,7 +19,7 @@ those seeds, and says how many. Nothing here imports torch.
 from __future__ import annotations
 
 from functools import partial
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 from scipy.stats import t as student_t
@@ -27,7 +27,18 @@ from scipy.stats import t as student_t
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.results.entries import decoded
 from harness.results.run_record import RunSummary
-from harness.results.study_record import Effect, Finding, Learning, PaperBeside, TaskAggregate, TaskCell, TaskCore
+from harness.results.study_record import (
+    BetweenSeeds,
+    Effect,
+    Finding,
+    Learning,
+    PaperBeside,
+    SeedRecord,
+    StudyTrajectory,
+    TaskAggregate,
+    TaskCell,
+    TaskCore,
+)
 from harness.views import VIEWS
 from harness.views import trajectory as trajectory_view
 from harness.views.base import Entry, Failures, PaperPoint, View, attempt, per_checkpoint_results
@@ -89,7 +100,7 @@ def task_aggregate(summaries: dict[int, RunSummary], failures: Failures | None =
                 failures, f"{view.name} over the seeds of {task}", partial(view.across_seeds, entries), {}
             )
             entry.update(kept)
-    trajectory: dict[str, Any] = attempt(
+    trajectory: dict[str, StudyTrajectory] = attempt(
         failures,
         f"the trajectory over the seeds of {first['run']['task']}",
         partial(trajectory_aggregate, summaries),
@@ -142,20 +153,21 @@ def judged_tasks(checked: dict[str, Learning], findings_from: str) -> tuple[list
     return [task for task in checked if task not in kept_out], kept_out
 
 
-def seed_record(seed: int, state: str, evidence: Evidence) -> dict[str, Any]:
+def seed_record(seed: int, state: str, evidence: Evidence) -> SeedRecord:
     """One seed's part of a finding: its state (holds, fails, unclear; as the paper, against it;
     changes; or no clear change), the direction it went where it is a change, and the evidence it
     rests on (value and interval, or support over resamples)."""
-    kept = ("value", "interval", "support", "statistic", "unit", "n", "direction")
-    return {
+    kept = ("value", "interval", "support", "statistic", "unit", "n", "direction")  # `SeedRecord`'s, where it has them
+    record = {
         "seed": seed,
         "state": state,
         **{key: evidence[key] for key in kept if key in evidence},
         "evidence": described(evidence),
     }
+    return cast(SeedRecord, record)
 
 
-def effect(records: list[dict[str, Any]]) -> Effect | None:
+def effect(records: list[SeedRecord]) -> Effect | None:
     """A task's effect over its seeds: the mean of their values, with its interval: the seed's own
     95% interval where there is one seed, else a 95% t interval of the mean over the seeds (it
     takes in the sampling error of each seed and the difference between fine-tunings); None
@@ -176,7 +188,7 @@ def effect(records: list[dict[str, Any]]) -> Effect | None:
     }
 
 
-def task_cell(records: list[dict[str, Any]], holds: str) -> TaskCell:
+def task_cell(records: list[SeedRecord], holds: str) -> TaskCell:
     """A task's part of a finding: on how many seeds it ``holds`` (its state counted), how many
     went each other way, each seed's record, the directions clear changes went, and the effect."""
     states = [record["state"] for record in records]
@@ -402,7 +414,7 @@ def last_layer(evidence: Evidence) -> Evidence:
     }
 
 
-def seed_noise_finding(between: dict[str, dict[str, Any]], judged: list[str]) -> dict[str, Finding]:
+def seed_noise_finding(between: dict[str, BetweenSeeds], judged: list[str]) -> dict[str, Finding]:
     """Whether the last layer's change from pre-training stands clear of the difference between
     two fine-tunings of the same task (`harness.study.between_seeds`), per pair of seeds of each
     judged task: ``holds`` where the cosine between the seeds is clearly above the first seed's
@@ -412,7 +424,7 @@ def seed_noise_finding(between: dict[str, dict[str, Any]], judged: list[str]) ->
     per_task = {}
     for task in judged:
         pairs = between.get(task, {}).get("pairs", [])
-        records = []
+        records: list[SeedRecord] = []
         for pair in pairs:
             evidence = last_layer(pair["against_pretraining"])
             records.append(
@@ -432,7 +444,7 @@ TIMING = {
 TIMED_BY: dict[str, type[View[Any]]] = {"cosine_before_dev": CosineView, "heterogeneous_early": PatternsView}
 
 
-def trajectory_aggregate(summaries: dict[int, RunSummary]) -> dict[str, Any]:
+def trajectory_aggregate(summaries: dict[int, RunSummary]) -> dict[str, StudyTrajectory]:
     """A task's series along fine-tuning over the seeds that kept a trajectory: the last layer's
     cosine to the pre-trained maps, the dev score and the pattern shares at each fraction of
     training (`harness.views.trajectory.study_series`); empty without a trajectory."""
@@ -519,7 +531,7 @@ def findings(
     by_task: Summaries,
     judged: list[str],
     failures: Failures | None = None,
-    between: dict[str, dict[str, Any]] | None = None,
+    between: dict[str, BetweenSeeds] | None = None,
 ) -> dict[str, Finding]:
     """The learning check over every task, then every view's claims and signed changes over
     the ``judged`` tasks, with their support over seeds and tasks and the papers beside them,

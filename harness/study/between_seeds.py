@@ -16,7 +16,6 @@ beside the first seed's pre-trained to fine-tuned CKA the same way, where its ru
 from __future__ import annotations
 
 from itertools import combinations
-from typing import Any
 
 from harness.analyses.cka import RepresentationChange
 from harness.analyses.cosine import CosineSimilarity
@@ -24,6 +23,7 @@ from harness.model.finetune import FineTuneResult, stored_result
 from harness.model.loading import load_tokenizer
 from harness.results.checkpoints import MAIN_PAIR
 from harness.results.entries import decoded
+from harness.results.study_record import BetweenSeeds
 from harness.results.summary import SUMMARY, stored_summary
 from harness.run.engine import analyse
 from harness.run.pipeline import results_store, source_context, trained_checkpoint
@@ -63,7 +63,7 @@ def fine_tune_of(plan: RunPlan) -> FineTuneResult:
     return result
 
 
-def seed_pair(first: RunPlan, second: RunPlan) -> dict[str, Any] | None:
+def seed_pair(first: RunPlan, second: RunPlan) -> BetweenSeeds | None:
     """One pair of seeds: the cosine per layer between their fine-tuned models, and per layer the
     change from ``first``'s pre-trained to fine-tuned cosine to that cosine (its interval over
     the dev examples); the same of the tokens' CKA where ``first``'s run has one (``cka``); None
@@ -92,7 +92,7 @@ def seed_pair(first: RunPlan, second: RunPlan) -> dict[str, Any] | None:
     return found
 
 
-def between_seeds(runs: list[RunPlan]) -> dict[str, dict[str, Any]]:
+def between_seeds(runs: list[RunPlan]) -> dict[str, BetweenSeeds]:
     """Per task with two finished seeds or more, every pair of its seeds (`seed_pair`) and the
     per-layer cosine between seeds as mean and spread over the pairs."""
     by_task: dict[str, list[RunPlan]] = {}

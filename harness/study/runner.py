@@ -19,7 +19,6 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 from harness.analyses import ANALYSES
 from harness.analyses.base import INTERVENES
@@ -29,7 +28,7 @@ from harness.present.study_figures import draw_study
 from harness.results.locking import exclusive
 from harness.results.run_record import RunSummary
 from harness.results.store import key_of, write_json
-from harness.results.study_record import Spread, StudyDescription, StudyFindings, StudyRecord
+from harness.results.study_record import BetweenSeeds, Spread, StudyDescription, StudyFindings, StudyRecord
 from harness.results.summary import STUDIES, STUDY, SUMMARY, flatten, seal, stored_summary
 from harness.run.plan import Downloads, RunPlan, plan_run
 from harness.run.tracking import (
@@ -173,7 +172,7 @@ def study(plan: StudyPlan) -> tuple[StudyRecord, list[Path], str, str]:
             failures = run_all(plan, {"study": plan.name, PARENT_TAG: parent.run_id})
             lost: Failures = {}
             finished = [run for run in plan.runs if run_label(run.config) not in failures]
-            between: dict[str, dict[str, Any]] = attempt(lost, "between seeds", partial(between_seeds, finished), {})
+            between: dict[str, BetweenSeeds] = attempt(lost, "between seeds", partial(between_seeds, finished), {})
             aggregated = aggregate(plan, failures, parent.children_seconds(timed_sources()), between, lost)
             write_study(plan.folder, aggregated)
             files = (
@@ -210,7 +209,7 @@ def aggregate(
     plan: StudyPlan,
     failures: dict[str, str],
     seconds: dict[str, dict[str, float]],
-    between: dict[str, dict[str, Any]] | None = None,
+    between: dict[str, BetweenSeeds] | None = None,
     lost: Failures | None = None,
 ) -> StudyRecord:
     """The study from its runs' stored summaries (finished runs only), with the seconds each
@@ -244,7 +243,7 @@ def across_runs(
     plan: StudyPlan,
     by_task: dict[str, dict[int, RunSummary]],
     seconds: dict[str, dict[str, float]],
-    between: dict[str, dict[str, Any]],
+    between: dict[str, BetweenSeeds],
     lost: Failures,
 ) -> StudyFindings:
     """What the runs' summaries say across seeds and tasks (`aggregate`); a view that fails is named in ``lost``."""

@@ -29,7 +29,7 @@ import numpy as np
 
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.results.run_record import RunSummary, TrajectoryPoint
-from harness.results.study_record import StudyRecord
+from harness.results.study_record import StudyRecord, StudySeries, StudyTrajectory
 from harness.views.across_tasks import study_title, task_colour
 from harness.views.cosine import CosineView
 from harness.views.evaluation import MAJORITY, EvaluationView
@@ -379,11 +379,11 @@ def share_early(
     )
 
 
-def study_series(summaries: list[RunSummary], named: dict[str, Metric]) -> dict[str, Any]:
+def study_series(summaries: list[RunSummary], named: dict[str, Metric]) -> StudyTrajectory:
     """Over a task's seeds (their summaries, aligned by the fraction of training: the same steps for
     every seed), each metric of ``named`` (``{key: metric without its value}``) at each fraction: mean and spread."""
     fractions = [step / steps_of(summaries[0])[-1] for step in steps_of(summaries[0])]
-    found = {}
+    found: dict[str, StudySeries] = {}
     for key, metric in named.items():
         grid = np.array(
             [
@@ -410,7 +410,9 @@ def study_series(summaries: list[RunSummary], named: dict[str, Metric]) -> dict[
 def draw_study(study: StudyRecord, out_dir: Path) -> list[Path]:
     """The last layer's cosine to the pre-trained maps and the dev score over the fraction of
     training, per task (mean over seeds, band ±1 s.d.): what changes first."""
-    tasks = {task: entry["trajectory"] for task, entry in study["tasks"].items() if "trajectory" in entry}
+    tasks: dict[str, StudyTrajectory] = {
+        task: entry["trajectory"] for task, entry in study["tasks"].items() if "trajectory" in entry
+    }
     if not tasks:
         return []
     figure, (cosine_axes, dev_axes) = plt.subplots(1, 2, figsize=(9, 3.6))
