@@ -41,6 +41,11 @@ class RunSection(TypedDict):
     skipped: NotRequired[dict[str, str]]
 
 
+# What a point keeps for the findings on when things change, by analysis: each view's own per-unit
+# sums (`harness.views.base.View.timed_units`), JSON of the shape that view gives them.
+TimedUnits = dict[str, Any]
+
+
 class PointMaps(TypedDict, total=False):
     """A point's example maps, where the run has the example maps analysis."""
 
@@ -57,7 +62,7 @@ class TrajectoryPoint(PointMaps):
     examples_seen: int
     metrics: dict[str, float]
     to_final: dict[str, float]
-    units: dict[str, Any]  # each view's own per-unit sums (`harness.views.base.View.timed_units`): JSON of its shape
+    units: TimedUnits
 
 
 class Trajectory(TypedDict):

@@ -14,7 +14,7 @@ import shlex
 from collections.abc import Mapping
 from dataclasses import asdict, is_dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypedDict, TypeVar
 
 from harness.config_files import RUN_SETTINGS
 from harness.results.run_record import RunSummary, decoded_summary
@@ -46,7 +46,14 @@ def content_hash(document: Any) -> str:
     return key_of(document, 64)
 
 
-def seal_record(document: Mapping[str, Any]) -> dict[str, Any]:
+class Seal(TypedDict):
+    """What the store keeps of a summary or study (`seal_record`): the hash of the whole, and of each part by name."""
+
+    sha256: str
+    parts: dict[str, str]
+
+
+def seal_record(document: Mapping[str, Any]) -> Seal:
     """What the store keeps of a summary or study: the hash of the whole, and of each part (a run's
     description and each analysis entry; a study's sections), so a mismatch can say where it is."""
     parts = {f"analysis {name}": entry for name, entry in document.get("analyses", {}).items()}

@@ -25,7 +25,7 @@ from harness.model.finetune import FineTuneResult, KeptStep
 from harness.model.loading import Checkpoint
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.results.entries import Entry
-from harness.results.run_record import PointMaps, RunSummary, Trajectory, TrajectoryPoint
+from harness.results.run_record import PointMaps, RunSummary, TimedUnits, Trajectory, TrajectoryPoint
 from harness.results.store import ResultStore
 from harness.run.engine import analyse, renamed_entry
 from harness.views import VIEWS
@@ -42,7 +42,7 @@ def step_name(step: int) -> str:
     return f"step-{step}"
 
 
-def timed_units(entries: dict[str, Entry[Any]]) -> dict[str, Any]:
+def timed_units(entries: dict[str, Entry[Any]]) -> TimedUnits:
     """What a point keeps for the findings on when things change, from its entries (said as a run's),
     by analysis: each view's part (`harness.views.base.View.timed_units`: the fine-tuned
     checkpoint's dev predictions, the per-unit sums of the cosine to the pre-trained maps, the

@@ -96,7 +96,7 @@ def task_aggregate(summaries: dict[int, RunSummary], failures: Failures | None =
         entries = entries_of(view, list(summaries.values()))
         if entries:
             task = first["run"]["task"]
-            kept: dict[str, Any] = attempt(
+            kept: TaskAggregate = attempt(
                 failures, f"{view.name} over the seeds of {task}", partial(view.across_seeds, entries), {}
             )
             entry.update(kept)
