@@ -66,7 +66,7 @@ def bert_base_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[
         GLUE_DIR,
         root,
         *("--max-train-examples", "16", "--epochs", "1", "--quick", "--max-eval-examples", "8"),
-        *("--max-dev-examples", "16", "--max-corpus-items", "6", "--probe-train-sentences", "16", "--max-length", "64"),
+        *("--max-dev-examples", "16", "--max-corpus-items", "6", "--probe-train-sentences", "16", "--max-length", "32"),
         *PNG_ONLY,
     )
     figure_checks, collected = logging.getLogger("harness.views.saving"), Collected()
