@@ -10,6 +10,7 @@ stored results (``results``, ``views``, ``present``) never needs torch or a mode
 from __future__ import annotations
 
 import ast
+from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -54,6 +55,7 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+@cache  # parsed once for every test here (each parse of the package takes about a second); no test changes a tree
 def project_modules() -> dict[str, ast.Module]:
     return {
         module_name(path): ast.parse(path.read_text(), str(path))
