@@ -29,7 +29,7 @@ from harness.config import AnalysisConfig
 from harness.inputs.batches import AttentionBatch
 from harness.results.store import FileHashes
 from harness.views.base import pair_name
-from harness.views.evidence import Evidence, UnitSums, direction, paired_change, resample_weights
+from harness.views.evidence import Change, Changes, UnitSums, direction, paired_change, resample_weights
 from harness.views.patterns import UNIT, PatternComparison, PatternResult, PatternSettings, PatternsView, share
 
 
@@ -152,7 +152,7 @@ def corrected(units: UnitSums, cross_validation: dict[str, Any], pairs_seen: boo
     }
 
 
-def share_changes(before: PatternResult, after: PatternResult) -> dict[str, Evidence]:
+def share_changes(before: PatternResult, after: PatternResult) -> dict[str, Change]:
     """Each class's change of share from ``before``'s stored result to ``after``'s, with its paired
     interval over the dev examples, by the signed change's metric name (``pattern_change_vertical``):
     of the shares corrected for the classifier's errors where both results hold its confusion
@@ -175,7 +175,7 @@ def share_changes(before: PatternResult, after: PatternResult) -> dict[str, Evid
     }
 
 
-def corrected_change(before: UnitSums, after: UnitSums, confusion: np.ndarray, pairs_seen: bool) -> Evidence:
+def corrected_change(before: UnitSums, after: UnitSums, confusion: np.ndarray, pairs_seen: bool) -> Changes:
     """Each class's change of the share corrected for the classifier's errors, with 95% intervals
     over paired resamples of the examples, both checkpoints corrected with the same draw of the
     classifier's ``confusion`` in each (`classifier.correction.corrected_changes`)."""

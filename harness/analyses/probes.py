@@ -41,7 +41,7 @@ from harness.inputs.batches import AttentionBatch
 from harness.inputs.sources.treebank import TRAIN
 from harness.inputs.words import word_maps
 from harness.views.base import pair_name
-from harness.views.evidence import Evidence, UnitSums, paired_change
+from harness.views.evidence import Change, UnitSums, paired_change
 from harness.views.probes import (
     ATTENTION_PROBES,
     CHANGE,
@@ -382,7 +382,7 @@ class Probes(WordLevelAnalysis):
         """Per pair: each attention probe's UAS change, and the evidence of the Attn probe's (in
         points) over the dev sentences both probes were scored on."""
 
-        def evidence(before: ProbesResult, after: ProbesResult) -> Evidence:
+        def evidence(before: ProbesResult, after: ProbesResult) -> Change:
             units = [UnitSums.read(stats["units"]) for stats in (before, after)]
             first, second = (replace(sums, numerators=100 * sums.numerators) for sums in units)
             return paired_change(first, second)

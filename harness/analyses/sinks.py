@@ -36,7 +36,7 @@ from harness.analyses.base import ATTENTION, VALUE_NORMS, Analysis, AnalysisCont
 from harness.analyses.surface import SpecialIds, token_masks
 from harness.inputs.batches import AttentionBatch
 from harness.views.base import pair_name
-from harness.views.evidence import Evidence, StoredUnits, UnitSums, paired_change
+from harness.views.evidence import Change, StoredUnits, UnitSums, paired_change
 from harness.views.sinks import (
     EPSILON,
     JUDGED_KINDS,
@@ -204,7 +204,7 @@ class AttentionSinks(Analysis):
                 for stat, kinds in before.items()
             }
 
-        def evidence(before: dict[str, StoredUnits], after: dict[str, StoredUnits]) -> dict[str, Evidence]:
+        def evidence(before: dict[str, StoredUnits], after: dict[str, StoredUnits]) -> dict[str, Change]:
             return {
                 raw_share_change(kind): paired_change(UnitSums.read(before[kind]), UnitSums.read(after[kind]))
                 for kind in JUDGED_KINDS

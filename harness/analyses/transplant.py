@@ -36,12 +36,13 @@ from harness.inputs.batches import AttentionBatch, EncodedBatch
 from harness.inputs.tagging import IGNORED, batch_tags
 from harness.model.forward import Interventions
 from harness.views.base import pair_name
-from harness.views.evidence import Evidence, interval_of, interval_verdict
+from harness.views.evidence import Verdict, interval_of, interval_verdict
 from harness.views.transplant import (
     ALPHA,
     EDGE_LAYERS,
     LAYER_FAMILIES,
     ROWS,
+    ShareKept,
     TransplantFamily,
     TransplantPair,
     TransplantResult,
@@ -93,7 +94,7 @@ def family_statistics(
 
 def share_kept(
     metric: str, everything: np.ndarray, intact: np.ndarray, majority: np.ndarray, labels: np.ndarray, unit: str
-) -> Evidence:
+) -> ShareKept:
     """The share of the intact model's gain over the majority class that ``everything`` (all
     attention pre-trained) keeps, (score - majority) / (intact - majority), with its 95% interval
     over bootstrap resamples of the units (those where the gain is not positive left out, and
@@ -118,7 +119,7 @@ def share_kept(
     }
 
 
-def edge_layers(metric: str, first_two: np.ndarray, last_two: np.ndarray, labels: np.ndarray, unit: str) -> Evidence:
+def edge_layers(metric: str, first_two: np.ndarray, last_two: np.ndarray, labels: np.ndarray, unit: str) -> Verdict:
     """The score with the first two layers' attention pre-trained minus with the last two layers':
     above 0 when the last two cost more; its 95% paired bootstrap interval and verdict."""
     value, intervals = bootstrap_differences(metric, first_two[None], last_two, labels)

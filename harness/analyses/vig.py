@@ -61,7 +61,7 @@ from harness.analyses.base import Analysis, AnalysisContext, best_head, changed_
 from harness.inputs.batches import AttentionBatch, EncodedBatch, real_tokens
 from harness.inputs.encoding import token_spans
 from harness.views.base import BestHead, HeadValue, pair_name
-from harness.views.evidence import Evidence, UnitSums, best_of_many_change, head_names, paired_change
+from harness.views.evidence import Change, UnitSums, best_of_many_change, head_names, paired_change
 from harness.views.vig import CROSS, STATISTICS, UNIT, VigComparison, VigResult, VigView, change_of
 
 WORD = re.compile(r"\w+")
@@ -297,7 +297,7 @@ class VigBehaviours(Analysis):
         def change(before: list[list[float]], after: list[list[float]]) -> list[list[float]]:
             return [[b - a for a, b in zip(old, new)] for old, new in zip(before, after)]
 
-        def evidence(before: VigResult, after: VigResult) -> dict[str, Evidence]:
+        def evidence(before: VigResult, after: VigResult) -> dict[str, Change]:
             if not before["examples"][CROSS]:
                 return {}
             first, second = (UnitSums.read(stats["units"]) for stats in (before, after))

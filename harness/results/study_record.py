@@ -71,15 +71,14 @@ class SeedRecord(TypedDict):
 
     seed: int
     state: str
-    # each as the evidence gave it, of the kind its statistic gives (a number, an interval, a word):
-    # `harness.views.evidence.Evidence` is untyped JSON
-    value: NotRequired[Any]
-    interval: NotRequired[Any]
-    support: NotRequired[Any]
-    statistic: NotRequired[Any]
-    unit: NotRequired[Any]
-    n: NotRequired[Any]
-    direction: NotRequired[Any]
+    # each as the evidence gave it (`harness.views.evidence.Change` or `Verdict`), where it has it
+    value: NotRequired[float]
+    interval: NotRequired[list[float]]
+    support: NotRequired[float]
+    statistic: NotRequired[str]
+    unit: NotRequired[str]
+    n: NotRequired[int]
+    direction: NotRequired[str]
     evidence: str
     seeds: NotRequired[list[int]]
 

@@ -18,6 +18,7 @@ those seeds, and says how many. Nothing here imports torch.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import partial
 from typing import Any, cast
 
@@ -51,7 +52,10 @@ from harness.views.evidence import (
     NO_CLEAR_CHANGE,
     RISES,
     UNCLEAR,
-    Evidence,
+    Change,
+    Changes,
+    Single,
+    Verdict,
     described,
     effect_text,
 )
@@ -130,7 +134,9 @@ def learning(by_task: Summaries) -> dict[str, Learning]:
         seeds = {}
         for seed, summary in summaries.items():
             entry = current_entry(EvaluationView, summary)
-            seeds[str(seed)] = entry is not None and (judge(entry) or {}).get("verdict") == HOLDS
+            seeds[str(seed)] = (
+                entry is not None and (verdict := judge(entry)) is not None and verdict["verdict"] == HOLDS
+            )
         checked[task] = {
             "seeds": seeds,
             "learned": sum(seeds.values()),
@@ -153,15 +159,16 @@ def judged_tasks(checked: dict[str, Learning], findings_from: str) -> tuple[list
     return [task for task in checked if task not in kept_out], kept_out
 
 
-def seed_record(seed: int, state: str, evidence: Evidence) -> SeedRecord:
+def seed_record(seed: int, state: str, evidence: Single) -> SeedRecord:
     """One seed's part of a finding: its state (holds, fails, unclear; as the paper, against it;
     changes; or no clear change), the direction it went where it is a change, and the evidence it
     rests on (value and interval, or support over resamples)."""
     kept = ("value", "interval", "support", "statistic", "unit", "n", "direction")  # `SeedRecord`'s, where it has them
+    given: Mapping[str, object] = evidence  # each kept key's type is `SeedRecord`'s (the cast below)
     record = {
         "seed": seed,
         "state": state,
-        **{key: evidence[key] for key in kept if key in evidence},
+        **{key: given[key] for key in kept if key in given},
         "evidence": described(evidence),
     }
     return cast(SeedRecord, record)
@@ -404,7 +411,7 @@ SEED_NOISE = (
 )
 
 
-def last_layer(evidence: Evidence) -> Evidence:
+def last_layer(evidence: Changes) -> Change:
     """The last layer's part of a per-layer evidence (`paired_change` with ``reduce=None``)."""
     return {
         **evidence,
@@ -461,14 +468,14 @@ def trajectory_aggregate(summaries: dict[int, RunSummary]) -> dict[str, StudyTra
     return {"trajectory": trajectory_view.study_series(kept, named)}
 
 
-def seed_timings(summary: RunSummary) -> dict[str, Evidence | None]:
+def seed_timings(summary: RunSummary) -> dict[str, Verdict | None]:
     """The findings on when things change, judged on one run's trajectory (`harness.views.trajectory`)."""
     points, analyses = trajectory_view.points_of(summary), summary["analyses"]
     if not points or EvaluationView.name not in analyses:
         return {}
     evaluation = per_checkpoint_results(analyses[EvaluationView.name])[FINETUNED]
     split, metric = EvaluationView.main_score(analyses[EvaluationView.name])
-    found: dict[str, Evidence | None] = dict.fromkeys(TIMED_BY)
+    found: dict[str, Verdict | None] = dict.fromkeys(TIMED_BY)
     if CosineView.name in analyses:
         found["cosine_before_dev"] = trajectory_view.cosine_before_dev(
             points,

@@ -1,6 +1,6 @@
 """What the ablation's statistics say: the best and worst change of a family, the gains significant
 after Holm's correction, and whether disabling some head (or layer) helps or importance beats a
-baseline, as `harness.views.evidence.Evidence` for the claims.
+baseline, as `harness.views.evidence.Verdict` for the claims.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import numpy as np
 
 from harness.views.ablation_results import AblationResult, Family, Scope, family_grids, fine_tuned_result, versus
 from harness.views.base import Entry
-from harness.views.evidence import FAILS, HOLDS, UNCLEAR, Evidence
+from harness.views.evidence import FAILS, HOLDS, UNCLEAR, Verdict
 
 MODE_SHORT = {"uniform": "1/L", "zero": "gated to 0"}
 ALPHA = 0.05  # family-wise error rate of Holm's correction: what counts as significant
@@ -42,7 +42,18 @@ def significant_gains(family: Family) -> int:
     return int(((np.asarray(family["delta"]) > 0) & (np.asarray(family["p_holm"]) < ALPHA)).sum())
 
 
-def disabling_gain(result: AblationResult, scope: Scope, mode: str) -> Evidence:
+class FamilyGain(Verdict):
+    """Whether disabling some single member of a family raises the score (`disabling_gain`): the verdict,
+    the gain it names with its simultaneous interval and Holm-adjusted p, where, how many members' gains
+    are shown below the margin, and all of it in words."""
+
+    p_holm: float
+    where: str
+    members_below_margin: int
+    text: str
+
+
+def disabling_gain(result: AblationResult, scope: Scope, mode: str) -> FamilyGain:
     """Whether disabling some single head (or layer) raises the score, judged over its whole
     family (every head, or every layer, of one mode), each way by a test that can say so:
     ``holds`` when some gain's Holm-adjusted p is below `ALPHA` (the largest such gain named,
@@ -90,23 +101,23 @@ def disabling_gain(result: AblationResult, scope: Scope, mode: str) -> Evidence:
     }
 
 
-def disabling_helps(scope: Scope) -> Callable[[Entry], Evidence | None]:
+def disabling_helps(scope: Scope) -> Callable[[Entry], Verdict | None]:
     """A judge: whether making some single head's (or layer's) attention uniform raises the
     fine-tuned score significantly after Holm's correction over all of them (`disabling_gain`)."""
 
-    def judge(entry: Entry) -> Evidence | None:
+    def judge(entry: Entry) -> Verdict | None:
         result = fine_tuned_result(entry)
         return None if result is None else disabling_gain(result, scope, HELPS_MODE)
 
     return judge
 
 
-def importance_beats(baseline: str) -> Callable[[Entry], Evidence | None]:
+def importance_beats(baseline: str) -> Callable[[Entry], Verdict | None]:
     """A judge: whether the area under the importance order's cross-fitted pruning curve is above
     the ``baseline``'s (random or oracle), by its stored paired bootstrap interval over the
     examples; None where the fine-tuned checkpoint has no importance."""
 
-    def judge(entry: Entry) -> Evidence | None:
+    def judge(entry: Entry) -> Verdict | None:
         result = fine_tuned_result(entry)
         return None if result is None or "pruning" not in result else versus(result["pruning"], baseline)
 

@@ -15,7 +15,7 @@ from harness.results.checkpoints import FINETUNED
 from harness.results.entries import PerCheckpoint
 from harness.views.base import Entry, pair_name, per_checkpoint_results
 from harness.views.cosine import CosineView
-from harness.views.evidence import Evidence, Packed
+from harness.views.evidence import Packed, Verdict
 
 MODES = ("uniform", "zero")
 # what one disabling variant switches off: a single head, or a whole layer
@@ -58,7 +58,7 @@ def family_grids(family: Family) -> dict[str, np.ndarray]:
     return {key: np.asarray(values, dtype=np.float64) for key, values in keyed}
 
 
-def versus(pruning: Areas, baseline: str) -> Evidence | None:
+def versus(pruning: Areas, baseline: str) -> Verdict | None:
     """The importance order's area minus ``baseline``'s (one of `BASELINES`), where the pruning has it."""
     if baseline == "random":
         return pruning.get("importance_vs_random")
@@ -116,11 +116,11 @@ class Family(TypedDict):
 
 class Areas(TypedDict):
     """The area under each order's cross-fitted pruning curve, and, with an importance order, its
-    area minus the random orders' and minus the oracle's (`Evidence`)."""
+    area minus the random orders' and minus the oracle's (`Verdict`)."""
 
     areas: dict[str, float]
-    importance_vs_random: NotRequired[Evidence]
-    importance_vs_oracle: NotRequired[Evidence]
+    importance_vs_random: NotRequired[Verdict]
+    importance_vs_oracle: NotRequired[Verdict]
 
 
 class Pruning(Areas):

@@ -24,6 +24,7 @@ from harness.results.entries import Compared, Entry, Pairs, PerCheckpoint, Resul
 from harness.results.run_record import Analysed, RunSection
 from harness.results.shapes import declare
 from harness.results.study_record import StudyRecord
+from harness.views.evidence import Change, Verdict
 from harness.views.metrics import Metric
 from harness.views.samples import Sampler, dev_sample
 
@@ -99,7 +100,7 @@ class Claim:
     seeds and tasks it holds clearly, fails clearly, or is unclear."""
 
     text: str
-    judge: Callable[[Entry[Any]], dict[str, Any] | None]
+    judge: Callable[[Entry[Any]], Verdict | None]
 
 
 @dataclass(frozen=True)
@@ -178,7 +179,7 @@ class View(Generic[Result]):
             declare(cls.name, cls.stored)
 
     @classmethod
-    def change_evidence(cls, entry: Entry[Any]) -> dict[str, dict[str, Any]]:
+    def change_evidence(cls, entry: Entry[Any]) -> dict[str, Change]:
         """Each signed change's evidence on this run (`harness.views.evidence.paired_change`: its
         value, 95% interval over the units sampled, and direction, ``rises``, ``falls`` or ``no
         clear change``), by metric name; a change the run does not define is absent. What the

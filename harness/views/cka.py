@@ -20,6 +20,7 @@ al. 2020). Between seeds of a task, the same CKA of two fine-tunings is the yard
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar, Literal, TypedDict
@@ -34,10 +35,10 @@ from harness.views.base import Claim, Entry, PaperPoint, Row, View, per_pair_res
 from harness.views.evidence import (
     LEVEL,
     SEED,
-    Evidence,
     Packed,
     StoredUnits,
     UnitSums,
+    Verdict,
     direction,
     interval_of,
     interval_verdict,
@@ -183,12 +184,12 @@ def main_pair(entry: CkaEntry) -> CkaPair | None:
     return per_pair_results(entry).get(MAIN_PAIR)
 
 
-def interval_evidence(observed: float, samples: np.ndarray, unit: str, count: int, statistic: str) -> Evidence:
+def interval_evidence(observed: float, samples: np.ndarray, unit: str, count: int, statistic: str) -> Verdict:
     """A statistic with its 95% interval over ``samples`` and its verdict: holds above 0, fails below."""
     return {"value": float(observed), **interval_verdict(interval_of(samples), unit, count, statistic)}
 
 
-def follows_attention(entry: CkaEntry) -> Evidence | None:
+def follows_attention(entry: CkaEntry) -> Verdict | None:
     """Spearman's rho over layers of the representation change (1 - CKA of the tokens) with the
     attention change (1 - cosine), with its 95% interval over resamples of the inputs; holds when
     the interval lies above 0. None without the main pair, or under three layers to rank."""
@@ -206,7 +207,7 @@ def follows_attention(entry: CkaEntry) -> Evidence | None:
     )
 
 
-def changes_lower(entry: CkaEntry) -> Evidence | None:
+def changes_lower(entry: CkaEntry) -> Verdict | None:
     """The layer by which the attention makes half its summed change over the layers, minus the
     layer by which the representations do (`half_way_layer`), with its 95% interval; above 0 (the
     representations' change sits lower) holds. None without the main pair or a second layer."""
@@ -234,7 +235,16 @@ def entry_unit(pair: CkaPair) -> str:
     return pair["units"]["unit"]
 
 
-def against_other_inputs(own: CkaPair, other: CkaPair) -> dict[str, Evidence]:
+class AgainstInputs(Verdict):
+    """A measure's change on the task's inputs minus on running text (`against_other_inputs`): its
+    mean over layers as a verdict, and each layer's difference with its interval and direction."""
+
+    per_layer: list[float]
+    per_layer_interval: list[list[float]]
+    per_layer_direction: list[str]
+
+
+def against_other_inputs(own: CkaPair, other: CkaPair) -> dict[str, AgainstInputs]:
     """Per measure (``representations``: 1 - CKA of the tokens; ``attention``: 1 - cosine), its
     change on ``other``'s inputs (the task's) minus on ``own``'s (running text): the mean over
     layers with its 95% interval (the two samples resampled each on its own) and verdict (above 0:
@@ -243,7 +253,7 @@ def against_other_inputs(own: CkaPair, other: CkaPair) -> dict[str, Evidence]:
     mine, theirs = changes(own, group_weights(own, SEED + 1)), changes(other, group_weights(other))
     observed_mine = changes(own, np.ones((1, count)))
     observed_theirs = changes(other, np.ones((1, int(max(other["blocks"]) + 1))))
-    found = {}
+    found: dict[str, AgainstInputs] = {}
     for index, measure in enumerate(("representations", "attention")):
         samples = theirs[index] - mine[index]
         observed = observed_theirs[index][0] - observed_mine[index][0]
@@ -267,11 +277,11 @@ def against_other_inputs(own: CkaPair, other: CkaPair) -> dict[str, Evidence]:
 MEASURES = {"representations": "1 - CKA of the tokens' hidden states", "attention": "1 - cosine of the attention maps"}
 
 
-def out_of_domain_judge(measure: str) -> Any:
+def out_of_domain_judge(measure: str) -> Callable[[CkaEntry], Verdict | None]:
     """A judge: whether ``measure`` changes less on running text than on the task's inputs, from what
     the running-text entry's ``related`` part holds for the main pair."""
 
-    def judge(entry: CkaEntry) -> Evidence | None:
+    def judge(entry: CkaEntry) -> Verdict | None:
         related = (entry.get("related") or {}).get("task_inputs", {}).get(MAIN_PAIR)
         return None if related is None else related[measure]
 

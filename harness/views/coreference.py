@@ -26,7 +26,7 @@ from harness.results.entries import PerCheckpoint
 from harness.results.run_record import RunSection
 from harness.views.base import Entry, PaperPoint, Row, View, per_checkpoint_results, per_pair_results, register_view
 from harness.views.drawing import draw_side_by_side_grids
-from harness.views.evidence import Evidence, StoredUnits, best_of_many_words
+from harness.views.evidence import Change, StoredUnits, best_of_many_words
 from harness.views.metrics import Metric
 from harness.views.palette import GREY
 from harness.views.samples import documents_sample
@@ -109,7 +109,7 @@ class CoreferenceComparison(TypedDict):
 
     best_head: dict[str, float | None]
     at_before_best_head: dict[str, Any]
-    evidence: dict[str, Evidence]
+    evidence: dict[str, Change]
 
 
 @analysis_settings
@@ -281,7 +281,7 @@ def draw_by_type(checkpoints: dict[str, CoreferenceResult], data: str, out_dir: 
     return save(figure, out_dir / "coreference_by_type.png")
 
 
-def points(evidence: Evidence) -> str:
+def points(evidence: Change) -> str:
     """``-3.8 [-7.1, -0.4]``: a change of fractions and its 95% interval, in points."""
     low, high = evidence["interval"]
     return f"{100 * evidence['value']:+.1f} [{100 * low:+.1f}, {100 * high:+.1f}]"

@@ -23,7 +23,7 @@ from harness.views.across_tasks import study_title, task_colour
 from harness.views.base import Claim, Entry, HeadValue, PaperPoint, Row, View, per_pair_results, register_view
 from harness.views.clustering import ClusteringView
 from harness.views.drawing import draw_head_grid, draw_layer_lines, panels_for, style_head_axes
-from harness.views.evidence import Evidence, StoredUnits, UnitSums, resampled_verdict
+from harness.views.evidence import StoredUnits, UnitSums, Verdict, resampled_verdict
 from harness.views.markdown import markdown_table
 from harness.views.metrics import Metric
 from harness.views.papers import KOVALEVA_TASKS, expected_for
@@ -66,7 +66,7 @@ def most_changed(per_head: list[list[float]]) -> HeadValue:
     return {"layer": int(layer) + 1, "head": int(head) + 1, "value": float(grid[layer, head])}
 
 
-def last_layers_change_most(entry: CosineEntry) -> Evidence | None:
+def last_layers_change_most(entry: CosineEntry) -> Verdict | None:
     """Whether the last two layers have the two lowest per-layer cosines, judged on bootstrap
     resamples of the dev examples; the statistic is the margin, the smaller change (1 - cosine)
     of the last two layers minus the largest change of the others (above 0: the claim holds).

@@ -24,7 +24,7 @@ from harness.results.entries import PerCheckpoint
 from harness.results.run_record import RunSection
 from harness.views.base import Entry, PaperPoint, Row, View, per_checkpoint_results, per_pair_results, register_view
 from harness.views.drawing import draw_side_by_side_grids
-from harness.views.evidence import Evidence, StoredUnits, best_of_many_words
+from harness.views.evidence import Change, StoredUnits, best_of_many_words
 from harness.views.metrics import Metric
 from harness.views.samples import treebank_samples
 from harness.views.saving import plt, save
@@ -168,7 +168,7 @@ class SyntaxComparison(TypedDict):
 
     relations: list[RelationChange]
     all_clark: RelationChange | None
-    evidence: dict[str, Evidence]
+    evidence: dict[str, Change]
 
 
 @analysis_settings

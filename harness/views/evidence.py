@@ -31,9 +31,10 @@ import base64
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, NotRequired, TypedDict
+from typing import Literal, NotRequired, TypedDict, final, overload
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from harness.results.study_record import Effect
 
@@ -47,8 +48,57 @@ REDUCE: dict[str | None, Callable[[np.ndarray], np.ndarray]] = {
     None: lambda values: values,  # K values: one statistic each (per layer, per class)
 }
 CROSS_FITTED = "cross-fitted: the best chosen on one half of the {n} {unit}, scored on the other, both ways, averaged"
-Evidence = dict[str, Any]  # what `paired_change` and `resampled_verdict` return, stored with the results
 Weights = tuple[np.ndarray, np.ndarray]  # unit weights (rows, units) of the two halves a best is cross-fitted on
+
+
+@final  # a reader's `in` narrows the kind of `Evidence` it holds
+class Change(TypedDict):
+    """A change and its 95% interval over ``n`` resampled ``unit`` and its direction
+    (`paired_change`); a cross-fitted best's (`best_of_many_change`) also keeps each checkpoint's
+    level, the members chosen on each half and how it was measured, or why it could not be."""
+
+    value: float
+    interval: list[float]
+    unit: str
+    n: int
+    direction: str
+    statistic: NotRequired[str]  # where it is not the plain ratio (a share corrected for the classifier's errors)
+    levels: NotRequired[list[float]]
+    chosen: NotRequired[list[list[str]]]
+    protocol: NotRequired[str]
+    note: NotRequired[str]
+
+
+@final  # a reader's `in` narrows the kind of `Evidence` it holds
+class Changes(TypedDict):
+    """A change per K (per layer, per class: `paired_change` with ``reduce=None``): a value, an
+    interval and a direction each."""
+
+    value: list[float]
+    interval: list[list[float]]
+    unit: str
+    n: int
+    direction: list[str]
+    statistic: NotRequired[str]
+
+
+class Verdict(TypedDict):  # not final: an analysis may keep more with its verdict (a subclass)
+    """A yes/no statement's verdict on ``n`` resampled ``unit`` (`resampled_verdict`, `best_above`,
+    `interval_verdict`): whether it holds on the whole sample and on what share of resamples,
+    where it was resampled, and the effect it reads with its interval, where it has one."""
+
+    verdict: str
+    unit: str
+    n: int
+    statistic: str
+    holds: NotRequired[bool]
+    support: NotRequired[float]
+    value: NotRequired[float]
+    interval: NotRequired[list[float]]
+
+
+Evidence = Change | Changes | Verdict  # what the functions below return, stored with the results
+Single = Change | Verdict  # evidence of one statistic (not per K): what a finding's seed record reads
 
 
 class Packed(TypedDict):
@@ -119,11 +169,11 @@ class UnitSums:
         return cls(unpack(stored["numerators"]), unpack(stored["denominators"]), stored["unit"])
 
     @classmethod
-    def of(cls, numerators: Any, denominators: Any, unit: str) -> UnitSums:
+    def of(cls, numerators: ArrayLike, denominators: ArrayLike, unit: str) -> UnitSums:
         """From lists or arrays: numerators (units,) or (units, K), denominators (units,) or (units, K)."""
-        numerators = np.asarray(numerators, dtype=np.float64)
+        array = np.asarray(numerators, dtype=np.float64)
         return cls(
-            numerators[:, None] if numerators.ndim == 1 else numerators,
+            array[:, None] if array.ndim == 1 else array,
             np.asarray(denominators, dtype=np.float64),
             unit,
         )
@@ -148,7 +198,11 @@ def interval_of(samples: np.ndarray) -> list[float]:
     return np.percentile(samples, [tail, 100 - tail], axis=0).tolist()
 
 
-def paired_change(before: UnitSums, after: UnitSums, reduce: str | None = "mean") -> Evidence:
+@overload
+def paired_change(before: UnitSums, after: UnitSums, reduce: Literal["mean"] = "mean") -> Change: ...
+@overload
+def paired_change(before: UnitSums, after: UnitSums, reduce: None) -> Changes: ...
+def paired_change(before: UnitSums, after: UnitSums, reduce: Literal["mean"] | None = "mean") -> Change | Changes:
     """``after``'s statistic minus ``before``'s, measured on the same units, with its paired
     bootstrap interval and direction (one of each per K when ``reduce`` is None)."""
     if before.count != after.count:
@@ -224,7 +278,7 @@ def held_out_best(units: UnitSums, halves_weights: Weights) -> np.ndarray:
     return (on_second + on_first) / 2
 
 
-def best_of_many_change(before: UnitSums, after: UnitSums, members: list[str]) -> Evidence:
+def best_of_many_change(before: UnitSums, after: UnitSums, members: list[str]) -> Change:
     """The change of the best of K members (the best head) from ``before`` to ``after``,
     measured on the same units and cross-fitted (`held_out_best`), with its 95% interval over
     stratified bootstrap resamples of the two halves and its direction. Also kept: each
@@ -261,7 +315,7 @@ def best_of_many_change(before: UnitSums, after: UnitSums, members: list[str]) -
     }
 
 
-def best_above(units: UnitSums, threshold: float, statistic: str) -> Evidence:
+def best_above(units: UnitSums, threshold: float, statistic: str) -> Verdict:
     """Whether the best of K members (a layer's share) is above ``threshold``, the best
     cross-fitted (`held_out_best`: chosen on one half of the units, scored on the other, both
     ways): ``holds`` when it is above on 97.5% of stratified resamples of the halves or more,
@@ -290,7 +344,7 @@ def resampled_verdict(
     unit: str,
     statistic: str,
     effect: Callable[[np.ndarray], np.ndarray] | None = None,
-) -> Evidence:
+) -> Verdict:
     """Whether a yes/no statement holds on the whole sample of ``count`` units and on what share
     of bootstrap resamples: ``holds(weights)`` takes unit weights (R, count) and says, per row,
     whether the statement holds on that resample. ``statistic`` says what was judged; ``effect``
@@ -301,7 +355,7 @@ def resampled_verdict(
     support = float(np.mean(holds(weights))) if count else 0.0
     tail = (1 - LEVEL) / 2
     verdict = HOLDS if support >= 1 - tail else FAILS if support <= tail else UNCLEAR
-    evidence = {
+    evidence: Verdict = {
         "holds": observed,
         "support": support,
         "verdict": verdict,
@@ -314,14 +368,14 @@ def resampled_verdict(
     return evidence
 
 
-def interval_verdict(interval: tuple[float, float] | list[float], unit: str, count: int, statistic: str) -> Evidence:
+def interval_verdict(interval: tuple[float, float] | list[float], unit: str, count: int, statistic: str) -> Verdict:
     """A statement "this quantity is above 0" judged by its 95% interval: ``holds`` when the
     interval lies above 0, ``fails`` below, ``unclear`` when it holds 0."""
     verdict = {RISES: HOLDS, FALLS: FAILS, NO_CLEAR_CHANGE: UNCLEAR}[direction(interval)]
     return {"interval": list(interval), "verdict": verdict, "unit": unit, "n": count, "statistic": statistic}
 
 
-def best_of_many_words(evidence: Evidence, scale: float = 100.0) -> str:
+def best_of_many_words(evidence: Change, scale: float = 100.0) -> str:
     """How a cross-fitted best's change was measured and which members it is of (`best_of_many_change`),
     its levels times ``scale`` (100: fractions as points)."""
     if "chosen" not in evidence:
@@ -344,7 +398,7 @@ def effect_text(found: Effect | None) -> str:
     return f"{found['value']:+.3g}{bounds} ({found['seeds']} seed{'s' if found['seeds'] > 1 else ''})"
 
 
-def described(evidence: Evidence) -> str:
+def described(evidence: Single) -> str:
     """The evidence in a few words: ``+0.031 [+0.012, +0.050] over 757 mentions`` or
     ``margin: +0.020 [+0.004, +0.037], holds on 98% of resamples of 1000 dev examples``."""
     low, high = evidence.get("interval") or (None, None)
@@ -354,6 +408,6 @@ def described(evidence: Evidence) -> str:
             f"{evidence['statistic']}: {size + ', ' if size else ''}holds on {100 * evidence['support']:.0f}% of "
             f"resamples of {evidence['n']} {evidence['unit']}"
         )
-    if size:
+    if size or "verdict" not in evidence:  # a change always has its size
         return f"{size} over {evidence['n']} {evidence['unit']}"
     return f"{evidence['statistic']}: [{low:+.3f}, {high:+.3f}] over {evidence['n']} {evidence['unit']}"

@@ -38,7 +38,7 @@ from harness.views.base import (
     per_pair_results,
     register_view,
 )
-from harness.views.evidence import Evidence, StoredUnits
+from harness.views.evidence import Change, StoredUnits
 from harness.views.lazy import mpl
 from harness.views.markdown import markdown_table
 from harness.views.metrics import Metric
@@ -116,7 +116,7 @@ class PatternComparison(TypedDict):
     its signed change)."""
 
     changed_heads: list[ChangedHead]
-    evidence: dict[str, Evidence]
+    evidence: dict[str, Change]
 
 
 @analysis_settings

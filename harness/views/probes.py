@@ -22,7 +22,7 @@ from harness.results.entries import PerCheckpoint
 from harness.results.run_record import RunSection
 from harness.views.base import Entry, PaperPoint, Row, View, per_checkpoint_results, per_pair_results, register_view
 from harness.views.drawing import draw_side_by_side_grids
-from harness.views.evidence import RESAMPLES, Evidence, StoredUnits
+from harness.views.evidence import RESAMPLES, Change, StoredUnits
 from harness.views.metrics import Metric
 from harness.views.samples import treebank_samples
 from harness.views.saving import plt, save
@@ -89,7 +89,7 @@ class ProbesComparison(TypedDict):
     name of its signed change)."""
 
     uas_change: dict[str, float]
-    evidence: dict[str, Evidence]
+    evidence: dict[str, Change]
 
 
 PROBE_INITS = ("zeros", "glorot")

@@ -28,7 +28,7 @@ from harness.views.base import (
     register_view,
 )
 from harness.views.drawing import head_grid, panel_grid, panels_for, scatter_by_layer
-from harness.views.evidence import Evidence, StoredUnits
+from harness.views.evidence import Change, StoredUnits
 from harness.views.metrics import Metric
 from harness.views.palette import OKABE_ITO, checkpoint_colour
 from harness.views.saving import save
@@ -93,7 +93,7 @@ class SinksComparison(TypedDict):
 
     per_layer: dict[str, dict[str, list[float]]]
     overall: dict[str, dict[str, float]]
-    evidence: dict[str, Evidence]
+    evidence: dict[str, Change]
 
 
 SinksEntry = Entry[PerCheckpoint[SinksResult, SinksComparison]]

@@ -37,7 +37,7 @@ from harness.views.base import (
     register_view,
 )
 from harness.views.drawing import draw_side_by_side_grids, panels_for, scatter_by_layer
-from harness.views.evidence import Evidence, StoredUnits, UnitSums, best_above, resampled_verdict
+from harness.views.evidence import StoredUnits, UnitSums, Verdict, best_above, resampled_verdict
 from harness.views.markdown import markdown_table
 from harness.views.metrics import Metric
 from harness.views.palette import checkpoint_colour
@@ -97,12 +97,12 @@ def peak_layers(units: UnitSums, weights: np.ndarray) -> np.ndarray:
     return units.ratios(weights).argmax(axis=-1)
 
 
-def cls_peaks_before_sep(checkpoint: str) -> Callable[[Entry], Evidence | None]:
+def cls_peaks_before_sep(checkpoint: str) -> Callable[[Entry], Verdict | None]:
     """The judge of "in ``checkpoint``, attention to [CLS] peaks in an earlier layer than attention
     to [SEP]": on each resample of the inputs, the layer of the largest mean attention to [CLS]
     comes before the layer of the largest mean attention to [SEP]."""
 
-    def judge(entry: SurfaceEntry) -> Evidence | None:
+    def judge(entry: SurfaceEntry) -> Verdict | None:
         units = special_token_units(entry, checkpoint)
         if units is None:
             return None
@@ -119,13 +119,13 @@ def cls_peaks_before_sep(checkpoint: str) -> Callable[[Entry], Evidence | None]:
     return judge
 
 
-def sep_takes_half_a_layer(checkpoint: str) -> Callable[[Entry], Evidence | None]:
+def sep_takes_half_a_layer(checkpoint: str) -> Callable[[Entry], Verdict | None]:
     """The judge of "in ``checkpoint``, over half of some layer's attention goes to [SEP]": the
     layer with the largest mean attention to [SEP], chosen on one half of the inputs and scored
     on the other (`harness.views.evidence.best_above`: the largest of the layers scored where it
     was chosen is biased upward), is above 0.5."""
 
-    def judge(entry: SurfaceEntry) -> Evidence | None:
+    def judge(entry: SurfaceEntry) -> Verdict | None:
         units = special_token_units(entry, checkpoint)
         if units is None:
             return None

@@ -33,7 +33,7 @@ from harness.results.study_record import StudyRecord, StudySeries, StudyTrajecto
 from harness.views.across_tasks import study_title, task_colour
 from harness.views.cosine import CosineView
 from harness.views.evaluation import MAJORITY, EvaluationView
-from harness.views.evidence import RESAMPLES, SEED, StoredUnits, UnitSums, resampled_verdict
+from harness.views.evidence import RESAMPLES, SEED, StoredUnits, UnitSums, Verdict, resampled_verdict
 from harness.views.lazy import mpl
 from harness.views.markdown import markdown_table
 from harness.views.metrics import Metric
@@ -325,7 +325,7 @@ def cosine_before_dev(
     split: str,
     metric: str,
     score: Callable[[str, np.ndarray, np.ndarray], np.ndarray],
-) -> dict | None:
+) -> Verdict | None:
     """Whether the last layer's cosine makes half its change before the dev score makes half its gain
     over the majority class, both half-way points found again on each resample (the cosine's of
     the task sample, the score's of the dev split's predictions); ``final``: the run's own cosine
@@ -361,7 +361,7 @@ def share_early(
     pretrained_units: StoredUnits,
     name: str,
     early_points: int,
-) -> dict | None:
+) -> Verdict | None:
     """Whether the share of ``name`` maps has made half its change by the last point within the
     first `EARLY` of training (``early_points`` of the points are), on each resample of the examples."""
     if not early_points or any(FINETUNED not in point["units"].get(PATTERNS, {}) for point in points):

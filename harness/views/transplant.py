@@ -24,7 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict, final
 
 import numpy as np
 
@@ -38,7 +38,7 @@ from harness.views.base import Claim, Entry, PaperPoint, Row, View, pair_name, p
 from harness.views.cka import CkaTextView, CkaView
 from harness.views.cosine import CosineView
 from harness.views.drawing import draw_head_grid, panels_for
-from harness.views.evidence import Evidence, described
+from harness.views.evidence import Verdict, described
 from harness.views.markdown import markdown_table
 from harness.views.metrics import BOUNDS, Metric
 from harness.views.palette import GREY, OKABE_ITO
@@ -139,6 +139,28 @@ class TransplantFamily(TypedDict):
     hurts: int
 
 
+class KeptShare(Verdict):
+    """The share of the fine-tuned model's gain over the majority class that it keeps with all
+    attention pre-trained (`harness.analyses.transplant.share_kept`): its value, interval and
+    verdict against one half, and how many resamples had no gain (left out)."""
+
+    undefined_resamples: int
+
+
+@final
+class NoGain(TypedDict):
+    """`KeptShare` where the fine-tuned model is not above the majority class: no value, and why."""
+
+    value: None
+    note: str
+    unit: str
+    n: int
+    statistic: str
+
+
+ShareKept = KeptShare | NoGain
+
+
 class TransplantPair(TypedDict):
     """The transplant of one pair's first checkpoint's attention into its second (trained) one: the
     metric and its units, the intact and majority-class scores, the families (``heads``, and
@@ -154,8 +176,8 @@ class TransplantPair(TypedDict):
     majority_prediction: float
     heads: TransplantFamily
     layers: dict[str, TransplantFamily]
-    share_kept: Evidence
-    last_two_vs_first_two: NotRequired[Evidence]
+    share_kept: ShareKept
+    last_two_vs_first_two: NotRequired[Verdict]
     labels: Encoded
     predictions: StoredPredictions
 
@@ -171,13 +193,13 @@ def main_result(entry: TransplantEntry) -> TransplantPair | None:
     return per_pair_results(entry).get(MAIN_PAIR)
 
 
-def evidence_judge(key: Literal["share_kept", "last_two_vs_first_two"]) -> Callable[[TransplantEntry], Evidence | None]:
+def evidence_judge(key: Literal["share_kept", "last_two_vs_first_two"]) -> Callable[[TransplantEntry], Verdict | None]:
     """A judge reading the main pair's stored evidence under ``key`` (None where it is undefined)."""
 
-    def judge(entry: TransplantEntry) -> Evidence | None:
+    def judge(entry: TransplantEntry) -> Verdict | None:
         result = main_result(entry)
         evidence = None if result is None else result.get(key)
-        return evidence if evidence and evidence.get("verdict") else None
+        return evidence if evidence and "verdict" in evidence else None  # a verdict is a word, never empty
 
     return judge
 
@@ -209,9 +231,9 @@ def verdict_word(delta: float, p_holm: float) -> str:
     return "helps" if delta > 0 else "hurts"
 
 
-def share_sentence(share: Evidence) -> str:
+def share_sentence(share: ShareKept) -> str:
     """The share of the gain over the majority class kept with all attention transplanted."""
-    if share.get("value") is None:
+    if share["value"] is None:
         return f"share of the gain over the majority class kept: undefined ({share['note']})"
     low, high = share["interval"]
     return (
@@ -348,7 +370,7 @@ class TransplantView(View[TransplantResult]):
                 named("delta", detail="all", value=everything["delta"][0]),
             ]
             share = result["share_kept"]
-            if share.get("value") is not None:
+            if share["value"] is not None:
                 out.append(named("share_kept", value=share["value"]))
                 out += [named("share_kept", detail=bound, value=v) for bound, v in zip(BOUNDS, share["interval"])]
             if "last_two_vs_first_two" in result:
@@ -412,9 +434,11 @@ class TransplantView(View[TransplantResult]):
     def overview_rows(cls, entries: dict[str, Entry[Any]], run: RunSection) -> list[Row]:
         """The share of the gain kept with all attention pre-trained."""
         result = main_result(entries[cls.name])
-        if result is None or result["share_kept"].get("value") is None:
+        if result is None:
             return []
         share = result["share_kept"]
+        if share["value"] is None:
+            return []
         low, high = share["interval"]
         return [
             (

@@ -43,7 +43,7 @@ from harness.views.base import (
     register_view,
 )
 from harness.views.drawing import draw_side_by_side_grids, panels_for, scatter_by_layer
-from harness.views.evidence import RESAMPLES, Evidence, StoredUnits, best_of_many_words
+from harness.views.evidence import RESAMPLES, Change, StoredUnits, best_of_many_words
 from harness.views.markdown import markdown_table
 from harness.views.metrics import Metric, chosen
 from harness.views.palette import checkpoint_colour
@@ -144,7 +144,7 @@ class VigComparison(TypedDict):
 
     per_head: dict[str, list[list[float]]]
     label_changes: list[ChangedHead]
-    evidence: dict[str, Evidence]
+    evidence: dict[str, Change]
 
 
 VigEntry = Entry[PerCheckpoint[VigResult, VigComparison]]
