@@ -23,8 +23,8 @@ from harness.results.checkpoints import MAIN_PAIR
 from harness.results.entries import Compared, Entry, Pairs, PerCheckpoint, Result, Stored, decoded
 from harness.results.run_record import Analysed, RunSection
 from harness.results.shapes import declare
-from harness.results.study_record import StudyRecord
-from harness.views.evidence import Change, Verdict
+from harness.results.study_record import StudyRecord, TaskAggregate
+from harness.views.evidence import Change, StoredUnits, Verdict
 from harness.views.metrics import Metric
 from harness.views.samples import Sampler, dev_sample
 
@@ -83,7 +83,7 @@ def per_pair_results(entry: Entry[Pairs[Compared]]) -> Mapping[str, Compared]:
     return entry["result"].get("per_pair", {})
 
 
-def checkpoint_units(entry: Entry[PerCheckpoint[Any, Any]]) -> dict[str, Any]:
+def checkpoint_units(entry: Entry[PerCheckpoint[Any, Any]]) -> dict[str, StoredUnits]:
     """``{checkpoint: its per-unit sums}`` of a per-checkpoint entry whose results keep them
     (``units``, `harness.views.evidence.StoredUnits`): a view's part in a trajectory point."""
     return {
@@ -248,7 +248,7 @@ class View(Generic[Result]):
         return {}
 
     @classmethod
-    def timed_units(cls, entry: Entry[Result]) -> Any | None:
+    def timed_units(cls, entry: Entry[Result]) -> object | None:
         """Its part in a point of a run's trajectory (`harness.run.trajectory`): what the point keeps
         of its entry there (said as a run's: the point's checkpoint as the fine-tuned one) for a
         study's findings on when things change, which resample it; None: nothing."""
@@ -261,7 +261,7 @@ class View(Generic[Result]):
         return False
 
     @classmethod
-    def across_seeds(cls, entries: list[Entry[Result]]) -> dict[str, Any]:
+    def across_seeds(cls, entries: list[Entry[Result]]) -> TaskAggregate:
         """What a study keeps of this analysis over one task's seeds (one entry per seed),
         besides the spread of every metric: ``{key in the task's aggregate: value}``."""
         return {}

@@ -29,7 +29,7 @@ import numpy as np
 
 from harness.results.checkpoints import MAIN_PAIR
 from harness.results.run_record import RunSection
-from harness.results.study_record import StudyRecord
+from harness.results.study_record import StudyRecord, TaskAggregate
 from harness.views.across_tasks import study_title, task_colour
 from harness.views.base import Claim, Entry, PaperPoint, Row, View, per_pair_results, register_view
 from harness.views.evidence import (
@@ -481,7 +481,7 @@ class CkaView(View[CkaResult]):
         ]
 
     @classmethod
-    def across_seeds(cls, entries: list[CkaEntry]) -> dict[str, Any]:
+    def across_seeds(cls, entries: list[CkaEntry]) -> TaskAggregate:
         """Each kind's CKA per layer and the attention's cosine on the same inputs, over seeds."""
         pairs = [pair for entry in entries if (pair := main_pair(entry)) is not None]
         if not pairs:

@@ -18,7 +18,7 @@ import numpy as np
 
 from harness.results.checkpoints import MAIN_PAIR
 from harness.results.run_record import RunSection
-from harness.results.study_record import StudyRecord
+from harness.results.study_record import StudyRecord, TaskAggregate
 from harness.views.across_tasks import study_title, task_colour
 from harness.views.base import Claim, Entry, HeadValue, PaperPoint, Row, View, per_pair_results, register_view
 from harness.views.clustering import ClusteringView
@@ -257,7 +257,7 @@ class CosineView(View[CosineResult]):
         ]
 
     @classmethod
-    def across_seeds(cls, entries: list[CosineEntry]) -> dict[str, Any]:
+    def across_seeds(cls, entries: list[CosineEntry]) -> TaskAggregate:
         """The pre-trained vs fine-tuned cosine per layer and per head, mean and spread over seeds."""
         pair = [per_pair_results(entry)[MAIN_PAIR] for entry in entries]
         return {

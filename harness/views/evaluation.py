@@ -22,7 +22,7 @@ from harness.recipes import describe_recipe
 from harness.results.checkpoints import FINETUNED, FROZEN_ENCODER, MAIN_PAIR, PRETRAINED, RANDOM_INIT
 from harness.results.entries import PerCheckpoint
 from harness.results.run_record import RunSection
-from harness.results.study_record import StudyRecord
+from harness.results.study_record import StudyRecord, TaskAggregate
 from harness.views.across_tasks import mean_sd
 from harness.views.base import (
     Claim,
@@ -65,6 +65,14 @@ class DevScores(TypedDict):
     predictions: dict[str, list[float]]
     labels: dict[str, list[float]]
     task_spec: NotRequired[dict[str, Any]]  # a task of a spec file or flags (GLUE's: its name says it all)
+
+
+class DevUnits(TypedDict):
+    """What a trajectory point keeps of the dev evaluation (`EvaluationView.timed_units`): the
+    fine-tuned checkpoint's predictions per split and its scores."""
+
+    predictions: dict[str, list[float]]
+    metrics: dict[str, float]
 
 
 def stored_task(scores: DevScores) -> Task:
@@ -285,7 +293,7 @@ class EvaluationView(View[PerCheckpoint[DevScores, DevComparison]]):
         return dev_lines(entry) + scored_over(entry) + ([verdict] if verdict else [])
 
     @classmethod
-    def timed_units(cls, entry: EvaluationEntry) -> dict[str, Any]:
+    def timed_units(cls, entry: EvaluationEntry) -> DevUnits:
         """The fine-tuned checkpoint's dev predictions and scores, which the findings on when the dev
         score changes resample."""
         scores = per_checkpoint_results(entry)[FINETUNED]
@@ -304,7 +312,7 @@ class EvaluationView(View[PerCheckpoint[DevScores, DevComparison]]):
         return next(iter(scores["predictions"])), stored_task(scores).metrics[0]
 
     @classmethod
-    def across_seeds(cls, entries: list[EvaluationEntry]) -> dict[str, Any]:
+    def across_seeds(cls, entries: list[EvaluationEntry]) -> TaskAggregate:
         """The task's main dev score, as its split and metric (``{"split": "dev", "metric": "accuracy"}``),
         which the study's dev table names."""
         split, metric = cls.main_score(entries[0])

@@ -25,7 +25,7 @@ from harness.options import existing, option
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.results.entries import PerCheckpoint
 from harness.results.run_record import RunSection
-from harness.results.study_record import StudyRecord
+from harness.results.study_record import StudyRecord, TaskAggregate
 from harness.views.across_tasks import CHECKPOINTS, study_title
 from harness.views.base import (
     ChangedHead,
@@ -167,7 +167,7 @@ class PatternsView(View[PerCheckpoint[PatternResult, PatternComparison]]):
     }
 
     @classmethod
-    def timed_units(cls, entry: PatternsEntry) -> dict[str, Any]:
+    def timed_units(cls, entry: PatternsEntry) -> dict[str, StoredUnits]:
         """Each checkpoint's per-example class counts: what the findings on when the shares change resample."""
         return checkpoint_units(entry)
 
@@ -224,7 +224,7 @@ class PatternsView(View[PerCheckpoint[PatternResult, PatternComparison]]):
         ]
 
     @classmethod
-    def across_seeds(cls, entries: list[PatternsEntry]) -> dict[str, Any]:
+    def across_seeds(cls, entries: list[PatternsEntry]) -> TaskAggregate:
         """Per checkpoint and class, the share corrected for the classifier's errors: its mean
         over seeds and the envelope of the seeds' 95% intervals (lowest low, highest high)."""
         results = [

@@ -13,7 +13,7 @@ the two kinds is stored, `harness.views.evidence`).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, TypedDict
 
 from harness.results.checkpoints import FINETUNED
 from harness.results.entries import PerCheckpoint
@@ -118,7 +118,7 @@ class SinksView(View[PerCheckpoint[SinksResult, SinksComparison]]):
     left_out = ("per_head",)
 
     @classmethod
-    def timed_units(cls, entry: SinksEntry) -> dict[str, Any]:
+    def timed_units(cls, entry: SinksEntry) -> dict[str, StoredUnits]:
         """Each checkpoint's per-input shares of [CLS] and [SEP], kept at each trajectory point."""
         return checkpoint_units(entry)
 

@@ -23,7 +23,7 @@ import numpy as np
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.results.entries import Pairs, PerCheckpoint
 from harness.results.run_record import RunSection
-from harness.results.study_record import StudyRecord
+from harness.results.study_record import StudyRecord, TaskAggregate
 from harness.views.across_tasks import draw_per_layer_by_task
 from harness.views.base import (
     ChangedHead,
@@ -238,7 +238,7 @@ class SurfaceView(View[PerCheckpoint[SurfaceResult, LabelChanges]]):
         ]
 
     @classmethod
-    def across_seeds(cls, entries: list[SurfaceEntry]) -> dict[str, Any]:
+    def across_seeds(cls, entries: list[SurfaceEntry]) -> TaskAggregate:
         """Attention to [CLS] and [SEP] per layer, pre-trained and fine-tuned, mean and spread over seeds."""
         return {
             cls.study_key: {

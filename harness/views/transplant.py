@@ -32,7 +32,7 @@ from harness.config import SWITCH_CHOICES, Settings, analysis_settings
 from harness.options import option
 from harness.results.checkpoints import MAIN_PAIR
 from harness.results.run_record import RunSection
-from harness.results.study_record import StudyRecord
+from harness.results.study_record import StudyRecord, TaskAggregate
 from harness.views.across_tasks import study_title
 from harness.views.base import Claim, Entry, PaperPoint, Row, View, pair_name, per_pair_results, register_view
 from harness.views.cka import CkaTextView, CkaView
@@ -450,7 +450,7 @@ class TransplantView(View[TransplantResult]):
         ]
 
     @classmethod
-    def across_seeds(cls, entries: list[TransplantEntry]) -> dict[str, Any]:
+    def across_seeds(cls, entries: list[TransplantEntry]) -> TaskAggregate:
         """Per layer, the score with that layer's attention pre-trained (each seed's own), and the
         intact and majority scores, over the seeds."""
         results = [result for entry in entries if (result := main_result(entry)) is not None]

@@ -29,7 +29,7 @@ import numpy as np
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.results.entries import PerCheckpoint
 from harness.results.run_record import RunSection
-from harness.results.study_record import StudyRecord
+from harness.results.study_record import StudyRecord, TaskAggregate
 from harness.views.across_tasks import CHECKPOINTS, draw_per_layer_by_task, metric_table
 from harness.views.base import (
     ChangedHead,
@@ -266,7 +266,7 @@ class VigView(View[PerCheckpoint[VigResult, VigComparison]]):
         ]
 
     @classmethod
-    def across_seeds(cls, entries: list[VigEntry]) -> dict[str, Any]:
+    def across_seeds(cls, entries: list[VigEntry]) -> TaskAggregate:
         """Attention to identical words per layer, pre-trained and fine-tuned, mean and spread over
         seeds (in the other sentence only where the task has pairs of sentences)."""
         kept = [name for name in IDENTICAL if all(name in defined_statistics(entry) for entry in entries)]
