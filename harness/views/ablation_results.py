@@ -7,13 +7,14 @@ checkpoint's result, the pairs' cosine beside it).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any, Literal, NotRequired, TypedDict
+from typing import Generic, Literal, NotRequired, TypedDict, TypeVar
 
 import numpy as np
 
 from harness.results.checkpoints import FINETUNED
 from harness.results.entries import PerCheckpoint
-from harness.views.base import Entry, pair_name, per_checkpoint_results
+from harness.results.store import JsonObject
+from harness.views.base import Entry, Members, pair_name, per_checkpoint_results
 from harness.views.cosine import CosineView
 from harness.views.evidence import Packed, Verdict
 
@@ -67,7 +68,7 @@ def versus(pruning: Areas, baseline: str) -> Verdict | None:
     raise ValueError(f"no pruning baseline {baseline!r}: one of {', '.join(BASELINES)}")
 
 
-def related_cosine(entry: Entry) -> list[tuple[tuple[str, str], dict[str, Any]]]:
+def related_cosine(entry: Entry) -> list[tuple[tuple[str, str], JsonObject]]:  # as `related` keeps it: open JSON
     """The entry's declared pairs that its ``related`` part has against the cosine entry (those
     whose second checkpoint is trained), each with what it holds there."""
     cosine = (entry.get("related") or {}).get(CosineView.name, {})
@@ -94,7 +95,11 @@ class Importance(TypedDict):
     normalised: NotRequired[list[list[float]]]
 
 
-class Family(TypedDict):
+Bounds = list[list[float | None]] | list[float | None]  # as `Members`, None where a member has no bound
+Grid = TypeVar("Grid", bound=Members)  # a family's shape: layers x heads (every head) or per layer
+
+
+class Family(TypedDict, Generic[Grid]):
     """One family of tests, every head or every layer of one mode: the changes of the score, their
     95% interval bounds (each member's own), their simultaneous interval bounds at the level
     (``simultaneous_level``, Bonferroni's over the family) of the Holm-adjusted tests, each member's
@@ -102,15 +107,15 @@ class Family(TypedDict):
     prediction of another metric), p-values and Holm-adjusted p-values (layers x heads, or per
     layer), and how many are significant after Holm."""
 
-    delta: list[Any]
-    low: list[Any]
-    high: list[Any]
-    low_simultaneous: list[Any]
-    high_simultaneous: list[Any]
+    delta: Grid
+    low: Grid
+    high: Grid
+    low_simultaneous: Grid
+    high_simultaneous: Grid
     simultaneous_level: float
-    gain_bound: list[Any]
-    p: list[Any]
-    p_holm: list[Any]
+    gain_bound: Bounds
+    p: Grid
+    p_holm: Grid
     significant: int
 
 
@@ -163,8 +168,8 @@ class AblationResult(TypedDict):
     metric: NotRequired[str]
     examples: NotRequired[int]
     intact: NotRequired[float]
-    heads: NotRequired[dict[str, Family]]
-    layers: NotRequired[dict[str, Family]]
+    heads: NotRequired[dict[str, Family[list[list[float]]]]]
+    layers: NotRequired[dict[str, Family[list[float]]]]
     pruning: NotRequired[Pruning]
     correlations: NotRequired[dict[str, float | None]]
     variants: NotRequired[int]

@@ -31,6 +31,7 @@ from harness.views.samples import Sampler, dev_sample
 Row = tuple[str, ...]  # a row of the overview table: what, pre-trained, fine-tuned, the paper's number
 Failures = dict[str, str]  # {what a study could not aggregate or draw: the error}, written to its study.json
 Value = TypeVar("Value")
+Members = list[list[float]] | list[float]  # a family of tests' values: layers x heads (every head) or per layer
 
 
 class HeadValue(TypedDict):

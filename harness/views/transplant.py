@@ -34,7 +34,7 @@ from harness.results.checkpoints import MAIN_PAIR
 from harness.results.run_record import RunSection
 from harness.results.study_record import StudyRecord, TaskAggregate
 from harness.views.across_tasks import study_title
-from harness.views.base import Claim, Entry, PaperPoint, Row, View, pair_name, per_pair_results, register_view
+from harness.views.base import Claim, Entry, Members, PaperPoint, Row, View, pair_name, per_pair_results, register_view
 from harness.views.cka import CkaTextView, CkaView
 from harness.views.cosine import CosineView
 from harness.views.drawing import draw_head_grid, panels_for
@@ -129,12 +129,12 @@ class TransplantFamily(TypedDict):
     ``low``, ``high``), the paired p-values and Holm's adjustment, and how many members help and
     hurt after Holm."""
 
-    score: list[Any]
-    delta: list[Any]
-    low: list[Any]
-    high: list[Any]
-    p: list[Any]
-    p_holm: list[Any]
+    score: Members
+    delta: Members
+    low: Members
+    high: Members
+    p: Members
+    p_holm: Members
     helps: int
     hurts: int
 
@@ -213,7 +213,7 @@ def change_cell(family: TransplantFamily, index: tuple[int, ...]) -> str:
     """``-4.2 [-7.9, -0.5] p=0.003 hurts``: a member's change with its simultaneous interval, its
     Holm-adjusted p, and what the Holm test says (nothing where it says nothing)."""
 
-    def at(values: list[Any]) -> float:
+    def at(values: Members) -> float:
         return float(np.asarray(values, dtype=float)[index])
 
     delta, p_holm = at(family["delta"]), at(family["p_holm"])
