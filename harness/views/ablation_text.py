@@ -4,11 +4,11 @@ each checkpoint's disabling, importance and pruning, and the cells of a study's 
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from harness.results.run_record import RunSection
+from harness.results.store import JsonObject
+from harness.results.study_record import Spread
 from harness.views.ablation_evidence import ALPHA, MODE_SHORT, disabling_gain, percent, significant_gains
 from harness.views.ablation_metrics import ablation_metric, area_statistic, extreme_statistic
 from harness.views.ablation_results import (
@@ -33,7 +33,7 @@ from harness.views.titles import checkpoint_title, run_title
 INTERVAL_WORDS = {HOLDS: "above 0", FAILS: "below 0", UNCLEAR: "unclear"}
 
 
-def extreme_cell(metrics: dict[str, Any], extreme: str, scope: str, mode: str) -> str:
+def extreme_cell(metrics: dict[str, Spread], extreme: str, scope: str, mode: str) -> str:
     """``3-10: -20.5``: a study task's best or worst single head (or layer) and its change in
     points, mean over seeds; the position only where every seed found the same one."""
     delta = f"{100 * metrics[ablation_metric(extreme_statistic(extreme, scope, mode, 'delta')).name]['mean']:+.1f}"
@@ -86,13 +86,13 @@ def areas_sentence(pruning: Pruning, examples: int) -> str:
     )
 
 
-def pruned_cell(metrics: dict[str, Any], order: str) -> str:
+def pruned_cell(metrics: dict[str, Spread], order: str) -> str:
     """How many heads the ``order`` prunes within one point, mean over seeds ('-' where not stored)."""
     name = ablation_metric(f"pruned_within_one_point_{order}").name
     return f"{metrics[name]['mean']:.0f}" if name in metrics else "-"
 
 
-def significant_cell(metrics: dict[str, Any], scope: str, mode: str) -> str:
+def significant_cell(metrics: dict[str, Spread], scope: str, mode: str) -> str:
     """``0 of 2``: a family's changes significant after Holm that are gains, of all significant,
     mean over seeds."""
     gains, significant = (
@@ -101,7 +101,7 @@ def significant_cell(metrics: dict[str, Any], scope: str, mode: str) -> str:
     return f"{metrics[gains]['mean']:.0f} of {metrics[significant]['mean']:.0f}"
 
 
-def area_cell(metrics: dict[str, Any], baseline: str) -> str:
+def area_cell(metrics: dict[str, Spread], baseline: str) -> str:
     """The importance order's area minus a baseline's, in points, mean over seeds: with its 95%
     interval from one seed, else on how many seeds the interval lies above 0 and below it."""
     area = area_statistic(baseline)
@@ -171,7 +171,9 @@ def helps_lines(result: AblationResult) -> list[str]:
     return lines
 
 
-def findings_lines(result: AblationResult, checkpoint: str, related: list[tuple[tuple[str, str], Any]]) -> list[str]:
+def findings_lines(
+    result: AblationResult, checkpoint: str, related: list[tuple[tuple[str, str], JsonObject]]
+) -> list[str]:
     """What is significant after Holm, whether disabling helps, the cross-fitted pruning, and the
     Spearman correlations of a trained checkpoint (its importance against the changes, and
     against each head's cosine)."""
@@ -209,7 +211,9 @@ def findings_lines(result: AblationResult, checkpoint: str, related: list[tuple[
     return lines
 
 
-def checkpoint_lines(result: AblationResult, checkpoint: str, related: list[tuple[tuple[str, str], Any]]) -> list[str]:
+def checkpoint_lines(
+    result: AblationResult, checkpoint: str, related: list[tuple[tuple[str, str], JsonObject]]
+) -> list[str]:
     """The Markdown of one checkpoint: a note when its head is untrained, else its tables and findings."""
     if not result["trained"]:
         note = result["importance"].get("skipped_because") or "importance below"

@@ -98,6 +98,8 @@ class CoreferenceResult(TypedDict):
     mentions: dict[str, int]
     baselines: dict[str, dict[str, float | None]]
     accuracy_per_head: dict[str, list[list[float]]]
+    # each group's best head (layer, head, accuracy), and beside the groups "overall_head_by_type":
+    # two shapes in one object keyed by group names, which a TypedDict cannot declare
     best_head: dict[str, Any]
     units: StoredUnits
 
@@ -108,7 +110,7 @@ class CoreferenceComparison(TypedDict):
     change on all mentions (by the name of its signed change)."""
 
     best_head: dict[str, float | None]
-    at_before_best_head: dict[str, Any]
+    at_before_best_head: dict[str, Any]  # its layer and head (int) beside the change per group: as ``best_head``
     evidence: dict[str, Change]
 
 
