@@ -29,12 +29,13 @@ import numpy as np
 
 from harness.results.checkpoints import MAIN_PAIR
 from harness.results.run_record import RunSection
-from harness.results.study_record import StudyRecord, TaskAggregate
+from harness.results.study_record import Elementwise, StudyRecord, TaskAggregate
 from harness.views.across_tasks import study_title, task_colour
 from harness.views.base import Claim, Entry, PaperPoint, Row, View, per_pair_results, register_view
 from harness.views.evidence import (
     LEVEL,
     SEED,
+    Changes,
     Packed,
     StoredUnits,
     UnitSums,
@@ -288,7 +289,7 @@ def out_of_domain_judge(measure: str) -> Callable[[CkaEntry], Verdict | None]:
     return judge
 
 
-def cka_change(before: CkaPair, after: CkaPair) -> dict[str, Any]:
+def cka_change(before: CkaPair, after: CkaPair) -> Changes:
     """Per layer, the tokens' CKA of ``after`` minus that of ``before``, two pairs measured on the same
     inputs in the same groups (two seeds' fine-tuned models against the pre-trained and fine-tuned
     model of the first): the change, its 95% paired interval and its direction."""
@@ -548,7 +549,7 @@ class CkaView(View[CkaResult]):
         return [save(figure, out_dir / f"{cls.name}_per_layer_by_task.png")]
 
 
-def spread_cells(per_layer: dict[str, Any]) -> list[str]:
+def spread_cells(per_layer: Elementwise) -> list[str]:
     """A spread per layer as table cells: ``0.912 ± 0.004``."""
     return [f"{mean:.3f} ± {std:.3f}" for mean, std in zip(per_layer["mean"], per_layer["std"])]
 

@@ -18,7 +18,7 @@ import numpy as np
 
 from harness.results.checkpoints import MAIN_PAIR
 from harness.results.run_record import RunSection
-from harness.results.study_record import StudyRecord, TaskAggregate
+from harness.results.study_record import Elementwise, StudyRecord, TaskAggregate
 from harness.views.across_tasks import study_title, task_colour
 from harness.views.base import Claim, Entry, HeadValue, PaperPoint, Row, View, per_pair_results, register_view
 from harness.views.clustering import ClusteringView
@@ -136,7 +136,7 @@ def draw_cosine_layers(study: StudyRecord, path: Path) -> Path:
     return save(figure, path)
 
 
-def cells(per_layer: dict[str, Any]) -> list[str]:
+def cells(per_layer: Elementwise) -> list[str]:
     """A spread per layer as table cells: ``0.912 ± 0.004``."""
     return [f"{mean:.3f} ± {std:.3f}" for mean, std in zip(per_layer["mean"], per_layer["std"])]
 

@@ -425,7 +425,7 @@ def scored_over(entry: EvaluationEntry) -> list[str]:
     ]
 
 
-def sentence_count(notes: Any, split: str) -> int | None:
+def sentence_count(notes: object, split: str) -> int | None:
     """How many inputs of ``split`` the dev source's notes count (a number: the main split's)."""
     if isinstance(notes, dict):
         return notes.get(split)

@@ -268,7 +268,7 @@ class PatternsView(View[PerCheckpoint[PatternResult, PatternComparison]]):
         return [draw_pattern_shares(study, out_dir / "pattern_shares_by_task.png")]
 
 
-def pattern_shares_table(tasks: dict[str, Any]) -> str:
+def pattern_shares_table(tasks: dict[str, TaskAggregate]) -> str:
     """Rows of task and checkpoint: each class's share in percent, mean over seeds, as the
     classifier labels the maps and, where stored, corrected for its errors with the envelope
     of the seeds' 95% intervals; Prasanna et al.'s heterogeneous share (bert-base-uncased)

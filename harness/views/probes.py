@@ -246,7 +246,7 @@ def probe_table_markdown(entry: ProbesEntry, *, title: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def draw_uas_bars(checkpoints: dict[str, Any], path: Path, *, title: str) -> Path:
+def draw_uas_bars(checkpoints: dict[str, ProbesResult], path: Path, *, title: str) -> Path:
     """UAS of every probe and baseline, one bar per checkpoint, the paper's numbers as crosses."""
     kinds = [*BASELINES, *ATTENTION_PROBES]
     positions = np.arange(len(kinds))

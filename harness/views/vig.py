@@ -426,7 +426,7 @@ def draw_identical_by_task(study: StudyRecord, path: Path) -> Path:
     return draw_per_layer_by_task(study, panels, "share of attention", "Attention to identical words per layer", path)
 
 
-def identical_per_layer(task: dict[str, Any], checkpoint: str, statistic: str) -> list[float]:
+def identical_per_layer(task: TaskAggregate, checkpoint: str, statistic: str) -> list[float]:
     """A study task's mean over seeds of ``statistic`` per layer; NaN in every layer (no line is
     drawn, the layers stay on the axis) where its inputs do not define it (`across_seeds`)."""
     kept = task["vig_identical"][checkpoint]
