@@ -23,9 +23,10 @@ the patterns analysis uses to correct its shares for the classifier's errors.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import NotRequired, TypedDict, cast
 
 import numpy as np
 from sklearn.metrics import confusion_matrix, f1_score
@@ -77,6 +78,37 @@ class Score:
     macro_f1_interval: tuple[float, float]
     accuracy: float
     accuracy_interval: tuple[float, float]
+
+
+class Scores(TypedDict):
+    """`Score` as a report keeps it (its intervals lists once read back from the file)."""
+
+    maps: int
+    inputs: int
+    macro_f1: float
+    macro_f1_interval: Sequence[float]
+    accuracy: float
+    accuracy_interval: Sequence[float]
+
+
+class FoldChoice(TypedDict):
+    """The recipe a fold of a nested cross-validation chose, and its leave-one-task-out macro-F1."""
+
+    changes: Recipe
+    inner_macro_f1: float
+
+
+class Report(TypedDict):
+    """A grouping's cross-validation report (`cross_validate`), as ``crossval.json`` keeps it by grouping."""
+
+    grouping: str
+    classes: list[str]
+    overall: Scores
+    per_task: dict[str, Scores]
+    per_length_band: dict[str, Scores]
+    confusion: list[list[int]]
+    config: dict[str, str]
+    chosen_per_fold: NotRequired[dict[str, FoldChoice]]
 
 
 def input_groups(rows: list[LabelledMap]) -> np.ndarray:
@@ -158,11 +190,11 @@ class FoldTrainer:
 
 def out_of_fold(
     config: TrainConfig, grouping: str, candidates: tuple[Recipe, ...] = CANDIDATES
-) -> tuple[list[LabelledMap], np.ndarray, np.ndarray, dict[str, Any]]:
+) -> tuple[list[LabelledMap], np.ndarray, np.ndarray, dict[str, FoldChoice]]:
     """The labelled maps, their labels, the prediction of each by the fold that held it out,
     and (``task-nested``) the recipe each fold chose among ``candidates`` with its inner score."""
     trainer = FoldTrainer(config)
-    predicted, chosen = np.full(len(trainer.rows), -1), {}
+    predicted, chosen = np.full(len(trainer.rows), -1), dict[str, FoldChoice]()
     for name, held_out in progress_bar(
         iterable=folds(trainer.rows, trainer.labels, grouping, config.seed), desc=f"folds by {grouping}", unit="fold"
     ):
@@ -188,17 +220,18 @@ def chosen_recipe(
     return candidates[best], scores[best]
 
 
-def cross_validate(config: TrainConfig, grouping: str) -> dict[str, Any]:
+def cross_validate(config: TrainConfig, grouping: str) -> Report:
     """The out-of-fold scores of ``grouping``: overall, per task, per length band, and the confusion matrix."""
     rows, labels, predicted, chosen = out_of_fold(config, grouping)
     groups = input_groups(rows)
     tasks = np.array([row.task for row in rows])
     bands = np.array([length_band(row.length) for row in rows])
 
-    def part(where: np.ndarray) -> dict[str, Any]:
-        return asdict(score(labels[where], predicted[where], groups[where], config.seed))
+    def part(where: np.ndarray) -> Scores:
+        scored = score(labels[where], predicted[where], groups[where], config.seed)
+        return cast(Scores, asdict(scored))  # `Score`'s fields, as `Scores` names them
 
-    return {
+    report: Report = {
         "grouping": grouping,
         "classes": list(CLASSES),
         "overall": part(np.ones(len(rows), dtype=bool)),
@@ -208,11 +241,13 @@ def cross_validate(config: TrainConfig, grouping: str) -> dict[str, Any]:
         },
         "confusion": confusion_matrix(labels, predicted, labels=list(range(len(CLASSES)))).tolist(),
         "config": recipe_description(config),
-        **({"chosen_per_fold": chosen} if chosen else {}),
     }
+    if chosen:
+        report["chosen_per_fold"] = chosen
+    return report
 
 
-def report_table(report: dict[str, Any]) -> str:
+def report_table(report: Report) -> str:
     """The report as a Markdown table: macro-F1 and accuracy with intervals, overall, per task, per band."""
     lines = [
         f"| held out (grouped by {report['grouping']}) | maps | inputs | macro-F1 [95% CI] | accuracy [95% CI] |",
@@ -233,14 +268,14 @@ def report_table(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def load_report(grouping: str = "task", path: Path = CROSSVAL_FILE) -> dict[str, Any] | None:
+def load_report(grouping: str = "task", path: Path = CROSSVAL_FILE) -> Report | None:
     """The stored cross-validation report of ``grouping``, or None where there is none."""
     if not path.exists():
         return None
     return json.loads(path.read_text()).get(grouping)
 
 
-def save_reports(reports: list[dict[str, Any]], path: Path = CROSSVAL_FILE) -> Path:
+def save_reports(reports: list[Report], path: Path = CROSSVAL_FILE) -> Path:
     """The reports written into ``path``, beside the stored reports of other groupings."""
     stored = json.loads(path.read_text()) if path.exists() else {}
     with atomic_path(path) as temporary:

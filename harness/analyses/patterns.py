@@ -22,7 +22,7 @@ import torch
 
 from classifier import CLASSES
 from classifier.correction import corrected_changes, corrected_shares
-from classifier.crossval import load_report
+from classifier.crossval import Report, load_report
 from classifier.model import BLOCK, WEIGHTS_FILE, load_classifier
 from harness.analyses.base import Analysis, AnalysisContext, changed_heads, register_analysis
 from harness.config import AnalysisConfig
@@ -131,7 +131,7 @@ class Correction(TypedDict, total=False):
     confusion: list[list[int]]
 
 
-def corrected(units: UnitSums, cross_validation: dict[str, Any], pairs_seen: bool, seed: int) -> Correction:
+def corrected(units: UnitSums, cross_validation: Report, pairs_seen: bool, seed: int) -> Correction:
     """The shares corrected for the classifier's cross-validated errors, with 95% intervals over
     bootstrap resamples of the dev examples, each corrected with its own draw of the classifier's
     confusion matrix (`classifier.correction`); ``block`` is possible only where pairs were seen."""
@@ -199,7 +199,7 @@ def corrected_change(before: UnitSums, after: UnitSums, confusion: np.ndarray, p
     }
 
 
-def shipped_cross_validation(settings: AnalysisConfig) -> dict[str, Any] | None:
+def shipped_cross_validation(settings: AnalysisConfig) -> Report | None:
     """The leave-one-task-out report of the shipped classifier (`classifier.crossval`), which
     describes how it does on a task it was not trained on; None for other weights."""
     return load_report("task") if PatternSettings.of(settings).pattern_weights is None else None
