@@ -15,7 +15,7 @@ import shutil
 from collections import defaultdict
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import NotRequired, TypedDict
 
 import numpy as np
 from sklearn.metrics import cohen_kappa_score, confusion_matrix, f1_score
@@ -58,7 +58,31 @@ def kappa_interval(first: np.ndarray, second: np.ndarray, seed: int = 0) -> tupl
     return float(low), float(high)
 
 
-def agreement(rows: list[LabelledMap], second: dict[str, str]) -> dict[str, Any]:
+class Agreement(TypedDict):
+    """A second labelling pass against the stored labels (`agreement`)."""
+
+    maps: int
+    cohen_kappa: float
+    cohen_kappa_interval: list[float]
+    raw_agreement: float
+    macro_f1: float
+    raw_agreement_per_task: dict[str, float]
+    confusion: list[list[int]]
+
+
+class WithLines(Agreement):
+    """`Agreement` with the guideline's measured lines applied to the second pass, and how many maps they moved."""
+
+    moved: int
+
+
+class Recorded(Agreement):
+    """What `record_agreement` returns (and stores beside the rows' and classes' names)."""
+
+    with_lines: NotRequired[WithLines]
+
+
+def agreement(rows: list[LabelledMap], second: dict[str, str]) -> Agreement:
     """Agreement of the second pass with the stored labels of the same maps: Cohen's kappa with
     its interval, and the second pass scored as a classifier would be (macro-F1 over the
     classes present, accuracy), so that the CNN's cross-validated scores can be set beside it."""
@@ -84,7 +108,7 @@ def agreement(rows: list[LabelledMap], second: dict[str, str]) -> dict[str, Any]
     }
 
 
-def record_agreement(labels_path: Path, out: Path = AGREEMENT_FILE) -> dict[str, Any]:
+def record_agreement(labels_path: Path, out: Path = AGREEMENT_FILE) -> Recorded:
     """Compare a second pass's ``<id> <class>`` file with the stored labels, as labelled and with
     the guideline's measured lines applied to it as to the stored labels (`relabel`); store the
     result and a copy of the second pass's labels; returns the result."""
@@ -94,7 +118,7 @@ def record_agreement(labels_path: Path, out: Path = AGREEMENT_FILE) -> dict[str,
     moved, count = relabel(
         [replace(stored[map_id], label=label) for map_id, label in second.items() if map_id in stored], read_maps()
     )
-    result = {
+    result: Recorded = {
         **agreement(rows, second),
         "with_lines": {"moved": count, **agreement(rows, {row.id: row.label for row in moved})},
     }
@@ -115,7 +139,7 @@ def record_agreement(labels_path: Path, out: Path = AGREEMENT_FILE) -> dict[str,
     return result
 
 
-def agreement_table(result: dict[str, Any]) -> str:
+def agreement_table(result: Recorded) -> str:
     """The agreement in a few lines of text."""
     low, high = result["cohen_kappa_interval"]
     lines = [
