@@ -18,7 +18,6 @@ import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
 import matplotlib.pyplot as plt
 import mlflow
@@ -241,7 +240,7 @@ def log_to_mlflow(
     mlflow.set_experiment(experiment)
     with mlflow.start_run(run_name=f"{config.kind}-seed{config.seed}") as run:
         mlflow.log_params({key: str(value) for key, value in asdict(config).items()})
-        metrics: dict[str, Any] = {
+        metrics: dict[str, float] = {
             "macro_f1": evaluation.macro_f1,
             "accuracy": evaluation.accuracy,
             "train_seconds": seconds,

@@ -175,7 +175,7 @@ def checked_split(task: Task, split: str) -> datasets.Dataset:
     return rows
 
 
-def kind_of(feature: Any) -> str:
+def kind_of(feature: Any) -> str:  # Any: a `datasets` feature, of whichever class
     """A column's type as an error names it: "text", "int64", "ClassLabel"..."""
     kind = getattr(feature, "dtype", type(feature).__name__)
     return "text" if kind in TEXT_TYPES else str(kind)
@@ -184,7 +184,7 @@ def kind_of(feature: Any) -> str:
 NUMBER_TYPES = tuple(f"{kind}{bits}" for kind in ("int", "uint", "float") for bits in (8, 16, 32, 64)) + ("bool",)
 
 
-def label_text(value: Any) -> str:
+def label_text(value: Any) -> str:  # Any: a cell as `datasets` reads it
     """A label value as the spec's labels write it ("1" for 1 and 1.0, "pos" for "pos")."""
     if isinstance(value, Number) and not isinstance(value, bool) and float(value).is_integer():  # type: ignore[arg-type]
         return str(int(value))  # type: ignore[call-overload]
@@ -358,7 +358,7 @@ def without_label(task: Task, split: str, rows: datasets.Dataset) -> set[int]:
     return set(missing)
 
 
-def no_label(value: Any, class_label: bool) -> bool:
+def no_label(value: Any, class_label: bool) -> bool:  # Any: a cell as `datasets` reads it
     """Whether a label cell holds nothing: None (an empty CSV cell, "nan", JSON null), a float NaN,
     blank text, or a `datasets.ClassLabel`'s -1 ("no label")."""
     if value is None or (isinstance(value, float) and math.isnan(value)):

@@ -45,7 +45,7 @@ class LogBar(tqdm):
     (`LOG_INTERVAL`) while it is open, whether or not it was updated (a timer writes it), and
     once when it closes unless its last line already showed the final count."""
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:  # Any: tqdm's arguments
         kwargs.pop("position", None)  # a line of its own needs no place among nested bars
         kwargs.setdefault("mininterval", LOG_INTERVAL)
         kwargs["file"] = Lines(kwargs.get("file") or sys.stderr)
@@ -100,6 +100,6 @@ def keep_showing(bar_reference: weakref.ref, stopped: threading.Event) -> None:
         del bar
 
 
-def progress_bar(**options: Any) -> tqdm:
+def progress_bar(**options: Any) -> tqdm:  # Any: tqdm's keyword arguments
     """A progress bar on standard error: tqdm's in a terminal, a `LogBar` when it is redirected."""
     return tqdm(**options) if sys.stderr.isatty() else LogBar(**options)

@@ -52,7 +52,7 @@ def find_task(name: str) -> Task:
 
 
 @cache
-def flag_task(flags: tuple[tuple[str, Any], ...]) -> Task:
+def flag_task(flags: tuple[tuple[str, Any], ...]) -> Task:  # Any: each flag's value, checked as a spec's
     """The task ``--dataset`` and its flags define (``--task`` its name), as a spec of those keys."""
     values = {key: value for key, value in flags if value is not None}
     if values["name"] in TASKS or is_spec_path(values["name"]):

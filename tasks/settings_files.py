@@ -30,7 +30,7 @@ class RefusingLoader(yaml.SafeLoader):
     """YAML's safe loader refusing anchors and aliases and nesting past `MAX_DEPTH`, before the
     node is built: a settings file needs none of them."""
 
-    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
+    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:  # Any: as PyYAML has it
         event = self.peek_event()
         line = event.start_mark.line + 1
         if getattr(event, "anchor", None) is not None:  # an anchor (&name), or an alias (*name) naming one
@@ -66,7 +66,7 @@ def settings_text(path: Path, limit: int, holds: str) -> str:
         ) from None
 
 
-def parsed(text: str, kind: str) -> Any:
+def parsed(text: str, kind: str) -> Any:  # Any: a file of any shape, checked by its reader
     """``text`` parsed as ``kind`` ("json", "toml" or "yaml"), nested at most `MAX_DEPTH` deep;
     a syntax error is a `SettingsError` naming its first line."""
     try:
@@ -87,7 +87,7 @@ def parsed(text: str, kind: str) -> Any:
     return value
 
 
-def depth(value: Any) -> int:
+def depth(value: object) -> int:
     """How many tables and lists deep ``value`` nests (a plain value: 0), counted without recursion."""
     deepest, pending = 0, [(value, 0)]
     while pending:

@@ -192,8 +192,9 @@ def read_spec(path: Path) -> Task:
 
 
 def task_from_spec(values: Mapping[str, Any], source: str, folder: Path | None = None) -> Task:
-    """A `Task` from a spec's keys; ``source`` (the file, or the flags) names it in errors,
-    relative data files are found from ``folder``. Labels not given are left to the data."""
+    """A `Task` from a spec's keys (Any: as a TOML or JSON file or the flags give them, each checked
+    here); ``source`` (the file, or the flags) names it in errors, relative data files are found
+    from ``folder``. Labels not given are left to the data."""
     unknown = sorted(set(values) - set(SPEC_KEYS))
     if unknown:
         raise unknown_key(unknown[0], source)
@@ -264,7 +265,7 @@ def check_metrics(task: Task, kind: str) -> None:
             )
 
 
-def text(values: Mapping[str, Any], key: str, source: str, default: Any) -> Any:
+def text(values: Mapping[str, Any], key: str, source: str, default: Any) -> Any:  # Any: a string, or the default given
     """A string key of the spec, or ``default`` when absent (the name has none: it is required)."""
     value = values.get(key, default)
     if value is None and key == "name":
@@ -285,7 +286,7 @@ def strings(values: Mapping[str, Any], key: str, source: str, default: tuple[str
     return tuple(str(item) for item in items)
 
 
-def data_files(value: Any, source: str, folder: Path | None) -> tuple[tuple[str, tuple[str, ...]], ...]:
+def data_files(value: object, source: str, folder: Path | None) -> tuple[tuple[str, tuple[str, ...]], ...]:
     """``data_files`` as (split, files) pairs, relative paths made absolute from ``folder``: one
     path or a list is the training split's (`datasets`' own rule)."""
     if value is None:

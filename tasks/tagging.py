@@ -53,7 +53,7 @@ def required_tagger_package() -> str:
 
 
 @cache
-def load_tagger() -> Any:
+def load_tagger() -> Any:  # Any: a spaCy `Language`, imported by name at run time
     """spaCy's ``en_core_web_sm`` pipeline (tagger and parser), loaded once per process."""
     return importlib.import_module(required_tagger_package()).load(exclude=list(UNUSED_PIPES))
 
