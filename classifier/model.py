@@ -109,7 +109,8 @@ class PatternClassifier:
 
     classes = CLASSES
 
-    def __init__(self, network: MeasuredTrees | PatternCNN, info: dict[str, Any] | None = None) -> None:  # info: any JSON, kept with the weights
+    # info: any JSON, kept with the weights (`save`)
+    def __init__(self, network: MeasuredTrees | PatternCNN, info: dict[str, Any] | None = None) -> None:
         self.network = network.eval()
         # channels-last runs the small convolutions 2-3x faster on CPU (oneDNN); torch's stub of
         # Module.to omits the memory_format keyword its implementation takes
