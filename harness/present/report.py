@@ -31,7 +31,7 @@ import re
 import shutil
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NotRequired, TypedDict
 
 from jinja2 import Environment, PackageLoader, StrictUndefined, select_autoescape
 from markdown_it import MarkdownIt
@@ -188,9 +188,83 @@ def build_report(settings: ReportConfig, environment: EnvironmentConfig) -> tupl
     return written, page.figures
 
 
-def render(
-    title: str, study: dict[str, Any] | None, tasks: list[dict[str, Any]], data: dict[str, Any], intro: str = ""
-) -> str:
+class Figure(TypedDict):
+    """A figure the page shows: its link from the page, its file name and stem."""
+
+    source: str
+    name: str
+    stem: str
+
+
+class MarkdownPart(TypedDict):
+    """A Markdown table as HTML, with its title (None: its own title line says it)."""
+
+    title: str | None
+    html: Markup
+
+
+class FindingsTable(TypedDict):
+    """The study's findings as a table: the tasks (columns), and a row per finding (`findings`)."""
+
+    tasks: list[str]
+    rows: list[tuple[str, str, list[str], str, str]]
+
+
+class StudySection(TypedDict):
+    """The study's part of the page (`Page.study_section`)."""
+
+    name: str
+    settings: list[tuple[str, str]]
+    findings: FindingsTable | None
+    kept_out: list[tuple[str, str]]
+    figures: list[Figure]
+    tables: list[MarkdownPart]
+
+
+class Unattributed(TypedDict):
+    """Every figure and table of a run drawn before each was recorded under its analysis."""
+
+    figures: list[Figure]
+    tables: list[MarkdownPart]
+
+
+class AnalysisSection(TypedDict):
+    """One analysis of a run (or the run's trajectory) on the page."""
+
+    name: str
+    version: int | None
+    description: Markup
+    in_view: bool
+    parameters: list[tuple[str, str]]
+    figures: list[Figure]
+    tables: list[MarkdownPart]
+
+
+class RunDetails(TypedDict):
+    """One run on the page; a failed run has only its folder."""
+
+    folder: str
+    failed: bool
+    label: NotRequired[str]
+    analyses: NotRequired[list[AnalysisSection]]
+    parameters: NotRequired[list[tuple[str, str]]]
+    headline: NotRequired[list[tuple[str, str]]]
+    unattributed: NotRequired[Unattributed | None]
+
+
+class TaskSection(TypedDict):
+    """One task on the page: its metrics over the study's seeds (None without a study) and its runs."""
+
+    name: str
+    spread: list[tuple[str, str, str, int]] | None
+    runs: list[RunDetails]
+
+
+# The per-example view's data, read by the page's script (report.js) as JSON, not by Python: left open.
+ViewData = dict[str, Any]
+
+
+def render(title: str, study: StudySection | None, tasks: list[TaskSection], data: ViewData, intro: str = "") -> str:
     """The whole page from ``templates/page.html``: style, sections, the view's data and its script, all
     inline; the per-example view says ``intro`` of its inputs (default: the runs' seeded dev examples)."""
     # The package's own style sheet and script, inlined as they are (escaping them would break them).
@@ -200,7 +274,7 @@ def render(
     )
 
 
-def inline_json(data: dict[str, Any]) -> Markup:
+def inline_json(data: ViewData) -> Markup:
     """``data`` as JSON for a ``<script type="application/json">`` element, every ``<`` written
     ``\\u003c`` (the same string to JSON.parse), so that no value can end the element or open a
     comment or script inside it."""
@@ -217,9 +291,9 @@ class Page:
         self.figures = 0
         self.copied: set[Path] = set()
 
-    def figure_list(self, paths: list[Path], group: str) -> list[dict[str, str]]:
+    def figure_list(self, paths: list[Path], group: str) -> list[Figure]:
         """The PNG figures among ``paths``, copied to ``assets/group``: each one's link from the page and name."""
-        shown = []
+        shown: list[Figure] = []
         for path in sorted(p for p in paths if p.suffix == ".png" and p.is_file()):
             target = self.assets / group / path.name
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -238,7 +312,7 @@ class Page:
             elif path.is_dir() and not any(path.iterdir()):
                 path.rmdir()
 
-    def study_section(self, study: StudyRecord, folder: Path) -> dict[str, Any]:
+    def study_section(self, study: StudyRecord, folder: Path) -> StudySection:
         """The study's settings, findings, figures and tables."""
         figures = folder / "figures"
         tables = [path for path in sorted(figures.glob("*.md")) if path.name != STUDY_FINDINGS]
@@ -251,14 +325,14 @@ class Page:
             "tables": markdown_files(tables, titled=True),
         }
 
-    def tasks_section(self, stored: Stored) -> list[dict[str, Any]]:
+    def tasks_section(self, stored: Stored) -> list[TaskSection]:
         """Each task with its runs, in the order the runs come."""
         tasks = list(dict.fromkeys(run.task for run in stored.runs))
         return [
             self.task_section(task, [run for run in stored.runs if run.task == task], stored.study) for task in tasks
         ]
 
-    def task_section(self, task: str, runs: list[Run], study: StudyRecord | None) -> dict[str, Any]:
+    def task_section(self, task: str, runs: list[Run], study: StudyRecord | None) -> TaskSection:
         """One task: its metrics over the study's seeds (None without a study) and its runs."""
         entry = study["tasks"].get(task) if study else None
         return {
@@ -267,7 +341,7 @@ class Page:
             "runs": [self.run_details(run) for run in runs],
         }
 
-    def run_details(self, run: Run) -> dict[str, Any]:
+    def run_details(self, run: Run) -> RunDetails:
         """One run: its parameters, headline metrics and every analysis that ran, or that it failed."""
         if run.summary is None:
             return {"folder": run.folder.name, "failed": True}
@@ -288,7 +362,7 @@ class Page:
             "unattributed": None if drawn else self.unattributed(run.folder),
         }
 
-    def unattributed(self, folder: Path) -> dict[str, Any]:
+    def unattributed(self, folder: Path) -> Unattributed:
         """Every figure and table of a run drawn before `redraw` recorded which analysis drew which."""
         files = sorted((folder / "figures").glob("*"))
         return {
@@ -296,7 +370,7 @@ class Page:
             "tables": markdown_files([path for path in files if path.suffix == ".md"], titled=False),
         }
 
-    def analysis_section(self, name: str, entry: Entry[Any], files: list[Path], group: str) -> dict[str, Any]:
+    def analysis_section(self, name: str, entry: Entry[Any], files: list[Path], group: str) -> AnalysisSection:
         """One analysis of a run: what it measures, its inputs and settings, figures and tables."""
         return {
             "name": name,
@@ -308,7 +382,7 @@ class Page:
             "tables": markdown_files([path for path in files if path.suffix == ".md"], titled=False),
         }
 
-    def trajectory_section(self, trajectory: Trajectory, files: list[Path], group: str) -> dict[str, Any]:
+    def trajectory_section(self, trajectory: Trajectory, files: list[Path], group: str) -> AnalysisSection:
         """A --trajectory run's checkpoints along the fine-tuning: which steps, and the figures and
         table drawn over them."""
         steps = ", ".join(f"{point['step']} ({point['examples_seen']:,} examples)" for point in trajectory["points"])
@@ -433,7 +507,7 @@ def study_settings(study: StudyRecord) -> list[tuple[str, str]]:
     return rows
 
 
-def findings(found: dict[str, Finding]) -> dict[str, Any] | None:
+def findings(found: dict[str, Finding]) -> FindingsTable | None:
     """Each finding once, as a row: the claim, on how many tasks it is clear on every seed, per
     task its seeds and each seed's evidence (`task_text`), and the papers beside it (None when
     there is none)."""
@@ -455,10 +529,10 @@ def findings(found: dict[str, Finding]) -> dict[str, Any] | None:
     return {"tasks": tasks, "rows": rows}
 
 
-def markdown_files(paths: list[Path], titled: bool) -> list[dict[str, Any]]:
+def markdown_files(paths: list[Path], titled: bool) -> list[MarkdownPart]:
     """Markdown tables as HTML, each with its title (its file name when ``titled``: the study's have no
     title line; else None), its headings moved under the page's own."""
-    parts = []
+    parts: list[MarkdownPart] = []
     for path in paths:
         text = HEADING.sub(lambda tag: f"<{tag[1]}h{min(int(tag[2]) + 4, 6)}>", MARKDOWN.render(path.read_text()))
         # Safe: MARKDOWN renders with raw HTML off, so any markup in the file comes out escaped.
@@ -466,7 +540,7 @@ def markdown_files(paths: list[Path], titled: bool) -> list[dict[str, Any]]:
     return parts
 
 
-def example_data(stored: Stored) -> dict[str, Any]:
+def example_data(stored: Stored) -> ViewData:
     """The maps the view shows: every run with stored examples (in a study, the first seed of each task)."""
     runs, tasks = [], set()
     for run in stored.runs:
@@ -478,7 +552,7 @@ def example_data(stored: Stored) -> dict[str, Any]:
     return {"runs": [run for run in runs if run is not None]}
 
 
-def view_run(summary: RunSummary, label: str, entry: ExamplesEntry) -> dict[str, Any] | None:
+def view_run(summary: RunSummary, label: str, entry: ExamplesEntry) -> ViewData | None:
     """One run's examples for the view: tokens, both checkpoints' maps and the pair's comparison,
     and, for a run with a trajectory, each example's maps at every kept step (`stored_steps`)."""
     before, after = PAIRS[0]
