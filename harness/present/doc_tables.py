@@ -32,7 +32,7 @@ from typing import Any, cast
 from harness.present.study_figures import study_tables
 from harness.results.entries import Entry
 from harness.results.run_record import Analysed, RunSection, RunSummary
-from harness.results.store import key_of, read_json, write_json
+from harness.results.store import JsonObject, key_of, read_json, write_json
 from harness.results.study_record import decoded_study
 from harness.results.summary import checked_study, whole_summary
 from harness.views import VIEWS
@@ -66,7 +66,7 @@ class RunSnapshot(Analysed):
     run: RunSection
 
 
-def decoded_snapshot(stored: dict[str, Any]) -> RunSnapshot:
+def decoded_snapshot(stored: JsonObject) -> RunSnapshot:
     """A run's stored results read back, typed: `snapshot` is what mypy checks, so the file is taken at its word."""
     return cast(RunSnapshot, stored)
 
@@ -89,7 +89,7 @@ def snapshot(summary: RunSummary, run_folder: Path) -> RunSnapshot:
     }
 
 
-def without(value: Any, keys: tuple[str, ...]) -> Any:
+def without(value: Any, keys: tuple[str, ...]) -> Any:  # Any: JSON of any shape, walked
     """``value`` with every dict key in ``keys`` dropped, at any depth."""
     if isinstance(value, dict):
         return {key: without(inner, keys) for key, inner in value.items() if key not in keys}
@@ -98,7 +98,7 @@ def without(value: Any, keys: tuple[str, ...]) -> Any:
     return value
 
 
-def overview(results: dict[str, Any]) -> str:
+def overview(results: JsonObject) -> str:
     """One run at a glance: dev scores and the learning check, then each analysis's headline,
     pre-trained beside fine-tuned, the papers' BERT-base numbers for context (`View.overview_rows`)."""
     rows: list[Row] = [("", "pre-trained (untrained head)", "fine-tuned", "paper (BERT-base)")]
@@ -108,10 +108,10 @@ def overview(results: dict[str, Any]) -> str:
     return markdown_table(rows[0], rows[1:])
 
 
-def sweep_table(results: dict[str, Any]) -> str:
+def sweep_table(results: JsonObject) -> str:
     """A recipe sweep (``benchmarks/sweep_recipe.py``), per task and setting: the dev score's
     mean ± std over seeds, the majority class, and the seeds clearly above it."""
-    groups: dict[tuple, list[dict[str, Any]]] = {}
+    groups: dict[tuple, list[JsonObject]] = {}
     for point in results["points"]:
         setting = (
             point["task"],
@@ -139,7 +139,7 @@ def sweep_table(results: dict[str, Any]) -> str:
 
 
 # Tables that read more than one analysis (or no run at all: a sweep's points).
-OVERVIEWS: dict[str, Callable[[dict[str, Any]], str]] = {"overview": overview, "sweep": sweep_table}
+OVERVIEWS: dict[str, Callable[[JsonObject], str]] = {"overview": overview, "sweep": sweep_table}
 
 
 def without_title(text: str) -> str:
@@ -150,12 +150,12 @@ def without_title(text: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-def is_study(results: dict[str, Any]) -> bool:
+def is_study(results: JsonObject) -> bool:
     """Whether stored results are a study's (its study.json) rather than a run's."""
     return "findings" in results and "tasks" in results
 
 
-def render(name: str, results: dict[str, Any]) -> str:
+def render(name: str, results: JsonObject) -> str:
     """Table NAME from a run's or a study's stored results."""
     if is_study(results):
         tables = study_tables(
@@ -178,7 +178,7 @@ def render(name: str, results: dict[str, Any]) -> str:
     )
 
 
-def stored_results(label: str, results_dir: Path = RESULTS) -> dict[str, Any]:
+def stored_results(label: str, results_dir: Path = RESULTS) -> JsonObject:
     """Run LABEL's stored results (``docs/results/LABEL.json``); raises `InputError`, saying how to store them,
     when they are missing or damaged."""
     path = results_dir / f"{label}.json"
@@ -220,7 +220,7 @@ def take_study(label: str, study_folder: Path, results_dir: Path = RESULTS) -> P
 def rebuilt(text: str, results_dir: Path = RESULTS) -> tuple[str, list[str]]:
     """``text`` with every table block regenerated, and the ``name run:label`` of blocks that changed."""
     changed: list[str] = []
-    cache: dict[str, dict[str, Any]] = {}
+    cache: dict[str, JsonObject] = {}
 
     def replace(match: re.Match) -> str:
         label = match["run"]
