@@ -213,7 +213,7 @@ def load_findings(study: Where, output_dir: Where = "outputs") -> pd.DataFrame:
     )
 
 
-def table(rows: list[tuple[Any, ...]], columns: dict[str, str]) -> pd.DataFrame:
+def table(rows: list[tuple[Any, ...]], columns: dict[str, str]) -> pd.DataFrame:  # Any: each column its own type
     """``rows`` as a DataFrame with ``columns``' names and types (None becomes missing)."""
     return pd.DataFrame(rows, columns=list(columns), dtype=object).astype(columns)
 
@@ -315,7 +315,7 @@ def arrays(
             )
 
 
-def leaves(node: Any, path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], Any]]:
+def leaves(node: Any, path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], Any]]:  # Any: a result, any view's
     """Every value under nested dicts that is not itself a dict, with the keys leading to it."""
     if isinstance(node, dict):
         for key, inner in node.items():
@@ -329,7 +329,7 @@ def cells(grid: list[list[Any]]) -> Iterator[tuple[int, int, Any]]:
     return ((layer, head, value) for layer, row in enumerate(grid, 1) for head, value in enumerate(row, 1))
 
 
-def is_numbers(node: Any, length: int) -> bool:
+def is_numbers(node: object, length: int) -> bool:
     """Whether ``node`` is a list of ``length`` numbers (None allowed, booleans not)."""
     return (
         isinstance(node, list)
@@ -338,7 +338,7 @@ def is_numbers(node: Any, length: int) -> bool:
     )
 
 
-def is_grid(node: Any, shape: tuple[int, int]) -> bool:
+def is_grid(node: object, shape: tuple[int, int]) -> bool:
     """Whether ``node`` is a layers x heads grid of numbers."""
     return isinstance(node, list) and len(node) == shape[0] and all(is_numbers(row, shape[1]) for row in node)
 
