@@ -26,7 +26,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
 from dataclasses import KW_ONLY, dataclass, fields
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Protocol, TypeVar
 
 import torch
 from transformers import PretrainedConfig
@@ -198,7 +198,10 @@ ANALYSES: dict[str, type[Analysis]] = {}
 register_analysis = registrar(ANALYSES, "analysis")  # class decorator: adds an analysis to ANALYSES under its name
 
 
-def changed_heads(before: list[list[Any]], after: list[list[Any]]) -> list[ChangedHead]:
+Label = TypeVar("Label")
+
+
+def changed_heads(before: list[list[Label]], after: list[list[Label]]) -> list[ChangedHead[Label]]:
     """Heads (1-indexed) whose value (label, class, label set) differs between two (layers x heads) grids."""
     return [
         {"layer": layer + 1, "head": head + 1, "before": old, "after": after[layer][head]}

@@ -49,13 +49,14 @@ class BestHead(HeadValue):
     leading: list[int]
 
 
-class ChangedHead(TypedDict):
-    """A head (1-indexed) whose label, class or label set differs between two checkpoints."""
+class ChangedHead(TypedDict, Generic[Value]):
+    """A head (1-indexed) whose label, class (``Value``: str) or label set (list[str]) differs between
+    two checkpoints."""
 
     layer: int
     head: int
-    before: Any
-    after: Any
+    before: Value
+    after: Value
 
 
 def attempt(failures: Failures, what: str, compute: Callable[[], Value], otherwise: Value) -> Value:

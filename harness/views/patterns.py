@@ -115,7 +115,7 @@ class PatternComparison(TypedDict):
     """A pair's heads whose majority class changed, and each class's change of share (by the name of
     its signed change)."""
 
-    changed_heads: list[ChangedHead]
+    changed_heads: list[ChangedHead[str]]
     evidence: dict[str, Change]
 
 
@@ -357,7 +357,7 @@ def draw_proportions(
 
 
 def draw_pattern_grid(
-    per_head: dict[str, list[list[str]]], changed: list[ChangedHead], path: Path, *, title: str
+    per_head: dict[str, list[list[str]]], changed: list[ChangedHead[str]], path: Path, *, title: str
 ) -> Path:
     """One categorical layers x heads panel per checkpoint; changed heads outlined in all."""
     colours = mpl.colors.ListedColormap([CLASS_COLOURS[name] for name in CLASSES])

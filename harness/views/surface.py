@@ -153,7 +153,7 @@ class SurfaceResult(TypedDict):
 class LabelChanges(TypedDict):
     """A pair's heads whose labels changed."""
 
-    label_changes: list[ChangedHead]
+    label_changes: list[ChangedHead[list[str]]]
 
 
 SurfaceEntry = Entry[PerCheckpoint[SurfaceResult, LabelChanges]]

@@ -143,7 +143,7 @@ class VigComparison(TypedDict):
     of `CROSS` with their intervals (by the names of its signed changes; none where undefined)."""
 
     per_head: dict[str, list[list[float]]]
-    label_changes: list[ChangedHead]
+    label_changes: list[ChangedHead[list[str]]]
     evidence: dict[str, Change]
 
 
