@@ -13,11 +13,11 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NotRequired, TypedDict
+from typing import NotRequired, TypedDict
 
 import numpy as np
 
-from harness.present.report import render
+from harness.present.report import ViewData, render
 from harness.results.checkpoints import FINETUNED, PAIRS, PRETRAINED
 from harness.results.entries import decoded
 from harness.results.store import key_of, read_json
@@ -144,7 +144,7 @@ def run_inputs(run_folder: Path | str) -> list[InputMaps]:
     return [*example_inputs(folder), *typed_inputs(folder)]
 
 
-def view_input(index: int, record: TypedInput, before: str, after: str) -> dict[str, Any]:
+def view_input(index: int, record: TypedInput, before: str, after: str) -> ViewData:
     """One stored typed input as the report's per-example view takes an example (its maps as stored)."""
     maps = from_stored(record)
     layer, head, cosine = maps.most_changed(before, after)

@@ -20,7 +20,6 @@ import hashlib
 from collections.abc import Callable, Iterator, Sequence
 from functools import partial
 from pathlib import Path
-from typing import Any
 
 from harness.config import DEFAULT_FIGURE_FORMATS, QUICK
 from harness.present.parallel import drawn
@@ -75,7 +74,7 @@ def redraw(
 Drawer = Callable[[Path], tuple[list[Path], dict[str, str]]]
 
 
-def drawings(summary: RunSummary) -> Iterator[tuple[str, Any, Drawer]]:
+def drawings(summary: RunSummary) -> Iterator[tuple[str, object, Drawer]]:
     """What a summary draws, piece by piece: each current analysis entry, then the trajectory
     along fine-tuning where the run has one; each as its name, what its drawing depends on, and
     a drawer of its figures and tables (by file stem) into a folder (picklable: a worker process
