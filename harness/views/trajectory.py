@@ -321,7 +321,7 @@ def score_series(
 
 def cosine_before_dev(
     points: list[TrajectoryPoint],
-    final: dict[str, Any],
+    final: dict[str, Any],  # the cosine's StoredUnits under its view's name beside predictions, labels, majority
     split: str,
     metric: str,
     score: Callable[[str, np.ndarray, np.ndarray], np.ndarray],
