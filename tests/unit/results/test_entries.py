@@ -68,3 +68,11 @@ def test_a_stored_value_read_as_another_type_fails_the_type_check(tmp_path: Path
         READER.format(wrong='name: str = per_checkpoint_results(entry)["finetuned"]["num_items"]'), tmp_path, cache
     )
     assert 'Incompatible types in assignment (expression has type "int", variable has type "str")' in report, report
+
+
+def test_a_misspelt_key_of_stored_evidence_fails_the_type_check(tmp_path: Path, cache: Path) -> None:
+    """Evidence is declared too (`harness.views.evidence.Change`): its keys and their types are checked."""
+    report = checked(READER.format(wrong='low, high = evidence["raw_share_cls_change"]["intervall"]'), tmp_path, cache)
+    assert 'TypedDict "Change" has no key "intervall"' in report, report
+    report = checked(READER.format(wrong='word: str = evidence["raw_share_cls_change"]["value"]'), tmp_path, cache)
+    assert 'expression has type "float", variable has type "str"' in report, report
