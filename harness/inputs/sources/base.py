@@ -13,14 +13,14 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from collections.abc import Iterator
 from dataclasses import KW_ONLY, dataclass, field
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
 from harness.config import AnalysisConfig
 from harness.inputs.batches import EncodedBatch
 from harness.registry import registrar
-from harness.results.store import FileHashes
+from harness.results.store import FileHashes, SourceIdentity, SourceNotes
 from tasks.corpora import Corpus
 from tasks.examples import Example
 from tasks.spec import Task
@@ -44,9 +44,9 @@ class SourceContext:
     max_length: int = 128
     task: Task | None = None
     task_examples: list[Example] = field(default_factory=list)
-    task_identity: dict[str, Any] = field(default_factory=dict)
+    task_identity: SourceIdentity = field(default_factory=dict)
     eval_examples: dict[str, list[Example]] = field(default_factory=dict)
-    eval_identity: dict[str, Any] = field(default_factory=dict)
+    eval_identity: SourceIdentity = field(default_factory=dict)
     hashes: FileHashes = field(default_factory=FileHashes)
 
     @property
@@ -68,7 +68,7 @@ class SourceStream:
 
     batches: Iterator[EncodedBatch]
     num_items: int
-    notes: dict[str, Any]
+    notes: SourceNotes
 
 
 class Source(ABC):
@@ -89,7 +89,7 @@ class Source(ABC):
         return cls.data_flag
 
     @abstractmethod
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> SourceIdentity:
         """Everything the batches depend on besides the model: files and hashes, sizes, seeds."""
 
     @abstractmethod

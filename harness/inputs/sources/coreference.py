@@ -9,7 +9,8 @@ import logging
 from collections.abc import Iterator
 from functools import cache
 from pathlib import Path
-from typing import Any
+
+from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
 from harness.config import AnalysisConfig
 from harness.corpus_lookup import default_corpus_path
@@ -17,6 +18,7 @@ from harness.inputs.batches import EncodedBatch
 from harness.inputs.sampling import sample
 from harness.inputs.sources.base import Source, SourceStream, register_source
 from harness.inputs.words import encode_words
+from harness.results.store import SourceIdentity, SourceNotes
 from harness.views.coreference import CoreferenceSourceSettings
 from tasks.coreference import Document, coreference_format, read_coreference
 from tasks.corpora import DOWNLOAD_COMMAND, LITBANK, cache_folder
@@ -69,7 +71,9 @@ def document_windows(document: Document, sentence_tokens: list[int], budget: int
         yield document.window(starts[first], ends[-1])
 
 
-def split_into_windows(tokenizer: Any, documents: list[Document], max_tokens: int) -> list[Document]:
+def split_into_windows(
+    tokenizer: PreTrainedTokenizerBase, documents: list[Document], max_tokens: int
+) -> list[Document]:
     """Every document as consecutive sentence windows that fit ``max_tokens`` with [CLS]/[SEP]."""
     budget = max_tokens - tokenizer.num_special_tokens_to_add(pair=False)
     windows: list[Document] = []
@@ -88,7 +92,7 @@ def split_into_windows(tokenizer: Any, documents: list[Document], max_tokens: in
 
 
 def encoded_documents(
-    tokenizer: Any, documents: list[Document], batch_size: int, max_tokens: int
+    tokenizer: PreTrainedTokenizerBase, documents: list[Document], batch_size: int, max_tokens: int
 ) -> Iterator[EncodedBatch]:
     """Batches of documents cut to ``max_tokens``; items are `WordAlignedItem`s of `Document`s."""
     for start in range(0, len(documents), batch_size):
@@ -103,7 +107,7 @@ class CoreferenceSource(Source):
     name = "coreference"
     corpus, data_flag = LITBANK, "coref_data"
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> SourceIdentity:
         settings = self.context.settings
         return {
             "source": self.name,
@@ -126,7 +130,7 @@ class CoreferenceSource(Source):
         settings = context.settings
         path = coref_data_path(settings.coref_data)
         documents = sample(read_coreference(path), settings.max_corpus_items, context.seed, in_order=True)
-        notes: dict[str, Any] = {"coref_data": "/".join(path.parts[-2:]), "documents": len(documents)}
+        notes: SourceNotes = {"coref_data": "/".join(path.parts[-2:]), "documents": len(documents)}
         if CoreferenceSourceSettings.of(settings).coref_windows:
             documents = split_into_windows(context.tokenizer, documents, settings.max_tokens)
             notes["windows"] = len(documents)

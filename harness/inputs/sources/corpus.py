@@ -18,7 +18,6 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from itertools import islice
 from pathlib import Path
-from typing import Any
 
 import torch
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
@@ -28,6 +27,7 @@ from harness.inputs.batches import EncodedBatch
 from harness.inputs.encoding import PairTemplate, token_ids
 from harness.inputs.sources.base import Source, SourceStream, register_source
 from harness.inputs.sources.task import TaskSource
+from harness.results.store import SourceIdentity
 from tasks.errors import InputError
 from tasks.files import text_lines
 
@@ -215,7 +215,7 @@ class CorpusSource(Source):
             raise ValueError("no --corpus: its analyses read the task source")
         return Path(self.context.settings.corpus)
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> SourceIdentity:
         settings = self.context.settings
         return {
             "source": self.name,

@@ -5,12 +5,11 @@ pruning sweeps."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from harness.inputs.encoding import batched
 from harness.inputs.sampling import sample
 from harness.inputs.sources.base import Source, SourceStream, register_source
 from harness.inputs.sources.task import TaskSource
+from harness.results.store import SourceIdentity
 from harness.views.evaluation import DevSampleSettings
 
 
@@ -36,7 +35,7 @@ class DevSource(Source):
             for split, examples in context.eval_examples.items()
         }
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> SourceIdentity:
         context = self.context
         identity = {
             "source": self.name,
@@ -85,7 +84,7 @@ class AblationSource(Source):
         split = next(iter(context.eval_examples))
         return sample(context.eval_examples[split], context.settings.ablation_examples, context.seed, in_order=True)
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> SourceIdentity:
         context = self.context
         split = next(iter(context.eval_identity))
         return {

@@ -17,7 +17,6 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from statistics import mean
-from typing import Any
 
 from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
@@ -35,6 +34,7 @@ from harness.inputs.sources.corpus import (
     segment_batches,
 )
 from harness.inputs.sources.treebank import train_sibling
+from harness.results.store import SourceIdentity, SourceNotes
 from tasks.corpora import DOWNLOAD_COMMAND, UD_ENGLISH_EWT
 from tasks.errors import InputError
 from tasks.treebank import Sentence, read_treebank
@@ -82,7 +82,7 @@ def read_running_text(paths: Sequence[Path]) -> list[Paragraphs]:
 
 def running_text_segments(
     paths: Sequence[Path], tokenizer: PreTrainedTokenizerBase, max_tokens: int, max_segments: int, seed: int
-) -> tuple[list[Segment], dict[str, Any]]:
+) -> tuple[list[Segment], SourceNotes]:
     """Every segment of the treebank files' documents packed, then a seeded sample of at most
     ``max_segments`` of them in their order; with notes on what was read, packed and kept."""
     documents = read_running_text(paths)
@@ -111,7 +111,7 @@ class RunningTextSource(Source):
     def streams_as(self) -> str:
         return CorpusSource.name if self.context.settings.corpus is not None else self.name
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> SourceIdentity:
         settings = self.context.settings
         return {
             "source": self.name,

@@ -3,10 +3,9 @@ padded variant for Kovaleva et al.'s protocol."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from harness.inputs.encoding import batched, count_truncated
 from harness.inputs.sources.base import Source, SourceStream, register_source
+from harness.results.store import SourceIdentity
 
 KOVALEVA_PADDED_LENGTH = 200  # every input padded to this length in Kovaleva et al.'s comparison code
 
@@ -17,7 +16,7 @@ class TaskSource(Source):
 
     name = "task"
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> SourceIdentity:
         return {"source": self.name, **self.context.task_identity, "max_length": self.context.max_length}
 
     def stream(self) -> SourceStream:
@@ -41,7 +40,7 @@ class PaddedTaskSource(TaskSource):
 
     name = "task-padded"
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> SourceIdentity:
         return {**super().identity(), "padded_to": KOVALEVA_PADDED_LENGTH}
 
     def stream(self) -> SourceStream:

@@ -14,7 +14,8 @@ import random
 from collections.abc import Iterator, Sequence
 from itertools import chain
 from pathlib import Path
-from typing import Any
+
+from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 
 from harness.config import AnalysisConfig
 from harness.corpus_lookup import default_corpus_path
@@ -22,6 +23,7 @@ from harness.inputs.batches import EncodedBatch
 from harness.inputs.sampling import sample
 from harness.inputs.sources.base import Source, SourceStream, register_source
 from harness.inputs.words import encode_words
+from harness.results.store import SourceIdentity, SourceNotes
 from harness.views.probes import ProbeSampleSettings
 from tasks.corpora import DOWNLOAD_COMMAND, UD_ENGLISH_EWT, cache_folder
 from tasks.errors import InputError
@@ -66,12 +68,12 @@ def train_treebank_path(settings: AnalysisConfig) -> Path:
 
 
 def sentence_batches(
-    tokenizer: Any,
+    tokenizer: PreTrainedTokenizerBase,
     sentences: Sequence[Sentence],
     batch_size: int,
     max_tokens: int,
-    items: Sequence[Any] | None = None,
-    notes: dict[str, Any] | None = None,
+    items: Sequence[object] | None = None,  # carried beside each sentence, never read here
+    notes: SourceNotes | None = None,
 ) -> Iterator[EncodedBatch]:
     """Encode consecutive groups of ``batch_size`` sentences (items default to the sentences),
     adding the words cut and the sentences truncated to ``notes`` when given."""
@@ -106,7 +108,7 @@ def _windowed_shuffle(sentences: list[Sentence], batch_size: int, rng: random.Ra
     return ordered
 
 
-def _notes(path: Path, sentences: int, words: int) -> dict[str, Any]:
+def _notes(path: Path, sentences: int, words: int) -> SourceNotes:
     return {"treebank": path.name, "sentences": sentences, "words": words, "words_cut": 0, "sentences_truncated": 0}
 
 
@@ -117,7 +119,7 @@ class SyntaxSource(Source):
     name = "syntax"
     corpus, data_flag = UD_ENGLISH_EWT, "syntax_data"
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> SourceIdentity:
         settings = self.context.settings
         return {
             "source": self.name,
@@ -150,7 +152,7 @@ class ProbeSource(Source):
     name = "syntax-probe"
     corpus, data_flag = UD_ENGLISH_EWT, "syntax_data"
 
-    def identity(self) -> dict[str, Any]:
+    def identity(self) -> SourceIdentity:
         settings = self.context.settings
         return {
             "source": self.name,
