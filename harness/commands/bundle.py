@@ -40,7 +40,6 @@ from dataclasses import dataclass, field
 from email.parser import Parser
 from fnmatch import fnmatch
 from pathlib import Path
-from typing import Any
 
 from huggingface_hub import snapshot_download
 from huggingface_hub.file_download import repo_folder_name
@@ -90,7 +89,8 @@ def pack(settings: PackConfig) -> None:
             Path(scratch) / WHEELS,
         )
         bundle.files += [(wheel, f"{WHEELS}/{wheel.name}") for wheel in wheels]
-        bundle.contents.update(wheels=[wheel.name for wheel in wheels], excluded=excluded)
+        bundle.contents["wheels"] = [wheel.name for wheel in wheels]
+        bundle.contents["excluded"] = excluded
         manifest = write_bundle(bundle, out, settings.part_bytes, python=settings.python, platforms=settings.platform)
     said = "".join(f", {line}" for line in unbundle.contents_said(manifest))
     has = ", ".join(f"{name} {version}" for name, version in excluded.items()) or "nothing"
@@ -102,7 +102,7 @@ def pack(settings: PackConfig) -> None:
     print(f"copy {out} to the machine, then there: python3 {out / SCRIPT} --into DIR")
 
 
-def write_bundle(bundle: Bundle, out: Path, part_size: int, **described: Any) -> dict[str, Any]:
+def write_bundle(bundle: Bundle, out: Path, part_size: int, **described: object) -> unbundle.Manifest:
     """``bundle`` written into ``out`` as parts of ``part_size`` bytes, `unbundle` beside them as
     unpack.py, and last the manifest (the parts' sizes and SHA-256, ``described``, the contents),
     so that a folder with a manifest holds a whole bundle; the manifest."""
@@ -139,7 +139,7 @@ class Bundle:
 
     files: list[tuple[Path, str]] = field(default_factory=list)
     written: dict[str, bytes] = field(default_factory=dict)
-    contents: dict[str, Any] = field(default_factory=dict)
+    contents: unbundle.Contents = field(default_factory=unbundle.Contents)
 
 
 # --- Wheels -------------------------------------------------------------------------------------
@@ -460,8 +460,9 @@ class Parts:
 
     def __init__(self, folder: Path, size: int) -> None:
         self.folder, self.size = folder, size
-        self.parts: list[dict[str, Any]] = []
+        self.parts: list[unbundle.PartRecord] = []
         self.file: io.BufferedWriter | None = None
+        self.name = ""  # the part being written
         self.digest = hashlib.sha256()
         self.written = 0
 
@@ -480,26 +481,25 @@ class Parts:
 
     def _next(self) -> None:
         self._finish()
-        name = f"{STEM}.tar.{len(self.parts) + 1:03d}"
-        self.file = (self.folder / name).open("wb")
+        self.name = f"{STEM}.tar.{len(self.parts) + 1:03d}"
+        self.file = (self.folder / self.name).open("wb")
         self.digest, self.written = hashlib.sha256(), 0
-        self.parts.append({"name": name})
 
     def _finish(self) -> None:
         if self.file is not None:
             self.file.flush()
             os.fsync(self.file.fileno())
             self.file.close()
-            self.parts[-1].update(size=self.written, sha256=self.digest.hexdigest())
+            self.parts.append({"name": self.name, "size": self.written, "sha256": self.digest.hexdigest()})
             self.file = None
 
-    def close(self) -> list[dict[str, Any]]:
+    def close(self) -> list[unbundle.PartRecord]:
         """The parts written: each one's name, size and SHA-256."""
         self._finish()
         return self.parts
 
 
-def write_parts(bundle: Bundle, folder: Path, size: int) -> list[dict[str, Any]]:
+def write_parts(bundle: Bundle, folder: Path, size: int) -> list[unbundle.PartRecord]:
     """``bundle`` as one tar stream in parts of ``size`` bytes in ``folder``; the parts' records."""
     parts = Parts(folder, size)
     total = sum(path.stat().st_size for path, _ in bundle.files)

@@ -27,7 +27,7 @@ import tarfile
 import zipfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path, PurePosixPath
-from typing import Any, BinaryIO
+from typing import Any, BinaryIO, NotRequired, TypedDict
 
 MANIFEST = "manifest.json"  # beside the parts: the bundle's parts with their sizes and SHA-256, and what it holds
 SCRIPT = "unpack.py"  # this module, copied beside the parts
@@ -36,6 +36,37 @@ SITE, WHEELS, MODELS, HUB_CACHE, DATA, GLUE = "site", "wheels", "models", "hf-ca
 FORMAT = 1  # the manifest's layout; a bundle of another format is refused, not misread
 CHUNK = 1 << 20
 WHEEL_LIBRARIES = ("purelib", "platlib")  # the parts of a wheel's <name>.data that are importable code
+
+
+class PartRecord(TypedDict):
+    """One part as the manifest lists it."""
+
+    name: str
+    size: int  # bytes
+    sha256: str
+
+
+class PackedModel(TypedDict):
+    """The model a bundle holds: ``argument`` is what ``--model`` takes there."""
+
+    argument: str
+    kind: str  # "bundled" (a package), "folder" (under models/) or "hub" (in hf-cache/)
+    revision: NotRequired[str]  # a hub model's snapshot
+
+
+class Contents(TypedDict, total=False):
+    """What a bundle holds, in its manifest (each key only when packed)."""
+
+    model: PackedModel
+    tasks: list[str]
+    corpora: list[str]
+    wheels: list[str]
+    excluded: dict[str, str]  # the packages left out (the target's own), by name: their versions
+
+
+# The manifest as read from manifest.json: open, since it is JSON from a file, of which `read_manifest`
+# checks the format and that parts are listed (its keys: format, python, platforms, size, parts, contents).
+Manifest = dict[str, Any]
 
 
 class DamagedBundle(Exception):
@@ -56,7 +87,7 @@ def manifest_path(paths: Iterable[Path | str]) -> Path:
     )
 
 
-def read_manifest(path: Path) -> dict[str, Any]:
+def read_manifest(path: Path) -> Manifest:
     """The manifest at ``path``, checked to be one of this format."""
     try:
         manifest = json.loads(path.read_text(encoding="utf-8"))
@@ -76,7 +107,7 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-def checked_parts(manifest_file: Path, manifest: dict[str, Any]) -> list[Path]:
+def checked_parts(manifest_file: Path, manifest: Manifest) -> list[Path]:
     """Every part the manifest lists, beside it, each checked by size and SHA-256; the first that is
     missing or damaged is `DamagedBundle` naming it."""
     parts = manifest["parts"]
@@ -175,7 +206,7 @@ def install_wheel(wheel: Path, site: Path) -> None:
                 target.chmod(mode | 0o600)
 
 
-def environment(into: Path, manifest: dict[str, Any]) -> dict[str, str]:
+def environment(into: Path, manifest: Manifest) -> dict[str, str]:
     """The variables a run from ``into`` needs: the site folder first on Python's path, the hub
     offline (and its cache there, for a hub model), the data cache and GLUE folder there."""
     contents = manifest.get("contents", {})
@@ -209,7 +240,7 @@ def write_environment(folder: Path, variables: dict[str, str]) -> Path:
     return path
 
 
-def run_command(into: Path, manifest: dict[str, Any]) -> str:
+def run_command(into: Path, manifest: Manifest) -> str:
     """The command that runs the packed model on the first packed task (TASK: none was packed) from ``into``."""
     contents = manifest.get("contents", {})
     model = contents.get("model")
@@ -254,7 +285,7 @@ def unpack(paths: Iterable[Path | str], into: Path | str) -> list[str]:
     return lines
 
 
-def contents_said(manifest: dict[str, Any]) -> Iterator[str]:
+def contents_said(manifest: Manifest) -> Iterator[str]:
     """The model, tasks and corpora of the bundle, in words."""
     contents = manifest.get("contents", {})
     if contents.get("model"):
