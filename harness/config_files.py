@@ -16,10 +16,14 @@ from __future__ import annotations
 import argparse
 from dataclasses import fields, is_dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
+from harness.results.store import Settings
 from tasks.errors import InputError, clipped
 from tasks.settings_files import SettingsError, parsed, settings_text
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 CONFIG_FLAG = "--config"
 RUN_SETTINGS = "config.json"  # a run's settings in its folder, as `--config` takes them back
@@ -29,7 +33,7 @@ HOLDS = "a settings file is a few lines of flag names and values"
 SQLITE = "sqlite:///"  # a tracking URI of a SQLite file: relative after the third slash, absolute after a fourth
 
 
-def read_settings(path: Path) -> dict[str, Any]:
+def read_settings(path: Path) -> Settings:
     """The mapping in ``path``, or one line naming the file and what is wrong with it (read as
     `tasks.settings_files` reads a small file: no anchors, aliases or deep nesting)."""
     if path.suffix not in SUFFIXES:
@@ -48,7 +52,7 @@ def read_settings(path: Path) -> dict[str, Any]:
     return settings
 
 
-def flag_words(value: Any, name: Any, path: Path) -> list[str]:
+def flag_words(value: object, name: object, path: Path) -> list[str]:
     """The command-line words of setting ``name``'s ``value``: a value, or a list of values, as
     text; anything else (a mapping, a list inside a list) is one line quoting it."""
     items = value if isinstance(value, list) else [value]
@@ -60,7 +64,7 @@ def flag_words(value: Any, name: Any, path: Path) -> list[str]:
     return [str(item) for item in items]
 
 
-def flag_tokens(parser: argparse.ArgumentParser, settings: dict[str, Any], path: Path) -> list[str]:
+def flag_tokens(parser: argparse.ArgumentParser, settings: Settings, path: Path) -> list[str]:
     """The command-line words the settings stand for, for the subcommand's ``parser``."""
     actions = {action.dest: action for action in parser._actions if action.option_strings}
     actions |= {
@@ -100,11 +104,11 @@ def expanded(argv: list[str], subcommands: dict[str, argparse.ArgumentParser]) -
     return [*argv[: command + 1], *from_files, *rest]
 
 
-def settings_file(*configs: Any) -> dict[str, Any]:
+def settings_file(*configs: DataclassInstance | type[DataclassInstance]) -> Settings:
     """The settings of dataclass ``configs`` (and of their dataclass parts) by field name, as
     ``--config`` takes them back from any folder: paths (and a SQLite tracking store's) made
     absolute, unset ones left out."""
-    settings: dict[str, Any] = {}
+    settings: Settings = {}
     for config in configs:
         for item in fields(config):
             value = getattr(config, item.name)
@@ -115,7 +119,7 @@ def settings_file(*configs: Any) -> dict[str, Any]:
     return settings
 
 
-def whole(value: Any) -> Any:
+def whole(value: object) -> object:
     """A setting as a file read from another folder means it: a path absolute, a SQLite store's URI
     (``sqlite:///mlruns/mlflow.db``, relative to the folder it was run from) by its absolute path."""
     if isinstance(value, Path):
