@@ -16,15 +16,17 @@ from __future__ import annotations
 import argparse
 from dataclasses import fields, is_dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from harness.results.store import Settings
 from tasks.errors import InputError, clipped
 from tasks.settings_files import SettingsError, parsed, settings_text
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
 
+# A settings file's mapping as parsed, or a run's settings about to be written as one: open, since its
+# keys are any command's fields or flags and its values JSON's or YAML's own, which argparse checks.
+FileSettings = dict[str, Any]
 CONFIG_FLAG = "--config"
 RUN_SETTINGS = "config.json"  # a run's settings in its folder, as `--config` takes them back
 SUFFIXES = (".json", ".yaml", ".yml")
@@ -33,7 +35,7 @@ HOLDS = "a settings file is a few lines of flag names and values"
 SQLITE = "sqlite:///"  # a tracking URI of a SQLite file: relative after the third slash, absolute after a fourth
 
 
-def read_settings(path: Path) -> Settings:
+def read_settings(path: Path) -> FileSettings:
     """The mapping in ``path``, or one line naming the file and what is wrong with it (read as
     `tasks.settings_files` reads a small file: no anchors, aliases or deep nesting)."""
     if path.suffix not in SUFFIXES:
@@ -64,7 +66,7 @@ def flag_words(value: object, name: object, path: Path) -> list[str]:
     return [str(item) for item in items]
 
 
-def flag_tokens(parser: argparse.ArgumentParser, settings: Settings, path: Path) -> list[str]:
+def flag_tokens(parser: argparse.ArgumentParser, settings: FileSettings, path: Path) -> list[str]:
     """The command-line words the settings stand for, for the subcommand's ``parser``."""
     actions = {action.dest: action for action in parser._actions if action.option_strings}
     actions |= {
@@ -104,11 +106,11 @@ def expanded(argv: list[str], subcommands: dict[str, argparse.ArgumentParser]) -
     return [*argv[: command + 1], *from_files, *rest]
 
 
-def settings_file(*configs: DataclassInstance | type[DataclassInstance]) -> Settings:
+def settings_file(*configs: DataclassInstance | type[DataclassInstance]) -> FileSettings:
     """The settings of dataclass ``configs`` (and of their dataclass parts) by field name, as
     ``--config`` takes them back from any folder: paths (and a SQLite tracking store's) made
     absolute, unset ones left out."""
-    settings: Settings = {}
+    settings: FileSettings = {}
     for config in configs:
         for item in fields(config):
             value = getattr(config, item.name)
