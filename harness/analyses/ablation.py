@@ -70,6 +70,7 @@ from harness.analyses.significance import metric_rows, paired_differences
 from harness.inputs.batches import AttentionBatch
 from harness.model.forward import UNTRAINED_TASK_LOSS, Interventions
 from harness.results.entries import Entry, decoded
+from harness.results.store import JsonObject
 from harness.views.ablation import AblationEntry, AblationView
 from harness.views.ablation_results import (
     IMPORTANCE_VS_DELTA,
@@ -278,7 +279,7 @@ class Ablation(Analysis):
         return out
 
     @classmethod
-    def relate(cls, entry: Entry[Any], entries: Mapping[str, Entry[Any]]) -> dict[str, Any] | None:
+    def relate(cls, entry: Entry[Any], entries: Mapping[str, Entry[Any]]) -> JsonObject | None:
         """Against each head's cosine similarity between the checkpoints (the ``cosine`` entry):
         do the heads that fine-tuning changed most matter most?"""
         found = entries.get(CosineView.name)

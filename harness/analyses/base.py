@@ -37,7 +37,8 @@ from harness.inputs.batches import AttentionBatch, EncodedBatch
 from harness.model.forward import Interventions
 from harness.registry import registrar
 from harness.results.entries import Entry
-from harness.results.store import FileHashes
+from harness.results.store import FileHashes, JsonObject
+from harness.results.store import Settings as StoredSettings
 from harness.views.base import BestHead, ChangedHead, View
 from tasks.spec import Task
 
@@ -145,12 +146,12 @@ class Analysis(ABC):
     uses_head: ClassVar[bool] = False
     settings: ClassVar[type[Settings] | None] = None
     settings_used: ClassVar[tuple[str, ...]] = ()
-    reference: ClassVar[dict[str, Any]] = {}
+    reference: ClassVar[JsonObject] = {}  # the papers' numbers, as each analysis words them
     on_by_default: ClassVar[bool] = True  # False: a compatibility protocol that runs only when named
     switch: ClassVar[str | None] = None
     per_input_scores: ClassVar[bool] = False  # True: scores one prediction per input, which a tagging task lacks
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
+    def __init_subclass__(cls, **kwargs: object) -> None:
         """An analysis is named and versioned by its view, so what it stores and what reads it never disagree."""
         super().__init_subclass__(**kwargs)
         if "view" in cls.__dict__:
@@ -164,7 +165,7 @@ class Analysis(ABC):
         """Fold one batch into running statistics; keep nothing that grows with the data."""
 
     @abstractmethod
-    def result(self) -> Mapping[str, Any]:
+    def result(self) -> Mapping[str, Any]:  # open: each analysis returns its view's own declared shape
         """Per-checkpoint: ``{checkpoint: statistics}``; joint: the statistics (lists, numbers, strings)."""
 
     @classmethod
@@ -174,12 +175,12 @@ class Analysis(ABC):
         return None
 
     @classmethod
-    def compare(cls, per_checkpoint: dict[str, Any], pairs: list[tuple[str, str]]) -> dict[str, Any]:
+    def compare(cls, per_checkpoint: JsonObject, pairs: list[tuple[str, str]]) -> JsonObject:
         """Per-checkpoint analyses: ``{pair_name: what changed}`` for each pair, from stored results."""
         return {}
 
     @classmethod
-    def settings_identity(cls, settings: AnalysisConfig, hashes: FileHashes) -> dict[str, Any]:
+    def settings_identity(cls, settings: AnalysisConfig, hashes: FileHashes) -> StoredSettings:
         """The settings the result depends on, with files replaced by their content hashes."""
         own = fields(cls.settings) if cls.settings is not None else ()
         used = {*cls.settings_used, *(item.name for item in own)}
@@ -187,10 +188,11 @@ class Analysis(ABC):
         return {name: hashes.describe(value) if isinstance(value, Path) else value for name, value in values.items()}
 
     @classmethod
-    def relate(cls, entry: Entry[Any], entries: Mapping[str, Entry[Any]]) -> dict[str, Any] | None:
+    def relate(cls, entry: Entry[Any], entries: Mapping[str, Entry[Any]]) -> JsonObject | None:
         """What this entry says together with the run's other entries (``{name: entry}``), kept
         under the entry's ``"related"`` key (e.g. head importance against the cosine of each
-        head); None when nothing relates."""
+        head); None when nothing relates. ``Entry[Any]``: any analysis's entry, its result of that
+        analysis's own shape."""
         return None
 
 

@@ -26,6 +26,7 @@ from harness.analyses.cosine import cosine_per_example
 from harness.inputs.batches import AttentionBatch, EncodedBatch
 from harness.inputs.sources.running_text import RunningTextSource
 from harness.results.entries import Entry
+from harness.results.store import JsonObject
 from harness.views.base import pair_name
 from harness.views.cka import (
     TOKENS_PER_EXAMPLE,
@@ -167,7 +168,7 @@ class RepresentationChangeText(RepresentationChange):
     unit = "segments"
 
     @classmethod
-    def relate(cls, entry: Entry[Any], entries: Mapping[str, Entry[Any]]) -> dict[str, Any] | None:
+    def relate(cls, entry: Entry[Any], entries: Mapping[str, Entry[Any]]) -> JsonObject | None:
         """Per pair measured on both, each measure's change on the task's inputs (the ``cka`` entry)
         minus on running text, per layer and over layers, with intervals (`against_other_inputs`)."""
         task = entries.get(CkaView.name)

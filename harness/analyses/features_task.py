@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Callable
-from typing import Any
 
 import torch
 
@@ -35,6 +34,7 @@ from harness.config import AnalysisConfig
 from harness.inputs.batches import AttentionBatch, real_tokens
 from harness.inputs.encoding import token_spans
 from harness.results.store import FileHashes
+from harness.results.store import Settings as StoredSettings
 from harness.views.features import FeatureChanges
 from harness.views.features_task import TaskFeaturesResult, TaskFeaturesView
 from tasks.tagging import TaggedToken, tag, tagger_identity, tagger_package
@@ -98,7 +98,7 @@ class TaskFeatures(Analysis):
         self.skipped = torch.tensor([name in SKIPPED_WITHOUT for name in NAMES], device=device)
 
     @classmethod
-    def settings_identity(cls, settings: AnalysisConfig, hashes: FileHashes) -> dict[str, Any]:
+    def settings_identity(cls, settings: AnalysisConfig, hashes: FileHashes) -> StoredSettings:
         """The settings used, and which POS tagger tags the inputs (`tasks.tagging.tagger_identity`)."""
         return {**super().settings_identity(settings, hashes), **tagger_identity()}
 

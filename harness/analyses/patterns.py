@@ -15,7 +15,7 @@ the shipped classifier's cross-validation gives its confusion (of the labelled s
 
 from __future__ import annotations
 
-from typing import Any, TypedDict
+from typing import TypedDict
 
 import numpy as np
 import torch
@@ -28,6 +28,7 @@ from harness.analyses.base import Analysis, AnalysisContext, changed_heads, regi
 from harness.config import AnalysisConfig
 from harness.inputs.batches import AttentionBatch
 from harness.results.store import FileHashes
+from harness.results.store import Settings as StoredSettings
 from harness.views.base import pair_name
 from harness.views.evidence import Change, Changes, UnitSums, direction, paired_change, resample_weights
 from harness.views.patterns import UNIT, PatternComparison, PatternResult, PatternSettings, PatternsView, share
@@ -53,7 +54,7 @@ class AttentionPatterns(Analysis):
         self.pair_inputs = 0
 
     @classmethod
-    def settings_identity(cls, settings: AnalysisConfig, hashes: FileHashes) -> dict[str, Any]:
+    def settings_identity(cls, settings: AnalysisConfig, hashes: FileHashes) -> StoredSettings:
         """The classifier's weights file, by content (the shipped one when none is given), and the
         cross-validated score of the shipped classifier's recipe (None for other weights)."""
         report = shipped_cross_validation(settings)

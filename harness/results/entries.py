@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Generic, NotRequired, TypedDict, TypeVar,
 if TYPE_CHECKING:  # for the type checker alone (it ships typing_extensions); Python 3.13 has typing.ReadOnly
     from typing_extensions import ReadOnly
 
-from harness.results.store import Settings, SourceIdentity, SourceNotes
+from harness.results.store import JsonObject, Settings, SourceIdentity, SourceNotes
 
 Result = TypeVar("Result")  # an entry's result: `PerCheckpoint`, or a joint analysis's stored TypedDict
 Stored = TypeVar("Stored")  # one checkpoint's stored result (a view's ``stored`` TypedDict)
@@ -66,8 +66,8 @@ class Entry(TypedDict, Generic[Result]):
     source: Source
     settings: Settings
     result: ReadOnly[Result]  # read-only: an entry of `PerCheckpoint` results is also one of `Pairs`
-    reference: dict[str, Any]  # JSON: the papers' numbers, as each analysis words them
-    related: NotRequired[dict[str, Any]]  # JSON: other analyses' results, by the name the analysis asked them by
+    reference: JsonObject  # the papers' numbers, as each analysis words them
+    related: NotRequired[JsonObject]  # other analyses' results, by the name the analysis asked them by
 
 
 def decoded(entry: Mapping[str, Any]) -> Entry[Any]:
