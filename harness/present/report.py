@@ -29,6 +29,7 @@ from __future__ import annotations
 import json
 import re
 import shutil
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, NotRequired, TypedDict
@@ -409,7 +410,7 @@ def what_it_does(name: str) -> Markup:
     return Markup(MARKDOWN.renderInline(VIEWS[name].description() if name in VIEWS else ""))
 
 
-def shown(name: str, value: Any) -> str:
+def shown(name: str, value: object) -> str:
     """A stored value as the page shows it: hashes shortened, a path by its last part only
     (the page names no folder of the machine that made it)."""
     text = str(value)
@@ -418,7 +419,7 @@ def shown(name: str, value: Any) -> str:
     return Path(text).name if text.startswith("/") else text
 
 
-def key_values(values: dict[str, Any]) -> str:
+def key_values(values: Mapping[str, object]) -> str:
     """Nested values as one line of ``name = value`` pairs (``-`` when there are none)."""
     return "; ".join(f"{name} = {shown(name, value)}" for name, value in flatten("", values).items()) or "-"
 
