@@ -50,6 +50,7 @@ import torch
 
 from harness.analyses.ablation_masks import (
     PRUNING_FRACTIONS,
+    Variant,
     cross_fitted_orders,
     cross_fitting_halves,
     pruned_counts,
@@ -198,7 +199,7 @@ class Ablation(Analysis):
 
     def disabling(
         self,
-        described: list[dict[str, Any]],
+        described: list[Variant],
         predictions: np.ndarray,
         intact: np.ndarray,
         labels: np.ndarray,

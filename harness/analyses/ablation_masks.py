@@ -9,7 +9,7 @@ the same on both).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypedDict
 
 import numpy as np
 import torch
@@ -19,14 +19,23 @@ from harness.analyses.significance import metric_rows
 from harness.model.forward import Interventions
 from harness.views.ablation_results import MODES, RANDOM
 
+
+class Variant(TypedDict):
+    """One single-head or single-layer variant: the head (or, None, every head of the layer) disabled by ``mode``."""
+
+    mode: str  # one of `MODES`
+    layer: int
+    head: int | None
+
+
 PRUNING_FRACTIONS = tuple(step / 10 for step in range(11))  # Michel et al.: 10% of all heads at a time
 RANDOM_ORDERS = 20  # a sample of all orders large enough to resample (their areas spread as much as the examples')
 
 
-def single_variants(layers: int, heads: int) -> tuple[list[dict[str, Any]], Interventions]:
+def single_variants(layers: int, heads: int) -> tuple[list[Variant], Interventions]:
     """Every single head and every single layer, disabled each way: their descriptions and the
     stacked (V, layers, heads) masks, in the order heads (layer-major) then layers, per mode."""
-    described = [
+    described: list[Variant] = [
         {"mode": mode, "layer": layer, "head": head}
         for mode in MODES
         for layer in range(layers)

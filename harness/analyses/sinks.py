@@ -27,14 +27,13 @@ norms come from the one forward path (`Capture(value_norms=True)`, asked for wit
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 import torch
 
 from harness.analyses.base import ATTENTION, VALUE_NORMS, Analysis, AnalysisContext, register_analysis
 from harness.analyses.surface import SpecialIds, token_masks
 from harness.inputs.batches import AttentionBatch
+from harness.results.store import JsonObject
 from harness.views.base import pair_name
 from harness.views.evidence import Change, StoredUnits, UnitSums, paired_change
 from harness.views.sinks import (
@@ -191,7 +190,7 @@ class AttentionSinks(Analysis):
         raw share of each judged kind with its paired interval over the dev examples (``evidence``,
         by the signed change's metric name)."""
 
-        def change(before: dict[str, Any], after: dict[str, Any]) -> dict[str, Any]:
+        def change(before: JsonObject, after: JsonObject) -> JsonObject:
             return {
                 stat: {
                     kind: (

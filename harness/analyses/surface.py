@@ -23,7 +23,6 @@ examples). `harness.analyses.surface_text` measures the same on Clark's kind of 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 import torch
@@ -32,6 +31,7 @@ from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 from harness.analyses.base import Analysis, AnalysisContext, changed_heads, register_analysis
 from harness.inputs.batches import AttentionBatch, real_tokens
 from harness.inputs.encoding import token_text
+from harness.results.store import JsonObject
 from harness.views.base import pair_name
 from harness.views.evidence import StoredUnits, UnitSums
 from harness.views.surface import SPECIAL_TOKENS, STATISTICS, LabelChanges, SurfaceResult, SurfaceView
@@ -161,7 +161,7 @@ def behaviour_labels(per_head: dict[str, list[list[float]]]) -> list[list[list[s
     ]
 
 
-THRESHOLDS: dict[str, Any] = {
+THRESHOLDS: JsonObject = {  # the analysis's `reference`: the bounds each behaviour is judged by
     "thresholds": {label: {"statistic": stat, "above": bound} for label, (stat, bound) in BEHAVIOURS.items()}
 }
 
