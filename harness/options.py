@@ -183,7 +183,7 @@ class Flags:
 GENERATED = ("__init__", "__repr__", "__eq__", "__match_args__", "__dataclass_fields__", "__dataclass_params__")
 
 
-def refield(cls: type, items: Sequence[Field[Any]], types: dict[str, Any]) -> None:
+def refield(cls: type, items: Sequence[Field[Any]], types: dict[str, Any]) -> None:  # any fields, any types' forms
     """Make dataclass ``cls`` one of exactly the fields ``items`` (their types in ``types``), in
     place: the class every module imported keeps its identity, and gains fields declared
     elsewhere (`harness.config.analysis_settings`)."""

@@ -42,7 +42,7 @@ def recipe_name(asked: str, model: str) -> str:
     return MODEL_RECIPES.get(model, "papers") if asked == AUTO_RECIPE else asked
 
 
-def describe_recipe(settings: dict[str, Any]) -> str:
+def describe_recipe(settings: dict[str, Any]) -> str:  # a recipe as stored JSON, its values of several types
     """``"minilm, lr 5e-05, epochs 6, batch 32, seed 42"`` from a resolved `FineTuneConfig` as a
     dict (a stored run's ``run.recipe``; runs stored before recipes had names used the papers')."""
     return (

@@ -203,7 +203,7 @@ class EncodedExamples(torch.utils.data.Dataset):
     def __len__(self) -> int:
         return len(self.labels)
 
-    def __getitem__(self, index: int) -> dict[str, Any]:
+    def __getitem__(self, index: int) -> dict[str, Any]:  # the Trainer's example: each feature's value, its label
         item = {key: values[index] for key, values in self.features.items()}
         item["labels"] = self.labels[index]
         return item
@@ -459,7 +459,7 @@ class TrainingClock(TrainerCallback, ExportableState):
         """Training seconds so far, those of earlier (interrupted) sessions included."""
         return self.earlier_seconds + (time.perf_counter() - self.started if self.started is not None else 0.0)
 
-    def state(self) -> dict[str, Any]:
+    def state(self) -> dict[str, Any]:  # transformers' ExportableState: its args and attributes, as it reads them
         return {"args": {"earlier_seconds": self.seconds}, "attributes": {}}
 
 

@@ -66,7 +66,7 @@ from harness.config import ExportConfig
 from harness.results.checkpoints import FINETUNED
 from harness.results.entries import Entry
 from harness.results.run_record import RunSummary
-from harness.results.store import ensure_writable
+from harness.results.store import JsonObject, ensure_writable
 from harness.results.study_record import StudyRecord
 from harness.results.summary import STUDIES, SUMMARY, checked_study, checked_summary, whole_summary
 from harness.views.base import View, current_entries, pair_name
@@ -293,9 +293,7 @@ def entry_arrays(view: type[View[Any]], entry: Entry[Any], shape: tuple[int, int
             yield None, pair, metric, layer, head, value
 
 
-def arrays(
-    view: type[View[Any]], stored: dict[str, Any], shape: tuple[int, int]
-) -> Iterator[tuple[str, int, Any, float]]:
+def arrays(view: type[View[Any]], stored: JsonObject, shape: tuple[int, int]) -> Iterator[tuple[str, int, Any, float]]:
     """(metric, layer, head, value) of a checkpoint's or pair's result: each layers x heads grid
     of numbers anywhere in it, each list of one number per layer under a per-layer key, and each
     part of the lists per head that the view names (`View.per_head_parts`: the pattern

@@ -549,7 +549,7 @@ def draw_heads(result: TransplantPair, run: RunSection, out_dir: Path) -> Path:
     )
 
 
-def change_series(entry: dict[str, Any], key: str, per_layer: str) -> np.ndarray | None:
+def change_series(entry: TaskAggregate, key: str, per_layer: str) -> np.ndarray | None:
     """1 minus a per-layer similarity a study kept over seeds (``entry[key][per_layer]['mean']``), or None."""
     kept = entry.get(key, {}).get(per_layer)
     return None if kept is None else 1 - np.asarray(kept["mean"], dtype=float)
