@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg
@@ -76,9 +76,9 @@ def draw_grid_rows(
         float(min(g.min() for g in values)) if vmin is None else vmin,
         float(max(g.max() for g in values)) if vmax is None else vmax,
     )
-    scale = {"vmin": low, "vmax": high, "cmap": cmap}
+    scale = Scale(vmin=low, vmax=high, cmap=cmap)
     limit = max((float(np.abs(g).max()) for panels in changes.values() for g in panels.values()), default=0.0) or 1.0
-    change_scale = {"vmin": -limit, "vmax": limit, "cmap": DIFFERENCE_MAP}  # symmetric: white is no change
+    change_scale = Scale(vmin=-limit, vmax=limit, cmap=DIFFERENCE_MAP)  # symmetric: white is no change
     figure = plt.figure(dpi=DPI)  # sized once its parts are measured
     grid = HeadGrid(figure, size, (layers, heads))
     for row, grids in arrays.items():
@@ -95,6 +95,14 @@ def draw_grid_rows(
     cells = [[(int(layer), int(head)) for layer, head in (boxed or {}).get(name, ())] for name in titles]
     grid.outline([(image, outlined) for image, outlined in zip(grid.images, cells) if outlined])
     return save(figure, path)
+
+
+class Scale(TypedDict):
+    """A panel's colour scale, as `imshow` takes it."""
+
+    vmin: float
+    vmax: float
+    cmap: str
 
 
 @dataclass(frozen=True)
@@ -150,7 +158,7 @@ class HeadGrid:
         """The panels' images, row by row."""
         return [image for row in self.rows for _, image in row]
 
-    def add_row(self, panels: Sequence[tuple[str, np.ndarray, dict[str, Any]]]) -> None:
+    def add_row(self, panels: Sequence[tuple[str, np.ndarray, Scale]]) -> None:
         """A row of panels, each (title, grid, `imshow` colour scale)."""
         self.rows.append(
             [
