@@ -40,11 +40,10 @@ def draw_head_deltas(result: AblationResult, run: RunSection, checkpoint: str, p
     deltas = {MODE_TITLES[mode]: 100 * np.asarray(result["heads"][mode]["delta"]) for mode in MODES}
     limit = max(max(float(abs(grid).max()) for grid in deltas.values()), 0.1)
     grids = {title: grid.tolist() for title, grid in deltas.items()}
-    significant = {
-        MODE_TITLES[mode]: [(int(layer), int(head)) for layer, head in np.argwhere(np.asarray(p_holm) < ALPHA)]
-        for mode in MODES
-        for p_holm in [result["heads"][mode]["p_holm"]]
-    }
+    significant = {}
+    for mode in MODES:
+        cells = np.argwhere(np.asarray(result["heads"][mode]["p_holm"]) < ALPHA)
+        significant[MODE_TITLES[mode]] = [(int(layer), int(head)) for layer, head in cells]
     return draw_side_by_side_grids(
         grids,
         path,

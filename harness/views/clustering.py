@@ -102,8 +102,8 @@ def draw_clustering(entry: ClusteringEntry, run: RunSection, out_dir: Path) -> l
     markers = ("o", "^", "s", "D", "v", "P")
     versions = [(checkpoints.index(before), checkpoints.index(after)) for before, after in entry["pairs"]]
     for layer in range(layers):
-        # a layer's lines are one collection (an artist per line built and drew most of the figure)
-        # under its markers and over the earlier layers', as lines drawn one by one would stand
+        # a layer's lines are one collection (an artist per line, built and drawn, was most of the
+        # figure's cost), under its markers and over the earlier layers', where lines drawn one by one stand
         lines = [points[[i, j], layer, head] for i, j in versions for head in range(heads)]
         axes.add_collection(
             mpl.collections.LineCollection(

@@ -7,8 +7,8 @@ collection, and its tick labels, offset and label are texts placed once. Ticks, 
 positions are matplotlib's: its default tick choice for a linear axis (`MaxNLocator`, as many
 ticks as fit two label heights apart, at most nine), its number formatting (the bar's
 `ScalarFormatter`, given every tick chosen, as an axis gives it), tick marks 3.5 pt long, labels
-3.5 pt from them, the label 4 pt right of the widest tick label (of the bar without one) and the offset ("1e-5") 3 pt
-over the bar's right end.
+3.5 pt from them, the label 4 pt right of the widest tick label (of the bar itself where no tick
+is drawn) and the offset ("1e-5") 3 pt over the bar's right end.
 """
 
 from __future__ import annotations
@@ -78,9 +78,8 @@ class ColourBar:
         self.formatter.create_dummy_axis()
         assert self.formatter.axis is not None
         self.formatter.axis.set_view_interval(low, high)
-        labels = self.formatter.format_ticks(
-            list(chosen)
-        )  # given every tick, as an axis gives them: their digits agree
+        # every tick chosen, as an axis gives them, so that their labels have the same digits
+        labels = self.formatter.format_ticks(list(chosen))
         close = 1e-10 * (high - low)
         gid = tick_labels_id("y", f"colour bar: {self.label}")
         self.ticks = [

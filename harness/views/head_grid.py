@@ -81,19 +81,19 @@ def draw_grid_rows(
     change_scale = Scale(vmin=-limit, vmax=limit, cmap=DIFFERENCE_MAP)  # symmetric: white is no change
     figure = plt.figure(dpi=DPI)  # sized once its parts are measured
     grid = HeadGrid(figure, size, (layers, heads))
+    outlined: list[Sequence[tuple[int, int]]] = []  # each panel's boxed cells, in the images' order
     for row, grids in arrays.items():
         panels = [*((n, g, scale) for n, g in grids.items()), *((n, g, change_scale) for n, g in changes[row].items())]
         grid.add_row([(wrapped(f"{row}: {name}" if row else name, size[0] + 0.5), g, kind) for name, g, kind in panels])
+        outlined += [(boxed or {}).get(name, ()) for name, _, _ in panels]
     bar_length = len(arrays) * (size[1] + 0.7) - 0.6
-    # values near 1 stay readable on the shared bar: no offset ("+9.999e-1")
     label = wrapped(colorbar_label, bar_length, fontsize=LABEL_SIZE)
+    # values near 1 stay readable on the shared bar: no offset ("+9.999e-1")
     groups = [(per_row, ColourBar(grid.canvas, grid.images[0], label, ScalarFormatter(useOffset=False)))]
     if differences:
         groups.append((len(differences), ColourBar(grid.canvas, grid.images[per_row], "change")))
     grid.lay_out(groups, title)
-    titles = [name for row, grids in arrays.items() for name in [*grids, *changes[row]]]
-    cells = [[(int(layer), int(head)) for layer, head in (boxed or {}).get(name, ())] for name in titles]
-    grid.outline([(image, outlined) for image, outlined in zip(grid.images, cells) if outlined])
+    grid.outline([(image, cells) for image, cells in zip(grid.images, outlined) if cells])
     return save(figure, path)
 
 
