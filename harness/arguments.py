@@ -12,11 +12,11 @@ from __future__ import annotations
 import argparse
 import types
 import typing
-from dataclasses import MISSING, Field, fields
+from dataclasses import MISSING, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from harness.options import Bounds, flag_of
+from harness.options import AnyField, Bounds, SettingValue, flag_of
 
 if TYPE_CHECKING:
     from _typeshed import DataclassInstance
@@ -25,6 +25,7 @@ Config = TypeVar("Config", bound="DataclassInstance")
 SCALARS = (int, float, str, Path)
 
 
+# Any: a type annotation as a dataclass field holds it (a class, a union, a generic alias), and its class
 def _base_type(annotation: Any) -> tuple[Any, bool]:
     """The scalar (or list) type of an annotation such as ``int | None``, and whether it is a list."""
     arguments = [a for a in typing.get_args(annotation) if a is not type(None)]
@@ -35,7 +36,7 @@ def _base_type(annotation: Any) -> tuple[Any, bool]:
     return annotation, False
 
 
-def field_default(item: Field[Any]) -> Any:
+def field_default(item: AnyField) -> SettingValue:
     """The value a dataclass field takes when it is not given (its default, or its factory's product)."""
     if item.default is not MISSING:
         return item.default
@@ -44,7 +45,7 @@ def field_default(item: Field[Any]) -> Any:
     raise TypeError(f"field {item.name} has no default")
 
 
-def with_notes(help_text: str, bounds: Bounds | None, default: Any) -> str:
+def with_notes(help_text: str, bounds: Bounds | None, default: SettingValue) -> str:
     """``help_text`` with the range the flag takes and its default, where it has them."""
     notes = [bounds.words] if bounds is not None else []
     if default not in (None, False, []):

@@ -21,6 +21,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import fields
 from pathlib import Path
+from types import FrameType
 from typing import Any, NoReturn
 
 from tqdm import tqdm
@@ -148,7 +149,7 @@ class Terminated(KeyboardInterrupt):
     """SIGTERM, raised where the program is, so it unwinds as for Ctrl-C (runs end KILLED)."""
 
 
-def raise_terminated(signum: int, frame: Any) -> None:
+def raise_terminated(signum: int, frame: FrameType | None) -> None:
     """SIGTERM's handler: ignore a second one, and unwind as for Ctrl-C."""
     signal.signal(signal.SIGTERM, signal.SIG_IGN)  # a second SIGTERM must not cut the clean-up short
     raise Terminated()
@@ -253,7 +254,7 @@ def subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentP
     return next(action for action in parser._actions if isinstance(action, argparse._SubParsersAction)).choices
 
 
-def configs_from(args: argparse.Namespace) -> list[Any]:
+def configs_from(args: argparse.Namespace) -> list[Any]:  # Any: each command its own configurations' classes
     """The command's validated configurations: the run configuration of the parsed flags
     (parts the command lacks take their defaults) when it has one, then its others."""
     if args.command == "study":

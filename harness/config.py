@@ -17,11 +17,11 @@ from __future__ import annotations
 import os
 import typing
 from collections.abc import Iterable
-from dataclasses import Field, dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Any, ClassVar, TypeVar, cast
+from typing import ClassVar, TypeVar, cast
 
-from harness.options import Flags, existing, option, refield, require
+from harness.options import AnyField, Flags, existing, option, refield, require
 from harness.recipes import AUTO_RECIPE, RECIPES, RECIPES_HELP, recipe_name
 from tasks.corpora import CORPORA, Corpus, get_corpus
 from tasks.errors import InputError
@@ -334,7 +334,7 @@ class Settings(Flags):
     after them all, so each is a flag, a key of a settings file, an MLflow param and a key of
     config.json as a shared setting is; the analysis reads them, typed, with `of`."""
 
-    __dataclass_fields__: ClassVar[dict[str, Field[Any]]]  # each subclass is a dataclass
+    __dataclass_fields__: ClassVar[dict[str, AnyField]]  # each subclass is a dataclass
 
     @classmethod
     def of(cls: type[Part], config: AnalysisConfig) -> Part:
@@ -352,7 +352,7 @@ QUICK_HELP = (
 )
 
 
-def quick_caps(items: Iterable[Field[Any]]) -> dict[str, int]:
+def quick_caps(items: Iterable[AnyField]) -> dict[str, int]:
     """The cap ``--quick`` puts on each of the fields ``items`` that declares one (`option`'s ``quick``)."""
     return {item.name: item.metadata["quick"] for item in items if item.metadata.get("quick") is not None}
 
@@ -376,7 +376,7 @@ def analysis_settings(part: type[Part]) -> type[Part]:
     return part
 
 
-def placement_problem(item: Field[Any]) -> str | None:
+def placement_problem(item: AnyField) -> str | None:
     """What is wrong with the place an analysis's own setting ``item`` asks for (its option's ``after``
     or ``before``, and ``quick_after`` for its cap in ``--quick``'s help), or None."""
     shared = {part.name: part for part in SHARED_SETTINGS if part.name != "quick"}
@@ -391,18 +391,18 @@ def placement_problem(item: Field[Any]) -> str | None:
     return None
 
 
-def placed(shared: list[Field[Any]], own: list[Field[Any]]) -> list[Field[Any]]:
+def placed(shared: list[AnyField], own: list[AnyField]) -> list[AnyField]:
     """The shared settings with the analyses' own beside them: each before or after the shared setting
     its option names (several beside one in the order registered), the others after them all."""
 
-    def beside(where: str, name: str) -> list[Field[Any]]:
+    def beside(where: str, name: str) -> list[AnyField]:
         return [item for item in own if item.metadata.get(where) == name]
 
     ordered = [item for at in shared for item in (*beside("before", at.name), at, *beside("after", at.name))]
     return ordered + [item for item in own if item not in ordered]
 
 
-def quick_sizes(items: list[Field[Any]]) -> str:
+def quick_sizes(items: list[AnyField]) -> str:
     """``--quick``'s caps as its help names them (``name cap``): in the order of ``items``, each whose
     option names ``quick_after`` right after that setting's (several after one in their order)."""
     caps = quick_caps(items)
@@ -421,7 +421,7 @@ def assemble_analysis_config() -> None:
     (`placed`), and last ``--quick``, whose help names every cap (`quick_sizes`, kept in `QUICK`);
     ``--trajectory-analyses``' help names the analyses measured along by default (`measured_along`)."""
     types = dict(SHARED_TYPES)
-    own: list[Field[Any]] = []
+    own: list[AnyField] = []
     for part in ANALYSIS_SETTINGS.values():
         types |= typing.get_type_hints(part)
         own += fields(part)
@@ -433,14 +433,14 @@ def assemble_analysis_config() -> None:
     settings = placed(shared, own)
     QUICK.clear()
     QUICK.update(quick_caps(settings))
-    quick = cast("Field[Any]", field(default=False, metadata={"help": QUICK_HELP.format(quick_sizes(settings))}))
+    quick = cast("AnyField", field(default=False, metadata={"help": QUICK_HELP.format(quick_sizes(settings))}))
     quick.name = "quick"
     refield(AnalysisConfig, [*settings, quick], types)
 
 
-def retold(item: Field[Any], said: str) -> Field[Any]:
+def retold(item: AnyField, said: str) -> AnyField:
     """``item`` with ``said`` as its help: a setting whose help names what the analyses declare."""
-    told = cast("Field[Any]", field(default=item.default, metadata={**item.metadata, "help": said}))
+    told = cast("AnyField", field(default=item.default, metadata={**item.metadata, "help": said}))
     told.name = item.name
     return told
 

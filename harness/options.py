@@ -18,6 +18,11 @@ from typing import Any, cast
 
 from tasks.errors import InputError, clipped
 
+# A setting's dataclass field, of whichever type its setting declares: the CLI and the checks
+# below handle every setting alike, reading its type from the field.
+AnyField = Field[Any]
+SettingValue = Any  # a setting's value, of the type its field declares (checked once, where it is built)
+
 
 def number(value: float | None) -> str:
     """A bound as the help writes it: a whole number in full (2**32 is 4294967296, not 4.29497e+09)."""
@@ -63,7 +68,7 @@ class Bounds:
 
 
 def option(
-    default: Any = None,
+    default: SettingValue = None,
     help: str = "",
     *,
     flag: str | None = None,
@@ -78,10 +83,10 @@ def option(
     values_optional: bool = False,
     quick: int | None = None,
     quick_after: str | None = None,
-    unbounded: Any = None,
+    unbounded: SettingValue = None,
     after: str | None = None,
     before: str | None = None,
-) -> Any:
+) -> Any:  # Any: the field, typed as its default is for the dataclass that declares it
     """A dataclass field with the metadata the CLI and the checks are generated from: its help,
     its flag (``positional``: an optional argument without a flag, shown as ``flag``), the
     ``choices`` it takes, or its range (`Bounds`: ``minimum``, ``above``, ``below``, with the
@@ -122,17 +127,17 @@ def flag_of(cls: type, name: str) -> str:
     raise KeyError(name)
 
 
-def shown(value: Any) -> str:
+def shown(value: object) -> str:
     """``value`` as the user typed it (0, not 0.0), clipped to a short line."""
     return f"{value:g}" if isinstance(value, float) else clipped(str(value))
 
 
-def flag_error(cls: type, name: str, value: Any, requirement: str) -> InputError:
+def flag_error(cls: type, name: str, value: object, requirement: str) -> InputError:
     """The one line of a bad value: field ``name``'s flag, ``value`` as typed and what it must be."""
     return InputError(f"{flag_of(cls, name)} {shown(value)}: {requirement}")
 
 
-def require(ok: bool, cls: type, name: str, value: Any, requirement: str) -> None:
+def require(ok: bool, cls: type, name: str, value: object, requirement: str) -> None:
     """Unless ``ok``, `flag_error`."""
     if not ok:
         raise flag_error(cls, name, value, requirement)
@@ -153,7 +158,7 @@ def existing(cls: type, name: str, value: Path | str | None, kind: str = "file")
     return path
 
 
-def declared_problem(item: Field, value: Any) -> tuple[Any, str] | None:
+def declared_problem(item: Field, value: SettingValue) -> tuple[SettingValue, str] | None:
     """The value (of a list: the first value) that is not what ``item`` declares, its choices or its
     range, or a number that is not finite (infinity or NaN, from a flag or a settings file), and
     what it must be; None if every value is fine."""
@@ -183,7 +188,7 @@ class Flags:
 GENERATED = ("__init__", "__repr__", "__eq__", "__match_args__", "__dataclass_fields__", "__dataclass_params__")
 
 
-def refield(cls: type, items: Sequence[Field[Any]], types: dict[str, Any]) -> None:  # any fields, any types' forms
+def refield(cls: type, items: Sequence[AnyField], types: dict[str, Any]) -> None:  # any fields, any types' forms
     """Make dataclass ``cls`` one of exactly the fields ``items`` (their types in ``types``), in
     place: the class every module imported keeps its identity, and gains fields declared
     elsewhere (`harness.config.analysis_settings`)."""

@@ -47,7 +47,7 @@ def extensions(group: str) -> list[ModuleType]:
 def discover(
     package: str,
     registry: dict[str, Registered],
-    order: Callable[[Registered], Any] | None = None,
+    order: Callable[[Registered], Any] | None = None,  # Any: a sort key of any comparable type
     leave_out: Collection[str] = (),
 ) -> None:
     """Fill ``registry`` by importing every module of ``package`` (a package being initialised,

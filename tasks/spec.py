@@ -114,7 +114,7 @@ class Task:
         """The task's name in tables and figures: GLUE's folder ("RTE"), else its name."""
         return self.glue.folder if self.glue else self.name
 
-    def as_spec(self) -> dict[str, Any]:
+    def as_spec(self) -> dict[str, Any]:  # Any: JSON of the spec's fields, each its own type
         """The task as the keys of a spec (JSON-ready, files as written): what a run stores and keys on."""
         spec = {name: value for name, value in asdict(self).items() if name not in ("source", "data_outside")}
         spec["text_fields"] = [name for name in self.text_fields if name is not None]
@@ -275,6 +275,7 @@ def text(values: Mapping[str, Any], key: str, source: str, default: Any) -> Any:
     return value
 
 
+# Any: a spec's keys as a TOML or JSON file or the flags give them (as `task_from_spec`'s)
 def strings(values: Mapping[str, Any], key: str, source: str, default: tuple[str, ...] | None) -> tuple[str, ...]:
     """A key holding one string or a list of strings (a label may be written as a number)."""
     value = values.get(key, default)
@@ -335,7 +336,7 @@ def data_format(files: tuple[tuple[str, tuple[str, ...]], ...], source: str) -> 
     return kinds.pop()  # type: ignore[return-value]
 
 
-def glue_layout(value: Any, source: str) -> GlueLayout | None:
+def glue_layout(value: Any, source: str) -> GlueLayout | None:  # Any: the [glue] table as read, checked here
     """The ``[glue]`` table: the TSV folder's layout ("" in ``columns`` for no second text)."""
     if value is None:
         return None

@@ -43,7 +43,6 @@ sweep says, in `harness.views.ablation`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 import numpy as np
 import torch
@@ -70,7 +69,7 @@ from harness.analyses.base import GATE_GRADIENTS, INTERVENES, LOGITS, Analysis, 
 from harness.analyses.significance import metric_rows, paired_differences
 from harness.inputs.batches import AttentionBatch
 from harness.model.forward import UNTRAINED_TASK_LOSS, Interventions
-from harness.results.entries import Entry, decoded
+from harness.results.entries import AnyEntry, decoded
 from harness.results.store import JsonObject
 from harness.views.ablation import AblationEntry, AblationView
 from harness.views.ablation_results import (
@@ -280,7 +279,7 @@ class Ablation(Analysis):
         return out
 
     @classmethod
-    def relate(cls, entry: Entry[Any], entries: Mapping[str, Entry[Any]]) -> JsonObject | None:
+    def relate(cls, entry: AnyEntry, entries: Mapping[str, AnyEntry]) -> JsonObject | None:
         """Against each head's cosine similarity between the checkpoints (the ``cosine`` entry):
         do the heads that fine-tuning changed most matter most?"""
         found = entries.get(CosineView.name)

@@ -9,9 +9,9 @@ two grids of heads.
 from __future__ import annotations
 
 import warnings
-from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy.stats import ConstantInputWarning, beta, spearmanr
 
 from harness.analyses.significance import (
@@ -163,7 +163,7 @@ def family(differences: Differences, shape: tuple[int, ...], bounds: list[float 
     }
 
 
-def spearman(first: Any, second: Any) -> float | None:
+def spearman(first: ArrayLike, second: ArrayLike) -> float | None:
     """Spearman's rho of two flattened grids; None when either is constant."""
     with warnings.catch_warnings():  # a constant grid (all deltas 0 on a tiny dev set) is answered with None
         warnings.simplefilter("ignore", ConstantInputWarning)

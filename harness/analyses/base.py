@@ -36,7 +36,7 @@ from harness.config import AnalysisConfig, Settings
 from harness.inputs.batches import AttentionBatch, EncodedBatch
 from harness.model.forward import Interventions
 from harness.registry import registrar
-from harness.results.entries import Entry
+from harness.results.entries import AnyEntry
 from harness.results.store import FileHashes, JsonObject
 from harness.results.store import Settings as StoredSettings
 from harness.views.base import BestHead, ChangedHead, View
@@ -188,10 +188,10 @@ class Analysis(ABC):
         return {name: hashes.describe(value) if isinstance(value, Path) else value for name, value in values.items()}
 
     @classmethod
-    def relate(cls, entry: Entry[Any], entries: Mapping[str, Entry[Any]]) -> JsonObject | None:
+    def relate(cls, entry: AnyEntry, entries: Mapping[str, AnyEntry]) -> JsonObject | None:
         """What this entry says together with the run's other entries (``{name: entry}``), kept
         under the entry's ``"related"`` key (e.g. head importance against the cosine of each
-        head); None when nothing relates. ``Entry[Any]``: any analysis's entry, its result of that
+        head); None when nothing relates. ``AnyEntry``: any analysis's entry, its result of that
         analysis's own shape."""
         return None
 

@@ -16,7 +16,6 @@ task's inputs.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
 
 import numpy as np
 import torch
@@ -25,7 +24,7 @@ from harness.analyses.base import ATTENTION, HIDDEN_STATES, Analysis, AnalysisCo
 from harness.analyses.cosine import cosine_per_example
 from harness.inputs.batches import AttentionBatch, EncodedBatch
 from harness.inputs.sources.running_text import RunningTextSource
-from harness.results.entries import Entry
+from harness.results.entries import AnyEntry
 from harness.results.store import JsonObject
 from harness.views.base import pair_name
 from harness.views.cka import (
@@ -168,7 +167,7 @@ class RepresentationChangeText(RepresentationChange):
     unit = "segments"
 
     @classmethod
-    def relate(cls, entry: Entry[Any], entries: Mapping[str, Entry[Any]]) -> JsonObject | None:
+    def relate(cls, entry: AnyEntry, entries: Mapping[str, AnyEntry]) -> JsonObject | None:
         """Per pair measured on both, each measure's change on the task's inputs (the ``cka`` entry)
         minus on running text, per layer and over layers, with intervals (`against_other_inputs`)."""
         task = entries.get(CkaView.name)

@@ -146,6 +146,7 @@ def by_group(values: torch.Tensor | list[float], mentions: list[int]) -> dict[st
     return {group: (float(v) if n else None) for group, v, n in zip(GROUPS, values, mentions)}
 
 
+# Any: `CoreferenceResult`'s best_head, the groups' heads and another shape in one object (its view says why)
 def best_heads(accuracy: torch.Tensor, mentions: list[int]) -> dict[str, Any]:
     """The best head (1-indexed) of each group in ``accuracy`` (groups, layers, heads), and the
     overall best head's accuracy by group (Clark's Table 2 row "5-4")."""

@@ -25,10 +25,10 @@ next word's vector. ``probe_init`` chooses our start (all heads equal) or theirs
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import replace
 from functools import cache
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -206,7 +206,7 @@ def clark_init_(module: nn.Module) -> None:
                 glorot_(parameter)
 
 
-def seeded(seed: int, init: str, factory: Any, *args: Any) -> nn.Module:
+def seeded(seed: int, init: str, factory: Callable[..., nn.Module], *args: int) -> nn.Module:
     """A probe initialised from ``seed`` (the same start for both checkpoints) as ``init``
     ("zeros": the constructor's; "glorot": `clark_init_`), leaving the global random state untouched."""
     with torch.random.fork_rng():
@@ -284,7 +284,7 @@ class Probes(WordLevelAnalysis):
             "arcs_cut": 0,
         }
 
-    def _trainer(self, factory: Any, *args: Any) -> Trainer:
+    def _trainer(self, factory: Callable[..., nn.Module], *args: int) -> Trainer:
         return Trainer(seeded(self.context.seed, self.init, factory, *args).to(self.context.device))
 
     def update_words(self, batch: AttentionBatch) -> None:

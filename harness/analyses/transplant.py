@@ -20,6 +20,8 @@ examples). A tagging task's units are its words, each scored at its first sub-to
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import torch
 
@@ -73,7 +75,7 @@ def transplant_masks(layers: int, heads: int) -> torch.Tensor:
 
 def family_statistics(
     metric: str, predictions: np.ndarray, intact: np.ndarray, labels: np.ndarray, shape: tuple[int, ...]
-) -> TransplantFamily:
+) -> TransplantFamily[Any]:  # Any: the grids of ``shape``, as numpy's tolist gives them
     """One family's scores, changes, simultaneous intervals, p-values and Holm's adjustment, as
     grids of ``shape``; how many members help and hurt after Holm."""
     differences = paired_differences(metric, predictions, intact, labels)

@@ -36,7 +36,7 @@ class EncodedBatch:
     input_ids: torch.Tensor
     attention_mask: torch.Tensor
     token_type_ids: torch.Tensor | None
-    items: list[Any]
+    items: list[Any]  # Any: each row's source item, of its source's own kind (an example, a sentence, a document)
     second_text: torch.Tensor | None = None
 
     @property
@@ -153,7 +153,7 @@ class AttentionBatch:
         return self.encoded.lengths.to(self.device)
 
     @property
-    def items(self) -> list[Any]:
+    def items(self) -> list[Any]:  # Any: as `EncodedBatch.items`
         """The source item of each row (`EncodedBatch.items`)."""
         return self.encoded.items
 

@@ -36,7 +36,7 @@ class WordAlignedItem:
     the last ``words_cut`` words of the item did not fit in ``max_tokens``.
     """
 
-    item: Any
+    item: Any  # Any: the source's own item (a sentence, a document), as `EncodedBatch.items`
     word_ids: list[int | None]
     num_words: int
     words_cut: int
@@ -62,7 +62,9 @@ def joined(words: Sequence[str]) -> tuple[str, list[int]]:
 
 
 def tokenized_words(
-    tokenizer: PreTrainedTokenizerBase, word_lists: Sequence[Sequence[str]], **options: Any
+    tokenizer: PreTrainedTokenizerBase,
+    word_lists: Sequence[Sequence[str]],
+    **options: Any,  # Any: the tokenizer's
 ) -> tuple[BatchEncoding, list[list[int | None]]]:
     """Each list of words tokenised as the sentence it writes (`joined`), and the word of every
     token (None for special tokens and padding), read from the tokenizer's character offsets.
@@ -97,7 +99,10 @@ def _token_counts(tokenizer: PreTrainedTokenizerBase, word_lists: list[list[str]
 
 
 def encode_words(
-    tokenizer: PreTrainedTokenizerBase, word_lists: list[list[str]], max_tokens: int, items: list[Any]
+    tokenizer: PreTrainedTokenizerBase,
+    word_lists: list[list[str]],
+    max_tokens: int,
+    items: list[Any],  # Any: as `EncodedBatch.items`
 ) -> tuple[EncodedBatch, list[int]]:
     """Encode pre-split words as ``[CLS] w1 ... wk [SEP]``, at most ``max_tokens`` tokens each.
 

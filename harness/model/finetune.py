@@ -194,7 +194,7 @@ class EncodedExamples(torch.utils.data.Dataset):
             truncation=True,
             max_length=max_length,
         )
-        self.labels: list[Any] = (
+        self.labels: list[Any] = (  # Any: a class id per example, or a list of token labels (tagging)
             [token_labels(tokenizer, example, max_length) for example in examples]
             if task.is_tagging
             else [example.label for example in examples]
@@ -560,7 +560,7 @@ def leave_process_group() -> None:
         torch.distributed.destroy_process_group()
 
 
-def _jsonable(value: Any) -> Any:
+def _jsonable(value: Any) -> Any:  # Any: a Trainer log value, of any JSON shape
     """Trainer logs as plain JSON values (numpy scalars become numbers)."""
     if isinstance(value, dict):
         return {key: _jsonable(inner) for key, inner in value.items()}

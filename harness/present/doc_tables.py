@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from harness.present.study_figures import study_tables
-from harness.results.entries import Entry
+from harness.results.entries import AnyEntry
 from harness.results.run_record import Analysed, RunSection, RunSummary
 from harness.results.store import JsonObject, key_of, read_json, write_json
 from harness.results.study_record import decoded_study
@@ -77,7 +77,7 @@ def snapshot(summary: RunSummary, run_folder: Path) -> RunSnapshot:
     entries = current_entries(summary)
     read = {name for name, (view, entry) in entries.items() if view.in_overview() or view.tables(entry, summary["run"])}
     read |= {other for name in read for other in VIEWS[name].overview_reads}
-    analyses: dict[str, Entry[Any]] = {
+    analyses: dict[str, AnyEntry] = {
         name: {**entry, "result": without(entry["result"], view.left_out)}
         for name, (view, entry) in entries.items()
         if name in read

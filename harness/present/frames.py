@@ -58,18 +58,18 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator
 from os import PathLike
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pandas as pd
 
 from harness.config import ExportConfig
 from harness.results.checkpoints import FINETUNED
-from harness.results.entries import Entry
+from harness.results.entries import AnyEntry
 from harness.results.run_record import RunSummary
 from harness.results.store import JsonObject, ensure_writable
 from harness.results.study_record import StudyRecord
 from harness.results.summary import STUDIES, SUMMARY, checked_study, checked_summary, whole_summary
-from harness.views.base import View, current_entries, pair_name
+from harness.views.base import ViewClass, current_entries, pair_name
 from harness.views.metrics import Metric
 from harness.views.summary import summary_records
 from harness.views.titles import model_title
@@ -213,7 +213,10 @@ def load_findings(study: Where, output_dir: Where = "outputs") -> pd.DataFrame:
     )
 
 
-def table(rows: list[tuple[Any, ...]], columns: dict[str, str]) -> pd.DataFrame:  # Any: each column its own type
+TableRow = tuple[Any, ...]  # a table's row: each column its own type (text, numbers, None)
+
+
+def table(rows: list[TableRow], columns: dict[str, str]) -> pd.DataFrame:
     """``rows`` as a DataFrame with ``columns``' names and types (None becomes missing)."""
     return pd.DataFrame(rows, columns=list(columns), dtype=object).astype(columns)
 
@@ -228,7 +231,7 @@ def run_summaries(place: Path) -> list[RunSummary]:
     return [summary for summary in found if summary is not None]
 
 
-def run_rows(summary: RunSummary) -> Iterator[tuple[Any, ...]]:
+def run_rows(summary: RunSummary) -> Iterator[TableRow]:
     """The rows of one run: its identity, then each analysis's scalar metrics and arrays."""
     run = summary["run"]
     identity = (run["task"], model_title(run["model"]), run["seed"], run["key"])
@@ -251,7 +254,7 @@ def run_rows(summary: RunSummary) -> Iterator[tuple[Any, ...]]:
     yield from trajectory_rows(summary, identity)
 
 
-def trajectory_rows(summary: RunSummary, identity: tuple[Any, ...]) -> Iterator[tuple[Any, ...]]:
+def trajectory_rows(summary: RunSummary, identity: TableRow) -> Iterator[TableRow]:
     """A ``--trajectory`` run's metrics at each kept step, each on the record of the run's metric
     of that name (a point is measured as a run is), and each step's cosine to the final maps."""
     records = {metric.name: metric for metric in summary_records(summary)}
@@ -281,7 +284,7 @@ def study_placement(metric: Metric | None) -> tuple[str | None, str | None, str 
     return (None, None, None) if metric is None else (metric.analysis, metric.checkpoint, pair_of(metric))
 
 
-def entry_arrays(view: type[View[Any]], entry: Entry[Any], shape: tuple[int, int]) -> Iterator[tuple[Any, ...]]:
+def entry_arrays(view: ViewClass, entry: AnyEntry, shape: tuple[int, int]) -> Iterator[TableRow]:
     """(checkpoint, pair, metric, layer, head, value) of every per-layer and per-head value an
     analysis stored per checkpoint and per pair."""
     result = entry["result"]
@@ -293,7 +296,7 @@ def entry_arrays(view: type[View[Any]], entry: Entry[Any], shape: tuple[int, int
             yield None, pair, metric, layer, head, value
 
 
-def arrays(view: type[View[Any]], stored: JsonObject, shape: tuple[int, int]) -> Iterator[tuple[str, int, Any, float]]:
+def arrays(view: ViewClass, stored: JsonObject, shape: tuple[int, int]) -> Iterator[tuple[str, int, int | None, float]]:
     """(metric, layer, head, value) of a checkpoint's or pair's result: each layers x heads grid
     of numbers anywhere in it, each list of one number per layer under a per-layer key, and each
     part of the lists per head that the view names (`View.per_head_parts`: the pattern
@@ -322,7 +325,10 @@ def leaves(node: Any, path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], 
         yield path, node
 
 
-def cells(grid: list[list[Any]]) -> Iterator[tuple[int, int, Any]]:
+Cell = TypeVar("Cell")  # a grid's value: a number, None, or a list of counts
+
+
+def cells(grid: list[list[Cell]]) -> Iterator[tuple[int, int, Cell]]:
     """(layer, head, value) of a layers x heads grid, 1-based."""
     return ((layer, head, value) for layer, row in enumerate(grid, 1) for head, value in enumerate(row, 1))
 
@@ -341,13 +347,13 @@ def is_grid(node: object, shape: tuple[int, int]) -> bool:
     return isinstance(node, list) and len(node) == shape[0] and all(is_numbers(row, shape[1]) for row in node)
 
 
-def is_per_layer(path: tuple[str, ...], view: type[View[Any]]) -> bool:
+def is_per_layer(path: tuple[str, ...], view: ViewClass) -> bool:
     """Whether the keys leading to a list say it holds one value per layer (`LAYER_KEYS`, or one of the
     view's ``per_layer_keys``)."""
     return any(key in LAYER_KEYS or key in view.per_layer_keys for key in path)
 
 
-def array_metric(path: tuple[str, ...], view: type[View[Any]]) -> str:
+def array_metric(path: tuple[str, ...], view: ViewClass) -> str:
     """An array's metric name: its path without the keys that only say per head or per layer
     (``per_head.sink_share.cls`` -> ``sink_share.cls``, ``heads.zero.delta`` -> ``zero.delta``), a key
     that says its level as the view names its value (``accuracy_per_head.all`` -> ``accuracy.all``:

@@ -43,7 +43,7 @@ from harness.present.redraw import TRAJECTORY, drawn_files
 from harness.present.study_figures import task_text, tasks_text
 from harness.recipes import describe_recipe
 from harness.results.checkpoints import PAIRS
-from harness.results.entries import Entry, decoded
+from harness.results.entries import AnyEntry, decoded
 from harness.results.run_record import RunSummary, Trajectory, TrajectoryPoint
 from harness.results.store import ensure_writable
 from harness.results.study_record import Finding, StudyRecord, TaskAggregate
@@ -371,7 +371,7 @@ class Page:
             "tables": markdown_files([path for path in files if path.suffix == ".md"], titled=False),
         }
 
-    def analysis_section(self, name: str, entry: Entry[Any], files: list[Path], group: str) -> AnalysisSection:
+    def analysis_section(self, name: str, entry: AnyEntry, files: list[Path], group: str) -> AnalysisSection:
         """One analysis of a run: what it measures, its inputs and settings, figures and tables."""
         return {
             "name": name,
@@ -471,7 +471,7 @@ def learning_rows(summary: RunSummary) -> list[tuple[str, str]]:
     return [("learned the task", "yes: " + learned.removeprefix("learned: "))] if learned else []
 
 
-def analysis_parameters(entry: Entry[Any]) -> list[tuple[str, str]]:
+def analysis_parameters(entry: AnyEntry) -> list[tuple[str, str]]:
     """An analysis's input, input notes, settings and stored result keys as name-value rows."""
     source = entry.get("source", {})
     return [

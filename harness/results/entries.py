@@ -70,10 +70,15 @@ class Entry(TypedDict, Generic[Result]):
     related: NotRequired[JsonObject]  # other analyses' results, by the name the analysis asked them by
 
 
-def decoded(entry: Mapping[str, Any]) -> Entry[Any]:
+# Any analysis's entry, where code loops over every analysis (the run, the report, the study): its
+# result's type is its view's to declare, and the view's methods, which declare it, receive the entry.
+AnyEntry = Entry[Any]
+
+
+def decoded(entry: Mapping[str, Any]) -> AnyEntry:
     """``entry`` as read from summary.json, as the type its view reads. Not checked again here:
     the results store checked each result's keys against the same declared shape when it was
     written (`harness.results.shapes.check`), and a summary is read only when its seal matches
     (`harness.results.summary`). Its result is Any until a view's methods, which declare their
     own `Entry` type, receive it."""
-    return cast("Entry[Any]", entry)
+    return cast("AnyEntry", entry)

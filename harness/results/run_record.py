@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NotRequired, TypedDict, cast
 
-from harness.results.entries import Entry
+from harness.results.entries import AnyEntry
 from harness.results.store import CheckpointIdentity, JsonObject
 
 
@@ -79,7 +79,7 @@ class Analysed(TypedDict):
 
     # each analysis's entry, its result Any until the view of its analysis (`harness.views.base.current_entries`:
     # of the view's version) reads it as the type it declares
-    analyses: Mapping[str, Entry[Any]]
+    analyses: Mapping[str, AnyEntry]
 
 
 class RunSummary(Analysed):

@@ -17,6 +17,8 @@ from collections.abc import Mapping
 from types import NoneType, UnionType
 from typing import Any, NotRequired, Required, Union, get_args, get_origin, get_type_hints, is_typeddict
 
+# A type annotation as `typing` reads it from a TypedDict: a class, a TypedDict, a generic alias, a union
+Annotation = Any
 SHAPES: dict[str, type] = {}  # {analysis name: the TypedDict of one stored result}, filled by the views
 
 
@@ -29,14 +31,14 @@ def declare(analysis: str, shape: type) -> None:
     SHAPES[analysis] = shape
 
 
-def check(analysis: str, result: Any) -> None:
+def check(analysis: str, result: object) -> None:
     """Raise `ShapeError` naming the analysis and the key where ``result`` differs from the
     shape ``analysis`` declared (nothing to check for an analysis that declared none)."""
     if analysis in SHAPES:
         check_value(result, SHAPES[analysis], analysis)
 
 
-def check_value(value: Any, annotation: Any, where: str) -> None:
+def check_value(value: object, annotation: Annotation, where: str) -> None:
     """Check the keys of ``value`` against ``annotation`` and everything it holds; ``where`` is the
     path to it, which an error names."""
     origin, arguments = get_origin(annotation), get_args(annotation)
@@ -53,7 +55,7 @@ def check_value(value: Any, annotation: Any, where: str) -> None:
             check_value(inner, arguments[0], f"{where}[{index}]")
 
 
-def check_keys(value: Any, shape: type, where: str) -> None:
+def check_keys(value: object, shape: type, where: str) -> None:
     """Check that ``value`` is a dict with every required key of the TypedDict ``shape``, only its
     keys, and each value its own shape."""
     if not isinstance(value, dict):
@@ -69,18 +71,18 @@ def check_keys(value: Any, shape: type, where: str) -> None:
             raise ShapeError(f"{where}: no key {key!r}, which {shape.__name__} requires")
 
 
-def unwrapped(annotation: Any) -> Any:
+def unwrapped(annotation: Annotation) -> Annotation:
     """``annotation`` without its ``Required``/``NotRequired`` qualifier."""
     return get_args(annotation)[0] if get_origin(annotation) in (Required, NotRequired) else annotation
 
 
-def required(annotation: Any, shape: type) -> bool:
+def required(annotation: Annotation, shape: type) -> bool:
     """Whether a key annotated so must be present in ``shape`` (read from the annotation itself,
     which ``__required_keys__`` misreads in a module with postponed annotations)."""
     qualifier = get_origin(annotation)
     return qualifier is Required or (qualifier is not NotRequired and getattr(shape, "__total__", True))
 
 
-def holds_shapes(annotation: Any) -> bool:
+def holds_shapes(annotation: Annotation) -> bool:
     """Whether ``annotation`` is a TypedDict or holds one (a dict's values, a list's items, an option)."""
     return is_typeddict(annotation) or any(holds_shapes(argument) for argument in get_args(annotation))

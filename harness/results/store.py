@@ -37,6 +37,7 @@ log = logging.getLogger(__name__)
 # JSON at the harness's boundaries, left Any inside: each is an object whose keys its own writer
 # names (a source, an analysis's or a run's settings, a kind of checkpoint, a file before it is
 # typed), so no one TypedDict says them; the alias says where each comes from.
+JsonValue = Any  # any JSON value (an object, a list, a string, a number), as read or about to be written
 JsonObject = dict[str, Any]  # a JSON object as read from a file or about to be written, its keys its writer's
 SourceIdentity = dict[str, Any]  # each source's (or task data's) own inputs: task, split, spec, files and their hashes
 SourceNotes = dict[str, Any]  # each source's own counts and remarks
@@ -63,12 +64,12 @@ def ensure_writable(folder: Path, flag: str) -> None:
         ) from None
 
 
-def write_json(path: Path, data: Any) -> Path:
+def write_json(path: Path, data: JsonValue) -> Path:
     """Atomically write ``data`` as strict JSON (NaN is refused: store None instead)."""
     return atomic_write_bytes(path, json.dumps(data, indent=1, allow_nan=False).encode())
 
 
-def read_json(path: Path, note_damage: bool = True) -> Any | None:
+def read_json(path: Path, note_damage: bool = True) -> JsonValue | None:
     """The JSON content of ``path``, or None when it is missing or damaged (then a note that
     it will be recomputed is logged, unless the caller says otherwise)."""
     try:
@@ -107,12 +108,12 @@ def read_sealed(path: Path, fix: str = RECOMPUTE) -> JsonObject | None:
     return stored
 
 
-def plain(value: Any) -> Any:
+def plain(value: JsonValue) -> JsonValue:
     """``value`` as it reads back from JSON: dicts, lists, strings, numbers (paths become strings)."""
     return json.loads(json.dumps(value, default=str))
 
 
-def key_of(payload: Any, length: int = 16) -> str:
+def key_of(payload: JsonValue, length: int = 16) -> str:
     """A stable hash of a JSON-serialisable payload (dict keys sorted)."""
     canonical = json.dumps(payload, sort_keys=True, default=str, separators=(",", ":"))
     return hashlib.sha256(canonical.encode()).hexdigest()[:length]
@@ -156,9 +157,11 @@ class ResultIdentity:
 
     analysis: str
     version: int
+    # JSON of the checkpoints', the source's and the analysis's own keys (`CheckpointIdentity`,
+    # `SourceIdentity`, `Settings`), read-only here
     checkpoints: tuple[Mapping[str, Any], ...]
-    inputs: Mapping[str, Any]
-    settings: Mapping[str, Any]
+    inputs: Mapping[str, Any]  # as ``checkpoints``
+    settings: Mapping[str, Any]  # as ``checkpoints``
 
     def as_dict(self) -> JsonObject:
         """The identity as plain JSON values (paths as strings, tuples as lists), as stored."""
@@ -197,7 +200,7 @@ class ResultStore:
             return None
         return stored["result"]
 
-    def save(self, identity: ResultIdentity, result: Mapping[str, Any]) -> Path:
+    def save(self, identity: ResultIdentity, result: Mapping[str, object]) -> Path:
         """Store ``result`` under ``identity`` atomically (strict JSON: no NaN); returns the file written.
         A result whose keys differ from the shape its analysis declared is refused, naming the key
         (`harness.results.shapes.ShapeError`), and nothing is written."""

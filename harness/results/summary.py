@@ -18,7 +18,7 @@ from typing import Any, TypedDict, TypeVar
 
 from harness.config_files import RUN_SETTINGS
 from harness.results.run_record import RunSummary, decoded_summary
-from harness.results.store import key_of, plain, read_json, write_json
+from harness.results.store import JsonValue, key_of, plain, read_json, write_json
 from harness.results.study_record import StudyRecord, decoded_study
 from tasks.errors import InputError
 
@@ -41,7 +41,7 @@ def run_fix(folder: Path) -> str:
     )
 
 
-def content_hash(document: Any) -> str:
+def content_hash(document: JsonValue) -> str:
     """SHA-256 of ``document`` as canonical JSON (keys sorted): the same for every copy of the same content."""
     return key_of(document, 64)
 
@@ -53,7 +53,7 @@ class Seal(TypedDict):
     parts: dict[str, str]
 
 
-def seal_record(document: Mapping[str, Any]) -> Seal:
+def seal_record(document: Mapping[str, JsonValue]) -> Seal:
     """What the store keeps of a summary or study: the hash of the whole, and of each part (a run's
     description and each analysis entry; a study's sections), so a mismatch can say where it is."""
     parts = {f"analysis {name}": entry for name, entry in document.get("analyses", {}).items()}
@@ -61,7 +61,7 @@ def seal_record(document: Mapping[str, Any]) -> Seal:
     return {"sha256": content_hash(document), "parts": {name: content_hash(value) for name, value in parts.items()}}
 
 
-def seal_path(folder: Path, document: Mapping[str, Any]) -> Path:
+def seal_path(folder: Path, document: Mapping[str, JsonValue]) -> Path:
     """Where the seal of the run or study ``document`` in ``folder`` is kept: in the results store
     of its output folder, under its run or study key (a copy of the folder under another name is
     the same run; an edited key finds no seal)."""
@@ -71,7 +71,7 @@ def seal_path(folder: Path, document: Mapping[str, Any]) -> Path:
     return folder.parent / "store" / SEALS / "runs" / f"{document.get('run', {}).get('key')}.json"
 
 
-def seal(folder: Path, document: Mapping[str, Any]) -> Path:
+def seal(folder: Path, document: Mapping[str, JsonValue]) -> Path:
     """Record in the store what ``document`` (the summary or study just written in ``folder``) holds,
     as it reads back from its file (integer keys become text there, so the seal is of that); an
     unchanged seal is not written again."""
@@ -79,7 +79,7 @@ def seal(folder: Path, document: Mapping[str, Any]) -> Path:
     return path if read_json(path, note_damage=False) == record else write_json(path, record)
 
 
-def seal_problem(folder: Path, document: Mapping[str, Any]) -> str | None:
+def seal_problem(folder: Path, document: Mapping[str, JsonValue]) -> str | None:
     """What differs between ``document`` and its seal in the store, or None when it is what was written."""
     path = seal_path(folder, document)
     sealed = read_json(path, note_damage=False)
@@ -156,7 +156,7 @@ def checked_study(folder: Path) -> StudyRecord:
     return decoded_study(checked(path, study, STUDY_FIX))
 
 
-def flatten(prefix: str, value: Any) -> dict[str, str]:
+def flatten(prefix: str, value: object) -> dict[str, str]:
     """Nested dataclasses/dicts as dotted names (MLflow params, the report's parameter lists)."""
     if is_dataclass(value) and not isinstance(value, type):
         value = asdict(value)

@@ -47,7 +47,7 @@ from harness.model.forward import (
     variant_count,
 )
 from harness.model.loading import Checkpoint, checkpoint_device
-from harness.results.entries import Entry
+from harness.results.entries import AnyEntry
 from harness.results.store import (
     CheckpointIdentity,
     ResultIdentity,
@@ -280,7 +280,7 @@ def summary_entry(
     settings: Settings,
     checkpoints: list[Checkpoint],
     pairs: list[tuple[str, str]],
-) -> Entry[Any]:
+) -> AnyEntry:
     """The analysis's entry in summary.json, from stored results only; one schema for all."""
     analysis = item.analysis
     if analysis.joint:
@@ -303,7 +303,7 @@ def summary_entry(
     }
 
 
-def renamed_entry(entry: Entry[Any], names: dict[str, str], pairs: list[tuple[str, str]]) -> Entry[Any]:
+def renamed_entry(entry: AnyEntry, names: dict[str, str], pairs: list[tuple[str, str]]) -> AnyEntry:
     """A summary entry of checkpoints measured together, as if only ``names`` had been (``{measured
     name: name in the new entry}``) and only ``pairs`` (in the new names) compared: a checkpoint
     part-way through fine-tuning said as "finetuned" beside the pre-trained model, so every view
@@ -375,14 +375,14 @@ def analyse(
     store: ResultStore,
     on_source_done: Callable[[str, float], None] | None = None,
     what: str = "",
-) -> dict[str, Entry[Any]]:
+) -> dict[str, AnyEntry]:
     """Summary entries of ``classes`` for ``checkpoints``: stored results reused, the rest computed.
 
     Each source with missing work is streamed once (``what`` ends its progress bar's label);
     ``on_source_done(source, seconds)`` is called after each.
     """
     shared = shared_context(checkpoints, pairs, source_context)
-    entries: dict[str, Entry[Any]] = {}
+    entries: dict[str, AnyEntry] = {}
     for source_name, (source, group) in sources_to_stream(classes, source_context).items():
         inputs = {**source.identity(), "tokenizer": source_context.tokenizer_name}
         settings = {a.name: a.settings_identity(source_context.settings, source_context.hashes) for a in group}

@@ -15,7 +15,6 @@ import os
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
 
 import torch
 from transformers import PreTrainedTokenizerBase
@@ -43,7 +42,7 @@ from harness.results.checkpoints import (
     PAIRS,
     PRETRAINED,
 )
-from harness.results.entries import Entry
+from harness.results.entries import AnyEntry
 from harness.results.locking import exclusive
 from harness.results.run_record import RunSection, RunSummary
 from harness.results.store import CheckpointIdentity, ResultStore, Settings, SourceIdentity, read_json, write_json
@@ -141,7 +140,7 @@ def train_baselines(plan: RunPlan) -> dict[str, FineTuneResult]:
 
 def evaluation_entry(
     plan: RunPlan, checkpoints: list[Checkpoint], sources: SourceContext, store: ResultStore
-) -> Entry[Any]:
+) -> AnyEntry:
     """The ``evaluation`` entry of every checkpoint, baselines included, with the baseline pairs
     (stored results of any checkpoint are reused)."""
     pairs = PAIRS + [pair for pair in BASELINE_PAIRS if pair[0] in {c.name for c in checkpoints}]
@@ -182,7 +181,7 @@ def run_description(
     }
 
 
-def merged_analyses(previous: RunSummary | None, entries: dict[str, Entry[Any]]) -> dict[str, Entry[Any]]:
+def merged_analyses(previous: RunSummary | None, entries: dict[str, AnyEntry]) -> dict[str, AnyEntry]:
     """Entries computed now, plus those an earlier run under the same key stored (current
     versions only), each with what it says together with the others (`Analysis.relate`)."""
     kept = {
@@ -407,7 +406,7 @@ def results_store(config: RunConfig) -> ResultStore:
 
 def dev_evaluation(
     plan: RunPlan, tuned: FineTuneResult, baselines: dict[str, FineTuneResult] | None = None
-) -> Entry[Any]:
+) -> AnyEntry:
     """The ``evaluation`` entry of every checkpoint (for ``harness finetune``), stored where
     ``harness run`` with the same flags finds and reuses it."""
     tokenizer = load_tokenizer(plan.config.task.model)

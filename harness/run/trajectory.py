@@ -16,7 +16,6 @@ cosine per layer, the pattern counts and the share of attention on [CLS] and [SE
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from harness.analyses.base import INTERVENES, Analysis
 from harness.analyses.examples import ExampleMaps
@@ -24,7 +23,7 @@ from harness.inputs.sources import SourceContext
 from harness.model.finetune import FineTuneResult, KeptStep
 from harness.model.loading import Checkpoint
 from harness.results.checkpoints import FINETUNED, PRETRAINED
-from harness.results.entries import Entry
+from harness.results.entries import AnyEntry
 from harness.results.run_record import PointMaps, RunSummary, TimedUnits, Trajectory, TrajectoryPoint
 from harness.results.store import ResultStore
 from harness.run.engine import analyse, renamed_entry
@@ -42,7 +41,7 @@ def step_name(step: int) -> str:
     return f"step-{step}"
 
 
-def timed_units(entries: dict[str, Entry[Any]]) -> TimedUnits:
+def timed_units(entries: dict[str, AnyEntry]) -> TimedUnits:
     """What a point keeps for the findings on when things change, from its entries (said as a run's),
     by analysis: each view's part (`harness.views.base.View.timed_units`: the fine-tuned
     checkpoint's dev predictions, the per-unit sums of the cosine to the pre-trained maps, the
@@ -51,7 +50,7 @@ def timed_units(entries: dict[str, Entry[Any]]) -> TimedUnits:
     return {name: units for name, units in kept.items() if units is not None}
 
 
-def point(record: KeptStep, entries: dict[str, Entry[Any]], name: str) -> TrajectoryPoint:
+def point(record: KeptStep, entries: dict[str, AnyEntry], name: str) -> TrajectoryPoint:
     """One point of the trajectory: the checkpoint ``name`` at ``record``'s step, its metrics as a
     run's beside the pre-trained model, its distance to the final model, `timed_units`, and the
     stored example maps at that step (the report's per-example view slides over them)."""
@@ -75,7 +74,7 @@ def point(record: KeptStep, entries: dict[str, Entry[Any]], name: str) -> Trajec
     }
 
 
-def example_maps(entries: dict[str, Entry[Any]], name: str) -> PointMaps:
+def example_maps(entries: dict[str, AnyEntry], name: str) -> PointMaps:
     """``{"example_maps": [...]}``: the checkpoint ``name``'s maps of each stored example (the
     `ExampleMaps` analysis's text, in its order), where the run has that analysis."""
     if ExampleMaps.name not in entries:

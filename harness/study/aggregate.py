@@ -20,13 +20,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import partial
-from typing import Any, cast
+from typing import cast
 
 import numpy as np
 from scipy.stats import t as student_t
 
 from harness.results.checkpoints import FINETUNED, PRETRAINED
-from harness.results.entries import decoded
+from harness.results.entries import AnyEntry, decoded
 from harness.results.run_record import RunSummary
 from harness.results.study_record import (
     BetweenSeeds,
@@ -42,7 +42,7 @@ from harness.results.study_record import (
 )
 from harness.views import VIEWS
 from harness.views import trajectory as trajectory_view
-from harness.views.base import Entry, Failures, PaperPoint, View, attempt, per_checkpoint_results
+from harness.views.base import Entry, Failures, PaperPoint, View, ViewClass, attempt, per_checkpoint_results
 from harness.views.cosine import CosineView
 from harness.views.evaluation import EvaluationView
 from harness.views.evidence import (
@@ -70,7 +70,7 @@ AS_PAPER, AGAINST_PAPER = "as the paper", "against the paper"  # a seed's change
 CHANGES = "changes"  # a seed's change clear either way, in a two-sided finding
 
 
-def entries_of(view: type[View[Any]], summaries: list[RunSummary]) -> list[Entry[Any]]:
+def entries_of(view: ViewClass, summaries: list[RunSummary]) -> list[AnyEntry]:
     """The view's analysis entry (current version) of every summary that has one; the ablation,
     run on one seed of a CPU study, has fewer entries than seeds."""
     entries = [summary["analyses"].get(view.name) for summary in summaries]
@@ -448,7 +448,7 @@ TIMING = {
     "heterogeneous_early": f"the share of heterogeneous maps makes half its change within the first "
     f"{trajectory_view.EARLY:.0%} of training",
 }
-TIMED_BY: dict[str, type[View[Any]]] = {"cosine_before_dev": CosineView, "heterogeneous_early": PatternsView}
+TIMED_BY: dict[str, ViewClass] = {"cosine_before_dev": CosineView, "heterogeneous_early": PatternsView}
 
 
 def trajectory_aggregate(summaries: dict[int, RunSummary]) -> dict[str, StudyTrajectory]:

@@ -43,6 +43,7 @@ from harness.views.ablation_results import (
     MODES,
     RANKED,
     SCOPES,
+    AblationEntry,
     AblationResult,
     ImportanceAgreement,
     families,
@@ -57,7 +58,7 @@ from harness.views.ablation_text import (
     pruning_sentence,
     significant_cell,
 )
-from harness.views.base import Claim, Entry, PaperPoint, View, per_checkpoint_results, register_view
+from harness.views.base import Claim, PaperPoint, View, per_checkpoint_results, register_view
 from harness.views.markdown import markdown_table
 from harness.views.metrics import Metric
 from harness.views.papers import KOVALEVA_TASKS, expected_for
@@ -78,9 +79,6 @@ class AblationSwitch(Settings):
         choices=SWITCH_CHOICES,
         after="max_corpus_items",
     )
-
-
-AblationEntry = Entry[PerCheckpoint[AblationResult, ImportanceAgreement]]
 
 
 @register_view

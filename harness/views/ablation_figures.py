@@ -5,7 +5,6 @@ curves, and the importance per head (against each head's cosine where the run ha
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
@@ -15,13 +14,13 @@ from harness.views.ablation_results import (
     BASELINES,
     MODES,
     VS_COSINE,
+    AblationEntry,
     AblationResult,
     family_grids,
     is_random,
     related_cosine,
     versus,
 )
-from harness.views.base import Entry
 from harness.views.drawing import draw_side_by_side_grids, style_head_axes
 from harness.views.lazy import mpl
 from harness.views.palette import GREY, OKABE_ITO
@@ -132,7 +131,9 @@ def draw_pruning(result: AblationResult, run: RunSection, checkpoint: str, path:
     return save(figure, path)
 
 
-def draw_importance(importances: dict[str, Any], entry: Entry, run: RunSection, path: Path) -> Path:
+def draw_importance(
+    importances: dict[str, list[list[float]]], entry: AblationEntry, run: RunSection, path: Path
+) -> Path:
     """Michel et al.'s importance per head (normalised per layer) of each checkpoint that has
     one, and, for the fine-tuned one, against how much fine-tuning changed the head."""
     cosine = related_cosine(entry)

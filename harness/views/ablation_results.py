@@ -68,7 +68,8 @@ def versus(pruning: Areas, baseline: str) -> Verdict | None:
     raise ValueError(f"no pruning baseline {baseline!r}: one of {', '.join(BASELINES)}")
 
 
-def related_cosine(entry: Entry) -> list[tuple[tuple[str, str], JsonObject]]:  # as `related` keeps it: open JSON
+# each pair's part as `related` keeps it: open JSON
+def related_cosine(entry: AblationEntry) -> list[tuple[tuple[str, str], JsonObject]]:
     """The entry's declared pairs that its ``related`` part has against the cosine entry (those
     whose second checkpoint is trained), each with what it holds there."""
     cosine = (entry.get("related") or {}).get(CosineView.name, {})
@@ -79,7 +80,7 @@ def related_cosine(entry: Entry) -> list[tuple[tuple[str, str], JsonObject]]:  #
     ]
 
 
-def fine_tuned_result(entry: Entry[PerCheckpoint[AblationResult, ImportanceAgreement]]) -> AblationResult | None:
+def fine_tuned_result(entry: AblationEntry) -> AblationResult | None:
     """The fine-tuned checkpoint's ablation result, or None where it has no trained head."""
     result = per_checkpoint_results(entry).get(FINETUNED)
     return result if result and result["trained"] else None
@@ -180,3 +181,6 @@ class ImportanceAgreement(TypedDict):
     """A pair's Spearman correlation between the two checkpoints' importance (None where constant)."""
 
     importance_spearman: float | None
+
+
+AblationEntry = Entry[PerCheckpoint[AblationResult, ImportanceAgreement]]  # the ablation's summary entry

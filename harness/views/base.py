@@ -20,7 +20,7 @@ from typing import Any, ClassVar, Generic, TypedDict, TypeVar
 from harness.config import measured_along
 from harness.registry import registrar
 from harness.results.checkpoints import MAIN_PAIR
-from harness.results.entries import Compared, Entry, Pairs, PerCheckpoint, Result, Stored, decoded
+from harness.results.entries import AnyEntry, Compared, Entry, Pairs, PerCheckpoint, Result, Stored, decoded
 from harness.results.run_record import Analysed, RunSection
 from harness.results.shapes import declare
 from harness.results.study_record import StudyRecord, TaskAggregate
@@ -85,6 +85,7 @@ def per_pair_results(entry: Entry[Pairs[Compared]]) -> Mapping[str, Compared]:
     return entry["result"].get("per_pair", {})
 
 
+# Any: any per-checkpoint view's stored and compared types, of which only the units are read
 def checkpoint_units(entry: Entry[PerCheckpoint[Any, Any]]) -> dict[str, StoredUnits]:
     """``{checkpoint: its per-unit sums}`` of a per-checkpoint entry whose results keep them
     (``units``, `harness.views.evidence.StoredUnits`): a view's part in a trajectory point."""
@@ -102,7 +103,7 @@ class Claim:
     seeds and tasks it holds clearly, fails clearly, or is unclear."""
 
     text: str
-    judge: Callable[[Entry[Any]], Verdict | None]
+    judge: Callable[[AnyEntry], Verdict | None]
 
 
 @dataclass(frozen=True)
@@ -174,14 +175,14 @@ class View(Generic[Result]):
     timed_apart: ClassVar[str | None] = None
     samples: ClassVar[Sampler] = dev_sample
 
-    def __init_subclass__(cls, **kwargs: Any) -> None:
+    def __init_subclass__(cls, **kwargs: Any) -> None:  # Any: passed on to `object`'s, as Python gives them
         """A view that names its analysis and declares what it stores gives the store that shape to check."""
         super().__init_subclass__(**kwargs)
         if "name" in vars(cls) and cls.stored is not None:
             declare(cls.name, cls.stored)
 
     @classmethod
-    def change_evidence(cls, entry: Entry[Any]) -> dict[str, Change]:
+    def change_evidence(cls, entry: AnyEntry) -> dict[str, Change]:
         """Each signed change's evidence on this run (`harness.views.evidence.paired_change`: its
         value, 95% interval over the units sampled, and direction, ``rises``, ``falls`` or ``no
         clear change``), by metric name; a change the run does not define is absent. What the
@@ -220,7 +221,7 @@ class View(Generic[Result]):
         return {}
 
     @classmethod
-    def overview_rows(cls, entries: dict[str, Entry[Any]], run: RunSection) -> list[Row]:
+    def overview_rows(cls, entries: dict[str, AnyEntry], run: RunSection) -> list[Row]:
         """Its rows of a run's overview table (what, pre-trained, fine-tuned, the papers'
         number), from the run's entries by analysis name (a row may say what another analysis
         adds); called only when the run has this analysis's entry."""
@@ -269,8 +270,11 @@ class View(Generic[Result]):
         return {}
 
 
-VIEWS: dict[str, type[View[Any]]] = {}  # each view's own Result: its methods are called with the entry it declares
-AnyView = TypeVar("AnyView", bound=View[Any])
+# Any analysis's view, where code loops over the registry: each view's own Result, its methods called
+# with the entry it declares.
+ViewClass = type[View[Any]]
+VIEWS: dict[str, ViewClass] = {}
+AnyView = TypeVar("AnyView", bound=View[Any])  # a view class of any Result, returned as given
 registered_view = registrar(VIEWS, "view")
 
 
@@ -283,7 +287,7 @@ def register_view(view: type[AnyView]) -> type[AnyView]:
     return view
 
 
-def current_entries(summary: Analysed) -> dict[str, tuple[type[View[Any]], Entry[Any]]]:
+def current_entries(summary: Analysed) -> dict[str, tuple[ViewClass, AnyEntry]]:
     """``{name: (view, entry)}`` of the summary's analysis entries whose version is the view's."""
     return {
         name: (VIEWS[name], decoded(entry))

@@ -23,11 +23,12 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, ClassVar, Literal, TypedDict
+from typing import ClassVar, Literal, TypedDict
 
 import numpy as np
 
 from harness.results.checkpoints import MAIN_PAIR
+from harness.results.entries import AnyEntry
 from harness.results.run_record import RunSection
 from harness.results.study_record import Elementwise, StudyRecord, TaskAggregate
 from harness.views.across_tasks import study_title, task_colour
@@ -466,7 +467,7 @@ class CkaView(View[CkaResult]):
         ]
 
     @classmethod
-    def overview_rows(cls, entries: dict[str, Entry[Any]], run: RunSection) -> list[Row]:
+    def overview_rows(cls, entries: dict[str, AnyEntry], run: RunSection) -> list[Row]:
         """The tokens' CKA per layer between the pre-trained and fine-tuned hidden states."""
         pair = main_pair(entries[cls.name])
         if pair is None:
@@ -603,5 +604,5 @@ class CkaTextView(CkaView):
         return f"two-paragraph segments of {text}" if text else cls.inputs
 
     @classmethod
-    def overview_rows(cls, entries: dict[str, Entry[Any]], run: RunSection) -> list[Row]:
+    def overview_rows(cls, entries: dict[str, AnyEntry], run: RunSection) -> list[Row]:
         return []

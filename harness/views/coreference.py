@@ -22,7 +22,7 @@ import numpy as np
 from harness.config import Settings, analysis_settings
 from harness.options import option
 from harness.results.checkpoints import FINETUNED, PRETRAINED
-from harness.results.entries import PerCheckpoint
+from harness.results.entries import AnyEntry, PerCheckpoint
 from harness.results.run_record import RunSection
 from harness.views.base import Entry, PaperPoint, Row, View, per_checkpoint_results, per_pair_results, register_view
 from harness.views.drawing import draw_side_by_side_grids
@@ -197,7 +197,7 @@ class CoreferenceView(View[PerCheckpoint[CoreferenceResult, CoreferenceCompariso
         return {"coreference_table": table_markdown(entry, data)}
 
     @classmethod
-    def overview_rows(cls, entries: dict[str, Entry[Any]], run: RunSection) -> list[Row]:
+    def overview_rows(cls, entries: dict[str, AnyEntry], run: RunSection) -> list[Row]:
         """The best head on all mentions, beside Clark et al.'s best head."""
         entry: CoreferenceEntry = entries[cls.name]
         results = per_checkpoint_results(entry)

@@ -12,11 +12,12 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 from statistics import fmean
-from typing import Any, TypedDict
+from typing import TypedDict
 
 import numpy as np
 
 from harness.results.checkpoints import MAIN_PAIR
+from harness.results.entries import AnyEntry
 from harness.results.run_record import RunSection
 from harness.results.study_record import Elementwise, StudyRecord, TaskAggregate
 from harness.views.across_tasks import study_title, task_colour
@@ -235,7 +236,7 @@ class CosineView(View[CosineResult]):
         ]
 
     @classmethod
-    def overview_rows(cls, entries: dict[str, Entry[Any]], run: RunSection) -> list[Row]:
+    def overview_rows(cls, entries: dict[str, AnyEntry], run: RunSection) -> list[Row]:
         """The per-layer cosines and the head that changed most (with the clustering's largest
         Jensen-Shannon distance between the two versions of a head, when the run has it)."""
         stats = next(iter(per_pair_results(entries[cls.name]).values()))

@@ -20,7 +20,7 @@ import numpy as np
 from harness.config import Settings, analysis_settings
 from harness.options import option
 from harness.results.checkpoints import FINETUNED, PRETRAINED
-from harness.results.entries import PerCheckpoint
+from harness.results.entries import AnyEntry, PerCheckpoint
 from harness.results.run_record import RunSection
 from harness.views.base import Entry, PaperPoint, Row, View, per_checkpoint_results, per_pair_results, register_view
 from harness.views.drawing import draw_side_by_side_grids
@@ -248,7 +248,7 @@ class DependencyView(View[PerCheckpoint[SyntaxResult, SyntaxComparison]]):
         return {"syntax_table1": table_markdown(entry, title=run_title(run))}
 
     @classmethod
-    def overview_rows(cls, entries: dict[str, Entry[Any]], run: RunSection) -> list[Row]:
+    def overview_rows(cls, entries: dict[str, AnyEntry], run: RunSection) -> list[Row]:
         """The best head on `all` by our protocol and by Clark's (every word), each with its
         offset baseline, the paper's number beside Clark's."""
         entry: DependencyEntry = entries[cls.name]

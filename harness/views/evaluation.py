@@ -20,7 +20,7 @@ from harness.config import Settings, analysis_settings
 from harness.options import option
 from harness.recipes import describe_recipe
 from harness.results.checkpoints import FINETUNED, FROZEN_ENCODER, MAIN_PAIR, PRETRAINED, RANDOM_INIT
-from harness.results.entries import PerCheckpoint
+from harness.results.entries import AnyEntry, PerCheckpoint
 from harness.results.run_record import RunSection
 from harness.results.study_record import StudyRecord, TaskAggregate
 from harness.views.across_tasks import mean_sd
@@ -273,7 +273,7 @@ class EvaluationView(View[PerCheckpoint[DevScores, DevComparison]]):
         return {"evaluation_table": table_1_markdown(entry, run), **({"evaluation_tags_table": tags} if tags else {})}
 
     @classmethod
-    def overview_rows(cls, entries: dict[str, Entry[Any]], run: RunSection) -> list[Row]:
+    def overview_rows(cls, entries: dict[str, AnyEntry], run: RunSection) -> list[Row]:
         """The fine-tuning recipe, each checkpoint's main dev score beside the majority class's and
         Kovaleva et al.'s Table 1, and the fine-tuned model against the majority class."""
         entry: EvaluationEntry = entries[cls.name]

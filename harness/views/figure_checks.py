@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from typing import Any
 
 import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.backend_bases import RendererBase
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.collections import Collection
 from matplotlib.colors import to_rgb, to_rgba
@@ -95,7 +95,7 @@ def error_bar_problems(figure: plt.Figure, drawn: DrawnFigure | None = None) -> 
     )
 
 
-def error_bar_boxes(axes: plt.Axes, renderer: Any) -> list[Bbox]:
+def error_bar_boxes(axes: plt.Axes, renderer: RendererBase) -> list[Bbox]:
     """The window extents of each line and cap of the error bars of ``axes``, as wide as they are
     drawn (each cap alone: the line of a bar's caps holds every bar's, and its extent spans them)
     and cut to the panel, as they are drawn."""

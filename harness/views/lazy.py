@@ -23,7 +23,7 @@ class Deferred:
     def __init__(self, module: str, attribute: str | None = None) -> None:
         self.module, self.attribute = module, attribute
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> Any:  # Any: the module's attribute, of whatever it is
         imported = importlib.import_module(self.module)
         return getattr(imported if self.attribute is None else getattr(imported, self.attribute), name)
 

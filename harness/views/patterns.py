@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, NotRequired, TypedDict
+from typing import NotRequired, TypedDict
 
 import numpy as np
 
@@ -23,7 +23,7 @@ from classifier import CLASSES
 from harness.config import Settings, analysis_settings
 from harness.options import existing, option
 from harness.results.checkpoints import FINETUNED, PRETRAINED
-from harness.results.entries import PerCheckpoint
+from harness.results.entries import AnyEntry, PerCheckpoint
 from harness.results.run_record import RunSection
 from harness.results.study_record import StudyRecord, TaskAggregate
 from harness.views.across_tasks import CHECKPOINTS, study_title
@@ -208,7 +208,7 @@ class PatternsView(View[PerCheckpoint[PatternResult, PatternComparison]]):
         ]
 
     @classmethod
-    def overview_rows(cls, entries: dict[str, Entry[Any]], run: RunSection) -> list[Row]:
+    def overview_rows(cls, entries: dict[str, AnyEntry], run: RunSection) -> list[Row]:
         """The share of each class, pre-trained and fine-tuned, in percent."""
         shares = {
             name: " / ".join(f"{100 * stats['proportions'][label]:.1f}" for label in CLASSES)

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import TypedDict
 
 import numpy as np
 
 from harness.config import Settings, analysis_settings
 from harness.options import option
 from harness.results.checkpoints import FINETUNED, PRETRAINED
-from harness.results.entries import PerCheckpoint
+from harness.results.entries import AnyEntry, PerCheckpoint
 from harness.results.run_record import RunSection
 from harness.views.base import Entry, PaperPoint, Row, View, per_checkpoint_results, per_pair_results, register_view
 from harness.views.drawing import draw_side_by_side_grids
@@ -189,7 +189,7 @@ class ProbesView(View[PerCheckpoint[ProbesResult, ProbesComparison]]):
         return {"probes_table3": probe_table_markdown(entry, title=run_title(run))}
 
     @classmethod
-    def overview_rows(cls, entries: dict[str, Entry[Any]], run: RunSection) -> list[Row]:
+    def overview_rows(cls, entries: dict[str, AnyEntry], run: RunSection) -> list[Row]:
         """The dev UAS of the Attn and Attn + GloVe probes, beside the paper's."""
         entry: ProbesEntry = entries[cls.name]
         paper = entry["reference"]["clark_table3_uas"]

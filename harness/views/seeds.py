@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
+from numpy.typing import ArrayLike
 
 from harness.results.study_record import Elementwise, Spread
 
@@ -23,7 +22,7 @@ def spread(values: list[float]) -> Spread:
     }
 
 
-def elementwise(arrays: list[Any]) -> Elementwise:
+def elementwise(arrays: list[ArrayLike]) -> Elementwise:
     """Mean and sample standard deviation, element by element, of same-shaped nested lists
     (per layer, or layers x heads) over seeds."""
     stacked = np.asarray(arrays, dtype=float)

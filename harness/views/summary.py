@@ -4,15 +4,13 @@ printed at the end of a run."""
 
 from __future__ import annotations
 
-from typing import Any
-
-from harness.results.entries import Entry
+from harness.results.entries import AnyEntry
 from harness.results.run_record import Analysed
-from harness.views.base import View, current_entries
+from harness.views.base import ViewClass, current_entries
 from harness.views.metrics import Metric, changes, defined, values
 
 
-def view_metrics(view: type[View[Any]], entry: Entry[Any]) -> list[Metric]:
+def view_metrics(view: ViewClass, entry: AnyEntry) -> list[Metric]:
     """A view's metrics of its entry that have a value, then their fine-tuned minus pre-trained `changes`."""
     metrics = defined(view.metrics(entry))
     return metrics + changes(metrics)

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, ClassVar, TypedDict
+from typing import ClassVar, TypedDict
 
 import numpy as np
 
 from harness.results.checkpoints import FINETUNED, PRETRAINED
-from harness.results.entries import Pairs, PerCheckpoint
+from harness.results.entries import AnyEntry, Pairs, PerCheckpoint
 from harness.results.run_record import RunSection
 from harness.results.study_record import StudyRecord, TaskAggregate
 from harness.views.across_tasks import draw_per_layer_by_task
@@ -221,7 +221,7 @@ class SurfaceView(View[PerCheckpoint[SurfaceResult, LabelChanges]]):
         }
 
     @classmethod
-    def overview_rows(cls, entries: dict[str, Entry[Any]], run: RunSection) -> list[Row]:
+    def overview_rows(cls, entries: dict[str, AnyEntry], run: RunSection) -> list[Row]:
         """The heads carrying each of four Clark labels, pre-trained and fine-tuned, on the inputs it measured."""
         entry: SurfaceEntry = entries[cls.name]
         cells = {

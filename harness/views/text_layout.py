@@ -118,7 +118,7 @@ def kept_layouts() -> Iterator[None]:
     this matplotlib works as they expect (layouts from 3.8, Agg's glyphs as matplotlib 3.11 draws
     them); outside it, matplotlib is as it ships, so a researcher's own figures drawn in the same
     process never meet these private hooks."""
-    hooks: list[tuple[type, str, Callable[..., Any]]] = []
+    hooks: list[tuple[type, str, Callable[..., Any]]] = []  # Any: matplotlib's private methods, as each is
     if all(hasattr(Text, name) for name in ("_get_multialignment", "get_parse_math")):
         hooks.append((Text, "_get_layout", kept_layout))
     if hasattr(RendererAgg, "_draw_text_glyphs_and_boxes") and hasattr(Text, "get_language"):

@@ -24,13 +24,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
-from typing import Any, Literal, NotRequired, TypedDict, final
+from typing import Generic, Literal, NotRequired, TypedDict, TypeVar, final
 
 import numpy as np
 
 from harness.config import SWITCH_CHOICES, Settings, analysis_settings
 from harness.options import option
 from harness.results.checkpoints import MAIN_PAIR
+from harness.results.entries import AnyEntry
 from harness.results.run_record import RunSection
 from harness.results.study_record import StudyRecord, TaskAggregate
 from harness.views.across_tasks import study_title
@@ -123,18 +124,21 @@ def stored_predictions(stored: StoredPredictions) -> np.ndarray:
     return rows
 
 
-class TransplantFamily(TypedDict):
+Grid = TypeVar("Grid", bound=Members)  # a family's shape: layers x heads (every head) or per layer
+
+
+class TransplantFamily(TypedDict, Generic[Grid]):
     """One family of variants (every head, or one variant per layer): the score of each, its change
     from the intact model, the simultaneous interval of that change (Bonferroni over the family:
     ``low``, ``high``), the paired p-values and Holm's adjustment, and how many members help and
     hurt after Holm."""
 
-    score: Members
-    delta: Members
-    low: Members
-    high: Members
-    p: Members
-    p_holm: Members
+    score: Grid
+    delta: Grid
+    low: Grid
+    high: Grid
+    p: Grid
+    p_holm: Grid
     helps: int
     hurts: int
 
@@ -174,8 +178,8 @@ class TransplantPair(TypedDict):
     intact: float
     majority: float
     majority_prediction: float
-    heads: TransplantFamily
-    layers: dict[str, TransplantFamily]
+    heads: TransplantFamily[list[list[float]]]
+    layers: dict[str, TransplantFamily[list[float]]]
     share_kept: ShareKept
     last_two_vs_first_two: NotRequired[Verdict]
     labels: Encoded
@@ -209,7 +213,7 @@ def points(value: float) -> str:
     return f"{100 * value:+.1f}"
 
 
-def change_cell(family: TransplantFamily, index: tuple[int, ...]) -> str:
+def change_cell(family: TransplantFamily[Grid], index: tuple[int, ...]) -> str:
     """``-4.2 [-7.9, -0.5] p=0.003 hurts``: a member's change with its simultaneous interval, its
     Holm-adjusted p, and what the Holm test says (nothing where it says nothing)."""
 
@@ -242,12 +246,21 @@ def share_sentence(share: ShareKept) -> str:
     )
 
 
-def transplant_metric(statistic: str, pair: tuple[str, str], index: int, **fields: Any) -> Metric:
+def transplant_metric(
+    statistic: str,
+    pair: tuple[str, str],
+    index: int,
+    value: float | None,
+    detail: str = "",
+    layer: int | None = None,
+) -> Metric:
     """A pair's transplant metric (the first pair's name leaves it unsaid: ``transplant_share_kept``)."""
-    return Metric(ANALYSIS, f"transplant_{statistic}", pair=pair, pair_said=index > 0, **fields)
+    return Metric(ANALYSIS, f"transplant_{statistic}", detail, pair=pair, layer=layer, pair_said=index > 0, value=value)
 
 
-def family_grid(result: TransplantPair, family: str) -> TransplantFamily:
+def family_grid(
+    result: TransplantPair, family: str
+) -> TransplantFamily[list[list[float]]] | TransplantFamily[list[float]]:
     """The stored grids of a family: ``heads``, or a per-layer one."""
     return result["heads"] if family == "heads" else result["layers"][family]
 
@@ -385,8 +398,8 @@ class TransplantView(View[TransplantResult]):
                         named("delta", detail=family, layer=layer, value=delta),
                     ]
             for family in ("heads", *LAYER_FAMILIES):
-                grids = family_grid(result, family)
-                out += [named(word, detail=family, value=float(grids[word])) for word in ("helps", "hurts")]
+                tested = family_grid(result, family)
+                out += [named(word, detail=family, value=float(tested[word])) for word in ("helps", "hurts")]
         return out
 
     @classmethod
@@ -431,7 +444,7 @@ class TransplantView(View[TransplantResult]):
         ]
 
     @classmethod
-    def overview_rows(cls, entries: dict[str, Entry[Any]], run: RunSection) -> list[Row]:
+    def overview_rows(cls, entries: dict[str, AnyEntry], run: RunSection) -> list[Row]:
         """The share of the gain kept with all attention pre-trained."""
         result = main_result(entries[cls.name])
         if result is None:

@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Any, NotRequired, TypedDict
+from typing import NotRequired, TypedDict
 
 import numpy as np
 
 from harness.results.checkpoints import FINETUNED, PRETRAINED
-from harness.results.entries import PerCheckpoint
+from harness.results.entries import AnyEntry, PerCheckpoint
 from harness.results.run_record import RunSection
 from harness.results.study_record import StudyRecord, TaskAggregate
 from harness.views.across_tasks import CHECKPOINTS, draw_per_layer_by_task, metric_table
@@ -236,7 +236,7 @@ class VigView(View[PerCheckpoint[VigResult, VigComparison]]):
         return tables
 
     @classmethod
-    def overview_rows(cls, entries: dict[str, Entry[Any]], run: RunSection) -> list[Row]:
+    def overview_rows(cls, entries: dict[str, AnyEntry], run: RunSection) -> list[Row]:
         """How many heads carry each Vig label, and the strongest head on identical words in the other sentence."""
         results = per_checkpoint_results(entries[cls.name])
         return [
