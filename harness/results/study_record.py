@@ -10,7 +10,7 @@ and their readers ask with ``.get``.
 
 from __future__ import annotations
 
-from typing import Any, NotRequired, TypedDict, cast
+from typing import Any, NotRequired, TypedDict, TypeVar, cast
 
 from harness.results.store import JsonObject
 
@@ -159,8 +159,20 @@ BetweenSeeds = dict[str, Any]
 
 # A task's aggregate: `TaskCore`'s keys and beside them each view's own `View.across_seeds` keys, the
 # trajectory's and the between-seeds comparison's, which this layer cannot name (mypy has no TypedDict
-# with extra keys): left open.
+# with extra keys): left open. A view reads its own keys back through its declared type (`view_part`).
 TaskAggregate = dict[str, Any]
+
+Part = TypeVar("Part")  # what one view's `View.across_seeds` declares it returns
+
+
+def view_part(entry: TaskAggregate, declared: type[Part]) -> Part:
+    """A task's aggregate as the type one view's `View.across_seeds` declares it returns
+    (``declared``: its TypedDict, or ``dict[str, ...]`` where its key is the view's own name), so
+    that mypy checks every key its readers read. Cast, not checked: the study merged that view's
+    return value, of the same declared type, into the aggregate unchanged (`harness.study.aggregate`),
+    and study.json is read back as written (`decoded_study`). Read only the view's own keys through
+    it, and ask whether they are there first: a task on which the view did not run, or failed, has none."""
+    return cast(Part, entry)
 
 
 class StudyFindings(TypedDict):

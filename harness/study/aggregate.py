@@ -100,7 +100,7 @@ def task_aggregate(summaries: dict[int, RunSummary], failures: Failures | None =
         entries = entries_of(view, list(summaries.values()))
         if entries:
             task = first["run"]["task"]
-            kept: TaskAggregate = attempt(
+            kept: Mapping[str, object] = attempt(  # of the view's declared type, read back by it (`view_part`)
                 failures, f"{view.name} over the seeds of {task}", partial(view.across_seeds, entries), {}
             )
             entry.update(kept)

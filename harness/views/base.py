@@ -23,7 +23,7 @@ from harness.results.checkpoints import MAIN_PAIR
 from harness.results.entries import AnyEntry, Compared, Entry, Pairs, PerCheckpoint, Result, Stored, decoded
 from harness.results.run_record import Analysed, RunSection
 from harness.results.shapes import declare
-from harness.results.study_record import StudyRecord, TaskAggregate
+from harness.results.study_record import StudyRecord
 from harness.views.evidence import Change, StoredUnits, Verdict
 from harness.views.metrics import Metric
 from harness.views.samples import Sampler, dev_sample
@@ -264,9 +264,11 @@ class View(Generic[Result]):
         return False
 
     @classmethod
-    def across_seeds(cls, entries: list[Entry[Result]]) -> TaskAggregate:
+    def across_seeds(cls, entries: list[Entry[Result]]) -> Mapping[str, object]:
         """What a study keeps of this analysis over one task's seeds (one entry per seed),
-        besides the spread of every metric: ``{key in the task's aggregate: value}``."""
+        besides the spread of every metric: ``{key in the task's aggregate: value}``. A view that
+        keeps something declares its type (a TypedDict of its keys) and reads it back from a task's
+        aggregate through that type (`harness.results.study_record.view_part`)."""
         return {}
 
 

@@ -30,7 +30,7 @@ import numpy as np
 from harness.results.checkpoints import MAIN_PAIR
 from harness.results.entries import AnyEntry
 from harness.results.run_record import RunSection
-from harness.results.study_record import Elementwise, StudyRecord, TaskAggregate
+from harness.results.study_record import Elementwise, StudyRecord, TaskAggregate, view_part
 from harness.views.across_tasks import study_title, task_colour
 from harness.views.base import Claim, Entry, PaperPoint, Row, View, per_pair_results, register_view
 from harness.views.evidence import (
@@ -321,6 +321,34 @@ def interval_cells(stored: Similarity) -> list[str]:
 CkaEntry = Entry[CkaResult]
 
 
+class CkaSeries(TypedDict):
+    """The main pair's CKA per layer over a task's seeds, element by element: each kind's (`KINDS`)
+    and the attention's cosine on the same inputs."""
+
+    tokens: Elementwise
+    cls: Elementwise
+    attention_cosine: Elementwise
+
+
+# What a study keeps of a CKA view in a task's aggregate (`CkaView.across_seeds`): its series under the
+# view's name, which differs between `CkaView` and `CkaTextView` (a TypedDict's keys are fixed names).
+CkaAcrossSeeds = dict[str, CkaSeries]
+
+
+def cka_part(entry: TaskAggregate, name: str) -> CkaSeries | None:
+    """The CKA view ``name``'s part of a task's aggregate, as declared (`view_part`), or None where
+    the task has none."""
+    return view_part(entry, CkaAcrossSeeds).get(name)
+
+
+def cka_series(
+    entry: TaskAggregate, name: str, kind: Literal["tokens", "cls", "attention_cosine"]
+) -> Elementwise | None:
+    """One series of the CKA view ``name``'s part of a task's aggregate, or None where the task has none."""
+    kept = cka_part(entry, name)
+    return None if kept is None else kept[kind]
+
+
 @register_view
 class CkaView(View[CkaResult]):
     """Class attributes beyond `View`'s: ``inputs`` (what was measured, as titles name it)."""
@@ -483,14 +511,15 @@ class CkaView(View[CkaResult]):
         ]
 
     @classmethod
-    def across_seeds(cls, entries: list[CkaEntry]) -> TaskAggregate:
+    def across_seeds(cls, entries: list[CkaEntry]) -> CkaAcrossSeeds:
         """Each kind's CKA per layer and the attention's cosine on the same inputs, over seeds."""
         pairs = [pair for entry in entries if (pair := main_pair(entry)) is not None]
         if not pairs:
             return {}
         return {
             cls.name: {
-                **{kind: elementwise([pair[kind]["per_layer"] for pair in pairs]) for kind in KINDS},
+                "tokens": elementwise([pair["tokens"]["per_layer"] for pair in pairs]),
+                "cls": elementwise([pair["cls"]["per_layer"] for pair in pairs]),
                 "attention_cosine": elementwise([pair["attention_cosine_per_layer"] for pair in pairs]),
             }
         }
@@ -499,13 +528,17 @@ class CkaView(View[CkaResult]):
     def study_tables(cls, study: StudyRecord) -> dict[str, str]:
         """The tokens' CKA per layer and task (mean ± s.d. over seeds) and, under each task with two
         seeds or more, the CKA between two seeds' fine-tuned models."""
-        tasks = {task: entry for task, entry in study["tasks"].items() if cls.name in entry}
+        tasks = {
+            task: (kept, entry)
+            for task, entry in study["tasks"].items()
+            if (kept := cka_part(entry, cls.name)) is not None
+        }
         if not tasks:
             return {}
-        layers = max(len(entry[cls.name]["tokens"]["mean"]) for entry in tasks.values())
+        layers = max(len(kept["tokens"]["mean"]) for kept, _ in tasks.values())
         rows = []
-        for task, entry in tasks.items():
-            rows.append([task, "pre-trained vs fine-tuned", *spread_cells(entry[cls.name]["tokens"])])
+        for task, (kept, entry) in tasks.items():
+            rows.append([task, "pre-trained vs fine-tuned", *spread_cells(kept["tokens"])])
             between = entry.get("between_seeds", {}).get(cls.name)
             if between is not None:
                 rows.append(
@@ -521,12 +554,16 @@ class CkaView(View[CkaResult]):
     @classmethod
     def draw_study(cls, study: StudyRecord, out_dir: Path) -> list[Path]:
         """1 - CKA of the tokens per layer, a line per task, and dashed the same between two seeds."""
-        tasks = {task: entry for task, entry in study["tasks"].items() if cls.name in entry}
+        tasks = {
+            task: (kept, entry)
+            for task, entry in study["tasks"].items()
+            if (kept := cka_part(entry, cls.name)) is not None
+        }
         if not tasks:
             return []
         figure, axes = plt.subplots(figsize=(5.4, 3.6), layout="constrained")
-        for index, (task, entry) in enumerate(tasks.items()):
-            mean = 1 - np.asarray(entry[cls.name]["tokens"]["mean"])
+        for index, (task, (kept, entry)) in enumerate(tasks.items()):
+            mean = 1 - np.asarray(kept["tokens"]["mean"])
             layers = np.arange(1, len(mean) + 1)
             axes.plot(layers, mean, marker="o", color=task_colour(index), label=task)
             between = entry.get("between_seeds", {}).get(cls.name)

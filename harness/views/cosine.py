@@ -19,7 +19,7 @@ import numpy as np
 from harness.results.checkpoints import MAIN_PAIR
 from harness.results.entries import AnyEntry
 from harness.results.run_record import RunSection
-from harness.results.study_record import Elementwise, StudyRecord, TaskAggregate
+from harness.results.study_record import Elementwise, StudyRecord, TaskAggregate, view_part
 from harness.views.across_tasks import study_title, task_colour
 from harness.views.base import Claim, Entry, HeadValue, PaperPoint, Row, View, per_pair_results, register_view
 from harness.views.clustering import ClusteringView
@@ -57,6 +57,30 @@ class CosineResult(TypedDict):
     """What the cosine stores (one result for all checkpoints): each declared pair's, by pair name."""
 
     per_pair: dict[str, CosinePair]
+
+
+class CosineSeries(TypedDict):
+    """The main pair's cosine over a task's seeds: per layer and per head, element by element."""
+
+    per_layer: Elementwise
+    per_head: Elementwise
+
+
+class CosineAcrossSeeds(TypedDict):
+    """What a study keeps of the cosine in a task's aggregate (`CosineView.across_seeds`)."""
+
+    cosine: CosineSeries
+
+
+def cosine_part(entry: TaskAggregate) -> CosineAcrossSeeds:
+    """The cosine's part of a task's aggregate, as declared (`view_part`)."""
+    return view_part(entry, CosineAcrossSeeds)
+
+
+def cosine_per_layer(entry: TaskAggregate) -> Elementwise | None:
+    """The cosine per layer of a task's aggregate, or None where the task has none."""
+    part = cosine_part(entry)
+    return part["cosine"]["per_layer"] if "cosine" in part else None
 
 
 def most_changed(per_head: list[list[float]]) -> HeadValue:
@@ -99,7 +123,7 @@ def draw_cosine_heads(study: StudyRecord, path: Path) -> Path:
     """Per-head cosine grids (mean over seeds), a panel per task on one colour scale, saved at ``path``
     (PNG, with a PDF beside it); returns ``path``."""
     tasks = study["tasks"]
-    grids = {task: np.asarray(entry["cosine"]["per_head"]["mean"]) for task, entry in tasks.items()}
+    grids = {task: np.asarray(cosine_part(entry)["cosine"]["per_head"]["mean"]) for task, entry in tasks.items()}
     low, high = min(g.min() for g in grids.values()), max(g.max() for g in grids.values())
     figure, panels = panels_for(len(grids), columns=3, layout="constrained")
     for axes, (task, grid) in zip(panels, grids.items()):
@@ -117,7 +141,8 @@ def draw_cosine_layers(study: StudyRecord, path: Path) -> Path:
     read against; saved at ``path`` (PNG, with a PDF beside it); returns ``path``."""
     figure, axes = plt.subplots(figsize=(5.4, 3.6), layout="constrained")
     for index, (task, entry) in enumerate(study["tasks"].items()):
-        mean, std = (np.asarray(entry["cosine"]["per_layer"][k]) for k in ("mean", "std"))
+        per_layer = cosine_part(entry)["cosine"]["per_layer"]
+        mean, std = np.asarray(per_layer["mean"]), np.asarray(per_layer["std"])
         layers = np.arange(1, len(mean) + 1)
         axes.plot(layers, mean, marker="o", color=task_colour(index), label=task)
         axes.fill_between(layers, mean - std, mean + std, color=task_colour(index), alpha=0.2, linewidth=0)
@@ -258,7 +283,7 @@ class CosineView(View[CosineResult]):
         ]
 
     @classmethod
-    def across_seeds(cls, entries: list[CosineEntry]) -> TaskAggregate:
+    def across_seeds(cls, entries: list[CosineEntry]) -> CosineAcrossSeeds:
         """The pre-trained vs fine-tuned cosine per layer and per head, mean and spread over seeds."""
         pair = [per_pair_results(entry)[MAIN_PAIR] for entry in entries]
         return {
@@ -276,10 +301,10 @@ class CosineView(View[CosineResult]):
         tasks = study["tasks"]
         if not tasks or not all("cosine" in entry for entry in tasks.values()):
             return {}
-        layers = max(len(entry["cosine"]["per_layer"]["mean"]) for entry in tasks.values())
+        layers = max(len(cosine_part(entry)["cosine"]["per_layer"]["mean"]) for entry in tasks.values())
         rows = []
         for task, entry in tasks.items():
-            rows.append([task, "pre-trained vs fine-tuned", *cells(entry["cosine"]["per_layer"])])
+            rows.append([task, "pre-trained vs fine-tuned", *cells(cosine_part(entry)["cosine"]["per_layer"])])
             if "between_seeds" in entry:
                 rows.append(
                     [

@@ -12,7 +12,7 @@ study judges on each run that the fine-tuned model beats the majority class.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any, NotRequired, TypedDict
+from typing import Any, Final, NotRequired, TypedDict
 
 import numpy as np
 
@@ -22,7 +22,7 @@ from harness.recipes import describe_recipe
 from harness.results.checkpoints import FINETUNED, FROZEN_ENCODER, MAIN_PAIR, PRETRAINED, RANDOM_INIT
 from harness.results.entries import AnyEntry, PerCheckpoint
 from harness.results.run_record import RunSection
-from harness.results.study_record import StudyRecord, TaskAggregate
+from harness.results.study_record import StudyRecord, TaskAggregate, view_part
 from harness.views.across_tasks import mean_sd
 from harness.views.base import (
     Claim,
@@ -49,7 +49,7 @@ MAJORITY = "majority"  # the majority class: the reference every dev score is se
 # name order) set it beside the dev scores, not first of a checkpoint's metrics (where the pre-trained
 # checkpoint, which has none, shows NaN).
 ABOVE_MAJORITY = "dev_above_majority"
-MAIN_SCORE = "main_score"  # a study's record of each task's main dev score: its split and metric
+MAIN_SCORE: Final = "main_score"  # a study's record of each task's main dev score: its split and metric
 GLUE_DEV = "dev"  # GLUE's dev file (MNLI's are dev_matched and dev_mismatched)
 
 
@@ -134,6 +134,24 @@ def table_metric(split: str, metric: str) -> str:
     return f"{part}_{metric}" if part else metric
 
 
+class MainScore(TypedDict):
+    """A task's main dev score, as its split and its metric (`EvaluationView.main_score`)."""
+
+    split: str
+    metric: str
+
+
+class EvaluationAcrossSeeds(TypedDict):
+    """What a study keeps of the evaluation in a task's aggregate (`EvaluationView.across_seeds`)."""
+
+    main_score: MainScore  # under `MAIN_SCORE`
+
+
+def evaluation_part(entry: TaskAggregate) -> EvaluationAcrossSeeds:
+    """The evaluation's part of a task's aggregate, as declared (`view_part`)."""
+    return view_part(entry, EvaluationAcrossSeeds)
+
+
 def dev_table(study: StudyRecord) -> str:
     """Table 1: the fine-tuned model's main dev metric per task beside the pre-trained model
     (untrained head), the majority class and how many seeds beat it; with bert-base-uncased,
@@ -149,7 +167,7 @@ def dev_table(study: StudyRecord) -> str:
     beats = learned["per_task"] if learned else {}
     rows = []
     for task, entry in study["tasks"].items():
-        score, metrics = entry[MAIN_SCORE], entry["metrics"]
+        score, metrics = evaluation_part(entry)[MAIN_SCORE], entry["metrics"]
         main = Metric(EvaluationView.name, entry["main_metric"])
         majority = replace(main, reference=MAJORITY).name
         counts = beats.get(task)
@@ -312,7 +330,7 @@ class EvaluationView(View[PerCheckpoint[DevScores, DevComparison]]):
         return next(iter(scores["predictions"])), stored_task(scores).metrics[0]
 
     @classmethod
-    def across_seeds(cls, entries: list[EvaluationEntry]) -> TaskAggregate:
+    def across_seeds(cls, entries: list[EvaluationEntry]) -> EvaluationAcrossSeeds:
         """The task's main dev score, as its split and metric (``{"split": "dev", "metric": "accuracy"}``),
         which the study's dev table names."""
         split, metric = cls.main_score(entries[0])

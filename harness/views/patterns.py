@@ -25,7 +25,7 @@ from harness.options import existing, option
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.results.entries import AnyEntry, PerCheckpoint
 from harness.results.run_record import RunSection
-from harness.results.study_record import StudyRecord, TaskAggregate
+from harness.results.study_record import StudyRecord, TaskAggregate, view_part
 from harness.views.across_tasks import CHECKPOINTS, study_title
 from harness.views.base import (
     ChangedHead,
@@ -62,6 +62,26 @@ def share(name: str, checkpoint: str | None = None, value: float | None = None) 
     """A checkpoint's share of class ``name``: ``pattern_finetuned_vertical_diagonal`` (its
     `Metric.changed`, the signed change: ``pattern_change_vertical_diagonal``)."""
     return Metric(ANALYSIS, "pattern", detail=name.replace("+", "_"), checkpoint=checkpoint, value=value)
+
+
+class CorrectedShare(TypedDict):
+    """A class's share corrected for the classifier's errors over a task's seeds: the seeds' mean and
+    the envelope of their 95% intervals (lowest low, highest high)."""
+
+    mean: float
+    interval: list[float]
+
+
+class PatternsAcrossSeeds(TypedDict, total=False):
+    """What a study keeps of the patterns in a task's aggregate (`PatternsView.across_seeds`): per
+    checkpoint and class the corrected share, where every seed stored it (else nothing)."""
+
+    pattern_corrected: dict[str, dict[str, CorrectedShare]]
+
+
+def patterns_part(entry: TaskAggregate) -> PatternsAcrossSeeds:
+    """The patterns' part of a task's aggregate, as declared (`view_part`)."""
+    return view_part(entry, PatternsAcrossSeeds)
 
 
 def draw_pattern_shares(study: StudyRecord, path: Path) -> Path:
@@ -224,7 +244,7 @@ class PatternsView(View[PerCheckpoint[PatternResult, PatternComparison]]):
         ]
 
     @classmethod
-    def across_seeds(cls, entries: list[PatternsEntry]) -> TaskAggregate:
+    def across_seeds(cls, entries: list[PatternsEntry]) -> PatternsAcrossSeeds:
         """Per checkpoint and class, the share corrected for the classifier's errors: its mean
         over seeds and the envelope of the seeds' 95% intervals (lowest low, highest high)."""
         results = [
@@ -276,7 +296,7 @@ def pattern_shares_table(tasks: dict[str, TaskAggregate]) -> str:
     rows = []
     for task, entry in tasks.items():
         for index, checkpoint in enumerate(CHECKPOINTS):
-            corrected = entry.get("pattern_corrected", {}).get(checkpoint, {})
+            corrected = patterns_part(entry).get("pattern_corrected", {}).get(checkpoint, {})
             cells = [
                 f"{100 * entry['metrics'][share(name, checkpoint).name]['mean']:.1f}"
                 + (

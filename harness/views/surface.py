@@ -16,14 +16,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import ClassVar, TypedDict
+from typing import ClassVar, Literal, TypedDict
 
 import numpy as np
 
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.results.entries import AnyEntry, Pairs, PerCheckpoint
 from harness.results.run_record import RunSection
-from harness.results.study_record import StudyRecord, TaskAggregate
+from harness.results.study_record import Elementwise, StudyRecord, TaskAggregate, view_part
 from harness.views.across_tasks import draw_per_layer_by_task
 from harness.views.base import (
     ChangedHead,
@@ -69,17 +69,38 @@ SPECIAL_TOKENS = ("cls", "sep")  # kept per input and layer for the claims, and 
 OVERVIEW_LABELS = {"previous": "previous", "next": "next", "cls": "[CLS]", "broad": "broad"}
 
 
-TOKEN_TITLES = {"cls": "[CLS]", "sep": "[SEP]"}
+Token = Literal["cls", "sep"]  # a key of `SpecialTokenSeries`
+TOKEN_TITLES: dict[Token, str] = {"cls": "[CLS]", "sep": "[SEP]"}
 HALF = 0.5  # Clark et al.: over half of a layer's attention goes to [SEP] (layers 6-10 of BERT-base)
+
+
+class SpecialTokenSeries(TypedDict):
+    """A checkpoint's attention to each of `SPECIAL_TOKENS` per layer over a task's seeds, element by element."""
+
+    cls: Elementwise
+    sep: Elementwise
+
+
+# What a study keeps of a surface view in a task's aggregate (`SurfaceView.across_seeds`): per checkpoint
+# its `SpecialTokenSeries`, under the view's ``study_key``, which differs between `SurfaceView` and its
+# running-text view (a TypedDict's keys are fixed names).
+SurfaceAcrossSeeds = dict[str, dict[str, SpecialTokenSeries]]
+
+
+def special_tokens_part(entry: TaskAggregate, key: str) -> dict[str, SpecialTokenSeries]:
+    """The ``key`` series of a task's aggregate (a surface view's ``study_key``), as declared
+    (`view_part`); ask whether the task has ``key`` first."""
+    return view_part(entry, SurfaceAcrossSeeds)[key]
 
 
 def draw_special_tokens(study: StudyRecord, key: str, inputs: str, path: Path) -> Path:
     """Mean attention to [CLS] and to [SEP] per layer on ``inputs``, a line per task and checkpoint, a panel per
     token, from each task's ``key`` series; saved at ``path`` (PNG, with a PDF beside it); returns ``path``."""
-    panels = {
-        f"attention to {title}": lambda entry, checkpoint, token=token: entry[key][checkpoint][token]["mean"]
-        for token, title in TOKEN_TITLES.items()
-    }
+
+    def series(token: Token) -> Callable[[TaskAggregate, str], list[float]]:
+        return lambda entry, checkpoint: special_tokens_part(entry, key)[checkpoint][token]["mean"]
+
+    panels = {f"attention to {title}": series(token) for token, title in TOKEN_TITLES.items()}
     return draw_per_layer_by_task(
         study, panels, "mean attention", f"Attention to [CLS] and [SEP] per layer on {inputs}", path
     )
@@ -238,17 +259,20 @@ class SurfaceView(View[PerCheckpoint[SurfaceResult, LabelChanges]]):
         ]
 
     @classmethod
-    def across_seeds(cls, entries: list[SurfaceEntry]) -> TaskAggregate:
-        """Attention to [CLS] and [SEP] per layer, pre-trained and fine-tuned, mean and spread over seeds."""
+    def across_seeds(cls, entries: list[SurfaceEntry]) -> SurfaceAcrossSeeds:
+        """Attention to [CLS] and [SEP] (`SPECIAL_TOKENS`) per layer, pre-trained and fine-tuned, mean and
+        spread over seeds."""
+        layers = {
+            checkpoint: [per_checkpoint_results(entry)[checkpoint]["per_layer"] for entry in entries]
+            for checkpoint in (PRETRAINED, FINETUNED)
+        }
         return {
             cls.study_key: {
                 checkpoint: {
-                    token: elementwise(
-                        [per_checkpoint_results(entry)[checkpoint]["per_layer"][token] for entry in entries]
-                    )
-                    for token in SPECIAL_TOKENS
+                    "cls": elementwise([per_layer["cls"] for per_layer in seeds]),
+                    "sep": elementwise([per_layer["sep"] for per_layer in seeds]),
                 }
-                for checkpoint in (PRETRAINED, FINETUNED)
+                for checkpoint, seeds in layers.items()
             }
         }
 
@@ -258,11 +282,13 @@ class SurfaceView(View[PerCheckpoint[SurfaceResult, LabelChanges]]):
         tasks = study["tasks"]
         if not tasks or not all(cls.study_key in entry for entry in tasks.values()):
             return {}
-        layers = max(len(entry[cls.study_key][PRETRAINED]["cls"]["mean"]) for entry in tasks.values())
+        layers = max(
+            len(special_tokens_part(entry, cls.study_key)[PRETRAINED]["cls"]["mean"]) for entry in tasks.values()
+        )
         rows = []
         for task, entry in tasks.items():
             for checkpoint in (PRETRAINED, FINETUNED):
-                series = entry[cls.study_key][checkpoint]
+                series = special_tokens_part(entry, cls.study_key)[checkpoint]
                 cells = [
                     f"{cls_share:.2f} / {sep_share:.2f}"
                     for cls_share, sep_share in zip(series["cls"]["mean"], series["sep"]["mean"])

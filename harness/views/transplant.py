@@ -33,11 +33,11 @@ from harness.options import option
 from harness.results.checkpoints import MAIN_PAIR
 from harness.results.entries import AnyEntry
 from harness.results.run_record import RunSection
-from harness.results.study_record import StudyRecord, TaskAggregate
+from harness.results.study_record import Elementwise, Spread, StudyRecord, TaskAggregate, view_part
 from harness.views.across_tasks import study_title
 from harness.views.base import Claim, Entry, Members, PaperPoint, Row, View, pair_name, per_pair_results, register_view
-from harness.views.cka import CkaTextView, CkaView
-from harness.views.cosine import CosineView
+from harness.views.cka import CkaTextView, CkaView, cka_series
+from harness.views.cosine import cosine_per_layer
 from harness.views.drawing import draw_head_grid, panels_for
 from harness.views.evidence import Verdict, described
 from harness.views.markdown import markdown_table
@@ -338,6 +338,28 @@ class TransplantSwitch(Settings):
 TransplantEntry = Entry[TransplantResult]
 
 
+class TransplantSeries(TypedDict):
+    """The main pair's transplant over a task's seeds: per layer the score with that layer's attention
+    alone pre-trained (element by element), the intact and majority scores, and their metric."""
+
+    alone_score: Elementwise
+    intact: Spread
+    majority: Spread
+    metric: str
+
+
+class TransplantAcrossSeeds(TypedDict, total=False):
+    """What a study keeps of the transplant in a task's aggregate (`TransplantView.across_seeds`):
+    nothing where no seed has the main pair."""
+
+    transplant: TransplantSeries
+
+
+def transplant_part(entry: TaskAggregate) -> TransplantSeries | None:
+    """The transplant's part of a task's aggregate, as declared (`view_part`), or None where the task has none."""
+    return view_part(entry, TransplantAcrossSeeds).get("transplant")
+
+
 @register_view
 class TransplantView(View[TransplantResult]):
     name = ANALYSIS
@@ -463,7 +485,7 @@ class TransplantView(View[TransplantResult]):
         ]
 
     @classmethod
-    def across_seeds(cls, entries: list[TransplantEntry]) -> TaskAggregate:
+    def across_seeds(cls, entries: list[TransplantEntry]) -> TransplantAcrossSeeds:
         """Per layer, the score with that layer's attention pre-trained (each seed's own), and the
         intact and majority scores, over the seeds."""
         results = [result for entry in entries if (result := main_result(entry)) is not None]
@@ -481,7 +503,7 @@ class TransplantView(View[TransplantResult]):
     @classmethod
     def study_tables(cls, study: StudyRecord) -> dict[str, str]:
         """Per task, the dev score with each layer's attention pre-trained (mean ± s.d. over seeds)."""
-        tasks = {task: entry["transplant"] for task, entry in study["tasks"].items() if "transplant" in entry}
+        tasks = {task: kept for task, entry in study["tasks"].items() if (kept := transplant_part(entry)) is not None}
         if not tasks:
             return {}
         layers = max(len(entry["alone_score"]["mean"]) for entry in tasks.values())
@@ -562,9 +584,8 @@ def draw_heads(result: TransplantPair, run: RunSection, out_dir: Path) -> Path:
     )
 
 
-def change_series(entry: TaskAggregate, key: str, per_layer: str) -> np.ndarray | None:
-    """1 minus a per-layer similarity a study kept over seeds (``entry[key][per_layer]['mean']``), or None."""
-    kept = entry.get(key, {}).get(per_layer)
+def change_series(kept: Elementwise | None) -> np.ndarray | None:
+    """1 minus a per-layer similarity a study kept over seeds (its mean), or None where it kept none."""
     return None if kept is None else 1 - np.asarray(kept["mean"], dtype=float)
 
 
@@ -573,16 +594,22 @@ def draw_transplant_beside_change(study: StudyRecord, path: Path) -> Path:
     intact and majority scores as lines), and on the right axis each layer's change, 1 - cosine of
     the attention maps and 1 - linear CKA of the tokens' hidden states, on the task's inputs
     (solid) and on running text (dashed), means over seeds."""
-    tasks = {task: entry for task, entry in study["tasks"].items() if "transplant" in entry}
+    tasks = {
+        task: (kept, entry) for task, entry in study["tasks"].items() if (kept := transplant_part(entry)) is not None
+    }
     figure, panels = panels_for(len(tasks), columns=3, layout="constrained")
-    changes = (
-        (CosineView.name, "per_layer", OKABE_ITO["vermillion"], "-", "1 - cosine, task inputs"),
-        (CkaView.name, "tokens", OKABE_ITO["green"], "-", "1 - CKA, task inputs"),
-        (CkaTextView.name, "attention_cosine", OKABE_ITO["vermillion"], "--", "1 - cosine, running text"),
-        (CkaTextView.name, "tokens", OKABE_ITO["green"], "--", "1 - CKA, running text"),
+    changes: tuple[tuple[Callable[[TaskAggregate], Elementwise | None], str, str, str], ...] = (
+        (cosine_per_layer, OKABE_ITO["vermillion"], "-", "1 - cosine, task inputs"),
+        (partial(cka_series, name=CkaView.name, kind="tokens"), OKABE_ITO["green"], "-", "1 - CKA, task inputs"),
+        (
+            partial(cka_series, name=CkaTextView.name, kind="attention_cosine"),
+            OKABE_ITO["vermillion"],
+            "--",
+            "1 - cosine, running text",
+        ),
+        (partial(cka_series, name=CkaTextView.name, kind="tokens"), OKABE_ITO["green"], "--", "1 - CKA, running text"),
     )
-    for index, (axes, (task, entry)) in enumerate(zip(panels, tasks.items())):
-        transplant = entry["transplant"]
+    for index, (axes, (task, (transplant, entry))) in enumerate(zip(panels, tasks.items())):
         scores = 100 * np.asarray(transplant["alone_score"]["mean"], dtype=float)
         layers = np.arange(1, len(scores) + 1)
         axes.plot(layers, scores, marker="o", color=OKABE_ITO["blue"], label="layer's attention pre-trained")
@@ -594,8 +621,8 @@ def draw_transplant_beside_change(study: StudyRecord, path: Path) -> Path:
         axes.set_title(task, fontsize=9)
         axes.grid(alpha=0.3)
         other = axes.twinx()
-        for key, series, colour, style, label in changes:
-            values = change_series(entry, key, series)
+        for read, colour, style, label in changes:
+            values = change_series(read(entry))
             if values is not None:
                 other.plot(layers[: len(values)], values, color=colour, linestyle=style, marker=".", label=label)
         other.set_ylabel("change (1 - similarity)")

@@ -29,7 +29,7 @@ import numpy as np
 from harness.results.checkpoints import FINETUNED, PRETRAINED
 from harness.results.entries import AnyEntry, PerCheckpoint
 from harness.results.run_record import RunSection
-from harness.results.study_record import StudyRecord, TaskAggregate
+from harness.results.study_record import Elementwise, StudyRecord, TaskAggregate, view_part
 from harness.views.across_tasks import CHECKPOINTS, draw_per_layer_by_task, metric_table
 from harness.views.base import (
     ChangedHead,
@@ -266,7 +266,7 @@ class VigView(View[PerCheckpoint[VigResult, VigComparison]]):
         ]
 
     @classmethod
-    def across_seeds(cls, entries: list[VigEntry]) -> TaskAggregate:
+    def across_seeds(cls, entries: list[VigEntry]) -> VigAcrossSeeds:
         """Attention to identical words per layer, pre-trained and fine-tuned, mean and spread over
         seeds (in the other sentence only where the task has pairs of sentences)."""
         kept = [name for name in IDENTICAL if all(name in defined_statistics(entry) for entry in entries)]
@@ -409,13 +409,26 @@ def change_lines(entry: VigEntry) -> str:
     return "".join(f"\n{line}\n" for line in lines)
 
 
+class VigAcrossSeeds(TypedDict):
+    """What a study keeps of the VIG in a task's aggregate (`VigView.across_seeds`): per checkpoint,
+    each of `IDENTICAL` that every seed's inputs define, per layer over the seeds."""
+
+    vig_identical: dict[str, dict[str, Elementwise]]
+
+
+def identical_part(task: TaskAggregate) -> dict[str, dict[str, Elementwise]]:
+    """The VIG's identical-words series of a task's aggregate, as declared (`view_part`); ask whether
+    the task has them first."""
+    return view_part(task, VigAcrossSeeds)["vig_identical"]
+
+
 def draw_identical_by_task(study: StudyRecord, path: Path) -> Path:
     """Attention to identical words in the same and in the other sentence per layer, a line per
     task and checkpoint (none in the other sentence for a single-sentence task), a panel per
     behaviour some task has, saved at ``path`` (PNG, with a PDF beside it)."""
     tasks = study["tasks"].values()
     kept = [
-        statistic for statistic in IDENTICAL if any(statistic in entry["vig_identical"][PRETRAINED] for entry in tasks)
+        statistic for statistic in IDENTICAL if any(statistic in identical_part(entry)[PRETRAINED] for entry in tasks)
     ]
     panels = {
         STATISTICS[statistic]: lambda entry, checkpoint, statistic=statistic: identical_per_layer(
@@ -429,5 +442,5 @@ def draw_identical_by_task(study: StudyRecord, path: Path) -> Path:
 def identical_per_layer(task: TaskAggregate, checkpoint: str, statistic: str) -> list[float]:
     """A study task's mean over seeds of ``statistic`` per layer; NaN in every layer (no line is
     drawn, the layers stay on the axis) where its inputs do not define it (`across_seeds`)."""
-    kept = task["vig_identical"][checkpoint]
+    kept = identical_part(task)[checkpoint]
     return kept[statistic]["mean"] if statistic in kept else [math.nan] * len(kept[IDENTICAL[0]]["mean"])
