@@ -24,7 +24,7 @@ from harness.analyses.significance import (
 )
 from harness.views.ablation_evidence import ALPHA
 from harness.views.ablation_results import Areas, Family, is_random
-from harness.views.evidence import LEVEL, Verdict, interval_of, interval_verdict
+from harness.views.evidence import LEVEL, EffectVerdict, interval_of, interval_verdict
 
 ORDER_RESAMPLING_SEED = 1  # the random orders' resamples: fixed, so a stored area's interval recomputes the same
 ONE_POINT = 0.01  # "a drop of 1 point": 0.01 of the metric (1 percentage point of accuracy)
@@ -115,7 +115,7 @@ def resampled_random_mean(areas: np.ndarray) -> np.ndarray:
     return np.take_along_axis(areas, draws, axis=1).mean(axis=1)
 
 
-def area_difference(value: float, samples: np.ndarray, count: int, statistic: str) -> Verdict:
+def area_difference(value: float, samples: np.ndarray, count: int, statistic: str) -> EffectVerdict:
     """A difference of areas with its bootstrap ``samples``: its value, 95% interval and verdict."""
     return {"value": float(value), **interval_verdict(interval_of(samples), "dev examples", count, statistic)}
 

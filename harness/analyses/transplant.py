@@ -38,7 +38,7 @@ from harness.inputs.batches import AttentionBatch, EncodedBatch
 from harness.inputs.tagging import IGNORED, batch_tags
 from harness.model.forward import Interventions
 from harness.views.base import pair_name
-from harness.views.evidence import Verdict, interval_of, interval_verdict
+from harness.views.evidence import EffectVerdict, interval_of, interval_verdict
 from harness.views.transplant import (
     ALPHA,
     EDGE_LAYERS,
@@ -121,7 +121,9 @@ def share_kept(
     }
 
 
-def edge_layers(metric: str, first_two: np.ndarray, last_two: np.ndarray, labels: np.ndarray, unit: str) -> Verdict:
+def edge_layers(
+    metric: str, first_two: np.ndarray, last_two: np.ndarray, labels: np.ndarray, unit: str
+) -> EffectVerdict:
     """The score with the first two layers' attention pre-trained minus with the last two layers':
     above 0 when the last two cost more; its 95% paired bootstrap interval and verdict."""
     value, intervals = bootstrap_differences(metric, first_two[None], last_two, labels)

@@ -22,6 +22,19 @@ Annotation = Any
 SHAPES: dict[str, type] = {}  # {analysis name: the TypedDict of one stored result}, filled by the views
 
 
+class ReadOnly:
+    """``ReadOnly[X]`` as the store reads it: ``X``. A TypedDict's module imports the qualifier for the
+    type checker alone (typing_extensions: `harness.views.evidence`, `harness.results.entries`), and
+    whether a reader may write a key is no part of its shape (a read-only key is required or not as
+    the qualifier inside it says)."""
+
+    def __class_getitem__(cls, item: Annotation) -> Annotation:
+        return item
+
+
+QUALIFIERS = {"ReadOnly": ReadOnly}  # what a declared shape's annotations name that its module does not define
+
+
 class ShapeError(TypeError):
     """A result whose keys are not those its analysis declared."""
 
@@ -60,7 +73,7 @@ def check_keys(value: object, shape: type, where: str) -> None:
     keys, and each value its own shape."""
     if not isinstance(value, dict):
         raise ShapeError(f"{where}: a {type(value).__name__} where {shape.__name__} (a dict) was declared")
-    fields = get_type_hints(shape, include_extras=True)
+    fields = get_type_hints(shape, localns=QUALIFIERS, include_extras=True)
     unknown = [key for key in value if key not in fields]
     if unknown:
         raise ShapeError(f"{where}: key {unknown[0]!r} is not one of {shape.__name__}'s ({', '.join(fields)})")

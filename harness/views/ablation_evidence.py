@@ -11,7 +11,7 @@ import numpy as np
 
 from harness.views.ablation_results import AblationResult, Family, Scope, family_grids, fine_tuned_result, versus
 from harness.views.base import Entry
-from harness.views.evidence import FAILS, HOLDS, UNCLEAR, Verdict
+from harness.views.evidence import FAILS, HOLDS, UNCLEAR, EffectVerdict, Verdict
 
 MODE_SHORT = {"uniform": "1/L", "zero": "gated to 0"}
 ALPHA = 0.05  # family-wise error rate of Holm's correction: what counts as significant
@@ -42,7 +42,7 @@ def significant_gains(family: Family) -> int:
     return int(((np.asarray(family["delta"]) > 0) & (np.asarray(family["p_holm"]) < ALPHA)).sum())
 
 
-class FamilyGain(Verdict):
+class FamilyGain(EffectVerdict):
     """Whether disabling some single member of a family raises the score (`disabling_gain`): the verdict,
     the gain it names with its simultaneous interval and Holm-adjusted p, where, how many members' gains
     are shown below the margin, and all of it in words."""

@@ -16,7 +16,7 @@ from harness.results.entries import PerCheckpoint
 from harness.results.store import JsonObject
 from harness.views.base import Entry, Members, pair_name, per_checkpoint_results
 from harness.views.cosine import CosineView
-from harness.views.evidence import Packed, Verdict
+from harness.views.evidence import EffectVerdict, Packed
 
 MODES = ("uniform", "zero")
 # what one disabling variant switches off: a single head, or a whole layer
@@ -59,7 +59,7 @@ def family_grids(family: Family) -> dict[str, np.ndarray]:
     return {key: np.asarray(values, dtype=np.float64) for key, values in keyed}
 
 
-def versus(pruning: Areas, baseline: str) -> Verdict | None:
+def versus(pruning: Areas, baseline: str) -> EffectVerdict | None:
     """The importance order's area minus ``baseline``'s (one of `BASELINES`), where the pruning has it."""
     if baseline == "random":
         return pruning.get("importance_vs_random")
@@ -125,8 +125,8 @@ class Areas(TypedDict):
     area minus the random orders' and minus the oracle's (`Verdict`)."""
 
     areas: dict[str, float]
-    importance_vs_random: NotRequired[Verdict]
-    importance_vs_oracle: NotRequired[Verdict]
+    importance_vs_random: NotRequired[EffectVerdict]
+    importance_vs_oracle: NotRequired[EffectVerdict]
 
 
 class Pruning(Areas):

@@ -37,6 +37,7 @@ from harness.views.evidence import (
     LEVEL,
     SEED,
     Changes,
+    EffectVerdict,
     Packed,
     StoredUnits,
     UnitSums,
@@ -186,7 +187,7 @@ def main_pair(entry: CkaEntry) -> CkaPair | None:
     return per_pair_results(entry).get(MAIN_PAIR)
 
 
-def interval_evidence(observed: float, samples: np.ndarray, unit: str, count: int, statistic: str) -> Verdict:
+def interval_evidence(observed: float, samples: np.ndarray, unit: str, count: int, statistic: str) -> EffectVerdict:
     """A statistic with its 95% interval over ``samples`` and its verdict: holds above 0, fails below."""
     return {"value": float(observed), **interval_verdict(interval_of(samples), unit, count, statistic)}
 
@@ -237,7 +238,7 @@ def entry_unit(pair: CkaPair) -> str:
     return pair["units"]["unit"]
 
 
-class AgainstInputs(Verdict):
+class AgainstInputs(EffectVerdict):
     """A measure's change on the task's inputs minus on running text (`against_other_inputs`): its
     mean over layers as a verdict, and each layer's difference with its interval and direction."""
 

@@ -34,7 +34,7 @@ from harness.views.base import (
     per_pair_results,
     register_view,
 )
-from harness.views.evidence import Verdict, interval_verdict
+from harness.views.evidence import EffectVerdict, interval_verdict
 from harness.views.markdown import markdown_table
 from harness.views.metrics import BOUNDS, Metric, chosen
 from harness.views.papers import KOVALEVA_TABLE_1, KOVALEVA_TASKS, expected_for
@@ -109,7 +109,7 @@ TABLE_COLUMNS = {
 }
 
 
-def beats_majority(entry: EvaluationEntry) -> Verdict:
+def beats_majority(entry: EvaluationEntry) -> EffectVerdict:
     """Whether the fine-tuned model is clearly above the majority class on dev: the paired
     bootstrap interval of its main metric minus the majority class's, over the dev examples
     (the ``learned`` of the pre-trained vs fine-tuned comparison)."""

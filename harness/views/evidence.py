@@ -31,7 +31,11 @@ import base64
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Literal, NotRequired, TypedDict, final, overload
+from typing import TYPE_CHECKING, Literal, NotRequired, TypedDict, final, overload
+
+# for the type checker alone, as in harness.results.entries; the store reads it as `harness.results.shapes.ReadOnly`
+if TYPE_CHECKING:
+    from typing_extensions import ReadOnly
 
 import numpy as np
 from numpy.typing import ArrayLike
@@ -93,8 +97,22 @@ class Verdict(TypedDict):  # not final: an analysis may keep more with its verdi
     statistic: str
     holds: NotRequired[bool]
     support: NotRequired[float]
-    value: NotRequired[float]
-    interval: NotRequired[list[float]]
+    # read-only: a verdict that always has them says so (`IntervalVerdict`, `EffectVerdict`) and is still a Verdict
+    value: ReadOnly[NotRequired[float]]
+    interval: ReadOnly[NotRequired[list[float]]]
+
+
+class IntervalVerdict(Verdict):
+    """A verdict judged by, or given with, a 95% interval (`interval_verdict`): it always has ``interval``."""
+
+    interval: ReadOnly[list[float]]
+
+
+class EffectVerdict(IntervalVerdict):
+    """A verdict with the effect it reads and its interval (`best_above`, and the analyses that set the
+    value beside an `interval_verdict`): it always has ``value`` and ``interval``."""
+
+    value: ReadOnly[float]
 
 
 Evidence = Change | Changes | Verdict  # what the functions below return, stored with the results
@@ -315,7 +333,7 @@ def best_of_many_change(before: UnitSums, after: UnitSums, members: list[str]) -
     }
 
 
-def best_above(units: UnitSums, threshold: float, statistic: str) -> Verdict:
+def best_above(units: UnitSums, threshold: float, statistic: str) -> EffectVerdict:
     """Whether the best of K members (a layer's share) is above ``threshold``, the best
     cross-fitted (`held_out_best`: chosen on one half of the units, scored on the other, both
     ways): ``holds`` when it is above on 97.5% of stratified resamples of the halves or more,
@@ -363,12 +381,14 @@ def resampled_verdict(
         "n": count,
         "statistic": statistic,
     }
-    if effect is not None and count:
-        evidence |= {"value": float(effect(np.ones((1, count)))[0]), "interval": interval_of(effect(weights))}
-    return evidence
+    if effect is None or not count:  # no effect, or no units to take it on: no value nor interval
+        return evidence
+    return {**evidence, "value": float(effect(np.ones((1, count)))[0]), "interval": interval_of(effect(weights))}
 
 
-def interval_verdict(interval: tuple[float, float] | list[float], unit: str, count: int, statistic: str) -> Verdict:
+def interval_verdict(
+    interval: tuple[float, float] | list[float], unit: str, count: int, statistic: str
+) -> IntervalVerdict:
     """A statement "this quantity is above 0" judged by its 95% interval: ``holds`` when the
     interval lies above 0, ``fails`` below, ``unclear`` when it holds 0."""
     verdict = {RISES: HOLDS, FALLS: FAILS, NO_CLEAR_CHANGE: UNCLEAR}[direction(interval)]

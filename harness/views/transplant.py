@@ -39,7 +39,7 @@ from harness.views.base import Claim, Entry, Members, PaperPoint, Row, View, pai
 from harness.views.cka import CkaTextView, CkaView, cka_series
 from harness.views.cosine import cosine_per_layer
 from harness.views.drawing import draw_head_grid, panels_for
-from harness.views.evidence import Verdict, described
+from harness.views.evidence import EffectVerdict, Verdict, described
 from harness.views.markdown import markdown_table
 from harness.views.metrics import BOUNDS, Metric
 from harness.views.palette import GREY, OKABE_ITO
@@ -143,7 +143,7 @@ class TransplantFamily(TypedDict, Generic[Grid]):
     hurts: int
 
 
-class KeptShare(Verdict):
+class KeptShare(EffectVerdict):
     """The share of the fine-tuned model's gain over the majority class that it keeps with all
     attention pre-trained (`harness.analyses.transplant.share_kept`): its value, interval and
     verdict against one half, and how many resamples had no gain (left out)."""
@@ -181,7 +181,7 @@ class TransplantPair(TypedDict):
     heads: TransplantFamily[list[list[float]]]
     layers: dict[str, TransplantFamily[list[float]]]
     share_kept: ShareKept
-    last_two_vs_first_two: NotRequired[Verdict]
+    last_two_vs_first_two: NotRequired[EffectVerdict]
     labels: Encoded
     predictions: StoredPredictions
 
