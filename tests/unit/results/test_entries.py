@@ -76,3 +76,24 @@ def test_a_misspelt_key_of_stored_evidence_fails_the_type_check(tmp_path: Path, 
     assert 'TypedDict "Change" has no key "intervall"' in report, report
     report = checked(READER.format(wrong='word: str = evidence["raw_share_cls_change"]["value"]'), tmp_path, cache)
     assert 'expression has type "float", variable has type "str"' in report, report
+
+
+STUDY_READER = """
+from harness.results.study_record import StudyRecord
+from harness.views.cosine import cosine_part
+
+
+def reads(study: StudyRecord) -> None:
+    for entry in study["tasks"].values():
+        per_layer = cosine_part(entry)["cosine"]["per_layer"]
+        {wrong}
+"""
+
+
+def test_a_misspelt_key_of_a_views_part_of_a_study_task_fails_the_type_check(tmp_path: Path, cache: Path) -> None:
+    """A task's aggregate is open (each view adds its keys), but a view reads its own part through the
+    type its `across_seeds` returns (`harness.results.study_record.view_part`): its keys are checked."""
+    report = checked(STUDY_READER.format(wrong="del per_layer"), tmp_path, cache)
+    assert "Success" in report, report
+    report = checked(STUDY_READER.format(wrong='grid = cosine_part(entry)["cosine"]["per_haed"]'), tmp_path, cache)
+    assert 'TypedDict "CosineSeries" has no key "per_haed"' in report, report
