@@ -78,3 +78,20 @@ def test_folders_and_files_are_identified_by_content(tmp_path):
     (tmp_path / "d" / "one.txt").write_text("b")
     assert hashes.describe(tmp_path / "d") != first
     assert hashes.describe(tmp_path / "d" / "one.txt")["file"] == "one.txt"
+
+
+def test_a_verdicts_read_only_keys_are_checked_as_the_keys_they_wrap():
+    """`Verdict`'s ``value``/``interval`` are read-only for the type checker alone (its module imports
+    the qualifier only then): the store still checks them, optional in a `Verdict`, required in an
+    `IntervalVerdict`, and a misspelt key is refused."""
+    from harness.results.shapes import ShapeError, check_value
+    from harness.views.evidence import IntervalVerdict, Verdict
+
+    plain = {"verdict": "holds", "unit": "examples", "n": 8, "statistic": "share"}
+    check_value(plain, Verdict, "plain")
+    check_value({**plain, "value": 0.3, "interval": [0.1, 0.5]}, Verdict, "with its effect")
+    check_value({**plain, "interval": [0.1, 0.5]}, IntervalVerdict, "with its interval")
+    with pytest.raises(ShapeError, match="no key 'interval'"):
+        check_value(plain, IntervalVerdict, "without its interval")
+    with pytest.raises(ShapeError, match="'intervals' is not one of"):
+        check_value({**plain, "intervals": [0.1, 0.5]}, Verdict, "misspelt")
