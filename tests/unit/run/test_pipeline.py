@@ -46,11 +46,18 @@ def summaries(root: Path) -> dict[str, dict]:
     return {path.parent.name: read_json(path) for path in sorted((root / "out").glob("*/summary.json"))}
 
 
+ONE_PROCESS = "drawn-in-one-process"  # the run folder as the run left it, before tests add to or redraw it
+
+
 @pytest.fixture(scope="module")
 def finished(tiny_model_dir, tiny_data, tmp_path_factory):
+    """A tiny run of every default analysis; its figures drawn in one process (whatever the cores),
+    its folder kept as the run left it in ``ONE_PROCESS`` for the test that draws them in two."""
     root = tmp_path_factory.mktemp("pipeline")
-    argv = tiny_run_arguments(tiny_model_dir, tiny_data, root, "--log-checkpoint", *PNG_ONLY)
+    argv = tiny_run_arguments(tiny_model_dir, tiny_data, root, "--log-checkpoint", "--figure-processes", "1", *PNG_ONLY)
     assert main(argv) == 0
+    (run_dir,) = (root / "out").glob("*/summary.json")
+    shutil.copytree(run_dir.parent, root / ONE_PROCESS)
     return root, argv
 
 
@@ -495,19 +502,20 @@ def test_every_figure_is_drawn_as_png_and_pdf_without_clipped_or_overlapping_tex
 
 
 def test_figures_drawn_in_two_processes_are_those_drawn_in_one(finished, tmp_path, caplog):
-    """Each analysis's figures drawn in a process of its own (`harness.present.parallel`): the same
-    files, byte for byte, in the same order, the same record of what drew them, and no warning of
-    the figure checks in either."""
+    """Each analysis's figures drawn in a process of its own (`harness.present.parallel`): the files
+    the run drew in one process, byte for byte, in the order its record lists them, the same record
+    of what drew them, and no warning of the figure checks (the one-process drawing's are checked
+    by `test_every_figure_is_drawn_as_png_and_pdf_without_clipped_or_overlapping_text`)."""
     root, _ = finished
-    (summary,) = summaries(root).values()
+    summary, one = read_json(root / ONE_PROCESS / "summary.json"), root / ONE_PROCESS / "figures"
     with caplog.at_level(logging.WARNING, logger="harness.views.saving"):
-        one, two = (redraw(summary, tmp_path / str(count), force=True, processes=count) for count in (1, 2))
-    assert [path.relative_to(tmp_path / "1") for path in one] == [path.relative_to(tmp_path / "2") for path in two]
-    assert len(one) > 20 and caplog.records == []
-    for folder in ("1", "2"):
-        assert (tmp_path / folder / DRAWN).is_file()
-    assert {path.name: path.read_bytes() for path in (tmp_path / "1").iterdir()} == {
-        path.name: path.read_bytes() for path in (tmp_path / "2").iterdir()
+        two = redraw(summary, tmp_path, force=True, processes=2)
+    in_one = [path.relative_to(one) for paths in drawn_files(one).values() for path in paths]
+    assert [path.relative_to(tmp_path) for path in two] == in_one
+    assert len(two) > 20 and caplog.records == []
+    assert (one / DRAWN).is_file() and (tmp_path / DRAWN).is_file()
+    assert {path.name: path.read_bytes() for path in one.iterdir()} == {
+        path.name: path.read_bytes() for path in tmp_path.iterdir()
     }
 
 
