@@ -526,14 +526,20 @@ class CkaView(View[CkaResult]):
         }
 
     @classmethod
-    def study_tables(cls, study: StudyRecord) -> dict[str, str]:
-        """The tokens' CKA per layer and task (mean ± s.d. over seeds) and, under each task with two
-        seeds or more, the CKA between two seeds' fine-tuned models."""
-        tasks = {
+    def study_parts(cls, study: StudyRecord) -> dict[str, tuple[CkaSeries, TaskAggregate]]:
+        """Each task of ``study`` with this view's part: the part, and the task's whole aggregate
+        (which holds the comparison between its seeds)."""
+        return {
             task: (kept, entry)
             for task, entry in study["tasks"].items()
             if (kept := cka_part(entry, cls.name)) is not None
         }
+
+    @classmethod
+    def study_tables(cls, study: StudyRecord) -> dict[str, str]:
+        """The tokens' CKA per layer and task (mean ± s.d. over seeds) and, under each task with two
+        seeds or more, the CKA between two seeds' fine-tuned models."""
+        tasks = cls.study_parts(study)
         if not tasks:
             return {}
         layers = max(len(kept["tokens"]["mean"]) for kept, _ in tasks.values())
@@ -555,11 +561,7 @@ class CkaView(View[CkaResult]):
     @classmethod
     def draw_study(cls, study: StudyRecord, out_dir: Path) -> list[Path]:
         """1 - CKA of the tokens per layer, a line per task, and dashed the same between two seeds."""
-        tasks = {
-            task: (kept, entry)
-            for task, entry in study["tasks"].items()
-            if (kept := cka_part(entry, cls.name)) is not None
-        }
+        tasks = cls.study_parts(study)
         if not tasks:
             return []
         figure, axes = plt.subplots(figsize=(5.4, 3.6), layout="constrained")

@@ -360,6 +360,14 @@ def transplant_part(entry: TaskAggregate) -> TransplantSeries | None:
     return view_part(entry, TransplantAcrossSeeds).get("transplant")
 
 
+def transplant_parts(study: StudyRecord) -> dict[str, tuple[TransplantSeries, TaskAggregate]]:
+    """Each task of ``study`` with the transplant's part: the part, and the task's whole aggregate
+    (which holds the other views' series drawn beside it)."""
+    return {
+        task: (kept, entry) for task, entry in study["tasks"].items() if (kept := transplant_part(entry)) is not None
+    }
+
+
 @register_view
 class TransplantView(View[TransplantResult]):
     name = ANALYSIS
@@ -503,7 +511,7 @@ class TransplantView(View[TransplantResult]):
     @classmethod
     def study_tables(cls, study: StudyRecord) -> dict[str, str]:
         """Per task, the dev score with each layer's attention pre-trained (mean ± s.d. over seeds)."""
-        tasks = {task: kept for task, entry in study["tasks"].items() if (kept := transplant_part(entry)) is not None}
+        tasks = {task: kept for task, (kept, _) in transplant_parts(study).items()}
         if not tasks:
             return {}
         layers = max(len(entry["alone_score"]["mean"]) for entry in tasks.values())
@@ -594,9 +602,7 @@ def draw_transplant_beside_change(study: StudyRecord, path: Path) -> Path:
     intact and majority scores as lines), and on the right axis each layer's change, 1 - cosine of
     the attention maps and 1 - linear CKA of the tokens' hidden states, on the task's inputs
     (solid) and on running text (dashed), means over seeds."""
-    tasks = {
-        task: (kept, entry) for task, entry in study["tasks"].items() if (kept := transplant_part(entry)) is not None
-    }
+    tasks = transplant_parts(study)
     figure, panels = panels_for(len(tasks), columns=3, layout="constrained")
     changes: tuple[tuple[Callable[[TaskAggregate], Elementwise | None], str, str, str], ...] = (
         (cosine_per_layer, OKABE_ITO["vermillion"], "-", "1 - cosine, task inputs"),
