@@ -29,6 +29,16 @@ def pytest_configure(config: pytest.Config) -> None:
         config.pluginmanager.import_plugin(FIXTURES)
 
 
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Where slow tests run, the fork server imports the harness for the warm processes of the
+    fault and study tests (`tests.integration.warm_harness`), whichever test starts it first; the
+    fast tier's figure pools keep a server of the drawing layer alone (1 s to start, not 10)."""
+    if runs_tests(session.config) and any(item.get_closest_marker("slow") for item in session.items):
+        from tests.integration.warm_harness import preload
+
+        preload()
+
+
 def runs_tests(config: pytest.Config) -> bool:
     """Whether this process runs tests: a pytest-xdist worker, or pytest without workers (the
     controller of workers only hands tests out)."""

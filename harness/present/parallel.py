@@ -40,6 +40,8 @@ PRELOADED = ["harness.present.redraw", "harness.present.study_figures"]
 # The fewest pieces drawn in parallel unasked: a fork server starts in about 2 s (a Python with the
 # drawing layer imported), about what drawing four analyses' figures takes on one core.
 ENOUGH_PIECES = 6
+# What the fork server imports besides the drawing layer (`preload_also`).
+_ALSO_PRELOADED: list[str] = []
 
 
 def cores() -> int:
@@ -79,12 +81,22 @@ def drawn(pieces: Sequence[Callable[[], Value]], processes: int) -> Iterator[lis
                 future.cancel()
 
 
+def preload_also(modules: Sequence[str]) -> None:
+    """Have the fork server import ``modules`` too. A process has one fork server, and it imports
+    what the last `set_forkserver_preload` before its start named: a program that forks processes
+    of its own from it (the test suite's warm ``harness`` processes) names their modules here, so
+    that the server holds both, whichever of them starts it."""
+    _ALSO_PRELOADED.extend(module for module in modules if module not in _ALSO_PRELOADED)
+
+
 def context() -> multiprocessing.context.BaseContext:
-    """The fork server, with the drawing layer imported in it (spawn where there is no fork server)."""
+    """The fork server, with the drawing layer imported in it (and `preload_also`'s modules; spawn
+    where there is no fork server)."""
     if "forkserver" not in multiprocessing.get_all_start_methods():
         return multiprocessing.get_context("spawn")
     server = multiprocessing.get_context("forkserver")
-    server.set_forkserver_preload(PRELOADED)  # heeded when the server starts: the first pool of the process
+    # heeded when the server starts: the first pool of the process
+    server.set_forkserver_preload([*PRELOADED, *_ALSO_PRELOADED])
     return server
 
 

@@ -15,7 +15,6 @@ would have. The README, engine and launcher tests run the real executables.
 from __future__ import annotations
 
 import atexit
-import multiprocessing
 import os
 import signal
 import subprocess
@@ -24,16 +23,21 @@ import tempfile
 from pathlib import Path
 
 from harness.cli import main
+from harness.present.parallel import context, preload_also
 from tasks.tagging import TAGGER_PACKAGES
 from tests.integration import fault_injector
 
 REPOSITORY = Path(__file__).resolve().parents[2]
-FORK_SERVER = multiprocessing.get_context("forkserver")
 # The harness and the hooks, and what a run imports on its first use: MLflow's SQL store and the
 # tagger's package (which each child would import again: 1.5 s of its start).
-FORK_SERVER.set_forkserver_preload(
-    ["tests.integration.fault_injector", "mlflow.store.tracking.sqlalchemy_store", *TAGGER_PACKAGES]
-)
+PRELOADED = ["tests.integration.fault_injector", "mlflow.store.tracking.sqlalchemy_store", *TAGGER_PACKAGES]
+
+
+def preload() -> None:
+    """Have the process's fork server import what a warm child needs, whoever starts it. It is the
+    figure pools' server too (a process has one), and one started by a pool with the drawing layer
+    alone leaves each child 20 s of imports; called before any test runs (tests/conftest.py)."""
+    preload_also(PRELOADED)
 
 
 class HarnessProcess:
@@ -44,7 +48,7 @@ class HarnessProcess:
         self.args = ["harness", *argv]
         self.returncode: int | None = None
         self.output = [temporary_file(f".{name}") for name in ("out", "err")]
-        self.process = FORK_SERVER.Process(
+        self.process = context().Process(
             target=run_command, args=(argv, injector, dict(os.environ), [str(path) for path in self.output])
         )
         self.process.start()
