@@ -1,17 +1,19 @@
-"""Each text of a figure laid out once per renderer, not at every measuring and drawing, and
-each string shaped once per renderer and font.
+"""Each text laid out once per drawing, not at every measuring and drawing of every figure,
+and each string shaped once per drawing and font.
 
 Matplotlib lays a text out (its lines measured, its font looked up and its line metrics read,
 its box rotated and aligned) each time it is measured or drawn: for tight layout, for the
 drawing, for the figure checks (`harness.views.figure_checks`), and a head grid's tick labels
 repeat the same few strings in every panel. The layout depends only on what `layout_key` lists,
-never on the text's position, so it is kept per renderer (a figure's canvas has its own, and the
-kept layouts go with it) under that key; a text that wraps (its lines depend on where it stands)
-or turns with its transform is laid out each time, as matplotlib does. Likewise Agg shapes a
-string into placed glyphs (its fonts found, its glyphs chosen, kerned and advanced) at each
+never on the text's position, and on the renderer only through its kind and resolution, so it is
+kept under that key and the renderer's (`renderer_key`) for the whole drawing (`kept_layouts`):
+every figure's canvas has a renderer of its own, but a run's figures repeat the same tick labels,
+axis labels and titles at the same resolution. A text that wraps (its lines depend on where it
+stands) or turns with its transform is laid out each time, as matplotlib does. Likewise Agg shapes
+a string into placed glyphs (its fonts found, its glyphs chosen, kerned and advanced) at each
 drawing; the glyphs depend on the string, font, size, dpi, hinting and the text's font features
-and language, not on where it is drawn, so a figure's repeated strings (a head grid's tick labels)
-are shaped once and only rendered at each place (`draw_shaped_text`).
+and language, not on where it is drawn, so repeated strings are shaped once and only rendered at
+each place (`draw_shaped_text`).
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from typing import Any
-from weakref import WeakKeyDictionary
 
 from matplotlib.backend_bases import GraphicsContextBase, RendererBase
 from matplotlib.backends.backend_agg import RendererAgg, get_hinting_flag
@@ -27,11 +28,19 @@ from matplotlib.font_manager import FontProperties
 from matplotlib.text import Text
 
 Layout = tuple[Any, Any, Any]  # matplotlib's (box, lines, text-aligned box) of a text
-_LAYOUTS: WeakKeyDictionary[RendererBase, dict[Hashable, Layout]] = WeakKeyDictionary()
+# Emptied when the outermost `kept_layouts` block ends: a drawing's texts, not a process's.
+_LAYOUTS: dict[Hashable, Layout] = {}
 _MATPLOTLIB_LAYOUT: Callable[[Text, RendererBase], Layout] = Text._get_layout  # type: ignore[attr-defined]
 Glyph = tuple[Any, int, float, float]  # (FT2Font, glyph index, x, y in pixels from the text's origin)
-_SHAPES: WeakKeyDictionary[RendererAgg, dict[Hashable, list[Glyph]]] = WeakKeyDictionary()
+_SHAPES: dict[Hashable, list[Glyph]] = {}
 _MATPLOTLIB_DRAW_TEXT = RendererAgg.draw_text
+_DEPTH = [0]  # how many `kept_layouts` blocks are open
+
+
+def renderer_key(renderer: RendererBase) -> Hashable:
+    """What a text's measures take from its renderer: its kind and its resolution (Agg's text
+    metrics are its fonts' at its dpi; a figure's size and place do not enter them)."""
+    return type(renderer), getattr(renderer, "dpi", None)
 
 
 def font_key(font: FontProperties) -> tuple[Hashable, ...]:
@@ -74,10 +83,10 @@ def kept_layout(text: Text, renderer: RendererBase) -> Layout:
     key = layout_key(text)
     if key is None:
         return _MATPLOTLIB_LAYOUT(text, renderer)
-    layouts = _LAYOUTS.setdefault(renderer, {})
-    if key not in layouts:
-        layouts[key] = _MATPLOTLIB_LAYOUT(text, renderer)
-    box, lines, aligned = layouts[key]
+    key = (renderer_key(renderer), key)
+    if key not in _LAYOUTS:
+        _LAYOUTS[key] = _MATPLOTLIB_LAYOUT(text, renderer)
+    box, lines, aligned = _LAYOUTS[key]
     return box.frozen(), lines, aligned  # callers get a box of their own to move
 
 
@@ -101,13 +110,12 @@ def draw_shaped_text(
         return
     flags = get_hinting_flag()
     key = (s, font_key(prop), renderer.dpi, flags, None if features is None else tuple(features), language)
-    shapes = _SHAPES.setdefault(renderer, {})
-    if key not in shapes:
+    if key not in _SHAPES:
         font = renderer._prepare_font(prop)
         items = font._layout(s, flags=flags, features=features, language=language)
-        shapes[key] = [(item.ft_object, item.glyph_index, item.x, item.y) for item in items]
+        _SHAPES[key] = [(item.ft_object, item.glyph_index, item.x, item.y) for item in items]
     size = prop.get_size_in_points()
-    glyphs = ((font, size, index, 0, 1, dx, dy) for font, index, dx, dy in shapes[key])
+    glyphs = ((font, size, index, 0, 1, dx, dy) for font, index, dx, dy in _SHAPES[key])
     renderer._draw_text_glyphs_and_boxes(gc, x, y, angle, glyphs, [])
 
 
@@ -117,13 +125,16 @@ def kept_layouts() -> Iterator[None]:
     is laid out through `kept_layout` and its string drawn through `draw_shaped_text`, each where
     this matplotlib works as they expect (layouts from 3.8, Agg's glyphs as matplotlib 3.11 draws
     them); outside it, matplotlib is as it ships, so a researcher's own figures drawn in the same
-    process never meet these private hooks."""
+    process never meet these private hooks. The outermost block starts and ends with none kept."""
     hooks: list[tuple[type, str, Callable[..., Any]]] = []  # Any: matplotlib's private methods, as each is
     if all(hasattr(Text, name) for name in ("_get_multialignment", "get_parse_math")):
         hooks.append((Text, "_get_layout", kept_layout))
     if hasattr(RendererAgg, "_draw_text_glyphs_and_boxes") and hasattr(Text, "get_language"):
         hooks.append((RendererAgg, "draw_text", draw_shaped_text))
     shipped = [(owner, name, vars(owner)[name]) for owner, name, _ in hooks]
+    if not _DEPTH[0]:
+        forget_layouts()
+    _DEPTH[0] += 1
     try:
         for owner, name, hook in hooks:
             setattr(owner, name, hook)
@@ -131,3 +142,12 @@ def kept_layouts() -> Iterator[None]:
     finally:
         for owner, name, original in shipped:
             setattr(owner, name, original)
+        _DEPTH[0] -= 1
+        if not _DEPTH[0]:
+            forget_layouts()
+
+
+def forget_layouts() -> None:
+    """Drop the layouts and shapes kept (a drawing's texts are kept for that drawing alone)."""
+    _LAYOUTS.clear()
+    _SHAPES.clear()

@@ -1,6 +1,6 @@
 """A text's kept layout is matplotlib's own, made again whenever what it depends on changes, and
-made once for the texts of a figure that share it; a string's glyphs are shaped once per figure
-and drawn as matplotlib draws them."""
+made once for the texts of a drawing's figures that share it; a string's glyphs are shaped once per
+drawing and drawn as matplotlib draws them."""
 
 from __future__ import annotations
 
@@ -65,13 +65,31 @@ def test_texts_that_share_a_layout_are_laid_out_once_and_measured_where_they_sta
         renderer = figure.canvas.get_renderer()
         labels = [figure.text(x / 10, 0.5, str(x % 3), fontsize=7, ha="center") for x in range(9)]
         boxes = [label.get_window_extent(renderer) for label in labels]
-        assert len(_LAYOUTS[renderer]) == 3
+        assert len(_LAYOUTS) == 3
         assert [box.x0 for box in boxes] == sorted(box.x0 for box in boxes)  # each at its own place
         assert boxes[0].bounds == figure.text(0.0, 0.5, "0", fontsize=7, ha="center").get_window_extent(renderer).bounds
         moved = kept_layout(labels[0], renderer)[0]
         moved.x0 += 5  # a caller's box is its own: the kept one stays
         assert labels[3].get_window_extent(renderer).bounds == boxes[3].bounds
         plt.close(figure)
+
+
+def test_the_figures_of_one_drawing_share_their_layouts_at_one_resolution_and_drop_them_at_its_end():
+    def laid_out(dpi: float) -> list[tuple]:
+        figure = plt.figure(figsize=(3, 2), dpi=dpi)
+        renderer = figure.canvas.get_renderer()
+        texts = [figure.text(0.1 * x, 0.5, label, fontsize=8) for x, label in enumerate(("layer", "head", "12"))]
+        kept = [extents(kept_layout(text, renderer)) for text in texts]
+        assert kept == [extents(_MATPLOTLIB_LAYOUT(text, renderer)) for text in texts]  # at either resolution
+        plt.close(figure)
+        return kept
+
+    with kept_layouts():
+        first = laid_out(100)
+        assert len(_LAYOUTS) == 3
+        assert laid_out(100) == first and len(_LAYOUTS) == 3  # another figure, another renderer: the same layouts
+        assert laid_out(200) != first and len(_LAYOUTS) == 6  # another resolution: layouts of its own
+    assert not _LAYOUTS
 
 
 def drawn_pixels(draw_text) -> tuple[np.ndarray, int]:
@@ -83,6 +101,7 @@ def drawn_pixels(draw_text) -> tuple[np.ndarray, int]:
     figure.text(0.1, 0.5, "AVAT layer", fontsize=10, rotation=30, fontweight="bold")
     figure.text(0.5, 0.5, r"$\rho$ = 0.51 (head 3)", fontsize=9)
     figure.text(0.1, 0.8, "fi ffl", fontsize=9, fontfeatures=["-liga"])
+    _SHAPES.clear()
     saved = RendererAgg.draw_text
     RendererAgg.draw_text = draw_text
     try:
@@ -92,7 +111,7 @@ def drawn_pixels(draw_text) -> tuple[np.ndarray, int]:
     renderer = figure.canvas.get_renderer()
     pixels = np.asarray(renderer.buffer_rgba()).copy()
     plt.close(figure)
-    return pixels, len(_SHAPES.get(renderer, {}))
+    return pixels, len(_SHAPES)
 
 
 @pytest.mark.skipif(
