@@ -1,6 +1,6 @@
 """A text's kept layout is matplotlib's own, made again whenever what it depends on changes, and
 made once for the texts of a drawing's figures that share it; a string's glyphs are shaped once per
-drawing and drawn as matplotlib draws them."""
+drawing, each glyph rendered once per offset within a pixel, and drawn as matplotlib draws them."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from matplotlib.text import Text
 from harness.present.parallel import drawn
 from harness.views.saving import plt
 from harness.views.text_layout import (
+    _BITMAPS,
     _LAYOUTS,
     _MATPLOTLIB_DRAW_TEXT,
     _MATPLOTLIB_LAYOUT,
@@ -92,16 +93,19 @@ def test_the_figures_of_one_drawing_share_their_layouts_at_one_resolution_and_dr
     assert not _LAYOUTS
 
 
-def drawn_pixels(draw_text) -> tuple[np.ndarray, int]:
-    """The pixels of a figure of repeated, rotated, bold, mathtext and kerned strings drawn with
-    ``draw_text`` as Agg's, and how many strings were shaped for it."""
+def drawn_pixels(draw_text) -> tuple[np.ndarray, int, int]:
+    """The pixels of a figure of repeated, rotated, bold, mathtext, kerned and unsmoothed strings
+    drawn with ``draw_text`` as Agg's, how many strings were shaped and how many glyphs rendered
+    for it."""
     figure = plt.figure(figsize=(3, 2), dpi=100)
     for index in range(12):
         figure.text(index / 12, 0.2, str(index % 4 + 1), fontsize=7)
     figure.text(0.1, 0.5, "AVAT layer", fontsize=10, rotation=30, fontweight="bold")
     figure.text(0.5, 0.5, r"$\rho$ = 0.51 (head 3)", fontsize=9)
     figure.text(0.1, 0.8, "fi ffl", fontsize=9, fontfeatures=["-liga"])
+    figure.text(0.6, 0.8, "2 4 22", fontsize=8, antialiased=False)  # FreeType's monochrome bitmaps
     _SHAPES.clear()
+    _BITMAPS.clear()
     saved = RendererAgg.draw_text
     RendererAgg.draw_text = draw_text
     try:
@@ -111,7 +115,7 @@ def drawn_pixels(draw_text) -> tuple[np.ndarray, int]:
     renderer = figure.canvas.get_renderer()
     pixels = np.asarray(renderer.buffer_rgba()).copy()
     plt.close(figure)
-    return pixels, len(_SHAPES)
+    return pixels, len(_SHAPES), len(_BITMAPS)
 
 
 @pytest.mark.skipif(
@@ -119,9 +123,13 @@ def drawn_pixels(draw_text) -> tuple[np.ndarray, int]:
     reason="this matplotlib has no glyph layout to keep (3.8 has none): kept_layouts leaves its drawing as it ships",
 )
 def test_strings_shaped_once_draw_the_pixels_matplotlib_draws():
-    shaped, strings = drawn_pixels(draw_shaped_text)
-    matplotlibs, _ = drawn_pixels(_MATPLOTLIB_DRAW_TEXT)
-    assert strings == 4 + 1 + 1  # the four digits, the rotated and the kerned strings; mathtext is matplotlib's
+    shaped, strings, rendered = drawn_pixels(draw_shaped_text)
+    matplotlibs, _, _ = drawn_pixels(_MATPLOTLIB_DRAW_TEXT)
+    # the four digits, the rotated, the kerned and the unsmoothed strings; mathtext is matplotlib's
+    assert strings == 4 + 1 + 1 + 1
+    # fewer renders than the 12 + 10 + 6 + 6 glyphs drawn: a glyph met again at its offset within a
+    # pixel (the repeated digits of a row, the spaces) is rendered once and copied into place
+    assert rendered < 12 + 10 + 6 + 6
     assert (shaped == matplotlibs).all()
 
 
