@@ -10,6 +10,8 @@ for the house's figures where the first is made (`harness.views.lazy`).
 from __future__ import annotations
 
 import logging
+import struct
+import zlib
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -25,16 +27,15 @@ from harness.views.tokens import TOKEN_NAMES, model_tokens, rename_tokens
 from tasks.files import atomic_path
 
 if TYPE_CHECKING:
-    from PIL import Image
-
     from harness.views import figure_checks
 else:
-    Image = Deferred("PIL.Image")
     figure_checks = Deferred("harness.views.figure_checks")
 
 DPI = 200
-# zlib's level 3, not PIL's 6: a run's PNGs are about a tenth larger and written in three fifths of the time.
+# zlib's level 3, not 6: a run's PNGs are about a sixth larger and deflated in 0.56 of the time.
 PNG_COMPRESSION = 3
+PNG_SIGNATURE = b"\x89PNG\r\n\x1a\n"
+UP = 2  # PNG's filter of a row by its difference from the row above
 log = logging.getLogger(__name__)
 # What the figures saved within `figure_note` were drawn from, said under each (empty: nothing to say).
 _NOTE: ContextVar[str] = ContextVar("figure_note", default="")
@@ -102,9 +103,7 @@ def save(figure: plt.Figure, path: Path) -> Path:
     for problem in figure_checks.figure_problems(figure):
         log.warning("figure %s: %s", path.name, problem)
     with atomic_path(path) as temporary:
-        # RGB converted by PIL from the canvas's own RGBA buffer: a numpy slice of it is copied pixel by pixel
-        image = Image.fromarray(np.asarray(figure_checks.agg_canvas(figure).buffer_rgba())).convert("RGB")
-        image.save(temporary, format="png", compress_level=PNG_COMPRESSION)
+        temporary.write_bytes(png_bytes(np.asarray(figure_checks.agg_canvas(figure).buffer_rgba())))
     # A vector copy keeps the layout just checked: a layout engine left on would lay the figure out
     # again (a dry-run drawing and the layout: a third of the PDF's time) at its own resolution.
     figure.set_layout_engine(None)
@@ -113,6 +112,31 @@ def save(figure: plt.Figure, path: Path) -> Path:
             figure.savefig(temporary, format=copy.suffix[1:])
     plt.close(figure)
     return path
+
+
+def png_bytes(rgba: np.ndarray) -> bytes:
+    """A PNG of an RGBA canvas's colours (8-bit RGB: a figure is opaque), every row filtered by its
+    difference from the row above and deflated at `PNG_COMPRESSION`. Pillow tries PNG's five filters
+    on every row and keeps the best: on a MiniLM run's 62 figures that choice took 2.3-2.7 s of
+    encoding where one filter takes 1.0 s, and saved 3% of their size (7.0 MB against 7.2)."""
+    height, width, _ = rgba.shape
+    colours = rgba[:, :, :3].reshape(height, width * 3)
+    rows = np.empty((height, 1 + width * 3), np.uint8)
+    rows[:, 0] = UP
+    rows[0, 1:] = colours[0]
+    np.subtract(colours[1:], colours[:-1], out=rows[1:, 1:])  # modulo 256, as the filter is
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)  # 8 bits a channel, RGB, deflate, no interlace
+    return (
+        PNG_SIGNATURE
+        + png_chunk(b"IHDR", header)
+        + png_chunk(b"IDAT", zlib.compress(rows.data, PNG_COMPRESSION))
+        + png_chunk(b"IEND", b"")
+    )
+
+
+def png_chunk(kind: bytes, data: bytes) -> bytes:
+    """A PNG chunk: its length, kind, data and the CRC of its kind and data."""
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(data, zlib.crc32(kind)))
 
 
 def add_footnote(figure: plt.Figure, note: str) -> float:

@@ -1,12 +1,16 @@
-"""The footnote of `figure_note` is drawn clear of the rest, and text over it is found."""
+"""The footnote of `figure_note` is drawn clear of the rest, and text over it is found; a figure's
+PNG holds the canvas's pixels, as Pillow reads them."""
 
 from __future__ import annotations
 
 import logging
 
+import numpy as np
+from PIL import Image
+
 from harness.views.figure_checks import figure_problems
 from harness.views.palette import OKABE_ITO
-from harness.views.saving import figure_note, plt, save
+from harness.views.saving import figure_note, plt, png_bytes, save
 
 
 def test_a_figure_note_is_a_footnote_under_the_figure(tmp_path, caplog, monkeypatch):
@@ -40,3 +44,28 @@ def test_text_drawn_over_the_footnote_is_found(tmp_path, caplog):
     assert [record.getMessage() for record in caplog.records] == [
         "figure legend.png: text 'a line' overlaps the footnote"
     ]
+
+
+def test_a_png_holds_the_canvass_colours_and_pillow_checks_every_chunk(tmp_path):
+    rng = np.random.default_rng(0)
+    rgba = rng.integers(0, 256, size=(7, 5, 4), dtype=np.uint8)  # rows that differ by any amount, wrapping past 255
+    rgba[3] = rgba[2]  # and a row equal to the one above
+    path = tmp_path / "random.png"
+    path.write_bytes(png_bytes(rgba))
+    with Image.open(path) as image:
+        image.verify()  # the signature and each chunk's CRC
+    with Image.open(path) as image:
+        assert image.mode == "RGB" and (np.asarray(image) == rgba[:, :, :3]).all()
+
+
+def test_a_saved_figure_is_its_canvas_without_the_alpha(tmp_path, monkeypatch):
+    closed = []
+    monkeypatch.setattr(plt, "close", closed.append)
+    figure, axes = plt.subplots(figsize=(3, 2))
+    axes.imshow(np.arange(12).reshape(3, 4), cmap="viridis")
+    axes.set_title("layer")
+    save(figure, tmp_path / "grid.png")
+    monkeypatch.undo()
+    with Image.open(tmp_path / "grid.png") as image:
+        assert (np.asarray(image) == np.asarray(figure.canvas.buffer_rgba())[:, :, :3]).all()
+    plt.close(figure)
