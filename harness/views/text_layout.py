@@ -135,10 +135,11 @@ def draw_glyphs(
     matrix = (0x10000 * np.array([[along, -across], [across, along]])).round().astype(int)  # 16.16 fixed point
     flags, antialiased = get_hinting_flag(), gc.get_antialiased()
     mode = RenderMode.NORMAL if antialiased else RenderMode.MONO
+    rendering = (size, renderer.dpi, flags, antialiased, matrix.tobytes())  # what every glyph here is rendered at
     for font, index, dx, dy in glyphs:  # y is downwards, dy upwards and FreeType's y upwards
         whole_x, part_x = divmod(round(0x40 * (x + dx * along - dy * across)), 0x40)
         whole_y, part_y = divmod(round(0x40 * (renderer.height - y + dx * across + dy * along)), 0x40)
-        key = (font, size, renderer.dpi, index, flags, antialiased, matrix.tobytes(), part_x, part_y)
+        key = (font, index, rendering, part_x, part_y)
         if key not in _BITMAPS:
             font.set_size(size, renderer.dpi)
             font._set_transform(matrix, [part_x, part_y])
