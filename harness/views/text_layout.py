@@ -27,10 +27,10 @@ from math import cos, radians, sin
 from typing import Any
 
 import numpy as np
+from matplotlib import ft2font
 from matplotlib.backend_bases import GraphicsContextBase, RendererBase
 from matplotlib.backends.backend_agg import RendererAgg, get_hinting_flag
 from matplotlib.font_manager import FontProperties
-from matplotlib.ft2font import RenderMode
 from matplotlib.text import Text
 
 Layout = tuple[Any, Any, Any]  # matplotlib's (box, lines, text-aligned box) of a text
@@ -122,19 +122,26 @@ def draw_shaped_text(
         font = renderer._prepare_font(prop)
         items = font._layout(s, flags=flags, features=features, language=language)
         _SHAPES[key] = [(item.ft_object, item.glyph_index, item.x, item.y) for item in items]
-    draw_glyphs(renderer, gc, x, y, angle, prop.get_size_in_points(), _SHAPES[key])
+    draw_glyphs(renderer, gc, x, y, angle, prop.get_size_in_points(), flags, _SHAPES[key])
 
 
 def draw_glyphs(
-    renderer: RendererAgg, gc: GraphicsContextBase, x: float, y: float, angle: float, size: float, glyphs: list[Glyph]
+    renderer: RendererAgg,
+    gc: GraphicsContextBase,
+    x: float,
+    y: float,
+    angle: float,
+    size: float,
+    flags: ft2font.LoadFlags,
+    glyphs: list[Glyph],
 ) -> None:
     """Agg's drawing of a string's placed glyphs (`RendererAgg._draw_text_glyphs_and_boxes`, for
-    text without a slant or stretch), each bitmap rendered once per drawing, glyph and offset
-    within a pixel, and moved by whole pixels to its place."""
+    text without a slant or stretch), shaped with the hinting ``flags``, each bitmap rendered once
+    per drawing, glyph and offset within a pixel, and moved by whole pixels to its place."""
     along, across = cos(radians(angle)), sin(radians(angle))
     matrix = (0x10000 * np.array([[along, -across], [across, along]])).round().astype(int)  # 16.16 fixed point
-    flags, antialiased = get_hinting_flag(), gc.get_antialiased()
-    mode = RenderMode.NORMAL if antialiased else RenderMode.MONO
+    antialiased = gc.get_antialiased()
+    mode = ft2font.RenderMode.NORMAL if antialiased else ft2font.RenderMode.MONO
     rendering = (size, renderer.dpi, flags, antialiased, matrix.tobytes())  # what every glyph here is rendered at
     for font, index, dx, dy in glyphs:  # y is downwards, dy upwards and FreeType's y upwards
         whole_x, part_x = divmod(round(0x40 * (x + dx * along - dy * across)), 0x40)
@@ -152,6 +159,22 @@ def draw_glyphs(
         )
 
 
+# What `draw_shaped_text` and `draw_glyphs` take of matplotlib's Agg text drawing (3.11's; from 3.10
+# ft2font's enums): with an earlier matplotlib, text is drawn as it ships.
+GLYPH_DRAWING = (
+    (RendererAgg, "_draw_text_glyphs_and_boxes"),
+    (RendererAgg, "_prepare_font"),
+    (Text, "get_language"),
+    (ft2font, "RenderMode"),
+    (ft2font.FT2Font, "_render_glyph"),
+)
+
+
+def has_glyph_drawing() -> bool:
+    """Whether this matplotlib draws Agg's glyphs as `draw_glyphs` does (`GLYPH_DRAWING`)."""
+    return all(hasattr(owner, name) for owner, name in GLYPH_DRAWING)
+
+
 @contextmanager
 def kept_layouts() -> Iterator[None]:
     """Within the block (the harness's own drawing: `harness.present.parallel.drawn`), every text
@@ -162,7 +185,7 @@ def kept_layouts() -> Iterator[None]:
     hooks: list[tuple[type, str, Callable[..., Any]]] = []  # Any: matplotlib's private methods, as each is
     if all(hasattr(Text, name) for name in ("_get_multialignment", "get_parse_math")):
         hooks.append((Text, "_get_layout", kept_layout))
-    if hasattr(RendererAgg, "_draw_text_glyphs_and_boxes") and hasattr(Text, "get_language"):  # 3.11's glyphs
+    if has_glyph_drawing():
         hooks.append((RendererAgg, "draw_text", draw_shaped_text))
     shipped = [(owner, name, vars(owner)[name]) for owner, name, _ in hooks]
     if not _DEPTH[0]:

@@ -18,6 +18,7 @@ from harness.views.text_layout import (
     _MATPLOTLIB_LAYOUT,
     _SHAPES,
     draw_shaped_text,
+    has_glyph_drawing,
     kept_layout,
     kept_layouts,
 )
@@ -119,7 +120,7 @@ def drawn_pixels(draw_text) -> tuple[np.ndarray, int, int]:
 
 
 @pytest.mark.skipif(
-    not hasattr(RendererAgg, "_draw_text_glyphs_and_boxes") or not hasattr(Text, "get_fontfeatures"),
+    not has_glyph_drawing(),
     reason="this matplotlib has no glyph layout to keep (3.8 has none): kept_layouts leaves its drawing as it ships",
 )
 def test_strings_shaped_once_draw_the_pixels_matplotlib_draws():
