@@ -17,7 +17,8 @@ from harness.inputs.encoding import batched
 from harness.inputs.sources import SourceContext
 from harness.model.finetune import FineTuneResult, stored_result
 from harness.model.forward import TASK_LOSS, summed_loss
-from harness.model.loading import Checkpoint, load_tokenizer, resolve_model
+from harness.model.loading import Checkpoint, load_tokenizer
+from harness.model.source import resolve_model
 from harness.run.pipeline import load_checkpoints, source_context
 from harness.run.plan import RunPlan, plan_run
 from tasks.examples import Example

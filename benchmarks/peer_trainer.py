@@ -15,7 +15,8 @@ import numpy as np
 from transformers import AutoModelForSequenceClassification, Trainer, TrainingArguments, default_data_collator
 
 from harness.inputs.sampling import sample
-from harness.model.loading import load_tokenizer, resolve_model
+from harness.model.loading import load_tokenizer
+from harness.model.source import resolve_model
 from tasks.loading import load_examples
 from tasks.registry import get_task
 

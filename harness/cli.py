@@ -54,6 +54,7 @@ from tasks.files import disk_full_message, is_disk_full
 COMPUTE, STORED, DATA = "harness.commands.compute", "harness.commands.stored", "harness.commands.data"
 PREVIEW = "harness.commands.preview"  # a task's data read and described: `datasets`, no torch
 LOCAL_DATA = "tasks.loading"  # an own task's files read and checked before a command that loads a model
+MODEL_SOURCE = "harness.model.source"  # a model that cannot be had, said before torch loads
 DATA_FIRST = ("run", "finetune", "ablate", "annotate")  # those whose first configuration is a run's
 BUNDLE = "harness.commands.bundle"
 # Each analysis declares its own settings in its view's module (`harness.config.analysis_settings`), so the
@@ -301,6 +302,11 @@ def run_config_of(run_folder: str | Path) -> RunConfig:
     return configs_from(parser.parse_args(["run", *flags]))[0]
 
 
+def loads_model(configs: Sequence[object]) -> bool:
+    """Whether a command of `DATA_FIRST` loads its run's model: all but recording a pool's labels."""
+    return not any(isinstance(config, AnnotationConfig) and config.labels for config in configs)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run one subcommand; the exit status: 0, 1 (a check found differences), 2 (bad input or a full
     disk, one line on stderr), or 128 + the signal that stopped it."""
@@ -318,8 +324,11 @@ def main(argv: list[str] | None = None) -> int:
             args = parser.parse_args(with_run_settings(argv, args.run_folder, subcommands(parser)["maps"]))
         configs = configs_from(args)
         quiet_libraries(args.debug)
-        if args.command in DATA_FIRST and configs[0].task.definition.is_local:  # its errors before torch loads
-            importlib.import_module(LOCAL_DATA).check_local(configs[0].task.definition)
+        if args.command in DATA_FIRST:  # their errors before torch loads
+            if loads_model(configs):
+                importlib.import_module(MODEL_SOURCE).check_obtainable(configs[0].task.model)
+            if configs[0].task.definition.is_local:
+                importlib.import_module(LOCAL_DATA).check_local(configs[0].task.definition)
         commands = importlib.import_module(command_module(args))
         command = "dry_run" if getattr(args, "dry_run", False) else args.command  # said, not done
         if getattr(commands, command)(*configs) is False:  # a check that found differences

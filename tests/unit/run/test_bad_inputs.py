@@ -244,6 +244,11 @@ def case_model_folder_without_config(data, root):
     return ["--model", str(folder)], f"{folder}: no config.json"
 
 
+def case_model_neither_folder_nor_hub_id(data, root):
+    missing = root / "no-such-model"  # a mistyped path: no folder, and no hub id (a hub id has no '/' at its start)
+    return ["--model", str(missing)], f"--model {missing}: no folder of that name here, and not a hub id"
+
+
 def saved_model(root: Path) -> Path:
     folder = root / "model"
     tiny_bert(0).save_pretrained(folder)
