@@ -24,7 +24,7 @@ pytestmark = [
 ]
 
 
-ABLATION_EXAMPLES = 4  # the sweep's cost grows with them; what is checked does not
+ABLATION_EXAMPLES = 2  # the fewest the flag takes: the sweep's cost grows with them; what is checked does not
 MAX_LENGTH = 48  # tokens: every pass (training, evaluation, the ablation's sweep) costs as its inputs' length
 
 
