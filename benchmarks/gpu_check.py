@@ -24,6 +24,7 @@ measurement's folder there keeps its runs and its log.
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import multiprocessing
 import os
@@ -198,7 +199,15 @@ def in_fresh_process(check: Check, function: Callable[..., Any], *arguments: obj
 
 
 def logged_command(argv: list[str], log: Path) -> dict[str, Any]:
-    """In a fresh process: ``harness <argv>``, everything it writes in ``log``; its exit status and peak memory."""
+    """In a fresh process: ``harness <argv>``, everything it writes in ``log``; its exit status and peak memory.
+
+    Its main module is the one ``python -m harness`` runs (found, not run): multiprocessing imports
+    the main module again in each worker it starts, and a figure pool's workers would otherwise
+    each import this script, torch and the harness with it (9 s a pool on this bench's CPU, against
+    the second the CLI's workers take)."""
+    main_module = importlib.util.find_spec("harness.__main__")  # None only where no harness is installed
+    if main_module is not None:
+        sys.modules["__main__"] = importlib.util.module_from_spec(main_module)
     with log.open("w") as output:
         for stream in (sys.stdout, sys.stderr):
             stream.flush()
