@@ -54,19 +54,6 @@ def read_cache_only_if_offline(source: str) -> None:
         read_cache_only_if_unreachable()
 
 
-def snapshot_revision(model_id: str) -> str:
-    """The commit of the hub snapshot a hub model was loaded from (its cache folder's name), or
-    ``unknown`` when it is not in the local cache."""
-    try:
-        config = cached_file(model_id, "config.json", local_files_only=True)
-    except Exception:  # not cached, or a hub error of any type
-        return "unknown"
-    if config is None:  # not cached, said without an exception
-        return "unknown"
-    path = Path(config)
-    return path.parent.name if path.parent.parent.name == "snapshots" else "unknown"
-
-
 def _load_error(name: str, error: Exception) -> InputError:
     if Path(name).exists():
         hint = "is it a folder written by save_pretrained (config.json and weights)?"

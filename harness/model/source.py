@@ -43,7 +43,7 @@ def check_obtainable(name: str) -> None:
     if Path(source).exists():
         return
     try:
-        cached = isinstance(try_to_load_from_cache(source, "config.json"), str)
+        cached = cached_config(source) is not None
     except ValueError:  # huggingface_hub's HFValidationError: not a repository id
         raise InputError(
             f"--model {clipped(name)}: no folder of that name here, and not a hub id (org/name, of letters, digits, "
@@ -51,3 +51,20 @@ def check_obtainable(name: str) -> None:
         ) from None
     if not cached and (unreachable := hub_unreachable()) is not None:
         raise InputError(f"could not load model id {source!r}: {unreachable_hint(unreachable)}")
+
+
+def cached_config(model_id: str) -> Path | None:
+    """Hub id ``model_id``'s config.json in the local hub cache (of the revision ``main`` points
+    to), or None; a ValueError (huggingface_hub's HFValidationError) where it is no repository id."""
+    found = try_to_load_from_cache(model_id, "config.json")
+    return Path(found) if isinstance(found, str) else None
+
+
+def snapshot_revision(model_id: str) -> str:
+    """The commit of the hub snapshot a hub model was loaded from (its cache folder's name), or
+    ``unknown`` when it is not in the local cache."""
+    try:
+        config = cached_config(model_id)
+    except (ValueError, OSError):  # no repository id, or a cache that cannot be read
+        return "unknown"
+    return config.parent.name if config is not None and config.parent.parent.name == "snapshots" else "unknown"

@@ -8,8 +8,7 @@ import importlib.metadata
 import subprocess
 from pathlib import Path
 
-from harness.model.loading import snapshot_revision
-from harness.model.source import MINILM_ID, resolve_model
+from harness.model.source import MINILM_ID, resolve_model, snapshot_revision
 from tasks.spec import Task
 
 PACKAGE = "attention-shift-harness"

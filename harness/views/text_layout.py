@@ -164,6 +164,7 @@ def draw_glyphs(
 GLYPH_DRAWING = (
     (RendererAgg, "_draw_text_glyphs_and_boxes"),
     (RendererAgg, "_prepare_font"),
+    (Text, "get_fontfeatures"),
     (Text, "get_language"),
     (ft2font, "RenderMode"),
     (ft2font.FT2Font, "_render_glyph"),
