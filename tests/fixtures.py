@@ -198,7 +198,8 @@ def snapshot(folder: Path) -> dict[str, tuple[int, bytes]]:
 
 
 # `harness.cli.main` on its arguments in a fresh interpreter (``python -c MAIN_REPORTING_IMPORTS ARGS``),
-# which prints at exit which of torch, transformers and MLflow it imported, then "|" and its peak memory (kB).
+# which prints at exit which of torch, transformers and MLflow it imported, then "|" and its peak memory
+# (VmHWM, kB: that of the program exec'd, where getrusage would count the forking parent's).
 MAIN_REPORTING_IMPORTS = (
     "import atexit, sys; from harness.cli import main; "
     "atexit.register(lambda: print(' '.join(name for name in ('torch', 'transformers', 'mlflow') if name in "

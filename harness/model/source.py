@@ -1,6 +1,6 @@
 """Where a model comes from: the bundled alias, a local folder or a hub id, told without torch or
-transformers, so that the CLI can say a model cannot be had in the second it takes to start, not
-after the seconds their imports take."""
+transformers, so that the CLI can say a model cannot be had in the two seconds it takes to start,
+not after the ten their imports take as well."""
 
 from __future__ import annotations
 

@@ -312,8 +312,6 @@ HOSTILE = {  # spec file name -> (its bytes, what the one line says)
         "split 'train', unlabelled.csv line 4 has no label (an empty cell, NaN or null)",
     ),
 }
-# ``python -m harness`` that says on stdout which of the libraries a model needs it imported, and its
-# peak memory (VmHWM, kB: that of the program exec'd, where getrusage would count the forking parent's)
 
 
 @pytest.mark.parametrize("name", HOSTILE)

@@ -150,7 +150,7 @@ def test_with_the_hub_unreachable_model_and_glue_come_from_the_cache(hub_home, t
 
 @pytest.mark.slow
 def test_a_hub_id_missing_from_the_cache_offline_is_one_line_before_torch_loads(hub_home, tiny_data, tmp_path):
-    """Said from the hub cache alone, in the second the CLI takes to start: torch, transformers and
+    """Said from the hub cache alone, before any model library loads: torch, transformers and
     MLflow are never imported (`MAIN_REPORTING_IMPORTS` prints which were)."""
     arguments = hub_run_arguments(tiny_data, tmp_path)
     arguments[arguments.index("--model") + 1] = "tiny-org/not-cached"
