@@ -6,8 +6,15 @@ torch, transformers and the harness (about 12 s before the workers start)."""
 from __future__ import annotations
 
 import os
+import sys
 
 import pytest
+
+# The suite keeps what it compiles (__pycache__, ignored by git) where PYTHONDONTWRITEBYTECODE is set, as
+# on this bench: else every run has each worker rewrite every test module's assertions again (about 6 s a
+# worker) and every harness process a test starts compile the package's modules (0.7 s each); those
+# processes keep the variable, and read what the workers wrote.
+sys.dont_write_bytecode = False
 
 FIXTURES = "tests.fixtures"
 # Its assertions rewritten as a conftest's are, whichever imports it first (a folder's conftest
