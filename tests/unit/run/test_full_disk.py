@@ -12,7 +12,6 @@ import hashlib
 import json
 import sqlite3
 import subprocess
-import sys
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import closing
@@ -28,6 +27,7 @@ from tasks.corpora import LITBANK, CorpusFile
 from tasks.download import download_corpus
 from tasks.files import DiskFull
 from tests.fixtures import PNG_ONLY, store_uri, tiny_run_arguments
+from tests.integration.warm_harness import completed
 
 pytestmark = pytest.mark.slow
 Mounter = Callable[[str], Path]
@@ -139,8 +139,9 @@ def test_mlflow_store_filling(tiny_model_dir, tiny_data, tmp_path, tmpfs, capsys
     line = error_line(capsys)
     assert line.startswith(f"error: {store}: no space left on the device while writing the MLflow")
     remount(store, "64m")
-    # A new process, as a user's rerun is: MLflow keeps each store's SQLAlchemy engine for the process's life.
-    rerun = subprocess.run([sys.executable, "-m", "harness", *arguments], check=False, capture_output=True, text=True)
+    # A new process, as a user's rerun is: MLflow keeps each store's SQLAlchemy engine for the process's life
+    # (started warm: its server imported MLflow and opened no store).
+    rerun = completed(arguments)
     assert rerun.returncode == 0, rerun.stderr[-2000:]
     with closing(sqlite3.connect(store / "mlflow.db")) as database:  # not MLflow: its engine here is the old one
         statuses = database.execute(
