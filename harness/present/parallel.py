@@ -44,10 +44,15 @@ ENOUGH_PIECES = 6
 _ALSO_PRELOADED: list[str] = []
 
 
+def allowed_cores() -> int:
+    """The cores this process may run on: its affinity (which `taskset` and container limits set)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
 def cores() -> int:
-    """The cores this process may run on: its affinity (which `taskset` and container limits set),
-    or fewer where OMP_NUM_THREADS says so (a scheduler's share of a node, a test worker's)."""
-    allowed = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    """The cores this process may use: `allowed_cores`, or fewer where OMP_NUM_THREADS says so (a
+    scheduler's share of a node, a test worker's)."""
+    allowed = allowed_cores()
     share = os.environ.get("OMP_NUM_THREADS", "")
     return max(1, min(allowed, int(share))) if share.isdigit() and int(share) > 0 else allowed
 

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import torch
 
+from harness.present.parallel import allowed_cores
 from tests.fixtures import GLUE_DIR
 
 pytestmark = [
@@ -70,7 +71,7 @@ def test_every_row_has_a_number_or_says_why_it_was_skipped(tiny_check):
     done, _ = tiny_check
     assert done.stdout.startswith("machine: ") and f"torch {torch.__version__}" in done.stdout.splitlines()[0]
     rows = table_rows(done.stdout)
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    cores = allowed_cores()  # the check's, which runs without the worker's OMP_NUM_THREADS
     parallel = [f"PNG) in {cores} processes"] if cores > 1 else []  # the figures drawn on every core
     for fragment in [*ROWS, *parallel]:
         assert any(fragment in row[0] for row in rows), fragment
