@@ -46,7 +46,7 @@ def table_rows(printed: str) -> list[list[str]]:
 LEFT_OUT = ("HF_HUB_OFFLINE", "OMP_NUM_THREADS")
 
 
-def without_offline_mode() -> dict[str, str]:
+def check_environment() -> dict[str, str]:
     """This environment without `LEFT_OUT`: the check sets HF_HUB_OFFLINE for everything it runs,
     and draws its parallel figures row on the machine's cores, not a test worker's share of them."""
     return {name: value for name, value in os.environ.items() if name not in LEFT_OUT}
@@ -61,7 +61,7 @@ def tiny_check(tmp_path_factory: pytest.TempPathFactory) -> tuple[subprocess.Com
         text=True,
         timeout=900,
         cwd=REPOSITORY,
-        env=without_offline_mode(),
+        env=check_environment(),
     )
     assert done.returncode == 0, done.stderr[-3000:]
     return done, out
