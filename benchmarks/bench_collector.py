@@ -1,4 +1,5 @@
-"""What freezing a run's long-lived objects saves its figures (`tasks.collector.frozen_heap`).
+"""What freezing a run's long-lived objects saves its figures (`tasks.collector.frozen_heap`) and a
+command's exit (`tasks.collector.exit_uncollected`).
 
 A run of the bundled MiniLM (RTE, every default analysis on a quick sample) is made once; then, in
 the process that made it, which holds what a run holds (torch, transformers, MLflow, the
@@ -7,7 +8,12 @@ forced), alternating: as the harness draws them, with the objects that existed b
 frozen, and with `frozen_heap` replaced by a block that does nothing, so every collection scans
 the whole process. Each round prints its seconds and the full collections in it.
 
+The exit: a fresh process imports what a command that loads a model imports (torch, transformers,
+MLflow, the analyses) and exits, alternating: as the `harness` executable does (`exit_uncollected`)
+and as Python does by itself; each round prints both processes' seconds, whole (start, imports, exit).
+
     GLUE_DIR=../shared/data/glue python -m benchmarks.bench_collector --rounds 3
+    python -m benchmarks.bench_collector --what exit --rounds 5
 """
 
 from __future__ import annotations
@@ -16,6 +22,8 @@ import argparse
 import gc
 import json
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -58,21 +66,41 @@ def timed_redraw(summary: dict[str, Any], out_dir: Path, freeze: Callable[[], An
         redraw_module.frozen_heap = frozen_heap
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=3, help="redraws of each kind, alternating")
-    parser.add_argument("--model", default="minilm")
-    args = parser.parse_args()
+# A command's imports, then its exit: as the `harness` executable exits, or as Python does by itself.
+COMMAND_IMPORTS = "import harness.commands.compute\n"
+EXITS = {
+    "exit_uncollected (the harness)": COMMAND_IMPORTS
+    + "from tasks.collector import exit_uncollected\nexit_uncollected(0)",
+    "Python's own exit": COMMAND_IMPORTS + "raise SystemExit(0)",
+}
+
+
+def exit_rounds(rounds: int) -> None:
+    """Alternating fresh processes of each kind of exit; prints each, then the medians and what is saved."""
+    seconds: dict[str, list[float]] = {kind: [] for kind in EXITS}
+    for round_index in range(rounds):
+        for kind, script in EXITS.items():
+            start = time.perf_counter()
+            subprocess.run([sys.executable, "-c", script], check=True)
+            seconds[kind].append(time.perf_counter() - start)
+            print(f"round {round_index + 1}, {kind}: {seconds[kind][-1]:.2f} s", flush=True)
+    uncollected, own = (statistics.median(values) for values in seconds.values())
+    saved = own - uncollected
+    print(f"median process: exit_uncollected {uncollected:.2f} s, Python's own exit {own:.2f} s: {saved:.2f} s saved")
+
+
+def redraw_rounds(rounds: int, model: str) -> None:
+    """A run of ``model`` made once, then its figures redrawn in this process, alternating (the module's docstring)."""
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
-        flags = ["--task", "rte", "--model", args.model, "--max-train-examples", "64", "--epochs", "1", "--quick"]
+        flags = ["--task", "rte", "--model", model, "--max-train-examples", "64", "--epochs", "1", "--quick"]
         places = ["--output-dir", str(root / "out"), "--cache-dir", str(root / "cache")]
         assert harness(["run", *flags, *places, "--tracking-uri", f"sqlite:///{root}/mlflow.db"]) == 0
         (summary_path,) = (root / "out").glob("*/summary.json")
         summary = json.loads(summary_path.read_text())
         kinds = {"frozen (the harness)": frozen_heap, "collector scans everything": nullcontext}
         seconds: dict[str, list[float]] = {kind: [] for kind in kinds}
-        for round_index in range(args.rounds):
+        for round_index in range(rounds):
             for kind, freeze in kinds.items():
                 spent, collections = timed_redraw(summary, root / "redrawn", freeze)
                 seconds[kind].append(spent)
@@ -83,6 +111,18 @@ def main() -> None:
                 )
     frozen, scanned = (statistics.median(values) for values in seconds.values())
     print(f"median redraw: frozen {frozen:.1f} s, scanning everything {scanned:.1f} s: {scanned / frozen:.2f}x")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of each kind, alternating")
+    parser.add_argument("--model", default="minilm", help="the model of the run whose figures are redrawn")
+    parser.add_argument("--what", nargs="+", choices=("redraw", "exit"), default=["redraw", "exit"])
+    args = parser.parse_args()
+    if "redraw" in args.what:
+        redraw_rounds(args.rounds, args.model)
+    if "exit" in args.what:
+        exit_rounds(args.rounds)
 
 
 if __name__ == "__main__":

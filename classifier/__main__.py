@@ -22,6 +22,7 @@ from classifier.features import NO_SECOND_SEGMENT
 from classifier.guideline import LINES, draw_examples, misplaced, relabel
 from classifier.model import WEIGHTS_FILE, load_classifier
 from classifier.train import DEFAULT_TRACKING_URI, KINDS, TrainConfig, run
+from tasks.collector import exit_uncollected
 
 SEGMENT_SUFFIX = "_second_segment"  # the npz array giving a map's second segment for `predict`
 
@@ -190,3 +191,4 @@ def main(argv: list[str] | None = None) -> None:
 
 if __name__ == "__main__":
     main()
+    exit_uncollected(0)

@@ -1,5 +1,3 @@
-import sys
+from harness.cli import command
 
-from harness.cli import main
-
-sys.exit(main())
+command()

@@ -47,6 +47,7 @@ from harness.config import (
     UnpackConfig,
 )
 from harness.config_files import CONFIG_FLAG, RUN_SETTINGS, expanded, flag_tokens, read_settings
+from tasks.collector import exit_uncollected
 from tasks.errors import InputError, clipped
 from tasks.files import disk_full_message, is_disk_full
 
@@ -353,3 +354,10 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         signal.signal(signal.SIGTERM, previous)
     return 0
+
+
+def command() -> NoReturn:
+    """The `harness` executable and `python -m harness`: `main`, then the process's exit without the
+    collector's passes over the libraries' objects (`exit_uncollected`). `main` itself, called in a
+    process that goes on (a test), leaves the collector as it was."""
+    exit_uncollected(main())

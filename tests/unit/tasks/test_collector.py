@@ -1,8 +1,12 @@
-"""`frozen_heap`: collections within skip what existed before, and nothing is kept after."""
+"""`frozen_heap`: collections within skip what existed before, and nothing is kept after;
+`exit_uncollected`: a process's exit with its status, its exit handlers and its output, the heap frozen."""
 
 from __future__ import annotations
 
 import gc
+import re
+import subprocess
+import sys
 import weakref
 
 from tasks.collector import frozen_heap
@@ -64,3 +68,20 @@ def test_a_process_that_froze_objects_itself_keeps_them_frozen() -> None:
         gc.unfreeze()
     gc.collect()
     assert owned() is None
+
+
+# A process whose output waits in its buffer and whose exit handler reports the collector's state.
+EXITING = """
+import atexit, gc, sys
+from tasks.collector import exit_uncollected
+atexit.register(lambda: print(f"handlers ran with {gc.get_freeze_count()} objects frozen"))
+sys.stdout.write("written, ")
+exit_uncollected(3)
+"""
+
+
+def test_an_uncollected_exit_keeps_the_status_runs_the_handlers_and_flushes_with_the_heap_frozen() -> None:
+    done = subprocess.run([sys.executable, "-c", EXITING], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 3, done.stderr
+    said = re.fullmatch(r"written, handlers ran with (\d+) objects frozen\n", done.stdout)
+    assert said is not None and int(said.group(1)) > 1000, done.stdout  # the interpreter's own objects at least
