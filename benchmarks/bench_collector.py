@@ -1,5 +1,6 @@
-"""What freezing a run's long-lived objects saves its figures (`tasks.collector.frozen_heap`) and a
-command's exit (`tasks.collector.exit_uncollected`).
+"""What freezing a run's long-lived objects saves its figures (`tasks.collector.frozen_heap`), what
+collecting young garbage less often saves a command (`collect_less_often`), and what a command's exit
+saves (`exit_uncollected`).
 
 A run of the bundled MiniLM (RTE, every default analysis on a quick sample) is made once; then, in
 the process that made it, which holds what a run holds (torch, transformers, MLflow, the
@@ -12,7 +13,13 @@ The exit: a fresh process imports what a command that loads a model imports (tor
 MLflow, the analyses) and exits, alternating: as the `harness` executable does (`exit_uncollected`)
 and as Python does by itself; each round prints both processes' seconds, whole (start, imports, exit).
 
+The young collections: a tiny run of the model (32 RTE examples, 16 dev, 12 corpus items, no figures)
+fine-tuned once, then its analyses in fresh processes, each in an output folder of its own from the
+stored checkpoint, alternating: the `harness` executable (`python -m harness`) and `harness.cli.main`
+with Python's default thresholds and the same exit; each round prints both processes' CPU seconds.
+
     GLUE_DIR=../shared/data/glue python -m benchmarks.bench_collector --rounds 3
+    GLUE_DIR=../shared/data/glue python -m benchmarks.bench_collector --what collect --rounds 5
     python -m benchmarks.bench_collector --what exit --rounds 5
 """
 
@@ -21,6 +28,8 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -89,6 +98,51 @@ def exit_rounds(rounds: int) -> None:
     print(f"median process: exit_uncollected {uncollected:.2f} s, Python's own exit {own:.2f} s: {saved:.2f} s saved")
 
 
+# The same command, collecting as the executable does or with Python's defaults (the same exit).
+COLLECTING = {
+    "collect_less_often (the harness)": ["-m", "harness"],
+    "Python's default thresholds": [
+        "-c",
+        "import sys\nfrom harness.cli import main\nfrom tasks.collector import exit_uncollected\n"
+        "exit_uncollected(main(sys.argv[1:]))",
+    ],
+}
+TINY_RUN = [
+    *("run", "--task", "rte", "--max-train-examples", "32", "--epochs", "1", "--quick", "--no-figures"),
+    *("--max-dev-examples", "16", "--max-eval-examples", "8", "--max-corpus-items", "12", "--max-length", "64"),
+    *("--probe-train-sentences", "24"),
+]
+
+
+def children_cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def collect_rounds(rounds: int, model: str) -> None:
+    """The tiny run fine-tuned once, then its analyses in alternating fresh processes (the module's docstring)."""
+    with tempfile.TemporaryDirectory() as folder:
+        root = Path(folder)
+
+        def run(kind: str, out: Path) -> float:
+            places = ["--output-dir", str(out), "--cache-dir", str(root / "cache")]
+            argv = [*TINY_RUN, "--model", model, *places, "--tracking-uri", f"sqlite:///{out}/mlflow.db"]
+            before = children_cpu_seconds()
+            subprocess.run([sys.executable, *COLLECTING[kind], *argv], check=True, capture_output=True, env=os.environ)
+            return children_cpu_seconds() - before
+
+        run(next(iter(COLLECTING)), root / "fine-tuning")
+        seconds: dict[str, list[float]] = {kind: [] for kind in COLLECTING}
+        for round_index in range(rounds):
+            for number, kind in enumerate(COLLECTING):
+                seconds[kind].append(run(kind, root / f"round-{round_index}-{number}"))
+                print(f"round {round_index + 1}, {kind}: {seconds[kind][-1]:.2f} CPU s", flush=True)
+    less, default = (statistics.median(values) for values in seconds.values())
+    print(
+        f"median CPU: collect_less_often {less:.2f} s, Python's defaults {default:.2f} s: {default - less:.2f} s saved"
+    )
+
+
 def redraw_rounds(rounds: int, model: str) -> None:
     """A run of ``model`` made once, then its figures redrawn in this process, alternating (the module's docstring)."""
     with tempfile.TemporaryDirectory() as folder:
@@ -116,11 +170,15 @@ def redraw_rounds(rounds: int, model: str) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, default=3, help="rounds of each kind, alternating")
-    parser.add_argument("--model", default="minilm", help="the model of the run whose figures are redrawn")
-    parser.add_argument("--what", nargs="+", choices=("redraw", "exit"), default=["redraw", "exit"])
+    parser.add_argument("--model", default="minilm", help="the model of the runs (redraw, collect)")
+    parser.add_argument(
+        "--what", nargs="+", choices=("redraw", "collect", "exit"), default=["redraw", "collect", "exit"]
+    )
     args = parser.parse_args()
     if "redraw" in args.what:
         redraw_rounds(args.rounds, args.model)
+    if "collect" in args.what:
+        collect_rounds(args.rounds, args.model)
     if "exit" in args.what:
         exit_rounds(args.rounds)
 

@@ -47,7 +47,7 @@ from harness.config import (
     UnpackConfig,
 )
 from harness.config_files import CONFIG_FLAG, RUN_SETTINGS, expanded, flag_tokens, read_settings
-from tasks.collector import exit_uncollected
+from tasks.collector import collect_less_often, exit_uncollected
 from tasks.errors import InputError, clipped
 from tasks.files import disk_full_message, is_disk_full
 
@@ -357,7 +357,9 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def command() -> NoReturn:
-    """The `harness` executable and `python -m harness`: `main`, then the process's exit without the
-    collector's passes over the libraries' objects (`exit_uncollected`). `main` itself, called in a
-    process that goes on (a test), leaves the collector as it was."""
+    """The `harness` executable and `python -m harness`: `main` with young collections less often
+    (`collect_less_often`), then the process's exit without the collector's passes over the libraries'
+    objects (`exit_uncollected`). `main` itself, called in a process that goes on (a test), leaves the
+    collector as it was."""
+    collect_less_often()
     exit_uncollected(main())

@@ -11,6 +11,8 @@ import sys
 
 import pytest
 
+from tasks.collector import collect_less_often
+
 # The suite keeps what it compiles (__pycache__, ignored by git) where PYTHONDONTWRITEBYTECODE is set, as
 # on this bench: else every run has each worker rewrite every test module's assertions again (about 6 s a
 # worker) and every harness process a test starts compile the package's modules (0.7 s each); those
@@ -18,11 +20,10 @@ import pytest
 sys.dont_write_bytecode = False
 
 # A worker holds a million long-lived objects (torch, transformers, the models and fixtures), and every
-# collection of the oldest generation scans them all: with Python's default thresholds (700, 10, 10)
-# the collector took 7-9 s of each worker's ~110 s in tests/unit/run, with a young collection every
-# 20,000 allocations 3-3.5 s (that folder 6-8 s sooner, alternating runs). Collecting less often
-# changes when garbage is freed, not what is.
-gc.set_threshold(20_000, 10, 10)
+# collection of the oldest generation scans them all: with Python's default thresholds the collector
+# took 7-9 s of each worker's ~110 s in tests/unit/run, collecting as the `harness` executable does
+# 3-3.5 s (that folder 6-8 s sooner, alternating runs).
+collect_less_often()
 
 FIXTURES = "tests.fixtures"
 # Its assertions rewritten as a conftest's are, whichever imports it first (a folder's conftest

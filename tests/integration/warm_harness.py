@@ -24,6 +24,7 @@ from pathlib import Path
 
 from harness.cli import main
 from harness.present.parallel import context, preload_also
+from tasks.collector import collect_less_often
 from tasks.tagging import TAGGER_PACKAGES
 from tests.integration import fault_injector
 
@@ -96,6 +97,7 @@ def run_command(
     signal.signal(signal.SIGINT, signal.default_int_handler)
     if injector is not None:
         fault_injector.hook(*injector)
+    collect_less_often()  # as the `harness` executable collects (`harness.cli.command`)
     try:
         code = main(argv)
     except SystemExit as stop:

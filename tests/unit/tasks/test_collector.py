@@ -1,4 +1,5 @@
 """`frozen_heap`: collections within skip what existed before, and nothing is kept after;
+`collect_less_often`: young collections less often, the older ones as often relative to them;
 `exit_uncollected`: a process's exit with its status, its exit handlers and its output, the heap frozen."""
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ import subprocess
 import sys
 import weakref
 
-from tasks.collector import frozen_heap
+from tasks.collector import YOUNG_COLLECTION_ALLOCATIONS, collect_less_often, frozen_heap
 
 
 class Node:
@@ -85,3 +86,13 @@ def test_an_uncollected_exit_keeps_the_status_runs_the_handlers_and_flushes_with
     assert done.returncode == 3, done.stderr
     said = re.fullmatch(r"written, handlers ran with (\d+) objects frozen\n", done.stdout)
     assert said is not None and int(said.group(1)) > 1000, done.stdout  # the interpreter's own objects at least
+
+
+def test_collecting_less_often_raises_the_young_threshold_and_keeps_the_older_ones() -> None:
+    kept = gc.get_threshold()
+    gc.set_threshold(700, 10, 5)  # Python's default young threshold, another oldest one
+    try:
+        collect_less_often()
+        assert gc.get_threshold() == (YOUNG_COLLECTION_ALLOCATIONS, 10, 5)
+    finally:
+        gc.set_threshold(*kept)
