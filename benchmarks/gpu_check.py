@@ -66,6 +66,7 @@ from harness.results.summary import SUMMARY
 from harness.run.pipeline import DTYPES
 from harness.run.plan import native_bf16
 from harness.views.summary import summary_metrics
+from tasks.collector import collect_less_often
 
 # Each measurement is a child of this server, which imports the harness once (not this module, which
 # each child runs as its main module: a module both imported and run again draws a warning from runpy).
@@ -212,6 +213,7 @@ def logged_command(argv: list[str], log: Path) -> dict[str, Any]:
         for stream in (sys.stdout, sys.stderr):
             stream.flush()
             os.dup2(output.fileno(), stream.fileno())
+        collect_less_often()  # as the `harness` executable collects (`harness.cli.command`)
         status = harness(argv)
         sys.stdout.flush()
         sys.stderr.flush()
