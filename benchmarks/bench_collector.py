@@ -27,8 +27,8 @@ from __future__ import annotations
 
 import argparse
 import gc
+import itertools
 import json
-import os
 import resource
 import statistics
 import subprocess
@@ -37,6 +37,7 @@ import tempfile
 import time
 from collections.abc import Callable
 from contextlib import nullcontext
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -75,6 +76,16 @@ def timed_redraw(summary: dict[str, Any], out_dir: Path, freeze: Callable[[], An
         redraw_module.frozen_heap = frozen_heap
 
 
+def alternating_medians(rounds: int, measures: dict[str, Callable[[], float]], unit: str) -> list[float]:
+    """Each of ``measures`` once a round, in turn, each result printed; the medians, in ``measures``' order."""
+    values: dict[str, list[float]] = {kind: [] for kind in measures}
+    for round_index in range(rounds):
+        for kind, measure in measures.items():
+            values[kind].append(measure())
+            print(f"round {round_index + 1}, {kind}: {values[kind][-1]:.2f} {unit}", flush=True)
+    return [statistics.median(kind_values) for kind_values in values.values()]
+
+
 # A command's imports, then its exit: as the `harness` executable exits, or as Python does by itself.
 COMMAND_IMPORTS = "import harness.commands.compute\n"
 EXITS = {
@@ -84,16 +95,17 @@ EXITS = {
 }
 
 
+def process_seconds(script: str) -> float:
+    """The wall seconds of a fresh process running ``script``, start and exit included."""
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-c", script], check=True)
+    return time.perf_counter() - start
+
+
 def exit_rounds(rounds: int) -> None:
     """Alternating fresh processes of each kind of exit; prints each, then the medians and what is saved."""
-    seconds: dict[str, list[float]] = {kind: [] for kind in EXITS}
-    for round_index in range(rounds):
-        for kind, script in EXITS.items():
-            start = time.perf_counter()
-            subprocess.run([sys.executable, "-c", script], check=True)
-            seconds[kind].append(time.perf_counter() - start)
-            print(f"round {round_index + 1}, {kind}: {seconds[kind][-1]:.2f} s", flush=True)
-    uncollected, own = (statistics.median(values) for values in seconds.values())
+    measures = {kind: partial(process_seconds, script) for kind, script in EXITS.items()}
+    uncollected, own = alternating_medians(rounds, measures, "s")
     saved = own - uncollected
     print(f"median process: exit_uncollected {uncollected:.2f} s, Python's own exit {own:.2f} s: {saved:.2f} s saved")
 
@@ -123,24 +135,21 @@ def collect_rounds(rounds: int, model: str) -> None:
     """The tiny run fine-tuned once, then its analyses in alternating fresh processes (the module's docstring)."""
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
+        outputs = (root / f"run-{number}" for number in itertools.count())  # each process's own folder
 
-        def run(kind: str, out: Path) -> float:
+        def run_cpu_seconds(kind: str) -> float:
+            out = next(outputs)
             places = ["--output-dir", str(out), "--cache-dir", str(root / "cache")]
             argv = [*TINY_RUN, "--model", model, *places, "--tracking-uri", f"sqlite:///{out}/mlflow.db"]
             before = children_cpu_seconds()
-            subprocess.run([sys.executable, *COLLECTING[kind], *argv], check=True, capture_output=True, env=os.environ)
+            subprocess.run([sys.executable, *COLLECTING[kind], *argv], check=True, capture_output=True)
             return children_cpu_seconds() - before
 
-        run(next(iter(COLLECTING)), root / "fine-tuning")
-        seconds: dict[str, list[float]] = {kind: [] for kind in COLLECTING}
-        for round_index in range(rounds):
-            for number, kind in enumerate(COLLECTING):
-                seconds[kind].append(run(kind, root / f"round-{round_index}-{number}"))
-                print(f"round {round_index + 1}, {kind}: {seconds[kind][-1]:.2f} CPU s", flush=True)
-    less, default = (statistics.median(values) for values in seconds.values())
-    print(
-        f"median CPU: collect_less_often {less:.2f} s, Python's defaults {default:.2f} s: {default - less:.2f} s saved"
-    )
+        run_cpu_seconds(next(iter(COLLECTING)))  # the fine-tuning, stored for every later process
+        measures = {kind: partial(run_cpu_seconds, kind) for kind in COLLECTING}
+        less, default = alternating_medians(rounds, measures, "CPU s")
+    saved = default - less
+    print(f"median CPU: collect_less_often {less:.2f} s, Python's defaults {default:.2f} s: {saved:.2f} s saved")
 
 
 def redraw_rounds(rounds: int, model: str) -> None:
