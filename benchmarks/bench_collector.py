@@ -28,14 +28,13 @@ from __future__ import annotations
 import argparse
 import gc
 import itertools
-import json
 import resource
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from contextlib import nullcontext
 from functools import partial
 from pathlib import Path
@@ -43,6 +42,8 @@ from typing import Any
 
 from harness.cli import main as harness
 from harness.present import redraw as redraw_module
+from harness.results.run_record import RunSummary
+from harness.results.summary import SUMMARY, whole_summary
 from tasks.collector import frozen_heap
 
 
@@ -62,27 +63,40 @@ class FullCollections:
             self.seconds += time.perf_counter() - self.started
 
 
-def timed_redraw(summary: dict[str, Any], out_dir: Path, freeze: Callable[[], Any]) -> tuple[float, FullCollections]:
-    """Seconds of one forced redraw with ``freeze`` as the drawing's collector block."""
+# A measurement of one round: its value and the words printed after it (its unit, what else it saw).
+Measured = tuple[float, str]
+
+
+# The drawing's collector block in each kind of redraw round: as runs draw, or a block that does nothing.
+COLLECTOR_BLOCKS: dict[str, Callable[[], Any]] = {
+    "frozen (the harness)": frozen_heap,
+    "collector scans everything": nullcontext,
+}
+
+
+def timed_redraw(summary: RunSummary, out_dir: Path, freeze: Callable[[], Any]) -> Measured:
+    """Seconds of one forced redraw with ``freeze`` as the drawing's collector block, and its full collections."""
     redraw_module.frozen_heap = freeze  # the one difference between the two kinds of round
     collections = FullCollections()
     gc.callbacks.append(collections)
     try:
         start = time.perf_counter()
         redraw_module.redraw(summary, out_dir, force=True)
-        return time.perf_counter() - start, collections
+        spent = time.perf_counter() - start
+        return spent, f"s, {collections.count} full collections taking {collections.seconds:.1f} s"
     finally:
         gc.callbacks.remove(collections)
         redraw_module.frozen_heap = frozen_heap
 
 
-def alternating_medians(rounds: int, measures: dict[str, Callable[[], float]], unit: str) -> list[float]:
+def alternating_medians(rounds: int, measures: Mapping[str, Callable[[], Measured]]) -> list[float]:
     """Each of ``measures`` once a round, in turn, each result printed; the medians, in ``measures``' order."""
     values: dict[str, list[float]] = {kind: [] for kind in measures}
     for round_index in range(rounds):
         for kind, measure in measures.items():
-            values[kind].append(measure())
-            print(f"round {round_index + 1}, {kind}: {values[kind][-1]:.2f} {unit}", flush=True)
+            value, said = measure()
+            values[kind].append(value)
+            print(f"round {round_index + 1}, {kind}: {value:.2f} {said}", flush=True)
     return [statistics.median(kind_values) for kind_values in values.values()]
 
 
@@ -95,17 +109,17 @@ EXITS = {
 }
 
 
-def process_seconds(script: str) -> float:
+def process_seconds(script: str) -> Measured:
     """The wall seconds of a fresh process running ``script``, start and exit included."""
     start = time.perf_counter()
     subprocess.run([sys.executable, "-c", script], check=True)
-    return time.perf_counter() - start
+    return time.perf_counter() - start, "s"
 
 
 def exit_rounds(rounds: int) -> None:
     """Alternating fresh processes of each kind of exit; prints each, then the medians and what is saved."""
     measures = {kind: partial(process_seconds, script) for kind, script in EXITS.items()}
-    uncollected, own = alternating_medians(rounds, measures, "s")
+    uncollected, own = alternating_medians(rounds, measures)
     saved = own - uncollected
     print(f"median process: exit_uncollected {uncollected:.2f} s, Python's own exit {own:.2f} s: {saved:.2f} s saved")
 
@@ -137,17 +151,17 @@ def collect_rounds(rounds: int, model: str) -> None:
         root = Path(folder)
         outputs = (root / f"run-{number}" for number in itertools.count())  # each process's own folder
 
-        def run_cpu_seconds(kind: str) -> float:
+        def run_cpu_seconds(kind: str) -> Measured:
             out = next(outputs)
             places = ["--output-dir", str(out), "--cache-dir", str(root / "cache")]
             argv = [*TINY_RUN, "--model", model, *places, "--tracking-uri", f"sqlite:///{out}/mlflow.db"]
             before = children_cpu_seconds()
             subprocess.run([sys.executable, *COLLECTING[kind], *argv], check=True, capture_output=True)
-            return children_cpu_seconds() - before
+            return children_cpu_seconds() - before, "CPU s"
 
         run_cpu_seconds(next(iter(COLLECTING)))  # the fine-tuning, stored for every later process
         measures = {kind: partial(run_cpu_seconds, kind) for kind in COLLECTING}
-        less, default = alternating_medians(rounds, measures, "CPU s")
+        less, default = alternating_medians(rounds, measures)
     saved = default - less
     print(f"median CPU: collect_less_often {less:.2f} s, Python's defaults {default:.2f} s: {saved:.2f} s saved")
 
@@ -159,20 +173,12 @@ def redraw_rounds(rounds: int, model: str) -> None:
         flags = ["--task", "rte", "--model", model, "--max-train-examples", "64", "--epochs", "1", "--quick"]
         places = ["--output-dir", str(root / "out"), "--cache-dir", str(root / "cache")]
         assert harness(["run", *flags, *places, "--tracking-uri", f"sqlite:///{root}/mlflow.db"]) == 0
-        (summary_path,) = (root / "out").glob("*/summary.json")
-        summary = json.loads(summary_path.read_text())
-        kinds = {"frozen (the harness)": frozen_heap, "collector scans everything": nullcontext}
-        seconds: dict[str, list[float]] = {kind: [] for kind in kinds}
-        for round_index in range(rounds):
-            for kind, freeze in kinds.items():
-                spent, collections = timed_redraw(summary, root / "redrawn", freeze)
-                seconds[kind].append(spent)
-                print(
-                    f"round {round_index + 1}, {kind}: {spent:.1f} s, "
-                    f"{collections.count} full collections taking {collections.seconds:.1f} s",
-                    flush=True,
-                )
-    frozen, scanned = (statistics.median(values) for values in seconds.values())
+        (summary_path,) = (root / "out").glob(f"*/{SUMMARY}")
+        summary = whole_summary(summary_path.parent)
+        redraws = {
+            kind: partial(timed_redraw, summary, root / "redrawn", freeze) for kind, freeze in COLLECTOR_BLOCKS.items()
+        }
+        frozen, scanned = alternating_medians(rounds, redraws)
     print(f"median redraw: frozen {frozen:.1f} s, scanning everything {scanned:.1f} s: {scanned / frozen:.2f}x")
 
 
